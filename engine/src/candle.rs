@@ -1,0 +1,444 @@
+//! Candles: per-pair ring buffers for 5m, 15m, 1h, 4h, 1d and 1w, UTC-aligned, built from trades.
+//!
+//! Buckets are aligned to UTC; days start at 00:00 UTC and weeks on Monday 00:00 UTC. A ring
+//! holds a fixed number of bars (`bars_max`); when full, the oldest bar is overwritten. Bars are
+//! contiguous in time: a bucket with no trade gets a flat bar at the previous close, so bar
+//! `k` back from the live bar is always `k` buckets earlier.
+
+use crate::fixed::Price;
+
+/// Milliseconds in a minute.
+pub const MINUTE_MS: i64 = 60_000;
+/// Milliseconds in an hour.
+pub const HOUR_MS: i64 = 60 * MINUTE_MS;
+/// Milliseconds in a day.
+pub const DAY_MS: i64 = 24 * HOUR_MS;
+/// Milliseconds in a week.
+pub const WEEK_MS: i64 = 7 * DAY_MS;
+/// 1970-01-01 was a Thursday; the first Monday 00:00 UTC is four days later.
+const MONDAY_OFFSET_MS: i64 = 4 * DAY_MS;
+
+/// A candle timeframe.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Timeframe {
+    /// 5 minutes.
+    M5 = 0,
+    /// 15 minutes.
+    M15 = 1,
+    /// 1 hour.
+    H1 = 2,
+    /// 4 hours.
+    H4 = 3,
+    /// 1 day (UTC).
+    D1 = 4,
+    /// 1 week (Monday 00:00 UTC).
+    W1 = 5,
+}
+
+impl Timeframe {
+    /// Every timeframe, finest first.
+    pub const ALL: [Timeframe; 6] = [
+        Timeframe::M5,
+        Timeframe::M15,
+        Timeframe::H1,
+        Timeframe::H4,
+        Timeframe::D1,
+        Timeframe::W1,
+    ];
+    /// The allowed identifiers as a 422 message lists them.
+    pub const ALLOWED: &'static str = "5m, 15m, 1h, 4h, 1d, 1w";
+
+    /// Bucket length.
+    pub fn duration_ms(self) -> i64 {
+        match self {
+            Timeframe::M5 => 5 * MINUTE_MS,
+            Timeframe::M15 => 15 * MINUTE_MS,
+            Timeframe::H1 => HOUR_MS,
+            Timeframe::H4 => 4 * HOUR_MS,
+            Timeframe::D1 => DAY_MS,
+            Timeframe::W1 => WEEK_MS,
+        }
+    }
+
+    /// API identifier.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timeframe::M5 => "5m",
+            Timeframe::M15 => "15m",
+            Timeframe::H1 => "1h",
+            Timeframe::H4 => "4h",
+            Timeframe::D1 => "1d",
+            Timeframe::W1 => "1w",
+        }
+    }
+
+    /// Parses an API identifier.
+    pub fn parse(s: &str) -> Option<Timeframe> {
+        Timeframe::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// Open time of the bucket holding `ts_ms`.
+    pub fn bucket_start(self, ts_ms: i64) -> i64 {
+        let d = self.duration_ms();
+        match self {
+            Timeframe::W1 => (ts_ms - MONDAY_OFFSET_MS).div_euclid(d) * d + MONDAY_OFFSET_MS,
+            _ => ts_ms.div_euclid(d) * d,
+        }
+    }
+
+    /// Dense index 0..6.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One bar; prices are fixed-point.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Candle {
+    /// Bucket open time, Unix milliseconds.
+    pub open_ms: i64,
+    /// First price.
+    pub open: Price,
+    /// Highest price.
+    pub high: Price,
+    /// Lowest price.
+    pub low: Price,
+    /// Last price.
+    pub close: Price,
+}
+
+impl Candle {
+    /// A bar of one price.
+    pub fn flat(open_ms: i64, p: Price) -> Candle {
+        Candle {
+            open_ms,
+            open: p,
+            high: p,
+            low: p,
+            close: p,
+        }
+    }
+}
+
+/// A fixed-capacity ring of contiguous bars of one timeframe; the newest bar is the live one.
+#[derive(Clone, Debug)]
+pub struct CandleRing {
+    tf: Timeframe,
+    bars: Box<[Candle]>,
+    /// Index of the newest bar.
+    head: usize,
+    len: usize,
+    /// Trades older than the oldest bar held, ignored.
+    pub too_old_count: u64,
+}
+
+impl CandleRing {
+    /// An empty ring of `bars_max` bars.
+    pub fn new(tf: Timeframe, bars_max: usize) -> CandleRing {
+        assert!(bars_max >= 2);
+        CandleRing {
+            tf,
+            bars: vec![Candle::default(); bars_max].into_boxed_slice(),
+            head: 0,
+            len: 0,
+            too_old_count: 0,
+        }
+    }
+
+    /// The ring's timeframe.
+    pub fn timeframe(&self) -> Timeframe {
+        self.tf
+    }
+
+    /// Bars held (live one included).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no bar is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Capacity.
+    pub fn bars_max(&self) -> usize {
+        self.bars.len()
+    }
+
+    /// The newest bar (the live one while its bucket is open).
+    pub fn newest(&self) -> Option<&Candle> {
+        (self.len > 0).then(|| &self.bars[self.head])
+    }
+
+    /// Bar `k` back from the newest (0 = newest).
+    pub fn back(&self, k: usize) -> Option<&Candle> {
+        (k < self.len).then(|| &self.bars[(self.head + self.bars.len() - k) % self.bars.len()])
+    }
+
+    /// Bars oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Candle> + ExactSizeIterator + '_ {
+        let cap = self.bars.len();
+        let head = self.head;
+        (0..self.len)
+            .rev()
+            .map(move |k| &self.bars[(head + cap - k) % cap])
+    }
+
+    /// Copies the bars, oldest first, into `out` (cleared first; no allocation while `out`
+    /// has the ring's capacity).
+    pub fn copy_into(&self, out: &mut Vec<Candle>) {
+        out.clear();
+        out.extend(self.iter().copied());
+    }
+
+    fn push(&mut self, c: Candle) {
+        if self.len > 0 {
+            self.head = (self.head + 1) % self.bars.len();
+        }
+        self.bars[self.head] = c;
+        self.len = (self.len + 1).min(self.bars.len());
+    }
+
+    /// Merges a price range observed inside the bucket opening at `bucket_ms` (which must be
+    /// aligned to this ring's timeframe): a trade is `merge(b, p, p, p, p)`, a finer bar is
+    /// its own open/high/low/close. Later buckets roll the ring over; skipped buckets get flat
+    /// bars at the previous close (at most `bars_max` of them).
+    pub fn merge(&mut self, bucket_ms: i64, open: Price, high: Price, low: Price, close: Price) {
+        debug_assert_eq!(self.tf.bucket_start(bucket_ms), bucket_ms);
+        let d = self.tf.duration_ms();
+        let Some(&live) = self.newest() else {
+            self.push(Candle {
+                open_ms: bucket_ms,
+                open,
+                high,
+                low,
+                close,
+            });
+            return;
+        };
+        if bucket_ms == live.open_ms {
+            let bar = &mut self.bars[self.head];
+            bar.high = bar.high.max(high);
+            bar.low = bar.low.min(low);
+            bar.close = close;
+        } else if bucket_ms > live.open_ms {
+            let gap = ((bucket_ms - live.open_ms) / d - 1) as usize;
+            let fill = gap.min(self.bars.len());
+            let first_fill = bucket_ms - fill as i64 * d;
+            for k in 0..fill {
+                self.push(Candle::flat(first_fill + k as i64 * d, live.close));
+            }
+            self.push(Candle {
+                open_ms: bucket_ms,
+                open,
+                high,
+                low,
+                close,
+            });
+        } else {
+            // A late observation for an earlier bucket: widen that bar's range if it is held;
+            // its open and close stay as they were.
+            let k = ((live.open_ms - bucket_ms) / d) as usize;
+            if k < self.len {
+                let i = (self.head + self.bars.len() - k) % self.bars.len();
+                let bar = &mut self.bars[i];
+                bar.high = bar.high.max(high);
+                bar.low = bar.low.min(low);
+            } else {
+                self.too_old_count += 1;
+            }
+        }
+    }
+}
+
+/// The six rings of one (venue, pair) book.
+#[derive(Clone, Debug)]
+pub struct CandleSet {
+    rings: [CandleRing; 6],
+}
+
+impl CandleSet {
+    /// Six empty rings of `bars_max` bars each.
+    pub fn new(bars_max: usize) -> CandleSet {
+        CandleSet {
+            rings: Timeframe::ALL.map(|tf| CandleRing::new(tf, bars_max)),
+        }
+    }
+
+    /// The ring of one timeframe.
+    pub fn ring(&self, tf: Timeframe) -> &CandleRing {
+        &self.rings[tf.index()]
+    }
+
+    /// Applies a trade at `ts_ms` to every timeframe.
+    pub fn trade(&mut self, ts_ms: i64, price: Price) {
+        for ring in &mut self.rings {
+            let b = ring.tf.bucket_start(ts_ms);
+            ring.merge(b, price, price, price, price);
+        }
+    }
+
+    /// Adds a completed bar of `tf` (history) to its own ring and aggregates it into every
+    /// coarser ring, so coarser bars are the aggregates of the finer bars they cover.
+    pub fn absorb(&mut self, tf: Timeframe, bar: Candle) {
+        for ring in &mut self.rings[tf.index()..] {
+            let b = ring.tf.bucket_start(bar.open_ms);
+            ring.merge(b, bar.open, bar.high, bar.low, bar.close);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-11-16 00:00 UTC, a Monday.
+    const MONDAY: i64 = 1_794_787_200_000;
+
+    #[test]
+    fn buckets_are_utc_aligned_and_weeks_start_monday() {
+        assert_eq!(Timeframe::W1.bucket_start(MONDAY), MONDAY);
+        assert_eq!(Timeframe::W1.bucket_start(MONDAY - 1), MONDAY - WEEK_MS);
+        assert_eq!(Timeframe::W1.bucket_start(MONDAY + 6 * DAY_MS + 5), MONDAY);
+        assert_eq!(Timeframe::D1.bucket_start(MONDAY + 13 * HOUR_MS), MONDAY);
+        assert_eq!(
+            Timeframe::H4.bucket_start(MONDAY + 5 * HOUR_MS),
+            MONDAY + 4 * HOUR_MS
+        );
+        assert_eq!(Timeframe::M5.bucket_start(MONDAY + 299_999), MONDAY);
+        assert_eq!(
+            Timeframe::M5.bucket_start(MONDAY + 300_000),
+            MONDAY + 300_000
+        );
+        // The epoch week: 1969-12-29 (Monday) .. 1970-01-05.
+        assert_eq!(Timeframe::W1.bucket_start(0), -3 * DAY_MS);
+    }
+
+    #[test]
+    fn roll_over_at_bucket_edge() {
+        let mut r = CandleRing::new(Timeframe::M5, 8);
+        let t0 = MONDAY;
+        let tr = |r: &mut CandleRing, ts: i64, p: i64| {
+            let b = r.timeframe().bucket_start(ts);
+            r.merge(b, Price(p), Price(p), Price(p), Price(p));
+        };
+        tr(&mut r, t0, 100);
+        tr(&mut r, t0 + 1000, 105);
+        tr(&mut r, t0 + 299_999, 98);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            *r.newest().expect("bar"),
+            Candle {
+                open_ms: t0,
+                open: Price(100),
+                high: Price(105),
+                low: Price(98),
+                close: Price(98)
+            }
+        );
+        // The first millisecond of the next bucket opens a new bar.
+        tr(&mut r, t0 + 300_000, 101);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r.newest().map(|c| (c.open_ms, c.open)),
+            Some((t0 + 300_000, Price(101)))
+        );
+        assert_eq!(r.back(1).map(|c| c.close), Some(Price(98)));
+    }
+
+    #[test]
+    fn gaps_get_flat_bars_and_ring_wraps() {
+        let mut r = CandleRing::new(Timeframe::M5, 4);
+        r.merge(MONDAY, Price(10), Price(12), Price(9), Price(11));
+        r.merge(
+            MONDAY + 3 * 300_000,
+            Price(20),
+            Price(20),
+            Price(20),
+            Price(20),
+        );
+        let opens: Vec<_> = r.iter().map(|c| (c.open_ms - MONDAY) / 300_000).collect();
+        assert_eq!(opens, [0, 1, 2, 3]);
+        assert_eq!(
+            r.back(1).map(|c| (c.open, c.close)),
+            Some((Price(11), Price(11)))
+        );
+        r.merge(
+            MONDAY + 4 * 300_000,
+            Price(21),
+            Price(21),
+            Price(21),
+            Price(21),
+        );
+        assert_eq!(r.len(), 4);
+        assert_eq!(r.iter().next().map(|c| c.open_ms), Some(MONDAY + 300_000));
+        // A gap longer than the ring fills at most the ring.
+        r.merge(
+            MONDAY + 1000 * 300_000,
+            Price(5),
+            Price(5),
+            Price(5),
+            Price(5),
+        );
+        assert_eq!(r.len(), 4);
+        let opens: Vec<_> = r.iter().map(|c| (c.open_ms - MONDAY) / 300_000).collect();
+        assert_eq!(opens, [997, 998, 999, 1000]);
+    }
+
+    #[test]
+    fn late_trade_widens_its_bar_only() {
+        let mut r = CandleRing::new(Timeframe::M5, 4);
+        r.merge(MONDAY, Price(10), Price(10), Price(10), Price(10));
+        r.merge(MONDAY + 300_000, Price(11), Price(11), Price(11), Price(11));
+        r.merge(MONDAY, Price(15), Price(15), Price(15), Price(15));
+        assert_eq!(
+            r.back(1).map(|c| (c.high, c.close)),
+            Some((Price(15), Price(10)))
+        );
+        r.merge(
+            MONDAY - 10 * 300_000,
+            Price(1),
+            Price(1),
+            Price(1),
+            Price(1),
+        );
+        assert_eq!(r.too_old_count, 1);
+    }
+
+    #[test]
+    fn trades_update_every_timeframe_and_history_aggregates() {
+        let mut s = CandleSet::new(16);
+        for k in 0..12 {
+            let p = 100 + k;
+            s.absorb(
+                Timeframe::M5,
+                Candle {
+                    open_ms: MONDAY + k * 300_000,
+                    open: Price(p),
+                    high: Price(p + 5),
+                    low: Price(p - 5),
+                    close: Price(p + 1),
+                },
+            );
+        }
+        let h1 = s.ring(Timeframe::H1).newest().copied().expect("bar");
+        assert_eq!(
+            h1,
+            Candle {
+                open_ms: MONDAY,
+                open: Price(100),
+                high: Price(116),
+                low: Price(95),
+                close: Price(112)
+            }
+        );
+        assert_eq!(s.ring(Timeframe::M15).len(), 4);
+        s.trade(MONDAY + HOUR_MS, Price(200));
+        assert_eq!(s.ring(Timeframe::H1).len(), 2);
+        assert_eq!(
+            s.ring(Timeframe::D1).newest().map(|c| c.high),
+            Some(Price(200))
+        );
+        assert_eq!(s.ring(Timeframe::W1).len(), 1);
+    }
+}

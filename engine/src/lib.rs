@@ -1,0 +1,20 @@
+//! rampart's sans-I/O engine: books, candles, instruments and the simulated market.
+//!
+//! Invariant: nothing here opens a socket, reads a clock, spawns a thread or takes a lock.
+//! Time is always an argument (`now_ms`, or the event's own timestamp), so every function is
+//! deterministic and testable on its own.
+
+pub mod book;
+pub mod candle;
+pub mod fixed;
+pub mod instrument;
+pub mod market;
+pub mod sim;
+pub mod venue;
+
+pub use book::{Applied, Book, Level, Side};
+pub use candle::{Candle, CandleRing, CandleSet, Timeframe};
+pub use fixed::{Price, Qty};
+pub use instrument::{BookId, Instrument, Registry, Status};
+pub use market::{Market, Tick, TickKind};
+pub use venue::Venue;

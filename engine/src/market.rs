@@ -1,0 +1,203 @@
+//! A shard's market state: the books, candles and last prices it owns, and the tick type.
+//!
+//! `Market::apply` is the hot path of one tick. It allocates nothing and takes no lock; time
+//! arrives inside the event.
+
+use crate::book::{Applied, Book, Side};
+use crate::candle::CandleSet;
+use crate::fixed::{Price, Qty};
+use crate::instrument::BookId;
+
+/// What a tick carries.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TickKind {
+    /// Absolute size at a price; zero removes the level.
+    Book {
+        /// Side of the level.
+        side: Side,
+        /// Level price.
+        price: Price,
+        /// New absolute size.
+        qty: Qty,
+    },
+    /// A trade.
+    Trade {
+        /// Trade price.
+        price: Price,
+        /// Trade size.
+        qty: Qty,
+        /// True when the taker sold (the buyer was the maker).
+        taker_sell: bool,
+    },
+}
+
+/// One market event for one book.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Tick {
+    /// The book.
+    pub book: BookId,
+    /// Venue event time, Unix milliseconds.
+    pub ts_ms: i64,
+    /// Payload.
+    pub kind: TickKind,
+}
+
+/// State of one book on its shard.
+#[derive(Clone, Debug)]
+pub struct BookState {
+    /// Global id.
+    pub id: BookId,
+    /// Levels.
+    pub book: Book,
+    /// Candle rings.
+    pub candles: CandleSet,
+    /// Last trade price, zero before the first trade.
+    pub last_price: Price,
+    /// Time of the last trade.
+    pub last_trade_ms: i64,
+    /// True once the book has been seen crossed and not yet rebuilt.
+    pub crossed: bool,
+    /// Times the book was found crossed.
+    pub crossed_count: u64,
+}
+
+/// What one tick changed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// A level update.
+    Level(Applied),
+    /// A trade moved the last price.
+    Trade(Price),
+    /// The book is not owned here (routing bug upstream); nothing changed.
+    NotOwned,
+}
+
+/// The books of one shard.
+#[derive(Debug)]
+pub struct Market {
+    books: Vec<BookState>,
+    /// BookId index → local index, `u32::MAX` when not owned.
+    local_of: Vec<u32>,
+}
+
+impl Market {
+    /// Owns `ids` out of `book_count` global books, preallocating each book and its rings.
+    pub fn new(
+        book_count: usize,
+        ids: &[BookId],
+        depth_levels_max: usize,
+        bars_max: usize,
+    ) -> Market {
+        let mut local_of = vec![u32::MAX; book_count];
+        let mut books = Vec::with_capacity(ids.len());
+        for (i, &id) in ids.iter().enumerate() {
+            assert!(id.index() < book_count);
+            local_of[id.index()] = i as u32;
+            books.push(BookState {
+                id,
+                book: Book::new(depth_levels_max),
+                candles: CandleSet::new(bars_max),
+                last_price: Price::ZERO,
+                last_trade_ms: 0,
+                crossed: false,
+                crossed_count: 0,
+            });
+        }
+        Market { books, local_of }
+    }
+
+    /// The owned books.
+    pub fn books(&self) -> &[BookState] {
+        &self.books
+    }
+
+    /// One owned book.
+    pub fn get(&self, id: BookId) -> Option<&BookState> {
+        let i = *self.local_of.get(id.index())?;
+        self.books.get(i as usize)
+    }
+
+    /// One owned book, mutably (history loading, snapshots).
+    pub fn get_mut(&mut self, id: BookId) -> Option<&mut BookState> {
+        let i = *self.local_of.get(id.index())?;
+        self.books.get_mut(i as usize)
+    }
+
+    /// Applies one tick: a level update to the book, or a trade to the candles and last price.
+    pub fn apply(&mut self, tick: &Tick) -> Outcome {
+        let Some(state) = self.get_mut(tick.book) else {
+            return Outcome::NotOwned;
+        };
+        match tick.kind {
+            TickKind::Book { side, price, qty } => {
+                let applied = state.book.apply(side, price, qty);
+                let crossed = state.book.is_crossed();
+                if crossed && !state.crossed {
+                    state.crossed_count += 1;
+                }
+                state.crossed = crossed;
+                Outcome::Level(applied)
+            }
+            TickKind::Trade { price, .. } => {
+                state.candles.trade(tick.ts_ms, price);
+                state.last_price = price;
+                state.last_trade_ms = tick.ts_ms;
+                Outcome::Trade(price)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candle::Timeframe;
+
+    #[test]
+    fn routes_ticks_to_owned_books() {
+        let mut m = Market::new(4, &[BookId(1), BookId(3)], 8, 8);
+        let t = Tick {
+            book: BookId(3),
+            ts_ms: 1_000,
+            kind: TickKind::Trade {
+                price: Price(5),
+                qty: Qty(1),
+                taker_sell: false,
+            },
+        };
+        assert_eq!(m.apply(&t), Outcome::Trade(Price(5)));
+        assert_eq!(m.get(BookId(3)).map(|b| b.last_price), Some(Price(5)));
+        assert_eq!(
+            m.get(BookId(3))
+                .and_then(|b| b.candles.ring(Timeframe::M5).newest().map(|c| c.close)),
+            Some(Price(5))
+        );
+        let t = Tick {
+            book: BookId(0),
+            ..t
+        };
+        assert_eq!(m.apply(&t), Outcome::NotOwned);
+        let b = Tick {
+            book: BookId(1),
+            ts_ms: 1,
+            kind: TickKind::Book {
+                side: Side::Bid,
+                price: Price(10),
+                qty: Qty(1),
+            },
+        };
+        assert_eq!(m.apply(&b), Outcome::Level(Applied::Inserted));
+        let a = Tick {
+            kind: TickKind::Book {
+                side: Side::Ask,
+                price: Price(9),
+                qty: Qty(1),
+            },
+            ..b
+        };
+        m.apply(&a);
+        assert!(m
+            .get(BookId(1))
+            .is_some_and(|s| s.crossed && s.crossed_count == 1));
+    }
+}

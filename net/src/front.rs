@@ -1,0 +1,520 @@
+//! The HTTP front: hyper (HTTP/1.1) on its own single-threaded tokio executor. It parses and
+//! authenticates requests, applies the limits, and answers reads from what the shards publish.
+//!
+//! Rationale: may_minihttp, the first choice, cannot be made robust from outside its API (see
+//! ARCHITECTURE.md, "Why hyper and not may_minihttp"). hyper bounds header size and count,
+//! times out slow or idle clients, decodes chunked bodies and refuses malformed framing.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rampart_engine::Venue;
+
+use crate::clock;
+use crate::config::Plans;
+use crate::json::{error_body, Json};
+use crate::limit::{Limiter, Refusal};
+use crate::shard::Shared;
+use crate::store::{hash_key, is_key_shaped, KeyRow, Store};
+
+/// Front limits; every one has a documented behaviour at the bound.
+#[derive(Clone, Debug)]
+pub struct FrontConfig {
+    /// Open connections at once; past it a new connection is closed at once, unanswered.
+    pub connections_max: usize,
+    /// A request head must arrive within this time, and an idle keep-alive connection is
+    /// closed after it.
+    pub header_read_timeout: Duration,
+    /// Read buffer bound, which bounds the request head; past it hyper answers 431.
+    pub read_buffer_bytes_max: usize,
+    /// Header count bound; past it hyper answers 431.
+    pub headers_max: usize,
+}
+
+impl Default for FrontConfig {
+    fn default() -> FrontConfig {
+        FrontConfig {
+            connections_max: 10_000,
+            header_read_timeout: Duration::from_secs(10),
+            read_buffer_bytes_max: 64 * 1024,
+            headers_max: 64,
+        }
+    }
+}
+
+/// The in-memory key table, reloaded whenever another connection (the keys CLI) commits.
+#[derive(Debug, Default)]
+struct KeyCache {
+    data_version: Option<i64>,
+    by_hash: HashMap<[u8; 32], KeyRow>,
+}
+
+/// Everything a request handler reads.
+pub struct Front {
+    shared: Arc<Shared>,
+    venues: Vec<Venue>,
+    feed: &'static str,
+    plans: Plans,
+    store: Store,
+    keys: RefCell<KeyCache>,
+    limiter: RefCell<Limiter>,
+    started_ms: i64,
+}
+
+type Resp = Response<Full<Bytes>>;
+
+fn respond(status: StatusCode, body: String) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn error(status: StatusCode, message: &str) -> Resp {
+    respond(status, error_body(message))
+}
+
+fn too_many(message: &str, retry_after_s: i64) -> Resp {
+    let mut r = error(StatusCode::TOO_MANY_REQUESTS, message);
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(retry_after_s.max(1)));
+    r
+}
+
+/// A value of a query parameter, percent-decoded.
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    let query = query?;
+    for pair in query.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if k == name {
+            return Some(percent_decode(v));
+        }
+    }
+    None
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                let hex = core::str::from_utf8(&b[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(v) => {
+                        out.push(v);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The `exchange` query parameter: binance when absent, 422 when not a venue.
+fn exchange_param(query: Option<&str>) -> Result<Venue, Resp> {
+    match query_param(query, "exchange") {
+        None => Ok(Venue::Binance),
+        Some(s) => Venue::parse(&s).ok_or_else(|| {
+            error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("invalid exchange '{s}'. Allowed: {}", Venue::ALLOWED),
+            )
+        }),
+    }
+}
+
+impl Front {
+    /// A front over the shards' published state, authenticating against `store`.
+    pub fn new(
+        shared: Arc<Shared>,
+        venues: Vec<Venue>,
+        feed: &'static str,
+        plans: Plans,
+        store: Store,
+    ) -> Front {
+        Front {
+            shared,
+            venues,
+            feed,
+            plans,
+            store,
+            keys: RefCell::new(KeyCache::default()),
+            limiter: RefCell::new(Limiter::default()),
+            started_ms: clock::now_ms(),
+        }
+    }
+
+    /// Looks a presented key up in the cached table, reloading it if the database changed.
+    fn lookup(&self, key: &str) -> Result<Option<KeyRow>, Resp> {
+        let mut cache = self.keys.borrow_mut();
+        let version = self.store.data_version().map_err(|e| {
+            eprintln!("front: key table: {e}");
+            error(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
+        })?;
+        if cache.data_version != Some(version) {
+            let rows = self.store.load_key_hashes().map_err(|e| {
+                eprintln!("front: key table: {e}");
+                error(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
+            })?;
+            cache.by_hash = rows.into_iter().collect();
+            cache.data_version = Some(version);
+        }
+        Ok(cache.by_hash.get(&hash_key(key)).cloned())
+    }
+
+    /// Refuses a request with no valid key: 401, or 429 once the address has sent too many.
+    fn unauthenticated(&self, peer: IpAddr, message: &str, now_ms: i64) -> Resp {
+        match self
+            .limiter
+            .borrow_mut()
+            .admit_unauthenticated(peer, now_ms)
+        {
+            Ok(()) => error(StatusCode::UNAUTHORIZED, message),
+            Err(Refusal::Burst { retry_after_s } | Refusal::Quota { retry_after_s }) => too_many(
+                "too many requests without a valid API key from this address",
+                retry_after_s,
+            ),
+        }
+    }
+
+    /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
+    fn admit(&self, req: &Request<Incoming>, peer: IpAddr, now_ms: i64) -> Result<KeyRow, Resp> {
+        let Some(header) = req.headers().get(AUTHORIZATION) else {
+            return Err(self.unauthenticated(peer, "missing API key", now_ms));
+        };
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| h.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .filter(|t| is_key_shaped(t));
+        let Some(token) = token else {
+            return Err(self.unauthenticated(peer, "invalid API key", now_ms));
+        };
+        let Some(row) = self.lookup(token)? else {
+            return Err(self.unauthenticated(peer, "invalid API key", now_ms));
+        };
+        if row.revoked_ms.is_some() {
+            return Err(self.unauthenticated(peer, "revoked API key", now_ms));
+        }
+        let Some(plan) = self.plans.get(&row.plan).filter(|p| p.api) else {
+            return Err(error(
+                StatusCode::FORBIDDEN,
+                "API access needs an active Developer plan",
+            ));
+        };
+        match self.limiter.borrow_mut().admit_key(
+            row.id,
+            plan.burst_per_min,
+            plan.daily_quota,
+            now_ms,
+        ) {
+            Ok(()) => Ok(row),
+            Err(Refusal::Burst { retry_after_s }) => Err(too_many(
+                &format!(
+                    "rate limit exceeded: {} requests per minute",
+                    plan.burst_per_min
+                ),
+                retry_after_s,
+            )),
+            Err(Refusal::Quota { retry_after_s }) => Err(too_many(
+                &format!(
+                    "daily quota exceeded ({} requests per day on plan {})",
+                    plan.daily_quota, plan.name
+                ),
+                retry_after_s,
+            )),
+        }
+    }
+
+    /// Answers one request.
+    pub fn handle(&self, req: &Request<Incoming>, peer: IpAddr) -> Resp {
+        let now_ms = clock::now_ms();
+        let path = req.uri().path();
+        if path == "/healthz" {
+            return match *req.method() {
+                Method::GET | Method::HEAD => self.healthz(now_ms),
+                _ => method_not_allowed("GET"),
+            };
+        }
+        if path != "/v1" && !path.starts_with("/v1/") {
+            return error(StatusCode::NOT_FOUND, "not found");
+        }
+        if let Err(resp) = self.admit(req, peer, now_ms) {
+            return resp;
+        }
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let get = matches!(*req.method(), Method::GET | Method::HEAD);
+        let query = req.uri().query();
+        match segments.as_slice() {
+            ["v1", "exchanges"] if get => self.exchanges(),
+            ["v1", "exchanges", ex, "symbols"] if get => self.symbols(ex, now_ms),
+            ["v1", "symbols", symbol] if get => match exchange_param(query) {
+                Ok(venue) => self.symbol(venue, symbol),
+                Err(resp) => resp,
+            },
+            ["v1", "exchanges"] | ["v1", "exchanges", _, "symbols"] | ["v1", "symbols", _] => {
+                method_not_allowed("GET")
+            }
+            _ => error(StatusCode::NOT_FOUND, "not found"),
+        }
+    }
+
+    fn healthz(&self, now_ms: i64) -> Resp {
+        let ready = self.shared.ready();
+        let mut j = Json::with_capacity(512);
+        if ready {
+            j.raw("{\"status\":\"ok\"");
+        } else {
+            j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
+        }
+        j.raw(",\"feed\":")
+            .str(self.feed)
+            .raw(",\"uptimeS\":")
+            .int((now_ms - self.started_ms) / 1000);
+        j.raw(",\"shards\":[");
+        for (i, s) in self.shared.stats.iter().enumerate() {
+            use std::sync::atomic::Ordering::Relaxed;
+            if i > 0 {
+                j.raw(",");
+            }
+            j.raw("{\"shard\":").int(i as i64);
+            j.raw(",\"ready\":").bool(s.ready.load(Relaxed));
+            j.raw(",\"books\":").int(s.books.load(Relaxed) as i64);
+            j.raw(",\"ticks\":").int(s.ticks.load(Relaxed) as i64);
+            j.raw(",\"crossedBooks\":")
+                .int(s.crossed_books.load(Relaxed) as i64);
+            j.raw("}");
+        }
+        j.raw("],\"exchanges\":[");
+        for (i, v) in self.venues.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            j.raw("{\"exchange\":")
+                .str(v.as_str())
+                .raw(",\"state\":")
+                .str(if ready { "ok" } else { "starting" });
+            j.raw(",\"pairs\":")
+                .int(self.shared.registry.venue_books(*v).len() as i64)
+                .raw("}");
+        }
+        j.raw("]}");
+        respond(
+            if ready {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            },
+            j.finish(),
+        )
+    }
+
+    fn exchanges(&self) -> Resp {
+        let mut j = Json::with_capacity(256);
+        j.raw("{\"data\":[");
+        for (i, v) in self.venues.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            j.raw("{\"exchange\":").str(v.as_str());
+            j.raw(",\"pairs\":")
+                .int(self.shared.registry.venue_books(*v).len() as i64)
+                .raw("}");
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    fn venue_or_404(&self, ex: &str) -> Result<Venue, Resp> {
+        match Venue::parse(ex) {
+            Some(v) if self.venues.contains(&v) => Ok(v),
+            Some(v) => Err(error(
+                StatusCode::NOT_FOUND,
+                &format!("exchange '{v}' is not enabled on this server"),
+            )),
+            None => Err(error(
+                StatusCode::NOT_FOUND,
+                &format!("unknown exchange '{ex}'. Allowed: {}", Venue::ALLOWED),
+            )),
+        }
+    }
+
+    fn symbols(&self, ex: &str, now_ms: i64) -> Resp {
+        let venue = match self.venue_or_404(ex) {
+            Ok(v) => v,
+            Err(r) => return r,
+        };
+        let reg = &self.shared.registry;
+        let books = reg.venue_books(venue);
+        let mut j = Json::with_capacity(64 + books.len() * 96);
+        j.raw("{\"exchange\":")
+            .str(venue.as_str())
+            .raw(",\"ts\":")
+            .int(now_ms)
+            .raw(",\"data\":[");
+        for (i, &id) in books.iter().enumerate() {
+            let ins = reg.get(id);
+            let (price, _) = self.shared.price(id);
+            if i > 0 {
+                j.raw(",");
+            }
+            j.raw("{\"symbol\":").str(&ins.symbol);
+            j.raw(",\"base\":").str(&ins.base);
+            j.raw(",\"quote\":").str(&ins.quote);
+            j.raw(",\"price\":").fixed(price);
+            j.raw(",\"status\":").str(ins.status.as_str()).raw("}");
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    fn symbol(&self, venue: Venue, symbol: &str) -> Resp {
+        let upper = symbol.to_ascii_uppercase();
+        let found = self
+            .venues
+            .contains(&venue)
+            .then(|| self.shared.registry.find(venue, &upper))
+            .flatten();
+        let Some(id) = found else {
+            let mut shown = upper;
+            shown.truncate(64);
+            return error(
+                StatusCode::NOT_FOUND,
+                &format!("unknown symbol '{shown}' on {venue}"),
+            );
+        };
+        let ins = self.shared.registry.get(id);
+        let (price, ts) = self.shared.price(id);
+        let mut j = Json::with_capacity(256);
+        j.raw("{\"symbol\":")
+            .str(&ins.symbol)
+            .raw(",\"exchange\":")
+            .str(venue.as_str());
+        j.raw(",\"data\":{\"base\":")
+            .str(&ins.base)
+            .raw(",\"quote\":")
+            .str(&ins.quote);
+        j.raw(",\"price\":")
+            .fixed(price)
+            .raw(",\"status\":")
+            .str(ins.status.as_str());
+        j.raw(",\"tickSize\":")
+            .fixed(ins.tick.0)
+            .raw(",\"lotSize\":")
+            .fixed(i64::try_from(ins.lot.0).unwrap_or(i64::MAX));
+        j.raw(",\"ts\":").int(ts).raw("}}");
+        respond(StatusCode::OK, j.finish())
+    }
+}
+
+fn method_not_allowed(allow: &'static str) -> Resp {
+    let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+    r.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+/// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread.
+/// Must run inside a `tokio::task::LocalSet`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    front: Rc<Front>,
+    config: FrontConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout)
+        .max_buf_size(config.read_buffer_bytes_max)
+        .max_headers(config.headers_max)
+        .keep_alive(true);
+    let active = Rc::new(std::cell::Cell::new(0usize));
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut shutdown => break,
+            a = listener.accept() => a,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of descriptors and similar: back off briefly instead of spinning.
+                eprintln!("front: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if active.get() >= config.connections_max {
+            drop(stream);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        active.set(active.get() + 1);
+        let (front, active, builder) = (front.clone(), active.clone(), builder.clone());
+        tokio::task::spawn_local(async move {
+            let svc = service_fn(|req: Request<Incoming>| {
+                let resp = front.handle(&req, peer.ip());
+                async move { Ok::<_, Infallible>(resp) }
+            });
+            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+            active.set(active.get() - 1);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_params_are_decoded() {
+        assert_eq!(
+            query_param(Some("a=1&exchange=okx"), "exchange").as_deref(),
+            Some("okx")
+        );
+        assert_eq!(
+            query_param(Some("exchange=kr%61ken"), "exchange").as_deref(),
+            Some("kraken")
+        );
+        assert_eq!(
+            query_param(Some("exchange"), "exchange").as_deref(),
+            Some("")
+        );
+        assert_eq!(query_param(Some("x=%zz%"), "x").as_deref(), Some("%zz%"));
+        assert_eq!(query_param(None, "exchange"), None);
+    }
+}

@@ -1,0 +1,12 @@
+//! rampart's runtime: shards on pinned glommio executors, the HTTP front, storage and config.
+//!
+//! Everything that touches threads, sockets, clocks or disk lives here; the market logic it
+//! drives lives in `rampart-engine`.
+
+pub mod clock;
+pub mod config;
+pub mod front;
+pub mod json;
+pub mod limit;
+pub mod shard;
+pub mod store;

@@ -1,0 +1,194 @@
+//! Request limits: the per-key burst window and daily quota, and the per-address limit on
+//! requests without a valid key. Pure logic; `now_ms` is an argument.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+
+use rampart_engine::candle::DAY_MS;
+
+/// Length of the burst window.
+pub const WINDOW_MS: i64 = 60_000;
+/// Failed-auth requests admitted per address in any window before 429.
+pub const UNAUTH_PER_WINDOW: usize = 60;
+/// Addresses tracked at once; at the bound, addresses with no request in the last window
+/// are forgotten, and if none is, the new address is refused (429) until one expires.
+pub const ADDRESSES_MAX: usize = 65_536;
+/// Keys tracked at once; at the bound, idle keys are forgotten first (as for addresses).
+pub const KEYS_MAX: usize = 1_000_000;
+
+/// Why a request was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Too many requests in the window.
+    Burst {
+        /// Whole seconds until a request would be admitted (at least 1).
+        retry_after_s: i64,
+    },
+    /// Daily quota used up.
+    Quota {
+        /// Seconds until 00:00 UTC.
+        retry_after_s: i64,
+    },
+}
+
+/// A sliding window log of admitted request times, bounded by the limit itself.
+#[derive(Debug)]
+struct Window {
+    times: VecDeque<i64>,
+}
+
+impl Window {
+    fn new(limit: usize) -> Window {
+        Window {
+            times: VecDeque::with_capacity(limit),
+        }
+    }
+
+    /// Admits and records a request at `now_ms`, or says how long to wait.
+    fn admit(&mut self, now_ms: i64, limit: usize) -> Result<(), i64> {
+        while self.times.front().is_some_and(|&t| t <= now_ms - WINDOW_MS) {
+            self.times.pop_front();
+        }
+        if self.times.len() >= limit {
+            let oldest = self.times.front().copied().unwrap_or(now_ms);
+            let wait_ms = oldest + WINDOW_MS - now_ms;
+            return Err(((wait_ms + 999) / 1000).max(1));
+        }
+        self.times.push_back(now_ms);
+        Ok(())
+    }
+
+    fn idle(&self, now_ms: i64) -> bool {
+        self.times.back().is_none_or(|&t| t <= now_ms - WINDOW_MS)
+    }
+}
+
+#[derive(Debug)]
+struct KeyUse {
+    window: Window,
+    day: i64,
+    used_today: u64,
+}
+
+/// Limits for every key and address seen.
+#[derive(Debug, Default)]
+pub struct Limiter {
+    keys: HashMap<i64, KeyUse>,
+    addrs: HashMap<IpAddr, Window>,
+}
+
+impl Limiter {
+    /// Admits a request by key `key_id` on a plan with `burst` per window and `quota` per day.
+    /// A refused request is not counted.
+    pub fn admit_key(
+        &mut self,
+        key_id: i64,
+        burst: u32,
+        quota: u64,
+        now_ms: i64,
+    ) -> Result<(), Refusal> {
+        if self.keys.len() >= KEYS_MAX && !self.keys.contains_key(&key_id) {
+            self.keys.retain(|_, k| !k.window.idle(now_ms));
+        }
+        let day = now_ms.div_euclid(DAY_MS);
+        let k = self.keys.entry(key_id).or_insert_with(|| KeyUse {
+            window: Window::new(burst as usize),
+            day,
+            used_today: 0,
+        });
+        if k.day != day {
+            k.day = day;
+            k.used_today = 0;
+        }
+        if k.used_today >= quota {
+            let next_midnight = (day + 1) * DAY_MS;
+            return Err(Refusal::Quota {
+                retry_after_s: ((next_midnight - now_ms + 999) / 1000).max(1),
+            });
+        }
+        k.window
+            .admit(now_ms, burst as usize)
+            .map_err(|s| Refusal::Burst { retry_after_s: s })?;
+        k.used_today += 1;
+        Ok(())
+    }
+
+    /// Records a request from `addr` that had no valid key; refuses once the address has sent
+    /// [`UNAUTH_PER_WINDOW`] of them in the window.
+    pub fn admit_unauthenticated(&mut self, addr: IpAddr, now_ms: i64) -> Result<(), Refusal> {
+        if self.addrs.len() >= ADDRESSES_MAX && !self.addrs.contains_key(&addr) {
+            self.addrs.retain(|_, w| !w.idle(now_ms));
+            if self.addrs.len() >= ADDRESSES_MAX {
+                return Err(Refusal::Burst { retry_after_s: 60 });
+            }
+        }
+        let w = self
+            .addrs
+            .entry(addr)
+            .or_insert_with(|| Window::new(UNAUTH_PER_WINDOW));
+        w.admit(now_ms, UNAUTH_PER_WINDOW)
+            .map_err(|s| Refusal::Burst { retry_after_s: s })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: i64 = 1_795_183_387_000;
+
+    #[test]
+    fn burst_admits_120_in_any_minute() {
+        let mut l = Limiter::default();
+        for i in 0..120 {
+            assert_eq!(l.admit_key(1, 120, 100_000, T0 + i * 100), Ok(()));
+        }
+        // The 121st, 12 s after the first: wait until the first leaves the window.
+        assert_eq!(
+            l.admit_key(1, 120, 100_000, T0 + 12_000),
+            Err(Refusal::Burst { retry_after_s: 48 })
+        );
+        assert_eq!(
+            l.admit_key(2, 120, 100_000, T0 + 12_000),
+            Ok(()),
+            "other keys unaffected"
+        );
+        assert_eq!(
+            l.admit_key(1, 120, 100_000, T0 + 59_999),
+            Err(Refusal::Burst { retry_after_s: 1 })
+        );
+        assert_eq!(l.admit_key(1, 120, 100_000, T0 + 60_000), Ok(()));
+    }
+
+    #[test]
+    fn quota_resets_at_utc_midnight() {
+        let mut l = Limiter::default();
+        let midnight = (T0.div_euclid(DAY_MS) + 1) * DAY_MS;
+        let t = midnight - 3_600_000;
+        for i in 0..3 {
+            assert_eq!(l.admit_key(7, 120, 3, t + i), Ok(()));
+        }
+        assert_eq!(
+            l.admit_key(7, 120, 3, t + 10),
+            Err(Refusal::Quota {
+                retry_after_s: 3600
+            })
+        );
+        assert_eq!(l.admit_key(7, 120, 3, midnight), Ok(()));
+    }
+
+    #[test]
+    fn unauthenticated_limit_is_per_address() {
+        let mut l = Limiter::default();
+        let a: IpAddr = [127, 0, 0, 1].into();
+        let b: IpAddr = [127, 0, 0, 2].into();
+        for i in 0..UNAUTH_PER_WINDOW as i64 {
+            assert_eq!(l.admit_unauthenticated(a, T0 + i), Ok(()));
+        }
+        assert!(matches!(
+            l.admit_unauthenticated(a, T0 + 100),
+            Err(Refusal::Burst { .. })
+        ));
+        assert_eq!(l.admit_unauthenticated(b, T0 + 100), Ok(()));
+    }
+}

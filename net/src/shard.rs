@@ -1,0 +1,434 @@
+//! The shard runtime: one pinned glommio executor per shard, each owning a fixed partition of
+//! the (venue, pair) books, applying their ticks inline and talking to the rest only through
+//! bounded queues wired once at start-up.
+//!
+//! Reads do not go through a shard: each shard publishes what readers need (last prices,
+//! readiness, counters) into [`Shared`], plain atomics written only by the owning shard.
+//! Rationale: a published snapshot costs the reader one atomic load, where a request/response
+//! over the command queue costs a hop to the shard and back (measured in `perf/front-hop.md`).
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_queue::ArrayQueue;
+use glommio::{LocalExecutorBuilder, Placement};
+use rampart_engine::market::Outcome;
+use rampart_engine::sim::{PairSpec, Sim, SimConfig};
+use rampart_engine::{BookId, Market, Registry, Tick};
+
+use crate::clock;
+
+/// Commands a shard takes from its queue (capacity [`COMMANDS_MAX`]).
+#[derive(Debug)]
+pub enum Command {
+    /// Answer at once with the shard's clock; measures the front→shard→front hop.
+    Ping {
+        /// Where the answer goes.
+        reply: tokio::sync::oneshot::Sender<Pong>,
+    },
+    /// Stop the shard's loop; the executor then exits.
+    Stop,
+}
+
+/// A shard's answer to [`Command::Ping`].
+#[derive(Clone, Copy, Debug)]
+pub struct Pong {
+    /// Shard index.
+    pub shard: usize,
+    /// Ticks applied so far.
+    pub ticks: u64,
+}
+
+/// Events a shard emits to the persistence side (capacity [`EVENTS_MAX`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardEvent {
+    /// The shard has its books and history.
+    Ready {
+        /// Shard index.
+        shard: usize,
+    },
+    /// A book was found crossed (corrupt) and is not served until rebuilt.
+    BookCrossed {
+        /// The book.
+        book: BookId,
+        /// Tick time.
+        ts_ms: i64,
+    },
+}
+
+/// Capacity of each shard's command queue. At the bound the sender gets its command back
+/// (backpressure: the front answers 503 and the client retries).
+pub const COMMANDS_MAX: usize = 1024;
+/// Capacity of each shard's event queue. At the bound the shard keeps the event in a local
+/// backlog of at most [`EVENTS_BACKLOG_MAX`] and retries on its next loop.
+pub const EVENTS_MAX: usize = 4096;
+/// Local backlog bound for events the queue could not take; past it the oldest diagnostic
+/// event is dropped and counted in [`ShardStats::events_dropped`].
+pub const EVENTS_BACKLOG_MAX: usize = 4096;
+/// Pairs stepped by the simulator per loop round; bounds the work between two polls.
+pub const SIM_PAIRS_PER_ROUND_MAX: usize = 64;
+
+/// Per-shard counters, written by the shard, read by anyone.
+#[derive(Debug, Default)]
+pub struct ShardStats {
+    /// Ticks applied.
+    pub ticks: AtomicU64,
+    /// Books currently crossed.
+    pub crossed_books: AtomicU64,
+    /// Books owned.
+    pub books: AtomicU64,
+    /// Diagnostic events dropped because the event queue and backlog were full.
+    pub events_dropped: AtomicU64,
+    /// True once the shard has its books and history.
+    pub ready: AtomicBool,
+}
+
+/// What shards publish for readers: last prices and times per book, and counters.
+#[derive(Debug)]
+pub struct Shared {
+    /// Every book.
+    pub registry: Arc<Registry>,
+    /// Last trade price per book (fixed-point), zero before the first trade.
+    pub prices: Box<[AtomicI64]>,
+    /// Time of the last trade per book, Unix milliseconds.
+    pub price_ts: Box<[AtomicI64]>,
+    /// Owning shard per book.
+    pub shard_of: Box<[u16]>,
+    /// One per shard.
+    pub stats: Box<[ShardStats]>,
+}
+
+impl Shared {
+    /// True once every shard is ready.
+    pub fn ready(&self) -> bool {
+        self.stats.iter().all(|s| s.ready.load(Ordering::Acquire))
+    }
+
+    /// Last price and its time for a book.
+    pub fn price(&self, id: BookId) -> (i64, i64) {
+        (
+            self.prices[id.index()].load(Ordering::Relaxed),
+            self.price_ts[id.index()].load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Shard of a pair: a stable hash of `BASEQUOTE`, so every venue of a pair lands on the same
+/// shard whatever the feed or venue set.
+pub fn shard_of_symbol(symbol: &str, shards: usize) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in symbol.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % shards.max(1) as u64) as usize
+}
+
+/// How the shards are set up.
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    /// Number of shards (executors).
+    pub shards: usize,
+    /// Book capacity per side.
+    pub depth_levels_max: usize,
+    /// Candle ring capacity per timeframe.
+    pub bars_max: usize,
+    /// Simulated market tuning.
+    pub sim: SimConfig,
+    /// Sleep between two loop rounds when idle.
+    pub poll_interval: Duration,
+}
+
+/// The running shards.
+pub struct ShardSet {
+    shared: Arc<Shared>,
+    commands: Vec<Arc<ArrayQueue<Command>>>,
+    events: Vec<Arc<ArrayQueue<ShardEvent>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ShardSet {
+    /// Starts `config.shards` executors pinned to cores 0.., each owning the books of the pairs
+    /// that hash to it, fed by the simulated market over `universe`.
+    pub fn start_sim(
+        config: &ShardConfig,
+        registry: Arc<Registry>,
+        universe: Arc<Vec<PairSpec>>,
+    ) -> std::io::Result<ShardSet> {
+        let n = config.shards.max(1);
+        let books = registry.len();
+        let shard_of: Box<[u16]> = registry
+            .ids()
+            .map(|id| shard_of_symbol(&registry.get(id).symbol, n) as u16)
+            .collect();
+        let shared = Arc::new(Shared {
+            registry: registry.clone(),
+            prices: (0..books).map(|_| AtomicI64::new(0)).collect(),
+            price_ts: (0..books).map(|_| AtomicI64::new(0)).collect(),
+            shard_of,
+            stats: (0..n).map(|_| ShardStats::default()).collect(),
+        });
+        let cpus = std::thread::available_parallelism()
+            .map(|c| c.get())
+            .unwrap_or(1);
+        let mut set = ShardSet {
+            shared: shared.clone(),
+            commands: Vec::new(),
+            events: Vec::new(),
+            threads: Vec::new(),
+        };
+        for index in 0..n {
+            let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
+            let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
+            set.commands.push(commands.clone());
+            set.events.push(events.clone());
+            let ids: Vec<BookId> = registry
+                .ids()
+                .filter(|id| shared.shard_of[id.index()] as usize == index)
+                .collect();
+            let pairs: Vec<usize> = (0..universe.len())
+                .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
+                .filter(|&i| venue_listed(&registry, &universe[i]))
+                .collect();
+            let (cfg, shared, universe, registry) = (
+                config.clone(),
+                shared.clone(),
+                universe.clone(),
+                registry.clone(),
+            );
+            let builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
+                .name(&format!("shard-{index}"))
+                .io_memory(1 << 20)
+                .detect_stalls(Some(Box::new(glommio::DefaultStallDetectionHandler {})));
+            let handle = builder
+                .spawn(move || async move {
+                    let sim = Sim::new(cfg.sim.clone(), &universe, &registry, &pairs);
+                    drop(universe);
+                    let market =
+                        Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
+                    let mut shard =
+                        Shard::new(index, cfg, market, Some(sim), commands, events, shared);
+                    shard.run().await;
+                })
+                .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
+            set.threads.push(std::thread::spawn(move || {
+                if let Err(e) = handle.join() {
+                    eprintln!("shard {index} failed: {e}");
+                }
+            }));
+        }
+        Ok(set)
+    }
+
+    /// What the shards publish.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Number of shards.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// True when there are no shards.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    /// Queues a command for a shard; at the bound the command is handed back.
+    pub fn send(&self, shard: usize, cmd: Command) -> Result<(), Command> {
+        self.commands[shard].push(cmd)
+    }
+
+    /// The event queues, one per shard, for the persistence side.
+    pub fn event_queues(&self) -> Vec<Arc<ArrayQueue<ShardEvent>>> {
+        self.events.clone()
+    }
+
+    /// Stops every shard and waits for its executor to exit.
+    pub fn stop(self) {
+        for q in &self.commands {
+            // A full queue still gets the stop: spin until it is taken.
+            let mut cmd = Command::Stop;
+            while let Err(back) = q.push(cmd) {
+                cmd = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn venue_listed(registry: &Registry, spec: &PairSpec) -> bool {
+    rampart_engine::Venue::ALL
+        .iter()
+        .any(|&v| registry.find(v, &spec.symbol()).is_some())
+}
+
+/// One shard's state, owned by its executor.
+struct Shard {
+    index: usize,
+    config: ShardConfig,
+    market: Market,
+    sim: Option<Sim>,
+    ticks: Vec<Tick>,
+    commands: Arc<ArrayQueue<Command>>,
+    events: Arc<ArrayQueue<ShardEvent>>,
+    backlog: std::collections::VecDeque<ShardEvent>,
+    shared: Arc<Shared>,
+    applied: u64,
+}
+
+impl Shard {
+    fn new(
+        index: usize,
+        config: ShardConfig,
+        market: Market,
+        sim: Option<Sim>,
+        commands: Arc<ArrayQueue<Command>>,
+        events: Arc<ArrayQueue<ShardEvent>>,
+        shared: Arc<Shared>,
+    ) -> Shard {
+        let ticks_max = sim
+            .as_ref()
+            .map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
+        Shard {
+            index,
+            config,
+            market,
+            sim,
+            ticks: Vec::with_capacity(ticks_max),
+            commands,
+            events,
+            backlog: std::collections::VecDeque::with_capacity(EVENTS_BACKLOG_MAX),
+            shared,
+            applied: 0,
+        }
+    }
+
+    async fn run(&mut self) {
+        self.shared.stats[self.index]
+            .books
+            .store(self.market.books().len() as u64, Ordering::Relaxed);
+        self.load_sim().await;
+        self.shared.stats[self.index]
+            .ready
+            .store(true, Ordering::Release);
+        self.emit(ShardEvent::Ready { shard: self.index });
+        loop {
+            while let Some(cmd) = self.commands.pop() {
+                match cmd {
+                    Command::Stop => return,
+                    Command::Ping { reply } => {
+                        let _ = reply.send(Pong {
+                            shard: self.index,
+                            ticks: self.applied,
+                        });
+                    }
+                }
+            }
+            let now = clock::now_ms();
+            if let Some(sim) = self.sim.as_mut() {
+                sim.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut self.ticks);
+            }
+            self.apply_ticks();
+            self.flush_backlog();
+            glommio::timer::sleep(self.config.poll_interval).await;
+        }
+    }
+
+    /// Loads history and initial books for every simulated pair, yielding between pairs.
+    async fn load_sim(&mut self) {
+        let Some(mut sim) = self.sim.take() else {
+            return;
+        };
+        let now = clock::now_ms();
+        let started = Instant::now();
+        for i in 0..sim.pair_count() {
+            let set = sim.history(i, now, self.config.bars_max);
+            let close = set
+                .ring(rampart_engine::Timeframe::M5)
+                .newest()
+                .map_or(0, |c| c.close.0);
+            let ids: Vec<BookId> = sim.pair_books(i).collect();
+            for id in ids {
+                if let Some(state) = self.market.get_mut(id) {
+                    state.candles = set.clone();
+                    state.last_price = rampart_engine::Price(close);
+                }
+                self.shared.prices[id.index()].store(close, Ordering::Relaxed);
+                self.shared.price_ts[id.index()].store(now, Ordering::Relaxed);
+            }
+            sim.start_pair(i, now, &mut self.ticks);
+            self.apply_ticks();
+            glommio::yield_if_needed().await;
+        }
+        eprintln!(
+            "shard {}: {} books, {} pairs loaded in {} ms",
+            self.index,
+            self.market.books().len(),
+            sim.pair_count(),
+            started.elapsed().as_millis()
+        );
+        self.sim = Some(sim);
+    }
+
+    /// The hot path: applies buffered ticks and publishes what changed. No allocation.
+    fn apply_ticks(&mut self) {
+        for tick in self.ticks.iter() {
+            match self.market.apply(tick) {
+                Outcome::Trade(p) => {
+                    self.shared.prices[tick.book.index()].store(p.0, Ordering::Relaxed);
+                    self.shared.price_ts[tick.book.index()].store(tick.ts_ms, Ordering::Relaxed);
+                }
+                Outcome::Level(_) => {
+                    if self.market.get(tick.book).is_some_and(|s| s.crossed) {
+                        let ev = ShardEvent::BookCrossed {
+                            book: tick.book,
+                            ts_ms: tick.ts_ms,
+                        };
+                        if self.events.push(ev).is_err() && self.backlog.len() < EVENTS_BACKLOG_MAX
+                        {
+                            self.backlog.push_back(ev);
+                        }
+                    }
+                }
+                Outcome::NotOwned => debug_assert!(false, "tick routed to the wrong shard"),
+            }
+        }
+        self.applied += self.ticks.len() as u64;
+        self.shared.stats[self.index]
+            .ticks
+            .store(self.applied, Ordering::Relaxed);
+        self.ticks.clear();
+    }
+
+    fn emit(&mut self, ev: ShardEvent) {
+        if let Err(ev) = self.events.push(ev) {
+            if self.backlog.len() == EVENTS_BACKLOG_MAX {
+                self.backlog.pop_front();
+                self.shared.stats[self.index]
+                    .events_dropped
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            self.backlog.push_back(ev);
+        }
+    }
+
+    fn flush_backlog(&mut self) {
+        while let Some(ev) = self.backlog.pop_front() {
+            if let Err(ev) = self.events.push(ev) {
+                self.backlog.push_front(ev);
+                break;
+            }
+        }
+        let crossed = self.market.books().iter().filter(|b| b.crossed).count() as u64;
+        self.shared.stats[self.index]
+            .crossed_books
+            .store(crossed, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,842 @@
+//! Harness for the black-box tests: starts the real `rampart` binary on a fresh data directory,
+//! waits until it is ready, and talks to it over loopback, with an HTTP client for well-formed
+//! requests and raw TCP for malformed ones.
+//!
+//! Cargo only sets `CARGO_BIN_EXE_rampart` while compiling integration tests, so every entry
+//! point that launches the binary takes its path as an argument and the test files pass
+//! `env!("CARGO_BIN_EXE_rampart")`.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+/// Arguments that keep a test server small and quick to start: 60 simulated pairs, one shard.
+pub const FAST: &[&str] = &["--sim-pairs", "60", "--shards", "1"];
+
+/// How long the server may take to print its key and port.
+pub const STARTUP_OUTPUT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long the server may take, after printing its port, until `/healthz` answers 200.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long a graceful shutdown (SIGTERM until exit) may take.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long one run of the keys CLI may take.
+pub const CLI_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Stderr lines kept for failure messages; older lines are dropped.
+const STDERR_LINES_MAX: usize = 400;
+
+/// The venues in the order the API lists them.
+pub const VENUES: [&str; 4] = ["binance", "bybit", "okx", "bitget"];
+
+/// A directory for one server's data, removed on drop.
+#[derive(Debug)]
+pub struct DataDir {
+    path: PathBuf,
+}
+
+impl DataDir {
+    /// Creates a fresh, empty directory under the system temp directory.
+    pub fn new() -> DataDir {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!(
+            "rampart-test-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&path).expect("create the temp data dir");
+        DataDir { path }
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Default for DataDir {
+    fn default() -> DataDir {
+        DataDir::new()
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        // Best effort: a leftover temp dir is not worth failing a test over.
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// One HTTP response: status, headers, and the body both as text and parsed as JSON.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The HTTP status code.
+    pub status: u16,
+    /// Every header, lower-cased name first, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON, or `Value::Null` if it is not JSON.
+    pub body: Value,
+    /// The body as received.
+    pub text: String,
+}
+
+impl Reply {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Asserts that the response is labelled `application/json` and its body parses as JSON.
+    pub fn assert_json(&self, what: &str) {
+        let content_type = self.header("content-type").unwrap_or("");
+        assert!(
+            content_type.starts_with("application/json"),
+            "{what}: Content-Type is {content_type:?}, want application/json; reply: {self:?}"
+        );
+        assert!(
+            !self.body.is_null(),
+            "{what}: body is not JSON: {:?}",
+            self.text
+        );
+    }
+
+    /// Asserts status `status`, a JSON content type, and the body exactly `{"error": message}`.
+    pub fn assert_error(&self, status: u16, message: &str, what: &str) {
+        assert_eq!(self.status, status, "{what}: status; reply: {self:?}");
+        self.assert_json(what);
+        assert_eq!(
+            self.body,
+            serde_json::json!({ "error": message }),
+            "{what}: body"
+        );
+    }
+
+    /// Asserts status `status`, a JSON content type and a body `{"error": "<non-empty>"}`,
+    /// and returns the message.
+    pub fn assert_some_error(&self, status: u16, what: &str) -> String {
+        assert_eq!(self.status, status, "{what}: status; reply: {self:?}");
+        self.assert_json(what);
+        let object = self
+            .body
+            .as_object()
+            .unwrap_or_else(|| panic!("{what}: body is not an object: {:?}", self.text));
+        assert_eq!(
+            object.len(),
+            1,
+            "{what}: error body has other fields: {:?}",
+            self.text
+        );
+        let message = object
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{what}: no string field `error`: {:?}", self.text));
+        assert!(!message.is_empty(), "{what}: empty error message");
+        message.to_owned()
+    }
+
+    /// Asserts status 200 and a JSON body, and returns the body.
+    pub fn ok(&self, what: &str) -> &Value {
+        assert_eq!(self.status, 200, "{what}: status; reply: {self:?}");
+        self.assert_json(what);
+        &self.body
+    }
+
+    /// Parses `Retry-After` as whole seconds, panicking with context if absent or not a number.
+    pub fn retry_after_s(&self, what: &str) -> u64 {
+        let value = self
+            .header("retry-after")
+            .unwrap_or_else(|| panic!("{what}: no Retry-After header; reply: {self:?}"));
+        value
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{what}: Retry-After {value:?} is not whole seconds"))
+    }
+}
+
+/// One row of `rampart keys list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRow {
+    /// The key's id, as `keys revoke` takes it.
+    pub id: String,
+    /// The label, `-` when none.
+    pub label: String,
+    /// The plan name.
+    pub plan: String,
+    /// Creation time, ISO 8601.
+    pub created: String,
+    /// Revocation time, ISO 8601, or `-`.
+    pub revoked: String,
+}
+
+/// The header line of `rampart keys list`.
+pub const KEYS_LIST_HEADER: &str = "id\tlabel\tplan\tcreated\trevoked";
+
+/// A running `rampart serve` on an ephemeral loopback port with its own data directory.
+///
+/// Drop stops it (SIGTERM, then SIGKILL if it does not exit in time) and removes the directory.
+pub struct Server {
+    /// The port it listens on (127.0.0.1).
+    pub port: u16,
+    /// The API key printed at first start (or, after [`Server::restart`], the one printed before).
+    pub key: String,
+    /// The data directory.
+    pub data_dir: PathBuf,
+    /// The process id.
+    pub pid: u32,
+    /// The first `/healthz` reply that was not 200 while waiting for readiness, if any was seen.
+    pub startup_not_ready: Option<Reply>,
+    bin: PathBuf,
+    extra_args: Vec<String>,
+    child: Mutex<Option<Child>>,
+    dir: Option<DataDir>,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    agent: ureq::Agent,
+}
+
+/// What the stdout reader thread reports while the server starts.
+enum Startup {
+    Line(String),
+    Closed,
+}
+
+impl Server {
+    /// Starts `rampart serve --listen 127.0.0.1:0 --data-dir <fresh dir> <extra_args>` and waits
+    /// until it has printed its API key and port and `/healthz` answers 200.
+    pub fn start(bin: &str, extra_args: &[&str]) -> Server {
+        Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, None)
+    }
+
+    /// Stops this server gracefully (asserting exit status 0) and starts it again on the same
+    /// data directory with `extra_args`. The new server must not print a key; its `key` is the
+    /// one printed at first start.
+    pub fn restart(mut self, extra_args: &[&str]) -> Server {
+        let status = self.terminate();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "exit status after SIGTERM: {status:?}\n{}",
+            self.diagnostics()
+        );
+        let dir = self.dir.take().expect("the server owns its data dir");
+        let key = std::mem::take(&mut self.key);
+        let bin = self.bin.clone();
+        Server::launch(bin, dir, extra_args, Some(key))
+    }
+
+    fn launch(
+        bin: PathBuf,
+        dir: DataDir,
+        extra_args: &[&str],
+        known_key: Option<String>,
+    ) -> Server {
+        let mut command = Command::new(&bin);
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        scrub_env(&mut command);
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let pid = child.id();
+
+        let stdout_lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr_lines = Arc::new(Mutex::new(VecDeque::new()));
+        let (tx, rx) = mpsc::channel();
+        let out = child.stdout.take().expect("stdout is piped");
+        let shared = Arc::clone(&stdout_lines);
+        thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                lock(&shared).push(line.clone());
+                // The receiver is gone once startup is over; later lines are only stored.
+                let _ = tx.send(Startup::Line(line));
+            }
+            let _ = tx.send(Startup::Closed);
+        });
+        let err = child.stderr.take().expect("stderr is piped");
+        let shared = Arc::clone(&stderr_lines);
+        thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                let mut lines = lock(&shared);
+                if lines.len() == STDERR_LINES_MAX {
+                    lines.pop_front();
+                }
+                lines.push_back(line);
+            }
+        });
+
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(Duration::from_secs(5))
+            .timeout(Duration::from_secs(20))
+            .max_idle_connections(0)
+            .redirects(0)
+            .build();
+        let mut server = Server {
+            port: 0,
+            key: String::new(),
+            data_dir: dir.path().to_owned(),
+            pid,
+            startup_not_ready: None,
+            bin,
+            extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
+            child: Mutex::new(Some(child)),
+            dir: Some(dir),
+            stdout: stdout_lines,
+            stderr: stderr_lines,
+            agent,
+        };
+
+        let first_start = known_key.is_none();
+        let mut printed_key = None;
+        let deadline = Instant::now() + STARTUP_OUTPUT_TIMEOUT;
+        while server.port == 0 || (first_start && printed_key.is_none()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Startup::Line(line)) => {
+                    if let Some(key) = line.strip_prefix("api key: ") {
+                        printed_key = Some(key.trim().to_owned());
+                    } else if let Some(addr) = line.strip_prefix("listening on ") {
+                        server.port = parse_port(addr.trim())
+                            .unwrap_or_else(|| panic!("bad listening line {line:?}"));
+                    }
+                }
+                Ok(Startup::Closed) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    thread::sleep(Duration::from_millis(200));
+                    panic!(
+                        "server closed stdout before printing its key and port (status {:?})\n{}",
+                        server.exit_status(),
+                        server.diagnostics()
+                    );
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "no key and port after {STARTUP_OUTPUT_TIMEOUT:?}\n{}",
+                    server.diagnostics()
+                ),
+            }
+        }
+        server.key = match known_key {
+            Some(key) => key,
+            None => {
+                let key = printed_key.expect("loop ends only with a key on first start");
+                assert!(
+                    is_api_key(&key),
+                    "printed key {key:?} is not rk_ + 32 base62 characters"
+                );
+                key
+            }
+        };
+        server.wait_ready();
+        server
+    }
+
+    /// Polls `/healthz` until it answers 200, remembering the first other reply.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let mut last = String::from("no reply yet");
+        loop {
+            if !self.alive() {
+                panic!(
+                    "server exited while starting (status {:?})\n{}",
+                    self.exit_status(),
+                    self.diagnostics()
+                );
+            }
+            match self.try_request("GET", "/healthz", None, None) {
+                Ok(reply) if reply.status == 200 => return,
+                Ok(reply) => {
+                    last = format!("{reply:?}");
+                    if self.startup_not_ready.is_none() {
+                        self.startup_not_ready = Some(reply);
+                    }
+                }
+                Err(e) => last = e,
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "/healthz not 200 after {READY_TIMEOUT:?}; last: {last}\n{}",
+                    self.diagnostics()
+                );
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// `GET path`, with `Authorization: Bearer <key>` when `key` is given.
+    pub fn get(&self, path: &str, key: Option<&str>) -> Reply {
+        let auth = key.map(|k| format!("Bearer {k}"));
+        self.request("GET", path, auth.as_deref(), None)
+    }
+
+    /// `GET path` with the server's own key.
+    pub fn get_authed(&self, path: &str) -> Reply {
+        self.get(path, Some(&self.key))
+    }
+
+    /// `GET path` with `authorization` as the literal `Authorization` header value, if given.
+    pub fn get_with_authorization(&self, path: &str, authorization: Option<&str>) -> Reply {
+        self.request("GET", path, authorization, None)
+    }
+
+    /// Sends one request on a fresh connection and returns the reply, panicking (with the
+    /// server's output) if no HTTP reply arrives.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        authorization: Option<&str>,
+        body: Option<&str>,
+    ) -> Reply {
+        self.try_request(method, path, authorization, body)
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}\n{}", self.diagnostics()))
+    }
+
+    fn try_request(
+        &self,
+        method: &str,
+        path: &str,
+        authorization: Option<&str>,
+        body: Option<&str>,
+    ) -> Result<Reply, String> {
+        let mut request = self.agent.request(method, &self.url(path));
+        if let Some(value) = authorization {
+            request = request.set("Authorization", value);
+        }
+        let result = match body {
+            Some(body) => request
+                .set("Content-Type", "application/json")
+                .send_string(body),
+            None => request.call(),
+        };
+        match result {
+            Ok(response) | Err(ureq::Error::Status(_, response)) => Ok(reply_from(response)),
+            Err(ureq::Error::Transport(e)) => Err(format!("transport error: {e}")),
+        }
+    }
+
+    /// Runs `rampart keys <args> --data-dir <this server's dir>` and returns its output.
+    pub fn keys(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(&self.bin);
+        command
+            .arg("keys")
+            .args(args)
+            .arg("--data-dir")
+            .arg(&self.data_dir);
+        run_with_timeout(command, CLI_TIMEOUT)
+    }
+
+    /// Creates a key with `keys create --plan <plan> [--label <label>]`, asserts success and the
+    /// key format, and returns the key.
+    pub fn create_key(&self, plan: &str, label: Option<&str>) -> String {
+        let mut args = vec!["create", "--plan", plan];
+        if let Some(label) = label {
+            args.extend(["--label", label]);
+        }
+        let output = self.keys(&args);
+        assert!(
+            output.status.success(),
+            "keys create --plan {plan}: {}",
+            describe_output(&output)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let key = stdout.lines().last().unwrap_or("").trim().to_owned();
+        assert!(
+            is_api_key(&key),
+            "last stdout line of keys create is not a key: {}",
+            describe_output(&output)
+        );
+        key
+    }
+
+    /// Runs `keys list`, asserts success and the header line, and parses the rows.
+    pub fn key_rows(&self) -> Vec<KeyRow> {
+        let output = self.keys(&["list"]);
+        assert!(
+            output.status.success(),
+            "keys list: {}",
+            describe_output(&output)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let mut lines = stdout.lines();
+        assert_eq!(
+            lines.next(),
+            Some(KEYS_LIST_HEADER),
+            "keys list header; stdout: {stdout:?}"
+        );
+        lines
+            .filter(|line| !line.is_empty())
+            .map(|line| {
+                let fields: Vec<&str> = line.split('\t').collect();
+                assert_eq!(
+                    fields.len(),
+                    5,
+                    "keys list row {line:?} has {} tab-separated fields, want 5",
+                    fields.len()
+                );
+                KeyRow {
+                    id: fields[0].to_owned(),
+                    label: fields[1].to_owned(),
+                    plan: fields[2].to_owned(),
+                    created: fields[3].to_owned(),
+                    revoked: fields[4].to_owned(),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&self) -> bool {
+        let mut child = lock(&self.child);
+        match child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// The exit status if the process has exited.
+    fn exit_status(&self) -> Option<ExitStatus> {
+        let mut child = lock(&self.child);
+        child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// Sends SIGTERM (with the `kill` command) and waits for the exit, at most
+    /// [`SHUTDOWN_TIMEOUT`]; past that it kills the process and panics.
+    pub fn terminate(&self) -> ExitStatus {
+        if let Some(status) = self.exit_status() {
+            return status;
+        }
+        let sent = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid.to_string())
+            .status()
+            .expect("run kill -TERM");
+        assert!(sent.success(), "kill -TERM {} failed: {sent:?}", self.pid);
+        let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
+        loop {
+            if let Some(status) = self.exit_status() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                self.kill_hard();
+                panic!(
+                    "server did not exit within {SHUTDOWN_TIMEOUT:?} of SIGTERM\n{}",
+                    self.diagnostics()
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill_hard(&self) {
+        let mut child = lock(&self.child);
+        if let Some(child) = child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Everything the server printed on stdout so far.
+    pub fn stdout_lines(&self) -> Vec<String> {
+        lock(&self.stdout).clone()
+    }
+
+    /// The command line, stdout and the tail of stderr, for failure messages.
+    pub fn diagnostics(&self) -> String {
+        let stdout = lock(&self.stdout).join("\n");
+        let stderr: Vec<String> = lock(&self.stderr).iter().cloned().collect();
+        format!(
+            "--- server: {} serve --data-dir {} {} (pid {}, port {})\n--- stdout:\n{stdout}\n--- stderr (last {} lines):\n{}",
+            self.bin.display(),
+            self.data_dir.display(),
+            self.extra_args.join(" "),
+            self.pid,
+            self.port,
+            stderr.len(),
+            stderr.join("\n")
+        )
+    }
+
+    /// Asserts that the process is alive and that an authenticated `GET /v1/exchanges` on a
+    /// fresh connection gets 200 within 2 s.
+    pub fn assert_serving(&self, after: &str) {
+        assert!(
+            self.alive(),
+            "server died after {after} (status {:?})\n{}",
+            self.exit_status(),
+            self.diagnostics()
+        );
+        let started = Instant::now();
+        let reply = self
+            .try_request(
+                "GET",
+                "/v1/exchanges",
+                Some(&format!("Bearer {}", self.key)),
+                None,
+            )
+            .unwrap_or_else(|e| {
+                panic!(
+                    "after {after}: no reply to a normal request: {e}\n{}",
+                    self.diagnostics()
+                )
+            });
+        let elapsed = started.elapsed();
+        assert_eq!(
+            reply.status, 200,
+            "after {after}: normal request answered {reply:?}"
+        );
+        assert!(
+            elapsed < Duration::from_secs(2),
+            "after {after}: normal request took {elapsed:?}"
+        );
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.alive() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.pid.to_string())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while self.alive() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(50));
+            }
+            self.kill_hard();
+        }
+    }
+}
+
+/// Locks `mutex`, ignoring poisoning (a panicking test thread must not hide the output).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Removes `RAMPART_*` variables so the developer's environment cannot change the server's
+/// configuration.
+fn scrub_env(command: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("RAMPART_") {
+            command.env_remove(name);
+        }
+    }
+}
+
+fn parse_port(addr: &str) -> Option<u16> {
+    let (host, port) = addr.rsplit_once(':')?;
+    if host != "127.0.0.1" {
+        return None;
+    }
+    port.parse().ok().filter(|&p| p != 0)
+}
+
+fn reply_from(response: ureq::Response) -> Reply {
+    let status = response.status();
+    let headers = response
+        .headers_names()
+        .into_iter()
+        .map(|name| {
+            let value = response.header(&name).unwrap_or("").to_owned();
+            (name.to_ascii_lowercase(), value)
+        })
+        .collect();
+    let text = response
+        .into_string()
+        .unwrap_or_else(|e| format!("<unreadable body: {e}>"));
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Reply {
+        status,
+        headers,
+        body,
+        text,
+    }
+}
+
+/// Runs `command` with piped output; kills it and panics if it runs longer than `timeout`.
+pub fn run_with_timeout(mut command: Command, timeout: Duration) -> Output {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    scrub_env(&mut command);
+    let child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(output) => output.unwrap_or_else(|e| panic!("wait for {command:?}: {e}")),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .arg(pid.to_string())
+                .status();
+            panic!("{command:?} did not finish within {timeout:?}");
+        }
+    }
+}
+
+/// Exit status, stdout and stderr of a finished command, for failure messages.
+pub fn describe_output(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Whether `s` is `rk_` followed by exactly 32 base62 characters.
+pub fn is_api_key(s: &str) -> bool {
+    s.strip_prefix("rk_")
+        .is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Whether `s` starts with an ISO 8601 date and time, `YYYY-MM-DDTHH:MM:SS`, and is followed by
+/// nothing, fractional seconds, or a zone (`Z` or `±HH:MM`).
+pub fn is_iso8601(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 19 {
+        return false;
+    }
+    let digits = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
+    let shape = digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    shape
+        && s[19..]
+            .bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'Z' | b'+' | b'-' | b':'))
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// What came back on a raw TCP connection.
+#[derive(Debug, Clone)]
+pub struct RawOutcome {
+    /// Everything read, lossily decoded.
+    pub text: String,
+    /// Whether the server closed (or reset) the connection within the read window.
+    pub closed: bool,
+    /// The error that stopped writing the request, if any (the server may close early).
+    pub write_error: Option<String>,
+}
+
+impl RawOutcome {
+    /// The status codes of the responses read, in order (lines starting `HTTP/1.x `).
+    pub fn statuses(&self) -> Vec<u16> {
+        self.text
+            .split("\r\n")
+            .filter_map(|line| {
+                let rest = line
+                    .strip_prefix("HTTP/1.1 ")
+                    .or_else(|| line.strip_prefix("HTTP/1.0 "))?;
+                rest.get(..3)?.parse().ok()
+            })
+            .collect()
+    }
+}
+
+/// Opens a connection to the server at `port` with read and write timeouts.
+pub fn connect(port: u16) -> TcpStream {
+    let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the server");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .expect("set read timeout");
+    stream
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .expect("set write timeout");
+    stream
+}
+
+/// Writes `request` on a fresh connection, then reads until the server closes the connection
+/// or `window` has passed. With `half_close`, shuts down the write side after the request.
+pub fn raw_exchange(port: u16, request: &[u8], half_close: bool, window: Duration) -> RawOutcome {
+    let mut stream = connect(port);
+    let write_error = stream.write_all(request).err().map(|e| e.to_string());
+    if half_close && write_error.is_none() {
+        let _ = stream.shutdown(Shutdown::Write);
+    }
+    let (bytes, closed) = read_until_closed(&mut stream, window);
+    RawOutcome {
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+        closed,
+        write_error,
+    }
+}
+
+/// Reads from `stream` until EOF or a reset (closed = true) or until `window` passes.
+pub fn read_until_closed(stream: &mut TcpStream, window: Duration) -> (Vec<u8>, bool) {
+    let deadline = Instant::now() + window;
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (bytes, false);
+        }
+        let _ = stream.set_read_timeout(Some(left.min(Duration::from_millis(500))));
+        match stream.read(&mut buf) {
+            Ok(0) => return (bytes, true),
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return (bytes, true),
+        }
+    }
+}

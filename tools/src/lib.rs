@@ -1,0 +1,356 @@
+//! The `rampart` command line: `serve` (the default) wires the engine, shards, storage and the
+//! HTTP front together; `keys` manages API keys in the same data directory.
+//!
+//! Settings come from flags, then `RAMPART_<NAME>` environment variables, then the TOML file
+//! given by `--config`, then the defaults of `decisions.md` §1.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use rampart_engine::sim::{self, SimConfig};
+use rampart_engine::{Registry, Venue};
+use rampart_net::clock;
+use rampart_net::config::{FileConfig, Plans};
+use rampart_net::front::{self, Front, FrontConfig};
+use rampart_net::shard::{ShardConfig, ShardEvent, ShardSet};
+use rampart_net::store::{Revoked, Store};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rampart",
+    version,
+    about = "Market structure, order-book walls and alerts at tick speed"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the service (the default).
+    Serve(ServeArgs),
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct CommonArgs {
+    /// TOML configuration file.
+    #[arg(long, env = "RAMPART_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// Data directory (SQLite database) [default: ./data].
+    #[arg(long, env = "RAMPART_DATA_DIR", global = true)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct ServeArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "RAMPART_LISTEN")]
+    listen: Option<String>,
+    /// Market data source: sim or live [default: sim].
+    #[arg(long, env = "RAMPART_FEED")]
+    feed: Option<String>,
+    /// Venues to follow, comma separated [default: binance,bybit,okx,bitget].
+    #[arg(long, env = "RAMPART_VENUES")]
+    venues: Option<String>,
+    /// Number of shards [default: cores minus one, at least 1].
+    #[arg(long, env = "RAMPART_SHARDS")]
+    shards: Option<usize>,
+    /// Pairs in the simulated market [default: 500].
+    #[arg(long, env = "RAMPART_SIM_PAIRS")]
+    sim_pairs: Option<usize>,
+    /// Seed of the simulated market [default: 42].
+    #[arg(long, env = "RAMPART_SEED")]
+    seed: Option<u64>,
+}
+
+#[derive(Subcommand, Debug)]
+enum KeysCommand {
+    /// Create an account on a plan with a new key; prints the key as the last line.
+    Create {
+        /// Plan name (free, developer, developer-lite, or one from the config file).
+        #[arg(long)]
+        plan: String,
+        /// Free-text label.
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List keys: id, label, plan, created, revoked.
+    List,
+    /// Revoke a key by id; takes effect on a running server at once.
+    Revoke {
+        /// Key id, as `keys list` shows it.
+        id: i64,
+    },
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn cli_main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => serve(cli.serve),
+        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Keys { command, common }) => keys(command, common),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rampart: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load_file(common: &CommonArgs) -> Result<FileConfig> {
+    match &common.config {
+        None => Ok(FileConfig::default()),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            FileConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        }
+    }
+}
+
+fn data_dir(common: &CommonArgs, file: &FileConfig) -> PathBuf {
+    common
+        .data_dir
+        .clone()
+        .or_else(|| file.data_dir.as_ref().map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("./data"))
+}
+
+fn plans(file: &FileConfig) -> Plans {
+    let mut p = Plans::default();
+    p.merge(file.plans.clone());
+    p
+}
+
+fn keys(command: KeysCommand, common: CommonArgs) -> Result<()> {
+    let file = load_file(&common)?;
+    let dir = data_dir(&common, &file);
+    let mut store = Store::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
+    match command {
+        KeysCommand::Create { plan, label } => {
+            let plans = plans(&file);
+            if plans.get(&plan).is_none() {
+                bail!("unknown plan '{plan}'. Allowed: {}", plans.allowed());
+            }
+            let k = store.create_account_with_key(&plan, label.as_deref(), clock::now_ms())?;
+            println!(
+                "created key {} (account {}, plan {plan})",
+                k.id, k.account_id
+            );
+            println!("{}", k.key);
+        }
+        KeysCommand::List => {
+            println!("id\tlabel\tplan\tcreated\trevoked");
+            for k in store.list_keys()? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    k.id,
+                    k.label.as_deref().unwrap_or("-"),
+                    k.plan,
+                    clock::iso8601(k.created_ms),
+                    k.revoked_ms.map_or_else(|| "-".to_owned(), clock::iso8601)
+                );
+            }
+        }
+        KeysCommand::Revoke { id } => match store.revoke_key(id, clock::now_ms())? {
+            Revoked::Now => println!("revoked key {id}"),
+            Revoked::Already => println!("key {id} was already revoked"),
+            Revoked::NotFound => bail!("no key with id {id}"),
+        },
+    }
+    Ok(())
+}
+
+fn parse_venues(list: &str) -> Result<Vec<Venue>> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let v = Venue::parse(name)
+            .with_context(|| format!("invalid venue '{name}'. Allowed: {}", Venue::ALLOWED))?;
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    if out.is_empty() {
+        bail!("no venues given. Allowed: {}", Venue::ALLOWED);
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Settings of one `serve` run, after flags, environment, file and defaults are merged.
+struct ServeSettings {
+    listen: String,
+    data_dir: PathBuf,
+    venues: Vec<Venue>,
+    shards: usize,
+    sim_pairs: usize,
+    seed: u64,
+    plans: Plans,
+}
+
+fn settings(args: ServeArgs) -> Result<ServeSettings> {
+    let file = load_file(&args.common)?;
+    let feed = args
+        .feed
+        .clone()
+        .or(file.feed.clone())
+        .unwrap_or_else(|| "sim".to_owned());
+    match feed.as_str() {
+        "sim" => {}
+        "live" => bail!("--feed live is not available in this build yet: the venue adapters are not built (only --feed sim)"),
+        other => bail!("invalid feed '{other}'. Allowed: sim, live"),
+    }
+    let cores = std::thread::available_parallelism()
+        .map(|c| c.get())
+        .unwrap_or(1);
+    let shards = args
+        .shards
+        .or(file.shards)
+        .unwrap_or(cores.saturating_sub(1))
+        .max(1);
+    if shards > 256 {
+        bail!("--shards {shards} is more than 256");
+    }
+    let sim_pairs = args.sim_pairs.or(file.sim_pairs).unwrap_or(500);
+    if !(1..=5_000).contains(&sim_pairs) {
+        bail!("--sim-pairs must be between 1 and 5000");
+    }
+    if file.webhooks.allow_private {
+        eprintln!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
+    }
+    Ok(ServeSettings {
+        listen: args
+            .listen
+            .or(file.listen.clone())
+            .unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
+        data_dir: data_dir(&args.common, &file),
+        venues: parse_venues(
+            &args
+                .venues
+                .or(file.venue_list())
+                .unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()),
+        )?,
+        shards,
+        sim_pairs,
+        seed: args.seed.or(file.seed).unwrap_or(42),
+        plans: plans(&file),
+    })
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    let s = settings(args)?;
+    let mut store =
+        Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
+    if store.account_count()? == 0 {
+        let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
+        println!("api key: {}", k.key);
+    }
+    let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
+    let registry = Arc::new(
+        Registry::new(sim::instruments(&universe, &s.venues))
+            .map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
+    );
+    let listener =
+        std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    listener.set_nonblocking(true)?;
+    let shard_config = ShardConfig {
+        shards: s.shards,
+        depth_levels_max: 1_000,
+        bars_max: 512,
+        sim: SimConfig {
+            seed: s.seed,
+            ..SimConfig::default()
+        },
+        poll_interval: Duration::from_millis(1),
+    };
+    let shards = ShardSet::start_sim(&shard_config, registry.clone(), universe)?;
+    println!("listening on {}", listener.local_addr()?);
+    eprintln!(
+        "rampart: feed sim, {} books on {} venues, {} shards, data in {}",
+        registry.len(),
+        s.venues.len(),
+        shards.len(),
+        store.path().display()
+    );
+
+    // The persistence side of the shards' event queues.
+    let stop_sink = Arc::new(AtomicBool::new(false));
+    let sink = {
+        let queues = shards.event_queues();
+        let stop = stop_sink.clone();
+        let registry = registry.clone();
+        std::thread::Builder::new().name("events".into()).spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                for q in &queues {
+                    while let Some(ev) = q.pop() {
+                        match ev {
+                            ShardEvent::Ready { shard } => eprintln!("rampart: shard {shard} ready"),
+                            ShardEvent::BookCrossed { book, ts_ms } => {
+                                let ins = registry.get(book);
+                                eprintln!("rampart: book {} {} crossed at {ts_ms}; not served until rebuilt", ins.venue, ins.symbol);
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })?
+    };
+
+    let front = Rc::new(Front::new(
+        shards.shared().clone(),
+        s.venues.clone(),
+        "sim",
+        s.plans.clone(),
+        store,
+    ));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    let served: Result<()> = local.block_on(&runtime, async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        };
+        front::serve(listener, front, FrontConfig::default(), shutdown).await;
+        Ok(())
+    });
+    eprintln!("rampart: shutting down");
+    drop(runtime);
+    shards.stop();
+    stop_sink.store(true, Ordering::Relaxed);
+    let _ = sink.join();
+    served
+}
+
+/// The data directory a serve run would use (for tools and tests).
+pub fn default_data_dir() -> &'static Path {
+    Path::new("./data")
+}
