@@ -184,20 +184,14 @@ mod tests {
         assert_eq!(b.apply(Side::Bid, p(100), q(5)), Applied::Inserted);
         assert_eq!(b.apply(Side::Bid, p(102), q(1)), Applied::Inserted);
         assert_eq!(b.apply(Side::Bid, p(101), q(2)), Applied::Inserted);
-        assert_eq!(
-            b.bids().iter().map(|l| l.price.0).collect::<Vec<_>>(),
-            [102, 101, 100]
-        );
+        assert_eq!(b.bids().iter().map(|l| l.price.0).collect::<Vec<_>>(), [102, 101, 100]);
         assert_eq!(b.apply(Side::Bid, p(101), q(9)), Applied::Updated);
         assert_eq!(b.bids()[1].qty, q(9));
         assert_eq!(b.apply(Side::Bid, p(102), q(0)), Applied::Removed);
         assert_eq!(b.best_bid().map(|l| l.price), Some(p(101)));
         assert_eq!(b.apply(Side::Ask, p(105), q(1)), Applied::Inserted);
         assert_eq!(b.apply(Side::Ask, p(103), q(1)), Applied::Inserted);
-        assert_eq!(
-            b.asks().iter().map(|l| l.price.0).collect::<Vec<_>>(),
-            [103, 105]
-        );
+        assert_eq!(b.asks().iter().map(|l| l.price.0).collect::<Vec<_>>(), [103, 105]);
         assert_eq!(b.mid(), Some(p(102)));
         assert!(b.check_invariants());
     }
@@ -234,10 +228,7 @@ mod tests {
         }
         assert_eq!(b.apply(Side::Bid, p(97), q(1)), Applied::BeyondDepth);
         assert_eq!(b.apply(Side::Bid, p(101), q(1)), Applied::Inserted);
-        assert_eq!(
-            b.bids().iter().map(|l| l.price.0).collect::<Vec<_>>(),
-            [101, 100, 99]
-        );
+        assert_eq!(b.bids().iter().map(|l| l.price.0).collect::<Vec<_>>(), [101, 100, 99]);
         assert_eq!(b.beyond_depth_count, 2);
         assert!(b.check_invariants());
     }

@@ -37,14 +37,8 @@ pub enum Timeframe {
 
 impl Timeframe {
     /// Every timeframe, finest first.
-    pub const ALL: [Timeframe; 6] = [
-        Timeframe::M5,
-        Timeframe::M15,
-        Timeframe::H1,
-        Timeframe::H4,
-        Timeframe::D1,
-        Timeframe::W1,
-    ];
+    pub const ALL: [Timeframe; 6] =
+        [Timeframe::M5, Timeframe::M15, Timeframe::H1, Timeframe::H4, Timeframe::D1, Timeframe::W1];
     /// The allowed identifiers as a 422 message lists them.
     pub const ALLOWED: &'static str = "5m, 15m, 1h, 4h, 1d, 1w";
 
@@ -110,13 +104,7 @@ pub struct Candle {
 impl Candle {
     /// A bar of one price.
     pub fn flat(open_ms: i64, p: Price) -> Candle {
-        Candle {
-            open_ms,
-            open: p,
-            high: p,
-            low: p,
-            close: p,
-        }
+        Candle { open_ms, open: p, high: p, low: p, close: p }
     }
 }
 
@@ -136,13 +124,7 @@ impl CandleRing {
     /// An empty ring of `bars_max` bars.
     pub fn new(tf: Timeframe, bars_max: usize) -> CandleRing {
         assert!(bars_max >= 2);
-        CandleRing {
-            tf,
-            bars: vec![Candle::default(); bars_max].into_boxed_slice(),
-            head: 0,
-            len: 0,
-            too_old_count: 0,
-        }
+        CandleRing { tf, bars: vec![Candle::default(); bars_max].into_boxed_slice(), head: 0, len: 0, too_old_count: 0 }
     }
 
     /// The ring's timeframe.
@@ -179,9 +161,7 @@ impl CandleRing {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Candle> + ExactSizeIterator + '_ {
         let cap = self.bars.len();
         let head = self.head;
-        (0..self.len)
-            .rev()
-            .map(move |k| &self.bars[(head + cap - k) % cap])
+        (0..self.len).rev().map(move |k| &self.bars[(head + cap - k) % cap])
     }
 
     /// Copies the bars, oldest first, into `out` (cleared first; no allocation while `out`
@@ -207,13 +187,7 @@ impl CandleRing {
         debug_assert_eq!(self.tf.bucket_start(bucket_ms), bucket_ms);
         let d = self.tf.duration_ms();
         let Some(&live) = self.newest() else {
-            self.push(Candle {
-                open_ms: bucket_ms,
-                open,
-                high,
-                low,
-                close,
-            });
+            self.push(Candle { open_ms: bucket_ms, open, high, low, close });
             return;
         };
         if bucket_ms == live.open_ms {
@@ -228,13 +202,7 @@ impl CandleRing {
             for k in 0..fill {
                 self.push(Candle::flat(first_fill + k as i64 * d, live.close));
             }
-            self.push(Candle {
-                open_ms: bucket_ms,
-                open,
-                high,
-                low,
-                close,
-            });
+            self.push(Candle { open_ms: bucket_ms, open, high, low, close });
         } else {
             // A late observation for an earlier bucket: widen that bar's range if it is held;
             // its open and close stay as they were.
@@ -260,9 +228,7 @@ pub struct CandleSet {
 impl CandleSet {
     /// Six empty rings of `bars_max` bars each.
     pub fn new(bars_max: usize) -> CandleSet {
-        CandleSet {
-            rings: Timeframe::ALL.map(|tf| CandleRing::new(tf, bars_max)),
-        }
+        CandleSet { rings: Timeframe::ALL.map(|tf| CandleRing::new(tf, bars_max)) }
     }
 
     /// The ring of one timeframe.
@@ -301,15 +267,9 @@ mod tests {
         assert_eq!(Timeframe::W1.bucket_start(MONDAY - 1), MONDAY - WEEK_MS);
         assert_eq!(Timeframe::W1.bucket_start(MONDAY + 6 * DAY_MS + 5), MONDAY);
         assert_eq!(Timeframe::D1.bucket_start(MONDAY + 13 * HOUR_MS), MONDAY);
-        assert_eq!(
-            Timeframe::H4.bucket_start(MONDAY + 5 * HOUR_MS),
-            MONDAY + 4 * HOUR_MS
-        );
+        assert_eq!(Timeframe::H4.bucket_start(MONDAY + 5 * HOUR_MS), MONDAY + 4 * HOUR_MS);
         assert_eq!(Timeframe::M5.bucket_start(MONDAY + 299_999), MONDAY);
-        assert_eq!(
-            Timeframe::M5.bucket_start(MONDAY + 300_000),
-            MONDAY + 300_000
-        );
+        assert_eq!(Timeframe::M5.bucket_start(MONDAY + 300_000), MONDAY + 300_000);
         // The epoch week: 1969-12-29 (Monday) .. 1970-01-05.
         assert_eq!(Timeframe::W1.bucket_start(0), -3 * DAY_MS);
     }
@@ -328,21 +288,12 @@ mod tests {
         assert_eq!(r.len(), 1);
         assert_eq!(
             *r.newest().expect("bar"),
-            Candle {
-                open_ms: t0,
-                open: Price(100),
-                high: Price(105),
-                low: Price(98),
-                close: Price(98)
-            }
+            Candle { open_ms: t0, open: Price(100), high: Price(105), low: Price(98), close: Price(98) }
         );
         // The first millisecond of the next bucket opens a new bar.
         tr(&mut r, t0 + 300_000, 101);
         assert_eq!(r.len(), 2);
-        assert_eq!(
-            r.newest().map(|c| (c.open_ms, c.open)),
-            Some((t0 + 300_000, Price(101)))
-        );
+        assert_eq!(r.newest().map(|c| (c.open_ms, c.open)), Some((t0 + 300_000, Price(101))));
         assert_eq!(r.back(1).map(|c| c.close), Some(Price(98)));
     }
 
@@ -350,36 +301,15 @@ mod tests {
     fn gaps_get_flat_bars_and_ring_wraps() {
         let mut r = CandleRing::new(Timeframe::M5, 4);
         r.merge(MONDAY, Price(10), Price(12), Price(9), Price(11));
-        r.merge(
-            MONDAY + 3 * 300_000,
-            Price(20),
-            Price(20),
-            Price(20),
-            Price(20),
-        );
+        r.merge(MONDAY + 3 * 300_000, Price(20), Price(20), Price(20), Price(20));
         let opens: Vec<_> = r.iter().map(|c| (c.open_ms - MONDAY) / 300_000).collect();
         assert_eq!(opens, [0, 1, 2, 3]);
-        assert_eq!(
-            r.back(1).map(|c| (c.open, c.close)),
-            Some((Price(11), Price(11)))
-        );
-        r.merge(
-            MONDAY + 4 * 300_000,
-            Price(21),
-            Price(21),
-            Price(21),
-            Price(21),
-        );
+        assert_eq!(r.back(1).map(|c| (c.open, c.close)), Some((Price(11), Price(11))));
+        r.merge(MONDAY + 4 * 300_000, Price(21), Price(21), Price(21), Price(21));
         assert_eq!(r.len(), 4);
         assert_eq!(r.iter().next().map(|c| c.open_ms), Some(MONDAY + 300_000));
         // A gap longer than the ring fills at most the ring.
-        r.merge(
-            MONDAY + 1000 * 300_000,
-            Price(5),
-            Price(5),
-            Price(5),
-            Price(5),
-        );
+        r.merge(MONDAY + 1000 * 300_000, Price(5), Price(5), Price(5), Price(5));
         assert_eq!(r.len(), 4);
         let opens: Vec<_> = r.iter().map(|c| (c.open_ms - MONDAY) / 300_000).collect();
         assert_eq!(opens, [997, 998, 999, 1000]);
@@ -391,17 +321,8 @@ mod tests {
         r.merge(MONDAY, Price(10), Price(10), Price(10), Price(10));
         r.merge(MONDAY + 300_000, Price(11), Price(11), Price(11), Price(11));
         r.merge(MONDAY, Price(15), Price(15), Price(15), Price(15));
-        assert_eq!(
-            r.back(1).map(|c| (c.high, c.close)),
-            Some((Price(15), Price(10)))
-        );
-        r.merge(
-            MONDAY - 10 * 300_000,
-            Price(1),
-            Price(1),
-            Price(1),
-            Price(1),
-        );
+        assert_eq!(r.back(1).map(|c| (c.high, c.close)), Some((Price(15), Price(10))));
+        r.merge(MONDAY - 10 * 300_000, Price(1), Price(1), Price(1), Price(1));
         assert_eq!(r.too_old_count, 1);
     }
 
@@ -424,21 +345,12 @@ mod tests {
         let h1 = s.ring(Timeframe::H1).newest().copied().expect("bar");
         assert_eq!(
             h1,
-            Candle {
-                open_ms: MONDAY,
-                open: Price(100),
-                high: Price(116),
-                low: Price(95),
-                close: Price(112)
-            }
+            Candle { open_ms: MONDAY, open: Price(100), high: Price(116), low: Price(95), close: Price(112) }
         );
         assert_eq!(s.ring(Timeframe::M15).len(), 4);
         s.trade(MONDAY + HOUR_MS, Price(200));
         assert_eq!(s.ring(Timeframe::H1).len(), 2);
-        assert_eq!(
-            s.ring(Timeframe::D1).newest().map(|c| c.high),
-            Some(Price(200))
-        );
+        assert_eq!(s.ring(Timeframe::D1).newest().map(|c| c.high), Some(Price(200)));
         assert_eq!(s.ring(Timeframe::W1).len(), 1);
     }
 }

@@ -122,10 +122,7 @@ pub fn parse_decimal(bytes: &[u8]) -> Result<i64, ParseError> {
                         frac_digits += 1;
                     }
                 } else {
-                    int = int
-                        .checked_mul(10)
-                        .and_then(|v| v.checked_add(d))
-                        .ok_or(ParseError::Overflow)?;
+                    int = int.checked_mul(10).and_then(|v| v.checked_add(d)).ok_or(ParseError::Overflow)?;
                 }
             }
             b'.' if !seen_point => seen_point = true,
@@ -136,10 +133,7 @@ pub fn parse_decimal(bytes: &[u8]) -> Result<i64, ParseError> {
         return Err(ParseError::Empty);
     }
     let frac = frac * 10_i64.pow(DECIMALS - frac_digits);
-    let v = int
-        .checked_mul(SCALE)
-        .and_then(|v| v.checked_add(frac))
-        .ok_or(ParseError::Overflow)?;
+    let v = int.checked_mul(SCALE).and_then(|v| v.checked_add(frac)).ok_or(ParseError::Overflow)?;
     Ok(if negative { -v } else { v })
 }
 
@@ -225,10 +219,7 @@ mod tests {
         assert_eq!(parse_decimal(b"1.2.3"), Err(ParseError::BadByte));
         assert_eq!(parse_decimal(b"1e5"), Err(ParseError::BadByte));
         assert_eq!(parse_decimal(b" 1"), Err(ParseError::BadByte));
-        assert_eq!(
-            parse_decimal(b"99999999999999999999"),
-            Err(ParseError::Overflow)
-        );
+        assert_eq!(parse_decimal(b"99999999999999999999"), Err(ParseError::Overflow));
         assert_eq!(Qty::parse(b"-1"), Err(ParseError::Negative));
     }
 

@@ -91,17 +91,11 @@ impl Registry {
         let mut pair_index: HashMap<(String, String), u32> = HashMap::new();
         for (i, ins) in instruments.iter().enumerate() {
             let expected = format!("{}{}", ins.base, ins.quote);
-            if ins.symbol != expected
-                || ins.symbol.is_empty()
-                || ins.symbol != ins.symbol.to_ascii_uppercase()
-            {
+            if ins.symbol != expected || ins.symbol.is_empty() || ins.symbol != ins.symbol.to_ascii_uppercase() {
                 return Err(RegistryError::BadSymbol(ins.symbol.clone()));
             }
             let id = BookId(i as u32);
-            if r.index
-                .insert((ins.venue, ins.symbol.clone()), id)
-                .is_some()
-            {
+            if r.index.insert((ins.venue, ins.symbol.clone()), id).is_some() {
                 return Err(RegistryError::Duplicate(ins.venue, ins.symbol.clone()));
             }
             let key = (ins.base.clone(), ins.quote.clone());
@@ -156,9 +150,7 @@ impl Registry {
         if symbol.len() > 64 {
             return None;
         }
-        self.index
-            .get(&(venue, symbol.to_ascii_uppercase()))
-            .copied()
+        self.index.get(&(venue, symbol.to_ascii_uppercase())).copied()
     }
 
     /// Every book id.
@@ -201,11 +193,7 @@ mod tests {
         assert_eq!(r.find(Venue::Binance, "btcusdt"), Some(BookId(1)));
         assert_eq!(r.find(Venue::Bybit, "BTCUSDT"), None);
         assert_eq!(r.pair_of(BookId(1)), r.pair_of(BookId(2)));
-        let names: Vec<_> = r
-            .venue_books(Venue::Binance)
-            .iter()
-            .map(|&b| r.get(b).symbol.as_str())
-            .collect();
+        let names: Vec<_> = r.venue_books(Venue::Binance).iter().map(|&b| r.get(b).symbol.as_str()).collect();
         assert_eq!(names, ["BTCUSDT", "ETHUSDT"]);
     }
 
@@ -215,9 +203,6 @@ mod tests {
         assert!(matches!(dup, Err(RegistryError::Duplicate(Venue::Okx, _))));
         let mut bad = ins(Venue::Okx, "A", "B");
         bad.symbol = "A-B".into();
-        assert!(matches!(
-            Registry::new(vec![bad]),
-            Err(RegistryError::BadSymbol(_))
-        ));
+        assert!(matches!(Registry::new(vec![bad]), Err(RegistryError::BadSymbol(_))));
     }
 }

@@ -82,12 +82,7 @@ pub struct Market {
 
 impl Market {
     /// Owns `ids` out of `book_count` global books, preallocating each book and its rings.
-    pub fn new(
-        book_count: usize,
-        ids: &[BookId],
-        depth_levels_max: usize,
-        bars_max: usize,
-    ) -> Market {
+    pub fn new(book_count: usize, ids: &[BookId], depth_levels_max: usize, bars_max: usize) -> Market {
         let mut local_of = vec![u32::MAX; book_count];
         let mut books = Vec::with_capacity(ids.len());
         for (i, &id) in ids.iter().enumerate() {
@@ -159,45 +154,21 @@ mod tests {
         let t = Tick {
             book: BookId(3),
             ts_ms: 1_000,
-            kind: TickKind::Trade {
-                price: Price(5),
-                qty: Qty(1),
-                taker_sell: false,
-            },
+            kind: TickKind::Trade { price: Price(5), qty: Qty(1), taker_sell: false },
         };
         assert_eq!(m.apply(&t), Outcome::Trade(Price(5)));
         assert_eq!(m.get(BookId(3)).map(|b| b.last_price), Some(Price(5)));
         assert_eq!(
-            m.get(BookId(3))
-                .and_then(|b| b.candles.ring(Timeframe::M5).newest().map(|c| c.close)),
+            m.get(BookId(3)).and_then(|b| b.candles.ring(Timeframe::M5).newest().map(|c| c.close)),
             Some(Price(5))
         );
-        let t = Tick {
-            book: BookId(0),
-            ..t
-        };
+        let t = Tick { book: BookId(0), ..t };
         assert_eq!(m.apply(&t), Outcome::NotOwned);
-        let b = Tick {
-            book: BookId(1),
-            ts_ms: 1,
-            kind: TickKind::Book {
-                side: Side::Bid,
-                price: Price(10),
-                qty: Qty(1),
-            },
-        };
+        let b =
+            Tick { book: BookId(1), ts_ms: 1, kind: TickKind::Book { side: Side::Bid, price: Price(10), qty: Qty(1) } };
         assert_eq!(m.apply(&b), Outcome::Level(Applied::Inserted));
-        let a = Tick {
-            kind: TickKind::Book {
-                side: Side::Ask,
-                price: Price(9),
-                qty: Qty(1),
-            },
-            ..b
-        };
+        let a = Tick { kind: TickKind::Book { side: Side::Ask, price: Price(9), qty: Qty(1) }, ..b };
         m.apply(&a);
-        assert!(m
-            .get(BookId(1))
-            .is_some_and(|s| s.crossed && s.crossed_count == 1));
+        assert!(m.get(BookId(1)).is_some_and(|s| s.crossed && s.crossed_count == 1));
     }
 }

@@ -137,8 +137,8 @@ const MAJORS: &[(&str, f64)] = &[
     ("FLOKI", 0.000_19),
 ];
 const SYLLABLES: &[&str] = &[
-    "ZA", "KO", "RI", "VE", "LU", "MO", "NA", "TE", "XI", "PO", "SU", "DA", "FE", "GO", "HA", "JU",
-    "QE", "WY", "BE", "CI",
+    "ZA", "KO", "RI", "VE", "LU", "MO", "NA", "TE", "XI", "PO", "SU", "DA", "FE", "GO", "HA", "JU", "QE", "WY", "BE",
+    "CI",
 ];
 
 /// The simulated universe: `pairs` pairs, deterministic from `seed`.
@@ -167,45 +167,23 @@ pub fn universe(seed: u64, pairs: usize) -> Vec<PairSpec> {
     }
     let mut out = Vec::with_capacity(pairs);
     let mut symbols = std::collections::HashSet::new();
-    let mut push = |out: &mut Vec<PairSpec>,
-                    rng: &mut Rng,
-                    base: &str,
-                    quote: &str,
-                    price: f64,
-                    major: bool| {
+    let mut push = |out: &mut Vec<PairSpec>, rng: &mut Rng, base: &str, quote: &str, price: f64, major: bool| {
         if out.len() >= pairs || !symbols.insert(format!("{base}{quote}")) {
             return;
         }
-        let (p_bybit, p_okx, p_bitget) = if quote == "USDT" {
-            (0.7, 0.6, 0.65)
-        } else {
-            (0.4, 0.35, 0.3)
-        };
-        let venues = [
-            true,
-            major || rng.chance(p_bybit),
-            major || rng.chance(p_okx),
-            major || rng.chance(p_bitget),
-        ];
+        let (p_bybit, p_okx, p_bitget) = if quote == "USDT" { (0.7, 0.6, 0.65) } else { (0.4, 0.35, 0.3) };
+        let venues = [true, major || rng.chance(p_bybit), major || rng.chance(p_okx), major || rng.chance(p_bitget)];
         let usd_price = match quote {
             "BTC" => price * 95_000.0,
             "ETH" => price * 3_200.0,
             _ => price,
         };
-        let usd_per_level = if major {
-            rng.range(20_000.0, 120_000.0)
-        } else {
-            rng.range(1_000.0, 25_000.0)
-        };
+        let usd_per_level = if major { rng.range(20_000.0, 120_000.0) } else { rng.range(1_000.0, 25_000.0) };
         out.push(PairSpec {
             base: base.to_owned(),
             quote: quote.to_owned(),
             price,
-            daily_vol: if major {
-                rng.range(0.02, 0.05)
-            } else {
-                rng.range(0.03, 0.09)
-            },
+            daily_vol: if major { rng.range(0.02, 0.05) } else { rng.range(0.03, 0.09) },
             level_qty: usd_per_level / usd_price,
             tick: tick_for(price),
             lot: lot_for(price),
@@ -332,12 +310,7 @@ pub struct Sim {
 impl Sim {
     /// Simulates the pairs `pair_specs` (indices into `universe`), whose books are found in
     /// `registry`. Nothing is emitted until [`Sim::start`].
-    pub fn new(
-        config: SimConfig,
-        universe: &[PairSpec],
-        registry: &Registry,
-        pair_specs: &[usize],
-    ) -> Sim {
+    pub fn new(config: SimConfig, universe: &[PairSpec], registry: &Registry, pair_specs: &[usize]) -> Sim {
         let mut pairs = Vec::with_capacity(pair_specs.len());
         for &si in pair_specs {
             let spec = &universe[si];
@@ -348,18 +321,12 @@ impl Sim {
                     books.push(VenueBook {
                         id,
                         truth: Book::new(config.levels_per_side),
-                        basis: if venue == Venue::Binance {
-                            0.0
-                        } else {
-                            rng.range(-0.0004, 0.0004)
-                        },
+                        basis: if venue == Venue::Binance { 0.0 } else { rng.range(-0.0004, 0.0004) },
                         walls: [Wall::default(); WALLS_MAX],
                     });
                 }
             }
-            let step = ((spec.price * GRID_STEP_FRACTION * SCALE as f64 / spec.tick.0 as f64)
-                .round() as i64)
-                .max(1)
+            let step = ((spec.price * GRID_STEP_FRACTION * SCALE as f64 / spec.tick.0 as f64).round() as i64).max(1)
                 * spec.tick.0;
             pairs.push(SimPair {
                 spec_index: si,
@@ -372,12 +339,7 @@ impl Sim {
                 last_ms: 0,
             });
         }
-        Sim {
-            scratch: Vec::with_capacity(config.levels_per_side * 2),
-            config,
-            specs: universe.to_vec(),
-            pairs,
-        }
+        Sim { scratch: Vec::with_capacity(config.levels_per_side * 2), config, specs: universe.to_vec(), pairs }
     }
 
     /// Number of pairs simulated here.
@@ -402,9 +364,7 @@ impl Sim {
     pub fn history(&mut self, i: usize, now_ms: i64, bars_max: usize) -> CandleSet {
         let pair = &mut self.pairs[i];
         let spec = &self.specs[pair.spec_index];
-        let mut rng = Rng::new(
-            self.config.seed ^ (pair.spec_index as u64).wrapping_mul(0xA24B_AED4_963E_E407),
-        );
+        let mut rng = Rng::new(self.config.seed ^ (pair.spec_index as u64).wrapping_mul(0xA24B_AED4_963E_E407));
         let end = Timeframe::M5.bucket_start(now_ms);
         // Regime starts, finest first: each timeframe is generated directly only where no finer
         // ring reaches, so every ring is consistent with the finer rings it overlaps.
@@ -441,24 +401,13 @@ impl Sim {
         }
         let shift = spec.price.ln() - x;
         let tick = spec.tick.0;
-        let round = |v: f64| -> i64 {
-            (((v + shift).exp() * SCALE as f64 / tick as f64).round() as i64).max(1) * tick
-        };
+        let round = |v: f64| -> i64 { (((v + shift).exp() * SCALE as f64 / tick as f64).round() as i64).max(1) * tick };
         let mut set = CandleSet::new(bars_max);
         for &(tf, ts, [o, h, l, c]) in &bars {
             let (o, c) = (round(o), round(c));
             let h = round(h).max(o).max(c);
             let l = round(l).min(o).min(c);
-            set.absorb(
-                tf,
-                Candle {
-                    open_ms: ts,
-                    open: Price(o),
-                    high: Price(h),
-                    low: Price(l),
-                    close: Price(c),
-                },
-            );
+            set.absorb(tf, Candle { open_ms: ts, open: Price(o), high: Price(h), low: Price(l), close: Price(c) });
         }
         pair.ln_price = spec.price.ln();
         pair.ln_vol = lv;
@@ -473,15 +422,7 @@ impl Sim {
         pair.next_due_ms = now_ms + pair.rng.below(interval.max(1) as u64) as i64;
         let spec = &self.specs[pair.spec_index];
         for b in 0..pair.books.len() {
-            reposition(
-                pair,
-                spec,
-                b,
-                now_ms,
-                self.config.levels_per_side,
-                &mut self.scratch,
-                out,
-            );
+            reposition(pair, spec, b, now_ms, self.config.levels_per_side, &mut self.scratch, out);
         }
     }
 
@@ -518,34 +459,18 @@ impl Sim {
         let level_qty = spec.level_qty;
         let lot = spec.lot.0 as i64;
         for b in 0..pair.books.len() {
-            reposition(
-                pair,
-                spec,
-                b,
-                now_ms,
-                cfg.levels_per_side,
-                &mut self.scratch,
-                out,
-            );
+            reposition(pair, spec, b, now_ms, cfg.levels_per_side, &mut self.scratch, out);
             let id = pair.books[b].id;
             // Ordinary churn near the touch.
             for _ in 0..1 + pair.rng.below(2) {
                 let bid = pair.rng.chance(0.5);
                 let depth = pair.rng.below(20) as usize;
                 let book = &pair.books[b];
-                let level = if bid {
-                    book.truth.bids().get(depth)
-                } else {
-                    book.truth.asks().get(depth)
-                };
+                let level = if bid { book.truth.bids().get(depth) } else { book.truth.asks().get(depth) };
                 let Some(level) = level.copied() else {
                     continue;
                 };
-                if book
-                    .walls
-                    .iter()
-                    .any(|w| w.active && w.price == level.price.0)
-                {
+                if book.walls.iter().any(|w| w.active && w.price == level.price.0) {
                     continue;
                 }
                 let qty = level_size(&mut pair.rng, level_qty, lot);
@@ -560,49 +485,25 @@ impl Sim {
                         pair.books[b].walls[w].active = false;
                         if held.is_some() {
                             let qty = level_size(&mut pair.rng, level_qty, lot);
-                            emit(
-                                &mut pair.books[b],
-                                id,
-                                now_ms,
-                                wall.side_bid,
-                                wall.price,
-                                qty,
-                                out,
-                            );
+                            emit(&mut pair.books[b], id, now_ms, wall.side_bid, wall.price, qty, out);
                         }
                     }
                 } else if pair.rng.chance(cfg.wall_spawn_chance) {
                     let bid = pair.rng.chance(0.5);
-                    let depth =
-                        3 + pair.rng.below((cfg.levels_per_side / 3).max(4) as u64) as usize;
+                    let depth = 3 + pair.rng.below((cfg.levels_per_side / 3).max(4) as u64) as usize;
                     let book = &pair.books[b];
-                    let level = if bid {
-                        book.truth.bids().get(depth)
-                    } else {
-                        book.truth.asks().get(depth)
-                    };
+                    let level = if bid { book.truth.bids().get(depth) } else { book.truth.asks().get(depth) };
                     let Some(level) = level.copied() else {
                         continue;
                     };
-                    if book
-                        .walls
-                        .iter()
-                        .any(|x| x.active && x.price == level.price.0)
-                    {
+                    if book.walls.iter().any(|x| x.active && x.price == level.price.0) {
                         continue;
                     }
-                    let life = (cfg.wall_life_ms_mean as f64 * -pair.rng.unit().max(1e-9).ln())
-                        .clamp(5_000.0, 600_000.0);
-                    pair.books[b].walls[w] = Wall {
-                        active: true,
-                        side_bid: bid,
-                        price: level.price.0,
-                        until_ms: now_ms + life as i64,
-                    };
-                    let qty = ((level_qty * pair.rng.range(15.0, 80.0) * SCALE as f64) as i64
-                        / lot)
-                        .max(1)
-                        * lot;
+                    let life =
+                        (cfg.wall_life_ms_mean as f64 * -pair.rng.unit().max(1e-9).ln()).clamp(5_000.0, 600_000.0);
+                    pair.books[b].walls[w] =
+                        Wall { active: true, side_bid: bid, price: level.price.0, until_ms: now_ms + life as i64 };
+                    let qty = ((level_qty * pair.rng.range(15.0, 80.0) * SCALE as f64) as i64 / lot).max(1) * lot;
                     emit(&mut pair.books[b], id, now_ms, bid, level.price.0, qty, out);
                 }
             }
@@ -616,23 +517,13 @@ impl Sim {
                     0.5
                 });
                 let book = &pair.books[b].truth;
-                let touch = if buy {
-                    book.best_ask()
-                } else {
-                    book.best_bid()
-                };
+                let touch = if buy { book.best_ask() } else { book.best_bid() };
                 let Some(touch) = touch else { continue };
-                let qty = ((level_qty * pair.rng.range(0.01, 0.5) * SCALE as f64) as i64 / lot)
-                    .max(1)
-                    * lot;
+                let qty = ((level_qty * pair.rng.range(0.01, 0.5) * SCALE as f64) as i64 / lot).max(1) * lot;
                 out.push(Tick {
                     book: id,
                     ts_ms: now_ms,
-                    kind: TickKind::Trade {
-                        price: touch.price,
-                        qty: Qty(qty as u64),
-                        taker_sell: !buy,
-                    },
+                    kind: TickKind::Trade { price: touch.price, qty: Qty(qty as u64), taker_sell: !buy },
                 });
             }
         }
@@ -652,23 +543,11 @@ fn level_size(rng: &mut Rng, level_qty: f64, lot: i64) -> i64 {
     ((q as i64) / lot).max(1) * lot
 }
 
-fn emit(
-    book: &mut VenueBook,
-    id: BookId,
-    now_ms: i64,
-    bid: bool,
-    price: i64,
-    qty: i64,
-    out: &mut Vec<Tick>,
-) {
+fn emit(book: &mut VenueBook, id: BookId, now_ms: i64, bid: bool, price: i64, qty: i64, out: &mut Vec<Tick>) {
     let side = if bid { Side::Bid } else { Side::Ask };
     let (price, qty) = (Price(price), Qty(qty.max(0) as u64));
     book.truth.apply(side, price, qty);
-    out.push(Tick {
-        book: id,
-        ts_ms: now_ms,
-        kind: TickKind::Book { side, price, qty },
-    });
+    out.push(Tick { book: id, ts_ms: now_ms, kind: TickKind::Book { side, price, qty } });
 }
 
 /// Moves venue book `b` of `pair` to the pair's current price: removes levels now on the wrong
@@ -693,18 +572,10 @@ fn reposition(
     for bid in [true, false] {
         scratch.clear();
         let vb = &pair.books[b];
-        let levels = if bid {
-            vb.truth.bids()
-        } else {
-            vb.truth.asks()
-        };
+        let levels = if bid { vb.truth.bids() } else { vb.truth.asks() };
         for l in levels {
             let g = l.price.0 / step;
-            let keep = if bid {
-                g <= top_bid && g > top_bid - n
-            } else {
-                g >= top_ask && g < top_ask + n
-            };
+            let keep = if bid { g <= top_bid && g > top_bid - n } else { g >= top_ask && g < top_ask + n };
             if !keep {
                 scratch.push(l.price.0);
             }
@@ -716,16 +587,8 @@ fn reposition(
     // Additions: the held levels are a contiguous run of the grid; fill around it.
     for bid in [true, false] {
         let vb = &pair.books[b];
-        let levels = if bid {
-            vb.truth.bids()
-        } else {
-            vb.truth.asks()
-        };
-        let (lo, hi) = if bid {
-            (top_bid - n + 1, top_bid)
-        } else {
-            (top_ask, top_ask + n - 1)
-        };
+        let levels = if bid { vb.truth.bids() } else { vb.truth.asks() };
+        let (lo, hi) = if bid { (top_bid - n + 1, top_bid) } else { (top_ask, top_ask + n - 1) };
         let held = match (levels.first(), levels.last()) {
             (Some(f), Some(l)) => {
                 let (a, z) = (f.price.0 / step, l.price.0 / step);
@@ -768,10 +631,7 @@ mod tests {
         assert!(r.find(Venue::Binance, "BTCUSDT").is_some());
         assert!(r.find(Venue::Binance, "ETHBTC").is_some());
         let again = universe(7, 500);
-        assert!(u
-            .iter()
-            .zip(&again)
-            .all(|(a, b)| a.symbol() == b.symbol() && a.price == b.price));
+        assert!(u.iter().zip(&again).all(|(a, b)| a.symbol() == b.symbol() && a.price == b.price));
     }
 
     #[test]
@@ -782,10 +642,7 @@ mod tests {
         for tf in Timeframe::ALL {
             let ring = set.ring(tf);
             assert_eq!(ring.len(), 512, "{tf:?}");
-            let completed = ring
-                .iter()
-                .filter(|c| c.open_ms + tf.duration_ms() <= NOW)
-                .count();
+            let completed = ring.iter().filter(|c| c.open_ms + tf.duration_ms() <= NOW).count();
             assert!(completed >= 500, "{tf:?}: {completed}");
             for w in ring.iter().collect::<Vec<_>>().windows(2) {
                 assert_eq!(w[1].open_ms - w[0].open_ms, tf.duration_ms());
@@ -796,10 +653,7 @@ mod tests {
         let m15: Vec<_> = set.ring(Timeframe::M15).iter().copied().collect();
         let mut checked = 0;
         for h in set.ring(Timeframe::H1).iter() {
-            let parts: Vec<_> = m15
-                .iter()
-                .filter(|c| Timeframe::H1.bucket_start(c.open_ms) == h.open_ms)
-                .collect();
+            let parts: Vec<_> = m15.iter().filter(|c| Timeframe::H1.bucket_start(c.open_ms) == h.open_ms).collect();
             if parts.len() == 4 {
                 assert_eq!(h.open, parts[0].open);
                 assert_eq!(h.close, parts[3].close);
@@ -819,10 +673,7 @@ mod tests {
         let ids: Vec<BookId> = r.ids().collect();
         let mut m = Market::new(r.len(), &ids, 512, 16);
         let mut sim = Sim::new(
-            SimConfig {
-                wall_spawn_chance: 0.05,
-                ..SimConfig::default()
-            },
+            SimConfig { wall_spawn_chance: 0.05, ..SimConfig::default() },
             &u,
             &r,
             &(0..40).collect::<Vec<_>>(),

@@ -61,11 +61,7 @@ impl Plans {
 
     /// Plan names, comma separated, for `Allowed:` messages.
     pub fn allowed(&self) -> String {
-        self.plans
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        self.plans.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
     }
 
     /// Overrides or adds plans from the TOML `[plans.NAME]` tables.
@@ -138,12 +134,7 @@ impl FileConfig {
     pub fn venue_list(&self) -> Option<String> {
         match &self.venues {
             Some(toml::Value::String(s)) => Some(s.clone()),
-            Some(toml::Value::Array(a)) => Some(
-                a.iter()
-                    .filter_map(|v| v.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
+            Some(toml::Value::Array(a)) => Some(a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(",")),
             _ => None,
         }
     }
@@ -159,10 +150,7 @@ mod tests {
         assert_eq!(p.allowed(), "free, developer, developer-lite");
         let dev = p.get("developer").expect("developer");
         assert!(dev.api && dev.pct_alerts && dev.repeat);
-        assert_eq!(
-            (dev.price_alert_cap, dev.burst_per_min, dev.daily_quota),
-            (200, 120, 100_000)
-        );
+        assert_eq!((dev.price_alert_cap, dev.burst_per_min, dev.daily_quota), (200, 120, 100_000));
         assert!(!p.get("free").expect("free").api);
         assert_eq!(p.get("developer-lite").expect("lite").daily_quota, 20_000);
     }

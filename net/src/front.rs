@@ -79,8 +79,7 @@ type Resp = Response<Full<Bytes>>;
 fn respond(status: StatusCode, body: String) -> Resp {
     let mut r = Response::new(Full::new(Bytes::from(body)));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
 
@@ -90,8 +89,7 @@ fn error(status: StatusCode, message: &str) -> Resp {
 
 fn too_many(message: &str, retry_after_s: i64) -> Resp {
     let mut r = error(StatusCode::TOO_MANY_REQUESTS, message);
-    r.headers_mut()
-        .insert(RETRY_AFTER, HeaderValue::from(retry_after_s.max(1)));
+    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_s.max(1)));
     r
 }
 
@@ -114,9 +112,7 @@ fn percent_decode(s: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'%' if i + 2 < b.len() => {
-                let hex = core::str::from_utf8(&b[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = core::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
                 match hex {
                     Some(v) => {
                         out.push(v);
@@ -146,23 +142,14 @@ fn exchange_param(query: Option<&str>) -> Result<Venue, Resp> {
     match query_param(query, "exchange") {
         None => Ok(Venue::Binance),
         Some(s) => Venue::parse(&s).ok_or_else(|| {
-            error(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &format!("invalid exchange '{s}'. Allowed: {}", Venue::ALLOWED),
-            )
+            error(StatusCode::UNPROCESSABLE_ENTITY, &format!("invalid exchange '{s}'. Allowed: {}", Venue::ALLOWED))
         }),
     }
 }
 
 impl Front {
     /// A front over the shards' published state, authenticating against `store`.
-    pub fn new(
-        shared: Arc<Shared>,
-        venues: Vec<Venue>,
-        feed: &'static str,
-        plans: Plans,
-        store: Store,
-    ) -> Front {
+    pub fn new(shared: Arc<Shared>, venues: Vec<Venue>, feed: &'static str, plans: Plans, store: Store) -> Front {
         Front {
             shared,
             venues,
@@ -195,16 +182,11 @@ impl Front {
 
     /// Refuses a request with no valid key: 401, or 429 once the address has sent too many.
     fn unauthenticated(&self, peer: IpAddr, message: &str, now_ms: i64) -> Resp {
-        match self
-            .limiter
-            .borrow_mut()
-            .admit_unauthenticated(peer, now_ms)
-        {
+        match self.limiter.borrow_mut().admit_unauthenticated(peer, now_ms) {
             Ok(()) => error(StatusCode::UNAUTHORIZED, message),
-            Err(Refusal::Burst { retry_after_s } | Refusal::Quota { retry_after_s }) => too_many(
-                "too many requests without a valid API key from this address",
-                retry_after_s,
-            ),
+            Err(Refusal::Burst { retry_after_s } | Refusal::Quota { retry_after_s }) => {
+                too_many("too many requests without a valid API key from this address", retry_after_s)
+            }
         }
     }
 
@@ -230,30 +212,16 @@ impl Front {
             return Err(self.unauthenticated(peer, "revoked API key", now_ms));
         }
         let Some(plan) = self.plans.get(&row.plan).filter(|p| p.api) else {
-            return Err(error(
-                StatusCode::FORBIDDEN,
-                "API access needs an active Developer plan",
-            ));
+            return Err(error(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
-        match self.limiter.borrow_mut().admit_key(
-            row.id,
-            plan.burst_per_min,
-            plan.daily_quota,
-            now_ms,
-        ) {
+        match self.limiter.borrow_mut().admit_key(row.id, plan.burst_per_min, plan.daily_quota, now_ms) {
             Ok(()) => Ok(row),
             Err(Refusal::Burst { retry_after_s }) => Err(too_many(
-                &format!(
-                    "rate limit exceeded: {} requests per minute",
-                    plan.burst_per_min
-                ),
+                &format!("rate limit exceeded: {} requests per minute", plan.burst_per_min),
                 retry_after_s,
             )),
             Err(Refusal::Quota { retry_after_s }) => Err(too_many(
-                &format!(
-                    "daily quota exceeded ({} requests per day on plan {})",
-                    plan.daily_quota, plan.name
-                ),
+                &format!("daily quota exceeded ({} requests per day on plan {})", plan.daily_quota, plan.name),
                 retry_after_s,
             )),
         }
@@ -285,9 +253,7 @@ impl Front {
                 Ok(venue) => self.symbol(venue, symbol),
                 Err(resp) => resp,
             },
-            ["v1", "exchanges"] | ["v1", "exchanges", _, "symbols"] | ["v1", "symbols", _] => {
-                method_not_allowed("GET")
-            }
+            ["v1", "exchanges"] | ["v1", "exchanges", _, "symbols"] | ["v1", "symbols", _] => method_not_allowed("GET"),
             _ => error(StatusCode::NOT_FOUND, "not found"),
         }
     }
@@ -300,10 +266,7 @@ impl Front {
         } else {
             j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
         }
-        j.raw(",\"feed\":")
-            .str(self.feed)
-            .raw(",\"uptimeS\":")
-            .int((now_ms - self.started_ms) / 1000);
+        j.raw(",\"feed\":").str(self.feed).raw(",\"uptimeS\":").int((now_ms - self.started_ms) / 1000);
         j.raw(",\"shards\":[");
         for (i, s) in self.shared.stats.iter().enumerate() {
             use std::sync::atomic::Ordering::Relaxed;
@@ -314,8 +277,7 @@ impl Front {
             j.raw(",\"ready\":").bool(s.ready.load(Relaxed));
             j.raw(",\"books\":").int(s.books.load(Relaxed) as i64);
             j.raw(",\"ticks\":").int(s.ticks.load(Relaxed) as i64);
-            j.raw(",\"crossedBooks\":")
-                .int(s.crossed_books.load(Relaxed) as i64);
+            j.raw(",\"crossedBooks\":").int(s.crossed_books.load(Relaxed) as i64);
             j.raw("}");
         }
         j.raw("],\"exchanges\":[");
@@ -323,23 +285,11 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            j.raw("{\"exchange\":")
-                .str(v.as_str())
-                .raw(",\"state\":")
-                .str(if ready { "ok" } else { "starting" });
-            j.raw(",\"pairs\":")
-                .int(self.shared.registry.venue_books(*v).len() as i64)
-                .raw("}");
+            j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if ready { "ok" } else { "starting" });
+            j.raw(",\"pairs\":").int(self.shared.registry.venue_books(*v).len() as i64).raw("}");
         }
         j.raw("]}");
-        respond(
-            if ready {
-                StatusCode::OK
-            } else {
-                StatusCode::SERVICE_UNAVAILABLE
-            },
-            j.finish(),
-        )
+        respond(if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, j.finish())
     }
 
     fn exchanges(&self) -> Resp {
@@ -350,9 +300,7 @@ impl Front {
                 j.raw(",");
             }
             j.raw("{\"exchange\":").str(v.as_str());
-            j.raw(",\"pairs\":")
-                .int(self.shared.registry.venue_books(*v).len() as i64)
-                .raw("}");
+            j.raw(",\"pairs\":").int(self.shared.registry.venue_books(*v).len() as i64).raw("}");
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
@@ -361,14 +309,8 @@ impl Front {
     fn venue_or_404(&self, ex: &str) -> Result<Venue, Resp> {
         match Venue::parse(ex) {
             Some(v) if self.venues.contains(&v) => Ok(v),
-            Some(v) => Err(error(
-                StatusCode::NOT_FOUND,
-                &format!("exchange '{v}' is not enabled on this server"),
-            )),
-            None => Err(error(
-                StatusCode::NOT_FOUND,
-                &format!("unknown exchange '{ex}'. Allowed: {}", Venue::ALLOWED),
-            )),
+            Some(v) => Err(error(StatusCode::NOT_FOUND, &format!("exchange '{v}' is not enabled on this server"))),
+            None => Err(error(StatusCode::NOT_FOUND, &format!("unknown exchange '{ex}'. Allowed: {}", Venue::ALLOWED))),
         }
     }
 
@@ -380,11 +322,7 @@ impl Front {
         let reg = &self.shared.registry;
         let books = reg.venue_books(venue);
         let mut j = Json::with_capacity(64 + books.len() * 96);
-        j.raw("{\"exchange\":")
-            .str(venue.as_str())
-            .raw(",\"ts\":")
-            .int(now_ms)
-            .raw(",\"data\":[");
+        j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
         for (i, &id) in books.iter().enumerate() {
             let ins = reg.get(id);
             let (price, _) = self.shared.price(id);
@@ -403,34 +341,18 @@ impl Front {
 
     fn symbol(&self, venue: Venue, symbol: &str) -> Resp {
         let upper = symbol.to_ascii_uppercase();
-        let found = self
-            .venues
-            .contains(&venue)
-            .then(|| self.shared.registry.find(venue, &upper))
-            .flatten();
+        let found = self.venues.contains(&venue).then(|| self.shared.registry.find(venue, &upper)).flatten();
         let Some(id) = found else {
             let mut shown = upper;
             shown.truncate(64);
-            return error(
-                StatusCode::NOT_FOUND,
-                &format!("unknown symbol '{shown}' on {venue}"),
-            );
+            return error(StatusCode::NOT_FOUND, &format!("unknown symbol '{shown}' on {venue}"));
         };
         let ins = self.shared.registry.get(id);
         let (price, ts) = self.shared.price(id);
         let mut j = Json::with_capacity(256);
-        j.raw("{\"symbol\":")
-            .str(&ins.symbol)
-            .raw(",\"exchange\":")
-            .str(venue.as_str());
-        j.raw(",\"data\":{\"base\":")
-            .str(&ins.base)
-            .raw(",\"quote\":")
-            .str(&ins.quote);
-        j.raw(",\"price\":")
-            .fixed(price)
-            .raw(",\"status\":")
-            .str(ins.status.as_str());
+        j.raw("{\"symbol\":").str(&ins.symbol).raw(",\"exchange\":").str(venue.as_str());
+        j.raw(",\"data\":{\"base\":").str(&ins.base).raw(",\"quote\":").str(&ins.quote);
+        j.raw(",\"price\":").fixed(price).raw(",\"status\":").str(ins.status.as_str());
         j.raw(",\"tickSize\":")
             .fixed(ins.tick.0)
             .raw(",\"lotSize\":")
@@ -442,8 +364,7 @@ impl Front {
 
 fn method_not_allowed(allow: &'static str) -> Resp {
     let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-    r.headers_mut()
-        .insert(ALLOW, HeaderValue::from_static(allow));
+    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
     r
 }
 
@@ -502,18 +423,9 @@ mod tests {
 
     #[test]
     fn query_params_are_decoded() {
-        assert_eq!(
-            query_param(Some("a=1&exchange=okx"), "exchange").as_deref(),
-            Some("okx")
-        );
-        assert_eq!(
-            query_param(Some("exchange=kr%61ken"), "exchange").as_deref(),
-            Some("kraken")
-        );
-        assert_eq!(
-            query_param(Some("exchange"), "exchange").as_deref(),
-            Some("")
-        );
+        assert_eq!(query_param(Some("a=1&exchange=okx"), "exchange").as_deref(), Some("okx"));
+        assert_eq!(query_param(Some("exchange=kr%61ken"), "exchange").as_deref(), Some("kraken"));
+        assert_eq!(query_param(Some("exchange"), "exchange").as_deref(), Some(""));
         assert_eq!(query_param(Some("x=%zz%"), "x").as_deref(), Some("%zz%"));
         assert_eq!(query_param(None, "exchange"), None);
     }

@@ -11,9 +11,7 @@ pub struct Json {
 impl Json {
     /// An empty writer with room for `cap` bytes.
     pub fn with_capacity(cap: usize) -> Json {
-        Json {
-            buf: String::with_capacity(cap),
-        }
+        Json { buf: String::with_capacity(cap) }
     }
 
     /// Raw JSON text (punctuation, keys already quoted).

@@ -39,9 +39,7 @@ struct Window {
 
 impl Window {
     fn new(limit: usize) -> Window {
-        Window {
-            times: VecDeque::with_capacity(limit),
-        }
+        Window { times: VecDeque::with_capacity(limit) }
     }
 
     /// Admits and records a request at `now_ms`, or says how long to wait.
@@ -80,13 +78,7 @@ pub struct Limiter {
 impl Limiter {
     /// Admits a request by key `key_id` on a plan with `burst` per window and `quota` per day.
     /// A refused request is not counted.
-    pub fn admit_key(
-        &mut self,
-        key_id: i64,
-        burst: u32,
-        quota: u64,
-        now_ms: i64,
-    ) -> Result<(), Refusal> {
+    pub fn admit_key(&mut self, key_id: i64, burst: u32, quota: u64, now_ms: i64) -> Result<(), Refusal> {
         if self.keys.len() >= KEYS_MAX && !self.keys.contains_key(&key_id) {
             self.keys.retain(|_, k| !k.window.idle(now_ms));
         }
@@ -102,13 +94,9 @@ impl Limiter {
         }
         if k.used_today >= quota {
             let next_midnight = (day + 1) * DAY_MS;
-            return Err(Refusal::Quota {
-                retry_after_s: ((next_midnight - now_ms + 999) / 1000).max(1),
-            });
+            return Err(Refusal::Quota { retry_after_s: ((next_midnight - now_ms + 999) / 1000).max(1) });
         }
-        k.window
-            .admit(now_ms, burst as usize)
-            .map_err(|s| Refusal::Burst { retry_after_s: s })?;
+        k.window.admit(now_ms, burst as usize).map_err(|s| Refusal::Burst { retry_after_s: s })?;
         k.used_today += 1;
         Ok(())
     }
@@ -122,12 +110,8 @@ impl Limiter {
                 return Err(Refusal::Burst { retry_after_s: 60 });
             }
         }
-        let w = self
-            .addrs
-            .entry(addr)
-            .or_insert_with(|| Window::new(UNAUTH_PER_WINDOW));
-        w.admit(now_ms, UNAUTH_PER_WINDOW)
-            .map_err(|s| Refusal::Burst { retry_after_s: s })
+        let w = self.addrs.entry(addr).or_insert_with(|| Window::new(UNAUTH_PER_WINDOW));
+        w.admit(now_ms, UNAUTH_PER_WINDOW).map_err(|s| Refusal::Burst { retry_after_s: s })
     }
 }
 
@@ -144,19 +128,9 @@ mod tests {
             assert_eq!(l.admit_key(1, 120, 100_000, T0 + i * 100), Ok(()));
         }
         // The 121st, 12 s after the first: wait until the first leaves the window.
-        assert_eq!(
-            l.admit_key(1, 120, 100_000, T0 + 12_000),
-            Err(Refusal::Burst { retry_after_s: 48 })
-        );
-        assert_eq!(
-            l.admit_key(2, 120, 100_000, T0 + 12_000),
-            Ok(()),
-            "other keys unaffected"
-        );
-        assert_eq!(
-            l.admit_key(1, 120, 100_000, T0 + 59_999),
-            Err(Refusal::Burst { retry_after_s: 1 })
-        );
+        assert_eq!(l.admit_key(1, 120, 100_000, T0 + 12_000), Err(Refusal::Burst { retry_after_s: 48 }));
+        assert_eq!(l.admit_key(2, 120, 100_000, T0 + 12_000), Ok(()), "other keys unaffected");
+        assert_eq!(l.admit_key(1, 120, 100_000, T0 + 59_999), Err(Refusal::Burst { retry_after_s: 1 }));
         assert_eq!(l.admit_key(1, 120, 100_000, T0 + 60_000), Ok(()));
     }
 
@@ -168,12 +142,7 @@ mod tests {
         for i in 0..3 {
             assert_eq!(l.admit_key(7, 120, 3, t + i), Ok(()));
         }
-        assert_eq!(
-            l.admit_key(7, 120, 3, t + 10),
-            Err(Refusal::Quota {
-                retry_after_s: 3600
-            })
-        );
+        assert_eq!(l.admit_key(7, 120, 3, t + 10), Err(Refusal::Quota { retry_after_s: 3600 }));
         assert_eq!(l.admit_key(7, 120, 3, midnight), Ok(()));
     }
 
@@ -185,10 +154,7 @@ mod tests {
         for i in 0..UNAUTH_PER_WINDOW as i64 {
             assert_eq!(l.admit_unauthenticated(a, T0 + i), Ok(()));
         }
-        assert!(matches!(
-            l.admit_unauthenticated(a, T0 + 100),
-            Err(Refusal::Burst { .. })
-        ));
+        assert!(matches!(l.admit_unauthenticated(a, T0 + 100), Err(Refusal::Burst { .. })));
         assert_eq!(l.admit_unauthenticated(b, T0 + 100), Ok(()));
     }
 }

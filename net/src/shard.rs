@@ -108,10 +108,7 @@ impl Shared {
 
     /// Last price and its time for a book.
     pub fn price(&self, id: BookId) -> (i64, i64) {
-        (
-            self.prices[id.index()].load(Ordering::Relaxed),
-            self.price_ts[id.index()].load(Ordering::Relaxed),
-        )
+        (self.prices[id.index()].load(Ordering::Relaxed), self.price_ts[id.index()].load(Ordering::Relaxed))
     }
 }
 
@@ -159,10 +156,8 @@ impl ShardSet {
     ) -> std::io::Result<ShardSet> {
         let n = config.shards.max(1);
         let books = registry.len();
-        let shard_of: Box<[u16]> = registry
-            .ids()
-            .map(|id| shard_of_symbol(&registry.get(id).symbol, n) as u16)
-            .collect();
+        let shard_of: Box<[u16]> =
+            registry.ids().map(|id| shard_of_symbol(&registry.get(id).symbol, n) as u16).collect();
         let shared = Arc::new(Shared {
             registry: registry.clone(),
             prices: (0..books).map(|_| AtomicI64::new(0)).collect(),
@@ -170,34 +165,21 @@ impl ShardSet {
             shard_of,
             stats: (0..n).map(|_| ShardStats::default()).collect(),
         });
-        let cpus = std::thread::available_parallelism()
-            .map(|c| c.get())
-            .unwrap_or(1);
-        let mut set = ShardSet {
-            shared: shared.clone(),
-            commands: Vec::new(),
-            events: Vec::new(),
-            threads: Vec::new(),
-        };
+        let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+        let mut set =
+            ShardSet { shared: shared.clone(), commands: Vec::new(), events: Vec::new(), threads: Vec::new() };
         for index in 0..n {
             let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
             let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
             set.commands.push(commands.clone());
             set.events.push(events.clone());
-            let ids: Vec<BookId> = registry
-                .ids()
-                .filter(|id| shared.shard_of[id.index()] as usize == index)
-                .collect();
+            let ids: Vec<BookId> = registry.ids().filter(|id| shared.shard_of[id.index()] as usize == index).collect();
             let pairs: Vec<usize> = (0..universe.len())
                 .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
                 .filter(|&i| venue_listed(&registry, &universe[i]))
                 .collect();
-            let (cfg, shared, universe, registry) = (
-                config.clone(),
-                shared.clone(),
-                universe.clone(),
-                registry.clone(),
-            );
+            let (cfg, shared, universe, registry) =
+                (config.clone(), shared.clone(), universe.clone(), registry.clone());
             let builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
                 .name(&format!("shard-{index}"))
                 .io_memory(1 << 20)
@@ -206,10 +188,8 @@ impl ShardSet {
                 .spawn(move || async move {
                     let sim = Sim::new(cfg.sim.clone(), &universe, &registry, &pairs);
                     drop(universe);
-                    let market =
-                        Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
-                    let mut shard =
-                        Shard::new(index, cfg, market, Some(sim), commands, events, shared);
+                    let market = Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
+                    let mut shard = Shard::new(index, cfg, market, Some(sim), commands, events, shared);
                     shard.run().await;
                 })
                 .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
@@ -264,9 +244,7 @@ impl ShardSet {
 }
 
 fn venue_listed(registry: &Registry, spec: &PairSpec) -> bool {
-    rampart_engine::Venue::ALL
-        .iter()
-        .any(|&v| registry.find(v, &spec.symbol()).is_some())
+    rampart_engine::Venue::ALL.iter().any(|&v| registry.find(v, &spec.symbol()).is_some())
 }
 
 /// One shard's state, owned by its executor.
@@ -293,9 +271,7 @@ impl Shard {
         events: Arc<ArrayQueue<ShardEvent>>,
         shared: Arc<Shared>,
     ) -> Shard {
-        let ticks_max = sim
-            .as_ref()
-            .map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
+        let ticks_max = sim.as_ref().map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
         Shard {
             index,
             config,
@@ -311,23 +287,16 @@ impl Shard {
     }
 
     async fn run(&mut self) {
-        self.shared.stats[self.index]
-            .books
-            .store(self.market.books().len() as u64, Ordering::Relaxed);
+        self.shared.stats[self.index].books.store(self.market.books().len() as u64, Ordering::Relaxed);
         self.load_sim().await;
-        self.shared.stats[self.index]
-            .ready
-            .store(true, Ordering::Release);
+        self.shared.stats[self.index].ready.store(true, Ordering::Release);
         self.emit(ShardEvent::Ready { shard: self.index });
         loop {
             while let Some(cmd) = self.commands.pop() {
                 match cmd {
                     Command::Stop => return,
                     Command::Ping { reply } => {
-                        let _ = reply.send(Pong {
-                            shard: self.index,
-                            ticks: self.applied,
-                        });
+                        let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
                     }
                 }
             }
@@ -350,10 +319,7 @@ impl Shard {
         let started = Instant::now();
         for i in 0..sim.pair_count() {
             let set = sim.history(i, now, self.config.bars_max);
-            let close = set
-                .ring(rampart_engine::Timeframe::M5)
-                .newest()
-                .map_or(0, |c| c.close.0);
+            let close = set.ring(rampart_engine::Timeframe::M5).newest().map_or(0, |c| c.close.0);
             let ids: Vec<BookId> = sim.pair_books(i).collect();
             for id in ids {
                 if let Some(state) = self.market.get_mut(id) {
@@ -387,12 +353,8 @@ impl Shard {
                 }
                 Outcome::Level(_) => {
                     if self.market.get(tick.book).is_some_and(|s| s.crossed) {
-                        let ev = ShardEvent::BookCrossed {
-                            book: tick.book,
-                            ts_ms: tick.ts_ms,
-                        };
-                        if self.events.push(ev).is_err() && self.backlog.len() < EVENTS_BACKLOG_MAX
-                        {
+                        let ev = ShardEvent::BookCrossed { book: tick.book, ts_ms: tick.ts_ms };
+                        if self.events.push(ev).is_err() && self.backlog.len() < EVENTS_BACKLOG_MAX {
                             self.backlog.push_back(ev);
                         }
                     }
@@ -401,9 +363,7 @@ impl Shard {
             }
         }
         self.applied += self.ticks.len() as u64;
-        self.shared.stats[self.index]
-            .ticks
-            .store(self.applied, Ordering::Relaxed);
+        self.shared.stats[self.index].ticks.store(self.applied, Ordering::Relaxed);
         self.ticks.clear();
     }
 
@@ -411,9 +371,7 @@ impl Shard {
         if let Err(ev) = self.events.push(ev) {
             if self.backlog.len() == EVENTS_BACKLOG_MAX {
                 self.backlog.pop_front();
-                self.shared.stats[self.index]
-                    .events_dropped
-                    .fetch_add(1, Ordering::Relaxed);
+                self.shared.stats[self.index].events_dropped.fetch_add(1, Ordering::Relaxed);
             }
             self.backlog.push_back(ev);
         }
@@ -427,8 +385,6 @@ impl Shard {
             }
         }
         let crossed = self.market.books().iter().filter(|b| b.crossed).count() as u64;
-        self.shared.stats[self.index]
-            .crossed_books
-            .store(crossed, Ordering::Relaxed);
+        self.shared.stats[self.index].crossed_books.store(crossed, Ordering::Relaxed);
     }
 }

@@ -53,10 +53,7 @@ impl fmt::Display for StoreError {
             StoreError::Sqlite(e) => write!(f, "database: {e}"),
             StoreError::Io(e) => write!(f, "data directory: {e}"),
             StoreError::TooNew { found, known } => {
-                write!(
-                    f,
-                    "database schema version {found} is newer than this build ({known})"
-                )
+                write!(f, "database schema version {found} is newer than this build ({known})")
             }
             StoreError::Random => f.write_str("random source unavailable"),
         }
@@ -138,9 +135,7 @@ impl Store {
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let known = MIGRATIONS.len() as u32;
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let found: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if found > known {
             return Err(StoreError::TooNew { found, known });
@@ -155,16 +150,12 @@ impl Store {
 
     /// The schema version on disk.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        Ok(self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))?)
+        Ok(self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 
     /// Number of accounts (zero on a fresh data directory).
     pub fn account_count(&self) -> Result<u64, StoreError> {
-        Ok(self
-            .conn
-            .query_row("SELECT COUNT(*) FROM accounts", [], |r| r.get(0))?)
+        Ok(self.conn.query_row("SELECT COUNT(*) FROM accounts", [], |r| r.get(0))?)
     }
 
     /// Creates an account on `plan` with one key, in one transaction.
@@ -177,10 +168,7 @@ impl Store {
         let key = generate_key()?;
         let hash = hash_key(&key);
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO accounts (plan, created_ms) VALUES (?1, ?2)",
-            params![plan, now_ms],
-        )?;
+        tx.execute("INSERT INTO accounts (plan, created_ms) VALUES (?1, ?2)", params![plan, now_ms])?;
         let account_id = tx.last_insert_rowid();
         tx.execute(
             "INSERT INTO api_keys (account_id, key_hash, label, created_ms) VALUES (?1, ?2, ?3, ?4)",
@@ -188,11 +176,7 @@ impl Store {
         )?;
         let id = tx.last_insert_rowid();
         tx.commit()?;
-        Ok(CreatedKey {
-            id,
-            account_id,
-            key,
-        })
+        Ok(CreatedKey { id, account_id, key })
     }
 
     /// Every key, by id.
@@ -238,32 +222,21 @@ impl Store {
 
     /// Revokes key `id` at `now_ms`.
     pub fn revoke_key(&self, id: i64, now_ms: i64) -> Result<Revoked, StoreError> {
-        let n = self.conn.execute(
-            "UPDATE api_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
-            params![id, now_ms],
-        )?;
+        let n = self
+            .conn
+            .execute("UPDATE api_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL", params![id, now_ms])?;
         if n == 1 {
             return Ok(Revoked::Now);
         }
-        let exists: Option<i64> = self
-            .conn
-            .query_row("SELECT id FROM api_keys WHERE id = ?1", params![id], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        Ok(if exists.is_some() {
-            Revoked::Already
-        } else {
-            Revoked::NotFound
-        })
+        let exists: Option<i64> =
+            self.conn.query_row("SELECT id FROM api_keys WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
+        Ok(if exists.is_some() { Revoked::Already } else { Revoked::NotFound })
     }
 
     /// SQLite's `data_version`: changes whenever another connection commits, so a reader can
     /// tell cheaply that its cached view is stale.
     pub fn data_version(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .conn
-            .pragma_query_value(None, "data_version", |r| r.get(0))?)
+        Ok(self.conn.pragma_query_value(None, "data_version", |r| r.get(0))?)
     }
 }
 
@@ -304,9 +277,7 @@ pub fn hash_key(key: &str) -> [u8; 32] {
 
 /// True when `s` has the shape of a key (`rk_` + 32 base62 characters).
 pub fn is_key_shaped(s: &str) -> bool {
-    s.len() == 35
-        && s.starts_with("rk_")
-        && s.as_bytes()[3..].iter().all(|b| b.is_ascii_alphanumeric())
+    s.len() == 35 && s.starts_with("rk_") && s.as_bytes()[3..].iter().all(|b| b.is_ascii_alphanumeric())
 }
 
 #[cfg(test)]
@@ -335,38 +306,18 @@ mod tests {
         let mut s = Store::open(&dir).expect("open");
         assert_eq!(s.schema_version().expect("v"), MIGRATIONS.len() as u32);
         assert_eq!(s.account_count().expect("n"), 0);
-        let k = s
-            .create_account_with_key("developer", Some("ci"), 1_000)
-            .expect("create");
+        let k = s.create_account_with_key("developer", Some("ci"), 1_000).expect("create");
         let row = s.lookup_key(&k.key).expect("lookup").expect("found");
-        assert_eq!(
-            (row.plan.as_str(), row.label.as_deref(), row.revoked_ms),
-            ("developer", Some("ci"), None)
-        );
-        assert_eq!(
-            s.lookup_key("rk_00000000000000000000000000000000")
-                .expect("lookup"),
-            None
-        );
+        assert_eq!((row.plan.as_str(), row.label.as_deref(), row.revoked_ms), ("developer", Some("ci"), None));
+        assert_eq!(s.lookup_key("rk_00000000000000000000000000000000").expect("lookup"), None);
         // A second connection (the CLI) revokes; the first sees data_version move.
         let v0 = s.data_version().expect("dv");
         let other = Store::open(&dir).expect("open again");
         assert_eq!(other.revoke_key(k.id, 2_000).expect("revoke"), Revoked::Now);
-        assert_eq!(
-            other.revoke_key(k.id, 3_000).expect("revoke"),
-            Revoked::Already
-        );
-        assert_eq!(
-            other.revoke_key(999, 3_000).expect("revoke"),
-            Revoked::NotFound
-        );
+        assert_eq!(other.revoke_key(k.id, 3_000).expect("revoke"), Revoked::Already);
+        assert_eq!(other.revoke_key(999, 3_000).expect("revoke"), Revoked::NotFound);
         assert_ne!(s.data_version().expect("dv"), v0);
-        assert_eq!(
-            s.lookup_key(&k.key)
-                .expect("lookup")
-                .and_then(|r| r.revoked_ms),
-            Some(2_000)
-        );
+        assert_eq!(s.lookup_key(&k.key).expect("lookup").and_then(|r| r.revoked_ms), Some(2_000));
         assert_eq!(s.list_keys().expect("list").len(), 1);
         let hashes = s.load_key_hashes().expect("hashes");
         assert_eq!(hashes[0].0, hash_key(&k.key));

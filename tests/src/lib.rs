@@ -50,15 +50,8 @@ impl DataDir {
     /// Creates a fresh, empty directory under the system temp directory.
     pub fn new() -> DataDir {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!(
-            "rampart-test-{}-{}-{nanos}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let name = format!("rampart-test-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
         let path = std::env::temp_dir().join(name);
         std::fs::create_dir_all(&path).expect("create the temp data dir");
         DataDir { path }
@@ -99,10 +92,7 @@ pub struct Reply {
 impl Reply {
     /// The first value of header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// Asserts that the response is labelled `application/json` and its body parses as JSON.
@@ -112,22 +102,14 @@ impl Reply {
             content_type.starts_with("application/json"),
             "{what}: Content-Type is {content_type:?}, want application/json; reply: {self:?}"
         );
-        assert!(
-            !self.body.is_null(),
-            "{what}: body is not JSON: {:?}",
-            self.text
-        );
+        assert!(!self.body.is_null(), "{what}: body is not JSON: {:?}", self.text);
     }
 
     /// Asserts status `status`, a JSON content type, and the body exactly `{"error": message}`.
     pub fn assert_error(&self, status: u16, message: &str, what: &str) {
         assert_eq!(self.status, status, "{what}: status; reply: {self:?}");
         self.assert_json(what);
-        assert_eq!(
-            self.body,
-            serde_json::json!({ "error": message }),
-            "{what}: body"
-        );
+        assert_eq!(self.body, serde_json::json!({ "error": message }), "{what}: body");
     }
 
     /// Asserts status `status`, a JSON content type and a body `{"error": "<non-empty>"}`,
@@ -135,16 +117,8 @@ impl Reply {
     pub fn assert_some_error(&self, status: u16, what: &str) -> String {
         assert_eq!(self.status, status, "{what}: status; reply: {self:?}");
         self.assert_json(what);
-        let object = self
-            .body
-            .as_object()
-            .unwrap_or_else(|| panic!("{what}: body is not an object: {:?}", self.text));
-        assert_eq!(
-            object.len(),
-            1,
-            "{what}: error body has other fields: {:?}",
-            self.text
-        );
+        let object = self.body.as_object().unwrap_or_else(|| panic!("{what}: body is not an object: {:?}", self.text));
+        assert_eq!(object.len(), 1, "{what}: error body has other fields: {:?}", self.text);
         let message = object
             .get("error")
             .and_then(Value::as_str)
@@ -162,13 +136,9 @@ impl Reply {
 
     /// Parses `Retry-After` as whole seconds, panicking with context if absent or not a number.
     pub fn retry_after_s(&self, what: &str) -> u64 {
-        let value = self
-            .header("retry-after")
-            .unwrap_or_else(|| panic!("{what}: no Retry-After header; reply: {self:?}"));
-        value
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{what}: Retry-After {value:?} is not whole seconds"))
+        let value =
+            self.header("retry-after").unwrap_or_else(|| panic!("{what}: no Retry-After header; reply: {self:?}"));
+        value.trim().parse().unwrap_or_else(|_| panic!("{what}: Retry-After {value:?} is not whole seconds"))
     }
 }
 
@@ -231,24 +201,14 @@ impl Server {
     /// one printed at first start.
     pub fn restart(mut self, extra_args: &[&str]) -> Server {
         let status = self.terminate();
-        assert_eq!(
-            status.code(),
-            Some(0),
-            "exit status after SIGTERM: {status:?}\n{}",
-            self.diagnostics()
-        );
+        assert_eq!(status.code(), Some(0), "exit status after SIGTERM: {status:?}\n{}", self.diagnostics());
         let dir = self.dir.take().expect("the server owns its data dir");
         let key = std::mem::take(&mut self.key);
         let bin = self.bin.clone();
         Server::launch(bin, dir, extra_args, Some(key))
     }
 
-    fn launch(
-        bin: PathBuf,
-        dir: DataDir,
-        extra_args: &[&str],
-        known_key: Option<String>,
-    ) -> Server {
+    fn launch(bin: PathBuf, dir: DataDir, extra_args: &[&str], known_key: Option<String>) -> Server {
         let mut command = Command::new(&bin);
         command
             .arg("serve")
@@ -261,9 +221,7 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         scrub_env(&mut command);
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
         let pid = child.id();
 
         let stdout_lines = Arc::new(Mutex::new(Vec::new()));
@@ -324,8 +282,7 @@ impl Server {
                     if let Some(key) = line.strip_prefix("api key: ") {
                         printed_key = Some(key.trim().to_owned());
                     } else if let Some(addr) = line.strip_prefix("listening on ") {
-                        server.port = parse_port(addr.trim())
-                            .unwrap_or_else(|| panic!("bad listening line {line:?}"));
+                        server.port = parse_port(addr.trim()).unwrap_or_else(|| panic!("bad listening line {line:?}"));
                     }
                 }
                 Ok(Startup::Closed) | Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -336,20 +293,16 @@ impl Server {
                         server.diagnostics()
                     );
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
-                    "no key and port after {STARTUP_OUTPUT_TIMEOUT:?}\n{}",
-                    server.diagnostics()
-                ),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("no key and port after {STARTUP_OUTPUT_TIMEOUT:?}\n{}", server.diagnostics())
+                }
             }
         }
         server.key = match known_key {
             Some(key) => key,
             None => {
                 let key = printed_key.expect("loop ends only with a key on first start");
-                assert!(
-                    is_api_key(&key),
-                    "printed key {key:?} is not rk_ + 32 base62 characters"
-                );
+                assert!(is_api_key(&key), "printed key {key:?} is not rk_ + 32 base62 characters");
                 key
             }
         };
@@ -363,11 +316,7 @@ impl Server {
         let mut last = String::from("no reply yet");
         loop {
             if !self.alive() {
-                panic!(
-                    "server exited while starting (status {:?})\n{}",
-                    self.exit_status(),
-                    self.diagnostics()
-                );
+                panic!("server exited while starting (status {:?})\n{}", self.exit_status(), self.diagnostics());
             }
             match self.try_request("GET", "/healthz", None, None) {
                 Ok(reply) if reply.status == 200 => return,
@@ -380,10 +329,7 @@ impl Server {
                 Err(e) => last = e,
             }
             if Instant::now() > deadline {
-                panic!(
-                    "/healthz not 200 after {READY_TIMEOUT:?}; last: {last}\n{}",
-                    self.diagnostics()
-                );
+                panic!("/healthz not 200 after {READY_TIMEOUT:?}; last: {last}\n{}", self.diagnostics());
             }
             thread::sleep(Duration::from_millis(100));
         }
@@ -412,13 +358,7 @@ impl Server {
 
     /// Sends one request on a fresh connection and returns the reply, panicking (with the
     /// server's output) if no HTTP reply arrives.
-    pub fn request(
-        &self,
-        method: &str,
-        path: &str,
-        authorization: Option<&str>,
-        body: Option<&str>,
-    ) -> Reply {
+    pub fn request(&self, method: &str, path: &str, authorization: Option<&str>, body: Option<&str>) -> Reply {
         self.try_request(method, path, authorization, body)
             .unwrap_or_else(|e| panic!("{method} {path}: {e}\n{}", self.diagnostics()))
     }
@@ -435,9 +375,7 @@ impl Server {
             request = request.set("Authorization", value);
         }
         let result = match body {
-            Some(body) => request
-                .set("Content-Type", "application/json")
-                .send_string(body),
+            Some(body) => request.set("Content-Type", "application/json").send_string(body),
             None => request.call(),
         };
         match result {
@@ -449,11 +387,7 @@ impl Server {
     /// Runs `rampart keys <args> --data-dir <this server's dir>` and returns its output.
     pub fn keys(&self, args: &[&str]) -> Output {
         let mut command = Command::new(&self.bin);
-        command
-            .arg("keys")
-            .args(args)
-            .arg("--data-dir")
-            .arg(&self.data_dir);
+        command.arg("keys").args(args).arg("--data-dir").arg(&self.data_dir);
         run_with_timeout(command, CLI_TIMEOUT)
     }
 
@@ -465,46 +399,25 @@ impl Server {
             args.extend(["--label", label]);
         }
         let output = self.keys(&args);
-        assert!(
-            output.status.success(),
-            "keys create --plan {plan}: {}",
-            describe_output(&output)
-        );
+        assert!(output.status.success(), "keys create --plan {plan}: {}", describe_output(&output));
         let stdout = String::from_utf8_lossy(&output.stdout);
         let key = stdout.lines().last().unwrap_or("").trim().to_owned();
-        assert!(
-            is_api_key(&key),
-            "last stdout line of keys create is not a key: {}",
-            describe_output(&output)
-        );
+        assert!(is_api_key(&key), "last stdout line of keys create is not a key: {}", describe_output(&output));
         key
     }
 
     /// Runs `keys list`, asserts success and the header line, and parses the rows.
     pub fn key_rows(&self) -> Vec<KeyRow> {
         let output = self.keys(&["list"]);
-        assert!(
-            output.status.success(),
-            "keys list: {}",
-            describe_output(&output)
-        );
+        assert!(output.status.success(), "keys list: {}", describe_output(&output));
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let mut lines = stdout.lines();
-        assert_eq!(
-            lines.next(),
-            Some(KEYS_LIST_HEADER),
-            "keys list header; stdout: {stdout:?}"
-        );
+        assert_eq!(lines.next(), Some(KEYS_LIST_HEADER), "keys list header; stdout: {stdout:?}");
         lines
             .filter(|line| !line.is_empty())
             .map(|line| {
                 let fields: Vec<&str> = line.split('\t').collect();
-                assert_eq!(
-                    fields.len(),
-                    5,
-                    "keys list row {line:?} has {} tab-separated fields, want 5",
-                    fields.len()
-                );
+                assert_eq!(fields.len(), 5, "keys list row {line:?} has {} tab-separated fields, want 5", fields.len());
                 KeyRow {
                     id: fields[0].to_owned(),
                     label: fields[1].to_owned(),
@@ -537,11 +450,7 @@ impl Server {
         if let Some(status) = self.exit_status() {
             return status;
         }
-        let sent = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.pid.to_string())
-            .status()
-            .expect("run kill -TERM");
+        let sent = Command::new("kill").arg("-TERM").arg(self.pid.to_string()).status().expect("run kill -TERM");
         assert!(sent.success(), "kill -TERM {} failed: {sent:?}", self.pid);
         let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
         loop {
@@ -550,10 +459,7 @@ impl Server {
             }
             if Instant::now() > deadline {
                 self.kill_hard();
-                panic!(
-                    "server did not exit within {SHUTDOWN_TIMEOUT:?} of SIGTERM\n{}",
-                    self.diagnostics()
-                );
+                panic!("server did not exit within {SHUTDOWN_TIMEOUT:?} of SIGTERM\n{}", self.diagnostics());
             }
             thread::sleep(Duration::from_millis(50));
         }
@@ -591,45 +497,21 @@ impl Server {
     /// Asserts that the process is alive and that an authenticated `GET /v1/exchanges` on a
     /// fresh connection gets 200 within 2 s.
     pub fn assert_serving(&self, after: &str) {
-        assert!(
-            self.alive(),
-            "server died after {after} (status {:?})\n{}",
-            self.exit_status(),
-            self.diagnostics()
-        );
+        assert!(self.alive(), "server died after {after} (status {:?})\n{}", self.exit_status(), self.diagnostics());
         let started = Instant::now();
         let reply = self
-            .try_request(
-                "GET",
-                "/v1/exchanges",
-                Some(&format!("Bearer {}", self.key)),
-                None,
-            )
-            .unwrap_or_else(|e| {
-                panic!(
-                    "after {after}: no reply to a normal request: {e}\n{}",
-                    self.diagnostics()
-                )
-            });
+            .try_request("GET", "/v1/exchanges", Some(&format!("Bearer {}", self.key)), None)
+            .unwrap_or_else(|e| panic!("after {after}: no reply to a normal request: {e}\n{}", self.diagnostics()));
         let elapsed = started.elapsed();
-        assert_eq!(
-            reply.status, 200,
-            "after {after}: normal request answered {reply:?}"
-        );
-        assert!(
-            elapsed < Duration::from_secs(2),
-            "after {after}: normal request took {elapsed:?}"
-        );
+        assert_eq!(reply.status, 200, "after {after}: normal request answered {reply:?}");
+        assert!(elapsed < Duration::from_secs(2), "after {after}: normal request took {elapsed:?}");
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         if self.alive() {
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(self.pid.to_string())
-                .status();
+            let _ = Command::new("kill").arg("-TERM").arg(self.pid.to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(10);
             while self.alive() && Instant::now() < deadline {
                 thread::sleep(Duration::from_millis(50));
@@ -641,9 +523,7 @@ impl Drop for Server {
 
 /// Locks `mutex`, ignoring poisoning (a panicking test thread must not hide the output).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Removes `RAMPART_*` variables so the developer's environment cannot change the server's
@@ -674,28 +554,16 @@ fn reply_from(response: ureq::Response) -> Reply {
             (name.to_ascii_lowercase(), value)
         })
         .collect();
-    let text = response
-        .into_string()
-        .unwrap_or_else(|e| format!("<unreadable body: {e}>"));
+    let text = response.into_string().unwrap_or_else(|e| format!("<unreadable body: {e}>"));
     let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Reply {
-        status,
-        headers,
-        body,
-        text,
-    }
+    Reply { status, headers, body, text }
 }
 
 /// Runs `command` with piped output; kills it and panics if it runs longer than `timeout`.
 pub fn run_with_timeout(mut command: Command, timeout: Duration) -> Output {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     scrub_env(&mut command);
-    let child = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    let child = command.spawn().unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
@@ -704,10 +572,7 @@ pub fn run_with_timeout(mut command: Command, timeout: Duration) -> Output {
     match rx.recv_timeout(timeout) {
         Ok(output) => output.unwrap_or_else(|e| panic!("wait for {command:?}: {e}")),
         Err(_) => {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(pid.to_string())
-                .status();
+            let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
             panic!("{command:?} did not finish within {timeout:?}");
         }
     }
@@ -725,8 +590,7 @@ pub fn describe_output(output: &Output) -> String {
 
 /// Whether `s` is `rk_` followed by exactly 32 base62 characters.
 pub fn is_api_key(s: &str) -> bool {
-    s.strip_prefix("rk_")
-        .is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+    s.strip_prefix("rk_").is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// Whether `s` starts with an ISO 8601 date and time, `YYYY-MM-DDTHH:MM:SS`, and is followed by
@@ -748,18 +612,12 @@ pub fn is_iso8601(s: &str) -> bool {
         && digits(14..16)
         && b[16] == b':'
         && digits(17..19);
-    shape
-        && s[19..]
-            .bytes()
-            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'Z' | b'+' | b'-' | b':'))
+    shape && s[19..].bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'Z' | b'+' | b'-' | b':'))
 }
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
 }
 
 /// What came back on a raw TCP connection.
@@ -779,9 +637,7 @@ impl RawOutcome {
         self.text
             .split("\r\n")
             .filter_map(|line| {
-                let rest = line
-                    .strip_prefix("HTTP/1.1 ")
-                    .or_else(|| line.strip_prefix("HTTP/1.0 "))?;
+                let rest = line.strip_prefix("HTTP/1.1 ").or_else(|| line.strip_prefix("HTTP/1.0 "))?;
                 rest.get(..3)?.parse().ok()
             })
             .collect()
@@ -791,12 +647,8 @@ impl RawOutcome {
 /// Opens a connection to the server at `port` with read and write timeouts.
 pub fn connect(port: u16) -> TcpStream {
     let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the server");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .expect("set read timeout");
-    stream
-        .set_write_timeout(Some(Duration::from_secs(10)))
-        .expect("set write timeout");
+    stream.set_read_timeout(Some(Duration::from_secs(1))).expect("set read timeout");
+    stream.set_write_timeout(Some(Duration::from_secs(10))).expect("set write timeout");
     stream
 }
 
@@ -809,11 +661,7 @@ pub fn raw_exchange(port: u16, request: &[u8], half_close: bool, window: Duratio
         let _ = stream.shutdown(Shutdown::Write);
     }
     let (bytes, closed) = read_until_closed(&mut stream, window);
-    RawOutcome {
-        text: String::from_utf8_lossy(&bytes).into_owned(),
-        closed,
-        write_error,
-    }
+    RawOutcome { text: String::from_utf8_lossy(&bytes).into_owned(), closed, write_error }
 }
 
 /// Reads from `stream` until EOF or a reset (closed = true) or until `window` passes.
@@ -830,11 +678,7 @@ pub fn read_until_closed(stream: &mut TcpStream, window: Duration) -> (Vec<u8>, 
         match stream.read(&mut buf) {
             Ok(0) => return (bytes, true),
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return (bytes, true),
         }

@@ -20,14 +20,9 @@ fn start() -> Server {
 
 /// Asserts `ts` is a Unix-millisecond time within a minute of now.
 fn assert_recent_ms(ts: &Value, what: &str) {
-    let ts = ts
-        .as_i64()
-        .unwrap_or_else(|| panic!("{what}: ts {ts} is not an integer"));
+    let ts = ts.as_i64().unwrap_or_else(|| panic!("{what}: ts {ts} is not an integer"));
     let now = now_ms();
-    assert!(
-        (now - 60_000..=now + 60_000).contains(&ts),
-        "{what}: ts {ts} is not within a minute of now ({now})"
-    );
+    assert!((now - 60_000..=now + 60_000).contains(&ts), "{what}: ts {ts} is not within a minute of now ({now})");
 }
 
 /// The `data` array of an exchange's symbol list, with its shape checked.
@@ -45,25 +40,12 @@ fn symbols(server: &Server, exchange: &str) -> Vec<Value> {
         let symbol = row["symbol"].as_str().unwrap_or("");
         let base = row["base"].as_str().unwrap_or("");
         let quote = row["quote"].as_str().unwrap_or("");
-        assert!(
-            !base.is_empty() && !quote.is_empty(),
-            "{exchange}: base and quote: {row}"
-        );
-        assert_eq!(
-            symbol,
-            format!("{base}{quote}"),
-            "{exchange}: symbol is BASEQUOTE: {row}"
-        );
-        assert_eq!(
-            symbol,
-            symbol.to_uppercase(),
-            "{exchange}: symbol is uppercase: {row}"
-        );
+        assert!(!base.is_empty() && !quote.is_empty(), "{exchange}: base and quote: {row}");
+        assert_eq!(symbol, format!("{base}{quote}"), "{exchange}: symbol is BASEQUOTE: {row}");
+        assert_eq!(symbol, symbol.to_uppercase(), "{exchange}: symbol is uppercase: {row}");
         let price = row["price"].as_f64().unwrap_or(-1.0);
         assert!(price > 0.0, "{exchange}: price is a positive number: {row}");
-        let status = row["status"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{exchange}: status is a string: {row}"));
+        let status = row["status"].as_str().unwrap_or_else(|| panic!("{exchange}: status is a string: {row}"));
         if status == "trading" {
             trading += 1;
         }
@@ -74,18 +56,13 @@ fn symbols(server: &Server, exchange: &str) -> Vec<Value> {
         data.len()
     );
     let names: Vec<&str> = data.iter().filter_map(|r| r["symbol"].as_str()).collect();
-    assert!(
-        names.windows(2).all(|w| w[0] < w[1]),
-        "{exchange}: symbols sorted and unique: {names:?}"
-    );
+    assert!(names.windows(2).all(|w| w[0] < w[1]), "{exchange}: symbols sorted and unique: {names:?}");
     data
 }
 
 /// Price per symbol.
 fn prices(rows: &[Value]) -> HashMap<String, f64> {
-    rows.iter()
-        .filter_map(|r| Some((r["symbol"].as_str()?.to_owned(), r["price"].as_f64()?)))
-        .collect()
+    rows.iter().filter_map(|r| Some((r["symbol"].as_str()?.to_owned(), r["price"].as_f64()?))).collect()
 }
 
 /// `{"exchange": name, "pairs": n}` rows of `GET /v1/exchanges`.
@@ -97,12 +74,8 @@ fn exchanges(server: &Server) -> Vec<(String, u64)> {
         .unwrap_or_else(|| panic!("exchanges: data is not an array: {}", reply.text))
         .iter()
         .map(|row| {
-            let name = row["exchange"]
-                .as_str()
-                .unwrap_or_else(|| panic!("exchange name: {row}"));
-            let pairs = row["pairs"]
-                .as_u64()
-                .unwrap_or_else(|| panic!("pairs count: {row}"));
+            let name = row["exchange"].as_str().unwrap_or_else(|| panic!("exchange name: {row}"));
+            let pairs = row["pairs"].as_u64().unwrap_or_else(|| panic!("pairs count: {row}"));
             (name.to_owned(), pairs)
         })
         .collect()
@@ -117,16 +90,9 @@ fn exchanges_list_every_venue_in_fixed_order_with_pair_counts() {
     // Binance lists every simulated pair; the others a subset.
     assert_eq!(list[0].1, 60, "binance lists all --sim-pairs 60: {list:?}");
     for (name, pairs) in &list {
-        assert!(
-            (1..=60).contains(pairs),
-            "{name} pair count {pairs} in 1..=60"
-        );
+        assert!((1..=60).contains(pairs), "{name} pair count {pairs} in 1..=60");
         let rows = symbols(&server, name);
-        assert_eq!(
-            rows.len() as u64,
-            *pairs,
-            "{name}: symbols list length matches the exchanges count"
-        );
+        assert_eq!(rows.len() as u64, *pairs, "{name}: symbols list length matches the exchanges count");
     }
 }
 
@@ -137,11 +103,7 @@ fn venues_flag_selects_exchanges_listed_in_fixed_order() {
     let server = Server::start(BIN, &args);
     let list = exchanges(&server);
     let names: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        ["binance", "okx"],
-        "only enabled venues, in the fixed order"
-    );
+    assert_eq!(names, ["binance", "okx"], "only enabled venues, in the fixed order");
     let okx = symbols(&server, "okx");
     assert_eq!(okx.len() as u64, list[1].1, "okx count");
 }
@@ -152,56 +114,34 @@ fn default_sim_has_about_500_sorted_pairs_whose_prices_move() {
     if let Some(reply) = &server.startup_not_ready {
         assert_eq!(reply.status, 503, "not-ready healthz status: {reply:?}");
         reply.assert_json("not-ready healthz");
-        assert_eq!(
-            reply.body,
-            json!({"error": "starting", "status": "starting"}),
-            "not-ready healthz body"
-        );
+        assert_eq!(reply.body, json!({"error": "starting", "status": "starting"}), "not-ready healthz body");
     } else {
         eprintln!("note: the server was ready on the first /healthz poll; 503 body not checked");
     }
 
     let list = exchanges(&server);
-    let binance_pairs = list
-        .iter()
-        .find(|(n, _)| n == "binance")
-        .map(|(_, p)| *p)
-        .unwrap_or_else(|| panic!("binance in {list:?}"));
-    assert!(
-        (450..=550).contains(&binance_pairs),
-        "about 500 binance pairs, got {binance_pairs}"
-    );
+    let binance_pairs =
+        list.iter().find(|(n, _)| n == "binance").map(|(_, p)| *p).unwrap_or_else(|| panic!("binance in {list:?}"));
+    assert!((450..=550).contains(&binance_pairs), "about 500 binance pairs, got {binance_pairs}");
     let first = symbols(&server, "binance");
     assert_eq!(first.len() as u64, binance_pairs, "symbols length");
-    assert!(
-        first.iter().any(|r| r["symbol"] == "BTCUSDT"),
-        "BTCUSDT listed"
-    );
+    assert!(first.iter().any(|r| r["symbol"] == "BTCUSDT"), "BTCUSDT listed");
 
     thread::sleep(Duration::from_millis(2500));
     let second = symbols(&server, "binance");
     let (before, after) = (prices(&first), prices(&second));
-    let changed = before
-        .iter()
-        .filter(|(symbol, price)| after.get(*symbol).is_some_and(|p| p != *price))
-        .count();
-    assert!(
-        changed * 2 > before.len(),
-        "prices move: only {changed} of {} changed in 2.5 s",
-        before.len()
-    );
+    let changed = before.iter().filter(|(symbol, price)| after.get(*symbol).is_some_and(|p| p != *price)).count();
+    assert!(changed * 2 > before.len(), "prices move: only {changed} of {} changed in 2.5 s", before.len());
 }
 
 #[test]
 fn unknown_exchange_in_path_is_404() {
     let server = start();
-    server
-        .get_authed("/v1/exchanges/kraken/symbols")
-        .assert_error(
-            404,
-            "unknown exchange 'kraken'. Allowed: binance, bybit, okx, bitget",
-            "kraken symbols",
-        );
+    server.get_authed("/v1/exchanges/kraken/symbols").assert_error(
+        404,
+        "unknown exchange 'kraken'. Allowed: binance, bybit, okx, bitget",
+        "kraken symbols",
+    );
 }
 
 #[test]
@@ -217,10 +157,7 @@ fn symbol_detail_defaults_to_binance_and_matches_case_insensitively() {
     ] {
         let reply = server.get_authed(path);
         let body = reply.ok(path);
-        assert_eq!(
-            body["symbol"], "BTCUSDT",
-            "{path}: symbol answered uppercase"
-        );
+        assert_eq!(body["symbol"], "BTCUSDT", "{path}: symbol answered uppercase");
         assert_eq!(body["exchange"], "binance", "{path}: exchange");
         let data = &body["data"];
         assert_eq!(data["base"], "BTC", "{path}: base");
@@ -233,10 +170,7 @@ fn symbol_detail_defaults_to_binance_and_matches_case_insensitively() {
         assert_recent_ms(&data["ts"], path);
         let price = data["price"].as_f64().unwrap_or(0.0);
         let listed = list.get("BTCUSDT").copied().unwrap_or(0.0);
-        assert!(
-            (price / listed - 1.0).abs() < 0.05,
-            "{path}: price {price} is near the listed price {listed}"
-        );
+        assert!((price / listed - 1.0).abs() < 0.05, "{path}: price {price} is near the listed price {listed}");
     }
 
     for venue in VENUES {
@@ -251,42 +185,35 @@ fn symbol_detail_defaults_to_binance_and_matches_case_insensitively() {
 #[test]
 fn symbol_errors_404_and_422() {
     let server = start();
-    server.get_authed("/v1/symbols/FOOBAR").assert_error(
+    server.get_authed("/v1/symbols/FOOBAR").assert_error(404, "unknown symbol 'FOOBAR' on binance", "unknown symbol");
+    server.get_authed("/v1/symbols/FOOBAR?exchange=okx").assert_error(
         404,
-        "unknown symbol 'FOOBAR' on binance",
-        "unknown symbol",
+        "unknown symbol 'FOOBAR' on okx",
+        "unknown symbol on okx",
     );
-    server
-        .get_authed("/v1/symbols/FOOBAR?exchange=okx")
-        .assert_error(
-            404,
-            "unknown symbol 'FOOBAR' on okx",
-            "unknown symbol on okx",
-        );
-    server
-        .get_authed("/v1/symbols/BTCUSDT?exchange=kraken")
-        .assert_error(422, INVALID_KRAKEN, "bad exchange parameter");
-    server
-        .get_authed("/v1/symbols/FOOBAR?exchange=kraken")
-        .assert_error(422, INVALID_KRAKEN, "bad exchange beats unknown symbol");
+    server.get_authed("/v1/symbols/BTCUSDT?exchange=kraken").assert_error(
+        422,
+        INVALID_KRAKEN,
+        "bad exchange parameter",
+    );
+    server.get_authed("/v1/symbols/FOOBAR?exchange=kraken").assert_error(
+        422,
+        INVALID_KRAKEN,
+        "bad exchange beats unknown symbol",
+    );
     // 4xx is deterministic: an identical retry fails identically.
-    server
-        .get_authed("/v1/symbols/BTCUSDT?exchange=kraken")
-        .assert_error(422, INVALID_KRAKEN, "bad exchange parameter, again");
+    server.get_authed("/v1/symbols/BTCUSDT?exchange=kraken").assert_error(
+        422,
+        INVALID_KRAKEN,
+        "bad exchange parameter, again",
+    );
 }
 
 #[test]
 fn unknown_routes_are_404_and_wrong_methods_405() {
     let server = start();
-    for path in [
-        "/v1/nope",
-        "/v1/exchanges/binance/symbols/extra",
-        "/v1/exchanges/binance",
-        "/v1/symbols",
-    ] {
-        server
-            .get_authed(path)
-            .assert_error(404, "not found", &format!("GET {path}"));
+    for path in ["/v1/nope", "/v1/exchanges/binance/symbols/extra", "/v1/exchanges/binance", "/v1/symbols"] {
+        server.get_authed(path).assert_error(404, "not found", &format!("GET {path}"));
     }
     let auth = format!("Bearer {}", server.key);
     for (method, path, body) in [
@@ -296,9 +223,7 @@ fn unknown_routes_are_404_and_wrong_methods_405() {
         ("DELETE", "/v1/symbols/BTCUSDT", None),
         ("PATCH", "/v1/symbols/BTCUSDT", Some("{}")),
     ] {
-        server
-            .request(method, path, Some(&auth), body)
-            .assert_some_error(405, &format!("{method} {path}"));
+        server.request(method, path, Some(&auth), body).assert_some_error(405, &format!("{method} {path}"));
     }
 }
 
@@ -310,30 +235,14 @@ fn every_response_is_json() {
     let replies: Vec<(&str, u16, Reply)> = vec![
         ("healthz", 200, server.get("/healthz", None)),
         ("exchanges", 200, server.get_authed("/v1/exchanges")),
-        (
-            "symbols",
-            200,
-            server.get_authed("/v1/exchanges/bybit/symbols"),
-        ),
+        ("symbols", 200, server.get_authed("/v1/exchanges/bybit/symbols")),
         ("symbol", 200, server.get_authed("/v1/symbols/SOLUSDT")),
         ("no key", 401, server.get("/v1/exchanges", None)),
         ("free key", 403, server.get("/v1/exchanges", Some(&free))),
-        (
-            "unknown exchange",
-            404,
-            server.get_authed("/v1/exchanges/kraken/symbols"),
-        ),
+        ("unknown exchange", 404, server.get_authed("/v1/exchanges/kraken/symbols")),
         ("unknown route", 404, server.get_authed("/v1/whatever")),
-        (
-            "wrong method",
-            405,
-            server.request("POST", "/v1/exchanges", Some(&auth), Some("{}")),
-        ),
-        (
-            "bad parameter",
-            422,
-            server.get_authed("/v1/symbols/BTCUSDT?exchange=kraken"),
-        ),
+        ("wrong method", 405, server.request("POST", "/v1/exchanges", Some(&auth), Some("{}"))),
+        ("bad parameter", 422, server.get_authed("/v1/symbols/BTCUSDT?exchange=kraken")),
     ];
     for (what, status, reply) in &replies {
         assert_eq!(reply.status, *status, "{what}: status; {reply:?}");
@@ -360,11 +269,6 @@ fn sigterm_shuts_down_gracefully_with_status_0() {
     let server = start();
     server.get_authed("/v1/exchanges").ok("before SIGTERM");
     let status = server.terminate();
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "exit status after SIGTERM: {status:?}\n{}",
-        server.diagnostics()
-    );
+    assert_eq!(status.code(), Some(0), "exit status after SIGTERM: {status:?}\n{}", server.diagnostics());
     assert!(!server.alive(), "process gone after SIGTERM");
 }

@@ -14,11 +14,7 @@ fn start() -> Server {
 #[test]
 fn first_start_prints_key_once_and_restart_keeps_it() {
     let server = start();
-    let key_lines: Vec<String> = server
-        .stdout_lines()
-        .into_iter()
-        .filter(|l| l.starts_with("api key: "))
-        .collect();
+    let key_lines: Vec<String> = server.stdout_lines().into_iter().filter(|l| l.starts_with("api key: ")).collect();
     assert_eq!(
         key_lines,
         vec![format!("api key: {}", server.key)],
@@ -27,16 +23,11 @@ fn first_start_prints_key_once_and_restart_keeps_it() {
     );
     assert!(is_api_key(&server.key), "key {:?}", server.key);
     assert!(
-        server
-            .stdout_lines()
-            .iter()
-            .any(|l| *l == format!("listening on 127.0.0.1:{}", server.port)),
+        server.stdout_lines().iter().any(|l| *l == format!("listening on 127.0.0.1:{}", server.port)),
         "listening line\n{}",
         server.diagnostics()
     );
-    server
-        .get_authed("/v1/exchanges")
-        .ok("first key, first run");
+    server.get_authed("/v1/exchanges").ok("first key, first run");
 
     // The first-start account is a developer account.
     let rows = server.key_rows();
@@ -47,31 +38,23 @@ fn first_start_prints_key_once_and_restart_keeps_it() {
     let first_key = server.key.clone();
     let server = server.restart(FAST);
     assert!(
-        !server
-            .stdout_lines()
-            .iter()
-            .any(|l| l.starts_with("api key:")),
+        !server.stdout_lines().iter().any(|l| l.starts_with("api key:")),
         "second start with the same data dir must not print a key\n{}",
         server.diagnostics()
     );
     assert_eq!(server.key, first_key);
-    server
-        .get("/v1/exchanges/binance/symbols", Some(first_key.as_str()))
-        .ok("first key after restart");
-    assert_eq!(
-        server.key_rows().len(),
-        1,
-        "restart created no new key: {:?}",
-        server.key_rows()
-    );
+    server.get("/v1/exchanges/binance/symbols", Some(first_key.as_str())).ok("first key after restart");
+    assert_eq!(server.key_rows().len(), 1, "restart created no new key: {:?}", server.key_rows());
 }
 
 #[test]
 fn missing_malformed_and_unknown_keys_get_401() {
     let server = start();
-    server
-        .get_with_authorization("/v1/exchanges", None)
-        .assert_error(401, "missing API key", "no Authorization header");
+    server.get_with_authorization("/v1/exchanges", None).assert_error(
+        401,
+        "missing API key",
+        "no Authorization header",
+    );
     for header in [
         "Basic xyz",
         "Bearer",
@@ -86,26 +69,19 @@ fn missing_malformed_and_unknown_keys_get_401() {
         if header == format!("Bearer {}", server.key) {
             continue;
         }
-        server
-            .get_with_authorization("/v1/exchanges", Some(header))
-            .assert_error(
-                401,
-                "invalid API key",
-                &format!("Authorization: {header:?}"),
-            );
+        server.get_with_authorization("/v1/exchanges", Some(header)).assert_error(
+            401,
+            "invalid API key",
+            &format!("Authorization: {header:?}"),
+        );
     }
     // Auth applies to every /v1 endpoint, not just one.
-    server.get("/v1/symbols/BTCUSDT", None).assert_error(
+    server.get("/v1/symbols/BTCUSDT", None).assert_error(401, "missing API key", "symbol without a key");
+    server.get("/v1/exchanges/binance/symbols", Some(&format!("rk_{}", "Z".repeat(32)))).assert_error(
         401,
-        "missing API key",
-        "symbol without a key",
+        "invalid API key",
+        "symbols with an unknown key",
     );
-    server
-        .get(
-            "/v1/exchanges/binance/symbols",
-            Some(&format!("rk_{}", "Z".repeat(32))),
-        )
-        .assert_error(401, "invalid API key", "symbols with an unknown key");
     // The right key still works after the failures.
     server.get_authed("/v1/exchanges").ok("valid key");
 }
@@ -117,14 +93,10 @@ fn cli_keys_work_at_once_and_revoked_keys_are_refused_at_once() {
     let dev = server.create_key("developer", Some("dev-key"));
     assert_ne!(dev, server.key);
     // Usable at once, with no wait or restart.
-    server
-        .get("/v1/exchanges", Some(&dev))
-        .ok("developer key created while running");
+    server.get("/v1/exchanges", Some(&dev)).ok("developer key created while running");
 
     let lite = server.create_key("developer-lite", None);
-    server
-        .get("/v1/symbols/BTCUSDT", Some(&lite))
-        .ok("developer-lite key");
+    server.get("/v1/symbols/BTCUSDT", Some(&lite)).ok("developer-lite key");
 
     let rows = server.key_rows();
     let dev_row = rows
@@ -134,53 +106,27 @@ fn cli_keys_work_at_once_and_revoked_keys_are_refused_at_once() {
         .clone();
 
     let output = server.keys(&["revoke", &dev_row.id]);
-    assert!(
-        output.status.success(),
-        "revoke {}: {}",
-        dev_row.id,
-        rampart_tests::describe_output(&output)
-    );
+    assert!(output.status.success(), "revoke {}: {}", dev_row.id, rampart_tests::describe_output(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout
-            .lines()
-            .any(|l| l.trim() == format!("revoked key {}", dev_row.id)),
+        stdout.lines().any(|l| l.trim() == format!("revoked key {}", dev_row.id)),
         "revoke prints `revoked key {}`: {stdout:?}",
         dev_row.id
     );
     // Refused at once.
-    server
-        .get("/v1/exchanges", Some(&dev))
-        .assert_error(401, "revoked API key", "revoked key");
-    server.get("/v1/symbols/ETHUSDT", Some(&dev)).assert_error(
-        401,
-        "revoked API key",
-        "revoked key, other endpoint",
-    );
+    server.get("/v1/exchanges", Some(&dev)).assert_error(401, "revoked API key", "revoked key");
+    server.get("/v1/symbols/ETHUSDT", Some(&dev)).assert_error(401, "revoked API key", "revoked key, other endpoint");
     // Other keys are unaffected.
-    server
-        .get("/v1/exchanges", Some(&lite))
-        .ok("lite key after revoke");
-    server
-        .get_authed("/v1/exchanges")
-        .ok("first key after revoke");
+    server.get("/v1/exchanges", Some(&lite)).ok("lite key after revoke");
+    server.get_authed("/v1/exchanges").ok("first key after revoke");
 
     let rows = server.key_rows();
-    let revoked = rows
-        .iter()
-        .find(|r| r.id == dev_row.id)
-        .unwrap_or_else(|| panic!("revoked key still listed: {rows:?}"));
-    assert!(
-        is_iso8601(&revoked.revoked),
-        "revoked column is ISO 8601 after revoke: {revoked:?}"
-    );
+    let revoked =
+        rows.iter().find(|r| r.id == dev_row.id).unwrap_or_else(|| panic!("revoked key still listed: {rows:?}"));
+    assert!(is_iso8601(&revoked.revoked), "revoked column is ISO 8601 after revoke: {revoked:?}");
 
     let output = server.keys(&["revoke", "999999"]);
-    assert!(
-        !output.status.success(),
-        "revoking an unknown id must fail: {}",
-        rampart_tests::describe_output(&output)
-    );
+    assert!(!output.status.success(), "revoking an unknown id must fail: {}", rampart_tests::describe_output(&output));
 }
 
 #[test]
@@ -197,57 +143,30 @@ fn keys_list_shows_every_key() {
         assert!(!row.label.is_empty(), "label is `-` when none: {row:?}");
         assert!(is_iso8601(&row.created), "created is ISO 8601: {row:?}");
         assert_eq!(row.revoked, "-", "not revoked: {row:?}");
-        assert!(
-            ["free", "developer", "developer-lite"].contains(&row.plan.as_str()),
-            "plan: {row:?}"
-        );
+        assert!(["free", "developer", "developer-lite"].contains(&row.plan.as_str()), "plan: {row:?}");
     }
     let ids: std::collections::HashSet<&str> = rows.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids.len(), rows.len(), "ids are distinct: {rows:?}");
     let find = |label: &str| rows.iter().find(|r| r.label == label);
-    assert_eq!(
-        find("free one").map(|r| r.plan.as_str()),
-        Some("free"),
-        "{rows:?}"
-    );
-    assert_eq!(
-        find("dev").map(|r| r.plan.as_str()),
-        Some("developer"),
-        "{rows:?}"
-    );
+    assert_eq!(find("free one").map(|r| r.plan.as_str()), Some("free"), "{rows:?}");
+    assert_eq!(find("dev").map(|r| r.plan.as_str()), Some("developer"), "{rows:?}");
     assert!(
-        rows.iter()
-            .any(|r| r.label == "-" && r.plan == "developer-lite"),
+        rows.iter().any(|r| r.label == "-" && r.plan == "developer-lite"),
         "unlabelled developer-lite key shows label `-`: {rows:?}"
     );
     // The raw key is never listed (only its hash is stored).
     let output = server.keys(&["list"]);
-    assert!(
-        !String::from_utf8_lossy(&output.stdout).contains(&server.key),
-        "keys list must not show a key"
-    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains(&server.key), "keys list must not show a key");
 }
 
 #[test]
 fn unknown_plan_is_refused_with_the_allowed_list() {
     let server = start();
     let output = server.keys(&["create", "--plan", "gold"]);
-    assert!(
-        !output.status.success(),
-        "unknown plan must fail: {}",
-        rampart_tests::describe_output(&output)
-    );
+    assert!(!output.status.success(), "unknown plan must fail: {}", rampart_tests::describe_output(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("Allowed: free, developer, developer-lite"),
-        "stderr names the allowed plans: {stderr:?}"
-    );
-    assert!(
-        !String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .any(is_api_key),
-        "no key printed for an unknown plan"
-    );
+    assert!(stderr.contains("Allowed: free, developer, developer-lite"), "stderr names the allowed plans: {stderr:?}");
+    assert!(!String::from_utf8_lossy(&output.stdout).lines().any(is_api_key), "no key printed for an unknown plan");
     assert_eq!(server.key_rows().len(), 1, "no key was created");
 }
 
@@ -255,11 +174,7 @@ fn unknown_plan_is_refused_with_the_allowed_list() {
 fn free_plan_gets_403() {
     let server = start();
     let free = server.create_key("free", Some("free"));
-    for path in [
-        "/v1/exchanges",
-        "/v1/exchanges/binance/symbols",
-        "/v1/symbols/BTCUSDT",
-    ] {
+    for path in ["/v1/exchanges", "/v1/exchanges/binance/symbols", "/v1/symbols/BTCUSDT"] {
         server.get(path, Some(&free)).assert_error(
             403,
             "API access needs an active Developer plan",
@@ -278,20 +193,12 @@ fn burst_over_120_per_minute_gets_429_with_retry_after() {
     }
     let reply = server.get_authed("/v1/exchanges");
     let elapsed = started.elapsed();
-    assert!(
-        elapsed < Duration::from_secs(55),
-        "the burst took {elapsed:?}, too slow for the test to mean anything"
-    );
+    assert!(elapsed < Duration::from_secs(55), "the burst took {elapsed:?}, too slow for the test to mean anything");
     reply.assert_some_error(429, "request 121");
     let retry_after_s = reply.retry_after_s("request 121");
-    assert!(
-        (1..=60).contains(&retry_after_s),
-        "Retry-After {retry_after_s} not in 1..=60"
-    );
+    assert!((1..=60).contains(&retry_after_s), "Retry-After {retry_after_s} not in 1..=60");
     // Still limited on another endpoint: the budget is per key, not per path.
-    server
-        .get_authed("/v1/symbols/BTCUSDT")
-        .assert_some_error(429, "request 122, other endpoint");
+    server.get_authed("/v1/symbols/BTCUSDT").assert_some_error(429, "request 122, other endpoint");
     // Another key has its own budget.
     let other = server.create_key("developer", Some("other"));
     server.get("/v1/exchanges", Some(&other)).ok("other key");
@@ -306,20 +213,12 @@ fn failed_auth_floods_are_limited_per_address() {
         } else {
             server.get("/v1/exchanges", Some(&format!("rk_{}x", "0".repeat(31))))
         };
-        assert_eq!(
-            reply.status, 401,
-            "failed-auth request {i} of 60: {reply:?}"
-        );
+        assert_eq!(reply.status, 401, "failed-auth request {i} of 60: {reply:?}");
     }
     let reply = server.get("/v1/exchanges", Some(&format!("rk_{}y", "0".repeat(31))));
     reply.assert_some_error(429, "failed-auth request 61");
     let retry_after_s = reply.retry_after_s("failed-auth request 61");
-    assert!(
-        (1..=60).contains(&retry_after_s),
-        "Retry-After {retry_after_s} not in 1..=60"
-    );
-    server
-        .get("/v1/exchanges", None)
-        .assert_some_error(429, "failed-auth request 62, no key");
+    assert!((1..=60).contains(&retry_after_s), "Retry-After {retry_after_s} not in 1..=60");
+    server.get("/v1/exchanges", None).assert_some_error(429, "failed-auth request 62, no key");
     assert!(server.alive(), "server alive after the flood");
 }

@@ -22,11 +22,7 @@ use rampart_net::shard::{ShardConfig, ShardEvent, ShardSet};
 use rampart_net::store::{Revoked, Store};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "rampart",
-    version,
-    about = "Market structure, order-book walls and alerts at tick speed"
-)]
+#[command(name = "rampart", version, about = "Market structure, order-book walls and alerts at tick speed")]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
@@ -123,8 +119,7 @@ fn load_file(common: &CommonArgs) -> Result<FileConfig> {
     match &common.config {
         None => Ok(FileConfig::default()),
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             FileConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
         }
     }
@@ -155,10 +150,7 @@ fn keys(command: KeysCommand, common: CommonArgs) -> Result<()> {
                 bail!("unknown plan '{plan}'. Allowed: {}", plans.allowed());
             }
             let k = store.create_account_with_key(&plan, label.as_deref(), clock::now_ms())?;
-            println!(
-                "created key {} (account {}, plan {plan})",
-                k.id, k.account_id
-            );
+            println!("created key {} (account {}, plan {plan})", k.id, k.account_id);
             println!("{}", k.key);
         }
         KeysCommand::List => {
@@ -186,8 +178,7 @@ fn keys(command: KeysCommand, common: CommonArgs) -> Result<()> {
 fn parse_venues(list: &str) -> Result<Vec<Venue>> {
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let v = Venue::parse(name)
-            .with_context(|| format!("invalid venue '{name}'. Allowed: {}", Venue::ALLOWED))?;
+        let v = Venue::parse(name).with_context(|| format!("invalid venue '{name}'. Allowed: {}", Venue::ALLOWED))?;
         if !out.contains(&v) {
             out.push(v);
         }
@@ -212,24 +203,16 @@ struct ServeSettings {
 
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let file = load_file(&args.common)?;
-    let feed = args
-        .feed
-        .clone()
-        .or(file.feed.clone())
-        .unwrap_or_else(|| "sim".to_owned());
+    let feed = args.feed.clone().or(file.feed.clone()).unwrap_or_else(|| "sim".to_owned());
     match feed.as_str() {
         "sim" => {}
-        "live" => bail!("--feed live is not available in this build yet: the venue adapters are not built (only --feed sim)"),
+        "live" => {
+            bail!("--feed live is not available in this build yet: the venue adapters are not built (only --feed sim)")
+        }
         other => bail!("invalid feed '{other}'. Allowed: sim, live"),
     }
-    let cores = std::thread::available_parallelism()
-        .map(|c| c.get())
-        .unwrap_or(1);
-    let shards = args
-        .shards
-        .or(file.shards)
-        .unwrap_or(cores.saturating_sub(1))
-        .max(1);
+    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+    let shards = args.shards.or(file.shards).unwrap_or(cores.saturating_sub(1)).max(1);
     if shards > 256 {
         bail!("--shards {shards} is more than 256");
     }
@@ -241,16 +224,10 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         eprintln!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
     }
     Ok(ServeSettings {
-        listen: args
-            .listen
-            .or(file.listen.clone())
-            .unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
+        listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
         data_dir: data_dir(&args.common, &file),
         venues: parse_venues(
-            &args
-                .venues
-                .or(file.venue_list())
-                .unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()),
+            &args.venues.or(file.venue_list()).unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()),
         )?,
         shards,
         sim_pairs,
@@ -261,28 +238,22 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
 
 fn serve(args: ServeArgs) -> Result<()> {
     let s = settings(args)?;
-    let mut store =
-        Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
+    let mut store = Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
     if store.account_count()? == 0 {
         let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
         println!("api key: {}", k.key);
     }
     let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
     let registry = Arc::new(
-        Registry::new(sim::instruments(&universe, &s.venues))
-            .map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
+        Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
     );
-    let listener =
-        std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    let listener = std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
     listener.set_nonblocking(true)?;
     let shard_config = ShardConfig {
         shards: s.shards,
         depth_levels_max: 1_000,
         bars_max: 512,
-        sim: SimConfig {
-            seed: s.seed,
-            ..SimConfig::default()
-        },
+        sim: SimConfig { seed: s.seed, ..SimConfig::default() },
         poll_interval: Duration::from_millis(1),
     };
     let shards = ShardSet::start_sim(&shard_config, registry.clone(), universe)?;
@@ -309,7 +280,10 @@ fn serve(args: ServeArgs) -> Result<()> {
                             ShardEvent::Ready { shard } => eprintln!("rampart: shard {shard} ready"),
                             ShardEvent::BookCrossed { book, ts_ms } => {
                                 let ins = registry.get(book);
-                                eprintln!("rampart: book {} {} crossed at {ts_ms}; not served until rebuilt", ins.venue, ins.symbol);
+                                eprintln!(
+                                    "rampart: book {} {} crossed at {ts_ms}; not served until rebuilt",
+                                    ins.venue, ins.symbol
+                                );
                             }
                         }
                     }
@@ -319,16 +293,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         })?
     };
 
-    let front = Rc::new(Front::new(
-        shards.shared().clone(),
-        s.venues.clone(),
-        "sim",
-        s.plans.clone(),
-        store,
-    ));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let front = Rc::new(Front::new(shards.shared().clone(), s.venues.clone(), "sim", s.plans.clone(), store));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let served: Result<()> = local.block_on(&runtime, async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
