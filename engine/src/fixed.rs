@@ -150,7 +150,7 @@ pub fn format_decimal(v: i64, buf: &mut [u8; 24]) -> &str {
     u /= scale;
     // Fractional part, without trailing zeros.
     let mut frac_len = DECIMALS as usize;
-    while frac_len > 0 && frac % 10 == 0 {
+    while frac_len > 0 && frac.is_multiple_of(10) {
         frac /= 10;
         frac_len -= 1;
     }

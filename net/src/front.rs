@@ -83,14 +83,38 @@ fn respond(status: StatusCode, body: String) -> Resp {
     r
 }
 
-fn error(status: StatusCode, message: &str) -> Resp {
-    respond(status, error_body(message))
+/// A refusal: status, message and the headers that go with it. Turned into a response at the
+/// edge, so handlers return small values.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    message: String,
+    retry_after_s: Option<i64>,
 }
 
-fn too_many(message: &str, retry_after_s: i64) -> Resp {
-    let mut r = error(StatusCode::TOO_MANY_REQUESTS, message);
-    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_s.max(1)));
-    r
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into(), retry_after_s: None }
+    }
+
+    fn too_many(message: impl Into<String>, retry_after_s: i64) -> ApiError {
+        ApiError { status: StatusCode::TOO_MANY_REQUESTS, message: message.into(), retry_after_s: Some(retry_after_s) }
+    }
+
+    fn into_response(self) -> Resp {
+        let mut r = respond(self.status, error_body(&self.message));
+        if let Some(s) = self.retry_after_s {
+            r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s.max(1)));
+        }
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET"));
+        }
+        r
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Resp {
+    ApiError::new(status, message).into_response()
 }
 
 /// A value of a query parameter, percent-decoded.
@@ -137,12 +161,24 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// At most `n` bytes of `s`, cut at a character boundary, for echoing client input in messages.
+fn clip(s: &str, n: usize) -> &str {
+    let mut end = s.len().min(n);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// The `exchange` query parameter: binance when absent, 422 when not a venue.
-fn exchange_param(query: Option<&str>) -> Result<Venue, Resp> {
+fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
     match query_param(query, "exchange") {
         None => Ok(Venue::Binance),
         Some(s) => Venue::parse(&s).ok_or_else(|| {
-            error(StatusCode::UNPROCESSABLE_ENTITY, &format!("invalid exchange '{s}'. Allowed: {}", Venue::ALLOWED))
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("invalid exchange '{}'. Allowed: {}", clip(&s, 64), Venue::ALLOWED),
+            )
         }),
     }
 }
@@ -163,16 +199,16 @@ impl Front {
     }
 
     /// Looks a presented key up in the cached table, reloading it if the database changed.
-    fn lookup(&self, key: &str) -> Result<Option<KeyRow>, Resp> {
+    fn lookup(&self, key: &str) -> Result<Option<KeyRow>, ApiError> {
         let mut cache = self.keys.borrow_mut();
         let version = self.store.data_version().map_err(|e| {
             eprintln!("front: key table: {e}");
-            error(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
         })?;
         if cache.data_version != Some(version) {
             let rows = self.store.load_key_hashes().map_err(|e| {
                 eprintln!("front: key table: {e}");
-                error(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
             })?;
             cache.by_hash = rows.into_iter().collect();
             cache.data_version = Some(version);
@@ -181,17 +217,17 @@ impl Front {
     }
 
     /// Refuses a request with no valid key: 401, or 429 once the address has sent too many.
-    fn unauthenticated(&self, peer: IpAddr, message: &str, now_ms: i64) -> Resp {
+    fn unauthenticated(&self, peer: IpAddr, message: &str, now_ms: i64) -> ApiError {
         match self.limiter.borrow_mut().admit_unauthenticated(peer, now_ms) {
-            Ok(()) => error(StatusCode::UNAUTHORIZED, message),
+            Ok(()) => ApiError::new(StatusCode::UNAUTHORIZED, message),
             Err(Refusal::Burst { retry_after_s } | Refusal::Quota { retry_after_s }) => {
-                too_many("too many requests without a valid API key from this address", retry_after_s)
+                ApiError::too_many("too many requests without a valid API key from this address", retry_after_s)
             }
         }
     }
 
     /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
-    fn admit(&self, req: &Request<Incoming>, peer: IpAddr, now_ms: i64) -> Result<KeyRow, Resp> {
+    fn admit(&self, req: &Request<Incoming>, peer: IpAddr, now_ms: i64) -> Result<KeyRow, ApiError> {
         let Some(header) = req.headers().get(AUTHORIZATION) else {
             return Err(self.unauthenticated(peer, "missing API key", now_ms));
         };
@@ -212,16 +248,16 @@ impl Front {
             return Err(self.unauthenticated(peer, "revoked API key", now_ms));
         }
         let Some(plan) = self.plans.get(&row.plan).filter(|p| p.api) else {
-            return Err(error(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
         match self.limiter.borrow_mut().admit_key(row.id, plan.burst_per_min, plan.daily_quota, now_ms) {
             Ok(()) => Ok(row),
-            Err(Refusal::Burst { retry_after_s }) => Err(too_many(
-                &format!("rate limit exceeded: {} requests per minute", plan.burst_per_min),
+            Err(Refusal::Burst { retry_after_s }) => Err(ApiError::too_many(
+                format!("rate limit exceeded: {} requests per minute", plan.burst_per_min),
                 retry_after_s,
             )),
-            Err(Refusal::Quota { retry_after_s }) => Err(too_many(
-                &format!("daily quota exceeded ({} requests per day on plan {})", plan.daily_quota, plan.name),
+            Err(Refusal::Quota { retry_after_s }) => Err(ApiError::too_many(
+                format!("daily quota exceeded ({} requests per day on plan {})", plan.daily_quota, plan.name),
                 retry_after_s,
             )),
         }
@@ -234,14 +270,14 @@ impl Front {
         if path == "/healthz" {
             return match *req.method() {
                 Method::GET | Method::HEAD => self.healthz(now_ms),
-                _ => method_not_allowed("GET"),
+                _ => method_not_allowed(),
             };
         }
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");
         }
-        if let Err(resp) = self.admit(req, peer, now_ms) {
-            return resp;
+        if let Err(e) = self.admit(req, peer, now_ms) {
+            return e.into_response();
         }
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let get = matches!(*req.method(), Method::GET | Method::HEAD);
@@ -251,9 +287,9 @@ impl Front {
             ["v1", "exchanges", ex, "symbols"] if get => self.symbols(ex, now_ms),
             ["v1", "symbols", symbol] if get => match exchange_param(query) {
                 Ok(venue) => self.symbol(venue, symbol),
-                Err(resp) => resp,
+                Err(e) => e.into_response(),
             },
-            ["v1", "exchanges"] | ["v1", "exchanges", _, "symbols"] | ["v1", "symbols", _] => method_not_allowed("GET"),
+            ["v1", "exchanges"] | ["v1", "exchanges", _, "symbols"] | ["v1", "symbols", _] => method_not_allowed(),
             _ => error(StatusCode::NOT_FOUND, "not found"),
         }
     }
@@ -306,18 +342,23 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
-    fn venue_or_404(&self, ex: &str) -> Result<Venue, Resp> {
+    fn venue_or_404(&self, ex: &str) -> Result<Venue, ApiError> {
         match Venue::parse(ex) {
             Some(v) if self.venues.contains(&v) => Ok(v),
-            Some(v) => Err(error(StatusCode::NOT_FOUND, &format!("exchange '{v}' is not enabled on this server"))),
-            None => Err(error(StatusCode::NOT_FOUND, &format!("unknown exchange '{ex}'. Allowed: {}", Venue::ALLOWED))),
+            Some(v) => {
+                Err(ApiError::new(StatusCode::NOT_FOUND, format!("exchange '{v}' is not enabled on this server")))
+            }
+            None => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("unknown exchange '{}'. Allowed: {}", clip(ex, 64), Venue::ALLOWED),
+            )),
         }
     }
 
     fn symbols(&self, ex: &str, now_ms: i64) -> Resp {
         let venue = match self.venue_or_404(ex) {
             Ok(v) => v,
-            Err(r) => return r,
+            Err(e) => return e.into_response(),
         };
         let reg = &self.shared.registry;
         let books = reg.venue_books(venue);
@@ -343,9 +384,7 @@ impl Front {
         let upper = symbol.to_ascii_uppercase();
         let found = self.venues.contains(&venue).then(|| self.shared.registry.find(venue, &upper)).flatten();
         let Some(id) = found else {
-            let mut shown = upper;
-            shown.truncate(64);
-            return error(StatusCode::NOT_FOUND, &format!("unknown symbol '{shown}' on {venue}"));
+            return error(StatusCode::NOT_FOUND, &format!("unknown symbol '{}' on {venue}", clip(&upper, 64)));
         };
         let ins = self.shared.registry.get(id);
         let (price, ts) = self.shared.price(id);
@@ -362,10 +401,9 @@ impl Front {
     }
 }
 
-fn method_not_allowed(allow: &'static str) -> Resp {
-    let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
-    r
+/// 405 with `Allow: GET` (every endpoint so far is read-only).
+fn method_not_allowed() -> Resp {
+    error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
 }
 
 /// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread.
@@ -428,5 +466,12 @@ mod tests {
         assert_eq!(query_param(Some("exchange"), "exchange").as_deref(), Some(""));
         assert_eq!(query_param(Some("x=%zz%"), "x").as_deref(), Some("%zz%"));
         assert_eq!(query_param(None, "exchange"), None);
+    }
+
+    #[test]
+    fn clip_respects_char_boundaries() {
+        assert_eq!(clip("abc", 2), "ab");
+        assert_eq!(clip("aé", 2), "a");
+        assert_eq!(clip("", 5), "");
     }
 }

@@ -1,0 +1,31 @@
+//! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
+//!
+//! Usage: `rampart-bench tick [--runs N]` or `rampart-bench hop [--runs N]`.
+
+use rampart_bench::{front_hop, tick_apply, Summary};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let which = args.get(1).map(String::as_str).unwrap_or("");
+    let runs: usize =
+        args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(3);
+    let mut rows = Vec::new();
+    for run in 1..=runs {
+        let summaries = match which {
+            "tick" => vec![tick_apply(500, 20_000)],
+            "hop" => front_hop(500, 1, 20_000),
+            _ => {
+                eprintln!("usage: rampart-bench tick|hop [--runs N]");
+                std::process::exit(2);
+            }
+        };
+        for s in summaries {
+            eprintln!("run {run}: {}", s.row());
+            rows.push(format!("{} (run {run})", s.row()));
+        }
+    }
+    println!("{}", Summary::header());
+    for r in rows {
+        println!("{r}");
+    }
+}

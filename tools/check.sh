@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One command checks everything, locally and in CI: formatting, lints, the engine's no-I/O
+# boundary, and every test (unit, black-box, and the benchmarks in their cheap mode).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== engine boundary: no runtime, socket, clock-driving or storage crate under rampart-engine"
+forbidden='^(glommio|tokio|hyper|hyper-util|may|may_minihttp|mio|socket2|rusqlite|tungstenite|rustls) '
+if cargo tree -p rampart-engine -e normal --prefix none | grep -E "$forbidden"; then
+    echo "rampart-engine must stay sans-I/O (see ARCHITECTURE.md)" >&2
+    exit 1
+fi
+
+echo "== cargo test"
+cargo test --workspace
