@@ -194,8 +194,12 @@ impl ShardSet {
                 })
                 .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
             set.threads.push(std::thread::spawn(move || {
+                // glommio reports some set-up failures (a too-low memlock limit) only here. A
+                // shard that dies takes its books with it, so the process stops rather than
+                // serve a partial market.
                 if let Err(e) = handle.join() {
-                    eprintln!("shard {index} failed: {e}");
+                    eprintln!("rampart: shard {index} failed: {e}");
+                    std::process::exit(1);
                 }
             }));
         }
