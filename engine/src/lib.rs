@@ -8,6 +8,7 @@ pub mod book;
 pub mod candle;
 pub mod fixed;
 pub mod instrument;
+pub mod level;
 pub mod market;
 pub mod sim;
 pub mod venue;

@@ -7,6 +7,7 @@ use crate::book::{Applied, Book, Side};
 use crate::candle::CandleSet;
 use crate::fixed::{Price, Qty};
 use crate::instrument::BookId;
+use crate::level::LevelSet;
 
 /// What a tick carries.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -59,6 +60,8 @@ pub struct BookState {
     pub crossed: bool,
     /// Times the book was found crossed.
     pub crossed_count: u64,
+    /// Support and resistance zones, recomputed every minute and consumed live by trades.
+    pub levels: LevelSet,
 }
 
 /// What one tick changed.
@@ -67,7 +70,12 @@ pub enum Outcome {
     /// A level update.
     Level(Applied),
     /// A trade moved the last price.
-    Trade(Price),
+    Trade {
+        /// The trade price.
+        price: Price,
+        /// Level zones the trade traded through (removed at once).
+        levels_consumed: usize,
+    },
     /// The book is not owned here (routing bug upstream); nothing changed.
     NotOwned,
 }
@@ -96,6 +104,7 @@ impl Market {
                 last_trade_ms: 0,
                 crossed: false,
                 crossed_count: 0,
+                levels: LevelSet::new(),
             });
         }
         Market { books, local_of }
@@ -104,6 +113,11 @@ impl Market {
     /// The owned books.
     pub fn books(&self) -> &[BookState] {
         &self.books
+    }
+
+    /// The owned books, mutably (level recomputation, snapshots).
+    pub fn books_mut(&mut self) -> &mut [BookState] {
+        &mut self.books
     }
 
     /// One owned book.
@@ -137,7 +151,8 @@ impl Market {
                 state.candles.trade(tick.ts_ms, price);
                 state.last_price = price;
                 state.last_trade_ms = tick.ts_ms;
-                Outcome::Trade(price)
+                let levels_consumed = state.levels.on_trade(price);
+                Outcome::Trade { price, levels_consumed }
             }
         }
     }
@@ -156,7 +171,7 @@ mod tests {
             ts_ms: 1_000,
             kind: TickKind::Trade { price: Price(5), qty: Qty(1), taker_sell: false },
         };
-        assert_eq!(m.apply(&t), Outcome::Trade(Price(5)));
+        assert_eq!(m.apply(&t), Outcome::Trade { price: Price(5), levels_consumed: 0 });
         assert_eq!(m.get(BookId(3)).map(|b| b.last_price), Some(Price(5)));
         assert_eq!(
             m.get(BookId(3)).and_then(|b| b.candles.ring(Timeframe::M5).newest().map(|c| c.close)),

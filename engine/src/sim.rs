@@ -168,7 +168,8 @@ pub fn universe(seed: u64, pairs: usize) -> Vec<PairSpec> {
     let mut out = Vec::with_capacity(pairs);
     let mut symbols = std::collections::HashSet::new();
     let mut push = |out: &mut Vec<PairSpec>, rng: &mut Rng, base: &str, quote: &str, price: f64, major: bool| {
-        if out.len() >= pairs || !symbols.insert(format!("{base}{quote}")) {
+        // Venues do not list pairs priced under ~1000 of the finest tick (1e-8).
+        if out.len() >= pairs || price < 1e-5 || !symbols.insert(format!("{base}{quote}")) {
             return;
         }
         let (p_bybit, p_okx, p_bitget) = if quote == "USDT" { (0.7, 0.6, 0.65) } else { (0.4, 0.35, 0.3) };
@@ -389,7 +390,10 @@ impl Sim {
             let mut ts = starts[k];
             while ts < stop {
                 lv = 0.97 * lv + 0.12 * rng.normal();
-                let s = spec.daily_vol * lv.exp() * (d as f64 / DAY_MS as f64).sqrt();
+                // Long horizons mean-revert somewhat: damp the weekly-regime volatility so ten
+                // years of history span a realistic range.
+                let damp = if tf == Timeframe::W1 { 0.7 } else { 1.0 };
+                let s = damp * spec.daily_vol * lv.exp() * (d as f64 / DAY_MS as f64).sqrt();
                 let o = x;
                 let c = x + s * rng.normal();
                 let h = o.max(c) + 0.4 * s * rng.normal().abs();

@@ -21,7 +21,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rampart_engine::Venue;
+use rampart_engine::level::Level;
+use rampart_engine::{BookId, Venue};
 
 use crate::clock;
 use crate::config::Plans;
@@ -171,6 +172,40 @@ fn clip(s: &str, n: usize) -> &str {
 }
 
 /// The `exchange` query parameter: binance when absent, 422 when not a venue.
+/// Most symbols a bulk `symbols=` filter may name.
+pub const SYMBOLS_FILTER_MAX: usize = 100;
+
+/// The optional `symbols=A,B,C` filter of the bulk endpoints, uppercased; 422 past
+/// [`SYMBOLS_FILTER_MAX`]. An empty value means no filter; unknown symbols are ignored.
+fn symbols_param(query: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(raw) = query_param(query, "symbols") else { return Ok(None) };
+    let list: Vec<String> =
+        raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_ascii_uppercase).collect();
+    if list.len() > SYMBOLS_FILTER_MAX {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "symbol list too long (max 100)"));
+    }
+    Ok((!list.is_empty()).then_some(list))
+}
+
+/// Writes levels as the API's Level array, nearest to `current` first, `type` against it.
+fn write_levels(j: &mut Json, levels: &mut [Level], current: i64) {
+    levels.sort_by_key(|l| l.price.0.abs_diff(current));
+    j.raw("[");
+    for (i, l) in levels.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        let kind = if l.is_resistance(rampart_engine::Price(current)) { "resistance" } else { "support" };
+        j.raw("{\"price\":").fixed(l.price.0);
+        j.raw(",\"type\":").str(kind);
+        j.raw(",\"side\":").str(l.side.as_str());
+        j.raw(",\"timeframe\":").str(l.origin.as_str());
+        j.raw(",\"time\":").int(l.time_ms);
+        j.raw(",\"strength\":").int(i64::from(l.strength)).raw("}");
+    }
+    j.raw("]");
+}
+
 fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
     match query_param(query, "exchange") {
         None => Ok(Venue::Binance),
@@ -289,7 +324,19 @@ impl Front {
                 Ok(venue) => self.symbol(venue, symbol),
                 Err(e) => e.into_response(),
             },
-            ["v1", "exchanges"] | ["v1", "exchanges", _, "symbols"] | ["v1", "symbols", _] => method_not_allowed(),
+            ["v1", "levels"] if get => match (exchange_param(query), symbols_param(query)) {
+                (Ok(venue), Ok(filter)) => self.levels_bulk(venue, filter.as_deref(), now_ms),
+                (Err(e), _) | (_, Err(e)) => e.into_response(),
+            },
+            ["v1", "levels", symbol] if get => match exchange_param(query) {
+                Ok(venue) => self.levels_one(venue, symbol),
+                Err(e) => e.into_response(),
+            },
+            ["v1", "exchanges"]
+            | ["v1", "exchanges", _, "symbols"]
+            | ["v1", "symbols", _]
+            | ["v1", "levels"]
+            | ["v1", "levels", _] => method_not_allowed(),
             _ => error(StatusCode::NOT_FOUND, "not found"),
         }
     }
@@ -375,6 +422,59 @@ impl Front {
             j.raw(",\"quote\":").str(&ins.quote);
             j.raw(",\"price\":").fixed(price);
             j.raw(",\"status\":").str(ins.status.as_str()).raw("}");
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    /// The book of `symbol` on `venue`, or the 404 for it.
+    fn book(&self, venue: Venue, symbol: &str) -> Result<BookId, ApiError> {
+        let upper = symbol.to_ascii_uppercase();
+        self.venues.contains(&venue).then(|| self.shared.registry.find(venue, &upper)).flatten().ok_or_else(|| {
+            ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}' on {venue}", clip(&upper, 64)))
+        })
+    }
+
+    fn levels_one(&self, venue: Venue, symbol: &str) -> Resp {
+        let id = match self.book(venue, symbol) {
+            Ok(id) => id,
+            Err(e) => return e.into_response(),
+        };
+        let mut levels = self.shared.levels(id);
+        let (current, _) = self.shared.price(id);
+        let mut j = Json::with_capacity(128 + levels.len() * 110);
+        j.raw("{\"symbol\":").str(&self.shared.registry.get(id).symbol).raw(",\"data\":");
+        write_levels(&mut j, &mut levels, current);
+        j.raw("}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    fn levels_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
+        let reg = &self.shared.registry;
+        let books: Vec<BookId> = if !self.venues.contains(&venue) {
+            Vec::new()
+        } else {
+            match filter {
+                None => reg.venue_books(venue).to_vec(),
+                Some(list) => {
+                    let mut ids: Vec<BookId> = list.iter().filter_map(|s| reg.find(venue, s)).collect();
+                    ids.sort_by(|a, b| reg.get(*a).symbol.cmp(&reg.get(*b).symbol));
+                    ids.dedup();
+                    ids
+                }
+            }
+        };
+        let mut j = Json::with_capacity(64 + books.len() * 1_200);
+        j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
+        for (i, &id) in books.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            let mut levels = self.shared.levels(id);
+            let (current, _) = self.shared.price(id);
+            j.raw("{\"symbol\":").str(&reg.get(id).symbol).raw(",\"data\":");
+            write_levels(&mut j, &mut levels, current);
+            j.raw("}");
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())

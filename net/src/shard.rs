@@ -12,8 +12,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use crossbeam_queue::ArrayQueue;
 use glommio::{LocalExecutorBuilder, Placement};
+use rampart_engine::candle::Candle;
+use rampart_engine::level::{compute_from_set, Level, LevelScratch};
 use rampart_engine::market::Outcome;
 use rampart_engine::sim::{PairSpec, Sim, SimConfig};
 use rampart_engine::{BookId, Market, Registry, Tick};
@@ -69,6 +72,20 @@ pub const EVENTS_MAX: usize = 4096;
 pub const EVENTS_BACKLOG_MAX: usize = 4096;
 /// Pairs stepped by the simulator per loop round; bounds the work between two polls.
 pub const SIM_PAIRS_PER_ROUND_MAX: usize = 64;
+/// Every book's level set is recomputed once per period, the books spread evenly over it.
+pub const LEVELS_PERIOD_MS: i64 = 60_000;
+/// Level recomputations per loop round at most; a shard that falls behind catches up over the
+/// following rounds instead of stalling its ticks.
+pub const LEVEL_RECOMPUTES_PER_ROUND_MAX: usize = 8;
+
+/// A book's level set as last computed, published for readers.
+#[derive(Clone, Debug, Default)]
+pub struct LevelSnapshot {
+    /// When it was computed, Unix milliseconds.
+    pub computed_ms: i64,
+    /// Zones, nearest to the price at computation first.
+    pub levels: Vec<Level>,
+}
 
 /// Per-shard counters, written by the shard, read by anyone.
 #[derive(Debug, Default)]
@@ -83,6 +100,10 @@ pub struct ShardStats {
     pub events_dropped: AtomicU64,
     /// True once the shard has its books and history.
     pub ready: AtomicBool,
+    /// Level sets recomputed.
+    pub level_recomputes: AtomicU64,
+    /// Level zones consumed live by trades.
+    pub levels_consumed: AtomicU64,
 }
 
 /// What shards publish for readers: last prices and times per book, and counters.
@@ -98,6 +119,12 @@ pub struct Shared {
     pub shard_of: Box<[u16]>,
     /// One per shard.
     pub stats: Box<[ShardStats]>,
+    /// Level set per book, replaced whole at each recomputation.
+    pub levels: Box<[ArcSwap<LevelSnapshot>]>,
+    /// Highest trade per book since its level snapshot was computed (`i64::MIN` if none).
+    pub trade_high: Box<[AtomicI64]>,
+    /// Lowest trade per book since its level snapshot was computed (`i64::MAX` if none).
+    pub trade_low: Box<[AtomicI64]>,
 }
 
 impl Shared {
@@ -109,6 +136,16 @@ impl Shared {
     /// Last price and its time for a book.
     pub fn price(&self, id: BookId) -> (i64, i64) {
         (self.prices[id.index()].load(Ordering::Relaxed), self.price_ts[id.index()].load(Ordering::Relaxed))
+    }
+
+    /// The book's current levels: its last snapshot without the zones that trades have gone
+    /// through since (the live consumption the shard applies on every trade).
+    pub fn levels(&self, id: BookId) -> Vec<Level> {
+        // Watermarks first: a reset watermark (Release) implies its snapshot is visible.
+        let high = self.trade_high[id.index()].load(Ordering::Acquire);
+        let low = self.trade_low[id.index()].load(Ordering::Acquire);
+        let snap = self.levels[id.index()].load();
+        snap.levels.iter().filter(|l| l.survives(high, low)).copied().collect()
     }
 }
 
@@ -164,6 +201,9 @@ impl ShardSet {
             price_ts: (0..books).map(|_| AtomicI64::new(0)).collect(),
             shard_of,
             stats: (0..n).map(|_| ShardStats::default()).collect(),
+            levels: (0..books).map(|_| ArcSwap::from_pointee(LevelSnapshot::default())).collect(),
+            trade_high: (0..books).map(|_| AtomicI64::new(i64::MIN)).collect(),
+            trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
         });
         let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         let mut set =
@@ -263,6 +303,10 @@ struct Shard {
     backlog: std::collections::VecDeque<ShardEvent>,
     shared: Arc<Shared>,
     applied: u64,
+    level_scratch: LevelScratch,
+    level_bars: [Vec<Candle>; 5],
+    levels_epoch_ms: i64,
+    levels_done: u64,
 }
 
 impl Shard {
@@ -276,7 +320,9 @@ impl Shard {
         shared: Arc<Shared>,
     ) -> Shard {
         let ticks_max = sim.as_ref().map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
+        let level_bars = std::array::from_fn(|_| Vec::with_capacity(config.bars_max));
         Shard {
+            level_bars,
             index,
             config,
             market,
@@ -287,12 +333,23 @@ impl Shard {
             backlog: std::collections::VecDeque::with_capacity(EVENTS_BACKLOG_MAX),
             shared,
             applied: 0,
+            level_scratch: LevelScratch::default(),
+            levels_epoch_ms: 0,
+            levels_done: 0,
         }
     }
 
     async fn run(&mut self) {
         self.shared.stats[self.index].books.store(self.market.books().len() as u64, Ordering::Relaxed);
         self.load_sim().await;
+        let now = clock::now_ms();
+        for k in 0..self.market.books().len() {
+            self.recompute_levels(k, now);
+            if k % 32 == 0 {
+                glommio::yield_if_needed().await;
+            }
+        }
+        self.levels_epoch_ms = clock::now_ms();
         self.shared.stats[self.index].ready.store(true, Ordering::Release);
         self.emit(ShardEvent::Ready { shard: self.index });
         loop {
@@ -309,6 +366,7 @@ impl Shard {
                 sim.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut self.ticks);
             }
             self.apply_ticks();
+            self.levels_due(now);
             self.flush_backlog();
             glommio::timer::sleep(self.config.poll_interval).await;
         }
@@ -347,13 +405,63 @@ impl Shard {
         self.sim = Some(sim);
     }
 
+    /// Recomputes the level sets that are due: book `k` of `n` at `k/n` of each period, so the
+    /// work is spread evenly over the minute.
+    fn levels_due(&mut self, now: i64) {
+        let n = self.market.books().len() as u64;
+        if n == 0 {
+            return;
+        }
+        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
+        let target = (elapsed * u128::from(n) / LEVELS_PERIOD_MS as u128) as u64;
+        let mut budget = LEVEL_RECOMPUTES_PER_ROUND_MAX;
+        while self.levels_done < target && budget > 0 {
+            self.recompute_levels((self.levels_done % n) as usize, now);
+            self.levels_done += 1;
+            budget -= 1;
+        }
+    }
+
+    /// Recomputes one book's levels from its candles and publishes them, then resets the
+    /// book's trade watermarks (after the snapshot, so readers never pair a new watermark with
+    /// an old snapshot).
+    fn recompute_levels(&mut self, k: usize, now: i64) {
+        let state = &mut self.market.books_mut()[k];
+        compute_from_set(
+            &state.candles,
+            now,
+            state.last_price,
+            &mut self.level_bars,
+            &mut self.level_scratch,
+            &mut state.levels,
+        );
+        let i = state.id.index();
+        let snapshot = LevelSnapshot { computed_ms: now, levels: state.levels.levels().to_vec() };
+        self.shared.levels[i].store(Arc::new(snapshot));
+        self.shared.trade_high[i].store(i64::MIN, Ordering::Release);
+        self.shared.trade_low[i].store(i64::MAX, Ordering::Release);
+        self.shared.stats[self.index].level_recomputes.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The hot path: applies buffered ticks and publishes what changed. No allocation.
     fn apply_ticks(&mut self) {
         for tick in self.ticks.iter() {
             match self.market.apply(tick) {
-                Outcome::Trade(p) => {
-                    self.shared.prices[tick.book.index()].store(p.0, Ordering::Relaxed);
-                    self.shared.price_ts[tick.book.index()].store(tick.ts_ms, Ordering::Relaxed);
+                Outcome::Trade { price, levels_consumed } => {
+                    let i = tick.book.index();
+                    self.shared.prices[i].store(price.0, Ordering::Relaxed);
+                    self.shared.price_ts[i].store(tick.ts_ms, Ordering::Relaxed);
+                    if price.0 > self.shared.trade_high[i].load(Ordering::Relaxed) {
+                        self.shared.trade_high[i].store(price.0, Ordering::Relaxed);
+                    }
+                    if price.0 < self.shared.trade_low[i].load(Ordering::Relaxed) {
+                        self.shared.trade_low[i].store(price.0, Ordering::Relaxed);
+                    }
+                    if levels_consumed > 0 {
+                        self.shared.stats[self.index]
+                            .levels_consumed
+                            .fetch_add(levels_consumed as u64, Ordering::Relaxed);
+                    }
                 }
                 Outcome::Level(_) => {
                     if self.market.get(tick.book).is_some_and(|s| s.crossed) {

@@ -2,9 +2,9 @@
 //! waits until it is ready, and talks to it over loopback, with an HTTP client for well-formed
 //! requests and raw TCP for malformed ones.
 //!
-//! Cargo only sets `CARGO_BIN_EXE_rampart` while compiling integration tests, so every entry
+//! Cargo only sets `CARGO_BIN_EXE_rampart-under-test` while compiling integration tests, so every entry
 //! point that launches the binary takes its path as an argument and the test files pass
-//! `env!("CARGO_BIN_EXE_rampart")`.
+//! `env!("CARGO_BIN_EXE_rampart-under-test")`.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -313,21 +313,21 @@ impl Server {
     /// Polls `/healthz` until it answers 200, remembering the first other reply.
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + READY_TIMEOUT;
-        let mut last = String::from("no reply yet");
         loop {
             if !self.alive() {
                 panic!("server exited while starting (status {:?})\n{}", self.exit_status(), self.diagnostics());
             }
-            match self.try_request("GET", "/healthz", None, None) {
+            let last = match self.try_request("GET", "/healthz", None, None) {
                 Ok(reply) if reply.status == 200 => return,
                 Ok(reply) => {
-                    last = format!("{reply:?}");
+                    let last = format!("{reply:?}");
                     if self.startup_not_ready.is_none() {
                         self.startup_not_ready = Some(reply);
                     }
+                    last
                 }
-                Err(e) => last = e,
-            }
+                Err(e) => e,
+            };
             if Instant::now() > deadline {
                 panic!("/healthz not 200 after {READY_TIMEOUT:?}; last: {last}\n{}", self.diagnostics());
             }
@@ -623,6 +623,8 @@ pub fn now_ms() -> i64 {
 /// What came back on a raw TCP connection.
 #[derive(Debug, Clone)]
 pub struct RawOutcome {
+    /// Everything read.
+    pub bytes: Vec<u8>,
     /// Everything read, lossily decoded.
     pub text: String,
     /// Whether the server closed (or reset) the connection within the read window.
@@ -631,16 +633,64 @@ pub struct RawOutcome {
     pub write_error: Option<String>,
 }
 
+/// One response parsed from a raw TCP answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawResponse {
+    /// The status code, or 0 when the bytes are not an HTTP/1.x status line.
+    pub status: u16,
+    /// The header block, status line included.
+    pub head: String,
+    /// The body: `Content-Length` bytes, or everything up to the close when there is none.
+    pub body: String,
+}
+
+impl RawResponse {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.split("\r\n").skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
 impl RawOutcome {
-    /// The status codes of the responses read, in order (lines starting `HTTP/1.x `).
+    /// The responses read, in order, delimited by their `Content-Length`.
+    pub fn responses(&self) -> Vec<RawResponse> {
+        let mut out = Vec::new();
+        let mut rest: &[u8] = &self.bytes;
+        while !rest.is_empty() {
+            let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+                // An incomplete head: report it as unparseable.
+                out.push(RawResponse {
+                    status: 0,
+                    head: String::from_utf8_lossy(rest).into_owned(),
+                    body: String::new(),
+                });
+                break;
+            };
+            let head = String::from_utf8_lossy(&rest[..end]).into_owned();
+            let status = head
+                .strip_prefix("HTTP/1.1 ")
+                .or_else(|| head.strip_prefix("HTTP/1.0 "))
+                .and_then(|r| r.get(..3))
+                .and_then(|code| code.parse().ok())
+                .unwrap_or(0);
+            let body_start = end + 4;
+            let available = rest.len() - body_start;
+            let mut response = RawResponse { status, head, body: String::new() };
+            let length = response.header("content-length").and_then(|v| v.parse::<usize>().ok()).unwrap_or(available);
+            let length = length.min(available);
+            response.body = String::from_utf8_lossy(&rest[body_start..body_start + length]).into_owned();
+            out.push(response);
+            rest = &rest[body_start + length..];
+        }
+        out
+    }
+
+    /// The status codes of the responses read, in order (0 for bytes that are not a response).
     pub fn statuses(&self) -> Vec<u16> {
-        self.text
-            .split("\r\n")
-            .filter_map(|line| {
-                let rest = line.strip_prefix("HTTP/1.1 ").or_else(|| line.strip_prefix("HTTP/1.0 "))?;
-                rest.get(..3)?.parse().ok()
-            })
-            .collect()
+        self.responses().iter().map(|r| r.status).collect()
     }
 }
 
@@ -661,7 +711,7 @@ pub fn raw_exchange(port: u16, request: &[u8], half_close: bool, window: Duratio
         let _ = stream.shutdown(Shutdown::Write);
     }
     let (bytes, closed) = read_until_closed(&mut stream, window);
-    RawOutcome { text: String::from_utf8_lossy(&bytes).into_owned(), closed, write_error }
+    RawOutcome { text: String::from_utf8_lossy(&bytes).into_owned(), bytes, closed, write_error }
 }
 
 /// Reads from `stream` until EOF or a reset (closed = true) or until `window` passes.
@@ -682,5 +732,65 @@ pub fn read_until_closed(stream: &mut TcpStream, window: Duration) -> (Vec<u8>, 
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return (bytes, true),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(bytes: &[u8]) -> RawOutcome {
+        RawOutcome {
+            bytes: bytes.to_vec(),
+            text: String::from_utf8_lossy(bytes).into_owned(),
+            closed: true,
+            write_error: None,
+        }
+    }
+
+    #[test]
+    fn responses_are_split_by_content_length() {
+        // A pipelined 200 whose JSON body runs straight into hyper's 400.
+        let raw = outcome(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{\"data\":[]}\
+              HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
+        );
+        let responses = raw.responses();
+        assert_eq!(raw.statuses(), vec![200, 400]);
+        assert_eq!(responses[0].body, "{\"data\":[]}");
+        assert_eq!(responses[0].header("Content-Type"), Some("application/json"));
+        assert_eq!(responses[1].body, "");
+    }
+
+    #[test]
+    fn garbage_is_status_0() {
+        assert_eq!(outcome(b"garbage").statuses(), vec![0]);
+        assert_eq!(outcome(b"SPDY/9 200\r\n\r\n").statuses(), vec![0]);
+        assert!(outcome(b"").statuses().is_empty());
+    }
+
+    #[test]
+    fn key_format() {
+        assert!(is_api_key("rk_0123456789abcdefghijABCDEFGHIJ01"));
+        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHIJ0"));
+        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHIJ012"));
+        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHI-01"));
+        assert!(!is_api_key("xk_0123456789abcdefghijABCDEFGHIJ01"));
+    }
+
+    #[test]
+    fn iso8601() {
+        assert!(is_iso8601("2026-11-20T14:03:07.123+00:00"));
+        assert!(is_iso8601("2026-11-20T14:03:07Z"));
+        assert!(!is_iso8601("2026-11-20 14:03:07"));
+        assert!(!is_iso8601("1763647387123"));
+        assert!(!is_iso8601("-"));
+    }
+
+    #[test]
+    fn listening_port() {
+        assert_eq!(parse_port("127.0.0.1:4242"), Some(4242));
+        assert_eq!(parse_port("127.0.0.1:0"), None);
+        assert_eq!(parse_port("0.0.0.0:4242"), None);
     }
 }

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use rampart_tests::{is_api_key, is_iso8601, Server, FAST};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rampart");
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
 /// A small, quick server.
 fn start() -> Server {

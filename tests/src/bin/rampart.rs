@@ -1,4 +1,0 @@
-//! The rampart binary, rebuilt inside the test crate so integration tests get CARGO_BIN_EXE_rampart.
-fn main() -> std::process::ExitCode {
-    rampart::cli_main()
-}
