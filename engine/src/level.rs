@@ -9,6 +9,8 @@
 //! - Minor chains are built nearest-to-price first: the nearest unassigned minor starts a chain
 //!   and takes every unassigned minor within 0.4% of it.
 //! - "Within 0.4%" is measured relative to the zone's (or chain head's) price.
+//! - Day and week extremes need the whole previous period traded: a pair listed during it has
+//!   none yet (the bar before the previous period must exist).
 //! - At most [`LEVELS_MAX`] zones are kept per book; past it the farthest are dropped.
 
 use crate::candle::{Candle, Timeframe};
@@ -320,7 +322,9 @@ fn extremes(s: &Series<'_>, now_ms: i64, raw: &mut Vec<Level>) {
         _ => return,
     };
     let previous = s.tf.bucket_start(now_ms) - s.tf.duration_ms();
-    let Some(i) = s.bars.iter().rposition(|b| b.open_ms == previous) else { return };
+    // The previous period must have been traded in full: a listing younger than it (no bar
+    // before it) has no extremes yet.
+    let Some(i) = s.bars.iter().rposition(|b| b.open_ms == previous).filter(|&i| i > 0) else { return };
     let b = &s.bars[i];
     let later = &s.bars[i + 1..];
     if later.iter().all(|c| c.high <= b.high) {
@@ -583,12 +587,12 @@ mod tests {
     fn dmax_is_removed_when_today_trades_above_it() {
         let now = T0 + 10 * DAY_MS + 3 * HOUR_MS;
         let start = Timeframe::D1.bucket_start(now) - DAY_MS;
-        let quiet = bars_from(Timeframe::D1, start, &[(10_100, 9_900), (10_050, 9_950)]);
+        let quiet = bars_from(Timeframe::D1, start - DAY_MS, &[(12_000, 8_000), (10_100, 9_900), (10_050, 9_950)]);
         let out = run(&[Series { tf: Timeframe::D1, bars: &quiet }], now, 10_000);
         let origins: Vec<_> = out.iter().map(|l| l.origin).collect();
         assert!(origins.contains(&Origin::Dmax) && origins.contains(&Origin::Dmin), "{out:?}");
         assert_eq!(out.iter().find(|l| l.origin == Origin::Dmax).map(|l| l.time_ms), Some(start));
-        let broken = bars_from(Timeframe::D1, start, &[(10_100, 9_900), (10_150, 9_950)]);
+        let broken = bars_from(Timeframe::D1, start - DAY_MS, &[(12_000, 8_000), (10_100, 9_900), (10_150, 9_950)]);
         let out = run(&[Series { tf: Timeframe::D1, bars: &broken }], now, 10_000);
         let origins: Vec<_> = out.iter().map(|l| l.origin).collect();
         assert!(!origins.contains(&Origin::Dmax) && origins.contains(&Origin::Dmin), "{out:?}");
@@ -597,7 +601,7 @@ mod tests {
     #[test]
     fn week_extremes_use_the_monday_week() {
         let now = T0 + 7 * DAY_MS + 2 * DAY_MS;
-        let w = bars_from(Timeframe::W1, T0, &[(11_000, 9_000), (10_500, 9_500)]);
+        let w = bars_from(Timeframe::W1, T0 - 7 * DAY_MS, &[(12_000, 8_000), (11_000, 9_000), (10_500, 9_500)]);
         let out = run(&[Series { tf: Timeframe::W1, bars: &w }], now, 10_000);
         let wmax = out.iter().find(|l| l.origin == Origin::Wmax).expect("wmax");
         assert_eq!((wmax.price.0, wmax.time_ms, wmax.side), (11_000, T0, Formation::High));
@@ -626,6 +630,24 @@ mod tests {
         assert_eq!(set.on_trade(Price(10_001)), 1);
         assert_eq!(set.levels().len(), n - 1);
         assert!(!prices(set.levels()).contains(&10_000));
+    }
+
+    #[test]
+    fn a_young_listing_has_no_levels() {
+        use crate::instrument::Registry;
+        use crate::sim::{instruments, universe, Sim, SimConfig};
+        use crate::venue::Venue;
+        let u = universe(5, 100);
+        let r = Registry::new(instruments(&u, &[Venue::Binance])).expect("registry");
+        let young = u.iter().position(|p| p.young).expect("a young pair");
+        let mut sim = Sim::new(SimConfig::default(), &u, &r, &[young]);
+        let set = sim.history(0, FAR, 512);
+        assert_eq!(set.ring(Timeframe::M5).len(), 8);
+        let mut cols: [Vec<Candle>; 5] = Default::default();
+        let mut out = LevelSet::new();
+        let price = set.ring(Timeframe::M5).newest().map(|c| c.close).expect("bars");
+        compute_from_set(&set, FAR, price, &mut cols, &mut LevelScratch::default(), &mut out);
+        assert!(out.levels().is_empty(), "{:?}", out.levels());
     }
 
     /// Independent, brute-force list of every unbroken pivot and extreme.

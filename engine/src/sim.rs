@@ -85,7 +85,15 @@ pub struct PairSpec {
     pub lot: Qty,
     /// Listed on each venue (indexed by `Venue::index`).
     pub venues: [bool; 4],
+    /// A new listing: its history is only the last [`YOUNG_HISTORY_BARS`] 5-minute bars, so it
+    /// has no levels yet.
+    pub young: bool,
 }
+
+/// 5-minute bars of history a young listing has.
+pub const YOUNG_HISTORY_BARS: i64 = 8;
+/// Young listings in a universe (the first synthetic pairs).
+pub const YOUNG_PAIRS: usize = 2;
 
 impl PairSpec {
     /// `BASEQUOTE`.
@@ -189,10 +197,14 @@ pub fn universe(seed: u64, pairs: usize) -> Vec<PairSpec> {
             tick: tick_for(price),
             lot: lot_for(price),
             venues,
+            young: false,
         });
     };
     for (i, (base, price)) in bases.iter().enumerate() {
         push(&mut out, &mut rng, base, "USDT", *price, i < MAJORS.len());
+    }
+    for spec in out.iter_mut().skip(MAJORS.len()).take(YOUNG_PAIRS) {
+        spec.young = true;
     }
     // Secondary quotes for the majors and a few others.
     for (base, price) in bases.iter().take(60) {
@@ -380,12 +392,19 @@ impl Sim {
             };
             starts[k] = t;
         }
+        if spec.young {
+            // Only the M5 regime, and only its last few bars.
+            starts = [end - YOUNG_HISTORY_BARS * Timeframe::M5.duration_ms(); 6];
+        }
         let mut bars: Vec<(Timeframe, i64, [f64; 4])> = Vec::with_capacity(8 * bars_max);
         let mut x = 0.0f64;
         let mut lv = 0.0f64;
         for k in (0..6).rev() {
             let tf = Timeframe::ALL[k];
             let stop = if k == 0 { end } else { starts[k - 1] };
+            if spec.young && k > 0 {
+                continue;
+            }
             let d = tf.duration_ms();
             let mut ts = starts[k];
             while ts < stop {
@@ -634,6 +653,7 @@ mod tests {
         }
         assert!(r.find(Venue::Binance, "BTCUSDT").is_some());
         assert!(r.find(Venue::Binance, "ETHBTC").is_some());
+        assert_eq!(u.iter().filter(|p| p.young).count(), YOUNG_PAIRS);
         let again = universe(7, 500);
         assert!(u.iter().zip(&again).all(|(a, b)| a.symbol() == b.symbol() && a.price == b.price));
     }
