@@ -59,6 +59,8 @@ impl Summary {
     }
 }
 
+const WALLS_MIN_RATIO: f64 = rampart_engine::wall::MIN_RATIO_DEFAULT as f64;
+
 fn histogram() -> Histogram<u64> {
     // 1 ns .. 100 s at 3 significant digits; construction cannot fail for these bounds.
     Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")
@@ -105,6 +107,117 @@ pub fn tick_apply(pairs: usize, rounds: usize) -> Summary {
     Summary::from_hist("tick apply (book or trade, incl. ~20 ns timer)", &h, Some(rate))
 }
 
+/// Recomputes the level set of every book of a `pairs`-pair market on all four venues from
+/// full histories (512 bars per timeframe), timing each book. Returns the per-book latency and,
+/// as the rate, books per second on one core; the whole market's time is `count / rate`.
+pub fn levels_recompute(pairs: usize, passes: usize) -> Summary {
+    use rampart_engine::candle::{Candle, Timeframe};
+    use rampart_engine::level::{compute_from_set, LevelScratch, LevelSet};
+    let now = 1_795_183_387_000_i64;
+    let universe = sim::universe(42, pairs);
+    let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("simulated registry is valid");
+    let mut sim = Sim::new(SimConfig::default(), &universe, &registry, &(0..universe.len()).collect::<Vec<_>>());
+    let mut sets = Vec::new();
+    for i in 0..sim.pair_count() {
+        let set = sim.history(i, now, 512);
+        for _ in sim.pair_books(i) {
+            sets.push(set.clone());
+        }
+    }
+    let mut bars: [Vec<Candle>; 5] = std::array::from_fn(|_| Vec::with_capacity(512));
+    let mut scratch = LevelScratch::default();
+    let mut out = LevelSet::new();
+    let mut h = histogram();
+    let started = Instant::now();
+    for _ in 0..passes.max(1) {
+        for set in &sets {
+            let price = set.ring(Timeframe::M5).newest().map_or(rampart_engine::Price(1), |c| c.close);
+            let t0 = Instant::now();
+            compute_from_set(set, now, price, &mut bars, &mut scratch, &mut out);
+            std::hint::black_box(out.levels().len());
+            let _ = h.record(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    let rate = h.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    Summary::from_hist(&format!("level recompute per book ({} books)", sets.len()), &h, Some(rate))
+}
+
+/// The per-tick live consumption check: `LevelSet::on_trade` with trade prices around the
+/// current price (most trades consume nothing; some go through the nearest zone).
+pub fn levels_consumption_check(trades: usize) -> Summary {
+    use rampart_engine::candle::Timeframe;
+    use rampart_engine::level::{compute_from_set, LevelScratch, LevelSet};
+    let now = 1_795_183_387_000_i64;
+    let universe = sim::universe(42, 50);
+    let registry = Registry::new(sim::instruments(&universe, &[Venue::Binance])).expect("simulated registry is valid");
+    let mut sim = Sim::new(SimConfig::default(), &universe, &registry, &[0]);
+    let set = sim.history(0, now, 512);
+    let price = set.ring(Timeframe::M5).newest().map_or(rampart_engine::Price(1), |c| c.close);
+    let mut bars = std::array::from_fn(|_| Vec::with_capacity(512));
+    let mut scratch = LevelScratch::default();
+    let mut fresh = LevelSet::new();
+    compute_from_set(&set, now, price, &mut bars, &mut scratch, &mut fresh);
+    let mut live = LevelSet::new();
+    live.copy_from(&fresh);
+    let mut rng = sim::Rng::new(7);
+    let mut h = histogram();
+    for i in 0..trades {
+        if i % 1_000 == 0 {
+            live.copy_from(&fresh);
+        }
+        let p = rampart_engine::Price((price.0 as f64 * (1.0 + 0.004 * rng.normal())) as i64);
+        let t0 = Instant::now();
+        std::hint::black_box(live.on_trade(std::hint::black_box(p)));
+        let _ = h.record(t0.elapsed().as_nanos() as u64);
+    }
+    Summary::from_hist("level consumption check per trade (incl. ~20 ns timer)", &h, None)
+}
+
+/// Scans every book of a `pairs`-pair market on all four venues for walls (books of 250 levels a
+/// side from the simulator, after some churn), timing each scan. The rate is scans per second
+/// on one core; every book is scanned every 2 s in service.
+pub fn wall_scan(pairs: usize, passes: usize) -> Summary {
+    use rampart_engine::wall::{self, WallScratch, WallTracker};
+    let now = 1_795_183_387_000_i64;
+    let universe = sim::universe(42, pairs);
+    let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("simulated registry is valid");
+    let ids: Vec<BookId> = registry.ids().collect();
+    let mut market = Market::new(registry.len(), &ids, 1_000, 16);
+    let mut sim = Sim::new(SimConfig::default(), &universe, &registry, &(0..universe.len()).collect::<Vec<_>>());
+    let mut ticks = Vec::with_capacity(sim.ticks_per_step_max() * 64);
+    for i in 0..sim.pair_count() {
+        sim.history(i, now, 16);
+        sim.start_pair(i, now, &mut ticks);
+        ticks.iter().for_each(|t| {
+            market.apply(t);
+        });
+        ticks.clear();
+    }
+    for r in 0..200 {
+        sim.step_due(now + r * 50, usize::MAX, &mut ticks);
+        ticks.iter().for_each(|t| {
+            market.apply(t);
+        });
+        ticks.clear();
+    }
+    let mut scratch = WallScratch::new(1_000);
+    let mut out = Vec::with_capacity(wall::WALLS_MAX);
+    let mut trackers: Vec<WallTracker> = ids.iter().map(|_| WallTracker::default()).collect();
+    let mut h = histogram();
+    let started = Instant::now();
+    for pass in 0..passes.max(1) as i64 {
+        for (k, state) in market.books().iter().enumerate() {
+            let price = state.book.mid().unwrap_or_default();
+            let t0 = Instant::now();
+            wall::scan(&state.book, price, now + pass * 2_000, 10.0, &mut trackers[k], &mut scratch, &mut out);
+            std::hint::black_box(out.len());
+            let _ = h.record(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    let rate = h.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    Summary::from_hist(&format!("wall scan per book ({} books)", ids.len()), &h, Some(rate))
+}
+
 /// Starts real shards over a simulated market of `pairs` pairs and compares the two ways the
 /// front can read shard state: a request/response round trip over the shard's command queue
 /// (`pings` of them, from a single-threaded tokio runtime like the front's), and a read of the
@@ -119,6 +232,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         bars_max: 512,
         sim: SimConfig::default(),
         poll_interval: Duration::from_millis(1),
+        walls_min_ratio: WALLS_MIN_RATIO,
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe).expect("shards start");
     let shared = set.shared().clone();

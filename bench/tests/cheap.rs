@@ -1,6 +1,6 @@
 //! The benchmarks in their cheap mode: they must keep compiling and produce sane numbers.
 
-use rampart_bench::{front_hop, tick_apply};
+use rampart_bench::{front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan};
 
 #[test]
 fn tick_apply_cheap() {
@@ -16,4 +16,18 @@ fn front_hop_cheap() {
     assert_eq!(s.len(), 2);
     assert!(s[0].count >= 45, "pings answered: {:?}", s[0]);
     assert!(s[1].count >= 500);
+}
+
+#[test]
+fn levels_cheap() {
+    let s = levels_recompute(10, 1);
+    assert!(s.count >= 10 && s.p50_ns > 0, "{s:?}");
+    let c = levels_consumption_check(2_000);
+    assert_eq!(c.count, 2_000);
+}
+
+#[test]
+fn wall_scan_cheap() {
+    let s = wall_scan(10, 2);
+    assert!(s.count >= 20 && s.p50_ns > 0, "{s:?}");
 }

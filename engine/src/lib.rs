@@ -12,6 +12,7 @@ pub mod level;
 pub mod market;
 pub mod sim;
 pub mod venue;
+pub mod wall;
 
 pub use book::{Applied, Book, Level, Side};
 pub use candle::{Candle, CandleRing, CandleSet, Timeframe};

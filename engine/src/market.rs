@@ -8,6 +8,7 @@ use crate::candle::CandleSet;
 use crate::fixed::{Price, Qty};
 use crate::instrument::BookId;
 use crate::level::LevelSet;
+use crate::wall::WallTracker;
 
 /// What a tick carries.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -62,6 +63,8 @@ pub struct BookState {
     pub crossed_count: u64,
     /// Support and resistance zones, recomputed every minute and consumed live by trades.
     pub levels: LevelSet,
+    /// Walls seen at the last scan, for their ages.
+    pub walls: WallTracker,
 }
 
 /// What one tick changed.
@@ -105,6 +108,7 @@ impl Market {
                 crossed: false,
                 crossed_count: 0,
                 levels: LevelSet::new(),
+                walls: WallTracker::default(),
             });
         }
         Market { books, local_of }

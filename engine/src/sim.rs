@@ -272,13 +272,15 @@ impl Default for SimConfig {
             levels_per_side: 250,
             step_interval_ms: 500,
             wall_life_ms_mean: 60_000,
-            wall_spawn_chance: 0.0008,
+            wall_spawn_chance: 0.0004,
         }
     }
 }
 
 /// Wall slots per book.
 const WALLS_MAX: usize = 2;
+/// Chance that a wall slot holds a wall when a pair starts (about the steady-state occupancy).
+const INITIAL_WALL_CHANCE: f64 = 0.05;
 /// Relative size of a grid step (the distance between two simulated levels).
 const GRID_STEP_FRACTION: f64 = 0.0004;
 
@@ -446,6 +448,12 @@ impl Sim {
         let spec = &self.specs[pair.spec_index];
         for b in 0..pair.books.len() {
             reposition(pair, spec, b, now_ms, self.config.levels_per_side, &mut self.scratch, out);
+            // Start near the steady state: some books already carry a wall.
+            for w in 0..WALLS_MAX {
+                if pair.rng.chance(INITIAL_WALL_CHANCE) {
+                    spawn_wall(pair, spec, b, w, now_ms, &self.config, out);
+                }
+            }
         }
     }
 
@@ -512,22 +520,7 @@ impl Sim {
                         }
                     }
                 } else if pair.rng.chance(cfg.wall_spawn_chance) {
-                    let bid = pair.rng.chance(0.5);
-                    let depth = 3 + pair.rng.below((cfg.levels_per_side / 3).max(4) as u64) as usize;
-                    let book = &pair.books[b];
-                    let level = if bid { book.truth.bids().get(depth) } else { book.truth.asks().get(depth) };
-                    let Some(level) = level.copied() else {
-                        continue;
-                    };
-                    if book.walls.iter().any(|x| x.active && x.price == level.price.0) {
-                        continue;
-                    }
-                    let life =
-                        (cfg.wall_life_ms_mean as f64 * -pair.rng.unit().max(1e-9).ln()).clamp(5_000.0, 600_000.0);
-                    pair.books[b].walls[w] =
-                        Wall { active: true, side_bid: bid, price: level.price.0, until_ms: now_ms + life as i64 };
-                    let qty = ((level_qty * pair.rng.range(15.0, 80.0) * SCALE as f64) as i64 / lot).max(1) * lot;
-                    emit(&mut pair.books[b], id, now_ms, bid, level.price.0, qty, out);
+                    spawn_wall(pair, spec, b, w, now_ms, cfg, out);
                 }
             }
             // Trades at the touch, leaning with the move.
@@ -551,6 +544,33 @@ impl Sim {
             }
         }
     }
+}
+
+/// Places a wall in slot `w` of venue book `b`: 15 to 80 times the typical level size on a level
+/// 3 to ~80 steps from the touch, for an exponentially distributed life (5 s to 10 min).
+fn spawn_wall(
+    pair: &mut SimPair,
+    spec: &PairSpec,
+    b: usize,
+    w: usize,
+    now_ms: i64,
+    cfg: &SimConfig,
+    out: &mut Vec<Tick>,
+) {
+    let id = pair.books[b].id;
+    let lot = spec.lot.0 as i64;
+    let bid = pair.rng.chance(0.5);
+    let depth = 3 + pair.rng.below((cfg.levels_per_side / 3).max(4) as u64) as usize;
+    let book = &pair.books[b];
+    let level = if bid { book.truth.bids().get(depth) } else { book.truth.asks().get(depth) };
+    let Some(level) = level.copied() else { return };
+    if book.walls.iter().any(|x| x.active && x.price == level.price.0) {
+        return;
+    }
+    let life = (cfg.wall_life_ms_mean as f64 * -pair.rng.unit().max(1e-9).ln()).clamp(5_000.0, 600_000.0);
+    pair.books[b].walls[w] = Wall { active: true, side_bid: bid, price: level.price.0, until_ms: now_ms + life as i64 };
+    let qty = ((spec.level_qty * pair.rng.range(15.0, 80.0) * SCALE as f64) as i64 / lot).max(1) * lot;
+    emit(&mut pair.books[b], id, now_ms, bid, level.price.0, qty, out);
 }
 
 fn find_level(book: &Book, bid: bool, price: i64) -> Option<usize> {

@@ -95,6 +95,14 @@ pub struct WebhookSettings {
     pub allow_private: bool,
 }
 
+/// Wall detection settings.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WallSettings {
+    /// A level is a wall at this multiple of the median level size (default 10).
+    pub min_ratio: Option<f64>,
+}
+
 /// The optional TOML file given by `--config`; every key is optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,6 +130,9 @@ pub struct FileConfig {
     /// Webhook settings.
     #[serde(default)]
     pub webhooks: WebhookSettings,
+    /// Wall detection settings.
+    #[serde(default)]
+    pub walls: WallSettings,
 }
 
 impl FileConfig {

@@ -28,7 +28,7 @@ use crate::clock;
 use crate::config::Plans;
 use crate::json::{error_body, Json};
 use crate::limit::{Limiter, Refusal};
-use crate::shard::Shared;
+use crate::shard::{DensitySnapshot, Shared};
 use crate::store::{hash_key, is_key_shaped, KeyRow, Store};
 
 /// Front limits; every one has a documented behaviour at the bound.
@@ -187,6 +187,32 @@ fn symbols_param(query: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
     Ok((!list.is_empty()).then_some(list))
 }
 
+/// Writes a Density snapshot: `{"price","ts","walls":[Wall…]}`.
+fn write_density(j: &mut Json, snap: &DensitySnapshot) {
+    j.raw("{\"price\":").fixed(snap.price).raw(",\"ts\":").int(snap.ts_ms).raw(",\"walls\":[");
+    for (i, w) in snap.walls.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        let side = match w.wall.side {
+            rampart_engine::Side::Bid => "bid",
+            rampart_engine::Side::Ask => "ask",
+        };
+        j.raw("{\"side\":").str(side);
+        j.raw(",\"price\":").fixed(w.wall.price.0);
+        j.raw(",\"qty\":").fixed(i64::try_from(w.wall.qty.0).unwrap_or(i64::MAX));
+        j.raw(",\"usd\":");
+        match w.usd {
+            Some(usd) => j.float(usd, 2),
+            None => j.raw("null"),
+        };
+        j.raw(",\"dist\":").float(w.wall.dist_pct, 4);
+        j.raw(",\"ratio\":").float(w.wall.ratio, 2);
+        j.raw(",\"age\":").int(w.wall.age_ms / 1000).raw("}");
+    }
+    j.raw("]}");
+}
+
 /// Writes levels as the API's Level array, nearest to `current` first, `type` against it.
 fn write_levels(j: &mut Json, levels: &mut [Level], current: i64) {
     levels.sort_by_key(|l| l.price.0.abs_diff(current));
@@ -332,7 +358,17 @@ impl Front {
                 Ok(venue) => self.levels_one(venue, symbol),
                 Err(e) => e.into_response(),
             },
-            ["v1", "exchanges"]
+            ["v1", "densities"] if get => match (exchange_param(query), symbols_param(query)) {
+                (Ok(venue), Ok(filter)) => self.densities_bulk(venue, filter.as_deref(), now_ms),
+                (Err(e), _) | (_, Err(e)) => e.into_response(),
+            },
+            ["v1", "densities", symbol] if get => match exchange_param(query) {
+                Ok(venue) => self.densities_one(venue, symbol),
+                Err(e) => e.into_response(),
+            },
+            ["v1", "densities"]
+            | ["v1", "densities", _]
+            | ["v1", "exchanges"]
             | ["v1", "exchanges", _, "symbols"]
             | ["v1", "symbols", _]
             | ["v1", "levels"]
@@ -449,21 +485,67 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
+    fn densities_one(&self, venue: Venue, symbol: &str) -> Resp {
+        let id = match self.book(venue, symbol) {
+            Ok(id) => id,
+            Err(e) => return e.into_response(),
+        };
+        let snap = self.shared.densities[id.index()].load();
+        let name = &self.shared.registry.get(id).symbol;
+        if snap.walls.is_empty() {
+            return error(StatusCode::NOT_FOUND, &format!("no walls on {name} ({venue}) at this moment"));
+        }
+        let mut j = Json::with_capacity(128 + snap.walls.len() * 160);
+        j.raw("{\"symbol\":").str(name).raw(",\"data\":");
+        write_density(&mut j, &snap);
+        j.raw("}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    fn densities_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
+        let books = self.bulk_books(venue, filter);
+        let reg = &self.shared.registry;
+        let mut j = Json::with_capacity(64 + books.len() * 200);
+        j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
+        let mut first = true;
+        for &id in &books {
+            let snap = self.shared.densities[id.index()].load();
+            if snap.walls.is_empty() {
+                continue;
+            }
+            if !first {
+                j.raw(",");
+            }
+            first = false;
+            j.raw("{\"symbol\":").str(&reg.get(id).symbol).raw(",\"data\":");
+            write_density(&mut j, &snap);
+            j.raw("}");
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    /// The books a bulk request covers: the venue's, or the filter's that the venue lists,
+    /// sorted by symbol, each once.
+    fn bulk_books(&self, venue: Venue, filter: Option<&[String]>) -> Vec<BookId> {
+        let reg = &self.shared.registry;
+        if !self.venues.contains(&venue) {
+            return Vec::new();
+        }
+        match filter {
+            None => reg.venue_books(venue).to_vec(),
+            Some(list) => {
+                let mut ids: Vec<BookId> = list.iter().filter_map(|s| reg.find(venue, s)).collect();
+                ids.sort_by(|a, b| reg.get(*a).symbol.cmp(&reg.get(*b).symbol));
+                ids.dedup();
+                ids
+            }
+        }
+    }
+
     fn levels_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
         let reg = &self.shared.registry;
-        let books: Vec<BookId> = if !self.venues.contains(&venue) {
-            Vec::new()
-        } else {
-            match filter {
-                None => reg.venue_books(venue).to_vec(),
-                Some(list) => {
-                    let mut ids: Vec<BookId> = list.iter().filter_map(|s| reg.find(venue, s)).collect();
-                    ids.sort_by(|a, b| reg.get(*a).symbol.cmp(&reg.get(*b).symbol));
-                    ids.dedup();
-                    ids
-                }
-            }
-        };
+        let books = self.bulk_books(venue, filter);
         let mut j = Json::with_capacity(64 + books.len() * 1_200);
         j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
         for (i, &id) in books.iter().enumerate() {

@@ -53,6 +53,18 @@ impl Json {
         self
     }
 
+    /// A float with at most `decimals` decimals; non-finite values are written as `null`.
+    pub fn float(&mut self, v: f64, decimals: usize) -> &mut Json {
+        if v.is_finite() {
+            let text = format!("{v:.decimals$}");
+            let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { &text };
+            self.buf.push_str(if text == "-0" { "0" } else { text });
+        } else {
+            self.buf.push_str("null");
+        }
+        self
+    }
+
     /// A boolean.
     pub fn bool(&mut self, v: bool) -> &mut Json {
         self.buf.push_str(if v { "true" } else { "false" });
@@ -112,6 +124,9 @@ mod tests {
         assert_eq!(v["b"], 1.5);
         assert_eq!(v["c"], -42);
         assert_eq!(error_body("x"), "{\"error\":\"x\"}");
+        let mut j = Json::default();
+        j.float(1.23456, 2).raw(",").float(-0.0001, 2).raw(",").float(f64::NAN, 2).raw(",").float(10.0, 2);
+        assert_eq!(j.finish(), "1.23,0,null,10");
         let mut j = Json::default();
         j.int(i64::MIN);
         assert_eq!(j.finish(), i64::MIN.to_string());

@@ -19,6 +19,7 @@ use rampart_engine::candle::Candle;
 use rampart_engine::level::{compute_from_set, Level, LevelScratch};
 use rampart_engine::market::Outcome;
 use rampart_engine::sim::{PairSpec, Sim, SimConfig};
+use rampart_engine::wall::{self, Wall, WallScratch};
 use rampart_engine::{BookId, Market, Registry, Tick};
 
 use crate::clock;
@@ -78,6 +79,32 @@ pub const LEVELS_PERIOD_MS: i64 = 60_000;
 /// following rounds instead of stalling its ticks.
 pub const LEVEL_RECOMPUTES_PER_ROUND_MAX: usize = 8;
 
+/// Every book is rescanned for walls once per period, the books spread evenly over it.
+pub const WALLS_PERIOD_MS: i64 = 2_000;
+/// Wall scans per loop round at most; a shard that falls behind catches up over the following
+/// rounds.
+pub const WALL_SCANS_PER_ROUND_MAX: usize = 32;
+
+/// One wall as published: the engine's wall plus its USD value.
+#[derive(Clone, Copy, Debug)]
+pub struct PublishedWall {
+    /// The wall.
+    pub wall: Wall,
+    /// USD value; `None` when the quote asset has no USD price on any venue.
+    pub usd: Option<f64>,
+}
+
+/// A book's last wall scan, published for readers.
+#[derive(Clone, Debug, Default)]
+pub struct DensitySnapshot {
+    /// Scan time, Unix milliseconds.
+    pub ts_ms: i64,
+    /// The price the scan measured against.
+    pub price: i64,
+    /// Walls, nearest first.
+    pub walls: Vec<PublishedWall>,
+}
+
 /// A book's level set as last computed, published for readers.
 #[derive(Clone, Debug, Default)]
 pub struct LevelSnapshot {
@@ -104,6 +131,8 @@ pub struct ShardStats {
     pub level_recomputes: AtomicU64,
     /// Level zones consumed live by trades.
     pub levels_consumed: AtomicU64,
+    /// Wall scans done.
+    pub wall_scans: AtomicU64,
 }
 
 /// What shards publish for readers: last prices and times per book, and counters.
@@ -125,6 +154,8 @@ pub struct Shared {
     pub trade_high: Box<[AtomicI64]>,
     /// Lowest trade per book since its level snapshot was computed (`i64::MAX` if none).
     pub trade_low: Box<[AtomicI64]>,
+    /// Last wall scan per book.
+    pub densities: Box<[ArcSwap<DensitySnapshot>]>,
 }
 
 impl Shared {
@@ -173,6 +204,8 @@ pub struct ShardConfig {
     pub sim: SimConfig,
     /// Sleep between two loop rounds when idle.
     pub poll_interval: Duration,
+    /// A level is a wall at this multiple of the median level size (`walls.min_ratio`).
+    pub walls_min_ratio: f64,
 }
 
 /// The running shards.
@@ -204,6 +237,7 @@ impl ShardSet {
             levels: (0..books).map(|_| ArcSwap::from_pointee(LevelSnapshot::default())).collect(),
             trade_high: (0..books).map(|_| AtomicI64::new(i64::MIN)).collect(),
             trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
+            densities: (0..books).map(|_| ArcSwap::from_pointee(DensitySnapshot::default())).collect(),
         });
         let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         let mut set =
@@ -307,6 +341,23 @@ struct Shard {
     level_bars: [Vec<Candle>; 5],
     levels_epoch_ms: i64,
     levels_done: u64,
+    wall_scratch: WallScratch,
+    wall_out: Vec<Wall>,
+    walls_done: u64,
+    /// Per local book: the book whose last price converts its quote to USD (`None` for USD
+    /// quotes and quotes with no USDT pair on any venue).
+    quote_usd: Vec<QuoteUsd>,
+}
+
+/// How a book's quote asset converts to USD.
+#[derive(Clone, Copy, Debug)]
+enum QuoteUsd {
+    /// A USD stablecoin.
+    One,
+    /// Through this `QUOTEUSDT` book's last price (the same venue's when it lists one).
+    Via(BookId),
+    /// No conversion known.
+    Unknown,
 }
 
 impl Shard {
@@ -321,7 +372,26 @@ impl Shard {
     ) -> Shard {
         let ticks_max = sim.as_ref().map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
         let level_bars = std::array::from_fn(|_| Vec::with_capacity(config.bars_max));
+        let registry = &shared.registry;
+        let quote_usd = market
+            .books()
+            .iter()
+            .map(|b| {
+                let ins = registry.get(b.id);
+                if wall::is_usd_quote(&ins.quote) {
+                    return QuoteUsd::One;
+                }
+                let pair = format!("{}USDT", ins.quote);
+                let same = registry.find(ins.venue, &pair);
+                let any = rampart_engine::Venue::ALL.iter().find_map(|&v| registry.find(v, &pair));
+                same.or(any).map_or(QuoteUsd::Unknown, QuoteUsd::Via)
+            })
+            .collect();
         Shard {
+            wall_scratch: WallScratch::new(config.depth_levels_max),
+            wall_out: Vec::with_capacity(wall::WALLS_MAX),
+            walls_done: 0,
+            quote_usd,
             level_bars,
             index,
             config,
@@ -367,6 +437,7 @@ impl Shard {
             }
             self.apply_ticks();
             self.levels_due(now);
+            self.walls_due(now);
             self.flush_backlog();
             glommio::timer::sleep(self.config.poll_interval).await;
         }
@@ -420,6 +491,59 @@ impl Shard {
             self.levels_done += 1;
             budget -= 1;
         }
+    }
+
+    /// Rescans the books that are due for walls, each once per [`WALLS_PERIOD_MS`], spread.
+    fn walls_due(&mut self, now: i64) {
+        let n = self.market.books().len() as u64;
+        if n == 0 {
+            return;
+        }
+        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
+        let target = (elapsed * u128::from(n) / WALLS_PERIOD_MS as u128) as u64;
+        let mut budget = WALL_SCANS_PER_ROUND_MAX;
+        while self.walls_done < target && budget > 0 {
+            self.scan_walls((self.walls_done % n) as usize, now);
+            self.walls_done += 1;
+            budget -= 1;
+        }
+    }
+
+    /// Scans one book for walls against its last price and publishes the result. A crossed
+    /// book publishes no walls until it is rebuilt.
+    fn scan_walls(&mut self, k: usize, now: i64) {
+        let min_ratio = self.config.walls_min_ratio;
+        let state = &mut self.market.books_mut()[k];
+        let price = if state.last_price.0 > 0 { state.last_price } else { state.book.mid().unwrap_or_default() };
+        if state.crossed {
+            self.wall_out.clear();
+        } else {
+            wall::scan(
+                &state.book,
+                price,
+                now,
+                min_ratio,
+                &mut state.walls,
+                &mut self.wall_scratch,
+                &mut self.wall_out,
+            );
+        }
+        let id = state.id;
+        let quote_usd = match self.quote_usd[k] {
+            QuoteUsd::One => Some(1.0),
+            QuoteUsd::Via(book) => {
+                let p = self.shared.prices[book.index()].load(Ordering::Relaxed);
+                (p > 0).then(|| rampart_engine::Price(p).to_f64())
+            }
+            QuoteUsd::Unknown => None,
+        };
+        let walls = self
+            .wall_out
+            .iter()
+            .map(|w| PublishedWall { wall: *w, usd: quote_usd.map(|q| wall::usd_value(w.qty, w.price, q)) })
+            .collect();
+        self.shared.densities[id.index()].store(Arc::new(DensitySnapshot { ts_ms: now, price: price.0, walls }));
+        self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Recomputes one book's levels from its candles and publishes them, then resets the

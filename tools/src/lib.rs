@@ -199,6 +199,7 @@ struct ServeSettings {
     sim_pairs: usize,
     seed: u64,
     plans: Plans,
+    walls_min_ratio: f64,
 }
 
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
@@ -220,6 +221,10 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if !(1..=5_000).contains(&sim_pairs) {
         bail!("--sim-pairs must be between 1 and 5000");
     }
+    let walls_min_ratio = file.walls.min_ratio.unwrap_or(f64::from(rampart_engine::wall::MIN_RATIO_DEFAULT));
+    if !(walls_min_ratio > 1.0 && walls_min_ratio.is_finite()) {
+        bail!("walls.min_ratio must be a number above 1, not {walls_min_ratio}");
+    }
     if file.webhooks.allow_private {
         eprintln!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
     }
@@ -233,6 +238,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         sim_pairs,
         seed: args.seed.or(file.seed).unwrap_or(42),
         plans: plans(&file),
+        walls_min_ratio,
     })
 }
 
@@ -255,6 +261,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         bars_max: 512,
         sim: SimConfig { seed: s.seed, ..SimConfig::default() },
         poll_interval: Duration::from_millis(1),
+        walls_min_ratio: s.walls_min_ratio,
     };
     let shards = ShardSet::start_sim(&shard_config, registry.clone(), universe)?;
     println!("listening on {}", listener.local_addr()?);

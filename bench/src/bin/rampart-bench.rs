@@ -1,8 +1,8 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick [--runs N]` or `rampart-bench hop [--runs N]`.
+//! Usage: `rampart-bench tick [--runs N]` or `rampart-bench hop [--runs N]` `rampart-bench levels [--runs N]` or `rampart-bench walls [--runs N]`.
 
-use rampart_bench::{front_hop, tick_apply, Summary};
+use rampart_bench::{front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan, Summary};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -14,8 +14,10 @@ fn main() {
         let summaries = match which {
             "tick" => vec![tick_apply(500, 20_000)],
             "hop" => front_hop(500, 1, 20_000),
+            "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
+            "walls" => vec![wall_scan(500, 20)],
             _ => {
-                eprintln!("usage: rampart-bench tick|hop [--runs N]");
+                eprintln!("usage: rampart-bench tick|hop|levels|walls [--runs N]");
                 std::process::exit(2);
             }
         };
