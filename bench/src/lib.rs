@@ -234,7 +234,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: WALLS_MIN_RATIO,
     };
-    let set = ShardSet::start_sim(&config, registry.clone(), universe).expect("shards start");
+    let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();
     let deadline = Instant::now() + Duration::from_secs(120);
     while !shared.ready() {

@@ -4,6 +4,7 @@
 //! Time is always an argument (`now_ms`, or the event's own timestamp), so every function is
 //! deterministic and testable on its own.
 
+pub mod alert;
 pub mod book;
 pub mod candle;
 pub mod fixed;

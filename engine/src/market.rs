@@ -3,6 +3,7 @@
 //! `Market::apply` is the hot path of one tick. It allocates nothing and takes no lock; time
 //! arrives inside the event.
 
+use crate::alert::{AlertBook, AlertSpec, Firing};
 use crate::book::{Applied, Book, Side};
 use crate::candle::CandleSet;
 use crate::fixed::{Price, Qty};
@@ -65,6 +66,8 @@ pub struct BookState {
     pub levels: LevelSet,
     /// Walls seen at the last scan, for their ages.
     pub walls: WallTracker,
+    /// Alerts on this book, evaluated on every trade.
+    pub alerts: AlertBook,
 }
 
 /// What one tick changed.
@@ -72,6 +75,8 @@ pub struct BookState {
 pub enum Outcome {
     /// A level update.
     Level(Applied),
+    /// A level update that left the book crossed (it was not before).
+    Crossed,
     /// A trade moved the last price.
     Trade {
         /// The trade price.
@@ -87,6 +92,9 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Market {
     books: Vec<BookState>,
+    /// Firings of the last applied tick; room for the largest alert book is reserved.
+    firings: Vec<Firing>,
+    alerts: usize,
     /// BookId index → local index, `u32::MAX` when not owned.
     local_of: Vec<u32>,
 }
@@ -109,9 +117,10 @@ impl Market {
                 crossed_count: 0,
                 levels: LevelSet::new(),
                 walls: WallTracker::default(),
+                alerts: AlertBook::default(),
             });
         }
-        Market { books, local_of }
+        Market { books, local_of, firings: Vec::new(), alerts: 0 }
     }
 
     /// The owned books.
@@ -136,26 +145,87 @@ impl Market {
         self.books.get_mut(i as usize)
     }
 
-    /// Applies one tick: a level update to the book, or a trade to the candles and last price.
+    /// Adds an alert to an owned book (a command, not a tick: it may allocate). Returns false
+    /// when the book is not owned here.
+    pub fn insert_alert(&mut self, id: BookId, spec: AlertSpec) -> bool {
+        let Some(i) = self.local_of.get(id.index()).copied().filter(|&i| i != u32::MAX) else { return false };
+        let state = &mut self.books[i as usize];
+        let before = state.alerts.len();
+        state.alerts.insert(spec);
+        self.alerts = self.alerts + state.alerts.len() - before;
+        let want = state.alerts.len();
+        if self.firings.capacity() < want {
+            self.firings.reserve(want - self.firings.len());
+        }
+        true
+    }
+
+    /// Removes an alert from an owned book; true if it was there.
+    pub fn remove_alert(&mut self, id: BookId, alert: u64) -> bool {
+        let Some(state) = self.get_mut(id) else { return false };
+        let removed = state.alerts.remove(alert);
+        if removed {
+            self.alerts -= 1;
+        }
+        removed
+    }
+
+    /// Removes every alert of an owned book (delisting); returns their ids.
+    pub fn clear_alerts(&mut self, id: BookId) -> Vec<u64> {
+        let Some(state) = self.get_mut(id) else { return Vec::new() };
+        let ids: Vec<u64> = state.alerts.ids().collect();
+        state.alerts = AlertBook::default();
+        self.alerts -= ids.len();
+        ids
+    }
+
+    /// Alerts held on all owned books.
+    pub fn alert_count(&self) -> usize {
+        self.alerts
+    }
+
+    /// Firings produced by the ticks applied since the last [`Market::clear_firings`].
+    pub fn firings(&self) -> &[Firing] {
+        &self.firings
+    }
+
+    /// Forgets the firings already taken (keeps the capacity).
+    pub fn clear_firings(&mut self) {
+        self.firings.clear();
+    }
+
+    /// Applies one tick: a level update to the book, or a trade to the candles, last price,
+    /// levels and alerts. Take [`Market::firings`] after each tick: the buffer has room for one
+    /// tick's firings.
     pub fn apply(&mut self, tick: &Tick) -> Outcome {
-        let Some(state) = self.get_mut(tick.book) else {
+        let Some(i) = self.local_of.get(tick.book.index()).copied().filter(|&i| i != u32::MAX) else {
             return Outcome::NotOwned;
         };
+        let state = &mut self.books[i as usize];
         match tick.kind {
             TickKind::Book { side, price, qty } => {
                 let applied = state.book.apply(side, price, qty);
                 let crossed = state.book.is_crossed();
-                if crossed && !state.crossed {
+                let newly = crossed && !state.crossed;
+                if newly {
                     state.crossed_count += 1;
                 }
                 state.crossed = crossed;
-                Outcome::Level(applied)
+                if newly {
+                    Outcome::Crossed
+                } else {
+                    Outcome::Level(applied)
+                }
             }
             TickKind::Trade { price, .. } => {
                 state.candles.trade(tick.ts_ms, price);
                 state.last_price = price;
                 state.last_trade_ms = tick.ts_ms;
                 let levels_consumed = state.levels.on_trade(price);
+                // A crossed book is corrupt: no alert fires from it until it is rebuilt.
+                if !state.crossed {
+                    state.alerts.on_trade(price, tick.ts_ms, &state.candles, &mut self.firings);
+                }
                 Outcome::Trade { price, levels_consumed }
             }
         }

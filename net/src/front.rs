@@ -24,12 +24,16 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rampart_engine::level::Level;
 use rampart_engine::{BookId, Venue};
 
+use crate::alert_api;
 use crate::clock;
 use crate::config::Plans;
 use crate::json::{error_body, Json};
 use crate::limit::{Limiter, Refusal};
-use crate::shard::{DensitySnapshot, Shared};
+use crate::shard::{Command, Commands, DensitySnapshot, Shared};
+use crate::store::NewAlert;
 use crate::store::{hash_key, is_key_shaped, KeyRow, Store};
+use hyper::http::request::Parts;
+use rampart_engine::alert::{AlertSpec, Condition, Cross};
 
 /// Front limits; every one has a documented behaviour at the bound.
 #[derive(Clone, Debug)]
@@ -60,12 +64,14 @@ impl Default for FrontConfig {
 #[derive(Debug, Default)]
 struct KeyCache {
     data_version: Option<i64>,
+    keys_version: Option<i64>,
     by_hash: HashMap<[u8; 32], KeyRow>,
 }
 
 /// Everything a request handler reads.
 pub struct Front {
     shared: Arc<Shared>,
+    commands: Commands,
     venues: Vec<Venue>,
     feed: &'static str,
     plans: Plans,
@@ -93,6 +99,19 @@ struct ApiError {
     retry_after_s: Option<i64>,
 }
 
+impl From<alert_api::Invalid> for ApiError {
+    fn from(e: alert_api::Invalid) -> ApiError {
+        ApiError::new(StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY), e.message)
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> ApiError {
+        eprintln!("front: storage: {e}");
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable; retry later")
+    }
+}
+
 impl ApiError {
     fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError { status, message: message.into(), retry_after_s: None }
@@ -106,9 +125,6 @@ impl ApiError {
         let mut r = respond(self.status, error_body(&self.message));
         if let Some(s) = self.retry_after_s {
             r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s.max(1)));
-        }
-        if self.status == StatusCode::METHOD_NOT_ALLOWED {
-            r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET"));
         }
         r
     }
@@ -246,9 +262,17 @@ fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
 
 impl Front {
     /// A front over the shards' published state, authenticating against `store`.
-    pub fn new(shared: Arc<Shared>, venues: Vec<Venue>, feed: &'static str, plans: Plans, store: Store) -> Front {
+    pub fn new(
+        shared: Arc<Shared>,
+        commands: Commands,
+        venues: Vec<Venue>,
+        feed: &'static str,
+        plans: Plans,
+        store: Store,
+    ) -> Front {
         Front {
             shared,
+            commands,
             venues,
             feed,
             plans,
@@ -262,17 +286,16 @@ impl Front {
     /// Looks a presented key up in the cached table, reloading it if the database changed.
     fn lookup(&self, key: &str) -> Result<Option<KeyRow>, ApiError> {
         let mut cache = self.keys.borrow_mut();
-        let version = self.store.data_version().map_err(|e| {
-            eprintln!("front: key table: {e}");
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
-        })?;
-        if cache.data_version != Some(version) {
-            let rows = self.store.load_key_hashes().map_err(|e| {
-                eprintln!("front: key table: {e}");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
-            })?;
-            cache.by_hash = rows.into_iter().collect();
-            cache.data_version = Some(version);
+        // Cheap check first: has any other connection committed at all? Then: has the key
+        // table changed (the CLI bumps `keys_version` with every create and revoke)?
+        let data_version = self.store.data_version()?;
+        if cache.data_version != Some(data_version) {
+            cache.data_version = Some(data_version);
+            let keys_version = self.store.keys_version()?;
+            if cache.keys_version != Some(keys_version) {
+                cache.by_hash = self.store.load_key_hashes()?.into_iter().collect();
+                cache.keys_version = Some(keys_version);
+            }
         }
         Ok(cache.by_hash.get(&hash_key(key)).cloned())
     }
@@ -288,8 +311,8 @@ impl Front {
     }
 
     /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
-    fn admit(&self, req: &Request<Incoming>, peer: IpAddr, now_ms: i64) -> Result<KeyRow, ApiError> {
-        let Some(header) = req.headers().get(AUTHORIZATION) else {
+    fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<KeyRow, ApiError> {
+        let Some(header) = req.headers.get(AUTHORIZATION) else {
             return Err(self.unauthenticated(peer, "missing API key", now_ms));
         };
         let token = header
@@ -325,24 +348,25 @@ impl Front {
     }
 
     /// Answers one request.
-    pub fn handle(&self, req: &Request<Incoming>, peer: IpAddr) -> Resp {
+    pub fn handle(&self, req: &Parts, body: &[u8], peer: IpAddr) -> Resp {
         let now_ms = clock::now_ms();
-        let path = req.uri().path();
+        let path = req.uri.path();
         if path == "/healthz" {
-            return match *req.method() {
+            return match req.method {
                 Method::GET | Method::HEAD => self.healthz(now_ms),
-                _ => method_not_allowed(),
+                _ => method_not_allowed("GET"),
             };
         }
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");
         }
-        if let Err(e) = self.admit(req, peer, now_ms) {
-            return e.into_response();
-        }
+        let account = match self.admit(req, peer, now_ms) {
+            Ok(k) => k,
+            Err(e) => return e.into_response(),
+        };
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let get = matches!(*req.method(), Method::GET | Method::HEAD);
-        let query = req.uri().query();
+        let get = matches!(req.method, Method::GET | Method::HEAD);
+        let query = req.uri.query();
         match segments.as_slice() {
             ["v1", "exchanges"] if get => self.exchanges(),
             ["v1", "exchanges", ex, "symbols"] if get => self.symbols(ex, now_ms),
@@ -366,13 +390,23 @@ impl Front {
                 Ok(venue) => self.densities_one(venue, symbol),
                 Err(e) => e.into_response(),
             },
+            ["v1", "alerts"] if req.method == Method::POST => self.create_alert(&account, body, now_ms),
+            ["v1", "alerts"] if get => match alert_api::parse_status(query_param(query, "status").as_deref()) {
+                Ok(filter) => self.list_alerts(&account, filter),
+                Err(e) => ApiError::from(e).into_response(),
+            },
+            ["v1", "alerts", id] if req.method == Method::DELETE => self.delete_alert(&account, id, now_ms),
+            ["v1", "inbox"] if get => self.inbox(&account, query),
+            ["v1", "alerts"] => method_not_allowed("GET, POST"),
+            ["v1", "alerts", _] => method_not_allowed("DELETE"),
             ["v1", "densities"]
             | ["v1", "densities", _]
             | ["v1", "exchanges"]
             | ["v1", "exchanges", _, "symbols"]
             | ["v1", "symbols", _]
             | ["v1", "levels"]
-            | ["v1", "levels", _] => method_not_allowed(),
+            | ["v1", "levels", _]
+            | ["v1", "inbox"] => method_not_allowed("GET"),
             _ => error(StatusCode::NOT_FOUND, "not found"),
         }
     }
@@ -485,6 +519,174 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
+    fn create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Resp {
+        match self.try_create_alert(account, body, now_ms) {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        }
+    }
+
+    fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
+        let req = alert_api::parse_create(body)?;
+        let (venue, book) = match req.exchange {
+            Some(v) => (v, self.book(v, &req.symbol)?),
+            None => Venue::ALL
+                .into_iter()
+                .filter(|v| self.venues.contains(v))
+                .find_map(|v| self.shared.registry.find(v, &req.symbol).map(|b| (v, b)))
+                .ok_or_else(|| {
+                    ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
+                })?,
+        };
+        let Some(plan) = self.plans.get(&account.plan) else {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
+        };
+        if matches!(req.condition, Condition::Pct { .. }) && !plan.pct_alerts {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("percent-move alerts are not included in plan '{}'", plan.name),
+            ));
+        }
+        if req.repeat && !plan.repeat {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("repeating alerts are not included in plan '{}'", plan.name),
+            ));
+        }
+        let (current, _) = self.shared.price(book);
+        if current <= 0 {
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
+        }
+        if let Condition::Price { cross, level } = req.condition {
+            let mut b = [0u8; 24];
+            let shown = rampart_engine::fixed::format_decimal(current, &mut b);
+            match cross {
+                Cross::Above if level.0 <= current => {
+                    return Err(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!("price must be above the current price {shown} for an 'above' alert"),
+                    ))
+                }
+                Cross::Below if level.0 >= current => {
+                    return Err(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!("price must be below the current price {shown} for a 'below' alert"),
+                    ))
+                }
+                _ => {}
+            }
+            let active = self.store.active_price_alerts(account.account_id)?;
+            if active >= u64::from(plan.price_alert_cap) {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name),
+                ));
+            }
+        }
+        let (price, pct_hundredths, window) = match req.condition {
+            Condition::Price { level, .. } => (Some(level.0), None, None),
+            Condition::Pct { hundredths, window, .. } => {
+                (None, Some(i64::from(hundredths)), Some(window.as_str().to_owned()))
+            }
+        };
+        let new = NewAlert {
+            account_id: account.account_id,
+            exchange: venue.as_str().to_owned(),
+            symbol: self.shared.registry.get(book).symbol.clone(),
+            kind: req.kind().to_owned(),
+            direction: req.direction().to_owned(),
+            price,
+            pct_hundredths,
+            window,
+            repeat: req.repeat,
+            note: req.note.clone(),
+            webhook_url: req.webhook_url.clone(),
+            created_price: current,
+            created_ms: now_ms,
+        };
+        // Committed before the answer: a crash after the 200 loses nothing acknowledged.
+        let row = self.store.insert_alert(&new)?;
+        let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
+        if self.commands.send(book, Command::AddAlert { book, spec }).is_err() {
+            // The shard's queue is full: undo, so nothing unacknowledged stays behind.
+            let _ = self.store.forget_alert(row.id);
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
+        }
+        let mut j = Json::with_capacity(512);
+        j.raw("{\"data\":");
+        alert_api::write_alert(&mut j, &row);
+        j.raw("}");
+        Ok(respond(StatusCode::OK, j.finish()))
+    }
+
+    fn list_alerts(&self, account: &KeyRow, filter: crate::store::StatusFilter) -> Resp {
+        let rows = match self.store.list_alerts(account.account_id, filter) {
+            Ok(r) => r,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        let mut j = Json::with_capacity(64 + rows.len() * 400);
+        j.raw("{\"data\":[");
+        for (i, row) in rows.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            alert_api::write_alert(&mut j, row);
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    fn delete_alert(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
+        let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
+        let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };
+        let row = match self.store.delete_alert(account.account_id, id, now_ms) {
+            Ok(Some(row)) => row,
+            Ok(None) => return unknown(),
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        if row.status == "active" {
+            let book = Venue::parse(&row.exchange).and_then(|v| self.shared.registry.find(v, &row.symbol));
+            if let Some(book) = book {
+                // If the queue is full the shard keeps the alert in memory until restart, but it
+                // can no longer fire: firings of deleted alerts are not recorded or delivered.
+                let _ = self.commands.send(book, Command::RemoveAlert { book, id: id as u64 });
+            }
+        }
+        let mut j = Json::with_capacity(64);
+        j.raw("{\"data\":{\"id\":").int(id).raw(",\"deleted\":true}}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    fn inbox(&self, account: &KeyRow, query: Option<&str>) -> Resp {
+        let limit = match query_param(query, "limit") {
+            None => 100,
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if (1..=1_000).contains(&n) => n,
+                _ => return error(StatusCode::UNPROCESSABLE_ENTITY, "limit must be an integer from 1 to 1000"),
+            },
+        };
+        let rows = match self.store.inbox(account.account_id, limit) {
+            Ok(r) => r,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        let mut j = Json::with_capacity(64 + rows.len() * 512);
+        j.raw("{\"data\":[");
+        for (i, r) in rows.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
+            match r.alert_id {
+                Some(a) => j.int(a),
+                None => j.raw("null"),
+            };
+            // The body was written by this service as JSON.
+            j.raw(",\"createdAt\":").str(&clock::iso8601(r.created_ms)).raw(",\"event\":").raw(&r.body).raw("}");
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
     fn densities_one(&self, venue: Venue, symbol: &str) -> Resp {
         let id = match self.book(venue, symbol) {
             Ok(id) => id,
@@ -583,9 +785,29 @@ impl Front {
     }
 }
 
-/// 405 with `Allow: GET` (every endpoint so far is read-only).
-fn method_not_allowed() -> Resp {
-    error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+/// 405 with the methods the path takes in `Allow`.
+fn method_not_allowed(allow: &'static str) -> Resp {
+    let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+/// Largest request body read; past it the answer is 413.
+pub const BODY_BYTES_MAX: usize = 64 * 1024;
+/// A request body must arrive within this time; past it the answer is 408.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
+    use http_body_util::{BodyExt, Limited};
+    match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, BODY_BYTES_MAX).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body too large (max {BODY_BYTES_MAX} bytes)"),
+        )),
+        Ok(Err(_)) => Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed request body")),
+        Err(_) => Err(ApiError::new(StatusCode::REQUEST_TIMEOUT, "request body not received in time")),
+    }
 }
 
 /// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread.
@@ -628,8 +850,19 @@ pub async fn serve(
         let (front, active, builder) = (front.clone(), active.clone(), builder.clone());
         tokio::task::spawn_local(async move {
             let svc = service_fn(|req: Request<Incoming>| {
-                let resp = front.handle(&req, peer.ip());
-                async move { Ok::<_, Infallible>(resp) }
+                let front = front.clone();
+                async move {
+                    let (parts, body) = req.into_parts();
+                    let bytes = if matches!(parts.method, Method::POST | Method::PUT | Method::PATCH) {
+                        match read_body(body).await {
+                            Ok(b) => b,
+                            Err(e) => return Ok::<_, Infallible>(e.into_response()),
+                        }
+                    } else {
+                        Bytes::new()
+                    };
+                    Ok::<_, Infallible>(front.handle(&parts, &bytes, peer.ip()))
+                }
             });
             let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
             active.set(active.get() - 1);

@@ -3,6 +3,7 @@
 //! Everything that touches threads, sockets, clocks or disk lives here; the market logic it
 //! drives lives in `rampart-engine`.
 
+pub mod alert_api;
 pub mod clock;
 pub mod config;
 pub mod front;
@@ -10,3 +11,4 @@ pub mod json;
 pub mod limit;
 pub mod shard;
 pub mod store;
+pub mod writer;

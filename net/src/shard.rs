@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use crossbeam_queue::ArrayQueue;
 use glommio::{LocalExecutorBuilder, Placement};
+use rampart_engine::alert::{AlertSpec, Firing};
 use rampart_engine::candle::Candle;
 use rampart_engine::level::{compute_from_set, Level, LevelScratch};
 use rampart_engine::market::Outcome;
@@ -32,6 +33,25 @@ pub enum Command {
         /// Where the answer goes.
         reply: tokio::sync::oneshot::Sender<Pong>,
     },
+    /// Add an alert to a book this shard owns (it was committed to storage first).
+    AddAlert {
+        /// The book.
+        book: BookId,
+        /// The alert.
+        spec: AlertSpec,
+    },
+    /// Remove an alert (deleted by its owner).
+    RemoveAlert {
+        /// The book.
+        book: BookId,
+        /// Alert id.
+        id: u64,
+    },
+    /// The venue delisted the pair: drop its alerts and report them.
+    Delist {
+        /// The book.
+        book: BookId,
+    },
     /// Stop the shard's loop; the executor then exits.
     Stop,
 }
@@ -46,8 +66,22 @@ pub struct Pong {
 }
 
 /// Events a shard emits to the persistence side (capacity [`EVENTS_MAX`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardEvent {
+    /// An alert fired.
+    Fired {
+        /// The book.
+        book: BookId,
+        /// The firing.
+        firing: Firing,
+    },
+    /// A delisted book's alerts were dropped.
+    Delisted {
+        /// The book.
+        book: BookId,
+        /// The alerts removed.
+        ids: Vec<u64>,
+    },
     /// The shard has its books and history.
     Ready {
         /// Shard index.
@@ -65,12 +99,14 @@ pub enum ShardEvent {
 /// Capacity of each shard's command queue. At the bound the sender gets its command back
 /// (backpressure: the front answers 503 and the client retries).
 pub const COMMANDS_MAX: usize = 1024;
-/// Capacity of each shard's event queue. At the bound the shard keeps the event in a local
-/// backlog of at most [`EVENTS_BACKLOG_MAX`] and retries on its next loop.
-pub const EVENTS_MAX: usize = 4096;
-/// Local backlog bound for events the queue could not take; past it the oldest diagnostic
-/// event is dropped and counted in [`ShardStats::events_dropped`].
-pub const EVENTS_BACKLOG_MAX: usize = 4096;
+/// Capacity of each shard's event queue to the persistence side.
+///
+/// At the bound nothing is dropped: the shard keeps the events in a local backlog, in order,
+/// and while the backlog is not empty it takes no new ticks (backpressure on the feed; the
+/// simulator simply waits, a live socket's buffer fills). One tick fires each alert at most
+/// once, so the backlog never holds more than one tick's firings plus a few other events; its
+/// room is reserved as alerts are added.
+pub const EVENTS_MAX: usize = 65_536;
 /// Pairs stepped by the simulator per loop round; bounds the work between two polls.
 pub const SIM_PAIRS_PER_ROUND_MAX: usize = 64;
 /// Every book's level set is recomputed once per period, the books spread evenly over it.
@@ -123,8 +159,12 @@ pub struct ShardStats {
     pub crossed_books: AtomicU64,
     /// Books owned.
     pub books: AtomicU64,
-    /// Diagnostic events dropped because the event queue and backlog were full.
-    pub events_dropped: AtomicU64,
+    /// Alerts held.
+    pub alerts: AtomicU64,
+    /// Alert firings emitted.
+    pub firings: AtomicU64,
+    /// Loop rounds that took no ticks because events were waiting for the queue.
+    pub backpressure_rounds: AtomicU64,
     /// True once the shard has its books and history.
     pub ready: AtomicBool,
     /// Level sets recomputed.
@@ -208,6 +248,21 @@ pub struct ShardConfig {
     pub walls_min_ratio: f64,
 }
 
+/// A handle for sending commands to the shard that owns a book.
+#[derive(Clone)]
+pub struct Commands {
+    queues: Vec<Arc<ArrayQueue<Command>>>,
+    shared: Arc<Shared>,
+}
+
+impl Commands {
+    /// Queues `cmd` for the shard owning `book`; at the bound the command is handed back.
+    pub fn send(&self, book: BookId, cmd: Command) -> Result<(), Command> {
+        let shard = self.shared.shard_of[book.index()] as usize;
+        self.queues[shard].push(cmd)
+    }
+}
+
 /// The running shards.
 pub struct ShardSet {
     shared: Arc<Shared>,
@@ -223,6 +278,7 @@ impl ShardSet {
         config: &ShardConfig,
         registry: Arc<Registry>,
         universe: Arc<Vec<PairSpec>>,
+        alerts: Vec<(BookId, AlertSpec)>,
     ) -> std::io::Result<ShardSet> {
         let n = config.shards.max(1);
         let books = registry.len();
@@ -248,6 +304,8 @@ impl ShardSet {
             set.commands.push(commands.clone());
             set.events.push(events.clone());
             let ids: Vec<BookId> = registry.ids().filter(|id| shared.shard_of[id.index()] as usize == index).collect();
+            let my_alerts: Vec<(BookId, AlertSpec)> =
+                alerts.iter().filter(|(b, _)| shared.shard_of[b.index()] as usize == index).copied().collect();
             let pairs: Vec<usize> = (0..universe.len())
                 .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
                 .filter(|&i| venue_listed(&registry, &universe[i]))
@@ -262,7 +320,10 @@ impl ShardSet {
                 .spawn(move || async move {
                     let sim = Sim::new(cfg.sim.clone(), &universe, &registry, &pairs);
                     drop(universe);
-                    let market = Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
+                    let mut market = Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
+                    for (book, spec) in my_alerts {
+                        market.insert_alert(book, spec);
+                    }
                     let mut shard = Shard::new(index, cfg, market, Some(sim), commands, events, shared);
                     shard.run().await;
                 })
@@ -300,6 +361,11 @@ impl ShardSet {
         self.commands[shard].push(cmd)
     }
 
+    /// A command handle for the front.
+    pub fn commands(&self) -> Commands {
+        Commands { queues: self.commands.clone(), shared: self.shared.clone() }
+    }
+
     /// The event queues, one per shard, for the persistence side.
     pub fn event_queues(&self) -> Vec<Arc<ArrayQueue<ShardEvent>>> {
         self.events.clone()
@@ -335,6 +401,8 @@ struct Shard {
     commands: Arc<ArrayQueue<Command>>,
     events: Arc<ArrayQueue<ShardEvent>>,
     backlog: std::collections::VecDeque<ShardEvent>,
+    /// Ticks of the current batch already applied (the rest wait while the backlog drains).
+    ticks_done: usize,
     shared: Arc<Shared>,
     applied: u64,
     level_scratch: LevelScratch,
@@ -400,7 +468,8 @@ impl Shard {
             ticks: Vec::with_capacity(ticks_max),
             commands,
             events,
-            backlog: std::collections::VecDeque::with_capacity(EVENTS_BACKLOG_MAX),
+            backlog: std::collections::VecDeque::with_capacity(64),
+            ticks_done: 0,
             shared,
             applied: 0,
             level_scratch: LevelScratch::default(),
@@ -422,6 +491,7 @@ impl Shard {
         self.levels_epoch_ms = clock::now_ms();
         self.shared.stats[self.index].ready.store(true, Ordering::Release);
         self.emit(ShardEvent::Ready { shard: self.index });
+        self.reserve_backlog();
         loop {
             while let Some(cmd) = self.commands.pop() {
                 match cmd {
@@ -429,16 +499,39 @@ impl Shard {
                     Command::Ping { reply } => {
                         let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
                     }
+                    Command::AddAlert { book, spec } => {
+                        if self.market.insert_alert(book, spec) {
+                            self.reserve_backlog();
+                        }
+                    }
+                    Command::RemoveAlert { book, id } => {
+                        self.market.remove_alert(book, id);
+                    }
+                    Command::Delist { book } => {
+                        let ids = self.market.clear_alerts(book);
+                        self.emit(ShardEvent::Delisted { book, ids });
+                    }
                 }
+                self.shared.stats[self.index].alerts.store(self.market.alert_count() as u64, Ordering::Relaxed);
             }
             let now = clock::now_ms();
-            if let Some(sim) = self.sim.as_mut() {
-                sim.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut self.ticks);
+            self.flush_backlog();
+            if self.backlog.is_empty() {
+                // Take new ticks only when the previous batch is fully applied.
+                if self.ticks_done == self.ticks.len() {
+                    self.ticks.clear();
+                    self.ticks_done = 0;
+                    if let Some(sim) = self.sim.as_mut() {
+                        sim.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut self.ticks);
+                    }
+                }
+                self.apply_ticks();
+            } else {
+                self.shared.stats[self.index].backpressure_rounds.fetch_add(1, Ordering::Relaxed);
             }
-            self.apply_ticks();
             self.levels_due(now);
             self.walls_due(now);
-            self.flush_backlog();
+            self.publish_counters();
             glommio::timer::sleep(self.config.poll_interval).await;
         }
     }
@@ -464,6 +557,11 @@ impl Shard {
             }
             sim.start_pair(i, now, &mut self.ticks);
             self.apply_ticks();
+            // No alert is evaluated against the initial books (they hold no trades), so the
+            // whole batch was applied.
+            debug_assert_eq!(self.ticks_done, self.ticks.len());
+            self.ticks.clear();
+            self.ticks_done = 0;
             glommio::yield_if_needed().await;
         }
         eprintln!(
@@ -567,10 +665,15 @@ impl Shard {
         self.shared.stats[self.index].level_recomputes.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The hot path: applies buffered ticks and publishes what changed. No allocation.
+    /// The hot path: applies buffered ticks and publishes what changed. No allocation. Stops
+    /// early when an alert firing could not be queued (backpressure): the remaining ticks wait
+    /// until the backlog has drained.
     fn apply_ticks(&mut self) {
-        for tick in self.ticks.iter() {
-            match self.market.apply(tick) {
+        while self.ticks_done < self.ticks.len() {
+            let tick = self.ticks[self.ticks_done];
+            self.ticks_done += 1;
+            self.applied += 1;
+            match self.market.apply(&tick) {
                 Outcome::Trade { price, levels_consumed } => {
                     let i = tick.book.index();
                     self.shared.prices[i].store(price.0, Ordering::Relaxed);
@@ -586,31 +689,57 @@ impl Shard {
                             .levels_consumed
                             .fetch_add(levels_consumed as u64, Ordering::Relaxed);
                     }
-                }
-                Outcome::Level(_) => {
-                    if self.market.get(tick.book).is_some_and(|s| s.crossed) {
-                        let ev = ShardEvent::BookCrossed { book: tick.book, ts_ms: tick.ts_ms };
-                        if self.events.push(ev).is_err() && self.backlog.len() < EVENTS_BACKLOG_MAX {
-                            self.backlog.push_back(ev);
+                    if !self.market.firings().is_empty() {
+                        self.forward_firings(tick.book);
+                        if !self.backlog.is_empty() {
+                            break;
                         }
                     }
                 }
+                Outcome::Crossed => self.emit(ShardEvent::BookCrossed { book: tick.book, ts_ms: tick.ts_ms }),
+                Outcome::Level(_) => {}
                 Outcome::NotOwned => debug_assert!(false, "tick routed to the wrong shard"),
             }
         }
-        self.applied += self.ticks.len() as u64;
         self.shared.stats[self.index].ticks.store(self.applied, Ordering::Relaxed);
-        self.ticks.clear();
     }
 
-    fn emit(&mut self, ev: ShardEvent) {
-        if let Err(ev) = self.events.push(ev) {
-            if self.backlog.len() == EVENTS_BACKLOG_MAX {
-                self.backlog.pop_front();
-                self.shared.stats[self.index].events_dropped.fetch_add(1, Ordering::Relaxed);
+    /// Sends the last tick's firings to the persistence side, in order; what the queue cannot
+    /// take goes to the backlog (whose room is reserved, so this does not allocate).
+    fn forward_firings(&mut self, book: BookId) {
+        let n = self.market.firings().len();
+        for k in 0..n {
+            let ev = ShardEvent::Fired { book, firing: self.market.firings()[k] };
+            if !self.backlog.is_empty() {
+                self.backlog.push_back(ev);
+            } else if let Err(ev) = self.events.push(ev) {
+                self.backlog.push_back(ev);
             }
+        }
+        self.shared.stats[self.index].firings.fetch_add(n as u64, Ordering::Relaxed);
+        self.market.clear_firings();
+    }
+
+    /// Keeps room in the backlog for one tick's firings on the largest alert book, plus slack.
+    fn reserve_backlog(&mut self) {
+        let want = self.market.books().iter().map(|b| b.alerts.len()).max().unwrap_or(0) + 64;
+        if self.backlog.capacity() < want {
+            self.backlog.reserve(want - self.backlog.len());
+        }
+    }
+
+    /// Queues an event for the persistence side, behind anything already waiting.
+    fn emit(&mut self, ev: ShardEvent) {
+        if !self.backlog.is_empty() {
+            self.backlog.push_back(ev);
+        } else if let Err(ev) = self.events.push(ev) {
             self.backlog.push_back(ev);
         }
+    }
+
+    fn publish_counters(&mut self) {
+        let crossed = self.market.books().iter().filter(|b| b.crossed).count() as u64;
+        self.shared.stats[self.index].crossed_books.store(crossed, Ordering::Relaxed);
     }
 
     fn flush_backlog(&mut self) {
@@ -620,7 +749,5 @@ impl Shard {
                 break;
             }
         }
-        let crossed = self.market.books().iter().filter(|b| b.crossed).count() as u64;
-        self.shared.stats[self.index].crossed_books.store(crossed, Ordering::Relaxed);
     }
 }

@@ -27,7 +27,178 @@ const MIGRATIONS: &[&str] = &[
         created_ms INTEGER NOT NULL,
         revoked_ms INTEGER
     );",
+    // 2: alerts, the account inbox, and a version counter for the key table.
+    "CREATE TABLE alerts (
+        id INTEGER PRIMARY KEY,
+        account_id INTEGER NOT NULL REFERENCES accounts(id),
+        exchange TEXT NOT NULL,
+        symbol TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        price INTEGER,
+        pct_hundredths INTEGER,
+        window TEXT,
+        repeat INTEGER NOT NULL,
+        note TEXT NOT NULL,
+        webhook_url TEXT,
+        status TEXT NOT NULL,
+        created_price INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        last_triggered_ms INTEGER,
+        trigger_count INTEGER NOT NULL DEFAULT 0,
+        deleted_ms INTEGER
+    );
+    CREATE INDEX alerts_account ON alerts(account_id, id);
+    CREATE INDEX alerts_live ON alerts(status) WHERE deleted_ms IS NULL;
+    CREATE TABLE inbox (
+        id INTEGER PRIMARY KEY,
+        account_id INTEGER NOT NULL REFERENCES accounts(id),
+        kind TEXT NOT NULL,
+        alert_id INTEGER,
+        body TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+    );
+    CREATE INDEX inbox_account ON inbox(account_id, id);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO meta (key, value) VALUES ('keys_version', 1);",
 ];
+
+/// An alert row (the API's Alert resource, stored).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlertRow {
+    /// Alert id.
+    pub id: i64,
+    /// Owning account.
+    pub account_id: i64,
+    /// Venue identifier.
+    pub exchange: String,
+    /// Pair symbol.
+    pub symbol: String,
+    /// `price` or `pct`.
+    pub kind: String,
+    /// `above`/`below` or `up`/`down`/`any`.
+    pub direction: String,
+    /// Level (fixed-point) for price alerts.
+    pub price: Option<i64>,
+    /// Threshold in hundredths of a percent for pct alerts.
+    pub pct_hundredths: Option<i64>,
+    /// Window for pct alerts.
+    pub window: Option<String>,
+    /// Repeating.
+    pub repeat: bool,
+    /// Client label.
+    pub note: String,
+    /// Webhook target.
+    pub webhook_url: Option<String>,
+    /// `active` or `triggered`.
+    pub status: String,
+    /// Price at creation (fixed-point).
+    pub created_price: i64,
+    /// Creation time.
+    pub created_ms: i64,
+    /// Last firing time.
+    pub last_triggered_ms: Option<i64>,
+    /// Firings so far.
+    pub trigger_count: i64,
+}
+
+/// A new alert, validated by the front.
+#[derive(Clone, Debug)]
+pub struct NewAlert {
+    /// Owning account.
+    pub account_id: i64,
+    /// Venue identifier.
+    pub exchange: String,
+    /// Pair symbol.
+    pub symbol: String,
+    /// `price` or `pct`.
+    pub kind: String,
+    /// Direction.
+    pub direction: String,
+    /// Level for price alerts.
+    pub price: Option<i64>,
+    /// Threshold for pct alerts, hundredths of a percent.
+    pub pct_hundredths: Option<i64>,
+    /// Window for pct alerts.
+    pub window: Option<String>,
+    /// Repeating.
+    pub repeat: bool,
+    /// Label.
+    pub note: String,
+    /// Webhook target.
+    pub webhook_url: Option<String>,
+    /// Price at creation.
+    pub created_price: i64,
+    /// Creation time.
+    pub created_ms: i64,
+}
+
+/// One firing to persist.
+#[derive(Clone, Copy, Debug)]
+pub struct FiringRecord {
+    /// Alert id.
+    pub alert_id: i64,
+    /// Trade price (fixed-point).
+    pub price: i64,
+    /// Signed move in hundredths of a percent, for pct alerts.
+    pub move_hundredths: Option<i64>,
+    /// Firing time.
+    pub ts_ms: i64,
+    /// The alert is done (not repeating): its status becomes `triggered`.
+    pub last: bool,
+}
+
+/// One inbox entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboxRow {
+    /// Entry id.
+    pub id: i64,
+    /// `alert.triggered` or `alert.delisted`.
+    pub kind: String,
+    /// The alert concerned.
+    pub alert_id: Option<i64>,
+    /// JSON body.
+    pub body: String,
+    /// Time written.
+    pub created_ms: i64,
+}
+
+/// Which alerts a listing shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusFilter {
+    /// Only active.
+    Active,
+    /// Only triggered.
+    Triggered,
+    /// Both.
+    All,
+}
+
+const ALERT_COLUMNS: &str =
+    "id, account_id, exchange, symbol, kind, direction, price, pct_hundredths, window, repeat, \
+     note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count";
+
+fn alert_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
+    Ok(AlertRow {
+        id: r.get(0)?,
+        account_id: r.get(1)?,
+        exchange: r.get(2)?,
+        symbol: r.get(3)?,
+        kind: r.get(4)?,
+        direction: r.get(5)?,
+        price: r.get(6)?,
+        pct_hundredths: r.get(7)?,
+        window: r.get(8)?,
+        repeat: r.get(9)?,
+        note: r.get(10)?,
+        webhook_url: r.get(11)?,
+        status: r.get(12)?,
+        created_price: r.get(13)?,
+        created_ms: r.get(14)?,
+        last_triggered_ms: r.get(15)?,
+        trigger_count: r.get(16)?,
+    })
+}
 
 /// A storage failure.
 #[derive(Debug)]
@@ -175,6 +346,7 @@ impl Store {
             params![account_id, &hash[..], label, now_ms],
         )?;
         let id = tx.last_insert_rowid();
+        tx.execute("UPDATE meta SET value = value + 1 WHERE key = 'keys_version'", [])?;
         tx.commit()?;
         Ok(CreatedKey { id, account_id, key })
     }
@@ -222,15 +394,172 @@ impl Store {
 
     /// Revokes key `id` at `now_ms`.
     pub fn revoke_key(&self, id: i64, now_ms: i64) -> Result<Revoked, StoreError> {
-        let n = self
-            .conn
+        let tx = self.conn.unchecked_transaction()?;
+        let n = tx
             .execute("UPDATE api_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL", params![id, now_ms])?;
         if n == 1 {
+            tx.execute("UPDATE meta SET value = value + 1 WHERE key = 'keys_version'", [])?;
+            tx.commit()?;
             return Ok(Revoked::Now);
         }
+        drop(tx);
         let exists: Option<i64> =
             self.conn.query_row("SELECT id FROM api_keys WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
         Ok(if exists.is_some() { Revoked::Already } else { Revoked::NotFound })
+    }
+
+    /// A counter bumped by every key creation and revocation, so a server can tell cheaply
+    /// whether its cached key table is stale.
+    pub fn keys_version(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("SELECT value FROM meta WHERE key = 'keys_version'", [], |r| r.get(0))?)
+    }
+
+    /// Stores a new alert (committed when this returns) and returns its row.
+    pub fn insert_alert(&self, a: &NewAlert) -> Result<AlertRow, StoreError> {
+        self.conn.execute(
+            "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_hundredths, window, repeat,
+                note, webhook_url, status, created_price, created_ms, trigger_count)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0)",
+            params![
+                a.account_id,
+                a.exchange,
+                a.symbol,
+                a.kind,
+                a.direction,
+                a.price,
+                a.pct_hundredths,
+                a.window,
+                a.repeat,
+                a.note,
+                a.webhook_url,
+                a.created_price,
+                a.created_ms
+            ],
+        )?;
+        let id = self.conn.last_insert_rowid();
+        self.alert(id)?.ok_or(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows))
+    }
+
+    /// One alert by id (deleted ones excluded).
+    pub fn alert(&self, id: i64) -> Result<Option<AlertRow>, StoreError> {
+        let sql = format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1 AND deleted_ms IS NULL");
+        Ok(self.conn.query_row(&sql, params![id], alert_row).optional()?)
+    }
+
+    /// Removes an alert row written by [`Store::insert_alert`] that could not be handed to its
+    /// shard (never acknowledged to the client).
+    pub fn forget_alert(&self, id: i64) -> Result<(), StoreError> {
+        self.conn.execute("DELETE FROM alerts WHERE id = ?1", params![id])?;
+        Ok(())
+    }
+
+    /// Active price alerts of an account (the plan cap counts these).
+    pub fn active_price_alerts(&self, account_id: i64) -> Result<u64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM alerts WHERE account_id = ?1 AND kind = 'price' AND status = 'active' AND deleted_ms IS NULL",
+            params![account_id],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// An account's alerts by id, filtered by status.
+    pub fn list_alerts(&self, account_id: i64, filter: StatusFilter) -> Result<Vec<AlertRow>, StoreError> {
+        let cond = match filter {
+            StatusFilter::Active => "AND status = 'active'",
+            StatusFilter::Triggered => "AND status = 'triggered'",
+            StatusFilter::All => "",
+        };
+        let sql = format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE account_id = ?1 AND deleted_ms IS NULL {cond} ORDER BY id"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(params![account_id], alert_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Deletes an account's alert; `None` when it has no such (undeleted) alert.
+    pub fn delete_alert(&self, account_id: i64, id: i64, now_ms: i64) -> Result<Option<AlertRow>, StoreError> {
+        let Some(row) = self.alert(id)?.filter(|a| a.account_id == account_id) else { return Ok(None) };
+        self.conn
+            .execute("UPDATE alerts SET deleted_ms = ?2 WHERE id = ?1 AND deleted_ms IS NULL", params![id, now_ms])?;
+        Ok(Some(row))
+    }
+
+    /// Every active alert (loaded onto the shards at start).
+    pub fn active_alerts(&self) -> Result<Vec<AlertRow>, StoreError> {
+        let sql =
+            format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE status = 'active' AND deleted_ms IS NULL ORDER BY id");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], alert_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Persists a batch of firings in one transaction: each alert's count, last time and
+    /// status, and an `alert.triggered` inbox entry with the event body. Firings of deleted
+    /// alerts are skipped. Returns the rows after the update, for delivery.
+    pub fn record_firings(&mut self, firings: &[FiringRecord]) -> Result<Vec<(AlertRow, FiringRecord)>, StoreError> {
+        let tx = self.conn.transaction()?;
+        let mut done = Vec::with_capacity(firings.len());
+        {
+            let mut update = tx.prepare_cached(
+                "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2,
+                    status = CASE WHEN ?3 THEN 'triggered' ELSE status END
+                 WHERE id = ?1 AND deleted_ms IS NULL",
+            )?;
+            let mut inbox = tx.prepare_cached(
+                "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.triggered', ?2, ?3, ?4)",
+            )?;
+            let sql = format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1");
+            let mut select = tx.prepare_cached(&sql)?;
+            for f in firings {
+                if update.execute(params![f.alert_id, f.ts_ms, f.last])? == 0 {
+                    continue;
+                }
+                let row = select.query_row(params![f.alert_id], alert_row)?;
+                inbox.execute(params![row.account_id, row.id, event_body(&row, f), f.ts_ms])?;
+                done.push((row, *f));
+            }
+        }
+        tx.commit()?;
+        Ok(done)
+    }
+
+    /// Removes every active alert of a delisted pair and writes an `alert.delisted` notice to
+    /// each owner's inbox, in one transaction. Returns the alert ids removed.
+    pub fn delist(&mut self, exchange: &str, symbol: &str, now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        let tx = self.conn.transaction()?;
+        let sql = format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE exchange = ?1 AND symbol = ?2 AND status = 'active' AND deleted_ms IS NULL"
+        );
+        let rows: Vec<AlertRow> = {
+            let mut stmt = tx.prepare(&sql)?;
+            let rows = stmt.query_map(params![exchange, symbol], alert_row)?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        for row in &rows {
+            tx.execute("UPDATE alerts SET deleted_ms = ?2 WHERE id = ?1", params![row.id, now_ms])?;
+            let body = format!(
+                "{{\"event\":\"alert.delisted\",\"alert\":{{\"id\":{},\"exchange\":\"{}\",\"symbol\":\"{}\"}},\"time\":{now_ms}}}",
+                row.id, row.exchange, row.symbol
+            );
+            tx.execute(
+                "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.delisted', ?2, ?3, ?4)",
+                params![row.account_id, row.id, body, now_ms],
+            )?;
+        }
+        tx.commit()?;
+        Ok(rows.iter().map(|r| r.id).collect())
+    }
+
+    /// An account's newest inbox entries, newest first.
+    pub fn inbox(&self, account_id: i64, limit: u32) -> Result<Vec<InboxRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, kind, alert_id, body, created_ms FROM inbox WHERE account_id = ?1 ORDER BY id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![account_id, limit], |r| {
+            Ok(InboxRow { id: r.get(0)?, kind: r.get(1)?, alert_id: r.get(2)?, body: r.get(3)?, created_ms: r.get(4)? })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     /// SQLite's `data_version`: changes whenever another connection commits, so a reader can
@@ -238,6 +567,38 @@ impl Store {
     pub fn data_version(&self) -> Result<i64, StoreError> {
         Ok(self.conn.pragma_query_value(None, "data_version", |r| r.get(0))?)
     }
+}
+
+/// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
+pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
+    use crate::json::Json;
+    let mut j = Json::with_capacity(384);
+    j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
+    j.raw(",\"exchange\":").str(&row.exchange).raw(",\"symbol\":").str(&row.symbol);
+    j.raw(",\"type\":").str(&row.kind).raw(",\"direction\":").str(&row.direction);
+    j.raw(",\"price\":");
+    match row.price {
+        Some(p) => j.fixed(p),
+        None => j.raw("null"),
+    };
+    j.raw(",\"pct\":");
+    match row.pct_hundredths {
+        Some(h) => j.fixed(h * 1_000_000),
+        None => j.raw("null"),
+    };
+    j.raw(",\"window\":");
+    match &row.window {
+        Some(w) => j.str(w),
+        None => j.raw("null"),
+    };
+    j.raw(",\"repeat\":").bool(row.repeat).raw(",\"note\":").str(&row.note);
+    j.raw("},\"trigger\":{\"price\":").fixed(f.price).raw(",\"move\":");
+    match f.move_hundredths {
+        Some(m) => j.fixed(m * 1_000_000),
+        None => j.raw("null"),
+    };
+    j.raw(",\"time\":").int(f.ts_ms).raw("}}");
+    j.finish()
 }
 
 fn key_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
@@ -312,19 +673,24 @@ mod tests {
         assert_eq!(s.lookup_key("rk_00000000000000000000000000000000").expect("lookup"), None);
         // A second connection (the CLI) revokes; the first sees data_version move.
         let v0 = s.data_version().expect("dv");
-        let other = Store::open(&dir).expect("open again");
+        let mut other = Store::open(&dir).expect("open again");
         assert_eq!(other.revoke_key(k.id, 2_000).expect("revoke"), Revoked::Now);
         assert_eq!(other.revoke_key(k.id, 3_000).expect("revoke"), Revoked::Already);
         assert_eq!(other.revoke_key(999, 3_000).expect("revoke"), Revoked::NotFound);
         assert_ne!(s.data_version().expect("dv"), v0);
+        let k0 = s.keys_version().expect("kv");
+        let k2 = other.create_account_with_key("free", None, 4_000).expect("create");
+        assert_eq!(s.keys_version().expect("kv"), k0 + 1, "creation bumps the key table version");
+        assert_eq!(other.revoke_key(k2.id, 5_000).expect("revoke"), Revoked::Now);
+        assert_eq!(s.keys_version().expect("kv"), k0 + 2, "revocation bumps it");
         assert_eq!(s.lookup_key(&k.key).expect("lookup").and_then(|r| r.revoked_ms), Some(2_000));
-        assert_eq!(s.list_keys().expect("list").len(), 1);
+        assert_eq!(s.list_keys().expect("list").len(), 2);
         let hashes = s.load_key_hashes().expect("hashes");
         assert_eq!(hashes[0].0, hash_key(&k.key));
         // Reopening does not re-run migrations.
         drop(s);
         let s = Store::open(&dir).expect("reopen");
-        assert_eq!(s.account_count().expect("n"), 1);
+        assert_eq!(s.account_count().expect("n"), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

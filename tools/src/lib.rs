@@ -7,19 +7,20 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
 use rampart_net::clock;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::front::{self, Front, FrontConfig};
-use rampart_net::shard::{ShardConfig, ShardEvent, ShardSet};
-use rampart_net::store::{Revoked, Store};
+use rampart_net::shard::{ShardConfig, ShardSet};
+use rampart_net::store::{AlertRow, Revoked, Store};
+use rampart_net::writer::Writer;
 
 #[derive(Parser, Debug)]
 #[command(name = "rampart", version, about = "Market structure, order-book walls and alerts at tick speed")]
@@ -263,7 +264,24 @@ fn serve(args: ServeArgs) -> Result<()> {
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: s.walls_min_ratio,
     };
-    let shards = ShardSet::start_sim(&shard_config, registry.clone(), universe)?;
+    // Every active alert goes back onto its shard before the shard reports ready.
+    let mut alerts = Vec::new();
+    let mut orphaned = 0;
+    for row in store.active_alerts()? {
+        let book = Venue::parse(&row.exchange).and_then(|v| registry.find(v, &row.symbol));
+        match (book, alert_spec(&row)) {
+            (Some(book), Some(spec)) => alerts.push((book, spec)),
+            _ => orphaned += 1,
+        }
+    }
+    if orphaned > 0 {
+        eprintln!(
+            "rampart: {orphaned} active alerts are on pairs or venues not served now; kept in storage, not evaluated"
+        );
+    }
+    let loaded = alerts.len();
+    let shards = ShardSet::start_sim(&shard_config, registry.clone(), universe, alerts)?;
+    eprintln!("rampart: {loaded} active alerts loaded");
     println!("listening on {}", listener.local_addr()?);
     eprintln!(
         "rampart: feed sim, {} books on {} venues, {} shards, data in {}",
@@ -274,33 +292,16 @@ fn serve(args: ServeArgs) -> Result<()> {
     );
 
     // The persistence side of the shards' event queues.
-    let stop_sink = Arc::new(AtomicBool::new(false));
-    let sink = {
-        let queues = shards.event_queues();
-        let stop = stop_sink.clone();
-        let registry = registry.clone();
-        std::thread::Builder::new().name("events".into()).spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                for q in &queues {
-                    while let Some(ev) = q.pop() {
-                        match ev {
-                            ShardEvent::Ready { shard } => eprintln!("rampart: shard {shard} ready"),
-                            ShardEvent::BookCrossed { book, ts_ms } => {
-                                let ins = registry.get(book);
-                                eprintln!(
-                                    "rampart: book {} {} crossed at {ts_ms}; not served until rebuilt",
-                                    ins.venue, ins.symbol
-                                );
-                            }
-                        }
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })?
-    };
+    let writer = Writer::start(Store::open(&s.data_dir)?, shards.event_queues(), registry.clone(), Box::new(|_| {}))?;
 
-    let front = Rc::new(Front::new(shards.shared().clone(), s.venues.clone(), "sim", s.plans.clone(), store));
+    let front = Rc::new(Front::new(
+        shards.shared().clone(),
+        shards.commands(),
+        s.venues.clone(),
+        "sim",
+        s.plans.clone(),
+        store,
+    ));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let served: Result<()> = local.block_on(&runtime, async move {
@@ -318,9 +319,29 @@ fn serve(args: ServeArgs) -> Result<()> {
     eprintln!("rampart: shutting down");
     drop(runtime);
     shards.stop();
-    stop_sink.store(true, Ordering::Relaxed);
-    let _ = sink.join();
+    writer.stop();
     served
+}
+
+/// The shard's form of a stored alert; `None` for a row this build cannot read.
+fn alert_spec(row: &AlertRow) -> Option<AlertSpec> {
+    let condition = match (row.kind.as_str(), row.direction.as_str()) {
+        ("price", d) => Condition::Price {
+            cross: if d == "above" { Cross::Above } else { Cross::Below },
+            level: rampart_engine::Price(row.price?),
+        },
+        ("pct", d) => Condition::Pct {
+            dir: match d {
+                "up" => Move::Up,
+                "down" => Move::Down,
+                _ => Move::Any,
+            },
+            hundredths: u32::try_from(row.pct_hundredths?).ok()?,
+            window: rampart_engine::Timeframe::parse(row.window.as_deref()?)?,
+        },
+        _ => return None,
+    };
+    Some(AlertSpec { id: u64::try_from(row.id).ok()?, condition, repeat: row.repeat })
 }
 
 /// The data directory a serve run would use (for tools and tests).

@@ -1,0 +1,556 @@
+//! Alerts: price-cross and percent-move conditions, evaluated on every trade of their book
+//! (`decisions.md` §5). Pure and allocation-free on the tick path.
+//!
+//! Price alerts live in heaps ordered by level, so a trade costs O(log n + fired): `above`
+//! alerts in a min-heap (everything at or under the price fires), `below` alerts in a max-heap.
+//! A repeating alert that fired waits in a re-arm heap until the price retreats 0.1% past its
+//! level. Percent alerts live in one heap per (window, direction) ordered by threshold; one that
+//! fired waits until its window's candle bucket rolls over. Deletion is lazy: the heaps hold
+//! (id, generation) and an entry whose generation is stale is dropped when it surfaces; heaps are
+//! compacted when more than half of an alert book's entries are stale.
+//!
+//! No allocation on the tick path: every heap reserves room for every alert of its book when the
+//! alert is inserted (a command, not a tick), so moving an alert between heaps never grows one.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::candle::{CandleSet, Timeframe};
+use crate::fixed::Price;
+
+/// Percent thresholds are kept in hundredths of a percent: 0.1% is 10, 500% is 50 000.
+pub const PCT_HUNDREDTHS_MIN: u32 = 10;
+/// Largest percent threshold, in hundredths.
+pub const PCT_HUNDREDTHS_MAX: u32 = 50_000;
+
+/// Direction of a price alert.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Cross {
+    /// Fires at the first trade with price >= level.
+    Above,
+    /// Fires at the first trade with price <= level.
+    Below,
+}
+
+/// Direction of a percent-move alert.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Move {
+    /// Fires when the move from the candle open is at least +pct.
+    Up,
+    /// Fires when the move is at most -pct.
+    Down,
+    /// Fires when the absolute move is at least pct.
+    Any,
+}
+
+impl Move {
+    fn index(self) -> usize {
+        match self {
+            Move::Up => 0,
+            Move::Down => 1,
+            Move::Any => 2,
+        }
+    }
+}
+
+/// An alert's condition.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Condition {
+    /// Price crosses a level.
+    Price {
+        /// Direction.
+        cross: Cross,
+        /// The level.
+        level: Price,
+    },
+    /// Price moves from the open of the current candle of `window`.
+    Pct {
+        /// Direction.
+        dir: Move,
+        /// Threshold in hundredths of a percent.
+        hundredths: u32,
+        /// Candle timeframe measured from.
+        window: Timeframe,
+    },
+}
+
+/// An alert as a shard holds it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct AlertSpec {
+    /// Alert id (the database row id).
+    pub id: u64,
+    /// Condition.
+    pub condition: Condition,
+    /// Re-arms after firing instead of becoming `triggered`.
+    pub repeat: bool,
+}
+
+/// One firing, as it leaves the shard.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Firing {
+    /// Alert id.
+    pub id: u64,
+    /// Trade price that fired it.
+    pub price: Price,
+    /// For percent alerts, the signed move in hundredths of a percent (rounded toward zero).
+    pub move_hundredths: Option<i64>,
+    /// Trade time, Unix milliseconds.
+    pub ts_ms: i64,
+    /// True when the alert is done (not repeating) and leaves the shard.
+    pub last: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+struct Entry {
+    key: i64,
+    id: u64,
+    gen: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct State {
+    spec: AlertSpec,
+    gen: u32,
+    /// For percent alerts: the bucket it last fired in.
+    fired_bucket: i64,
+}
+
+/// The alerts of one book.
+#[derive(Clone, Debug, Default)]
+pub struct AlertBook {
+    states: HashMap<u64, State>,
+    above: BinaryHeap<Reverse<Entry>>,
+    below: BinaryHeap<Entry>,
+    above_rearm: BinaryHeap<Entry>,
+    below_rearm: BinaryHeap<Reverse<Entry>>,
+    /// Per window, per direction: armed percent alerts by threshold (smallest first).
+    pct: [[BinaryHeap<Reverse<Entry>>; 3]; 6],
+    /// Per window: percent alerts that fired in the current bucket, waiting for the roll-over.
+    pct_waiting: [Vec<Entry>; 6],
+    /// Per window: the bucket the waiting list belongs to.
+    pct_bucket: [i64; 6],
+    stale: usize,
+    next_gen: u32,
+}
+
+fn rearm_below_level(level: i64) -> i64 {
+    // price <= level * 0.999, for integer prices.
+    ((i128::from(level) * 999).div_euclid(1000)) as i64
+}
+
+fn rearm_above_level(level: i64) -> i64 {
+    // price >= level * 1.001, for integer prices.
+    (-((-i128::from(level) * 1001).div_euclid(1000))) as i64
+}
+
+impl AlertBook {
+    /// Number of alerts held.
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// True when no alert is held.
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+
+    /// Entries in all heaps, stale ones included (for tests and compaction).
+    fn entries(&self) -> usize {
+        self.above.len()
+            + self.below.len()
+            + self.above_rearm.len()
+            + self.below_rearm.len()
+            + self.pct.iter().flatten().map(BinaryHeap::len).sum::<usize>()
+            + self.pct_waiting.iter().map(Vec::len).sum::<usize>()
+    }
+
+    /// Reserves room for one more alert of `condition`'s kind in every heap such an alert can
+    /// move between, so ticks never grow one: entries of one kind only move between its armed
+    /// heap and its waiting heap, so each needs room for both heaps' entries together.
+    fn reserve_for(&mut self, condition: Condition) {
+        fn room<T: Ord>(h: &mut BinaryHeap<T>, total: usize) {
+            h.reserve(total.saturating_sub(h.len()));
+        }
+        match condition {
+            Condition::Price { cross: Cross::Above, .. } => {
+                let total = self.above.len() + self.above_rearm.len() + 1;
+                room(&mut self.above, total);
+                room(&mut self.above_rearm, total);
+            }
+            Condition::Price { cross: Cross::Below, .. } => {
+                let total = self.below.len() + self.below_rearm.len() + 1;
+                room(&mut self.below, total);
+                room(&mut self.below_rearm, total);
+            }
+            Condition::Pct { window, .. } => {
+                let w = window.index();
+                let waiting = self.pct_waiting[w].len();
+                let armed: usize = self.pct[w].iter().map(BinaryHeap::len).sum();
+                let total = armed + waiting + 1;
+                for h in &mut self.pct[w] {
+                    room(h, total);
+                }
+                self.pct_waiting[w].reserve(total.saturating_sub(waiting));
+            }
+        }
+    }
+
+    /// Adds (or replaces) an alert. Not on the tick path: it may allocate.
+    pub fn insert(&mut self, spec: AlertSpec) {
+        if self.states.contains_key(&spec.id) {
+            self.remove(spec.id);
+        }
+        self.reserve_for(spec.condition);
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let gen = self.next_gen;
+        self.states.insert(spec.id, State { spec, gen, fired_bucket: i64::MIN });
+        self.arm(spec, gen);
+    }
+
+    fn arm(&mut self, spec: AlertSpec, gen: u32) {
+        match spec.condition {
+            Condition::Price { cross: Cross::Above, level } => {
+                self.above.push(Reverse(Entry { key: level.0, id: spec.id, gen }));
+            }
+            Condition::Price { cross: Cross::Below, level } => {
+                self.below.push(Entry { key: level.0, id: spec.id, gen });
+            }
+            Condition::Pct { dir, hundredths, window } => {
+                self.pct[window.index()][dir.index()].push(Reverse(Entry {
+                    key: i64::from(hundredths),
+                    id: spec.id,
+                    gen,
+                }));
+            }
+        }
+    }
+
+    /// Removes an alert; true if it was held. Its heap entries become stale.
+    pub fn remove(&mut self, id: u64) -> bool {
+        if self.states.remove(&id).is_none() {
+            return false;
+        }
+        self.stale += 1;
+        if self.stale > 64 && self.stale * 2 > self.entries() {
+            self.compact();
+        }
+        true
+    }
+
+    /// Every alert id held.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.states.keys().copied()
+    }
+
+    fn live(&self, e: &Entry) -> bool {
+        self.states.get(&e.id).is_some_and(|s| s.gen == e.gen)
+    }
+
+    fn compact(&mut self) {
+        let states = &self.states;
+        let keep = |e: &Entry| states.get(&e.id).is_some_and(|s| s.gen == e.gen);
+        self.above.retain(|Reverse(e)| keep(e));
+        self.below.retain(|e| keep(e));
+        self.above_rearm.retain(|e| keep(e));
+        self.below_rearm.retain(|Reverse(e)| keep(e));
+        for dirs in &mut self.pct {
+            for h in dirs.iter_mut() {
+                h.retain(|Reverse(e)| keep(e));
+            }
+        }
+        for w in &mut self.pct_waiting {
+            w.retain(|e| keep(e));
+        }
+        self.stale = 0;
+    }
+
+    /// Evaluates every alert of the book against a trade at `price`, `ts_ms`, with the book's
+    /// candles (already updated with this trade) for percent alerts. Firings are appended to
+    /// `out`, which must have room for [`AlertBook::len`] more (the shard reserves it).
+    pub fn on_trade(&mut self, price: Price, ts_ms: i64, candles: &CandleSet, out: &mut Vec<Firing>) {
+        if self.states.is_empty() {
+            return;
+        }
+        let p = price.0;
+        // Re-arm repeating price alerts whose price has retreated 0.1% past the level.
+        while let Some(&top) = self.above_rearm.peek() {
+            if top.key < p {
+                break;
+            }
+            self.above_rearm.pop();
+            if let Some(s) = self.states.get(&top.id).filter(|s| s.gen == top.gen) {
+                if let Condition::Price { level, .. } = s.spec.condition {
+                    self.above.push(Reverse(Entry { key: level.0, ..top }));
+                }
+            }
+        }
+        while let Some(&Reverse(top)) = self.below_rearm.peek() {
+            if top.key > p {
+                break;
+            }
+            self.below_rearm.pop();
+            if let Some(s) = self.states.get(&top.id).filter(|s| s.gen == top.gen) {
+                if let Condition::Price { level, .. } = s.spec.condition {
+                    self.below.push(Entry { key: level.0, ..top });
+                }
+            }
+        }
+        // Price alerts.
+        while let Some(&Reverse(top)) = self.above.peek() {
+            if top.key > p {
+                break;
+            }
+            self.above.pop();
+            if self.live(&top) {
+                self.fire(top, price, None, ts_ms, out, |b, e| {
+                    b.above_rearm.push(Entry { key: rearm_below_level(e.key), ..e })
+                });
+            }
+        }
+        while let Some(&top) = self.below.peek() {
+            if top.key < p {
+                break;
+            }
+            self.below.pop();
+            if self.live(&top) {
+                self.fire(top, price, None, ts_ms, out, |b, e| {
+                    b.below_rearm.push(Reverse(Entry { key: rearm_above_level(e.key), ..e }))
+                });
+            }
+        }
+        // Percent alerts, per window.
+        for (w, tf) in Timeframe::ALL.into_iter().enumerate() {
+            if self.pct[w].iter().all(BinaryHeap::is_empty) && self.pct_waiting[w].is_empty() {
+                continue;
+            }
+            let bucket = tf.bucket_start(ts_ms);
+            if bucket != self.pct_bucket[w] {
+                // A new candle: alerts that fired in the previous bucket may fire again.
+                self.pct_bucket[w] = bucket;
+                let mut waiting = core::mem::take(&mut self.pct_waiting[w]);
+                for e in waiting.drain(..) {
+                    if let Some(s) = self.states.get(&e.id).filter(|s| s.gen == e.gen) {
+                        if let Condition::Pct { dir, .. } = s.spec.condition {
+                            self.pct[w][dir.index()].push(Reverse(e));
+                        }
+                    }
+                }
+                self.pct_waiting[w] = waiting;
+            }
+            let Some(open) = candles.ring(tf).newest().filter(|c| c.open_ms == bucket).map(|c| c.open.0) else {
+                continue;
+            };
+            if open <= 0 {
+                continue;
+            }
+            // move in hundredths of a percent = (p - open) / open * 10_000.
+            let diff = i128::from(p) - i128::from(open);
+            let move_h = (diff * 10_000 / i128::from(open)) as i64;
+            for d in [Move::Up, Move::Down, Move::Any] {
+                while let Some(&Reverse(top)) = self.pct[w][d.index()].peek() {
+                    let t = i128::from(top.key) * i128::from(open);
+                    let reached = match d {
+                        Move::Up => diff * 10_000 >= t,
+                        Move::Down => -diff * 10_000 >= t,
+                        Move::Any => diff.abs() * 10_000 >= t,
+                    };
+                    if !reached {
+                        break;
+                    }
+                    self.pct[w][d.index()].pop();
+                    if !self.live(&top) {
+                        continue;
+                    }
+                    if let Some(s) = self.states.get_mut(&top.id) {
+                        s.fired_bucket = bucket;
+                    }
+                    self.fire(top, price, Some(move_h), ts_ms, out, |b, e| b.pct_waiting[w].push(e));
+                }
+            }
+        }
+    }
+
+    /// Records a firing; a repeating alert goes where `requeue` puts it, a one-shot one leaves.
+    fn fire(
+        &mut self,
+        e: Entry,
+        price: Price,
+        move_h: Option<i64>,
+        ts_ms: i64,
+        out: &mut Vec<Firing>,
+        requeue: impl FnOnce(&mut AlertBook, Entry),
+    ) {
+        let repeat = self.states.get(&e.id).is_some_and(|s| s.spec.repeat);
+        debug_assert!(out.len() < out.capacity(), "firing buffer must be reserved");
+        out.push(Firing { id: e.id, price, move_hundredths: move_h, ts_ms, last: !repeat });
+        if repeat {
+            requeue(self, e);
+        } else {
+            self.states.remove(&e.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candle::MINUTE_MS;
+
+    const T0: i64 = 1_794_787_200_000;
+
+    fn price(id: u64, cross: Cross, level: i64, repeat: bool) -> AlertSpec {
+        AlertSpec { id, condition: Condition::Price { cross, level: Price(level) }, repeat }
+    }
+
+    fn pct(id: u64, dir: Move, hundredths: u32, window: Timeframe, repeat: bool) -> AlertSpec {
+        AlertSpec { id, condition: Condition::Pct { dir, hundredths, window }, repeat }
+    }
+
+    /// Feeds trades through candles and alerts like the shard does; returns the ids fired per trade.
+    struct Rig {
+        book: AlertBook,
+        candles: CandleSet,
+        out: Vec<Firing>,
+    }
+
+    impl Rig {
+        fn new(specs: &[AlertSpec]) -> Rig {
+            let mut book = AlertBook::default();
+            for s in specs {
+                book.insert(*s);
+            }
+            Rig { book, candles: CandleSet::new(16), out: Vec::with_capacity(1024) }
+        }
+
+        fn trade(&mut self, ts: i64, p: i64) -> Vec<u64> {
+            self.candles.trade(ts, Price(p));
+            self.out.clear();
+            self.book.on_trade(Price(p), ts, &self.candles, &mut self.out);
+            self.out.iter().map(|f| f.id).collect()
+        }
+    }
+
+    #[test]
+    fn crossing_and_touching_fire_once() {
+        let mut r = Rig::new(&[price(1, Cross::Above, 100, false), price(2, Cross::Below, 90, false)]);
+        assert!(r.trade(T0, 95).is_empty());
+        assert!(r.trade(T0 + 1, 99).is_empty());
+        assert_eq!(r.trade(T0 + 2, 100), [1], "touching the level fires");
+        assert!(r.trade(T0 + 3, 101).is_empty(), "a one-shot alert fires once");
+        assert!(r.out.is_empty());
+        assert_eq!(r.trade(T0 + 4, 85), [2], "a gap through the level fires");
+        assert!(r.book.is_empty());
+    }
+
+    #[test]
+    fn a_gap_that_jumps_over_several_levels_fires_them_all() {
+        let specs: Vec<_> = (0..10).map(|i| price(i, Cross::Above, 100 + i as i64, false)).collect();
+        let mut r = Rig::new(&specs);
+        let mut fired = r.trade(T0, 105);
+        fired.sort();
+        assert_eq!(fired, [0, 1, 2, 3, 4, 5]);
+        let f = r.out[0];
+        assert_eq!((f.price, f.move_hundredths, f.ts_ms, f.last), (Price(105), None, T0, true));
+        assert_eq!(r.trade(T0 + 1, 200).len(), 4);
+    }
+
+    #[test]
+    fn repeating_alerts_rearm_after_a_tenth_of_a_percent() {
+        let mut r = Rig::new(&[price(1, Cross::Above, 100_000, true), price(2, Cross::Below, 50_000, true)]);
+        assert_eq!(r.trade(T0, 100_000), [1]);
+        assert!(!r.out[0].last);
+        assert!(r.trade(T0 + 1, 100_500).is_empty());
+        assert!(r.trade(T0 + 2, 99_901).is_empty(), "not yet 0.1% under");
+        assert!(r.trade(T0 + 3, 100_000).is_empty(), "still not re-armed");
+        assert!(r.trade(T0 + 4, 99_900).is_empty(), "re-armed at level x 0.999");
+        assert_eq!(r.trade(T0 + 5, 100_000), [1], "fires again");
+        assert_eq!(r.trade(T0 + 6, 50_000), [2]);
+        assert!(r.trade(T0 + 7, 50_049).is_empty());
+        assert!(r.trade(T0 + 8, 50_000).is_empty(), "not re-armed: 50_049 < 50_050");
+        assert!(r.trade(T0 + 9, 50_050).is_empty(), "re-armed at level x 1.001");
+        assert_eq!(r.trade(T0 + 10, 49_000), [2]);
+        assert_eq!(r.book.len(), 2);
+    }
+
+    #[test]
+    fn pct_alerts_fire_once_per_bucket_and_again_after_roll_over() {
+        let w = Timeframe::M5;
+        let b0 = w.bucket_start(T0);
+        let mut r = Rig::new(&[
+            pct(1, Move::Up, 100, w, true),
+            pct(2, Move::Down, 200, w, false),
+            pct(3, Move::Any, 150, w, true),
+        ]);
+        assert!(r.trade(b0, 10_000).is_empty(), "the open");
+        assert!(r.trade(b0 + 1_000, 10_099).is_empty(), "+0.99%");
+        assert_eq!(r.trade(b0 + 2_000, 10_100), [1], "+1.00% fires up");
+        assert_eq!(r.out[0].move_hundredths, Some(100));
+        assert_eq!(r.trade(b0 + 3_000, 10_160), [3], "+1.6% fires any");
+        assert!(r.trade(b0 + 4_000, 10_300).is_empty(), "once per bucket");
+        assert_eq!(r.trade(b0 + 5_000, 9_800), [2], "-2% fires down, measured from the open");
+        assert_eq!(r.out[0].move_hundredths, Some(-200));
+        assert!(r.out[0].last);
+        // Next bucket: the open is the first trade in it.
+        let b1 = b0 + 5 * MINUTE_MS;
+        assert!(r.trade(b1, 9_800).is_empty());
+        let mut fired = r.trade(b1 + 1, 9_950);
+        fired.sort();
+        assert_eq!(fired, [1, 3], "repeating ones fire again in the new bucket");
+        assert_eq!(r.book.len(), 2);
+    }
+
+    #[test]
+    fn pct_uses_its_own_window() {
+        let mut r = Rig::new(&[pct(1, Move::Up, 100, Timeframe::H1, false)]);
+        let h = Timeframe::H1.bucket_start(T0);
+        r.trade(h, 10_000);
+        // Across a 5m roll-over the 1h open stays 10_000.
+        assert!(r.trade(h + 10 * MINUTE_MS, 10_050).is_empty());
+        assert_eq!(r.trade(h + 20 * MINUTE_MS, 10_100), [1]);
+    }
+
+    #[test]
+    fn deleted_alerts_never_fire_and_heaps_compact() {
+        let specs: Vec<_> = (0..1_000).map(|i| price(i, Cross::Above, 1_000 + i as i64, false)).collect();
+        let mut r = Rig::new(&specs);
+        for i in 0..900 {
+            assert!(r.book.remove(i));
+        }
+        assert!(!r.book.remove(5));
+        assert!(r.book.entries() < 400, "compacted: {}", r.book.entries());
+        let fired = r.trade(T0, 10_000);
+        assert_eq!(fired.len(), 100);
+        assert!(fired.iter().all(|&id| id >= 900));
+    }
+
+    #[test]
+    fn many_alerts_on_one_pair_fire_in_level_order() {
+        let n = 100_000u64;
+        let specs: Vec<_> = (0..n).map(|i| price(i, Cross::Below, 1_000_000 - i as i64 * 7, i % 2 == 0)).collect();
+        let mut r = Rig::new(&specs);
+        assert!(r.trade(T0, 1_000_001).is_empty());
+        // A small dip fires only the few alerts above it.
+        let fired = r.trade(T0 + 1, 999_990);
+        assert_eq!(fired, [0, 1]);
+        let fired = r.trade(T0 + 2, 1_000_000 - 7 * 1_000);
+        assert_eq!(fired.len(), 999);
+        assert_eq!(r.book.len() as u64, n - 500);
+    }
+
+    #[test]
+    fn reinserting_an_id_replaces_it() {
+        let mut r = Rig::new(&[price(1, Cross::Above, 100, false)]);
+        r.book.insert(price(1, Cross::Above, 200, false));
+        assert!(r.trade(T0, 150).is_empty());
+        assert_eq!(r.trade(T0 + 1, 200), [1]);
+    }
+
+    #[test]
+    fn rearm_thresholds_round_the_right_way() {
+        assert_eq!(rearm_below_level(100_000), 99_900);
+        assert_eq!(rearm_below_level(100_001), 99_900);
+        assert_eq!(rearm_above_level(50_000), 50_050);
+        // 50_001 x 1.001 = 50_051.001: the first integer price at or above it is 50_052.
+        assert_eq!(rearm_above_level(50_001), 50_052);
+    }
+}

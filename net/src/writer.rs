@@ -1,0 +1,153 @@
+//! The persistence side of the shards' event queues: one thread that drains every shard's
+//! queue and writes firings (alert status, count, last time, inbox entry) to SQLite in batches,
+//! off the tick path.
+//!
+//! Nothing taken from a queue is dropped: a batch that fails to commit (a busy database, a full
+//! disk) is retried, with a pause, until it commits; meanwhile the queues fill and the shards
+//! apply backpressure (see `shard::EVENTS_MAX`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+use rampart_engine::Registry;
+
+use crate::clock;
+use crate::shard::ShardEvent;
+use crate::store::{AlertRow, FiringRecord, Store};
+
+/// Firings written per transaction at most.
+pub const BATCH_MAX: usize = 4_096;
+/// Pause when every queue is empty.
+const IDLE: Duration = Duration::from_millis(2);
+/// Pause before retrying a batch that failed to commit.
+const RETRY: Duration = Duration::from_millis(100);
+
+/// Counters of the writer, readable by anyone.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    /// Firings persisted.
+    pub firings: AtomicU64,
+    /// Batches committed.
+    pub batches: AtomicU64,
+    /// Commits that failed and were retried.
+    pub retries: AtomicU64,
+}
+
+/// Called with every committed batch (the delivery side hooks in here).
+pub type OnCommitted = Box<dyn FnMut(&[(AlertRow, FiringRecord)]) + Send>;
+
+/// The running writer.
+pub struct Writer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// Its counters.
+    pub stats: Arc<WriterStats>,
+}
+
+impl Writer {
+    /// Starts the writer thread over `queues`, writing through `store`.
+    pub fn start(
+        mut store: Store,
+        queues: Vec<Arc<ArrayQueue<ShardEvent>>>,
+        registry: Arc<Registry>,
+        mut on_committed: OnCommitted,
+    ) -> std::io::Result<Writer> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(WriterStats::default());
+        let (stop2, stats2) = (stop.clone(), stats.clone());
+        let thread = std::thread::Builder::new().name("writer".into()).spawn(move || {
+            let mut batch: Vec<FiringRecord> = Vec::with_capacity(BATCH_MAX);
+            loop {
+                let stopping = stop2.load(Ordering::Acquire);
+                for q in &queues {
+                    while batch.len() < BATCH_MAX {
+                        let Some(ev) = q.pop() else { break };
+                        match ev {
+                            ShardEvent::Fired { firing, .. } => batch.push(FiringRecord {
+                                alert_id: firing.id as i64,
+                                price: firing.price.0,
+                                move_hundredths: firing.move_hundredths,
+                                ts_ms: firing.ts_ms,
+                                last: firing.last,
+                            }),
+                            ShardEvent::Delisted { book, ids } => {
+                                // Earlier firings first, so nothing is recorded out of order.
+                                commit(&mut store, &mut batch, &stats2, &mut on_committed);
+                                let ins = registry.get(book);
+                                loop {
+                                    match store.delist(ins.venue.as_str(), &ins.symbol, clock::now_ms()) {
+                                        Ok(done) => {
+                                            eprintln!(
+                                                "rampart: {} {} delisted: {} alerts removed (shard held {})",
+                                                ins.venue,
+                                                ins.symbol,
+                                                done.len(),
+                                                ids.len()
+                                            );
+                                            break;
+                                        }
+                                        Err(e) => {
+                                            eprintln!("rampart: writer: delisting {}: {e}; retrying", ins.symbol);
+                                            std::thread::sleep(RETRY);
+                                        }
+                                    }
+                                }
+                            }
+                            ShardEvent::Ready { shard } => eprintln!("rampart: shard {shard} ready"),
+                            ShardEvent::BookCrossed { book, ts_ms } => {
+                                let ins = registry.get(book);
+                                eprintln!(
+                                    "rampart: book {} {} crossed at {ts_ms}; no walls or alerts from it until rebuilt",
+                                    ins.venue, ins.symbol
+                                );
+                            }
+                        }
+                    }
+                }
+                if batch.is_empty() {
+                    if stopping {
+                        break;
+                    }
+                    std::thread::sleep(IDLE);
+                    continue;
+                }
+                commit(&mut store, &mut batch, &stats2, &mut on_committed);
+            }
+        })?;
+        Ok(Writer { stop, thread: Some(thread), stats })
+    }
+
+    /// Drains what the queues hold, then stops. Call after the shards have stopped.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Commits `batch`, retrying until it succeeds, then empties it.
+fn commit(store: &mut Store, batch: &mut Vec<FiringRecord>, stats: &WriterStats, on_committed: &mut OnCommitted) {
+    if batch.is_empty() {
+        return;
+    }
+    loop {
+        match store.record_firings(batch) {
+            Ok(done) => {
+                stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                stats.batches.fetch_add(1, Ordering::Relaxed);
+                on_committed(&done);
+                batch.clear();
+                return;
+            }
+            Err(e) => {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                eprintln!("rampart: writer: committing {} firings: {e}; retrying", batch.len());
+                std::thread::sleep(RETRY);
+            }
+        }
+    }
+}
