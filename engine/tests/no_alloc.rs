@@ -1,13 +1,15 @@
 //! Proves the tick path allocates nothing: simulated ticks are generated and applied to a
-//! market under a counting global allocator, after a warm-up, and the count must stay zero.
+//! market (books, candles, level consumption, alert evaluation) under a counting global
+//! allocator, after a warm-up, and the count must stay zero.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::sim::{self, Sim, SimConfig};
-use rampart_engine::{BookId, Market, Registry, Venue};
+use rampart_engine::{BookId, Market, Price, Registry, Timeframe, Venue};
 
 struct Counting;
 
@@ -76,7 +78,29 @@ fn generating_and_applying_ticks_allocates_nothing() {
         }
         ticks.clear();
     }
-    // Warm up, then count: candle roll-overs, wall churn and book moves all happen in both.
+    // Alerts on every book, close to the price so they fire, re-arm and fire again: repeating
+    // and one-shot price alerts on both sides, and percent alerts on every window.
+    let mut next_id = 0u64;
+    for id in registry.ids() {
+        let p = market.get(id).map(|s| s.book.mid().unwrap_or_default().0).unwrap_or(0);
+        for k in 1..=20i64 {
+            for (cross, level) in [(Cross::Above, p + p * k / 20_000), (Cross::Below, p - p * k / 20_000)] {
+                next_id += 1;
+                let condition = Condition::Price { cross, level: Price(level) };
+                market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: k % 4 != 0 });
+            }
+        }
+        for window in Timeframe::ALL {
+            for dir in [Move::Up, Move::Down, Move::Any] {
+                next_id += 1;
+                let condition = Condition::Pct { dir, hundredths: 10, window };
+                market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: true });
+            }
+        }
+    }
+    // Warm up, then count: candle roll-overs, wall churn, book moves and alert firings all
+    // happen in both.
+    let mut firings = 0u64;
     let mut run = |from: i64, rounds: i64| -> u64 {
         let mut applied = 0;
         for r in 0..rounds {
@@ -84,6 +108,8 @@ fn generating_and_applying_ticks_allocates_nothing() {
             sim.step_due(t, PAIRS_PER_ROUND_MAX, &mut ticks);
             for tick in &ticks {
                 market.apply(tick);
+                firings += market.firings().len() as u64;
+                market.clear_firings();
             }
             applied += ticks.len() as u64;
             ticks.clear();
@@ -101,5 +127,6 @@ fn generating_and_applying_ticks_allocates_nothing() {
     let applied = run(now + 10_000, 20_000);
     COUNTING.with(|c| c.set(false));
     assert!(applied > 100_000, "only {applied} ticks applied");
+    assert!(firings > 10_000, "only {firings} alert firings: the evaluation path was not exercised");
     assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "allocations on the tick path over {applied} ticks");
 }

@@ -208,6 +208,16 @@ impl Server {
         Server::launch(bin, dir, extra_args, Some(key))
     }
 
+    /// Kills this server with SIGKILL (no chance to clean up) and starts it again on the same
+    /// data directory with `extra_args`.
+    pub fn crash_and_restart(mut self, extra_args: &[&str]) -> Server {
+        self.kill_hard();
+        let dir = self.dir.take().expect("the server owns its data dir");
+        let key = std::mem::take(&mut self.key);
+        let bin = self.bin.clone();
+        Server::launch(bin, dir, extra_args, Some(key))
+    }
+
     fn launch(bin: PathBuf, dir: DataDir, extra_args: &[&str], known_key: Option<String>) -> Server {
         let mut command = Command::new(&bin);
         command
