@@ -30,6 +30,7 @@ use crate::config::Plans;
 use crate::json::{error_body, Json};
 use crate::limit::{Limiter, Refusal};
 use crate::shard::{Command, Commands, DensitySnapshot, Shared};
+use crate::ssrf;
 use crate::store::NewAlert;
 use crate::store::{hash_key, is_key_shaped, KeyRow, Store};
 use hyper::http::request::Parts;
@@ -70,6 +71,7 @@ struct KeyCache {
 
 /// Everything a request handler reads.
 pub struct Front {
+    allow_private: bool,
     shared: Arc<Shared>,
     commands: Commands,
     venues: Vec<Venue>,
@@ -269,8 +271,10 @@ impl Front {
         feed: &'static str,
         plans: Plans,
         store: Store,
+        allow_private: bool,
     ) -> Front {
         Front {
+            allow_private,
             shared,
             commands,
             venues,
@@ -348,7 +352,7 @@ impl Front {
     }
 
     /// Answers one request.
-    pub fn handle(&self, req: &Parts, body: &[u8], peer: IpAddr) -> Resp {
+    pub async fn handle(&self, req: &Parts, body: &[u8], peer: IpAddr) -> Resp {
         let now_ms = clock::now_ms();
         let path = req.uri.path();
         if path == "/healthz" {
@@ -365,6 +369,12 @@ impl Front {
             Err(e) => return e.into_response(),
         };
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        if req.method == Method::POST && segments == ["v1", "alerts"] {
+            return match self.try_create_alert(&account, body, now_ms).await {
+                Ok(r) => r,
+                Err(e) => e.into_response(),
+            };
+        }
         let get = matches!(req.method, Method::GET | Method::HEAD);
         let query = req.uri.query();
         match segments.as_slice() {
@@ -390,7 +400,6 @@ impl Front {
                 Ok(venue) => self.densities_one(venue, symbol),
                 Err(e) => e.into_response(),
             },
-            ["v1", "alerts"] if req.method == Method::POST => self.create_alert(&account, body, now_ms),
             ["v1", "alerts"] if get => match alert_api::parse_status(query_param(query, "status").as_deref()) {
                 Ok(filter) => self.list_alerts(&account, filter),
                 Err(e) => ApiError::from(e).into_response(),
@@ -519,14 +528,7 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
-    fn create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Resp {
-        match self.try_create_alert(account, body, now_ms) {
-            Ok(r) => r,
-            Err(e) => e.into_response(),
-        }
-    }
-
-    fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
+    async fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
         let req = alert_api::parse_create(body)?;
         let (venue, book) = match req.exchange {
             Some(v) => (v, self.book(v, &req.symbol)?),
@@ -582,6 +584,12 @@ impl Front {
                     format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name),
                 ));
             }
+        }
+        // The public-address rule, checked with the same guard every delivery attempt uses.
+        if let Some(url) = &req.webhook_url {
+            let unprocessable = |e: ssrf::SsrfError| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string());
+            let parsed = ssrf::parse(url).map_err(unprocessable)?;
+            ssrf::resolve_checked(&parsed, self.allow_private).await.map_err(unprocessable)?;
         }
         let (price, pct_hundredths, window) = match req.condition {
             Condition::Price { level, .. } => (Some(level.0), None, None),
@@ -861,7 +869,7 @@ pub async fn serve(
                     } else {
                         Bytes::new()
                     };
-                    Ok::<_, Infallible>(front.handle(&parts, &bytes, peer.ip()))
+                    Ok::<_, Infallible>(front.handle(&parts, &bytes, peer.ip()).await)
                 }
             });
             let _ = builder.serve_connection(TokioIo::new(stream), svc).await;

@@ -6,9 +6,11 @@
 pub mod alert_api;
 pub mod clock;
 pub mod config;
+pub mod delivery;
 pub mod front;
 pub mod json;
 pub mod limit;
 pub mod shard;
+pub mod ssrf;
 pub mod store;
 pub mod writer;

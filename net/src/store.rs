@@ -61,7 +61,96 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX inbox_account ON inbox(account_id, id);
     CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
     INSERT INTO meta (key, value) VALUES ('keys_version', 1);",
+    // 3: the webhook outbox.
+    "CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY,
+        alert_id INTEGER NOT NULL,
+        account_id INTEGER NOT NULL,
+        url TEXT NOT NULL,
+        body TEXT NOT NULL,
+        trigger_ms INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        first_failure_ms INTEGER,
+        next_attempt_ms INTEGER NOT NULL,
+        last_status INTEGER,
+        last_error TEXT,
+        created_ms INTEGER NOT NULL,
+        done_ms INTEGER
+    );
+    CREATE INDEX outbox_due ON outbox(next_attempt_ms) WHERE state = 'pending';
+    CREATE INDEX outbox_alert ON outbox(alert_id);",
 ];
+
+/// One webhook delivery (a firing of an alert with a webhook), as the outbox holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutboxRow {
+    /// Delivery id.
+    pub id: i64,
+    /// The alert.
+    pub alert_id: i64,
+    /// Target URL (checked again at every attempt).
+    pub url: String,
+    /// The `alert.triggered` body, the same for every attempt.
+    pub body: String,
+    /// `pending`, `delivered` or `failed`.
+    pub state: String,
+    /// Attempts made.
+    pub attempts: i64,
+    /// When the first attempt failed.
+    pub first_failure_ms: Option<i64>,
+    /// When the next attempt is due.
+    pub next_attempt_ms: i64,
+    /// HTTP status of the last answer, if any.
+    pub last_status: Option<i64>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+}
+
+/// What one delivery attempt came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// A 2xx answer.
+    Delivered {
+        /// The status.
+        status: u16,
+    },
+    /// A non-2xx answer, a timeout, a refused address or a connection error.
+    Failed {
+        /// The status, when an answer came.
+        status: Option<u16>,
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// When the attempt after `attempts_done` failed attempts is due, measured from the first
+/// failure: attempt 2 at +10 s, attempt 3 at +60 s, then none (the delivery has failed).
+pub fn next_attempt_ms(attempts_done: i64, first_failure_ms: i64) -> Option<i64> {
+    match attempts_done {
+        1 => Some(first_failure_ms + 10_000),
+        2 => Some(first_failure_ms + 60_000),
+        _ => None,
+    }
+}
+
+const OUTBOX_COLUMNS: &str =
+    "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, last_status, last_error";
+
+fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
+    Ok(OutboxRow {
+        id: r.get(0)?,
+        alert_id: r.get(1)?,
+        url: r.get(2)?,
+        body: r.get(3)?,
+        state: r.get(4)?,
+        attempts: r.get(5)?,
+        first_failure_ms: r.get(6)?,
+        next_attempt_ms: r.get(7)?,
+        last_status: r.get(8)?,
+        last_error: r.get(9)?,
+    })
+}
 
 /// An alert row (the API's Alert resource, stored).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -511,17 +600,86 @@ impl Store {
             )?;
             let sql = format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1");
             let mut select = tx.prepare_cached(&sql)?;
+            let mut outbox = tx.prepare_cached(
+                "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?5, ?5)",
+            )?;
             for f in firings {
                 if update.execute(params![f.alert_id, f.ts_ms, f.last])? == 0 {
                     continue;
                 }
                 let row = select.query_row(params![f.alert_id], alert_row)?;
-                inbox.execute(params![row.account_id, row.id, event_body(&row, f), f.ts_ms])?;
+                let body = event_body(&row, f);
+                inbox.execute(params![row.account_id, row.id, body, f.ts_ms])?;
+                // The webhook is in addition to the inbox, in the same transaction: a firing
+                // that is recorded is also queued for delivery (at least once).
+                if let Some(url) = &row.webhook_url {
+                    outbox.execute(params![row.id, row.account_id, url, body, f.ts_ms])?;
+                }
                 done.push((row, *f));
             }
         }
         tx.commit()?;
         Ok(done)
+    }
+
+    /// Pending deliveries due at `now_ms`, soonest first, at most `limit`.
+    pub fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
+        let sql = format!(
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ?1 ORDER BY next_attempt_ms, id LIMIT ?2"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![now_ms, limit], outbox_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// The soonest time a pending delivery is due, if any.
+    pub fn next_delivery_ms(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self.conn.query_row("SELECT MIN(next_attempt_ms) FROM outbox WHERE state = 'pending'", [], |r| r.get(0))?)
+    }
+
+    /// Records an attempt's result at `now_ms`: delivered, rescheduled per
+    /// [`next_attempt_ms`], or failed for good after the third attempt.
+    pub fn record_attempt(&self, id: i64, result: &AttemptResult, now_ms: i64) -> Result<(), StoreError> {
+        match result {
+            AttemptResult::Delivered { status } => {
+                self.conn.execute(
+                    "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_status = ?2, last_error = NULL,
+                        done_ms = ?3 WHERE id = ?1",
+                    params![id, status, now_ms],
+                )?;
+            }
+            AttemptResult::Failed { status, error } => {
+                let (attempts, first): (i64, Option<i64>) = self.conn.query_row(
+                    "SELECT attempts, first_failure_ms FROM outbox WHERE id = ?1",
+                    params![id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?;
+                let attempts = attempts + 1;
+                let first = first.unwrap_or(now_ms);
+                match next_attempt_ms(attempts, first) {
+                    Some(next) => self.conn.execute(
+                        "UPDATE outbox SET attempts = ?2, first_failure_ms = ?3, next_attempt_ms = ?4, last_status = ?5,
+                            last_error = ?6 WHERE id = ?1",
+                        params![id, attempts, first, next, status, error],
+                    )?,
+                    None => self.conn.execute(
+                        "UPDATE outbox SET state = 'failed', attempts = ?2, first_failure_ms = ?3, last_status = ?4,
+                            last_error = ?5, done_ms = ?6 WHERE id = ?1",
+                        params![id, attempts, first, status, error, now_ms],
+                    )?,
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Every delivery of an alert, by id (tests and diagnostics).
+    pub fn deliveries_of(&self, alert_id: i64) -> Result<Vec<OutboxRow>, StoreError> {
+        let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE alert_id = ?1 ORDER BY id");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(params![alert_id], outbox_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     /// Removes every active alert of a delisted pair and writes an `alert.delisted` notice to

@@ -17,10 +17,11 @@ use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
 use rampart_net::clock;
 use rampart_net::config::{FileConfig, Plans};
+use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
 use rampart_net::front::{self, Front, FrontConfig};
 use rampart_net::shard::{ShardConfig, ShardSet};
 use rampart_net::store::{AlertRow, Revoked, Store};
-use rampart_net::writer::Writer;
+use rampart_net::writer::{OnCommitted, Writer};
 
 #[derive(Parser, Debug)]
 #[command(name = "rampart", version, about = "Market structure, order-book walls and alerts at tick speed")]
@@ -201,6 +202,7 @@ struct ServeSettings {
     seed: u64,
     plans: Plans,
     walls_min_ratio: f64,
+    allow_private: bool,
 }
 
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
@@ -240,6 +242,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         seed: args.seed.or(file.seed).unwrap_or(42),
         plans: plans(&file),
         walls_min_ratio,
+        allow_private: file.webhooks.allow_private,
     })
 }
 
@@ -291,8 +294,16 @@ fn serve(args: ServeArgs) -> Result<()> {
         store.path().display()
     );
 
-    // The persistence side of the shards' event queues.
-    let writer = Writer::start(Store::open(&s.data_dir)?, shards.event_queues(), registry.clone(), Box::new(|_| {}))?;
+    // Webhook delivery, then the persistence side of the shards' event queues, which wakes it.
+    let delivery_config = DeliveryConfig { allow_private: s.allow_private, ..DeliveryConfig::default() };
+    let delivery = Delivery::start(Store::open(&s.data_dir)?, delivery_config, Arc::new(SystemClock))?;
+    let wake = delivery.waker();
+    let on_committed: OnCommitted = Box::new(move |done| {
+        if done.iter().any(|(row, _)| row.webhook_url.is_some()) {
+            wake.notify_one();
+        }
+    });
+    let writer = Writer::start(Store::open(&s.data_dir)?, shards.event_queues(), registry.clone(), on_committed)?;
 
     let front = Rc::new(Front::new(
         shards.shared().clone(),
@@ -301,6 +312,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         "sim",
         s.plans.clone(),
         store,
+        s.allow_private,
     ));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
@@ -320,6 +332,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     drop(runtime);
     shards.stop();
     writer.stop();
+    delivery.stop();
     served
 }
 

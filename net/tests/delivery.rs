@@ -1,0 +1,363 @@
+//! Webhook delivery against real HTTP receivers on loopback: the exact body and headers, the
+//! retry schedule driven by an injectable clock, the 10 s cut, restarts between attempts, the
+//! SSRF re-check at delivery, 3xx as failure, and per-host isolation of slow receivers.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rampart_net::delivery::{Delivery, DeliveryConfig, ManualClock, USER_AGENT_VALUE};
+use rampart_net::store::{event_body, FiringRecord, NewAlert, OutboxRow, Store};
+
+const T0: i64 = 1_795_183_387_000;
+
+/// How the receiver answers each successive request.
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    Status(u16),
+    Hang,
+}
+
+/// One request as received.
+#[derive(Clone, Debug)]
+struct Received {
+    request_line: String,
+    headers: Vec<(String, String)>,
+    body: String,
+    clock_ms: i64,
+}
+
+/// A tiny HTTP/1.1 receiver that follows a script of answers (the last one repeats).
+struct Receiver {
+    port: u16,
+    got: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    fn start(script: Vec<Answer>, clock: Arc<ManualClock>) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let g = got.clone();
+        thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(stream) = stream else { continue };
+                let answer = script.get(n).or(script.last()).copied().unwrap_or(Answer::Status(200));
+                let (g, clock) = (g.clone(), clock.clone());
+                thread::spawn(move || serve(stream, answer, &g, &clock));
+            }
+        });
+        Receiver { port, got }
+    }
+
+    fn requests(&self) -> Vec<Received> {
+        self.got.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    fn wait_for(&self, n: usize, within: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + within;
+        loop {
+            let r = self.requests();
+            if r.len() >= n || Instant::now() > deadline {
+                return r;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn serve(mut stream: TcpStream, answer: Answer, got: &Mutex<Vec<Received>>, clock: &ManualClock) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = line.trim_end().split_once(": ") {
+            headers.push((k.to_owned(), v.to_owned()));
+        }
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    let _ = reader.read_exact(&mut body);
+    use rampart_net::delivery::Clock;
+    let received = Received {
+        request_line: request_line.trim_end().to_owned(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        clock_ms: clock.now_ms(),
+    };
+    if let Ok(mut g) = got.lock() {
+        g.push(received);
+    }
+    match answer {
+        Answer::Status(code) => {
+            let extra = if (300..400).contains(&code) { "Location: /elsewhere\r\n" } else { "" };
+            let _ = write!(stream, "HTTP/1.1 {code} X\r\n{extra}Content-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+        Answer::Hang => thread::sleep(Duration::from_secs(30)),
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rampart-delivery-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// A store with one alert whose webhook is `url`, fired once at `T0`; returns the alert id.
+fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
+    let mut store = Store::open(dir).expect("store");
+    let key = store.create_account_with_key("developer", None, T0).expect("account");
+    let row = store
+        .insert_alert(&NewAlert {
+            account_id: key.account_id,
+            exchange: "binance".into(),
+            symbol: "BTCUSDT".into(),
+            kind: "price".into(),
+            direction: "above".into(),
+            price: Some(10_000_000_000_000),
+            pct_hundredths: None,
+            window: None,
+            repeat: false,
+            note: "n \"quoted\"".into(),
+            webhook_url: Some(url.to_owned()),
+            created_price: 9_500_000_000_000,
+            created_ms: T0 - 1_000,
+        })
+        .expect("alert");
+    let firing =
+        FiringRecord { alert_id: row.id, price: 10_000_012_000_000, move_hundredths: None, ts_ms: T0, last: true };
+    let done = store.record_firings(&[firing]).expect("record");
+    assert_eq!(done.len(), 1);
+    (store, row.id)
+}
+
+fn outbox(store: &Store, alert: i64) -> Vec<OutboxRow> {
+    store.deliveries_of(alert).expect("outbox")
+}
+
+fn wait_row(store: &Store, alert: i64, pred: impl Fn(&OutboxRow) -> bool, within: Duration) -> OutboxRow {
+    let deadline = Instant::now() + within;
+    loop {
+        let rows = outbox(store, alert);
+        if let Some(r) = rows.iter().find(|r| pred(r)) {
+            return r.clone();
+        }
+        assert!(Instant::now() < deadline, "outbox never reached the expected state: {rows:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn start(dir: &Path, clock: &Arc<ManualClock>, config: DeliveryConfig) -> Delivery {
+    Delivery::start(Store::open(dir).expect("store"), config, clock.clone()).expect("delivery")
+}
+
+fn local() -> DeliveryConfig {
+    DeliveryConfig { allow_private: true, poll_interval: Duration::from_millis(5), ..DeliveryConfig::default() }
+}
+
+#[test]
+fn body_and_headers_are_exactly_as_specified() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(204)], clock.clone());
+    let dir = temp_dir("exact");
+    let url = format!("http://127.0.0.1:{}/hooks/abc?secret=s3cr3t", rx.port);
+    let (store, alert) = fired_alert(&dir, &url);
+    let d = start(&dir, &clock, local());
+    let got = rx.wait_for(1, Duration::from_secs(5));
+    assert_eq!(got.len(), 1);
+    let r = &got[0];
+    assert_eq!(r.request_line, "POST /hooks/abc?secret=s3cr3t HTTP/1.1");
+    let header = |name: &str| r.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    assert_eq!(header("Content-Type"), Some("application/json"));
+    assert_eq!(header("X-Service-Event"), Some("alert.triggered"));
+    assert_eq!(header("User-Agent"), Some(USER_AGENT_VALUE));
+    assert_eq!(header("Host"), Some(format!("127.0.0.1:{}", rx.port).as_str()));
+    let body: serde_json::Value = serde_json::from_str(&r.body).expect("JSON body");
+    let expected = serde_json::json!({
+        "event": "alert.triggered",
+        "alert": {"id": alert, "exchange": "binance", "symbol": "BTCUSDT", "type": "price", "direction": "above",
+                  "price": 100000, "pct": null, "window": null, "repeat": false, "note": "n \"quoted\""},
+        "trigger": {"price": 100000.12, "move": null, "time": T0}
+    });
+    assert_eq!(body, expected);
+    let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    assert_eq!((row.attempts, row.last_status), (1, Some(204)));
+    let stored = store.alert(alert).expect("read").expect("alert");
+    let firing =
+        FiringRecord { alert_id: alert, price: 10_000_012_000_000, move_hundredths: None, ts_ms: T0, last: true };
+    assert_eq!(r.body, event_body(&stored, &firing), "the stored body is sent byte for byte");
+    d.stop();
+}
+
+#[test]
+fn failures_retry_at_ten_and_sixty_seconds_with_the_same_body() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(500), Answer::Status(500), Answer::Status(200)], clock.clone());
+    let dir = temp_dir("schedule");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/h", rx.port));
+    let d = start(&dir, &clock, local());
+    assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
+    let row = wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(5));
+    assert_eq!((row.first_failure_ms, row.next_attempt_ms, row.last_status), (Some(T0), T0 + 10_000, Some(500)));
+    clock.set(T0 + 9_999);
+    thread::sleep(Duration::from_millis(200));
+    assert_eq!(rx.requests().len(), 1, "not before first failure + 10 s");
+    clock.set(T0 + 10_000);
+    assert_eq!(rx.wait_for(2, Duration::from_secs(5)).len(), 2);
+    let row = wait_row(&store, alert, |r| r.attempts == 2, Duration::from_secs(5));
+    assert_eq!(row.next_attempt_ms, T0 + 60_000, "attempt 3 is at first failure + 60 s");
+    clock.set(T0 + 59_999);
+    thread::sleep(Duration::from_millis(200));
+    assert_eq!(rx.requests().len(), 2);
+    clock.set(T0 + 60_000);
+    let got = rx.wait_for(3, Duration::from_secs(5));
+    let at: Vec<i64> = got.iter().map(|r| r.clock_ms - T0).collect();
+    assert_eq!(at, [0, 10_000, 60_000]);
+    assert!(got.iter().all(|r| r.body == got[0].body), "every attempt carries the same body");
+    let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    assert_eq!(row.attempts, 3);
+    d.stop();
+}
+
+#[test]
+fn three_failures_and_the_firing_is_failed_for_good() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(503)], clock.clone());
+    let dir = temp_dir("failed");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    let d = start(&dir, &clock, local());
+    wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(5));
+    clock.set(T0 + 10_000);
+    wait_row(&store, alert, |r| r.attempts == 2, Duration::from_secs(5));
+    clock.set(T0 + 60_000);
+    let row = wait_row(&store, alert, |r| r.state == "failed", Duration::from_secs(5));
+    assert_eq!((row.attempts, row.last_status), (3, Some(503)));
+    clock.set(T0 + 3_600_000);
+    thread::sleep(Duration::from_millis(200));
+    assert_eq!(rx.requests().len(), 3, "never a fourth attempt");
+    d.stop();
+}
+
+#[test]
+fn a_hanging_receiver_is_cut_at_ten_seconds() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Hang], clock.clone());
+    let dir = temp_dir("hang");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    let started = Instant::now();
+    let d = start(&dir, &clock, local());
+    let row = wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(20));
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(9_900) && took < Duration::from_secs(13), "cut after {took:?}");
+    assert_eq!(row.last_error.as_deref(), Some("no full answer within 10 s"));
+    assert_eq!(row.state, "pending", "a timeout is a failure like any other: retried");
+    d.stop();
+}
+
+#[test]
+fn a_restart_between_attempts_keeps_the_schedule() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(500), Answer::Status(200)], clock.clone());
+    let dir = temp_dir("restart");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    let d = start(&dir, &clock, local());
+    wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(5));
+    d.stop();
+    clock.set(T0 + 5_000);
+    let d = start(&dir, &clock, local());
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(rx.requests().len(), 1, "the restarted sender keeps the +10 s schedule");
+    // Down past the due time: sent promptly once running.
+    clock.set(T0 + 30_000);
+    assert_eq!(rx.wait_for(2, Duration::from_secs(5)).len(), 2);
+    wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    d.stop();
+}
+
+#[test]
+fn a_name_resolving_to_a_private_address_is_refused_at_delivery() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(200)], clock.clone());
+    let dir = temp_dir("ssrf");
+    // Stored directly (as if the name had resolved publicly at creation, then been rebound).
+    let (store, alert) = fired_alert(&dir, &format!("http://localhost:{}/", rx.port));
+    let d = start(&dir, &clock, DeliveryConfig { allow_private: false, ..local() });
+    let row = wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(5));
+    assert!(row.last_error.as_deref().is_some_and(|e| e.contains("public")), "{row:?}");
+    thread::sleep(Duration::from_millis(200));
+    assert!(rx.requests().is_empty(), "nothing reached the private address");
+    d.stop();
+}
+
+#[test]
+fn a_redirect_is_a_failure_and_is_not_followed() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(302)], clock.clone());
+    let dir = temp_dir("redirect");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    let d = start(&dir, &clock, local());
+    let row = wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(5));
+    assert_eq!((row.state.as_str(), row.last_status), ("pending", Some(302)));
+    thread::sleep(Duration::from_millis(200));
+    assert_eq!(rx.requests().len(), 1);
+    d.stop();
+}
+
+#[test]
+fn slow_receivers_do_not_delay_healthy_ones() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let slow = Receiver::start(vec![Answer::Hang], clock.clone());
+    let fast = Receiver::start(vec![Answer::Status(200)], clock.clone());
+    let dir = temp_dir("isolation");
+    let mut store = Store::open(&dir).expect("store");
+    let key = store.create_account_with_key("developer", None, T0).expect("account");
+    let mut ids = Vec::new();
+    for (i, port) in [slow.port, slow.port, slow.port, slow.port, slow.port, fast.port].into_iter().enumerate() {
+        let row = store
+            .insert_alert(&NewAlert {
+                account_id: key.account_id,
+                exchange: "binance".into(),
+                symbol: "BTCUSDT".into(),
+                kind: "price".into(),
+                direction: "below".into(),
+                price: Some(1_000),
+                pct_hundredths: None,
+                window: None,
+                repeat: false,
+                note: String::new(),
+                webhook_url: Some(format!("http://127.0.0.1:{port}/{i}")),
+                created_price: 2_000,
+                created_ms: T0,
+            })
+            .expect("alert");
+        ids.push(row.id);
+    }
+    let firings: Vec<FiringRecord> = ids
+        .iter()
+        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true })
+        .collect();
+    store.record_firings(&firings).expect("record");
+    let started = Instant::now();
+    let d = start(&dir, &clock, DeliveryConfig { per_host_max: 2, ..local() });
+    let fast_id = ids[5];
+    wait_row(&store, fast_id, |r| r.state == "delivered", Duration::from_secs(3));
+    assert!(started.elapsed() < Duration::from_secs(2), "healthy receiver waited {:?}", started.elapsed());
+    thread::sleep(Duration::from_millis(200));
+    assert_eq!(slow.requests().len(), 2, "the slow host holds only its own two slots");
+    assert_eq!(d.stats.in_flight.load(std::sync::atomic::Ordering::Relaxed), 2);
+    d.stop();
+}
