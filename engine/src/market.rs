@@ -68,6 +68,8 @@ pub struct BookState {
     pub walls: WallTracker,
     /// Alerts on this book, evaluated on every trade.
     pub alerts: AlertBook,
+    /// The venue no longer lists the pair: its ticks are ignored.
+    pub delisted: bool,
 }
 
 /// What one tick changed.
@@ -86,6 +88,8 @@ pub enum Outcome {
     },
     /// The book is not owned here (routing bug upstream); nothing changed.
     NotOwned,
+    /// The book is delisted; nothing changed.
+    Delisted,
 }
 
 /// The books of one shard.
@@ -118,6 +122,7 @@ impl Market {
                 levels: LevelSet::new(),
                 walls: WallTracker::default(),
                 alerts: AlertBook::default(),
+                delisted: false,
             });
         }
         Market { books, local_of, firings: Vec::new(), alerts: 0 }
@@ -170,9 +175,11 @@ impl Market {
         removed
     }
 
-    /// Removes every alert of an owned book (delisting); returns their ids.
-    pub fn clear_alerts(&mut self, id: BookId) -> Vec<u64> {
+    /// Delists an owned book: its ticks are ignored from now on and its alerts are removed;
+    /// returns their ids.
+    pub fn delist(&mut self, id: BookId) -> Vec<u64> {
         let Some(state) = self.get_mut(id) else { return Vec::new() };
+        state.delisted = true;
         let ids: Vec<u64> = state.alerts.ids().collect();
         state.alerts = AlertBook::default();
         self.alerts -= ids.len();
@@ -202,6 +209,9 @@ impl Market {
             return Outcome::NotOwned;
         };
         let state = &mut self.books[i as usize];
+        if state.delisted {
+            return Outcome::Delisted;
+        }
         match tick.kind {
             TickKind::Book { side, price, qty } => {
                 let applied = state.book.apply(side, price, qty);

@@ -500,7 +500,8 @@ impl Front {
             j.raw(",\"base\":").str(&ins.base);
             j.raw(",\"quote\":").str(&ins.quote);
             j.raw(",\"price\":").fixed(price);
-            j.raw(",\"status\":").str(ins.status.as_str()).raw("}");
+            let status = if self.shared.delisted(id) { "delisted" } else { ins.status.as_str() };
+            j.raw(",\"status\":").str(status).raw("}");
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
@@ -535,11 +536,19 @@ impl Front {
             None => Venue::ALL
                 .into_iter()
                 .filter(|v| self.venues.contains(v))
-                .find_map(|v| self.shared.registry.find(v, &req.symbol).map(|b| (v, b)))
+                .find_map(|v| {
+                    self.shared.registry.find(v, &req.symbol).filter(|&b| !self.shared.delisted(b)).map(|b| (v, b))
+                })
                 .ok_or_else(|| {
                     ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
                 })?,
         };
+        if self.shared.delisted(book) {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("symbol '{}' is delisted on {venue}", self.shared.registry.get(book).symbol),
+            ));
+        }
         let Some(plan) = self.plans.get(&account.plan) else {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
@@ -783,7 +792,8 @@ impl Front {
         let mut j = Json::with_capacity(256);
         j.raw("{\"symbol\":").str(&ins.symbol).raw(",\"exchange\":").str(venue.as_str());
         j.raw(",\"data\":{\"base\":").str(&ins.base).raw(",\"quote\":").str(&ins.quote);
-        j.raw(",\"price\":").fixed(price).raw(",\"status\":").str(ins.status.as_str());
+        let status = if self.shared.delisted(id) { "delisted" } else { ins.status.as_str() };
+        j.raw(",\"price\":").fixed(price).raw(",\"status\":").str(status);
         j.raw(",\"tickSize\":")
             .fixed(ins.tick.0)
             .raw(",\"lotSize\":")

@@ -196,12 +196,24 @@ pub struct Shared {
     pub trade_low: Box<[AtomicI64]>,
     /// Last wall scan per book.
     pub densities: Box<[ArcSwap<DensitySnapshot>]>,
+    /// Listing status per book: [`STATUS_TRADING`] or [`STATUS_DELISTED`].
+    pub status: Box<[std::sync::atomic::AtomicU8]>,
 }
+
+/// [`Shared::status`]: listed and trading.
+pub const STATUS_TRADING: u8 = 0;
+/// [`Shared::status`]: the venue no longer lists the pair.
+pub const STATUS_DELISTED: u8 = 2;
 
 impl Shared {
     /// True once every shard is ready.
     pub fn ready(&self) -> bool {
         self.stats.iter().all(|s| s.ready.load(Ordering::Acquire))
+    }
+
+    /// True once the venue has delisted the book.
+    pub fn delisted(&self, id: BookId) -> bool {
+        self.status[id.index()].load(Ordering::Acquire) == STATUS_DELISTED
     }
 
     /// Last price and its time for a book.
@@ -294,6 +306,7 @@ impl ShardSet {
             trade_high: (0..books).map(|_| AtomicI64::new(i64::MIN)).collect(),
             trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
             densities: (0..books).map(|_| ArcSwap::from_pointee(DensitySnapshot::default())).collect(),
+            status: (0..books).map(|_| std::sync::atomic::AtomicU8::new(STATUS_TRADING)).collect(),
         });
         let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         let mut set =
@@ -508,7 +521,8 @@ impl Shard {
                         self.market.remove_alert(book, id);
                     }
                     Command::Delist { book } => {
-                        let ids = self.market.clear_alerts(book);
+                        let ids = self.market.delist(book);
+                        self.shared.status[book.index()].store(STATUS_DELISTED, Ordering::Release);
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
                 }
@@ -699,6 +713,7 @@ impl Shard {
                 Outcome::Crossed => self.emit(ShardEvent::BookCrossed { book: tick.book, ts_ms: tick.ts_ms }),
                 Outcome::Level(_) => {}
                 Outcome::NotOwned => debug_assert!(false, "tick routed to the wrong shard"),
+                Outcome::Delisted => {}
             }
         }
         self.shared.stats[self.index].ticks.store(self.applied, Ordering::Relaxed);

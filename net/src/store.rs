@@ -819,6 +819,56 @@ mod tests {
         assert!(!is_key_shaped("xx_0123456789abcdef0123456789abcdef"));
     }
 
+    fn alert(account_id: i64, exchange: &str, symbol: &str) -> NewAlert {
+        NewAlert {
+            account_id,
+            exchange: exchange.into(),
+            symbol: symbol.into(),
+            kind: "price".into(),
+            direction: "above".into(),
+            price: Some(200),
+            pct_hundredths: None,
+            window: None,
+            repeat: true,
+            note: String::new(),
+            webhook_url: None,
+            created_price: 100,
+            created_ms: 1,
+        }
+    }
+
+    #[test]
+    fn delisting_removes_alerts_and_notifies_their_owners() {
+        let dir = temp_dir("delist");
+        let mut s = Store::open(&dir).expect("open");
+        let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+        let b = s.create_account_with_key("developer", None, 1).expect("b").account_id;
+        let gone1 = s.insert_alert(&alert(a, "binance", "SOLUSDT")).expect("insert").id;
+        let gone2 = s.insert_alert(&alert(b, "binance", "SOLUSDT")).expect("insert").id;
+        let other_venue = s.insert_alert(&alert(a, "okx", "SOLUSDT")).expect("insert").id;
+        let other_pair = s.insert_alert(&alert(a, "binance", "ETHUSDT")).expect("insert").id;
+        let mut removed = s.delist("binance", "SOLUSDT", 5_000).expect("delist");
+        removed.sort();
+        assert_eq!(removed, [gone1, gone2]);
+        let left: Vec<i64> = s.list_alerts(a, StatusFilter::All).expect("list").iter().map(|r| r.id).collect();
+        assert_eq!(left, [other_venue, other_pair]);
+        assert!(s.list_alerts(b, StatusFilter::All).expect("list").is_empty());
+        for (account, id) in [(a, gone1), (b, gone2)] {
+            let inbox = s.inbox(account, 10).expect("inbox");
+            assert_eq!(inbox.len(), 1);
+            assert_eq!(
+                (inbox[0].kind.as_str(), inbox[0].alert_id, inbox[0].created_ms),
+                ("alert.delisted", Some(id), 5_000)
+            );
+            let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("json");
+            assert_eq!(body["alert"]["symbol"], "SOLUSDT");
+        }
+        // A firing that raced the delisting is not recorded.
+        let f = FiringRecord { alert_id: gone1, price: 300, move_hundredths: None, ts_ms: 6_000, last: false };
+        assert!(s.record_firings(&[f]).expect("record").is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn create_lookup_revoke_round_trip() {
         let dir = temp_dir("keys");

@@ -283,3 +283,53 @@ fn alerts_survive_restart_and_sigkill() {
     let ids: Vec<Value> = list(&server, &key, "active").iter().map(|a| a["id"].clone()).collect();
     assert_eq!(ids, [first["id"].clone(), second], "nothing acknowledged was lost");
 }
+
+#[test]
+fn delisting_removes_alerts_and_notifies_the_account() {
+    let server = Server::start(BIN, &[FAST, &["--sim-delist", "SOLUSDT@6"]].concat());
+    let key = server.key.clone();
+    let p = price_of(&server, "SOLUSDT");
+    let far = (p * 3.0 * 100.0).round() / 100.0;
+    let a = post(&server, &key, &json!({"symbol":"SOLUSDT","type":"price","direction":"above","price":far}))
+        .ok("binance")["data"]["id"]
+        .clone();
+    let b = post(
+        &server,
+        &key,
+        &json!({"symbol":"SOLUSDT","type":"price","direction":"above","price":far,"exchange":"okx"}),
+    )
+    .ok("okx")["data"]["id"]
+        .clone();
+    let keep = post(&server, &key, &json!({"symbol":"ETHUSDT","type":"price","direction":"below","price":1}))
+        .ok("other")["data"]["id"]
+        .clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ids: Vec<Value> = list(&server, &key, "all").iter().map(|x| x["id"].clone()).collect();
+        if ids == [keep.clone()] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "delisted alerts still listed: {ids:?}");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let inbox = server.get("/v1/inbox", Some(&key));
+    let notices: Vec<Value> = inbox.ok("inbox")["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter(|e| e["kind"] == "alert.delisted")
+        .map(|e| e["alertId"].clone())
+        .collect();
+    assert!(notices.contains(&a) && notices.contains(&b), "{}", inbox.text);
+    let symbols = server.get_authed("/v1/exchanges/binance/symbols");
+    let sol =
+        symbols.ok("symbols")["data"].as_array().and_then(|d| d.iter().find(|s| s["symbol"] == "SOLUSDT").cloned());
+    assert_eq!(sol.map(|s| s["status"].clone()), Some(json!("delisted")));
+    post(&server, &key, &json!({"symbol":"SOLUSDT","type":"price","direction":"above","price":far})).assert_error(
+        404,
+        "unknown symbol 'SOLUSDT'",
+        "no venue lists it any more",
+    );
+    post(&server, &key, &json!({"symbol":"SOLUSDT","type":"price","direction":"above","price":far,"exchange":"okx"}))
+        .assert_error(404, "symbol 'SOLUSDT' is delisted on okx", "delisted venue");
+}

@@ -19,7 +19,7 @@ use rampart_net::clock;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
 use rampart_net::front::{self, Front, FrontConfig};
-use rampart_net::shard::{ShardConfig, ShardSet};
+use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
 use rampart_net::store::{AlertRow, Revoked, Store};
 use rampart_net::writer::{OnCommitted, Writer};
 
@@ -78,6 +78,10 @@ struct ServeArgs {
     /// Seed of the simulated market [default: 42].
     #[arg(long, env = "RAMPART_SEED")]
     seed: Option<u64>,
+    /// Simulated delisting: `SYMBOL@SECONDS` delists SYMBOL on every venue that many seconds
+    /// after the server is ready (its alerts are removed and their owners notified). Repeatable.
+    #[arg(long, value_name = "SYMBOL@SECONDS")]
+    sim_delist: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -203,6 +207,7 @@ struct ServeSettings {
     plans: Plans,
     walls_min_ratio: f64,
     allow_private: bool,
+    sim_delist: Vec<(String, u64)>,
 }
 
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
@@ -231,6 +236,14 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if file.webhooks.allow_private {
         eprintln!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
     }
+    let mut sim_delist = Vec::new();
+    for d in &args.sim_delist {
+        let parsed = d.split_once('@').and_then(|(s, t)| Some((s.to_ascii_uppercase(), t.parse::<u64>().ok()?)));
+        match parsed {
+            Some(x) if !x.0.is_empty() => sim_delist.push(x),
+            _ => bail!("--sim-delist takes SYMBOL@SECONDS, not '{d}'"),
+        }
+    }
     Ok(ServeSettings {
         listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
         data_dir: data_dir(&args.common, &file),
@@ -243,6 +256,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         plans: plans(&file),
         walls_min_ratio,
         allow_private: file.webhooks.allow_private,
+        sim_delist,
     })
 }
 
@@ -305,6 +319,24 @@ fn serve(args: ServeArgs) -> Result<()> {
     });
     let writer = Writer::start(Store::open(&s.data_dir)?, shards.event_queues(), registry.clone(), on_committed)?;
 
+    for (symbol, after_s) in s.sim_delist.clone() {
+        let (shared, commands) = (shards.shared().clone(), shards.commands());
+        std::thread::Builder::new().name("sim-delist".into()).spawn(move || {
+            while !shared.ready() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_secs(after_s));
+            for venue in Venue::ALL {
+                let Some(book) = shared.registry.find(venue, &symbol) else { continue };
+                let mut cmd = ShardCommand::Delist { book };
+                while let Err(back) = commands.send(book, cmd) {
+                    cmd = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                eprintln!("rampart: simulated delisting of {symbol} on {venue}");
+            }
+        })?;
+    }
     let front = Rc::new(Front::new(
         shards.shared().clone(),
         shards.commands(),
