@@ -293,3 +293,189 @@ mod tests {
         assert!(s.row().starts_with("| x | 1000 |"));
     }
 }
+
+/// Tick-to-decision: the time `Market::apply` takes for a trade on a pair holding
+/// `alerts_on_pair` alerts (repeating price alerts spread ±5% around the price, so trades fire
+/// and re-arm some of them, plus a few percent alerts), in a market holding `alerts_market` alerts
+/// over all books. The trade walk is a random walk of 0.02% steps.
+pub fn alert_decision(alerts_on_pair: usize, alerts_market: usize, trades: usize) -> Summary {
+    use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
+    use rampart_engine::{Price, Qty, Tick, TickKind, Timeframe};
+    let universe = sim::universe(42, 500);
+    let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("simulated registry is valid");
+    let ids: Vec<BookId> = registry.ids().collect();
+    let mut market = Market::new(registry.len(), &ids, 64, 16);
+    let pair = registry.find(Venue::Binance, "BTCUSDT").expect("BTCUSDT");
+    let base = 9_500_000_000_000_i64;
+    let mut rng = sim::Rng::new(9);
+    let mut next = 0u64;
+    let mut add = |market: &mut Market, book: BookId, rng: &mut sim::Rng, repeat: bool| {
+        next += 1;
+        let condition = if next.is_multiple_of(50) {
+            Condition::Pct { dir: Move::Any, hundredths: 10 + rng.below(200) as u32, window: Timeframe::M5 }
+        } else {
+            let off = rng.range(-0.05, 0.05);
+            let level = Price((base as f64 * (1.0 + off)) as i64);
+            Condition::Price { cross: if off > 0.0 { Cross::Above } else { Cross::Below }, level }
+        };
+        market.insert_alert(book, AlertSpec { id: next, condition, repeat });
+    };
+    for _ in 0..alerts_on_pair {
+        add(&mut market, pair, &mut rng, true);
+    }
+    let others = alerts_market.saturating_sub(alerts_on_pair);
+    for k in 0..others {
+        let book = ids[k % ids.len()];
+        if book != pair {
+            add(&mut market, book, &mut rng, true);
+        }
+    }
+    let mut h = histogram();
+    let mut price = base;
+    let mut fired = 0u64;
+    let t0_ms = 1_795_183_387_000_i64;
+    for i in 0..trades {
+        price = (price as f64 * (1.0 + 0.0002 * rng.normal())) as i64;
+        price = price.clamp(base * 97 / 100, base * 103 / 100);
+        let tick = Tick {
+            book: pair,
+            ts_ms: t0_ms + i as i64,
+            kind: TickKind::Trade { price: Price(price), qty: Qty(1), taker_sell: false },
+        };
+        let t0 = Instant::now();
+        std::hint::black_box(market.apply(std::hint::black_box(&tick)));
+        let ns = t0.elapsed().as_nanos() as u64;
+        fired += market.firings().len() as u64;
+        market.clear_firings();
+        let _ = h.record(ns);
+    }
+    let name = format!(
+        "trade → alert decision, {alerts_on_pair} alerts on the pair, {} in the market ({fired} firings)",
+        market.alert_count()
+    );
+    Summary::from_hist(&name, &h, None)
+}
+
+/// Webhook delivery on loopback: `firings` firings recorded through the real storage path in
+/// batches of 100 (every 50 ms), each with a webhook to one of `hosts` fast receivers, except
+/// one in a hundred that goes to a receiver that never answers. Returns the latency from the
+/// firing's commit to the POST's arrival at a fast receiver, and the fast deliveries per second.
+pub fn delivery(firings: usize, hosts: usize) -> Summary {
+    use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
+    use rampart_net::store::{FiringRecord, NewAlert, Store};
+    use std::collections::HashMap;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::Mutex;
+
+    let dir = std::env::temp_dir().join(format!("rampart-bench-delivery-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sent: Arc<Mutex<HashMap<i64, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
+    let hist = Arc::new(Mutex::new(histogram()));
+    let received = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut ports = Vec::new();
+    for h in 0..=hosts {
+        let hang = h == hosts;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a receiver");
+        ports.push(listener.local_addr().expect("addr").port());
+        let (sent, hist, received) = (sent.clone(), hist.clone(), received.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let (sent, hist, received) = (sent.clone(), hist.clone(), received.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut line = String::new();
+                    let _ = reader.read_line(&mut line);
+                    let mut len = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length: ") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    let _ = reader.read_exact(&mut body);
+                    if hang {
+                        std::thread::sleep(Duration::from_secs(30));
+                        return;
+                    }
+                    let id: i64 = line
+                        .split('/')
+                        .nth(2)
+                        .and_then(|s| s.split(' ').next())
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    if let Some(t0) = sent.lock().ok().and_then(|m| m.get(&id).copied()) {
+                        if let Ok(mut h) = hist.lock() {
+                            let _ = h.record(t0.elapsed().as_nanos() as u64);
+                        }
+                    }
+                    received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                });
+            }
+        });
+    }
+    let mut store = Store::open(&dir).expect("store");
+    let account = store.create_account_with_key("developer", None, 0).expect("account").account_id;
+    let mut ids = Vec::with_capacity(firings);
+    for i in 0..firings {
+        let port = if i % 100 == 99 { ports[hosts] } else { ports[i % hosts] };
+        let row = store
+            .insert_alert(&NewAlert {
+                account_id: account,
+                exchange: "binance".into(),
+                symbol: "BTCUSDT".into(),
+                kind: "price".into(),
+                direction: "above".into(),
+                price: Some(1),
+                pct_hundredths: None,
+                window: None,
+                repeat: true,
+                note: String::new(),
+                webhook_url: Some(format!("http://127.0.0.1:{port}/a/{}", i + 1)),
+                created_price: 0,
+                created_ms: 0,
+            })
+            .expect("alert");
+        ids.push(row.id);
+    }
+    let config = DeliveryConfig { allow_private: true, ..DeliveryConfig::default() };
+    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(SystemClock)).expect("delivery");
+    let wake = d.waker();
+    let started = Instant::now();
+    for chunk in ids.chunks(100) {
+        let now = rampart_net::clock::now_ms();
+        let batch: Vec<FiringRecord> = chunk
+            .iter()
+            .map(|&id| FiringRecord { alert_id: id, price: 2, move_hundredths: None, ts_ms: now, last: false })
+            .collect();
+        let t = Instant::now();
+        if let Ok(mut m) = sent.lock() {
+            for &id in chunk {
+                m.insert(id, t);
+            }
+        }
+        store.record_firings(&batch).expect("record");
+        wake.notify_one();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let fast = firings - firings / 100;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while (received.load(std::sync::atomic::Ordering::Relaxed) as usize) < fast && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let took = started.elapsed();
+    d.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    let n = received.load(std::sync::atomic::Ordering::Relaxed);
+    let h = hist.lock().map(|h| h.clone()).unwrap_or_else(|_| histogram());
+    Summary::from_hist(
+        &format!("firing commit → POST received ({n} of {fast} fast deliveries, 1% to a hanging receiver)"),
+        &h,
+        Some(n as f64 / took.as_secs_f64()),
+    )
+}

@@ -1,6 +1,8 @@
 //! The benchmarks in their cheap mode: they must keep compiling and produce sane numbers.
 
-use rampart_bench::{front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan};
+use rampart_bench::{
+    alert_decision, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan,
+};
 
 #[test]
 fn tick_apply_cheap() {
@@ -30,4 +32,17 @@ fn levels_cheap() {
 fn wall_scan_cheap() {
     let s = wall_scan(10, 2);
     assert!(s.count >= 20 && s.p50_ns > 0, "{s:?}");
+}
+
+#[test]
+fn alert_decision_cheap() {
+    let s = alert_decision(1_000, 5_000, 2_000);
+    assert_eq!(s.count, 2_000);
+    assert!(s.name.contains("firings"), "{s:?}");
+}
+
+#[test]
+fn delivery_cheap() {
+    let s = delivery(200, 4);
+    assert_eq!(s.count, 198, "every fast delivery arrived: {s:?}");
 }

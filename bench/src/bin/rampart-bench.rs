@@ -2,7 +2,9 @@
 //!
 //! Usage: `rampart-bench tick [--runs N]` or `rampart-bench hop [--runs N]` `rampart-bench levels [--runs N]` or `rampart-bench walls [--runs N]`.
 
-use rampart_bench::{front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan, Summary};
+use rampart_bench::{
+    alert_decision, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan, Summary,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -16,8 +18,15 @@ fn main() {
             "hop" => front_hop(500, 1, 20_000),
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
             "walls" => vec![wall_scan(500, 20)],
+            "delivery" => vec![delivery(20_000, 50)],
+            "alerts" => vec![
+                alert_decision(0, 0, 1_000_000),
+                alert_decision(1_000, 1_000, 1_000_000),
+                alert_decision(100_000, 100_000, 1_000_000),
+                alert_decision(100_000, 1_000_000, 1_000_000),
+            ],
             _ => {
-                eprintln!("usage: rampart-bench tick|hop|levels|walls [--runs N]");
+                eprintln!("usage: rampart-bench tick|hop|levels|walls|alerts|delivery [--runs N]");
                 std::process::exit(2);
             }
         };
