@@ -277,23 +277,6 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
     ]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summaries_render() {
-        let mut h = histogram();
-        for v in 1..=1000 {
-            h.record(v).expect("in range");
-        }
-        let s = Summary::from_hist("x", &h, Some(10.0));
-        assert_eq!(s.count, 1000);
-        assert!(s.p50_ns <= s.p99_ns && s.p99_ns <= s.p999_ns && s.p999_ns <= s.max_ns);
-        assert!(s.row().starts_with("| x | 1000 |"));
-    }
-}
-
 /// Tick-to-decision: the time `Market::apply` takes for a trade on a pair holding
 /// `alerts_on_pair` alerts (repeating price alerts spread ±5% around the price, so trades fire
 /// and re-arm some of them, plus a few percent alerts), in a market holding `alerts_market` alerts
@@ -478,4 +461,21 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
         &h,
         Some(n as f64 / took.as_secs_f64()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_render() {
+        let mut h = histogram();
+        for v in 1..=1000 {
+            h.record(v).expect("in range");
+        }
+        let s = Summary::from_hist("x", &h, Some(10.0));
+        assert_eq!(s.count, 1000);
+        assert!(s.p50_ns <= s.p99_ns && s.p99_ns <= s.p999_ns && s.p999_ns <= s.max_ns);
+        assert!(s.row().starts_with("| x | 1000 |"));
+    }
 }
