@@ -182,37 +182,25 @@ async fn run(
     wake: Arc<Notify>,
     stats: Arc<DeliveryStats>,
 ) {
+    let mut store = store;
     let mut in_flight: HashSet<i64> = HashSet::new();
     let mut per_host: HashMap<String, usize> = HashMap::new();
     // One result per attempt in flight: bounded by `in_flight_max`.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, String, AttemptResult)>();
-    let finish = |id: i64,
-                  host: String,
-                  result: AttemptResult,
-                  in_flight: &mut HashSet<i64>,
-                  per_host: &mut HashMap<String, usize>| {
-        let now = clock.now_ms();
-        match &result {
-            AttemptResult::Delivered { .. } => stats.delivered.fetch_add(1, Ordering::Relaxed),
-            AttemptResult::Failed { .. } => stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
-        };
-        // A failed write leaves the row pending: it is attempted again (at least once).
-        if let Err(e) = store.record_attempt(id, &result, now) {
-            eprintln!("rampart: delivery {id}: recording the attempt: {e}");
+    let mut done: Vec<(i64, AttemptResult)> = Vec::with_capacity(config.in_flight_max);
+    while !stop.load(Ordering::Acquire) {
+        // Results that have arrived are recorded together, in one transaction.
+        while let Ok((id, host, result)) = rx.try_recv() {
+            settle(id, host, result, &mut in_flight, &mut per_host, &stats, &mut done);
         }
-        in_flight.remove(&id);
-        if let Some(n) = per_host.get_mut(&host) {
-            *n -= 1;
-            if *n == 0 {
-                per_host.remove(&host);
+        if !done.is_empty() {
+            // A failed write leaves the rows pending: they are attempted again (at least once).
+            if let Err(e) = store.record_attempts(&done, clock.now_ms()) {
+                eprintln!("rampart: delivery: recording {} attempts: {e}", done.len());
             }
+            done.clear();
         }
         stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
-    };
-    while !stop.load(Ordering::Acquire) {
-        while let Ok((id, host, result)) = rx.try_recv() {
-            finish(id, host, result, &mut in_flight, &mut per_host);
-        }
         if in_flight.len() < config.in_flight_max {
             let due = match store.due_deliveries(clock.now_ms(), DUE_SCAN_MAX) {
                 Ok(d) => d,
@@ -236,7 +224,6 @@ async fn run(
                 per_host.insert(host.clone(), busy + 1);
                 in_flight.insert(row.id);
                 stats.attempts.fetch_add(1, Ordering::Relaxed);
-                stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
                 let tx = tx.clone();
                 let (allow, timeout) = (config.allow_private, config.attempt_timeout);
                 tokio::task::spawn_local(async move {
@@ -244,13 +231,42 @@ async fn run(
                     let _ = tx.send((row.id, host, result));
                 });
             }
+            stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
         }
+        // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
+        // wakes us is recorded in the next round with any others.
         tokio::select! {
-            Some((id, host, result)) = rx.recv() => finish(id, host, result, &mut in_flight, &mut per_host),
+            Some((id, host, result)) = rx.recv() => {
+                settle(id, host, result, &mut in_flight, &mut per_host, &stats, &mut done);
+            }
             _ = wake.notified() => {}
             _ = tokio::time::sleep(config.poll_interval) => {}
         }
     }
+}
+
+/// Frees an attempt's slots and keeps its result for the next batch write.
+fn settle(
+    id: i64,
+    host: String,
+    result: AttemptResult,
+    in_flight: &mut HashSet<i64>,
+    per_host: &mut HashMap<String, usize>,
+    stats: &DeliveryStats,
+    done: &mut Vec<(i64, AttemptResult)>,
+) {
+    match &result {
+        AttemptResult::Delivered { .. } => stats.delivered.fetch_add(1, Ordering::Relaxed),
+        AttemptResult::Failed { .. } => stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
+    };
+    in_flight.remove(&id);
+    if let Some(n) = per_host.get_mut(&host) {
+        *n -= 1;
+        if *n == 0 {
+            per_host.remove(&host);
+        }
+    }
+    done.push((id, result));
 }
 
 /// One attempt of one delivery, bounded by `timeout` as a whole.

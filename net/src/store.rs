@@ -638,6 +638,16 @@ impl Store {
         Ok(self.conn.query_row("SELECT MIN(next_attempt_ms) FROM outbox WHERE state = 'pending'", [], |r| r.get(0))?)
     }
 
+    /// Records several attempts' results in one transaction (see [`Store::record_attempt`]).
+    pub fn record_attempts(&mut self, results: &[(i64, AttemptResult)], now_ms: i64) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        for (id, result) in results {
+            self.record_attempt(*id, result, now_ms)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Records an attempt's result at `now_ms`: delivered, rescheduled per
     /// [`next_attempt_ms`], or failed for good after the third attempt.
     pub fn record_attempt(&self, id: i64, result: &AttemptResult, now_ms: i64) -> Result<(), StoreError> {
