@@ -361,3 +361,23 @@ fn slow_receivers_do_not_delay_healthy_ones() {
     assert_eq!(d.stats.in_flight.load(std::sync::atomic::Ordering::Relaxed), 2);
     d.stop();
 }
+
+#[test]
+fn real_time_retry_after_ten_seconds() {
+    // The schedule on the wall clock, end to end: a 500, then the second attempt ~10 s later.
+    let clock = Arc::new(ManualClock::new(0));
+    let rx = Receiver::start(vec![Answer::Status(500), Answer::Status(200)], clock.clone());
+    let dir = temp_dir("realtime");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    let started = Instant::now();
+    let config = DeliveryConfig { allow_private: true, ..DeliveryConfig::default() };
+    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(rampart_net::delivery::SystemClock))
+        .expect("delivery");
+    assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
+    let first = started.elapsed();
+    assert_eq!(rx.wait_for(2, Duration::from_secs(15)).len(), 2);
+    let gap = started.elapsed() - first;
+    assert!(gap >= Duration::from_millis(9_800) && gap < Duration::from_millis(11_500), "second attempt after {gap:?}");
+    wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    d.stop();
+}
