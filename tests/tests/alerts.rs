@@ -45,7 +45,7 @@ fn create_list_delete() {
     let reply = post(
         &server,
         &key,
-        &json!({"symbol":"btcusdt","type":"price","direction":"above","price":level,"note":"breakout","webhook_url":"https://hooks.example.com/x?secret=abc"}),
+        &json!({"symbol":"btcusdt","type":"price","direction":"above","price":level,"note":"breakout","webhook_url":"https://93.184.216.34/x?secret=abc"}),
     );
     let a = reply.ok("create price alert")["data"].clone();
     assert_eq!(a["exchange"], "binance", "binance is the default venue");
@@ -54,7 +54,7 @@ fn create_list_delete() {
     assert_eq!(a["price"].as_f64(), Some(level));
     assert_eq!((a["pct"].clone(), a["window"].clone()), (Value::Null, Value::Null));
     assert_eq!((a["repeat"].clone(), a["note"].clone()), (json!(false), json!("breakout")));
-    assert_eq!(a["webhookUrl"], "https://hooks.example.com/x?secret=abc");
+    assert_eq!(a["webhookUrl"], "https://93.184.216.34/x?secret=abc");
     assert_eq!(
         (a["status"].clone(), a["triggerCount"].clone(), a["lastTriggeredAt"].clone()),
         (json!("active"), json!(0), Value::Null)
