@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -93,6 +93,9 @@ pub struct DeliveryConfig {
     pub attempt_timeout: Duration,
     /// How often the outbox is checked when nothing wakes the sender.
     pub poll_interval: Duration,
+    /// Root certificates (DER) trusted in addition to the bundled web roots, for receivers
+    /// behind a private CA (and for tests).
+    pub extra_roots_der: Vec<Vec<u8>>,
 }
 
 impl Default for DeliveryConfig {
@@ -103,6 +106,7 @@ impl Default for DeliveryConfig {
             per_host_max: 8,
             attempt_timeout: ATTEMPT_TIMEOUT,
             poll_interval: Duration::from_millis(20),
+            extra_roots_der: Vec::new(),
         }
     }
 }
@@ -183,6 +187,10 @@ async fn run(
     stats: Arc<DeliveryStats>,
 ) {
     let mut store = store;
+    let tls = tls_config(&config.extra_roots_der);
+    if tls.is_none() {
+        eprintln!("rampart: delivery: TLS configuration failed; https webhooks will fail");
+    }
     let mut in_flight: HashSet<i64> = HashSet::new();
     let mut per_host: HashMap<String, usize> = HashMap::new();
     // One result per attempt in flight: bounded by `in_flight_max`.
@@ -225,9 +233,10 @@ async fn run(
                 in_flight.insert(row.id);
                 stats.attempts.fetch_add(1, Ordering::Relaxed);
                 let tx = tx.clone();
-                let (allow, timeout) = (config.allow_private, config.attempt_timeout);
+                let target =
+                    Target { allow_private: config.allow_private, timeout: config.attempt_timeout, tls: tls.clone() };
                 tokio::task::spawn_local(async move {
-                    let result = attempt(&row, allow, timeout).await;
+                    let result = attempt(&row, &target).await;
                     let _ = tx.send((row.id, host, result));
                 });
             }
@@ -269,13 +278,25 @@ fn settle(
     done.push((id, result));
 }
 
-/// One attempt of one delivery, bounded by `timeout` as a whole.
-pub async fn attempt(row: &OutboxRow, allow_private: bool, timeout: Duration) -> AttemptResult {
-    match tokio::time::timeout(timeout, send(&row.url, row.body.clone(), allow_private)).await {
+/// What an attempt needs besides the delivery itself.
+#[derive(Clone)]
+pub struct Target {
+    /// Permit private addresses.
+    pub allow_private: bool,
+    /// Time allowed for the whole attempt.
+    pub timeout: Duration,
+    /// Client TLS configuration (`None`: https deliveries fail).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// One attempt of one delivery, bounded by `target.timeout` as a whole.
+pub async fn attempt(row: &OutboxRow, target: &Target) -> AttemptResult {
+    match tokio::time::timeout(target.timeout, send(&row.url, row.body.clone(), target)).await {
         Ok(r) => r,
-        Err(_) => {
-            AttemptResult::Failed { status: None, error: format!("no full answer within {} s", timeout.as_secs()) }
-        }
+        Err(_) => AttemptResult::Failed {
+            status: None,
+            error: format!("no full answer within {} s", target.timeout.as_secs()),
+        },
     }
 }
 
@@ -283,14 +304,14 @@ fn failed(error: impl Into<String>) -> AttemptResult {
     AttemptResult::Failed { status: None, error: error.into() }
 }
 
-async fn send(url: &str, body: String, allow_private: bool) -> AttemptResult {
+async fn send(url: &str, body: String, target: &Target) -> AttemptResult {
     let parsed = match ssrf::parse(url) {
         Ok(p) => p,
         Err(e) => return failed(e.to_string()),
     };
     // Resolved and checked now, at every attempt: a name that has come to point at a private
     // address since creation (DNS rebinding) is refused, and only a checked address is used.
-    let addrs = match ssrf::resolve_checked(&parsed, allow_private).await {
+    let addrs = match ssrf::resolve_checked(&parsed, target.allow_private).await {
         Ok(a) => a,
         Err(e) => return failed(e.to_string()),
     };
@@ -315,29 +336,28 @@ async fn send(url: &str, body: String, allow_private: bool) -> AttemptResult {
         Host::Ip(ip) => Ok(rustls::pki_types::ServerName::IpAddress((*ip).into())),
     };
     let Ok(name) = name else { return failed("invalid TLS server name") };
-    let Some(tls) = tls_config() else { return failed("TLS is not available") };
+    let Some(tls) = target.tls.clone() else { return failed("TLS is not available") };
     match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
         Ok(s) => exchange(TokioIo::new(s), &parsed, body).await,
         Err(e) => failed(format!("TLS: {e}")),
     }
 }
 
-/// The client TLS configuration: ring, the bundled web roots, no client certificate.
-fn tls_config() -> Option<Arc<rustls::ClientConfig>> {
-    static CONFIG: OnceLock<Option<Arc<rustls::ClientConfig>>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .ok()?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            Some(Arc::new(config))
-        })
-        .clone()
+/// The client TLS configuration: ring, the bundled web roots plus `extra_roots_der`, no client
+/// certificate. `None` if it cannot be built (an extra root that does not parse).
+pub fn tls_config(extra_roots_der: &[Vec<u8>]) -> Option<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for der in extra_roots_der {
+        roots.add(rustls::pki_types::CertificateDer::from(der.clone())).ok()?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Some(Arc::new(config))
 }
 
 async fn exchange<I>(io: I, url: &WebhookUrl, body: String) -> AttemptResult

@@ -381,3 +381,92 @@ fn real_time_retry_after_ten_seconds() {
     wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
     d.stop();
 }
+
+/// A TLS receiver on loopback with the test certificate (CN localhost, SAN 127.0.0.1): answers
+/// 200 to each request; counts requests and failed handshakes.
+fn tls_receiver() -> (u16, Arc<Mutex<Vec<String>>>, Arc<std::sync::atomic::AtomicU64>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let cert = CertificateDer::from_pem_slice(include_bytes!("fixtures/tls/cert.pem")).expect("cert");
+    let key = PrivateKeyDer::from_pem_slice(include_bytes!("fixtures/tls/key.pem")).expect("key");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let std_listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    std_listener.set_nonblocking(true).expect("nonblocking");
+    let port = std_listener.local_addr().expect("addr").port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let refused = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (g, r) = (got.clone(), refused.clone());
+    thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                let (acceptor, g, r) = (acceptor.clone(), g.clone(), r.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(stream).await else {
+                        r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        return;
+                    };
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n) = tls.read(&mut chunk).await {
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buf);
+                        if let Some(head_end) = text.find("\r\n\r\n") {
+                            let len = text[..head_end]
+                                .lines()
+                                .find_map(|l| l.strip_prefix("Content-Length: "))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if buf.len() >= head_end + 4 + len {
+                                break;
+                            }
+                        }
+                    }
+                    if let Ok(mut g) = g.lock() {
+                        g.push(String::from_utf8_lossy(&buf).lines().next().unwrap_or("").to_owned());
+                    }
+                    let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+    });
+    (port, got, refused)
+}
+
+#[test]
+fn https_deliveries_verify_the_receiver_certificate() {
+    use rustls::pki_types::pem::PemObject;
+    let clock = Arc::new(ManualClock::new(T0));
+    let (port, got, refused) = tls_receiver();
+    // Unknown issuer: the bundled web roots do not trust the test certificate.
+    let dir = temp_dir("tls-untrusted");
+    let (store, alert) = fired_alert(&dir, &format!("https://127.0.0.1:{port}/secure?s=1"));
+    let d = start(&dir, &clock, local());
+    let row = wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(5));
+    assert!(row.last_error.as_deref().is_some_and(|e| e.starts_with("TLS:")), "{row:?}");
+    d.stop();
+    assert_eq!(refused.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(got.lock().map(|g| g.is_empty()).unwrap_or(false), "no request sent over an untrusted connection");
+    // Trusted through an extra root: delivered over TLS.
+    let dir = temp_dir("tls-trusted");
+    let (store, alert) = fired_alert(&dir, &format!("https://127.0.0.1:{port}/secure?s=1"));
+    let der = rustls::pki_types::CertificateDer::from_pem_slice(include_bytes!("fixtures/tls/ca.pem")).expect("ca");
+    let d = start(&dir, &clock, DeliveryConfig { extra_roots_der: vec![der.to_vec()], ..local() });
+    let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    assert_eq!(row.last_status, Some(200));
+    assert_eq!(got.lock().map(|g| g.clone()).unwrap_or_default(), ["POST /secure?s=1 HTTP/1.1"]);
+    d.stop();
+}
