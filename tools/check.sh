@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command checks everything, locally and in CI: formatting, lints, the engine's no-I/O
-# boundary, and every test (unit, black-box, and the benchmarks in their cheap mode).
+# boundary, the docs, and every test (unit, black-box, and the benchmarks in their cheap mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,9 @@ if cargo tree -p rampart-engine -e normal --prefix none | grep -E "$forbidden"; 
     echo "rampart-engine must stay sans-I/O (see ARCHITECTURE.md)" >&2
     exit 1
 fi
+
+echo "== cargo doc (broken links and missing docs are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 echo "== cargo test"
 cargo test --workspace

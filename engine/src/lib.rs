@@ -7,6 +7,7 @@
 pub mod alert;
 pub mod book;
 pub mod candle;
+pub mod feed;
 pub mod fixed;
 pub mod instrument;
 pub mod level;

@@ -324,7 +324,7 @@ pub struct Sim {
 
 impl Sim {
     /// Simulates the pairs `pair_specs` (indices into `universe`), whose books are found in
-    /// `registry`. Nothing is emitted until [`Sim::start`].
+    /// `registry`. Nothing is emitted until [`Sim::start_pair`].
     pub fn new(config: SimConfig, universe: &[PairSpec], registry: &Registry, pair_specs: &[usize]) -> Sim {
         let mut pairs = Vec::with_capacity(pair_specs.len());
         for &si in pair_specs {

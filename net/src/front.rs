@@ -137,7 +137,7 @@ fn error(status: StatusCode, message: &str) -> Resp {
 }
 
 /// A value of a query parameter, percent-decoded.
-fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+pub fn query_param(query: Option<&str>, name: &str) -> Option<String> {
     let query = query?;
     for pair in query.split('&') {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));

@@ -1,0 +1,923 @@
+//! Binance spot: a decoder for WebSocket messages and REST depth snapshots, and the book sync
+//! state machine (diff stream plus REST snapshot) of venues.md §1.2.
+//!
+//! Decoding: [`BinanceDecoder::decode`] takes the bytes of one WebSocket text message, raw
+//! (`/ws/<stream>`) or combined (`{"stream":..,"data":{..}}`), or one `GET /api/v3/depth` body,
+//! and returns a [`Frame`]. Prices and sizes arrive as JSON strings and are parsed once into
+//! [`Price`] and [`Qty`]. Levels go into two buffers owned by the decoder and sized at
+//! construction; the returned message borrows them and the input, so decoding allocates nothing.
+//! Key order does not matter; unknown keys are skipped whatever their value. Messages of a kind
+//! this decoder does not read (`aggTrade`, `kline`, `bookTicker`, ...) are a value,
+//! [`Message::Other`], not an error.
+//!
+//! Syncing: [`BinanceBookSync`] drives a [`Book`] from decoded diffs and snapshots. It never
+//! fetches anything: when it needs a snapshot it says so in its [`SyncOutcome`]
+//! ([`SyncOutcome::wants_snapshot`]) and the caller fetches one (rate-limited: snapshots cost
+//! request weight, venues.md §1.6) and hands it to [`BinanceBookSync::on_snapshot`].
+//!
+//! Choices where venues.md is silent, and why:
+//! - A snapshot that arrives while nothing is buffered is loaded: step 3 has no first `U` to
+//!   compare with, and the per-event rule of step 6 still catches a snapshot that is too old
+//!   (the first event after it is then a gap). Rationale: a quiet pair may send no diff for a
+//!   long time; waiting for one would leave its book empty.
+//! - At the buffer bound the **oldest** buffered events are dropped and buffering goes on.
+//!   Rationale: the first buffered `U` only moves forward, so a snapshot already in flight
+//!   stays usable if it is fresh enough, and no extra snapshot (request weight) is asked for.
+//! - While live, a snapshot newer than the book reloads it; an older or equal one is ignored.
+//! - Buffering survives refused (stale) snapshots, as venues.md §6 item 2 asks.
+
+use std::collections::VecDeque;
+
+use super::{Cursor, DecodeError, Elements, JsonErrorKind, Members, Span};
+use crate::book::{Book, Level, Side};
+use crate::fixed::{Price, Qty};
+use crate::instrument::BookId;
+use crate::market::{Tick, TickKind};
+
+/// Levels per side of the deepest REST snapshot Binance serves (`limit` above 5000 is
+/// truncated to 5000); a decoder built with this `levels_max` accepts every snapshot.
+pub const SNAPSHOT_LEVELS_PER_SIDE_MAX: usize = 5000;
+
+/// Unit of the time fields on the wire: milliseconds by default, microseconds when the stream
+/// was opened with `timeUnit=MICROSECOND`. Decoded times are always milliseconds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum TimeUnit {
+    /// Time fields are Unix milliseconds (the default).
+    #[default]
+    Millisecond,
+    /// Time fields are Unix microseconds; they are truncated to milliseconds.
+    Microsecond,
+}
+
+/// A `depthUpdate` event: absolute sizes for the levels that changed between update ids
+/// `first_update_id` (`U`) and `final_update_id` (`u`), both included.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DepthDiff<'a> {
+    /// `s`, the symbol as sent (uppercase, may hold UTF-8), borrowed from the message.
+    pub symbol: &'a [u8],
+    /// `E`, event time in Unix milliseconds.
+    pub event_ms: i64,
+    /// `U`, first update id in the event.
+    pub first_update_id: u64,
+    /// `u`, final update id in the event.
+    pub final_update_id: u64,
+    /// `b`, bid levels in message order; a zero quantity removes the level.
+    pub bids: &'a [Level],
+    /// `a`, ask levels in message order; a zero quantity removes the level.
+    pub asks: &'a [Level],
+}
+
+/// A `trade` event: one fill.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Trade<'a> {
+    /// `s`, the symbol as sent, borrowed from the message.
+    pub symbol: &'a [u8],
+    /// `E`, event time in Unix milliseconds.
+    pub event_ms: i64,
+    /// `t`, trade id.
+    pub trade_id: u64,
+    /// `p`, price.
+    pub price: Price,
+    /// `q`, quantity.
+    pub qty: Qty,
+    /// `T`, trade time in Unix milliseconds.
+    pub trade_ms: i64,
+    /// `m`, true when the buyer was the maker, i.e. the taker sold.
+    pub buyer_is_maker: bool,
+}
+
+impl Trade<'_> {
+    /// True when the aggressor sold (`m == true`).
+    pub fn taker_sell(&self) -> bool {
+        self.buyer_is_maker
+    }
+
+    /// The trade as a market tick for `book`, stamped with the trade time.
+    pub fn tick(&self, book: BookId) -> Tick {
+        Tick {
+            book,
+            ts_ms: self.trade_ms,
+            kind: TickKind::Trade { price: self.price, qty: self.qty, taker_sell: self.taker_sell() },
+        }
+    }
+}
+
+/// A depth snapshot: the REST `GET /api/v3/depth` body, or a partial-depth stream payload
+/// (`<symbol>@depth<levels>`, same shape, no symbol: route it by [`Frame::stream`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Snapshot<'a> {
+    /// `lastUpdateId`, the last update id the snapshot includes.
+    pub last_update_id: u64,
+    /// `bids`, best first as sent.
+    pub bids: &'a [Level],
+    /// `asks`, best first as sent.
+    pub asks: &'a [Level],
+}
+
+/// The `id` of a request the venue answers: a signed 64-bit integer, a string, or `null`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RequestId<'a> {
+    /// `null`.
+    Null,
+    /// An integer id.
+    Int(i64),
+    /// A string id, raw (escapes not decoded).
+    Str(&'a [u8]),
+}
+
+/// One decoded message.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Message<'a> {
+    /// A diff depth event (`"e":"depthUpdate"`).
+    Depth(DepthDiff<'a>),
+    /// A trade event (`"e":"trade"`).
+    Trade(Trade<'a>),
+    /// The venue will close the connection for maintenance: open a new one promptly.
+    ServerShutdown {
+        /// `E`, event time in Unix milliseconds.
+        event_ms: i64,
+    },
+    /// A depth snapshot (REST body or partial-depth stream payload).
+    Snapshot(Snapshot<'a>),
+    /// The reply to a control request: `{"result":null,"id":1}` acknowledges a (un)subscribe;
+    /// `LIST_SUBSCRIPTIONS` and `GET_PROPERTY` carry a value.
+    Response {
+        /// The request's `id`.
+        id: RequestId<'a>,
+        /// Raw JSON text of `result` (`null` for a successful (un)subscribe).
+        result: &'a [u8],
+    },
+    /// An error reply, e.g. `{"code":2,"msg":"Invalid request: ..."}`.
+    Error {
+        /// `code`.
+        code: i64,
+        /// `msg`, raw string content (escapes not decoded).
+        msg: &'a [u8],
+        /// `id` of the failed request, when the venue sent one.
+        id: Option<RequestId<'a>>,
+    },
+    /// A well-formed object of a kind this decoder does not read (`aggTrade`, `kline`,
+    /// `bookTicker`, ...); `event_type` is its `e` when it has one.
+    Other {
+        /// `e`, raw.
+        event_type: Option<&'a [u8]>,
+    },
+}
+
+/// One decoded WebSocket message (or REST body).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Frame<'a> {
+    /// The combined-stream name (`btcusdt@depth@100ms`), or `None` for a raw-stream message.
+    pub stream: Option<&'a [u8]>,
+    /// The payload.
+    pub message: Message<'a>,
+}
+
+/// Decodes Binance spot messages into borrowed values, reusing its level buffers.
+#[derive(Clone, Debug)]
+pub struct BinanceDecoder {
+    time_unit: TimeUnit,
+    levels_max: usize,
+    bids: Vec<Level>,
+    asks: Vec<Level>,
+}
+
+impl BinanceDecoder {
+    /// A decoder for streams in `time_unit` holding at most `levels_max` levels per side.
+    ///
+    /// At the bound a message is refused with [`DecodeError::TooManyLevels`]; use
+    /// [`SNAPSHOT_LEVELS_PER_SIDE_MAX`] to accept the deepest REST snapshot.
+    pub fn new(time_unit: TimeUnit, levels_max: usize) -> BinanceDecoder {
+        assert!(levels_max > 0, "a decoder must hold at least one level per side");
+        BinanceDecoder {
+            time_unit,
+            levels_max,
+            bids: Vec::with_capacity(levels_max),
+            asks: Vec::with_capacity(levels_max),
+        }
+    }
+
+    /// The time unit the decoder expects on the wire.
+    pub fn time_unit(&self) -> TimeUnit {
+        self.time_unit
+    }
+
+    /// The per-side level bound.
+    pub fn levels_max(&self) -> usize {
+        self.levels_max
+    }
+
+    /// Decodes the bytes of one message. Never allocates and never panics; malformed input,
+    /// truncated input and missing or mistyped fields are errors.
+    pub fn decode<'a>(&'a mut self, frame: &'a [u8]) -> Result<Frame<'a>, DecodeError> {
+        let BinanceDecoder { time_unit, levels_max, bids, asks } = self;
+        bids.clear();
+        asks.clear();
+        let out = Out { unit: *time_unit, levels_max: *levels_max, bids, asks };
+        let mut cur = Cursor::new(frame, 0);
+        cur.skip_ws();
+        if cur.peek() != Some(b'{') {
+            // Say whether it is JSON at all before saying it is not an object.
+            cur.skip_value()?;
+            if !cur.at_end() {
+                return Err(cur.error(JsonErrorKind::TrailingBytes).into());
+            }
+            return Err(DecodeError::NotAnObject);
+        }
+        let outer = Fields::scan(frame, &mut cur)?;
+        if !cur.at_end() {
+            return Err(cur.error(JsonErrorKind::TrailingBytes).into());
+        }
+        match outer.get(K_STREAM) {
+            None => Ok(Frame { stream: None, message: out.message(&outer)? }),
+            Some(stream) => {
+                let stream = plain_str(stream, name(K_STREAM))?;
+                let data = outer.span(K_DATA).ok_or(DecodeError::MissingField(name(K_DATA)))?;
+                let mut inner_cur = Cursor::new(frame, data.start);
+                if inner_cur.peek() != Some(b'{') {
+                    return Err(DecodeError::WrongType(name(K_DATA)));
+                }
+                let inner = Fields::scan(frame, &mut inner_cur)?;
+                Ok(Frame { stream: Some(stream), message: out.message(&inner)? })
+            }
+        }
+    }
+}
+
+// Keys the decoder reads. Matching is on raw key bytes: an escaped key is an unknown key.
+const K_EVENT: usize = 0;
+const K_EVENT_TIME: usize = 1;
+const K_SYMBOL: usize = 2;
+const K_FIRST_ID: usize = 3;
+const K_FINAL_ID: usize = 4;
+const K_BIDS: usize = 5;
+const K_ASKS: usize = 6;
+const K_TRADE_ID: usize = 7;
+const K_PRICE: usize = 8;
+const K_QTY: usize = 9;
+const K_TRADE_TIME: usize = 10;
+const K_BUYER_MAKER: usize = 11;
+const K_LAST_UPDATE_ID: usize = 12;
+const K_SNAP_BIDS: usize = 13;
+const K_SNAP_ASKS: usize = 14;
+const K_RESULT: usize = 15;
+const K_ID: usize = 16;
+const K_CODE: usize = 17;
+const K_MSG: usize = 18;
+const K_STREAM: usize = 19;
+const K_DATA: usize = 20;
+const KEYS: [&str; 21] = [
+    "e",
+    "E",
+    "s",
+    "U",
+    "u",
+    "b",
+    "a",
+    "t",
+    "p",
+    "q",
+    "T",
+    "m",
+    "lastUpdateId",
+    "bids",
+    "asks",
+    "result",
+    "id",
+    "code",
+    "msg",
+    "stream",
+    "data",
+];
+
+fn key_index(raw: &[u8]) -> Option<usize> {
+    Some(match raw {
+        b"e" => K_EVENT,
+        b"E" => K_EVENT_TIME,
+        b"s" => K_SYMBOL,
+        b"U" => K_FIRST_ID,
+        b"u" => K_FINAL_ID,
+        b"b" => K_BIDS,
+        b"a" => K_ASKS,
+        b"t" => K_TRADE_ID,
+        b"p" => K_PRICE,
+        b"q" => K_QTY,
+        b"T" => K_TRADE_TIME,
+        b"m" => K_BUYER_MAKER,
+        b"lastUpdateId" => K_LAST_UPDATE_ID,
+        b"bids" => K_SNAP_BIDS,
+        b"asks" => K_SNAP_ASKS,
+        b"result" => K_RESULT,
+        b"id" => K_ID,
+        b"code" => K_CODE,
+        b"msg" => K_MSG,
+        b"stream" => K_STREAM,
+        b"data" => K_DATA,
+        _ => return None,
+    })
+}
+
+fn name(key: usize) -> &'static str {
+    KEYS.get(key).copied().unwrap_or("?")
+}
+
+/// Where each known key's value lies in one object.
+struct Fields<'a> {
+    bytes: &'a [u8],
+    spans: [Option<Span>; KEYS.len()],
+}
+
+impl<'a> Fields<'a> {
+    /// Walks the object at the cursor, validating every value and remembering known keys.
+    fn scan(bytes: &'a [u8], cur: &mut Cursor<'a>) -> Result<Fields<'a>, DecodeError> {
+        cur.expect(b'{')?;
+        let mut fields = Fields { bytes, spans: [None; KEYS.len()] };
+        let mut members = Members::new();
+        while let Some(key) = members.next_key(cur)? {
+            let value = cur.skip_value()?;
+            if let Some(k) = key_index(key.of(bytes)) {
+                if let Some(slot) = fields.spans.get_mut(k) {
+                    if slot.replace(value).is_some() {
+                        return Err(DecodeError::DuplicateField(name(k)));
+                    }
+                }
+            }
+        }
+        Ok(fields)
+    }
+
+    fn span(&self, key: usize) -> Option<Span> {
+        self.spans.get(key).copied().flatten()
+    }
+
+    /// The raw JSON text of a key's value.
+    fn get(&self, key: usize) -> Option<&'a [u8]> {
+        self.span(key).map(|s| s.of(self.bytes))
+    }
+
+    fn has(&self, key: usize) -> bool {
+        self.span(key).is_some()
+    }
+
+    fn req(&self, key: usize) -> Result<&'a [u8], DecodeError> {
+        self.get(key).ok_or(DecodeError::MissingField(name(key)))
+    }
+
+    fn req_span(&self, key: usize) -> Result<Span, DecodeError> {
+        self.span(key).ok_or(DecodeError::MissingField(name(key)))
+    }
+}
+
+/// The decoder's settings and level buffers, lent to one decode.
+struct Out<'a> {
+    unit: TimeUnit,
+    levels_max: usize,
+    bids: &'a mut Vec<Level>,
+    asks: &'a mut Vec<Level>,
+}
+
+impl<'a> Out<'a> {
+    fn message(self, f: &Fields<'a>) -> Result<Message<'a>, DecodeError> {
+        if let Some(e) = f.get(K_EVENT) {
+            let event_type = str_raw(e).ok_or(DecodeError::WrongType(name(K_EVENT)))?;
+            return match event_type {
+                b"depthUpdate" => self.depth(f),
+                b"trade" => self.trade(f),
+                b"serverShutdown" => Ok(Message::ServerShutdown { event_ms: self.time(f, K_EVENT_TIME)? }),
+                _ => Ok(Message::Other { event_type: Some(event_type) }),
+            };
+        }
+        if f.has(K_LAST_UPDATE_ID) {
+            return self.snapshot(f);
+        }
+        if f.has(K_CODE) {
+            let code = int(f.req(K_CODE)?, name(K_CODE))?;
+            let msg = str_raw(f.req(K_MSG)?).ok_or(DecodeError::WrongType(name(K_MSG)))?;
+            let id = f.get(K_ID).map(request_id).transpose()?;
+            return Ok(Message::Error { code, msg, id });
+        }
+        if let Some(result) = f.get(K_RESULT) {
+            let id = request_id(f.req(K_ID)?)?;
+            return Ok(Message::Response { id, result });
+        }
+        Ok(Message::Other { event_type: None })
+    }
+
+    fn depth(self, f: &Fields<'a>) -> Result<Message<'a>, DecodeError> {
+        let symbol = plain_str(f.req(K_SYMBOL)?, name(K_SYMBOL))?;
+        let event_ms = self.time(f, K_EVENT_TIME)?;
+        let first = uint(f.req(K_FIRST_ID)?, name(K_FIRST_ID))?;
+        let last = uint(f.req(K_FINAL_ID)?, name(K_FINAL_ID))?;
+        if first > last {
+            return Err(DecodeError::UpdateIdsReversed { first, last });
+        }
+        let (bids, asks) = self.levels(f, K_BIDS, K_ASKS)?;
+        Ok(Message::Depth(DepthDiff { symbol, event_ms, first_update_id: first, final_update_id: last, bids, asks }))
+    }
+
+    fn snapshot(self, f: &Fields<'a>) -> Result<Message<'a>, DecodeError> {
+        let last_update_id = uint(f.req(K_LAST_UPDATE_ID)?, name(K_LAST_UPDATE_ID))?;
+        let (bids, asks) = self.levels(f, K_SNAP_BIDS, K_SNAP_ASKS)?;
+        Ok(Message::Snapshot(Snapshot { last_update_id, bids, asks }))
+    }
+
+    fn trade(self, f: &Fields<'a>) -> Result<Message<'a>, DecodeError> {
+        let symbol = plain_str(f.req(K_SYMBOL)?, name(K_SYMBOL))?;
+        let event_ms = self.time(f, K_EVENT_TIME)?;
+        let trade_id = uint(f.req(K_TRADE_ID)?, name(K_TRADE_ID))?;
+        let price = price(str_or_type(f.req(K_PRICE)?, K_PRICE)?, name(K_PRICE))?;
+        let qty = qty(str_or_type(f.req(K_QTY)?, K_QTY)?, name(K_QTY))?;
+        let trade_ms = self.time(f, K_TRADE_TIME)?;
+        let buyer_is_maker = match f.req(K_BUYER_MAKER)? {
+            b"true" => true,
+            b"false" => false,
+            _ => return Err(DecodeError::WrongType(name(K_BUYER_MAKER))),
+        };
+        Ok(Message::Trade(Trade { symbol, event_ms, trade_id, price, qty, trade_ms, buyer_is_maker }))
+    }
+
+    /// A time field, converted to milliseconds.
+    fn time(&self, f: &Fields<'a>, key: usize) -> Result<i64, DecodeError> {
+        let v = uint(f.req(key)?, name(key))?;
+        let ms = match self.unit {
+            TimeUnit::Millisecond => v,
+            TimeUnit::Microsecond => v / 1_000,
+        };
+        i64::try_from(ms).map_err(|_| DecodeError::OutOfRange(name(key)))
+    }
+
+    /// Fills the level buffers from the two arrays and lends them out.
+    fn levels(self, f: &Fields<'a>, bid_key: usize, ask_key: usize) -> Result<(&'a [Level], &'a [Level]), DecodeError> {
+        let bid_span = f.req_span(bid_key)?;
+        let ask_span = f.req_span(ask_key)?;
+        parse_levels(f.bytes, bid_span, name(bid_key), self.levels_max, self.bids)?;
+        parse_levels(f.bytes, ask_span, name(ask_key), self.levels_max, self.asks)?;
+        let bids: &'a Vec<Level> = self.bids;
+        let asks: &'a Vec<Level> = self.asks;
+        Ok((bids, asks))
+    }
+}
+
+/// Reads `[[price, qty, ...], ...]` at `span` into `out` (bounded by `max`).
+fn parse_levels(
+    bytes: &[u8],
+    span: Span,
+    field: &'static str,
+    max: usize,
+    out: &mut Vec<Level>,
+) -> Result<(), DecodeError> {
+    let mut cur = Cursor::new(bytes, span.start);
+    if cur.peek() != Some(b'[') {
+        return Err(DecodeError::WrongType(field));
+    }
+    cur.expect(b'[')?;
+    let mut rows = Elements::new();
+    while rows.next(&mut cur)? {
+        cur.skip_ws();
+        if cur.peek() != Some(b'[') {
+            return Err(DecodeError::BadLevel(field));
+        }
+        cur.expect(b'[')?;
+        let mut cells = Elements::new();
+        let p = level_cell(&mut cur, &mut cells, field)?;
+        let q = level_cell(&mut cur, &mut cells, field)?;
+        // Older API versions sent a third, ignored element; skip any extras.
+        while cells.next(&mut cur)? {
+            cur.skip_value()?;
+        }
+        let level = Level { price: price(p.of(bytes), field)?, qty: qty(q.of(bytes), field)? };
+        if out.len() >= max {
+            return Err(DecodeError::TooManyLevels(field));
+        }
+        debug_assert!(out.len() < out.capacity());
+        out.push(level);
+    }
+    Ok(())
+}
+
+/// One string cell of a level; its raw content.
+fn level_cell(cur: &mut Cursor<'_>, cells: &mut Elements, field: &'static str) -> Result<Span, DecodeError> {
+    if !cells.next(cur)? {
+        return Err(DecodeError::BadLevel(field));
+    }
+    cur.skip_ws();
+    if cur.peek() != Some(b'"') {
+        return Err(DecodeError::BadLevel(field));
+    }
+    Ok(cur.string()?)
+}
+
+/// The raw content of a string value (between the quotes), or `None` if it is not a string.
+fn str_raw(text: &[u8]) -> Option<&[u8]> {
+    text.strip_prefix(b"\"").and_then(|t| t.strip_suffix(b"\""))
+}
+
+fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
+    str_raw(text).ok_or(DecodeError::WrongType(name(key)))
+}
+
+/// A string that must be read verbatim: no escapes.
+fn plain_str<'a>(text: &'a [u8], field: &'static str) -> Result<&'a [u8], DecodeError> {
+    let s = str_raw(text).ok_or(DecodeError::WrongType(field))?;
+    if s.contains(&b'\\') {
+        return Err(DecodeError::Escaped(field));
+    }
+    Ok(s)
+}
+
+/// A non-negative integer value.
+fn uint(text: &[u8], field: &'static str) -> Result<u64, DecodeError> {
+    match text.first() {
+        Some(b'0'..=b'9') => {}
+        Some(b'-') => return Err(DecodeError::OutOfRange(field)),
+        _ => return Err(DecodeError::WrongType(field)),
+    }
+    let mut v: u64 = 0;
+    for &c in text {
+        if !c.is_ascii_digit() {
+            // A fraction or an exponent.
+            return Err(DecodeError::WrongType(field));
+        }
+        v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(c - b'0'))).ok_or(DecodeError::OutOfRange(field))?;
+    }
+    Ok(v)
+}
+
+/// A signed 64-bit integer value.
+fn int(text: &[u8], field: &'static str) -> Result<i64, DecodeError> {
+    match text.split_first() {
+        Some((b'-', digits)) => {
+            let magnitude = uint(digits, field)?;
+            0_i64.checked_sub_unsigned(magnitude).ok_or(DecodeError::OutOfRange(field))
+        }
+        _ => i64::try_from(uint(text, field)?).map_err(|_| DecodeError::OutOfRange(field)),
+    }
+}
+
+fn request_id(text: &[u8]) -> Result<RequestId<'_>, DecodeError> {
+    if text == b"null" {
+        return Ok(RequestId::Null);
+    }
+    if let Some(s) = str_raw(text) {
+        return Ok(RequestId::Str(s));
+    }
+    Ok(RequestId::Int(int(text, name(K_ID))?))
+}
+
+/// A price string: a decimal above zero.
+fn price(raw: &[u8], field: &'static str) -> Result<Price, DecodeError> {
+    let p = Price::parse(raw).map_err(|error| DecodeError::BadDecimal { field, error })?;
+    if p.0 <= 0 {
+        return Err(DecodeError::OutOfRange(field));
+    }
+    Ok(p)
+}
+
+/// A quantity string: a decimal at or above zero.
+fn qty(raw: &[u8], field: &'static str) -> Result<Qty, DecodeError> {
+    Qty::parse(raw).map_err(|error| DecodeError::BadDecimal { field, error })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Book sync.
+
+/// What [`BinanceBookSync`] did with a diff or a snapshot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SyncOutcome {
+    /// Live: the diff's levels were applied and the local update id moved to its `u`.
+    Applied,
+    /// Not live: the diff was buffered; a snapshot has already been asked for.
+    Buffered,
+    /// Not live: the diff was buffered and no snapshot has been asked for yet: fetch one now.
+    NeedSnapshot,
+    /// The diff (`u` below the local id, or below the last buffered `u`), or a snapshot that
+    /// arrived while live and is not newer than the book, is older than what is held: nothing
+    /// changed.
+    IgnoredStale,
+    /// A diff starts after the next expected id. The book was cleared, the diff starts a new
+    /// buffer (it is not applied): fetch a snapshot.
+    Gap {
+        /// The local id plus one: the `U` the diff should not exceed.
+        expected_first_id: u64,
+        /// The diff's `U`.
+        first_id: u64,
+    },
+    /// The book was crossed after applying a diff or loading a snapshot: it is corrupt and was
+    /// cleared. Diffs buffered behind the offending one are kept: fetch a snapshot.
+    Crossed,
+    /// The snapshot was loaded and the buffered diffs replayed: the book is live.
+    Synced {
+        /// The local update id after the replay.
+        update_id: u64,
+        /// Buffered diffs applied on top of the snapshot.
+        replayed: usize,
+    },
+    /// The snapshot's `lastUpdateId` is below the first buffered `U`: it is too old. Nothing
+    /// changed and the buffer is kept: fetch another.
+    StaleSnapshot {
+        /// The snapshot's `lastUpdateId`.
+        last_update_id: u64,
+        /// `U` of the first buffered diff.
+        first_buffered_id: u64,
+    },
+}
+
+impl SyncOutcome {
+    /// True when the caller must now fetch a REST snapshot and hand it to
+    /// [`BinanceBookSync::on_snapshot`]. Each such outcome asks once: while the fetch is out,
+    /// further diffs say [`SyncOutcome::Buffered`].
+    pub fn wants_snapshot(&self) -> bool {
+        matches!(
+            self,
+            SyncOutcome::NeedSnapshot
+                | SyncOutcome::Gap { .. }
+                | SyncOutcome::Crossed
+                | SyncOutcome::StaleSnapshot { .. }
+        )
+    }
+}
+
+/// Event counts of one [`BinanceBookSync`], for metrics.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct SyncCounters {
+    /// Snapshots loaded (the book went live or was reloaded).
+    pub sync_count: u64,
+    /// Snapshots refused as older than the first buffered diff.
+    pub stale_snapshot_count: u64,
+    /// Diffs (and live snapshots) ignored as older than what was held.
+    pub stale_event_count: u64,
+    /// Gaps in the update ids.
+    pub gap_count: u64,
+    /// Books found crossed.
+    pub crossed_count: u64,
+    /// Times a loaded book was discarded (gap or crossed) and a new snapshot asked for.
+    pub resync_count: u64,
+    /// Buffered diffs dropped at the buffer bound (oldest first).
+    pub buffer_dropped_count: u64,
+}
+
+/// A buffered diff; its levels follow the previous diff's in the level buffer, bids first.
+#[derive(Clone, Copy, Debug)]
+struct Buffered {
+    first_id: u64,
+    final_id: u64,
+    bid_count: usize,
+    ask_count: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    /// No book: diffs are buffered until a snapshot arrives.
+    Buffering,
+    /// The book is in sync up to `local_id`.
+    Live { local_id: u64 },
+}
+
+/// Keeps one [`Book`] in sync with a Binance spot diff stream plus REST snapshots, following
+/// venues.md §1.2 "Sync algorithm (current official wording)".
+///
+/// Sans-I/O: diffs and snapshots come in as values, outcomes go out; the caller subscribes,
+/// fetches and reconnects. The same `Book` must be passed to every call. Whenever the machine
+/// stops being live it clears the book, so a book that is not live is never served half-built.
+///
+/// Bounds: at most `buffer_events_max` diffs and `buffer_levels_max` levels (both sides) are
+/// buffered while waiting for a snapshot. At either bound the oldest buffered diffs are
+/// dropped (counted in [`SyncCounters::buffer_dropped_count`]); a single diff with more levels
+/// than the whole buffer empties it and is dropped too. The first buffered `U` then moves
+/// forward, and a snapshot older than it is refused as stale, so correctness holds. Both
+/// buffers are allocated in [`BinanceBookSync::new`]; no call allocates after that.
+#[derive(Clone, Debug)]
+pub struct BinanceBookSync {
+    state: State,
+    /// An outcome has asked for a snapshot and none has arrived since.
+    snapshot_asked: bool,
+    events: VecDeque<Buffered>,
+    levels: VecDeque<Level>,
+    buffer_events_max: usize,
+    buffer_levels_max: usize,
+    counters: SyncCounters,
+}
+
+impl BinanceBookSync {
+    /// A machine buffering at most `buffer_events_max` diffs holding at most
+    /// `buffer_levels_max` levels in all, before the first snapshot.
+    ///
+    /// Size the buffer for the snapshot round trip: at 10 diffs/s (`@100ms`) a 30 s old
+    /// snapshot (venues.md §6 item 2) needs 300 diffs.
+    pub fn new(buffer_events_max: usize, buffer_levels_max: usize) -> BinanceBookSync {
+        assert!(buffer_events_max > 0 && buffer_levels_max > 0, "the diff buffer must hold something");
+        BinanceBookSync {
+            state: State::Buffering,
+            snapshot_asked: false,
+            events: VecDeque::with_capacity(buffer_events_max),
+            levels: VecDeque::with_capacity(buffer_levels_max),
+            buffer_events_max,
+            buffer_levels_max,
+            counters: SyncCounters::default(),
+        }
+    }
+
+    /// True when the book is in sync and may be served.
+    pub fn is_live(&self) -> bool {
+        matches!(self.state, State::Live { .. })
+    }
+
+    /// The update id the book reflects, when live.
+    pub fn local_id(&self) -> Option<u64> {
+        match self.state {
+            State::Live { local_id } => Some(local_id),
+            State::Buffering => None,
+        }
+    }
+
+    /// Number of diffs waiting for a snapshot.
+    pub fn buffered_len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// `U` of the first buffered diff: a snapshot must reach at least this id.
+    pub fn first_buffered_id(&self) -> Option<u64> {
+        self.events.front().map(|e| e.first_id)
+    }
+
+    /// Event counts so far.
+    pub fn counters(&self) -> &SyncCounters {
+        &self.counters
+    }
+
+    /// Back to the start (a new connection): drops the buffer and clears the book. The next
+    /// diff says [`SyncOutcome::NeedSnapshot`].
+    pub fn reset(&mut self, book: &mut Book) {
+        self.state = State::Buffering;
+        self.snapshot_asked = false;
+        self.events.clear();
+        self.levels.clear();
+        book.clear();
+    }
+
+    /// Handles one diff of the stream (steps 1 and 6).
+    pub fn on_diff(&mut self, diff: &DepthDiff<'_>, book: &mut Book) -> SyncOutcome {
+        match self.state {
+            State::Live { local_id } => {
+                if diff.final_update_id < local_id {
+                    self.counters.stale_event_count += 1;
+                    return SyncOutcome::IgnoredStale;
+                }
+                let expected_first_id = local_id.saturating_add(1);
+                if diff.first_update_id > expected_first_id {
+                    self.counters.gap_count += 1;
+                    self.discard_book(book);
+                    self.push(diff);
+                    return SyncOutcome::Gap { expected_first_id, first_id: diff.first_update_id };
+                }
+                apply(book, diff.bids.iter().copied(), diff.asks.iter().copied());
+                self.state = State::Live { local_id: diff.final_update_id };
+                if book.is_crossed() {
+                    self.counters.crossed_count += 1;
+                    self.discard_book(book);
+                    return SyncOutcome::Crossed;
+                }
+                SyncOutcome::Applied
+            }
+            State::Buffering => {
+                if self.events.back().is_some_and(|last| diff.final_update_id < last.final_id) {
+                    // Replay would ignore it anyway (its `u` is below the local id by then).
+                    self.counters.stale_event_count += 1;
+                    return SyncOutcome::IgnoredStale;
+                }
+                self.push(diff);
+                if self.snapshot_asked {
+                    SyncOutcome::Buffered
+                } else {
+                    self.snapshot_asked = true;
+                    SyncOutcome::NeedSnapshot
+                }
+            }
+        }
+    }
+
+    /// Handles a REST snapshot (steps 3 to 6).
+    pub fn on_snapshot(&mut self, snap: &Snapshot<'_>, book: &mut Book) -> SyncOutcome {
+        self.snapshot_asked = false;
+        let last_update_id = snap.last_update_id;
+        if let State::Live { local_id } = self.state {
+            if last_update_id <= local_id {
+                self.counters.stale_event_count += 1;
+                return SyncOutcome::IgnoredStale;
+            }
+            // Newer than the book: authoritative. Nothing is buffered while live.
+            debug_assert!(self.events.is_empty());
+        }
+        // Step 3: the snapshot must not predate the first buffered diff.
+        if let Some(first) = self.events.front() {
+            if last_update_id < first.first_id {
+                self.counters.stale_snapshot_count += 1;
+                self.snapshot_asked = true;
+                return SyncOutcome::StaleSnapshot { last_update_id, first_buffered_id: first.first_id };
+            }
+        }
+        // Step 4: drop what the snapshot already holds.
+        while self.events.front().is_some_and(|e| e.final_id <= last_update_id) {
+            self.pop_front(None);
+        }
+        // Step 5: load the snapshot.
+        book.clear();
+        apply(book, snap.bids.iter().copied(), snap.asks.iter().copied());
+        let mut local_id = last_update_id;
+        self.state = State::Live { local_id };
+        if book.is_crossed() {
+            self.counters.crossed_count += 1;
+            self.discard_book(book);
+            return SyncOutcome::Crossed;
+        }
+        // Step 6 over the buffer.
+        let mut replayed = 0;
+        while let Some(&event) = self.events.front() {
+            if event.final_id < local_id {
+                self.counters.stale_event_count += 1;
+                self.pop_front(None);
+                continue;
+            }
+            let expected_first_id = local_id.saturating_add(1);
+            if event.first_id > expected_first_id {
+                // The diff stays buffered: it starts the next attempt.
+                self.counters.gap_count += 1;
+                self.discard_book(book);
+                return SyncOutcome::Gap { expected_first_id, first_id: event.first_id };
+            }
+            self.pop_front(Some(book));
+            local_id = event.final_id;
+            replayed += 1;
+            if book.is_crossed() {
+                self.counters.crossed_count += 1;
+                self.discard_book(book);
+                return SyncOutcome::Crossed;
+            }
+        }
+        self.state = State::Live { local_id };
+        self.counters.sync_count += 1;
+        SyncOutcome::Synced { update_id: local_id, replayed }
+    }
+
+    /// Leaves the live (or loading) state: clears the book and asks for a snapshot.
+    fn discard_book(&mut self, book: &mut Book) {
+        self.counters.resync_count += 1;
+        self.state = State::Buffering;
+        self.snapshot_asked = true;
+        book.clear();
+    }
+
+    /// Buffers a diff, dropping the oldest at the bounds.
+    fn push(&mut self, diff: &DepthDiff<'_>) {
+        let n = diff.bids.len() + diff.asks.len();
+        if n > self.buffer_levels_max {
+            self.counters.buffer_dropped_count += self.events.len() as u64 + 1;
+            self.events.clear();
+            self.levels.clear();
+            return;
+        }
+        while self.events.len() >= self.buffer_events_max || self.levels.len() + n > self.buffer_levels_max {
+            self.counters.buffer_dropped_count += 1;
+            self.pop_front(None);
+        }
+        self.events.push_back(Buffered {
+            first_id: diff.first_update_id,
+            final_id: diff.final_update_id,
+            bid_count: diff.bids.len(),
+            ask_count: diff.asks.len(),
+        });
+        self.levels.extend(diff.bids.iter().chain(diff.asks));
+        debug_assert!(self.levels.len() <= self.buffer_levels_max);
+    }
+
+    /// Removes the first buffered diff, applying it to `book` when given.
+    fn pop_front(&mut self, book: Option<&mut Book>) {
+        let Some(event) = self.events.pop_front() else {
+            // Levels always belong to a buffered diff; keep that true even if it were not.
+            self.levels.clear();
+            return;
+        };
+        let bid_count = event.bid_count.min(self.levels.len());
+        let ask_count = event.ask_count.min(self.levels.len() - bid_count);
+        let mut levels = self.levels.drain(..bid_count + ask_count);
+        if let Some(book) = book {
+            let bids = levels.by_ref().take(bid_count);
+            for l in bids {
+                book.apply(Side::Bid, l.price, l.qty);
+            }
+            for l in levels {
+                book.apply(Side::Ask, l.price, l.qty);
+            }
+        }
+    }
+}
+
+/// Applies levels to a book; a zero quantity removes, a removal of an absent level is a no-op.
+fn apply(book: &mut Book, bids: impl Iterator<Item = Level>, asks: impl Iterator<Item = Level>) {
+    for l in bids {
+        book.apply(Side::Bid, l.price, l.qty);
+    }
+    for l in asks {
+        book.apply(Side::Ask, l.price, l.qty);
+    }
+}
