@@ -66,7 +66,7 @@ impl Default for FrontConfig {
 struct KeyCache {
     data_version: Option<i64>,
     keys_version: Option<i64>,
-    by_hash: HashMap<[u8; 32], KeyRow>,
+    by_hash: HashMap<[u8; 32], Rc<KeyRow>>,
 }
 
 /// Everything a request handler reads.
@@ -288,7 +288,7 @@ impl Front {
     }
 
     /// Looks a presented key up in the cached table, reloading it if the database changed.
-    fn lookup(&self, key: &str) -> Result<Option<KeyRow>, ApiError> {
+    fn lookup(&self, key: &str) -> Result<Option<Rc<KeyRow>>, ApiError> {
         let mut cache = self.keys.borrow_mut();
         // Cheap check first: has any other connection committed at all? Then: has the key
         // table changed (the CLI bumps `keys_version` with every create and revoke)?
@@ -297,7 +297,7 @@ impl Front {
             cache.data_version = Some(data_version);
             let keys_version = self.store.keys_version()?;
             if cache.keys_version != Some(keys_version) {
-                cache.by_hash = self.store.load_key_hashes()?.into_iter().collect();
+                cache.by_hash = self.store.load_key_hashes()?.into_iter().map(|(h, row)| (h, Rc::new(row))).collect();
                 cache.keys_version = Some(keys_version);
             }
         }
@@ -315,7 +315,7 @@ impl Front {
     }
 
     /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
-    fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<KeyRow, ApiError> {
+    fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<Rc<KeyRow>, ApiError> {
         let Some(header) = req.headers.get(AUTHORIZATION) else {
             return Err(self.unauthenticated(peer, "missing API key", now_ms));
         };

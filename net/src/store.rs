@@ -733,7 +733,8 @@ impl Store {
     /// SQLite's `data_version`: changes whenever another connection commits, so a reader can
     /// tell cheaply that its cached view is stale.
     pub fn data_version(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.pragma_query_value(None, "data_version", |r| r.get(0))?)
+        // A cached statement: this runs on every authenticated request.
+        Ok(self.conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?)
     }
 }
 
