@@ -463,6 +463,29 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
     )
 }
 
+/// Decoding one Binance frame with the engine's scanner (no allocation): a combined-stream depth
+/// diff and a trade, the documented frames from venues.md. Returns one summary per frame kind.
+pub fn binance_decode(frames: usize) -> Vec<Summary> {
+    use rampart_engine::feed::binance::{BinanceDecoder, TimeUnit};
+    let depth: &[u8] = include_bytes!("../../engine/tests/fixtures/binance/depth_update_combined.json");
+    let trade: &[u8] = include_bytes!("../../engine/tests/fixtures/binance/trade.json");
+    let mut decoder = BinanceDecoder::new(TimeUnit::Millisecond, 1_000);
+    let mut out = Vec::new();
+    for (name, frame) in [("binance depth diff (combined stream)", depth), ("binance trade", trade)] {
+        let mut h = histogram();
+        let started = Instant::now();
+        for _ in 0..frames {
+            let t0 = Instant::now();
+            let ok = decoder.decode(std::hint::black_box(frame)).is_ok();
+            let _ = h.record(t0.elapsed().as_nanos() as u64);
+            assert!(ok, "documented frame must decode");
+        }
+        let rate = frames as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        out.push(Summary::from_hist(&format!("decode {name}, {} bytes", frame.len()), &h, Some(rate)));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

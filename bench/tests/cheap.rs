@@ -1,7 +1,8 @@
 //! The benchmarks in their cheap mode: they must keep compiling and produce sane numbers.
 
 use rampart_bench::{
-    alert_decision, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan,
+    alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply,
+    wall_scan,
 };
 
 #[test]
@@ -45,4 +46,11 @@ fn alert_decision_cheap() {
 fn delivery_cheap() {
     let s = delivery(200, 4);
     assert_eq!(s.count, 198, "every fast delivery arrived: {s:?}");
+}
+
+#[test]
+fn binance_decode_cheap() {
+    let s = binance_decode(1_000);
+    assert_eq!(s.len(), 2);
+    assert!(s.iter().all(|x| x.count == 1_000));
 }

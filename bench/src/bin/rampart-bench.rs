@@ -3,7 +3,8 @@
 //! Usage: `rampart-bench tick [--runs N]` or `rampart-bench hop [--runs N]` `rampart-bench levels [--runs N]` or `rampart-bench walls [--runs N]`.
 
 use rampart_bench::{
-    alert_decision, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply, wall_scan, Summary,
+    alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply,
+    wall_scan, Summary,
 };
 
 fn main() {
@@ -19,6 +20,7 @@ fn main() {
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
             "walls" => vec![wall_scan(500, 20)],
             "delivery" => vec![delivery(20_000, 50)],
+            "decode" => binance_decode(2_000_000),
             "alerts" => vec![
                 alert_decision(0, 0, 1_000_000),
                 alert_decision(1_000, 1_000, 1_000_000),
@@ -26,7 +28,7 @@ fn main() {
                 alert_decision(100_000, 1_000_000, 1_000_000),
             ],
             _ => {
-                eprintln!("usage: rampart-bench tick|hop|levels|walls|alerts|delivery [--runs N]");
+                eprintln!("usage: rampart-bench tick|hop|levels|walls|alerts|delivery|decode [--runs N]");
                 std::process::exit(2);
             }
         };
