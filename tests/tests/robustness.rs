@@ -335,3 +335,19 @@ fn slow_client_does_not_stall_others_and_is_cut_off() {
     assert!(!end.received.starts_with("HTTP/1.1 2"), "an incomplete request must not be served: {end:?}");
     server.assert_serving("the slow client was cut off");
 }
+
+#[test]
+fn a_request_body_that_stalls_gets_408_and_others_are_served() {
+    use std::io::Write;
+    let server = start();
+    let mut stream = rampart_tests::connect(server.port);
+    let h = head(&server, "POST /v1/alerts HTTP/1.1", &["Content-Type: application/json", "Content-Length: 100"]);
+    stream.write_all(format!("{h}\r\n{{\"symbol\":").as_bytes()).expect("write part of the body");
+    // While the body stalls, other clients are served.
+    server.assert_serving("a stalled request body");
+    let (bytes, _) = rampart_tests::read_until_closed(&mut stream, Duration::from_secs(15));
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("{\"error\":\"request body not received in time\"}"), "{text}");
+    server.assert_serving("the 408");
+}
