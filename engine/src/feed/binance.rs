@@ -28,7 +28,9 @@
 
 use std::collections::VecDeque;
 
-use super::{Cursor, DecodeError, Elements, JsonErrorKind, Members, Span};
+use super::{
+    level_cell, plain_str, price, qty, str_raw, uint, Cursor, DecodeError, Elements, JsonErrorKind, Members, Span,
+};
 use crate::book::{Book, Level, Side};
 use crate::fixed::{Price, Qty};
 use crate::instrument::BookId;
@@ -495,52 +497,8 @@ fn parse_levels(
     Ok(())
 }
 
-/// One string cell of a level; its raw content.
-fn level_cell(cur: &mut Cursor<'_>, cells: &mut Elements, field: &'static str) -> Result<Span, DecodeError> {
-    if !cells.next(cur)? {
-        return Err(DecodeError::BadLevel(field));
-    }
-    cur.skip_ws();
-    if cur.peek() != Some(b'"') {
-        return Err(DecodeError::BadLevel(field));
-    }
-    Ok(cur.string()?)
-}
-
-/// The raw content of a string value (between the quotes), or `None` if it is not a string.
-fn str_raw(text: &[u8]) -> Option<&[u8]> {
-    text.strip_prefix(b"\"").and_then(|t| t.strip_suffix(b"\""))
-}
-
 fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
     str_raw(text).ok_or(DecodeError::WrongType(name(key)))
-}
-
-/// A string that must be read verbatim: no escapes.
-fn plain_str<'a>(text: &'a [u8], field: &'static str) -> Result<&'a [u8], DecodeError> {
-    let s = str_raw(text).ok_or(DecodeError::WrongType(field))?;
-    if s.contains(&b'\\') {
-        return Err(DecodeError::Escaped(field));
-    }
-    Ok(s)
-}
-
-/// A non-negative integer value.
-fn uint(text: &[u8], field: &'static str) -> Result<u64, DecodeError> {
-    match text.first() {
-        Some(b'0'..=b'9') => {}
-        Some(b'-') => return Err(DecodeError::OutOfRange(field)),
-        _ => return Err(DecodeError::WrongType(field)),
-    }
-    let mut v: u64 = 0;
-    for &c in text {
-        if !c.is_ascii_digit() {
-            // A fraction or an exponent.
-            return Err(DecodeError::WrongType(field));
-        }
-        v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(c - b'0'))).ok_or(DecodeError::OutOfRange(field))?;
-    }
-    Ok(v)
 }
 
 /// A signed 64-bit integer value.
@@ -562,20 +520,6 @@ fn request_id(text: &[u8]) -> Result<RequestId<'_>, DecodeError> {
         return Ok(RequestId::Str(s));
     }
     Ok(RequestId::Int(int(text, name(K_ID))?))
-}
-
-/// A price string: a decimal above zero.
-fn price(raw: &[u8], field: &'static str) -> Result<Price, DecodeError> {
-    let p = Price::parse(raw).map_err(|error| DecodeError::BadDecimal { field, error })?;
-    if p.0 <= 0 {
-        return Err(DecodeError::OutOfRange(field));
-    }
-    Ok(p)
-}
-
-/// A quantity string: a decimal at or above zero.
-fn qty(raw: &[u8], field: &'static str) -> Result<Qty, DecodeError> {
-    Qty::parse(raw).map_err(|error| DecodeError::BadDecimal { field, error })
 }
 
 // ---------------------------------------------------------------------------------------------

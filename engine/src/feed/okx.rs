@@ -1,0 +1,1125 @@
+//! OKX v5 spot: a decoder for public WebSocket messages and the `books` sync state machine
+//! (`seqId`/`prevSeqId` chain plus CRC-32 checksum) of venues.md §3.2 and §3.3.
+//!
+//! Decoding: [`OkxDecoder::decode`] takes the bytes of one WebSocket text message received on
+//! the public URL (`wss://ws.okx.com:8443/ws/v5/public`) and returns a [`Message`]: a book push
+//! (`books`, `books5`, `bbo-tbt`, `books-l2-tbt`, `books50-l2-tbt`, `books-elp`), a `trades`
+//! push, an `event` reply (`subscribe`, `unsubscribe`, `error`, `notice`) or the text `pong`.
+//! Prices and sizes arrive as JSON strings and are parsed once into [`Price`] and [`Qty`]; each
+//! level also keeps where its price and size text lie in the message ([`TextSpan`]), because the
+//! checksum is computed over the venue's own text, never over re-formatted numbers. Levels and
+//! trades go into buffers owned by the decoder and sized at construction, so decoding allocates
+//! nothing. Key order does not matter; unknown keys are skipped.
+//!
+//! Syncing: [`OkxBookSync`] drives a [`Book`] from decoded `books` pushes. It never subscribes:
+//! when the chain breaks it says so ([`SyncOutcome::wants_resubscribe`]) and the caller sends
+//! `unsubscribe` + `subscribe` (which returns a fresh snapshot) or reconnects.
+//!
+//! Choices where venues.md is silent or ambiguous, and why:
+//! - A message is a snapshot when `action` is `"snapshot"`; its `prevSeqId` is not checked
+//!   (the doc says it is `-1`). An `update` carrying `prevSeqId = -1` is not a snapshot: it
+//!   fails the chain check (no `seqId` is ever `-1`) and is a gap. Rationale: `action` is the
+//!   explicit signal, and `-1` must stay distinct from `0` (venues.md §6 item 15).
+//! - The idle heartbeat (`prevSeqId == seqId ==` last, both sides empty) is a no-op reported as
+//!   [`SyncOutcome::Heartbeat`]; its checksum, when present and non-zero, is still verified.
+//! - A reset (`seqId < prevSeqId`) is accepted when its `prevSeqId` chains; it is applied and
+//!   reported as [`SyncOutcome::Reset`]. A reset that does not chain is a gap like any other.
+//! - A push without `action`, `seqId` or `prevSeqId` (`books5`, `bbo-tbt`) cannot be chained;
+//!   the sync refuses it ([`SyncOutcome::Unsequenced`]) without touching the book.
+//! - The checksum is checked after the whole message is applied; a checksum of `0` or an absent
+//!   one is skipped (venues.md §3.3 caveat). Then a crossed book is corrupt; both discard it.
+//!   Rationale: venues.md notes a call auction can cross the book; the brief treats a crossed
+//!   book as corrupt, so a resubscribe is asked for.
+//! - A book push whose `data` does not hold exactly one object is refused
+//!   ([`DecodeError::OutOfRange`] on `data`); OKX sends one book per push.
+
+use super::{level_cell, price, qty, str_raw, Cursor, DecodeError, Elements, JsonErrorKind, Members, Span};
+use crate::book::{Book, Side};
+use crate::fixed::{Price, Qty};
+
+/// Depth of the `books` channel: the snapshot holds up to 400 levels per side, and updates keep
+/// the venue's book at that depth. A sync built with this `text_levels_max` checks every
+/// checksum exactly.
+pub const BOOKS_LEVELS_PER_SIDE_MAX: usize = 400;
+
+/// Levels per side that enter the checksum (venues.md §3.3 step 2).
+pub const CHECKSUM_LEVELS: usize = 25;
+
+/// Longest price or size text the decoder accepts, in bytes. Longer text is refused with
+/// [`DecodeError::OutOfRange`] on the side's field (`bids`/`asks`). Rationale: the sync keeps
+/// each level's text in a fixed-size slot; OKX numbers are at most about 20 bytes.
+pub const LEVEL_TEXT_LEN_MAX: usize = 32;
+
+/// Longest canonical symbol [`CanonicalSymbol::from_inst_id`] produces, in bytes.
+pub const SYMBOL_LEN_MAX: usize = 32;
+
+// ---------------------------------------------------------------------------------------------
+// Decoded values.
+
+/// A byte range `start..end` of the decoded message: where a level's original text lies.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct TextSpan {
+    /// Offset of the first byte.
+    pub start: usize,
+    /// Offset one past the last byte.
+    pub end: usize,
+}
+
+impl TextSpan {
+    /// The bytes of the span in `frame` (the message it was decoded from); empty if the span does
+    /// not lie inside `frame`.
+    pub fn of(self, frame: &[u8]) -> &[u8] {
+        frame.get(self.start..self.end).unwrap_or(&[])
+    }
+}
+
+impl From<Span> for TextSpan {
+    fn from(s: Span) -> TextSpan {
+        TextSpan { start: s.start, end: s.end }
+    }
+}
+
+/// One book level: `[price, size, "0", orders]`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct OkxLevel {
+    /// Index 0, the price.
+    pub price: Price,
+    /// Index 1, the size (base currency for spot); zero removes the level.
+    pub qty: Qty,
+    /// Index 3, the number of orders at the level, when sent. Index 2 is deprecated (always
+    /// `"0"`) and is never read as a count (venues.md §3.2).
+    pub orders: Option<u64>,
+    /// Where the price string's content lies in the message.
+    pub price_text: TextSpan,
+    /// Where the size string's content lies in the message.
+    pub size_text: TextSpan,
+}
+
+/// `action` of a book push.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BookAction {
+    /// `"snapshot"`: the full book.
+    Snapshot,
+    /// `"update"`: changed levels only.
+    Update,
+}
+
+/// A book push (`data[0]` of a `books*` / `bbo-tbt` channel message).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BookPush<'a> {
+    /// `arg.channel`, raw (`books`, `books5`, ...).
+    pub channel: &'a [u8],
+    /// `arg.instId`, raw (`BTC-USDT`).
+    pub inst_id: &'a [u8],
+    /// `action`; absent on `books5` and `bbo-tbt`.
+    pub action: Option<BookAction>,
+    /// `ts`, Unix milliseconds.
+    pub ts_ms: i64,
+    /// `checksum`, the venue's signed CRC-32; absent on `books5` and `bbo-tbt`.
+    pub checksum: Option<i32>,
+    /// `seqId`.
+    pub seq_id: Option<i64>,
+    /// `prevSeqId` (`-1` on a snapshot).
+    pub prev_seq_id: Option<i64>,
+    /// `bids`, in message order (best first on a snapshot).
+    pub bids: &'a [OkxLevel],
+    /// `asks`, in message order (best first on a snapshot).
+    pub asks: &'a [OkxLevel],
+    /// The whole message, which the levels' [`TextSpan`]s index.
+    pub frame: &'a [u8],
+}
+
+impl<'a> BookPush<'a> {
+    /// The original price text of a level of this push.
+    pub fn price_text(&self, level: &OkxLevel) -> &'a [u8] {
+        level.price_text.of(self.frame)
+    }
+
+    /// The original size text of a level of this push.
+    pub fn size_text(&self, level: &OkxLevel) -> &'a [u8] {
+        level.size_text.of(self.frame)
+    }
+}
+
+/// One element of a `trades` push: an aggregation of fills of one taker order at one price.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct OkxTrade {
+    /// `tradeId`, the **last** trade id of the aggregation.
+    pub trade_id: u64,
+    /// `px`.
+    pub price: Price,
+    /// `sz`, base currency for spot.
+    pub qty: Qty,
+    /// `side` is `"sell"`: the taker sold.
+    pub taker_sell: bool,
+    /// `ts`, Unix milliseconds.
+    pub ts_ms: i64,
+    /// `count`, fills aggregated (absent on `trades-all`).
+    pub count: Option<u64>,
+    /// `seqId` (absent on `trades-all`).
+    pub seq_id: Option<i64>,
+}
+
+/// One decoded message.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Message<'a> {
+    /// A book push.
+    Book(BookPush<'a>),
+    /// A `trades` (or `trades-all`) push.
+    Trades {
+        /// `arg.channel`, raw.
+        channel: &'a [u8],
+        /// `arg.instId`, raw.
+        inst_id: &'a [u8],
+        /// The trades, in message order.
+        trades: &'a [OkxTrade],
+    },
+    /// `event: "subscribe"` (or `"unsubscribe"`): the channel is (un)subscribed.
+    Subscribed {
+        /// True for `"subscribe"`, false for `"unsubscribe"`.
+        subscribed: bool,
+        /// `arg.channel`, raw.
+        channel: &'a [u8],
+        /// `arg.instId`, raw; empty when the argument has none.
+        inst_id: &'a [u8],
+    },
+    /// `event: "error"`, e.g. code 60012 (invalid request) or 64001 (wrong URL).
+    Error {
+        /// `code` (a string on the wire).
+        code: i64,
+        /// `msg`, raw string content (escapes not decoded).
+        msg: &'a [u8],
+    },
+    /// `event: "notice"`; code 64008 means the connection closes in about 60 s for a service
+    /// upgrade: reconnect.
+    Notice {
+        /// `code`.
+        code: i64,
+        /// `msg`, raw.
+        msg: &'a [u8],
+    },
+    /// The text `pong`, the reply to the text `ping`.
+    Pong,
+    /// A well-formed object of a kind this decoder does not read (another event, a candle or
+    /// ticker push); `event` and `channel` are given when present.
+    Other {
+        /// `event`, raw.
+        event: Option<&'a [u8]>,
+        /// `arg.channel`, raw.
+        channel: Option<&'a [u8]>,
+    },
+}
+
+impl Message<'_> {
+    /// True for a `notice` with code 64008 (service upgrade: reconnect within 60 s).
+    pub fn is_upgrade_notice(&self) -> bool {
+        matches!(self, Message::Notice { code: 64008, .. })
+    }
+}
+
+/// A canonical `BASEQUOTE` symbol built from an OKX `instId` (venues.md §5), held inline.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct CanonicalSymbol {
+    bytes: [u8; SYMBOL_LEN_MAX],
+    len: usize,
+}
+
+impl CanonicalSymbol {
+    /// `BTC-USDT` → `BTCUSDT`: removes the one `-` between base and quote.
+    ///
+    /// `None` unless `inst_id` is `BASE-QUOTE` with exactly one `-`, a non-empty base and quote
+    /// of ASCII letters and digits, and at most [`SYMBOL_LEN_MAX`] bytes once joined.
+    /// Rationale: spot instIds have this shape; anything else (a swap `BTC-USDT-SWAP`, an
+    /// escape) is not a spot pair and must not be guessed at.
+    pub fn from_inst_id(inst_id: &[u8]) -> Option<CanonicalSymbol> {
+        let dash = inst_id.iter().position(|&b| b == b'-')?;
+        let (base, quote) = (inst_id.get(..dash)?, inst_id.get(dash + 1..)?);
+        if base.is_empty() || quote.is_empty() || base.len() + quote.len() > SYMBOL_LEN_MAX {
+            return None;
+        }
+        if !base.iter().chain(quote).all(u8::is_ascii_alphanumeric) {
+            return None;
+        }
+        let mut out = CanonicalSymbol { bytes: [0; SYMBOL_LEN_MAX], len: 0 };
+        for &b in base.iter().chain(quote) {
+            *out.bytes.get_mut(out.len)? = b;
+            out.len += 1;
+        }
+        Some(out)
+    }
+
+    /// The symbol's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or(&[])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoder.
+
+/// Decodes OKX v5 public messages into borrowed values, reusing its level and trade buffers.
+#[derive(Clone, Debug)]
+pub struct OkxDecoder {
+    levels_max: usize,
+    trades_max: usize,
+    bids: Vec<OkxLevel>,
+    asks: Vec<OkxLevel>,
+    trades: Vec<OkxTrade>,
+}
+
+impl OkxDecoder {
+    /// A decoder holding at most `levels_max` levels per side and `trades_max` trades per push.
+    ///
+    /// At either bound a message is refused with [`DecodeError::TooManyLevels`] (on `bids`,
+    /// `asks`, or `data` for trades). Use [`BOOKS_LEVELS_PER_SIDE_MAX`] for `books`.
+    pub fn new(levels_max: usize, trades_max: usize) -> OkxDecoder {
+        assert!(levels_max > 0 && trades_max > 0, "a decoder must hold at least one level and one trade");
+        OkxDecoder {
+            levels_max,
+            trades_max,
+            bids: Vec::with_capacity(levels_max),
+            asks: Vec::with_capacity(levels_max),
+            trades: Vec::with_capacity(trades_max),
+        }
+    }
+
+    /// The per-side level bound.
+    pub fn levels_max(&self) -> usize {
+        self.levels_max
+    }
+
+    /// The per-push trade bound.
+    pub fn trades_max(&self) -> usize {
+        self.trades_max
+    }
+
+    /// Decodes the bytes of one text message. Never allocates and never panics; malformed
+    /// input, truncated input and missing or mistyped fields are errors.
+    pub fn decode<'a>(&'a mut self, frame: &'a [u8]) -> Result<Message<'a>, DecodeError> {
+        if frame.trim_ascii() == b"pong" {
+            return Ok(Message::Pong);
+        }
+        let OkxDecoder { levels_max, trades_max, bids, asks, trades } = self;
+        bids.clear();
+        asks.clear();
+        trades.clear();
+        let mut cur = Cursor::new(frame, 0);
+        cur.skip_ws();
+        if cur.peek() != Some(b'{') {
+            cur.skip_value()?;
+            if !cur.at_end() {
+                return Err(cur.error(JsonErrorKind::TrailingBytes).into());
+            }
+            return Err(DecodeError::NotAnObject);
+        }
+        let outer = Fields::scan(frame, &mut cur)?;
+        if !cur.at_end() {
+            return Err(cur.error(JsonErrorKind::TrailingBytes).into());
+        }
+        let arg = match outer.span(K_ARG) {
+            Some(span) => Some(Fields::object_at(frame, span, K_ARG)?),
+            None => None,
+        };
+        if let Some(event) = outer.get(K_EVENT) {
+            let event = plain_str(event, K_EVENT)?;
+            return match event {
+                b"subscribe" | b"unsubscribe" => {
+                    let arg = arg.ok_or(DecodeError::MissingField(name(K_ARG)))?;
+                    let channel = plain_str(arg.req(K_CHANNEL)?, K_CHANNEL)?;
+                    let inst_id = arg.get(K_INST_ID).map(|v| plain_str(v, K_INST_ID)).transpose()?.unwrap_or(b"");
+                    Ok(Message::Subscribed { subscribed: event == b"subscribe", channel, inst_id })
+                }
+                b"error" | b"notice" => {
+                    let code = code(outer.req(K_CODE)?)?;
+                    let msg = str_raw(outer.req(K_MSG)?).ok_or(DecodeError::WrongType(name(K_MSG)))?;
+                    Ok(if event == b"error" { Message::Error { code, msg } } else { Message::Notice { code, msg } })
+                }
+                _ => {
+                    let channel = arg.and_then(|a| a.get(K_CHANNEL)).map(|v| plain_str(v, K_CHANNEL)).transpose()?;
+                    Ok(Message::Other { event: Some(event), channel })
+                }
+            };
+        }
+        let Some(arg) = arg else {
+            return Ok(Message::Other { event: None, channel: None });
+        };
+        let channel = plain_str(arg.req(K_CHANNEL)?, K_CHANNEL)?;
+        let is_book =
+            matches!(channel, b"books" | b"books5" | b"bbo-tbt" | b"books-l2-tbt" | b"books50-l2-tbt" | b"books-elp");
+        let is_trades = matches!(channel, b"trades" | b"trades-all");
+        if !is_book && !is_trades {
+            return Ok(Message::Other { event: None, channel: Some(channel) });
+        }
+        let inst_id = plain_str(arg.req(K_INST_ID)?, K_INST_ID)?;
+        let data = outer.req_span(K_DATA)?;
+        if is_trades {
+            decode_trades(frame, data, *trades_max, trades)?;
+            let trades: &'a Vec<OkxTrade> = trades;
+            return Ok(Message::Trades { channel, inst_id, trades });
+        }
+        let book = single_object(frame, data)?;
+        let action = match outer.get(K_ACTION) {
+            None => None,
+            Some(a) => match plain_str(a, K_ACTION)? {
+                b"snapshot" => Some(BookAction::Snapshot),
+                b"update" => Some(BookAction::Update),
+                _ => return Err(DecodeError::OutOfRange(name(K_ACTION))),
+            },
+        };
+        let ts_ms = string_uint_i64(book.req(K_TS)?, K_TS)?;
+        let checksum = match book.get(K_CHECKSUM) {
+            None => None,
+            Some(v) => Some(i32::try_from(int(v, K_CHECKSUM)?).map_err(|_| DecodeError::OutOfRange(name(K_CHECKSUM)))?),
+        };
+        let seq_id = book.get(K_SEQ_ID).map(|v| int(v, K_SEQ_ID)).transpose()?;
+        let prev_seq_id = book.get(K_PREV_SEQ_ID).map(|v| int(v, K_PREV_SEQ_ID)).transpose()?;
+        parse_levels(frame, book.req_span(K_BIDS)?, name(K_BIDS), *levels_max, bids)?;
+        parse_levels(frame, book.req_span(K_ASKS)?, name(K_ASKS), *levels_max, asks)?;
+        let bids: &'a Vec<OkxLevel> = bids;
+        let asks: &'a Vec<OkxLevel> = asks;
+        Ok(Message::Book(BookPush {
+            channel,
+            inst_id,
+            action,
+            ts_ms,
+            checksum,
+            seq_id,
+            prev_seq_id,
+            bids,
+            asks,
+            frame,
+        }))
+    }
+}
+
+// Keys the decoder reads. Matching is on raw key bytes: an escaped key is an unknown key.
+const K_ARG: usize = 0;
+const K_ACTION: usize = 1;
+const K_DATA: usize = 2;
+const K_EVENT: usize = 3;
+const K_CODE: usize = 4;
+const K_MSG: usize = 5;
+const K_CHANNEL: usize = 6;
+const K_INST_ID: usize = 7;
+const K_ASKS: usize = 8;
+const K_BIDS: usize = 9;
+const K_TS: usize = 10;
+const K_CHECKSUM: usize = 11;
+const K_SEQ_ID: usize = 12;
+const K_PREV_SEQ_ID: usize = 13;
+const K_TRADE_ID: usize = 14;
+const K_PX: usize = 15;
+const K_SZ: usize = 16;
+const K_SIDE: usize = 17;
+const K_COUNT: usize = 18;
+const KEYS: [&str; 19] = [
+    "arg",
+    "action",
+    "data",
+    "event",
+    "code",
+    "msg",
+    "channel",
+    "instId",
+    "asks",
+    "bids",
+    "ts",
+    "checksum",
+    "seqId",
+    "prevSeqId",
+    "tradeId",
+    "px",
+    "sz",
+    "side",
+    "count",
+];
+
+fn key_index(raw: &[u8]) -> Option<usize> {
+    KEYS.iter().position(|k| k.as_bytes() == raw)
+}
+
+fn name(key: usize) -> &'static str {
+    KEYS.get(key).copied().unwrap_or("?")
+}
+
+/// Where each known key's value lies in one object.
+#[derive(Clone, Copy)]
+struct Fields<'a> {
+    bytes: &'a [u8],
+    spans: [Option<Span>; KEYS.len()],
+}
+
+impl<'a> Fields<'a> {
+    /// Walks the object at the cursor, validating every value and remembering known keys.
+    fn scan(bytes: &'a [u8], cur: &mut Cursor<'a>) -> Result<Fields<'a>, DecodeError> {
+        cur.expect(b'{')?;
+        let mut fields = Fields { bytes, spans: [None; KEYS.len()] };
+        let mut members = Members::new();
+        while let Some(key) = members.next_key(cur)? {
+            let value = cur.skip_value()?;
+            if let Some(k) = key_index(key.of(bytes)) {
+                if let Some(slot) = fields.spans.get_mut(k) {
+                    if slot.replace(value).is_some() {
+                        return Err(DecodeError::DuplicateField(name(k)));
+                    }
+                }
+            }
+        }
+        Ok(fields)
+    }
+
+    /// The object whose (already validated) value lies at `span`; `key` names it in errors.
+    fn object_at(bytes: &'a [u8], span: Span, key: usize) -> Result<Fields<'a>, DecodeError> {
+        let mut cur = Cursor::new(bytes, span.start);
+        if cur.peek() != Some(b'{') {
+            return Err(DecodeError::WrongType(name(key)));
+        }
+        Fields::scan(bytes, &mut cur)
+    }
+
+    fn span(&self, key: usize) -> Option<Span> {
+        self.spans.get(key).copied().flatten()
+    }
+
+    fn get(&self, key: usize) -> Option<&'a [u8]> {
+        self.span(key).map(|s| s.of(self.bytes))
+    }
+
+    fn req(&self, key: usize) -> Result<&'a [u8], DecodeError> {
+        self.get(key).ok_or(DecodeError::MissingField(name(key)))
+    }
+
+    fn req_span(&self, key: usize) -> Result<Span, DecodeError> {
+        self.span(key).ok_or(DecodeError::MissingField(name(key)))
+    }
+}
+
+/// The one object of a book push's `data` array.
+fn single_object(bytes: &[u8], data: Span) -> Result<Fields<'_>, DecodeError> {
+    let mut cur = Cursor::new(bytes, data.start);
+    if cur.peek() != Some(b'[') {
+        return Err(DecodeError::WrongType(name(K_DATA)));
+    }
+    cur.expect(b'[')?;
+    let mut elements = Elements::new();
+    if !elements.next(&mut cur)? {
+        return Err(DecodeError::OutOfRange(name(K_DATA)));
+    }
+    cur.skip_ws();
+    if cur.peek() != Some(b'{') {
+        return Err(DecodeError::WrongType(name(K_DATA)));
+    }
+    let fields = Fields::scan(bytes, &mut cur)?;
+    if elements.next(&mut cur)? {
+        return Err(DecodeError::OutOfRange(name(K_DATA)));
+    }
+    Ok(fields)
+}
+
+/// Reads the `data` array of a trades push into `out` (bounded by `max`).
+fn decode_trades(bytes: &[u8], data: Span, max: usize, out: &mut Vec<OkxTrade>) -> Result<(), DecodeError> {
+    let mut cur = Cursor::new(bytes, data.start);
+    if cur.peek() != Some(b'[') {
+        return Err(DecodeError::WrongType(name(K_DATA)));
+    }
+    cur.expect(b'[')?;
+    let mut elements = Elements::new();
+    while elements.next(&mut cur)? {
+        cur.skip_ws();
+        if cur.peek() != Some(b'{') {
+            return Err(DecodeError::WrongType(name(K_DATA)));
+        }
+        let f = Fields::scan(bytes, &mut cur)?;
+        let trade_id = string_uint(f.req(K_TRADE_ID)?, K_TRADE_ID)?;
+        let price = price(str_or_type(f.req(K_PX)?, K_PX)?, name(K_PX))?;
+        let qty = qty(str_or_type(f.req(K_SZ)?, K_SZ)?, name(K_SZ))?;
+        let taker_sell = match str_or_type(f.req(K_SIDE)?, K_SIDE)? {
+            b"buy" => false,
+            b"sell" => true,
+            _ => return Err(DecodeError::OutOfRange(name(K_SIDE))),
+        };
+        let ts_ms = string_uint_i64(f.req(K_TS)?, K_TS)?;
+        let count = f.get(K_COUNT).map(|v| string_uint(v, K_COUNT)).transpose()?;
+        let seq_id = f.get(K_SEQ_ID).map(|v| int(v, K_SEQ_ID)).transpose()?;
+        if out.len() >= max {
+            return Err(DecodeError::TooManyLevels(name(K_DATA)));
+        }
+        debug_assert!(out.len() < out.capacity());
+        out.push(OkxTrade { trade_id, price, qty, taker_sell, ts_ms, count, seq_id });
+    }
+    Ok(())
+}
+
+/// Reads `[[price, size, "0", orders], ...]` at `span` into `out` (bounded by `max`).
+fn parse_levels(
+    bytes: &[u8],
+    span: Span,
+    field: &'static str,
+    max: usize,
+    out: &mut Vec<OkxLevel>,
+) -> Result<(), DecodeError> {
+    let mut cur = Cursor::new(bytes, span.start);
+    if cur.peek() != Some(b'[') {
+        return Err(DecodeError::WrongType(field));
+    }
+    cur.expect(b'[')?;
+    let mut rows = Elements::new();
+    while rows.next(&mut cur)? {
+        cur.skip_ws();
+        if cur.peek() != Some(b'[') {
+            return Err(DecodeError::BadLevel(field));
+        }
+        cur.expect(b'[')?;
+        let mut cells = Elements::new();
+        let p = level_cell(&mut cur, &mut cells, field)?;
+        let q = level_cell(&mut cur, &mut cells, field)?;
+        // Index 2 is deprecated: skipped, never read as a count.
+        let mut orders = None;
+        let mut index = 2;
+        while cells.next(&mut cur)? {
+            let cell = cur.skip_value()?;
+            if index == 3 {
+                orders = Some(string_uint(cell.of(bytes), K_COUNT).map_err(|_| DecodeError::BadLevel(field))?);
+            }
+            index += 1;
+        }
+        let (p_text, q_text) = (p.of(bytes), q.of(bytes));
+        if p_text.len() > LEVEL_TEXT_LEN_MAX || q_text.len() > LEVEL_TEXT_LEN_MAX {
+            return Err(DecodeError::OutOfRange(field));
+        }
+        let level = OkxLevel {
+            price: price(p_text, field)?,
+            qty: qty(q_text, field)?,
+            orders,
+            price_text: p.into(),
+            size_text: q.into(),
+        };
+        if out.len() >= max {
+            return Err(DecodeError::TooManyLevels(field));
+        }
+        debug_assert!(out.len() < out.capacity());
+        out.push(level);
+    }
+    Ok(())
+}
+
+fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
+    str_raw(text).ok_or(DecodeError::WrongType(name(key)))
+}
+
+/// A string that must be read verbatim: no escapes.
+fn plain_str(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
+    let s = str_raw(text).ok_or(DecodeError::WrongType(name(key)))?;
+    if s.contains(&b'\\') {
+        return Err(DecodeError::Escaped(name(key)));
+    }
+    Ok(s)
+}
+
+/// Decimal digits (no sign, fraction or exponent) as a `u64`.
+fn digits(text: &[u8], key: usize) -> Result<u64, DecodeError> {
+    match text.first() {
+        Some(b'0'..=b'9') => {}
+        Some(b'-') => return Err(DecodeError::OutOfRange(name(key))),
+        _ => return Err(DecodeError::WrongType(name(key))),
+    }
+    let mut v: u64 = 0;
+    for &c in text {
+        if !c.is_ascii_digit() {
+            return Err(DecodeError::WrongType(name(key)));
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or(DecodeError::OutOfRange(name(key)))?;
+    }
+    Ok(v)
+}
+
+/// A non-negative integer sent as a string (`"1040968613"`).
+fn string_uint(text: &[u8], key: usize) -> Result<u64, DecodeError> {
+    digits(str_or_type(text, key)?, key)
+}
+
+/// A time in milliseconds sent as a string.
+fn string_uint_i64(text: &[u8], key: usize) -> Result<i64, DecodeError> {
+    i64::try_from(string_uint(text, key)?).map_err(|_| DecodeError::OutOfRange(name(key)))
+}
+
+/// A signed 64-bit JSON integer (`seqId`, `prevSeqId`, `checksum`).
+fn int(text: &[u8], key: usize) -> Result<i64, DecodeError> {
+    match text.split_first() {
+        Some((b'-', rest)) => {
+            let magnitude = digits(rest, key)?;
+            0_i64.checked_sub_unsigned(magnitude).ok_or(DecodeError::OutOfRange(name(key)))
+        }
+        _ => i64::try_from(digits(text, key)?).map_err(|_| DecodeError::OutOfRange(name(key))),
+    }
+}
+
+/// An event `code`: a string of digits on the wire (`"60012"`); a bare integer is accepted too.
+fn code(text: &[u8]) -> Result<i64, DecodeError> {
+    match str_raw(text) {
+        Some(inner) => int(inner, K_CODE),
+        None => int(text, K_CODE),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checksum.
+
+/// The CRC-32 table (IEEE polynomial, reflected: 0xEDB88320), built at compile time.
+const CRC_TABLE: [u32; 256] = crc_table();
+
+const fn crc_table() -> [u32; 256] {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+}
+
+/// A running CRC-32 (IEEE / zlib, as `crc32fast::hash`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Crc32(u32);
+
+impl Default for Crc32 {
+    fn default() -> Crc32 {
+        Crc32::new()
+    }
+}
+
+impl Crc32 {
+    /// An empty CRC.
+    pub const fn new() -> Crc32 {
+        Crc32(0xFFFF_FFFF)
+    }
+
+    /// Feeds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        let mut c = self.0;
+        for &b in bytes {
+            c = CRC_TABLE[((c ^ u32::from(b)) & 0xFF) as usize] ^ (c >> 8);
+        }
+        self.0 = c;
+    }
+
+    /// The CRC of everything fed.
+    pub fn finish(self) -> u32 {
+        !self.0
+    }
+}
+
+/// CRC-32 of `bytes`.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = Crc32::new();
+    c.update(bytes);
+    c.finish()
+}
+
+/// The OKX book checksum (venues.md §3.3): CRC-32 of
+/// `bid1.price:bid1.size:ask1.price:ask1.size:bid2...` over the best [`CHECKSUM_LEVELS`] levels
+/// of each side given best first as `(price text, size text)`, entries of a shorter side simply
+/// skipped, read as a signed 32-bit integer. Computed without building the string.
+pub fn book_checksum<'t>(
+    bids: impl IntoIterator<Item = (&'t [u8], &'t [u8])>,
+    asks: impl IntoIterator<Item = (&'t [u8], &'t [u8])>,
+) -> i32 {
+    let mut crc = Crc32::new();
+    let mut first = true;
+    let mut put = |(p, s): (&[u8], &[u8])| {
+        if !first {
+            crc.update(b":");
+        }
+        first = false;
+        crc.update(p);
+        crc.update(b":");
+        crc.update(s);
+    };
+    let mut bids = bids.into_iter().take(CHECKSUM_LEVELS);
+    let mut asks = asks.into_iter().take(CHECKSUM_LEVELS);
+    loop {
+        let (b, a) = (bids.next(), asks.next());
+        if b.is_none() && a.is_none() {
+            break;
+        }
+        if let Some(b) = b {
+            put(b);
+        }
+        if let Some(a) = a {
+            put(a);
+        }
+    }
+    crc.finish() as i32
+}
+
+// ---------------------------------------------------------------------------------------------
+// Book sync.
+
+/// What [`OkxBookSync`] did with a book push.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SyncOutcome {
+    /// A snapshot was loaded: the book is live at `seq_id`.
+    Loaded {
+        /// The snapshot's `seqId`.
+        seq_id: i64,
+    },
+    /// An update chained and was applied.
+    Applied {
+        /// The new last `seqId`.
+        seq_id: i64,
+    },
+    /// The idle heartbeat (`prevSeqId == seqId ==` last, no levels): nothing changed.
+    Heartbeat {
+        /// The unchanged last `seqId`.
+        seq_id: i64,
+    },
+    /// A maintenance reset (`seqId < prevSeqId`) chained and was applied; the chain continues
+    /// from the new, lower `seq_id`.
+    Reset {
+        /// The update's `prevSeqId` (the old last `seqId`).
+        prev_seq_id: i64,
+        /// The new last `seqId`.
+        seq_id: i64,
+    },
+    /// An update arrived while no book is loaded (before the first snapshot or after a
+    /// discard): ignored, a snapshot is awaited.
+    AwaitingSnapshot,
+    /// The update's `prevSeqId` is not the last `seqId`: the book was discarded. Resubscribe.
+    Gap {
+        /// The last `seqId` held.
+        expected_prev_seq_id: i64,
+        /// The update's `prevSeqId`.
+        prev_seq_id: i64,
+    },
+    /// A push without `action`, `seqId` or `prevSeqId` (e.g. `books5`): it cannot be chained
+    /// and was not applied. The book is unchanged.
+    Unsequenced,
+    /// The checksum after applying differs from the venue's: the book was discarded.
+    /// Resubscribe.
+    ChecksumMismatch {
+        /// The venue's `checksum`.
+        expected: i32,
+        /// The checksum of the local book.
+        computed: i32,
+    },
+    /// The book was crossed after applying: it is corrupt and was discarded. Resubscribe.
+    Crossed,
+}
+
+impl SyncOutcome {
+    /// True when the book was discarded and the caller must resubscribe (`unsubscribe` +
+    /// `subscribe`) or reconnect to get a fresh snapshot.
+    pub fn wants_resubscribe(&self) -> bool {
+        matches!(self, SyncOutcome::Gap { .. } | SyncOutcome::ChecksumMismatch { .. } | SyncOutcome::Crossed)
+    }
+}
+
+/// Event counts of one [`OkxBookSync`], for metrics.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct SyncCounters {
+    /// Snapshots loaded.
+    pub snapshot_count: u64,
+    /// Updates applied (resets included, heartbeats excluded).
+    pub update_count: u64,
+    /// Idle heartbeats seen.
+    pub heartbeat_count: u64,
+    /// Sequence resets accepted.
+    pub reset_count: u64,
+    /// Gaps in the `prevSeqId` chain.
+    pub gap_count: u64,
+    /// Checksums compared.
+    pub checksum_checked_count: u64,
+    /// Checksums that did not match.
+    pub checksum_mismatch_count: u64,
+    /// Checksums skipped because the level text store had dropped levels and holds fewer than
+    /// [`CHECKSUM_LEVELS`] on a side (see [`OkxBookSync::new`]).
+    pub checksum_unverifiable_count: u64,
+    /// Books found crossed.
+    pub crossed_count: u64,
+    /// Updates ignored while awaiting a snapshot.
+    pub awaiting_count: u64,
+    /// Pushes refused as unsequenced.
+    pub unsequenced_count: u64,
+}
+
+/// One level's original text, kept for the checksum.
+#[derive(Clone, Copy, Debug)]
+struct TextLevel {
+    price: Price,
+    price_len: u8,
+    size_len: u8,
+    price_text: [u8; LEVEL_TEXT_LEN_MAX],
+    size_text: [u8; LEVEL_TEXT_LEN_MAX],
+}
+
+impl TextLevel {
+    fn price_text(&self) -> &[u8] {
+        self.price_text.get(..usize::from(self.price_len)).unwrap_or(&[])
+    }
+
+    fn size_text(&self) -> &[u8] {
+        self.size_text.get(..usize::from(self.size_len)).unwrap_or(&[])
+    }
+}
+
+/// The best `levels_max` levels of one side with their text, best first.
+#[derive(Clone, Debug)]
+struct TextSide {
+    levels: Vec<TextLevel>,
+    levels_max: usize,
+    /// A level was evicted or not stored since the last snapshot: deeper levels are unknown.
+    lossy: bool,
+}
+
+impl TextSide {
+    fn new(levels_max: usize) -> TextSide {
+        TextSide { levels: Vec::with_capacity(levels_max), levels_max, lossy: false }
+    }
+
+    fn clear(&mut self) {
+        self.levels.clear();
+        self.lossy = false;
+    }
+
+    fn apply(&mut self, side: Side, price: Price, qty: Qty, price_text: &[u8], size_text: &[u8]) {
+        let found = match side {
+            Side::Bid => self.levels.binary_search_by(|l| price.cmp(&l.price)),
+            Side::Ask => self.levels.binary_search_by(|l| l.price.cmp(&price)),
+        };
+        let mut level = TextLevel {
+            price,
+            price_len: 0,
+            size_len: 0,
+            price_text: [0; LEVEL_TEXT_LEN_MAX],
+            size_text: [0; LEVEL_TEXT_LEN_MAX],
+        };
+        // The decoder refuses longer text; cut defensively rather than index out of bounds.
+        let pn = price_text.len().min(LEVEL_TEXT_LEN_MAX);
+        let sn = size_text.len().min(LEVEL_TEXT_LEN_MAX);
+        if let (Some(pd), Some(ps), Some(sd), Some(ss)) =
+            (level.price_text.get_mut(..pn), price_text.get(..pn), level.size_text.get_mut(..sn), size_text.get(..sn))
+        {
+            pd.copy_from_slice(ps);
+            sd.copy_from_slice(ss);
+        }
+        level.price_len = pn as u8;
+        level.size_len = sn as u8;
+        match found {
+            Ok(i) => {
+                if qty.0 == 0 {
+                    self.levels.remove(i);
+                } else if let Some(slot) = self.levels.get_mut(i) {
+                    *slot = level;
+                }
+            }
+            Err(i) => {
+                if qty.0 == 0 {
+                    return;
+                }
+                if self.levels.len() == self.levels_max {
+                    self.lossy = true;
+                    if i == self.levels.len() {
+                        return;
+                    }
+                    self.levels.pop();
+                }
+                debug_assert!(self.levels.len() < self.levels.capacity());
+                self.levels.insert(i, level);
+            }
+        }
+    }
+
+    /// The checksum cannot be trusted: levels were dropped and fewer than 25 remain.
+    fn unverifiable(&self) -> bool {
+        self.lossy && self.levels.len() < CHECKSUM_LEVELS
+    }
+
+    fn texts(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.levels.iter().map(|l| (l.price_text(), l.size_text()))
+    }
+}
+
+/// Keeps one [`Book`] in sync with an OKX `books` (or `books-l2-tbt`, `books50-l2-tbt`) channel,
+/// following venues.md §3.2 "Adapter algorithm" and §3.3.
+///
+/// Sans-I/O: pushes come in as values, outcomes go out; the caller subscribes and reconnects.
+/// The same `Book` must be passed to every call. Whenever the machine stops being live it
+/// clears the book, so a book that is not live is never served half-built.
+///
+/// Bounds: besides the `Book`, the sync keeps each level's original price and size text for the
+/// checksum, for the best `text_levels_max` levels per side, in slots of
+/// [`LEVEL_TEXT_LEN_MAX`] bytes allocated in [`OkxBookSync::new`]; no call allocates after
+/// that. At the bound the farthest level is dropped (like [`Book`]). With
+/// `text_levels_max >= `[`BOOKS_LEVELS_PER_SIDE_MAX`] nothing is ever dropped on `books`. With
+/// less, once a side has dropped levels and then holds fewer than [`CHECKSUM_LEVELS`], its
+/// checksum cannot be computed (deeper levels are unknown, venues.md §6 item 14): the check is
+/// skipped and counted in [`SyncCounters::checksum_unverifiable_count`] until the next snapshot.
+#[derive(Clone, Debug)]
+pub struct OkxBookSync {
+    /// The last `seqId` applied, when a book is loaded.
+    last_seq_id: Option<i64>,
+    verify_checksum: bool,
+    bids: TextSide,
+    asks: TextSide,
+    counters: SyncCounters,
+}
+
+impl OkxBookSync {
+    /// A sync keeping the text of the best `text_levels_max` levels per side (at least
+    /// [`CHECKSUM_LEVELS`]); checksums are verified when `verify_checksum` is true.
+    pub fn new(text_levels_max: usize, verify_checksum: bool) -> OkxBookSync {
+        assert!(text_levels_max >= CHECKSUM_LEVELS, "the checksum needs {CHECKSUM_LEVELS} levels per side");
+        OkxBookSync {
+            last_seq_id: None,
+            verify_checksum,
+            bids: TextSide::new(text_levels_max),
+            asks: TextSide::new(text_levels_max),
+            counters: SyncCounters::default(),
+        }
+    }
+
+    /// True when a book is loaded and in sync.
+    pub fn is_live(&self) -> bool {
+        self.last_seq_id.is_some()
+    }
+
+    /// The last `seqId` applied, when live.
+    pub fn last_seq_id(&self) -> Option<i64> {
+        self.last_seq_id
+    }
+
+    /// Event counts so far.
+    pub fn counters(&self) -> &SyncCounters {
+        &self.counters
+    }
+
+    /// The checksum of the local book as the venue computes it (venues.md §3.3).
+    pub fn checksum(&self) -> i32 {
+        book_checksum(self.bids.texts(), self.asks.texts())
+    }
+
+    /// Back to the start (a new connection): clears the book; updates are ignored until a
+    /// snapshot arrives.
+    pub fn reset(&mut self, book: &mut Book) {
+        self.last_seq_id = None;
+        self.bids.clear();
+        self.asks.clear();
+        book.clear();
+    }
+
+    /// Handles one decoded book push.
+    pub fn on_book(&mut self, push: &BookPush<'_>, book: &mut Book) -> SyncOutcome {
+        let (Some(action), Some(seq_id), Some(prev_seq_id)) = (push.action, push.seq_id, push.prev_seq_id) else {
+            self.counters.unsequenced_count += 1;
+            return SyncOutcome::Unsequenced;
+        };
+        let outcome = match action {
+            BookAction::Snapshot => {
+                book.clear();
+                self.bids.clear();
+                self.asks.clear();
+                self.apply(push, book);
+                self.counters.snapshot_count += 1;
+                SyncOutcome::Loaded { seq_id }
+            }
+            BookAction::Update => {
+                let Some(last) = self.last_seq_id else {
+                    self.counters.awaiting_count += 1;
+                    return SyncOutcome::AwaitingSnapshot;
+                };
+                if prev_seq_id != last {
+                    self.counters.gap_count += 1;
+                    self.discard(book);
+                    return SyncOutcome::Gap { expected_prev_seq_id: last, prev_seq_id };
+                }
+                if seq_id == prev_seq_id && push.bids.is_empty() && push.asks.is_empty() {
+                    self.counters.heartbeat_count += 1;
+                    SyncOutcome::Heartbeat { seq_id }
+                } else {
+                    self.apply(push, book);
+                    self.counters.update_count += 1;
+                    if seq_id < prev_seq_id {
+                        self.counters.reset_count += 1;
+                        SyncOutcome::Reset { prev_seq_id, seq_id }
+                    } else {
+                        SyncOutcome::Applied { seq_id }
+                    }
+                }
+            }
+        };
+        self.last_seq_id = Some(seq_id);
+        if let Some(expected) = push.checksum.filter(|&c| c != 0 && self.verify_checksum) {
+            if self.bids.unverifiable() || self.asks.unverifiable() {
+                self.counters.checksum_unverifiable_count += 1;
+            } else {
+                self.counters.checksum_checked_count += 1;
+                let computed = self.checksum();
+                if computed != expected {
+                    self.counters.checksum_mismatch_count += 1;
+                    self.discard(book);
+                    return SyncOutcome::ChecksumMismatch { expected, computed };
+                }
+            }
+        }
+        if book.is_crossed() {
+            self.counters.crossed_count += 1;
+            self.discard(book);
+            return SyncOutcome::Crossed;
+        }
+        outcome
+    }
+
+    /// Applies the push's levels to the book and the text store; size zero removes, removal of
+    /// an absent level is a no-op.
+    fn apply(&mut self, push: &BookPush<'_>, book: &mut Book) {
+        for l in push.bids {
+            book.apply(Side::Bid, l.price, l.qty);
+            self.bids.apply(Side::Bid, l.price, l.qty, push.price_text(l), push.size_text(l));
+        }
+        for l in push.asks {
+            book.apply(Side::Ask, l.price, l.qty);
+            self.asks.apply(Side::Ask, l.price, l.qty, push.price_text(l), push.size_text(l));
+        }
+    }
+
+    /// Leaves the live state: clears the book and the text store.
+    fn discard(&mut self, book: &mut Book) {
+        self.last_seq_id = None;
+        self.bids.clear();
+        self.asks.clear();
+        book.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_matches_the_standard_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn canonical_symbol_removes_the_dash() {
+        let s = CanonicalSymbol::from_inst_id(b"BTC-USDT").expect("spot pair");
+        assert_eq!(s.as_bytes(), b"BTCUSDT");
+        for bad in [&b"BTCUSDT"[..], b"-USDT", b"BTC-", b"BTC-USDT-SWAP", b"BT\\C-USDT", b""] {
+            assert_eq!(CanonicalSymbol::from_inst_id(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        let long = [b'A'; SYMBOL_LEN_MAX];
+        let mut id = long.to_vec();
+        id.extend_from_slice(b"-B");
+        assert_eq!(CanonicalSymbol::from_inst_id(&id), None);
+    }
+}
