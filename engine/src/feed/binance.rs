@@ -28,9 +28,7 @@
 
 use std::collections::VecDeque;
 
-use super::{
-    level_cell, plain_str, price, qty, str_raw, uint, Cursor, DecodeError, Elements, JsonErrorKind, Members, Span,
-};
+use super::{parse_levels, plain_str, price, qty, str_raw, uint, Cursor, DecodeError, JsonErrorKind, Members, Span};
 use crate::book::{Book, Level, Side};
 use crate::fixed::{Price, Qty};
 use crate::instrument::BookId;
@@ -458,43 +456,6 @@ impl<'a> Out<'a> {
         let asks: &'a Vec<Level> = self.asks;
         Ok((bids, asks))
     }
-}
-
-/// Reads `[[price, qty, ...], ...]` at `span` into `out` (bounded by `max`).
-fn parse_levels(
-    bytes: &[u8],
-    span: Span,
-    field: &'static str,
-    max: usize,
-    out: &mut Vec<Level>,
-) -> Result<(), DecodeError> {
-    let mut cur = Cursor::new(bytes, span.start);
-    if cur.peek() != Some(b'[') {
-        return Err(DecodeError::WrongType(field));
-    }
-    cur.expect(b'[')?;
-    let mut rows = Elements::new();
-    while rows.next(&mut cur)? {
-        cur.skip_ws();
-        if cur.peek() != Some(b'[') {
-            return Err(DecodeError::BadLevel(field));
-        }
-        cur.expect(b'[')?;
-        let mut cells = Elements::new();
-        let p = level_cell(&mut cur, &mut cells, field)?;
-        let q = level_cell(&mut cur, &mut cells, field)?;
-        // Older API versions sent a third, ignored element; skip any extras.
-        while cells.next(&mut cur)? {
-            cur.skip_value()?;
-        }
-        let level = Level { price: price(p.of(bytes), field)?, qty: qty(q.of(bytes), field)? };
-        if out.len() >= max {
-            return Err(DecodeError::TooManyLevels(field));
-        }
-        debug_assert!(out.len() < out.capacity());
-        out.push(level);
-    }
-    Ok(())
 }
 
 fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {

@@ -33,7 +33,7 @@
 //! - The trade id `i` is documented as a string and is required to be one (raw, opaque).
 
 use super::{
-    level_cell, plain_str, price, qty, str_raw, uint, Cursor, DecodeError, Elements, JsonErrorKind, Members, Span,
+    parse_levels, plain_str, price, qty, str_raw, uint, Cursor, DecodeError, Elements, JsonErrorKind, Members, Span,
 };
 use crate::book::{Book, Level, Side};
 use crate::fixed::{Price, Qty};
@@ -472,43 +472,6 @@ impl<'a> Fields<'a> {
     fn req_span(&self, key: usize) -> Result<Span, DecodeError> {
         self.span(key).ok_or(DecodeError::MissingField(name(key)))
     }
-}
-
-/// Reads `[[price, qty, ...], ...]` at `span` into `out` (bounded by `max`).
-fn parse_levels(
-    bytes: &[u8],
-    span: Span,
-    field: &'static str,
-    max: usize,
-    out: &mut Vec<Level>,
-) -> Result<(), DecodeError> {
-    let mut cur = Cursor::new(bytes, span.start);
-    if cur.peek() != Some(b'[') {
-        return Err(DecodeError::WrongType(field));
-    }
-    cur.expect(b'[')?;
-    let mut rows = Elements::new();
-    while rows.next(&mut cur)? {
-        cur.skip_ws();
-        if cur.peek() != Some(b'[') {
-            return Err(DecodeError::BadLevel(field));
-        }
-        cur.expect(b'[')?;
-        let mut cells = Elements::new();
-        let p = level_cell(&mut cur, &mut cells, field)?;
-        let q = level_cell(&mut cur, &mut cells, field)?;
-        // Tolerate extra elements, as the Binance decoder does.
-        while cells.next(&mut cur)? {
-            cur.skip_value()?;
-        }
-        let level = Level { price: price(p.of(bytes), field)?, qty: qty(q.of(bytes), field)? };
-        if out.len() >= max {
-            return Err(DecodeError::TooManyLevels(field));
-        }
-        debug_assert!(out.len() < out.capacity());
-        out.push(level);
-    }
-    Ok(())
 }
 
 fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {

@@ -20,6 +20,7 @@
 
 use core::fmt;
 
+use crate::book::Level;
 use crate::fixed::{ParseError, Price, Qty};
 
 pub mod binance;
@@ -528,6 +529,43 @@ pub(crate) fn uint(text: &[u8], field: &'static str) -> Result<u64, DecodeError>
         v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(c - b'0'))).ok_or(DecodeError::OutOfRange(field))?;
     }
     Ok(v)
+}
+
+/// Reads `[[price, qty, ...], ...]` at `span` into `out` (bounded by `max`).
+pub(crate) fn parse_levels(
+    bytes: &[u8],
+    span: Span,
+    field: &'static str,
+    max: usize,
+    out: &mut Vec<Level>,
+) -> Result<(), DecodeError> {
+    let mut cur = Cursor::new(bytes, span.start);
+    if cur.peek() != Some(b'[') {
+        return Err(DecodeError::WrongType(field));
+    }
+    cur.expect(b'[')?;
+    let mut rows = Elements::new();
+    while rows.next(&mut cur)? {
+        cur.skip_ws();
+        if cur.peek() != Some(b'[') {
+            return Err(DecodeError::BadLevel(field));
+        }
+        cur.expect(b'[')?;
+        let mut cells = Elements::new();
+        let p = level_cell(&mut cur, &mut cells, field)?;
+        let q = level_cell(&mut cur, &mut cells, field)?;
+        // Extra elements (older API versions sent a third, ignored one) are skipped.
+        while cells.next(&mut cur)? {
+            cur.skip_value()?;
+        }
+        let level = Level { price: price(p.of(bytes), field)?, qty: qty(q.of(bytes), field)? };
+        if out.len() >= max {
+            return Err(DecodeError::TooManyLevels(field));
+        }
+        debug_assert!(out.len() < out.capacity());
+        out.push(level);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
