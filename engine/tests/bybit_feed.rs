@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ALLOCATIONS, COUNTING};
+use common::{lv, ALLOCATIONS, COUNTING};
 
 use std::sync::atomic::Ordering;
 
@@ -130,27 +130,10 @@ fn with_message(name: &str, check: impl FnOnce(Message<'_>)) {
     check(m);
 }
 
-fn lv(price: &str, qty: &str) -> Level {
-    Level {
-        price: Price::parse(price.as_bytes()).expect("test price"),
-        qty: Qty::parse(qty.as_bytes()).expect("test qty"),
-    }
-}
-
 #[test]
 fn every_fixture_file_is_used() {
-    let mut names: Vec<String> = std::fs::read_dir(fixture_dir())
-        .expect("fixture dir")
-        .map(|e| e.expect("dir entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    for n in &names {
-        assert!(
-            VALID.contains(&n.as_str()) || MALFORMED.iter().any(|(m, _)| m == n),
-            "fixture {n} is not listed in VALID or MALFORMED"
-        );
-    }
-    assert_eq!(names.len(), VALID.len() + MALFORMED.len(), "a listed fixture is missing");
+    let malformed: Vec<&str> = MALFORMED.iter().map(|(m, _)| *m).collect();
+    common::assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
 }
 
 // ---------------------------------------------------------------------------------------------
