@@ -7,6 +7,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub mod alloc_count;
+pub mod parsers;
+
+pub use parsers::{parsers, parsers_table, ParserRow};
+
 use hdrhistogram::Histogram;
 use rampart_engine::sim::{self, Sim, SimConfig};
 use rampart_engine::{BookId, Market, Registry, Venue};

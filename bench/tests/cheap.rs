@@ -1,9 +1,13 @@
 //! The benchmarks in their cheap mode: they must keep compiling and produce sane numbers.
 
 use rampart_bench::{
-    alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply,
-    wall_scan,
+    alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, parsers,
+    parsers_table, tick_apply, wall_scan,
 };
+
+// Counting allocations lets the parsers test check the allocation figures too.
+#[global_allocator]
+static GLOBAL: rampart_bench::alloc_count::Counting = rampart_bench::alloc_count::Counting;
 
 #[test]
 fn tick_apply_cheap() {
@@ -53,4 +57,25 @@ fn binance_decode_cheap() {
     let s = binance_decode(1_000);
     assert_eq!(s.len(), 2);
     assert!(s.iter().all(|x| x.count == 1_000));
+}
+
+#[test]
+fn parsers_agree_and_run_cheap() {
+    // Every parser gives the same levels, ids and trades on every frame.
+    let checked = rampart_bench::parsers::verify().expect("parsers agree");
+    let cases = rampart_bench::parsers::cases();
+    assert!(checked >= cases.len() * 5, "{checked} checks for {} frames", cases.len());
+    let rows = parsers(200).expect("parsers run");
+    // One row per supported (frame, parser) pair, plus the clock-only row.
+    assert_eq!(rows.len(), checked + 1);
+    for r in &rows {
+        assert_eq!(r.summary.count as usize, rampart_bench::parsers::frames_for(200, r.bytes), "{r:?}");
+        assert!(r.summary.p50_ns > 0 && r.summary.p50_ns <= r.summary.p99_ns, "{r:?}");
+    }
+    // The engine decoders allocate nothing per frame once warm.
+    for r in rows.iter().filter(|r| r.parser.starts_with("engine")) {
+        assert_eq!(r.allocs_per_frame, Some(0.0), "{r:?}");
+    }
+    let table = parsers_table(&[rows.clone(), rows]);
+    assert!(table.lines().count() >= checked + 2, "{table}");
 }

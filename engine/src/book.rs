@@ -114,6 +114,13 @@ impl Book {
         }
     }
 
+    /// Keeps only the best `levels` levels of each side (a venue that streams the top N of its
+    /// book does not always remove the levels that leave it).
+    pub fn truncate(&mut self, levels: usize) {
+        self.bids.truncate(levels);
+        self.asks.truncate(levels);
+    }
+
     /// Removes every level (before a snapshot is loaded).
     pub fn clear(&mut self) {
         self.bids.clear();

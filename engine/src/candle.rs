@@ -244,6 +244,26 @@ impl CandleSet {
         }
     }
 
+    /// Adds a bar of `tf` fetched from the venue (oldest first) to that ring only: each
+    /// timeframe is backfilled from the venue's own bars, which are UTC-aligned there too.
+    pub fn load(&mut self, tf: Timeframe, bar: Candle) {
+        let ring = &mut self.rings[tf.index()];
+        let b = ring.tf.bucket_start(bar.open_ms);
+        ring.merge(b, bar.open, bar.high, bar.low, bar.close);
+    }
+
+    /// Folds into `self` (a backfill) the bars of `live` (built from trades since the stream
+    /// started) that are not older than `self`'s newest bar of the same timeframe, so the bar
+    /// in progress keeps the trades seen before the backfill arrived.
+    pub fn merge_live(&mut self, live: &CandleSet) {
+        for (ring, live_ring) in self.rings.iter_mut().zip(live.rings.iter()) {
+            let from = ring.newest().map_or(i64::MIN, |c| c.open_ms);
+            for bar in live_ring.iter().filter(|c| c.open_ms >= from) {
+                ring.merge(bar.open_ms, bar.open, bar.high, bar.low, bar.close);
+            }
+        }
+    }
+
     /// Adds a completed bar of `tf` (history) to its own ring and aggregates it into every
     /// coarser ring, so coarser bars are the aggregates of the finer bars they cover.
     pub fn absorb(&mut self, tf: Timeframe, bar: Candle) {

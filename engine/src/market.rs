@@ -70,6 +70,10 @@ pub struct BookState {
     pub alerts: AlertBook,
     /// The venue no longer lists the pair: its ticks are ignored.
     pub delisted: bool,
+    /// The live book is out of sync with the venue (gap, checksum failure, disconnection) and
+    /// is being rebuilt: no wall is served and no alert fires from it until it is live again.
+    /// Always false on the simulated feed.
+    pub stale: bool,
 }
 
 /// What one tick changed.
@@ -123,6 +127,7 @@ impl Market {
                 walls: WallTracker::default(),
                 alerts: AlertBook::default(),
                 delisted: false,
+                stale: false,
             });
         }
         Market { books, local_of, firings: Vec::new(), alerts: 0 }
@@ -232,8 +237,9 @@ impl Market {
                 state.last_price = price;
                 state.last_trade_ms = tick.ts_ms;
                 let levels_consumed = state.levels.on_trade(price);
-                // A crossed book is corrupt: no alert fires from it until it is rebuilt.
-                if !state.crossed {
+                // A crossed book is corrupt, a stale one out of sync: no alert fires from either
+                // until it is rebuilt.
+                if !state.crossed && !state.stale {
                     state.alerts.on_trade(price, tick.ts_ms, &state.candles, &mut self.firings);
                 }
                 Outcome::Trade { price, levels_consumed }

@@ -1,15 +1,21 @@
 //! Proves the tick path allocates nothing: simulated ticks are generated and applied to a
 //! market (books, candles, level consumption, alert evaluation) under a counting global
-//! allocator, after a warm-up, and the count must stay zero.
+//! allocator, after a warm-up, and the count must stay zero. The same is proved for the Bitget
+//! feed: decoding frames, syncing a book from them and turning trades into ticks.
 
 mod common;
 
 use common::{ALLOCATIONS, COUNTING};
 
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
+use rampart_engine::feed::bitget::{
+    BitgetBookSync, BitgetDecoder, Message, BOOKS_LEVELS_PER_SIDE_MAX, TRADES_PER_PUSH_MAX,
+};
 use rampart_engine::sim::{self, Sim, SimConfig};
+use rampart_engine::Book;
 use rampart_engine::{BookId, Market, Price, Registry, Timeframe, Venue};
 
 #[global_allocator]
@@ -18,8 +24,16 @@ static GLOBAL: common::Counting = common::Counting;
 /// Pairs stepped per round, as the shard bounds it.
 const PAIRS_PER_ROUND_MAX: usize = 64;
 
+/// The tests of this file share the allocation counter, so they run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 #[test]
 fn generating_and_applying_ticks_allocates_nothing() {
+    let _serial = serial();
     let now = 1_795_183_387_000_i64;
     let universe = sim::universe(3, 120);
     let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("registry");
@@ -93,4 +107,66 @@ fn generating_and_applying_ticks_allocates_nothing() {
     assert!(applied > 100_000, "only {applied} ticks applied");
     assert!(firings > 10_000, "only {firings} alert firings: the evaluation path was not exercised");
     assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "allocations on the tick path over {applied} ticks");
+}
+
+/// Bitget frames after the fixtures: a snapshot with a wrong checksum, then a snapshot, an
+/// update that crosses the book and one that arrives after the discard.
+const BITGET_EXTRA: [&str; 4] = [
+    r#"{"action":"snapshot","arg":{"instType":"SPOT","channel":"books","instId":"BTCUSDT"},"data":[{"asks":[["101","1"]],"bids":[["100","1"]],"checksum":1,"seq":1,"ts":"1"}]}"#,
+    r#"{"action":"snapshot","arg":{"instType":"SPOT","channel":"books","instId":"BTCUSDT"},"data":[{"asks":[["101","1"]],"bids":[["100","1"]],"seq":1,"ts":"1"}]}"#,
+    r#"{"action":"update","arg":{"instType":"SPOT","channel":"books","instId":"BTCUSDT"},"data":[{"asks":[],"bids":[["102","1"]],"seq":2,"pseq":1,"ts":"1"}]}"#,
+    r#"{"action":"update","arg":{"instType":"SPOT","channel":"books","instId":"BTCUSDT"},"data":[{"asks":[],"bids":[["99","1"]],"seq":3,"pseq":2,"ts":"1"}]}"#,
+];
+
+#[test]
+fn decoding_and_syncing_bitget_frames_allocates_nothing() {
+    let _serial = serial();
+    let dir = format!("{}/tests/fixtures/bitget", env!("CARGO_MANIFEST_DIR"));
+    let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("fixture dir").map(|e| e.expect("entry").path()).collect();
+    paths.sort();
+    let mut frames: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).expect("fixture")).collect();
+    frames.extend(BITGET_EXTRA.iter().map(|f| f.as_bytes().to_vec()));
+    let mut decoder = BitgetDecoder::new(BOOKS_LEVELS_PER_SIDE_MAX, TRADES_PER_PUSH_MAX);
+    // One sync verifies checksums, one does not.
+    let mut syncs = [BitgetBookSync::new(400, true), BitgetBookSync::new(400, false)];
+    let mut book = Book::new(400);
+    let mut run = |rounds: usize| -> (u64, u64) {
+        let (mut decoded, mut ticks) = (0, 0);
+        for _ in 0..rounds {
+            for sync in &mut syncs {
+                for f in &frames {
+                    match decoder.decode(f) {
+                        Ok(Message::Book(push)) => {
+                            sync.on_book(&push, &mut book);
+                            decoded += 1;
+                        }
+                        Ok(Message::Trades { trades, .. }) => {
+                            for t in trades {
+                                std::hint::black_box(t.tick(BookId(0)));
+                                ticks += 1;
+                            }
+                            decoded += 1;
+                        }
+                        Ok(_) => decoded += 1,
+                        Err(e) => {
+                            std::hint::black_box(e);
+                        }
+                    }
+                }
+                sync.reset(&mut book);
+            }
+        }
+        (decoded, ticks)
+    };
+    run(2);
+    COUNTING.with(|c| c.set(true));
+    let (decoded, ticks) = run(50);
+    COUNTING.with(|c| c.set(false));
+    let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
+    assert!(decoded > 2_000 && ticks > 300, "only {decoded} frames decoded and {ticks} ticks");
+    let (v, u) = (syncs[0].counters(), syncs[1].counters());
+    assert!(v.snapshot_count > 0 && v.update_count > 0 && v.gap_count > 0 && v.crossed_count > 0);
+    assert!(v.checksum_mismatch_count > 0 && v.checksum_checked_count > v.checksum_mismatch_count);
+    assert!(v.awaiting_count > 0 && u.checksum_checked_count == 0);
+    assert_eq!(allocations, 0, "allocations while decoding and syncing Bitget frames");
 }

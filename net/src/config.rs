@@ -76,14 +76,66 @@ impl Plans {
     }
 }
 
-/// Base URLs of one venue's REST and WebSocket endpoints.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+/// One venue's endpoints and limits for `--feed live` (`[venues.binance]`, or `[venue.binance]`);
+/// every key is optional and defaults to the real venue's (`crate::venue::VenueSettings`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VenueUrls {
-    /// REST base URL.
+    /// REST base URL (`https://api.binance.com`; `http://` accepted).
     pub rest: Option<String>,
-    /// WebSocket base URL.
+    /// WebSocket base URL (`wss://stream.binance.com:9443`; `ws://` accepted).
     pub ws: Option<String>,
+    /// Pairs per WebSocket connection.
+    pub pairs_per_connection: Option<usize>,
+    /// REST budget: weight (Binance) or requests per second.
+    pub rest_weight_per_s: Option<f64>,
+    /// Connection attempts per second, process-wide.
+    pub connects_per_s: Option<f64>,
+    /// Listing refresh period, seconds (at least 10).
+    pub refresh_s: Option<u64>,
+    /// Verify book checksums when the venue sends them (OKX, Bitget; default true).
+    pub verify_checksum: Option<bool>,
+}
+
+impl VenueUrls {
+    /// The venue's settings: the real venue's, overridden by what is given here.
+    pub fn settings(&self, venue: rampart_engine::Venue) -> Result<crate::venue::VenueSettings, String> {
+        let mut s = crate::venue::VenueSettings::default_for(venue);
+        let name = venue.as_str();
+        if let Some(r) = &self.rest {
+            if !(r.starts_with("http://") || r.starts_with("https://")) {
+                return Err(format!("venues.{name}.rest must start with http:// or https://, not '{r}'"));
+            }
+            s.rest = r.trim_end_matches('/').to_owned();
+        }
+        if let Some(w) = &self.ws {
+            if !(w.starts_with("ws://") || w.starts_with("wss://")) {
+                return Err(format!("venues.{name}.ws must start with ws:// or wss://, not '{w}'"));
+            }
+            s.ws = w.trim_end_matches('/').to_owned();
+        }
+        if let Some(p) = self.pairs_per_connection {
+            if p == 0 {
+                return Err(format!("venues.{name}.pairs_per_connection must be at least 1"));
+            }
+            s.pairs_per_connection = p;
+        }
+        for (key, v, target) in [
+            ("rest_weight_per_s", self.rest_weight_per_s, &mut s.rest_weight_per_s),
+            ("connects_per_s", self.connects_per_s, &mut s.connects_per_s),
+        ] {
+            if let Some(v) = v {
+                if !(v > 0.0 && v.is_finite()) {
+                    return Err(format!("venues.{name}.{key} must be a positive number"));
+                }
+                *target = v;
+            }
+        }
+        if let Some(r) = self.refresh_s {
+            s.refresh_s = r.max(10);
+        }
+        Ok(s)
+    }
 }
 
 /// Webhook settings.
@@ -141,13 +193,25 @@ impl FileConfig {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
-    /// `venues` as a list, whether written as a string or an array.
+    /// `venues` as a list, whether written as a string, an array, or a table of per-venue
+    /// sections (`[venues.binance]`), whose names are then the list.
     pub fn venue_list(&self) -> Option<String> {
         match &self.venues {
             Some(toml::Value::String(s)) => Some(s.clone()),
             Some(toml::Value::Array(a)) => Some(a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(",")),
+            Some(toml::Value::Table(t)) => Some(t.keys().cloned().collect::<Vec<_>>().join(",")),
             _ => None,
         }
+    }
+
+    /// The section of one venue, from `[venues.<name>]` (the spec's spelling) or `[venue.<name>]`.
+    pub fn venue_section(&self, name: &str) -> Result<VenueUrls, String> {
+        if let Some(toml::Value::Table(t)) = &self.venues {
+            if let Some(v) = t.get(name) {
+                return v.clone().try_into().map_err(|e| format!("venues.{name}: {e}"));
+            }
+        }
+        Ok(self.venue_urls.get(name).cloned().unwrap_or_default())
     }
 }
 
@@ -177,5 +241,25 @@ mod tests {
         p.merge(f.plans);
         assert_eq!(p.get("pro").map(|x| x.burst_per_min), Some(600));
         assert!(FileConfig::parse("bogus = 1").is_err());
+    }
+
+    #[test]
+    fn venue_sections_in_both_spellings() {
+        let f = FileConfig::parse(
+            "[venues.binance]\nrest = \"http://127.0.0.1:9/\"\nws = \"ws://127.0.0.1:9\"\npairs_per_connection = 3\n[venues.okx]\n",
+        )
+        .expect("parse");
+        assert_eq!(f.venue_list().as_deref(), Some("binance,okx"));
+        let b = f.venue_section("binance").expect("valid").settings(rampart_engine::Venue::Binance).expect("valid");
+        assert_eq!(
+            (b.rest.as_str(), b.ws.as_str(), b.pairs_per_connection),
+            ("http://127.0.0.1:9", "ws://127.0.0.1:9", 3)
+        );
+        let o = f.venue_section("okx").expect("valid").settings(rampart_engine::Venue::Okx).expect("valid");
+        assert_eq!(o.ws, "wss://ws.okx.com:8443");
+        let f = FileConfig::parse("[venue.bybit]\nws = \"ftp://x\"\n").expect("parse");
+        assert!(f.venue_section("bybit").expect("valid").settings(rampart_engine::Venue::Bybit).is_err());
+        let f = FileConfig::parse("[venues.bybit]\nbogus = 1\n").expect("parse");
+        assert!(f.venue_section("bybit").is_err());
     }
 }

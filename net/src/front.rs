@@ -447,8 +447,77 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if ready { "ok" } else { "starting" });
-            j.raw(",\"pairs\":").int(self.shared.registry.venue_books(*v).len() as i64).raw("}");
+            let pairs = self.shared.registry.venue_books(*v).len() as i64;
+            if !self.shared.live {
+                j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if ready { "ok" } else { "starting" });
+                j.raw(",\"pairs\":").int(pairs).raw("}");
+                continue;
+            }
+            use std::sync::atomic::Ordering::Relaxed;
+            let sum = |f: fn(&crate::shard::VenueStats) -> &std::sync::atomic::AtomicU64| {
+                self.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
+            };
+            let open = sum(|s| &s.connections_open);
+            let planned = sum(|s| &s.connections_planned);
+            let live = sum(|s| &s.books_live);
+            // down: no connection (or the venue could not be listed at start); syncing: some
+            // books are being (re)built; ok: every connection open and every book live.
+            let state = if pairs == 0 || open == 0 {
+                "down"
+            } else if open < planned || live < pairs {
+                "degraded"
+            } else {
+                "ok"
+            };
+            let last = self
+                .shared
+                .venue_stats
+                .iter()
+                .skip(v.index())
+                .step_by(4)
+                .map(|s| s.last_message_ms.load(Relaxed))
+                .max()
+                .unwrap_or(0);
+            j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(state);
+            j.raw(",\"pairs\":").int(pairs);
+            j.raw(",\"booksLive\":").int(live);
+            j.raw(",\"connections\":").int(open);
+            j.raw(",\"connectionsPlanned\":").int(planned);
+            j.raw(",\"lastMessageAgeMs\":");
+            if last > 0 {
+                j.int((now_ms - last).max(0));
+            } else {
+                j.raw("null");
+            }
+            for (name, f) in [
+                ("connects", (|s| &s.connects) as fn(&crate::shard::VenueStats) -> &std::sync::atomic::AtomicU64),
+                ("connectFailures", |s| &s.connect_failures),
+                ("disconnects", |s| &s.disconnects),
+                ("messages", |s| &s.messages),
+                ("decodeErrors", |s| &s.decode_errors),
+                ("gaps", |s| &s.gaps),
+                ("checksumMismatches", |s| &s.checksum_mismatches),
+                ("crossedBooks", |s| &s.crossed),
+                ("staleSnapshots", |s| &s.stale_snapshots),
+                ("resyncs", |s| &s.resyncs),
+                ("resets", |s| &s.resets),
+                ("syncs", |s| &s.syncs),
+                ("venueErrors", |s| &s.venue_errors),
+            ] {
+                j.raw(",\"").raw(name).raw("\":").int(sum(f));
+            }
+            if let Some(rs) = &self.shared.rest_stats {
+                let r = &rs[v.index()];
+                j.raw(",\"rest\":{\"requests\":").int(r.requests.load(Relaxed) as i64);
+                j.raw(",\"errors\":").int(r.errors.load(Relaxed) as i64);
+                j.raw(",\"rateLimited\":").int(r.rate_limited.load(Relaxed) as i64);
+                j.raw(",\"backfilled\":").int(r.backfilled.load(Relaxed) as i64);
+                j.raw(",\"backfillFailed\":").int(r.backfill_failed.load(Relaxed) as i64);
+                j.raw(",\"listings\":").int(r.listings.load(Relaxed) as i64);
+                j.raw(",\"delistings\":").int(r.delistings.load(Relaxed) as i64);
+                j.raw(",\"newListings\":").int(r.new_listings.load(Relaxed) as i64).raw("}");
+            }
+            j.raw("}");
         }
         j.raw("]}");
         respond(if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, j.finish())

@@ -13,4 +13,5 @@ pub mod limit;
 pub mod shard;
 pub mod ssrf;
 pub mod store;
+pub mod venue;
 pub mod writer;

@@ -25,6 +25,8 @@ use rampart_engine::{BookId, Market, Registry, Tick};
 
 use crate::clock;
 
+pub mod live;
+
 /// Commands a shard takes from its queue (capacity [`COMMANDS_MAX`]).
 #[derive(Debug)]
 pub enum Command {
@@ -198,6 +200,82 @@ pub struct Shared {
     pub densities: Box<[ArcSwap<DensitySnapshot>]>,
     /// Listing status per book: [`STATUS_TRADING`] or [`STATUS_DELISTED`].
     pub status: Box<[std::sync::atomic::AtomicU8]>,
+    /// Live feed counters per (shard, venue): index `shard * 4 + venue.index()`.
+    pub venue_stats: Box<[VenueStats]>,
+    /// The live feed's REST counters, by venue (`None` on the simulated feed).
+    pub rest_stats: Option<Arc<[crate::venue::rest::RestStats; 4]>>,
+    /// True when the feed is live (venue connections), false for the simulator.
+    pub live: bool,
+}
+
+/// One shard's counters for one venue of the live feed.
+#[derive(Debug, Default)]
+pub struct VenueStats {
+    /// Connections open now.
+    pub connections_open: AtomicU64,
+    /// Connections planned (each carries a share of the pairs).
+    pub connections_planned: AtomicU64,
+    /// Connection attempts.
+    pub connects: AtomicU64,
+    /// Connection attempts that failed.
+    pub connect_failures: AtomicU64,
+    /// Connections lost or closed (reconnected after a backoff).
+    pub disconnects: AtomicU64,
+    /// Data messages applied.
+    pub messages: AtomicU64,
+    /// Frames that did not decode.
+    pub decode_errors: AtomicU64,
+    /// Sequence gaps.
+    pub gaps: AtomicU64,
+    /// Checksum mismatches.
+    pub checksum_mismatches: AtomicU64,
+    /// Books found crossed.
+    pub crossed: AtomicU64,
+    /// Binance snapshots refused as stale.
+    pub stale_snapshots: AtomicU64,
+    /// Book rebuilds started.
+    pub resyncs: AtomicU64,
+    /// Venue resets accepted.
+    pub resets: AtomicU64,
+    /// Error answers from the venue.
+    pub venue_errors: AtomicU64,
+    /// Books that went live (initial syncs and rebuilds).
+    pub syncs: AtomicU64,
+    /// Books live now.
+    pub books_live: AtomicU64,
+    /// Books carried.
+    pub books: AtomicU64,
+    /// Time of the last message, Unix milliseconds.
+    pub last_message_ms: AtomicI64,
+}
+
+impl Shared {
+    /// Publishing state for `registry`'s books over `shards` shards.
+    pub(crate) fn new(registry: Arc<Registry>, shards: usize, live: bool) -> Shared {
+        let books = registry.len();
+        let shard_of: Box<[u16]> =
+            registry.ids().map(|id| shard_of_symbol(&registry.get(id).symbol, shards) as u16).collect();
+        Shared {
+            registry,
+            prices: (0..books).map(|_| AtomicI64::new(0)).collect(),
+            price_ts: (0..books).map(|_| AtomicI64::new(0)).collect(),
+            shard_of,
+            stats: (0..shards).map(|_| ShardStats::default()).collect(),
+            levels: (0..books).map(|_| ArcSwap::from_pointee(LevelSnapshot::default())).collect(),
+            trade_high: (0..books).map(|_| AtomicI64::new(i64::MIN)).collect(),
+            trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
+            densities: (0..books).map(|_| ArcSwap::from_pointee(DensitySnapshot::default())).collect(),
+            status: (0..books).map(|_| std::sync::atomic::AtomicU8::new(STATUS_TRADING)).collect(),
+            venue_stats: (0..shards * 4).map(|_| VenueStats::default()).collect(),
+            rest_stats: None,
+            live,
+        }
+    }
+
+    /// One venue's counters summed over the shards: `f` picks the counter.
+    pub fn venue_sum(&self, venue: rampart_engine::Venue, f: impl Fn(&VenueStats) -> u64) -> u64 {
+        self.venue_stats.iter().skip(venue.index()).step_by(4).map(f).sum()
+    }
 }
 
 /// [`Shared::status`]: listed and trading.
@@ -293,21 +371,7 @@ impl ShardSet {
         alerts: Vec<(BookId, AlertSpec)>,
     ) -> std::io::Result<ShardSet> {
         let n = config.shards.max(1);
-        let books = registry.len();
-        let shard_of: Box<[u16]> =
-            registry.ids().map(|id| shard_of_symbol(&registry.get(id).symbol, n) as u16).collect();
-        let shared = Arc::new(Shared {
-            registry: registry.clone(),
-            prices: (0..books).map(|_| AtomicI64::new(0)).collect(),
-            price_ts: (0..books).map(|_| AtomicI64::new(0)).collect(),
-            shard_of,
-            stats: (0..n).map(|_| ShardStats::default()).collect(),
-            levels: (0..books).map(|_| ArcSwap::from_pointee(LevelSnapshot::default())).collect(),
-            trade_high: (0..books).map(|_| AtomicI64::new(i64::MIN)).collect(),
-            trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
-            densities: (0..books).map(|_| ArcSwap::from_pointee(DensitySnapshot::default())).collect(),
-            status: (0..books).map(|_| std::sync::atomic::AtomicU8::new(STATUS_TRADING)).collect(),
-        });
+        let shared = Arc::new(Shared::new(registry.clone(), n, false));
         let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         let mut set =
             ShardSet { shared: shared.clone(), commands: Vec::new(), events: Vec::new(), threads: Vec::new() };
@@ -345,6 +409,56 @@ impl ShardSet {
                 // glommio reports some set-up failures (a too-low memlock limit) only here. A
                 // shard that dies takes its books with it, so the process stops rather than
                 // serve a partial market.
+                if let Err(e) = handle.join() {
+                    eprintln!("rampart: shard {index} failed: {e}");
+                    std::process::exit(1);
+                }
+            }));
+        }
+        Ok(set)
+    }
+
+    /// Starts `config.shards` executors pinned to cores 0.., each owning the books of the pairs
+    /// that hash to it, fed by the live venues: each shard opens its own WebSocket connections
+    /// for its books and asks the REST thread (`feed.rest`) for their history and snapshots.
+    pub fn start_live(
+        config: &ShardConfig,
+        registry: Arc<Registry>,
+        feed: live::LiveFeed,
+        alerts: Vec<(BookId, AlertSpec)>,
+    ) -> std::io::Result<ShardSet> {
+        let n = config.shards.max(1);
+        let mut shared = Shared::new(registry.clone(), n, true);
+        shared.rest_stats = Some(feed.rest_stats.clone());
+        let shared = Arc::new(shared);
+        let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+        let mut set =
+            ShardSet { shared: shared.clone(), commands: Vec::new(), events: Vec::new(), threads: Vec::new() };
+        let feed = Arc::new(feed);
+        for index in 0..n {
+            let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
+            let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
+            set.commands.push(commands.clone());
+            set.events.push(events.clone());
+            let ids: Vec<BookId> = registry.ids().filter(|id| shared.shard_of[id.index()] as usize == index).collect();
+            let my_alerts: Vec<(BookId, AlertSpec)> =
+                alerts.iter().filter(|(b, _)| shared.shard_of[b.index()] as usize == index).copied().collect();
+            let (cfg, shared, registry, feed) = (config.clone(), shared.clone(), registry.clone(), feed.clone());
+            let builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
+                .name(&format!("shard-{index}"))
+                .io_memory(1 << 20)
+                .detect_stalls(Some(Box::new(glommio::DefaultStallDetectionHandler {})));
+            let handle = builder
+                .spawn(move || async move {
+                    let mut market = Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
+                    for (book, spec) in my_alerts {
+                        market.insert_alert(book, spec);
+                    }
+                    let shard = Shard::new(index, cfg, market, None, commands, events, shared);
+                    live::run(shard, feed).await;
+                })
+                .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
+            set.threads.push(std::thread::spawn(move || {
                 if let Err(e) = handle.join() {
                     eprintln!("rampart: shard {index} failed: {e}");
                     std::process::exit(1);
@@ -405,7 +519,7 @@ fn venue_listed(registry: &Registry, spec: &PairSpec) -> bool {
 }
 
 /// One shard's state, owned by its executor.
-struct Shard {
+pub(crate) struct Shard {
     index: usize,
     config: ShardConfig,
     market: Market,
@@ -442,7 +556,7 @@ enum QuoteUsd {
 }
 
 impl Shard {
-    fn new(
+    pub(crate) fn new(
         index: usize,
         config: ShardConfig,
         market: Market,
@@ -506,27 +620,8 @@ impl Shard {
         self.emit(ShardEvent::Ready { shard: self.index });
         self.reserve_backlog();
         loop {
-            while let Some(cmd) = self.commands.pop() {
-                match cmd {
-                    Command::Stop => return,
-                    Command::Ping { reply } => {
-                        let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
-                    }
-                    Command::AddAlert { book, spec } => {
-                        if self.market.insert_alert(book, spec) {
-                            self.reserve_backlog();
-                        }
-                    }
-                    Command::RemoveAlert { book, id } => {
-                        self.market.remove_alert(book, id);
-                    }
-                    Command::Delist { book } => {
-                        let ids = self.market.delist(book);
-                        self.shared.status[book.index()].store(STATUS_DELISTED, Ordering::Release);
-                        self.emit(ShardEvent::Delisted { book, ids });
-                    }
-                }
-                self.shared.stats[self.index].alerts.store(self.market.alert_count() as u64, Ordering::Relaxed);
+            if self.take_commands() {
+                return;
             }
             let now = clock::now_ms();
             self.flush_backlog();
@@ -548,6 +643,35 @@ impl Shard {
             self.publish_counters();
             glommio::timer::sleep(self.config.poll_interval).await;
         }
+    }
+
+    /// Carries out the queued commands; true when told to stop.
+    pub(crate) fn take_commands(&mut self) -> bool {
+        while let Some(cmd) = self.commands.pop() {
+            match cmd {
+                Command::Stop => return true,
+                Command::Ping { reply } => {
+                    let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
+                }
+                Command::AddAlert { book, spec } => {
+                    if self.market.insert_alert(book, spec) {
+                        self.reserve_backlog();
+                    }
+                }
+                Command::RemoveAlert { book, id } => {
+                    self.market.remove_alert(book, id);
+                }
+                Command::Delist { book } => {
+                    if self.market.get(book).is_some_and(|b| !b.delisted) {
+                        let ids = self.market.delist(book);
+                        self.shared.status[book.index()].store(STATUS_DELISTED, Ordering::Release);
+                        self.emit(ShardEvent::Delisted { book, ids });
+                    }
+                }
+            }
+            self.shared.stats[self.index].alerts.store(self.market.alert_count() as u64, Ordering::Relaxed);
+        }
+        false
     }
 
     /// Loads history and initial books for every simulated pair, yielding between pairs.
@@ -590,7 +714,7 @@ impl Shard {
 
     /// Recomputes the level sets that are due: book `k` of `n` at `k/n` of each period, so the
     /// work is spread evenly over the minute.
-    fn levels_due(&mut self, now: i64) {
+    pub(crate) fn levels_due(&mut self, now: i64) {
         let n = self.market.books().len() as u64;
         if n == 0 {
             return;
@@ -606,7 +730,7 @@ impl Shard {
     }
 
     /// Rescans the books that are due for walls, each once per [`WALLS_PERIOD_MS`], spread.
-    fn walls_due(&mut self, now: i64) {
+    pub(crate) fn walls_due(&mut self, now: i64) {
         let n = self.market.books().len() as u64;
         if n == 0 {
             return;
@@ -623,11 +747,11 @@ impl Shard {
 
     /// Scans one book for walls against its last price and publishes the result. A crossed
     /// book publishes no walls until it is rebuilt.
-    fn scan_walls(&mut self, k: usize, now: i64) {
+    pub(crate) fn scan_walls(&mut self, k: usize, now: i64) {
         let min_ratio = self.config.walls_min_ratio;
         let state = &mut self.market.books_mut()[k];
         let price = if state.last_price.0 > 0 { state.last_price } else { state.book.mid().unwrap_or_default() };
-        if state.crossed {
+        if state.crossed || state.stale {
             self.wall_out.clear();
         } else {
             wall::scan(
@@ -661,7 +785,7 @@ impl Shard {
     /// Recomputes one book's levels from its candles and publishes them, then resets the
     /// book's trade watermarks (after the snapshot, so readers never pair a new watermark with
     /// an old snapshot).
-    fn recompute_levels(&mut self, k: usize, now: i64) {
+    pub(crate) fn recompute_levels(&mut self, k: usize, now: i64) {
         let state = &mut self.market.books_mut()[k];
         compute_from_set(
             &state.candles,
@@ -686,7 +810,20 @@ impl Shard {
         while self.ticks_done < self.ticks.len() {
             let tick = self.ticks[self.ticks_done];
             self.ticks_done += 1;
-            self.applied += 1;
+            self.apply_tick(&tick);
+            if !self.backlog.is_empty() {
+                break;
+            }
+        }
+        self.shared.stats[self.index].ticks.store(self.applied, Ordering::Relaxed);
+    }
+
+    /// Applies one tick and publishes what it changed; firings the queue cannot take go to the
+    /// backlog (the caller stops taking ticks while it is not empty). No allocation.
+    pub(crate) fn apply_tick(&mut self, tick: &Tick) {
+        let tick = *tick;
+        self.applied += 1;
+        {
             match self.market.apply(&tick) {
                 Outcome::Trade { price, levels_consumed } => {
                     let i = tick.book.index();
@@ -705,9 +842,6 @@ impl Shard {
                     }
                     if !self.market.firings().is_empty() {
                         self.forward_firings(tick.book);
-                        if !self.backlog.is_empty() {
-                            break;
-                        }
                     }
                 }
                 Outcome::Crossed => self.emit(ShardEvent::BookCrossed { book: tick.book, ts_ms: tick.ts_ms }),
@@ -716,7 +850,6 @@ impl Shard {
                 Outcome::Delisted => {}
             }
         }
-        self.shared.stats[self.index].ticks.store(self.applied, Ordering::Relaxed);
     }
 
     /// Sends the last tick's firings to the persistence side, in order; what the queue cannot
@@ -736,7 +869,7 @@ impl Shard {
     }
 
     /// Keeps room in the backlog for one tick's firings on the largest alert book, plus slack.
-    fn reserve_backlog(&mut self) {
+    pub(crate) fn reserve_backlog(&mut self) {
         let want = self.market.books().iter().map(|b| b.alerts.len()).max().unwrap_or(0) + 64;
         if self.backlog.capacity() < want {
             self.backlog.reserve(want - self.backlog.len());
@@ -744,7 +877,7 @@ impl Shard {
     }
 
     /// Queues an event for the persistence side, behind anything already waiting.
-    fn emit(&mut self, ev: ShardEvent) {
+    pub(crate) fn emit(&mut self, ev: ShardEvent) {
         if !self.backlog.is_empty() {
             self.backlog.push_back(ev);
         } else if let Err(ev) = self.events.push(ev) {
@@ -752,12 +885,12 @@ impl Shard {
         }
     }
 
-    fn publish_counters(&mut self) {
+    pub(crate) fn publish_counters(&mut self) {
         let crossed = self.market.books().iter().filter(|b| b.crossed).count() as u64;
         self.shared.stats[self.index].crossed_books.store(crossed, Ordering::Relaxed);
     }
 
-    fn flush_backlog(&mut self) {
+    pub(crate) fn flush_backlog(&mut self) {
         while let Some(ev) = self.backlog.pop_front() {
             if let Err(ev) = self.events.push(ev) {
                 self.backlog.push_front(ev);

@@ -804,3 +804,100 @@ mod tests {
         assert_eq!(parse_port("0.0.0.0:4242"), None);
     }
 }
+
+/// A running `rampart sim-venue` (the four venues' protocols on one loopback port), killed on
+/// drop.
+pub struct SimVenue {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    child: Child,
+    agent: ureq::Agent,
+}
+
+impl SimVenue {
+    /// Starts `rampart sim-venue --listen 127.0.0.1:0 <args>` and waits for its address.
+    pub fn start(bin: &str, args: &[&str]) -> SimVenue {
+        let mut command = Command::new(bin);
+        command
+            .arg("sim-venue")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        scrub_env(&mut command);
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn {bin} sim-venue: {e}"));
+        let out = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut lines = BufReader::new(out).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            // Keep draining so the simulator never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let line = rx.recv_timeout(STARTUP_OUTPUT_TIMEOUT).unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("sim-venue printed no address")
+        });
+        let url = line.strip_prefix("sim-venue listening on ").unwrap_or_else(|| panic!("unexpected line: {line}"));
+        SimVenue {
+            url: url.to_owned(),
+            child,
+            agent: ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build(),
+        }
+    }
+
+    /// `ws://127.0.0.1:PORT`.
+    pub fn ws_url(&self) -> String {
+        self.url.replacen("http://", "ws://", 1)
+    }
+
+    /// A config file pointing `venues` at this simulator, with limits relaxed for loopback and
+    /// `pairs_per_connection` pairs per connection; returns its path.
+    pub fn config(&self, venues: &[&str], pairs_per_connection: usize, extra: &str) -> PathBuf {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "rampart-live-{}-{}.toml",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut text = String::from(extra);
+        for v in venues {
+            text.push_str(&format!(
+                "[venues.{v}]\nrest = \"{}\"\nws = \"{}\"\npairs_per_connection = {pairs_per_connection}\nrest_weight_per_s = 100000\nconnects_per_s = 100\nrefresh_s = 10\n",
+                self.url,
+                self.ws_url()
+            ));
+        }
+        std::fs::write(&path, text).expect("write config");
+        path
+    }
+
+    /// `POST /sim/<what>` with a JSON body; panics unless the answer is 200.
+    pub fn control(&self, what: &str, body: &Value) -> Value {
+        let url = format!("{}/sim/{what}", self.url);
+        match self.agent.post(&url).set("Content-Type", "application/json").send_string(&body.to_string()) {
+            Ok(r) => serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or(Value::Null),
+            Err(e) => panic!("POST {url} {body}: {e}"),
+        }
+    }
+
+    /// `GET /sim/<path>` as JSON.
+    pub fn get(&self, path: &str) -> Value {
+        let url = format!("{}/sim/{path}", self.url);
+        match self.agent.get(&url).call() {
+            Ok(r) => serde_json::from_str(&r.into_string().unwrap_or_default()).unwrap_or(Value::Null),
+            Err(e) => panic!("GET {url}: {e}"),
+        }
+    }
+}
+
+impl Drop for SimVenue {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -19,8 +19,11 @@ use rampart_net::clock;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
 use rampart_net::front::{self, Front, FrontConfig};
+use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
 use rampart_net::store::{AlertRow, Revoked, Store};
+use rampart_net::venue::rest::{self, Rest, RestBooks};
+use rampart_net::venue::VenueSettings;
 use rampart_net::writer::{OnCommitted, Writer};
 
 #[derive(Parser, Debug)]
@@ -208,17 +211,16 @@ struct ServeSettings {
     walls_min_ratio: f64,
     allow_private: bool,
     sim_delist: Vec<(String, u64)>,
+    /// `--feed live`: each venue's endpoints and limits.
+    live: Option<Vec<VenueSettings>>,
+    verify_checksums: bool,
 }
 
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let file = load_file(&args.common)?;
     let feed = args.feed.clone().or(file.feed.clone()).unwrap_or_else(|| "sim".to_owned());
-    match feed.as_str() {
-        "sim" => {}
-        "live" => {
-            bail!("--feed live is not available in this build yet: the venue adapters are not built (only --feed sim)")
-        }
-        other => bail!("invalid feed '{other}'. Allowed: sim, live"),
+    if feed != "sim" && feed != "live" {
+        bail!("invalid feed '{feed}'. Allowed: sim, live");
     }
     let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
     let shards = args.shards.or(file.shards).unwrap_or(cores.saturating_sub(1)).max(1);
@@ -244,12 +246,26 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
             _ => bail!("--sim-delist takes SYMBOL@SECONDS, not '{d}'"),
         }
     }
+    let venues =
+        parse_venues(&args.venues.or(file.venue_list()).unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()))?;
+    let mut verify_checksums = true;
+    let live = if feed == "live" {
+        let mut out = Vec::with_capacity(venues.len());
+        for v in &venues {
+            let section = file.venue_section(v.as_str()).map_err(|e| anyhow::anyhow!(e))?;
+            verify_checksums &= section.verify_checksum.unwrap_or(true);
+            out.push(section.settings(*v).map_err(|e| anyhow::anyhow!(e))?);
+        }
+        Some(out)
+    } else {
+        None
+    };
     Ok(ServeSettings {
         listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
         data_dir: data_dir(&args.common, &file),
-        venues: parse_venues(
-            &args.venues.or(file.venue_list()).unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()),
-        )?,
+        venues,
+        live,
+        verify_checksums,
         shards,
         sim_pairs,
         seed: args.seed.or(file.seed).unwrap_or(42),
@@ -267,10 +283,22 @@ fn serve(args: ServeArgs) -> Result<()> {
         let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
         println!("api key: {}", k.key);
     }
-    let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
-    let registry = Arc::new(
-        Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
-    );
+    // The live feed lists every venue first: the books are what the venues list now.
+    let tls = rampart_net::delivery::tls_config(&[]);
+    let (universe, registry, natives) = match &s.live {
+        None => {
+            let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
+            let registry = Arc::new(
+                Registry::new(sim::instruments(&universe, &s.venues))
+                    .map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
+            );
+            (Some(universe), registry, Vec::new())
+        }
+        Some(venues) => {
+            let (registry, natives) = list_live(venues, tls.clone())?;
+            (None, Arc::new(registry), natives)
+        }
+    };
     let listener = std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
     listener.set_nonblocking(true)?;
     let shard_config = ShardConfig {
@@ -297,11 +325,43 @@ fn serve(args: ServeArgs) -> Result<()> {
         );
     }
     let loaded = alerts.len();
-    let shards = ShardSet::start_sim(&shard_config, registry.clone(), universe, alerts)?;
+    let natives = Arc::new(natives);
+    let (shards, rest) = match (universe, &s.live) {
+        (Some(universe), _) => (ShardSet::start_sim(&shard_config, registry.clone(), universe, alerts)?, None),
+        (None, Some(venues)) => {
+            let n = shard_config.shards.max(1);
+            let mut rest = Rest::new(n);
+            let feed = LiveFeed {
+                venues: venues.clone(),
+                natives: natives.clone(),
+                tls: tls.clone(),
+                rest: (0..n).map(|i| rest.handle(i)).collect(),
+                rest_stats: rest.stats.clone(),
+                verify_checksums: s.verify_checksums,
+                pacers: Arc::new(Default::default()),
+            };
+            let shards = ShardSet::start_live(&shard_config, registry.clone(), feed, alerts)?;
+            let commands = shards.commands();
+            let on_delist = Box::new(move |book| {
+                let mut cmd = ShardCommand::Delist { book };
+                // The command queue drains every millisecond; a full one is waited out.
+                while let Err(back) = commands.send(book, cmd) {
+                    cmd = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+            let books =
+                RestBooks { registry: registry.clone(), natives: natives.clone(), bars_max: shard_config.bars_max };
+            rest.start(venues.clone(), books, tls.clone(), on_delist)?;
+            (shards, Some(rest))
+        }
+        (None, None) => bail!("no feed"),
+    };
+    let feed_name = if s.live.is_some() { "live" } else { "sim" };
     eprintln!("rampart: {loaded} active alerts loaded");
     println!("listening on {}", listener.local_addr()?);
     eprintln!(
-        "rampart: feed sim, {} books on {} venues, {} shards, data in {}",
+        "rampart: feed {feed_name}, {} books on {} venues, {} shards, data in {}",
         registry.len(),
         s.venues.len(),
         shards.len(),
@@ -341,7 +401,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         shards.shared().clone(),
         shards.commands(),
         s.venues.clone(),
-        "sim",
+        feed_name,
         s.plans.clone(),
         store,
         s.allow_private,
@@ -362,10 +422,42 @@ fn serve(args: ServeArgs) -> Result<()> {
     });
     eprintln!("rampart: shutting down");
     drop(runtime);
+    if let Some(rest) = rest {
+        rest.stop();
+    }
     shards.stop();
     writer.stop();
     delivery.stop();
     served
+}
+
+/// Lists the venues' instruments for the live feed: the registry of every listed, not delisted
+/// instrument, and each book's native name. A venue that does not answer is left out (and
+/// reported); no venue at all is an error.
+fn list_live(venues: &[VenueSettings], tls: Option<Arc<rustls::ClientConfig>>) -> Result<(Registry, Vec<String>)> {
+    let lists = rest::list_venues(venues, tls);
+    let mut instruments = Vec::new();
+    let mut natives = Vec::new();
+    for (v, list) in venues.iter().zip(lists) {
+        match list {
+            Ok(list) => {
+                let before = instruments.len();
+                for l in
+                    list.into_iter().filter(|l| l.instrument.status != rampart_engine::instrument::Status::Delisted)
+                {
+                    instruments.push(l.instrument);
+                    natives.push(l.native);
+                }
+                eprintln!("rampart: {}: {} pairs listed", v.venue.as_str(), instruments.len() - before);
+            }
+            Err(e) => eprintln!("rampart: {}: listing failed, venue not served until restart: {e}", v.venue.as_str()),
+        }
+    }
+    if instruments.is_empty() {
+        bail!("--feed live: no venue could be listed");
+    }
+    let registry = Registry::new(instruments).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?;
+    Ok((registry, natives))
 }
 
 /// The shard's form of a stored alert; `None` for a row this build cannot read.

@@ -1,17 +1,27 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick [--runs N]` or `rampart-bench hop [--runs N]` `rampart-bench levels [--runs N]` or `rampart-bench walls [--runs N]`.
+//! Usage: `rampart-bench tick|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]`.
+//!
+//! The binary counts allocations (`alloc_count::Counting` is its global allocator) so the
+//! `parsers` benchmark can report allocations per frame.
 
 use rampart_bench::{
-    alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, tick_apply,
-    wall_scan, Summary,
+    alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, parsers,
+    parsers_table, tick_apply, wall_scan, Summary,
 };
+
+#[global_allocator]
+static GLOBAL: rampart_bench::alloc_count::Counting = rampart_bench::alloc_count::Counting;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let which = args.get(1).map(String::as_str).unwrap_or("");
     let runs: usize =
         args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(3);
+    if which == "parsers" {
+        parsers_main(runs);
+        return;
+    }
     let mut rows = Vec::new();
     for run in 1..=runs {
         let summaries = match which {
@@ -28,7 +38,7 @@ fn main() {
                 alert_decision(100_000, 1_000_000, 1_000_000),
             ],
             _ => {
-                eprintln!("usage: rampart-bench tick|hop|levels|walls|alerts|delivery|decode [--runs N]");
+                eprintln!("usage: rampart-bench tick|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]");
                 std::process::exit(2);
             }
         };
@@ -41,4 +51,32 @@ fn main() {
     for r in rows {
         println!("{r}");
     }
+}
+
+/// `rampart-bench parsers`: every run's rows, then the medians over the runs.
+fn parsers_main(runs: usize) {
+    let mut all = Vec::new();
+    println!("{}", rampart_bench::parsers::simd_notes());
+    println!();
+    println!("| measure | samples | p50 ns | p99 ns | p99.9 ns | max ns | ops/s | allocs/frame |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for run in 1..=runs.max(1) {
+        let rows = match parsers(200_000) {
+            Ok(rows) => rows,
+            Err(e) => {
+                eprintln!("parsers: {e}");
+                std::process::exit(1);
+            }
+        };
+        for r in &rows {
+            let allocs = r.allocs_per_frame.map_or_else(|| "-".to_owned(), |a| format!("{a}"));
+            eprintln!("run {run}: {} {allocs} |", r.summary.row());
+            println!("{} {allocs} | (run {run})", r.summary.row());
+        }
+        all.push(rows);
+    }
+    println!();
+    println!("Medians over {} runs:", all.len());
+    println!();
+    print!("{}", parsers_table(&all));
 }

@@ -17,6 +17,11 @@
 //! Venue modules:
 //! - [`binance`]: Binance spot frames (depth diffs, trades, control replies, REST depth
 //!   snapshot) and the diff-plus-snapshot book sync of venues.md §1.2.
+//! - [`bybit`]: Bybit v5 spot frames and the snapshot-plus-delta book sync of venues.md §2.2.
+//! - [`okx`]: OKX v5 frames and the `seqId`/`prevSeqId` book sync of venues.md §3.2.
+//! - [`bitget`]: Bitget v2 spot frames and the `seq`/`pseq` book sync of venues.md §4.2.
+//! - [`checksum`]: the CRC-32 book checksum OKX and Bitget share (venues.md §3.3) and the store of
+//!   the venue's level text it is computed over.
 
 use core::fmt;
 
@@ -24,7 +29,9 @@ use crate::book::Level;
 use crate::fixed::{ParseError, Price, Qty};
 
 pub mod binance;
+pub mod bitget;
 pub mod bybit;
+pub mod checksum;
 pub mod okx;
 
 /// Deepest nesting of arrays and objects a skipped JSON value may have.
@@ -471,6 +478,163 @@ impl Elements {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Objects read by key.
+
+/// Where the values of the keys a decoder reads lie in one object.
+///
+/// `keys` is the decoder's table of the key names it reads; callers name a key by its index in
+/// the table. Matching is on raw key bytes, so an escaped key is an unknown key. Unknown keys are
+/// skipped (their values still validated); a known key given twice is refused.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fields<'a, const N: usize> {
+    bytes: &'a [u8],
+    keys: &'static [&'static str; N],
+    spans: [Option<Span>; N],
+}
+
+impl<'a, const N: usize> Fields<'a, N> {
+    /// Walks the object at the cursor, validating every value and remembering known keys.
+    pub(crate) fn scan(
+        bytes: &'a [u8],
+        cur: &mut Cursor<'a>,
+        keys: &'static [&'static str; N],
+    ) -> Result<Fields<'a, N>, DecodeError> {
+        cur.expect(b'{')?;
+        let mut fields = Fields { bytes, keys, spans: [None; N] };
+        let mut members = Members::new();
+        while let Some(key) = members.next_key(cur)? {
+            let value = cur.skip_value()?;
+            let raw = key.of(bytes);
+            if let Some(k) = keys.iter().position(|name| name.as_bytes() == raw) {
+                if let Some(slot) = fields.spans.get_mut(k) {
+                    if slot.replace(value).is_some() {
+                        return Err(DecodeError::DuplicateField(fields.name(k)));
+                    }
+                }
+            }
+        }
+        Ok(fields)
+    }
+
+    /// The object whose (already validated) value lies at `span`; `field` names it in errors.
+    pub(crate) fn object_at(
+        bytes: &'a [u8],
+        span: Span,
+        keys: &'static [&'static str; N],
+        field: &'static str,
+    ) -> Result<Fields<'a, N>, DecodeError> {
+        let mut cur = Cursor::new(bytes, span.start);
+        if cur.peek() != Some(b'{') {
+            return Err(DecodeError::WrongType(field));
+        }
+        Fields::scan(bytes, &mut cur, keys)
+    }
+
+    /// The one object of the array at `span` (a book push's `data`): [`DecodeError::OutOfRange`]
+    /// on `field` when the array holds none or more than one element.
+    pub(crate) fn single_in_array(
+        bytes: &'a [u8],
+        span: Span,
+        keys: &'static [&'static str; N],
+        field: &'static str,
+    ) -> Result<Fields<'a, N>, DecodeError> {
+        let mut cur = array_at(bytes, span, field)?;
+        let mut elements = Elements::new();
+        if !elements.next(&mut cur)? {
+            return Err(DecodeError::OutOfRange(field));
+        }
+        cur.skip_ws();
+        if cur.peek() != Some(b'{') {
+            return Err(DecodeError::WrongType(field));
+        }
+        let fields = Fields::scan(bytes, &mut cur, keys)?;
+        if elements.next(&mut cur)? {
+            return Err(DecodeError::OutOfRange(field));
+        }
+        Ok(fields)
+    }
+
+    /// Hands each object of the array at `span` to `each`, in order; an element that is not an
+    /// object is [`DecodeError::WrongType`] on `field`.
+    pub(crate) fn each_in_array(
+        bytes: &'a [u8],
+        span: Span,
+        keys: &'static [&'static str; N],
+        field: &'static str,
+        mut each: impl FnMut(Fields<'a, N>) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        let mut cur = array_at(bytes, span, field)?;
+        let mut elements = Elements::new();
+        while elements.next(&mut cur)? {
+            cur.skip_ws();
+            if cur.peek() != Some(b'{') {
+                return Err(DecodeError::WrongType(field));
+            }
+            each(Fields::scan(bytes, &mut cur, keys)?)?;
+        }
+        Ok(())
+    }
+
+    /// The name of key `k`.
+    pub(crate) fn name(&self, k: usize) -> &'static str {
+        self.keys.get(k).copied().unwrap_or("?")
+    }
+
+    /// Where key `k`'s value lies, when present.
+    pub(crate) fn span(&self, k: usize) -> Option<Span> {
+        self.spans.get(k).copied().flatten()
+    }
+
+    /// The raw JSON text of key `k`'s value, when present.
+    pub(crate) fn get(&self, k: usize) -> Option<&'a [u8]> {
+        self.span(k).map(|s| s.of(self.bytes))
+    }
+
+    /// The raw JSON text of key `k`'s value, or [`DecodeError::MissingField`].
+    pub(crate) fn req(&self, k: usize) -> Result<&'a [u8], DecodeError> {
+        self.get(k).ok_or(DecodeError::MissingField(self.name(k)))
+    }
+
+    /// Where key `k`'s value lies, or [`DecodeError::MissingField`].
+    pub(crate) fn req_span(&self, k: usize) -> Result<Span, DecodeError> {
+        self.span(k).ok_or(DecodeError::MissingField(self.name(k)))
+    }
+
+    /// Key `k`'s value, a required price string (a decimal above zero).
+    pub(crate) fn req_price(&self, k: usize) -> Result<Price, DecodeError> {
+        price(str_field(self.req(k)?, self.name(k))?, self.name(k))
+    }
+
+    /// Key `k`'s value, a required quantity string (a decimal at or above zero).
+    pub(crate) fn req_qty(&self, k: usize) -> Result<Qty, DecodeError> {
+        qty(str_field(self.req(k)?, self.name(k))?, self.name(k))
+    }
+}
+
+/// A cursor inside the array at `span`, after its `[`; [`DecodeError::WrongType`] on `field` if
+/// the value there is not an array.
+pub(crate) fn array_at<'a>(bytes: &'a [u8], span: Span, field: &'static str) -> Result<Cursor<'a>, DecodeError> {
+    let mut cur = Cursor::new(bytes, span.start);
+    if cur.peek() != Some(b'[') {
+        return Err(DecodeError::WrongType(field));
+    }
+    cur.expect(b'[')?;
+    Ok(cur)
+}
+
+/// Appends `item` to `out`, which holds at most `max` items: at the bound the message is refused
+/// with [`DecodeError::TooManyLevels`] on `field`. `out` was sized to `max` at construction, so
+/// this never allocates.
+pub(crate) fn push_bounded<T>(out: &mut Vec<T>, max: usize, item: T, field: &'static str) -> Result<(), DecodeError> {
+    if out.len() >= max {
+        return Err(DecodeError::TooManyLevels(field));
+    }
+    debug_assert!(out.len() < out.capacity());
+    out.push(item);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
 // Value readers shared by the venue decoders.
 
 /// One string cell of a level; its raw content.
@@ -485,9 +649,58 @@ pub(crate) fn level_cell(cur: &mut Cursor<'_>, cells: &mut Elements, field: &'st
     Ok(cur.string()?)
 }
 
+/// Cells of a level row after price and size that [`walk_levels`] hands to its caller (OKX's
+/// deprecated field and order count). Later cells are validated and skipped unread.
+pub(crate) const LEVEL_EXTRA_CELLS_MAX: usize = 2;
+
+/// Walks `[[price, size, ...], ...]` at `span`: for each row, `make` gets the content spans of the
+/// two leading strings and the value spans of up to [`LEVEL_EXTRA_CELLS_MAX`] further cells, and
+/// its result is appended to `out` (at most `max` items, see [`push_bounded`]).
+///
+/// A row that is not an array, or whose first two cells are not strings, is
+/// [`DecodeError::BadLevel`] on `field`.
+pub(crate) fn walk_levels<T>(
+    bytes: &[u8],
+    span: Span,
+    field: &'static str,
+    max: usize,
+    out: &mut Vec<T>,
+    mut make: impl FnMut(Span, Span, &[Span]) -> Result<T, DecodeError>,
+) -> Result<(), DecodeError> {
+    let mut cur = array_at(bytes, span, field)?;
+    let mut rows = Elements::new();
+    while rows.next(&mut cur)? {
+        cur.skip_ws();
+        if cur.peek() != Some(b'[') {
+            return Err(DecodeError::BadLevel(field));
+        }
+        cur.expect(b'[')?;
+        let mut cells = Elements::new();
+        let p = level_cell(&mut cur, &mut cells, field)?;
+        let q = level_cell(&mut cur, &mut cells, field)?;
+        let mut extra = [Span::default(); LEVEL_EXTRA_CELLS_MAX];
+        let mut extra_len = 0;
+        while cells.next(&mut cur)? {
+            let cell = cur.skip_value()?;
+            if let Some(slot) = extra.get_mut(extra_len) {
+                *slot = cell;
+                extra_len += 1;
+            }
+        }
+        let item = make(p, q, extra.get(..extra_len).unwrap_or(&[]))?;
+        push_bounded(out, max, item, field)?;
+    }
+    Ok(())
+}
+
 /// The raw content of a string value (between the quotes), or `None` if it is not a string.
 pub(crate) fn str_raw(text: &[u8]) -> Option<&[u8]> {
     text.strip_prefix(b"\"").and_then(|t| t.strip_suffix(b"\""))
+}
+
+/// The raw content of a string value, or [`DecodeError::WrongType`] on `field`.
+pub(crate) fn str_field<'a>(text: &'a [u8], field: &'static str) -> Result<&'a [u8], DecodeError> {
+    str_raw(text).ok_or(DecodeError::WrongType(field))
 }
 
 /// A price string: a decimal above zero.
@@ -506,11 +719,21 @@ pub(crate) fn qty(raw: &[u8], field: &'static str) -> Result<Qty, DecodeError> {
 
 /// A string that must be read verbatim: no escapes.
 pub(crate) fn plain_str<'a>(text: &'a [u8], field: &'static str) -> Result<&'a [u8], DecodeError> {
-    let s = str_raw(text).ok_or(DecodeError::WrongType(field))?;
+    let s = str_field(text, field)?;
     if s.contains(&b'\\') {
         return Err(DecodeError::Escaped(field));
     }
     Ok(s)
+}
+
+/// A taker side sent as `"buy"` or `"sell"` (OKX, Bitget): true when the taker sold. Any other
+/// value is [`DecodeError::OutOfRange`] on `field`.
+pub(crate) fn taker_sell(text: &[u8], field: &'static str) -> Result<bool, DecodeError> {
+    match str_field(text, field)? {
+        b"buy" => Ok(false),
+        b"sell" => Ok(true),
+        _ => Err(DecodeError::OutOfRange(field)),
+    }
 }
 
 /// A non-negative integer value.
@@ -531,7 +754,40 @@ pub(crate) fn uint(text: &[u8], field: &'static str) -> Result<u64, DecodeError>
     Ok(v)
 }
 
-/// Reads `[[price, qty, ...], ...]` at `span` into `out` (bounded by `max`).
+/// A signed 64-bit integer value.
+pub(crate) fn int(text: &[u8], field: &'static str) -> Result<i64, DecodeError> {
+    match text.split_first() {
+        Some((b'-', rest)) => {
+            let magnitude = uint(rest, field)?;
+            0_i64.checked_sub_unsigned(magnitude).ok_or(DecodeError::OutOfRange(field))
+        }
+        _ => i64::try_from(uint(text, field)?).map_err(|_| DecodeError::OutOfRange(field)),
+    }
+}
+
+/// A time in Unix milliseconds: a non-negative integer value that fits `i64`.
+pub(crate) fn ms(text: &[u8], field: &'static str) -> Result<i64, DecodeError> {
+    i64::try_from(uint(text, field)?).map_err(|_| DecodeError::OutOfRange(field))
+}
+
+/// A non-negative integer sent as a string of digits (`"1040968613"`).
+pub(crate) fn string_uint(text: &[u8], field: &'static str) -> Result<u64, DecodeError> {
+    uint(str_field(text, field)?, field)
+}
+
+/// A time in Unix milliseconds sent as a string of digits.
+pub(crate) fn string_ms(text: &[u8], field: &'static str) -> Result<i64, DecodeError> {
+    ms(str_field(text, field)?, field)
+}
+
+/// An integer sent as a string of digits (`"60012"`, as documented for event codes) or as a bare
+/// number (as some replies send it).
+pub(crate) fn int_or_string(text: &[u8], field: &'static str) -> Result<i64, DecodeError> {
+    int(str_raw(text).unwrap_or(text), field)
+}
+
+/// Reads `[[price, qty, ...], ...]` at `span` into `out` (bounded by `max`); extra cells (older
+/// API versions sent a third, ignored one) are skipped.
 pub(crate) fn parse_levels(
     bytes: &[u8],
     span: Span,
@@ -539,33 +795,9 @@ pub(crate) fn parse_levels(
     max: usize,
     out: &mut Vec<Level>,
 ) -> Result<(), DecodeError> {
-    let mut cur = Cursor::new(bytes, span.start);
-    if cur.peek() != Some(b'[') {
-        return Err(DecodeError::WrongType(field));
-    }
-    cur.expect(b'[')?;
-    let mut rows = Elements::new();
-    while rows.next(&mut cur)? {
-        cur.skip_ws();
-        if cur.peek() != Some(b'[') {
-            return Err(DecodeError::BadLevel(field));
-        }
-        cur.expect(b'[')?;
-        let mut cells = Elements::new();
-        let p = level_cell(&mut cur, &mut cells, field)?;
-        let q = level_cell(&mut cur, &mut cells, field)?;
-        // Extra elements (older API versions sent a third, ignored one) are skipped.
-        while cells.next(&mut cur)? {
-            cur.skip_value()?;
-        }
-        let level = Level { price: price(p.of(bytes), field)?, qty: qty(q.of(bytes), field)? };
-        if out.len() >= max {
-            return Err(DecodeError::TooManyLevels(field));
-        }
-        debug_assert!(out.len() < out.capacity());
-        out.push(level);
-    }
-    Ok(())
+    walk_levels(bytes, span, field, max, out, |p, q, _| {
+        Ok(Level { price: price(p.of(bytes), field)?, qty: qty(q.of(bytes), field)? })
+    })
 }
 
 #[cfg(test)]

@@ -33,51 +33,26 @@
 //! - A book push whose `data` does not hold exactly one object is refused
 //!   ([`DecodeError::OutOfRange`] on `data`); OKX sends one book per push.
 
-use super::{level_cell, price, qty, str_raw, Cursor, DecodeError, Elements, JsonErrorKind, Members, Span};
+use super::checksum::{text_level, Check, TextBook};
+use super::{
+    int, int_or_string, plain_str, push_bounded, str_field, string_ms, string_uint, taker_sell, walk_levels, Cursor,
+    DecodeError, JsonErrorKind, Span,
+};
 use crate::book::{Book, Side};
 use crate::fixed::{Price, Qty};
+
+pub use super::checksum::{book_checksum, crc32, Crc32, TextSpan, CHECKSUM_LEVELS, LEVEL_TEXT_LEN_MAX};
 
 /// Depth of the `books` channel: the snapshot holds up to 400 levels per side, and updates keep
 /// the venue's book at that depth. A sync built with this `text_levels_max` checks every
 /// checksum exactly.
 pub const BOOKS_LEVELS_PER_SIDE_MAX: usize = 400;
 
-/// Levels per side that enter the checksum (venues.md §3.3 step 2).
-pub const CHECKSUM_LEVELS: usize = 25;
-
-/// Longest price or size text the decoder accepts, in bytes. Longer text is refused with
-/// [`DecodeError::OutOfRange`] on the side's field (`bids`/`asks`). Rationale: the sync keeps
-/// each level's text in a fixed-size slot; OKX numbers are at most about 20 bytes.
-pub const LEVEL_TEXT_LEN_MAX: usize = 32;
-
 /// Longest canonical symbol [`CanonicalSymbol::from_inst_id`] produces, in bytes.
 pub const SYMBOL_LEN_MAX: usize = 32;
 
 // ---------------------------------------------------------------------------------------------
 // Decoded values.
-
-/// A byte range `start..end` of the decoded message: where a level's original text lies.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct TextSpan {
-    /// Offset of the first byte.
-    pub start: usize,
-    /// Offset one past the last byte.
-    pub end: usize,
-}
-
-impl TextSpan {
-    /// The bytes of the span in `frame` (the message it was decoded from); empty if the span does
-    /// not lie inside `frame`.
-    pub fn of(self, frame: &[u8]) -> &[u8] {
-        frame.get(self.start..self.end).unwrap_or(&[])
-    }
-}
-
-impl From<Span> for TextSpan {
-    fn from(s: Span) -> TextSpan {
-        TextSpan { start: s.start, end: s.end }
-    }
-}
 
 /// One book level: `[price, size, "0", orders]`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -312,30 +287,31 @@ impl OkxDecoder {
             }
             return Err(DecodeError::NotAnObject);
         }
-        let outer = Fields::scan(frame, &mut cur)?;
+        let outer = Fields::scan(frame, &mut cur, &KEYS)?;
         if !cur.at_end() {
             return Err(cur.error(JsonErrorKind::TrailingBytes).into());
         }
         let arg = match outer.span(K_ARG) {
-            Some(span) => Some(Fields::object_at(frame, span, K_ARG)?),
+            Some(span) => Some(Fields::object_at(frame, span, &KEYS, name(K_ARG))?),
             None => None,
         };
         if let Some(event) = outer.get(K_EVENT) {
-            let event = plain_str(event, K_EVENT)?;
+            let event = plain_str(event, name(K_EVENT))?;
             return match event {
                 b"subscribe" | b"unsubscribe" => {
                     let arg = arg.ok_or(DecodeError::MissingField(name(K_ARG)))?;
-                    let channel = plain_str(arg.req(K_CHANNEL)?, K_CHANNEL)?;
-                    let inst_id = arg.get(K_INST_ID).map(|v| plain_str(v, K_INST_ID)).transpose()?.unwrap_or(b"");
+                    let channel = plain_str(arg.req(K_CHANNEL)?, name(K_CHANNEL))?;
+                    let inst_id = arg.get(K_INST_ID).map(|v| plain_str(v, name(K_INST_ID))).transpose()?.unwrap_or(b"");
                     Ok(Message::Subscribed { subscribed: event == b"subscribe", channel, inst_id })
                 }
                 b"error" | b"notice" => {
-                    let code = code(outer.req(K_CODE)?)?;
-                    let msg = str_raw(outer.req(K_MSG)?).ok_or(DecodeError::WrongType(name(K_MSG)))?;
+                    let code = int_or_string(outer.req(K_CODE)?, name(K_CODE))?;
+                    let msg = str_field(outer.req(K_MSG)?, name(K_MSG))?;
                     Ok(if event == b"error" { Message::Error { code, msg } } else { Message::Notice { code, msg } })
                 }
                 _ => {
-                    let channel = arg.and_then(|a| a.get(K_CHANNEL)).map(|v| plain_str(v, K_CHANNEL)).transpose()?;
+                    let channel =
+                        arg.and_then(|a| a.get(K_CHANNEL)).map(|v| plain_str(v, name(K_CHANNEL))).transpose()?;
                     Ok(Message::Other { event: Some(event), channel })
                 }
             };
@@ -343,36 +319,38 @@ impl OkxDecoder {
         let Some(arg) = arg else {
             return Ok(Message::Other { event: None, channel: None });
         };
-        let channel = plain_str(arg.req(K_CHANNEL)?, K_CHANNEL)?;
+        let channel = plain_str(arg.req(K_CHANNEL)?, name(K_CHANNEL))?;
         let is_book =
             matches!(channel, b"books" | b"books5" | b"bbo-tbt" | b"books-l2-tbt" | b"books50-l2-tbt" | b"books-elp");
         let is_trades = matches!(channel, b"trades" | b"trades-all");
         if !is_book && !is_trades {
             return Ok(Message::Other { event: None, channel: Some(channel) });
         }
-        let inst_id = plain_str(arg.req(K_INST_ID)?, K_INST_ID)?;
+        let inst_id = plain_str(arg.req(K_INST_ID)?, name(K_INST_ID))?;
         let data = outer.req_span(K_DATA)?;
         if is_trades {
             decode_trades(frame, data, *trades_max, trades)?;
             let trades: &'a Vec<OkxTrade> = trades;
             return Ok(Message::Trades { channel, inst_id, trades });
         }
-        let book = single_object(frame, data)?;
+        let book = Fields::single_in_array(frame, data, &KEYS, name(K_DATA))?;
         let action = match outer.get(K_ACTION) {
             None => None,
-            Some(a) => match plain_str(a, K_ACTION)? {
+            Some(a) => match plain_str(a, name(K_ACTION))? {
                 b"snapshot" => Some(BookAction::Snapshot),
                 b"update" => Some(BookAction::Update),
                 _ => return Err(DecodeError::OutOfRange(name(K_ACTION))),
             },
         };
-        let ts_ms = string_uint_i64(book.req(K_TS)?, K_TS)?;
+        let ts_ms = string_ms(book.req(K_TS)?, name(K_TS))?;
         let checksum = match book.get(K_CHECKSUM) {
             None => None,
-            Some(v) => Some(i32::try_from(int(v, K_CHECKSUM)?).map_err(|_| DecodeError::OutOfRange(name(K_CHECKSUM)))?),
+            Some(v) => {
+                Some(i32::try_from(int(v, name(K_CHECKSUM))?).map_err(|_| DecodeError::OutOfRange(name(K_CHECKSUM)))?)
+            }
         };
-        let seq_id = book.get(K_SEQ_ID).map(|v| int(v, K_SEQ_ID)).transpose()?;
-        let prev_seq_id = book.get(K_PREV_SEQ_ID).map(|v| int(v, K_PREV_SEQ_ID)).transpose()?;
+        let seq_id = book.get(K_SEQ_ID).map(|v| int(v, name(K_SEQ_ID))).transpose()?;
+        let prev_seq_id = book.get(K_PREV_SEQ_ID).map(|v| int(v, name(K_PREV_SEQ_ID))).transpose()?;
         parse_levels(frame, book.req_span(K_BIDS)?, name(K_BIDS), *levels_max, bids)?;
         parse_levels(frame, book.req_span(K_ASKS)?, name(K_ASKS), *levels_max, asks)?;
         let bids: &'a Vec<OkxLevel> = bids;
@@ -434,123 +412,29 @@ const KEYS: [&str; 19] = [
     "count",
 ];
 
-fn key_index(raw: &[u8]) -> Option<usize> {
-    KEYS.iter().position(|k| k.as_bytes() == raw)
-}
-
 fn name(key: usize) -> &'static str {
     KEYS.get(key).copied().unwrap_or("?")
 }
 
-/// Where each known key's value lies in one object.
-#[derive(Clone, Copy)]
-struct Fields<'a> {
-    bytes: &'a [u8],
-    spans: [Option<Span>; KEYS.len()],
-}
-
-impl<'a> Fields<'a> {
-    /// Walks the object at the cursor, validating every value and remembering known keys.
-    fn scan(bytes: &'a [u8], cur: &mut Cursor<'a>) -> Result<Fields<'a>, DecodeError> {
-        cur.expect(b'{')?;
-        let mut fields = Fields { bytes, spans: [None; KEYS.len()] };
-        let mut members = Members::new();
-        while let Some(key) = members.next_key(cur)? {
-            let value = cur.skip_value()?;
-            if let Some(k) = key_index(key.of(bytes)) {
-                if let Some(slot) = fields.spans.get_mut(k) {
-                    if slot.replace(value).is_some() {
-                        return Err(DecodeError::DuplicateField(name(k)));
-                    }
-                }
-            }
-        }
-        Ok(fields)
-    }
-
-    /// The object whose (already validated) value lies at `span`; `key` names it in errors.
-    fn object_at(bytes: &'a [u8], span: Span, key: usize) -> Result<Fields<'a>, DecodeError> {
-        let mut cur = Cursor::new(bytes, span.start);
-        if cur.peek() != Some(b'{') {
-            return Err(DecodeError::WrongType(name(key)));
-        }
-        Fields::scan(bytes, &mut cur)
-    }
-
-    fn span(&self, key: usize) -> Option<Span> {
-        self.spans.get(key).copied().flatten()
-    }
-
-    fn get(&self, key: usize) -> Option<&'a [u8]> {
-        self.span(key).map(|s| s.of(self.bytes))
-    }
-
-    fn req(&self, key: usize) -> Result<&'a [u8], DecodeError> {
-        self.get(key).ok_or(DecodeError::MissingField(name(key)))
-    }
-
-    fn req_span(&self, key: usize) -> Result<Span, DecodeError> {
-        self.span(key).ok_or(DecodeError::MissingField(name(key)))
-    }
-}
-
-/// The one object of a book push's `data` array.
-fn single_object(bytes: &[u8], data: Span) -> Result<Fields<'_>, DecodeError> {
-    let mut cur = Cursor::new(bytes, data.start);
-    if cur.peek() != Some(b'[') {
-        return Err(DecodeError::WrongType(name(K_DATA)));
-    }
-    cur.expect(b'[')?;
-    let mut elements = Elements::new();
-    if !elements.next(&mut cur)? {
-        return Err(DecodeError::OutOfRange(name(K_DATA)));
-    }
-    cur.skip_ws();
-    if cur.peek() != Some(b'{') {
-        return Err(DecodeError::WrongType(name(K_DATA)));
-    }
-    let fields = Fields::scan(bytes, &mut cur)?;
-    if elements.next(&mut cur)? {
-        return Err(DecodeError::OutOfRange(name(K_DATA)));
-    }
-    Ok(fields)
-}
+/// Where each key of [`KEYS`] lies in one object.
+type Fields<'a> = super::Fields<'a, { KEYS.len() }>;
 
 /// Reads the `data` array of a trades push into `out` (bounded by `max`).
 fn decode_trades(bytes: &[u8], data: Span, max: usize, out: &mut Vec<OkxTrade>) -> Result<(), DecodeError> {
-    let mut cur = Cursor::new(bytes, data.start);
-    if cur.peek() != Some(b'[') {
-        return Err(DecodeError::WrongType(name(K_DATA)));
-    }
-    cur.expect(b'[')?;
-    let mut elements = Elements::new();
-    while elements.next(&mut cur)? {
-        cur.skip_ws();
-        if cur.peek() != Some(b'{') {
-            return Err(DecodeError::WrongType(name(K_DATA)));
-        }
-        let f = Fields::scan(bytes, &mut cur)?;
-        let trade_id = string_uint(f.req(K_TRADE_ID)?, K_TRADE_ID)?;
-        let price = price(str_or_type(f.req(K_PX)?, K_PX)?, name(K_PX))?;
-        let qty = qty(str_or_type(f.req(K_SZ)?, K_SZ)?, name(K_SZ))?;
-        let taker_sell = match str_or_type(f.req(K_SIDE)?, K_SIDE)? {
-            b"buy" => false,
-            b"sell" => true,
-            _ => return Err(DecodeError::OutOfRange(name(K_SIDE))),
-        };
-        let ts_ms = string_uint_i64(f.req(K_TS)?, K_TS)?;
-        let count = f.get(K_COUNT).map(|v| string_uint(v, K_COUNT)).transpose()?;
-        let seq_id = f.get(K_SEQ_ID).map(|v| int(v, K_SEQ_ID)).transpose()?;
-        if out.len() >= max {
-            return Err(DecodeError::TooManyLevels(name(K_DATA)));
-        }
-        debug_assert!(out.len() < out.capacity());
-        out.push(OkxTrade { trade_id, price, qty, taker_sell, ts_ms, count, seq_id });
-    }
-    Ok(())
+    Fields::each_in_array(bytes, data, &KEYS, name(K_DATA), |f| {
+        let trade_id = string_uint(f.req(K_TRADE_ID)?, name(K_TRADE_ID))?;
+        let price = f.req_price(K_PX)?;
+        let qty = f.req_qty(K_SZ)?;
+        let taker_sell = taker_sell(f.req(K_SIDE)?, name(K_SIDE))?;
+        let ts_ms = string_ms(f.req(K_TS)?, name(K_TS))?;
+        let count = f.get(K_COUNT).map(|v| string_uint(v, name(K_COUNT))).transpose()?;
+        let seq_id = f.get(K_SEQ_ID).map(|v| int(v, name(K_SEQ_ID))).transpose()?;
+        push_bounded(out, max, OkxTrade { trade_id, price, qty, taker_sell, ts_ms, count, seq_id }, name(K_DATA))
+    })
 }
 
-/// Reads `[[price, size, "0", orders], ...]` at `span` into `out` (bounded by `max`).
+/// Reads `[[price, size, "0", orders], ...]` at `span` into `out` (bounded by `max`). Index 2 is
+/// deprecated: skipped, never read as a count.
 fn parse_levels(
     bytes: &[u8],
     span: Span,
@@ -558,207 +442,14 @@ fn parse_levels(
     max: usize,
     out: &mut Vec<OkxLevel>,
 ) -> Result<(), DecodeError> {
-    let mut cur = Cursor::new(bytes, span.start);
-    if cur.peek() != Some(b'[') {
-        return Err(DecodeError::WrongType(field));
-    }
-    cur.expect(b'[')?;
-    let mut rows = Elements::new();
-    while rows.next(&mut cur)? {
-        cur.skip_ws();
-        if cur.peek() != Some(b'[') {
-            return Err(DecodeError::BadLevel(field));
-        }
-        cur.expect(b'[')?;
-        let mut cells = Elements::new();
-        let p = level_cell(&mut cur, &mut cells, field)?;
-        let q = level_cell(&mut cur, &mut cells, field)?;
-        // Index 2 is deprecated: skipped, never read as a count.
-        let mut orders = None;
-        let mut index = 2;
-        while cells.next(&mut cur)? {
-            let cell = cur.skip_value()?;
-            if index == 3 {
-                orders = Some(string_uint(cell.of(bytes), K_COUNT).map_err(|_| DecodeError::BadLevel(field))?);
-            }
-            index += 1;
-        }
-        let (p_text, q_text) = (p.of(bytes), q.of(bytes));
-        if p_text.len() > LEVEL_TEXT_LEN_MAX || q_text.len() > LEVEL_TEXT_LEN_MAX {
-            return Err(DecodeError::OutOfRange(field));
-        }
-        let level = OkxLevel {
-            price: price(p_text, field)?,
-            qty: qty(q_text, field)?,
-            orders,
-            price_text: p.into(),
-            size_text: q.into(),
+    walk_levels(bytes, span, field, max, out, |p, q, extra| {
+        let orders = match extra.get(1) {
+            Some(cell) => Some(string_uint(cell.of(bytes), name(K_COUNT)).map_err(|_| DecodeError::BadLevel(field))?),
+            None => None,
         };
-        if out.len() >= max {
-            return Err(DecodeError::TooManyLevels(field));
-        }
-        debug_assert!(out.len() < out.capacity());
-        out.push(level);
-    }
-    Ok(())
-}
-
-fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
-    str_raw(text).ok_or(DecodeError::WrongType(name(key)))
-}
-
-/// A string that must be read verbatim: no escapes.
-fn plain_str(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
-    let s = str_raw(text).ok_or(DecodeError::WrongType(name(key)))?;
-    if s.contains(&b'\\') {
-        return Err(DecodeError::Escaped(name(key)));
-    }
-    Ok(s)
-}
-
-/// Decimal digits (no sign, fraction or exponent) as a `u64`.
-fn digits(text: &[u8], key: usize) -> Result<u64, DecodeError> {
-    match text.first() {
-        Some(b'0'..=b'9') => {}
-        Some(b'-') => return Err(DecodeError::OutOfRange(name(key))),
-        _ => return Err(DecodeError::WrongType(name(key))),
-    }
-    let mut v: u64 = 0;
-    for &c in text {
-        if !c.is_ascii_digit() {
-            return Err(DecodeError::WrongType(name(key)));
-        }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .ok_or(DecodeError::OutOfRange(name(key)))?;
-    }
-    Ok(v)
-}
-
-/// A non-negative integer sent as a string (`"1040968613"`).
-fn string_uint(text: &[u8], key: usize) -> Result<u64, DecodeError> {
-    digits(str_or_type(text, key)?, key)
-}
-
-/// A time in milliseconds sent as a string.
-fn string_uint_i64(text: &[u8], key: usize) -> Result<i64, DecodeError> {
-    i64::try_from(string_uint(text, key)?).map_err(|_| DecodeError::OutOfRange(name(key)))
-}
-
-/// A signed 64-bit JSON integer (`seqId`, `prevSeqId`, `checksum`).
-fn int(text: &[u8], key: usize) -> Result<i64, DecodeError> {
-    match text.split_first() {
-        Some((b'-', rest)) => {
-            let magnitude = digits(rest, key)?;
-            0_i64.checked_sub_unsigned(magnitude).ok_or(DecodeError::OutOfRange(name(key)))
-        }
-        _ => i64::try_from(digits(text, key)?).map_err(|_| DecodeError::OutOfRange(name(key))),
-    }
-}
-
-/// An event `code`: a string of digits on the wire (`"60012"`); a bare integer is accepted too.
-fn code(text: &[u8]) -> Result<i64, DecodeError> {
-    match str_raw(text) {
-        Some(inner) => int(inner, K_CODE),
-        None => int(text, K_CODE),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Checksum.
-
-/// The CRC-32 table (IEEE polynomial, reflected: 0xEDB88320), built at compile time.
-const CRC_TABLE: [u32; 256] = crc_table();
-
-const fn crc_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
-/// A running CRC-32 (IEEE / zlib, as `crc32fast::hash`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Crc32(u32);
-
-impl Default for Crc32 {
-    fn default() -> Crc32 {
-        Crc32::new()
-    }
-}
-
-impl Crc32 {
-    /// An empty CRC.
-    pub const fn new() -> Crc32 {
-        Crc32(0xFFFF_FFFF)
-    }
-
-    /// Feeds `bytes`.
-    pub fn update(&mut self, bytes: &[u8]) {
-        let mut c = self.0;
-        for &b in bytes {
-            c = CRC_TABLE[((c ^ u32::from(b)) & 0xFF) as usize] ^ (c >> 8);
-        }
-        self.0 = c;
-    }
-
-    /// The CRC of everything fed.
-    pub fn finish(self) -> u32 {
-        !self.0
-    }
-}
-
-/// CRC-32 of `bytes`.
-pub fn crc32(bytes: &[u8]) -> u32 {
-    let mut c = Crc32::new();
-    c.update(bytes);
-    c.finish()
-}
-
-/// The OKX book checksum (venues.md §3.3): CRC-32 of
-/// `bid1.price:bid1.size:ask1.price:ask1.size:bid2...` over the best [`CHECKSUM_LEVELS`] levels
-/// of each side given best first as `(price text, size text)`, entries of a shorter side simply
-/// skipped, read as a signed 32-bit integer. Computed without building the string.
-pub fn book_checksum<'t>(
-    bids: impl IntoIterator<Item = (&'t [u8], &'t [u8])>,
-    asks: impl IntoIterator<Item = (&'t [u8], &'t [u8])>,
-) -> i32 {
-    let mut crc = Crc32::new();
-    let mut first = true;
-    let mut put = |(p, s): (&[u8], &[u8])| {
-        if !first {
-            crc.update(b":");
-        }
-        first = false;
-        crc.update(p);
-        crc.update(b":");
-        crc.update(s);
-    };
-    let mut bids = bids.into_iter().take(CHECKSUM_LEVELS);
-    let mut asks = asks.into_iter().take(CHECKSUM_LEVELS);
-    loop {
-        let (b, a) = (bids.next(), asks.next());
-        if b.is_none() && a.is_none() {
-            break;
-        }
-        if let Some(b) = b {
-            put(b);
-        }
-        if let Some(a) = a {
-            put(a);
-        }
-    }
-    crc.finish() as i32
+        let (price, qty) = text_level(bytes, p, q, field)?;
+        Ok(OkxLevel { price, qty, orders, price_text: p.into(), size_text: q.into() })
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -851,103 +542,6 @@ pub struct SyncCounters {
     pub unsequenced_count: u64,
 }
 
-/// One level's original text, kept for the checksum.
-#[derive(Clone, Copy, Debug)]
-struct TextLevel {
-    price: Price,
-    price_len: u8,
-    size_len: u8,
-    price_text: [u8; LEVEL_TEXT_LEN_MAX],
-    size_text: [u8; LEVEL_TEXT_LEN_MAX],
-}
-
-impl TextLevel {
-    fn price_text(&self) -> &[u8] {
-        self.price_text.get(..usize::from(self.price_len)).unwrap_or(&[])
-    }
-
-    fn size_text(&self) -> &[u8] {
-        self.size_text.get(..usize::from(self.size_len)).unwrap_or(&[])
-    }
-}
-
-/// The best `levels_max` levels of one side with their text, best first.
-#[derive(Clone, Debug)]
-struct TextSide {
-    levels: Vec<TextLevel>,
-    levels_max: usize,
-    /// A level was evicted or not stored since the last snapshot: deeper levels are unknown.
-    lossy: bool,
-}
-
-impl TextSide {
-    fn new(levels_max: usize) -> TextSide {
-        TextSide { levels: Vec::with_capacity(levels_max), levels_max, lossy: false }
-    }
-
-    fn clear(&mut self) {
-        self.levels.clear();
-        self.lossy = false;
-    }
-
-    fn apply(&mut self, side: Side, price: Price, qty: Qty, price_text: &[u8], size_text: &[u8]) {
-        let found = match side {
-            Side::Bid => self.levels.binary_search_by(|l| price.cmp(&l.price)),
-            Side::Ask => self.levels.binary_search_by(|l| l.price.cmp(&price)),
-        };
-        let mut level = TextLevel {
-            price,
-            price_len: 0,
-            size_len: 0,
-            price_text: [0; LEVEL_TEXT_LEN_MAX],
-            size_text: [0; LEVEL_TEXT_LEN_MAX],
-        };
-        // The decoder refuses longer text; cut defensively rather than index out of bounds.
-        let pn = price_text.len().min(LEVEL_TEXT_LEN_MAX);
-        let sn = size_text.len().min(LEVEL_TEXT_LEN_MAX);
-        if let (Some(pd), Some(ps), Some(sd), Some(ss)) =
-            (level.price_text.get_mut(..pn), price_text.get(..pn), level.size_text.get_mut(..sn), size_text.get(..sn))
-        {
-            pd.copy_from_slice(ps);
-            sd.copy_from_slice(ss);
-        }
-        level.price_len = pn as u8;
-        level.size_len = sn as u8;
-        match found {
-            Ok(i) => {
-                if qty.0 == 0 {
-                    self.levels.remove(i);
-                } else if let Some(slot) = self.levels.get_mut(i) {
-                    *slot = level;
-                }
-            }
-            Err(i) => {
-                if qty.0 == 0 {
-                    return;
-                }
-                if self.levels.len() == self.levels_max {
-                    self.lossy = true;
-                    if i == self.levels.len() {
-                        return;
-                    }
-                    self.levels.pop();
-                }
-                debug_assert!(self.levels.len() < self.levels.capacity());
-                self.levels.insert(i, level);
-            }
-        }
-    }
-
-    /// The checksum cannot be trusted: levels were dropped and fewer than 25 remain.
-    fn unverifiable(&self) -> bool {
-        self.lossy && self.levels.len() < CHECKSUM_LEVELS
-    }
-
-    fn texts(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.levels.iter().map(|l| (l.price_text(), l.size_text()))
-    }
-}
-
 /// Keeps one [`Book`] in sync with an OKX `books` (or `books-l2-tbt`, `books50-l2-tbt`) channel,
 /// following venues.md §3.2 "Adapter algorithm" and §3.3.
 ///
@@ -968,8 +562,7 @@ pub struct OkxBookSync {
     /// The last `seqId` applied, when a book is loaded.
     last_seq_id: Option<i64>,
     verify_checksum: bool,
-    bids: TextSide,
-    asks: TextSide,
+    texts: TextBook,
     counters: SyncCounters,
 }
 
@@ -977,12 +570,10 @@ impl OkxBookSync {
     /// A sync keeping the text of the best `text_levels_max` levels per side (at least
     /// [`CHECKSUM_LEVELS`]); checksums are verified when `verify_checksum` is true.
     pub fn new(text_levels_max: usize, verify_checksum: bool) -> OkxBookSync {
-        assert!(text_levels_max >= CHECKSUM_LEVELS, "the checksum needs {CHECKSUM_LEVELS} levels per side");
         OkxBookSync {
             last_seq_id: None,
             verify_checksum,
-            bids: TextSide::new(text_levels_max),
-            asks: TextSide::new(text_levels_max),
+            texts: TextBook::new(text_levels_max),
             counters: SyncCounters::default(),
         }
     }
@@ -1004,16 +595,13 @@ impl OkxBookSync {
 
     /// The checksum of the local book as the venue computes it (venues.md §3.3).
     pub fn checksum(&self) -> i32 {
-        book_checksum(self.bids.texts(), self.asks.texts())
+        self.texts.checksum()
     }
 
     /// Back to the start (a new connection): clears the book; updates are ignored until a
     /// snapshot arrives.
     pub fn reset(&mut self, book: &mut Book) {
-        self.last_seq_id = None;
-        self.bids.clear();
-        self.asks.clear();
-        book.clear();
+        self.discard(book);
     }
 
     /// Handles one decoded book push.
@@ -1025,8 +613,7 @@ impl OkxBookSync {
         let outcome = match action {
             BookAction::Snapshot => {
                 book.clear();
-                self.bids.clear();
-                self.asks.clear();
+                self.texts.clear();
                 self.apply(push, book);
                 self.counters.snapshot_count += 1;
                 SyncOutcome::Loaded { seq_id }
@@ -1057,17 +644,15 @@ impl OkxBookSync {
             }
         };
         self.last_seq_id = Some(seq_id);
-        if let Some(expected) = push.checksum.filter(|&c| c != 0 && self.verify_checksum) {
-            if self.bids.unverifiable() || self.asks.unverifiable() {
-                self.counters.checksum_unverifiable_count += 1;
-            } else {
+        match self.texts.check(push.checksum, self.verify_checksum) {
+            Check::Skipped => {}
+            Check::Unverifiable => self.counters.checksum_unverifiable_count += 1,
+            Check::Match => self.counters.checksum_checked_count += 1,
+            Check::Mismatch { expected, computed } => {
                 self.counters.checksum_checked_count += 1;
-                let computed = self.checksum();
-                if computed != expected {
-                    self.counters.checksum_mismatch_count += 1;
-                    self.discard(book);
-                    return SyncOutcome::ChecksumMismatch { expected, computed };
-                }
+                self.counters.checksum_mismatch_count += 1;
+                self.discard(book);
+                return SyncOutcome::ChecksumMismatch { expected, computed };
             }
         }
         if book.is_crossed() {
@@ -1083,19 +668,18 @@ impl OkxBookSync {
     fn apply(&mut self, push: &BookPush<'_>, book: &mut Book) {
         for l in push.bids {
             book.apply(Side::Bid, l.price, l.qty);
-            self.bids.apply(Side::Bid, l.price, l.qty, push.price_text(l), push.size_text(l));
+            self.texts.apply(Side::Bid, l.price, l.qty, push.price_text(l), push.size_text(l));
         }
         for l in push.asks {
             book.apply(Side::Ask, l.price, l.qty);
-            self.asks.apply(Side::Ask, l.price, l.qty, push.price_text(l), push.size_text(l));
+            self.texts.apply(Side::Ask, l.price, l.qty, push.price_text(l), push.size_text(l));
         }
     }
 
     /// Leaves the live state: clears the book and the text store.
     fn discard(&mut self, book: &mut Book) {
         self.last_seq_id = None;
-        self.bids.clear();
-        self.asks.clear();
+        self.texts.clear();
         book.clear();
     }
 }
@@ -1103,12 +687,6 @@ impl OkxBookSync {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc32_matches_the_standard_check_value() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
-        assert_eq!(crc32(b""), 0);
-    }
 
     #[test]
     fn canonical_symbol_removes_the_dash() {

@@ -1,0 +1,438 @@
+//! The live feed on a shard: its WebSocket connections to the venues (one task each on the
+//! shard's executor), the REST replies (history, Binance snapshots) and the shard's periodic
+//! work, all sharing the shard's state on one thread.
+//!
+//! A frame is decoded and applied where it is read: the connection task borrows the shard's
+//! state for the span of one message (no await while borrowed), so books, candles and alerts
+//! change inline, in arrival order, with no queue between the socket and the book.
+//!
+//! Connections: each venue's pairs of this shard are split into connections of at most
+//! `pairs_per_connection` pairs. A connection reconnects after a jittered backoff that doubles
+//! from [`RECONNECT_BACKOFF_MIN_MS`] to [`RECONNECT_BACKOFF_MAX_MS`] (reset once a connection
+//! has lasted [`RECONNECT_BACKOFF_RESET_MS`]); attempts of a venue are spaced process-wide by its
+//! `connects_per_s` ([`ConnectPacer`]). A venue that is down only holds its own connections.
+//! While the shard's event backlog is not empty the tasks stop reading (backpressure: the
+//! socket's buffer fills, nothing is dropped here).
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rampart_engine::book::Book;
+use rampart_engine::{BookId, Tick, Venue};
+
+use super::{Shard, ShardEvent, VenueStats};
+use crate::clock;
+use crate::venue::conn;
+use crate::venue::rest::{RestHandle, RestJob, RestReply, RestStats};
+use crate::venue::session::{Count, Session, Sink};
+use crate::venue::ws::{Event, WsCodec, WsUrl};
+use crate::venue::VenueSettings;
+
+/// First reconnect delay.
+pub const RECONNECT_BACKOFF_MIN_MS: u64 = 1_000;
+/// Longest reconnect delay.
+pub const RECONNECT_BACKOFF_MAX_MS: u64 = 60_000;
+/// A connection that lasted this long resets the backoff.
+pub const RECONNECT_BACKOFF_RESET_MS: i64 = 60_000;
+/// Bytes of one WebSocket message at most (an OKX 400-level snapshot is about 30 KB).
+pub const WS_MESSAGE_BYTES_MAX: usize = 4 << 20;
+/// A read waits at most this long before the task looks at its timers.
+const READ_SLICE: Duration = Duration::from_millis(250);
+/// Connections are proactively renewed after this long (Binance cuts at 24 h).
+pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
+
+/// Spaces the connection attempts of one venue across every shard.
+#[derive(Debug, Default)]
+pub struct ConnectPacer {
+    next_ms: AtomicI64,
+}
+
+impl ConnectPacer {
+    /// Reserves the next attempt slot at `per_s` attempts per second; returns its time.
+    pub fn reserve(&self, now_ms: i64, per_s: f64) -> i64 {
+        let gap = (1000.0 / per_s.max(0.001)) as i64;
+        let mut slot = now_ms;
+        let _ = self.next_ms.fetch_update(Ordering::AcqRel, Ordering::Acquire, |next| {
+            slot = next.max(now_ms);
+            Some(slot + gap)
+        });
+        slot
+    }
+}
+
+/// What every shard of a live feed shares.
+pub struct LiveFeed {
+    /// Venues to connect, with their URLs and limits.
+    pub venues: Vec<VenueSettings>,
+    /// The venue's own symbol per book.
+    pub natives: Arc<Vec<String>>,
+    /// TLS client configuration for `wss://`.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Per shard, its handle on the REST thread.
+    pub rest: Vec<RestHandle>,
+    /// REST counters.
+    pub rest_stats: Arc<[RestStats; 4]>,
+    /// Verify OKX and Bitget checksums when sent and non-zero.
+    pub verify_checksums: bool,
+    /// Attempt pacing per venue.
+    pub pacers: Arc<[ConnectPacer; 4]>,
+}
+
+struct Live {
+    shard: Shard,
+    sessions: Vec<Session>,
+    stopping: bool,
+}
+
+impl Sink for Shard {
+    fn book(&mut self, id: BookId) -> Option<&mut Book> {
+        self.market.get_mut(id).filter(|s| !s.delisted).map(|s| &mut s.book)
+    }
+
+    fn set_live(&mut self, id: BookId, live: bool) {
+        let venue = self.shared.registry.get(id).venue;
+        let Some(state) = self.market.get_mut(id) else { return };
+        if state.stale == !live {
+            return;
+        }
+        state.stale = !live;
+        let stats = &self.shared.venue_stats[self.index * 4 + venue.index()];
+        if live {
+            stats.books_live.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats.books_live.fetch_sub(1, Ordering::Relaxed);
+            // Stop serving its walls now rather than at the next scan.
+            self.shared.densities[id.index()].store(Arc::new(super::DensitySnapshot::default()));
+        }
+    }
+
+    fn trade(&mut self, tick: &Tick) {
+        self.apply_tick(tick);
+    }
+
+    fn count(&mut self, venue: Venue, what: Count) {
+        let s = &self.shared.venue_stats[self.index * 4 + venue.index()];
+        let c = match what {
+            Count::Message => {
+                s.last_message_ms.store(clock::now_ms(), Ordering::Relaxed);
+                &s.messages
+            }
+            Count::DecodeError => &s.decode_errors,
+            Count::Gap => &s.gaps,
+            Count::ChecksumMismatch => &s.checksum_mismatches,
+            Count::Crossed => &s.crossed,
+            Count::StaleSnapshot => &s.stale_snapshots,
+            Count::Resync => &s.resyncs,
+            Count::Reset => &s.resets,
+            Count::VenueError => &s.venue_errors,
+            Count::Synced => &s.syncs,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn stats(shard: &Shard, venue: Venue) -> &VenueStats {
+    &shard.shared.venue_stats[shard.index * 4 + venue.index()]
+}
+
+/// Runs a shard on the live feed until it is told to stop.
+pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
+    let index = shard.index;
+    let rest = feed.rest[index].clone();
+    let n = shard.market.books().len();
+    shard.shared.stats[index].books.store(n as u64, Ordering::Relaxed);
+    // No book is live before its venue's snapshot.
+    for state in shard.market.books_mut() {
+        state.stale = true;
+    }
+    // Connections: per venue, the shard's books in registry order, in groups.
+    let mut sessions = Vec::new();
+    for s in &feed.venues {
+        let mine: Vec<BookId> = shard
+            .market
+            .books()
+            .iter()
+            .map(|b| b.id)
+            .filter(|id| shard.shared.registry.get(*id).venue == s.venue)
+            .collect();
+        stats(&shard, s.venue).books.store(mine.len() as u64, Ordering::Relaxed);
+        for group in mine.chunks(s.pairs_per_connection.max(1)) {
+            let natives = group.iter().map(|id| feed.natives.get(id.index()).cloned().unwrap_or_default()).collect();
+            sessions.push(Session::new(s.venue, group.to_vec(), natives, feed.verify_checksums));
+            stats(&shard, s.venue).connections_planned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let mut backfill: VecDeque<BookId> = shard.market.books().iter().map(|b| b.id).collect();
+    let mut outstanding = 0usize;
+    let live = Rc::new(RefCell::new(Live { shard, sessions, stopping: false }));
+    let count = live.borrow().sessions.len();
+    for c in 0..count {
+        let venue = live.borrow().sessions[c].venue();
+        let Some(settings) = feed.venues.iter().find(|v| v.venue == venue).cloned() else { continue };
+        glommio::spawn_local(connection(live.clone(), c, settings, feed.clone())).detach();
+    }
+    let started = clock::now_ms();
+    let mut ready = false;
+    let mut snapshot_asks: Vec<BookId> = Vec::new();
+    let mut snapshot_retry: Vec<BookId> = Vec::new();
+    loop {
+        {
+            let mut guard = live.borrow_mut();
+            let Live { shard, sessions, stopping } = &mut *guard;
+            if shard.take_commands() {
+                *stopping = true;
+                break;
+            }
+            let now = clock::now_ms();
+            // History requests, as far as the queue takes them.
+            while let Some(&book) = backfill.front() {
+                if rest.ask(RestJob::Backfill { book }).is_err() {
+                    break;
+                }
+                backfill.pop_front();
+                outstanding += 1;
+            }
+            while let Some(reply) = rest.reply() {
+                match reply {
+                    RestReply::Backfill { book, mut candles } => {
+                        outstanding -= 1;
+                        if let Some(k) = shard.market.books().iter().position(|b| b.id == book) {
+                            let state = &mut shard.market.books_mut()[k];
+                            candles.merge_live(&state.candles);
+                            state.candles = *candles;
+                            shard.recompute_levels(k, now);
+                        }
+                    }
+                    RestReply::BackfillFailed { book, error } => {
+                        outstanding -= 1;
+                        let venue = shard.shared.registry.get(book).venue;
+                        eprintln!(
+                            "rampart: {} {}: no history ({error}); levels build from live trades",
+                            venue.as_str(),
+                            shard.shared.registry.get(book).symbol
+                        );
+                    }
+                    RestReply::Snapshot { book, body } => {
+                        if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
+                            sess.on_snapshot_body(book, &body, now, shard);
+                        }
+                    }
+                    RestReply::SnapshotFailed { book, error } => {
+                        eprintln!("rampart: snapshot of {}: {error}", shard.shared.registry.get(book).symbol);
+                        if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
+                            sess.snapshot_failed(book, now);
+                        }
+                    }
+                }
+            }
+            for sess in sessions.iter_mut() {
+                sess.rebuilds_due(now, shard);
+                sess.take_snapshot_requests(&mut snapshot_asks);
+            }
+            for book in snapshot_asks.drain(..) {
+                if rest.ask(RestJob::Snapshot { book }).is_err() {
+                    snapshot_retry.push(book);
+                }
+            }
+            for book in snapshot_retry.drain(..) {
+                if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
+                    sess.snapshot_failed(book, now);
+                }
+            }
+            if !ready && backfill.is_empty() && outstanding == 0 {
+                ready = true;
+                shard.levels_epoch_ms = now;
+                shard.shared.stats[index].ready.store(true, Ordering::Release);
+                shard.emit(ShardEvent::Ready { shard: index });
+                shard.reserve_backlog();
+                eprintln!("shard {index}: history of {n} books loaded in {} ms", now - started);
+            }
+            shard.flush_backlog();
+            if ready {
+                shard.levels_due(now);
+                shard.walls_due(now);
+            }
+            shard.publish_counters();
+            shard.shared.stats[index].ticks.store(shard.applied, Ordering::Relaxed);
+        }
+        let poll = live.borrow().shard.config.poll_interval;
+        glommio::timer::sleep(poll).await;
+    }
+}
+
+fn jitter(ms: u64) -> u64 {
+    // Up to ±25 %, from the clock's low bits: enough to spread reconnects of many connections.
+    let noise = (clock::now_ms() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+    let span = ms / 2;
+    ms - ms / 4 + if span > 0 { noise % span } else { 0 }
+}
+
+/// One connection's life: connect, stream, and reconnect after a backoff, until the shard stops.
+async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, feed: Arc<LiveFeed>) {
+    let venue = settings.venue;
+    let mut seed = [0u8; 8];
+    let _ = getrandom::getrandom(&mut seed);
+    let mut codec = WsCodec::new(WS_MESSAGE_BYTES_MAX, u64::from_le_bytes(seed));
+    let mut backoff_ms = 0u64;
+    let url = live.borrow().sessions[c].url(&settings.ws);
+    let parsed = match WsUrl::parse(&url) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("rampart: {}: {e}", venue.as_str());
+            return;
+        }
+    };
+    loop {
+        if live.borrow().stopping {
+            return;
+        }
+        let now = clock::now_ms();
+        let slot = feed.pacers[venue.index()].reserve(now, settings.connects_per_s);
+        if slot > now {
+            glommio::timer::sleep(Duration::from_millis((slot - now) as u64)).await;
+        }
+        stats(&live.borrow().shard, venue).connects.fetch_add(1, Ordering::Relaxed);
+        let opened = conn::connect(&parsed, feed.tls.clone(), &mut codec).await;
+        let mut io = match opened {
+            Ok(io) => io,
+            Err(e) => {
+                stats(&live.borrow().shard, venue).connect_failures.fetch_add(1, Ordering::Relaxed);
+                backoff_ms = (backoff_ms * 2).clamp(RECONNECT_BACKOFF_MIN_MS, RECONNECT_BACKOFF_MAX_MS);
+                if backoff_ms <= 2 * RECONNECT_BACKOFF_MIN_MS {
+                    eprintln!("rampart: {}: connection failed: {e}", venue.as_str());
+                }
+                glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms))).await;
+                continue;
+            }
+        };
+        let opened_ms = clock::now_ms();
+        {
+            let mut guard = live.borrow_mut();
+            let Live { shard, sessions, .. } = &mut *guard;
+            sessions[c].on_connected(opened_ms, shard);
+            stats(shard, venue).connections_open.fetch_add(1, Ordering::Relaxed);
+        }
+        let why = stream(&live, c, &mut io, &mut codec, venue).await;
+        io.close().await;
+        {
+            let mut guard = live.borrow_mut();
+            let Live { shard, sessions, stopping } = &mut *guard;
+            sessions[c].on_disconnected(shard);
+            let s = stats(shard, venue);
+            s.connections_open.fetch_sub(1, Ordering::Relaxed);
+            s.disconnects.fetch_add(1, Ordering::Relaxed);
+            if *stopping {
+                return;
+            }
+        }
+        eprintln!("rampart: {}: connection {c} ended: {why}", venue.as_str());
+        if clock::now_ms() - opened_ms >= RECONNECT_BACKOFF_RESET_MS {
+            backoff_ms = 0;
+        }
+        backoff_ms = (backoff_ms * 2).clamp(RECONNECT_BACKOFF_MIN_MS, RECONNECT_BACKOFF_MAX_MS);
+        glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms))).await;
+    }
+}
+
+/// Streams one open connection until it must end; returns why.
+async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &mut WsCodec, venue: Venue) -> String {
+    let opened_ms = clock::now_ms();
+    let control_gap = Duration::from_millis(match venue {
+        // Bitget counts every message (pings too) against 10 per second.
+        Venue::Bitget => 150,
+        _ => 100,
+    });
+    let mut ping = [0u8; 125];
+    loop {
+        let now = clock::now_ms();
+        // What the session wants sent, paced.
+        loop {
+            let next = {
+                let mut g = live.borrow_mut();
+                if g.stopping {
+                    return "stopping".into();
+                }
+                g.sessions[c].next_control()
+            };
+            let Some(msg) = next else { break };
+            if let Err(e) = io.write_all(codec.text(&msg)).await {
+                return format!("send: {e}");
+            }
+            glommio::timer::sleep(control_gap).await;
+        }
+        let (keepalive, reason, idle, backpressure) = {
+            let mut g = live.borrow_mut();
+            let s = &mut g.sessions[c];
+            let keepalive = s.ping_due(now);
+            let reason = s.reconnect_reason().map(str::to_owned);
+            let idle = now - s.last_rx_ms > s.idle_limit_ms();
+            (keepalive, reason, idle, !g.shard.backlog.is_empty())
+        };
+        if let Some(p) = keepalive {
+            if let Err(e) = io.write_all(codec.text(p)).await {
+                return format!("send: {e}");
+            }
+        }
+        if let Some(r) = reason {
+            let _ = io.write_all(codec.close(1000)).await;
+            return r;
+        }
+        if idle {
+            return "no data within the idle limit".into();
+        }
+        if now - opened_ms > CONNECTION_LIFETIME_MS {
+            let _ = io.write_all(codec.close(1000)).await;
+            return "renewed before the venue's 24 h cut".into();
+        }
+        if backpressure {
+            glommio::timer::sleep(Duration::from_millis(1)).await;
+            continue;
+        }
+        match io.read_within(codec.read_space(), READ_SLICE).await {
+            None => continue,
+            Some(Ok(0)) => return "closed by the venue".into(),
+            Some(Err(e)) => return format!("read: {e}"),
+            Some(Ok(n)) => codec.filled(n),
+        }
+        loop {
+            let now = clock::now_ms();
+            let pong_len = match codec.next() {
+                Ok(None) => break,
+                Err(e) => {
+                    let code = if matches!(e, crate::venue::ws::WsError::TooBig { .. }) { 1009 } else { 1002 };
+                    let _ = io.write_all(codec.close(code)).await;
+                    return e.to_string();
+                }
+                Ok(Some(Event::Text(t))) => {
+                    let mut g = live.borrow_mut();
+                    let Live { shard, sessions, .. } = &mut *g;
+                    sessions[c].on_text(t, now, shard);
+                    None
+                }
+                Ok(Some(Event::Ping(p))) => {
+                    ping[..p.len()].copy_from_slice(p);
+                    Some(p.len())
+                }
+                Ok(Some(Event::Pong | Event::Binary(_))) => {
+                    live.borrow_mut().sessions[c].on_alive(now);
+                    None
+                }
+                Ok(Some(Event::Close { code, reason })) => {
+                    let why = format!("closed by the venue: {code} {}", String::from_utf8_lossy(reason));
+                    let _ = io.write_all(codec.close(1000)).await;
+                    return why;
+                }
+            };
+            if let Some(n) = pong_len {
+                live.borrow_mut().sessions[c].on_alive(now);
+                if let Err(e) = io.write_all(codec.pong(&ping[..n])).await {
+                    return format!("send: {e}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Binance spot adapter facts: REST listing (`exchangeInfo`), klines, depth snapshots, and the
+//! combined-stream WebSocket URL for depth diffs and trades (venues.md §1).
+//!
+//! Choices: streams go in the URL of a combined stream (`/stream?streams=a/b/...`), so a
+//! connection needs no control message at all (Binance counts pongs and control messages
+//! against 5 per second); `@depth@100ms` for diffs; the depth snapshot asks `limit=1000`
+//! (weight 50), deep enough for walls and far cheaper than 5000 (weight 250). `BREAK` (no market
+//! data is generated) is treated as delisted, `HALT`/`CANCEL_ONLY`/`END_OF_DAY` as halted.
+
+use rampart_engine::candle::Timeframe;
+use rampart_engine::instrument::Status;
+use rampart_engine::Venue;
+
+use super::{candle, int, listed, text, CandlePage, Listed, RestApi};
+
+/// Levels per side asked of a REST depth snapshot.
+pub const SNAPSHOT_LIMIT: usize = 1000;
+/// Request weight of that snapshot (venues.md §1.2: 501–1000 → 50).
+pub const SNAPSHOT_WEIGHT: f64 = 50.0;
+/// Request weight of `exchangeInfo`.
+pub const LISTING_WEIGHT: f64 = 20.0;
+
+/// Binance's REST API.
+pub struct Binance;
+
+fn interval(tf: Timeframe) -> &'static str {
+    match tf {
+        Timeframe::M5 => "5m",
+        Timeframe::M15 => "15m",
+        Timeframe::H1 => "1h",
+        Timeframe::H4 => "4h",
+        Timeframe::D1 => "1d",
+        Timeframe::W1 => "1w",
+    }
+}
+
+impl RestApi for Binance {
+    fn listing_url(base: &str) -> String {
+        format!("{base}/api/v3/exchangeInfo?permissions=SPOT")
+    }
+
+    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, String> {
+        let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("exchangeInfo: {e}"))?;
+        let symbols = v.get("symbols").and_then(|s| s.as_array()).ok_or("exchangeInfo: no 'symbols' array")?;
+        let mut out = Vec::with_capacity(symbols.len());
+        for s in symbols {
+            let f = |k: &str| s.get(k).and_then(text).unwrap_or_default();
+            let status = match f("status").as_str() {
+                "TRADING" => Status::Trading,
+                "BREAK" => Status::Delisted,
+                _ => Status::Halted,
+            };
+            if s.get("isSpotTradingAllowed").and_then(|b| b.as_bool()) == Some(false) {
+                continue;
+            }
+            let filter = |kind: &str, key: &str| {
+                s.get("filters")
+                    .and_then(|f| f.as_array())
+                    .and_then(|fs| fs.iter().find(|x| x.get("filterType").and_then(|t| t.as_str()) == Some(kind)))
+                    .and_then(|x| x.get(key))
+                    .and_then(text)
+                    .unwrap_or_default()
+            };
+            if let Some(l) = listed(
+                Venue::Binance,
+                &f("symbol"),
+                &f("baseAsset"),
+                &f("quoteAsset"),
+                &filter("PRICE_FILTER", "tickSize"),
+                &filter("LOT_SIZE", "stepSize"),
+                status,
+            ) {
+                out.push(l);
+            }
+        }
+        Ok(out)
+    }
+
+    const LATEST_PAGE_MAX: usize = 1000;
+    const OLDER_PAGE_MAX: usize = 1000;
+    const CANDLES_WEIGHT: f64 = 2.0;
+
+    fn candles_url(base: &str, native: &str, tf: Timeframe, end_ms: Option<i64>, limit: usize) -> String {
+        let mut u = format!("{base}/api/v3/klines?symbol={native}&interval={}&limit={limit}", interval(tf));
+        if let Some(end) = end_ms {
+            u.push_str(&format!("&endTime={}", end - 1));
+        }
+        u
+    }
+
+    fn parse_candles(body: &[u8]) -> Result<CandlePage, String> {
+        let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("klines: {e}"))?;
+        let rows = v.as_array().ok_or("klines: not an array")?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let r = r.as_array().filter(|r| r.len() >= 5).ok_or("klines: a row is not an array of 5+")?;
+            let s = |i: usize| text(&r[i]).unwrap_or_default();
+            let open = int(&r[0]).ok_or("klines: bad open time")?;
+            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or("klines: bad price")?);
+        }
+        out.sort_by_key(|c| c.open_ms);
+        Ok(out)
+    }
+}
+
+/// `GET /api/v3/depth` for a symbol.
+pub fn snapshot_url(base: &str, native: &str) -> String {
+    format!("{base}/api/v3/depth?symbol={native}&limit={SNAPSHOT_LIMIT}")
+}
+
+/// The combined-stream URL for the depth diffs and trades of `natives`.
+pub fn stream_url(ws_base: &str, natives: &[&str]) -> String {
+    let mut u = format!("{ws_base}/stream?streams=");
+    for (i, n) in natives.iter().enumerate() {
+        let n = n.to_lowercase();
+        if i > 0 {
+            u.push('/');
+        }
+        u.push_str(&format!("{n}@depth@100ms/{n}@trade"));
+    }
+    u
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_from_documented_fields() {
+        let body = br#"{"timezone":"UTC","symbols":[
+          {"symbol":"ETHBTC","status":"TRADING","baseAsset":"ETH","quoteAsset":"BTC","isSpotTradingAllowed":true,
+           "filters":[{"filterType":"PRICE_FILTER","minPrice":"0.00000100","maxPrice":"100000.00000000","tickSize":"0.00000100"},
+                      {"filterType":"LOT_SIZE","minQty":"0.00100000","maxQty":"100000.00000000","stepSize":"0.00100000"}]},
+          {"symbol":"OLDUSDT","status":"BREAK","baseAsset":"OLD","quoteAsset":"USDT",
+           "filters":[{"filterType":"PRICE_FILTER","tickSize":"0.01"},{"filterType":"LOT_SIZE","stepSize":"1"}]},
+          {"symbol":"NOFILTER","status":"TRADING","baseAsset":"NO","quoteAsset":"FILTER","filters":[]}]}"#;
+        let l = Binance::parse_listing(body).expect("valid");
+        assert_eq!(l.len(), 2, "the one without filters is skipped");
+        assert_eq!(l[0].instrument.symbol, "ETHBTC");
+        assert_eq!(l[0].instrument.tick.0, 100);
+        assert_eq!(l[0].instrument.lot.0, 100_000);
+        assert_eq!(l[1].instrument.status, Status::Delisted);
+        assert!(Binance::parse_listing(b"{}").is_err());
+        assert!(Binance::parse_listing(b"[").is_err());
+    }
+
+    #[test]
+    fn klines_rows_of_mixed_types() {
+        let body = br#"[[1499040000000,"0.01634790","0.80000000","0.01575800","0.01577100","148976.11427815",1499644799999,"2434.19055334",308,"1756.87402397","28.46694368","0"]]"#;
+        let c = Binance::parse_candles(body).expect("valid");
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].open_ms, c[0].high.0), (1_499_040_000_000, 80_000_000));
+        assert!(Binance::parse_candles(br#"[[1,"a","b","c","d"]]"#).is_err());
+        assert!(Binance::parse_candles(br#"{"code":-1121}"#).is_err());
+        assert_eq!(
+            Binance::candles_url("http://h", "BTCUSDT", Timeframe::H4, Some(1000), 500),
+            "http://h/api/v3/klines?symbol=BTCUSDT&interval=4h&limit=500&endTime=999"
+        );
+    }
+
+    #[test]
+    fn stream_url_lowercases() {
+        assert_eq!(
+            stream_url("ws://h", &["BTCUSDT", "ETHBTC"]),
+            "ws://h/stream?streams=btcusdt@depth@100ms/btcusdt@trade/ethbtc@depth@100ms/ethbtc@trade"
+        );
+    }
+}

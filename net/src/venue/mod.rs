@@ -1,0 +1,195 @@
+//! Live venues: per-venue REST (instrument listing, candle backfill, depth snapshots) and
+//! WebSocket (books, trades) adapters, the WebSocket codec and connection, and the venue
+//! settings from configuration.
+//!
+//! The venue facts (paths, field names, limits, keepalives) follow `venues.md`; each venue module
+//! says where it had to choose. The book sync state machines themselves are sans-I/O and live in
+//! `rampart_engine::feed`; this module feeds them bytes and carries out what they ask for
+//! (snapshot fetches, resubscriptions, reconnects).
+
+pub mod binance;
+pub mod bitget;
+pub mod bybit;
+pub mod conn;
+pub mod okx;
+pub mod rest;
+pub mod session;
+pub mod ws;
+
+use rampart_engine::candle::{Candle, Timeframe};
+use rampart_engine::fixed::{Price, Qty};
+use rampart_engine::instrument::{Instrument, Status};
+use rampart_engine::Venue;
+
+/// How to reach and pace one venue (defaults from `venues.md`, overridable in the TOML file).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VenueSettings {
+    /// The venue.
+    pub venue: Venue,
+    /// REST base URL (`https://api.binance.com`, or `http://127.0.0.1:9100` for the simulator).
+    pub rest: String,
+    /// WebSocket base URL (`wss://stream.binance.com:9443`, or `ws://127.0.0.1:9100`).
+    pub ws: String,
+    /// Pairs per WebSocket connection (each pair is two channels: book and trades).
+    pub pairs_per_connection: usize,
+    /// REST budget: request weight per second (Binance) or requests per second (others).
+    pub rest_weight_per_s: f64,
+    /// Connection attempts per second, for the whole process (all shards).
+    pub connects_per_s: f64,
+    /// Listing refresh period, seconds.
+    pub refresh_s: u64,
+}
+
+impl VenueSettings {
+    /// The real venue's endpoints and limits.
+    pub fn default_for(venue: Venue) -> VenueSettings {
+        // Budgets are about half of each venue's published per-IP limit (venues.md §1.6, §2.6,
+        // §3.7, §4.6), leaving room for other clients on the same address.
+        let (rest, ws, pairs, weight, connects) = match venue {
+            // 6000 weight/min; 300 connection attempts per 5 min; 1024 streams per connection.
+            Venue::Binance => ("https://api.binance.com", "wss://stream.binance.com:9443", 100, 50.0, 0.5),
+            // 600 requests per 5 s; 500 connections per 5 min.
+            Venue::Bybit => ("https://api.bybit.com", "wss://stream.bybit.com", 50, 50.0, 0.8),
+            // market/candles 40 per 2 s; 3 connections per s; fewer than 30 channels per connection.
+            Venue::Okx => ("https://www.okx.com", "wss://ws.okx.com:8443", 14, 10.0, 2.0),
+            // 20 requests per s per endpoint; 300 connections per 5 min; < 50 channels per connection.
+            Venue::Bitget => ("https://api.bitget.com", "wss://ws.bitget.com", 24, 10.0, 0.5),
+        };
+        VenueSettings {
+            venue,
+            rest: rest.to_owned(),
+            ws: ws.to_owned(),
+            pairs_per_connection: pairs,
+            rest_weight_per_s: weight,
+            connects_per_s: connects,
+            refresh_s: 300,
+        }
+    }
+}
+
+/// One instrument as a venue lists it.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    /// The normalised instrument (`BASEQUOTE` from base and quote, uppercase).
+    pub instrument: Instrument,
+    /// The venue's own name for it (`BTC-USDT` on OKX), used in requests and subscriptions.
+    pub native: String,
+}
+
+/// Builds a listed instrument from the venue's fields; `None` when a field is unusable (the
+/// instrument is skipped and counted by the caller).
+pub(crate) fn listed(
+    venue: Venue,
+    native: &str,
+    base: &str,
+    quote: &str,
+    tick: &str,
+    lot: &str,
+    status: Status,
+) -> Option<Listed> {
+    let (base, quote) = (base.trim().to_uppercase(), quote.trim().to_uppercase());
+    if base.is_empty() || quote.is_empty() || native.is_empty() {
+        return None;
+    }
+    let tick = Price::parse(tick.as_bytes()).ok().filter(|p| p.0 > 0)?;
+    let lot = Qty::parse(lot.as_bytes()).ok().filter(|q| q.0 > 0)?;
+    Some(Listed {
+        instrument: Instrument { venue, symbol: format!("{base}{quote}"), base, quote, tick, lot, status },
+        native: native.to_owned(),
+    })
+}
+
+/// `10^-decimals` as decimal text (`2` → `"0.01"`), for venues that give precisions.
+pub(crate) fn step_from_precision(decimals: &str) -> Option<String> {
+    let d: u32 = decimals.trim().parse().ok()?;
+    if d > 8 {
+        return None;
+    }
+    Some(if d == 0 { "1".to_owned() } else { format!("0.{}1", "0".repeat(d as usize - 1)) })
+}
+
+/// Drops instruments whose `BASEQUOTE` collides with an earlier one of the same venue
+/// (`AB`+`CUSDT` vs `ABC`+`USDT`, venues.md §5) and returns how many were dropped.
+pub fn drop_collisions(list: &mut Vec<Listed>) -> usize {
+    let before = list.len();
+    let mut seen = std::collections::HashSet::new();
+    list.retain(|l| seen.insert(l.instrument.symbol.clone()));
+    before - list.len()
+}
+
+/// One candle row as a venue sends it, parsed.
+pub(crate) fn candle(open_ms: i64, o: &str, h: &str, l: &str, c: &str) -> Option<Candle> {
+    let p = |s: &str| Price::parse(s.as_bytes()).ok();
+    Some(Candle { open_ms, open: p(o)?, high: p(h)?, low: p(l)?, close: p(c)? })
+}
+
+/// A JSON value as text, whether the venue sent a string or a number.
+pub(crate) fn text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A JSON value as an integer, whether sent as a string or a number.
+pub(crate) fn int(v: &serde_json::Value) -> Option<i64> {
+    match v {
+        serde_json::Value::String(s) => s.parse().ok(),
+        serde_json::Value::Number(n) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// A page of candles as returned by one request, oldest first.
+pub type CandlePage = Vec<Candle>;
+
+/// The REST side of a venue: URLs and parsers (pure functions; `rest` does the I/O).
+pub trait RestApi {
+    /// The instrument listing URL.
+    fn listing_url(base: &str) -> String;
+    /// Parses the listing; instruments with unusable fields are skipped.
+    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, String>;
+    /// Candles of `tf` ending before `end_ms` (exclusive; `None` = the latest), at most `limit`.
+    fn candles_url(base: &str, native: &str, tf: Timeframe, end_ms: Option<i64>, limit: usize) -> String;
+    /// The largest page of the latest candles (`end_ms` = `None`).
+    const LATEST_PAGE_MAX: usize;
+    /// The largest page of older candles.
+    const OLDER_PAGE_MAX: usize;
+    /// Parses a candle page, oldest first.
+    fn parse_candles(body: &[u8]) -> Result<CandlePage, String>;
+    /// Request weight of one candle page.
+    const CANDLES_WEIGHT: f64 = 1.0;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precision_to_step() {
+        assert_eq!(step_from_precision("2").as_deref(), Some("0.01"));
+        assert_eq!(step_from_precision("0").as_deref(), Some("1"));
+        assert_eq!(step_from_precision("8").as_deref(), Some("0.00000001"));
+        assert_eq!(step_from_precision("9"), None);
+        assert_eq!(step_from_precision("x"), None);
+    }
+
+    #[test]
+    fn collisions_keep_the_first() {
+        let mk = |b: &str, q: &str| listed(Venue::Binance, &format!("{b}{q}"), b, q, "0.1", "1", Status::Trading);
+        let mut v: Vec<Listed> =
+            [mk("AB", "CUSDT"), mk("ABC", "USDT"), mk("BTC", "USDT")].into_iter().flatten().collect();
+        assert_eq!(drop_collisions(&mut v), 1);
+        assert_eq!(v.iter().map(|l| l.instrument.base.as_str()).collect::<Vec<_>>(), ["AB", "BTC"]);
+    }
+
+    #[test]
+    fn listed_refuses_unusable_fields() {
+        assert!(listed(Venue::Okx, "BTC-USDT", "btc", "usdt", "0.1", "0.0001", Status::Trading)
+            .is_some_and(|l| l.instrument.symbol == "BTCUSDT"));
+        assert!(listed(Venue::Okx, "X", "", "USDT", "0.1", "1", Status::Trading).is_none());
+        assert!(listed(Venue::Okx, "X", "A", "USDT", "0", "1", Status::Trading).is_none());
+        assert!(listed(Venue::Okx, "X", "A", "USDT", "0.1", "abc", Status::Trading).is_none());
+    }
+}

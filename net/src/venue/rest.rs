@@ -1,0 +1,622 @@
+//! The venue REST thread: instrument listings (at start and every refresh period), candle
+//! backfill for every book, and Binance depth snapshots for the shards, paced within each
+//! venue's published limits, off the tick path.
+//!
+//! Shards queue jobs ([`RestJob`]) on one bounded queue and take their answers from their own
+//! bounded reply queue. The thread runs a single-threaded tokio runtime with hyper as the HTTP/1.1
+//! client (rustls for https, the same configuration as webhook delivery).
+//!
+//! Bounds and behaviour at the bound:
+//! - the job queue holds [`JOBS_MAX`]; a shard whose job does not fit keeps it and asks again
+//!   on a later round (backpressure, nothing lost);
+//! - at most [`IN_FLIGHT_PER_VENUE_MAX`] requests per venue at once; further jobs wait;
+//! - a reply queue holds [`REPLIES_MAX`]; replies that do not fit wait on the thread, in order;
+//! - a body is read up to [`BODY_BYTES_MAX`]; a longer one is an error;
+//! - a backfill page that fails is retried [`BACKFILL_ATTEMPTS_MAX`] times with growing delays,
+//!   then the book is reported failed (it starts with the candles its trades build);
+//! - every request waits for its venue's weight budget ([`super::VenueSettings::rest_weight_per_s`]);
+//!   a 429, 418 or 403 answer pauses the venue for its `Retry-After` (or 60 s).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use crossbeam_queue::ArrayQueue;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::header::{HeaderValue, HOST, USER_AGENT};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use rampart_engine::candle::{CandleSet, Timeframe};
+use rampart_engine::instrument::Status;
+use rampart_engine::{BookId, Registry, Venue};
+use tokio::sync::Notify;
+
+use super::binance::{self, Binance};
+use super::bitget::Bitget;
+use super::bybit::Bybit;
+use super::okx::Okx;
+use super::{drop_collisions, CandlePage, Listed, RestApi, VenueSettings};
+use crate::ssrf::{self, Host};
+
+/// Jobs waiting for the REST thread at most.
+pub const JOBS_MAX: usize = 4096;
+/// Replies waiting for one shard at most.
+pub const REPLIES_MAX: usize = 1024;
+/// Requests in flight per venue at most.
+pub const IN_FLIGHT_PER_VENUE_MAX: usize = 4;
+/// Bytes of a REST body at most (Binance's full `exchangeInfo` is several MB).
+pub const BODY_BYTES_MAX: usize = 64 << 20;
+/// Time allowed for one request: resolve, connect, TLS, send and the whole answer.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+/// Attempts per backfill page at most.
+pub const BACKFILL_ATTEMPTS_MAX: u32 = 4;
+/// Pages fetched per (book, timeframe) at most.
+pub const BACKFILL_PAGES_MAX: usize = 8;
+/// Pause of a venue after a rate-limit answer without `Retry-After`.
+pub const RATE_LIMIT_PAUSE: Duration = Duration::from_secs(60);
+
+/// Work a shard asks of the REST thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestJob {
+    /// Fetch the candle history of a book.
+    Backfill {
+        /// The book.
+        book: BookId,
+    },
+    /// Fetch a depth snapshot (Binance).
+    Snapshot {
+        /// The book.
+        book: BookId,
+    },
+}
+
+/// What the REST thread answers.
+#[derive(Debug)]
+pub enum RestReply {
+    /// A book's history: every timeframe's bars, oldest first.
+    Backfill {
+        /// The book.
+        book: BookId,
+        /// The bars.
+        candles: Box<CandleSet>,
+    },
+    /// A book's history could not be fetched.
+    BackfillFailed {
+        /// The book.
+        book: BookId,
+        /// Why.
+        error: String,
+    },
+    /// A depth snapshot body.
+    Snapshot {
+        /// The book.
+        book: BookId,
+        /// The body, as received.
+        body: Bytes,
+    },
+    /// A depth snapshot could not be fetched.
+    SnapshotFailed {
+        /// The book.
+        book: BookId,
+        /// Why.
+        error: String,
+    },
+}
+
+/// REST counters per venue.
+#[derive(Debug, Default)]
+pub struct RestStats {
+    /// Requests sent.
+    pub requests: AtomicU64,
+    /// Requests that failed (transport, status or body).
+    pub errors: AtomicU64,
+    /// Rate-limit answers (429, 418, 403).
+    pub rate_limited: AtomicU64,
+    /// Books whose backfill completed.
+    pub backfilled: AtomicU64,
+    /// Books whose backfill failed.
+    pub backfill_failed: AtomicU64,
+    /// Listing refreshes that succeeded.
+    pub listings: AtomicU64,
+    /// Pairs found delisted by a refresh.
+    pub delistings: AtomicU64,
+    /// Pairs listed by the venue since start that this process does not serve (a restart
+    /// picks them up; the registry is fixed at start).
+    pub new_listings: AtomicU64,
+}
+
+/// The shard side of the REST thread: where to queue jobs and find replies.
+#[derive(Clone)]
+pub struct RestHandle {
+    jobs: Arc<ArrayQueue<(usize, RestJob)>>,
+    replies: Arc<ArrayQueue<RestReply>>,
+    wake: Arc<Notify>,
+    shard: usize,
+}
+
+impl RestHandle {
+    /// Queues a job; at the bound it is handed back (ask again later).
+    pub fn ask(&self, job: RestJob) -> Result<(), RestJob> {
+        let r = self.jobs.push((self.shard, job)).map_err(|(_, j)| j);
+        if r.is_ok() {
+            self.wake.notify_one();
+        }
+        r
+    }
+
+    /// The next reply, if any.
+    pub fn reply(&self) -> Option<RestReply> {
+        self.replies.pop()
+    }
+}
+
+/// What the thread needs to know about the books.
+pub struct RestBooks {
+    /// Every book.
+    pub registry: Arc<Registry>,
+    /// The venue's own name per book.
+    pub natives: Arc<Vec<String>>,
+    /// Bars wanted per timeframe.
+    pub bars_max: usize,
+}
+
+/// Called with each delisted book a refresh finds.
+pub type OnDelist = Box<dyn Fn(BookId) + Send>;
+
+/// The REST thread.
+pub struct Rest {
+    jobs: Arc<ArrayQueue<(usize, RestJob)>>,
+    replies: Vec<Arc<ArrayQueue<RestReply>>>,
+    wake: Arc<Notify>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// Counters, by `Venue::index`.
+    pub stats: Arc<[RestStats; 4]>,
+}
+
+impl Rest {
+    /// The queues for `shards` shards; [`Rest::start`] starts the thread.
+    pub fn new(shards: usize) -> Rest {
+        Rest {
+            jobs: Arc::new(ArrayQueue::new(JOBS_MAX)),
+            replies: (0..shards).map(|_| Arc::new(ArrayQueue::new(REPLIES_MAX))).collect(),
+            wake: Arc::new(Notify::new()),
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+            stats: Arc::new(Default::default()),
+        }
+    }
+
+    /// The handle for shard `shard`.
+    pub fn handle(&self, shard: usize) -> RestHandle {
+        RestHandle { jobs: self.jobs.clone(), replies: self.replies[shard].clone(), wake: self.wake.clone(), shard }
+    }
+
+    /// Starts the thread: it serves jobs and refreshes the listings of `venues`, calling
+    /// `on_delist` for every served book a refresh finds gone or delisted.
+    pub fn start(
+        &mut self,
+        venues: Vec<VenueSettings>,
+        books: RestBooks,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        on_delist: OnDelist,
+    ) -> std::io::Result<()> {
+        let (jobs, replies, wake, stop, stats) =
+            (self.jobs.clone(), self.replies.clone(), self.wake.clone(), self.stop.clone(), self.stats.clone());
+        let thread = std::thread::Builder::new().name("venue-rest".into()).spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("rampart: venue REST: no runtime: {e}");
+                    return;
+                }
+            };
+            let local = tokio::task::LocalSet::new();
+            let ctx = Arc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
+            local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, on_delist));
+        })?;
+        self.thread = Some(thread);
+        Ok(())
+    }
+
+    /// Stops the thread; jobs in flight are abandoned.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.wake.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Ctx {
+    venues: Vec<VenueSettings>,
+    books: RestBooks,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    stats: Arc<[RestStats; 4]>,
+    pacers: [std::cell::Cell<Option<Instant>>; 4],
+}
+
+impl Ctx {
+    fn settings(&self, venue: Venue) -> Option<&VenueSettings> {
+        self.venues.iter().find(|v| v.venue == venue)
+    }
+
+    /// Waits for `weight` of the venue's budget.
+    async fn pace(&self, venue: Venue, weight: f64) {
+        let rate = self.settings(venue).map_or(1.0, |s| s.rest_weight_per_s).max(0.001);
+        let now = Instant::now();
+        let cell = &self.pacers[venue.index()];
+        let slot = cell.get().map_or(now, |t| t.max(now));
+        cell.set(Some(slot + Duration::from_secs_f64(weight / rate)));
+        if slot > now {
+            tokio::time::sleep_until(slot.into()).await;
+        }
+    }
+
+    fn pause(&self, venue: Venue, d: Duration) {
+        let cell = &self.pacers[venue.index()];
+        let until = Instant::now() + d;
+        cell.set(Some(cell.get().map_or(until, |t| t.max(until))));
+    }
+
+    /// A paced GET; rate-limit answers pause the venue and count as errors.
+    async fn get(&self, venue: Venue, url: &str, weight: f64) -> Result<Bytes, String> {
+        self.pace(venue, weight).await;
+        let stats = &self.stats[venue.index()];
+        stats.requests.fetch_add(1, Ordering::Relaxed);
+        let r = match tokio::time::timeout(REQUEST_TIMEOUT, get(url, self.tls.clone())).await {
+            Ok(r) => r,
+            Err(_) => Err(GetError { status: None, retry_after: None, text: "timed out".into() }),
+        };
+        r.map_err(|e| {
+            stats.errors.fetch_add(1, Ordering::Relaxed);
+            if matches!(e.status, Some(429 | 418 | 403)) {
+                stats.rate_limited.fetch_add(1, Ordering::Relaxed);
+                self.pause(venue, e.retry_after.unwrap_or(RATE_LIMIT_PAUSE));
+            }
+            format!("GET {url}: {}", e.text)
+        })
+    }
+}
+
+async fn run(
+    ctx: Arc<Ctx>,
+    jobs: Arc<ArrayQueue<(usize, RestJob)>>,
+    replies: Vec<Arc<ArrayQueue<RestReply>>>,
+    wake: Arc<Notify>,
+    stop: Arc<AtomicBool>,
+    on_delist: OnDelist,
+) {
+    // One result per job in flight; bounded by the in-flight caps.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Venue, RestReply)>();
+    let mut waiting: VecDeque<(usize, RestJob)> = VecDeque::new();
+    let mut undelivered: Vec<VecDeque<RestReply>> = (0..replies.len()).map(|_| VecDeque::new()).collect();
+    let mut in_flight = [0usize; 4];
+    let mut next_refresh: Vec<Instant> =
+        ctx.venues.iter().map(|v| Instant::now() + Duration::from_secs(v.refresh_s.max(10))).collect();
+    let mut listing: Option<tokio::task::JoinHandle<(usize, Result<Vec<Listed>, String>)>> = None;
+    while !stop.load(Ordering::Acquire) {
+        while let Some(j) = jobs.pop() {
+            waiting.push_back(j);
+        }
+        let mut k = 0;
+        while k < waiting.len() {
+            let (shard, job) = waiting[k];
+            let book = match job {
+                RestJob::Backfill { book } | RestJob::Snapshot { book } => book,
+            };
+            let venue = ctx.books.registry.get(book).venue;
+            if in_flight[venue.index()] >= IN_FLIGHT_PER_VENUE_MAX {
+                k += 1;
+                continue;
+            }
+            waiting.remove(k);
+            in_flight[venue.index()] += 1;
+            let (ctx, tx) = (ctx.clone(), tx.clone());
+            tokio::task::spawn_local(async move {
+                let reply = match job {
+                    RestJob::Backfill { book } => backfill(&ctx, book).await,
+                    RestJob::Snapshot { book } => snapshot(&ctx, book).await,
+                };
+                let _ = tx.send((shard, venue, reply));
+            });
+        }
+        // Listing refresh, one venue at a time.
+        if let Some(h) = listing.as_ref().filter(|h| h.is_finished()) {
+            let _ = h;
+            if let Some(h) = listing.take() {
+                if let Ok((i, result)) = h.await {
+                    refreshed(&ctx, &ctx.venues[i], result, &on_delist);
+                }
+            }
+        }
+        if listing.is_none() {
+            if let Some(i) = next_refresh.iter().position(|t| *t <= Instant::now()) {
+                let s = &ctx.venues[i];
+                next_refresh[i] = Instant::now() + Duration::from_secs(s.refresh_s.max(10));
+                let ctx2 = ctx.clone();
+                listing = Some(tokio::task::spawn_local(async move {
+                    let s = &ctx2.venues[i];
+                    (i, list_with(&ctx2, s).await)
+                }));
+            }
+        }
+        for (shard, queue) in undelivered.iter_mut().enumerate() {
+            while let Some(r) = queue.pop_front() {
+                if let Err(r) = replies[shard].push(r) {
+                    queue.push_front(r);
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            Some((shard, venue, reply)) = rx.recv() => {
+                in_flight[venue.index()] -= 1;
+                undelivered[shard].push_back(reply);
+            }
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+}
+
+/// Compares a fresh listing with the served books.
+fn refreshed(ctx: &Ctx, s: &VenueSettings, result: Result<Vec<Listed>, String>, on_delist: &OnDelist) {
+    let stats = &ctx.stats[s.venue.index()];
+    let list = match result {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rampart: {}: listing refresh failed: {e}", s.venue.as_str());
+            return;
+        }
+    };
+    stats.listings.fetch_add(1, Ordering::Relaxed);
+    let registry = &ctx.books.registry;
+    let mut now_listed = std::collections::HashMap::with_capacity(list.len());
+    for l in &list {
+        now_listed.insert(l.instrument.symbol.as_str(), l.instrument.status);
+    }
+    for &id in registry.venue_books(s.venue) {
+        let sym = registry.get(id).symbol.as_str();
+        match now_listed.get(sym) {
+            None | Some(Status::Delisted) => {
+                stats.delistings.fetch_add(1, Ordering::Relaxed);
+                on_delist(id);
+            }
+            _ => {}
+        }
+    }
+    let new = list
+        .iter()
+        .filter(|l| l.instrument.status == Status::Trading && registry.find(s.venue, &l.instrument.symbol).is_none())
+        .count();
+    stats.new_listings.store(new as u64, Ordering::Relaxed);
+}
+
+async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, String> {
+    let (url, weight) = match s.venue {
+        Venue::Binance => (Binance::listing_url(&s.rest), binance::LISTING_WEIGHT),
+        Venue::Bybit => (Bybit::listing_url(&s.rest), 1.0),
+        Venue::Okx => (Okx::listing_url(&s.rest), 1.0),
+        Venue::Bitget => (Bitget::listing_url(&s.rest), 1.0),
+    };
+    let body = ctx.get(s.venue, &url, weight).await?;
+    let mut list = match s.venue {
+        Venue::Binance => Binance::parse_listing(&body),
+        Venue::Bybit => Bybit::parse_listing(&body),
+        Venue::Okx => Okx::parse_listing(&body),
+        Venue::Bitget => Bitget::parse_listing(&body),
+    }?;
+    let dropped = drop_collisions(&mut list);
+    if dropped > 0 {
+        eprintln!("rampart: {}: {dropped} instruments dropped: BASEQUOTE collides with another", s.venue.as_str());
+    }
+    Ok(list)
+}
+
+/// Lists every venue once, on the calling thread (start-up): one result per venue, in order.
+pub fn list_venues(
+    venues: &[VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Vec<Result<Vec<Listed>, String>> {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return venues.iter().map(|_| Err(format!("no runtime: {e}"))).collect(),
+    };
+    let books = RestBooks { registry: Arc::new(Registry::default()), natives: Arc::new(Vec::new()), bars_max: 0 };
+    let ctx =
+        Ctx { venues: venues.to_vec(), books, tls, stats: Arc::new(Default::default()), pacers: Default::default() };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async {
+        let mut out = Vec::with_capacity(venues.len());
+        for s in venues {
+            let mut result = Err(String::new());
+            // A venue that does not answer at start is retried a few times, then left out.
+            for attempt in 0..3u32 {
+                result = list_with(&ctx, s).await;
+                if result.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
+            }
+            out.push(result);
+        }
+        out
+    })
+}
+
+async fn snapshot(ctx: &Ctx, book: BookId) -> RestReply {
+    let ins = ctx.books.registry.get(book);
+    let Some(s) = ctx.settings(ins.venue) else {
+        return RestReply::SnapshotFailed { book, error: "venue not configured".into() };
+    };
+    let native = ctx.books.natives.get(book.index()).map_or("", String::as_str);
+    match ctx.get(ins.venue, &binance::snapshot_url(&s.rest, native), binance::SNAPSHOT_WEIGHT).await {
+        Ok(body) => RestReply::Snapshot { book, body },
+        Err(error) => RestReply::SnapshotFailed { book, error },
+    }
+}
+
+async fn backfill(ctx: &Ctx, book: BookId) -> RestReply {
+    let ins = ctx.books.registry.get(book);
+    let venue = ins.venue;
+    let Some(s) = ctx.settings(venue) else {
+        return RestReply::BackfillFailed { book, error: "venue not configured".into() };
+    };
+    let native = ctx.books.natives.get(book.index()).map_or("", String::as_str);
+    let want = ctx.books.bars_max;
+    let mut set = Box::new(CandleSet::new(want));
+    for tf in Timeframe::ALL {
+        let bars = match venue {
+            Venue::Binance => history::<Binance>(ctx, s, native, tf, want).await,
+            Venue::Bybit => history::<Bybit>(ctx, s, native, tf, want).await,
+            Venue::Okx => history::<Okx>(ctx, s, native, tf, want).await,
+            Venue::Bitget => history::<Bitget>(ctx, s, native, tf, want).await,
+        };
+        match bars {
+            Ok(bars) => {
+                for bar in bars {
+                    set.load(tf, bar);
+                }
+            }
+            Err(error) => {
+                ctx.stats[venue.index()].backfill_failed.fetch_add(1, Ordering::Relaxed);
+                return RestReply::BackfillFailed { book, error };
+            }
+        }
+    }
+    ctx.stats[venue.index()].backfilled.fetch_add(1, Ordering::Relaxed);
+    RestReply::Backfill { book, candles: set }
+}
+
+/// The latest `want` bars of one timeframe, oldest first, paging backwards.
+async fn history<A: RestApi>(
+    ctx: &Ctx,
+    s: &VenueSettings,
+    native: &str,
+    tf: Timeframe,
+    want: usize,
+) -> Result<CandlePage, String> {
+    let mut bars: CandlePage = Vec::with_capacity(want + A::LATEST_PAGE_MAX);
+    let mut end: Option<i64> = None;
+    for page in 0..BACKFILL_PAGES_MAX {
+        let limit = if page == 0 { want.min(A::LATEST_PAGE_MAX) } else { (want - bars.len()).min(A::OLDER_PAGE_MAX) };
+        let url = A::candles_url(&s.rest, native, tf, end, limit.max(1));
+        let mut attempt = 0;
+        let got = loop {
+            let r = match ctx.get(s.venue, &url, A::CANDLES_WEIGHT).await {
+                Ok(body) => A::parse_candles(&body),
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(p) => break p,
+                Err(e) if attempt + 1 >= BACKFILL_ATTEMPTS_MAX => return Err(e),
+                Err(_) => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
+                }
+            }
+        };
+        let oldest_before = bars.first().map(|c| c.open_ms);
+        let older: Vec<_> = got.into_iter().filter(|c| oldest_before.is_none_or(|o| c.open_ms < o)).collect();
+        if older.is_empty() {
+            break;
+        }
+        end = older.first().map(|c| c.open_ms);
+        bars.splice(0..0, older);
+        if bars.len() >= want {
+            break;
+        }
+    }
+    if bars.len() > want {
+        bars.drain(..bars.len() - want);
+    }
+    Ok(bars)
+}
+
+struct GetError {
+    status: Option<u16>,
+    retry_after: Option<Duration>,
+    text: String,
+}
+
+fn fail(text: impl Into<String>) -> GetError {
+    GetError { status: None, retry_after: None, text: text.into() }
+}
+
+/// One GET over a fresh connection: status 200 with a body within [`BODY_BYTES_MAX`].
+async fn get(url: &str, tls: Option<Arc<rustls::ClientConfig>>) -> Result<Bytes, GetError> {
+    let parsed = ssrf::parse(url).map_err(|e| fail(format!("bad URL: {e}")))?;
+    let host = match &parsed.host {
+        Host::Name(n) => n.clone(),
+        Host::Ip(ip) => ip.to_string(),
+    };
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), parsed.port))
+        .await
+        .map_err(|e| fail(format!("resolve {host}: {e}")))?
+        .collect();
+    let mut last = fail("no address");
+    for addr in addrs {
+        let stream = match tokio::net::TcpStream::connect(addr).await {
+            Ok(s) => s,
+            Err(e) => {
+                last = fail(format!("connect {addr}: {e}"));
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        if !parsed.https {
+            return exchange(TokioIo::new(stream), &parsed.authority, &parsed.path_and_query).await;
+        }
+        let name = match &parsed.host {
+            Host::Name(n) => rustls::pki_types::ServerName::try_from(n.clone()).map_err(|_| fail("bad TLS name"))?,
+            Host::Ip(ip) => rustls::pki_types::ServerName::IpAddress((*ip).into()),
+        };
+        let Some(tls) = tls.clone() else { return Err(fail("TLS is not available")) };
+        let s =
+            tokio_rustls::TlsConnector::from(tls).connect(name, stream).await.map_err(|e| fail(format!("TLS: {e}")))?;
+        return exchange(TokioIo::new(s), &parsed.authority, &parsed.path_and_query).await;
+    }
+    Err(last)
+}
+
+async fn exchange<I>(io: I, authority: &str, path: &str) -> Result<Bytes, GetError>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(|e| fail(format!("HTTP: {e}")))?;
+    let driver = tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    let mut req = Request::new(Empty::<Bytes>::new());
+    *req.uri_mut() = path.parse().map_err(|_| fail("bad path"))?;
+    req.headers_mut().insert(HOST, HeaderValue::from_str(authority).map_err(|_| fail("bad host"))?);
+    req.headers_mut().insert(USER_AGENT, HeaderValue::from_static(crate::delivery::USER_AGENT_VALUE));
+    let result = async {
+        let resp = sender.send_request(req).await.map_err(|e| fail(format!("HTTP: {e}")))?;
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = Limited::new(resp.into_body(), BODY_BYTES_MAX)
+            .collect()
+            .await
+            .map_err(|e| fail(format!("body: {e}")))?
+            .to_bytes();
+        if status != 200 {
+            let snippet = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+            return Err(GetError { status: Some(status), retry_after, text: format!("HTTP {status}: {snippet}") });
+        }
+        Ok(body)
+    }
+    .await;
+    driver.abort();
+    result
+}
