@@ -1,5 +1,6 @@
 //! The `rampart` command line: `serve` (the default) wires the engine, shards, storage and the
-//! HTTP front together; `keys` manages API keys in the same data directory.
+//! HTTP front together; `keys` manages API keys in the same data directory; `sim-venue` runs a
+//! local simulator of the four venues' real protocols ([`simvenue`]).
 //!
 //! Settings come from flags, then `RAMPART_<NAME>` environment variables, then the TOML file
 //! given by `--config`, then the defaults of `decisions.md` §1.
@@ -26,6 +27,8 @@ use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 use rampart_net::writer::{OnCommitted, Writer};
 
+pub mod simvenue;
+
 #[derive(Parser, Debug)]
 #[command(name = "rampart", version, about = "Market structure, order-book walls and alerts at tick speed")]
 #[command(args_conflicts_with_subcommands = true)]
@@ -47,6 +50,61 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Run a local simulator of the venues' REST and WebSocket protocols (Binance, Bybit, OKX,
+    /// Bitget) over the simulated market, with fault injection and a control API under /sim/.
+    SimVenue(SimVenueArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+struct SimVenueArgs {
+    /// Address to listen on; port 0 picks a free one (the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: String,
+    /// Seed of the simulated market.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Pairs in the simulated market.
+    #[arg(long, default_value_t = 500)]
+    sim_pairs: usize,
+    /// Venues to serve, comma separated.
+    #[arg(long, default_value = "binance,bybit,okx,bitget")]
+    venues: String,
+    /// Skip an update id / break the sequence chain once every N book messages per venue.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fault_gap_every: u64,
+    /// A wrong OKX/Bitget checksum once every N book updates per venue.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fault_checksum_every: u64,
+    /// A stale Binance REST depth snapshot once every N depth requests.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fault_stale_snapshot_every: u64,
+    /// Drop every WebSocket connection every S seconds.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    fault_disconnect_every_s: u64,
+    /// Delist SYMBOL (on one venue, or on every venue listing it) SECONDS after start. Repeatable.
+    #[arg(long, value_name = "[VENUE:]SYMBOL@SECONDS")]
+    delist: Vec<String>,
+    /// OKX `books` messages carry checksum 0.
+    #[arg(long)]
+    okx_checksum_zero: bool,
+    /// Bitget `books` messages carry no checksum field.
+    #[arg(long)]
+    bitget_no_checksum: bool,
+    /// Binance server ping interval, seconds.
+    #[arg(long, default_value_t = 20)]
+    ping_interval_s: u64,
+    /// OKX idle close (4004) after this many seconds without a client message or data push.
+    #[arg(long, default_value_t = 30)]
+    idle_close_s: u64,
+    /// OKX idle heartbeat on `books` after this many seconds without a book change.
+    #[arg(long, default_value_t = 60)]
+    okx_heartbeat_s: u64,
+    /// Messages a WebSocket connection may have queued before it is closed as a slow consumer.
+    #[arg(long, default_value_t = 8_192)]
+    queue_messages_max: usize,
+    /// Open TCP connections at most; more are closed at accept.
+    #[arg(long, default_value_t = 4_096)]
+    connections_max: usize,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -114,6 +172,7 @@ pub fn cli_main() -> ExitCode {
         None => serve(cli.serve),
         Some(Command::Serve(args)) => serve(args),
         Some(Command::Keys { command, common }) => keys(command, common),
+        Some(Command::SimVenue(args)) => sim_venue(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -197,6 +256,52 @@ fn parse_venues(list: &str) -> Result<Vec<Venue>> {
     }
     out.sort();
     Ok(out)
+}
+
+fn sim_venue(args: SimVenueArgs) -> Result<()> {
+    let mut delist = Vec::new();
+    for d in &args.delist {
+        delist.push(simvenue::DelistPlan::parse(d).map_err(|e| anyhow::anyhow!(e))?);
+    }
+    let config = simvenue::Config {
+        listen: args.listen,
+        seed: args.seed,
+        sim_pairs: args.sim_pairs,
+        venues: parse_venues(&args.venues)?,
+        faults: simvenue::Faults {
+            gap_every: args.fault_gap_every,
+            checksum_every: args.fault_checksum_every,
+            stale_snapshot_every: args.fault_stale_snapshot_every,
+            disconnect_every_s: args.fault_disconnect_every_s,
+        },
+        delist,
+        okx_checksum_zero: args.okx_checksum_zero,
+        bitget_checksum: !args.bitget_no_checksum,
+        ping_interval_s: args.ping_interval_s,
+        idle_close_s: args.idle_close_s,
+        okx_heartbeat_s: args.okx_heartbeat_s,
+        queue_messages_max: args.queue_messages_max,
+        connections_max: args.connections_max,
+    };
+    let handle = simvenue::start(config)?;
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "sim-venue listening on {}", handle.url())?;
+        out.flush()?;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok::<(), anyhow::Error>(())
+    })?;
+    eprintln!("sim-venue: shutting down");
+    handle.stop();
+    Ok(())
 }
 
 /// Settings of one `serve` run, after flags, environment, file and defaults are merged.

@@ -1,0 +1,246 @@
+//! The simulator's control API under `/sim/`: faults, trades, delistings and venue outages on
+//! demand, counters, and the true books (for tests and the latency benchmark).
+//!
+//! - `POST /sim/fault` `{"venue":..,"symbol":..,"kind":..}`: `gap`, `stale_snapshot` (Binance),
+//!   `checksum` (OKX, Bitget), `reset` (Bybit, OKX), `crossed`, `heartbeat` (OKX) act on one
+//!   pair; `disconnect` and `notice` (OKX, Binance) on the whole venue (`symbol` not needed).
+//! - `POST /sim/trade` `{"venue":..,"symbol":..,"price":"123.45","qty":"1"}` (`qty` optional).
+//! - `POST /sim/delist` `{"venue":..,"symbol":..}`.
+//! - `POST /sim/venue` `{"venue":..,"up":false|true}`.
+//! - `GET /sim/stats`, `GET /sim/book?venue=&symbol=`.
+//!
+//! Answers are `{"ok":true}` (200) or `{"ok":false,"error":".."}` with 400 (bad body or a fault
+//! that does not apply to the venue), 404 (unknown path) or 405 (wrong method).
+
+use std::fmt::Write as _;
+
+use hyper::Method;
+use rampart_engine::fixed::Price;
+use rampart_engine::Venue;
+
+use super::market::{FaultKind, Kill};
+use super::text::{json_str, param, push_fixed, push_qty, query_pairs};
+use super::{binance, now_ms, okx, Reply, Shared};
+
+/// Levels per side `GET /sim/book` returns.
+const BOOK_LEVELS: usize = 20;
+
+fn fail(status: u16, msg: &str) -> Reply {
+    Reply::status(status, format!("{{\"ok\":false,\"error\":{}}}", json_str(msg)))
+}
+
+fn done() -> Reply {
+    Reply::ok("{\"ok\":true}".into())
+}
+
+/// Answers one control request.
+pub(crate) fn handle(shared: &Shared, method: &Method, path: &str, query: Option<&str>, body: &[u8]) -> Reply {
+    let post = |f: fn(&Shared, &serde_json::Value) -> Reply| {
+        if method != Method::POST {
+            return fail(405, "use POST");
+        }
+        match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(v) if v.is_object() => f(shared, &v),
+            Ok(_) => fail(400, "the body must be a JSON object"),
+            Err(e) => fail(400, &format!("the body is not JSON: {e}")),
+        }
+    };
+    match path {
+        "/sim/fault" => post(fault),
+        "/sim/trade" => post(trade),
+        "/sim/delist" => post(delist),
+        "/sim/venue" => post(venue),
+        "/sim/stats" | "/sim/book" if method != Method::GET => fail(405, "use GET"),
+        "/sim/stats" => Reply::ok(shared.stats.to_json(&shared.cfg.venues)),
+        "/sim/book" => book(shared, query),
+        _ => fail(404, "no such control path"),
+    }
+}
+
+fn venue_of(shared: &Shared, v: &serde_json::Value) -> Result<Venue, Reply> {
+    let name = v.get("venue").and_then(|x| x.as_str()).ok_or_else(|| fail(400, "'venue' is required"))?;
+    let venue =
+        Venue::parse(name).ok_or_else(|| fail(400, &format!("invalid venue '{name}'. Allowed: {}", Venue::ALLOWED)))?;
+    if !shared.cfg.venues.contains(&venue) {
+        return Err(fail(400, &format!("venue '{name}' is not served by this simulator")));
+    }
+    Ok(venue)
+}
+
+/// The listed book named by the body's `symbol` on `venue`.
+fn book_of(shared: &Shared, venue: Venue, v: &serde_json::Value) -> Result<usize, Reply> {
+    let sym = v.get("symbol").and_then(|x| x.as_str()).ok_or_else(|| fail(400, "'symbol' is required"))?;
+    let st = shared.lock();
+    match st.find(venue, sym) {
+        Some(b) if st.books[b].listed => Ok(b),
+        Some(_) => Err(fail(400, &format!("{sym} is delisted on {venue}"))),
+        None => Err(fail(400, &format!("{sym} is not listed on {venue}"))),
+    }
+}
+
+fn fault(shared: &Shared, v: &serde_json::Value) -> Reply {
+    let venue = match venue_of(shared, v) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let Some(name) = v.get("kind").and_then(|k| k.as_str()) else { return fail(400, "'kind' is required") };
+    let allowed = "gap, stale_snapshot, checksum, reset, disconnect, notice, crossed, heartbeat";
+    let kind = match FaultKind::parse(name) {
+        Some(FaultKind::Delist) | None => return fail(400, &format!("invalid kind '{name}'. Allowed: {allowed}")),
+        Some(k) => k,
+    };
+    let applies = match kind {
+        FaultKind::StaleSnapshot => venue == Venue::Binance,
+        FaultKind::Checksum => matches!(venue, Venue::Okx | Venue::Bitget),
+        FaultKind::Reset => matches!(venue, Venue::Bybit | Venue::Okx),
+        FaultKind::Notice => matches!(venue, Venue::Okx | Venue::Binance),
+        FaultKind::Heartbeat => venue == Venue::Okx,
+        _ => true,
+    };
+    if !applies {
+        return fail(400, &format!("fault '{name}' does not apply to {venue}"));
+    }
+    match kind {
+        FaultKind::Disconnect => {
+            shared.lock().kill_venue(venue, &Kill::Drop);
+            shared.stats.fault(venue, FaultKind::Disconnect);
+            return done();
+        }
+        FaultKind::Notice => {
+            let st = shared.lock();
+            if venue == Venue::Okx {
+                okx::notice(&st);
+            } else {
+                binance::server_shutdown(&st);
+            }
+            shared.stats.fault(venue, FaultKind::Notice);
+            return done();
+        }
+        _ => {}
+    }
+    let b = match book_of(shared, venue, v) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let mut st = shared.lock();
+    match kind {
+        FaultKind::Gap => st.books[b].pending.gap = true,
+        FaultKind::Checksum => st.books[b].pending.checksum = true,
+        FaultKind::Reset => st.books[b].pending.reset = true,
+        FaultKind::StaleSnapshot => st.books[b].pending.stale = true,
+        FaultKind::Crossed => {
+            if !st.cross(b, now_ms()) {
+                return fail(400, "the book has no ask to cross");
+            }
+        }
+        FaultKind::Heartbeat => okx::heartbeat_now(&mut st, b),
+        FaultKind::Disconnect | FaultKind::Notice | FaultKind::Delist => {}
+    }
+    done()
+}
+
+/// A decimal given as a JSON string or number.
+fn decimal(v: &serde_json::Value, key: &str) -> Result<Option<i64>, Reply> {
+    let text = match v.get(key) {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        Some(_) => return Err(fail(400, &format!("'{key}' must be a decimal string"))),
+    };
+    match Price::parse(text.as_bytes()) {
+        Ok(p) if p.0 > 0 => Ok(Some(p.0)),
+        _ => Err(fail(400, &format!("'{key}' must be a decimal above zero, not '{text}'"))),
+    }
+}
+
+fn trade(shared: &Shared, v: &serde_json::Value) -> Reply {
+    let venue = match venue_of(shared, v) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let b = match book_of(shared, venue, v) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let price = match decimal(v, "price") {
+        Ok(Some(p)) => p,
+        Ok(None) => return fail(400, "'price' is required"),
+        Err(r) => return r,
+    };
+    let qty = match decimal(v, "qty") {
+        Ok(q) => q.map(|q| q as u64),
+        Err(r) => return r,
+    };
+    match shared.lock().inject_trade(b, price, qty, now_ms()) {
+        Ok(()) => done(),
+        Err(msg) => fail(400, &msg),
+    }
+}
+
+fn delist(shared: &Shared, v: &serde_json::Value) -> Reply {
+    let venue = match venue_of(shared, v) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let b = match book_of(shared, venue, v) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    shared.lock().delist(b, now_ms());
+    done()
+}
+
+fn venue(shared: &Shared, v: &serde_json::Value) -> Reply {
+    let venue = match venue_of(shared, v) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let Some(up) = v.get("up").and_then(|u| u.as_bool()) else { return fail(400, "'up' must be true or false") };
+    let mut st = shared.lock();
+    st.venue_up[venue.index()] = up;
+    if !up {
+        st.kill_venue(venue, &Kill::Drop);
+    }
+    eprintln!("sim-venue: {venue} is {}", if up { "up" } else { "down" });
+    done()
+}
+
+fn book(shared: &Shared, query: Option<&str>) -> Reply {
+    let q = query_pairs(query);
+    let Some(venue) = param(&q, "venue").and_then(Venue::parse) else {
+        return fail(400, &format!("'venue' is required. Allowed: {}", Venue::ALLOWED));
+    };
+    let Some(sym) = param(&q, "symbol") else { return fail(400, "'symbol' is required") };
+    let st = shared.lock();
+    let Some(b) = st.find(venue, sym) else { return fail(404, &format!("{sym} is not listed on {venue}")) };
+    let book = &st.books[b];
+    let (bids, asks) = book.top(BOOK_LEVELS);
+    let mut out = format!(
+        "{{\"venue\":\"{venue}\",\"symbol\":\"{}\",\"listed\":{},\"seq\":{},\"views\":[",
+        book.symbol, book.listed, book.seq
+    );
+    for (i, view) in book.views.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"depth\":{},\"u\":{}}}", view.depth, view.u);
+    }
+    out.push_str("],\"bids\":[");
+    for (side, levels) in [("bids", bids), ("asks", asks)] {
+        if side == "asks" {
+            out.push_str("],\"asks\":[");
+        }
+        for (i, l) in levels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str("[\"");
+            push_fixed(&mut out, l.price.0, book.px_dec);
+            out.push_str("\",\"");
+            push_qty(&mut out, l.qty.0, book.qty_dec);
+            out.push_str("\"]");
+        }
+    }
+    out.push_str("]}");
+    Reply::ok(out)
+}
