@@ -64,25 +64,23 @@ fn price_of(server: &Server, venue: &str, symbol: &str) -> f64 {
     }
 }
 
-/// Places a wall in the simulator's true book and waits until rampart serves it with the exact
-/// size: the venue frame went through decode, sync, the book and the wall scan.
+/// Places a wall in the simulator's true book (between its 5th and 6th bids, a price the
+/// simulated market never uses) and waits until rampart serves it with the exact size: the venue
+/// frame went through decode, sync, the book and the wall scan. Then removes it again.
 fn wall_round_trip(sim: &SimVenue, server: &Server, venue: &str, symbol: &str) {
-    let p = price_of(server, venue, symbol);
     let truth = sim.get(&format!("book?venue={venue}&symbol={symbol}"));
-    let best_bid = truth["bids"][0][0].as_str().and_then(|s| s.parse::<f64>().ok()).expect("true best bid");
     let level_qty = truth["bids"][3][1].as_str().and_then(|s| s.parse::<f64>().ok()).expect("a true bid size");
-    let wall_price = truth["bids"][5][0].as_str().expect("a true bid price").to_owned();
-    let wall_qty = format!("{:.2}", (level_qty * 200.0).max(1.0));
-    sim.control("level", &json!({"venue":venue,"symbol":symbol,"side":"bid","price":wall_price,"qty":wall_qty}));
+    let wall_qty = format!("{:.0}", (level_qty * 300.0).ceil().max(1.0));
+    let placed = sim.control("level", &json!({"venue":venue,"symbol":symbol,"side":"bid","depth":5,"qty":wall_qty}));
+    let wall_price: f64 = placed["price"].as_str().and_then(|p| p.parse().ok()).expect("placed price");
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let r = server.get_authed(&format!("/v1/densities/{symbol}?exchange={venue}"));
         if r.status == 200 {
             let walls = r.ok("densities")["data"]["walls"].as_array().cloned().unwrap_or_default();
-            let hit = walls.iter().find(|w| {
-                w["side"] == "bid"
-                    && w["price"].as_f64().is_some_and(|x| (x - wall_price.parse::<f64>().unwrap_or(0.0)).abs() < 1e-9)
-            });
+            let hit = walls
+                .iter()
+                .find(|w| w["side"] == "bid" && w["price"].as_f64().is_some_and(|x| (x - wall_price).abs() < 1e-9));
             if let Some(w) = hit {
                 let q = w["qty"].as_f64().unwrap_or(0.0);
                 assert!(
@@ -90,16 +88,14 @@ fn wall_round_trip(sim: &SimVenue, server: &Server, venue: &str, symbol: &str) {
                     "{venue}: wall size {q} vs {wall_qty}: {w}"
                 );
                 assert!(w["dist"].as_f64().is_some_and(|d| d < 0.0), "{w}");
-                return;
+                break;
             }
         }
-        assert!(
-            Instant::now() < deadline,
-            "{venue}: the wall at {wall_price} (best bid {best_bid}, price {p}) never showed: {}",
-            r.text
-        );
+        assert!(Instant::now() < deadline, "{venue}: the wall at {wall_price} never showed: {}", r.text);
         thread::sleep(Duration::from_millis(200));
     }
+    let price = placed["price"].as_str().unwrap_or_default();
+    sim.control("level", &json!({"venue":venue,"symbol":symbol,"side":"bid","price":price,"qty":"0"}));
 }
 
 /// A price alert just above the price, then a trade through it on the simulator: the alert

@@ -50,6 +50,7 @@ pub(crate) fn handle(shared: &Shared, method: &Method, path: &str, query: Option
         "/sim/trade" => post(trade),
         "/sim/delist" => post(delist),
         "/sim/venue" => post(venue),
+        "/sim/level" => post(level),
         "/sim/stats" | "/sim/book" if method != Method::GET => fail(405, "use GET"),
         "/sim/stats" => Reply::ok(shared.stats.to_json(&shared.cfg.venues)),
         "/sim/book" => book(shared, query),
@@ -173,6 +174,44 @@ fn trade(shared: &Shared, v: &serde_json::Value) -> Reply {
     };
     match shared.lock().inject_trade(b, price, qty, now_ms()) {
         Ok(()) => done(),
+        Err(msg) => fail(400, &msg),
+    }
+}
+
+/// `POST /sim/level {"venue","symbol","side":"bid"|"ask","depth":N,"qty"}`: places a level of
+/// `qty` strictly between the true book's `depth`-th and next level on that side (a price the
+/// simulated market does not use, so it stays until removed), and answers its price text; with
+/// `"price"` instead of `"depth"`, sets that exact level (qty 0 removes it).
+fn level(shared: &Shared, v: &serde_json::Value) -> Reply {
+    let venue = match venue_of(shared, v) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let b = match book_of(shared, venue, v) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let side = match v.get("side").and_then(|s| s.as_str()) {
+        Some("bid") => rampart_engine::book::Side::Bid,
+        Some("ask") => rampart_engine::book::Side::Ask,
+        _ => return fail(400, "'side' must be \"bid\" or \"ask\""),
+    };
+    let qty = match v.get("qty") {
+        Some(serde_json::Value::String(t)) if t == "0" => 0,
+        Some(serde_json::Value::Number(n)) if n.as_f64() == Some(0.0) => 0,
+        _ => match decimal(v, "qty") {
+            Ok(Some(q)) => q as u64,
+            Ok(None) => return fail(400, "'qty' is required"),
+            Err(r) => return r,
+        },
+    };
+    let price = match decimal(v, "price") {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let depth = v.get("depth").and_then(|d| d.as_u64()).map(|d| d as usize);
+    match shared.lock().place_level(b, side, price, depth, qty, now_ms()) {
+        Ok(text) => Reply::ok(format!("{{\"ok\":true,\"price\":{}}}", json_str(&text))),
         Err(msg) => fail(400, &msg),
     }
 }

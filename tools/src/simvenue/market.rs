@@ -1082,6 +1082,52 @@ impl State {
         self.overrides.insert(pair, sim);
     }
 
+    /// Sets one level of book `b` and emits it: at `price`, or strictly between the true book's
+    /// `depth`-th and next level of `side` (a price off the simulated grid). Returns the price
+    /// as the venue's text.
+    pub(crate) fn place_level(
+        &mut self,
+        b: usize,
+        side: Side,
+        price: Option<i64>,
+        depth: Option<usize>,
+        qty: u64,
+        now: i64,
+    ) -> Result<String, String> {
+        let Some(book) = self.books.get(b) else { return Err("no such book".into()) };
+        let tick = book.tick.max(1);
+        let price = match (price, depth) {
+            (Some(p), _) => p,
+            (None, Some(d)) => {
+                let levels = match side {
+                    Side::Bid => book.truth.bids(),
+                    Side::Ask => book.truth.asks(),
+                };
+                let (Some(a), Some(c)) = (levels.get(d), levels.get(d + 1)) else {
+                    return Err(format!("the book has fewer than {} levels on that side", d + 2));
+                };
+                let (a, c) = (a.price.0, c.price.0);
+                // The first tick past the deeper level, if it is still short of the shallower.
+                let p = match side {
+                    Side::Bid => c + tick,
+                    Side::Ask => c - tick,
+                };
+                if (p - a).abs() < tick || (side == Side::Bid && p >= a) || (side == Side::Ask && p <= a) {
+                    return Err("no free price between those levels".into());
+                }
+                p
+            }
+            (None, None) => return Err("give 'price' or 'depth'".into()),
+        };
+        if price % tick != 0 {
+            return Err("the price is not a multiple of the tick".into());
+        }
+        let text = crate::simvenue::text::fixed(price, book.px_dec);
+        let mut changes = vec![Change { side, price, qty }];
+        self.book_step(b, &mut changes, now);
+        Ok(text)
+    }
+
     /// Sends an update that crosses book `b` (a bid at the best ask), then one that removes
     /// that bid again. False when the book has no ask.
     pub(crate) fn cross(&mut self, b: usize, now: i64) -> bool {
