@@ -7,12 +7,14 @@
 
 mod common;
 
+use common::Want;
+
 use rampart_engine::feed::bitget::{
     Action, BitgetBookSync, BitgetDecoder, BitgetLevel, BitgetTrade, BookChannel, BookPush, Message, SyncOutcome,
     BOOKS_LEVELS_PER_SIDE_MAX, OUT_OF_ORDER_RUN_MAX, TRADES_PER_PUSH_MAX,
 };
 use rampart_engine::feed::checksum::{book_checksum, crc32, CHECKSUM_LEVELS};
-use rampart_engine::feed::{DecodeError, JsonError, JsonErrorKind};
+use rampart_engine::feed::DecodeError;
 use rampart_engine::fixed::ParseError;
 use rampart_engine::{Book, BookId, Level, Price, Qty, Tick, TickKind};
 
@@ -46,18 +48,9 @@ const VALID: &[&str] = &[
     "candle_snapshot.json",
 ];
 
-/// What a malformed frame must be refused with.
-#[derive(Clone, Copy, Debug)]
-enum Want {
-    /// A JSON syntax error of this kind (offset not checked here).
-    Json(JsonErrorKind),
-    /// Exactly this error.
-    Decode(DecodeError),
-}
-
 const MALFORMED: &[(&str, Want)] = {
+    use rampart_engine::feed::JsonErrorKind as J;
     use DecodeError as D;
-    use JsonErrorKind as J;
     use Want::{Decode, Json};
     &[
         ("malformed_level_numbers.json", Decode(D::BadLevel("bids"))),
@@ -123,8 +116,7 @@ fn fixture_dir() -> String {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/{name}", fixture_dir());
-    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+    common::read_fixture(&fixture_dir(), name)
 }
 
 fn decoder() -> BitgetDecoder {
@@ -355,15 +347,7 @@ fn a_decoder_keeps_working_after_an_error() {
 #[test]
 fn malformed_fixtures_are_refused_with_the_right_error() {
     let mut d = decoder();
-    for &(name, want) in MALFORMED {
-        let bytes = fixture(name);
-        let got = d.decode(&bytes);
-        match (want, got) {
-            (Want::Json(kind), Err(DecodeError::Json(e))) => assert_eq!(e.kind, kind, "{name}: {e}"),
-            (Want::Decode(w), Err(e)) => assert_eq!(e, w, "{name}"),
-            (_, got) => panic!("{name}: want {want:?}, got {got:?}"),
-        }
-    }
+    common::assert_malformed_refused(&fixture_dir(), MALFORMED, |bytes| d.decode(bytes).map(|_| ()));
 }
 
 /// Cheap fuzz, part 1: every strict prefix of every valid frame is refused, without panicking;
@@ -371,71 +355,30 @@ fn malformed_fixtures_are_refused_with_the_right_error() {
 #[test]
 fn every_truncation_of_every_valid_frame_is_an_error() {
     let mut d = decoder();
-    let mut checked = 0;
-    for name in VALID {
-        let bytes = fixture(name);
-        assert!(d.decode(&bytes).is_ok(), "{name} must decode whole");
-        for n in 0..bytes.len() {
-            let got = d.decode(&bytes[..n]).map(|_| ());
-            if name.ends_with(".json") {
-                let want = Err(DecodeError::Json(JsonError { kind: JsonErrorKind::UnexpectedEnd, offset: n }));
-                assert_eq!(got, want, "{name} cut at {n}");
-            } else {
-                assert!(got.is_err(), "{name} cut at {n}");
-            }
-            checked += 1;
-        }
-    }
+    let checked = common::assert_truncations_refused(&fixture_dir(), VALID, |bytes| d.decode(bytes).map(|_| ()));
     assert!(checked > 3_000, "only {checked} prefixes");
 }
 
 /// Cheap fuzz, part 2: random byte edits of valid frames never panic, and whatever decodes is
-/// fed to a sync whose book keeps its invariants. The seed can be set with
-/// `RAMPART_FUZZ_SEED=<seed>` and is printed on failure.
+/// fed to a sync whose book keeps its invariants and is never left crossed. The seed can be set
+/// with `RAMPART_FUZZ_SEED=<seed>` and is printed on failure.
 #[test]
 fn mutated_frames_never_panic() {
-    let seed: u64 = std::env::var("RAMPART_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0xB17_6E7_u64) | 1;
-    let mut x = seed;
-    let mut next = move || {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
-    const BYTES: &[u8] = b"{}[]\",:-0123456789.e\\ \xff";
     let mut d = decoder();
     let mut sync = BitgetBookSync::new(CHECKSUM_LEVELS, true);
     let mut book = Book::new(64);
-    let mut decoded = 0;
-    for name in VALID {
-        let base = fixture(name);
-        for _ in 0..300 {
-            let mut bytes = base.clone();
-            for _ in 0..1 + next() % 3 {
-                if bytes.is_empty() {
-                    break;
-                }
-                let i = (next() % bytes.len() as u64) as usize;
-                bytes[i] = BYTES[(next() % BYTES.len() as u64) as usize];
+    let decoded = common::mutate_valid_frames(&fixture_dir(), VALID, 0x0B17_6E75, |bytes| {
+        let ok = match d.decode(bytes) {
+            Ok(Message::Book(p)) => {
+                sync.on_book(&p, &mut book);
+                true
             }
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let ok = match d.decode(&bytes) {
-                    Ok(Message::Book(p)) => {
-                        sync.on_book(&p, &mut book);
-                        true
-                    }
-                    Ok(_) => true,
-                    Err(_) => false,
-                };
-                assert!(book.check_invariants() && !book.is_crossed());
-                ok
-            }));
-            match r {
-                Ok(ok) => decoded += usize::from(ok),
-                Err(_) => panic!("panic on {name} mutated, seed {seed}: {}", String::from_utf8_lossy(&bytes)),
-            }
-        }
-    }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        assert!(book.check_invariants() && !book.is_crossed());
+        ok
+    });
     assert!(decoded > 100, "only {decoded} mutated frames decoded: the mutations are too destructive");
 }
 

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{ALLOCATIONS, COUNTING};
+use common::{Want, ALLOCATIONS, COUNTING};
 
 use std::sync::atomic::Ordering;
 
@@ -15,7 +15,7 @@ use rampart_engine::feed::okx::{
     book_checksum, crc32, BookAction, BookPush, CanonicalSymbol, Message, OkxBookSync, OkxDecoder, OkxLevel, OkxTrade,
     SyncOutcome, BOOKS_LEVELS_PER_SIDE_MAX, CHECKSUM_LEVELS,
 };
-use rampart_engine::feed::{DecodeError, JsonError, JsonErrorKind};
+use rampart_engine::feed::{DecodeError, JsonErrorKind};
 use rampart_engine::fixed::ParseError;
 use rampart_engine::{Book, Level, Price, Qty};
 
@@ -46,15 +46,6 @@ const VALID: &[&str] = &[
     "books_unknown_keys.json",
     "books_two_cell_levels.json",
 ];
-
-/// What a malformed frame must be refused with.
-#[derive(Clone, Copy, Debug)]
-enum Want {
-    /// A JSON syntax error of this kind (offset not checked here).
-    Json(JsonErrorKind),
-    /// Exactly this error.
-    Decode(DecodeError),
-}
 
 const MALFORMED: &[(&str, Want)] = {
     use DecodeError as D;
@@ -111,8 +102,7 @@ fn fixture_dir() -> String {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/{name}", fixture_dir());
-    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+    common::read_fixture(&fixture_dir(), name)
 }
 
 fn decoder() -> OkxDecoder {
@@ -301,15 +291,7 @@ fn the_level_and_trade_bounds_refuse_larger_messages() {
 #[test]
 fn malformed_fixtures_are_refused_with_the_right_error() {
     let mut d = decoder();
-    for &(name, want) in MALFORMED {
-        let bytes = fixture(name);
-        let got = d.decode(&bytes);
-        match (want, got) {
-            (Want::Json(kind), Err(DecodeError::Json(e))) => assert_eq!(e.kind, kind, "{name}: {e}"),
-            (Want::Decode(w), Err(e)) => assert_eq!(e, w, "{name}"),
-            (_, got) => panic!("{name}: want {want:?}, got {got:?}"),
-        }
-    }
+    common::assert_malformed_refused(&fixture_dir(), MALFORMED, |bytes| d.decode(bytes).map(|_| ()));
 }
 
 /// Cheap fuzz, part 1: every strict prefix of every valid frame is refused, without panicking;
@@ -317,21 +299,7 @@ fn malformed_fixtures_are_refused_with_the_right_error() {
 #[test]
 fn every_truncation_of_every_valid_frame_is_an_error() {
     let mut d = decoder();
-    let mut checked = 0;
-    for name in VALID {
-        let bytes = fixture(name);
-        assert!(d.decode(&bytes).is_ok(), "{name} must decode whole");
-        for n in 0..bytes.len() {
-            let got = d.decode(&bytes[..n]).map(|_| ());
-            if name.ends_with(".json") {
-                let want = Err(DecodeError::Json(JsonError { kind: JsonErrorKind::UnexpectedEnd, offset: n }));
-                assert_eq!(got, want, "{name} cut at {n}");
-            } else {
-                assert!(got.is_err(), "{name} cut at {n}");
-            }
-            checked += 1;
-        }
-    }
+    let checked = common::assert_truncations_refused(&fixture_dir(), VALID, |bytes| d.decode(bytes).map(|_| ()));
     assert!(checked > 2_000, "only {checked} prefixes");
 }
 
@@ -339,37 +307,15 @@ fn every_truncation_of_every_valid_frame_is_an_error() {
 /// `RAMPART_FUZZ_SEED=<seed>` and is printed on failure.
 #[test]
 fn mutated_frames_never_panic() {
-    let seed: u64 = std::env::var("RAMPART_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x0DC5_EED5_u64) | 1;
-    let mut x = seed;
-    let mut next = move || {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
-    const BYTES: &[u8] = b"{}[]\",:-0123456789.e\\ \xff";
     let mut d = decoder();
     let mut sync = OkxBookSync::new(CHECKSUM_LEVELS, true);
     let mut book = Book::new(64);
-    for name in VALID {
-        let base = fixture(name);
-        for _ in 0..300 {
-            let mut bytes = base.clone();
-            for _ in 0..1 + next() % 3 {
-                if bytes.is_empty() {
-                    break;
-                }
-                let i = (next() % bytes.len() as u64) as usize;
-                bytes[i] = BYTES[(next() % BYTES.len() as u64) as usize];
-            }
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if let Ok(Message::Book(p)) = d.decode(&bytes) {
-                    sync.on_book(&p, &mut book);
-                }
-            }));
-            assert!(r.is_ok(), "panic on {name} mutated, seed {seed}: {}", String::from_utf8_lossy(&bytes));
+    common::mutate_valid_frames(&fixture_dir(), VALID, 0x0DC5_EED5, |bytes| {
+        if let Ok(Message::Book(p)) = d.decode(bytes) {
+            sync.on_book(&p, &mut book);
         }
-    }
+        true
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -745,66 +745,6 @@ pub fn read_until_closed(stream: &mut TcpStream, window: Duration) -> (Vec<u8>, 
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn outcome(bytes: &[u8]) -> RawOutcome {
-        RawOutcome {
-            bytes: bytes.to_vec(),
-            text: String::from_utf8_lossy(bytes).into_owned(),
-            closed: true,
-            write_error: None,
-        }
-    }
-
-    #[test]
-    fn responses_are_split_by_content_length() {
-        // A pipelined 200 whose JSON body runs straight into hyper's 400.
-        let raw = outcome(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{\"data\":[]}\
-              HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
-        );
-        let responses = raw.responses();
-        assert_eq!(raw.statuses(), vec![200, 400]);
-        assert_eq!(responses[0].body, "{\"data\":[]}");
-        assert_eq!(responses[0].header("Content-Type"), Some("application/json"));
-        assert_eq!(responses[1].body, "");
-    }
-
-    #[test]
-    fn garbage_is_status_0() {
-        assert_eq!(outcome(b"garbage").statuses(), vec![0]);
-        assert_eq!(outcome(b"SPDY/9 200\r\n\r\n").statuses(), vec![0]);
-        assert!(outcome(b"").statuses().is_empty());
-    }
-
-    #[test]
-    fn key_format() {
-        assert!(is_api_key("rk_0123456789abcdefghijABCDEFGHIJ01"));
-        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHIJ0"));
-        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHIJ012"));
-        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHI-01"));
-        assert!(!is_api_key("xk_0123456789abcdefghijABCDEFGHIJ01"));
-    }
-
-    #[test]
-    fn iso8601() {
-        assert!(is_iso8601("2026-11-20T14:03:07.123+00:00"));
-        assert!(is_iso8601("2026-11-20T14:03:07Z"));
-        assert!(!is_iso8601("2026-11-20 14:03:07"));
-        assert!(!is_iso8601("1763647387123"));
-        assert!(!is_iso8601("-"));
-    }
-
-    #[test]
-    fn listening_port() {
-        assert_eq!(parse_port("127.0.0.1:4242"), Some(4242));
-        assert_eq!(parse_port("127.0.0.1:0"), None);
-        assert_eq!(parse_port("0.0.0.0:4242"), None);
-    }
-}
-
 /// A running `rampart sim-venue` (the four venues' protocols on one loopback port), killed on
 /// drop.
 pub struct SimVenue {
@@ -899,5 +839,65 @@ impl Drop for SimVenue {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(bytes: &[u8]) -> RawOutcome {
+        RawOutcome {
+            bytes: bytes.to_vec(),
+            text: String::from_utf8_lossy(bytes).into_owned(),
+            closed: true,
+            write_error: None,
+        }
+    }
+
+    #[test]
+    fn responses_are_split_by_content_length() {
+        // A pipelined 200 whose JSON body runs straight into hyper's 400.
+        let raw = outcome(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{\"data\":[]}\
+              HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
+        );
+        let responses = raw.responses();
+        assert_eq!(raw.statuses(), vec![200, 400]);
+        assert_eq!(responses[0].body, "{\"data\":[]}");
+        assert_eq!(responses[0].header("Content-Type"), Some("application/json"));
+        assert_eq!(responses[1].body, "");
+    }
+
+    #[test]
+    fn garbage_is_status_0() {
+        assert_eq!(outcome(b"garbage").statuses(), vec![0]);
+        assert_eq!(outcome(b"SPDY/9 200\r\n\r\n").statuses(), vec![0]);
+        assert!(outcome(b"").statuses().is_empty());
+    }
+
+    #[test]
+    fn key_format() {
+        assert!(is_api_key("rk_0123456789abcdefghijABCDEFGHIJ01"));
+        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHIJ0"));
+        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHIJ012"));
+        assert!(!is_api_key("rk_0123456789abcdefghijABCDEFGHI-01"));
+        assert!(!is_api_key("xk_0123456789abcdefghijABCDEFGHIJ01"));
+    }
+
+    #[test]
+    fn iso8601() {
+        assert!(is_iso8601("2026-11-20T14:03:07.123+00:00"));
+        assert!(is_iso8601("2026-11-20T14:03:07Z"));
+        assert!(!is_iso8601("2026-11-20 14:03:07"));
+        assert!(!is_iso8601("1763647387123"));
+        assert!(!is_iso8601("-"));
+    }
+
+    #[test]
+    fn listening_port() {
+        assert_eq!(parse_port("127.0.0.1:4242"), Some(4242));
+        assert_eq!(parse_port("127.0.0.1:0"), None);
+        assert_eq!(parse_port("0.0.0.0:4242"), None);
     }
 }

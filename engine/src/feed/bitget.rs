@@ -26,7 +26,7 @@
 //! - `pseq` (UNCONFIRMED semantics: undocumented, `0` on the recorded `books5` snapshot) is
 //!   optional and read as a signed integer. The sync treats a positive `pseq` as the `seq` of the
 //!   previous update (a gap when it differs from the last `seq`) and ignores `0`, a negative
-//!   value or its absence, so both "a chained link" and "something else that is 0" work.
+//!   value or its absence, so it works whether or not `pseq` turns out to be such a link.
 //! - `seq` is required on book pushes and only its order is checked: contiguity is not promised.
 //!   An update at or below the last `seq` is dropped as out of order; the venue says `seq` grows
 //!   "except during symbol maintenance", so [`OUT_OF_ORDER_RUN_MAX`] updates in a row below the

@@ -4,7 +4,7 @@
 //! The checksum hashes the best [`CHECKSUM_LEVELS`] bids and asks interleaved as
 //! `bid1.price:bid1.size:ask1.price:ask1.size:bid2...`, using the exact strings the venue sent
 //! (`"0.5000"`, never `"0.5"`), read as a signed 32-bit integer. A sync therefore keeps, per
-//! level, the latest price and size text received ([`TextBook`], crate-private), in fixed-size
+//! level, the latest price and size text received (`TextBook`, crate-private), in fixed-size
 //! slots allocated once, next to the [`crate::book::Book`] it drives.
 
 use super::{price, qty, DecodeError, Span};

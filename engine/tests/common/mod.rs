@@ -1,12 +1,15 @@
 //! Shared by the engine's integration tests: a global allocator that counts the allocations made
 //! on the current thread while `COUNTING` is on, to prove a path allocates nothing, and the
-//! helpers the venue feed tests share.
+//! helpers the venue feed tests share (fixture files, the malformed-frame check, and the cheap
+//! fuzz of truncated and mutated frames).
 #![allow(unsafe_code)]
 #![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use rampart_engine::feed::{DecodeError, JsonError, JsonErrorKind};
 
 /// The counting allocator; install it with `#[global_allocator]` in the test file.
 pub struct Counting;
@@ -72,4 +75,100 @@ pub fn assert_fixtures_listed(dir: &str, valid: &[&str], malformed: &[&str]) {
         );
     }
     assert_eq!(names.len(), valid.len() + malformed.len(), "a listed fixture is missing");
+}
+
+/// The bytes of fixture `name` in the directory `dir`.
+pub fn read_fixture(dir: &str, name: &str) -> Vec<u8> {
+    let path = format!("{dir}/{name}");
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+}
+
+/// What a malformed frame must be refused with.
+#[derive(Clone, Copy, Debug)]
+pub enum Want {
+    /// A JSON syntax error of this kind (offset not checked here).
+    Json(JsonErrorKind),
+    /// Exactly this error.
+    Decode(DecodeError),
+}
+
+/// Asserts that `decode` refuses every fixture of `malformed` (in `dir`) with its error.
+pub fn assert_malformed_refused(
+    dir: &str,
+    malformed: &[(&str, Want)],
+    mut decode: impl FnMut(&[u8]) -> Result<(), DecodeError>,
+) {
+    for &(name, want) in malformed {
+        match (want, decode(&read_fixture(dir, name))) {
+            (Want::Json(kind), Err(DecodeError::Json(e))) => assert_eq!(e.kind, kind, "{name}: {e}"),
+            (Want::Decode(w), Err(e)) => assert_eq!(e, w, "{name}"),
+            (_, got) => panic!("{name}: want {want:?}, got {got:?}"),
+        }
+    }
+}
+
+/// Cheap fuzz, part 1: asserts that `decode` accepts every fixture of `valid` (in `dir`) whole
+/// and refuses every strict prefix without panicking; for JSON fixtures (`.json`), as truncated
+/// at the end of the input. Returns the number of prefixes checked.
+pub fn assert_truncations_refused(
+    dir: &str,
+    valid: &[&str],
+    mut decode: impl FnMut(&[u8]) -> Result<(), DecodeError>,
+) -> usize {
+    let mut checked = 0;
+    for name in valid {
+        let bytes = read_fixture(dir, name);
+        assert_eq!(decode(&bytes), Ok(()), "{name} must decode whole");
+        for n in 0..bytes.len() {
+            let got = decode(&bytes[..n]);
+            if name.ends_with(".json") {
+                let want = Err(DecodeError::Json(JsonError { kind: JsonErrorKind::UnexpectedEnd, offset: n }));
+                assert_eq!(got, want, "{name} cut at {n}");
+            } else {
+                assert!(got.is_err(), "{name} cut at {n}");
+            }
+            checked += 1;
+        }
+    }
+    checked
+}
+
+/// Cheap fuzz, part 2: hands `check` 300 copies of each fixture of `valid` (in `dir`) with one to
+/// three bytes replaced by random JSON-significant ones. A panic fails the test with the seed and
+/// the frame. The seed is `RAMPART_FUZZ_SEED` when set, else `default_seed`. Returns how many
+/// mutated frames `check` accepted (returned true for).
+pub fn mutate_valid_frames(
+    dir: &str,
+    valid: &[&str],
+    default_seed: u64,
+    mut check: impl FnMut(&[u8]) -> bool,
+) -> usize {
+    let seed: u64 = std::env::var("RAMPART_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default_seed) | 1;
+    let mut x = seed;
+    let mut next = move || {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    const BYTES: &[u8] = b"{}[]\",:-0123456789.e\\ \xff";
+    let mut accepted = 0;
+    for name in valid {
+        let base = read_fixture(dir, name);
+        for _ in 0..300 {
+            let mut bytes = base.clone();
+            for _ in 0..1 + next() % 3 {
+                if bytes.is_empty() {
+                    break;
+                }
+                let i = (next() % bytes.len() as u64) as usize;
+                bytes[i] = BYTES[(next() % BYTES.len() as u64) as usize];
+            }
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&bytes))) {
+                Ok(ok) => accepted += usize::from(ok),
+                Err(_) => panic!("panic on {name} mutated, seed {seed}: {}", String::from_utf8_lossy(&bytes)),
+            }
+        }
+    }
+    accepted
 }

@@ -96,7 +96,7 @@ impl Sink for Shard {
     fn set_live(&mut self, id: BookId, live: bool) {
         let venue = self.shared.registry.get(id).venue;
         let Some(state) = self.market.get_mut(id) else { return };
-        if state.stale == !live {
+        if state.stale != live {
             return;
         }
         state.stale = !live;
@@ -400,7 +400,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
         }
         loop {
             let now = clock::now_ms();
-            let pong_len = match codec.next() {
+            let pong_len = match codec.next_event() {
                 Ok(None) => break,
                 Err(e) => {
                     let code = if matches!(e, crate::venue::ws::WsError::TooBig { .. }) { 1009 } else { 1002 };

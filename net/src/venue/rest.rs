@@ -18,6 +18,7 @@
 //!   a 429, 418 or 403 answer pauses the venue for its `Retry-After` (or 60 s).
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -215,7 +216,7 @@ impl Rest {
                 }
             };
             let local = tokio::task::LocalSet::new();
-            let ctx = Arc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
+            let ctx = Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
             local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, on_delist));
         })?;
         self.thread = Some(thread);
@@ -283,8 +284,11 @@ impl Ctx {
     }
 }
 
+/// A listing refresh in flight: the venue's index and the result.
+type ListingTask = tokio::task::JoinHandle<(usize, Result<Vec<Listed>, String>)>;
+
 async fn run(
-    ctx: Arc<Ctx>,
+    ctx: Rc<Ctx>,
     jobs: Arc<ArrayQueue<(usize, RestJob)>>,
     replies: Vec<Arc<ArrayQueue<RestReply>>>,
     wake: Arc<Notify>,
@@ -298,7 +302,7 @@ async fn run(
     let mut in_flight = [0usize; 4];
     let mut next_refresh: Vec<Instant> =
         ctx.venues.iter().map(|v| Instant::now() + Duration::from_secs(v.refresh_s.max(10))).collect();
-    let mut listing: Option<tokio::task::JoinHandle<(usize, Result<Vec<Listed>, String>)>> = None;
+    let mut listing: Option<ListingTask> = None;
     while !stop.load(Ordering::Acquire) {
         while let Some(j) = jobs.pop() {
             waiting.push_back(j);

@@ -256,7 +256,7 @@ pub enum Event<'a> {
 /// Reads server frames from a bounded buffer and writes masked client frames.
 ///
 /// Use: [`WsCodec::read_space`] gives the free tail of the read buffer to read the socket into,
-/// [`WsCodec::filled`] records what was read, [`WsCodec::next`] yields events until it needs
+/// [`WsCodec::filled`] records what was read, [`WsCodec::next_event`] yields events until it needs
 /// more bytes. Bounds: the read buffer holds `message_bytes_max` plus one frame header; a
 /// fragmented message is assembled in a second buffer of `message_bytes_max`. Both are
 /// allocated in [`WsCodec::new`].
@@ -315,7 +315,7 @@ impl WsCodec {
     }
 
     /// The free tail of the read buffer (compacting first). Never empty: a buffer that is full
-    /// without a whole frame in it is reported by [`WsCodec::next`] as [`WsError::TooBig`].
+    /// without a whole frame in it is reported by [`WsCodec::next_event`] as [`WsError::TooBig`].
     pub fn read_space(&mut self) -> &mut [u8] {
         self.release();
         if self.start > 0 {
@@ -337,7 +337,7 @@ impl WsCodec {
     }
 
     /// The next event, `Ok(None)` when more bytes are needed.
-    pub fn next(&mut self) -> Result<Option<Event<'_>>, WsError> {
+    pub fn next_event(&mut self) -> Result<Option<Event<'_>>, WsError> {
         self.release();
         loop {
             let avail = &self.buf[self.start..self.end];
@@ -582,7 +582,7 @@ mod tests {
         // One byte at a time: every split point is exercised.
         for b in wire {
             feed(&mut c, &[b]);
-            while let Some(ev) = c.next().expect("valid") {
+            while let Some(ev) = c.next_event().expect("valid") {
                 got.push(match ev {
                     Event::Text(t) => format!(
                         "text {}",
@@ -619,7 +619,7 @@ mod tests {
             feed(&mut c, &wire);
             let mut r = Ok(None);
             for _ in 0..3 {
-                r = c.next().map(|e| e.map(|_| ()));
+                r = c.next_event().map(|e| e.map(|_| ()));
                 if r.is_err() {
                     break;
                 }
@@ -632,16 +632,16 @@ mod tests {
     fn bounds_are_enforced() {
         let mut c = WsCodec::new(100, 1);
         feed(&mut c, &server(0x1, true, &[b'a'; 101])[..20]);
-        assert_eq!(c.next(), Err(WsError::TooBig { len: 101 }));
+        assert_eq!(c.next_event(), Err(WsError::TooBig { len: 101 }));
         let mut c = WsCodec::new(100, 1);
         feed(&mut c, &server(0x1, false, &[b'a'; 60]));
-        assert_eq!(c.next(), Ok(None), "a first fragment is kept");
+        assert_eq!(c.next_event(), Ok(None), "a first fragment is kept");
         feed(&mut c, &server(0x0, true, &[b'a'; 60]));
-        assert!(matches!(c.next(), Err(WsError::TooBig { len: 120 })));
+        assert!(matches!(c.next_event(), Err(WsError::TooBig { len: 120 })));
         // A 64-bit length that does not fit is too big, not a panic.
         let mut c = WsCodec::new(100, 1);
         feed(&mut c, &[0x81, 127, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]);
-        assert!(matches!(c.next(), Err(WsError::TooBig { .. })));
+        assert!(matches!(c.next_event(), Err(WsError::TooBig { .. })));
     }
 
     #[test]

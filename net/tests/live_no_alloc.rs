@@ -1,0 +1,209 @@
+//! The live tick path allocates nothing: WebSocket frame bytes in, the codec, the venue session
+//! (decode, symbol lookup, book sync), the book, and trades through `Market::apply` with alerts
+//! held, for each venue's stream shape, after warm-up, under a counting global allocator.
+
+#[path = "../../engine/tests/common/mod.rs"]
+mod common;
+
+use std::sync::atomic::Ordering;
+
+use rampart_engine::alert::{AlertSpec, Condition, Cross};
+use rampart_engine::book::Book;
+use rampart_engine::{BookId, Market, Price, Tick, Venue};
+use rampart_net::venue::session::{Count, Session, Sink};
+use rampart_net::venue::ws::{Event, WsCodec};
+
+#[global_allocator]
+static ALLOC: common::Counting = common::Counting;
+
+/// A real market behind the session, as the shard holds it.
+struct MarketSink {
+    market: Market,
+    live: bool,
+    messages: u64,
+    trades: u64,
+    breaks: u64,
+}
+
+impl Sink for MarketSink {
+    fn book(&mut self, id: BookId) -> Option<&mut Book> {
+        self.market.get_mut(id).map(|s| &mut s.book)
+    }
+    fn set_live(&mut self, _id: BookId, live: bool) {
+        self.live = live;
+    }
+    fn trade(&mut self, tick: &Tick) {
+        self.market.apply(tick);
+        self.market.clear_firings();
+        self.trades += 1;
+    }
+    fn count(&mut self, _venue: Venue, what: Count) {
+        match what {
+            Count::Message => self.messages += 1,
+            Count::Gap | Count::ChecksumMismatch | Count::Crossed | Count::DecodeError => self.breaks += 1,
+            _ => {}
+        }
+    }
+}
+
+/// An unmasked server text frame.
+fn frame(payload: &str, out: &mut Vec<u8>) {
+    let p = payload.as_bytes();
+    out.push(0x81);
+    if p.len() < 126 {
+        out.push(p.len() as u8);
+    } else {
+        out.push(126);
+        out.extend_from_slice(&(p.len() as u16).to_be_bytes());
+    }
+    out.extend_from_slice(p);
+}
+
+/// Book message `k` (1-based) and a trade, in the venue's own shape; prices move inside a band so
+/// the book never crosses.
+fn messages(venue: Venue, k: u64) -> [String; 2] {
+    let bid = 100 + (k % 7);
+    let ask = 120 + (k % 5);
+    let px = 110 + (k % 9);
+    match venue {
+        Venue::Binance => [
+            format!(
+                r#"{{"stream":"btcusdt@depth@100ms","data":{{"e":"depthUpdate","E":{k},"s":"BTCUSDT","U":{k},"u":{k},"b":[["{bid}.5","{k}"]],"a":[["{ask}.5","2"]]}}}}"#
+            ),
+            format!(
+                r#"{{"stream":"btcusdt@trade","data":{{"e":"trade","E":{k},"s":"BTCUSDT","t":{k},"p":"{px}.1","q":"0.5","T":{k},"m":true,"M":true}}}}"#
+            ),
+        ],
+        Venue::Bybit => [
+            format!(
+                r#"{{"topic":"orderbook.200.BTCUSDT","ts":{k},"type":"{}","data":{{"s":"BTCUSDT","b":[["{bid}.5","{k}"]],"a":[["{ask}.5","2"]],"u":{},"seq":{k}}},"cts":{k}}}"#,
+                if k == 1 { "snapshot" } else { "delta" },
+                k + 1
+            ),
+            format!(
+                r#"{{"topic":"publicTrade.BTCUSDT","type":"snapshot","ts":{k},"data":[{{"T":{k},"s":"BTCUSDT","S":"Buy","v":"0.5","p":"{px}.1","i":"x{k}","BT":false,"seq":{k}}}]}}"#
+            ),
+        ],
+        Venue::Okx => [
+            format!(
+                r#"{{"arg":{{"channel":"books","instId":"BTC-USDT"}},"action":"{}","data":[{{"asks":[["{ask}.5","2","0","1"]],"bids":[["{bid}.5","{k}","0","1"]],"ts":"{k}","prevSeqId":{},"seqId":{}}}]}}"#,
+                if k == 1 { "snapshot" } else { "update" },
+                if k == 1 { -1 } else { 10 * (k as i64 - 1) },
+                10 * k
+            ),
+            format!(
+                r#"{{"arg":{{"channel":"trades","instId":"BTC-USDT"}},"data":[{{"instId":"BTC-USDT","tradeId":"{k}","px":"{px}.1","sz":"0.5","side":"buy","ts":"{k}","count":"1","source":"0","seqId":{k}}}]}}"#
+            ),
+        ],
+        Venue::Bitget => [
+            format!(
+                r#"{{"action":"{}","arg":{{"instType":"SPOT","channel":"books","instId":"BTCUSDT"}},"data":[{{"asks":[["{ask}.5","2"]],"bids":[["{bid}.5","{k}"]],"ts":"{k}","seq":{},"pseq":{}}}],"ts":{k}}}"#,
+                if k == 1 { "snapshot" } else { "update" },
+                10 * k,
+                if k == 1 { 0 } else { 10 * (k - 1) }
+            ),
+            format!(
+                r#"{{"action":"update","arg":{{"instType":"SPOT","channel":"trade","instId":"BTCUSDT"}},"data":[{{"ts":"{k}","price":"{px}.1","size":"0.5","side":"buy","tradeId":"{k}"}}],"ts":{k}}}"#
+            ),
+        ],
+    }
+}
+
+/// The allocation counter is global: the tests count one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run(venue: Venue) {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let native = if venue == Venue::Okx { "BTC-USDT" } else { "BTCUSDT" };
+    let book = BookId(0);
+    let mut market = Market::new(1, &[book], 1_000, 64);
+    for i in 0..1_000u64 {
+        // Alerts far from the price: evaluated on every trade, never fired.
+        let level = Price::from_f64(if i % 2 == 0 { 10_000.0 + i as f64 } else { 1.0 + i as f64 / 1e4 });
+        let cross = if i % 2 == 0 { Cross::Above } else { Cross::Below };
+        market.insert_alert(book, AlertSpec { id: i + 1, condition: Condition::Price { cross, level }, repeat: false });
+    }
+    let mut sink = MarketSink { market, live: false, messages: 0, trades: 0, breaks: 0 };
+    let mut session = Session::new(venue, vec![book], vec![native.to_owned()], true);
+    session.on_connected(0, &mut sink);
+    while session.next_control().is_some() {}
+    if venue == Venue::Binance {
+        // The REST snapshot the first diff asks for.
+        session.on_snapshot_body(
+            book,
+            br#"{"lastUpdateId":0,"bids":[["99.5","1"]],"asks":[["130.5","1"]]}"#,
+            0,
+            &mut sink,
+        );
+    }
+    let mut codec = WsCodec::new(1 << 20, 1);
+    let rounds = 4_000u64;
+    // The counter counts here: one allocation is seen.
+    common::ALLOCATIONS.store(0, Ordering::Relaxed);
+    common::COUNTING.with(|c| c.set(true));
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
+    common::COUNTING.with(|c| c.set(false));
+    assert_eq!(common::ALLOCATIONS.load(Ordering::Relaxed), 1, "the counting allocator is installed");
+    let mut wire = Vec::with_capacity(1 << 20);
+    let feed = |codec: &mut WsCodec, session: &mut Session, sink: &mut MarketSink, wire: &[u8]| {
+        let mut off = 0;
+        while off < wire.len() {
+            let space = codec.read_space();
+            let n = space.len().min(wire.len() - off).min(4096);
+            space[..n].copy_from_slice(&wire[off..off + n]);
+            codec.filled(n);
+            off += n;
+            while let Ok(Some(ev)) = codec.next_event() {
+                if let Event::Text(t) = ev {
+                    session.on_text(t, 1, sink);
+                }
+            }
+        }
+    };
+    // Warm-up: the first half; then the second half is counted.
+    for k in 1..=rounds / 2 {
+        for m in messages(venue, k) {
+            frame(&m, &mut wire);
+        }
+    }
+    feed(&mut codec, &mut session, &mut sink, &wire);
+    assert!(sink.live, "{venue:?}: the book is live after warm-up");
+    wire.clear();
+    for k in rounds / 2 + 1..=rounds {
+        for m in messages(venue, k) {
+            frame(&m, &mut wire);
+        }
+    }
+    let before_messages = sink.messages;
+    common::ALLOCATIONS.store(0, Ordering::Relaxed);
+    common::COUNTING.with(|c| c.set(true));
+    feed(&mut codec, &mut session, &mut sink, &wire);
+    common::COUNTING.with(|c| c.set(false));
+    let allocations = common::ALLOCATIONS.load(Ordering::Relaxed);
+    assert_eq!(sink.breaks, 0, "{venue:?}: no gap, checksum or decode error in a clean stream");
+    assert_eq!(sink.messages - before_messages, rounds, "{venue:?}: every message applied");
+    assert!(sink.live, "{venue:?}");
+    assert_eq!(allocations, 0, "{venue:?}: {rounds} book messages and {rounds} trades allocated");
+    let top = sink.market.get(book).and_then(|s| s.book.best_bid()).map(|l| l.price);
+    assert!(top.is_some(), "{venue:?}: the book holds levels");
+}
+
+#[test]
+fn binance_path_allocates_nothing() {
+    run(Venue::Binance);
+}
+
+#[test]
+fn bybit_path_allocates_nothing() {
+    run(Venue::Bybit);
+}
+
+#[test]
+fn okx_path_allocates_nothing() {
+    run(Venue::Okx);
+}
+
+#[test]
+fn bitget_path_allocates_nothing() {
+    run(Venue::Bitget);
+}
