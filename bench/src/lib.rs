@@ -8,6 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub mod alloc_count;
+pub mod harness;
+pub mod scenarios;
+pub mod ingest;
 pub mod parsers;
 
 pub use parsers::{parsers, parsers_table, ParserRow};

@@ -79,3 +79,11 @@ fn parsers_agree_and_run_cheap() {
     let table = parsers_table(&[rows.clone(), rows]);
     assert!(table.lines().count() >= checked + 2, "{table}");
 }
+
+#[test]
+fn live_ingest_cheap() {
+    let s = rampart_bench::ingest::live_ingest(20, 3_000, 1_000);
+    assert_eq!(s.count, 3_000, "{s:?}");
+    assert!(s.p50_ns > 0 && s.p50_ns <= s.p99_ns && s.p99_ns <= s.max_ns, "{s:?}");
+    assert!(s.rate_per_s.is_some_and(|r| r > 0.0));
+}

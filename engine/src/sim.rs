@@ -357,6 +357,12 @@ impl Sim {
         Sim { scratch: Vec::with_capacity(config.levels_per_side * 2), config, specs: universe.to_vec(), pairs }
     }
 
+    /// Sets the mean time between two steps of one pair (the message rate); pairs pick it up at
+    /// their next step.
+    pub fn set_step_interval_ms(&mut self, ms: i64) {
+        self.config.step_interval_ms = ms.max(1);
+    }
+
     /// Number of pairs simulated here.
     pub fn pair_count(&self) -> usize {
         self.pairs.len()

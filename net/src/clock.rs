@@ -7,6 +7,11 @@ pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Microseconds since the Unix epoch.
+pub fn now_us() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
+}
+
 /// Formats Unix milliseconds as ISO 8601 UTC with offset, e.g. `2026-11-20T14:03:07.123+00:00`.
 pub fn iso8601(ms: i64) -> String {
     let secs = ms.div_euclid(1000);

@@ -406,6 +406,9 @@ impl Front {
             },
             ["v1", "alerts", id] if req.method == Method::DELETE => self.delete_alert(&account, id, now_ms),
             ["v1", "inbox"] if get => self.inbox(&account, query),
+            ["v1", "debug", "latency"] if get => self.latency(),
+            ["v1", "debug", "latency"] if req.method == Method::DELETE => self.latency_reset(),
+            ["v1", "debug", "latency"] => method_not_allowed("GET, DELETE"),
             ["v1", "alerts"] => method_not_allowed("GET, POST"),
             ["v1", "alerts", _] => method_not_allowed("DELETE"),
             ["v1", "densities"]
@@ -521,6 +524,40 @@ impl Front {
         }
         j.raw("]}");
         respond(if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, j.finish())
+    }
+
+    /// `GET /v1/debug/latency`: the tick-to-decision histogram over every shard (live feed:
+    /// Binance microsecond event time to the alert decision), for the latency benchmark.
+    fn latency(&self) -> Resp {
+        let mut all = crate::shard::latency_histogram();
+        let mut inside = crate::shard::latency_histogram();
+        for l in self.shared.latency.iter() {
+            if let Ok(l) = l.lock() {
+                let _ = all.add(&l.tick_to_decision_us);
+                let _ = inside.add(&l.read_to_decision_us);
+            }
+        }
+        let mut j = Json::with_capacity(256);
+        for (i, (key, h)) in [("tickToDecisionUs", &all), ("readToDecisionUs", &inside)].into_iter().enumerate() {
+            j.raw(if i == 0 { "{\"" } else { ",\"" }).raw(key).raw("\":{\"count\":").int(h.len() as i64);
+            for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
+                j.raw(",\"").raw(name).raw("\":").int(h.value_at_quantile(q) as i64);
+            }
+            j.raw(",\"max\":").int(h.max() as i64).raw("}");
+        }
+        j.raw("}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    /// `DELETE /v1/debug/latency`: empties the histograms (the start of a measurement).
+    fn latency_reset(&self) -> Resp {
+        for l in self.shared.latency.iter() {
+            if let Ok(mut l) = l.lock() {
+                l.tick_to_decision_us.reset();
+                l.read_to_decision_us.reset();
+            }
+        }
+        respond(StatusCode::OK, "{\"reset\":true}".to_owned())
     }
 
     fn exchanges(&self) -> Resp {

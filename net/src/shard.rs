@@ -206,6 +206,44 @@ pub struct Shared {
     pub rest_stats: Option<Arc<[crate::venue::rest::RestStats; 4]>>,
     /// True when the feed is live (venue connections), false for the simulator.
     pub live: bool,
+    /// Per shard: tick-to-decision latencies, merged in by the shard every
+    /// [`LATENCY_PUBLISH_MS`] (the lock is never taken on the tick path).
+    pub latency: Box<[std::sync::Mutex<Latency>]>,
+}
+
+/// How often a shard merges its latency histogram into [`Shared::latency`].
+pub const LATENCY_PUBLISH_MS: i64 = 200;
+/// Largest latency recorded, microseconds; larger values are recorded as this.
+pub const LATENCY_US_MAX: u64 = 60_000_000;
+
+/// An empty latency histogram: 1 µs to [`LATENCY_US_MAX`], 3 significant digits.
+pub fn latency_histogram() -> hdrhistogram::Histogram<u64> {
+    // Constant, valid bounds: construction cannot fail.
+    hdrhistogram::Histogram::new_with_bounds(1, LATENCY_US_MAX, 3).expect("valid constant histogram bounds")
+}
+
+/// Latency histograms of one shard.
+#[derive(Debug)]
+pub struct Latency {
+    /// Venue send time (Binance `timeUnit=MICROSECOND` event time) to the alert decision on the
+    /// shard, microseconds, one sample per trade.
+    pub tick_to_decision_us: hdrhistogram::Histogram<u64>,
+    /// The part of it spent inside rampart: from the socket read that brought the trade to the
+    /// alert decision, microseconds.
+    pub read_to_decision_us: hdrhistogram::Histogram<u64>,
+}
+
+impl Latency {
+    /// Empty histograms (1 µs to [`LATENCY_US_MAX`], 3 significant digits).
+    pub fn new() -> Latency {
+        Latency { tick_to_decision_us: latency_histogram(), read_to_decision_us: latency_histogram() }
+    }
+}
+
+impl Default for Latency {
+    fn default() -> Latency {
+        Latency::new()
+    }
 }
 
 /// One shard's counters for one venue of the live feed.
@@ -269,6 +307,7 @@ impl Shared {
             venue_stats: (0..shards * 4).map(|_| VenueStats::default()).collect(),
             rest_stats: None,
             live,
+            latency: (0..shards).map(|_| std::sync::Mutex::new(Latency::new())).collect(),
         }
     }
 
@@ -542,6 +581,11 @@ pub(crate) struct Shard {
     /// Per local book: the book whose last price converts its quote to USD (`None` for USD
     /// quotes and quotes with no USDT pair on any venue).
     quote_usd: Vec<QuoteUsd>,
+    /// Latencies recorded since the last merge into [`Shared::latency`].
+    latency: Latency,
+    latency_merged_ms: i64,
+    /// When the connection task's last socket read completed, Unix microseconds.
+    pub(crate) read_at_us: i64,
 }
 
 /// How a book's quote asset converts to USD.
@@ -602,6 +646,9 @@ impl Shard {
             level_scratch: LevelScratch::default(),
             levels_epoch_ms: 0,
             levels_done: 0,
+            latency: Latency::new(),
+            latency_merged_ms: 0,
+            read_at_us: 0,
         }
     }
 
@@ -883,6 +930,21 @@ impl Shard {
         } else if let Err(ev) = self.events.push(ev) {
             self.backlog.push_back(ev);
         }
+    }
+
+    /// Merges the latencies recorded since the last call into [`Shared::latency`], at most every
+    /// [`LATENCY_PUBLISH_MS`] (the only place the lock is taken, never on the tick path).
+    pub(crate) fn merge_latency(&mut self, now_ms: i64) {
+        if now_ms - self.latency_merged_ms < LATENCY_PUBLISH_MS || self.latency.tick_to_decision_us.is_empty() {
+            return;
+        }
+        self.latency_merged_ms = now_ms;
+        if let Ok(mut shared) = self.shared.latency[self.index].lock() {
+            let _ = shared.tick_to_decision_us.add(&self.latency.tick_to_decision_us);
+            let _ = shared.read_to_decision_us.add(&self.latency.read_to_decision_us);
+        }
+        self.latency.tick_to_decision_us.reset();
+        self.latency.read_to_decision_us.reset();
     }
 
     pub(crate) fn publish_counters(&mut self) {

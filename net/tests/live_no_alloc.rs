@@ -37,6 +37,9 @@ impl Sink for MarketSink {
         self.market.clear_firings();
         self.trades += 1;
     }
+    fn decided(&mut self, sent_us: i64) {
+        assert!(sent_us > 0);
+    }
     fn count(&mut self, _venue: Venue, what: Count) {
         match what {
             Count::Message => self.messages += 1,

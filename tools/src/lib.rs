@@ -22,7 +22,7 @@ use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
 use rampart_net::front::{self, Front, FrontConfig};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
-use rampart_net::store::{AlertRow, Revoked, Store};
+use rampart_net::store::{AlertRow, Checkpointer, Revoked, Store};
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 use rampart_net::writer::{OnCommitted, Writer};
@@ -105,6 +105,9 @@ struct SimVenueArgs {
     /// Open TCP connections at most; more are closed at accept.
     #[arg(long, default_value_t = 4_096)]
     connections_max: usize,
+    /// Mean time between two steps of one pair, ms (default 500): the message rate.
+    #[arg(long)]
+    step_ms: Option<i64>,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -282,6 +285,7 @@ fn sim_venue(args: SimVenueArgs) -> Result<()> {
         okx_heartbeat_s: args.okx_heartbeat_s,
         queue_messages_max: args.queue_messages_max,
         connections_max: args.connections_max,
+        step_ms: args.step_ms,
     };
     let handle = simvenue::start(config)?;
     {
@@ -475,14 +479,16 @@ fn serve(args: ServeArgs) -> Result<()> {
 
     // Webhook delivery, then the persistence side of the shards' event queues, which wakes it.
     let delivery_config = DeliveryConfig { allow_private: s.allow_private, ..DeliveryConfig::default() };
-    let delivery = Delivery::start(Store::open(&s.data_dir)?, delivery_config, Arc::new(SystemClock))?;
+    let delivery = Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, Arc::new(SystemClock))?;
     let wake = delivery.waker();
     let on_committed: OnCommitted = Box::new(move |done| {
         if done.iter().any(|(row, _)| row.webhook_url.is_some()) {
             wake.notify_one();
         }
     });
-    let writer = Writer::start(Store::open(&s.data_dir)?, shards.event_queues(), registry.clone(), on_committed)?;
+    let writer =
+        Writer::start(Store::open(&s.data_dir)?.for_background()?, shards.event_queues(), registry.clone(), on_committed)?;
+    let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1))?;
 
     for (symbol, after_s) in s.sim_delist.clone() {
         let (shared, commands) = (shards.shared().clone(), shards.commands());
@@ -533,6 +539,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     shards.stop();
     writer.stop();
     delivery.stop();
+    drop(checkpointer);
     served
 }
 

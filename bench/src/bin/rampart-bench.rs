@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]`.
 //!
 //! The binary counts allocations (`alloc_count::Counting` is its global allocator) so the
 //! `parsers` benchmark can report allocations per frame.
@@ -26,6 +26,7 @@ fn main() {
     for run in 1..=runs {
         let summaries = match which {
             "tick" => vec![tick_apply(500, 20_000)],
+            "ingest" => vec![rampart_bench::ingest::live_ingest(500, 1_000_000, 100_000)],
             "hop" => front_hop(500, 1, 20_000),
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
             "walls" => vec![wall_scan(500, 20)],
@@ -38,7 +39,7 @@ fn main() {
                 alert_decision(100_000, 1_000_000, 1_000_000),
             ],
             _ => {
-                eprintln!("usage: rampart-bench tick|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]");
+                eprintln!("usage: rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]");
                 std::process::exit(2);
             }
         };

@@ -114,6 +114,13 @@ impl Sink for Shard {
         self.apply_tick(tick);
     }
 
+    fn decided(&mut self, sent_us: i64) {
+        let now = clock::now_us();
+        let max = super::LATENCY_US_MAX as i64;
+        self.latency.tick_to_decision_us.saturating_record((now - sent_us).clamp(1, max) as u64);
+        self.latency.read_to_decision_us.saturating_record((now - self.read_at_us).clamp(1, max) as u64);
+    }
+
     fn count(&mut self, venue: Venue, what: Count) {
         let s = &self.shared.venue_stats[self.index * 4 + venue.index()];
         let c = match what {
@@ -257,6 +264,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 shard.walls_due(now);
             }
             shard.publish_counters();
+            shard.merge_latency(now);
             shard.shared.stats[index].ticks.store(shard.applied, Ordering::Relaxed);
         }
         let poll = live.borrow().shard.config.poll_interval;
@@ -396,7 +404,10 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
             None => continue,
             Some(Ok(0)) => return "closed by the venue".into(),
             Some(Err(e)) => return format!("read: {e}"),
-            Some(Ok(n)) => codec.filled(n),
+            Some(Ok(n)) => {
+                codec.filled(n);
+                live.borrow_mut().shard.read_at_us = clock::now_us();
+            }
         }
         loop {
             let now = clock::now_ms();

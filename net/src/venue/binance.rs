@@ -110,7 +110,8 @@ pub fn snapshot_url(base: &str, native: &str) -> String {
 
 /// The combined-stream URL for the depth diffs and trades of `natives`.
 pub fn stream_url(ws_base: &str, natives: &[&str]) -> String {
-    let mut u = format!("{ws_base}/stream?streams=");
+    // Microsecond time fields: exact venue timestamps for latency measurement.
+    let mut u = format!("{ws_base}/stream?timeUnit=MICROSECOND&streams=");
     for (i, n) in natives.iter().enumerate() {
         let n = n.to_lowercase();
         if i > 0 {
@@ -162,7 +163,7 @@ mod tests {
     fn stream_url_lowercases() {
         assert_eq!(
             stream_url("ws://h", &["BTCUSDT", "ETHBTC"]),
-            "ws://h/stream?streams=btcusdt@depth@100ms/btcusdt@trade/ethbtc@depth@100ms/ethbtc@trade"
+            "ws://h/stream?timeUnit=MICROSECOND&streams=btcusdt@depth@100ms/btcusdt@trade/ethbtc@depth@100ms/ethbtc@trade"
         );
     }
 }

@@ -81,6 +81,8 @@ pub trait Sink {
     fn trade(&mut self, tick: &Tick);
     /// Counts an event of `venue`.
     fn count(&mut self, venue: Venue, what: Count);
+    /// The alert decision for a trade the venue sent at `sent_us` (Unix microseconds) is made.
+    fn decided(&mut self, sent_us: i64);
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -140,7 +142,7 @@ impl Session {
         let index = natives.iter().enumerate().map(|(i, s)| (s.as_bytes().to_vec().into_boxed_slice(), i)).collect();
         let (decoder, syncs) = match venue {
             Venue::Binance => (
-                Decoder::Binance(BinanceDecoder::new(TimeUnit::Millisecond, DECODE_LEVELS_MAX)),
+                Decoder::Binance(BinanceDecoder::new(TimeUnit::Microsecond, DECODE_LEVELS_MAX)),
                 Syncs::Binance(
                     (0..n)
                         .map(|_| BinanceBookSync::new(BINANCE_BUFFER_EVENTS_MAX, BINANCE_BUFFER_LEVELS_MAX))
@@ -429,7 +431,8 @@ impl Session {
             bn::Message::Trade(t) => {
                 let Some(&k) = self.index.get(t.symbol) else { return };
                 sink.count(Venue::Binance, Count::Message);
-                return sink.trade(&t.tick(self.books[k]));
+                sink.trade(&t.tick(self.books[k]));
+                return sink.decided(t.event_us);
             }
             bn::Message::ServerShutdown { .. } => {
                 self.reconnect = Some("serverShutdown".into());

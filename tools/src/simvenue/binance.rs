@@ -262,8 +262,14 @@ pub(crate) fn on_book_step(st: &mut State, b: usize, changes: &[Change], now: i6
     if st.has_subs(&fast) {
         let book = &st.books[b];
         let sides = Sides::of(changes);
-        let raw = depth_event(book, now, first, last, &sides.bids, &sides.asks);
-        st.publish_binance(&fast, &stream_name(book, "@depth@100ms"), &raw);
+        let make = |us: bool| {
+            let mut e = depth_event(book, now, first, last, &sides.bids, &sides.asks);
+            if us {
+                e = e.replacen(&format!("\"E\":{now},"), &format!("\"E\":{},", crate::simvenue::SEND_TIME_MARK), 1);
+            }
+            e
+        };
+        st.publish_binance(&fast, &stream_name(book, "@depth@100ms"), make);
     }
     if st.has_subs(&slow) {
         if gap {
@@ -290,9 +296,15 @@ fn flush_one(st: &mut State, b: usize, now: i64) {
     let mut bids: Vec<(i64, u64)> = acc.levels.iter().filter(|(k, _)| k.0).map(|(k, &q)| (k.1, q)).collect();
     bids.reverse();
     let asks: Vec<(i64, u64)> = acc.levels.iter().filter(|(k, _)| !k.0).map(|(k, &q)| (k.1, q)).collect();
-    let raw = depth_event(book, now, acc.first, acc.last, &bids, &asks);
+    let make = |us: bool| {
+        let mut e = depth_event(book, now, acc.first, acc.last, &bids, &asks);
+        if us {
+            e = e.replacen(&format!("\"E\":{now},"), &format!("\"E\":{},", crate::simvenue::SEND_TIME_MARK), 1);
+        }
+        e
+    };
     let topic = Topic::BinanceDepth { book: book.id, slow: true };
-    st.publish_binance(&topic, &stream_name(book, "@depth"), &raw);
+    st.publish_binance(&topic, &stream_name(book, "@depth"), make);
 }
 
 /// Sends the aggregated `<sym>@depth` diffs (called every second).
@@ -310,16 +322,20 @@ pub(crate) fn on_trade(st: &State, b: usize, t: &TradeRec) {
     if !st.has_subs(&topic) {
         return;
     }
-    let raw = format!(
-        "{{\"e\":\"trade\",\"E\":{now},\"s\":\"{sym}\",\"t\":{id},\"p\":\"{p}\",\"q\":\"{q}\",\"T\":{now},\"m\":{m},\"M\":true}}",
-        now = t.ts_ms,
-        sym = book.symbol,
-        id = t.id,
-        p = fixed(t.price, book.px_dec),
-        q = fixed(i64::try_from(t.qty).unwrap_or(i64::MAX), book.qty_dec),
-        m = t.taker_sell,
-    );
-    st.publish_binance(&topic, &stream_name(book, "@trade"), &raw);
+    // Microsecond connections get the send time, filled in by the connection's writer: the
+    // latency benchmark measures from it.
+    let make = |us: bool| {
+        format!(
+            "{{\"e\":\"trade\",\"E\":{now},\"s\":\"{sym}\",\"t\":{id},\"p\":\"{p}\",\"q\":\"{q}\",\"T\":{now},\"m\":{m},\"M\":true}}",
+            now = if us { crate::simvenue::SEND_TIME_MARK.to_owned() } else { t.ts_ms.to_string() },
+            sym = book.symbol,
+            id = t.id,
+            p = fixed(t.price, book.px_dec),
+            q = fixed(i64::try_from(t.qty).unwrap_or(i64::MAX), book.qty_dec),
+            m = t.taker_sell,
+        )
+    };
+    st.publish_binance(&topic, &stream_name(book, "@trade"), make);
 }
 
 /// Sends `serverShutdown` to every Binance connection (raw or wrapped as `!serverShutdown`).

@@ -51,6 +51,7 @@ pub(crate) fn handle(shared: &Shared, method: &Method, path: &str, query: Option
         "/sim/delist" => post(delist),
         "/sim/venue" => post(venue),
         "/sim/level" => post(level),
+        "/sim/speed" => post(speed),
         "/sim/stats" | "/sim/book" if method != Method::GET => fail(405, "use GET"),
         "/sim/stats" => Reply::ok(shared.stats.to_json(&shared.cfg.venues)),
         "/sim/book" => book(shared, query),
@@ -213,6 +214,18 @@ fn level(shared: &Shared, v: &serde_json::Value) -> Reply {
     match shared.lock().place_level(b, side, price, depth, qty, now_ms()) {
         Ok(text) => Reply::ok(format!("{{\"ok\":true,\"price\":{}}}", json_str(&text))),
         Err(msg) => fail(400, &msg),
+    }
+}
+
+/// `POST /sim/speed {"step_ms": N}`: every pair steps every N ms on average from now on (the
+/// default is 500; smaller is faster). The latency benchmark's bursts use it.
+fn speed(shared: &Shared, v: &serde_json::Value) -> Reply {
+    match v.get("step_ms").and_then(|s| s.as_i64()) {
+        Some(ms) if (1..=600_000).contains(&ms) => {
+            shared.lock().set_step_ms(ms);
+            done()
+        }
+        _ => fail(400, "'step_ms' must be an integer from 1 to 600000"),
     }
 }
 

@@ -309,6 +309,8 @@ pub(crate) struct Conn {
     pub endpoint: Endpoint,
     /// Binance: payloads wrapped as `{"stream":..,"data":..}`.
     pub combined: bool,
+    /// Binance `timeUnit=MICROSECOND`: time fields in microseconds.
+    pub micros: bool,
     /// The bounded outbound queue.
     pub tx: mpsc::Sender<Utf8Bytes>,
     /// Kill switch.
@@ -529,7 +531,8 @@ impl State {
         let registry = Registry::new(sim::instruments(&universe, &cfg.venues)).map_err(|e| format!("{e:?}"))?;
         let pair_of: HashMap<String, usize> = universe.iter().enumerate().map(|(i, p)| (p.symbol(), i)).collect();
         let specs: Vec<usize> = (0..universe.len()).collect();
-        let mut sim = Sim::new(SimConfig { seed: cfg.seed, ..SimConfig::default() }, &universe, &registry, &specs);
+        let step_interval_ms = cfg.step_ms.unwrap_or(SimConfig::default().step_interval_ms);
+        let mut sim = Sim::new(SimConfig { seed: cfg.seed, step_interval_ms, ..SimConfig::default() }, &universe, &registry, &specs);
         let mut rng = Rng::new(cfg.seed ^ 0x51_4D56);
         let mut books = Vec::with_capacity(registry.len());
         for id in registry.ids() {
@@ -650,12 +653,18 @@ impl State {
     // Connections and subscriptions.
 
     /// Registers a new connection; returns its id.
-    pub(crate) fn register(&mut self, endpoint: Endpoint, tx: mpsc::Sender<Utf8Bytes>, ctl: Arc<ConnCtl>) -> u64 {
+    pub(crate) fn register(
+        &mut self,
+        endpoint: Endpoint,
+        tx: mpsc::Sender<Utf8Bytes>,
+        ctl: Arc<ConnCtl>,
+        micros: bool,
+    ) -> u64 {
         let id = self.next_conn;
         self.next_conn += 1;
         let conn_id = format!("{:08x}{:04x}", self.rng.next_u64() as u32, id & 0xFFFF);
         let combined = endpoint == Endpoint::BinanceCombined;
-        self.conns.insert(id, Conn { endpoint, combined, tx, ctl, topics: Vec::new(), streams: Vec::new(), conn_id });
+        self.conns.insert(id, Conn { endpoint, combined, micros, tx, ctl, topics: Vec::new(), streams: Vec::new(), conn_id });
         let s = self.stats.venue(endpoint.venue());
         s.connections_accepted.fetch_add(1, Ordering::Relaxed);
         s.connections_open.fetch_add(1, Ordering::Relaxed);
@@ -764,18 +773,20 @@ impl State {
     }
 
     /// Queues a Binance payload on every subscriber of `topic`: raw, or wrapped as
-    /// `{"stream":..,"data":..}` for combined connections (each form built once).
-    pub(crate) fn publish_binance(&self, topic: &Topic, stream: &str, raw: &str) {
+    /// `{"stream":..,"data":..}` for combined connections; `make(micros)` builds the payload
+    /// with time fields in milliseconds or, for `timeUnit=MICROSECOND` connections, in
+    /// microseconds (each form built once).
+    pub(crate) fn publish_binance(&self, topic: &Topic, stream: &str, make: impl Fn(bool) -> String) {
         let Some(list) = self.subs.get(topic) else { return };
-        let mut raw_text: Option<Utf8Bytes> = None;
-        let mut wrapped: Option<Utf8Bytes> = None;
+        let mut forms: [Option<Utf8Bytes>; 4] = Default::default();
+        let mut raws: [Option<String>; 2] = Default::default();
         for id in list {
             let Some(conn) = self.conns.get(id) else { continue };
-            let text = if conn.combined {
-                wrapped.get_or_insert_with(|| binance::wrap(stream, raw).into()).clone()
-            } else {
-                raw_text.get_or_insert_with(|| raw.to_owned().into()).clone()
-            };
+            let k = usize::from(conn.micros) * 2 + usize::from(conn.combined);
+            let raw = raws[usize::from(conn.micros)].get_or_insert_with(|| make(conn.micros)).clone();
+            let text = forms[k]
+                .get_or_insert_with(|| if conn.combined { binance::wrap(stream, &raw).into() } else { raw.into() })
+                .clone();
             self.send_conn(conn, text);
         }
     }
@@ -802,6 +813,14 @@ impl State {
 
     /// One market round at `now`: steps the due pairs and emits their messages, then runs the
     /// timers (delistings, disconnects, slow depth, heartbeats, candle pushes, depth-1 repeats).
+    /// Sets the mean step interval of every pair (the message rate), from now on.
+    pub(crate) fn set_step_ms(&mut self, ms: i64) {
+        self.sim.set_step_interval_ms(ms);
+        for sim in self.overrides.values_mut() {
+            sim.set_step_interval_ms(ms);
+        }
+    }
+
     pub(crate) fn round(&mut self, now: i64) {
         let mut ticks = std::mem::take(&mut self.ticks);
         ticks.clear();

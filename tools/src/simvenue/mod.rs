@@ -127,6 +127,8 @@ pub struct Config {
     /// Open TCP connections at most (HTTP and WebSocket); more are refused at accept (closed at
     /// once).
     pub connections_max: usize,
+    /// Mean time between two steps of one pair, ms (`None`: the simulator's default, 500).
+    pub step_ms: Option<i64>,
 }
 
 impl Default for Config {
@@ -145,6 +147,7 @@ impl Default for Config {
             okx_heartbeat_s: 60,
             queue_messages_max: 8_192,
             connections_max: 4_096,
+            step_ms: None,
         }
     }
 }
@@ -218,6 +221,17 @@ impl Drop for Handle {
 }
 
 /// The wall clock, Unix milliseconds.
+/// Placeholder for the send time in microsecond Binance payloads: a valid 16-digit JSON number
+/// that each connection's writer replaces with the wall clock as it writes the frame, so the
+/// stamp is the moment the message leaves the simulator (the latency benchmark's origin), not
+/// the moment its market round built it.
+pub(crate) const SEND_TIME_MARK: &str = "1000000000000000";
+
+/// The wall clock in Unix microseconds (Binance `timeUnit=MICROSECOND` streams).
+pub(crate) fn now_us() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
+}
+
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

@@ -239,13 +239,16 @@ fn upgrade(
     if shared.open.load(Ordering::Relaxed) >= shared.cfg.connections_max {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many connections");
     }
+    // Binance `timeUnit=MICROSECOND` (any case): time fields in microseconds on this connection.
+    let micros = endpoint.venue() == rampart_engine::Venue::Binance
+        && query.is_some_and(|q| q.split('&').any(|kv| kv.eq_ignore_ascii_case("timeUnit=MICROSECOND")));
     let on_upgrade = hyper::upgrade::on(req);
     let accept = derive_accept_key(&key);
     tokio::spawn(async move {
         match on_upgrade.await {
             Ok(upgraded) => {
                 shared.open.fetch_add(1, Ordering::Relaxed);
-                ws::run(shared.clone(), TokioIo::new(upgraded), endpoint, streams).await;
+                ws::run(shared.clone(), TokioIo::new(upgraded), endpoint, streams, micros).await;
                 shared.open.fetch_sub(1, Ordering::Relaxed);
             }
             Err(e) => eprintln!("sim-venue: upgrade failed: {e}"),

@@ -53,7 +53,7 @@ enum End {
 
 /// Runs one upgraded connection on `endpoint` until it ends; Binance `streams` from the URL are
 /// subscribed first.
-pub(crate) async fn run<S>(shared: Arc<Shared>, io: S, endpoint: Endpoint, streams: Vec<String>)
+pub(crate) async fn run<S>(shared: Arc<Shared>, io: S, endpoint: Endpoint, streams: Vec<String>, micros: bool)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -67,7 +67,7 @@ where
     let venue = endpoint.venue();
     let id = {
         let mut st = shared.lock();
-        let id = st.register(endpoint, tx, ctl.clone());
+        let id = st.register(endpoint, tx, ctl.clone(), micros);
         if venue == Venue::Binance {
             binance::on_open(&mut st, id, &streams);
         }
@@ -174,12 +174,22 @@ async fn write_batch<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    ws.feed(Message::Text(first)).await?;
+    ws.feed(Message::Text(stamp(first))).await?;
     for _ in 1..WRITE_BATCH_MAX {
         match rx.try_recv() {
-            Ok(t) => ws.feed(Message::Text(t)).await?,
+            Ok(t) => ws.feed(Message::Text(stamp(t))).await?,
             Err(_) => break,
         }
     }
     ws.flush().await
+}
+
+/// Fills the send-time placeholder of a microsecond Binance payload with the wall clock now.
+fn stamp(text: Utf8Bytes) -> Utf8Bytes {
+    let mark = crate::simvenue::SEND_TIME_MARK;
+    if !text.as_str().contains(mark) {
+        return text;
+    }
+    let now = crate::simvenue::now_us().to_string();
+    text.as_str().replace(mark, &now).into()
 }

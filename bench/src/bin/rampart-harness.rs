@@ -1,0 +1,65 @@
+//! `rampart-harness`: the latency benchmark harness (see `rampart_bench::scenarios`). It
+//! starts `rampart sim-venue` and `rampart serve --feed live` pointed at it, webhook receivers and
+//! a load of alerts, runs one scenario and writes `perf/runs/<date>-<scenario>.{json,md}`.
+//!
+//! Usage: `rampart-harness quiet|burst|storm|http|ingest [--rampart PATH] [--out DIR]
+//! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N]` (`--rampart` defaults to the
+//! `rampart` binary beside this one: build both with `cargo build --release -p rampart -p
+//! rampart-bench`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rampart_bench::scenarios::{self, Opts, SCENARIOS};
+
+fn opts() -> Result<Opts, String> {
+    let args: Vec<String> = std::env::args().collect();
+    let get = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let num = |name: &str, d: usize| get(name).map_or(Ok(d), |v| v.parse().map_err(|_| format!("{name} takes a number")));
+    let scenario = args.get(1).cloned().unwrap_or_default();
+    if !SCENARIOS.contains(&scenario.as_str()) {
+        return Err(format!(
+            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N]",
+            SCENARIOS.join("|")
+        ));
+    }
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("rampart")));
+    let rampart = get("--rampart").map(PathBuf::from).or(beside).ok_or("--rampart PATH is needed")?;
+    let default_alerts = if scenario == "storm" { 0 } else { 100_000 };
+    Ok(Opts {
+        rampart,
+        out: get("--out").map_or_else(|| PathBuf::from("perf/runs"), PathBuf::from),
+        pairs: num("--pairs", 500)?,
+        alerts: num("--alerts", default_alerts)?,
+        secs: num("--secs", 30)? as u64,
+        storm_alerts: num("--storm-alerts", 10_000)?,
+        storm_receivers: 100,
+        probe_every: Duration::from_millis(200),
+        ingest_messages: 1_000_000,
+        command: args.join(" "),
+        scenario,
+    })
+}
+
+fn main() {
+    let o = match opts() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    match scenarios::run(&o) {
+        Ok(r) => {
+            let ok = r["correctness"]["ok"].as_bool().unwrap_or(true);
+            if !ok {
+                eprintln!("rampart-harness: the correctness checks failed: {}", r["correctness"]);
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("rampart-harness: {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,539 @@
+//! The latency benchmark scenarios (`quiet`, `burst`, `storm`, `http`, `ingest`): each starts
+//! `rampart sim-venue` and `rampart serve --feed live` pointed at it (four venues, one shard),
+//! webhook receivers and a load of alerts, measures, checks correctness, and writes
+//! `<out>/<date>-<scenario>.{json,md}`. The `rampart-harness` binary runs one; a test in
+//! `tests/` runs them at a small scale so they cannot rot.
+//!
+//! What is measured (all times from the wall clock, which every process on the machine shares):
+//! - tick → alert decision: the simulator stamps each Binance trade with its send time in
+//!   microseconds (`timeUnit=MICROSECOND`); the shard records now − stamp after the trade's alert
+//!   check, for every trade (`GET /v1/debug/latency`), and separately the part from the socket
+//!   read to the decision.
+//! - tick → webhook: the harness stamps the moment it asks the simulator for a trade through an
+//!   alert's level and each webhook's arrival; the difference includes the simulator's HTTP
+//!   handling of that request, so it is an upper bound.
+//! - ingest: messages applied per second by the service (its counters) against messages the
+//!   simulator sent; and the per-core ceiling in process (`ingest`).
+//!
+//! The load is open-loop: the simulator never waits for rampart (a connection whose queue fills
+//! is closed as a slow consumer and counted), so a stall in rampart shows up as latency of the
+//! trades sent during it, not as a lower send rate.
+
+use std::path::PathBuf;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use crate::harness::{self, now_us, Http, Proc, Receivers, TempDir};
+
+type Res<T> = Result<T, String>;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Opts {
+    /// `quiet`, `burst`, `storm`, `http` or `ingest`.
+    pub scenario: String,
+    /// The `rampart` binary.
+    pub rampart: PathBuf,
+    /// Where result files go.
+    pub out: PathBuf,
+    /// Simulated pairs.
+    pub pairs: usize,
+    /// Background alerts (quiet, burst; storm adds its own).
+    pub alerts: usize,
+    /// Measurement seconds (quiet; burst is 10 s; http per endpoint, at most 10 s).
+    pub secs: u64,
+    /// Alerts fired at once in `storm`.
+    pub storm_alerts: usize,
+    /// Receivers in `storm` (the first hangs).
+    pub storm_receivers: usize,
+    /// Interval between two probes (quiet, burst).
+    pub probe_every: Duration,
+    /// Messages of the in-process ingest run.
+    pub ingest_messages: usize,
+    /// The command line, for the result file.
+    pub command: String,
+}
+
+/// The scenarios, by name.
+pub const SCENARIOS: [&str; 5] = ["quiet", "burst", "storm", "http", "ingest"];
+
+/// The processes of one run.
+struct Env {
+    _sim_proc: Proc,
+    _srv_proc: Proc,
+    _dir: TempDir,
+    sim: Http,
+    api: Http,
+    /// `http://127.0.0.1:PORT` of the service.
+    base: String,
+    key: String,
+}
+
+const VENUES: [&str; 4] = ["binance", "bybit", "okx", "bitget"];
+
+impl Env {
+    fn start(o: &Opts) -> Res<Env> {
+        let dir = TempDir::new(&o.scenario).map_err(|e| e.to_string())?;
+        let pairs = o.pairs.to_string();
+        let (sim_proc, found) = harness::spawn(
+            &o.rampart,
+            &["sim-venue", "--listen", "127.0.0.1:0", "--sim-pairs", &pairs, "--queue-messages-max", "65536"],
+            &["sim-venue listening on "],
+            Duration::from_secs(60),
+        )?;
+        let sim_url = found[0].clone();
+        let ws = sim_url.replacen("http://", "ws://", 1);
+        let mut cfg = String::from(
+            "[plans.bench]\napi = true\nprice_alert_cap = 10000000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000000\ndaily_quota = 1000000000000\n\n[webhooks]\nallow_private = true\n\n",
+        );
+        for v in VENUES {
+            cfg.push_str(&format!(
+                "[venues.{v}]\nrest = \"{sim_url}\"\nws = \"{ws}\"\nrest_weight_per_s = 100000\nconnects_per_s = 100\n\n"
+            ));
+        }
+        let cfg_path = dir.0.join("rampart.toml");
+        std::fs::write(&cfg_path, cfg).map_err(|e| e.to_string())?;
+        let cfg_s = cfg_path.display().to_string();
+        let data = dir.0.join("data").display().to_string();
+        let out = std::process::Command::new(&o.rampart)
+            .args(["keys", "create", "--plan", "bench", "--config", &cfg_s, "--data-dir", &data])
+            .output()
+            .map_err(|e| e.to_string())?;
+        let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned();
+        if !out.status.success() || key.is_empty() {
+            return Err(format!("keys create failed: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        let (srv_proc, found) = harness::spawn(
+            &o.rampart,
+            &["serve", "--feed", "live", "--config", &cfg_s, "--data-dir", &data, "--listen", "127.0.0.1:0", "--shards", "1"],
+            &["listening on "],
+            Duration::from_secs(120),
+        )?;
+        let base = format!("http://{}", found[0]);
+        let env = Env {
+            _sim_proc: sim_proc,
+            _srv_proc: srv_proc,
+            _dir: dir,
+            sim: Http::new(&format!("{sim_url}/sim"), None),
+            api: Http::new(&base, Some(&key)),
+            base,
+            key,
+        };
+        env.wait_ready(Duration::from_secs(180))?;
+        Ok(env)
+    }
+
+    fn health(&self) -> Res<Value> {
+        Http::new(&self.base, None).get("/healthz")
+    }
+
+    fn wait_ready(&self, limit: Duration) -> Res<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(h) = self.health() {
+                let all_ok = h["exchanges"].as_array().is_some_and(|a| a.iter().all(|e| e["state"] == "ok"));
+                if h["status"] == "ok" && all_ok {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("not ready in {limit:?}: {:?}", self.health()));
+            }
+            thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Messages applied so far by venue, from `/healthz`.
+    fn applied(&self) -> Res<u64> {
+        let h = self.health()?;
+        Ok(h["exchanges"].as_array().map_or(0, |a| a.iter().map(|e| e["messages"].as_u64().unwrap_or(0)).sum()))
+    }
+
+    /// Messages the simulator has sent (book messages and trades) over every venue.
+    fn sent(&self) -> Res<u64> {
+        let s = self.sim.get("/stats")?;
+        let mut n = 0;
+        for v in VENUES {
+            n += s[v]["messages_sent"].as_u64().or_else(|| s["venues"][v]["messages_sent"].as_u64()).unwrap_or(0);
+        }
+        Ok(n)
+    }
+
+    fn binance_symbols(&self) -> Res<Vec<String>> {
+        let v = self.api.get("/v1/exchanges/binance/symbols")?;
+        Ok(v["data"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|s| s["quote"] == "USDT")
+                    .filter_map(|s| s["symbol"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn price(&self, symbol: &str) -> Res<f64> {
+        let v = self.api.get(&format!("/v1/symbols/{symbol}?exchange=binance"))?;
+        v["data"]["price"].as_f64().filter(|p| *p > 0.0).ok_or_else(|| format!("{symbol}: no price: {v}"))
+    }
+
+    /// Creates `n` alerts spread over the Binance pairs, far from their prices (they never fire:
+    /// they are the load every trade is checked against). Returns the creation rate.
+    fn load_alerts(&self, n: usize) -> Res<f64> {
+        let symbols = self.binance_symbols()?;
+        let mut prices = Vec::with_capacity(symbols.len());
+        for s in &symbols {
+            prices.push((s.clone(), self.price(s)?));
+        }
+        let started = Instant::now();
+        let threads = 4;
+        let mut handles = Vec::new();
+        for t in 0..threads {
+            let api = self.api.clone();
+            let prices = prices.clone();
+            handles.push(thread::spawn(move || -> Res<()> {
+                for i in (t..n).step_by(threads) {
+                    let (s, p) = &prices[i % prices.len()];
+                    let (dir, level) = if i % 2 == 0 { ("above", p * (1.5 + (i % 97) as f64 / 100.0)) } else { ("below", p * (0.5 - (i % 89) as f64 / 400.0)) };
+                    let body = json!({"exchange":"binance","symbol":s,"type":"price","direction":dir,"price":sig(level)});
+                    api.post("/v1/alerts", &body)?;
+                }
+                Ok(())
+            }));
+        }
+        for h in handles {
+            h.join().map_err(|_| "alert loader panicked".to_owned())??;
+        }
+        Ok(n as f64 / started.elapsed().as_secs_f64())
+    }
+
+    fn reset_latency(&self) -> Res<()> {
+        self.api.delete("/v1/debug/latency").map(|_| ())
+    }
+
+    /// (venue send → decision, socket read → decision), µs. Waits for the shards' next merge
+    /// of their histograms first.
+    fn latency(&self) -> Res<(Value, Value)> {
+        thread::sleep(Duration::from_millis(2 * rampart_net::shard::LATENCY_PUBLISH_MS as u64));
+        let v = self.api.get("/v1/debug/latency")?;
+        Ok((v["tickToDecisionUs"].clone(), v["readToDecisionUs"].clone()))
+    }
+}
+
+/// `x` rounded to 6 significant digits (alert prices and injected trades).
+fn sig(x: f64) -> f64 {
+    if x <= 0.0 {
+        return x;
+    }
+    let scale = 10f64.powi(5 - x.log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
+}
+
+fn pct(h: &Histogram<u64>) -> Value {
+    json!({"count": h.len(), "p50": h.value_at_quantile(0.5), "p90": h.value_at_quantile(0.9), "p99": h.value_at_quantile(0.99), "p999": h.value_at_quantile(0.999), "max": h.max()})
+}
+
+/// One probe: an alert just above a pair's price and a trade through it.
+struct Probe {
+    alert_id: i64,
+    level: f64,
+    t0_us: i64,
+}
+
+/// Fires a probe every `every` for `secs`: alert above the price, then a trade through it.
+fn probes(env: &Env, rx: &Receivers, secs: u64, every: Duration) -> Res<Vec<Probe>> {
+    let symbols: Vec<String> = env.binance_symbols()?.into_iter().take(60).collect();
+    let mut out = Vec::new();
+    let end = Instant::now() + Duration::from_secs(secs);
+    let mut k = 0usize;
+    while Instant::now() < end {
+        let next = Instant::now() + every;
+        let s = &symbols[k % symbols.len()];
+        let p = env.price(s)?;
+        let level = sig(p * 1.004);
+        let body = json!({"exchange":"binance","symbol":s,"type":"price","direction":"above","price":level,"webhook_url":rx.url(k)});
+        let a = env.api.post("/v1/alerts", &body)?;
+        let alert_id = a["data"]["id"].as_i64().ok_or("alert without id")?;
+        let t0_us = now_us();
+        env.sim.post("/trade", &json!({"venue":"binance","symbol":s,"price":format!("{}", sig(p * 1.01))}))?;
+        out.push(Probe { alert_id, level, t0_us });
+        k += 1;
+        thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    Ok(out)
+}
+
+/// Checks the probes' webhooks: exactly one per firing, none before its trade, at or above its
+/// level. Returns the latency histogram (µs) and the check results.
+fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<u64>, Value) {
+    let deadline = Instant::now() + wait;
+    let ids: std::collections::HashSet<i64> = probes.iter().map(|p| p.alert_id).collect();
+    loop {
+        let got = rx.received();
+        let arrived = ids.iter().filter(|id| got.iter().any(|r| r.alert_id == **id)).count();
+        if arrived == ids.len() || Instant::now() > deadline {
+            break;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let got = rx.received();
+    let mut h = hist();
+    let (mut missing, mut early, mut below) = (0, 0, 0);
+    for p in probes {
+        let mine: Vec<_> = got.iter().filter(|r| r.alert_id == p.alert_id).collect();
+        let Some(first) = mine.iter().min_by_key(|r| r.at_us) else {
+            missing += 1;
+            continue;
+        };
+        if first.at_us < p.t0_us {
+            early += 1;
+        }
+        if first.trigger_price + 1e-9 < p.level {
+            below += 1;
+        }
+        let _ = h.record((first.at_us - p.t0_us).max(1) as u64);
+    }
+    let (distinct, dups) = harness::duplicates(got.iter().filter(|r| ids.contains(&r.alert_id)).map(|r| (r.alert_id, r.trigger_ms)));
+    let ok = missing == 0 && early == 0 && below == 0 && dups.is_empty();
+    (h, json!({"expected": probes.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "duplicates": dups.len(), "ok": ok}))
+}
+
+/// Runs one scenario, writes its result files and returns the result.
+pub fn run(o: &Opts) -> Res<Value> {
+    let (cores, cpu) = harness::machine();
+    let started_ms = rampart_net::clock::now_ms();
+    let mut result = json!({
+        "scenario": o.scenario, "command": o.command, "commit": harness::commit(),
+        "machine": {"cores": cores, "cpu": cpu}, "date": rampart_net::clock::iso8601(started_ms),
+        "pairs": o.pairs, "shards": 1,
+    });
+    let mut notes: Vec<String> = Vec::new();
+    match o.scenario.as_str() {
+        "ingest" => {
+            let mut runs = Vec::new();
+            for _ in 0..5 {
+                let s = crate::ingest::live_ingest(o.pairs, o.ingest_messages, o.alerts);
+                runs.push(json!({"msgsPerS": s.rate_per_s, "p50Ns": s.p50_ns, "p99Ns": s.p99_ns, "p999Ns": s.p999_ns}));
+            }
+            let mut rates: Vec<f64> = runs.iter().filter_map(|r| r["msgsPerS"].as_f64()).collect();
+            rates.sort_by(f64::total_cmp);
+            result["ingestPerCore"] = json!({"runs": runs, "medianMsgsPerS": rates[rates.len() / 2]});
+            notes.push("In-process: frames through the WebSocket codec, the Binance session (decode, sync) and Market::apply with alerts held, on one core, no socket.".into());
+        }
+        "quiet" | "burst" => {
+            let env = Env::start(o)?;
+            let rx = Receivers::start(8, 0).map_err(|e| e.to_string())?;
+            let rate = env.load_alerts(o.alerts)?;
+            result["alerts"] = json!({"loaded": o.alerts, "createdPerS": rate});
+            let secs = if o.scenario == "burst" { 10 } else { o.secs };
+            if o.scenario == "burst" {
+                // Ten times the pairs' step rate: 500 ms → 50 ms.
+                env.sim.post("/speed", &json!({"step_ms": 50}))?;
+                thread::sleep(Duration::from_millis(500));
+            }
+            env.reset_latency()?;
+            let (a0, s0, t0) = (env.applied()?, env.sent()?, Instant::now());
+            let probes = probes(&env, &rx, secs, o.probe_every)?;
+            let (a1, s1, dt) = (env.applied()?, env.sent()?, t0.elapsed().as_secs_f64());
+            let (decision, inside) = env.latency()?;
+            if o.scenario == "burst" {
+                env.sim.post("/speed", &json!({"step_ms": 500}))?;
+            }
+            let (h, check) = check_probes(&rx, &probes, Duration::from_secs(20));
+            result["tickToDecisionUs"] = decision;
+            result["readToDecisionUs"] = inside;
+            result["tickToWebhookUs"] = pct(&h);
+            result["correctness"] = check;
+            result["ingest"] = json!({"sentPerS": (s1 - s0) as f64 / dt, "appliedPerS": (a1 - a0) as f64 / dt, "seconds": dt});
+            result["health"] = env.health()?;
+            notes.push("tick→webhook is measured from the harness's request for the trade, so it includes the simulator's handling of that request.".into());
+        }
+        "storm" => {
+            let env = Env::start(o)?;
+            let receivers = o.storm_receivers.max(2);
+            let rx = Receivers::start(receivers, 1).map_err(|e| e.to_string())?;
+            let rate = env.load_alerts(o.alerts)?;
+            let symbol = "BTCUSDT";
+            let p = env.price(symbol)?;
+            let n = o.storm_alerts;
+            let t_create = Instant::now();
+            let mut ids = Vec::with_capacity(n);
+            for i in 0..n {
+                let level = sig(p * (1.003 + 0.006 * i as f64 / n as f64));
+                let body = json!({"exchange":"binance","symbol":symbol,"type":"price","direction":"above","price":level,"webhook_url":rx.url(i)});
+                let a = env.api.post("/v1/alerts", &body)?;
+                ids.push((a["data"]["id"].as_i64().ok_or("no id")?, level, i % receivers));
+            }
+            let create_s = t_create.elapsed().as_secs_f64();
+            env.reset_latency()?;
+            let t0_us = now_us();
+            env.sim.post("/trade", &json!({"venue":"binance","symbol":symbol,"price":format!("{}", sig(p * 1.012))}))?;
+            let healthy: Vec<i64> = ids.iter().filter(|(_, _, r)| *r != 0).map(|(id, _, _)| *id).collect();
+            let deadline = Instant::now() + Duration::from_secs(90);
+            loop {
+                let got = rx.received();
+                let set: std::collections::HashSet<i64> = got.iter().filter(|r| r.receiver != 0).map(|r| r.alert_id).collect();
+                if healthy.iter().all(|id| set.contains(id)) || Instant::now() > deadline {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+            let got = rx.received();
+            let mut h = hist();
+            let mut first: std::collections::HashMap<i64, i64> = std::collections::HashMap::new();
+            for r in got.iter().filter(|r| r.receiver != 0) {
+                let e = first.entry(r.alert_id).or_insert(r.at_us);
+                *e = (*e).min(r.at_us);
+            }
+            let mut early = 0;
+            for at in first.values() {
+                if *at < t0_us {
+                    early += 1;
+                }
+                let _ = h.record((at - t0_us).max(1) as u64);
+            }
+            let missing = healthy.iter().filter(|id| !first.contains_key(id)).count();
+            let (distinct, dups) = harness::duplicates(got.iter().filter(|r| r.receiver != 0).map(|r| (r.alert_id, r.trigger_ms)));
+            let level_of: std::collections::HashMap<i64, f64> = ids.iter().map(|(id, l, _)| (*id, *l)).collect();
+            let below = got.iter().filter(|r| level_of.get(&r.alert_id).is_some_and(|l| r.trigger_price + 1e-9 < *l)).count();
+            let hanging = got.iter().filter(|r| r.receiver == 0).count();
+            result["alerts"] = json!({"loaded": o.alerts, "createdPerS": rate, "storm": n, "stormCreateS": create_s});
+            let (decision, inside) = env.latency()?;
+            result["tickToDecisionUs"] = decision;
+            result["readToDecisionUs"] = inside;
+            result["tickToWebhookUs"] = pct(&h);
+            result["correctness"] = json!({"expectedHealthy": healthy.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "duplicates": dups.len(), "hangingReceiverRequests": hanging, "ok": missing == 0 && early == 0 && below == 0 && dups.is_empty()});
+            result["health"] = env.health()?;
+            notes.push(format!(
+                "{receivers} receivers on their own ports; receiver 0 ({:.0}% of the alerts) reads each request and never answers.",
+                100.0 / receivers as f64
+            ));
+        }
+        "http" => http(o, &mut result, &mut notes)?,
+        _ => return Err("unknown scenario".into()),
+    }
+    result["notes"] = json!(notes);
+    write(o, started_ms, &result)?;
+    Ok(result)
+}
+
+fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
+    let env = Env::start(o)?;
+    thread::sleep(Duration::from_secs(3));
+    let paths = ["/v1/levels/BTCUSDT?exchange=binance", "/v1/densities/BTCUSDT?exchange=binance", "/v1/levels?exchange=binance", "/v1/densities?exchange=binance"];
+    let addr: std::net::SocketAddr = env.base.trim_start_matches("http://").parse().map_err(|e| format!("address: {e}"))?;
+    // The same bytes for the baseline server, fetched once while ticks flow.
+    let mut routes = Vec::new();
+    for p in paths {
+        let body = ureq::get(&format!("{}{p}", env.base)).set("Authorization", &format!("Bearer {}", env.key)).call().map_err(|e| e.to_string())?.into_string().map_err(|e| e.to_string())?;
+        routes.push((p.to_owned(), body.into_bytes()));
+    }
+    let baseline = crate::baseline_http::start(routes).map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    for p in paths {
+        let head = format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n", env.key);
+        let secs = Duration::from_secs(o.secs.min(10));
+        let r = crate::http_load::run(addr, std::slice::from_ref(&head), 50, 2, secs, None);
+        let b = crate::http_load::run(baseline.addr(), std::slice::from_ref(&head), 50, 2, secs, None);
+        let wrk = crate::http_load::wrk(&format!("{}{p}", env.base), Some(&format!("Authorization: Bearer {}", env.key)), 50, 2, secs.as_secs());
+        rows.push(json!({
+            "path": p,
+            "rampart": {"reqPerS": r.req_per_s, "errors": r.errors, "non2xx": r.non_2xx, "latencyUs": pct(&r.latency_us)},
+            "baseline": {"reqPerS": b.req_per_s, "errors": b.errors, "non2xx": b.non_2xx, "latencyUs": pct(&b.latency_us)},
+            "ratio": r.req_per_s / b.req_per_s.max(1e-9),
+            "wrk": wrk.map(|w| json!({"reqPerS": w.req_per_s, "p50Us": w.p50_us, "p99Us": w.p99_us})),
+        }));
+    }
+    result["http"] = json!(rows);
+    result["health"] = env.health()?;
+    notes.push("Closed-loop load, 50 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second. The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
+    Ok(())
+}
+
+fn write(o: &Opts, started_ms: i64, result: &Value) -> Res<()> {
+    std::fs::create_dir_all(&o.out).map_err(|e| e.to_string())?;
+    let stamp: String = rampart_net::clock::iso8601(started_ms).chars().take(16).filter(|c| *c != ':').collect();
+    let base = o.out.join(format!("{stamp}-{}", o.scenario));
+    let json_path = base.with_extension("json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(result).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let md = markdown(result);
+    std::fs::write(base.with_extension("md"), &md).map_err(|e| e.to_string())?;
+    eprintln!("{md}");
+    eprintln!("written: {}", json_path.display());
+    Ok(())
+}
+
+fn markdown(r: &Value) -> String {
+    let mut s = format!(
+        "# rampart-harness {}\n\n- command: `{}`\n- commit: {}\n- machine: {} cores, {}\n- date: {}\n- pairs: {}, shards: 1\n\n",
+        r["scenario"].as_str().unwrap_or(""),
+        r["command"].as_str().unwrap_or(""),
+        r["commit"].as_str().unwrap_or(""),
+        r["machine"]["cores"],
+        r["machine"]["cpu"].as_str().unwrap_or(""),
+        r["date"].as_str().unwrap_or(""),
+        r["pairs"],
+    );
+    let lat = |name: &str, v: &Value| {
+        format!("| {name} | {} | {} | {} | {} | {} | {} |\n", v["count"], v["p50"], v["p90"], v["p99"], v["p999"], v["max"])
+    };
+    if r.get("tickToDecisionUs").is_some() || r.get("tickToWebhookUs").is_some() {
+        s.push_str("| latency (µs) | samples | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
+        if let Some(v) = r.get("tickToDecisionUs") {
+            s.push_str(&lat("tick → alert decision", v));
+        }
+        if let Some(v) = r.get("readToDecisionUs") {
+            s.push_str(&lat("(socket read → alert decision)", v));
+        }
+        if let Some(v) = r.get("tickToWebhookUs") {
+            s.push_str(&lat("tick → webhook received", v));
+        }
+        s.push('\n');
+    }
+    if let Some(v) = r.get("ingest") {
+        s.push_str(&format!("Ingest: simulator sent {:.0} msgs/s, rampart applied {:.0} msgs/s over {:.1} s.\n\n", v["sentPerS"].as_f64().unwrap_or(0.0), v["appliedPerS"].as_f64().unwrap_or(0.0), v["seconds"].as_f64().unwrap_or(0.0)));
+    }
+    if let Some(v) = r.get("ingestPerCore") {
+        s.push_str(&format!("Ingest per core (in-process, median of 5): {:.0} msgs/s\n\n", v["medianMsgsPerS"].as_f64().unwrap_or(0.0)));
+        for run in v["runs"].as_array().into_iter().flatten() {
+            s.push_str(&format!("- {:.0} msgs/s, p50 {} ns, p99 {} ns, p99.9 {} ns per message\n", run["msgsPerS"].as_f64().unwrap_or(0.0), run["p50Ns"], run["p99Ns"], run["p999Ns"]));
+        }
+        s.push('\n');
+    }
+    if let Some(v) = r.get("alerts") {
+        s.push_str(&format!("Alerts: {v}\n\n"));
+    }
+    if let Some(v) = r.get("correctness") {
+        s.push_str(&format!("Correctness: {v}\n\n"));
+    }
+    if let Some(rows) = r.get("http").and_then(Value::as_array) {
+        s.push_str("| path | rampart req/s | p50 µs | p99 µs | baseline req/s | p50 µs | p99 µs | ratio | wrk req/s | wrk p99 µs |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        for x in rows {
+            s.push_str(&format!(
+                "| `{}` | {:.0} | {} | {} | {:.0} | {} | {} | {:.2} | {} | {} |\n",
+                x["path"].as_str().unwrap_or(""),
+                x["rampart"]["reqPerS"].as_f64().unwrap_or(0.0),
+                x["rampart"]["latencyUs"]["p50"],
+                x["rampart"]["latencyUs"]["p99"],
+                x["baseline"]["reqPerS"].as_f64().unwrap_or(0.0),
+                x["baseline"]["latencyUs"]["p50"],
+                x["baseline"]["latencyUs"]["p99"],
+                x["ratio"].as_f64().unwrap_or(0.0),
+                x["wrk"]["reqPerS"].as_f64().map_or_else(|| "-".into(), |v| format!("{v:.0}")),
+                x["wrk"]["p99Us"].as_f64().map_or_else(|| "-".into(), |v| format!("{v:.0}")),
+            ));
+        }
+        s.push('\n');
+    }
+    for n in r["notes"].as_array().into_iter().flatten() {
+        s.push_str(&format!("- {}\n", n.as_str().unwrap_or("")));
+    }
+    s
+}

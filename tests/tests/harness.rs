@@ -1,0 +1,56 @@
+//! The latency benchmark harness's scenarios at a small scale, against the real binary: each
+//! runs end to end (simulator, live feed, alerts, webhook receivers), passes its correctness
+//! checks (every expected firing arrived exactly once, none early) and writes its result files.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rampart_bench::scenarios::{run, Opts};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+fn opts(scenario: &str, out: &std::path::Path) -> Opts {
+    Opts {
+        scenario: scenario.to_owned(),
+        rampart: PathBuf::from(BIN),
+        out: out.to_path_buf(),
+        pairs: 20,
+        alerts: 200,
+        secs: 3,
+        storm_alerts: 300,
+        storm_receivers: 10,
+        probe_every: Duration::from_millis(200),
+        ingest_messages: 2_000,
+        command: format!("tests/harness.rs {scenario}"),
+    }
+}
+
+#[test]
+fn quiet_and_storm_scenarios_run_and_check_out() {
+    let out = std::env::temp_dir().join(format!("rampart-harness-test-{}", std::process::id()));
+    for scenario in ["quiet", "storm"] {
+        let r = run(&opts(scenario, &out)).unwrap_or_else(|e| panic!("{scenario}: {e}"));
+        assert_eq!(r["correctness"]["ok"], true, "{scenario}: {}", r["correctness"]);
+        assert_eq!(r["correctness"]["duplicates"], 0, "{scenario}");
+        assert_eq!(r["correctness"]["early"], 0, "{scenario}");
+        assert!(r["tickToWebhookUs"]["count"].as_u64().is_some_and(|n| n > 0), "{scenario}: {r}");
+        assert!(r["tickToDecisionUs"]["count"].as_u64().is_some_and(|n| n > 0), "{scenario}: trades were timed: {r}");
+        assert!(r["machine"]["cores"].as_u64().is_some_and(|c| c > 0));
+    }
+    let files: Vec<String> = std::fs::read_dir(&out)
+        .expect("result dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    for suffix in ["quiet.json", "quiet.md", "storm.json", "storm.md"] {
+        assert!(files.iter().any(|f| f.ends_with(suffix)), "{suffix} in {files:?}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn ingest_scenario_runs_in_process() {
+    let out = std::env::temp_dir().join(format!("rampart-harness-ingest-{}", std::process::id()));
+    let r = run(&opts("ingest", &out)).expect("ingest");
+    assert!(r["ingestPerCore"]["medianMsgsPerS"].as_f64().is_some_and(|r| r > 0.0), "{r}");
+    let _ = std::fs::remove_dir_all(&out);
+}
