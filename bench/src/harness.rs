@@ -228,59 +228,56 @@ fn serve(mut conn: TcpStream, receiver: usize, hang: bool, got: &Mutex<Vec<Recei
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
-    loop {
-        // Read one request: head, then Content-Length bytes.
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            if buf.len() > RECEIVER_HEAD_BYTES_MAX {
-                return;
-            }
-            match conn.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-        let len = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(0)
-            .min(RECEIVER_BODY_BYTES_MAX);
-        while buf.len() < head_end + len {
-            match conn.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
+    // One request per connection (the sender closes it): head, then Content-Length bytes.
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
         }
-        let at_us = now_us();
-        let body: Value = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
-        let r = Received {
-            receiver,
-            at_us,
-            alert_id: body["alert"]["id"].as_i64().unwrap_or(-1),
-            trigger_ms: body["trigger"]["time"].as_i64().unwrap_or(-1),
-            trigger_price: body["trigger"]["price"].as_f64().unwrap_or(f64::NAN),
-        };
-        if let Ok(mut g) = got.lock() {
-            g.push(r);
-        }
-        if hang {
-            // Never answer: hold the connection until the sender gives up or the run ends.
-            while !stop.load(Ordering::Relaxed) {
-                match conn.read(&mut chunk) {
-                    Ok(0) => return,
-                    Ok(_) => {}
-                    Err(_) => thread::sleep(Duration::from_millis(100)),
-                }
-            }
+        if buf.len() > RECEIVER_HEAD_BYTES_MAX {
             return;
         }
-        let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let len = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(RECEIVER_BODY_BYTES_MAX);
+    while buf.len() < head_end + len {
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let at_us = now_us();
+    let body: Value = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
+    let r = Received {
+        receiver,
+        at_us,
+        alert_id: body["alert"]["id"].as_i64().unwrap_or(-1),
+        trigger_ms: body["trigger"]["time"].as_i64().unwrap_or(-1),
+        trigger_price: body["trigger"]["price"].as_f64().unwrap_or(f64::NAN),
+    };
+    if let Ok(mut g) = got.lock() {
+        g.push(r);
+    }
+    if hang {
+        // Never answer: hold the connection until the sender gives up or the run ends.
+        while !stop.load(Ordering::Relaxed) {
+            match conn.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(_) => thread::sleep(Duration::from_millis(100)),
+            }
+        }
         return;
     }
+    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 }
 
 /// The machine, for result files: core count and CPU model.
@@ -288,14 +285,19 @@ pub fn machine() -> (usize, String) {
     let cores = thread::available_parallelism().map_or(1, |c| c.get());
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("model name").map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())))
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned()))
+        })
         .unwrap_or_else(|| "unknown".to_owned());
     (cores, model)
 }
 
 /// The commit the tree is at, with "+changes" when it has uncommitted changes.
 pub fn commit() -> String {
-    let out = |args: &[&str]| Command::new("git").args(args).output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let out = |args: &[&str]| {
+        Command::new("git").args(args).output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
     let head = out(&["rev-parse", "--short", "HEAD"]).unwrap_or_default();
     let dirty = out(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
     if dirty {

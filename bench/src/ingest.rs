@@ -69,7 +69,8 @@ fn frames(pairs: usize, messages: usize, rng: &mut Rng) -> (Vec<u8>, Vec<usize>)
                     asks.push(',');
                 }
                 // Near the touch, as most diff levels are: 50 ticks deep, a quarter removals.
-                let size = |rng: &mut Rng| if rng.chance(0.25) { "0".to_owned() } else { format!("{}.5", rng.below(50)) };
+                let size =
+                    |rng: &mut Rng| if rng.chance(0.25) { "0".to_owned() } else { format!("{}.5", rng.below(50)) };
                 let b = 99_900 - rng.below(50);
                 let a = 100_100 + rng.below(50);
                 bids.push_str(&format!(r#"["{}.{:02}","{}"]"#, b / 100, b % 100, size(rng)));
@@ -102,14 +103,26 @@ pub fn live_ingest(pairs: usize, messages: usize, alerts: usize) -> Summary {
     for i in 0..alerts as u64 {
         let book = books[(i % pairs as u64) as usize];
         let (cross, level) = if i % 2 == 0 { (Cross::Above, 5_000.0 + i as f64) } else { (Cross::Below, 1.0) };
-        market.insert_alert(book, AlertSpec { id: i + 1, condition: Condition::Price { cross, level: Price::from_f64(level) }, repeat: false });
+        market.insert_alert(
+            book,
+            AlertSpec {
+                id: i + 1,
+                condition: Condition::Price { cross, level: Price::from_f64(level) },
+                repeat: false,
+            },
+        );
     }
     let mut sink = MarketSink { market, breaks: 0, messages: 0 };
     let natives: Vec<String> = (0..pairs).map(|p| format!("P{p}USDT")).collect();
     let mut session = Session::new(Venue::Binance, books.clone(), natives, true);
     session.on_connected(0, &mut sink);
     for &b in &books {
-        session.on_snapshot_body(b, br#"{"lastUpdateId":0,"bids":[["998.50","3"]],"asks":[["1001.50","3"]]}"#, 0, &mut sink);
+        session.on_snapshot_body(
+            b,
+            br#"{"lastUpdateId":0,"bids":[["998.50","3"]],"asks":[["1001.50","3"]]}"#,
+            0,
+            &mut sink,
+        );
     }
     let mut rng = Rng::new(7);
     let mut codec = WsCodec::new(1 << 20, 3);
@@ -142,5 +155,9 @@ pub fn live_ingest(pairs: usize, messages: usize, alerts: usize) -> Summary {
     }
     assert_eq!(sink.breaks, 0, "a clean stream breaks no book");
     assert_eq!(sink.messages as usize, 2 * messages, "every message applied");
-    Summary::from_hist(&format!("live ingest: frame→decode→book/alerts ({pairs} pairs, {alerts} alerts)"), &h, Some(rate))
+    Summary::from_hist(
+        &format!("live ingest: frame→decode→book/alerts ({pairs} pairs, {alerts} alerts)"),
+        &h,
+        Some(rate),
+    )
 }

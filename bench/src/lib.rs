@@ -8,10 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub mod alloc_count;
+pub mod baseline_http;
+pub mod book_baseline;
 pub mod harness;
-pub mod scenarios;
+pub mod http_load;
 pub mod ingest;
 pub mod parsers;
+pub mod scenarios;
 
 pub use parsers::{parsers, parsers_table, ParserRow};
 

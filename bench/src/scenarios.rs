@@ -108,7 +108,19 @@ impl Env {
         }
         let (srv_proc, found) = harness::spawn(
             &o.rampart,
-            &["serve", "--feed", "live", "--config", &cfg_s, "--data-dir", &data, "--listen", "127.0.0.1:0", "--shards", "1"],
+            &[
+                "serve",
+                "--feed",
+                "live",
+                "--config",
+                &cfg_s,
+                "--data-dir",
+                &data,
+                "--listen",
+                "127.0.0.1:0",
+                "--shards",
+                "1",
+            ],
             &["listening on "],
             Duration::from_secs(120),
         )?;
@@ -197,8 +209,13 @@ impl Env {
             handles.push(thread::spawn(move || -> Res<()> {
                 for i in (t..n).step_by(threads) {
                     let (s, p) = &prices[i % prices.len()];
-                    let (dir, level) = if i % 2 == 0 { ("above", p * (1.5 + (i % 97) as f64 / 100.0)) } else { ("below", p * (0.5 - (i % 89) as f64 / 400.0)) };
-                    let body = json!({"exchange":"binance","symbol":s,"type":"price","direction":dir,"price":sig(level)});
+                    let (dir, level) = if i % 2 == 0 {
+                        ("above", p * (1.5 + (i % 97) as f64 / 100.0))
+                    } else {
+                        ("below", p * (0.5 - (i % 89) as f64 / 400.0))
+                    };
+                    let body =
+                        json!({"exchange":"binance","symbol":s,"type":"price","direction":dir,"price":sig(level)});
                     api.post("/v1/alerts", &body)?;
                 }
                 Ok(())
@@ -245,6 +262,8 @@ struct Probe {
     alert_id: i64,
     level: f64,
     t0_us: i64,
+    /// The price of the trade asked for: the firing must be on that trade.
+    trade_price: f64,
 }
 
 /// Fires a probe every `every` for `secs`: alert above the price, then a trade through it.
@@ -261,9 +280,11 @@ fn probes(env: &Env, rx: &Receivers, secs: u64, every: Duration) -> Res<Vec<Prob
         let body = json!({"exchange":"binance","symbol":s,"type":"price","direction":"above","price":level,"webhook_url":rx.url(k)});
         let a = env.api.post("/v1/alerts", &body)?;
         let alert_id = a["data"]["id"].as_i64().ok_or("alert without id")?;
+        let asked = sig(p * 1.01);
         let t0_us = now_us();
-        env.sim.post("/trade", &json!({"venue":"binance","symbol":s,"price":format!("{}", sig(p * 1.01))}))?;
-        out.push(Probe { alert_id, level, t0_us });
+        let traded = env.sim.post("/trade", &json!({"venue":"binance","symbol":s,"price":format!("{asked}")}))?;
+        let trade_price = traded["price"].as_str().and_then(|t| t.parse::<f64>().ok()).unwrap_or(asked);
+        out.push(Probe { alert_id, level, t0_us, trade_price });
         k += 1;
         thread::sleep(next.saturating_duration_since(Instant::now()));
     }
@@ -285,7 +306,7 @@ fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<
     }
     let got = rx.received();
     let mut h = hist();
-    let (mut missing, mut early, mut below) = (0, 0, 0);
+    let (mut missing, mut early, mut below, mut other_trade) = (0, 0, 0, 0);
     for p in probes {
         let mine: Vec<_> = got.iter().filter(|r| r.alert_id == p.alert_id).collect();
         let Some(first) = mine.iter().min_by_key(|r| r.at_us) else {
@@ -298,11 +319,20 @@ fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<
         if first.trigger_price + 1e-9 < p.level {
             below += 1;
         }
+        // Fired by the trade asked for, not by a later one (the alert saw the trade that
+        // followed its creation).
+        if (first.trigger_price - p.trade_price).abs() > p.trade_price * 1e-6 {
+            other_trade += 1;
+        }
         let _ = h.record((first.at_us - p.t0_us).max(1) as u64);
     }
-    let (distinct, dups) = harness::duplicates(got.iter().filter(|r| ids.contains(&r.alert_id)).map(|r| (r.alert_id, r.trigger_ms)));
-    let ok = missing == 0 && early == 0 && below == 0 && dups.is_empty();
-    (h, json!({"expected": probes.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "duplicates": dups.len(), "ok": ok}))
+    let (distinct, dups) =
+        harness::duplicates(got.iter().filter(|r| ids.contains(&r.alert_id)).map(|r| (r.alert_id, r.trigger_ms)));
+    let ok = missing == 0 && early == 0 && below == 0 && other_trade == 0 && dups.is_empty();
+    (
+        h,
+        json!({"expected": probes.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "notOnItsTrade": other_trade, "duplicates": dups.len(), "ok": ok}),
+    )
 }
 
 /// Runs one scenario, writes its result files and returns the result.
@@ -351,7 +381,8 @@ pub fn run(o: &Opts) -> Res<Value> {
             result["readToDecisionUs"] = inside;
             result["tickToWebhookUs"] = pct(&h);
             result["correctness"] = check;
-            result["ingest"] = json!({"sentPerS": (s1 - s0) as f64 / dt, "appliedPerS": (a1 - a0) as f64 / dt, "seconds": dt});
+            result["ingest"] =
+                json!({"sentPerS": (s1 - s0) as f64 / dt, "appliedPerS": (a1 - a0) as f64 / dt, "seconds": dt});
             result["health"] = env.health()?;
             notes.push("tick→webhook is measured from the harness's request for the trade, so it includes the simulator's handling of that request.".into());
         }
@@ -374,12 +405,14 @@ pub fn run(o: &Opts) -> Res<Value> {
             let create_s = t_create.elapsed().as_secs_f64();
             env.reset_latency()?;
             let t0_us = now_us();
-            env.sim.post("/trade", &json!({"venue":"binance","symbol":symbol,"price":format!("{}", sig(p * 1.012))}))?;
+            env.sim
+                .post("/trade", &json!({"venue":"binance","symbol":symbol,"price":format!("{}", sig(p * 1.012))}))?;
             let healthy: Vec<i64> = ids.iter().filter(|(_, _, r)| *r != 0).map(|(id, _, _)| *id).collect();
             let deadline = Instant::now() + Duration::from_secs(90);
             loop {
                 let got = rx.received();
-                let set: std::collections::HashSet<i64> = got.iter().filter(|r| r.receiver != 0).map(|r| r.alert_id).collect();
+                let set: std::collections::HashSet<i64> =
+                    got.iter().filter(|r| r.receiver != 0).map(|r| r.alert_id).collect();
                 if healthy.iter().all(|id| set.contains(id)) || Instant::now() > deadline {
                     break;
                 }
@@ -400,9 +433,11 @@ pub fn run(o: &Opts) -> Res<Value> {
                 let _ = h.record((at - t0_us).max(1) as u64);
             }
             let missing = healthy.iter().filter(|id| !first.contains_key(id)).count();
-            let (distinct, dups) = harness::duplicates(got.iter().filter(|r| r.receiver != 0).map(|r| (r.alert_id, r.trigger_ms)));
+            let (distinct, dups) =
+                harness::duplicates(got.iter().filter(|r| r.receiver != 0).map(|r| (r.alert_id, r.trigger_ms)));
             let level_of: std::collections::HashMap<i64, f64> = ids.iter().map(|(id, l, _)| (*id, *l)).collect();
-            let below = got.iter().filter(|r| level_of.get(&r.alert_id).is_some_and(|l| r.trigger_price + 1e-9 < *l)).count();
+            let below =
+                got.iter().filter(|r| level_of.get(&r.alert_id).is_some_and(|l| r.trigger_price + 1e-9 < *l)).count();
             let hanging = got.iter().filter(|r| r.receiver == 0).count();
             result["alerts"] = json!({"loaded": o.alerts, "createdPerS": rate, "storm": n, "stormCreateS": create_s});
             let (decision, inside) = env.latency()?;
@@ -427,12 +462,23 @@ pub fn run(o: &Opts) -> Res<Value> {
 fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     let env = Env::start(o)?;
     thread::sleep(Duration::from_secs(3));
-    let paths = ["/v1/levels/BTCUSDT?exchange=binance", "/v1/densities/BTCUSDT?exchange=binance", "/v1/levels?exchange=binance", "/v1/densities?exchange=binance"];
-    let addr: std::net::SocketAddr = env.base.trim_start_matches("http://").parse().map_err(|e| format!("address: {e}"))?;
+    let paths = [
+        "/v1/levels/BTCUSDT?exchange=binance",
+        "/v1/densities/BTCUSDT?exchange=binance",
+        "/v1/levels?exchange=binance",
+        "/v1/densities?exchange=binance",
+    ];
+    let addr: std::net::SocketAddr =
+        env.base.trim_start_matches("http://").parse().map_err(|e| format!("address: {e}"))?;
     // The same bytes for the baseline server, fetched once while ticks flow.
     let mut routes = Vec::new();
     for p in paths {
-        let body = ureq::get(&format!("{}{p}", env.base)).set("Authorization", &format!("Bearer {}", env.key)).call().map_err(|e| e.to_string())?.into_string().map_err(|e| e.to_string())?;
+        let body = ureq::get(&format!("{}{p}", env.base))
+            .set("Authorization", &format!("Bearer {}", env.key))
+            .call()
+            .map_err(|e| e.to_string())?
+            .into_string()
+            .map_err(|e| e.to_string())?;
         routes.push((p.to_owned(), body.into_bytes()));
     }
     let baseline = crate::baseline_http::start(routes).map_err(|e| e.to_string())?;
@@ -442,7 +488,13 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         let secs = Duration::from_secs(o.secs.min(10));
         let r = crate::http_load::run(addr, std::slice::from_ref(&head), 50, 2, secs, None);
         let b = crate::http_load::run(baseline.addr(), std::slice::from_ref(&head), 50, 2, secs, None);
-        let wrk = crate::http_load::wrk(&format!("{}{p}", env.base), Some(&format!("Authorization: Bearer {}", env.key)), 50, 2, secs.as_secs());
+        let wrk = crate::http_load::wrk(
+            &format!("{}{p}", env.base),
+            Some(&format!("Authorization: Bearer {}", env.key)),
+            50,
+            2,
+            secs.as_secs(),
+        );
         rows.push(json!({
             "path": p,
             "rampart": {"reqPerS": r.req_per_s, "errors": r.errors, "non2xx": r.non_2xx, "latencyUs": pct(&r.latency_us)},
@@ -462,7 +514,8 @@ fn write(o: &Opts, started_ms: i64, result: &Value) -> Res<()> {
     let stamp: String = rampart_net::clock::iso8601(started_ms).chars().take(16).filter(|c| *c != ':').collect();
     let base = o.out.join(format!("{stamp}-{}", o.scenario));
     let json_path = base.with_extension("json");
-    std::fs::write(&json_path, serde_json::to_string_pretty(result).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    std::fs::write(&json_path, serde_json::to_string_pretty(result).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let md = markdown(result);
     std::fs::write(base.with_extension("md"), &md).map_err(|e| e.to_string())?;
     eprintln!("{md}");
@@ -482,7 +535,10 @@ fn markdown(r: &Value) -> String {
         r["pairs"],
     );
     let lat = |name: &str, v: &Value| {
-        format!("| {name} | {} | {} | {} | {} | {} | {} |\n", v["count"], v["p50"], v["p90"], v["p99"], v["p999"], v["max"])
+        format!(
+            "| {name} | {} | {} | {} | {} | {} | {} |\n",
+            v["count"], v["p50"], v["p90"], v["p99"], v["p999"], v["max"]
+        )
     };
     if r.get("tickToDecisionUs").is_some() || r.get("tickToWebhookUs").is_some() {
         s.push_str("| latency (µs) | samples | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
@@ -498,12 +554,26 @@ fn markdown(r: &Value) -> String {
         s.push('\n');
     }
     if let Some(v) = r.get("ingest") {
-        s.push_str(&format!("Ingest: simulator sent {:.0} msgs/s, rampart applied {:.0} msgs/s over {:.1} s.\n\n", v["sentPerS"].as_f64().unwrap_or(0.0), v["appliedPerS"].as_f64().unwrap_or(0.0), v["seconds"].as_f64().unwrap_or(0.0)));
+        s.push_str(&format!(
+            "Ingest: simulator sent {:.0} msgs/s, rampart applied {:.0} msgs/s over {:.1} s.\n\n",
+            v["sentPerS"].as_f64().unwrap_or(0.0),
+            v["appliedPerS"].as_f64().unwrap_or(0.0),
+            v["seconds"].as_f64().unwrap_or(0.0)
+        ));
     }
     if let Some(v) = r.get("ingestPerCore") {
-        s.push_str(&format!("Ingest per core (in-process, median of 5): {:.0} msgs/s\n\n", v["medianMsgsPerS"].as_f64().unwrap_or(0.0)));
+        s.push_str(&format!(
+            "Ingest per core (in-process, median of 5): {:.0} msgs/s\n\n",
+            v["medianMsgsPerS"].as_f64().unwrap_or(0.0)
+        ));
         for run in v["runs"].as_array().into_iter().flatten() {
-            s.push_str(&format!("- {:.0} msgs/s, p50 {} ns, p99 {} ns, p99.9 {} ns per message\n", run["msgsPerS"].as_f64().unwrap_or(0.0), run["p50Ns"], run["p99Ns"], run["p999Ns"]));
+            s.push_str(&format!(
+                "- {:.0} msgs/s, p50 {} ns, p99 {} ns, p99.9 {} ns per message\n",
+                run["msgsPerS"].as_f64().unwrap_or(0.0),
+                run["p50Ns"],
+                run["p99Ns"],
+                run["p999Ns"]
+            ));
         }
         s.push('\n');
     }

@@ -479,15 +479,20 @@ fn serve(args: ServeArgs) -> Result<()> {
 
     // Webhook delivery, then the persistence side of the shards' event queues, which wakes it.
     let delivery_config = DeliveryConfig { allow_private: s.allow_private, ..DeliveryConfig::default() };
-    let delivery = Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, Arc::new(SystemClock))?;
+    let delivery =
+        Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, Arc::new(SystemClock))?;
     let wake = delivery.waker();
     let on_committed: OnCommitted = Box::new(move |done| {
         if done.iter().any(|(row, _)| row.webhook_url.is_some()) {
             wake.notify_one();
         }
     });
-    let writer =
-        Writer::start(Store::open(&s.data_dir)?.for_background()?, shards.event_queues(), registry.clone(), on_committed)?;
+    let writer = Writer::start(
+        Store::open(&s.data_dir)?.for_background()?,
+        shards.event_queues(),
+        registry.clone(),
+        on_committed,
+    )?;
     let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1))?;
 
     for (symbol, after_s) in s.sim_delist.clone() {

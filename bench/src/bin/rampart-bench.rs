@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`alloc_count::Counting` is its global allocator) so the
 //! `parsers` benchmark can report allocations per frame.
@@ -22,6 +22,10 @@ fn main() {
         parsers_main(runs);
         return;
     }
+    if which == "book-baseline" {
+        book_baseline_main(runs);
+        return;
+    }
     let mut rows = Vec::new();
     for run in 1..=runs {
         let summaries = match which {
@@ -39,7 +43,9 @@ fn main() {
                 alert_decision(100_000, 1_000_000, 1_000_000),
             ],
             _ => {
-                eprintln!("usage: rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers [--runs N]");
+                eprintln!(
+                    "usage: rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers|book-baseline [--runs N]"
+                );
                 std::process::exit(2);
             }
         };
@@ -80,4 +86,18 @@ fn parsers_main(runs: usize) {
     println!("Medians over {} runs:", all.len());
     println!();
     print!("{}", parsers_table(&all));
+}
+
+/// Messages per run of `rampart-bench book-baseline` (half depth diffs, half trades).
+const BOOK_BASELINE_FRAMES: usize = 200_000;
+
+/// `rampart-bench book-baseline`: the engine's decode + book path against serde_json and a
+/// `BTreeMap` book on the same frames, every run and the totals in one table.
+fn book_baseline_main(runs: usize) {
+    let c = rampart_bench::book_baseline::compare(BOOK_BASELINE_FRAMES, runs);
+    eprintln!(
+        "book-baseline: engine p50 {} ns p99 {} ns, baseline p50 {} ns p99 {} ns, p50 ratio {:.2}",
+        c.engine_p50_ns, c.engine_p99_ns, c.baseline_p50_ns, c.baseline_p99_ns, c.ratio_p50
+    );
+    print!("{}", c.table());
 }

@@ -15,7 +15,8 @@ use rampart_bench::scenarios::{self, Opts, SCENARIOS};
 fn opts() -> Result<Opts, String> {
     let args: Vec<String> = std::env::args().collect();
     let get = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let num = |name: &str, d: usize| get(name).map_or(Ok(d), |v| v.parse().map_err(|_| format!("{name} takes a number")));
+    let num =
+        |name: &str, d: usize| get(name).map_or(Ok(d), |v| v.parse().map_err(|_| format!("{name} takes a number")));
     let scenario = args.get(1).cloned().unwrap_or_default();
     if !SCENARIOS.contains(&scenario.as_str()) {
         return Err(format!(

@@ -190,7 +190,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
         {
             let mut guard = live.borrow_mut();
             let Live { shard, sessions, stopping } = &mut *guard;
-            if shard.take_commands() {
+            if *stopping || shard.take_commands() {
                 *stopping = true;
                 break;
             }
@@ -406,7 +406,13 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
             Some(Err(e)) => return format!("read: {e}"),
             Some(Ok(n)) => {
                 codec.filled(n);
-                live.borrow_mut().shard.read_at_us = clock::now_us();
+                let mut g = live.borrow_mut();
+                g.shard.read_at_us = clock::now_us();
+                // Commands queued before these bytes arrived take effect before they are applied:
+                // an alert whose creation was answered before a trade was sent sees that trade.
+                if g.shard.take_commands() {
+                    g.stopping = true;
+                }
             }
         }
         loop {

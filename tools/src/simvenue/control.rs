@@ -174,7 +174,7 @@ fn trade(shared: &Shared, v: &serde_json::Value) -> Reply {
         Err(r) => return r,
     };
     match shared.lock().inject_trade(b, price, qty, now_ms()) {
-        Ok(()) => done(),
+        Ok(text) => Reply::ok(format!("{{\"ok\":true,\"price\":{}}}", json_str(&text))),
         Err(msg) => fail(400, &msg),
     }
 }

@@ -532,7 +532,12 @@ impl State {
         let pair_of: HashMap<String, usize> = universe.iter().enumerate().map(|(i, p)| (p.symbol(), i)).collect();
         let specs: Vec<usize> = (0..universe.len()).collect();
         let step_interval_ms = cfg.step_ms.unwrap_or(SimConfig::default().step_interval_ms);
-        let mut sim = Sim::new(SimConfig { seed: cfg.seed, step_interval_ms, ..SimConfig::default() }, &universe, &registry, &specs);
+        let mut sim = Sim::new(
+            SimConfig { seed: cfg.seed, step_interval_ms, ..SimConfig::default() },
+            &universe,
+            &registry,
+            &specs,
+        );
         let mut rng = Rng::new(cfg.seed ^ 0x51_4D56);
         let mut books = Vec::with_capacity(registry.len());
         for id in registry.ids() {
@@ -664,7 +669,8 @@ impl State {
         self.next_conn += 1;
         let conn_id = format!("{:08x}{:04x}", self.rng.next_u64() as u32, id & 0xFFFF);
         let combined = endpoint == Endpoint::BinanceCombined;
-        self.conns.insert(id, Conn { endpoint, combined, micros, tx, ctl, topics: Vec::new(), streams: Vec::new(), conn_id });
+        self.conns
+            .insert(id, Conn { endpoint, combined, micros, tx, ctl, topics: Vec::new(), streams: Vec::new(), conn_id });
         let s = self.stats.venue(endpoint.venue());
         s.connections_accepted.fetch_add(1, Ordering::Relaxed);
         s.connections_open.fetch_add(1, Ordering::Relaxed);
@@ -1031,7 +1037,9 @@ impl State {
     /// least one lot) now; the pair's simulated price moves there so the market continues from
     /// it. The taker buys at or above the mid, sells below. A price outside
     /// [`INJECTED_PRICE_FACTOR_MAX`] times the mid either way is refused (an error message).
-    pub(crate) fn inject_trade(&mut self, b: usize, price: i64, qty: Option<u64>, now: i64) -> Result<(), String> {
+    /// Emits a trade at `price` (rounded to the tick) now and moves the pair there; returns the
+    /// traded price as the venue's text.
+    pub(crate) fn inject_trade(&mut self, b: usize, price: i64, qty: Option<u64>, now: i64) -> Result<String, String> {
         let Some(book) = self.books.get(b) else { return Err("no such book".into()) };
         let mid = book.truth.mid().map_or(book.tick.max(1) * 1000, |m| m.0);
         if price < mid / INJECTED_PRICE_FACTOR_MAX || price > mid.saturating_mul(INJECTED_PRICE_FACTOR_MAX) {
@@ -1049,9 +1057,10 @@ impl State {
         };
         let taker_sell = book.truth.mid().is_some_and(|m| price < m.0);
         let pair = book.pair;
+        let text = super::text::fixed(price, book.px_dec);
         self.restart_pair(pair, price, now);
         self.trade(b, price, qty, taker_sell, now);
-        Ok(())
+        Ok(text)
     }
 
     /// Restarts pair `pair`'s walk at `price`: a one-pair `Sim` whose pair is priced there takes
