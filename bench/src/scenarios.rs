@@ -461,7 +461,17 @@ pub fn run(o: &Opts) -> Res<Value> {
 
 fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     let env = Env::start(o)?;
-    thread::sleep(Duration::from_secs(3));
+    // A wall on BTCUSDT (off the simulated grid, so it stays), so its densities answer 200.
+    let truth = env.sim.get("/book?venue=binance&symbol=BTCUSDT")?;
+    let size = truth["bids"][3][1].as_str().and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0);
+    env.sim.post("/level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"bid","depth":5,"qty":format!("{:.0}", (size * 300.0).ceil())}))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while env.api.get("/v1/densities/BTCUSDT?exchange=binance").is_err() {
+        if Instant::now() > deadline {
+            return Err("no wall on BTCUSDT after 10 s".into());
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
     let paths = [
         "/v1/levels/BTCUSDT?exchange=binance",
         "/v1/densities/BTCUSDT?exchange=binance",

@@ -54,3 +54,21 @@ fn ingest_scenario_runs_in_process() {
     assert!(r["ingestPerCore"]["medianMsgsPerS"].as_f64().is_some_and(|r| r > 0.0), "{r}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn http_scenario_compares_with_the_baseline() {
+    let out = std::env::temp_dir().join(format!("rampart-harness-http-{}", std::process::id()));
+    let mut o = opts("http", &out);
+    o.secs = 1;
+    let r = run(&o).expect("http");
+    let rows = r["http"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 4, "{r}");
+    for row in rows {
+        assert!(row["rampart"]["reqPerS"].as_f64().is_some_and(|x| x > 0.0), "{row}");
+        assert_eq!(row["rampart"]["errors"], 0, "{row}");
+        assert_eq!(row["rampart"]["non2xx"], 0, "every request answered 200: {row}");
+        assert!(row["baseline"]["reqPerS"].as_f64().is_some_and(|x| x > 0.0), "{row}");
+        assert!(row["ratio"].as_f64().is_some_and(|x| x > 0.0), "{row}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

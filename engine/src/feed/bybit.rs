@@ -33,7 +33,8 @@
 //! - The trade id `i` is documented as a string and is required to be one (raw, opaque).
 
 use super::{
-    parse_levels, plain_str, price, qty, str_raw, uint, Cursor, DecodeError, Elements, JsonErrorKind, Members, Span,
+    level, parse_levels, plain_str, price, qty, read_levels, read_nested, read_objects, str_raw, uint, walk_keyed,
+    Cursor, DecodeError, Deferred, JsonError, JsonErrorKind, KeyHints, KeySet, Nested, Span,
 };
 use crate::book::{Book, Level, Side};
 use crate::fixed::{Price, Qty};
@@ -244,6 +245,7 @@ pub struct BybitDecoder {
     bids: Vec<Level>,
     asks: Vec<Level>,
     trades: Vec<RawTrade>,
+    hints: KeyHints,
 }
 
 impl BybitDecoder {
@@ -260,6 +262,7 @@ impl BybitDecoder {
             bids: Vec::with_capacity(levels_max),
             asks: Vec::with_capacity(levels_max),
             trades: Vec::with_capacity(trades_max),
+            hints: KeyHints::default(),
         }
     }
 
@@ -276,7 +279,7 @@ impl BybitDecoder {
     /// Decodes the bytes of one message. Never allocates and never panics; malformed input,
     /// truncated input and missing or mistyped fields are errors.
     pub fn decode<'a>(&'a mut self, frame: &'a [u8]) -> Result<Message<'a>, DecodeError> {
-        let BybitDecoder { levels_max, trades_max, bids, asks, trades } = self;
+        let BybitDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
         bids.clear();
         asks.clear();
         trades.clear();
@@ -290,17 +293,32 @@ impl BybitDecoder {
             }
             return Err(DecodeError::NotAnObject);
         }
-        let f = Fields::scan(frame, &mut cur)?;
+        let mut f = Fields::new(frame, &KEYS);
+        let mut data = Nested::new(frame, &KEYS);
+        let mut pass = Pass {
+            bytes: frame,
+            levels_max: *levels_max,
+            trades_max: *trades_max,
+            bids,
+            asks,
+            trades,
+            bids_read: None,
+            asks_read: None,
+            trades_read: None,
+        };
+        pass.outer(&mut cur, hints, &mut f, &mut data)?;
         if !cur.at_end() {
             return Err(cur.error(JsonErrorKind::TrailingBytes).into());
         }
+        let Pass { bids, asks, trades, bids_read, asks_read, trades_read, .. } = pass;
         if let Some(topic) = f.get(K_TOPIC) {
             let topic = plain_str(topic, name(K_TOPIC))?;
             if let Some(rest) = topic.strip_prefix(b"orderbook.") {
-                return book(&f, topic, rest, *levels_max, bids, asks);
+                let read = BookRead { data: &data, bids: bids_read, asks: asks_read };
+                return book(&f, topic, rest, read, *levels_max, bids, asks);
             }
             if topic.starts_with(b"publicTrade.") {
-                return trade_batch(&f, topic, *trades_max, trades);
+                return trade_batch(&f, topic, trades_read, trades);
             }
             return Ok(Message::Other { topic: Some(topic) });
         }
@@ -316,10 +334,19 @@ impl BybitDecoder {
     }
 }
 
+/// What the pass read of a book message's `data`: the object, when `data` is one, and the
+/// outcome of reading its `b` and `a` arrays into the buffers, when they are arrays.
+struct BookRead<'a, 'r> {
+    data: &'r Nested<'a, { KEYS.len() }>,
+    bids: Option<Deferred>,
+    asks: Option<Deferred>,
+}
+
 fn book<'a>(
     f: &Fields<'a>,
     topic: &'a [u8],
     topic_rest: &[u8],
+    read: BookRead<'a, '_>,
     levels_max: usize,
     bids: &'a mut Vec<Level>,
     asks: &'a mut Vec<Level>,
@@ -336,63 +363,170 @@ fn book<'a>(
     };
     let ts_ms = time(f.req(K_TS)?, K_TS)?;
     let cts_ms = f.get(K_CTS).map(|v| time(v, K_CTS)).transpose()?;
-    let data = f.req_span(K_DATA)?;
-    let mut cur = Cursor::new(f.bytes, data.start);
-    if cur.peek() != Some(b'{') {
+    f.req_span(K_DATA)?;
+    // `data` was read as an object during the pass exactly when it is one.
+    if !read.data.read {
         return Err(DecodeError::WrongType(name(K_DATA)));
     }
-    let d = Fields::scan(f.bytes, &mut cur)?;
+    let d = read.data.fields()?;
     let symbol = plain_str(d.req(K_SYMBOL)?, name(K_SYMBOL))?;
     let update_id = uint(d.req(K_UPDATE_ID)?, name(K_UPDATE_ID))?;
     let seq = d.get(K_SEQ).map(|v| uint(v, name(K_SEQ))).transpose()?;
-    parse_levels(d.bytes, d.req_span(K_BIDS)?, name(K_BIDS), levels_max, bids)?;
-    parse_levels(d.bytes, d.req_span(K_ASKS)?, name(K_ASKS), levels_max, asks)?;
+    side(d, K_BIDS, read.bids, levels_max, bids)?;
+    side(d, K_ASKS, read.asks, levels_max, asks)?;
     let bids: &'a Vec<Level> = bids;
     let asks: &'a Vec<Level> = asks;
     Ok(Message::Book(BookUpdate { topic, depth, kind, ts_ms, cts_ms, symbol, update_id, seq, bids, asks }))
 }
 
+/// The level array of key `key` of the book's `data`: from the buffer when the pass read it
+/// there, else read now (the general path reports what is wrong with it).
+fn side(
+    d: &Fields<'_>,
+    key: usize,
+    read: Option<Deferred>,
+    max: usize,
+    out: &mut Vec<Level>,
+) -> Result<(), DecodeError> {
+    let span = d.req_span(key)?;
+    match read {
+        Some(result) => result,
+        None => {
+            out.clear();
+            parse_levels(d.bytes(), span, name(key), max, out)
+        }
+    }
+}
+
 fn trade_batch<'a>(
     f: &Fields<'a>,
     topic: &'a [u8],
-    trades_max: usize,
+    read: Option<Deferred>,
     out: &'a mut Vec<RawTrade>,
 ) -> Result<Message<'a>, DecodeError> {
     let ts_ms = time(f.req(K_TS)?, K_TS)?;
-    let data = f.req_span(K_DATA)?;
-    let mut cur = Cursor::new(f.bytes, data.start);
-    if cur.peek() != Some(b'[') {
-        return Err(DecodeError::WrongType(name(K_DATA)));
-    }
-    cur.expect(b'[')?;
-    let mut items = Elements::new();
-    while items.next(&mut cur)? {
-        cur.skip_ws();
-        if cur.peek() != Some(b'{') {
-            return Err(DecodeError::WrongType(name(K_DATA)));
-        }
-        let t = Fields::scan(f.bytes, &mut cur)?;
-        let symbol = plain_span(&t, K_SYMBOL)?;
-        let trade_id = plain_span(&t, K_TRADE_ID)?;
-        let trade_ms = time(t.req(K_TRADE_TIME)?, K_TRADE_TIME)?;
-        let taker_sell = match str_or_type(t.req(K_SIDE)?, K_SIDE)? {
-            b"Buy" => false,
-            b"Sell" => true,
-            _ => return Err(DecodeError::WrongType(name(K_SIDE))),
-        };
-        let price = price(str_or_type(t.req(K_PRICE)?, K_PRICE)?, name(K_PRICE))?;
-        let qty = qty(str_or_type(t.req(K_VOLUME)?, K_VOLUME)?, name(K_VOLUME))?;
-        let block_trade = t.get(K_BLOCK).map(|v| boolean(v, K_BLOCK)).transpose()?.unwrap_or(false);
-        let rpi = t.get(K_RPI).map(|v| boolean(v, K_RPI)).transpose()?.unwrap_or(false);
-        let seq = t.get(K_SEQ).map(|v| uint(v, name(K_SEQ))).transpose()?;
-        if out.len() >= trades_max {
-            return Err(DecodeError::TooManyLevels(name(K_DATA)));
-        }
-        debug_assert!(out.len() < out.capacity());
-        out.push(RawTrade { symbol, trade_id, trade_ms, price, qty, taker_sell, block_trade, rpi, seq });
-    }
+    f.req_span(K_DATA)?;
+    // The trades were read during the pass exactly when `data` is an array.
+    read.ok_or(DecodeError::WrongType(name(K_DATA)))??;
     let raw: &'a Vec<RawTrade> = out;
-    Ok(Message::Trades(Trades { topic, ts_ms, frame: f.bytes, raw }))
+    Ok(Message::Trades(Trades { topic, ts_ms, frame: f.bytes(), raw }))
+}
+
+/// One trade of a `publicTrade` message's `data`.
+fn trade(t: &Fields<'_>) -> Result<RawTrade, DecodeError> {
+    let symbol = plain_span(t, K_SYMBOL)?;
+    let trade_id = plain_span(t, K_TRADE_ID)?;
+    let trade_ms = time(t.req(K_TRADE_TIME)?, K_TRADE_TIME)?;
+    let taker_sell = match str_or_type(t.req(K_SIDE)?, K_SIDE)? {
+        b"Buy" => false,
+        b"Sell" => true,
+        _ => return Err(DecodeError::WrongType(name(K_SIDE))),
+    };
+    let price = price(str_or_type(t.req(K_PRICE)?, K_PRICE)?, name(K_PRICE))?;
+    let qty = qty(str_or_type(t.req(K_VOLUME)?, K_VOLUME)?, name(K_VOLUME))?;
+    let block_trade = t.get(K_BLOCK).map(|v| boolean(v, K_BLOCK)).transpose()?.unwrap_or(false);
+    let rpi = t.get(K_RPI).map(|v| boolean(v, K_RPI)).transpose()?.unwrap_or(false);
+    let seq = t.get(K_SEQ).map(|v| uint(v, name(K_SEQ))).transpose()?;
+    Ok(RawTrade { symbol, trade_id, trade_ms, price, qty, taker_sell, block_trade, rpi, seq })
+}
+
+/// The kinds of object the pass reads (for [`KeyHints`]): the message, a book's `data`, a
+/// trade of a trade batch's `data`.
+const OBJ_OUTER: usize = 0;
+const OBJ_BOOK: usize = 1;
+const OBJ_TRADE: usize = 2;
+
+/// One pass over a message: validates all of it and notes where known keys' values lie; reads
+/// its `data` as it meets it: a book's object (its `b` and `a` arrays straight into the level
+/// buffers) or a trade batch's array (each trade into the trade buffer). What is wrong inside
+/// `data` is held (see [`Deferred`]) until the decoder, knowing the topic, reads `data`.
+struct Pass<'a, 'b> {
+    bytes: &'a [u8],
+    levels_max: usize,
+    trades_max: usize,
+    bids: &'b mut Vec<Level>,
+    asks: &'b mut Vec<Level>,
+    trades: &'b mut Vec<RawTrade>,
+    /// The outcome of reading `data.b` into `bids`, when it is an array.
+    bids_read: Option<Deferred>,
+    /// The outcome of reading `data.a` into `asks`, when it is an array.
+    asks_read: Option<Deferred>,
+    /// The outcome of reading `data` into `trades`, when it is an array.
+    trades_read: Option<Deferred>,
+}
+
+impl<'a> Pass<'a, '_> {
+    /// Reads the message's object at the cursor into `f`, and its `data` into `data` when that
+    /// is an object. A repeated key of the message is refused here, as the two-pass reading
+    /// refused it while scanning.
+    fn outer(
+        &mut self,
+        cur: &mut Cursor<'a>,
+        hints: &mut KeyHints,
+        f: &mut Fields<'a>,
+        data: &mut Nested<'a, { KEYS.len() }>,
+    ) -> Result<(), DecodeError> {
+        walk_keyed(cur, &KEY_SET, hints, OBJ_OUTER, |cur, k, hints| {
+            let Some(k) = k else {
+                cur.skip_value()?;
+                return Ok(());
+            };
+            cur.skip_ws();
+            let start = cur.pos();
+            match (k, cur.peek()) {
+                (K_DATA, Some(b'{')) => self.book_data(cur, hints, data)?,
+                (K_DATA, Some(b'[')) => self.trade_data(cur, hints)?,
+                _ => {
+                    cur.skip_value()?;
+                }
+            }
+            f.record(k, Span { start, end: cur.pos() })
+        })
+    }
+
+    /// Reads a book's `data` object at the cursor (a value of the message) into `data`.
+    fn book_data(
+        &mut self,
+        cur: &mut Cursor<'a>,
+        hints: &mut KeyHints,
+        data: &mut Nested<'a, { KEYS.len() }>,
+    ) -> Result<(), JsonError> {
+        let bytes = self.bytes;
+        read_nested(cur, 0, data, &KEY_SET, hints, OBJ_BOOK, |cur, k| {
+            let side = match k {
+                K_BIDS if self.bids_read.is_none() => Some((&mut *self.bids, &mut self.bids_read)),
+                K_ASKS if self.asks_read.is_none() => Some((&mut *self.asks, &mut self.asks_read)),
+                _ => None,
+            };
+            match side {
+                Some((out, read)) if cur.peek() == Some(b'[') => {
+                    let field = name(k);
+                    let read = read.insert(Ok(()));
+                    read_levels(cur, 1, field, self.levels_max, out, read, |row| level(bytes, row, field))?;
+                }
+                _ => {
+                    cur.skip_value_at(1)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Reads a trade batch's `data` array at the cursor (a value of the message): each object
+    /// into the trade buffer, until the first error, which is kept; the rest is only validated.
+    fn trade_data(&mut self, cur: &mut Cursor<'a>, hints: &mut KeyHints) -> Result<(), JsonError> {
+        let (trades, max) = (&mut *self.trades, self.trades_max);
+        let read = self.trades_read.insert(Ok(()));
+        read_objects(cur, 0, &KEY_SET, hints, OBJ_TRADE, name(K_DATA), read, |t| {
+            let raw = trade(t)?;
+            if trades.len() >= max {
+                return Err(DecodeError::TooManyLevels(name(K_DATA)));
+            }
+            debug_assert!(trades.len() < trades.capacity());
+            trades.push(raw);
+            Ok(())
+        })
+    }
 }
 
 // Keys the decoder reads. Matching is on raw key bytes: an escaped key is an unknown key.
@@ -423,8 +557,40 @@ const KEYS: [&str; 22] = [
     "success", "ret_msg", "conn_id", "req_id",
 ];
 
+/// [`KEYS`] with their compact-JSON patterns, for [`walk_keyed`].
+static KEY_SET: KeySet<{ KEYS.len() }> = KeySet::new(&KEYS, key_index);
+
+/// The index in [`KEYS`] of a raw key.
+///
+/// Rationale: a `match` on the key bytes (a jump on the length, then on the bytes) measured
+/// faster here than a perfect hash confirmed by a comparison.
+#[inline]
 fn key_index(raw: &[u8]) -> Option<usize> {
-    KEYS.iter().position(|k| k.as_bytes() == raw)
+    Some(match raw {
+        b"topic" => K_TOPIC,
+        b"type" => K_TYPE,
+        b"ts" => K_TS,
+        b"data" => K_DATA,
+        b"cts" => K_CTS,
+        b"s" => K_SYMBOL,
+        b"b" => K_BIDS,
+        b"a" => K_ASKS,
+        b"u" => K_UPDATE_ID,
+        b"seq" => K_SEQ,
+        b"T" => K_TRADE_TIME,
+        b"S" => K_SIDE,
+        b"v" => K_VOLUME,
+        b"p" => K_PRICE,
+        b"i" => K_TRADE_ID,
+        b"BT" => K_BLOCK,
+        b"RPI" => K_RPI,
+        b"op" => K_OP,
+        b"success" => K_SUCCESS,
+        b"ret_msg" => K_RET_MSG,
+        b"conn_id" => K_CONN_ID,
+        b"req_id" => K_REQ_ID,
+        _ => return None,
+    })
 }
 
 fn name(key: usize) -> &'static str {
@@ -432,47 +598,7 @@ fn name(key: usize) -> &'static str {
 }
 
 /// Where each known key's value lies in one object.
-struct Fields<'a> {
-    bytes: &'a [u8],
-    spans: [Option<Span>; KEYS.len()],
-}
-
-impl<'a> Fields<'a> {
-    /// Walks the object at the cursor, validating every value and remembering known keys.
-    fn scan(bytes: &'a [u8], cur: &mut Cursor<'a>) -> Result<Fields<'a>, DecodeError> {
-        cur.expect(b'{')?;
-        let mut fields = Fields { bytes, spans: [None; KEYS.len()] };
-        let mut members = Members::new();
-        while let Some(key) = members.next_key(cur)? {
-            let value = cur.skip_value()?;
-            if let Some(k) = key_index(key.of(bytes)) {
-                if let Some(slot) = fields.spans.get_mut(k) {
-                    if slot.replace(value).is_some() {
-                        return Err(DecodeError::DuplicateField(name(k)));
-                    }
-                }
-            }
-        }
-        Ok(fields)
-    }
-
-    fn span(&self, key: usize) -> Option<Span> {
-        self.spans.get(key).copied().flatten()
-    }
-
-    /// The raw JSON text of a key's value.
-    fn get(&self, key: usize) -> Option<&'a [u8]> {
-        self.span(key).map(|s| s.of(self.bytes))
-    }
-
-    fn req(&self, key: usize) -> Result<&'a [u8], DecodeError> {
-        self.get(key).ok_or(DecodeError::MissingField(name(key)))
-    }
-
-    fn req_span(&self, key: usize) -> Result<Span, DecodeError> {
-        self.span(key).ok_or(DecodeError::MissingField(name(key)))
-    }
-}
+type Fields<'a> = super::Fields<'a, { KEYS.len() }>;
 
 fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
     str_raw(text).ok_or(DecodeError::WrongType(name(key)))
@@ -481,7 +607,7 @@ fn str_or_type(text: &[u8], key: usize) -> Result<&[u8], DecodeError> {
 /// The span of a required verbatim string's content.
 fn plain_span(f: &Fields<'_>, key: usize) -> Result<Span, DecodeError> {
     let span = f.req_span(key)?;
-    plain_str(span.of(f.bytes), name(key))?;
+    plain_str(span.of(f.bytes()), name(key))?;
     // The value span includes the quotes; the content lies one byte inside each end.
     Ok(Span { start: span.start + 1, end: span.end.saturating_sub(1) })
 }

@@ -7,7 +7,7 @@
 //! level, the latest price and size text received (`TextBook`, crate-private), in fixed-size
 //! slots allocated once, next to the [`crate::book::Book`] it drives.
 
-use super::{price, qty, DecodeError, Span};
+use super::{DecodeError, Row, Span};
 use crate::book::Side;
 use crate::fixed::{Price, Qty};
 
@@ -42,14 +42,14 @@ impl From<Span> for TextSpan {
     }
 }
 
-/// Checks that a level's price and size text (content spans `p` and `q` of `bytes`) fit the text
-/// store, and parses them. `field` names the side in errors.
-pub(crate) fn text_level(bytes: &[u8], p: Span, q: Span, field: &'static str) -> Result<(Price, Qty), DecodeError> {
-    let (p_text, q_text) = (p.of(bytes), q.of(bytes));
-    if p_text.len() > LEVEL_TEXT_LEN_MAX || q_text.len() > LEVEL_TEXT_LEN_MAX {
+/// Checks that a level's price and size text (in `bytes`) fit the text store, and parses them.
+/// `field` names the side in errors.
+#[inline]
+pub(crate) fn text_level(bytes: &[u8], row: &Row, field: &'static str) -> Result<(Price, Qty), DecodeError> {
+    if row.p.of(bytes).len() > LEVEL_TEXT_LEN_MAX || row.q.of(bytes).len() > LEVEL_TEXT_LEN_MAX {
         return Err(DecodeError::OutOfRange(field));
     }
-    Ok((price(p_text, field)?, qty(q_text, field)?))
+    Ok((row.price(bytes, field)?, row.qty(bytes, field)?))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -35,8 +35,9 @@
 
 use super::checksum::{text_level, Check, TextBook};
 use super::{
-    int, int_or_string, plain_str, push_bounded, str_field, string_ms, string_uint, taker_sell, walk_levels, Cursor,
-    DecodeError, JsonErrorKind, Span,
+    int, int_or_string, plain_str, push_bounded, read_levels, read_nested, read_objects, read_single, str_field,
+    string_ms, string_uint, taker_sell, walk_keyed, walk_levels, Cursor, DecodeError, Deferred, JsonError,
+    JsonErrorKind, KeyHints, KeySet, Nested, Row, Single, Span,
 };
 use crate::book::{Book, Side};
 use crate::fixed::{Price, Qty};
@@ -240,6 +241,7 @@ pub struct OkxDecoder {
     bids: Vec<OkxLevel>,
     asks: Vec<OkxLevel>,
     trades: Vec<OkxTrade>,
+    hints: KeyHints,
 }
 
 impl OkxDecoder {
@@ -255,6 +257,7 @@ impl OkxDecoder {
             bids: Vec::with_capacity(levels_max),
             asks: Vec::with_capacity(levels_max),
             trades: Vec::with_capacity(trades_max),
+            hints: KeyHints::default(),
         }
     }
 
@@ -274,7 +277,7 @@ impl OkxDecoder {
         if frame.trim_ascii() == b"pong" {
             return Ok(Message::Pong);
         }
-        let OkxDecoder { levels_max, trades_max, bids, asks, trades } = self;
+        let OkxDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
         bids.clear();
         asks.clear();
         trades.clear();
@@ -287,12 +290,27 @@ impl OkxDecoder {
             }
             return Err(DecodeError::NotAnObject);
         }
-        let outer = Fields::scan(frame, &mut cur, &KEYS)?;
+        let mut outer = Fields::new(frame, &KEYS);
+        let mut arg_read = Nested::new(frame, &KEYS);
+        let mut single = Single::new(frame, &KEYS);
+        let mut pass = Pass {
+            bytes: frame,
+            levels_max: *levels_max,
+            trades_max: *trades_max,
+            bids,
+            asks,
+            trades,
+            data: DataRead::Unread,
+        };
+        pass.outer(&mut cur, hints, &mut outer, &mut arg_read, &mut single)?;
         if !cur.at_end() {
             return Err(cur.error(JsonErrorKind::TrailingBytes).into());
         }
+        let Pass { bids, asks, trades, data: data_read, .. } = pass;
         let arg = match outer.span(K_ARG) {
-            Some(span) => Some(Fields::object_at(frame, span, &KEYS, name(K_ARG))?),
+            // `arg` was read as an object during the pass exactly when it is one.
+            Some(_) if !arg_read.read => return Err(DecodeError::WrongType(name(K_ARG))),
+            Some(_) => Some(arg_read.fields()?),
             None => None,
         };
         if let Some(event) = outer.get(K_EVENT) {
@@ -320,20 +338,30 @@ impl OkxDecoder {
             return Ok(Message::Other { event: None, channel: None });
         };
         let channel = plain_str(arg.req(K_CHANNEL)?, name(K_CHANNEL))?;
-        let is_book =
-            matches!(channel, b"books" | b"books5" | b"bbo-tbt" | b"books-l2-tbt" | b"books50-l2-tbt" | b"books-elp");
-        let is_trades = matches!(channel, b"trades" | b"trades-all");
-        if !is_book && !is_trades {
+        let Some(kind) = channel_kind(channel) else {
             return Ok(Message::Other { event: None, channel: Some(channel) });
-        }
+        };
         let inst_id = plain_str(arg.req(K_INST_ID)?, name(K_INST_ID))?;
         let data = outer.req_span(K_DATA)?;
-        if is_trades {
-            decode_trades(frame, data, *trades_max, trades)?;
+        if kind == ChannelKind::Trades {
+            match data_read {
+                DataRead::Trades(result) => result?,
+                _ => {
+                    trades.clear();
+                    decode_trades(frame, data, *trades_max, trades)?;
+                }
+            }
             let trades: &'a Vec<OkxTrade> = trades;
             return Ok(Message::Trades { channel, inst_id, trades });
         }
-        let book = Fields::single_in_array(frame, data, &KEYS, name(K_DATA))?;
+        let lazy;
+        let (book, bids_read, asks_read) = match data_read {
+            DataRead::Book { bids, asks } => (single.fields(name(K_DATA))?, bids, asks),
+            _ => {
+                lazy = Fields::single_in_array(frame, data, &KEYS, key_index, name(K_DATA))?;
+                (&lazy, None, None)
+            }
+        };
         let action = match outer.get(K_ACTION) {
             None => None,
             Some(a) => match plain_str(a, name(K_ACTION))? {
@@ -351,8 +379,8 @@ impl OkxDecoder {
         };
         let seq_id = book.get(K_SEQ_ID).map(|v| int(v, name(K_SEQ_ID))).transpose()?;
         let prev_seq_id = book.get(K_PREV_SEQ_ID).map(|v| int(v, name(K_PREV_SEQ_ID))).transpose()?;
-        parse_levels(frame, book.req_span(K_BIDS)?, name(K_BIDS), *levels_max, bids)?;
-        parse_levels(frame, book.req_span(K_ASKS)?, name(K_ASKS), *levels_max, asks)?;
+        side(book, K_BIDS, bids_read, *levels_max, bids)?;
+        side(book, K_ASKS, asks_read, *levels_max, asks)?;
         let bids: &'a Vec<OkxLevel> = bids;
         let asks: &'a Vec<OkxLevel> = asks;
         Ok(Message::Book(BookPush {
@@ -412,6 +440,39 @@ const KEYS: [&str; 19] = [
     "count",
 ];
 
+/// [`KEYS`] with their compact-JSON patterns, for [`walk_keyed`].
+static KEY_SET: KeySet<{ KEYS.len() }> = KeySet::new(&KEYS, key_index);
+
+/// The index in [`KEYS`] of a raw key.
+///
+/// Rationale: a `match` on the key bytes (a jump on the length, then on the bytes) measured
+/// faster here than a perfect hash confirmed by a comparison.
+#[inline]
+fn key_index(raw: &[u8]) -> Option<usize> {
+    Some(match raw {
+        b"arg" => K_ARG,
+        b"action" => K_ACTION,
+        b"data" => K_DATA,
+        b"event" => K_EVENT,
+        b"code" => K_CODE,
+        b"msg" => K_MSG,
+        b"channel" => K_CHANNEL,
+        b"instId" => K_INST_ID,
+        b"asks" => K_ASKS,
+        b"bids" => K_BIDS,
+        b"ts" => K_TS,
+        b"checksum" => K_CHECKSUM,
+        b"seqId" => K_SEQ_ID,
+        b"prevSeqId" => K_PREV_SEQ_ID,
+        b"tradeId" => K_TRADE_ID,
+        b"px" => K_PX,
+        b"sz" => K_SZ,
+        b"side" => K_SIDE,
+        b"count" => K_COUNT,
+        _ => return None,
+    })
+}
+
 fn name(key: usize) -> &'static str {
     KEYS.get(key).copied().unwrap_or("?")
 }
@@ -419,37 +480,198 @@ fn name(key: usize) -> &'static str {
 /// Where each key of [`KEYS`] lies in one object.
 type Fields<'a> = super::Fields<'a, { KEYS.len() }>;
 
-/// Reads the `data` array of a trades push into `out` (bounded by `max`).
+/// What a channel carries, for the channels this decoder reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ChannelKind {
+    Book,
+    Trades,
+}
+
+fn channel_kind(channel: &[u8]) -> Option<ChannelKind> {
+    match channel {
+        b"books" | b"books5" | b"bbo-tbt" | b"books-l2-tbt" | b"books50-l2-tbt" | b"books-elp" => {
+            Some(ChannelKind::Book)
+        }
+        b"trades" | b"trades-all" => Some(ChannelKind::Trades),
+        _ => None,
+    }
+}
+
+/// What the pass read of `data`.
+enum DataRead {
+    /// Nothing: `data` came before `arg`, or is not an array, or the channel is not read here.
+    /// The decoder reads `data` from its span if it needs it.
+    Unread,
+    /// A book push's `data`, and the outcome of reading its `bids` and `asks` arrays into the
+    /// level buffers, when they are arrays.
+    Book { bids: Option<Deferred>, asks: Option<Deferred> },
+    /// A trades push's `data`, read into the trade buffer.
+    Trades(Deferred),
+}
+
+/// The kinds of object the pass reads (for [`KeyHints`]): the message, its `arg`, a book
+/// push's `data[0]`, a trade of a trade push's `data`.
+const OBJ_OUTER: usize = 0;
+const OBJ_ARG: usize = 1;
+const OBJ_BOOK: usize = 2;
+const OBJ_TRADE: usize = 3;
+
+/// One pass over a message: validates all of it, notes where known keys' values lie in the
+/// message and in `arg`, and reads `data` as it meets it when `arg` came first and names a
+/// channel this decoder reads (OKX sends `arg` first): a book's levels straight into the level
+/// buffers, a trade push into the trade buffer. What is wrong inside `arg` or `data` is held
+/// (see [`Deferred`]) until the decoder reaches it.
+struct Pass<'a, 'b> {
+    bytes: &'a [u8],
+    levels_max: usize,
+    trades_max: usize,
+    bids: &'b mut Vec<OkxLevel>,
+    asks: &'b mut Vec<OkxLevel>,
+    trades: &'b mut Vec<OkxTrade>,
+    data: DataRead,
+}
+
+impl<'a> Pass<'a, '_> {
+    /// Reads the message's object at the cursor. A repeated key of the message is refused here,
+    /// as the two-pass reading refused it while scanning.
+    fn outer(
+        &mut self,
+        cur: &mut Cursor<'a>,
+        hints: &mut KeyHints,
+        f: &mut Fields<'a>,
+        arg: &mut Nested<'a, { KEYS.len() }>,
+        single: &mut Single<'a, { KEYS.len() }>,
+    ) -> Result<(), DecodeError> {
+        walk_keyed(cur, &KEY_SET, hints, OBJ_OUTER, |cur, k, hints| {
+            let Some(k) = k else {
+                cur.skip_value()?;
+                return Ok(());
+            };
+            cur.skip_ws();
+            let start = cur.pos();
+            match (k, cur.peek()) {
+                // A second `arg` or `data` is refused just below; what it read is then never
+                // looked at.
+                (K_ARG, Some(b'{')) => {
+                    read_nested(cur, 0, arg, &KEY_SET, hints, OBJ_ARG, |cur, _| cur.skip_value_at(1).map(drop))?;
+                }
+                (K_DATA, Some(b'[')) => self.data(cur, hints, arg, single)?,
+                _ => {
+                    cur.skip_value()?;
+                }
+            }
+            f.record(k, Span { start, end: cur.pos() })
+        })
+    }
+
+    /// The kind of the channel `arg` names, when `arg` has been read and names one this decoder
+    /// reads.
+    fn channel_kind(arg: &Nested<'a, { KEYS.len() }>) -> Option<ChannelKind> {
+        if !arg.read {
+            return None;
+        }
+        let arg = arg.fields().ok()?;
+        channel_kind(plain_str(arg.get(K_CHANNEL)?, name(K_CHANNEL)).ok()?)
+    }
+
+    /// Reads `data` (an array, at the cursor) as the channel's kind says.
+    fn data(
+        &mut self,
+        cur: &mut Cursor<'a>,
+        hints: &mut KeyHints,
+        arg: &Nested<'a, { KEYS.len() }>,
+        single: &mut Single<'a, { KEYS.len() }>,
+    ) -> Result<(), JsonError> {
+        let bytes = self.bytes;
+        match Self::channel_kind(arg) {
+            Some(ChannelKind::Book) => {
+                let (mut bids_read, mut asks_read) = (None, None);
+                read_single(cur, 0, single, &KEY_SET, hints, OBJ_BOOK, |cur, k| {
+                    let side = match k {
+                        K_BIDS if bids_read.is_none() => Some((&mut *self.bids, &mut bids_read)),
+                        K_ASKS if asks_read.is_none() => Some((&mut *self.asks, &mut asks_read)),
+                        _ => None,
+                    };
+                    match side {
+                        Some((out, read)) if cur.peek() == Some(b'[') => {
+                            let field = name(k);
+                            let max = self.levels_max;
+                            let read = read.insert(Ok(()));
+                            read_levels(cur, 2, field, max, out, read, |row| okx_level(bytes, row, field))?;
+                        }
+                        _ => {
+                            cur.skip_value_at(2)?;
+                        }
+                    }
+                    Ok(())
+                })?;
+                self.data = DataRead::Book { bids: bids_read, asks: asks_read };
+            }
+            Some(ChannelKind::Trades) => {
+                let (trades, max) = (&mut *self.trades, self.trades_max);
+                let mut read = Ok(());
+                read_objects(cur, 0, &KEY_SET, hints, OBJ_TRADE, name(K_DATA), &mut read, |f| {
+                    push_bounded(trades, max, trade(f)?, name(K_DATA))
+                })?;
+                self.data = DataRead::Trades(read);
+            }
+            None => {
+                cur.skip_value()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One element of a trades push's `data`.
+fn trade(f: &Fields<'_>) -> Result<OkxTrade, DecodeError> {
+    let trade_id = string_uint(f.req(K_TRADE_ID)?, name(K_TRADE_ID))?;
+    let price = f.req_price(K_PX)?;
+    let qty = f.req_qty(K_SZ)?;
+    let taker_sell = taker_sell(f.req(K_SIDE)?, name(K_SIDE))?;
+    let ts_ms = string_ms(f.req(K_TS)?, name(K_TS))?;
+    let count = f.get(K_COUNT).map(|v| string_uint(v, name(K_COUNT))).transpose()?;
+    let seq_id = f.get(K_SEQ_ID).map(|v| int(v, name(K_SEQ_ID))).transpose()?;
+    Ok(OkxTrade { trade_id, price, qty, taker_sell, ts_ms, count, seq_id })
+}
+
+/// Reads the `data` array of a trades push into `out` (bounded by `max`) on the general path.
 fn decode_trades(bytes: &[u8], data: Span, max: usize, out: &mut Vec<OkxTrade>) -> Result<(), DecodeError> {
-    Fields::each_in_array(bytes, data, &KEYS, name(K_DATA), |f| {
-        let trade_id = string_uint(f.req(K_TRADE_ID)?, name(K_TRADE_ID))?;
-        let price = f.req_price(K_PX)?;
-        let qty = f.req_qty(K_SZ)?;
-        let taker_sell = taker_sell(f.req(K_SIDE)?, name(K_SIDE))?;
-        let ts_ms = string_ms(f.req(K_TS)?, name(K_TS))?;
-        let count = f.get(K_COUNT).map(|v| string_uint(v, name(K_COUNT))).transpose()?;
-        let seq_id = f.get(K_SEQ_ID).map(|v| int(v, name(K_SEQ_ID))).transpose()?;
-        push_bounded(out, max, OkxTrade { trade_id, price, qty, taker_sell, ts_ms, count, seq_id }, name(K_DATA))
+    Fields::each_in_array(bytes, data, &KEYS, key_index, name(K_DATA), |f| {
+        push_bounded(out, max, trade(&f)?, name(K_DATA))
     })
 }
 
-/// Reads `[[price, size, "0", orders], ...]` at `span` into `out` (bounded by `max`). Index 2 is
-/// deprecated: skipped, never read as a count.
-fn parse_levels(
-    bytes: &[u8],
-    span: Span,
-    field: &'static str,
+/// A level row `[price, size, "0", orders]`. Index 2 is deprecated: skipped, never read as a
+/// count.
+#[inline]
+fn okx_level(bytes: &[u8], row: &Row, field: &'static str) -> Result<OkxLevel, DecodeError> {
+    let orders = match row.extra().get(1) {
+        Some(cell) => Some(string_uint(cell.of(bytes), name(K_COUNT)).map_err(|_| DecodeError::BadLevel(field))?),
+        None => None,
+    };
+    let (price, qty) = text_level(bytes, row, field)?;
+    Ok(OkxLevel { price, qty, orders, price_text: row.p.into(), size_text: row.q.into() })
+}
+
+/// The level array of key `key` of the book object `d`: from the buffer when the pass read it
+/// there, else read now on the general path (which reports what is wrong with it).
+fn side(
+    d: &Fields<'_>,
+    key: usize,
+    read: Option<Deferred>,
     max: usize,
     out: &mut Vec<OkxLevel>,
 ) -> Result<(), DecodeError> {
-    walk_levels(bytes, span, field, max, out, |p, q, extra| {
-        let orders = match extra.get(1) {
-            Some(cell) => Some(string_uint(cell.of(bytes), name(K_COUNT)).map_err(|_| DecodeError::BadLevel(field))?),
-            None => None,
-        };
-        let (price, qty) = text_level(bytes, p, q, field)?;
-        Ok(OkxLevel { price, qty, orders, price_text: p.into(), size_text: q.into() })
-    })
+    let span = d.req_span(key)?;
+    match read {
+        Some(result) => result,
+        None => {
+            out.clear();
+            let (bytes, field) = (d.bytes(), name(key));
+            walk_levels(bytes, span, field, max, out, |row| okx_level(bytes, row, field))
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
