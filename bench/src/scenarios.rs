@@ -355,6 +355,15 @@ pub fn run(o: &Opts) -> Res<Value> {
             let mut rates: Vec<f64> = runs.iter().filter_map(|r| r["msgsPerS"].as_f64()).collect();
             rates.sort_by(f64::total_cmp);
             result["ingestPerCore"] = json!({"runs": runs, "medianMsgsPerS": rates[rates.len() / 2]});
+            // The same decode + book work done the plain way, in the same run, as a ratio.
+            let c = crate::book_baseline::compare((o.ingest_messages / 5).max(1_000), 3);
+            result["bookBaseline"] = json!({
+                "engineP50Ns": c.engine_p50_ns, "engineP99Ns": c.engine_p99_ns,
+                "baselineP50Ns": c.baseline_p50_ns, "baselineP99Ns": c.baseline_p99_ns,
+                "ratioP50": c.ratio_p50,
+                "engineAllocsPerMsg": c.engine_allocs_per_msg, "baselineAllocsPerMsg": c.baseline_allocs_per_msg,
+            });
+            notes.push("bookBaseline: the engine's decode + book path against serde_json into owned structs and a BTreeMap book on the same Binance frames (bench/src/book_baseline.rs); ratio = baseline p50 / engine p50.".into());
             notes.push("In-process: frames through the WebSocket codec, the Binance session (decode, sync) and Market::apply with alerts held, on one core, no socket.".into());
         }
         "quiet" | "burst" => {
@@ -586,6 +595,12 @@ fn markdown(r: &Value) -> String {
             ));
         }
         s.push('\n');
+    }
+    if let Some(v) = r.get("bookBaseline") {
+        s.push_str(&format!(
+            "Decode + book per message: engine p50 {} ns (p99 {}), serde_json + BTreeMap p50 {} ns (p99 {}): baseline / engine = {:.2}\n\n",
+            v["engineP50Ns"], v["engineP99Ns"], v["baselineP50Ns"], v["baselineP99Ns"], v["ratioP50"].as_f64().unwrap_or(0.0)
+        ));
     }
     if let Some(v) = r.get("alerts") {
         s.push_str(&format!("Alerts: {v}\n\n"));

@@ -52,6 +52,7 @@ fn ingest_scenario_runs_in_process() {
     let out = std::env::temp_dir().join(format!("rampart-harness-ingest-{}", std::process::id()));
     let r = run(&opts("ingest", &out)).expect("ingest");
     assert!(r["ingestPerCore"]["medianMsgsPerS"].as_f64().is_some_and(|r| r > 0.0), "{r}");
+    assert!(r["bookBaseline"]["ratioP50"].as_f64().is_some_and(|x| x > 0.0), "{r}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
