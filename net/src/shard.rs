@@ -413,50 +413,19 @@ impl ShardSet {
     ) -> std::io::Result<ShardSet> {
         let n = config.shards.max(1);
         let shared = Arc::new(Shared::new(registry.clone(), n, false));
-        let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
-        let mut set =
-            ShardSet { shared: shared.clone(), commands: Vec::new(), events: Vec::new(), threads: Vec::new() };
-        for index in 0..n {
-            let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
-            let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
-            set.commands.push(commands.clone());
-            set.events.push(events.clone());
-            let ids: Vec<BookId> = registry.ids().filter(|id| shared.shard_of[id.index()] as usize == index).collect();
-            let my_alerts: Vec<(BookId, AlertSpec)> =
-                alerts.iter().filter(|(b, _)| shared.shard_of[b.index()] as usize == index).copied().collect();
+        ShardSet::start_each(config, &registry, shared, &alerts, None, |index| {
             let pairs: Vec<usize> = (0..universe.len())
                 .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
                 .filter(|&i| venue_listed(&registry, &universe[i]))
                 .collect();
-            let (cfg, shared, universe, registry) =
-                (config.clone(), shared.clone(), universe.clone(), registry.clone());
-            let builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
-                .name(&format!("shard-{index}"))
-                .io_memory(1 << 20)
-                .detect_stalls(Some(Box::new(glommio::DefaultStallDetectionHandler {})));
-            let handle = builder
-                .spawn(move || async move {
-                    let sim = Sim::new(cfg.sim.clone(), &universe, &registry, &pairs);
-                    drop(universe);
-                    let mut market = Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
-                    for (book, spec) in my_alerts {
-                        market.insert_alert(book, spec);
-                    }
-                    let mut shard = Shard::new(index, cfg, market, Some(sim), commands, events, shared);
-                    shard.run().await;
-                })
-                .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
-            set.threads.push(std::thread::spawn(move || {
-                // glommio reports some set-up failures (a too-low memlock limit) only here. A
-                // shard that dies takes its books with it, so the process stops rather than
-                // serve a partial market.
-                if let Err(e) = handle.join() {
-                    eprintln!("rampart: shard {index} failed: {e}");
-                    std::process::exit(1);
-                }
-            }));
-        }
-        Ok(set)
+            let (universe, registry) = (universe.clone(), registry.clone());
+            move |p: ShardParts| async move {
+                let sim = Sim::new(p.config.sim.clone(), &universe, &registry, &pairs);
+                drop(universe);
+                let mut shard = Shard::new(p.index, p.config, p.market, Some(sim), p.commands, p.events, p.shared);
+                shard.run().await;
+            }
+        })
     }
 
     /// Starts `config.shards` executors pinned to cores 0.., each owning the books of the pairs
@@ -472,10 +441,36 @@ impl ShardSet {
         let mut shared = Shared::new(registry.clone(), n, true);
         shared.rest_stats = Some(feed.rest_stats.clone());
         let shared = Arc::new(shared);
+        let feed = Arc::new(feed);
+        // Spinning briefly before parking saves the wake-up latency of a parked thread when the
+        // next frame is microseconds away (measured by the latency harness).
+        ShardSet::start_each(config, &registry, shared, &alerts, Some(LIVE_SPIN_BEFORE_PARK), |_| {
+            let feed = feed.clone();
+            move |p: ShardParts| async move {
+                let shard = Shard::new(p.index, p.config, p.market, None, p.commands, p.events, p.shared);
+                live::run(shard, feed).await;
+            }
+        })
+    }
+
+    /// Starts one pinned executor per shard: its queues, its books (with their alerts) in a new
+    /// `Market`, and the shard's life given by `make(index)`.
+    fn start_each<F, Fut>(
+        config: &ShardConfig,
+        registry: &Arc<Registry>,
+        shared: Arc<Shared>,
+        alerts: &[(BookId, AlertSpec)],
+        spin_before_park: Option<Duration>,
+        mut make: impl FnMut(usize) -> F,
+    ) -> std::io::Result<ShardSet>
+    where
+        F: FnOnce(ShardParts) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
+        let n = shared.stats.len();
         let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         let mut set =
             ShardSet { shared: shared.clone(), commands: Vec::new(), events: Vec::new(), threads: Vec::new() };
-        let feed = Arc::new(feed);
         for index in 0..n {
             let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
             let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
@@ -484,25 +479,28 @@ impl ShardSet {
             let ids: Vec<BookId> = registry.ids().filter(|id| shared.shard_of[id.index()] as usize == index).collect();
             let my_alerts: Vec<(BookId, AlertSpec)> =
                 alerts.iter().filter(|(b, _)| shared.shard_of[b.index()] as usize == index).copied().collect();
-            let (cfg, shared, registry, feed) = (config.clone(), shared.clone(), registry.clone(), feed.clone());
-            // Spinning briefly before parking saves the wake-up latency of a parked thread when
-            // the next frame is microseconds away (measured by the latency harness).
-            let builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
+            let (config, shared, books) = (config.clone(), shared.clone(), registry.len());
+            let life = make(index);
+            let mut builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
                 .name(&format!("shard-{index}"))
                 .io_memory(1 << 20)
-                .spin_before_park(LIVE_SPIN_BEFORE_PARK)
                 .detect_stalls(Some(Box::new(glommio::DefaultStallDetectionHandler {})));
+            if let Some(spin) = spin_before_park {
+                builder = builder.spin_before_park(spin);
+            }
             let handle = builder
                 .spawn(move || async move {
-                    let mut market = Market::new(registry.len(), &ids, cfg.depth_levels_max, cfg.bars_max);
+                    let mut market = Market::new(books, &ids, config.depth_levels_max, config.bars_max);
                     for (book, spec) in my_alerts {
                         market.insert_alert(book, spec);
                     }
-                    let shard = Shard::new(index, cfg, market, None, commands, events, shared);
-                    live::run(shard, feed).await;
+                    life(ShardParts { index, config, market, commands, events, shared }).await;
                 })
                 .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
             set.threads.push(std::thread::spawn(move || {
+                // glommio reports some set-up failures (a too-low memlock limit) only here. A
+                // shard that dies takes its books with it, so the process stops rather than
+                // serve a partial market.
                 if let Err(e) = handle.join() {
                     eprintln!("rampart: shard {index} failed: {e}");
                     std::process::exit(1);
@@ -560,6 +558,16 @@ impl ShardSet {
 
 fn venue_listed(registry: &Registry, spec: &PairSpec) -> bool {
     rampart_engine::Venue::ALL.iter().any(|&v| registry.find(v, &spec.symbol()).is_some())
+}
+
+/// What a shard is built from, on its own executor.
+struct ShardParts {
+    index: usize,
+    config: ShardConfig,
+    market: Market,
+    commands: Arc<ArrayQueue<Command>>,
+    events: Arc<ArrayQueue<ShardEvent>>,
+    shared: Arc<Shared>,
 }
 
 /// One shard's state, owned by its executor.
