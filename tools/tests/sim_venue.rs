@@ -1120,11 +1120,35 @@ fn control_api_trades_outages_delistings_and_slow_consumers() {
     }
     let (s, _) = get(&h, "/sim/nothing");
     assert_eq!(s, 404);
+    for body in [
+        r#"{"venue":"binance","symbol":"BTCUSDT","side":"up","depth":5,"qty":"1"}"#,
+        r#"{"venue":"binance","symbol":"BTCUSDT","side":"bid","depth":5}"#,
+        r#"{"venue":"binance","symbol":"BTCUSDT","side":"bid","qty":"1"}"#,
+        r#"{"venue":"binance","symbol":"BTCUSDT","side":"bid","depth":100000,"qty":"1"}"#,
+        r#"{"venue":"binance","symbol":"BTCUSDT","side":"bid","price":"0.000000001","qty":"1"}"#,
+    ] {
+        let (s, v) = post(&h, "/sim/level", body);
+        assert_eq!(s, 400, "{body}: {v}");
+        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+    }
+    for body in [r#"{"step_ms":0}"#, r#"{"step_ms":"fast"}"#, r#"{}"#] {
+        let (s, v) = post(&h, "/sim/speed", body);
+        assert_eq!(s, 400, "{body}: {v}");
+    }
+    let (s, v) = post(&h, "/sim/speed", r#"{"step_ms":250}"#);
+    assert_eq!((s, v["ok"].as_bool()), (200, Some(true)));
+    // A level placed between two true levels shows in the true book at its answered price.
+    let (s, v) = post(&h, "/sim/level", r#"{"venue":"binance","symbol":"BTCUSDT","side":"bid","depth":2,"qty":"777"}"#);
+    assert_eq!((s, v["ok"].as_bool()), (200, Some(true)), "{v}");
+    let placed = v["price"].as_str().map(dec).expect("placed price");
+    let bids = truth(&h, "binance", "BTCUSDT").bids;
+    assert!(bids.iter().any(|l| l.price.0 == placed && l.qty.0 == dec("777") as u64), "{bids:?}");
 
     // An injected trade arrives at that price, and the book moves there.
     let mut trades = connect(&h, "/ws/btcusdt@trade");
     let (s, v) = post(&h, "/sim/trade", r#"{"venue":"binance","symbol":"BTCUSDT","price":"123456","qty":"0.5"}"#);
     assert_eq!((s, v["ok"].as_bool()), (200, Some(true)));
+    assert_eq!(v["price"].as_str().map(dec), Some(dec("123456")), "the answer names the traded price");
     loop {
         let t = json(&text(&mut trades));
         if t["p"].as_str().map(dec) == Some(dec("123456")) {
