@@ -71,7 +71,8 @@ pub struct BookState {
     /// The venue no longer lists the pair: its ticks are ignored.
     pub delisted: bool,
     /// The live book is out of sync with the venue (gap, checksum failure, disconnection) and
-    /// is being rebuilt: no wall is served and no alert fires from it until it is live again.
+    /// is being rebuilt: no wall is served from it until it is live again (alerts still fire on its
+    /// trades, which do not depend on the depth book).
     /// Always false on the simulated feed.
     pub stale: bool,
 }
@@ -237,11 +238,10 @@ impl Market {
                 state.last_price = price;
                 state.last_trade_ms = tick.ts_ms;
                 let levels_consumed = state.levels.on_trade(price);
-                // A crossed book is corrupt, a stale one out of sync: no alert fires from either
-                // until it is rebuilt.
-                if !state.crossed && !state.stale {
-                    state.alerts.on_trade(price, tick.ts_ms, &state.candles, &mut self.firings);
-                }
+                // Rationale: price and percent alerts depend on trades, which arrive on their own
+                // stream and are right whatever the depth book's state. A crossed or stale book
+                // governs walls and depth figures only, never whether an alert fires.
+                state.alerts.on_trade(price, tick.ts_ms, &state.candles, &mut self.firings);
                 Outcome::Trade { price, levels_consumed }
             }
         }
@@ -275,5 +275,31 @@ mod tests {
         let a = Tick { kind: TickKind::Book { side: Side::Ask, price: Price(9), qty: Qty(1) }, ..b };
         m.apply(&a);
         assert!(m.get(BookId(1)).is_some_and(|s| s.crossed && s.crossed_count == 1));
+    }
+
+    /// An alert fires on a trade whatever the depth book's state: crossed, stale, or both.
+    #[test]
+    fn alerts_fire_while_the_book_is_crossed_or_stale() {
+        use crate::alert::{AlertSpec, Condition, Cross};
+        for (crossed, stale) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut m = Market::new(2, &[BookId(1)], 8, 8);
+            let spec = AlertSpec {
+                id: 7,
+                condition: Condition::Price { cross: Cross::Above, level: Price(100) },
+                repeat: false,
+            };
+            assert!(m.insert_alert(BookId(1), spec));
+            let book = m.get_mut(BookId(1)).expect("owned");
+            book.crossed = crossed;
+            book.stale = stale;
+            let t = Tick {
+                book: BookId(1),
+                ts_ms: 1,
+                kind: TickKind::Trade { price: Price(101), qty: Qty(1), taker_sell: false },
+            };
+            m.apply(&t);
+            assert_eq!(m.firings().len(), 1, "crossed={crossed} stale={stale}: the alert must fire");
+            assert_eq!(m.firings()[0].id, 7);
+        }
     }
 }

@@ -568,7 +568,7 @@ impl Front {
                 j.raw(",");
             }
             j.raw("{\"exchange\":").str(v.as_str());
-            j.raw(",\"pairs\":").int(self.shared.registry.venue_books(*v).len() as i64).raw("}");
+            j.raw(",\"pairs\":").int(self.listed_books(*v).len() as i64).raw("}");
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
@@ -593,7 +593,7 @@ impl Front {
             Err(e) => return e.into_response(),
         };
         let reg = &self.shared.registry;
-        let books = reg.venue_books(venue);
+        let books = self.listed_books(venue);
         let mut j = Json::with_capacity(64 + books.len() * 96);
         j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
         for (i, &id) in books.iter().enumerate() {
@@ -606,19 +606,33 @@ impl Front {
             j.raw(",\"base\":").str(&ins.base);
             j.raw(",\"quote\":").str(&ins.quote);
             j.raw(",\"price\":").fixed(price);
-            let status = if self.shared.delisted(id) { "delisted" } else { ins.status.as_str() };
-            j.raw(",\"status\":").str(status).raw("}");
+            j.raw(",\"status\":").str(ins.status.as_str()).raw("}");
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
     }
 
-    /// The book of `symbol` on `venue`, or the 404 for it.
+    /// The book of `symbol` on `venue`, or the 404 for it: a pair the venue does not list, or
+    /// no longer lists (delisted pairs are gone from every endpoint).
     fn book(&self, venue: Venue, symbol: &str) -> Result<BookId, ApiError> {
         let upper = symbol.to_ascii_uppercase();
-        self.venues.contains(&venue).then(|| self.shared.registry.find(venue, &upper)).flatten().ok_or_else(|| {
-            ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}' on {venue}", clip(&upper, 64)))
-        })
+        let found = self.venues.contains(&venue).then(|| self.shared.registry.find(venue, &upper)).flatten();
+        match found {
+            None => {
+                Err(ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}' on {venue}", clip(&upper, 64))))
+            }
+            Some(id) if self.shared.delisted(id) => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("symbol '{}' is delisted on {venue}", self.shared.registry.get(id).symbol),
+            )),
+            Some(id) => Ok(id),
+        }
+    }
+
+    /// The books `venue` lists now (delisted ones left out), in the registry's symbol order.
+    fn listed_books(&self, venue: Venue) -> Vec<BookId> {
+        let books = self.shared.registry.venue_books(venue);
+        books.iter().copied().filter(|&b| !self.shared.delisted(b)).collect()
     }
 
     fn levels_one(&self, venue: Venue, symbol: &str) -> Resp {
@@ -649,12 +663,6 @@ impl Front {
                     ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
                 })?,
         };
-        if self.shared.delisted(book) {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("symbol '{}' is delisted on {venue}", self.shared.registry.get(book).symbol),
-            ));
-        }
         let Some(plan) = self.plans.get(&account.plan) else {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
@@ -692,13 +700,14 @@ impl Front {
                 }
                 _ => {}
             }
-            let active = self.store.active_price_alerts(account.account_id)?;
-            if active >= u64::from(plan.price_alert_cap) {
-                return Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name),
-                ));
-            }
+        }
+        // Price and percent alerts share the plan's cap (decisions.md §2).
+        let active = self.store.active_price_alerts(account.account_id)?;
+        if active >= u64::from(plan.price_alert_cap) {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name),
+            ));
         }
         // The public-address rule, checked with the same guard every delivery attempt uses.
         if let Some(url) = &req.webhook_url {
@@ -858,9 +867,10 @@ impl Front {
             return Vec::new();
         }
         match filter {
-            None => reg.venue_books(venue).to_vec(),
+            None => self.listed_books(venue),
             Some(list) => {
-                let mut ids: Vec<BookId> = list.iter().filter_map(|s| reg.find(venue, s)).collect();
+                let mut ids: Vec<BookId> =
+                    list.iter().filter_map(|s| reg.find(venue, s)).filter(|&b| !self.shared.delisted(b)).collect();
                 ids.sort_by(|a, b| reg.get(*a).symbol.cmp(&reg.get(*b).symbol));
                 ids.dedup();
                 ids
@@ -888,18 +898,16 @@ impl Front {
     }
 
     fn symbol(&self, venue: Venue, symbol: &str) -> Resp {
-        let upper = symbol.to_ascii_uppercase();
-        let found = self.venues.contains(&venue).then(|| self.shared.registry.find(venue, &upper)).flatten();
-        let Some(id) = found else {
-            return error(StatusCode::NOT_FOUND, &format!("unknown symbol '{}' on {venue}", clip(&upper, 64)));
+        let id = match self.book(venue, symbol) {
+            Ok(id) => id,
+            Err(e) => return e.into_response(),
         };
         let ins = self.shared.registry.get(id);
         let (price, ts) = self.shared.price(id);
         let mut j = Json::with_capacity(256);
         j.raw("{\"symbol\":").str(&ins.symbol).raw(",\"exchange\":").str(venue.as_str());
         j.raw(",\"data\":{\"base\":").str(&ins.base).raw(",\"quote\":").str(&ins.quote);
-        let status = if self.shared.delisted(id) { "delisted" } else { ins.status.as_str() };
-        j.raw(",\"price\":").fixed(price).raw(",\"status\":").str(status);
+        j.raw(",\"price\":").fixed(price).raw(",\"status\":").str(ins.status.as_str());
         j.raw(",\"tickSize\":")
             .fixed(ins.tick.0)
             .raw(",\"lotSize\":")

@@ -421,6 +421,67 @@ impl Drop for Checkpointer {
     }
 }
 
+/// The lock that makes a server the only one on its data directory, held for the process's
+/// life (the operating system releases it when the process exits, however it exits).
+///
+/// Rationale: two servers on one directory would each load every alert and each deliver every
+/// outbox row, so every webhook would be sent twice. The keys CLI does not take the lock: it
+/// is meant to run beside the server.
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: std::fs::File,
+    path: PathBuf,
+}
+
+/// Why the data directory could not be locked.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds the lock.
+    Held(PathBuf),
+    /// The lock file could not be created or locked.
+    Io(PathBuf, std::io::Error),
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::Held(p) => write!(
+                f,
+                "another rampart server is using this data directory (it holds {}); stop it or give another --data-dir",
+                p.display()
+            ),
+            LockError::Io(p, e) => write!(f, "locking {}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
+
+impl DataDirLock {
+    /// Takes the exclusive lock on `data_dir/rampart.lock` (creating the directory and the
+    /// file if needed) without waiting: `Held` if another server has it.
+    pub fn acquire(data_dir: &Path) -> Result<DataDirLock, LockError> {
+        let path = data_dir.join("rampart.lock");
+        std::fs::create_dir_all(data_dir).map_err(|e| LockError::Io(path.clone(), e))?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| LockError::Io(path.clone(), e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(DataDirLock { _file: file, path }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(LockError::Held(path)),
+            Err(std::fs::TryLockError::Error(e)) => Err(LockError::Io(path, e)),
+        }
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 impl Store {
     /// Opens (creating if needed) `data_dir/rampart.db` and brings the schema up to date.
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
@@ -610,10 +671,11 @@ impl Store {
         Ok(())
     }
 
-    /// Active price alerts of an account (the plan cap counts these).
+    /// Active API alerts of an account, price and percent alike (`decisions.md` §2: both count
+    /// against the plan's price-alert cap).
     pub fn active_price_alerts(&self, account_id: i64) -> Result<u64, StoreError> {
         Ok(self.conn.query_row(
-            "SELECT COUNT(*) FROM alerts WHERE account_id = ?1 AND kind = 'price' AND status = 'active' AND deleted_ms IS NULL",
+            "SELECT COUNT(*) FROM alerts WHERE account_id = ?1 AND kind IN ('price', 'pct') AND status = 'active' AND deleted_ms IS NULL",
             params![account_id],
             |r| r.get(0),
         )?)
@@ -774,10 +836,7 @@ impl Store {
         };
         for row in &rows {
             tx.execute("UPDATE alerts SET deleted_ms = ?2 WHERE id = ?1", params![row.id, now_ms])?;
-            let body = format!(
-                "{{\"event\":\"alert.delisted\",\"alert\":{{\"id\":{},\"exchange\":\"{}\",\"symbol\":\"{}\"}},\"time\":{now_ms}}}",
-                row.id, row.exchange, row.symbol
-            );
+            let body = delisted_body(row, now_ms);
             tx.execute(
                 "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.delisted', ?2, ?3, ?4)",
                 params![row.account_id, row.id, body, now_ms],
@@ -804,6 +863,17 @@ impl Store {
         // A cached statement: this runs on every authenticated request.
         Ok(self.conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?)
     }
+}
+
+/// The `alert.delisted` inbox body: `{"event","alert":{"id","exchange","symbol"},"time"}`,
+/// written with the same escaping JSON writer as every other stored body.
+pub fn delisted_body(row: &AlertRow, now_ms: i64) -> String {
+    use crate::json::Json;
+    let mut j = Json::with_capacity(128);
+    j.raw("{\"event\":\"alert.delisted\",\"alert\":{\"id\":").int(row.id);
+    j.raw(",\"exchange\":").str(&row.exchange).raw(",\"symbol\":").str(&row.symbol);
+    j.raw("},\"time\":").int(now_ms).raw("}");
+    j.finish()
 }
 
 /// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
@@ -945,6 +1015,39 @@ mod tests {
         // A firing that raced the delisting is not recorded.
         let f = FiringRecord { alert_id: gone1, price: 300, move_hundredths: None, ts_ms: 6_000, last: false };
         assert!(s.record_firings(&[f]).expect("record").is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Stored fields that need escaping (a quote, a backslash, a control character) still give
+    /// a valid `alert.delisted` body that reads back as the same strings.
+    #[test]
+    fn delisted_body_escapes_every_field() {
+        let dir = temp_dir("delist-escape");
+        let mut s = Store::open(&dir).expect("open");
+        let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+        let symbol = "EVIL\"},\"x\":\\\u{1}";
+        let id = s.insert_alert(&alert(a, "binance", symbol)).expect("insert").id;
+        assert_eq!(s.delist("binance", symbol, 5_000).expect("delist"), [id]);
+        let inbox = s.inbox(a, 10).expect("inbox");
+        let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("a valid JSON body");
+        assert_eq!(body["alert"]["symbol"], symbol);
+        assert_eq!(body["alert"]["exchange"], "binance");
+        assert_eq!(body["alert"]["id"], id);
+        assert_eq!(body["event"], "alert.delisted");
+        assert_eq!(body.as_object().map(|o| o.len()), Some(3));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_data_directory_is_locked_by_one_holder_at_a_time() {
+        let dir = temp_dir("lock");
+        let first = DataDirLock::acquire(&dir).expect("first lock");
+        match DataDirLock::acquire(&dir) {
+            Err(LockError::Held(p)) => assert_eq!(p, first.path()),
+            other => panic!("a second holder must be refused, got {other:?}"),
+        }
+        drop(first);
+        DataDirLock::acquire(&dir).expect("free again once the first is dropped");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -31,7 +31,8 @@ fn list(server: &Server, key: &str, status: &str) -> Vec<Value> {
 fn config_with_tiny_plan() -> String {
     let path =
         std::env::temp_dir().join(format!("rampart-alerts-{}-{:?}.toml", std::process::id(), thread::current().id()));
-    let text = "[plans.tiny]\napi = true\nprice_alert_cap = 2\npct_alerts = false\nrepeat = false\nburst_per_min = 120\ndaily_quota = 1000\n";
+    let text = "[plans.tiny]\napi = true\nprice_alert_cap = 2\npct_alerts = false\nrepeat = false\nburst_per_min = 120\ndaily_quota = 1000\n\
+                [plans.tinypct]\napi = true\nprice_alert_cap = 2\npct_alerts = true\nrepeat = false\nburst_per_min = 120\ndaily_quota = 1000\n";
     std::fs::write(&path, text).expect("write config");
     path.display().to_string()
 }
@@ -183,6 +184,23 @@ fn plan_rules_and_the_price_alert_cap() {
     post(&server, &tiny, &third).assert_error(422, "active price-alert limit reached (2 on plan tiny)", "over the cap");
     server.request("DELETE", &format!("/v1/alerts/{}", ids[0]), Some(&bearer(&tiny)), None).ok("delete");
     post(&server, &tiny, &third).ok("room again after a delete");
+    // Percent alerts count against the same cap as price alerts (decisions.md §2).
+    let out = server.keys(&["create", "--plan", "tinypct", "--config", config.as_str()]);
+    assert!(out.status.success(), "{out:?}");
+    let both = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").to_owned();
+    let pct = json!({"symbol":"BTCUSDT","type":"pct","direction":"up","pct":50,"window":"1w"});
+    post(&server, &both, &pct).ok("first pct within the cap");
+    post(&server, &both, &third).ok("a price alert within the cap");
+    post(&server, &both, &pct).assert_error(
+        422,
+        "active price-alert limit reached (2 on plan tinypct)",
+        "pct over the cap",
+    );
+    post(&server, &both, &third).assert_error(
+        422,
+        "active price-alert limit reached (2 on plan tinypct)",
+        "price over the cap",
+    );
     let _ = std::fs::remove_file(&config);
 }
 
@@ -321,10 +339,28 @@ fn delisting_removes_alerts_and_notifies_the_account() {
         .map(|e| e["alertId"].clone())
         .collect();
     assert!(notices.contains(&a) && notices.contains(&b), "{}", inbox.text);
-    let symbols = server.get_authed("/v1/exchanges/binance/symbols");
-    let sol =
-        symbols.ok("symbols")["data"].as_array().and_then(|d| d.iter().find(|s| s["symbol"] == "SOLUSDT").cloned());
-    assert_eq!(sol.map(|s| s["status"].clone()), Some(json!("delisted")));
+    // The pair is gone from every endpoint: left out of the lists, 404 for single-pair reads.
+    for venue in ["binance", "okx"] {
+        for path in [
+            format!("/v1/exchanges/{venue}/symbols"),
+            format!("/v1/levels?exchange={venue}"),
+            format!("/v1/levels?exchange={venue}&symbols=SOLUSDT,ETHUSDT"),
+            format!("/v1/densities?exchange={venue}"),
+        ] {
+            let reply = server.get_authed(&path);
+            let data = reply.ok(&path)["data"].as_array().cloned().expect("data");
+            assert!(!data.iter().any(|s| s["symbol"] == "SOLUSDT"), "{path} still lists SOLUSDT: {}", reply.text);
+        }
+        for path in [
+            format!("/v1/symbols/SOLUSDT?exchange={venue}"),
+            format!("/v1/levels/SOLUSDT?exchange={venue}"),
+            format!("/v1/densities/SOLUSDT?exchange={venue}"),
+        ] {
+            server.get_authed(&path).assert_error(404, &format!("symbol 'SOLUSDT' is delisted on {venue}"), &path);
+        }
+    }
+    let bulk = server.get_authed("/v1/levels?exchange=binance&symbols=ETHUSDT");
+    assert_eq!(bulk.ok("a listed pair is still served")["data"].as_array().map(Vec::len), Some(1));
     post(&server, &key, &json!({"symbol":"SOLUSDT","type":"price","direction":"above","price":far})).assert_error(
         404,
         "unknown symbol 'SOLUSDT'",

@@ -22,7 +22,7 @@ use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
 use rampart_net::front::{self, Front, FrontConfig};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
-use rampart_net::store::{AlertRow, Checkpointer, Revoked, Store};
+use rampart_net::store::{AlertRow, Checkpointer, DataDirLock, Revoked, Store};
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 use rampart_net::writer::{OnCommitted, Writer};
@@ -387,6 +387,8 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
 
 fn serve(args: ServeArgs) -> Result<()> {
     let s = settings(args)?;
+    // One server per data directory, checked before anything is printed or opened.
+    let _lock = DataDirLock::acquire(&s.data_dir)?;
     let mut store = Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
     if store.account_count()? == 0 {
         let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
