@@ -244,6 +244,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         sim: SimConfig::default(),
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: WALLS_MIN_RATIO,
+        fault_hang_on_stop: false,
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();
@@ -306,7 +307,7 @@ pub fn alert_decision(alerts_on_pair: usize, alerts_market: usize, trades: usize
     let mut add = |market: &mut Market, book: BookId, rng: &mut sim::Rng, repeat: bool| {
         next += 1;
         let condition = if next.is_multiple_of(50) {
-            Condition::Pct { dir: Move::Any, hundredths: 10 + rng.below(200) as u32, window: Timeframe::M5 }
+            Condition::Pct { dir: Move::Any, millionths: (10 + rng.below(200) as u32) * 10_000, window: Timeframe::M5 }
         } else {
             let off = rng.range(-0.05, 0.05);
             let level = Price((base as f64 * (1.0 + off)) as i64);
@@ -426,7 +427,7 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
                 kind: "price".into(),
                 direction: "above".into(),
                 price: Some(1),
-                pct_hundredths: None,
+                pct_millionths: None,
                 window: None,
                 repeat: true,
                 note: String::new(),

@@ -87,7 +87,7 @@ impl Env {
         let sim_url = found[0].clone();
         let ws = sim_url.replacen("http://", "ws://", 1);
         let mut cfg = String::from(
-            "[plans.bench]\napi = true\nprice_alert_cap = 10000000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000000\ndaily_quota = 1000000000000\n\n[webhooks]\nallow_private = true\n\n",
+            "[plans.bench]\napi = true\nprice_alert_cap = 10000000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000000\ndaily_quota = 1000000000000\noperator = true\n\n[webhooks]\nallow_private = true\n\n",
         );
         for v in VENUES {
             cfg.push_str(&format!(

@@ -18,10 +18,11 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::candle::{CandleSet, Timeframe};
 use crate::fixed::Price;
 
-/// Percent thresholds are kept in hundredths of a percent: 0.1% is 10, 500% is 50 000.
-pub const PCT_HUNDREDTHS_MIN: u32 = 10;
-/// Largest percent threshold, in hundredths.
-pub const PCT_HUNDREDTHS_MAX: u32 = 50_000;
+/// Percent thresholds are kept in millionths of a percent, exactly as a client gives them up to
+/// six decimals: 0.1% is 100 000, 500% is 500 000 000.
+pub const PCT_MILLIONTHS_MIN: u32 = 100_000;
+/// Largest percent threshold, in millionths.
+pub const PCT_MILLIONTHS_MAX: u32 = 500_000_000;
 
 /// Direction of a price alert.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -67,8 +68,8 @@ pub enum Condition {
     Pct {
         /// Direction.
         dir: Move,
-        /// Threshold in hundredths of a percent.
-        hundredths: u32,
+        /// Threshold in millionths of a percent.
+        millionths: u32,
         /// Candle timeframe measured from.
         window: Timeframe,
     },
@@ -215,9 +216,9 @@ impl AlertBook {
             Condition::Price { cross: Cross::Below, level } => {
                 self.below.push(Entry { key: level.0, id: spec.id, gen });
             }
-            Condition::Pct { dir, hundredths, window } => {
+            Condition::Pct { dir, millionths, window } => {
                 self.pct[window.index()][dir.index()].push(Reverse(Entry {
-                    key: i64::from(hundredths),
+                    key: i64::from(millionths),
                     id: spec.id,
                     gen,
                 }));
@@ -343,16 +344,18 @@ impl AlertBook {
             if open <= 0 {
                 continue;
             }
-            // move in hundredths of a percent = (p - open) / open * 10_000.
+            // The move, reported in hundredths of a percent: (p - open) / open * 10_000.
             let diff = i128::from(p) - i128::from(open);
             let move_h = (diff * 10_000 / i128::from(open)) as i64;
+            // Compared exactly: move% >= key / 10^6 <=> diff * 10^8 >= key * open.
+            let scaled = diff * 100_000_000;
             for d in [Move::Up, Move::Down, Move::Any] {
                 while let Some(&Reverse(top)) = self.pct[w][d.index()].peek() {
                     let t = i128::from(top.key) * i128::from(open);
                     let reached = match d {
-                        Move::Up => diff * 10_000 >= t,
-                        Move::Down => -diff * 10_000 >= t,
-                        Move::Any => diff.abs() * 10_000 >= t,
+                        Move::Up => scaled >= t,
+                        Move::Down => -scaled >= t,
+                        Move::Any => scaled.abs() >= t,
                     };
                     if !reached {
                         break;
@@ -403,7 +406,7 @@ mod tests {
     }
 
     fn pct(id: u64, dir: Move, hundredths: u32, window: Timeframe, repeat: bool) -> AlertSpec {
-        AlertSpec { id, condition: Condition::Pct { dir, hundredths, window }, repeat }
+        AlertSpec { id, condition: Condition::Pct { dir, millionths: hundredths * 10_000, window }, repeat }
     }
 
     /// Feeds trades through candles and alerts like the shard does; returns the ids fired per trade.
@@ -507,6 +510,24 @@ mod tests {
         // Across a 5m roll-over the 1h open stays 10_000.
         assert!(r.trade(h + 10 * MINUTE_MS, 10_050).is_empty());
         assert_eq!(r.trade(h + 20 * MINUTE_MS, 10_100), [1]);
+    }
+
+    /// A threshold finer than a hundredth is compared exactly: 3.004% does not fire on a
+    /// 3.002% move and fires on 3.004%, and 2.125% is not 2.13%.
+    #[test]
+    fn pct_thresholds_are_compared_exactly() {
+        let spec = |id, millionths| AlertSpec {
+            id,
+            condition: Condition::Pct { dir: Move::Up, millionths, window: Timeframe::H1 },
+            repeat: false,
+        };
+        let mut r = Rig::new(&[spec(1, 3_004_000), spec(2, 2_125_000)]);
+        let h = Timeframe::H1.bucket_start(T0);
+        r.trade(h, 100_000_000);
+        assert_eq!(r.trade(h + 1, 102_124_999), Vec::<u64>::new(), "2.124999% is under 2.125%");
+        assert_eq!(r.trade(h + 2, 102_125_000), [2], "2.125% exactly");
+        assert_eq!(r.trade(h + 3, 103_002_000), Vec::<u64>::new(), "3.002% is under 3.004%");
+        assert_eq!(r.trade(h + 4, 103_004_000), [1], "3.004% exactly");
     }
 
     #[test]

@@ -71,7 +71,7 @@ fn generating_and_applying_ticks_allocates_nothing() {
         for window in Timeframe::ALL {
             for dir in [Move::Up, Move::Down, Move::Any] {
                 next_id += 1;
-                let condition = Condition::Pct { dir, hundredths: 10, window };
+                let condition = Condition::Pct { dir, millionths: 100_000, window };
                 market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: true });
             }
         }

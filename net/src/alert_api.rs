@@ -1,11 +1,15 @@
 //! The alert API's request parsing and validation (`decisions.md` §4) and the Alert resource's
 //! JSON, kept apart from HTTP so every rule is unit-tested with its exact message.
 //!
-//! Choices where the spec is silent: `pct` is kept to two decimals (0.125 becomes 0.13); a
-//! field of the other alert type is refused only when present and not null; unknown fields are
-//! ignored; `note` counts characters, not bytes.
+//! Choices where the spec is silent: values are kept exactly as sent, never rounded: `price`
+//! with up to 8 decimal places (the finest tick any of the four venues lists is 0.00000001) and
+//! `pct` with up to 6; a value with more decimals, or outside the range, is refused with a
+//! message that says which (values are read from the JSON number's shortest round-trip
+//! spelling, so up to 15 significant digits arrive exactly); a field of the other alert type is
+//! refused only when present and not null; unknown fields are ignored; `note` counts
+//! characters, not bytes.
 
-use rampart_engine::alert::{Condition, Cross, Move, PCT_HUNDREDTHS_MAX, PCT_HUNDREDTHS_MIN};
+use rampart_engine::alert::{Condition, Cross, Move, PCT_MILLIONTHS_MAX, PCT_MILLIONTHS_MIN};
 use rampart_engine::{Price, Timeframe, Venue};
 use serde_json::{Map, Value};
 
@@ -17,8 +21,12 @@ use crate::store::AlertRow;
 pub const NOTE_CHARS_MAX: usize = 500;
 /// Longest `webhook_url`, in characters.
 pub const WEBHOOK_URL_CHARS_MAX: usize = 500;
-/// Largest accepted price level.
-const PRICE_MAX: f64 = 9.0e10;
+/// Prices above this are refused (fixed-point prices are `i64` in units of 10^-8).
+const PRICE_MAX_UNITS: i64 = 9_000_000_000_000_000_000;
+/// Decimal places a price level may have.
+const PRICE_DECIMALS: u32 = 8;
+/// Decimal places a pct threshold may have.
+const PCT_DECIMALS: u32 = 6;
 
 /// A refused request: HTTP status and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,13 +95,109 @@ fn required_string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a st
     string(obj, name)?.ok_or_else(|| invalid(format!("missing field '{name}'")))
 }
 
-fn number(obj: &Map<String, Value>, name: &str) -> Result<Option<f64>, Invalid> {
+fn number<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a serde_json::Number>, Invalid> {
     match present(obj, name) {
         None => Ok(None),
-        Some(Value::Number(n)) => {
-            n.as_f64().map(Some).ok_or_else(|| invalid(format!("field '{name}' must be a number")))
-        }
+        Some(Value::Number(n)) => Ok(Some(n)),
         Some(_) => Err(invalid(format!("field '{name}' must be a number"))),
+    }
+}
+
+/// A decimal number held exactly: `mantissa × 10^exp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Decimal {
+    mantissa: i128,
+    exp: i32,
+}
+
+/// Why a number does not fit a fixed-point field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fit {
+    /// Zero or negative.
+    NotPositive,
+    /// More decimal places than the field keeps.
+    TooPrecise,
+    /// Over `max_units`.
+    TooLarge,
+}
+
+/// Reads a JSON number's spelling (`12`, `-0.5`, `2.69804e-5`, `1E+3`) exactly; `None` for
+/// anything else or more than 30 significant digits.
+fn decimal(text: &str) -> Option<Decimal> {
+    let (body, exp) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (neg, body) = match body.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, body),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let digits = format!("{int}{frac}");
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 30 || exp.abs() > 400 {
+        return None;
+    }
+    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    let exp = exp - i32::try_from(frac.len()).ok()?;
+    Some(Decimal { mantissa: if neg { -mantissa } else { mantissa }, exp })
+}
+
+/// `d` in units of 10^-`decimals`, if it is positive, has at most `decimals` decimal places and
+/// is at most `max_units`.
+fn fixed_units(d: Decimal, decimals: u32, max_units: i64) -> Result<i64, Fit> {
+    if d.mantissa <= 0 {
+        return Err(Fit::NotPositive);
+    }
+    let mut m = d.mantissa;
+    let mut shift = d.exp + decimals as i32;
+    while shift < 0 {
+        if m % 10 != 0 {
+            return Err(Fit::TooPrecise);
+        }
+        m /= 10;
+        shift += 1;
+    }
+    while shift > 0 {
+        m = m.checked_mul(10).filter(|v| *v <= i128::from(max_units)).ok_or(Fit::TooLarge)?;
+        shift -= 1;
+    }
+    i64::try_from(m).ok().filter(|v| *v <= max_units).ok_or(Fit::TooLarge)
+}
+
+/// The exact fixed-point value of a JSON number, in units of 10^-`decimals`.
+fn exact(n: &serde_json::Number, decimals: u32, max_units: i64) -> Result<i64, Fit> {
+    // serde_json keeps integers as integers and spells a float by its shortest round trip.
+    let d = decimal(&n.to_string()).ok_or(Fit::TooLarge)?;
+    fixed_units(d, decimals, max_units)
+}
+
+/// The price level, exactly as sent, in units of 10^-8.
+fn price_level(n: &serde_json::Number) -> Result<Price, Invalid> {
+    match exact(n, PRICE_DECIMALS, PRICE_MAX_UNITS) {
+        Ok(units) => Ok(Price(units)),
+        Err(Fit::NotPositive) => Err(invalid("price must be a positive number")),
+        Err(Fit::TooLarge) => Err(invalid("price must be at most 90000000000")),
+        Err(Fit::TooPrecise) if n.as_f64().is_some_and(|v| v < 1e-8) => {
+            Err(invalid("price must be at least 0.00000001"))
+        }
+        Err(Fit::TooPrecise) => {
+            Err(invalid("price has more than 8 decimal places (the finest price step on any venue is 0.00000001)"))
+        }
+    }
+}
+
+/// The pct threshold, exactly as sent, in millionths of a percent.
+fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
+    let range = || invalid("pct must be between 0.1 and 500");
+    match exact(n, PCT_DECIMALS, i64::from(PCT_MILLIONTHS_MAX)) {
+        Ok(m) if m >= i64::from(PCT_MILLIONTHS_MIN) => u32::try_from(m).map_err(|_| range()),
+        Ok(_) | Err(Fit::NotPositive | Fit::TooLarge) => Err(range()),
+        Err(Fit::TooPrecise) if n.as_f64().is_some_and(|v| v < 0.1) => Err(range()),
+        Err(Fit::TooPrecise) => Err(invalid("pct has more than 6 decimal places")),
     }
 }
 
@@ -133,14 +237,7 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
                 return Err(invalid(format!("field '{other}' is not allowed on a price alert")));
             }
         }
-        let level = number(&obj, "price")?.ok_or_else(|| invalid("missing field 'price'"))?;
-        if !(level > 0.0 && level < PRICE_MAX) {
-            return Err(invalid("price must be a positive number"));
-        }
-        let level = Price::from_f64(level);
-        if level.0 <= 0 {
-            return Err(invalid("price must be a positive number"));
-        }
+        let level = price_level(number(&obj, "price")?.ok_or_else(|| invalid("missing field 'price'"))?)?;
         Condition::Price { cross, level }
     } else {
         let dir = match direction {
@@ -157,19 +254,12 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         if present(&obj, "price").is_some() {
             return Err(invalid("field 'price' is not allowed on a pct alert"));
         }
-        let pct = number(&obj, "pct")?.ok_or_else(|| invalid("missing field 'pct'"))?;
-        let hundredths = (pct * 100.0).round();
-        if !(0.1..=500.0).contains(&pct)
-            || hundredths < f64::from(PCT_HUNDREDTHS_MIN)
-            || hundredths > f64::from(PCT_HUNDREDTHS_MAX)
-        {
-            return Err(invalid("pct must be between 0.1 and 500"));
-        }
+        let millionths = pct_threshold(number(&obj, "pct")?.ok_or_else(|| invalid("missing field 'pct'"))?)?;
         let window = required_string(&obj, "window")?;
         let window = Timeframe::parse(window).ok_or_else(|| {
             invalid(format!("invalid window '{}'. Allowed: {}", clip(window, 32), Timeframe::ALLOWED))
         })?;
-        Condition::Pct { dir, hundredths: hundredths as u32, window }
+        Condition::Pct { dir, millionths, window }
     };
     let repeat = match present(&obj, "repeat") {
         None => false,
@@ -257,8 +347,8 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
         None => j.raw("null"),
     };
     j.raw(",\"pct\":");
-    match a.pct_hundredths {
-        Some(h) => j.fixed(h * 1_000_000),
+    match a.pct_millionths {
+        Some(m) => j.fixed(m * 100),
         None => j.raw("null"),
     };
     j.raw(",\"window\":");
@@ -286,6 +376,52 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
 mod tests {
     use super::*;
 
+    /// Values arrive exactly as the client wrote them, in every spelling JSON allows.
+    #[test]
+    fn values_are_kept_exactly() {
+        let level = |text: &str| {
+            let body = format!(r#"{{"type":"price","direction":"above","price":{text},"symbol":"A"}}"#);
+            match parse_create(body.as_bytes()).map(|r| r.condition) {
+                Ok(Condition::Price { level, .. }) => level.0,
+                other => panic!("{text}: {other:?}"),
+            }
+        };
+        assert_eq!(level("0.00002698"), 2_698);
+        assert_eq!(level("2.698e-5"), 2_698);
+        assert_eq!(level("0.00000001"), 1);
+        assert_eq!(level("1E+3"), 100_000_000_000);
+        assert_eq!(level("90000000000"), 9_000_000_000_000_000_000);
+        assert_eq!(level("0.1"), 10_000_000);
+        assert_eq!(level("64321.12345678"), 6_432_112_345_678);
+        let pct = |text: &str| {
+            let body = format!(r#"{{"type":"pct","direction":"up","pct":{text},"window":"1h","symbol":"A"}}"#);
+            match parse_create(body.as_bytes()).map(|r| r.condition) {
+                Ok(Condition::Pct { millionths, .. }) => millionths,
+                other => panic!("{text}: {other:?}"),
+            }
+        };
+        assert_eq!(pct("2.125"), 2_125_000);
+        assert_eq!(pct("3.004"), 3_004_000);
+        assert_eq!(pct("0.1"), 100_000);
+        assert_eq!(pct("500"), 500_000_000);
+        assert_eq!(pct("1.234567"), 1_234_567);
+    }
+
+    #[test]
+    fn decimals_are_read_exactly() {
+        assert_eq!(decimal("12"), Some(Decimal { mantissa: 12, exp: 0 }));
+        assert_eq!(decimal("-0.50"), Some(Decimal { mantissa: -50, exp: -2 }));
+        assert_eq!(decimal("2.69804e-5"), Some(Decimal { mantissa: 269_804, exp: -10 }));
+        assert_eq!(decimal("0"), Some(Decimal { mantissa: 0, exp: 0 }));
+        for bad in ["", ".5", "1.2.3", "1e", "abc", "1e999", "-", "1x"] {
+            assert_eq!(decimal(bad), None, "{bad:?}");
+        }
+        assert_eq!(fixed_units(Decimal { mantissa: 5, exp: -9 }, 8, i64::MAX), Err(Fit::TooPrecise));
+        assert_eq!(fixed_units(Decimal { mantissa: 50, exp: -9 }, 8, i64::MAX), Ok(5));
+        assert_eq!(fixed_units(Decimal { mantissa: 1, exp: 30 }, 8, i64::MAX), Err(Fit::TooLarge));
+        assert_eq!(fixed_units(Decimal { mantissa: 0, exp: 0 }, 8, i64::MAX), Err(Fit::NotPositive));
+    }
+
     fn err(body: &str) -> (u16, String) {
         match parse_create(body.as_bytes()) {
             Ok(r) => panic!("accepted {body}: {r:?}"),
@@ -308,7 +444,7 @@ mod tests {
             br#"{"symbol":"ETHUSDT","type":"pct","direction":"any","pct":2.5,"window":"1h","repeat":true,"note":"n","webhook_url":"https://example.com/h?s=1","exchange":"okx","extra":1}"#,
         )
         .expect("ok");
-        assert_eq!(r.condition, Condition::Pct { dir: Move::Any, hundredths: 250, window: Timeframe::H1 });
+        assert_eq!(r.condition, Condition::Pct { dir: Move::Any, millionths: 2_500_000, window: Timeframe::H1 });
         assert_eq!((r.repeat, r.exchange, r.kind(), r.direction()), (true, Some(Venue::Okx), "pct", "any"));
         // Nulls count as absent.
         parse_create(br#"{"symbol":"A","type":"price","direction":"below","price":1,"pct":null,"window":null,"note":null,"webhook_url":null}"#)
@@ -350,7 +486,28 @@ mod tests {
         e422(r#"{"type":"price","direction":"above","price":"1","symbol":"A"}"#, "field 'price' must be a number");
         e422(r#"{"type":"price","direction":"above","price":0,"symbol":"A"}"#, "price must be a positive number");
         e422(r#"{"type":"price","direction":"above","price":-3,"symbol":"A"}"#, "price must be a positive number");
-        e422(r#"{"type":"price","direction":"above","price":1e300,"symbol":"A"}"#, "price must be a positive number");
+        e422(r#"{"type":"price","direction":"above","price":1e300,"symbol":"A"}"#, "price must be at most 90000000000");
+        e422(
+            r#"{"type":"price","direction":"above","price":90000000001,"symbol":"A"}"#,
+            "price must be at most 90000000000",
+        );
+        e422(r#"{"type":"price","direction":"above","price":1e-9,"symbol":"A"}"#, "price must be at least 0.00000001");
+        e422(
+            r#"{"type":"price","direction":"above","price":0.0000269804,"symbol":"A"}"#,
+            "price has more than 8 decimal places (the finest price step on any venue is 0.00000001)",
+        );
+        e422(
+            r#"{"type":"pct","direction":"up","pct":2.1234567,"window":"1h","symbol":"A"}"#,
+            "pct has more than 6 decimal places",
+        );
+        e422(
+            r#"{"type":"pct","direction":"up","pct":0.0999999,"window":"1h","symbol":"A"}"#,
+            "pct must be between 0.1 and 500",
+        );
+        e422(
+            r#"{"type":"pct","direction":"up","pct":500.000001,"window":"1h","symbol":"A"}"#,
+            "pct must be between 0.1 and 500",
+        );
         e422(
             r#"{"type":"price","direction":"above","price":1,"pct":2,"symbol":"A"}"#,
             "field 'pct' is not allowed on a price alert",
@@ -448,7 +605,7 @@ mod tests {
             kind: "pct".into(),
             direction: "up".into(),
             price: None,
-            pct_hundredths: Some(250),
+            pct_millionths: Some(2_500_000),
             window: Some("1h".into()),
             repeat: true,
             note: "n".into(),

@@ -24,6 +24,9 @@ pub struct Plan {
     pub burst_per_min: u32,
     /// Requests admitted per UTC day.
     pub daily_quota: u64,
+    /// May use the operator endpoints (`DELETE /v1/debug/latency`); no built-in plan can.
+    #[serde(default)]
+    pub operator: bool,
 }
 
 /// The plans, by name.
@@ -42,6 +45,7 @@ impl Default for Plans {
             repeat,
             burst_per_min: 120,
             daily_quota: quota,
+            operator: false,
         };
         Plans {
             plans: vec![

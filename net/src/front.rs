@@ -24,6 +24,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rampart_engine::level::Level;
 use rampart_engine::{BookId, Venue};
 
+mod json_errors;
+
+pub use json_errors::JsonErrors;
+
 use crate::alert_api;
 use crate::clock;
 use crate::config::Plans;
@@ -31,6 +35,7 @@ use crate::json::{error_body, Json};
 use crate::limit::{Limiter, Refusal};
 use crate::shard::{Command, Commands, DensitySnapshot, Shared};
 use crate::ssrf;
+use crate::storage::{StorageHealth, StorageThread, Writer};
 use crate::store::NewAlert;
 use crate::store::{hash_key, is_key_shaped, KeyRow, Store};
 use hyper::http::request::Parts;
@@ -48,6 +53,31 @@ pub struct FrontConfig {
     pub read_buffer_bytes_max: usize,
     /// Header count bound; past it hyper answers 431.
     pub headers_max: usize,
+    /// Open connections from one address at once; past it a new connection from that address is
+    /// closed at once, unanswered. [`FrontConfig::fit_descriptors`] holds it to a quarter of
+    /// `connections_max`, so one client can never take every slot.
+    pub connections_per_address_max: usize,
+}
+
+/// Descriptors kept back from the front's connections for everything else the process opens:
+/// webhook deliveries (256 in flight at most), venue connections, REST calls, the database
+/// files and the shards' rings.
+pub const DESCRIPTORS_RESERVED: u64 = 512;
+
+impl FrontConfig {
+    /// Raises the soft descriptor limit to the hard limit where allowed, then holds
+    /// `connections_max` under it with [`DESCRIPTORS_RESERVED`] to spare (half the limit when
+    /// the limit is too low for that) and `connections_per_address_max` to a quarter of
+    /// `connections_max`. Returns the descriptor limit in force.
+    pub fn fit_descriptors(mut self) -> (FrontConfig, u64) {
+        let soft = rlimit::increase_nofile_limit(u64::MAX)
+            .or_else(|_| rlimit::getrlimit(rlimit::Resource::NOFILE).map(|(soft, _)| soft))
+            .unwrap_or(1_024);
+        let room = if soft >= 2 * DESCRIPTORS_RESERVED { soft - DESCRIPTORS_RESERVED } else { soft / 2 };
+        self.connections_max = self.connections_max.min(usize::try_from(room).unwrap_or(usize::MAX)).max(1);
+        self.connections_per_address_max = self.connections_per_address_max.min(self.connections_max / 4).max(1);
+        (self, soft)
+    }
 }
 
 impl Default for FrontConfig {
@@ -57,6 +87,7 @@ impl Default for FrontConfig {
             header_read_timeout: Duration::from_secs(10),
             read_buffer_bytes_max: 64 * 1024,
             headers_max: 64,
+            connections_per_address_max: 10_000,
         }
     }
 }
@@ -77,7 +108,11 @@ pub struct Front {
     venues: Vec<Venue>,
     feed: &'static str,
     plans: Plans,
+    /// Key lookups only (read-only, in-memory table refreshed on `data_version`).
     store: Store,
+    /// Every other query, off this thread.
+    storage: StorageThread,
+    health: Arc<StorageHealth>,
     keys: RefCell<KeyCache>,
     limiter: RefCell<Limiter>,
     started_ms: i64,
@@ -231,6 +266,22 @@ fn write_density(j: &mut Json, snap: &DensitySnapshot) {
     j.raw("]}");
 }
 
+/// Writes `"storage":{"writable":true}`, or what fails, since when and the last error.
+fn write_storage_health(j: &mut Json, failing: Option<&(Vec<Writer>, i64, String)>) {
+    let Some((who, since_ms, error)) = failing else {
+        j.raw(",\"storage\":{\"writable\":true}");
+        return;
+    };
+    j.raw(",\"storage\":{\"writable\":false,\"failing\":[");
+    for (i, w) in who.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        j.str(w.as_str());
+    }
+    j.raw("],\"since\":").str(&clock::iso8601(*since_ms)).raw(",\"error\":").str(error).raw("}");
+}
+
 /// Writes levels as the API's Level array, nearest to `current` first, `type` against it.
 fn write_levels(j: &mut Json, levels: &mut [Level], current: i64) {
     levels.sort_by_key(|l| l.price.0.abs_diff(current));
@@ -262,15 +313,25 @@ fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
     }
 }
 
+/// What the front reads and writes storage through.
+pub struct FrontStorage {
+    /// A connection for key lookups (reads only, on the front's thread).
+    pub keys: Store,
+    /// The storage thread for every other query.
+    pub thread: StorageThread,
+    /// Whether storage can be written, for `/healthz`.
+    pub health: Arc<StorageHealth>,
+}
+
 impl Front {
-    /// A front over the shards' published state, authenticating against `store`.
+    /// A front over the shards' published state, authenticating against `storage.keys`.
     pub fn new(
         shared: Arc<Shared>,
         commands: Commands,
         venues: Vec<Venue>,
         feed: &'static str,
         plans: Plans,
-        store: Store,
+        storage: FrontStorage,
         allow_private: bool,
     ) -> Front {
         Front {
@@ -280,7 +341,9 @@ impl Front {
             venues,
             feed,
             plans,
-            store,
+            store: storage.keys,
+            storage: storage.thread,
+            health: storage.health,
             keys: RefCell::new(KeyCache::default()),
             limiter: RefCell::new(Limiter::default()),
             started_ms: clock::now_ms(),
@@ -351,8 +414,10 @@ impl Front {
         }
     }
 
-    /// Answers one request.
-    pub async fn handle(&self, req: &Parts, body: &[u8], peer: IpAddr) -> Resp {
+    /// Answers one request: routes and authenticates on the head alone, and only then reads
+    /// the body, so a client without a valid key never has a body read (nor a `100 Continue`
+    /// sent) and a declared body over the bound is refused before any of it is read.
+    pub async fn serve_request(&self, req: Parts, body: Incoming, peer: IpAddr) -> Resp {
         let now_ms = clock::now_ms();
         let path = req.uri.path();
         if path == "/healthz" {
@@ -364,10 +429,25 @@ impl Front {
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");
         }
-        let account = match self.admit(req, peer, now_ms) {
+        let account = match self.admit(&req, peer, now_ms) {
             Ok(k) => k,
             Err(e) => return e.into_response(),
         };
+        let bytes = if matches!(req.method, Method::POST | Method::PUT | Method::PATCH) {
+            match read_body(body).await {
+                Ok(b) => b,
+                Err(e) => return e.into_response(),
+            }
+        } else {
+            Bytes::new()
+        };
+        self.handle(&req, &bytes, &account, now_ms).await
+    }
+
+    /// Answers one authenticated `/v1` request whose body has been read.
+    async fn handle(&self, req: &Parts, body: &[u8], account: &Rc<KeyRow>, now_ms: i64) -> Resp {
+        let path = req.uri.path();
+        let account = account.clone();
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         if req.method == Method::POST && segments == ["v1", "alerts"] {
             return match self.try_create_alert(&account, body, now_ms).await {
@@ -401,13 +481,16 @@ impl Front {
                 Err(e) => e.into_response(),
             },
             ["v1", "alerts"] if get => match alert_api::parse_status(query_param(query, "status").as_deref()) {
-                Ok(filter) => self.list_alerts(&account, filter),
+                Ok(filter) => self.list_alerts(&account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),
             },
-            ["v1", "alerts", id] if req.method == Method::DELETE => self.delete_alert(&account, id, now_ms),
-            ["v1", "inbox"] if get => self.inbox(&account, query),
+            ["v1", "alerts", id] if req.method == Method::DELETE => self.delete_alert(&account, id, now_ms).await,
+            ["v1", "inbox"] if get => self.inbox(&account, query).await,
             ["v1", "debug", "latency"] if get => self.latency(),
-            ["v1", "debug", "latency"] if req.method == Method::DELETE => self.latency_reset(),
+            ["v1", "debug", "latency"] if req.method == Method::DELETE => match self.operator(&account) {
+                Ok(()) => self.latency_reset(),
+                Err(e) => e.into_response(),
+            },
             ["v1", "debug", "latency"] => method_not_allowed("GET, DELETE"),
             ["v1", "alerts"] => method_not_allowed("GET, POST"),
             ["v1", "alerts", _] => method_not_allowed("DELETE"),
@@ -424,14 +507,19 @@ impl Front {
     }
 
     fn healthz(&self, now_ms: i64) -> Resp {
-        let ready = self.shared.ready();
+        let started = self.shared.ready();
+        let storage = self.health.report(now_ms);
+        let ready = started && storage.is_none();
         let mut j = Json::with_capacity(512);
-        if ready {
-            j.raw("{\"status\":\"ok\"");
-        } else {
+        if !started {
             j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
+        } else if storage.is_some() {
+            j.raw("{\"error\":\"storage cannot be written\",\"status\":\"degraded\"");
+        } else {
+            j.raw("{\"status\":\"ok\"");
         }
         j.raw(",\"feed\":").str(self.feed).raw(",\"uptimeS\":").int((now_ms - self.started_ms) / 1000);
+        write_storage_health(&mut j, storage.as_ref());
         j.raw(",\"shards\":[");
         for (i, s) in self.shared.stats.iter().enumerate() {
             use std::sync::atomic::Ordering::Relaxed;
@@ -549,7 +637,20 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
-    /// `DELETE /v1/debug/latency`: empties the histograms (the start of a measurement).
+    /// Operator endpoints need a key whose plan has `operator = true` (none of the built-in
+    /// plans does): they act on the whole process, not on one account.
+    fn operator(&self, account: &KeyRow) -> Result<(), ApiError> {
+        match self.plans.get(&account.plan) {
+            Some(p) if p.operator => Ok(()),
+            _ => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "operator access needed: this key's plan does not have operator = true",
+            )),
+        }
+    }
+
+    /// `DELETE /v1/debug/latency` (operators): empties the histograms (the start of a
+    /// measurement).
     fn latency_reset(&self) -> Resp {
         for l in self.shared.latency.iter() {
             if let Ok(mut l) = l.lock() {
@@ -701,24 +802,16 @@ impl Front {
                 _ => {}
             }
         }
-        // Price and percent alerts share the plan's cap (decisions.md §2).
-        let active = self.store.active_price_alerts(account.account_id)?;
-        if active >= u64::from(plan.price_alert_cap) {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name),
-            ));
-        }
         // The public-address rule, checked with the same guard every delivery attempt uses.
         if let Some(url) = &req.webhook_url {
             let unprocessable = |e: ssrf::SsrfError| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string());
             let parsed = ssrf::parse(url).map_err(unprocessable)?;
             ssrf::resolve_checked(&parsed, self.allow_private).await.map_err(unprocessable)?;
         }
-        let (price, pct_hundredths, window) = match req.condition {
+        let (price, pct_millionths, window) = match req.condition {
             Condition::Price { level, .. } => (Some(level.0), None, None),
-            Condition::Pct { hundredths, window, .. } => {
-                (None, Some(i64::from(hundredths)), Some(window.as_str().to_owned()))
+            Condition::Pct { millionths, window, .. } => {
+                (None, Some(i64::from(millionths)), Some(window.as_str().to_owned()))
             }
         };
         let new = NewAlert {
@@ -728,7 +821,7 @@ impl Front {
             kind: req.kind().to_owned(),
             direction: req.direction().to_owned(),
             price,
-            pct_hundredths,
+            pct_millionths,
             window,
             repeat: req.repeat,
             note: req.note.clone(),
@@ -736,12 +829,31 @@ impl Front {
             created_price: current,
             created_ms: now_ms,
         };
+        // Price and percent alerts share the plan's cap (decisions.md §2), counted and inserted
+        // in one storage job so two concurrent requests cannot both take the last place.
         // Committed before the answer: a crash after the 200 loses nothing acknowledged.
-        let row = self.store.insert_alert(&new)?;
+        let cap = u64::from(plan.price_alert_cap);
+        let inserted = self
+            .storage
+            .run(move |store| {
+                if store.active_price_alerts(new.account_id)? >= cap {
+                    return Ok(None);
+                }
+                store.insert_alert(&new).map(Some)
+            })
+            .await;
+        self.health.record(Writer::Front, &inserted, now_ms);
+        let Some(row) = inserted? else {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name),
+            ));
+        };
         let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
         if self.commands.send(book, Command::AddAlert { book, spec }).is_err() {
             // The shard's queue is full: undo, so nothing unacknowledged stays behind.
-            let _ = self.store.forget_alert(row.id);
+            let id = row.id;
+            let _ = self.storage.run(move |store| store.forget_alert(id)).await;
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
         }
         let mut j = Json::with_capacity(512);
@@ -751,8 +863,9 @@ impl Front {
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    fn list_alerts(&self, account: &KeyRow, filter: crate::store::StatusFilter) -> Resp {
-        let rows = match self.store.list_alerts(account.account_id, filter) {
+    async fn list_alerts(&self, account: &KeyRow, filter: crate::store::StatusFilter) -> Resp {
+        let acc = account.account_id;
+        let rows = match self.storage.run(move |store| store.list_alerts(acc, filter)).await {
             Ok(r) => r,
             Err(e) => return ApiError::from(e).into_response(),
         };
@@ -768,10 +881,13 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
-    fn delete_alert(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
+    async fn delete_alert(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
         let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };
-        let row = match self.store.delete_alert(account.account_id, id, now_ms) {
+        let acc = account.account_id;
+        let deleted = self.storage.run(move |store| store.delete_alert(acc, id, now_ms)).await;
+        self.health.record(Writer::Front, &deleted, now_ms);
+        let row = match deleted {
             Ok(Some(row)) => row,
             Ok(None) => return unknown(),
             Err(e) => return ApiError::from(e).into_response(),
@@ -789,7 +905,7 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
-    fn inbox(&self, account: &KeyRow, query: Option<&str>) -> Resp {
+    async fn inbox(&self, account: &KeyRow, query: Option<&str>) -> Resp {
         let limit = match query_param(query, "limit") {
             None => 100,
             Some(v) => match v.parse::<u32>() {
@@ -797,7 +913,8 @@ impl Front {
                 _ => return error(StatusCode::UNPROCESSABLE_ENTITY, "limit must be an integer from 1 to 1000"),
             },
         };
-        let rows = match self.store.inbox(account.account_id, limit) {
+        let acc = account.account_id;
+        let rows = match self.storage.run(move |store| store.inbox(acc, limit)).await {
             Ok(r) => r,
             Err(e) => return ApiError::from(e).into_response(),
         };
@@ -931,12 +1048,16 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
     use http_body_util::{BodyExt, Limited};
+    use hyper::body::Body as _;
+    let too_large =
+        || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body too large (max {BODY_BYTES_MAX} bytes)"));
+    // A declared length over the bound is refused at once, without waiting for the bytes.
+    if body.size_hint().lower() > BODY_BYTES_MAX as u64 {
+        return Err(too_large());
+    }
     match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, BODY_BYTES_MAX).collect()).await {
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body too large (max {BODY_BYTES_MAX} bytes)"),
-        )),
+        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(too_large()),
         Ok(Err(_)) => Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed request body")),
         Err(_) => Err(ApiError::new(StatusCode::REQUEST_TIMEOUT, "request body not received in time")),
     }
@@ -957,7 +1078,8 @@ pub async fn serve(
         .max_buf_size(config.read_buffer_bytes_max)
         .max_headers(config.headers_max)
         .keep_alive(true);
-    let active = Rc::new(std::cell::Cell::new(0usize));
+    let active = Rc::new(RefCell::new(Connections::default()));
+    let mut accept_errors = AcceptErrors::default();
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -967,38 +1089,84 @@ pub async fn serve(
         let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
-                // Out of descriptors and similar: back off briefly instead of spinning.
-                eprintln!("front: accept: {e}");
+                // Out of descriptors and similar: back off briefly instead of spinning, and
+                // log once a second at most.
+                accept_errors.note(&e, clock::now_ms());
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
         };
-        if active.get() >= config.connections_max {
+        if !active.borrow_mut().open(peer.ip(), &config) {
             drop(stream);
             continue;
         }
         let _ = stream.set_nodelay(true);
-        active.set(active.get() + 1);
         let (front, active, builder) = (front.clone(), active.clone(), builder.clone());
         tokio::task::spawn_local(async move {
             let svc = service_fn(|req: Request<Incoming>| {
                 let front = front.clone();
                 async move {
                     let (parts, body) = req.into_parts();
-                    let bytes = if matches!(parts.method, Method::POST | Method::PUT | Method::PATCH) {
-                        match read_body(body).await {
-                            Ok(b) => b,
-                            Err(e) => return Ok::<_, Infallible>(e.into_response()),
-                        }
-                    } else {
-                        Bytes::new()
-                    };
-                    Ok::<_, Infallible>(front.handle(&parts, &bytes, peer.ip()).await)
+                    Ok::<_, Infallible>(front.serve_request(parts, body, peer.ip()).await)
                 }
             });
-            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
-            active.set(active.get() - 1);
+            let _ = builder.serve_connection(JsonErrors::new(TokioIo::new(stream)), svc).await;
+            active.borrow_mut().close(peer.ip());
         });
+    }
+}
+
+/// The open connections, in all and per address (addresses with none are not kept, so the
+/// map holds at most `connections_max` entries).
+#[derive(Debug, Default)]
+struct Connections {
+    total: usize,
+    by_address: HashMap<IpAddr, usize>,
+}
+
+impl Connections {
+    /// Takes a slot for a connection from `peer`; false at either bound.
+    fn open(&mut self, peer: IpAddr, config: &FrontConfig) -> bool {
+        if self.total >= config.connections_max {
+            return false;
+        }
+        let n = self.by_address.entry(peer).or_insert(0);
+        if *n >= config.connections_per_address_max {
+            return false;
+        }
+        *n += 1;
+        self.total += 1;
+        true
+    }
+
+    /// Frees the slot of a connection from `peer`.
+    fn close(&mut self, peer: IpAddr) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(n) = self.by_address.get_mut(&peer) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_address.remove(&peer);
+            }
+        }
+    }
+}
+
+/// Accept failures, logged once a second at most with the count since the last line.
+#[derive(Debug, Default)]
+struct AcceptErrors {
+    last_log_ms: i64,
+    suppressed: u64,
+}
+
+impl AcceptErrors {
+    fn note(&mut self, e: &std::io::Error, now_ms: i64) {
+        if now_ms - self.last_log_ms < 1_000 {
+            self.suppressed += 1;
+            return;
+        }
+        eprintln!("front: accept: {e} ({} more since the last line)", self.suppressed);
+        self.last_log_ms = now_ms;
+        self.suppressed = 0;
     }
 }
 
@@ -1013,6 +1181,31 @@ mod tests {
         assert_eq!(query_param(Some("exchange"), "exchange").as_deref(), Some(""));
         assert_eq!(query_param(Some("x=%zz%"), "x").as_deref(), Some("%zz%"));
         assert_eq!(query_param(None, "exchange"), None);
+    }
+
+    #[test]
+    fn connection_slots_are_bounded_in_all_and_per_address() {
+        let config = FrontConfig { connections_max: 3, connections_per_address_max: 2, ..FrontConfig::default() };
+        let (a, b, c): (IpAddr, IpAddr, IpAddr) = ([127, 0, 0, 1].into(), [127, 0, 0, 2].into(), [127, 0, 0, 3].into());
+        let mut open = Connections::default();
+        assert!(open.open(a, &config) && open.open(a, &config));
+        assert!(!open.open(a, &config), "a third from one address");
+        assert!(open.open(b, &config));
+        assert!(!open.open(c, &config), "over the total");
+        open.close(a);
+        assert!(open.open(c, &config), "a freed slot is reused");
+        open.close(a);
+        open.close(b);
+        open.close(c);
+        assert_eq!((open.total, open.by_address.len()), (0, 0), "nothing kept for closed connections");
+    }
+
+    #[test]
+    fn the_connection_bounds_fit_the_descriptor_limit() {
+        let (config, limit) = FrontConfig::default().fit_descriptors();
+        assert!(limit >= 1, "a limit");
+        assert!(config.connections_max as u64 <= limit.saturating_sub(DESCRIPTORS_RESERVED).max(limit / 2));
+        assert!(config.connections_per_address_max <= (config.connections_max / 4).max(1));
     }
 
     #[test]

@@ -377,6 +377,9 @@ pub struct ShardConfig {
     pub poll_interval: Duration,
     /// A level is a wall at this multiple of the median level size (`walls.min_ratio`).
     pub walls_min_ratio: f64,
+    /// Fault injection for the shutdown test: a shard told to stop blocks its thread for ever
+    /// instead (`serve --fault-hang-shard-stop`, hidden). Never set in production.
+    pub fault_hang_on_stop: bool,
 }
 
 /// A handle for sending commands to the shard that owns a book.
@@ -709,7 +712,12 @@ impl Shard {
     pub(crate) fn take_commands(&mut self) -> bool {
         while let Some(cmd) = self.commands.pop() {
             match cmd {
-                Command::Stop => return true,
+                Command::Stop => {
+                    while self.config.fault_hang_on_stop {
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    return true;
+                }
                 Command::Ping { reply } => {
                     let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
                 }

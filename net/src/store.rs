@@ -80,6 +80,10 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX outbox_due ON outbox(next_attempt_ms) WHERE state = 'pending';
     CREATE INDEX outbox_alert ON outbox(alert_id);",
+    // 4: pct thresholds kept exactly as sent, in millionths of a percent (`pct_hundredths`, the
+    // rounded form of earlier versions, is no longer written or read).
+    "ALTER TABLE alerts ADD COLUMN pct_millionths INTEGER;
+    UPDATE alerts SET pct_millionths = pct_hundredths * 10000 WHERE pct_hundredths IS NOT NULL;",
 ];
 
 /// One webhook delivery (a firing of an alert with a webhook), as the outbox holds it.
@@ -169,8 +173,8 @@ pub struct AlertRow {
     pub direction: String,
     /// Level (fixed-point) for price alerts.
     pub price: Option<i64>,
-    /// Threshold in hundredths of a percent for pct alerts.
-    pub pct_hundredths: Option<i64>,
+    /// Threshold in millionths of a percent for pct alerts.
+    pub pct_millionths: Option<i64>,
     /// Window for pct alerts.
     pub window: Option<String>,
     /// Repeating.
@@ -206,8 +210,8 @@ pub struct NewAlert {
     pub direction: String,
     /// Level for price alerts.
     pub price: Option<i64>,
-    /// Threshold for pct alerts, hundredths of a percent.
-    pub pct_hundredths: Option<i64>,
+    /// Threshold for pct alerts, millionths of a percent.
+    pub pct_millionths: Option<i64>,
     /// Window for pct alerts.
     pub window: Option<String>,
     /// Repeating.
@@ -264,7 +268,7 @@ pub enum StatusFilter {
 }
 
 const ALERT_COLUMNS: &str =
-    "id, account_id, exchange, symbol, kind, direction, price, pct_hundredths, window, repeat, \
+    "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, window, repeat, \
      note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count";
 
 fn alert_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
@@ -276,7 +280,7 @@ fn alert_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
         kind: r.get(4)?,
         direction: r.get(5)?,
         price: r.get(6)?,
-        pct_hundredths: r.get(7)?,
+        pct_millionths: r.get(7)?,
         window: r.get(8)?,
         repeat: r.get(9)?,
         note: r.get(10)?,
@@ -305,6 +309,8 @@ pub enum StoreError {
     },
     /// The operating system's random source failed.
     Random,
+    /// Storage could not take the request in time (a lock held elsewhere, a full queue).
+    Unavailable(&'static str),
 }
 
 impl fmt::Display for StoreError {
@@ -316,6 +322,7 @@ impl fmt::Display for StoreError {
                 write!(f, "database schema version {found} is newer than this build ({known})")
             }
             StoreError::Random => f.write_str("random source unavailable"),
+            StoreError::Unavailable(why) => f.write_str(why),
         }
     }
 }
@@ -383,6 +390,9 @@ fn busy(attempt: i32) -> bool {
     attempt < 50_000
 }
 
+/// Longest the checkpoint thread's probe write waits for a lock held elsewhere.
+const PROBE_BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// A thread that checkpoints the WAL every `period`, so the writers on the tick-to-webhook path
 /// never do it themselves (see [`Store::for_background`]). Stopped on drop.
 pub struct Checkpointer {
@@ -391,11 +401,21 @@ pub struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts checkpointing through `store` every `period`.
-    pub fn start(store: Store, period: Duration) -> std::io::Result<Checkpointer> {
+    /// Starts checkpointing through `store` every `period`. Each round also writes one small
+    /// probe row, so `health` knows whether storage can be written even when nothing else
+    /// writes (a quiet market with a full disk).
+    pub fn start(
+        mut store: Store,
+        period: Duration,
+        health: std::sync::Arc<crate::storage::StorageHealth>,
+    ) -> std::io::Result<Checkpointer> {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s = stop.clone();
         let thread = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
+            // The probe must not hold the write lock for long: it waits for a lock at most
+            // PROBE_BUSY_TIMEOUT, and it is not fsynced (like the firing writer's commits).
+            let _ = store.set_busy_timeout(PROBE_BUSY_TIMEOUT);
+            let _ = store.conn.pragma_update(None, "synchronous", "NORMAL");
             while !s.load(std::sync::atomic::Ordering::Acquire) {
                 // Short sleeps, so a stop is seen quickly.
                 let mut slept = Duration::ZERO;
@@ -403,6 +423,14 @@ impl Checkpointer {
                     std::thread::sleep(Duration::from_millis(50));
                     slept += Duration::from_millis(50);
                 }
+                let now = crate::clock::now_ms();
+                let probe = store.probe_write(now);
+                if let Err(e) = &probe {
+                    if !health.failing(now) {
+                        eprintln!("rampart: storage cannot be written: {e}");
+                    }
+                }
+                health.record(crate::storage::Writer::Probe, &probe, now);
                 if let Err(e) = store.checkpoint() {
                     eprintln!("rampart: WAL checkpoint: {e}");
                 }
@@ -495,6 +523,20 @@ impl Store {
         let mut store = Store { conn, path };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Writes the probe row (`meta.probe_ms`): proof that the database can be written now.
+    pub fn probe_write(&mut self, now_ms: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('probe_ms', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![now_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Waits at most `d` for a lock held by another connection (replacing the default handler).
+    pub fn set_busy_timeout(&mut self, d: Duration) -> Result<(), StoreError> {
+        Ok(self.conn.busy_timeout(d)?)
     }
 
     /// Tunes this connection for a background writer on the tick-to-webhook path (the firing
@@ -635,7 +677,7 @@ impl Store {
     /// Stores a new alert (committed when this returns) and returns its row.
     pub fn insert_alert(&self, a: &NewAlert) -> Result<AlertRow, StoreError> {
         self.conn.execute(
-            "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_hundredths, window, repeat,
+            "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, window, repeat,
                 note, webhook_url, status, created_price, created_ms, trigger_count)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0)",
             params![
@@ -645,7 +687,7 @@ impl Store {
                 a.kind,
                 a.direction,
                 a.price,
-                a.pct_hundredths,
+                a.pct_millionths,
                 a.window,
                 a.repeat,
                 a.note,
@@ -889,8 +931,8 @@ pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
         None => j.raw("null"),
     };
     j.raw(",\"pct\":");
-    match row.pct_hundredths {
-        Some(h) => j.fixed(h * 1_000_000),
+    match row.pct_millionths {
+        Some(m) => j.fixed(m * 100),
         None => j.raw("null"),
     };
     j.raw(",\"window\":");
@@ -976,7 +1018,7 @@ mod tests {
             kind: "price".into(),
             direction: "above".into(),
             price: Some(200),
-            pct_hundredths: None,
+            pct_millionths: None,
             window: None,
             repeat: true,
             note: String::new(),

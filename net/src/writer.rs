@@ -16,6 +16,7 @@ use rampart_engine::Registry;
 
 use crate::clock;
 use crate::shard::ShardEvent;
+use crate::storage::{StorageHealth, Writer as StorageWriter};
 use crate::store::{AlertRow, FiringRecord, Store};
 
 /// Firings written per transaction at most.
@@ -53,6 +54,7 @@ impl Writer {
         mut store: Store,
         queues: Vec<Arc<ArrayQueue<ShardEvent>>>,
         registry: Arc<Registry>,
+        health: Arc<StorageHealth>,
         mut on_committed: OnCommitted,
     ) -> std::io::Result<Writer> {
         let stop = Arc::new(AtomicBool::new(false));
@@ -75,7 +77,7 @@ impl Writer {
                             }),
                             ShardEvent::Delisted { book, ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
-                                commit(&mut store, &mut batch, &stats2, &mut on_committed);
+                                commit(&mut store, &mut batch, &stats2, &health, &mut on_committed);
                                 let ins = registry.get(book);
                                 loop {
                                     match store.delist(ins.venue.as_str(), &ins.symbol, clock::now_ms()) {
@@ -114,7 +116,7 @@ impl Writer {
                     std::thread::sleep(IDLE);
                     continue;
                 }
-                commit(&mut store, &mut batch, &stats2, &mut on_committed);
+                commit(&mut store, &mut batch, &stats2, &health, &mut on_committed);
             }
         })?;
         Ok(Writer { stop, thread: Some(thread), stats })
@@ -130,12 +132,20 @@ impl Writer {
 }
 
 /// Commits `batch`, retrying until it succeeds, then empties it.
-fn commit(store: &mut Store, batch: &mut Vec<FiringRecord>, stats: &WriterStats, on_committed: &mut OnCommitted) {
+fn commit(
+    store: &mut Store,
+    batch: &mut Vec<FiringRecord>,
+    stats: &WriterStats,
+    health: &StorageHealth,
+    on_committed: &mut OnCommitted,
+) {
     if batch.is_empty() {
         return;
     }
     loop {
-        match store.record_firings(batch) {
+        let result = store.record_firings(batch);
+        health.record(StorageWriter::Firings, &result, clock::now_ms());
+        match result {
             Ok(done) => {
                 stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);

@@ -193,7 +193,18 @@ impl Server {
     /// Starts `rampart serve --listen 127.0.0.1:0 --data-dir <fresh dir> <extra_args>` and waits
     /// until it has printed its API key and port and `/healthz` answers 200.
     pub fn start(bin: &str, extra_args: &[&str]) -> Server {
-        Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, None)
+        Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, None, None)
+    }
+
+    /// Like [`Server::start`], with the server started by `sh -c '<shell>; exec ...'`, so a
+    /// test can lower its limits first (`ulimit -n 1024`) without touching its own.
+    pub fn start_under_shell(bin: &str, shell: &str, extra_args: &[&str]) -> Server {
+        Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, None, Some(shell))
+    }
+
+    /// The last lines the server printed on stderr (at most 400).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        lock(&self.stderr).iter().cloned().collect()
     }
 
     /// Stops this server gracefully (asserting exit status 0) and starts it again on the same
@@ -205,7 +216,7 @@ impl Server {
         let dir = self.dir.take().expect("the server owns its data dir");
         let key = std::mem::take(&mut self.key);
         let bin = self.bin.clone();
-        Server::launch(bin, dir, extra_args, Some(key))
+        Server::launch(bin, dir, extra_args, Some(key), None)
     }
 
     /// Kills this server with SIGKILL (no chance to clean up) and starts it again on the same
@@ -215,11 +226,25 @@ impl Server {
         let dir = self.dir.take().expect("the server owns its data dir");
         let key = std::mem::take(&mut self.key);
         let bin = self.bin.clone();
-        Server::launch(bin, dir, extra_args, Some(key))
+        Server::launch(bin, dir, extra_args, Some(key), None)
     }
 
-    fn launch(bin: PathBuf, dir: DataDir, extra_args: &[&str], known_key: Option<String>) -> Server {
-        let mut command = Command::new(&bin);
+    fn launch(
+        bin: PathBuf,
+        dir: DataDir,
+        extra_args: &[&str],
+        known_key: Option<String>,
+        shell: Option<&str>,
+    ) -> Server {
+        let mut command = match shell {
+            None => Command::new(&bin),
+            Some(prefix) => {
+                // `exec` keeps the pid: the server is the process the test signals.
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(format!("{prefix}; exec \"$0\" \"$@\"")).arg(&bin);
+                c
+            }
+        };
         command
             .arg("serve")
             .arg("--listen")

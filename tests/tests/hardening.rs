@@ -34,3 +34,275 @@ fn a_second_server_on_the_same_data_directory_refuses_to_start() {
     assert_eq!(server.get("/healthz", None).status, 200, "the first server still serves");
     assert!(server.alive());
 }
+
+/// The server's resident memory, KiB (`VmRSS`).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("a VmRSS line");
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("VmRSS in kB")
+}
+
+/// The first response's status line and the raw text read within `window`.
+fn first_answer(stream: &mut TcpStream, window: Duration) -> String {
+    let (bytes, _) = rampart_tests::read_until_closed(stream, window);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Bodies of clients without a valid key are never read: the answer is 401 on the head alone
+/// (no `100 Continue`), and a flood of such requests does not grow the server's memory by the
+/// bodies' size. A declared body over the bound is refused at once with 413.
+#[test]
+fn unauthenticated_bodies_are_never_read() {
+    let _ = rlimit::increase_nofile_limit(8_192);
+    let server = Server::start(BIN, FAST);
+    // `Expect: 100-continue` without a key: 401 at once, never `100 Continue`.
+    let mut s = connect(server.port);
+    let head = "POST /v1/alerts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\nExpect: 100-continue\r\n\r\n";
+    s.write_all(head.as_bytes()).expect("write head");
+    let text = first_answer(&mut s, Duration::from_secs(3));
+    assert!(text.starts_with("HTTP/1.1 401 "), "answered on the head alone: {text:?}");
+    assert!(!text.contains("100 Continue"), "no 100 Continue without a key: {text:?}");
+    // A huge declared length with a valid key: 413 at once (it used to wait 10 s for a 408).
+    let head = format!(
+        "POST /v1/alerts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Length: 10000000000\r\n\r\n{{",
+        server.key
+    );
+    let out = raw_exchange(server.port, head.as_bytes(), false, Duration::from_secs(5));
+    assert!(out.text.starts_with("HTTP/1.1 413 "), "{:?}", out.text);
+    assert!(out.text.contains("request body too large (max 65536 bytes)"), "{:?}", out.text);
+    // A flood: 1 000 connections, each a 64 KB body without a key.
+    let before = rss_kib(server.pid);
+    let body = vec![b'x'; 64 * 1024];
+    let head = format!("POST /v1/alerts HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", body.len());
+    let mut flood = Vec::new();
+    for _ in 0..1_000 {
+        let mut s = connect(server.port);
+        let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+        let _ = s.write_all(head.as_bytes());
+        let _ = s.write_all(&body);
+        flood.push(s);
+    }
+    thread::sleep(Duration::from_secs(1));
+    let during = rss_kib(server.pid);
+    drop(flood);
+    let growth_mib = during.saturating_sub(before) / 1024;
+    eprintln!("RSS before {before} KiB, during the flood {during} KiB (+{growth_mib} MiB)");
+    // The bodies alone are 62.5 MiB; what the server holds is its per-connection buffers.
+    assert!(growth_mib < 40, "RSS grew {growth_mib} MiB under 1 000 unauthenticated 64 KB bodies");
+    server.assert_serving("an unauthenticated flood");
+}
+
+/// With the usual 1 024-descriptor limit, one client holding 1 100 connections gets a bounded
+/// share: others are still served, and the log is not flooded with accept errors.
+#[test]
+fn one_client_cannot_take_every_connection() {
+    let _ = rlimit::increase_nofile_limit(8_192);
+    let server = Server::start_under_shell(BIN, "ulimit -n 1024", FAST);
+    let started = server.stderr_tail();
+    assert!(
+        started.iter().any(|l| l.contains("descriptor limit 1024: up to 512 HTTP connections, 128 per address")),
+        "the bounds follow the descriptor limit: {started:?}"
+    );
+    let mut held = Vec::new();
+    for _ in 0..1_100 {
+        let Ok(s) = TcpStream::connect(("127.0.0.1", server.port)) else { continue };
+        held.push(s);
+    }
+    // Connections past the address's share are closed at once, unanswered; the others stay.
+    thread::sleep(Duration::from_millis(500));
+    let mut open = 0;
+    for s in &mut held {
+        let _ = s.set_read_timeout(Some(Duration::from_millis(2)));
+        let mut b = [0u8; 1];
+        // Still open: nothing to read yet (a closed one reads end-of-file or a reset).
+        let waiting =
+            |e: &std::io::Error| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+        if s.read(&mut b).is_err_and(|e| waiting(&e)) {
+            open += 1;
+        }
+    }
+    assert!(open <= 128, "{open} connections from one address stayed open");
+    // Another address is served at once.
+    let other = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    other.bind(&std::net::SocketAddr::from(([127, 0, 0, 2], 0)).into()).expect("bind 127.0.0.2");
+    other.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], server.port)).into()).expect("connect");
+    let mut other: TcpStream = other.into();
+    let request = format!(
+        "GET /v1/exchanges HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+        server.key
+    );
+    other.write_all(request.as_bytes()).expect("write");
+    let text = first_answer(&mut other, Duration::from_secs(5));
+    assert!(text.starts_with("HTTP/1.1 200 "), "another address is served: {text:?}");
+    drop(held);
+    server.assert_serving("one client holding 1 100 connections");
+    let accept_errors = server.stderr_tail().iter().filter(|l| l.contains("front: accept")).count();
+    assert!(accept_errors <= 5, "{accept_errors} accept-error lines");
+}
+
+/// Errors hyper produces below the router carry `{"error": ...}` like every other error.
+#[test]
+fn errors_below_the_router_have_json_bodies() {
+    let server = Server::start(BIN, FAST);
+    let many_headers: String = (0..100).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let long_uri = format!("GET /v1/levels/{} HTTP/1.1\r\nHost: x\r\n\r\n", "A".repeat(70_000));
+    for (what, request, status) in [
+        ("bad request line", "GARBAGE\r\n\r\n".to_owned(), 400),
+        ("bad Content-Length", "POST /v1/alerts HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n".to_owned(), 400),
+        ("100 headers", format!("GET /v1/exchanges HTTP/1.1\r\nHost: x\r\n{many_headers}\r\n"), 431),
+        ("a 70 KB URI", long_uri, 414),
+    ] {
+        let out = raw_exchange(server.port, request.as_bytes(), true, Duration::from_secs(5));
+        let responses = out.responses();
+        let first = responses.first().unwrap_or_else(|| panic!("{what}: no answer: {:?}", out.text));
+        assert_eq!(first.status, status, "{what}: {:?}", out.text);
+        assert!(first.header("content-type").is_some_and(|t| t.starts_with("application/json")), "{what}: {first:?}");
+        let body: Value = serde_json::from_str(&first.body).unwrap_or(Value::Null);
+        assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "{what}: body {:?}", first.body);
+    }
+    server.assert_serving("hyper-level errors");
+}
+
+/// Resetting the process-wide latency histograms is for operators: a tenant's key gets 403 (and
+/// can still read them); a key on a plan with `operator = true` may reset.
+#[test]
+fn latency_reset_is_for_operators_only() {
+    let config = std::env::temp_dir().join(format!("rampart-hardening-ops-{}.toml", std::process::id()));
+    std::fs::write(
+        &config,
+        "[plans.ops]\napi = true\nprice_alert_cap = 1\npct_alerts = false\nrepeat = false\nburst_per_min = 120\ndaily_quota = 1000\noperator = true\n",
+    )
+    .expect("write config");
+    let config = config.display().to_string();
+    let server = Server::start(BIN, &[FAST, &["--config", config.as_str()]].concat());
+    let tenant = bearer(&server.key);
+    server.request("DELETE", "/v1/debug/latency", Some(&tenant), None).assert_error(
+        403,
+        "operator access needed: this key's plan does not have operator = true",
+        "a tenant resetting the histograms",
+    );
+    server.get_authed("/v1/debug/latency").ok("a tenant may read them");
+    let out = server.keys(&["create", "--plan", "ops", "--config", config.as_str()]);
+    assert!(out.status.success(), "{out:?}");
+    let ops = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned();
+    let reply = server.request("DELETE", "/v1/debug/latency", Some(&bearer(&ops)), None);
+    assert_eq!(reply.ok("an operator resets")["reset"], json!(true));
+    let _ = std::fs::remove_file(&config);
+}
+
+/// While another process holds the database's write lock, an alert creation answers 503
+/// within the storage bound, reads are not held up, and `/healthz` says storage cannot be
+/// written; once the lock is released all is well again and nothing half-done remains.
+#[test]
+fn a_locked_database_stalls_no_read() {
+    let server = Server::start(BIN, FAST);
+    let key = bearer(&server.key);
+    let price = server.get_authed("/v1/symbols/BTCUSDT").ok("price")["data"]["price"].as_f64().expect("price");
+    let create =
+        json!({"symbol":"BTCUSDT","type":"price","direction":"above","price":(price * 2.0).round()}).to_string();
+    let db = rusqlite::Connection::open(server.data_dir.join("rampart.db")).expect("open the database");
+    db.execute_batch("BEGIN IMMEDIATE; INSERT INTO meta (key, value) VALUES ('test_lock', 1) ON CONFLICT(key) DO UPDATE SET value = 1;")
+        .expect("take the write lock");
+    let started = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let port = server.port;
+    let (k, body) = (key.clone(), create.clone());
+    thread::spawn(move || {
+        let req = format!(
+            "POST /v1/alerts HTTP/1.1\r\nHost: x\r\nAuthorization: {k}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let out = raw_exchange(port, req.as_bytes(), false, Duration::from_secs(15));
+        let _ = tx.send((out.text, started.elapsed()));
+    });
+    // Reads are served while the creation waits on the lock.
+    thread::sleep(Duration::from_millis(300));
+    for _ in 0..5 {
+        let t = Instant::now();
+        server.get_authed("/v1/levels/BTCUSDT").ok("a read during the lock");
+        assert!(t.elapsed() < Duration::from_secs(1), "a read took {:?} during the lock", t.elapsed());
+    }
+    let (text, took) = rx.recv_timeout(Duration::from_secs(20)).expect("the creation is answered");
+    assert!(text.starts_with("HTTP/1.1 503 "), "a creation that cannot commit: {text:?}");
+    assert!(took < Duration::from_secs(4), "503 within the storage bound, took {took:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let health = loop {
+        let h = server.get("/healthz", None);
+        if h.status == 503 {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "healthz still says {h:?}");
+        thread::sleep(Duration::from_millis(200));
+    };
+    let v: Value = serde_json::from_str(&health.text).expect("healthz JSON");
+    assert_eq!((v["status"].as_str(), v["storage"]["writable"].as_bool()), (Some("degraded"), Some(false)), "{v}");
+    db.execute_batch("ROLLBACK;").expect("release the lock");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.get("/healthz", None).status != 200 {
+        assert!(Instant::now() < deadline, "healthz did not recover");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let listed = server.get("/v1/alerts?status=all", Some(&server.key));
+    assert_eq!(listed.ok("list")["data"].as_array().map(Vec::len), Some(0), "the refused creation left nothing");
+    server.request("POST", "/v1/alerts", Some(&key), Some(&create)).ok("a creation after the lock");
+}
+
+/// Alert values are kept as sent: a pct of 2.125 is 2.125 (not 2.13), a price level keeps its
+/// eight decimals, and a value the service cannot keep exactly is refused with its own message.
+#[test]
+fn alert_values_are_kept_as_sent() {
+    let server = Server::start(BIN, FAST);
+    let key = server.key.clone();
+    let post = |body: Value| server.request("POST", "/v1/alerts", Some(&bearer(&key)), Some(&body.to_string()));
+    let pct = post(json!({"symbol":"BTCUSDT","type":"pct","direction":"up","pct":2.125,"window":"1h"}));
+    assert_eq!(pct.ok("pct 2.125")["data"]["pct"], json!(2.125));
+    let fine = post(json!({"symbol":"BTCUSDT","type":"pct","direction":"up","pct":3.004,"window":"4h"}));
+    assert_eq!(fine.ok("pct 3.004")["data"]["pct"], json!(3.004));
+    let price = server.get_authed("/v1/symbols/BTCUSDT").ok("price")["data"]["price"].as_f64().expect("price");
+    let level = format!("{:.0}.12345678", price * 2.0);
+    let body = format!(r#"{{"symbol":"BTCUSDT","type":"price","direction":"above","price":{level}}}"#);
+    let created = server.request("POST", "/v1/alerts", Some(&bearer(&key)), Some(&body));
+    let answered = created.ok("an 8-decimal level")["data"]["price"].to_string();
+    assert_eq!(answered, level, "the level as sent");
+    let listed = server.get("/v1/alerts", Some(&key));
+    let prices: Vec<String> =
+        listed.ok("list")["data"].as_array().expect("data").iter().map(|a| a["price"].to_string()).collect();
+    assert!(prices.contains(&level), "{prices:?}");
+    for (body, message) in [
+        (
+            r#"{"symbol":"BTCUSDT","type":"price","direction":"below","price":0.0000269804}"#,
+            "price has more than 8 decimal places (the finest price step on any venue is 0.00000001)",
+        ),
+        (
+            r#"{"symbol":"BTCUSDT","type":"price","direction":"below","price":0.000000001}"#,
+            "price must be at least 0.00000001",
+        ),
+        (
+            r#"{"symbol":"BTCUSDT","type":"price","direction":"above","price":100000000000}"#,
+            "price must be at most 90000000000",
+        ),
+        (
+            r#"{"symbol":"BTCUSDT","type":"pct","direction":"up","pct":1.0000001,"window":"1h"}"#,
+            "pct has more than 6 decimal places",
+        ),
+    ] {
+        server.request("POST", "/v1/alerts", Some(&bearer(&key)), Some(body)).assert_error(422, message, body);
+    }
+}
+
+/// A stop that does not finish (a shard that never sees it) does not keep the process alive:
+/// it exits within the grace period and names what it abandoned.
+#[test]
+fn shutdown_is_bounded_and_names_what_it_abandoned() {
+    let server = Server::start(BIN, &[FAST, &["--fault-hang-shard-stop"]].concat());
+    let started = Instant::now();
+    let status = server.terminate();
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(1), "an abandoned stop exits 1");
+    assert!(took < Duration::from_secs(15), "exited {took:?} after SIGTERM");
+    let log = server.stderr_tail();
+    assert!(
+        log.iter().any(|l| l.contains("shutdown did not finish within 5 s: abandoned while stopping the shards")),
+        "{log:?}"
+    );
+}

@@ -19,9 +19,11 @@ use rampart_engine::{Registry, Venue};
 use rampart_net::clock;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
-use rampart_net::front::{self, Front, FrontConfig};
+use rampart_net::front::{self, Front, FrontConfig, FrontStorage};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
+use rampart_net::shutdown::Shutdown;
+use rampart_net::storage::{StorageHealth, StorageThread};
 use rampart_net::store::{AlertRow, Checkpointer, DataDirLock, Revoked, Store};
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
@@ -146,6 +148,9 @@ struct ServeArgs {
     /// after the server is ready (its alerts are removed and their owners notified). Repeatable.
     #[arg(long, value_name = "SYMBOL@SECONDS")]
     sim_delist: Vec<String>,
+    /// Fault injection for the shutdown test: shards never finish stopping.
+    #[arg(long, hide = true)]
+    fault_hang_shard_stop: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -320,6 +325,7 @@ struct ServeSettings {
     walls_min_ratio: f64,
     allow_private: bool,
     sim_delist: Vec<(String, u64)>,
+    fault_hang_shard_stop: bool,
     /// `--feed live`: each venue's endpoints and limits.
     live: Option<Vec<VenueSettings>>,
     verify_checksums: bool,
@@ -382,6 +388,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         walls_min_ratio,
         allow_private: file.webhooks.allow_private,
         sim_delist,
+        fault_hang_shard_stop: args.fault_hang_shard_stop,
     })
 }
 
@@ -389,6 +396,11 @@ fn serve(args: ServeArgs) -> Result<()> {
     let s = settings(args)?;
     // One server per data directory, checked before anything is printed or opened.
     let _lock = DataDirLock::acquire(&s.data_dir)?;
+    let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
+    eprintln!(
+        "rampart: descriptor limit {descriptors}: up to {} HTTP connections, {} per address",
+        front_config.connections_max, front_config.connections_per_address_max
+    );
     let mut store = Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
     if store.account_count()? == 0 {
         let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
@@ -419,6 +431,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         sim: SimConfig { seed: s.seed, ..SimConfig::default() },
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: s.walls_min_ratio,
+        fault_hang_on_stop: s.fault_hang_shard_stop,
     };
     // Every active alert goes back onto its shard before the shard reports ready.
     let mut alerts = Vec::new();
@@ -489,13 +502,16 @@ fn serve(args: ServeArgs) -> Result<()> {
             wake.notify_one();
         }
     });
+    let health = Arc::new(StorageHealth::default());
     let writer = Writer::start(
         Store::open(&s.data_dir)?.for_background()?,
         shards.event_queues(),
         registry.clone(),
+        health.clone(),
         on_committed,
     )?;
-    let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1))?;
+    let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1), health.clone())?;
+    let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
 
     for (symbol, after_s) in s.sim_delist.clone() {
         let (shared, commands) = (shards.shared().clone(), shards.commands());
@@ -521,7 +537,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         s.venues.clone(),
         feed_name,
         s.plans.clone(),
-        store,
+        FrontStorage { keys: store, thread: storage_thread, health },
         s.allow_private,
     ));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -535,18 +551,32 @@ fn serve(args: ServeArgs) -> Result<()> {
                 _ = tokio::signal::ctrl_c() => {}
             }
         };
-        front::serve(listener, front, FrontConfig::default(), shutdown).await;
+        front::serve(listener, front, front_config, shutdown).await;
         Ok(())
     });
     eprintln!("rampart: shutting down");
+    // Every stage is told to stop in a way that wakes it; whatever does not finish within the
+    // grace period is named in the log and the process ends anyway.
+    let watch = Shutdown::start_for_process()?;
+    watch.stage("closing HTTP connections");
+    // The connections' tasks hold the front (and with it the storage thread's handle).
+    drop(local);
     drop(runtime);
     if let Some(rest) = rest {
+        watch.stage("stopping the venue REST thread");
         rest.stop();
     }
+    watch.stage("stopping the storage thread");
+    storage_join.join();
+    watch.stage("stopping the shards");
     shards.stop();
+    watch.stage("stopping the firing writer");
     writer.stop();
+    watch.stage("stopping webhook delivery");
     delivery.stop();
+    watch.stage("stopping the checkpoint thread");
     drop(checkpointer);
+    watch.finish();
     served
 }
 
@@ -592,7 +622,7 @@ fn alert_spec(row: &AlertRow) -> Option<AlertSpec> {
                 "down" => Move::Down,
                 _ => Move::Any,
             },
-            hundredths: u32::try_from(row.pct_hundredths?).ok()?,
+            millionths: u32::try_from(row.pct_millionths?).ok()?,
             window: rampart_engine::Timeframe::parse(row.window.as_deref()?)?,
         },
         _ => return None,
