@@ -97,7 +97,17 @@ fn unauthenticated_bodies_are_never_read() {
 #[test]
 fn one_client_cannot_take_every_connection() {
     let _ = rlimit::increase_nofile_limit(8_192);
-    let server = Server::start_under_shell(BIN, "ulimit -n 1024", FAST);
+    let (hook_port, hooks) = counting_receiver();
+    let config = std::env::temp_dir().join(format!("rampart-hardening-flood-{}.toml", std::process::id()));
+    std::fs::write(&config, "[webhooks]\nallow_private = true\n").expect("write config");
+    let config = config.display().to_string();
+    let server = Server::start_under_shell(BIN, "ulimit -n 1024", &[FAST, &["--config", config.as_str()]].concat());
+    // Alerts that fire within seconds on the simulated market, each with a webhook.
+    for symbol in ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT"] {
+        let body = json!({"symbol": symbol, "type": "pct", "direction": "any", "pct": 0.1, "window": "5m",
+                          "repeat": true, "webhook_url": format!("http://127.0.0.1:{hook_port}/hook")});
+        server.request("POST", "/v1/alerts", Some(&bearer(&server.key)), Some(&body.to_string())).ok("create");
+    }
     let mut held = Vec::new();
     for _ in 0..1_100 {
         let Ok(s) = TcpStream::connect(("127.0.0.1", server.port)) else { continue };
@@ -129,6 +139,13 @@ fn one_client_cannot_take_every_connection() {
     other.write_all(request.as_bytes()).expect("write");
     let text = first_answer(&mut other, Duration::from_secs(5));
     assert!(text.starts_with("HTTP/1.1 200 "), "another address is served: {text:?}");
+    // Webhooks still go out while the client holds its connections (descriptors are reserved).
+    let before = hooks.load(std::sync::atomic::Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while hooks.load(std::sync::atomic::Ordering::Relaxed) == before {
+        assert!(Instant::now() < deadline, "no webhook delivered during the flood\n{}", server.diagnostics());
+        thread::sleep(Duration::from_millis(100));
+    }
     drop(held);
     server.assert_serving("one client holding 1 100 connections");
     let log = server.stderr_tail();
@@ -138,6 +155,38 @@ fn one_client_cannot_take_every_connection() {
         log.iter().any(|l| l.contains("descriptor limit 1024: up to 512 HTTP connections, 128 per address")),
         "the bounds follow the descriptor limit: {log:?}"
     );
+}
+
+/// A webhook receiver on loopback that answers 200 to every request and counts them.
+fn counting_receiver() -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = count.clone();
+    thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The head, then as many body bytes as it declares (the service always sends one).
+            while let Ok(n @ 1..) = stream.read(&mut buf) {
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got);
+                let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                let len = head
+                    .lines()
+                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                if body.len() >= len {
+                    break;
+                }
+            }
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (port, count)
 }
 
 /// Errors hyper produces below the router carry `{"error": ...}` like every other error.
