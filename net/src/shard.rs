@@ -713,8 +713,11 @@ impl Shard {
         while let Some(cmd) = self.commands.pop() {
             match cmd {
                 Command::Stop => {
-                    while self.config.fault_hang_on_stop {
-                        std::thread::sleep(Duration::from_secs(1));
+                    if self.config.fault_hang_on_stop {
+                        // Fault injection: this thread never finishes stopping.
+                        loop {
+                            std::thread::sleep(Duration::from_secs(1));
+                        }
                     }
                     return true;
                 }

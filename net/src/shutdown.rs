@@ -94,8 +94,13 @@ mod tests {
     #[test]
     fn a_finished_sequence_is_not_abandoned() {
         let (tx, rx) = mpsc::channel();
-        let s = Shutdown::start(Duration::from_secs(30), Box::new(move |stage| drop(tx.send(stage))))
-            .expect("start the watchdog");
+        let s = Shutdown::start(
+            Duration::from_secs(30),
+            Box::new(move |stage| {
+                let _ = tx.send(stage);
+            }),
+        )
+        .expect("start the watchdog");
         s.stage("stopping the shards");
         s.finish();
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "no overrun reported");
@@ -104,8 +109,13 @@ mod tests {
     #[test]
     fn an_overrun_names_the_stuck_stage() {
         let (tx, rx) = mpsc::channel();
-        let s = Shutdown::start(Duration::from_millis(50), Box::new(move |stage| drop(tx.send(stage))))
-            .expect("start the watchdog");
+        let s = Shutdown::start(
+            Duration::from_millis(50),
+            Box::new(move |stage| {
+                let _ = tx.send(stage);
+            }),
+        )
+        .expect("start the watchdog");
         s.stage("stopping the writer");
         let stage = rx.recv_timeout(Duration::from_secs(10)).expect("the overrun is reported");
         assert_eq!(stage, "stopping the writer");
