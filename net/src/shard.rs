@@ -26,6 +26,7 @@ use rampart_engine::{BookId, Market, Registry, Tick};
 use crate::clock;
 
 pub mod live;
+pub mod nudge;
 
 /// Commands a shard takes from its queue (capacity [`COMMANDS_MAX`]).
 #[derive(Debug)]
@@ -403,6 +404,8 @@ pub struct ShardSet {
     commands: Vec<Arc<ArrayQueue<Command>>>,
     events: Vec<Arc<ArrayQueue<ShardEvent>>>,
     threads: Vec<JoinHandle<()>>,
+    /// Wakes every executor from outside (see [`nudge`]).
+    nudger: Option<nudge::Nudger>,
 }
 
 impl ShardSet {
@@ -472,8 +475,14 @@ impl ShardSet {
     {
         let n = shared.stats.len();
         let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
-        let mut set =
-            ShardSet { shared: shared.clone(), commands: Vec::new(), events: Vec::new(), threads: Vec::new() };
+        let mut set = ShardSet {
+            shared: shared.clone(),
+            commands: Vec::new(),
+            events: Vec::new(),
+            threads: Vec::new(),
+            nudger: None,
+        };
+        let mut nudges = Vec::with_capacity(n);
         for index in 0..n {
             let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
             let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
@@ -484,6 +493,8 @@ impl ShardSet {
                 alerts.iter().filter(|(b, _)| shared.shard_of[b.index()] as usize == index).copied().collect();
             let (config, shared, books) = (config.clone(), shared.clone(), registry.len());
             let life = make(index);
+            let nudge = Arc::new(nudge::Nudge::default());
+            nudges.push(nudge.clone());
             let mut builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
                 .name(&format!("shard-{index}"))
                 .io_memory(1 << 20)
@@ -493,6 +504,7 @@ impl ShardSet {
             }
             let handle = builder
                 .spawn(move || async move {
+                    glommio::spawn_local(nudge.serve()).detach();
                     let mut market = Market::new(books, &ids, config.depth_levels_max, config.bars_max);
                     for (book, spec) in my_alerts {
                         market.insert_alert(book, spec);
@@ -510,6 +522,7 @@ impl ShardSet {
                 }
             }));
         }
+        set.nudger = Some(nudge::Nudger::start(nudges)?);
         Ok(set)
     }
 
@@ -553,8 +566,16 @@ impl ShardSet {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
+        // Woken now, and every NUDGE_PERIOD until they have exited, so no parked executor can
+        // miss its stop.
+        if let Some(n) = &self.nudger {
+            n.wake_all();
+        }
         for t in self.threads {
             let _ = t.join();
+        }
+        if let Some(n) = self.nudger {
+            n.stop();
         }
     }
 }
