@@ -99,7 +99,7 @@ impl Env {
         let cfg_s = cfg_path.display().to_string();
         let data = dir.0.join("data").display().to_string();
         let out = std::process::Command::new(&o.rampart)
-            .args(["keys", "create", "--plan", "bench", "--config", &cfg_s, "--data-dir", &data])
+            .args(["keys", "create", "--plan", "bench", "--create", "--config", &cfg_s, "--data-dir", &data])
             .output()
             .map_err(|e| e.to_string())?;
         let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned();

@@ -33,7 +33,8 @@ impl Venue {
 
     /// Parses an API identifier (exact, lowercase).
     pub fn parse(s: &str) -> Option<Venue> {
-        Venue::ALL.into_iter().find(|v| v.as_str() == s)
+        // Case-insensitive, like symbols (`decisions.md` §11); always answered in lowercase.
+        Venue::ALL.into_iter().find(|v| v.as_str().eq_ignore_ascii_case(s))
     }
 
     /// Dense index 0..4.

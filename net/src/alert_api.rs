@@ -6,8 +6,9 @@
 //! `pct` with up to 6; a value with more decimals, or outside the range, is refused with a
 //! message that says which (values are read from the JSON number's shortest round-trip
 //! spelling, so up to 15 significant digits arrive exactly); a field of the other alert type is
-//! refused only when present and not null; unknown fields are ignored; `note` counts
-//! characters, not bytes.
+//! refused only when present and not null; a field the endpoint does not know is refused with
+//! 422 naming it (`decisions.md` §11: `webhookUrl`, the response's spelling, must not silently
+//! create an alert without a webhook); `note` counts characters, not bytes.
 
 use rampart_engine::alert::{Condition, Cross, Move, PCT_MILLIONTHS_MAX, PCT_MILLIONTHS_MIN};
 use rampart_engine::{Price, Timeframe, Venue};
@@ -205,6 +206,10 @@ fn clip(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
+/// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
+pub const CREATE_FIELDS: [&str; 10] =
+    ["symbol", "exchange", "type", "direction", "price", "pct", "window", "repeat", "note", "webhook_url"];
+
 /// Parses and checks a `POST /v1/alerts` body.
 pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
     let value: Value =
@@ -212,6 +217,9 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
     let Value::Object(obj) = value else {
         return Err(invalid("request body must be a JSON object"));
     };
+    if let Some(unknown) = obj.keys().find(|k| !CREATE_FIELDS.contains(&k.as_str())) {
+        return Err(invalid(format!("unknown field '{}'. Allowed: {}", clip(unknown, 64), CREATE_FIELDS.join(", "))));
+    }
     let kind = required_string(&obj, "type")?;
     if kind != "price" && kind != "pct" {
         return Err(invalid(format!("invalid type '{}'. Allowed: price, pct", clip(kind, 32))));
@@ -461,6 +469,16 @@ mod tests {
 
     #[test]
     fn the_validation_matrix() {
+        e422(
+            r#"{"type":"price","direction":"above","price":1,"symbol":"A","webhookUrl":"https://x.example.com/h"}"#,
+            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url",
+        );
+        e422(
+            r#"{"type":"price","direction":"above","price":1,"symbol":"A","extra":null}"#,
+            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url",
+        );
+        let r = parse_create(br#"{"type":"price","direction":"above","price":1,"symbol":"a","exchange":"OKX"}"#);
+        assert_eq!(r.map(|r| r.exchange), Ok(Some(Venue::Okx)), "exchange is case-insensitive");
         e422(r#"{"direction":"above","price":1,"symbol":"A"}"#, "missing field 'type'");
         e422(
             r#"{"type":"limit","direction":"above","price":1,"symbol":"A"}"#,

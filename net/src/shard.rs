@@ -383,6 +383,52 @@ pub struct ShardConfig {
     pub fault_hang_on_stop: bool,
 }
 
+/// Locked memory glommio requires before it starts an executor (its own check, in bytes).
+pub const MEMLOCK_MIN_BYTES: u64 = 512 * 1024;
+/// Locked memory each shard's io_uring registers (`io_memory`), asked for on top of the minimum.
+const MEMLOCK_PER_SHARD_BYTES: u64 = 1 << 20;
+
+/// The locked-memory limit is below what the shards need, and the hard limit forbids raising it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemlockTooLow {
+    /// The soft limit in force, bytes.
+    pub limit: u64,
+    /// What glommio requires at least, bytes.
+    pub need: u64,
+}
+
+impl std::fmt::Display for MemlockTooLow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the locked-memory limit (RLIMIT_MEMLOCK) is {} KiB and io_uring needs at least {} KiB; raise it: \
+             `ulimit -l 65536` in the shell, LimitMEMLOCK=infinity in a systemd unit, --ulimit memlock=-1 for docker",
+            self.limit / 1024,
+            self.need / 1024
+        )
+    }
+}
+
+impl std::error::Error for MemlockTooLow {}
+
+/// Raises the soft locked-memory limit toward what `shards` executors register (as far as the
+/// hard limit allows) and refuses when it stays under glommio's minimum, so a server that cannot
+/// start its shards says so before it prints or binds anything. Returns the limit in force.
+pub fn ensure_memlock(shards: usize) -> Result<u64, MemlockTooLow> {
+    use rlimit::Resource;
+    let want = MEMLOCK_MIN_BYTES + MEMLOCK_PER_SHARD_BYTES * shards as u64;
+    let (soft, hard) = Resource::MEMLOCK.get().unwrap_or((0, 0));
+    let target = want.min(hard).max(soft);
+    if target > soft {
+        let _ = Resource::MEMLOCK.set(target, hard);
+    }
+    let (soft, _) = Resource::MEMLOCK.get().unwrap_or((soft, hard));
+    if soft < MEMLOCK_MIN_BYTES {
+        return Err(MemlockTooLow { limit: soft, need: MEMLOCK_MIN_BYTES });
+    }
+    Ok(soft)
+}
+
 /// A handle for sending commands to the shard that owns a book.
 #[derive(Clone)]
 pub struct Commands {

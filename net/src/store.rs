@@ -511,6 +511,11 @@ impl DataDirLock {
 }
 
 impl Store {
+    /// Whether `data_dir` holds a database.
+    pub fn exists(data_dir: &Path) -> bool {
+        data_dir.join("rampart.db").is_file()
+    }
+
     /// Opens (creating if needed) `data_dir/rampart.db` and brings the schema up to date.
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(StoreError::Io)?;

@@ -279,3 +279,43 @@ fn sigterm_shuts_down_gracefully_with_status_0() {
     assert_eq!(status.code(), Some(0), "exit status after SIGTERM: {status:?}\n{}", server.diagnostics());
     assert!(!server.alive(), "process gone after SIGTERM");
 }
+
+/// `exchange` is matched case-insensitively and answered in lowercase; a request body field the
+/// endpoint does not know (the response's `webhookUrl` spelling, say) is refused, naming it,
+/// and creates nothing (decisions.md §11).
+#[test]
+fn exchange_is_case_insensitive_and_unknown_fields_are_refused() {
+    let server = start();
+    for path in ["/v1/symbols/btcusdt?exchange=OKX", "/v1/levels/BTCUSDT?exchange=Okx", "/v1/exchanges/OKX/symbols"] {
+        let reply = server.get_authed(path);
+        let body = reply.ok(path);
+        let exchange = body.get("exchange").cloned().unwrap_or(Value::Null);
+        assert!(exchange == json!("okx") || exchange.is_null(), "{path}: {}", reply.text);
+    }
+    let auth = format!("Bearer {}", server.key);
+    let body = json!({"symbol":"BTCUSDT","type":"price","direction":"below","price":1,"exchange":"OKX",
+                      "webhookUrl":"https://hooks.example.com/x"});
+    server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).assert_error(
+        422,
+        "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url",
+        "the response's spelling in a request",
+    );
+    let listed = server.get("/v1/alerts?status=all", Some(&server.key));
+    assert_eq!(listed.ok("list")["data"].as_array().map(Vec::len), Some(0), "nothing was created");
+    let body = json!({"symbol":"BTCUSDT","type":"price","direction":"below","price":1,"exchange":"OKX"});
+    let created = server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string()));
+    assert_eq!(created.ok("exchange OKX")["data"]["exchange"], json!("okx"));
+}
+
+/// SIGHUP does not stop the server: it logs that there is nothing to reload and keeps serving.
+#[test]
+fn sighup_is_logged_and_the_server_keeps_serving() {
+    let server = start();
+    let sent = std::process::Command::new("kill").arg("-HUP").arg(server.pid.to_string()).status().expect("kill -HUP");
+    assert!(sent.success());
+    thread::sleep(Duration::from_millis(300));
+    server.assert_serving("SIGHUP");
+    let logged = server.stderr_tail().iter().any(|l| l.contains("SIGHUP: settings are read only at start"));
+    assert!(logged, "{}", server.diagnostics());
+    assert_eq!(server.terminate().code(), Some(0), "SIGTERM still stops it");
+}

@@ -222,3 +222,37 @@ fn failed_auth_floods_are_limited_per_address() {
     server.get("/v1/exchanges", None).assert_some_error(429, "failed-auth request 62, no key");
     assert!(server.alive(), "server alive after the flood");
 }
+
+/// `keys` on a directory without a database is refused (a mistyped `--data-dir` must not become
+/// a new, empty database) unless `--create` asks for one.
+#[test]
+fn keys_refuse_a_data_dir_without_a_database_unless_asked() {
+    let dir = rampart_tests::DataDir::new();
+    let missing = dir.path().join("typo");
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(BIN);
+        c.arg("keys").args(args).arg("--data-dir").arg(&missing);
+        rampart_tests::run_with_timeout(c, rampart_tests::CLI_TIMEOUT)
+    };
+    let out = run(&["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", rampart_tests::describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no rampart database in") && stderr.contains("--create"), "{stderr}");
+    assert!(!missing.join("rampart.db").exists(), "nothing was created");
+    let out = run(&["create", "--plan", "developer", "--create"]);
+    assert!(out.status.success(), "{}", rampart_tests::describe_output(&out));
+    let out = run(&["list"]);
+    assert!(out.status.success(), "the database exists now: {}", rampart_tests::describe_output(&out));
+}
+
+/// Each subcommand's help shows only its own options: `sim-venue` has no `--config` or
+/// `--data-dir` (it takes neither).
+#[test]
+fn sim_venue_help_lists_only_its_own_options() {
+    let mut c = std::process::Command::new(BIN);
+    c.args(["sim-venue", "--help"]);
+    let out = rampart_tests::run_with_timeout(c, rampart_tests::CLI_TIMEOUT);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--fault-gap-every"), "{help}");
+    assert!(!help.contains("--data-dir") && !help.contains("--config"), "{help}");
+}

@@ -355,3 +355,19 @@ fn shutdown_is_bounded_and_names_what_it_abandoned() {
         "{log:?}"
     );
 }
+
+/// With a locked-memory limit too low for io_uring (and a hard limit that forbids raising it),
+/// the server refuses to start with one line that says what to run, before printing a key.
+#[test]
+fn a_low_memlock_limit_is_refused_before_the_key_is_printed() {
+    let dir = rampart_tests::DataDir::new();
+    let mut c = Command::new("sh");
+    c.arg("-c").arg("ulimit -l 64; exec \"$0\" \"$@\"").arg(BIN);
+    c.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path()).args(FAST);
+    let out = run_with_timeout(c, Duration::from_secs(30));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stdout.is_empty(), "nothing on stdout (no key, no port): {stdout}");
+    assert!(stderr.contains("RLIMIT_MEMLOCK) is 64 KiB") && stderr.contains("ulimit -l"), "{stderr}");
+    assert!(!dir.path().join("rampart.db").exists(), "no database was created");
+}

@@ -50,7 +50,7 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
         #[command(flatten)]
-        common: CommonArgs,
+        common: KeysArgs,
     },
     /// Run a local simulator of the venues' REST and WebSocket protocols (Binance, Bybit, OKX,
     /// Bitget) over the simulated market, with fault injection and a control API under /sim/.
@@ -115,11 +115,27 @@ struct SimVenueArgs {
 #[derive(Args, Debug, Clone, Default)]
 struct CommonArgs {
     /// TOML configuration file.
+    #[arg(long, env = "RAMPART_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory (SQLite database) [default: ./data].
+    #[arg(long, env = "RAMPART_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+/// The `keys` commands' settings: the same file and directory as `serve`, accepted after the
+/// subcommand too (`keys list --data-dir D`).
+#[derive(Args, Debug, Clone, Default)]
+struct KeysArgs {
+    /// TOML configuration file (for its plans).
     #[arg(long, env = "RAMPART_CONFIG", global = true)]
     config: Option<PathBuf>,
     /// Data directory (SQLite database) [default: ./data].
     #[arg(long, env = "RAMPART_DATA_DIR", global = true)]
     data_dir: Option<PathBuf>,
+    /// Create the database if the data directory has none (otherwise that is an error, so a
+    /// mistyped --data-dir is not taken for a new, empty one).
+    #[arg(long, global = true)]
+    create: bool,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -215,9 +231,16 @@ fn plans(file: &FileConfig) -> Plans {
     p
 }
 
-fn keys(command: KeysCommand, common: CommonArgs) -> Result<()> {
+fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
+    let common = CommonArgs { config: args.config, data_dir: args.data_dir };
     let file = load_file(&common)?;
     let dir = data_dir(&common, &file);
+    if !args.create && !Store::exists(&dir) {
+        bail!(
+            "no rampart database in {} (rampart.db); check --data-dir, or pass --create to start a new one",
+            dir.display()
+        );
+    }
     let mut store = Store::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
     match command {
         KeysCommand::Create { plan, label } => {
@@ -394,6 +417,8 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
 
 fn serve(args: ServeArgs) -> Result<()> {
     let s = settings(args)?;
+    // The shards' io_uring needs locked memory: refused here, before anything is printed.
+    rampart_net::shard::ensure_memlock(s.shards)?;
     // One server per data directory, checked before anything is printed or opened.
     let _lock = DataDirLock::acquire(&s.data_dir)?;
     let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
@@ -544,11 +569,19 @@ fn serve(args: ServeArgs) -> Result<()> {
     let local = tokio::task::LocalSet::new();
     let served: Result<()> = local.block_on(&runtime, async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        // SIGHUP (a closed terminal, a reload habit) is logged and otherwise ignored: settings
+        // are read once at start, so there is nothing to reload, and hanging up must not stop
+        // the service.
+        let mut hup = signal(SignalKind::hangup())?;
         let shutdown = async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
+            loop {
+                tokio::select! {
+                    _ = term.recv() => break,
+                    _ = tokio::signal::ctrl_c() => break,
+                    _ = hup.recv() => eprintln!("rampart: SIGHUP: settings are read only at start, nothing to reload; still running"),
+                }
             }
         };
         front::serve(listener, front, front_config, shutdown).await;
