@@ -19,6 +19,7 @@ pub mod scenarios;
 pub use parsers::{parsers, parsers_table, ParserRow};
 
 use hdrhistogram::Histogram;
+use rampart_engine::alert::{Condition, Cross};
 use rampart_engine::sim::{self, Sim, SimConfig};
 use rampart_engine::{BookId, Market, Registry, Venue};
 use rampart_net::shard::{Command, ShardConfig, ShardSet};
@@ -422,13 +423,9 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
         let row = store
             .insert_alert(&NewAlert {
                 account_id: account,
-                exchange: "binance".into(),
+                exchange: rampart_engine::Venue::Binance,
                 symbol: "BTCUSDT".into(),
-                kind: "price".into(),
-                direction: "above".into(),
-                price: Some(1),
-                pct_millionths: None,
-                window: None,
+                condition: Condition::Price { cross: Cross::Above, level: rampart_engine::Price(1) },
                 repeat: true,
                 note: String::new(),
                 webhook_url: Some(format!("http://127.0.0.1:{port}/a/{}", i + 1)),

@@ -44,7 +44,36 @@ pub enum Move {
     Any,
 }
 
+impl Cross {
+    /// The API's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cross::Above => "above",
+            Cross::Below => "below",
+        }
+    }
+
+    /// The direction the API spells `s`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Cross> {
+        [Cross::Above, Cross::Below].into_iter().find(|c| c.as_str() == s)
+    }
+}
+
 impl Move {
+    /// The API's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Move::Up => "up",
+            Move::Down => "down",
+            Move::Any => "any",
+        }
+    }
+
+    /// The direction the API spells `s`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Move> {
+        [Move::Up, Move::Down, Move::Any].into_iter().find(|m| m.as_str() == s)
+    }
+
     fn index(self) -> usize {
         match self {
             Move::Up => 0,
@@ -73,6 +102,24 @@ pub enum Condition {
         /// Candle timeframe measured from.
         window: Timeframe,
     },
+}
+
+impl Condition {
+    /// The alert type as the API spells it: `price` or `pct`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Condition::Price { .. } => "price",
+            Condition::Pct { .. } => "pct",
+        }
+    }
+
+    /// The direction as the API spells it.
+    pub fn direction(&self) -> &'static str {
+        match self {
+            Condition::Price { cross, .. } => cross.as_str(),
+            Condition::Pct { dir, .. } => dir.as_str(),
+        }
+    }
 }
 
 /// An alert as a shard holds it.

@@ -62,21 +62,12 @@ pub struct CreateRequest {
 impl CreateRequest {
     /// `price` or `pct`.
     pub fn kind(&self) -> &'static str {
-        match self.condition {
-            Condition::Price { .. } => "price",
-            Condition::Pct { .. } => "pct",
-        }
+        self.condition.kind()
     }
 
     /// The direction as the API spells it.
     pub fn direction(&self) -> &'static str {
-        match self.condition {
-            Condition::Price { cross: Cross::Above, .. } => "above",
-            Condition::Price { cross: Cross::Below, .. } => "below",
-            Condition::Pct { dir: Move::Up, .. } => "up",
-            Condition::Pct { dir: Move::Down, .. } => "down",
-            Condition::Pct { dir: Move::Any, .. } => "any",
-        }
+        self.condition.direction()
     }
 }
 
@@ -230,16 +221,9 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         return Err(invalid("field 'symbol' must be a pair symbol such as BTCUSDT"));
     }
     let condition = if kind == "price" {
-        let cross = match direction {
-            "above" => Cross::Above,
-            "below" => Cross::Below,
-            other => {
-                return Err(invalid(format!(
-                    "invalid direction '{}' for a price alert. Allowed: above, below",
-                    clip(other, 32)
-                )))
-            }
-        };
+        let cross = Cross::parse(direction).ok_or_else(|| {
+            invalid(format!("invalid direction '{}' for a price alert. Allowed: above, below", clip(direction, 32)))
+        })?;
         for other in ["pct", "window"] {
             if present(&obj, other).is_some() {
                 return Err(invalid(format!("field '{other}' is not allowed on a price alert")));
@@ -248,17 +232,9 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         let level = price_level(number(&obj, "price")?.ok_or_else(|| invalid("missing field 'price'"))?)?;
         Condition::Price { cross, level }
     } else {
-        let dir = match direction {
-            "up" => Move::Up,
-            "down" => Move::Down,
-            "any" => Move::Any,
-            other => {
-                return Err(invalid(format!(
-                    "invalid direction '{}' for a pct alert. Allowed: up, down, any",
-                    clip(other, 32)
-                )))
-            }
-        };
+        let dir = Move::parse(direction).ok_or_else(|| {
+            invalid(format!("invalid direction '{}' for a pct alert. Allowed: up, down, any", clip(direction, 32)))
+        })?;
         if present(&obj, "price").is_some() {
             return Err(invalid("field 'price' is not allowed on a pct alert"));
         }
@@ -347,30 +323,15 @@ pub fn parse_status(value: Option<&str>) -> Result<crate::store::StatusFilter, I
 /// Writes one Alert resource exactly as the spec names its fields.
 pub fn write_alert(j: &mut Json, a: &AlertRow) {
     j.raw("{\"id\":").int(a.id);
-    j.raw(",\"exchange\":").str(&a.exchange).raw(",\"symbol\":").str(&a.symbol);
-    j.raw(",\"type\":").str(&a.kind).raw(",\"direction\":").str(&a.direction);
-    j.raw(",\"price\":");
-    match a.price {
-        Some(p) => j.fixed(p),
-        None => j.raw("null"),
-    };
-    j.raw(",\"pct\":");
-    match a.pct_millionths {
-        Some(m) => j.fixed(m * 100),
-        None => j.raw("null"),
-    };
-    j.raw(",\"window\":");
-    match &a.window {
-        Some(w) => j.str(w),
-        None => j.raw("null"),
-    };
+    j.raw(",\"exchange\":").str(a.exchange.as_str()).raw(",\"symbol\":").str(&a.symbol);
+    crate::store::write_condition(j, &a.condition);
     j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
     j.raw(",\"webhookUrl\":");
     match &a.webhook_url {
         Some(u) => j.str(u),
         None => j.raw("null"),
     };
-    j.raw(",\"status\":").str(&a.status).raw(",\"createdPrice\":").fixed(a.created_price);
+    j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":").fixed(a.created_price);
     j.raw(",\"lastTriggeredAt\":");
     match a.last_triggered_ms {
         Some(ms) => j.str(&clock::iso8601(ms)),
@@ -449,7 +410,7 @@ mod tests {
         assert_eq!(r.condition, Condition::Price { cross: Cross::Above, level: Price(10_000_050_000_000) });
         assert!(!r.repeat && r.note.is_empty() && r.webhook_url.is_none() && r.exchange.is_none());
         let r = parse_create(
-            br#"{"symbol":"ETHUSDT","type":"pct","direction":"any","pct":2.5,"window":"1h","repeat":true,"note":"n","webhook_url":"https://example.com/h?s=1","exchange":"okx","extra":1}"#,
+            br#"{"symbol":"ETHUSDT","type":"pct","direction":"any","pct":2.5,"window":"1h","repeat":true,"note":"n","webhook_url":"https://example.com/h?s=1","exchange":"okx"}"#,
         )
         .expect("ok");
         assert_eq!(r.condition, Condition::Pct { dir: Move::Any, millionths: 2_500_000, window: Timeframe::H1 });
@@ -618,17 +579,13 @@ mod tests {
         let row = AlertRow {
             id: 7,
             account_id: 1,
-            exchange: "binance".into(),
+            exchange: Venue::Binance,
             symbol: "BTCUSDT".into(),
-            kind: "pct".into(),
-            direction: "up".into(),
-            price: None,
-            pct_millionths: Some(2_500_000),
-            window: Some("1h".into()),
+            condition: Condition::Pct { dir: Move::Up, millionths: 2_500_000, window: Timeframe::H1 },
             repeat: true,
             note: "n".into(),
             webhook_url: None,
-            status: "active".into(),
+            status: crate::store::AlertStatus::Active,
             created_price: 9_500_012_000_000,
             created_ms: 1_795_183_387_123,
             last_triggered_ms: None,

@@ -36,8 +36,8 @@ use crate::limit::{Limiter, Refusal};
 use crate::shard::{Command, Commands, DensitySnapshot, Shared};
 use crate::ssrf;
 use crate::storage::{StorageHealth, StorageThread, Writer};
-use crate::store::NewAlert;
 use crate::store::{hash_key, is_key_shaped, KeyRow, Store};
+use crate::store::{AlertStatus, NewAlert};
 use hyper::http::request::Parts;
 use rampart_engine::alert::{AlertSpec, Condition, Cross};
 
@@ -429,12 +429,19 @@ impl Front {
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");
         }
+        let has_body = matches!(req.method, Method::POST | Method::PUT | Method::PATCH);
+        let waits_for_continue =
+            req.headers.get(hyper::header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        // Without a valid key nothing more is read: hyper has only the head (and whatever
+        // arrived with it in its first read), and the connection is closed after the answer.
+        // A client sending a large body with a bad key may see a reset instead of the 401;
+        // an ordinary body arrives with the head and is unaffected.
         let account = match self.admit(&req, peer, now_ms) {
             Ok(k) => k,
             Err(e) => return e.into_response(),
         };
-        let bytes = if matches!(req.method, Method::POST | Method::PUT | Method::PATCH) {
-            match read_body(body).await {
+        let bytes = if has_body {
+            match read_body(body, waits_for_continue).await {
                 Ok(b) => b,
                 Err(e) => return e.into_response(),
             }
@@ -808,21 +815,11 @@ impl Front {
             let parsed = ssrf::parse(url).map_err(unprocessable)?;
             ssrf::resolve_checked(&parsed, self.allow_private).await.map_err(unprocessable)?;
         }
-        let (price, pct_millionths, window) = match req.condition {
-            Condition::Price { level, .. } => (Some(level.0), None, None),
-            Condition::Pct { millionths, window, .. } => {
-                (None, Some(i64::from(millionths)), Some(window.as_str().to_owned()))
-            }
-        };
         let new = NewAlert {
             account_id: account.account_id,
-            exchange: venue.as_str().to_owned(),
+            exchange: venue,
             symbol: self.shared.registry.get(book).symbol.clone(),
-            kind: req.kind().to_owned(),
-            direction: req.direction().to_owned(),
-            price,
-            pct_millionths,
-            window,
+            condition: req.condition,
             repeat: req.repeat,
             note: req.note.clone(),
             webhook_url: req.webhook_url.clone(),
@@ -892,8 +889,8 @@ impl Front {
             Ok(None) => return unknown(),
             Err(e) => return ApiError::from(e).into_response(),
         };
-        if row.status == "active" {
-            let book = Venue::parse(&row.exchange).and_then(|v| self.shared.registry.find(v, &row.symbol));
+        if row.status == AlertStatus::Active {
+            let book = self.shared.registry.find(row.exchange, &row.symbol);
             if let Some(book) = book {
                 // If the queue is full the shard keeps the alert in memory until restart, but it
                 // can no longer fire: firings of deleted alerts are not recorded or delivered.
@@ -1046,19 +1043,70 @@ pub const BODY_BYTES_MAX: usize = 64 * 1024;
 /// A request body must arrive within this time; past it the answer is 408.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
-async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
-    use http_body_util::{BodyExt, Limited};
+/// Bytes of a refused request's body read and dropped, at most, before the answer is sent.
+pub const BODY_DISCARD_BYTES_MAX: u64 = 1 << 20;
+/// Time spent reading and dropping a refused request's body, at most.
+pub const BODY_DISCARD_TIME: Duration = Duration::from_secs(1);
+
+/// Reads and drops what is left of a refused request's body, keeping nothing, until its end or
+/// [`BODY_DISCARD_BYTES_MAX`] or [`BODY_DISCARD_TIME`].
+///
+/// Rationale: hyper closes a connection whose request body was not read; a client still
+/// sending then gets a reset (or a broken pipe) instead of the answer. Reading a bounded amount
+/// first lets an authenticated client read its 413; one that sends more is cut off. Only
+/// requests with a valid key are drained: a flood without keys must cost no reading at all.
+async fn discard_body(mut body: Incoming) {
+    use http_body_util::BodyExt;
+    let mut left = BODY_DISCARD_BYTES_MAX;
+    let _ = tokio::time::timeout(BODY_DISCARD_TIME, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            let n = frame.data_ref().map_or(0, |d| d.len() as u64);
+            if n >= left {
+                break;
+            }
+            left -= n;
+        }
+    })
+    .await;
+}
+
+/// Reads an accepted request's body: at most [`BODY_BYTES_MAX`] within [`BODY_TIMEOUT`].
+async fn read_body(mut body: Incoming, waits_for_continue: bool) -> Result<Bytes, ApiError> {
+    use http_body_util::BodyExt;
     use hyper::body::Body as _;
     let too_large =
         || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body too large (max {BODY_BYTES_MAX} bytes)"));
-    // A declared length over the bound is refused at once, without waiting for the bytes.
-    if body.size_hint().lower() > BODY_BYTES_MAX as u64 {
+    // A declared length over the bound is refused without reading it; one the client may well
+    // be sending already (under BODY_DISCARD_BYTES_MAX, no `Expect`) is dropped first.
+    let declared = body.size_hint().lower();
+    if declared > BODY_BYTES_MAX as u64 {
+        if declared <= BODY_DISCARD_BYTES_MAX && !waits_for_continue {
+            discard_body(body).await;
+        }
         return Err(too_large());
     }
-    match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, BODY_BYTES_MAX).collect()).await {
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(too_large()),
-        Ok(Err(_)) => Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed request body")),
+    let mut buf = bytes::BytesMut::new();
+    let read = tokio::time::timeout(BODY_TIMEOUT, async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "malformed request body"))?;
+            if let Ok(data) = frame.into_data() {
+                if buf.len() + data.len() > BODY_BYTES_MAX {
+                    return Err(too_large());
+                }
+                buf.extend_from_slice(&data);
+            }
+        }
+        Ok(())
+    })
+    .await;
+    match read {
+        Ok(Ok(())) => Ok(buf.freeze()),
+        Ok(Err(e)) => {
+            if e.status == StatusCode::PAYLOAD_TOO_LARGE {
+                discard_body(body).await;
+            }
+            Err(e)
+        }
         Err(_) => Err(ApiError::new(StatusCode::REQUEST_TIMEOUT, "request body not received in time")),
     }
 }

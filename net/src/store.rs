@@ -8,6 +8,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
+use rampart_engine::{Price, Timeframe, Venue};
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 
@@ -163,28 +165,20 @@ pub struct AlertRow {
     pub id: i64,
     /// Owning account.
     pub account_id: i64,
-    /// Venue identifier.
-    pub exchange: String,
+    /// Venue.
+    pub exchange: Venue,
     /// Pair symbol.
     pub symbol: String,
-    /// `price` or `pct`.
-    pub kind: String,
-    /// `above`/`below` or `up`/`down`/`any`.
-    pub direction: String,
-    /// Level (fixed-point) for price alerts.
-    pub price: Option<i64>,
-    /// Threshold in millionths of a percent for pct alerts.
-    pub pct_millionths: Option<i64>,
-    /// Window for pct alerts.
-    pub window: Option<String>,
+    /// What fires it (type, direction, level or threshold and window).
+    pub condition: Condition,
     /// Repeating.
     pub repeat: bool,
     /// Client label.
     pub note: String,
     /// Webhook target.
     pub webhook_url: Option<String>,
-    /// `active` or `triggered`.
-    pub status: String,
+    /// Lifecycle status.
+    pub status: AlertStatus,
     /// Price at creation (fixed-point).
     pub created_price: i64,
     /// Creation time.
@@ -195,25 +189,100 @@ pub struct AlertRow {
     pub trigger_count: i64,
 }
 
+impl AlertRow {
+    /// The alert as a shard holds it.
+    pub fn spec(&self) -> Option<AlertSpec> {
+        Some(AlertSpec { id: u64::try_from(self.id).ok()?, condition: self.condition, repeat: self.repeat })
+    }
+}
+
+/// An alert's lifecycle status, stored and answered as `active` or `triggered`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlertStatus {
+    /// Evaluated on every trade.
+    Active,
+    /// Fired (not repeating); no longer evaluated.
+    Triggered,
+}
+
+impl AlertStatus {
+    /// The stored and answered spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertStatus::Active => "active",
+            AlertStatus::Triggered => "triggered",
+        }
+    }
+
+    /// The status stored as `s`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<AlertStatus> {
+        [AlertStatus::Active, AlertStatus::Triggered].into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// The columns a condition is stored in: `kind`, `direction`, `price`, `pct_millionths`, `window`.
+type ConditionColumns = (&'static str, &'static str, Option<i64>, Option<i64>, Option<&'static str>);
+
+/// The one mapping of a condition to its columns.
+fn condition_columns(c: &Condition) -> ConditionColumns {
+    match *c {
+        Condition::Price { level, .. } => (c.kind(), c.direction(), Some(level.0), None, None),
+        Condition::Pct { millionths, window, .. } => {
+            (c.kind(), c.direction(), None, Some(i64::from(millionths)), Some(window.as_str()))
+        }
+    }
+}
+
+/// The one mapping back: every column must hold a value this build writes; anything else is an
+/// error naming the column, never a default.
+fn condition_from_columns(
+    kind: &str,
+    direction: &str,
+    price: Option<i64>,
+    pct: Option<i64>,
+    window: Option<&str>,
+) -> Result<Condition, String> {
+    match kind {
+        "price" => Ok(Condition::Price {
+            cross: Cross::parse(direction).ok_or_else(|| format!("direction '{direction}' of a price alert"))?,
+            level: Price(price.filter(|p| *p > 0).ok_or("price of a price alert")?),
+        }),
+        "pct" => Ok(Condition::Pct {
+            dir: Move::parse(direction).ok_or_else(|| format!("direction '{direction}' of a pct alert"))?,
+            millionths: pct.and_then(|p| u32::try_from(p).ok()).ok_or("pct_millionths of a pct alert")?,
+            window: window.and_then(Timeframe::parse).ok_or("window of a pct alert")?,
+        }),
+        other => Err(format!("kind '{other}'")),
+    }
+}
+
+/// A stored value this build does not write.
+#[derive(Debug)]
+struct UnknownStoredValue(String);
+
+impl fmt::Display for UnknownStoredValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown stored value: {}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownStoredValue {}
+
+fn unknown(column: usize, what: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(UnknownStoredValue(what)))
+}
+
 /// A new alert, validated by the front.
 #[derive(Clone, Debug)]
 pub struct NewAlert {
     /// Owning account.
     pub account_id: i64,
-    /// Venue identifier.
-    pub exchange: String,
+    /// Venue.
+    pub exchange: Venue,
     /// Pair symbol.
     pub symbol: String,
-    /// `price` or `pct`.
-    pub kind: String,
-    /// Direction.
-    pub direction: String,
-    /// Level for price alerts.
-    pub price: Option<i64>,
-    /// Threshold for pct alerts, millionths of a percent.
-    pub pct_millionths: Option<i64>,
-    /// Window for pct alerts.
-    pub window: Option<String>,
+    /// What fires it.
+    pub condition: Condition,
     /// Repeating.
     pub repeat: bool,
     /// Label.
@@ -272,20 +341,25 @@ const ALERT_COLUMNS: &str =
      note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count";
 
 fn alert_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
+    let exchange: String = r.get(2)?;
+    let (kind, direction): (String, String) = (r.get(4)?, r.get(5)?);
+    let window: Option<String> = r.get(8)?;
+    let condition = condition_from_columns(&kind, &direction, r.get(6)?, r.get(7)?, window.as_deref())
+        .map_err(|what| unknown(4, what))?;
+    let status: String = r.get(12)?;
     Ok(AlertRow {
         id: r.get(0)?,
         account_id: r.get(1)?,
-        exchange: r.get(2)?,
+        exchange: Venue::ALL
+            .into_iter()
+            .find(|v| v.as_str() == exchange)
+            .ok_or_else(|| unknown(2, format!("exchange '{exchange}'")))?,
         symbol: r.get(3)?,
-        kind: r.get(4)?,
-        direction: r.get(5)?,
-        price: r.get(6)?,
-        pct_millionths: r.get(7)?,
-        window: r.get(8)?,
+        condition,
         repeat: r.get(9)?,
         note: r.get(10)?,
         webhook_url: r.get(11)?,
-        status: r.get(12)?,
+        status: AlertStatus::parse(&status).ok_or_else(|| unknown(12, format!("status '{status}'")))?,
         created_price: r.get(13)?,
         created_ms: r.get(14)?,
         last_triggered_ms: r.get(15)?,
@@ -681,19 +755,20 @@ impl Store {
 
     /// Stores a new alert (committed when this returns) and returns its row.
     pub fn insert_alert(&self, a: &NewAlert) -> Result<AlertRow, StoreError> {
+        let (kind, direction, price, pct, window) = condition_columns(&a.condition);
         self.conn.execute(
             "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, window, repeat,
                 note, webhook_url, status, created_price, created_ms, trigger_count)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0)",
             params![
                 a.account_id,
-                a.exchange,
+                a.exchange.as_str(),
                 a.symbol,
-                a.kind,
-                a.direction,
-                a.price,
-                a.pct_millionths,
-                a.window,
+                kind,
+                direction,
+                price,
+                pct,
+                window,
                 a.repeat,
                 a.note,
                 a.webhook_url,
@@ -871,14 +946,14 @@ impl Store {
 
     /// Removes every active alert of a delisted pair and writes an `alert.delisted` notice to
     /// each owner's inbox, in one transaction. Returns the alert ids removed.
-    pub fn delist(&mut self, exchange: &str, symbol: &str, now_ms: i64) -> Result<Vec<i64>, StoreError> {
+    pub fn delist(&mut self, exchange: Venue, symbol: &str, now_ms: i64) -> Result<Vec<i64>, StoreError> {
         let tx = self.conn.transaction()?;
         let sql = format!(
             "SELECT {ALERT_COLUMNS} FROM alerts WHERE exchange = ?1 AND symbol = ?2 AND status = 'active' AND deleted_ms IS NULL"
         );
         let rows: Vec<AlertRow> = {
             let mut stmt = tx.prepare(&sql)?;
-            let rows = stmt.query_map(params![exchange, symbol], alert_row)?;
+            let rows = stmt.query_map(params![exchange.as_str(), symbol], alert_row)?;
             rows.collect::<Result<Vec<_>, _>>()?
         };
         for row in &rows {
@@ -918,9 +993,32 @@ pub fn delisted_body(row: &AlertRow, now_ms: i64) -> String {
     use crate::json::Json;
     let mut j = Json::with_capacity(128);
     j.raw("{\"event\":\"alert.delisted\",\"alert\":{\"id\":").int(row.id);
-    j.raw(",\"exchange\":").str(&row.exchange).raw(",\"symbol\":").str(&row.symbol);
+    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
     j.raw("},\"time\":").int(now_ms).raw("}");
     j.finish()
+}
+
+/// Writes a condition's fields the way every body spells them:
+/// `,"type","direction","price","pct","window"` (null for the other type's fields).
+pub fn write_condition(j: &mut crate::json::Json, c: &Condition) {
+    let (kind, direction, price, pct, window) = condition_columns(c);
+    j.raw(",\"type\":").str(kind).raw(",\"direction\":").str(direction);
+    j.raw(",\"price\":");
+    match price {
+        Some(p) => j.fixed(p),
+        None => j.raw("null"),
+    };
+    // Millionths of a percent, written through the 10^-8 writer.
+    j.raw(",\"pct\":");
+    match pct {
+        Some(m) => j.fixed(m * 100),
+        None => j.raw("null"),
+    };
+    j.raw(",\"window\":");
+    match window {
+        Some(w) => j.str(w),
+        None => j.raw("null"),
+    };
 }
 
 /// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
@@ -928,23 +1026,8 @@ pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
     use crate::json::Json;
     let mut j = Json::with_capacity(384);
     j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
-    j.raw(",\"exchange\":").str(&row.exchange).raw(",\"symbol\":").str(&row.symbol);
-    j.raw(",\"type\":").str(&row.kind).raw(",\"direction\":").str(&row.direction);
-    j.raw(",\"price\":");
-    match row.price {
-        Some(p) => j.fixed(p),
-        None => j.raw("null"),
-    };
-    j.raw(",\"pct\":");
-    match row.pct_millionths {
-        Some(m) => j.fixed(m * 100),
-        None => j.raw("null"),
-    };
-    j.raw(",\"window\":");
-    match &row.window {
-        Some(w) => j.str(w),
-        None => j.raw("null"),
-    };
+    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
+    write_condition(&mut j, &row.condition);
     j.raw(",\"repeat\":").bool(row.repeat).raw(",\"note\":").str(&row.note);
     j.raw("},\"trigger\":{\"price\":").fixed(f.price).raw(",\"move\":");
     match f.move_hundredths {
@@ -1018,13 +1101,9 @@ mod tests {
     fn alert(account_id: i64, exchange: &str, symbol: &str) -> NewAlert {
         NewAlert {
             account_id,
-            exchange: exchange.into(),
+            exchange: Venue::parse(exchange).expect("a venue"),
             symbol: symbol.into(),
-            kind: "price".into(),
-            direction: "above".into(),
-            price: Some(200),
-            pct_millionths: None,
-            window: None,
+            condition: Condition::Price { cross: Cross::Above, level: Price(200) },
             repeat: true,
             note: String::new(),
             webhook_url: None,
@@ -1043,7 +1122,7 @@ mod tests {
         let gone2 = s.insert_alert(&alert(b, "binance", "SOLUSDT")).expect("insert").id;
         let other_venue = s.insert_alert(&alert(a, "okx", "SOLUSDT")).expect("insert").id;
         let other_pair = s.insert_alert(&alert(a, "binance", "ETHUSDT")).expect("insert").id;
-        let mut removed = s.delist("binance", "SOLUSDT", 5_000).expect("delist");
+        let mut removed = s.delist(Venue::Binance, "SOLUSDT", 5_000).expect("delist");
         removed.sort();
         assert_eq!(removed, [gone1, gone2]);
         let left: Vec<i64> = s.list_alerts(a, StatusFilter::All).expect("list").iter().map(|r| r.id).collect();
@@ -1074,7 +1153,7 @@ mod tests {
         let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
         let symbol = "EVIL\"},\"x\":\\\u{1}";
         let id = s.insert_alert(&alert(a, "binance", symbol)).expect("insert").id;
-        assert_eq!(s.delist("binance", symbol, 5_000).expect("delist"), [id]);
+        assert_eq!(s.delist(Venue::Binance, symbol, 5_000).expect("delist"), [id]);
         let inbox = s.inbox(a, 10).expect("inbox");
         let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("a valid JSON body");
         assert_eq!(body["alert"]["symbol"], symbol);
@@ -1095,6 +1174,49 @@ mod tests {
         }
         drop(first);
         DataDirLock::acquire(&dir).expect("free again once the first is dropped");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A stored alert reads back as the same typed record; a stored value this build does not
+    /// write (a direction, a status, a venue, a missing level) is an error, never a default.
+    #[test]
+    fn alert_records_map_to_columns_one_way_and_back_strictly() {
+        let dir = temp_dir("typed");
+        let mut s = Store::open(&dir).expect("open");
+        let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+        let pct = Condition::Pct { dir: Move::Down, millionths: 3_004_000, window: Timeframe::H4 };
+        let new = NewAlert { condition: pct, exchange: Venue::Okx, ..alert(a, "binance", "ETHUSDT") };
+        let row = s.insert_alert(&new).expect("insert");
+        assert_eq!((row.condition, row.exchange, row.status), (pct, Venue::Okx, AlertStatus::Active));
+        assert_eq!(row.spec().map(|x| x.condition), Some(pct));
+        for (column, value) in [
+            ("direction", "'sideways'"),
+            ("status", "'paused'"),
+            ("exchange", "'kraken'"),
+            ("window", "'3h'"),
+            ("kind", "'limit'"),
+            ("pct_millionths", "NULL"),
+        ] {
+            let sql = format!("UPDATE alerts SET {column} = {value} WHERE id = ?1");
+            let saved: (String, String, String, Option<String>, String, Option<i64>) = s
+                .conn
+                .query_row(
+                    "SELECT direction, status, exchange, window, kind, pct_millionths FROM alerts WHERE id = ?1",
+                    params![row.id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+                )
+                .expect("read");
+            s.conn.execute(&sql, params![row.id]).expect("corrupt one column");
+            let read = s.list_alerts(a, StatusFilter::All);
+            assert!(read.is_err(), "{column} = {value} must not read back: {read:?}");
+            s.conn
+                .execute(
+                    "UPDATE alerts SET direction = ?2, status = ?3, exchange = ?4, window = ?5, kind = ?6, pct_millionths = ?7 WHERE id = ?1",
+                    params![row.id, saved.0, saved.1, saved.2, saved.3, saved.4, saved.5],
+                )
+                .expect("restore");
+            assert_eq!(s.list_alerts(a, StatusFilter::All).expect("restored").len(), 1);
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

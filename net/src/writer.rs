@@ -80,7 +80,7 @@ impl Writer {
                                 commit(&mut store, &mut batch, &stats2, &health, &mut on_committed);
                                 let ins = registry.get(book);
                                 loop {
-                                    match store.delist(ins.venue.as_str(), &ins.symbol, clock::now_ms()) {
+                                    match store.delist(ins.venue, &ins.symbol, clock::now_ms()) {
                                         Ok(done) => {
                                             eprintln!(
                                                 "rampart: {} {} delisted: {} alerts removed (shard held {})",

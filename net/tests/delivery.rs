@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rampart_engine::alert::{Condition, Cross};
+use rampart_engine::{Price, Venue};
 use rampart_net::delivery::{Delivery, DeliveryConfig, ManualClock, USER_AGENT_VALUE};
 use rampart_net::store::{event_body, FiringRecord, NewAlert, OutboxRow, Store};
 
@@ -124,13 +126,9 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
     let row = store
         .insert_alert(&NewAlert {
             account_id: key.account_id,
-            exchange: "binance".into(),
+            exchange: Venue::Binance,
             symbol: "BTCUSDT".into(),
-            kind: "price".into(),
-            direction: "above".into(),
-            price: Some(10_000_000_000_000),
-            pct_millionths: None,
-            window: None,
+            condition: Condition::Price { cross: Cross::Above, level: Price(10_000_000_000_000) },
             repeat: false,
             note: "n \"quoted\"".into(),
             webhook_url: Some(url.to_owned()),
@@ -330,13 +328,9 @@ fn slow_receivers_do_not_delay_healthy_ones() {
         let row = store
             .insert_alert(&NewAlert {
                 account_id: key.account_id,
-                exchange: "binance".into(),
+                exchange: Venue::Binance,
                 symbol: "BTCUSDT".into(),
-                kind: "price".into(),
-                direction: "below".into(),
-                price: Some(1_000),
-                pct_millionths: None,
-                window: None,
+                condition: Condition::Price { cross: Cross::Below, level: Price(1_000) },
                 repeat: false,
                 note: String::new(),
                 webhook_url: Some(format!("http://127.0.0.1:{port}/{i}")),

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
 use rampart_net::clock;
@@ -24,7 +23,7 @@ use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
 use rampart_net::shutdown::Shutdown;
 use rampart_net::storage::{StorageHealth, StorageThread};
-use rampart_net::store::{AlertRow, Checkpointer, DataDirLock, Revoked, Store};
+use rampart_net::store::{Checkpointer, DataDirLock, Revoked, Store};
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 use rampart_net::writer::{OnCommitted, Writer};
@@ -462,8 +461,8 @@ fn serve(args: ServeArgs) -> Result<()> {
     let mut alerts = Vec::new();
     let mut orphaned = 0;
     for row in store.active_alerts()? {
-        let book = Venue::parse(&row.exchange).and_then(|v| registry.find(v, &row.symbol));
-        match (book, alert_spec(&row)) {
+        let book = registry.find(row.exchange, &row.symbol);
+        match (book, row.spec()) {
             (Some(book), Some(spec)) => alerts.push((book, spec)),
             _ => orphaned += 1,
         }
@@ -640,27 +639,6 @@ fn list_live(venues: &[VenueSettings], tls: Option<Arc<rustls::ClientConfig>>) -
     }
     let registry = Registry::new(instruments).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?;
     Ok((registry, natives))
-}
-
-/// The shard's form of a stored alert; `None` for a row this build cannot read.
-fn alert_spec(row: &AlertRow) -> Option<AlertSpec> {
-    let condition = match (row.kind.as_str(), row.direction.as_str()) {
-        ("price", d) => Condition::Price {
-            cross: if d == "above" { Cross::Above } else { Cross::Below },
-            level: rampart_engine::Price(row.price?),
-        },
-        ("pct", d) => Condition::Pct {
-            dir: match d {
-                "up" => Move::Up,
-                "down" => Move::Down,
-                _ => Move::Any,
-            },
-            millionths: u32::try_from(row.pct_millionths?).ok()?,
-            window: rampart_engine::Timeframe::parse(row.window.as_deref()?)?,
-        },
-        _ => return None,
-    };
-    Some(AlertSpec { id: u64::try_from(row.id).ok()?, condition, repeat: row.repeat })
 }
 
 /// The data directory a serve run would use (for tools and tests).

@@ -6,10 +6,15 @@
 //! run anything, with tasks still runnable. Parked like that, the executor waits in
 //! `io_uring_enter` for a completion that is not coming (the runnable task's timer has already
 //! fired), so the shard stops applying ticks and never sees its stop command: the shutdown hang
-//! found after 77 minutes of the simulated market. With a 10 µs preemption timer the hang
+//! found after 77 minutes of the simulated market. With a 50 µs preemption timer the hang
 //! happens within seconds (the test below). A wake from another thread writes the executor's
-//! eventfd, which ends the park; the executor then runs its queues again. The nudge task itself
-//! does nothing but be woken.
+//! eventfd, which ends the park; the executor installs a fresh preemption timer and runs its
+//! queues again. The nudge task itself does nothing but be woken.
+//!
+//! Limit: the wake helps because the fresh timer (glommio's default 100 ms, which the shards
+//! keep) outlasts the step from installing it to running the queues. A timer shorter than that
+//! step (10 µs in a debug build) expires again before every run, and the executor parks again
+//! at every wake; so the test uses 50 µs, where the race is frequent but each wake recovers.
 //!
 //! Cost: one wake per shard per period from the `shard-nudge` thread, off the tick path.
 
@@ -116,10 +121,10 @@ mod tests {
     use std::sync::atomic::AtomicU64;
     use std::time::Instant;
 
-    /// A loop shaped like a shard's (some work, then a 1 ms timer) on an executor whose
-    /// preemption timer makes glommio's lost-park race frequent: without nudges it hangs for
-    /// good within seconds; with them it keeps going. The check is for a hang (no progress at
-    /// all for 3 s), not for speed.
+    /// A loop shaped like a shard's (some work, then a 1 ms timer) on an executor whose 50 µs
+    /// preemption timer makes glommio's lost-park race frequent: without nudges it hung for good
+    /// in 4 of 6 runs here within 6 s; with them it kept going in every run, also beside two CPU
+    /// hogs. The check is for a hang (no progress at all for 3 s), not for speed.
     #[test]
     fn a_nudged_executor_never_stays_parked_with_work() {
         let count = Arc::new(AtomicU64::new(0));
@@ -127,7 +132,7 @@ mod tests {
         let nudge = Arc::new(Nudge::default());
         let (c, s, n) = (count.clone(), stop.clone(), nudge.clone());
         let executor = LocalExecutorBuilder::new(Placement::Unbound)
-            .preempt_timer(Duration::from_micros(10))
+            .preempt_timer(Duration::from_micros(50))
             .spawn(move || async move {
                 glommio::spawn_local(n.serve()).detach();
                 while !s.load(Ordering::Acquire) {
