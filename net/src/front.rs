@@ -547,7 +547,7 @@ impl Front {
             }
             let pairs = self.shared.registry.venue_books(*v).len() as i64;
             if !self.shared.live {
-                j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if ready { "ok" } else { "starting" });
+                j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
                 j.raw(",\"pairs\":").int(pairs).raw("}");
                 continue;
             }

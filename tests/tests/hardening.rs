@@ -371,3 +371,57 @@ fn a_low_memlock_limit_is_refused_before_the_key_is_printed() {
     assert!(stderr.contains("RLIMIT_MEMLOCK) is 64 KiB") && stderr.contains("ulimit -l"), "{stderr}");
     assert!(!dir.path().join("rampart.db").exists(), "no database was created");
 }
+
+/// A full disk (a file-size limit on the server process, below the database's size): the
+/// server still serves reads, `/healthz` says storage cannot be written, and an alert creation
+/// answers 503 within the storage bound instead of hanging or claiming success.
+#[test]
+fn a_full_disk_is_reported_and_writes_fail_fast() {
+    let first = Server::start(BIN, FAST);
+    let key = first.key.clone();
+    let dir = first.data_dir.clone();
+    // Keep the directory: stop the server without removing it.
+    let kept = rampart_tests::DataDir::new();
+    assert_eq!(first.terminate().code(), Some(0));
+    for name in ["rampart.db", "rampart.db-wal", "rampart.db-shm"] {
+        let _ = std::fs::copy(dir.join(name), kept.path().join(name));
+    }
+    drop(first);
+    // 64 blocks of 512 bytes: every write past 32 KiB fails with EFBIG (SIGXFSZ ignored).
+    let mut c = Command::new("sh");
+    c.arg("-c").arg("trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\"").arg(BIN);
+    c.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(kept.path()).args(FAST);
+    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    let mut child = c.spawn().expect("spawn the server");
+    let stdout = child.stdout.take().expect("stdout");
+    let port = std::io::BufRead::lines(std::io::BufReader::new(stdout))
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("listening on 127.0.0.1:").and_then(|p| p.trim().parse::<u16>().ok()))
+        .expect("a listening line");
+    let get = |path: &str| {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n\r\n");
+        raw_exchange(port, req.as_bytes(), false, Duration::from_secs(5)).text
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        let h = get("/healthz");
+        if h.contains("\"writable\":false") {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "healthz never reported the full disk: {h}");
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert!(health.starts_with("HTTP/1.1 503 ") && health.contains("\"status\":\"degraded\""), "{health}");
+    assert!(get("/v1/levels/BTCUSDT").starts_with("HTTP/1.1 200 "), "reads are served");
+    let body = r#"{"symbol":"BTCUSDT","type":"price","direction":"below","price":1}"#;
+    let req = format!(
+        "POST /v1/alerts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let started = Instant::now();
+    let out = raw_exchange(port, req.as_bytes(), false, Duration::from_secs(10));
+    assert!(out.text.starts_with("HTTP/1.1 503 "), "a creation on a full disk: {:?}", out.text);
+    assert!(started.elapsed() < Duration::from_secs(4), "answered in {:?}", started.elapsed());
+    let _ = child.kill();
+    let _ = child.wait();
+}
