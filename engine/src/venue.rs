@@ -59,6 +59,8 @@ mod tests {
             assert_eq!(Venue::parse(v.as_str()), Some(v));
         }
         assert_eq!(Venue::parse("kraken"), None);
-        assert_eq!(Venue::parse("Binance"), None);
+        assert_eq!(Venue::parse("Binance"), Some(Venue::Binance), "case-insensitive");
+        assert_eq!(Venue::parse("OKX"), Some(Venue::Okx));
+        assert_eq!(Venue::parse("okx "), None);
     }
 }
