@@ -240,12 +240,13 @@ impl Env {
     }
 }
 
-/// `x` rounded to 6 significant digits (alert prices and injected trades).
+/// `x` to 6 significant digits and at most 8 decimal places (the API keeps prices exactly and
+/// refuses more decimals than the finest venue price step).
 fn sig(x: f64) -> f64 {
     if x <= 0.0 {
         return x;
     }
-    let scale = 10f64.powi(5 - x.log10().floor() as i32);
+    let scale = 10f64.powi((5 - x.log10().floor() as i32).min(8));
     (x * scale).round() / scale
 }
 
