@@ -82,6 +82,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_alert ON outbox(alert_id);",
 ];
 
+/// Due deliveries of one account returned by one [`Store::due_deliveries`] at most, so one
+/// account's backlog cannot fill a scan; its further rows come in later scans, as earlier ones
+/// are settled.
+pub const DUE_PER_ACCOUNT_MAX: u32 = 256;
+
 /// One webhook delivery (a firing of an alert with a webhook), as the outbox holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutboxRow {
@@ -105,6 +110,19 @@ pub struct OutboxRow {
     pub last_status: Option<i64>,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
+    /// The account that owns the alert (the unit of the sender's fairness).
+    pub account_id: i64,
+}
+
+/// What one delivery attempt came to, and when: the unit the sender records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Delivery id.
+    pub id: i64,
+    /// What the attempt came to.
+    pub result: AttemptResult,
+    /// When it ended: the schedule is measured from here, however late it is recorded.
+    pub at_ms: i64,
 }
 
 /// What one delivery attempt came to.
@@ -135,7 +153,7 @@ pub fn next_attempt_ms(attempts_done: i64, first_failure_ms: i64) -> Option<i64>
 }
 
 const OUTBOX_COLUMNS: &str =
-    "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, last_status, last_error";
+    "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, last_status, last_error, account_id";
 
 fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
     Ok(OutboxRow {
@@ -149,6 +167,7 @@ fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
         next_attempt_ms: r.get(7)?,
         last_status: r.get(8)?,
         last_error: r.get(9)?,
+        account_id: r.get(10)?,
     })
 }
 
@@ -691,13 +710,21 @@ impl Store {
         Ok(done)
     }
 
-    /// Pending deliveries due at `now_ms`, soonest first, at most `limit`.
+    /// Pending deliveries due at `now_ms`, round-robin across accounts: every account's soonest
+    /// due row first (soonest first among them), then every account's second, and so on; at
+    /// most [`DUE_PER_ACCOUNT_MAX`] rows of one account and `limit` in all.
+    ///
+    /// Rationale: ordering by due time alone let one account's thousands of due rows fill the
+    /// whole scan, so another account's row was not even seen until they drained.
     pub fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
         let sql = format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ?1 ORDER BY next_attempt_ms, id LIMIT ?2"
+            "SELECT {OUTBOX_COLUMNS} FROM (
+                SELECT *, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY next_attempt_ms, id) AS turn
+                FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ?1)
+             WHERE turn <= ?2 ORDER BY turn, next_attempt_ms, id LIMIT ?3"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![now_ms, limit], outbox_row)?;
+        let rows = stmt.query_map(params![now_ms, DUE_PER_ACCOUNT_MAX, limit], outbox_row)?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
@@ -706,11 +733,12 @@ impl Store {
         Ok(self.conn.query_row("SELECT MIN(next_attempt_ms) FROM outbox WHERE state = 'pending'", [], |r| r.get(0))?)
     }
 
-    /// Records several attempts' results in one transaction (see [`Store::record_attempt`]).
-    pub fn record_attempts(&mut self, results: &[(i64, AttemptResult)], now_ms: i64) -> Result<(), StoreError> {
+    /// Records several attempts' outcomes in one transaction, each at its own time (see
+    /// [`Store::record_attempt`]). On an error nothing is recorded.
+    pub fn record_attempts(&mut self, outcomes: &[Outcome]) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
-        for (id, result) in results {
-            self.record_attempt(*id, result, now_ms)?;
+        for o in outcomes {
+            self.record_attempt(o.id, &o.result, o.at_ms)?;
         }
         tx.commit()?;
         Ok(())
