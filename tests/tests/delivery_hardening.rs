@@ -276,5 +276,8 @@ fn one_accounts_dead_receivers_do_not_delay_another_accounts_webhook() {
     let latency_ms = hit.at_ms - fired_ms;
     println!("healthy receiver latency with {dead_alerts} dead alerts on {ports} ports: {latency_ms} ms");
     assert!(latency_ms < 3_000, "the healthy webhook came {latency_ms} ms after its firing");
+    let fired = server.get("/v1/alerts?status=triggered", Some(&a));
+    let fired = fired.ok("list")["data"].as_array().map_or(0, Vec::len);
+    assert_eq!(fired, dead_alerts, "every dead receiver's alert fired with the healthy one");
     drop(dead);
 }
