@@ -80,11 +80,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX outbox_due ON outbox(next_attempt_ms) WHERE state = 'pending';
     CREATE INDEX outbox_alert ON outbox(alert_id);",
+    // 4: pending deliveries by account, for the sender's round-robin scan.
+    "CREATE INDEX outbox_pending_account ON outbox(account_id, next_attempt_ms) WHERE state = 'pending';",
 ];
 
-/// Due deliveries of one account returned by one [`Store::due_deliveries`] at most, so one
-/// account's backlog cannot fill a scan; its further rows come in later scans, as earlier ones
-/// are settled.
+/// Due deliveries of one account returned by one [`Store::due_deliveries`] at most (fewer when
+/// many accounts share the scan), so one account's backlog cannot fill a scan; its further rows
+/// come in later scans, as earlier ones are settled.
 pub const DUE_PER_ACCOUNT_MAX: u32 = 256;
 
 /// One webhook delivery (a firing of an alert with a webhook), as the outbox holds it.
@@ -711,21 +713,46 @@ impl Store {
     }
 
     /// Pending deliveries due at `now_ms`, round-robin across accounts: every account's soonest
-    /// due row first (soonest first among them), then every account's second, and so on; at
-    /// most [`DUE_PER_ACCOUNT_MAX`] rows of one account and `limit` in all.
+    /// due row first, then every account's second, and so on; at most `limit` rows, at most
+    /// [`DUE_PER_ACCOUNT_MAX`] of one account, and at most `limit` accounts looked at (lowest ids
+    /// first; the others are looked at in later scans, as earlier ones' rows are settled).
     ///
     /// Rationale: ordering by due time alone let one account's thousands of due rows fill the
-    /// whole scan, so another account's row was not even seen until they drained.
+    /// whole scan, so another account's row was not even seen until they drained. Each account is
+    /// found and read by an index seek (`outbox_pending_account`), so the cost follows the
+    /// accounts and rows returned, not the size of the backlog.
     pub fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
+        let accounts = self.pending_accounts(limit as usize)?;
+        let per_account = (limit as usize / accounts.len().max(1)).clamp(1, DUE_PER_ACCOUNT_MAX as usize);
         let sql = format!(
-            "SELECT {OUTBOX_COLUMNS} FROM (
-                SELECT *, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY next_attempt_ms, id) AS turn
-                FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ?1)
-             WHERE turn <= ?2 ORDER BY turn, next_attempt_ms, id LIMIT ?3"
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE state = 'pending' AND account_id = ?1 AND next_attempt_ms <= ?2
+             ORDER BY next_attempt_ms, id LIMIT ?3"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![now_ms, DUE_PER_ACCOUNT_MAX, limit], outbox_row)?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        let mut queues = Vec::with_capacity(accounts.len());
+        for account in accounts {
+            let rows = stmt.query_map(params![account, now_ms, per_account as i64], outbox_row)?;
+            let rows = rows.collect::<Result<Vec<_>, _>>()?;
+            if !rows.is_empty() {
+                queues.push(rows.into_iter());
+            }
+        }
+        Ok(round_robin(queues, limit as usize))
+    }
+
+    /// Accounts with pending deliveries (due or not), lowest id first, at most `max`.
+    fn pending_accounts(&self, max: usize) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT account_id FROM outbox WHERE state = 'pending' AND account_id > ?1 ORDER BY account_id LIMIT 1",
+        )?;
+        let mut accounts = Vec::new();
+        let mut after = i64::MIN;
+        while accounts.len() < max {
+            let Some(next) = stmt.query_row(params![after], |r| r.get::<_, i64>(0)).optional()? else { break };
+            accounts.push(next);
+            after = next;
+        }
+        Ok(accounts)
     }
 
     /// The soonest time a pending delivery is due, if any.
@@ -832,6 +859,23 @@ impl Store {
         // A cached statement: this runs on every authenticated request.
         Ok(self.conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?)
     }
+}
+
+/// Takes one item of each queue in turn, then the next of each, until `limit` or all are taken.
+fn round_robin<T>(mut queues: Vec<std::vec::IntoIter<T>>, limit: usize) -> Vec<T> {
+    let mut out = Vec::new();
+    while out.len() < limit && !queues.is_empty() {
+        queues.retain(|q| q.len() > 0);
+        for q in &mut queues {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(item) = q.next() {
+                out.push(item);
+            }
+        }
+    }
+    out
 }
 
 /// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
