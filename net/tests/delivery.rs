@@ -548,9 +548,17 @@ fn a_delivered_webhook_whose_outcome_cannot_be_recorded_is_not_sent_again() {
     thread::sleep(Duration::from_millis(500));
     assert_eq!(rx.requests().len(), 1, "re-sent while its outcome could not be recorded");
     assert_eq!(outbox(&store, alert)[0].attempts, 0, "nothing recorded yet");
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(d.stats.unrecorded.load(Relaxed), 1, "the outcome is kept in memory");
+    assert!(d.stats.record_failures.load(Relaxed) >= 2, "and its recording retried");
     heal(&dir);
     let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
     assert_eq!((row.attempts, row.last_status), (1, Some(200)));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.stats.unrecorded.load(Relaxed) != 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(d.stats.unrecorded.load(Relaxed), 0, "nothing left in memory once recorded");
     thread::sleep(Duration::from_millis(100));
     assert_eq!(rx.requests().len(), 1, "sent exactly once");
     d.stop();
