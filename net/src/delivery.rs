@@ -7,12 +7,28 @@
 //! checked one), then POSTs the stored body with `Content-Type: application/json`,
 //! `X-Service-Event: alert.triggered` and `User-Agent: rampart/<version>`, over http or https
 //! (rustls with the bundled web roots), within [`ATTEMPT_TIMEOUT`] for connect, send and the
-//! whole answer. 2xx is success; anything else (3xx included: redirects are not followed), a
-//! timeout or a connection error is a failure, retried at first failure + 10 s and + 60 s.
+//! whole answer. 2xx with a complete answer is success; anything else (3xx included: redirects
+//! are not followed), an answer that ends before its declared length or a broken chunked body,
+//! a timeout or a connection error is a failure, retried at first failure + 10 s and + 60 s.
 //!
-//! Bounds: at most `in_flight_max` attempts at once and `per_host_max` per host. At a bound the
-//! due deliveries simply stay pending in the outbox and start when a slot frees, so slow or dead
-//! receivers hold only their own host's slots and never delay deliveries to healthy ones.
+//! Fairness and bounds. An attempt holds a slot under four bounds at once: `in_flight_max` in
+//! all, `per_account_max` for the alert's account, `per_address_max` for the URL's host (any
+//! port) and `per_host_max` for the host and port. At a bound the due deliveries simply stay
+//! pending in the outbox and start when a slot frees. Due rows are read round-robin across
+//! accounts (every account's first due row, then every account's second, ...), so one account's
+//! hundreds of due rows can neither fill the scan nor the global slots: a healthy receiver of
+//! another account is sent to on time whatever that account's receivers do.
+//!
+//! Rationale for keying the destination bound by host name rather than resolved IP: the slot
+//! must be taken before the attempt starts, and resolution happens inside the attempt (under its
+//! timeout, again at every attempt, possibly to several addresses). A name with any number of
+//! ports is one destination; an account that spreads dead receivers over many names is still
+//! held by its account bound.
+//!
+//! Outcomes that cannot be recorded (a full disk, a locked or broken database) are kept in
+//! memory, at most [`UNRECORDED_MAX`] together with the attempts in flight, and recorded again
+//! each round, with the time they happened; their rows are not picked up again meanwhile, so a
+//! receiver is never sent the same delivery again because its outcome could not be written.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -21,7 +37,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
@@ -29,14 +45,21 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use crate::ssrf::{self, Host, WebhookUrl};
-use crate::store::{AttemptResult, OutboxRow, Store};
+use crate::store::{AttemptResult, OutboxRow, Outcome, Store};
 
 /// Time allowed for one attempt: resolve, connect, TLS, send and the full answer.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Bytes of a receiver's answer read at most; the rest is not read (the status decides).
+/// Bytes of a receiver's answer read at most; the rest is not read (the status decides). An
+/// answer that ends early within this bound is a failure.
 pub const RESPONSE_BYTES_MAX: usize = 64 * 1024;
-/// Due deliveries looked at per round at most.
+/// Due deliveries looked at per round at most; the rest are looked at in later rounds.
 const DUE_SCAN_MAX: u32 = 4_096;
+/// Attempts in flight plus outcomes waiting to be recorded, at most. At the bound no new attempt
+/// starts (backpressure) until outcomes are recorded again; since every outcome comes from an
+/// attempt in flight, the bound is never exceeded and no outcome is dropped. A stop with
+/// outcomes still unrecorded leaves their rows pending: they are sent again after the next
+/// start (at least once).
+pub const UNRECORDED_MAX: usize = 4_096;
 /// The `User-Agent` of every delivery.
 pub const USER_AGENT_VALUE: &str = concat!("rampart/", env!("CARGO_PKG_VERSION"));
 
@@ -87,7 +110,11 @@ pub struct DeliveryConfig {
     pub allow_private: bool,
     /// Attempts in flight at once, over all hosts.
     pub in_flight_max: usize,
-    /// Attempts in flight at once to one host (and port).
+    /// Attempts in flight at once for one account's alerts.
+    pub per_account_max: usize,
+    /// Attempts in flight at once to one host name or IP literal, whatever the port.
+    pub per_address_max: usize,
+    /// Attempts in flight at once to one host and port.
     pub per_host_max: usize,
     /// Time allowed per attempt.
     pub attempt_timeout: Duration,
@@ -103,6 +130,8 @@ impl Default for DeliveryConfig {
         DeliveryConfig {
             allow_private: false,
             in_flight_max: 256,
+            per_account_max: 32,
+            per_address_max: 64,
             per_host_max: 8,
             attempt_timeout: ATTEMPT_TIMEOUT,
             poll_interval: Duration::from_millis(20),
@@ -122,6 +151,10 @@ pub struct DeliveryStats {
     pub failed_attempts: AtomicU64,
     /// Attempts in flight now.
     pub in_flight: AtomicU64,
+    /// Outcomes waiting to be recorded now (the database refused them).
+    pub unrecorded: AtomicU64,
+    /// Times recording outcomes failed.
+    pub record_failures: AtomicU64,
 }
 
 /// The running sender.
@@ -170,11 +203,162 @@ impl Delivery {
     }
 }
 
-/// Host and port: the unit of the per-host bound.
-fn host_key(url: &str) -> String {
-    match ssrf::parse(url) {
-        Ok(u) => u.authority.to_ascii_lowercase(),
-        Err(_) => String::new(),
+/// The keys one attempt holds a slot under, freed together when it ends.
+#[derive(Clone, Debug)]
+struct Slot {
+    account: i64,
+    /// Host name or IP literal, lower case, without the port.
+    address: String,
+    /// Host and port, lower case.
+    authority: String,
+}
+
+impl Slot {
+    fn of(row: &OutboxRow) -> Slot {
+        match ssrf::parse(&row.url) {
+            Ok(u) => {
+                let authority = u.authority.to_ascii_lowercase();
+                let address = match &u.host {
+                    Host::Name(n) => n.to_ascii_lowercase(),
+                    Host::Ip(ip) => ip.to_string(),
+                };
+                Slot { account: row.account_id, address, authority }
+            }
+            // Refused at the attempt; the empty keys still bound such rows together.
+            Err(_) => Slot { account: row.account_id, address: String::new(), authority: String::new() },
+        }
+    }
+}
+
+/// The sender's state: slots held, outcomes waiting to be recorded.
+struct Sender {
+    config: DeliveryConfig,
+    target: Target,
+    stats: Arc<DeliveryStats>,
+    tx: tokio::sync::mpsc::UnboundedSender<(i64, AttemptResult)>,
+    in_flight: HashMap<i64, Slot>,
+    per_account: HashMap<i64, usize>,
+    per_address: HashMap<String, usize>,
+    per_host: HashMap<String, usize>,
+    /// Outcomes not yet recorded, and their ids (rows not to pick up again meanwhile).
+    unrecorded: Vec<Outcome>,
+    unrecorded_ids: HashSet<i64>,
+    /// The last recording failed (logged once per streak, not every round).
+    record_failing: bool,
+}
+
+/// Counts one more (`up`) or one fewer slot under `key`, forgetting keys at zero.
+fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K, up: bool) {
+    if up {
+        *map.entry(key).or_insert(0) += 1;
+        return;
+    }
+    if let Some(n) = map.get_mut(&key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            map.remove(&key);
+        }
+    }
+}
+
+impl Sender {
+    /// Whether `slot` fits under every per-key bound.
+    fn fits(&self, slot: &Slot) -> bool {
+        let c = &self.config;
+        self.per_account.get(&slot.account).copied().unwrap_or(0) < c.per_account_max
+            && self.per_address.get(&slot.address).copied().unwrap_or(0) < c.per_address_max
+            && self.per_host.get(&slot.authority).copied().unwrap_or(0) < c.per_host_max
+    }
+
+    /// Takes (`up`) or frees `slot`'s counts; taking also marks `id` in flight.
+    fn hold(&mut self, id: i64, slot: Slot, up: bool) {
+        count(&mut self.per_account, slot.account, up);
+        count(&mut self.per_address, slot.address.clone(), up);
+        count(&mut self.per_host, slot.authority.clone(), up);
+        if up {
+            self.in_flight.insert(id, slot);
+        }
+    }
+
+    /// Room for another attempt in all: the global bound and the unrecorded backpressure.
+    fn room(&self) -> bool {
+        self.in_flight.len() < self.config.in_flight_max
+            && self.in_flight.len() + self.unrecorded.len() < UNRECORDED_MAX
+    }
+
+    /// Frees an attempt's slots and keeps its outcome for the next batch write.
+    fn settle(&mut self, id: i64, result: AttemptResult, now_ms: i64) {
+        match &result {
+            AttemptResult::Delivered { .. } => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
+            AttemptResult::Failed { .. } => self.stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
+        };
+        if let Some(slot) = self.in_flight.remove(&id) {
+            self.hold(id, slot, false);
+        }
+        debug_assert!(!self.unrecorded_ids.contains(&id), "an attempt was made while its last outcome was unrecorded");
+        self.unrecorded_ids.insert(id);
+        self.unrecorded.push(Outcome { id, result, at_ms: now_ms });
+    }
+
+    /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
+    fn record(&mut self, store: &mut Store) {
+        if !self.unrecorded.is_empty() {
+            match store.record_attempts(&self.unrecorded) {
+                Ok(()) => {
+                    if self.record_failing {
+                        eprintln!("rampart: delivery: recording works again ({} outcomes)", self.unrecorded.len());
+                    }
+                    self.record_failing = false;
+                    self.unrecorded.clear();
+                    self.unrecorded_ids.clear();
+                }
+                Err(e) => {
+                    self.stats.record_failures.fetch_add(1, Ordering::Relaxed);
+                    if !self.record_failing {
+                        eprintln!(
+                            "rampart: delivery: recording {} outcomes: {e}; kept in memory and retried, not re-sent",
+                            self.unrecorded.len()
+                        );
+                    }
+                    self.record_failing = true;
+                }
+            }
+        }
+        self.stats.unrecorded.store(self.unrecorded.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Starts attempts for due rows that fit their bounds, round-robin across accounts.
+    fn start_due(&mut self, store: &Store, now_ms: i64) {
+        if !self.room() {
+            return;
+        }
+        let due = match store.due_deliveries(now_ms, DUE_SCAN_MAX) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("rampart: delivery: reading the outbox: {e}");
+                return;
+            }
+        };
+        for row in due {
+            if !self.room() {
+                break;
+            }
+            if self.in_flight.contains_key(&row.id) || self.unrecorded_ids.contains(&row.id) {
+                continue;
+            }
+            let slot = Slot::of(&row);
+            if !self.fits(&slot) {
+                continue;
+            }
+            self.hold(row.id, slot, true);
+            self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+            let (tx, target) = (self.tx.clone(), self.target.clone());
+            tokio::task::spawn_local(async move {
+                let result = attempt(&row, &target).await;
+                let _ = tx.send((row.id, result));
+            });
+        }
+        self.stats.in_flight.store(self.in_flight.len() as u64, Ordering::Relaxed);
     }
 }
 
@@ -191,91 +375,40 @@ async fn run(
     if tls.is_none() {
         eprintln!("rampart: delivery: TLS configuration failed; https webhooks will fail");
     }
-    let mut in_flight: HashSet<i64> = HashSet::new();
-    let mut per_host: HashMap<String, usize> = HashMap::new();
     // One result per attempt in flight: bounded by `in_flight_max`.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, String, AttemptResult)>();
-    let mut done: Vec<(i64, AttemptResult)> = Vec::with_capacity(config.in_flight_max);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult)>();
+    let target = Target { allow_private: config.allow_private, timeout: config.attempt_timeout, tls };
+    let poll = config.poll_interval;
+    let mut sender = Sender {
+        config,
+        target,
+        stats,
+        tx,
+        in_flight: HashMap::new(),
+        per_account: HashMap::new(),
+        per_address: HashMap::new(),
+        per_host: HashMap::new(),
+        unrecorded: Vec::new(),
+        unrecorded_ids: HashSet::new(),
+        record_failing: false,
+    };
     while !stop.load(Ordering::Acquire) {
         // Results that have arrived are recorded together, in one transaction.
-        while let Ok((id, host, result)) = rx.try_recv() {
-            settle(id, host, result, &mut in_flight, &mut per_host, &stats, &mut done);
+        while let Ok((id, result)) = rx.try_recv() {
+            sender.settle(id, result, clock.now_ms());
         }
-        if !done.is_empty() {
-            // A failed write leaves the rows pending: they are attempted again (at least once).
-            if let Err(e) = store.record_attempts(&done, clock.now_ms()) {
-                eprintln!("rampart: delivery: recording {} attempts: {e}", done.len());
-            }
-            done.clear();
-        }
-        stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
-        if in_flight.len() < config.in_flight_max {
-            let due = match store.due_deliveries(clock.now_ms(), DUE_SCAN_MAX) {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("rampart: delivery: reading the outbox: {e}");
-                    Vec::new()
-                }
-            };
-            for row in due {
-                if in_flight.len() >= config.in_flight_max {
-                    break;
-                }
-                if in_flight.contains(&row.id) {
-                    continue;
-                }
-                let host = host_key(&row.url);
-                let busy = per_host.get(&host).copied().unwrap_or(0);
-                if busy >= config.per_host_max {
-                    continue;
-                }
-                per_host.insert(host.clone(), busy + 1);
-                in_flight.insert(row.id);
-                stats.attempts.fetch_add(1, Ordering::Relaxed);
-                let tx = tx.clone();
-                let target =
-                    Target { allow_private: config.allow_private, timeout: config.attempt_timeout, tls: tls.clone() };
-                tokio::task::spawn_local(async move {
-                    let result = attempt(&row, &target).await;
-                    let _ = tx.send((row.id, host, result));
-                });
-            }
-            stats.in_flight.store(in_flight.len() as u64, Ordering::Relaxed);
-        }
+        sender.record(&mut store);
+        sender.start_due(&store, clock.now_ms());
         // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
         // wakes us is recorded in the next round with any others.
         tokio::select! {
-            Some((id, host, result)) = rx.recv() => {
-                settle(id, host, result, &mut in_flight, &mut per_host, &stats, &mut done);
-            }
+            Some((id, result)) = rx.recv() => sender.settle(id, result, clock.now_ms()),
             _ = wake.notified() => {}
-            _ = tokio::time::sleep(config.poll_interval) => {}
+            _ = tokio::time::sleep(poll) => {}
         }
     }
-}
-
-/// Frees an attempt's slots and keeps its result for the next batch write.
-fn settle(
-    id: i64,
-    host: String,
-    result: AttemptResult,
-    in_flight: &mut HashSet<i64>,
-    per_host: &mut HashMap<String, usize>,
-    stats: &DeliveryStats,
-    done: &mut Vec<(i64, AttemptResult)>,
-) {
-    match &result {
-        AttemptResult::Delivered { .. } => stats.delivered.fetch_add(1, Ordering::Relaxed),
-        AttemptResult::Failed { .. } => stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
-    };
-    in_flight.remove(&id);
-    if let Some(n) = per_host.get_mut(&host) {
-        *n -= 1;
-        if *n == 0 {
-            per_host.remove(&host);
-        }
-    }
-    done.push((id, result));
+    // A last try, so a stop does not resend what was already delivered.
+    sender.record(&mut store);
 }
 
 /// What an attempt needs besides the delivery itself.
@@ -390,7 +523,10 @@ where
         Ok(response) => {
             let status = response.status().as_u16();
             // Read the whole answer (bounded) so the attempt ends only when it has arrived.
-            let _ = Limited::new(response.into_body(), RESPONSE_BYTES_MAX).collect().await;
+            if let Err(error) = read_answer(response.into_body()).await {
+                driver.abort();
+                return AttemptResult::Failed { status: Some(status), error };
+            }
             if (200..300).contains(&status) {
                 AttemptResult::Delivered { status }
             } else {
@@ -401,4 +537,19 @@ where
     };
     driver.abort();
     result
+}
+
+/// Reads an answer's body to its end, or until [`RESPONSE_BYTES_MAX`] bytes have come (the rest
+/// is not read: the status decides). An answer that ends early (the connection closed before
+/// the declared length, a broken chunked body) is an error: no full answer is a failure.
+async fn read_answer(mut body: hyper::body::Incoming) -> Result<(), String> {
+    let mut read = 0usize;
+    while read <= RESPONSE_BYTES_MAX {
+        match body.frame().await {
+            None => return Ok(()),
+            Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
+            Some(Err(e)) => return Err(format!("incomplete answer after {read} bytes: {e}")),
+        }
+    }
+    Ok(())
 }

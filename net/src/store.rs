@@ -86,7 +86,14 @@ const MIGRATIONS: &[&str] = &[
     // rounded form of earlier versions, is no longer written or read).
     "ALTER TABLE alerts ADD COLUMN pct_millionths INTEGER;
     UPDATE alerts SET pct_millionths = pct_hundredths * 10000 WHERE pct_hundredths IS NOT NULL;",
+    // 5: pending deliveries by account, for the sender's round-robin scan.
+    "CREATE INDEX outbox_pending_account ON outbox(account_id, next_attempt_ms) WHERE state = 'pending';",
 ];
+
+/// Due deliveries of one account returned by one [`Store::due_deliveries`] at most (fewer when
+/// many accounts share the scan), so one account's backlog cannot fill a scan; its further rows
+/// come in later scans, as earlier ones are settled.
+pub const DUE_PER_ACCOUNT_MAX: u32 = 256;
 
 /// One webhook delivery (a firing of an alert with a webhook), as the outbox holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,6 +118,19 @@ pub struct OutboxRow {
     pub last_status: Option<i64>,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
+    /// The account that owns the alert (the unit of the sender's fairness).
+    pub account_id: i64,
+}
+
+/// What one delivery attempt came to, and when: the unit the sender records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Delivery id.
+    pub id: i64,
+    /// What the attempt came to.
+    pub result: AttemptResult,
+    /// When it ended: the schedule is measured from here, however late it is recorded.
+    pub at_ms: i64,
 }
 
 /// What one delivery attempt came to.
@@ -141,7 +161,7 @@ pub fn next_attempt_ms(attempts_done: i64, first_failure_ms: i64) -> Option<i64>
 }
 
 const OUTBOX_COLUMNS: &str =
-    "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, last_status, last_error";
+    "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, last_status, last_error, account_id";
 
 fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
     Ok(OutboxRow {
@@ -155,6 +175,7 @@ fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
         next_attempt_ms: r.get(7)?,
         last_status: r.get(8)?,
         last_error: r.get(9)?,
+        account_id: r.get(10)?,
     })
 }
 
@@ -875,14 +896,47 @@ impl Store {
         Ok(done)
     }
 
-    /// Pending deliveries due at `now_ms`, soonest first, at most `limit`.
+    /// Pending deliveries due at `now_ms`, round-robin across accounts: every account's soonest
+    /// due row first, then every account's second, and so on; at most `limit` rows, at most
+    /// [`DUE_PER_ACCOUNT_MAX`] of one account, and at most `limit` accounts looked at (lowest ids
+    /// first; the others are looked at in later scans, as earlier ones' rows are settled).
+    ///
+    /// Rationale: ordering by due time alone let one account's thousands of due rows fill the
+    /// whole scan, so another account's row was not even seen until they drained. Each account is
+    /// found and read by an index seek (`outbox_pending_account`), so the cost follows the
+    /// accounts and rows returned, not the size of the backlog.
     pub fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
+        let accounts = self.pending_accounts(limit as usize)?;
+        let per_account = (limit as usize / accounts.len().max(1)).clamp(1, DUE_PER_ACCOUNT_MAX as usize);
         let sql = format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ?1 ORDER BY next_attempt_ms, id LIMIT ?2"
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE state = 'pending' AND account_id = ?1 AND next_attempt_ms <= ?2
+             ORDER BY next_attempt_ms, id LIMIT ?3"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![now_ms, limit], outbox_row)?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        let mut queues = Vec::with_capacity(accounts.len());
+        for account in accounts {
+            let rows = stmt.query_map(params![account, now_ms, per_account as i64], outbox_row)?;
+            let rows = rows.collect::<Result<Vec<_>, _>>()?;
+            if !rows.is_empty() {
+                queues.push(rows.into_iter());
+            }
+        }
+        Ok(round_robin(queues, limit as usize))
+    }
+
+    /// Accounts with pending deliveries (due or not), lowest id first, at most `max`.
+    fn pending_accounts(&self, max: usize) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT account_id FROM outbox WHERE state = 'pending' AND account_id > ?1 ORDER BY account_id LIMIT 1",
+        )?;
+        let mut accounts = Vec::new();
+        let mut after = i64::MIN;
+        while accounts.len() < max {
+            let Some(next) = stmt.query_row(params![after], |r| r.get::<_, i64>(0)).optional()? else { break };
+            accounts.push(next);
+            after = next;
+        }
+        Ok(accounts)
     }
 
     /// The soonest time a pending delivery is due, if any.
@@ -890,11 +944,12 @@ impl Store {
         Ok(self.conn.query_row("SELECT MIN(next_attempt_ms) FROM outbox WHERE state = 'pending'", [], |r| r.get(0))?)
     }
 
-    /// Records several attempts' results in one transaction (see [`Store::record_attempt`]).
-    pub fn record_attempts(&mut self, results: &[(i64, AttemptResult)], now_ms: i64) -> Result<(), StoreError> {
+    /// Records several attempts' outcomes in one transaction, each at its own time (see
+    /// [`Store::record_attempt`]). On an error nothing is recorded.
+    pub fn record_attempts(&mut self, outcomes: &[Outcome]) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction()?;
-        for (id, result) in results {
-            self.record_attempt(*id, result, now_ms)?;
+        for o in outcomes {
+            self.record_attempt(o.id, &o.result, o.at_ms)?;
         }
         tx.commit()?;
         Ok(())
@@ -1019,6 +1074,23 @@ pub fn write_condition(j: &mut crate::json::Json, c: &Condition) {
         Some(w) => j.str(w),
         None => j.raw("null"),
     };
+}
+
+/// Takes one item of each queue in turn, then the next of each, until `limit` or all are taken.
+fn round_robin<T>(mut queues: Vec<std::vec::IntoIter<T>>, limit: usize) -> Vec<T> {
+    let mut out = Vec::new();
+    while out.len() < limit && !queues.is_empty() {
+        queues.retain(|q| q.len() > 0);
+        for q in &mut queues {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(item) = q.next() {
+                out.push(item);
+            }
+        }
+    }
+    out
 }
 
 /// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.

@@ -1,6 +1,8 @@
 //! Webhook delivery against real HTTP receivers on loopback: the exact body and headers, the
 //! retry schedule driven by an injectable clock, the 10 s cut, restarts between attempts, the
-//! SSRF re-check at delivery, 3xx as failure, and per-host isolation of slow receivers.
+//! SSRF re-check at delivery, 3xx as failure, per-host isolation of slow receivers, truncated
+//! answers as failures, outcomes the database refuses (kept, not re-sent), and fairness across
+//! accounts.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -21,6 +23,12 @@ const T0: i64 = 1_795_183_387_000;
 enum Answer {
     Status(u16),
     Hang,
+    /// `200` declaring 100 bytes, then 7 bytes and a close.
+    Truncated,
+    /// `200` chunked, then a chunk that never completes and a close.
+    BrokenChunked,
+    /// `200` declaring 1 MB, then 100 KiB (more than the read bound), then silence.
+    Long,
 }
 
 /// One request as received.
@@ -110,6 +118,17 @@ fn serve(mut stream: TcpStream, answer: Answer, got: &Mutex<Vec<Received>>, cloc
             let _ = write!(stream, "HTTP/1.1 {code} X\r\n{extra}Content-Length: 2\r\nConnection: close\r\n\r\nok");
         }
         Answer::Hang => thread::sleep(Duration::from_secs(30)),
+        Answer::Truncated => {
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort!!");
+        }
+        Answer::BrokenChunked => {
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc");
+        }
+        Answer::Long => {
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+            let _ = stream.write_all(&vec![b'x'; 100 * 1024]);
+            thread::sleep(Duration::from_secs(30));
+        }
     }
 }
 
@@ -463,4 +482,177 @@ fn https_deliveries_verify_the_receiver_certificate() {
     assert_eq!(row.last_status, Some(200));
     assert_eq!(got.lock().map(|g| g.clone()).unwrap_or_default(), ["POST /secure?s=1 HTTP/1.1"]);
     d.stop();
+}
+
+#[test]
+fn an_answer_that_ends_early_is_a_failure() {
+    for (name, answer) in [("truncated", Answer::Truncated), ("chunked", Answer::BrokenChunked)] {
+        let clock = Arc::new(ManualClock::new(T0));
+        let rx = Receiver::start(vec![answer, Answer::Status(200)], clock.clone());
+        let dir = temp_dir(name);
+        let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+        let d = start(&dir, &clock, local());
+        let row = wait_row(&store, alert, |r| r.attempts == 1, Duration::from_secs(5));
+        assert_eq!((row.state.as_str(), row.next_attempt_ms), ("pending", T0 + 10_000), "{name}: {row:?}");
+        assert!(row.last_error.as_deref().is_some_and(|e| e.starts_with("incomplete answer")), "{name}: {row:?}");
+        clock.set(T0 + 10_000);
+        let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+        assert_eq!(row.attempts, 2, "{name}: the second, complete answer counts");
+        d.stop();
+    }
+}
+
+#[test]
+fn an_answer_longer_than_the_read_bound_is_judged_by_its_status() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Long], clock.clone());
+    let dir = temp_dir("long");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    let d = start(&dir, &clock, local());
+    let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    assert_eq!((row.attempts, row.last_status), (1, Some(200)));
+    d.stop();
+}
+
+/// Makes every outbox update fail, as a full disk would, until [`heal`] (a trigger, so reads
+/// still work and the failure is immediate).
+fn break_outbox_writes(dir: &Path) {
+    let conn = rusqlite::Connection::open(dir.join("rampart.db")).expect("open");
+    conn.execute_batch(
+        "CREATE TRIGGER full_disk BEFORE UPDATE ON outbox BEGIN SELECT RAISE(FAIL, 'simulated full disk'); END;",
+    )
+    .expect("trigger");
+}
+
+fn heal(dir: &Path) {
+    let conn = rusqlite::Connection::open(dir.join("rampart.db")).expect("open");
+    conn.execute_batch("DROP TRIGGER full_disk;").expect("drop trigger");
+}
+
+#[test]
+fn a_delivered_webhook_whose_outcome_cannot_be_recorded_is_not_sent_again() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(200)], clock.clone());
+    let dir = temp_dir("unrecorded");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    break_outbox_writes(&dir);
+    let d = start(&dir, &clock, local());
+    assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
+    // Many poll rounds (5 ms each) while the outcome cannot be written.
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(rx.requests().len(), 1, "re-sent while its outcome could not be recorded");
+    assert_eq!(outbox(&store, alert)[0].attempts, 0, "nothing recorded yet");
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(d.stats.unrecorded.load(Relaxed), 1, "the outcome is kept in memory");
+    assert!(d.stats.record_failures.load(Relaxed) >= 2, "and its recording retried");
+    heal(&dir);
+    let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    assert_eq!((row.attempts, row.last_status), (1, Some(200)));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.stats.unrecorded.load(Relaxed) != 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(d.stats.unrecorded.load(Relaxed), 0, "nothing left in memory once recorded");
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(rx.requests().len(), 1, "sent exactly once");
+    d.stop();
+}
+
+#[test]
+fn an_unrecorded_failure_keeps_the_schedule_from_when_it_happened() {
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = Receiver::start(vec![Answer::Status(500), Answer::Status(200)], clock.clone());
+    let dir = temp_dir("unrecorded-failure");
+    let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
+    break_outbox_writes(&dir);
+    let d = start(&dir, &clock, local());
+    assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
+    // Past the retry time, but the failure is still unrecorded: no second attempt yet.
+    clock.set(T0 + 20_000);
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(rx.requests().len(), 1, "attempted again while the failure was unrecorded");
+    heal(&dir);
+    let row = wait_row(&store, alert, |r| r.attempts >= 1, Duration::from_secs(5));
+    assert_eq!(row.first_failure_ms, Some(T0), "the schedule counts from the failure, not from its recording");
+    let got = rx.wait_for(2, Duration::from_secs(5));
+    assert_eq!(got.iter().map(|r| r.clock_ms - T0).collect::<Vec<_>>(), [0, 20_000]);
+    let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
+    assert_eq!(row.attempts, 2);
+    d.stop();
+}
+
+/// `n` alerts of a new account whose webhooks are `urls` (cycled), fired at `T0`; returns the
+/// account and the alert ids.
+fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
+    let key = store.create_account_with_key("developer", None, T0).expect("account");
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let row = store
+            .insert_alert(&NewAlert {
+                account_id: key.account_id,
+                exchange: "binance".into(),
+                symbol: "BTCUSDT".into(),
+                kind: "price".into(),
+                direction: "below".into(),
+                price: Some(1_000),
+                pct_hundredths: None,
+                window: None,
+                repeat: false,
+                note: String::new(),
+                webhook_url: Some(urls[i % urls.len()].clone()),
+                created_price: 2_000,
+                created_ms: T0,
+            })
+            .expect("alert");
+        ids.push(row.id);
+    }
+    let firings: Vec<FiringRecord> = ids
+        .iter()
+        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true })
+        .collect();
+    store.record_firings(&firings).expect("record");
+    (key.account_id, ids)
+}
+
+#[test]
+fn one_accounts_dead_receivers_do_not_delay_another_accounts_delivery() {
+    let clock = Arc::new(ManualClock::new(T0));
+    // Dead receivers: listeners never accepted; the kernel completes the connections, nobody
+    // ever answers. 40 ports times 8 rows: the per-host-and-port bound alone never bites.
+    let dead: Vec<TcpListener> = (0..40).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
+    let urls: Vec<String> =
+        dead.iter().map(|l| format!("http://127.0.0.1:{}/dead", l.local_addr().expect("addr").port())).collect();
+    let healthy = Receiver::start(vec![Answer::Status(200)], clock.clone());
+    let dir = temp_dir("fairness");
+    let mut store = Store::open(&dir).expect("store").for_background().expect("background");
+    fire_many(&mut store, &urls, 320);
+    let (_, ids) = fire_many(&mut store, &[format!("http://127.0.0.1:{}/ok", healthy.port)], 1);
+    let d = start(&dir, &clock, local());
+    wait_row(&store, ids[0], |r| r.state == "delivered", Duration::from_secs(30));
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(d.stats.failed_attempts.load(Relaxed), 0, "the healthy delivery waited for dead ones to time out");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.stats.in_flight.load(Relaxed) < 32 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(d.stats.in_flight.load(Relaxed), 32, "one account holds at most its own slots");
+    d.stop();
+    drop(dead);
+}
+
+#[test]
+fn the_due_scan_reaches_every_account() {
+    let dir = temp_dir("scan");
+    let mut store = Store::open(&dir).expect("store").for_background().expect("background");
+    let urls = ["http://127.0.0.1:9/a".to_owned()];
+    let (_, a_ids) = fire_many(&mut store, &urls, 4_200);
+    let (_, b_ids) = fire_many(&mut store, &urls, 2);
+    let due = store.due_deliveries(T0, 4_096).expect("due");
+    let owner = |r: &OutboxRow| if b_ids.contains(&r.alert_id) { 'b' } else { 'a' };
+    let first: String = due.iter().take(4).map(owner).collect();
+    assert_eq!(first, "abab", "round-robin across accounts");
+    assert!(b_ids.iter().all(|id| due.iter().any(|r| r.alert_id == *id)), "every account's rows are found");
+    assert!(a_ids.len() > 4_096);
+    assert!(due.iter().filter(|r| owner(r) == 'a').count() <= 256, "one account's share of a scan is bounded");
 }

@@ -867,6 +867,9 @@ impl Drop for SimVenue {
     }
 }
 
+// Rationale: helpers are appended after this module, at the end of the file, so that parallel
+// branches adding helpers do not conflict.
+#[allow(clippy::items_after_test_module)]
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -925,4 +928,29 @@ mod tests {
         assert_eq!(parse_port("127.0.0.1:0"), None);
         assert_eq!(parse_port("0.0.0.0:4242"), None);
     }
+}
+
+/// A shell wrapper around `bin` that runs it with a file-size limit of `limit_bytes` (rounded
+/// down to 512-byte blocks) and `SIGXFSZ` ignored, so a write past the limit fails with `EFBIG`
+/// (as on a full disk) instead of killing the process; returns the wrapper's path, usable
+/// wherever the binary's path is (the wrapper `exec`s it, so the pid is the binary's).
+pub fn file_size_limited(bin: &str, limit_bytes: u64) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "rampart-fsize-{}-{}.sh",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    // POSIX `ulimit -f` counts 512-byte blocks; the tests check /proc/<pid>/limits.
+    let text = format!("#!/bin/sh\ntrap '' XFSZ\nulimit -f {}\nexec '{bin}' \"$@\"\n", limit_bytes / 512);
+    std::fs::write(&path, text).expect("write the wrapper");
+    let _ = Command::new("chmod").arg("755").arg(&path).status();
+    path
+}
+
+/// The soft file-size limit of process `pid` in bytes (`None`: unlimited or unreadable).
+pub fn file_size_limit(pid: u32) -> Option<u64> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max file size"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
 }
