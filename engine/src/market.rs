@@ -90,6 +90,9 @@ pub enum Outcome {
         price: Price,
         /// Level zones the trade traded through (removed at once).
         levels_consumed: usize,
+        /// The book's first trade since start (or since it was listed again): its levels were
+        /// computed without a traded price and are due for a recompute.
+        first: bool,
     },
     /// The book is not owned here (routing bug upstream); nothing changed.
     NotOwned,
@@ -192,6 +195,18 @@ impl Market {
         ids
     }
 
+    /// The venue lists the pair again: its ticks are applied again, starting from an empty
+    /// book (the venue's next snapshot fills it) and no trade yet. Its alerts were removed at the
+    /// delisting and stay removed. Returns false when the book is not owned or not delisted.
+    pub fn relist(&mut self, id: BookId) -> bool {
+        let Some(state) = self.get_mut(id).filter(|s| s.delisted) else { return false };
+        state.delisted = false;
+        state.book.clear();
+        state.crossed = false;
+        state.last_trade_ms = 0;
+        true
+    }
+
     /// Alerts held on all owned books.
     pub fn alert_count(&self) -> usize {
         self.alerts
@@ -234,6 +249,7 @@ impl Market {
                 }
             }
             TickKind::Trade { price, .. } => {
+                let first = state.last_trade_ms == 0;
                 state.candles.trade(tick.ts_ms, price);
                 state.last_price = price;
                 state.last_trade_ms = tick.ts_ms;
@@ -242,7 +258,7 @@ impl Market {
                 // stream and are right whatever the depth book's state. A crossed or stale book
                 // governs walls and depth figures only, never whether an alert fires.
                 state.alerts.on_trade(price, tick.ts_ms, &state.candles, &mut self.firings);
-                Outcome::Trade { price, levels_consumed }
+                Outcome::Trade { price, levels_consumed, first }
             }
         }
     }
@@ -261,7 +277,9 @@ mod tests {
             ts_ms: 1_000,
             kind: TickKind::Trade { price: Price(5), qty: Qty(1), taker_sell: false },
         };
-        assert_eq!(m.apply(&t), Outcome::Trade { price: Price(5), levels_consumed: 0 });
+        assert_eq!(m.apply(&t), Outcome::Trade { price: Price(5), levels_consumed: 0, first: true });
+        let later = Tick { ts_ms: 2_000, ..t };
+        assert_eq!(m.apply(&later), Outcome::Trade { price: Price(5), levels_consumed: 0, first: false });
         assert_eq!(m.get(BookId(3)).map(|b| b.last_price), Some(Price(5)));
         assert_eq!(
             m.get(BookId(3)).and_then(|b| b.candles.ring(Timeframe::M5).newest().map(|c| c.close)),
@@ -301,5 +319,34 @@ mod tests {
             assert_eq!(m.firings().len(), 1, "crossed={crossed} stale={stale}: the alert must fire");
             assert_eq!(m.firings()[0].id, 7);
         }
+    }
+
+    /// A delisted book ignores ticks; listed again it applies them from an empty book, its next
+    /// trade counts as the first, and its removed alerts stay removed.
+    #[test]
+    fn a_relisted_book_starts_over() {
+        use crate::alert::{AlertSpec, Condition, Cross};
+        let mut m = Market::new(2, &[BookId(1)], 8, 8);
+        let spec =
+            AlertSpec { id: 7, condition: Condition::Price { cross: Cross::Above, level: Price(100) }, repeat: false };
+        assert!(m.insert_alert(BookId(1), spec));
+        let bid =
+            Tick { book: BookId(1), ts_ms: 1, kind: TickKind::Book { side: Side::Bid, price: Price(90), qty: Qty(1) } };
+        let trade = |ts_ms| Tick {
+            book: BookId(1),
+            ts_ms,
+            kind: TickKind::Trade { price: Price(95), qty: Qty(1), taker_sell: false },
+        };
+        m.apply(&bid);
+        assert!(matches!(m.apply(&trade(2)), Outcome::Trade { first: true, .. }));
+        assert!(!m.relist(BookId(1)), "a listed book cannot be listed again");
+        assert_eq!(m.delist(BookId(1)), vec![7]);
+        assert_eq!(m.apply(&trade(3)), Outcome::Delisted);
+        assert!(m.relist(BookId(1)));
+        let state = m.get(BookId(1)).expect("owned");
+        assert!(!state.delisted && state.book.mid().is_none(), "the old levels are gone");
+        assert!(matches!(m.apply(&trade(4)), Outcome::Trade { first: true, .. }));
+        assert_eq!(m.alert_count(), 0, "alerts removed at the delisting stay removed");
+        assert!(!m.relist(BookId(0)), "not owned");
     }
 }

@@ -97,6 +97,8 @@ pub struct VenueUrls {
     pub connects_per_s: Option<f64>,
     /// Listing refresh period, seconds (at least 10).
     pub refresh_s: Option<u64>,
+    /// Longest `Retry-After` pause honoured, seconds (1 to 86400; default 300).
+    pub retry_after_max_s: Option<u64>,
     /// Verify book checksums when the venue sends them (OKX, Bitget; default true).
     pub verify_checksum: Option<bool>,
 }
@@ -137,6 +139,12 @@ impl VenueUrls {
         }
         if let Some(r) = self.refresh_s {
             s.refresh_s = r.max(10);
+        }
+        if let Some(r) = self.retry_after_max_s {
+            if !(1..=86_400).contains(&r) {
+                return Err(format!("venues.{name}.retry_after_max_s must be from 1 to 86400, not {r}"));
+            }
+            s.retry_after_max_s = r;
         }
         Ok(s)
     }

@@ -579,6 +579,7 @@ impl Front {
             j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(state);
             j.raw(",\"pairs\":").int(pairs);
             j.raw(",\"booksLive\":").int(live);
+            j.raw(",\"booksWithHistory\":").int(sum(|s| &s.books_history));
             j.raw(",\"connections\":").int(open);
             j.raw(",\"connectionsPlanned\":").int(planned);
             j.raw(",\"lastMessageAgeMs\":");
@@ -613,6 +614,10 @@ impl Front {
                 j.raw(",\"backfillFailed\":").int(r.backfill_failed.load(Relaxed) as i64);
                 j.raw(",\"listings\":").int(r.listings.load(Relaxed) as i64);
                 j.raw(",\"delistings\":").int(r.delistings.load(Relaxed) as i64);
+                j.raw(",\"delistingsSuspected\":").int(r.delistings_suspected.load(Relaxed) as i64);
+                j.raw(",\"relistings\":").int(r.relistings.load(Relaxed) as i64);
+                j.raw(",\"listingFaults\":").int(r.listing_faults.load(Relaxed) as i64);
+                j.raw(",\"tasksLost\":").int(r.tasks_lost.load(Relaxed) as i64);
                 j.raw(",\"newListings\":").int(r.new_listings.load(Relaxed) as i64).raw("}");
             }
             j.raw("}");

@@ -55,6 +55,11 @@ pub enum Command {
         /// The book.
         book: BookId,
     },
+    /// The venue lists a delisted pair again: serve it again (new book, history fetched again).
+    Relist {
+        /// The book.
+        book: BookId,
+    },
     /// Stop the shard's loop; the executor then exits.
     Stop,
 }
@@ -252,6 +257,9 @@ impl Default for Latency {
 /// One shard's counters for one venue of the live feed.
 #[derive(Debug, Default)]
 pub struct VenueStats {
+    /// Books whose candle history has been loaded (the others build theirs from live trades
+    /// while their backfill is retried).
+    pub books_history: AtomicU64,
     /// Connections open now.
     pub connections_open: AtomicU64,
     /// Connections planned (each carries a share of the pairs).
@@ -669,6 +677,13 @@ pub(crate) struct Shard {
     latency_merged_ms: i64,
     /// When the connection task's last socket read completed, Unix microseconds.
     pub(crate) read_at_us: i64,
+    /// Books whose levels are due for a recompute at the next round (their first trade since
+    /// start or relisting). Capacity: the shard's book count; at the bound a book waits for its
+    /// turn in the periodic recompute (at most [`LEVELS_PERIOD_MS`]).
+    levels_soon: Vec<BookId>,
+    /// Books listed again by their venue, for the live feed to rebuild and backfill. Capacity:
+    /// the shard's book count (a book is in it at most once: it must be delisted again first).
+    pub(crate) relisted: Vec<BookId>,
 }
 
 /// How a book's quote asset converts to USD.
@@ -692,6 +707,7 @@ impl Shard {
         events: Arc<ArrayQueue<ShardEvent>>,
         shared: Arc<Shared>,
     ) -> Shard {
+        let books = market.books().len();
         let ticks_max = sim.as_ref().map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
         let level_bars = std::array::from_fn(|_| Vec::with_capacity(config.bars_max));
         let registry = &shared.registry;
@@ -732,6 +748,8 @@ impl Shard {
             latency: Latency::new(),
             latency_merged_ms: 0,
             read_at_us: 0,
+            levels_soon: Vec::with_capacity(books),
+            relisted: Vec::with_capacity(books),
         }
     }
 
@@ -768,6 +786,7 @@ impl Shard {
             } else {
                 self.shared.stats[self.index].backpressure_rounds.fetch_add(1, Ordering::Relaxed);
             }
+            self.levels_soon_due(now);
             self.levels_due(now);
             self.walls_due(now);
             self.publish_counters();
@@ -804,6 +823,13 @@ impl Shard {
                         let ids = self.market.delist(book);
                         self.shared.status[book.index()].store(STATUS_DELISTED, Ordering::Release);
                         self.emit(ShardEvent::Delisted { book, ids });
+                    }
+                }
+                Command::Relist { book } => {
+                    if self.market.relist(book) {
+                        self.shared.status[book.index()].store(STATUS_TRADING, Ordering::Release);
+                        debug_assert!(self.relisted.len() < self.relisted.capacity());
+                        self.relisted.push(book);
                     }
                 }
             }
@@ -867,6 +893,28 @@ impl Shard {
         }
     }
 
+    /// Recomputes the levels of books that saw their first trade, a few per round.
+    pub(crate) fn levels_soon_due(&mut self, now: i64) {
+        let take = self.levels_soon.len().min(LEVEL_RECOMPUTES_PER_ROUND_MAX);
+        for j in 0..take {
+            let id = self.levels_soon[j];
+            if let Some(k) = self.market.books().iter().position(|b| b.id == id) {
+                self.recompute_levels(k, now);
+            }
+        }
+        self.levels_soon.drain(..take);
+    }
+
+    /// The price a book's levels and walls are measured against: its last trade, else (before
+    /// the first trade) the backfilled close it was given, else the book's mid; zero when none
+    /// is known yet.
+    fn reference_price(state: &rampart_engine::market::BookState) -> rampart_engine::Price {
+        if state.last_price.0 > 0 {
+            return state.last_price;
+        }
+        state.book.mid().unwrap_or_default()
+    }
+
     /// Rescans the books that are due for walls, each once per [`WALLS_PERIOD_MS`], spread.
     pub(crate) fn walls_due(&mut self, now: i64) {
         let n = self.market.books().len() as u64;
@@ -888,7 +936,7 @@ impl Shard {
     pub(crate) fn scan_walls(&mut self, k: usize, now: i64) {
         let min_ratio = self.config.walls_min_ratio;
         let state = &mut self.market.books_mut()[k];
-        let price = if state.last_price.0 > 0 { state.last_price } else { state.book.mid().unwrap_or_default() };
+        let price = Self::reference_price(state);
         if state.crossed || state.stale {
             self.wall_out.clear();
         } else {
@@ -923,16 +971,15 @@ impl Shard {
     /// Recomputes one book's levels from its candles and publishes them, then resets the
     /// book's trade watermarks (after the snapshot, so readers never pair a new watermark with
     /// an old snapshot).
+    /// Without any price (no trade, no history, no book yet) nothing is computed: levels typed
+    /// against zero would all be resistance; the first trade or the history brings a recompute.
     pub(crate) fn recompute_levels(&mut self, k: usize, now: i64) {
         let state = &mut self.market.books_mut()[k];
-        compute_from_set(
-            &state.candles,
-            now,
-            state.last_price,
-            &mut self.level_bars,
-            &mut self.level_scratch,
-            &mut state.levels,
-        );
+        let price = Self::reference_price(state);
+        if price.0 <= 0 {
+            return;
+        }
+        compute_from_set(&state.candles, now, price, &mut self.level_bars, &mut self.level_scratch, &mut state.levels);
         let i = state.id.index();
         let snapshot = LevelSnapshot { computed_ms: now, levels: state.levels.levels().to_vec() };
         self.shared.levels[i].store(Arc::new(snapshot));
@@ -963,8 +1010,11 @@ impl Shard {
         self.applied += 1;
         {
             match self.market.apply(&tick) {
-                Outcome::Trade { price, levels_consumed } => {
+                Outcome::Trade { price, levels_consumed, first } => {
                     let i = tick.book.index();
+                    if first && self.levels_soon.len() < self.levels_soon.capacity() {
+                        self.levels_soon.push(tick.book);
+                    }
                     self.shared.prices[i].store(price.0, Ordering::Relaxed);
                     self.shared.price_ts[i].store(tick.ts_ms, Ordering::Relaxed);
                     if price.0 > self.shared.trade_high[i].load(Ordering::Relaxed) {

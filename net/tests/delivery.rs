@@ -590,13 +590,9 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
         let row = store
             .insert_alert(&NewAlert {
                 account_id: key.account_id,
-                exchange: "binance".into(),
+                exchange: Venue::Binance,
                 symbol: "BTCUSDT".into(),
-                kind: "price".into(),
-                direction: "below".into(),
-                price: Some(1_000),
-                pct_hundredths: None,
-                window: None,
+                condition: Condition::Price { cross: Cross::Below, level: Price(1_000) },
                 repeat: false,
                 note: String::new(),
                 webhook_url: Some(urls[i % urls.len()].clone()),

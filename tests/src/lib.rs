@@ -823,6 +823,11 @@ impl SimVenue {
     /// A config file pointing `venues` at this simulator, with limits relaxed for loopback and
     /// `pairs_per_connection` pairs per connection; returns its path.
     pub fn config(&self, venues: &[&str], pairs_per_connection: usize, extra: &str) -> PathBuf {
+        self.config_with(venues, pairs_per_connection, extra, "")
+    }
+
+    /// [`SimVenue::config`] with `venue_extra` (TOML lines) added to every venue's table.
+    pub fn config_with(&self, venues: &[&str], pairs_per_connection: usize, extra: &str, venue_extra: &str) -> PathBuf {
         static N: AtomicU64 = AtomicU64::new(0);
         let path = std::env::temp_dir().join(format!(
             "rampart-live-{}-{}.toml",
@@ -836,6 +841,7 @@ impl SimVenue {
                 self.url,
                 self.ws_url()
             ));
+            text.push_str(venue_extra);
         }
         std::fs::write(&path, text).expect("write config");
         path
@@ -953,4 +959,29 @@ pub fn file_size_limit(pid: u32) -> Option<u64> {
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     let line = limits.lines().find(|l| l.starts_with("Max file size"))?;
     line.split_whitespace().nth(3)?.parse().ok()
+}
+
+impl Server {
+    /// The `/healthz` entry of `venue` (live feed).
+    pub fn venue_health(&self, venue: &str) -> Value {
+        let h = self.get("/healthz", None);
+        let v: Value = serde_json::from_str(&h.text).unwrap_or_else(|_| panic!("healthz is not JSON: {}", h.text));
+        v["exchanges"]
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["exchange"] == venue).cloned())
+            .unwrap_or_else(|| panic!("{venue} not in healthz: {v}"))
+    }
+
+    /// Waits up to `secs` until `check` holds for `venue`'s health entry; returns it.
+    pub fn wait_venue(&self, venue: &str, what: &str, secs: u64, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let h = self.venue_health(venue);
+            if check(&h) {
+                return h;
+            }
+            assert!(Instant::now() < deadline, "{venue}: {what} not reached in {secs} s: {h}\n{}", self.diagnostics());
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
 }

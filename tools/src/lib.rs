@@ -24,11 +24,13 @@ use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
 use rampart_net::shutdown::Shutdown;
 use rampart_net::storage::{StorageHealth, StorageThread};
 use rampart_net::store::{Checkpointer, DataDirLock, Revoked, Store};
+use rampart_net::venue::listing::ListingChange;
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 use rampart_net::writer::{OnCommitted, Writer};
 
 pub mod simvenue;
+pub mod starting;
 
 #[derive(Parser, Debug)]
 #[command(name = "rampart", version, about = "Market structure, order-book walls and alerts at tick speed")]
@@ -430,6 +432,15 @@ fn serve(args: ServeArgs) -> Result<()> {
         let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
         println!("api key: {}", k.key);
     }
+    // The port is bound first; while the venues are listed it answers 503 "starting".
+    let listener = std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    listener.set_nonblocking(true)?;
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {}", listener.local_addr()?)?;
+        out.flush()?;
+    }
     // The live feed lists every venue first: the books are what the venues list now.
     let tls = rampart_net::delivery::tls_config(&[]);
     let (universe, registry, natives) = match &s.live {
@@ -442,12 +453,13 @@ fn serve(args: ServeArgs) -> Result<()> {
             (Some(universe), registry, Vec::new())
         }
         Some(venues) => {
-            let (registry, natives) = list_live(venues, tls.clone())?;
+            let starting = starting::Starting::start(listener.try_clone()?)?;
+            let listed = list_live(venues, tls.clone());
+            starting.finish()?;
+            let (registry, natives) = listed?;
             (None, Arc::new(registry), natives)
         }
     };
-    let listener = std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
-    listener.set_nonblocking(true)?;
     let shard_config = ShardConfig {
         shards: s.shards,
         depth_levels_max: 1_000,
@@ -490,8 +502,11 @@ fn serve(args: ServeArgs) -> Result<()> {
             };
             let shards = ShardSet::start_live(&shard_config, registry.clone(), feed, alerts)?;
             let commands = shards.commands();
-            let on_delist = Box::new(move |book| {
-                let mut cmd = ShardCommand::Delist { book };
+            let on_listing = Box::new(move |change| {
+                let (book, mut cmd) = match change {
+                    ListingChange::Delisted(book) => (book, ShardCommand::Delist { book }),
+                    ListingChange::Relisted(book) => (book, ShardCommand::Relist { book }),
+                };
                 // The command queue drains every millisecond; a full one is waited out.
                 while let Err(back) = commands.send(book, cmd) {
                     cmd = back;
@@ -500,14 +515,13 @@ fn serve(args: ServeArgs) -> Result<()> {
             });
             let books =
                 RestBooks { registry: registry.clone(), natives: natives.clone(), bars_max: shard_config.bars_max };
-            rest.start(venues.clone(), books, tls.clone(), on_delist)?;
+            rest.start(venues.clone(), books, tls.clone(), on_listing)?;
             (shards, Some(rest))
         }
         (None, None) => bail!("no feed"),
     };
     let feed_name = if s.live.is_some() { "live" } else { "sim" };
     eprintln!("rampart: {loaded} active alerts loaded");
-    println!("listening on {}", listener.local_addr()?);
     eprintln!(
         "rampart: feed {feed_name}, {} books on {} venues, {} shards, data in {}",
         registry.len(),
@@ -613,29 +627,39 @@ fn serve(args: ServeArgs) -> Result<()> {
 }
 
 /// Lists the venues' instruments for the live feed: the registry of every listed, not delisted
-/// instrument, and each book's native name. A venue that does not answer is left out (and
-/// reported); no venue at all is an error.
+/// instrument, and each book's native name. A venue that does not answer within
+/// [`rest::LISTING_START_TIMEOUT`] (or lists nothing) is left out and reported; while no venue
+/// at all could be listed, every venue is asked again (the port answers 503 "starting").
 fn list_live(venues: &[VenueSettings], tls: Option<Arc<rustls::ClientConfig>>) -> Result<(Registry, Vec<String>)> {
-    let lists = rest::list_venues(venues, tls);
     let mut instruments = Vec::new();
     let mut natives = Vec::new();
-    for (v, list) in venues.iter().zip(lists) {
-        match list {
-            Ok(list) => {
-                let before = instruments.len();
-                for l in
-                    list.into_iter().filter(|l| l.instrument.status != rampart_engine::instrument::Status::Delisted)
-                {
-                    instruments.push(l.instrument);
-                    natives.push(l.native);
+    for round in 1u64.. {
+        for (v, list) in venues.iter().zip(rest::list_venues(venues, tls.clone())) {
+            let served = list.map(|l| {
+                l.into_iter()
+                    .filter(|l| l.instrument.status != rampart_engine::instrument::Status::Delisted)
+                    .collect::<Vec<_>>()
+            });
+            match served {
+                Ok(list) if !list.is_empty() => {
+                    eprintln!("rampart: {}: {} pairs listed", v.venue.as_str(), list.len());
+                    for l in list {
+                        instruments.push(l.instrument);
+                        natives.push(l.native);
+                    }
                 }
-                eprintln!("rampart: {}: {} pairs listed", v.venue.as_str(), instruments.len() - before);
+                Ok(_) => {
+                    eprintln!("rampart: {}: the listing has no pairs; venue not served until restart", v.venue.as_str())
+                }
+                Err(e) => {
+                    eprintln!("rampart: {}: listing failed, venue not served until restart: {e}", v.venue.as_str())
+                }
             }
-            Err(e) => eprintln!("rampart: {}: listing failed, venue not served until restart: {e}", v.venue.as_str()),
         }
-    }
-    if instruments.is_empty() {
-        bail!("--feed live: no venue could be listed");
+        if !instruments.is_empty() {
+            break;
+        }
+        eprintln!("rampart: --feed live: no venue could be listed (round {round}); asking again");
     }
     let registry = Registry::new(instruments).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?;
     Ok((registry, natives))

@@ -44,6 +44,14 @@ pub const WS_MESSAGE_BYTES_MAX: usize = 4 << 20;
 const READ_SLICE: Duration = Duration::from_millis(250);
 /// Connections are proactively renewed after this long (Binance cuts at 24 h).
 pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
+/// The shard reports ready once every book has its first history answer (loaded or failed),
+/// or after this long, whichever comes first: a venue whose history endpoint hangs does not
+/// hold readiness. Books whose history arrives later get their levels then.
+pub const READY_WAIT_MS: i64 = 20_000;
+/// First wait before a failed history backfill is asked again; it doubles per failure.
+pub const BACKFILL_RETRY_MIN_MS: i64 = 30_000;
+/// Longest wait between two history attempts of one book (retried forever).
+pub const BACKFILL_RETRY_MAX_MS: i64 = 30 * 60_000;
 
 /// Spaces the connection attempts of one venue across every shard.
 #[derive(Debug, Default)]
@@ -100,6 +108,14 @@ impl Sink for Shard {
             return;
         }
         state.stale = !live;
+        if live && state.last_price.0 == 0 {
+            // No trade and no history yet: the book's mid is the best price known.
+            if let Some(mid) = state.book.mid() {
+                state.last_price = mid;
+                self.shared.prices[id.index()].store(mid.0, Ordering::Relaxed);
+                self.shared.price_ts[id.index()].store(clock::now_ms(), Ordering::Relaxed);
+            }
+        }
         let stats = &self.shared.venue_stats[self.index * 4 + venue.index()];
         if live {
             stats.books_live.fetch_add(1, Ordering::Relaxed);
@@ -174,7 +190,10 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
         }
     }
     let mut backfill: VecDeque<BookId> = shard.market.books().iter().map(|b| b.id).collect();
-    let mut outstanding = 0usize;
+    // Failed backfills waiting for their next attempt: (due, book); at most one entry per book.
+    let mut retry: Vec<(i64, BookId)> = Vec::with_capacity(n);
+    let mut failures: Vec<u32> = vec![0; n];
+    let mut loaded: Vec<bool> = vec![false; n];
     let live = Rc::new(RefCell::new(Live { shard, sessions, stopping: false }));
     let count = live.borrow().sessions.len();
     for c in 0..count {
@@ -195,33 +214,59 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 break;
             }
             let now = clock::now_ms();
+            // Failed backfills whose wait is over go back in line.
+            let mut j = 0;
+            while j < retry.len() {
+                if retry[j].0 <= now {
+                    backfill.push_back(retry.swap_remove(j).1);
+                } else {
+                    j += 1;
+                }
+            }
+            // Books listed again: a fresh book from the venue and their history again.
+            while let Some(book) = shard.relisted.pop() {
+                if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
+                    sess.relisted(book, now, shard);
+                }
+                backfill.push_back(book);
+            }
             // History requests, as far as the queue takes them.
             while let Some(&book) = backfill.front() {
                 if rest.ask(RestJob::Backfill { book }).is_err() {
                     break;
                 }
                 backfill.pop_front();
-                outstanding += 1;
             }
             while let Some(reply) = rest.reply() {
                 match reply {
-                    RestReply::Backfill { book, mut candles } => {
-                        outstanding -= 1;
+                    RestReply::Backfill { book, candles } => {
                         if let Some(k) = shard.market.books().iter().position(|b| b.id == book) {
-                            let state = &mut shard.market.books_mut()[k];
-                            candles.merge_live(&state.candles);
-                            state.candles = *candles;
-                            shard.recompute_levels(k, now);
+                            failures[k] = 0;
+                            if !loaded[k] {
+                                loaded[k] = true;
+                                let venue = shard.shared.registry.get(book).venue;
+                                stats(shard, venue).books_history.fetch_add(1, Ordering::Relaxed);
+                            }
+                            history_loaded(shard, k, candles, now);
                         }
                     }
                     RestReply::BackfillFailed { book, error } => {
-                        outstanding -= 1;
-                        let venue = shard.shared.registry.get(book).venue;
-                        eprintln!(
-                            "rampart: {} {}: no history ({error}); levels build from live trades",
-                            venue.as_str(),
-                            shard.shared.registry.get(book).symbol
-                        );
+                        let Some(k) = shard.market.books().iter().position(|b| b.id == book) else { continue };
+                        failures[k] = failures[k].saturating_add(1);
+                        let wait = backfill_retry_ms(failures[k]);
+                        debug_assert!(retry.len() < n, "one retry per book at most");
+                        retry.push((now + wait, book));
+                        let ins = shard.shared.registry.get(book);
+                        if failures[k] <= 2 || failures[k].is_power_of_two() {
+                            eprintln!(
+                                "rampart: {} {}: no history ({error}); levels build from live trades; \
+                                 asking again in {} s (failure {})",
+                                ins.venue.as_str(),
+                                ins.symbol,
+                                wait / 1000,
+                                failures[k]
+                            );
+                        }
                     }
                     RestReply::Snapshot { book, body } => {
                         if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
@@ -250,14 +295,20 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                     sess.snapshot_failed(book, now);
                 }
             }
-            if !ready && backfill.is_empty() && outstanding == 0 {
+            let first_answers = || (0..n).all(|k| loaded[k] || failures[k] > 0);
+            if !ready && (now - started >= READY_WAIT_MS || first_answers()) {
                 ready = true;
                 shard.levels_epoch_ms = now;
                 shard.shared.stats[index].ready.store(true, Ordering::Release);
                 shard.emit(ShardEvent::Ready { shard: index });
                 shard.reserve_backlog();
-                eprintln!("shard {index}: history of {n} books loaded in {} ms", now - started);
+                eprintln!(
+                    "shard {index}: ready after {} ms; history of {} of {n} books loaded",
+                    now - started,
+                    loaded.iter().filter(|l| **l).count()
+                );
             }
+            shard.levels_soon_due(now);
             shard.flush_backlog();
             if ready {
                 shard.levels_due(now);
@@ -270,6 +321,30 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
         let poll = live.borrow().shard.config.poll_interval;
         glommio::timer::sleep(poll).await;
     }
+}
+
+/// Installs a book's fetched history: the bars, then (before its first trade) the last close
+/// as its price, and its levels computed against it.
+fn history_loaded(shard: &mut Shard, k: usize, mut candles: Box<rampart_engine::candle::CandleSet>, now: i64) {
+    let state = &mut shard.market.books_mut()[k];
+    candles.merge_live(&state.candles);
+    state.candles = *candles;
+    if state.last_price.0 == 0 {
+        let newest = rampart_engine::Timeframe::ALL.iter().find_map(|tf| state.candles.ring(*tf).newest());
+        if let Some(c) = newest.filter(|c| c.close.0 > 0) {
+            state.last_price = c.close;
+            let i = state.id.index();
+            shard.shared.prices[i].store(c.close.0, Ordering::Relaxed);
+            shard.shared.price_ts[i].store(c.open_ms, Ordering::Relaxed);
+        }
+    }
+    shard.recompute_levels(k, now);
+}
+
+/// The wait before the next history attempt after `failures` failures in a row.
+fn backfill_retry_ms(failures: u32) -> i64 {
+    let doublings = failures.saturating_sub(1).min(16);
+    (BACKFILL_RETRY_MIN_MS << doublings).min(BACKFILL_RETRY_MAX_MS)
 }
 
 fn jitter(ms: u64) -> u64 {

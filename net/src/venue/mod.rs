@@ -11,6 +11,7 @@ pub mod binance;
 pub mod bitget;
 pub mod bybit;
 pub mod conn;
+pub mod listing;
 pub mod okx;
 pub mod rest;
 pub mod session;
@@ -38,6 +39,10 @@ pub struct VenueSettings {
     pub connects_per_s: f64,
     /// Listing refresh period, seconds.
     pub refresh_s: u64,
+    /// Longest pause a rate-limit answer's `Retry-After` imposes on the venue's REST, seconds
+    /// (a longer one is cut to this; the next request then probes, and a venue still limiting
+    /// answers 429/418 again).
+    pub retry_after_max_s: u64,
 }
 
 impl VenueSettings {
@@ -63,6 +68,7 @@ impl VenueSettings {
             rest_weight_per_s: weight,
             connects_per_s: connects,
             refresh_s: 300,
+            retry_after_max_s: 300,
         }
     }
 }

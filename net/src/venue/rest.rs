@@ -15,7 +15,15 @@
 //! - a backfill page that fails is retried [`BACKFILL_ATTEMPTS_MAX`] times with growing delays,
 //!   then the book is reported failed (it starts with the candles its trades build);
 //! - every request waits for its venue's weight budget ([`super::VenueSettings::rest_weight_per_s`]);
-//!   a 429, 418 or 403 answer pauses the venue for its `Retry-After` (or 60 s).
+//!   a 429, 418 or 403 answer pauses the venue for its `Retry-After` (or 60 s), at most the
+//!   venue's `retry_after_max_s` whatever the venue says;
+//! - one book's whole backfill (every timeframe, every page, every retry) gets
+//!   [`BACKFILL_BOOK_TIMEOUT`]; after it the book is reported failed and its shard asks again
+//!   later, with backoff, forever;
+//! - a job task that ends without an answer (a panic) still answers: its slot is released and
+//!   the shard gets a failure, so the book is asked again rather than forgotten;
+//! - the listing at start asks every venue at once and waits [`LISTING_START_TIMEOUT`] at most;
+//!   refreshes are judged by [`super::listing::ListingWatch`] before anything is delisted.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -38,6 +46,7 @@ use tokio::sync::Notify;
 use super::binance::{self, Binance};
 use super::bitget::Bitget;
 use super::bybit::Bybit;
+use super::listing::{ListingChange, ListingWatch};
 use super::okx::Okx;
 use super::{drop_collisions, CandlePage, Listed, RestApi, VenueSettings};
 use crate::ssrf::{self, Host};
@@ -51,7 +60,16 @@ pub const IN_FLIGHT_PER_VENUE_MAX: usize = 4;
 /// Bytes of a REST body at most (Binance's full `exchangeInfo` is several MB).
 pub const BODY_BYTES_MAX: usize = 64 << 20;
 /// Time allowed for one request: resolve, connect, TLS, send and the whole answer.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time allowed for one book's whole backfill.
+pub const BACKFILL_BOOK_TIMEOUT: Duration = Duration::from_secs(45);
+/// Longest `Retry-After` read from an answer; the venue's `retry_after_max_s` (default 300 s)
+/// then bounds the pause (Binance's own bans can be longer: the venue answers 418 again and the
+/// pause is renewed).
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(86_400);
+/// Time allowed for the listing of every venue at start; a venue that has not answered by then
+/// is left out (reported).
+pub const LISTING_START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Attempts per backfill page at most.
 pub const BACKFILL_ATTEMPTS_MAX: u32 = 4;
 /// Pages fetched per (book, timeframe) at most.
@@ -122,8 +140,16 @@ pub struct RestStats {
     pub backfill_failed: AtomicU64,
     /// Listing refreshes that succeeded.
     pub listings: AtomicU64,
-    /// Pairs found delisted by a refresh.
+    /// Pairs found delisted by a refresh (confirmed by a second one).
     pub delistings: AtomicU64,
+    /// Delisted pairs listed again and served again.
+    pub relistings: AtomicU64,
+    /// Pairs the last refresh missed, waiting for confirmation.
+    pub delistings_suspected: AtomicU64,
+    /// Refreshes refused as venue faults (empty, or dropping an implausible share of pairs).
+    pub listing_faults: AtomicU64,
+    /// Job tasks that ended without an answer (a panic); each was answered as a failure.
+    pub tasks_lost: AtomicU64,
     /// Pairs listed by the venue since start that this process does not serve (a restart
     /// picks them up; the registry is fixed at start).
     pub new_listings: AtomicU64,
@@ -164,8 +190,8 @@ pub struct RestBooks {
     pub bars_max: usize,
 }
 
-/// Called with each delisted book a refresh finds.
-pub type OnDelist = Box<dyn Fn(BookId) + Send>;
+/// Called with each change a listing refresh makes (confirmed delistings, pairs listed again).
+pub type OnListing = Box<dyn Fn(ListingChange) + Send>;
 
 /// The REST thread.
 pub struct Rest {
@@ -197,13 +223,13 @@ impl Rest {
     }
 
     /// Starts the thread: it serves jobs and refreshes the listings of `venues`, calling
-    /// `on_delist` for every served book a refresh finds gone or delisted.
+    /// `on_listing` for every change a refresh makes to the served books.
     pub fn start(
         &mut self,
         venues: Vec<VenueSettings>,
         books: RestBooks,
         tls: Option<Arc<rustls::ClientConfig>>,
-        on_delist: OnDelist,
+        on_listing: OnListing,
     ) -> std::io::Result<()> {
         let (jobs, replies, wake, stop, stats) =
             (self.jobs.clone(), self.replies.clone(), self.wake.clone(), self.stop.clone(), self.stats.clone());
@@ -217,7 +243,7 @@ impl Rest {
             };
             let local = tokio::task::LocalSet::new();
             let ctx = Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
-            local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, on_delist));
+            local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, on_listing));
         })?;
         self.thread = Some(thread);
         Ok(())
@@ -260,7 +286,9 @@ impl Ctx {
 
     fn pause(&self, venue: Venue, d: Duration) {
         let cell = &self.pacers[venue.index()];
-        let until = Instant::now() + d;
+        let most = self.settings(venue).map_or(RETRY_AFTER_MAX, |s| Duration::from_secs(s.retry_after_max_s));
+        let now = Instant::now();
+        let until = now.checked_add(d.min(most).min(RETRY_AFTER_MAX)).unwrap_or(now);
         cell.set(Some(cell.get().map_or(until, |t| t.max(until))));
     }
 
@@ -293,7 +321,7 @@ async fn run(
     replies: Vec<Arc<ArrayQueue<RestReply>>>,
     wake: Arc<Notify>,
     stop: Arc<AtomicBool>,
-    on_delist: OnDelist,
+    on_listing: OnListing,
 ) {
     // One result per job in flight; bounded by the in-flight caps.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Venue, RestReply)>();
@@ -303,6 +331,7 @@ async fn run(
     let mut next_refresh: Vec<Instant> =
         ctx.venues.iter().map(|v| Instant::now() + Duration::from_secs(v.refresh_s.max(10))).collect();
     let mut listing: Option<ListingTask> = None;
+    let mut watch = ListingWatch::new(ctx.books.registry.len());
     while !stop.load(Ordering::Acquire) {
         while let Some(j) = jobs.pop() {
             waiting.push_back(j);
@@ -320,13 +349,23 @@ async fn run(
             }
             waiting.remove(k);
             in_flight[venue.index()] += 1;
-            let (ctx, tx) = (ctx.clone(), tx.clone());
+            let ctx = ctx.clone();
+            let mut answer = Answer { tx: Some(tx.clone()), shard, venue, job, stats: ctx.stats.clone() };
             tokio::task::spawn_local(async move {
                 let reply = match job {
-                    RestJob::Backfill { book } => backfill(&ctx, book).await,
+                    RestJob::Backfill { book } => {
+                        match tokio::time::timeout(BACKFILL_BOOK_TIMEOUT, backfill(&ctx, book)).await {
+                            Ok(r) => r,
+                            Err(_) => {
+                                ctx.stats[venue.index()].backfill_failed.fetch_add(1, Ordering::Relaxed);
+                                let error = format!("history not fetched within {} s", BACKFILL_BOOK_TIMEOUT.as_secs());
+                                RestReply::BackfillFailed { book, error }
+                            }
+                        }
+                    }
                     RestJob::Snapshot { book } => snapshot(&ctx, book).await,
                 };
-                let _ = tx.send((shard, venue, reply));
+                answer.send(reply);
             });
         }
         // Listing refresh, one venue at a time.
@@ -334,7 +373,7 @@ async fn run(
             let _ = h;
             if let Some(h) = listing.take() {
                 if let Ok((i, result)) = h.await {
-                    refreshed(&ctx, &ctx.venues[i], result, &on_delist);
+                    refreshed(&ctx, &ctx.venues[i], result, &mut watch, &on_listing);
                 }
             }
         }
@@ -368,8 +407,14 @@ async fn run(
     }
 }
 
-/// Compares a fresh listing with the served books.
-fn refreshed(ctx: &Ctx, s: &VenueSettings, result: Result<Vec<Listed>, String>, on_delist: &OnDelist) {
+/// Compares a fresh listing with the served books and acts on what [`ListingWatch`] accepts.
+fn refreshed(
+    ctx: &Ctx,
+    s: &VenueSettings,
+    result: Result<Vec<Listed>, String>,
+    watch: &mut ListingWatch,
+    on_listing: &OnListing,
+) {
     let stats = &ctx.stats[s.venue.index()];
     let list = match result {
         Ok(l) => l,
@@ -378,27 +423,65 @@ fn refreshed(ctx: &Ctx, s: &VenueSettings, result: Result<Vec<Listed>, String>, 
             return;
         }
     };
-    stats.listings.fetch_add(1, Ordering::Relaxed);
     let registry = &ctx.books.registry;
     let mut now_listed = std::collections::HashMap::with_capacity(list.len());
     for l in &list {
         now_listed.insert(l.instrument.symbol.as_str(), l.instrument.status);
     }
-    for &id in registry.venue_books(s.venue) {
-        let sym = registry.get(id).symbol.as_str();
-        match now_listed.get(sym) {
-            None | Some(Status::Delisted) => {
-                stats.delistings.fetch_add(1, Ordering::Relaxed);
-                on_delist(id);
-            }
-            _ => {}
-        }
+    let mut changes = Vec::new();
+    if let Err(fault) = watch.review(registry, s.venue, &now_listed, &mut changes) {
+        stats.listing_faults.fetch_add(1, Ordering::Relaxed);
+        eprintln!("rampart: {}: listing refresh refused: {fault}", s.venue.as_str());
+        return;
+    }
+    stats.listings.fetch_add(1, Ordering::Relaxed);
+    stats.delistings_suspected.store(watch.suspected(registry, s.venue) as u64, Ordering::Relaxed);
+    for change in changes {
+        let (what, book, counter) = match change {
+            ListingChange::Delisted(b) => ("delisted", b, &stats.delistings),
+            ListingChange::Relisted(b) => ("listed again", b, &stats.relistings),
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        eprintln!("rampart: {}: {} {what}", s.venue.as_str(), registry.get(book).symbol);
+        on_listing(change);
     }
     let new = list
         .iter()
         .filter(|l| l.instrument.status == Status::Trading && registry.find(s.venue, &l.instrument.symbol).is_none())
         .count();
     stats.new_listings.store(new as u64, Ordering::Relaxed);
+}
+
+/// A job's answer, sent exactly once: by [`Answer::send`], or on drop (the task panicked or was
+/// dropped) as a failure, so the venue's slot is released and the shard asks again.
+struct Answer {
+    /// `None` once the answer is sent.
+    tx: Option<tokio::sync::mpsc::UnboundedSender<(usize, Venue, RestReply)>>,
+    shard: usize,
+    venue: Venue,
+    job: RestJob,
+    stats: Arc<[RestStats; 4]>,
+}
+
+impl Answer {
+    fn send(&mut self, reply: RestReply) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send((self.shard, self.venue, reply));
+        }
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        let Some(tx) = self.tx.take() else { return };
+        self.stats[self.venue.index()].tasks_lost.fetch_add(1, Ordering::Relaxed);
+        let error = "the request task ended without an answer".to_owned();
+        let reply = match self.job {
+            RestJob::Backfill { book } => RestReply::BackfillFailed { book, error },
+            RestJob::Snapshot { book } => RestReply::SnapshotFailed { book, error },
+        };
+        let _ = tx.send((self.shard, self.venue, reply));
+    }
 }
 
 async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, String> {
@@ -423,6 +506,8 @@ async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, String> 
 }
 
 /// Lists every venue once, on the calling thread (start-up): one result per venue, in order.
+/// The venues are asked at once; a venue that fails is asked again after a short pause until
+/// [`LISTING_START_TIMEOUT`], then left out with its last error.
 pub fn list_venues(
     venues: &[VenueSettings],
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -432,22 +517,45 @@ pub fn list_venues(
         Err(e) => return venues.iter().map(|_| Err(format!("no runtime: {e}"))).collect(),
     };
     let books = RestBooks { registry: Arc::new(Registry::default()), natives: Arc::new(Vec::new()), bars_max: 0 };
-    let ctx =
-        Ctx { venues: venues.to_vec(), books, tls, stats: Arc::new(Default::default()), pacers: Default::default() };
+    let ctx = Rc::new(Ctx {
+        venues: venues.to_vec(),
+        books,
+        tls,
+        stats: Arc::new(Default::default()),
+        pacers: Default::default(),
+    });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
+        let deadline = tokio::time::Instant::now() + LISTING_START_TIMEOUT;
+        let tasks: Vec<_> = (0..venues.len())
+            .map(|i| {
+                let ctx = ctx.clone();
+                tokio::task::spawn_local(async move {
+                    let s = &ctx.venues[i];
+                    let mut last = String::new();
+                    for attempt in 0..u32::MAX {
+                        match tokio::time::timeout_at(deadline, list_with(&ctx, s)).await {
+                            Ok(Ok(list)) => return Ok(list),
+                            Ok(Err(e)) => last = e,
+                            Err(_) => break,
+                        }
+                        let pause = Duration::from_millis(500u64 << attempt.min(4));
+                        if tokio::time::timeout_at(deadline, tokio::time::sleep(pause)).await.is_err() {
+                            break;
+                        }
+                    }
+                    let waited = LISTING_START_TIMEOUT.as_secs();
+                    Err(if last.is_empty() {
+                        format!("no answer within {waited} s")
+                    } else {
+                        format!("{last} (still failing after {waited} s)")
+                    })
+                })
+            })
+            .collect();
         let mut out = Vec::with_capacity(venues.len());
-        for s in venues {
-            let mut result = Err(String::new());
-            // A venue that does not answer at start is retried a few times, then left out.
-            for attempt in 0..3u32 {
-                result = list_with(&ctx, s).await;
-                if result.is_ok() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
-            }
-            out.push(result);
+        for t in tasks {
+            out.push(t.await.unwrap_or_else(|e| Err(format!("listing task failed: {e}"))));
         }
         out
     })
@@ -608,7 +716,7 @@ where
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .map(|s| Duration::from_secs(s.min(RETRY_AFTER_MAX.as_secs())));
         let body = Limited::new(resp.into_body(), BODY_BYTES_MAX)
             .collect()
             .await
@@ -623,4 +731,63 @@ where
     .await;
     driver.abort();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(retry_after_max_s: u64) -> Ctx {
+        let mut s = VenueSettings::default_for(Venue::Binance);
+        s.retry_after_max_s = retry_after_max_s;
+        let books = RestBooks { registry: Arc::new(Registry::default()), natives: Arc::new(Vec::new()), bars_max: 0 };
+        Ctx { venues: vec![s], books, tls: None, stats: Arc::new(Default::default()), pacers: Default::default() }
+    }
+
+    /// `Retry-After: 18446744073709551615` once panicked the task ("overflow when adding
+    /// duration to instant"); any duration is now cut to the venue's bound.
+    #[test]
+    fn a_venue_pause_is_bounded_whatever_the_venue_says() {
+        let c = ctx(7);
+        let before = Instant::now();
+        c.pause(Venue::Binance, Duration::from_secs(u64::MAX));
+        c.pause(Venue::Binance, Duration::MAX);
+        let until = c.pacers[Venue::Binance.index()].get().expect("paused");
+        assert!(until <= Instant::now() + Duration::from_secs(7), "cut to retry_after_max_s");
+        assert!(until >= before + Duration::from_secs(7));
+        // A venue not configured is cut to the hard bound.
+        c.pause(Venue::Okx, Duration::MAX);
+        let until = c.pacers[Venue::Okx.index()].get().expect("paused");
+        assert!(until <= Instant::now() + RETRY_AFTER_MAX);
+    }
+
+    /// A job task that panics still answers: a failure for the shard, its slot released.
+    #[test]
+    fn a_lost_task_answers_a_failure() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let stats: Arc<[RestStats; 4]> = Arc::new(Default::default());
+        let job = RestJob::Snapshot { book: BookId(3) };
+        let answer = Answer { tx: Some(tx.clone()), shard: 1, venue: Venue::Binance, job, stats: stats.clone() };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, async move {
+            let h = tokio::task::spawn_local(async move {
+                let _answer = answer;
+                panic!("injected");
+            });
+            assert!(h.await.is_err(), "the task panicked");
+        });
+        match rx.try_recv() {
+            Ok((1, Venue::Binance, RestReply::SnapshotFailed { book: BookId(3), .. })) => {}
+            other => panic!("expected a failure answer, got {other:?}"),
+        }
+        assert_eq!(stats[Venue::Binance.index()].tasks_lost.load(Ordering::Relaxed), 1);
+        // An answered job sends exactly one reply.
+        let mut answered = Answer { tx: Some(tx), shard: 0, venue: Venue::Okx, job, stats: stats.clone() };
+        answered.send(RestReply::SnapshotFailed { book: BookId(3), error: String::new() });
+        drop(answered);
+        assert!(rx.try_recv().is_ok());
+        assert!(rx.try_recv().is_err());
+        assert_eq!(stats[Venue::Okx.index()].tasks_lost.load(Ordering::Relaxed), 0);
+    }
 }

@@ -247,6 +247,17 @@ impl Session {
         }
     }
 
+    /// The venue lists `book` again after a delisting: it starts over (stale) and is rebuilt
+    /// like a book after a gap (Binance: a snapshot; the others: its book channel again; the
+    /// trade channel was never left).
+    pub fn relisted(&mut self, book: BookId, now_ms: i64, sink: &mut dyn Sink) {
+        let Some(k) = self.slot_of(book) else { return };
+        self.reset_book(k, sink);
+        if !self.rebuild[k].in_flight {
+            self.schedule_rebuild(k, now_ms);
+        }
+    }
+
     fn reset_book(&mut self, k: usize, sink: &mut dyn Sink) {
         let id = self.books[k];
         if let Some(book) = sink.book(id) {

@@ -5,7 +5,12 @@
 //!   `checksum` (OKX, Bitget), `reset` (Bybit, OKX), `crossed`, `heartbeat` (OKX) act on one
 //!   pair; `disconnect` and `notice` (OKX, Binance) on the whole venue (`symbol` not needed).
 //! - `POST /sim/trade` `{"venue":..,"symbol":..,"price":"123.45","qty":"1"}` (`qty` optional).
-//! - `POST /sim/delist` `{"venue":..,"symbol":..}`.
+//! - `POST /sim/delist` `{"venue":..,"symbol":..}`; `POST /sim/relist` (the same body) lists a
+//!   delisted pair again.
+//! - `POST /sim/rest` `{"venue":..,"route":"listing"|"candles"|"depth","fault":..}` sets how a
+//!   REST route answers from now on: `none`, `hang` (never), `empty` (a valid listing with no
+//!   instruments; listing only), or `status` with `"status":429` and optionally
+//!   `"retry_after":"<seconds>"` (any u64, to test absurd values).
 //! - `POST /sim/venue` `{"venue":..,"up":false|true}`.
 //! - `GET /sim/stats`, `GET /sim/book?venue=&symbol=`.
 //!
@@ -20,7 +25,7 @@ use rampart_engine::Venue;
 
 use super::market::{FaultKind, Kill};
 use super::text::{json_str, param, push_fixed, push_qty, query_pairs};
-use super::{binance, now_ms, okx, Reply, Shared};
+use super::{binance, now_ms, okx, Reply, RestFault, RestRoute, Shared};
 
 /// Levels per side `GET /sim/book` returns.
 const BOOK_LEVELS: usize = 20;
@@ -49,6 +54,8 @@ pub(crate) fn handle(shared: &Shared, method: &Method, path: &str, query: Option
         "/sim/fault" => post(fault),
         "/sim/trade" => post(trade),
         "/sim/delist" => post(delist),
+        "/sim/relist" => post(relist),
+        "/sim/rest" => post(rest),
         "/sim/venue" => post(venue),
         "/sim/level" => post(level),
         "/sim/speed" => post(speed),
@@ -239,6 +246,55 @@ fn delist(shared: &Shared, v: &serde_json::Value) -> Reply {
         Err(r) => return r,
     };
     shared.lock().delist(b, now_ms());
+    done()
+}
+
+fn relist(shared: &Shared, v: &serde_json::Value) -> Reply {
+    let venue = match venue_of(shared, v) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let Some(sym) = v.get("symbol").and_then(|x| x.as_str()) else { return fail(400, "'symbol' is required") };
+    let mut st = shared.lock();
+    let Some(b) = st.find(venue, sym) else { return fail(400, &format!("{sym} is not a pair of {venue}")) };
+    if st.books[b].listed {
+        return fail(400, &format!("{sym} is listed on {venue}"));
+    }
+    st.relist(b);
+    done()
+}
+
+fn rest(shared: &Shared, v: &serde_json::Value) -> Reply {
+    let venue = match venue_of(shared, v) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let route = match v.get("route").and_then(|r| r.as_str()) {
+        Some("listing") => RestRoute::Listing,
+        Some("candles") => RestRoute::Candles,
+        Some("depth") if venue == Venue::Binance => RestRoute::Depth,
+        _ => return fail(400, "'route' must be \"listing\", \"candles\" or \"depth\" (Binance)"),
+    };
+    let fault = match v.get("fault").and_then(|f| f.as_str()) {
+        Some("none") => RestFault::None,
+        Some("hang") => RestFault::Hang,
+        Some("empty") if route == RestRoute::Listing => RestFault::Empty,
+        Some("status") => {
+            let status = v.get("status").and_then(|s| s.as_u64()).filter(|s| (400..600).contains(s));
+            let Some(status) = status else { return fail(400, "'status' must be from 400 to 599") };
+            let retry_after = match v.get("retry_after") {
+                None => None,
+                Some(r) => match r.as_str().and_then(|t| t.parse::<u64>().ok()) {
+                    Some(secs) => Some(secs),
+                    None => return fail(400, "'retry_after' must be a string of decimal seconds"),
+                },
+            };
+            RestFault::Status(status as u16, retry_after)
+        }
+        _ => return fail(400, "'fault' must be \"none\", \"hang\", \"empty\" (listing) or \"status\""),
+    };
+    shared.rest_faults.lock().unwrap_or_else(|e| e.into_inner())[venue.index()][route as usize] = fault;
+    eprintln!("sim-venue: {venue} REST {route:?}: {fault:?}");
     done()
 }
 

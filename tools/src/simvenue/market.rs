@@ -1033,6 +1033,13 @@ impl State {
         eprintln!("sim-venue: {} delisted on {venue}", self.books[b].symbol);
     }
 
+    /// Lists delisted book `b` again: its streams resume from its true book.
+    pub(crate) fn relist(&mut self, b: usize) {
+        let Some(book) = self.books.get_mut(b) else { return };
+        book.listed = true;
+        eprintln!("sim-venue: {} listed again on {}", book.symbol, book.venue);
+    }
+
     /// A trade on book `b` at `price` (rounded to the tick) of `qty` (rounded to the lot, at
     /// least one lot) now; the pair's simulated price moves there so the market continues from
     /// it. The taker buys at or above the mid, sells below. A price outside

@@ -162,12 +162,44 @@ pub(crate) struct Shared {
     pub cfg: Config,
     /// Open TCP connections (HTTP and WebSocket), bounded by `Config::connections_max`.
     pub open: AtomicUsize,
+    /// REST faults set through `POST /sim/rest`, per venue and [`RestRoute`].
+    pub rest_faults: Mutex<[[RestFault; 3]; 4]>,
+}
+
+/// The REST routes a fault can target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RestRoute {
+    /// The instrument listing.
+    Listing = 0,
+    /// Candle history.
+    Candles = 1,
+    /// Depth snapshots (Binance).
+    Depth = 2,
+}
+
+/// How the simulator answers a REST route (`POST /sim/rest`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum RestFault {
+    /// Normally.
+    #[default]
+    None,
+    /// Never: the request is held open until the client gives up.
+    Hang,
+    /// A valid listing with no instruments (listing only).
+    Empty,
+    /// This status with this `Retry-After` header text (when given).
+    Status(u16, Option<u64>),
 }
 
 impl Shared {
     /// Locks the state (a poisoned lock is taken over: the state stays usable).
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The fault set on a venue's route.
+    pub(crate) fn rest_fault(&self, venue: Venue, route: RestRoute) -> RestFault {
+        self.rest_faults.lock().unwrap_or_else(|e| e.into_inner())[venue.index()][route as usize]
     }
 
     /// True when `venue` is served and up.
@@ -258,7 +290,13 @@ pub fn start(config: Config) -> anyhow::Result<Handle> {
     let addr = listener.local_addr()?;
     let stats = Arc::new(Stats::default());
     let state = State::new(config.clone(), stats.clone(), now_ms()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let shared = Arc::new(Shared { state: Mutex::new(state), stats, cfg: config, open: AtomicUsize::new(0) });
+    let shared = Arc::new(Shared {
+        state: Mutex::new(state),
+        stats,
+        cfg: config,
+        open: AtomicUsize::new(0),
+        rest_faults: Mutex::new(Default::default()),
+    });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (tx, rx) = oneshot::channel();
     let thread = std::thread::Builder::new().name("sim-venue".into()).spawn(move || {

@@ -28,7 +28,7 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use super::market::Endpoint;
 use super::text::query_pairs;
-use super::{binance, bitget, bybit, control, now_ms, okx, ws, Reply, Shared};
+use super::{binance, bitget, bybit, control, now_ms, okx, ws, Reply, RestFault, RestRoute, Shared};
 
 /// Period of the market task: each round steps the pairs that are due.
 const ROUND_MS: u64 = 10;
@@ -173,6 +173,29 @@ async fn handle(shared: Arc<Shared>, mut req: Request<Incoming>) -> Result<Respo
     if !shared.venue_up(venue) {
         return Ok(respond(venue_error(venue, 503, "service unavailable")));
     }
+    let class = match route {
+        r if r.ends_with("exchangeInfo") || r.ends_with("instruments-info") || r.ends_with("instruments") => {
+            RestRoute::Listing
+        }
+        r if r.ends_with("symbols") => RestRoute::Listing,
+        "/api/v3/depth" => RestRoute::Depth,
+        _ => RestRoute::Candles,
+    };
+    match shared.rest_fault(venue, class) {
+        RestFault::None => {}
+        RestFault::Hang => {
+            // Held until the client gives up (or the simulator stops).
+            std::future::pending::<()>().await;
+        }
+        RestFault::Empty => return Ok(respond(Reply::ok(empty_listing(venue)))),
+        RestFault::Status(status, retry_after) => {
+            let mut resp = respond(venue_error(venue, status, "injected by /sim/rest"));
+            if let Some(v) = retry_after.and_then(|s| HeaderValue::from_str(&s.to_string()).ok()) {
+                resp.headers_mut().insert(hyper::header::RETRY_AFTER, v);
+            }
+            return Ok(resp);
+        }
+    }
     let pairs = query_pairs(query.as_deref());
     let reply = match venue {
         Venue::Binance => binance::rest(&shared, route, &pairs),
@@ -181,6 +204,23 @@ async fn handle(shared: Arc<Shared>, mut req: Request<Incoming>) -> Result<Respo
         Venue::Bitget => bitget::rest(&shared, route, &pairs),
     };
     Ok(respond(reply))
+}
+
+/// A valid listing with no instruments, in the venue's own envelope.
+fn empty_listing(venue: Venue) -> String {
+    let now = now_ms();
+    match venue {
+        Venue::Binance => format!(
+            "{{\"timezone\":\"UTC\",\"serverTime\":{now},\"rateLimits\":[],\"exchangeFilters\":[],\"symbols\":[]}}"
+        ),
+        Venue::Bybit => format!(
+            "{{\"retCode\":0,\"retMsg\":\"OK\",\"result\":{{\"category\":\"spot\",\"list\":[]}},\"retExtInfo\":{{}},\"time\":{now}}}"
+        ),
+        Venue::Okx => "{\"code\":\"0\",\"msg\":\"\",\"data\":[]}".to_owned(),
+        Venue::Bitget => {
+            format!("{{\"code\":\"00000\",\"msg\":\"success\",\"requestTime\":{now},\"data\":[]}}")
+        }
+    }
 }
 
 async fn read_body(body: Incoming) -> Result<Bytes, Response<Full<Bytes>>> {

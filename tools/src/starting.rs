@@ -1,0 +1,99 @@
+//! The port's answer while the live feed is still listing its venues: every request gets
+//! `503 {"error":"starting","status":"starting"}` with `Retry-After: 1`, so clients and health
+//! checks see a starting service instead of a refused or silent port.
+//!
+//! It runs on its own thread with a current-thread runtime over the already bound listener;
+//! [`Starting::finish`] stops it and hands the listener back for the real front. Requests in
+//! flight at that moment are cut (their clients retry, as the 503 told them to). Connections are
+//! closed after each answer, and at most [`CONNECTIONS_MAX`] are served at once (more are closed
+//! at accept), so this phase holds little memory or descriptors whatever clients do.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::oneshot;
+
+/// Connections served at once at most while starting.
+pub const CONNECTIONS_MAX: usize = 256;
+/// The body of every answer.
+const BODY: &str = "{\"error\":\"starting\",\"status\":\"starting\"}";
+
+/// The responder, running.
+pub struct Starting {
+    stop: oneshot::Sender<()>,
+    thread: JoinHandle<std::io::Result<std::net::TcpListener>>,
+}
+
+impl Starting {
+    /// Starts answering on `listener` (bound, non-blocking).
+    pub fn start(listener: std::net::TcpListener) -> std::io::Result<Starting> {
+        let (stop, stopped) = oneshot::channel();
+        let thread = std::thread::Builder::new().name("starting".into()).spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(serve(listener, stopped))
+        })?;
+        Ok(Starting { stop, thread })
+    }
+
+    /// Stops answering and gives the listener back.
+    pub fn finish(self) -> std::io::Result<std::net::TcpListener> {
+        let _ = self.stop.send(());
+        match self.thread.join() {
+            Ok(r) => r,
+            Err(_) => Err(std::io::Error::other("the starting responder panicked")),
+        }
+    }
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    mut stopped: oneshot::Receiver<()>,
+) -> std::io::Result<std::net::TcpListener> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(5)).keep_alive(false);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut stopped => break,
+            a = listener.accept() => a,
+        };
+        let Ok((stream, _)) = accepted else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        if open.load(Ordering::Relaxed) >= CONNECTIONS_MAX {
+            continue;
+        }
+        open.fetch_add(1, Ordering::Relaxed);
+        let (open, builder) = (open.clone(), builder.clone());
+        tokio::spawn(async move {
+            let svc = service_fn(|_req| async { Ok::<_, Infallible>(answer()) });
+            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+            open.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+    let listener = listener.into_std()?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+fn answer() -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from_static(BODY.as_bytes())));
+    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    h.insert(CONNECTION, HeaderValue::from_static("close"));
+    resp
+}
