@@ -123,6 +123,8 @@ pub struct DeliveryConfig {
     /// Root certificates (DER) trusted in addition to the bundled web roots, for receivers
     /// behind a private CA (and for tests).
     pub extra_roots_der: Vec<Vec<u8>>,
+    /// Where recording outcomes is reported, for `/healthz` (`None`: not reported).
+    pub health: Option<Arc<crate::storage::StorageHealth>>,
 }
 
 impl Default for DeliveryConfig {
@@ -136,6 +138,7 @@ impl Default for DeliveryConfig {
             attempt_timeout: ATTEMPT_TIMEOUT,
             poll_interval: Duration::from_millis(20),
             extra_roots_der: Vec::new(),
+            health: None,
         }
     }
 }
@@ -303,7 +306,11 @@ impl Sender {
     /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
     fn record(&mut self, store: &mut Store) {
         if !self.unrecorded.is_empty() {
-            match store.record_attempts(&self.unrecorded) {
+            let result = store.record_attempts(&self.unrecorded);
+            if let Some(health) = &self.config.health {
+                health.record(crate::storage::Writer::Delivery, &result, crate::clock::now_ms());
+            }
+            match result {
                 Ok(()) => {
                     if self.record_failing {
                         eprintln!("rampart: delivery: recording works again ({} outcomes)", self.unrecorded.len());

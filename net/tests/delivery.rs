@@ -536,10 +536,13 @@ fn a_delivered_webhook_whose_outcome_cannot_be_recorded_is_not_sent_again() {
     let dir = temp_dir("unrecorded");
     let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
     break_outbox_writes(&dir);
-    let d = start(&dir, &clock, local());
+    let health = Arc::new(rampart_net::storage::StorageHealth::default());
+    let d = start(&dir, &clock, DeliveryConfig { health: Some(health.clone()), ..local() });
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
     // Many poll rounds (5 ms each) while the outcome cannot be written.
     thread::sleep(Duration::from_millis(500));
+    let failing = health.report(rampart_net::clock::now_ms()).map(|r| r.0);
+    assert_eq!(failing, Some(vec![rampart_net::storage::Writer::Delivery]), "reported for /healthz");
     assert_eq!(rx.requests().len(), 1, "re-sent while its outcome could not be recorded");
     assert_eq!(outbox(&store, alert)[0].attempts, 0, "nothing recorded yet");
     use std::sync::atomic::Ordering::Relaxed;
@@ -555,6 +558,7 @@ fn a_delivered_webhook_whose_outcome_cannot_be_recorded_is_not_sent_again() {
     assert_eq!(d.stats.unrecorded.load(Relaxed), 0, "nothing left in memory once recorded");
     thread::sleep(Duration::from_millis(100));
     assert_eq!(rx.requests().len(), 1, "sent exactly once");
+    assert!(health.report(rampart_net::clock::now_ms()).is_none(), "healthy once recorded");
     d.stop();
 }
 

@@ -531,7 +531,9 @@ fn serve(args: ServeArgs) -> Result<()> {
     );
 
     // Webhook delivery, then the persistence side of the shards' event queues, which wakes it.
-    let delivery_config = DeliveryConfig { allow_private: s.allow_private, ..DeliveryConfig::default() };
+    let health = Arc::new(StorageHealth::default());
+    let delivery_config =
+        DeliveryConfig { allow_private: s.allow_private, health: Some(health.clone()), ..DeliveryConfig::default() };
     let delivery =
         Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, Arc::new(SystemClock))?;
     let wake = delivery.waker();
@@ -540,7 +542,6 @@ fn serve(args: ServeArgs) -> Result<()> {
             wake.notify_one();
         }
     });
-    let health = Arc::new(StorageHealth::default());
     let writer = Writer::start(
         Store::open(&s.data_dir)?.for_background()?,
         shards.event_queues(),
