@@ -158,6 +158,16 @@ impl Registry {
         (0..self.instruments.len() as u32).map(BookId)
     }
 
+    /// This registry with `more` instruments after its own: every existing id, pair index and
+    /// venue list stays valid (ids are dense and follow the order of addition). For pairs a
+    /// venue lists after start.
+    pub fn with_added(&self, more: Vec<Instrument>) -> Result<Registry, RegistryError> {
+        let mut all = Vec::with_capacity(self.instruments.len() + more.len());
+        all.extend_from_slice(&self.instruments);
+        all.extend(more);
+        Registry::new(all)
+    }
+
     /// Sets the listing status of a book.
     pub fn set_status(&mut self, id: BookId, status: Status) {
         self.instruments[id.index()].status = status;
@@ -204,5 +214,22 @@ mod tests {
         let mut bad = ins(Venue::Okx, "A", "B");
         bad.symbol = "A-B".into();
         assert!(matches!(Registry::new(vec![bad]), Err(RegistryError::BadSymbol(_))));
+    }
+
+    #[test]
+    fn added_instruments_keep_every_existing_id() {
+        let r = Registry::new(vec![ins(Venue::Binance, "ETH", "USDT"), ins(Venue::Okx, "BTC", "USDT")]).expect("r");
+        let grown =
+            r.with_added(vec![ins(Venue::Binance, "BTC", "USDT"), ins(Venue::Bybit, "SOL", "USDT")]).expect("grown");
+        assert_eq!(grown.len(), 4);
+        for id in r.ids() {
+            assert_eq!(grown.get(id).symbol, r.get(id).symbol);
+            assert_eq!(grown.pair_of(id), r.pair_of(id));
+        }
+        assert_eq!(grown.find(Venue::Binance, "BTCUSDT"), Some(BookId(2)));
+        assert_eq!(grown.pair_of(BookId(2)), grown.pair_of(BookId(1)), "BTCUSDT on two venues is one pair");
+        let names: Vec<_> = grown.venue_books(Venue::Binance).iter().map(|&b| grown.get(b).symbol.as_str()).collect();
+        assert_eq!(names, ["BTCUSDT", "ETHUSDT"], "venue lists stay sorted");
+        assert!(matches!(r.with_added(vec![ins(Venue::Okx, "BTC", "USDT")]), Err(RegistryError::Duplicate(..))));
     }
 }

@@ -112,29 +112,44 @@ pub struct Market {
 }
 
 impl Market {
-    /// Owns `ids` out of `book_count` global books, preallocating each book and its rings.
+    /// Owns `ids` out of up to `book_count` global books, preallocating each book and its rings.
     pub fn new(book_count: usize, ids: &[BookId], depth_levels_max: usize, bars_max: usize) -> Market {
-        let mut local_of = vec![u32::MAX; book_count];
-        let mut books = Vec::with_capacity(ids.len());
-        for (i, &id) in ids.iter().enumerate() {
-            assert!(id.index() < book_count);
-            local_of[id.index()] = i as u32;
-            books.push(BookState {
-                id,
-                book: Book::new(depth_levels_max),
-                candles: CandleSet::new(bars_max),
-                last_price: Price::ZERO,
-                last_trade_ms: 0,
-                crossed: false,
-                crossed_count: 0,
-                levels: LevelSet::new(),
-                walls: WallTracker::default(),
-                alerts: AlertBook::default(),
-                delisted: false,
-                stale: false,
-            });
+        let mut m = Market {
+            books: Vec::with_capacity(ids.len()),
+            local_of: vec![u32::MAX; book_count],
+            firings: Vec::new(),
+            alerts: 0,
+        };
+        for &id in ids {
+            assert!(m.add_book(id, depth_levels_max, bars_max), "book {id:?} out of range or twice");
         }
-        Market { books, local_of, firings: Vec::new(), alerts: 0 }
+        m
+    }
+
+    /// Takes ownership of one more book (listed after start), allocating it and its rings: a
+    /// command, not a tick. False when the id is beyond the `book_count` given at creation or
+    /// already owned.
+    pub fn add_book(&mut self, id: BookId, depth_levels_max: usize, bars_max: usize) -> bool {
+        match self.local_of.get(id.index()) {
+            Some(&u32::MAX) => {}
+            _ => return false,
+        }
+        self.local_of[id.index()] = self.books.len() as u32;
+        self.books.push(BookState {
+            id,
+            book: Book::new(depth_levels_max),
+            candles: CandleSet::new(bars_max),
+            last_price: Price::ZERO,
+            last_trade_ms: 0,
+            crossed: false,
+            crossed_count: 0,
+            levels: LevelSet::new(),
+            walls: WallTracker::default(),
+            alerts: AlertBook::default(),
+            delisted: false,
+            stale: false,
+        });
+        true
     }
 
     /// The owned books.
@@ -348,5 +363,23 @@ mod tests {
         assert!(matches!(m.apply(&trade(4)), Outcome::Trade { first: true, .. }));
         assert_eq!(m.alert_count(), 0, "alerts removed at the delisting stay removed");
         assert!(!m.relist(BookId(0)), "not owned");
+    }
+
+    /// A book listed after start is added with its rings; ids beyond the capacity given at
+    /// creation, or owned already, are refused.
+    #[test]
+    fn books_can_be_added_within_capacity() {
+        let mut m = Market::new(4, &[BookId(1)], 8, 8);
+        assert!(m.get(BookId(3)).is_none());
+        assert!(m.add_book(BookId(3), 8, 8));
+        assert!(!m.add_book(BookId(3), 8, 8), "owned already");
+        assert!(!m.add_book(BookId(4), 8, 8), "beyond the capacity");
+        let t = Tick {
+            book: BookId(3),
+            ts_ms: 5,
+            kind: TickKind::Trade { price: Price(7), qty: Qty(1), taker_sell: false },
+        };
+        assert_eq!(m.apply(&t), Outcome::Trade { price: Price(7), levels_consumed: 0, first: true });
+        assert_eq!(m.books().len(), 2);
     }
 }

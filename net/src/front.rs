@@ -545,7 +545,7 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            let pairs = self.shared.registry.venue_books(*v).len() as i64;
+            let pairs = self.listed_books(*v).len() as i64;
             if !self.shared.live {
                 j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
                 j.raw(",\"pairs\":").int(pairs).raw("}");
@@ -616,6 +616,7 @@ impl Front {
                 j.raw(",\"delistings\":").int(r.delistings.load(Relaxed) as i64);
                 j.raw(",\"delistingsSuspected\":").int(r.delistings_suspected.load(Relaxed) as i64);
                 j.raw(",\"relistings\":").int(r.relistings.load(Relaxed) as i64);
+                j.raw(",\"added\":").int(r.added.load(Relaxed) as i64);
                 j.raw(",\"listingFaults\":").int(r.listing_faults.load(Relaxed) as i64);
                 j.raw(",\"tasksLost\":").int(r.tasks_lost.load(Relaxed) as i64);
                 j.raw(",\"newListings\":").int(r.new_listings.load(Relaxed) as i64).raw("}");
@@ -705,7 +706,7 @@ impl Front {
             Ok(v) => v,
             Err(e) => return e.into_response(),
         };
-        let reg = &self.shared.registry;
+        let reg = self.shared.registry();
         let books = self.listed_books(venue);
         let mut j = Json::with_capacity(64 + books.len() * 96);
         j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
@@ -729,14 +730,20 @@ impl Front {
     /// no longer lists (delisted pairs are gone from every endpoint).
     fn book(&self, venue: Venue, symbol: &str) -> Result<BookId, ApiError> {
         let upper = symbol.to_ascii_uppercase();
-        let found = self.venues.contains(&venue).then(|| self.shared.registry.find(venue, &upper)).flatten();
+        // A book added after start is unknown until its shard has taken it (pending).
+        let found = self
+            .venues
+            .contains(&venue)
+            .then(|| self.shared.registry().find(venue, &upper))
+            .flatten()
+            .filter(|&id| self.shared.listed(id) || self.shared.delisted(id));
         match found {
             None => {
                 Err(ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}' on {venue}", clip(&upper, 64))))
             }
             Some(id) if self.shared.delisted(id) => Err(ApiError::new(
                 StatusCode::NOT_FOUND,
-                format!("symbol '{}' is delisted on {venue}", self.shared.registry.get(id).symbol),
+                format!("symbol '{}' is delisted on {venue}", self.shared.registry().get(id).symbol),
             )),
             Some(id) => Ok(id),
         }
@@ -744,8 +751,8 @@ impl Front {
 
     /// The books `venue` lists now (delisted ones left out), in the registry's symbol order.
     fn listed_books(&self, venue: Venue) -> Vec<BookId> {
-        let books = self.shared.registry.venue_books(venue);
-        books.iter().copied().filter(|&b| !self.shared.delisted(b)).collect()
+        let registry = self.shared.registry();
+        registry.venue_books(venue).iter().copied().filter(|&b| self.shared.listed(b)).collect()
     }
 
     fn levels_one(&self, venue: Venue, symbol: &str) -> Resp {
@@ -756,7 +763,7 @@ impl Front {
         let mut levels = self.shared.levels(id);
         let (current, _) = self.shared.price(id);
         let mut j = Json::with_capacity(128 + levels.len() * 110);
-        j.raw("{\"symbol\":").str(&self.shared.registry.get(id).symbol).raw(",\"data\":");
+        j.raw("{\"symbol\":").str(&self.shared.registry().get(id).symbol).raw(",\"data\":");
         write_levels(&mut j, &mut levels, current);
         j.raw("}");
         respond(StatusCode::OK, j.finish())
@@ -770,7 +777,7 @@ impl Front {
                 .into_iter()
                 .filter(|v| self.venues.contains(v))
                 .find_map(|v| {
-                    self.shared.registry.find(v, &req.symbol).filter(|&b| !self.shared.delisted(b)).map(|b| (v, b))
+                    self.shared.registry().find(v, &req.symbol).filter(|&b| self.shared.listed(b)).map(|b| (v, b))
                 })
                 .ok_or_else(|| {
                     ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
@@ -823,7 +830,7 @@ impl Front {
         let new = NewAlert {
             account_id: account.account_id,
             exchange: venue,
-            symbol: self.shared.registry.get(book).symbol.clone(),
+            symbol: self.shared.registry().get(book).symbol.clone(),
             condition: req.condition,
             repeat: req.repeat,
             note: req.note.clone(),
@@ -895,7 +902,7 @@ impl Front {
             Err(e) => return ApiError::from(e).into_response(),
         };
         if row.status == AlertStatus::Active {
-            let book = self.shared.registry.find(row.exchange, &row.symbol);
+            let book = self.shared.registry().find(row.exchange, &row.symbol);
             if let Some(book) = book {
                 // If the queue is full the shard keeps the alert in memory until restart, but it
                 // can no longer fire: firings of deleted alerts are not recorded or delivered.
@@ -944,7 +951,8 @@ impl Front {
             Err(e) => return e.into_response(),
         };
         let snap = self.shared.densities[id.index()].load();
-        let name = &self.shared.registry.get(id).symbol;
+        let registry = self.shared.registry();
+        let name = &registry.get(id).symbol;
         if snap.walls.is_empty() {
             return error(StatusCode::NOT_FOUND, &format!("no walls on {name} ({venue}) at this moment"));
         }
@@ -957,7 +965,7 @@ impl Front {
 
     fn densities_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
         let books = self.bulk_books(venue, filter);
-        let reg = &self.shared.registry;
+        let reg = self.shared.registry();
         let mut j = Json::with_capacity(64 + books.len() * 200);
         j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
         let mut first = true;
@@ -981,7 +989,7 @@ impl Front {
     /// The books a bulk request covers: the venue's, or the filter's that the venue lists,
     /// sorted by symbol, each once.
     fn bulk_books(&self, venue: Venue, filter: Option<&[String]>) -> Vec<BookId> {
-        let reg = &self.shared.registry;
+        let reg = self.shared.registry();
         if !self.venues.contains(&venue) {
             return Vec::new();
         }
@@ -989,7 +997,7 @@ impl Front {
             None => self.listed_books(venue),
             Some(list) => {
                 let mut ids: Vec<BookId> =
-                    list.iter().filter_map(|s| reg.find(venue, s)).filter(|&b| !self.shared.delisted(b)).collect();
+                    list.iter().filter_map(|s| reg.find(venue, s)).filter(|&b| self.shared.listed(b)).collect();
                 ids.sort_by(|a, b| reg.get(*a).symbol.cmp(&reg.get(*b).symbol));
                 ids.dedup();
                 ids
@@ -998,7 +1006,7 @@ impl Front {
     }
 
     fn levels_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
-        let reg = &self.shared.registry;
+        let reg = self.shared.registry();
         let books = self.bulk_books(venue, filter);
         let mut j = Json::with_capacity(64 + books.len() * 1_200);
         j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
@@ -1021,7 +1029,8 @@ impl Front {
             Ok(id) => id,
             Err(e) => return e.into_response(),
         };
-        let ins = self.shared.registry.get(id);
+        let registry = self.shared.registry();
+        let ins = registry.get(id);
         let (price, ts) = self.shared.price(id);
         let mut j = Json::with_capacity(256);
         j.raw("{\"symbol\":").str(&ins.symbol).raw(",\"exchange\":").str(venue.as_str());

@@ -60,6 +60,14 @@ pub enum Command {
         /// The book.
         book: BookId,
     },
+    /// A book added to the registry after start ([`Shared::grow`]) with its venue's own name:
+    /// allocate it, subscribe it and fetch its history.
+    AddBook {
+        /// The book.
+        book: BookId,
+        /// The venue's name for it.
+        native: String,
+    },
     /// Stop the shard's loop; the executor then exits.
     Stop,
 }
@@ -188,14 +196,18 @@ pub struct ShardStats {
 /// What shards publish for readers: last prices and times per book, and counters.
 #[derive(Debug)]
 pub struct Shared {
-    /// Every book.
-    pub registry: Arc<Registry>,
+    /// Every book: replaced whole (ids kept) when a venue lists pairs after start
+    /// ([`Shared::grow`]); read it with [`Shared::registry`].
+    pub books: Arc<ArcSwap<Registry>>,
+    /// Books the per-book arrays below have room for: the registry at start plus
+    /// [`BOOKS_ADDED_MAX`] on the live feed. Listings beyond it are not served (reported).
+    pub capacity: usize,
     /// Last trade price per book (fixed-point), zero before the first trade.
     pub prices: Box<[AtomicI64]>,
     /// Time of the last trade per book, Unix milliseconds.
     pub price_ts: Box<[AtomicI64]>,
-    /// Owning shard per book.
-    pub shard_of: Box<[u16]>,
+    /// Owning shard per book (set before a book added after start is handed to its shard).
+    pub shard_of: Box<[std::sync::atomic::AtomicU16]>,
     /// One per shard.
     pub stats: Box<[ShardStats]>,
     /// Level set per book, replaced whole at each recomputation.
@@ -206,7 +218,7 @@ pub struct Shared {
     pub trade_low: Box<[AtomicI64]>,
     /// Last wall scan per book.
     pub densities: Box<[ArcSwap<DensitySnapshot>]>,
-    /// Listing status per book: [`STATUS_TRADING`] or [`STATUS_DELISTED`].
+    /// Listing status per book: [`STATUS_TRADING`], [`STATUS_PENDING`] or [`STATUS_DELISTED`].
     pub status: Box<[std::sync::atomic::AtomicU8]>,
     /// Live feed counters per (shard, venue): index `shard * 4 + venue.index()`.
     pub venue_stats: Box<[VenueStats]>,
@@ -299,13 +311,25 @@ pub struct VenueStats {
 }
 
 impl Shared {
-    /// Publishing state for `registry`'s books over `shards` shards.
-    pub(crate) fn new(registry: Arc<Registry>, shards: usize, live: bool) -> Shared {
-        let books = registry.len();
-        let shard_of: Box<[u16]> =
-            registry.ids().map(|id| shard_of_symbol(&registry.get(id).symbol, shards) as u16).collect();
+    /// Publishing state for the registry's books over `shards` shards, with room for
+    /// `capacity` books in all.
+    pub(crate) fn new(books_now: Arc<ArcSwap<Registry>>, capacity: usize, shards: usize, live: bool) -> Shared {
+        let registry = books_now.load_full();
+        let len = registry.len();
+        assert!(capacity >= len, "room for the registry's own books");
+        let books = capacity;
+        let shard_of = (0..capacity)
+            .map(|i| {
+                let shard = if i < len { shard_of_symbol(&registry.get(BookId(i as u32)).symbol, shards) } else { 0 };
+                std::sync::atomic::AtomicU16::new(shard as u16)
+            })
+            .collect();
+        let status = (0..capacity)
+            .map(|i| std::sync::atomic::AtomicU8::new(if i < len { STATUS_TRADING } else { STATUS_PENDING }))
+            .collect();
         Shared {
-            registry,
+            books: books_now,
+            capacity,
             prices: (0..books).map(|_| AtomicI64::new(0)).collect(),
             price_ts: (0..books).map(|_| AtomicI64::new(0)).collect(),
             shard_of,
@@ -314,7 +338,7 @@ impl Shared {
             trade_high: (0..books).map(|_| AtomicI64::new(i64::MIN)).collect(),
             trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
             densities: (0..books).map(|_| ArcSwap::from_pointee(DensitySnapshot::default())).collect(),
-            status: (0..books).map(|_| std::sync::atomic::AtomicU8::new(STATUS_TRADING)).collect(),
+            status,
             venue_stats: (0..shards * 4).map(|_| VenueStats::default()).collect(),
             rest_stats: None,
             live,
@@ -330,6 +354,11 @@ impl Shared {
 
 /// [`Shared::status`]: listed and trading.
 pub const STATUS_TRADING: u8 = 0;
+/// [`Shared::status`]: a room for a book not (yet) served: beyond the registry, or added to it
+/// and not yet taken by its shard.
+pub const STATUS_PENDING: u8 = 1;
+/// Books a live feed can add after start (pairs listed later, venues that join late).
+pub const BOOKS_ADDED_MAX: usize = 4_096;
 /// [`Shared::status`]: the venue no longer lists the pair.
 pub const STATUS_DELISTED: u8 = 2;
 
@@ -342,6 +371,37 @@ impl Shared {
     /// True once the venue has delisted the book.
     pub fn delisted(&self, id: BookId) -> bool {
         self.status[id.index()].load(Ordering::Acquire) == STATUS_DELISTED
+    }
+
+    /// True when the book is served: listed, and taken by its shard.
+    pub fn listed(&self, id: BookId) -> bool {
+        self.status.get(id.index()).is_some_and(|s| s.load(Ordering::Acquire) == STATUS_TRADING)
+    }
+
+    /// The registry now.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.books.load_full()
+    }
+
+    /// Replaces the registry by `grown` (the current one with books added after it): the new
+    /// books get their shard and stay [`STATUS_PENDING`] until their shard takes them
+    /// ([`Command::AddBook`]). Returns the new ids; refused beyond [`Shared::capacity`].
+    pub fn grow(&self, grown: Registry) -> Result<Vec<BookId>, String> {
+        let now = self.registry();
+        if grown.len() > self.capacity {
+            return Err(format!("room for {} books, {} wanted", self.capacity, grown.len()));
+        }
+        if grown.len() < now.len() || now.ids().any(|id| grown.get(id).symbol != now.get(id).symbol) {
+            return Err("the new registry does not extend the current one".into());
+        }
+        let shards = self.stats.len();
+        let added: Vec<BookId> = (now.len()..grown.len()).map(|i| BookId(i as u32)).collect();
+        for id in &added {
+            let shard = shard_of_symbol(&grown.get(*id).symbol, shards) as u16;
+            self.shard_of[id.index()].store(shard, Ordering::Release);
+        }
+        self.books.store(Arc::new(grown));
+        Ok(added)
     }
 
     /// Last price and its time for a book.
@@ -447,7 +507,7 @@ pub struct Commands {
 impl Commands {
     /// Queues `cmd` for the shard owning `book`; at the bound the command is handed back.
     pub fn send(&self, book: BookId, cmd: Command) -> Result<(), Command> {
-        let shard = self.shared.shard_of[book.index()] as usize;
+        let shard = self.shared.shard_of.get(book.index()).map_or(0, |s| s.load(Ordering::Acquire) as usize);
         self.queues[shard].push(cmd)
     }
 }
@@ -472,7 +532,8 @@ impl ShardSet {
         alerts: Vec<(BookId, AlertSpec)>,
     ) -> std::io::Result<ShardSet> {
         let n = config.shards.max(1);
-        let shared = Arc::new(Shared::new(registry.clone(), n, false));
+        let books = Arc::new(ArcSwap::new(registry.clone()));
+        let shared = Arc::new(Shared::new(books, registry.len(), n, false));
         ShardSet::start_each(config, &registry, shared, &alerts, None, |index| {
             let pairs: Vec<usize> = (0..universe.len())
                 .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
@@ -493,12 +554,13 @@ impl ShardSet {
     /// for its books and asks the REST thread (`feed.rest`) for their history and snapshots.
     pub fn start_live(
         config: &ShardConfig,
-        registry: Arc<Registry>,
+        books: Arc<ArcSwap<Registry>>,
         feed: live::LiveFeed,
         alerts: Vec<(BookId, AlertSpec)>,
     ) -> std::io::Result<ShardSet> {
         let n = config.shards.max(1);
-        let mut shared = Shared::new(registry.clone(), n, true);
+        let registry = books.load_full();
+        let mut shared = Shared::new(books, registry.len() + BOOKS_ADDED_MAX, n, true);
         shared.rest_stats = Some(feed.rest_stats.clone());
         let shared = Arc::new(shared);
         let feed = Arc::new(feed);
@@ -542,10 +604,11 @@ impl ShardSet {
             let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
             set.commands.push(commands.clone());
             set.events.push(events.clone());
-            let ids: Vec<BookId> = registry.ids().filter(|id| shared.shard_of[id.index()] as usize == index).collect();
+            let owner = |b: &BookId| shared.shard_of[b.index()].load(Ordering::Relaxed) as usize;
+            let ids: Vec<BookId> = registry.ids().filter(|id| owner(id) == index).collect();
             let my_alerts: Vec<(BookId, AlertSpec)> =
-                alerts.iter().filter(|(b, _)| shared.shard_of[b.index()] as usize == index).copied().collect();
-            let (config, shared, books) = (config.clone(), shared.clone(), registry.len());
+                alerts.iter().filter(|(b, _)| owner(b) == index).copied().collect();
+            let (config, shared, books) = (config.clone(), shared.clone(), shared.capacity);
             let life = make(index);
             let nudge = Arc::new(nudge::Nudge::default());
             nudges.push(nudge.clone());
@@ -684,6 +747,9 @@ pub(crate) struct Shard {
     /// Books listed again by their venue, for the live feed to rebuild and backfill. Capacity:
     /// the shard's book count (a book is in it at most once: it must be delisted again first).
     pub(crate) relisted: Vec<BookId>,
+    /// Books added after start, with their venue's names, for the live feed to connect and
+    /// backfill (taken at its next round).
+    pub(crate) added: Vec<(BookId, String)>,
 }
 
 /// How a book's quote asset converts to USD.
@@ -695,6 +761,19 @@ enum QuoteUsd {
     Via(BookId),
     /// No conversion known.
     Unknown,
+}
+
+impl QuoteUsd {
+    fn of(registry: &Registry, id: BookId) -> QuoteUsd {
+        let ins = registry.get(id);
+        if wall::is_usd_quote(&ins.quote) {
+            return QuoteUsd::One;
+        }
+        let pair = format!("{}USDT", ins.quote);
+        let same = registry.find(ins.venue, &pair);
+        let any = rampart_engine::Venue::ALL.iter().find_map(|&v| registry.find(v, &pair));
+        same.or(any).map_or(QuoteUsd::Unknown, QuoteUsd::Via)
+    }
 }
 
 impl Shard {
@@ -710,21 +789,8 @@ impl Shard {
         let books = market.books().len();
         let ticks_max = sim.as_ref().map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
         let level_bars = std::array::from_fn(|_| Vec::with_capacity(config.bars_max));
-        let registry = &shared.registry;
-        let quote_usd = market
-            .books()
-            .iter()
-            .map(|b| {
-                let ins = registry.get(b.id);
-                if wall::is_usd_quote(&ins.quote) {
-                    return QuoteUsd::One;
-                }
-                let pair = format!("{}USDT", ins.quote);
-                let same = registry.find(ins.venue, &pair);
-                let any = rampart_engine::Venue::ALL.iter().find_map(|&v| registry.find(v, &pair));
-                same.or(any).map_or(QuoteUsd::Unknown, QuoteUsd::Via)
-            })
-            .collect();
+        let registry = shared.registry();
+        let quote_usd = market.books().iter().map(|b| QuoteUsd::of(&registry, b.id)).collect();
         Shard {
             wall_scratch: WallScratch::new(config.depth_levels_max),
             wall_out: Vec::with_capacity(wall::WALLS_MAX),
@@ -750,6 +816,7 @@ impl Shard {
             read_at_us: 0,
             levels_soon: Vec::with_capacity(books),
             relisted: Vec::with_capacity(books),
+            added: Vec::new(),
         }
     }
 
@@ -825,6 +892,7 @@ impl Shard {
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
                 }
+                Command::AddBook { book, native } => self.add_book(book, native),
                 Command::Relist { book } => {
                     if self.market.relist(book) {
                         self.shared.status[book.index()].store(STATUS_TRADING, Ordering::Release);
@@ -836,6 +904,26 @@ impl Shard {
             self.shared.stats[self.index].alerts.store(self.market.alert_count() as u64, Ordering::Relaxed);
         }
         false
+    }
+
+    /// Takes a book listed after start: allocates it (a command, not a tick), serves it, and
+    /// hands it to the live feed. A book this shard cannot own (beyond the capacity, owned
+    /// already) is left out and reported.
+    fn add_book(&mut self, book: BookId, native: String) {
+        if !self.market.add_book(book, self.config.depth_levels_max, self.config.bars_max) {
+            eprintln!("rampart: shard {}: book {} cannot be added here", self.index, book.0);
+            return;
+        }
+        let registry = self.shared.registry();
+        self.quote_usd.push(QuoteUsd::of(&registry, book));
+        self.levels_soon.reserve_exact(1);
+        self.relisted.reserve_exact(1);
+        if let Some(state) = self.market.get_mut(book) {
+            state.stale = true;
+        }
+        self.shared.stats[self.index].books.fetch_add(1, Ordering::Relaxed);
+        self.shared.status[book.index()].store(STATUS_TRADING, Ordering::Release);
+        self.added.push((book, native));
     }
 
     /// Loads history and initial books for every simulated pair, yielding between pairs.

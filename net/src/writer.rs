@@ -53,7 +53,7 @@ impl Writer {
     pub fn start(
         mut store: Store,
         queues: Vec<Arc<ArrayQueue<ShardEvent>>>,
-        registry: Arc<Registry>,
+        registry: Arc<arc_swap::ArcSwap<Registry>>,
         health: Arc<StorageHealth>,
         mut on_committed: OnCommitted,
     ) -> std::io::Result<Writer> {
@@ -78,6 +78,7 @@ impl Writer {
                             ShardEvent::Delisted { book, ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
                                 commit(&mut store, &mut batch, &stats2, &health, &mut on_committed);
+                                let registry = registry.load();
                                 let ins = registry.get(book);
                                 loop {
                                     match store.delist(ins.venue, &ins.symbol, clock::now_ms()) {
@@ -100,9 +101,10 @@ impl Writer {
                             }
                             ShardEvent::Ready { shard } => eprintln!("rampart: shard {shard} ready"),
                             ShardEvent::BookCrossed { book, ts_ms } => {
+                                let registry = registry.load();
                                 let ins = registry.get(book);
                                 eprintln!(
-                                    "rampart: book {} {} crossed at {ts_ms}; no walls or alerts from it until rebuilt",
+                                    "rampart: book {} {} crossed at {ts_ms}; no walls from it until rebuilt (alerts still fire on its trades)",
                                     ins.venue, ins.symbol
                                 );
                             }

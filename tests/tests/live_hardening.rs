@@ -3,8 +3,9 @@
 //! an absurd `Retry-After`. Alerts keep firing while a book is rebuilt; no venue answer kills a
 //! request task or loses a book; an empty listing deletes nothing and a real delisting is
 //! confirmed before anything is removed, and a pair listed again is served again; a hanging
-//! venue holds neither the port nor readiness; before a pair's first trade its price is the
-//! backfilled close and its levels are typed against it.
+//! venue holds neither the port nor readiness, and joins once it answers (with the stored alerts
+//! on its pairs); a pair listed after start is served without a restart; before a pair's first
+//! trade its price is the backfilled close and its levels are typed against it.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,10 +22,18 @@ fn sim(venues: &[&str], extra: &[&str]) -> SimVenue {
     SimVenue::start(BIN, &args)
 }
 
-fn serve(sim: &SimVenue, venues: &[&str], venue_extra: &str) -> Server {
+/// `serve` arguments for the live feed on `sim`'s `venues`.
+fn live_args(sim: &SimVenue, venues: &[&str], venue_extra: &str) -> Vec<String> {
     let config = sim.config_with(venues, 4, "", venue_extra).display().to_string();
-    let list = venues.join(",");
-    Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", &list])
+    ["--feed", "live", "--config", &config, "--shards", "1", "--venues", &venues.join(",")]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn serve(sim: &SimVenue, venues: &[&str], venue_extra: &str) -> Server {
+    let args = live_args(sim, venues, venue_extra);
+    Server::start(BIN, &args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 fn rest_fault(sim: &SimVenue, venue: &str, route: &str, fault: Value) {
@@ -240,4 +249,48 @@ fn before_the_first_trade_the_price_is_the_backfilled_close() {
     let minor = data.iter().filter(|l| matches!(l["timeframe"].as_str(), Some("15m" | "1h"))).count();
     assert!(minor > 0, "15m/1h zones are kept: {}", levels.text);
     create_alert(&server, "okx", "BTCUSDT", p * 1.5);
+}
+
+/// Item 7: a pair the venue lists after start (here: not trading when the server listed the
+/// venue) is served once a refresh sees it: its book, its history, its alerts.
+#[test]
+fn a_pair_listed_after_start_is_served_without_a_restart() {
+    let sim = sim(&["binance"], &["--delist", "binance:SOLUSDT@0"]);
+    let server = serve(&sim, &["binance"], "");
+    let h = wait_ok(&server, "binance");
+    assert_eq!(int(&h, &["pairs"]), 7, "SOLUSDT is not trading at start: {h}");
+    assert_eq!(server.get_authed("/v1/symbols/SOLUSDT?exchange=binance").status, 404);
+    sim.control("relist", &json!({"venue":"binance","symbol":"SOLUSDT"}));
+    server.wait_venue("binance", "the new pair", 30, |h| int(h, &["rest", "added"]) == 1 && int(h, &["pairs"]) == 8);
+    server.get_authed("/v1/symbols/SOLUSDT?exchange=binance").ok("served without a restart");
+    let h = server.wait_venue("binance", "the new book live with its history", 40, |h| {
+        h["state"] == "ok" && int(h, &["booksWithHistory"]) == 8
+    });
+    assert_eq!(int(&h, &["rest", "newListings"]), 0, "nothing left unserved: {h}");
+    let levels = server.get_authed("/v1/levels/SOLUSDT?exchange=binance");
+    assert!(levels.ok("levels")["data"].as_array().is_some_and(|a| !a.is_empty()), "{}", levels.text);
+    fire_through(&sim, &server, "binance", "SOLUSDT", "a pair listed after start");
+}
+
+/// Item 8: a venue that could not be listed at start joins once it answers, without a restart,
+/// and the stored alerts on its pairs are evaluated again.
+#[test]
+fn a_venue_that_failed_at_start_joins_later_with_its_alerts() {
+    let sim = sim(&["binance", "okx"], &[]);
+    let args = live_args(&sim, &["binance", "okx"], "");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(BIN, &args);
+    wait_ok(&server, "okx");
+    let p = price_now(&server, "okx", "ETHUSDT");
+    let id = create_alert(&server, "okx", "ETHUSDT", p * 1.02);
+    rest_fault(&sim, "okx", "listing", json!({"fault":"hang"}));
+    let server = server.restart(&args);
+    let h = server.venue_health("okx");
+    assert_eq!((h["state"].as_str(), int(&h, &["pairs"])), (Some("down"), 0), "{h}");
+    rest_fault(&sim, "okx", "listing", json!({"fault":"none"}));
+    server.wait_venue("okx", "the venue joining", 40, |h| int(h, &["pairs"]) == 8);
+    wait_ok(&server, "okx");
+    let through = price_now(&server, "okx", "ETHUSDT").max(p) * 1.05;
+    sim.control("trade", &json!({"venue":"okx","symbol":"ETHUSDT","price":format!("{through:.2}")}));
+    wait_fired(&server, &id, "a stored alert on a venue that joined late");
 }

@@ -481,11 +481,12 @@ fn serve(args: ServeArgs) -> Result<()> {
     }
     if orphaned > 0 {
         eprintln!(
-            "rampart: {orphaned} active alerts are on pairs or venues not served now; kept in storage, not evaluated"
+            "rampart: {orphaned} active alerts are on pairs or venues not served now; kept in storage, evaluated once \
+             their venue lists the pair"
         );
     }
     let loaded = alerts.len();
-    let natives = Arc::new(natives);
+    let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
     let (shards, rest) = match (universe, &s.live) {
         (Some(universe), _) => (ShardSet::start_sim(&shard_config, registry.clone(), universe, alerts)?, None),
         (None, Some(venues)) => {
@@ -500,22 +501,14 @@ fn serve(args: ServeArgs) -> Result<()> {
                 verify_checksums: s.verify_checksums,
                 pacers: Arc::new(Default::default()),
             };
-            let shards = ShardSet::start_live(&shard_config, registry.clone(), feed, alerts)?;
-            let commands = shards.commands();
-            let on_listing = Box::new(move |change| {
-                let (book, mut cmd) = match change {
-                    ListingChange::Delisted(book) => (book, ShardCommand::Delist { book }),
-                    ListingChange::Relisted(book) => (book, ShardCommand::Relist { book }),
-                };
-                // The command queue drains every millisecond; a full one is waited out.
-                while let Err(back) = commands.send(book, cmd) {
-                    cmd = back;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            });
-            let books =
-                RestBooks { registry: registry.clone(), natives: natives.clone(), bars_max: shard_config.bars_max };
-            rest.start(venues.clone(), books, tls.clone(), on_listing)?;
+            let books_now = Arc::new(arc_swap::ArcSwap::new(registry.clone()));
+            let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;
+            let on_listing =
+                listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), Store::open(&s.data_dir)?);
+            let shared = shards.shared().clone();
+            let grow = Box::new(move |grown| shared.grow(grown));
+            let books = RestBooks { registry: books_now, natives: natives.clone(), bars_max: shard_config.bars_max };
+            rest.start(venues.clone(), books, tls.clone(), on_listing, grow)?;
             (shards, Some(rest))
         }
         (None, None) => bail!("no feed"),
@@ -545,7 +538,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     let writer = Writer::start(
         Store::open(&s.data_dir)?.for_background()?,
         shards.event_queues(),
-        registry.clone(),
+        shards.shared().books.clone(),
         health.clone(),
         on_committed,
     )?;
@@ -560,7 +553,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             }
             std::thread::sleep(Duration::from_secs(after_s));
             for venue in Venue::ALL {
-                let Some(book) = shared.registry.find(venue, &symbol) else { continue };
+                let Some(book) = shared.registry().find(venue, &symbol) else { continue };
                 let mut cmd = ShardCommand::Delist { book };
                 while let Err(back) = commands.send(book, cmd) {
                     cmd = back;
@@ -625,6 +618,48 @@ fn serve(args: ServeArgs) -> Result<()> {
     drop(checkpointer);
     watch.finish();
     served
+}
+
+/// What the REST thread's listing refreshes do to the shards: delist, list again, or add a
+/// book (with the stored active alerts on it, e.g. those of a venue that joined late). Runs on
+/// the REST thread; a full command queue is waited out (it drains every millisecond).
+fn listing_hook(
+    commands: rampart_net::shard::Commands,
+    shared: Arc<rampart_net::shard::Shared>,
+    natives: Arc<arc_swap::ArcSwap<Vec<String>>>,
+    store: Store,
+) -> rest::OnListing {
+    let store = std::sync::Mutex::new(store);
+    let send = move |book, mut cmd| {
+        while let Err(back) = commands.send(book, cmd) {
+            cmd = back;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    Box::new(move |change| match change {
+        ListingChange::Delisted(book) => send(book, ShardCommand::Delist { book }),
+        ListingChange::Relisted(book) => send(book, ShardCommand::Relist { book }),
+        ListingChange::Added(book) => {
+            let registry = shared.registry();
+            let ins = registry.get(book);
+            // Read while the book is still pending (no client can add an alert to it yet), so
+            // no alert is handed over twice.
+            let rows = match store.lock().map_err(|_| ()).and_then(|s| s.active_alerts().map_err(|_| ())) {
+                Ok(rows) => rows,
+                Err(()) => {
+                    eprintln!("rampart: {} {}: stored alerts could not be read", ins.venue, ins.symbol);
+                    Vec::new()
+                }
+            };
+            let native = natives.load().get(book.index()).cloned().unwrap_or_default();
+            send(book, ShardCommand::AddBook { book, native });
+            for row in rows.iter().filter(|r| r.exchange == ins.venue && r.symbol == ins.symbol) {
+                if let Some(spec) = row.spec() {
+                    send(book, ShardCommand::AddAlert { book, spec });
+                }
+            }
+        }
+    })
 }
 
 /// Lists the venues' instruments for the live feed: the registry of every listed, not delisted

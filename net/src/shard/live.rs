@@ -76,8 +76,8 @@ impl ConnectPacer {
 pub struct LiveFeed {
     /// Venues to connect, with their URLs and limits.
     pub venues: Vec<VenueSettings>,
-    /// The venue's own symbol per book.
-    pub natives: Arc<Vec<String>>,
+    /// The venue's own symbol per book (grown with the registry).
+    pub natives: Arc<arc_swap::ArcSwap<Vec<String>>>,
     /// TLS client configuration for `wss://`.
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Per shard, its handle on the REST thread.
@@ -102,7 +102,7 @@ impl Sink for Shard {
     }
 
     fn set_live(&mut self, id: BookId, live: bool) {
-        let venue = self.shared.registry.get(id).venue;
+        let venue = self.shared.registry().get(id).venue;
         let Some(state) = self.market.get_mut(id) else { return };
         if state.stale != live {
             return;
@@ -174,21 +174,10 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     }
     // Connections: per venue, the shard's books in registry order, in groups.
     let mut sessions = Vec::new();
-    for s in &feed.venues {
-        let mine: Vec<BookId> = shard
-            .market
-            .books()
-            .iter()
-            .map(|b| b.id)
-            .filter(|id| shard.shared.registry.get(*id).venue == s.venue)
-            .collect();
-        stats(&shard, s.venue).books.store(mine.len() as u64, Ordering::Relaxed);
-        for group in mine.chunks(s.pairs_per_connection.max(1)) {
-            let natives = group.iter().map(|id| feed.natives.get(id.index()).cloned().unwrap_or_default()).collect();
-            sessions.push(Session::new(s.venue, group.to_vec(), natives, feed.verify_checksums));
-            stats(&shard, s.venue).connections_planned.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    let natives = feed.natives.load_full();
+    let mine: Vec<(BookId, String)> =
+        shard.market.books().iter().map(|b| (b.id, natives.get(b.id.index()).cloned().unwrap_or_default())).collect();
+    plan_sessions(&shard, &feed, &mine, &mut sessions);
     let mut backfill: VecDeque<BookId> = shard.market.books().iter().map(|b| b.id).collect();
     // Failed backfills waiting for their next attempt: (due, book); at most one entry per book.
     let mut retry: Vec<(i64, BookId)> = Vec::with_capacity(n);
@@ -196,16 +185,13 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     let mut loaded: Vec<bool> = vec![false; n];
     let live = Rc::new(RefCell::new(Live { shard, sessions, stopping: false }));
     let count = live.borrow().sessions.len();
-    for c in 0..count {
-        let venue = live.borrow().sessions[c].venue();
-        let Some(settings) = feed.venues.iter().find(|v| v.venue == venue).cloned() else { continue };
-        glommio::spawn_local(connection(live.clone(), c, settings, feed.clone())).detach();
-    }
+    connect(&live, &feed, 0..count);
     let started = clock::now_ms();
     let mut ready = false;
     let mut snapshot_asks: Vec<BookId> = Vec::new();
     let mut snapshot_retry: Vec<BookId> = Vec::new();
     loop {
+        let mut new_sessions = 0..0;
         {
             let mut guard = live.borrow_mut();
             let Live { shard, sessions, stopping } = &mut *guard;
@@ -214,6 +200,18 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 break;
             }
             let now = clock::now_ms();
+            // Books listed since start: their own connections, and their history.
+            if !shard.added.is_empty() {
+                let added = std::mem::take(&mut shard.added);
+                let before = sessions.len();
+                plan_sessions(shard, &feed, &added, sessions);
+                new_sessions = before..sessions.len();
+                for (book, _) in added {
+                    failures.push(0);
+                    loaded.push(false);
+                    backfill.push_back(book);
+                }
+            }
             // Failed backfills whose wait is over go back in line.
             let mut j = 0;
             while j < retry.len() {
@@ -244,7 +242,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                             failures[k] = 0;
                             if !loaded[k] {
                                 loaded[k] = true;
-                                let venue = shard.shared.registry.get(book).venue;
+                                let venue = shard.shared.registry().get(book).venue;
                                 stats(shard, venue).books_history.fetch_add(1, Ordering::Relaxed);
                             }
                             history_loaded(shard, k, candles, now);
@@ -254,9 +252,10 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                         let Some(k) = shard.market.books().iter().position(|b| b.id == book) else { continue };
                         failures[k] = failures[k].saturating_add(1);
                         let wait = backfill_retry_ms(failures[k]);
-                        debug_assert!(retry.len() < n, "one retry per book at most");
+                        debug_assert!(retry.len() < failures.len(), "one retry per book at most");
                         retry.push((now + wait, book));
-                        let ins = shard.shared.registry.get(book);
+                        let registry = shard.shared.registry();
+                        let ins = registry.get(book);
                         if failures[k] <= 2 || failures[k].is_power_of_two() {
                             eprintln!(
                                 "rampart: {} {}: no history ({error}); levels build from live trades; \
@@ -274,7 +273,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                         }
                     }
                     RestReply::SnapshotFailed { book, error } => {
-                        eprintln!("rampart: snapshot of {}: {error}", shard.shared.registry.get(book).symbol);
+                        eprintln!("rampart: snapshot of {}: {error}", shard.shared.registry().get(book).symbol);
                         if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
                             sess.snapshot_failed(book, now);
                         }
@@ -295,7 +294,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                     sess.snapshot_failed(book, now);
                 }
             }
-            let first_answers = || (0..n).all(|k| loaded[k] || failures[k] > 0);
+            let first_answers = || (0..loaded.len()).all(|k| loaded[k] || failures[k] > 0);
             if !ready && (now - started >= READY_WAIT_MS || first_answers()) {
                 ready = true;
                 shard.levels_epoch_ms = now;
@@ -318,6 +317,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
             shard.merge_latency(now);
             shard.shared.stats[index].ticks.store(shard.applied, Ordering::Relaxed);
         }
+        connect(&live, &feed, new_sessions);
         let poll = live.borrow().shard.config.poll_interval;
         glommio::timer::sleep(poll).await;
     }
@@ -345,6 +345,31 @@ fn history_loaded(shard: &mut Shard, k: usize, mut candles: Box<rampart_engine::
 fn backfill_retry_ms(failures: u32) -> i64 {
     let doublings = failures.saturating_sub(1).min(16);
     (BACKFILL_RETRY_MIN_MS << doublings).min(BACKFILL_RETRY_MAX_MS)
+}
+
+/// Groups `books` (with their venue names) per venue into sessions of at most the venue's
+/// `pairs_per_connection`, appended to `sessions`.
+fn plan_sessions(shard: &Shard, feed: &LiveFeed, books: &[(BookId, String)], sessions: &mut Vec<Session>) {
+    let registry = shard.shared.registry();
+    for s in &feed.venues {
+        let mine: Vec<&(BookId, String)> = books.iter().filter(|(id, _)| registry.get(*id).venue == s.venue).collect();
+        stats(shard, s.venue).books.fetch_add(mine.len() as u64, Ordering::Relaxed);
+        for group in mine.chunks(s.pairs_per_connection.max(1)) {
+            let ids = group.iter().map(|(id, _)| *id).collect();
+            let natives = group.iter().map(|(_, n)| n.clone()).collect();
+            sessions.push(Session::new(s.venue, ids, natives, feed.verify_checksums));
+            stats(shard, s.venue).connections_planned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Starts the connection tasks of sessions `range`.
+fn connect(live: &Rc<RefCell<Live>>, feed: &Arc<LiveFeed>, range: std::ops::Range<usize>) {
+    for c in range {
+        let venue = live.borrow().sessions[c].venue();
+        let Some(settings) = feed.venues.iter().find(|v| v.venue == venue).cloned() else { continue };
+        glommio::spawn_local(connection(live.clone(), c, settings, feed.clone())).detach();
+    }
 }
 
 fn jitter(ms: u64) -> u64 {

@@ -30,6 +30,9 @@ pub enum ListingChange {
     Delisted(BookId),
     /// The venue lists a delisted pair again: serve it again.
     Relisted(BookId),
+    /// A pair listed for the first time since start (or of a venue that joined late), added
+    /// to the registry: serve it.
+    Added(BookId),
 }
 
 /// A refresh that was not acted on.
@@ -104,6 +107,14 @@ impl ListingWatch {
             }
         }
         Ok(())
+    }
+
+    /// Makes room for a registry grown to `books` books (the new ones listed).
+    pub fn grow(&mut self, books: usize) {
+        if books > self.misses.len() {
+            self.misses.resize(books, 0);
+            self.delisted.resize(books, false);
+        }
     }
 
     /// Books of `venue` that the last refresh missed but are not delisted yet.

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
 use http_body_util::{BodyExt, Empty, Limited};
@@ -144,14 +145,16 @@ pub struct RestStats {
     pub delistings: AtomicU64,
     /// Delisted pairs listed again and served again.
     pub relistings: AtomicU64,
+    /// Pairs listed after start (or of a venue that joined late) and served since.
+    pub added: AtomicU64,
     /// Pairs the last refresh missed, waiting for confirmation.
     pub delistings_suspected: AtomicU64,
     /// Refreshes refused as venue faults (empty, or dropping an implausible share of pairs).
     pub listing_faults: AtomicU64,
     /// Job tasks that ended without an answer (a panic); each was answered as a failure.
     pub tasks_lost: AtomicU64,
-    /// Pairs listed by the venue since start that this process does not serve (a restart
-    /// picks them up; the registry is fixed at start).
+    /// Pairs listed by the venue since start that this process could not serve (no room left
+    /// for more books); zero normally, as new pairs are added.
     pub new_listings: AtomicU64,
 }
 
@@ -182,16 +185,42 @@ impl RestHandle {
 
 /// What the thread needs to know about the books.
 pub struct RestBooks {
-    /// Every book.
-    pub registry: Arc<Registry>,
-    /// The venue's own name per book.
-    pub natives: Arc<Vec<String>>,
+    /// Every book (the registry the shards share; grown by this thread when venues list new
+    /// pairs).
+    pub registry: Arc<ArcSwap<Registry>>,
+    /// The venue's own name per book (grown with the registry, before it).
+    pub natives: Arc<ArcSwap<Vec<String>>>,
     /// Bars wanted per timeframe.
     pub bars_max: usize,
 }
 
-/// Called with each change a listing refresh makes (confirmed delistings, pairs listed again).
+impl RestBooks {
+    /// No books (the listing at start).
+    pub fn empty() -> RestBooks {
+        RestBooks {
+            registry: Arc::new(ArcSwap::from_pointee(Registry::default())),
+            natives: Default::default(),
+            bars_max: 0,
+        }
+    }
+}
+
+/// What a refresh tells the rest of the server.
+struct Hooks {
+    on_listing: OnListing,
+    grow: Grow,
+}
+
+/// Called with each change a listing refresh makes (confirmed delistings, pairs listed again,
+/// books added).
 pub type OnListing = Box<dyn Fn(ListingChange) + Send>;
+
+/// Installs a grown registry (the current one with pairs listed since appended); answers the
+/// new ids, or why it was refused (no room). `net::shard::Shared::grow` in the server.
+pub type Grow = Box<dyn Fn(Registry) -> Result<Vec<BookId>, String> + Send>;
+
+/// How often a venue without any served pair (not listed at start) is listed again.
+pub const EMPTY_VENUE_REFRESH: Duration = Duration::from_secs(15);
 
 /// The REST thread.
 pub struct Rest {
@@ -230,6 +259,7 @@ impl Rest {
         books: RestBooks,
         tls: Option<Arc<rustls::ClientConfig>>,
         on_listing: OnListing,
+        grow: Grow,
     ) -> std::io::Result<()> {
         let (jobs, replies, wake, stop, stats) =
             (self.jobs.clone(), self.replies.clone(), self.wake.clone(), self.stop.clone(), self.stats.clone());
@@ -243,7 +273,8 @@ impl Rest {
             };
             let local = tokio::task::LocalSet::new();
             let ctx = Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
-            local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, on_listing));
+            let hooks = Hooks { on_listing, grow };
+            local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, hooks));
         })?;
         self.thread = Some(thread);
         Ok(())
@@ -321,7 +352,7 @@ async fn run(
     replies: Vec<Arc<ArrayQueue<RestReply>>>,
     wake: Arc<Notify>,
     stop: Arc<AtomicBool>,
-    on_listing: OnListing,
+    hooks: Hooks,
 ) {
     // One result per job in flight; bounded by the in-flight caps.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Venue, RestReply)>();
@@ -331,7 +362,7 @@ async fn run(
     let mut next_refresh: Vec<Instant> =
         ctx.venues.iter().map(|v| Instant::now() + Duration::from_secs(v.refresh_s.max(10))).collect();
     let mut listing: Option<ListingTask> = None;
-    let mut watch = ListingWatch::new(ctx.books.registry.len());
+    let mut watch = ListingWatch::new(ctx.books.registry.load().len());
     while !stop.load(Ordering::Acquire) {
         while let Some(j) = jobs.pop() {
             waiting.push_back(j);
@@ -342,7 +373,7 @@ async fn run(
             let book = match job {
                 RestJob::Backfill { book } | RestJob::Snapshot { book } => book,
             };
-            let venue = ctx.books.registry.get(book).venue;
+            let venue = ctx.books.registry.load().get(book).venue;
             if in_flight[venue.index()] >= IN_FLIGHT_PER_VENUE_MAX {
                 k += 1;
                 continue;
@@ -373,14 +404,16 @@ async fn run(
             let _ = h;
             if let Some(h) = listing.take() {
                 if let Ok((i, result)) = h.await {
-                    refreshed(&ctx, &ctx.venues[i], result, &mut watch, &on_listing);
+                    refreshed(&ctx, &ctx.venues[i], result, &mut watch, &hooks);
                 }
             }
         }
         if listing.is_none() {
             if let Some(i) = next_refresh.iter().position(|t| *t <= Instant::now()) {
                 let s = &ctx.venues[i];
-                next_refresh[i] = Instant::now() + Duration::from_secs(s.refresh_s.max(10));
+                let served = ctx.books.registry.load().venue_books(s.venue).len();
+                let period = Duration::from_secs(s.refresh_s.max(10));
+                next_refresh[i] = Instant::now() + if served == 0 { period.min(EMPTY_VENUE_REFRESH) } else { period };
                 let ctx2 = ctx.clone();
                 listing = Some(tokio::task::spawn_local(async move {
                     let s = &ctx2.venues[i];
@@ -407,13 +440,14 @@ async fn run(
     }
 }
 
-/// Compares a fresh listing with the served books and acts on what [`ListingWatch`] accepts.
+/// Compares a fresh listing with the served books and acts on what [`ListingWatch`] accepts;
+/// then serves the pairs listed for the first time ([`add_new_listings`]).
 fn refreshed(
     ctx: &Ctx,
     s: &VenueSettings,
     result: Result<Vec<Listed>, String>,
     watch: &mut ListingWatch,
-    on_listing: &OnListing,
+    hooks: &Hooks,
 ) {
     let stats = &ctx.stats[s.venue.index()];
     let list = match result {
@@ -423,33 +457,80 @@ fn refreshed(
             return;
         }
     };
-    let registry = &ctx.books.registry;
+    let registry = ctx.books.registry.load_full();
     let mut now_listed = std::collections::HashMap::with_capacity(list.len());
     for l in &list {
         now_listed.insert(l.instrument.symbol.as_str(), l.instrument.status);
     }
     let mut changes = Vec::new();
-    if let Err(fault) = watch.review(registry, s.venue, &now_listed, &mut changes) {
+    if let Err(fault) = watch.review(&registry, s.venue, &now_listed, &mut changes) {
         stats.listing_faults.fetch_add(1, Ordering::Relaxed);
         eprintln!("rampart: {}: listing refresh refused: {fault}", s.venue.as_str());
         return;
     }
     stats.listings.fetch_add(1, Ordering::Relaxed);
-    stats.delistings_suspected.store(watch.suspected(registry, s.venue) as u64, Ordering::Relaxed);
+    stats.delistings_suspected.store(watch.suspected(&registry, s.venue) as u64, Ordering::Relaxed);
     for change in changes {
         let (what, book, counter) = match change {
             ListingChange::Delisted(b) => ("delisted", b, &stats.delistings),
             ListingChange::Relisted(b) => ("listed again", b, &stats.relistings),
+            ListingChange::Added(b) => ("added", b, &stats.added),
         };
         counter.fetch_add(1, Ordering::Relaxed);
         eprintln!("rampart: {}: {} {what}", s.venue.as_str(), registry.get(book).symbol);
-        on_listing(change);
+        (hooks.on_listing)(change);
     }
-    let new = list
-        .iter()
+    drop(now_listed);
+    add_new_listings(ctx, s, list, watch, hooks);
+}
+
+/// Serves the trading pairs of a fresh listing that the registry does not have yet: the
+/// registry and the native names grow (ids kept), and each new book is handed to its shard.
+/// Beyond the shards' room they are counted (`newListings`) and not served.
+fn add_new_listings(ctx: &Ctx, s: &VenueSettings, list: Vec<Listed>, watch: &mut ListingWatch, hooks: &Hooks) {
+    let stats = &ctx.stats[s.venue.index()];
+    let registry = ctx.books.registry.load_full();
+    let new: Vec<Listed> = list
+        .into_iter()
         .filter(|l| l.instrument.status == Status::Trading && registry.find(s.venue, &l.instrument.symbol).is_none())
-        .count();
-    stats.new_listings.store(new as u64, Ordering::Relaxed);
+        .collect();
+    if new.is_empty() {
+        stats.new_listings.store(0, Ordering::Relaxed);
+        return;
+    }
+    let count = new.len();
+    let mut natives: Vec<String> = ctx.books.natives.load().as_ref().clone();
+    natives.resize(registry.len(), String::new());
+    let mut instruments = Vec::with_capacity(count);
+    for l in new {
+        natives.push(l.native);
+        instruments.push(l.instrument);
+    }
+    let grown = match registry.with_added(instruments) {
+        Ok(r) => r,
+        Err(e) => {
+            stats.new_listings.store(count as u64, Ordering::Relaxed);
+            eprintln!("rampart: {}: {count} new pairs not served: {e:?}", s.venue.as_str());
+            return;
+        }
+    };
+    // The names first: a job for a new book must find its name.
+    ctx.books.natives.store(Arc::new(natives));
+    match (hooks.grow)(grown) {
+        Ok(ids) => {
+            watch.grow(ctx.books.registry.load().len());
+            stats.new_listings.store(0, Ordering::Relaxed);
+            eprintln!("rampart: {}: {} pairs listed since start, now served", s.venue.as_str(), ids.len());
+            for id in ids {
+                stats.added.fetch_add(1, Ordering::Relaxed);
+                (hooks.on_listing)(ListingChange::Added(id));
+            }
+        }
+        Err(e) => {
+            stats.new_listings.store(count as u64, Ordering::Relaxed);
+            eprintln!("rampart: {}: {count} new pairs not served: {e}", s.venue.as_str());
+        }
+    }
 }
 
 /// A job's answer, sent exactly once: by [`Answer::send`], or on drop (the task panicked or was
@@ -516,7 +597,7 @@ pub fn list_venues(
         Ok(r) => r,
         Err(e) => return venues.iter().map(|_| Err(format!("no runtime: {e}"))).collect(),
     };
-    let books = RestBooks { registry: Arc::new(Registry::default()), natives: Arc::new(Vec::new()), bars_max: 0 };
+    let books = RestBooks::empty();
     let ctx = Rc::new(Ctx {
         venues: venues.to_vec(),
         books,
@@ -562,11 +643,13 @@ pub fn list_venues(
 }
 
 async fn snapshot(ctx: &Ctx, book: BookId) -> RestReply {
-    let ins = ctx.books.registry.get(book);
+    let registry = ctx.books.registry.load_full();
+    let ins = registry.get(book);
     let Some(s) = ctx.settings(ins.venue) else {
         return RestReply::SnapshotFailed { book, error: "venue not configured".into() };
     };
-    let native = ctx.books.natives.get(book.index()).map_or("", String::as_str);
+    let natives = ctx.books.natives.load_full();
+    let native = natives.get(book.index()).map_or("", String::as_str);
     match ctx.get(ins.venue, &binance::snapshot_url(&s.rest, native), binance::SNAPSHOT_WEIGHT).await {
         Ok(body) => RestReply::Snapshot { book, body },
         Err(error) => RestReply::SnapshotFailed { book, error },
@@ -574,12 +657,12 @@ async fn snapshot(ctx: &Ctx, book: BookId) -> RestReply {
 }
 
 async fn backfill(ctx: &Ctx, book: BookId) -> RestReply {
-    let ins = ctx.books.registry.get(book);
-    let venue = ins.venue;
+    let venue = ctx.books.registry.load().get(book).venue;
     let Some(s) = ctx.settings(venue) else {
         return RestReply::BackfillFailed { book, error: "venue not configured".into() };
     };
-    let native = ctx.books.natives.get(book.index()).map_or("", String::as_str);
+    let natives = ctx.books.natives.load_full();
+    let native = natives.get(book.index()).map_or("", String::as_str);
     let want = ctx.books.bars_max;
     let mut set = Box::new(CandleSet::new(want));
     for tf in Timeframe::ALL {
@@ -740,7 +823,7 @@ mod tests {
     fn ctx(retry_after_max_s: u64) -> Ctx {
         let mut s = VenueSettings::default_for(Venue::Binance);
         s.retry_after_max_s = retry_after_max_s;
-        let books = RestBooks { registry: Arc::new(Registry::default()), natives: Arc::new(Vec::new()), bars_max: 0 };
+        let books = RestBooks::empty();
         Ctx { venues: vec![s], books, tls: None, stats: Arc::new(Default::default()), pacers: Default::default() }
     }
 
