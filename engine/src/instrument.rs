@@ -77,7 +77,7 @@ pub struct Registry {
     instruments: Vec<Instrument>,
     pair_of: Vec<u32>,
     pairs: Vec<(String, String)>,
-    by_venue: [Vec<BookId>; 4],
+    by_venue: [Vec<BookId>; Venue::COUNT],
     index: HashMap<(Venue, String), BookId>,
 }
 

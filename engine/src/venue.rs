@@ -17,7 +17,9 @@ pub enum Venue {
 
 impl Venue {
     /// Every venue, in the order the API lists them and picks a default.
-    pub const ALL: [Venue; 4] = [Venue::Binance, Venue::Bybit, Venue::Okx, Venue::Bitget];
+    pub const ALL: [Venue; Venue::COUNT] = [Venue::Binance, Venue::Bybit, Venue::Okx, Venue::Bitget];
+    /// Number of venues: the size of every per-venue table.
+    pub const COUNT: usize = 4;
     /// The allowed identifiers as a 422 message lists them.
     pub const ALLOWED: &'static str = "binance, bybit, okx, bitget";
 

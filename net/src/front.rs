@@ -572,7 +572,7 @@ impl Front {
                 .venue_stats
                 .iter()
                 .skip(v.index())
-                .step_by(4)
+                .step_by(Venue::COUNT)
                 .map(|s| s.last_message_ms.load(Relaxed))
                 .max()
                 .unwrap_or(0);

@@ -220,10 +220,10 @@ pub struct Shared {
     pub densities: Box<[ArcSwap<DensitySnapshot>]>,
     /// Listing status per book: [`STATUS_TRADING`], [`STATUS_PENDING`] or [`STATUS_DELISTED`].
     pub status: Box<[std::sync::atomic::AtomicU8]>,
-    /// Live feed counters per (shard, venue): index `shard * 4 + venue.index()`.
+    /// Live feed counters per (shard, venue): index `shard * Venue::COUNT + venue.index()`.
     pub venue_stats: Box<[VenueStats]>,
     /// The live feed's REST counters, by venue (`None` on the simulated feed).
-    pub rest_stats: Option<Arc<[crate::venue::rest::RestStats; 4]>>,
+    pub rest_stats: Option<Arc<[crate::venue::rest::RestStats; rampart_engine::Venue::COUNT]>>,
     /// True when the feed is live (venue connections), false for the simulator.
     pub live: bool,
     /// Per shard: tick-to-decision latencies, merged in by the shard every
@@ -339,7 +339,7 @@ impl Shared {
             trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
             densities: (0..books).map(|_| ArcSwap::from_pointee(DensitySnapshot::default())).collect(),
             status,
-            venue_stats: (0..shards * 4).map(|_| VenueStats::default()).collect(),
+            venue_stats: (0..shards * rampart_engine::Venue::COUNT).map(|_| VenueStats::default()).collect(),
             rest_stats: None,
             live,
             latency: (0..shards).map(|_| std::sync::Mutex::new(Latency::new())).collect(),
@@ -348,7 +348,7 @@ impl Shared {
 
     /// One venue's counters summed over the shards: `f` picks the counter.
     pub fn venue_sum(&self, venue: rampart_engine::Venue, f: impl Fn(&VenueStats) -> u64) -> u64 {
-        self.venue_stats.iter().skip(venue.index()).step_by(4).map(f).sum()
+        self.venue_stats.iter().skip(venue.index()).step_by(rampart_engine::Venue::COUNT).map(f).sum()
     }
 }
 

@@ -83,11 +83,11 @@ pub struct LiveFeed {
     /// Per shard, its handle on the REST thread.
     pub rest: Vec<RestHandle>,
     /// REST counters.
-    pub rest_stats: Arc<[RestStats; 4]>,
+    pub rest_stats: Arc<[RestStats; Venue::COUNT]>,
     /// Verify OKX and Bitget checksums when sent and non-zero.
     pub verify_checksums: bool,
     /// Attempt pacing per venue.
-    pub pacers: Arc<[ConnectPacer; 4]>,
+    pub pacers: Arc<[ConnectPacer; Venue::COUNT]>,
 }
 
 struct Live {
@@ -116,7 +116,7 @@ impl Sink for Shard {
                 self.shared.price_ts[id.index()].store(clock::now_ms(), Ordering::Relaxed);
             }
         }
-        let stats = &self.shared.venue_stats[self.index * 4 + venue.index()];
+        let stats = &self.shared.venue_stats[self.index * Venue::COUNT + venue.index()];
         if live {
             stats.books_live.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -138,7 +138,7 @@ impl Sink for Shard {
     }
 
     fn count(&mut self, venue: Venue, what: Count) {
-        let s = &self.shared.venue_stats[self.index * 4 + venue.index()];
+        let s = &self.shared.venue_stats[self.index * Venue::COUNT + venue.index()];
         let c = match what {
             Count::Message => {
                 s.last_message_ms.store(clock::now_ms(), Ordering::Relaxed);
@@ -159,7 +159,7 @@ impl Sink for Shard {
 }
 
 fn stats(shard: &Shard, venue: Venue) -> &VenueStats {
-    &shard.shared.venue_stats[shard.index * 4 + venue.index()]
+    &shard.shared.venue_stats[shard.index * Venue::COUNT + venue.index()]
 }
 
 /// Runs a shard on the live feed until it is told to stop.

@@ -11,7 +11,7 @@
 //!   on a later round (backpressure, nothing lost);
 //! - at most [`IN_FLIGHT_PER_VENUE_MAX`] requests per venue at once; further jobs wait;
 //! - a reply queue holds [`REPLIES_MAX`]; replies that do not fit wait on the thread, in order;
-//! - a body is read up to [`BODY_BYTES_MAX`]; a longer one is an error;
+//! - a body is read up to [`RESPONSE_BYTES_MAX`]; a longer one is an error;
 //! - a backfill page that fails is retried [`BACKFILL_ATTEMPTS_MAX`] times with growing delays,
 //!   then the book is reported failed (it starts with the candles its trades build);
 //! - every request waits for its venue's weight budget ([`super::VenueSettings::rest_weight_per_s`]);
@@ -59,7 +59,7 @@ pub const REPLIES_MAX: usize = 1024;
 /// Requests in flight per venue at most.
 pub const IN_FLIGHT_PER_VENUE_MAX: usize = 4;
 /// Bytes of a REST body at most (Binance's full `exchangeInfo` is several MB).
-pub const BODY_BYTES_MAX: usize = 64 << 20;
+pub const RESPONSE_BYTES_MAX: usize = 64 << 20;
 /// Time allowed for one request: resolve, connect, TLS, send and the whole answer.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time allowed for one book's whole backfill.
@@ -230,7 +230,7 @@ pub struct Rest {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     /// Counters, by `Venue::index`.
-    pub stats: Arc<[RestStats; 4]>,
+    pub stats: Arc<[RestStats; Venue::COUNT]>,
 }
 
 impl Rest {
@@ -294,8 +294,8 @@ struct Ctx {
     venues: Vec<VenueSettings>,
     books: RestBooks,
     tls: Option<Arc<rustls::ClientConfig>>,
-    stats: Arc<[RestStats; 4]>,
-    pacers: [std::cell::Cell<Option<Instant>>; 4],
+    stats: Arc<[RestStats; Venue::COUNT]>,
+    pacers: [std::cell::Cell<Option<Instant>>; Venue::COUNT],
 }
 
 impl Ctx {
@@ -358,7 +358,7 @@ async fn run(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Venue, RestReply)>();
     let mut waiting: VecDeque<(usize, RestJob)> = VecDeque::new();
     let mut undelivered: Vec<VecDeque<RestReply>> = (0..replies.len()).map(|_| VecDeque::new()).collect();
-    let mut in_flight = [0usize; 4];
+    let mut in_flight = [0usize; Venue::COUNT];
     let mut next_refresh: Vec<Instant> =
         ctx.venues.iter().map(|v| Instant::now() + Duration::from_secs(v.refresh_s.max(10))).collect();
     let mut listing: Option<ListingTask> = None;
@@ -541,7 +541,7 @@ struct Answer {
     shard: usize,
     venue: Venue,
     job: RestJob,
-    stats: Arc<[RestStats; 4]>,
+    stats: Arc<[RestStats; Venue::COUNT]>,
 }
 
 impl Answer {
@@ -743,7 +743,7 @@ fn fail(text: impl Into<String>) -> GetError {
     GetError { status: None, retry_after: None, text: text.into() }
 }
 
-/// One GET over a fresh connection: status 200 with a body within [`BODY_BYTES_MAX`].
+/// One GET over a fresh connection: status 200 with a body within [`RESPONSE_BYTES_MAX`].
 async fn get(url: &str, tls: Option<Arc<rustls::ClientConfig>>) -> Result<Bytes, GetError> {
     let parsed = ssrf::parse(url).map_err(|e| fail(format!("bad URL: {e}")))?;
     let host = match &parsed.host {
@@ -800,7 +800,7 @@ where
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s.min(RETRY_AFTER_MAX.as_secs())));
-        let body = Limited::new(resp.into_body(), BODY_BYTES_MAX)
+        let body = Limited::new(resp.into_body(), RESPONSE_BYTES_MAX)
             .collect()
             .await
             .map_err(|e| fail(format!("body: {e}")))?
@@ -848,7 +848,7 @@ mod tests {
     #[test]
     fn a_lost_task_answers_a_failure() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let stats: Arc<[RestStats; 4]> = Arc::new(Default::default());
+        let stats: Arc<[RestStats; Venue::COUNT]> = Arc::new(Default::default());
         let job = RestJob::Snapshot { book: BookId(3) };
         let answer = Answer { tx: Some(tx.clone()), shard: 1, venue: Venue::Binance, job, stats: stats.clone() };
         let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");

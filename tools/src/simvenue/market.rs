@@ -138,7 +138,7 @@ pub(crate) struct VenueStats {
 /// Counters of every venue.
 #[derive(Default)]
 pub(crate) struct Stats {
-    venues: [VenueStats; 4],
+    venues: [VenueStats; Venue::COUNT],
 }
 
 impl Stats {
@@ -499,9 +499,9 @@ pub(crate) struct State {
     /// Books by `BookId` index.
     pub books: Vec<BookState>,
     /// Venues up (`/sim/venue`), by index.
-    pub venue_up: [bool; 4],
+    pub venue_up: [bool; Venue::COUNT],
     /// Book messages per venue, for the every-N faults.
-    book_events: [u64; 4],
+    book_events: [u64; Venue::COUNT],
     /// Binance REST depth requests, for `--fault-stale-snapshot-every`.
     pub depth_requests: u64,
     /// Open connections by id.
@@ -626,8 +626,8 @@ impl State {
             universe,
             sim,
             books,
-            venue_up: [true; 4],
-            book_events: [0; 4],
+            venue_up: [true; Venue::COUNT],
+            book_events: [0; Venue::COUNT],
             depth_requests: 0,
             conns: HashMap::new(),
             subs: HashMap::new(),

@@ -163,7 +163,7 @@ pub(crate) struct Shared {
     /// Open TCP connections (HTTP and WebSocket), bounded by `Config::connections_max`.
     pub open: AtomicUsize,
     /// REST faults set through `POST /sim/rest`, per venue and [`RestRoute`].
-    pub rest_faults: Mutex<[[RestFault; 3]; 4]>,
+    pub rest_faults: Mutex<[[RestFault; 3]; Venue::COUNT]>,
 }
 
 /// The REST routes a fault can target.
