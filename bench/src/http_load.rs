@@ -38,13 +38,13 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token};
 
 /// Most connections [`run`] opens; more is a caller bug and panics.
-pub const CONNECTIONS_MAX: usize = 1024;
+pub const LOAD_CONNECTIONS_MAX: usize = 1024;
 /// Read buffer per connection, bytes. A response head, chunk-size line or trailer line longer
 /// than this is an error (counted, and the connection is closed); bodies stream through it and
 /// are never stored.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Longest request [`run`] accepts, bytes; a longer one is a caller bug and panics.
-pub const REQUEST_BYTES_MAX: usize = 64 * 1024;
+pub const LOAD_REQUEST_BYTES_MAX: usize = 64 * 1024;
 /// Longest run: a longer `duration` is cut to this.
 pub const DURATION_MAX: Duration = Duration::from_secs(24 * 60 * 60);
 /// After the run's duration, how long requests already due may still complete. At the bound,
@@ -58,7 +58,7 @@ const SETUP_MAX: Duration = Duration::from_secs(2);
 /// Wait before connecting again after a failed connect.
 const RECONNECT_DELAY: Duration = Duration::from_millis(10);
 /// Readiness events taken per poll.
-const EVENTS_MAX: usize = 1024;
+const LOAD_EVENTS_MAX: usize = 1024;
 /// Open loop: closer than this to a due send, the thread polls without sleeping (yielding the
 /// core to any other runnable thread between polls).
 ///
@@ -137,12 +137,12 @@ fn latency_histogram() -> Histogram<u64> {
 ///
 /// `requests` are complete request heads (with a body after the head if the method takes one),
 /// each sent as is; connection `c` starts at request `c % requests.len()` and goes round-robin.
-/// `connections` (1 ..= [`CONNECTIONS_MAX`]) are spread over `threads` threads (at least one, at
+/// `connections` (1 ..= [`LOAD_CONNECTIONS_MAX`]) are spread over `threads` threads (at least one, at
 /// most one per connection). `rate_per_s`: `None` for a closed loop, `Some(r)` for an open loop
 /// offering `r` requests per second in all (see the module docs).
 ///
 /// Panics when `requests` is empty or holds an empty request or one longer than
-/// [`REQUEST_BYTES_MAX`], when `connections` is out of range, or when the rate is not a positive
+/// [`LOAD_REQUEST_BYTES_MAX`], when `connections` is out of range, or when the rate is not a positive
 /// finite number. Failures of the server or the network are counted, never panics.
 pub fn run(
     addr: SocketAddr,
@@ -154,10 +154,10 @@ pub fn run(
 ) -> LoadResult {
     assert!(!requests.is_empty(), "http_load::run needs at least one request");
     assert!(
-        requests.iter().all(|r| !r.is_empty() && r.len() <= REQUEST_BYTES_MAX),
-        "every request must hold 1 ..= {REQUEST_BYTES_MAX} bytes"
+        requests.iter().all(|r| !r.is_empty() && r.len() <= LOAD_REQUEST_BYTES_MAX),
+        "every request must hold 1 ..= {LOAD_REQUEST_BYTES_MAX} bytes"
     );
-    assert!((1..=CONNECTIONS_MAX).contains(&connections), "connections must be in 1..={CONNECTIONS_MAX}");
+    assert!((1..=LOAD_CONNECTIONS_MAX).contains(&connections), "connections must be in 1..={LOAD_CONNECTIONS_MAX}");
     if let Some(r) = rate_per_s {
         assert!(r.is_finite() && r > 0.0, "rate_per_s must be a positive finite number, not {r}");
     }
@@ -262,7 +262,7 @@ fn worker(plan: &Plan<'_>, ids: &[usize], barrier: &Barrier) -> Tally {
             return tally;
         }
     };
-    let mut events = Events::with_capacity(ids.len().clamp(1, EVENTS_MAX));
+    let mut events = Events::with_capacity(ids.len().clamp(1, LOAD_EVENTS_MAX));
     let mut conns: Vec<Conn> = ids.iter().map(|&id| Conn::new(id, plan.requests.len())).collect();
 
     // Open every connection before the clock starts.

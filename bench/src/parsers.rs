@@ -75,8 +75,8 @@ impl Decoded {
     /// Buffers sized for the deepest frame measured.
     pub fn new() -> Decoded {
         Decoded {
-            bids: Vec::with_capacity(LEVELS_MAX),
-            asks: Vec::with_capacity(LEVELS_MAX),
+            bids: Vec::with_capacity(PARSER_LEVELS_MAX),
+            asks: Vec::with_capacity(PARSER_LEVELS_MAX),
             trades: Vec::with_capacity(TRADES_MAX),
             ..Decoded::default()
         }
@@ -93,7 +93,7 @@ impl Decoded {
 }
 
 /// Levels per side the parsers' buffers hold (Binance's deepest REST snapshot).
-const LEVELS_MAX: usize = binance::SNAPSHOT_LEVELS_PER_SIDE_MAX;
+const PARSER_LEVELS_MAX: usize = binance::SNAPSHOT_LEVELS_PER_SIDE_MAX;
 /// Trades per frame the buffers hold (Bybit's documented maximum).
 const TRADES_MAX: usize = bybit::TRADES_PER_MESSAGE_MAX;
 /// Levels per side of the synthetic deep snapshot.
@@ -284,7 +284,7 @@ fn side_lower(s: &str) -> Result<bool, Fail> {
 }
 
 fn push_level(out: &mut Vec<Level>, p: &str, q: &str) -> Result<(), Fail> {
-    if out.len() >= LEVELS_MAX {
+    if out.len() >= PARSER_LEVELS_MAX {
         return Err(Fail("too many levels"));
     }
     out.push(Level { price: price(p)?, qty: qty(q)? });

@@ -105,24 +105,26 @@ pub struct VenueUrls {
 
 impl VenueUrls {
     /// The venue's settings: the real venue's, overridden by what is given here.
-    pub fn settings(&self, venue: rampart_engine::Venue) -> Result<crate::venue::VenueSettings, String> {
+    pub fn settings(&self, venue: rampart_engine::Venue) -> Result<crate::venue::VenueSettings, ConfigError> {
         let mut s = crate::venue::VenueSettings::default_for(venue);
         let name = venue.as_str();
         if let Some(r) = &self.rest {
             if !(r.starts_with("http://") || r.starts_with("https://")) {
-                return Err(format!("venues.{name}.rest must start with http:// or https://, not '{r}'"));
+                return Err(ConfigError::new(format!(
+                    "venues.{name}.rest must start with http:// or https://, not '{r}'"
+                )));
             }
             s.rest = r.trim_end_matches('/').to_owned();
         }
         if let Some(w) = &self.ws {
             if !(w.starts_with("ws://") || w.starts_with("wss://")) {
-                return Err(format!("venues.{name}.ws must start with ws:// or wss://, not '{w}'"));
+                return Err(ConfigError::new(format!("venues.{name}.ws must start with ws:// or wss://, not '{w}'")));
             }
             s.ws = w.trim_end_matches('/').to_owned();
         }
         if let Some(p) = self.pairs_per_connection {
             if p == 0 {
-                return Err(format!("venues.{name}.pairs_per_connection must be at least 1"));
+                return Err(ConfigError::new(format!("venues.{name}.pairs_per_connection must be at least 1")));
             }
             s.pairs_per_connection = p;
         }
@@ -132,7 +134,7 @@ impl VenueUrls {
         ] {
             if let Some(v) = v {
                 if !(v > 0.0 && v.is_finite()) {
-                    return Err(format!("venues.{name}.{key} must be a positive number"));
+                    return Err(ConfigError::new(format!("venues.{name}.{key} must be a positive number")));
                 }
                 *target = v;
             }
@@ -142,7 +144,9 @@ impl VenueUrls {
         }
         if let Some(r) = self.retry_after_max_s {
             if !(1..=86_400).contains(&r) {
-                return Err(format!("venues.{name}.retry_after_max_s must be from 1 to 86400, not {r}"));
+                return Err(ConfigError::new(format!(
+                    "venues.{name}.retry_after_max_s must be from 1 to 86400, not {r}"
+                )));
             }
             s.retry_after_max_s = r;
         }
@@ -199,10 +203,29 @@ pub struct FileConfig {
     pub walls: WallSettings,
 }
 
+/// A configuration file or section that cannot be used: the message names the key and what is
+/// allowed, for the operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(String);
+
+impl ConfigError {
+    fn new(message: String) -> ConfigError {
+        ConfigError(message)
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 impl FileConfig {
     /// Parses the file's text.
-    pub fn parse(text: &str) -> Result<FileConfig, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+    pub fn parse(text: &str) -> Result<FileConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::new(e.to_string()))
     }
 
     /// `venues` as a list, whether written as a string, an array, or a table of per-venue
@@ -217,10 +240,10 @@ impl FileConfig {
     }
 
     /// The section of one venue, from `[venues.<name>]` (the spec's spelling) or `[venue.<name>]`.
-    pub fn venue_section(&self, name: &str) -> Result<VenueUrls, String> {
+    pub fn venue_section(&self, name: &str) -> Result<VenueUrls, ConfigError> {
         if let Some(toml::Value::Table(t)) = &self.venues {
             if let Some(v) = t.get(name) {
-                return v.clone().try_into().map_err(|e| format!("venues.{name}: {e}"));
+                return v.clone().try_into().map_err(|e| ConfigError::new(format!("venues.{name}: {e}")));
             }
         }
         Ok(self.venue_urls.get(name).cloned().unwrap_or_default())

@@ -532,7 +532,7 @@ where
             // Read the whole answer (bounded) so the attempt ends only when it has arrived.
             if let Err(error) = read_answer(response.into_body()).await {
                 driver.abort();
-                return AttemptResult::Failed { status: Some(status), error };
+                return AttemptResult::Failed { status: Some(status), error: error.to_string() };
             }
             if (200..300).contains(&status) {
                 AttemptResult::Delivered { status }
@@ -549,14 +549,29 @@ where
 /// Reads an answer's body to its end, or until [`RESPONSE_BYTES_MAX`] bytes have come (the rest
 /// is not read: the status decides). An answer that ends early (the connection closed before
 /// the declared length, a broken chunked body) is an error: no full answer is a failure.
-async fn read_answer(mut body: hyper::body::Incoming) -> Result<(), String> {
+async fn read_answer(mut body: hyper::body::Incoming) -> Result<(), IncompleteAnswer> {
     let mut read = 0usize;
     while read <= RESPONSE_BYTES_MAX {
         match body.frame().await {
             None => return Ok(()),
             Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
-            Some(Err(e)) => return Err(format!("incomplete answer after {read} bytes: {e}")),
+            Some(Err(e)) => return Err(IncompleteAnswer { read, cause: e.to_string() }),
         }
     }
     Ok(())
+}
+
+/// An answer whose body ended before it was whole.
+#[derive(Debug)]
+struct IncompleteAnswer {
+    /// Bytes of the body that came.
+    read: usize,
+    /// What hyper said.
+    cause: String,
+}
+
+impl std::fmt::Display for IncompleteAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "incomplete answer after {} bytes: {}", self.read, self.cause)
+    }
 }

@@ -513,6 +513,8 @@ impl Front {
         }
     }
 
+    // Long: one JSON document written field by field in its documented order (shards, then each
+    // venue's state and counters); splitting it would scatter the shape across functions.
     fn healthz(&self, now_ms: i64) -> Resp {
         let started = self.shared.ready();
         let storage = self.health.report(now_ms);
@@ -769,6 +771,8 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
+    // Long: the creation rules in the order the API applies them (validate, plan, cap, price,
+    // store, hand to the shard); each step is a few lines and they share the request's state.
     async fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
         let req = alert_api::parse_create(body)?;
         let (venue, book) = match req.exchange {

@@ -352,6 +352,31 @@ impl Shared {
     }
 }
 
+/// Why [`Shared::grow`] refused a registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrowError {
+    /// More books than the per-book arrays have room for.
+    NoRoom {
+        /// Books there is room for.
+        room: usize,
+        /// Books the new registry has.
+        wanted: usize,
+    },
+    /// The new registry does not keep every current book under its id.
+    NotAnExtension,
+}
+
+impl std::fmt::Display for GrowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrowError::NoRoom { room, wanted } => write!(f, "room for {room} books, {wanted} wanted"),
+            GrowError::NotAnExtension => f.write_str("the new registry does not extend the current one"),
+        }
+    }
+}
+
+impl std::error::Error for GrowError {}
+
 /// [`Shared::status`]: listed and trading.
 pub const STATUS_TRADING: u8 = 0;
 /// [`Shared::status`]: a room for a book not (yet) served: beyond the registry, or added to it
@@ -386,13 +411,13 @@ impl Shared {
     /// Replaces the registry by `grown` (the current one with books added after it): the new
     /// books get their shard and stay [`STATUS_PENDING`] until their shard takes them
     /// ([`Command::AddBook`]). Returns the new ids; refused beyond [`Shared::capacity`].
-    pub fn grow(&self, grown: Registry) -> Result<Vec<BookId>, String> {
+    pub fn grow(&self, grown: Registry) -> Result<Vec<BookId>, GrowError> {
         let now = self.registry();
         if grown.len() > self.capacity {
-            return Err(format!("room for {} books, {} wanted", self.capacity, grown.len()));
+            return Err(GrowError::NoRoom { room: self.capacity, wanted: grown.len() });
         }
         if grown.len() < now.len() || now.ids().any(|id| grown.get(id).symbol != now.get(id).symbol) {
-            return Err("the new registry does not extend the current one".into());
+            return Err(GrowError::NotAnExtension);
         }
         let shards = self.stats.len();
         let added: Vec<BookId> = (now.len()..grown.len()).map(|i| BookId(i as u32)).collect();

@@ -262,18 +262,21 @@ fn condition_from_columns(
     price: Option<i64>,
     pct: Option<i64>,
     window: Option<&str>,
-) -> Result<Condition, String> {
+) -> Result<Condition, UnknownStoredValue> {
+    let bad = |what: String| UnknownStoredValue(what);
     match kind {
         "price" => Ok(Condition::Price {
-            cross: Cross::parse(direction).ok_or_else(|| format!("direction '{direction}' of a price alert"))?,
-            level: Price(price.filter(|p| *p > 0).ok_or("price of a price alert")?),
+            cross: Cross::parse(direction).ok_or_else(|| bad(format!("direction '{direction}' of a price alert")))?,
+            level: Price(price.filter(|p| *p > 0).ok_or_else(|| bad("price of a price alert".into()))?),
         }),
         "pct" => Ok(Condition::Pct {
-            dir: Move::parse(direction).ok_or_else(|| format!("direction '{direction}' of a pct alert"))?,
-            millionths: pct.and_then(|p| u32::try_from(p).ok()).ok_or("pct_millionths of a pct alert")?,
-            window: window.and_then(Timeframe::parse).ok_or("window of a pct alert")?,
+            dir: Move::parse(direction).ok_or_else(|| bad(format!("direction '{direction}' of a pct alert")))?,
+            millionths: pct
+                .and_then(|p| u32::try_from(p).ok())
+                .ok_or_else(|| bad("pct_millionths of a pct alert".into()))?,
+            window: window.and_then(Timeframe::parse).ok_or_else(|| bad("window of a pct alert".into()))?,
         }),
-        other => Err(format!("kind '{other}'")),
+        other => Err(bad(format!("kind '{other}'"))),
     }
 }
 
@@ -366,7 +369,7 @@ fn alert_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AlertRow> {
     let (kind, direction): (String, String) = (r.get(4)?, r.get(5)?);
     let window: Option<String> = r.get(8)?;
     let condition = condition_from_columns(&kind, &direction, r.get(6)?, r.get(7)?, window.as_deref())
-        .map_err(|what| unknown(4, what))?;
+        .map_err(|e| unknown(4, e.0))?;
     let status: String = r.get(12)?;
     Ok(AlertRow {
         id: r.get(0)?,

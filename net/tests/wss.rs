@@ -98,7 +98,7 @@ fn client(port: u16, tls: Option<Arc<rustls::ClientConfig>>) -> Result<Vec<Strin
         .spawn(move || async move {
             let url = WsUrl::parse(&format!("wss://127.0.0.1:{port}/ws/v5/public")).map_err(|e| e.to_string())?;
             let mut codec = WsCodec::new(1 << 16, 5);
-            let mut io = conn::connect(&url, tls, &mut codec).await?;
+            let mut io = conn::connect(&url, tls, &mut codec).await.map_err(|e| e.to_string())?;
             let mut seen = Vec::new();
             loop {
                 loop {

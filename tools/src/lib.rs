@@ -441,159 +441,31 @@ fn serve(args: ServeArgs) -> Result<()> {
         writeln!(out, "listening on {}", listener.local_addr()?)?;
         out.flush()?;
     }
-    // The live feed lists every venue first: the books are what the venues list now.
-    let tls = rampart_net::delivery::tls_config(&[]);
-    let (universe, registry, natives) = match &s.live {
-        None => {
-            let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
-            let registry = Arc::new(
-                Registry::new(sim::instruments(&universe, &s.venues))
-                    .map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
-            );
-            (Some(universe), registry, Vec::new())
-        }
-        Some(venues) => {
-            let starting = starting::Starting::start(listener.try_clone()?)?;
-            let listed = list_live(venues, tls.clone());
-            starting.finish()?;
-            let (registry, natives) = listed?;
-            (None, Arc::new(registry), natives)
-        }
-    };
-    let shard_config = ShardConfig {
-        shards: s.shards,
-        depth_levels_max: 1_000,
-        bars_max: 512,
-        sim: SimConfig { seed: s.seed, ..SimConfig::default() },
-        poll_interval: Duration::from_millis(1),
-        walls_min_ratio: s.walls_min_ratio,
-        fault_hang_on_stop: s.fault_hang_shard_stop,
-    };
-    // Every active alert goes back onto its shard before the shard reports ready.
-    let mut alerts = Vec::new();
-    let mut orphaned = 0;
-    for row in store.active_alerts()? {
-        let book = registry.find(row.exchange, &row.symbol);
-        match (book, row.spec()) {
-            (Some(book), Some(spec)) => alerts.push((book, spec)),
-            _ => orphaned += 1,
-        }
-    }
-    if orphaned > 0 {
-        eprintln!(
-            "rampart: {orphaned} active alerts are on pairs or venues not served now; kept in storage, evaluated once \
-             their venue lists the pair"
-        );
-    }
-    let loaded = alerts.len();
-    let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
-    let (shards, rest) = match (universe, &s.live) {
-        (Some(universe), _) => (ShardSet::start_sim(&shard_config, registry.clone(), universe, alerts)?, None),
-        (None, Some(venues)) => {
-            let n = shard_config.shards.max(1);
-            let mut rest = Rest::new(n);
-            let feed = LiveFeed {
-                venues: venues.clone(),
-                natives: natives.clone(),
-                tls: tls.clone(),
-                rest: (0..n).map(|i| rest.handle(i)).collect(),
-                rest_stats: rest.stats.clone(),
-                verify_checksums: s.verify_checksums,
-                pacers: Arc::new(Default::default()),
-            };
-            let books_now = Arc::new(arc_swap::ArcSwap::new(registry.clone()));
-            let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;
-            let on_listing =
-                listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), Store::open(&s.data_dir)?);
-            let shared = shards.shared().clone();
-            let grow = Box::new(move |grown| shared.grow(grown));
-            let books = RestBooks { registry: books_now, natives: natives.clone(), bars_max: shard_config.bars_max };
-            rest.start(venues.clone(), books, tls.clone(), on_listing, grow)?;
-            (shards, Some(rest))
-        }
-        (None, None) => bail!("no feed"),
-    };
-    let feed_name = if s.live.is_some() { "live" } else { "sim" };
-    eprintln!("rampart: {loaded} active alerts loaded");
+    let (shards, rest) = start_feed(&s, &store, &listener)?;
     eprintln!(
-        "rampart: feed {feed_name}, {} books on {} venues, {} shards, data in {}",
-        registry.len(),
+        "rampart: feed {}, {} books on {} venues, {} shards, data in {}",
+        if s.live.is_some() { "live" } else { "sim" },
+        shards.shared().registry().len(),
         s.venues.len(),
         shards.len(),
         store.path().display()
     );
-
-    // Webhook delivery, then the persistence side of the shards' event queues, which wakes it.
-    let health = Arc::new(StorageHealth::default());
-    let delivery_config =
-        DeliveryConfig { allow_private: s.allow_private, health: Some(health.clone()), ..DeliveryConfig::default() };
-    let delivery =
-        Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, Arc::new(SystemClock))?;
-    let wake = delivery.waker();
-    let on_committed: OnCommitted = Box::new(move |done| {
-        if done.iter().any(|(row, _)| row.webhook_url.is_some()) {
-            wake.notify_one();
-        }
-    });
-    let writer = Writer::start(
-        Store::open(&s.data_dir)?.for_background()?,
-        shards.event_queues(),
-        shards.shared().books.clone(),
-        health.clone(),
-        on_committed,
-    )?;
-    let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1), health.clone())?;
+    let persistence = Persistence::start(&s, &shards)?;
+    start_sim_delistings(&s, &shards)?;
+    let health = persistence.health.clone();
     let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
-
-    for (symbol, after_s) in s.sim_delist.clone() {
-        let (shared, commands) = (shards.shared().clone(), shards.commands());
-        std::thread::Builder::new().name("sim-delist".into()).spawn(move || {
-            while !shared.ready() {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            std::thread::sleep(Duration::from_secs(after_s));
-            for venue in Venue::ALL {
-                let Some(book) = shared.registry().find(venue, &symbol) else { continue };
-                let mut cmd = ShardCommand::Delist { book };
-                while let Err(back) = commands.send(book, cmd) {
-                    cmd = back;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                eprintln!("rampart: simulated delisting of {symbol} on {venue}");
-            }
-        })?;
-    }
     let front = Rc::new(Front::new(
         shards.shared().clone(),
         shards.commands(),
         s.venues.clone(),
-        feed_name,
+        if s.live.is_some() { "live" } else { "sim" },
         s.plans.clone(),
         FrontStorage { keys: store, thread: storage_thread, health },
         s.allow_private,
     ));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
-    let served: Result<()> = local.block_on(&runtime, async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        // SIGHUP (a closed terminal, a reload habit) is logged and otherwise ignored: settings
-        // are read once at start, so there is nothing to reload, and hanging up must not stop
-        // the service.
-        let mut hup = signal(SignalKind::hangup())?;
-        let shutdown = async move {
-            loop {
-                tokio::select! {
-                    _ = term.recv() => break,
-                    _ = tokio::signal::ctrl_c() => break,
-                    _ = hup.recv() => eprintln!("rampart: SIGHUP: settings are read only at start, nothing to reload; still running"),
-                }
-            }
-        };
-        front::serve(listener, front, front_config, shutdown).await;
-        Ok(())
-    });
+    let served = local.block_on(&runtime, run_front(listener, front, front_config));
     eprintln!("rampart: shutting down");
     // Every stage is told to stop in a way that wakes it; whatever does not finish within the
     // grace period is named in the log and the process ends anyway.
@@ -610,14 +482,180 @@ fn serve(args: ServeArgs) -> Result<()> {
     storage_join.join();
     watch.stage("stopping the shards");
     shards.stop();
-    watch.stage("stopping the firing writer");
-    writer.stop();
-    watch.stage("stopping webhook delivery");
-    delivery.stop();
-    watch.stage("stopping the checkpoint thread");
-    drop(checkpointer);
+    persistence.stop(&watch);
     watch.finish();
     served
+}
+
+/// Lists the venues (live; the port answers 503 "starting" meanwhile) or builds the simulated
+/// market, loads every active alert onto its book, and starts the shards (and, live, the REST
+/// thread).
+fn start_feed(s: &ServeSettings, store: &Store, listener: &std::net::TcpListener) -> Result<(ShardSet, Option<Rest>)> {
+    let shard_config = ShardConfig {
+        shards: s.shards,
+        depth_levels_max: 1_000,
+        bars_max: 512,
+        sim: SimConfig { seed: s.seed, ..SimConfig::default() },
+        poll_interval: Duration::from_millis(1),
+        walls_min_ratio: s.walls_min_ratio,
+        fault_hang_on_stop: s.fault_hang_shard_stop,
+    };
+    let Some(venues) = &s.live else {
+        let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
+        let registry = Arc::new(
+            Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
+        );
+        let alerts = load_alerts(store, &registry)?;
+        return Ok((ShardSet::start_sim(&shard_config, registry, universe, alerts)?, None));
+    };
+    let tls = rampart_net::delivery::tls_config(&[]);
+    let starting = starting::Starting::start(listener.try_clone()?)?;
+    let listed = list_live(venues, tls.clone());
+    starting.finish()?;
+    let (registry, natives) = listed?;
+    let registry = Arc::new(registry);
+    let alerts = load_alerts(store, &registry)?;
+    let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
+    let n = shard_config.shards.max(1);
+    let mut rest = Rest::new(n);
+    let feed = LiveFeed {
+        venues: venues.clone(),
+        natives: natives.clone(),
+        tls: tls.clone(),
+        rest: (0..n).map(|i| rest.handle(i)).collect(),
+        rest_stats: rest.stats.clone(),
+        verify_checksums: s.verify_checksums,
+        pacers: Arc::new(Default::default()),
+    };
+    let books_now = Arc::new(arc_swap::ArcSwap::new(registry));
+    let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;
+    let on_listing =
+        listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), Store::open(&s.data_dir)?);
+    let shared = shards.shared().clone();
+    let grow = Box::new(move |grown| shared.grow(grown));
+    let books = RestBooks { registry: books_now, natives, bars_max: shard_config.bars_max };
+    rest.start(venues.clone(), books, tls, on_listing, grow)?;
+    Ok((shards, Some(rest)))
+}
+
+/// Every active alert on a served book, to go onto its shard before the shard reports ready;
+/// the others stay in storage (evaluated once their venue lists the pair).
+fn load_alerts(
+    store: &Store,
+    registry: &Registry,
+) -> Result<Vec<(rampart_engine::BookId, rampart_engine::alert::AlertSpec)>> {
+    let mut alerts = Vec::new();
+    let mut orphaned = 0;
+    for row in store.active_alerts()? {
+        match (registry.find(row.exchange, &row.symbol), row.spec()) {
+            (Some(book), Some(spec)) => alerts.push((book, spec)),
+            _ => orphaned += 1,
+        }
+    }
+    if orphaned > 0 {
+        eprintln!(
+            "rampart: {orphaned} active alerts are on pairs or venues not served now; kept in storage, evaluated once \
+             their venue lists the pair"
+        );
+    }
+    eprintln!("rampart: {} active alerts loaded", alerts.len());
+    Ok(alerts)
+}
+
+/// The threads that write: webhook delivery, the firing writer (which wakes delivery) and the
+/// checkpointer, with the storage health they report to.
+struct Persistence {
+    health: Arc<StorageHealth>,
+    delivery: Delivery,
+    writer: Writer,
+    checkpointer: Checkpointer,
+}
+
+impl Persistence {
+    fn start(s: &ServeSettings, shards: &ShardSet) -> Result<Persistence> {
+        let health = Arc::new(StorageHealth::default());
+        let delivery_config = DeliveryConfig {
+            allow_private: s.allow_private,
+            health: Some(health.clone()),
+            ..DeliveryConfig::default()
+        };
+        let delivery =
+            Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, Arc::new(SystemClock))?;
+        let wake = delivery.waker();
+        let on_committed: OnCommitted = Box::new(move |done| {
+            if done.iter().any(|(row, _)| row.webhook_url.is_some()) {
+                wake.notify_one();
+            }
+        });
+        let writer = Writer::start(
+            Store::open(&s.data_dir)?.for_background()?,
+            shards.event_queues(),
+            shards.shared().books.clone(),
+            health.clone(),
+            on_committed,
+        )?;
+        let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1), health.clone())?;
+        Ok(Persistence { health, delivery, writer, checkpointer })
+    }
+
+    /// Stops the writer, then delivery, then the checkpointer (after the shards).
+    fn stop(self, watch: &Shutdown) {
+        watch.stage("stopping the firing writer");
+        self.writer.stop();
+        watch.stage("stopping webhook delivery");
+        self.delivery.stop();
+        watch.stage("stopping the checkpoint thread");
+        drop(self.checkpointer);
+    }
+}
+
+/// `--sim-delist SYMBOL@SECONDS`: a thread per delisting that waits for readiness, then the
+/// given time, then delists the pair on every venue.
+fn start_sim_delistings(s: &ServeSettings, shards: &ShardSet) -> Result<()> {
+    for (symbol, after_s) in s.sim_delist.clone() {
+        let (shared, commands) = (shards.shared().clone(), shards.commands());
+        std::thread::Builder::new().name("sim-delist".into()).spawn(move || {
+            while !shared.ready() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_secs(after_s));
+            for venue in Venue::ALL {
+                let Some(book) = shared.registry().find(venue, &symbol) else { continue };
+                send_waiting(&commands, book, ShardCommand::Delist { book });
+                eprintln!("rampart: simulated delisting of {symbol} on {venue}");
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Queues a command for a book's shard, waiting out a full queue (it drains every millisecond).
+fn send_waiting(commands: &rampart_net::shard::Commands, book: rampart_engine::BookId, mut cmd: ShardCommand) {
+    while let Err(back) = commands.send(book, cmd) {
+        cmd = back;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Serves HTTP until SIGTERM or SIGINT. SIGHUP (a closed terminal, a reload habit) is logged
+/// and otherwise ignored: settings are read once at start, so there is nothing to reload, and
+/// hanging up must not stop the service.
+async fn run_front(listener: std::net::TcpListener, front: Rc<Front>, config: FrontConfig) -> Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let shutdown = async move {
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = tokio::signal::ctrl_c() => break,
+                _ = hup.recv() => eprintln!("rampart: SIGHUP: settings are read only at start, nothing to reload; still running"),
+            }
+        }
+    };
+    front::serve(listener, front, config, shutdown).await;
+    Ok(())
 }
 
 /// What the REST thread's listing refreshes do to the shards: delist, list again, or add a
@@ -630,12 +668,7 @@ fn listing_hook(
     store: Store,
 ) -> rest::OnListing {
     let store = std::sync::Mutex::new(store);
-    let send = move |book, mut cmd| {
-        while let Err(back) = commands.send(book, cmd) {
-            cmd = back;
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    };
+    let send = move |book, cmd| send_waiting(&commands, book, cmd);
     Box::new(move |change| match change {
         ListingChange::Delisted(book) => send(book, ShardCommand::Delist { book }),
         ListingChange::Relisted(book) => send(book, ShardCommand::Relist { book }),

@@ -5,7 +5,7 @@
 //! It runs on its own thread with a current-thread runtime over the already bound listener;
 //! [`Starting::finish`] stops it and hands the listener back for the real front. Requests in
 //! flight at that moment are cut (their clients retry, as the 503 told them to). Connections are
-//! closed after each answer, and at most [`CONNECTIONS_MAX`] are served at once (more are closed
+//! closed after each answer, and at most [`STARTING_CONNECTIONS_MAX`] are served at once (more are closed
 //! at accept), so this phase holds little memory or descriptors whatever clients do.
 
 use std::convert::Infallible;
@@ -24,7 +24,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
 
 /// Connections served at once at most while starting.
-pub const CONNECTIONS_MAX: usize = 256;
+pub const STARTING_CONNECTIONS_MAX: usize = 256;
 /// The body of every answer.
 const BODY: &str = "{\"error\":\"starting\",\"status\":\"starting\"}";
 
@@ -72,7 +72,7 @@ async fn serve(
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        if open.load(Ordering::Relaxed) >= CONNECTIONS_MAX {
+        if open.load(Ordering::Relaxed) >= STARTING_CONNECTIONS_MAX {
             continue;
         }
         open.fetch_add(1, Ordering::Relaxed);

@@ -178,18 +178,13 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     let mine: Vec<(BookId, String)> =
         shard.market.books().iter().map(|b| (b.id, natives.get(b.id.index()).cloned().unwrap_or_default())).collect();
     plan_sessions(&shard, &feed, &mine, &mut sessions);
-    let mut backfill: VecDeque<BookId> = shard.market.books().iter().map(|b| b.id).collect();
-    // Failed backfills waiting for their next attempt: (due, book); at most one entry per book.
-    let mut retry: Vec<(i64, BookId)> = Vec::with_capacity(n);
-    let mut failures: Vec<u32> = vec![0; n];
-    let mut loaded: Vec<bool> = vec![false; n];
+    let mut history = Backfills::new(shard.market.books().iter().map(|b| b.id));
     let live = Rc::new(RefCell::new(Live { shard, sessions, stopping: false }));
     let count = live.borrow().sessions.len();
     connect(&live, &feed, 0..count);
     let started = clock::now_ms();
     let mut ready = false;
-    let mut snapshot_asks: Vec<BookId> = Vec::new();
-    let mut snapshot_retry: Vec<BookId> = Vec::new();
+    let mut snapshots = Vec::new();
     loop {
         let mut new_sessions = 0..0;
         {
@@ -206,106 +201,28 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 let before = sessions.len();
                 plan_sessions(shard, &feed, &added, sessions);
                 new_sessions = before..sessions.len();
-                for (book, _) in added {
-                    failures.push(0);
-                    loaded.push(false);
-                    backfill.push_back(book);
-                }
-            }
-            // Failed backfills whose wait is over go back in line.
-            let mut j = 0;
-            while j < retry.len() {
-                if retry[j].0 <= now {
-                    backfill.push_back(retry.swap_remove(j).1);
-                } else {
-                    j += 1;
-                }
+                added.iter().for_each(|(book, _)| history.add(*book));
             }
             // Books listed again: a fresh book from the venue and their history again.
             while let Some(book) = shard.relisted.pop() {
-                if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
+                if let Some(sess) = session_of(sessions, book) {
                     sess.relisted(book, now, shard);
                 }
-                backfill.push_back(book);
+                history.queue.push_back(book);
             }
-            // History requests, as far as the queue takes them.
-            while let Some(&book) = backfill.front() {
-                if rest.ask(RestJob::Backfill { book }).is_err() {
-                    break;
-                }
-                backfill.pop_front();
-            }
+            history.ask(&rest, now);
             while let Some(reply) = rest.reply() {
-                match reply {
-                    RestReply::Backfill { book, candles } => {
-                        if let Some(k) = shard.market.books().iter().position(|b| b.id == book) {
-                            failures[k] = 0;
-                            if !loaded[k] {
-                                loaded[k] = true;
-                                let venue = shard.shared.registry().get(book).venue;
-                                stats(shard, venue).books_history.fetch_add(1, Ordering::Relaxed);
-                            }
-                            history_loaded(shard, k, candles, now);
-                        }
-                    }
-                    RestReply::BackfillFailed { book, error } => {
-                        let Some(k) = shard.market.books().iter().position(|b| b.id == book) else { continue };
-                        failures[k] = failures[k].saturating_add(1);
-                        let wait = backfill_retry_ms(failures[k]);
-                        debug_assert!(retry.len() < failures.len(), "one retry per book at most");
-                        retry.push((now + wait, book));
-                        let registry = shard.shared.registry();
-                        let ins = registry.get(book);
-                        if failures[k] <= 2 || failures[k].is_power_of_two() {
-                            eprintln!(
-                                "rampart: {} {}: no history ({error}); levels build from live trades; \
-                                 asking again in {} s (failure {})",
-                                ins.venue.as_str(),
-                                ins.symbol,
-                                wait / 1000,
-                                failures[k]
-                            );
-                        }
-                    }
-                    RestReply::Snapshot { book, body } => {
-                        if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
-                            sess.on_snapshot_body(book, &body, now, shard);
-                        }
-                    }
-                    RestReply::SnapshotFailed { book, error } => {
-                        eprintln!("rampart: snapshot of {}: {error}", shard.shared.registry().get(book).symbol);
-                        if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
-                            sess.snapshot_failed(book, now);
-                        }
-                    }
-                }
+                take_reply(shard, sessions, &mut history, reply, now);
             }
-            for sess in sessions.iter_mut() {
-                sess.rebuilds_due(now, shard);
-                sess.take_snapshot_requests(&mut snapshot_asks);
-            }
-            for book in snapshot_asks.drain(..) {
-                if rest.ask(RestJob::Snapshot { book }).is_err() {
-                    snapshot_retry.push(book);
-                }
-            }
-            for book in snapshot_retry.drain(..) {
-                if let Some(sess) = sessions.iter_mut().find(|s| s.books().contains(&book)) {
-                    sess.snapshot_failed(book, now);
-                }
-            }
-            let first_answers = || (0..loaded.len()).all(|k| loaded[k] || failures[k] > 0);
-            if !ready && (now - started >= READY_WAIT_MS || first_answers()) {
+            rebuilds(shard, sessions, &rest, &mut snapshots, now);
+            if !ready && (now - started >= READY_WAIT_MS || history.all_answered()) {
                 ready = true;
                 shard.levels_epoch_ms = now;
                 shard.shared.stats[index].ready.store(true, Ordering::Release);
                 shard.emit(ShardEvent::Ready { shard: index });
                 shard.reserve_backlog();
-                eprintln!(
-                    "shard {index}: ready after {} ms; history of {} of {n} books loaded",
-                    now - started,
-                    loaded.iter().filter(|l| **l).count()
-                );
+                let (loaded, all) = (history.loaded_count(), history.loaded.len());
+                eprintln!("shard {index}: ready after {} ms; history of {loaded} of {all} books loaded", now - started);
             }
             shard.levels_soon_due(now);
             shard.flush_backlog();
@@ -320,6 +237,137 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
         connect(&live, &feed, new_sessions);
         let poll = live.borrow().shard.config.poll_interval;
         glommio::timer::sleep(poll).await;
+    }
+}
+
+/// The session carrying `book`.
+fn session_of(sessions: &mut [Session], book: BookId) -> Option<&mut Session> {
+    sessions.iter_mut().find(|s| s.books().contains(&book))
+}
+
+/// A shard's history requests: the queue, failed ones waiting for their next attempt, and per
+/// local book whether its history is loaded and how many attempts failed in a row.
+struct Backfills {
+    queue: VecDeque<BookId>,
+    /// (due, book); at most one entry per book.
+    retry: Vec<(i64, BookId)>,
+    failures: Vec<u32>,
+    loaded: Vec<bool>,
+}
+
+impl Backfills {
+    fn new(books: impl Iterator<Item = BookId>) -> Backfills {
+        let queue: VecDeque<BookId> = books.collect();
+        let n = queue.len();
+        Backfills { queue, retry: Vec::with_capacity(n), failures: vec![0; n], loaded: vec![false; n] }
+    }
+
+    /// A book the shard took after start (its local index is the next one).
+    fn add(&mut self, book: BookId) {
+        self.failures.push(0);
+        self.loaded.push(false);
+        self.queue.push_back(book);
+    }
+
+    /// Failed books whose wait is over go back in line; the line goes to the REST thread as far
+    /// as its queue takes it.
+    fn ask(&mut self, rest: &RestHandle, now: i64) {
+        let mut j = 0;
+        while j < self.retry.len() {
+            if self.retry[j].0 <= now {
+                self.queue.push_back(self.retry.swap_remove(j).1);
+            } else {
+                j += 1;
+            }
+        }
+        while let Some(&book) = self.queue.front() {
+            if rest.ask(RestJob::Backfill { book }).is_err() {
+                break;
+            }
+            self.queue.pop_front();
+        }
+    }
+
+    /// Local book `k` got its history; true the first time.
+    fn loaded(&mut self, k: usize) -> bool {
+        self.failures[k] = 0;
+        !std::mem::replace(&mut self.loaded[k], true)
+    }
+
+    /// Local book `k` did not: it is asked again later; returns (failures in a row, wait ms).
+    fn failed(&mut self, k: usize, book: BookId, now: i64) -> (u32, i64) {
+        self.failures[k] = self.failures[k].saturating_add(1);
+        let wait = backfill_retry_ms(self.failures[k]);
+        debug_assert!(self.retry.len() < self.failures.len(), "one retry per book at most");
+        self.retry.push((now + wait, book));
+        (self.failures[k], wait)
+    }
+
+    /// Every book has had its first answer (loaded or failed).
+    fn all_answered(&self) -> bool {
+        self.loaded.iter().zip(&self.failures).all(|(l, f)| *l || *f > 0)
+    }
+
+    fn loaded_count(&self) -> usize {
+        self.loaded.iter().filter(|l| **l).count()
+    }
+}
+
+/// Acts on one REST reply: history installed or asked again later, a snapshot handed to its
+/// session, a failed snapshot rescheduled by it.
+fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfills, reply: RestReply, now: i64) {
+    let local = |shard: &Shard, book: BookId| shard.market.books().iter().position(|b| b.id == book);
+    match reply {
+        RestReply::Backfill { book, candles } => {
+            let Some(k) = local(shard, book) else { return };
+            if history.loaded(k) {
+                let venue = shard.shared.registry().get(book).venue;
+                stats(shard, venue).books_history.fetch_add(1, Ordering::Relaxed);
+            }
+            history_loaded(shard, k, candles, now);
+        }
+        RestReply::BackfillFailed { book, error } => {
+            let Some(k) = local(shard, book) else { return };
+            let (failures, wait) = history.failed(k, book, now);
+            if failures <= 2 || failures.is_power_of_two() {
+                let registry = shard.shared.registry();
+                let ins = registry.get(book);
+                eprintln!(
+                    "rampart: {} {}: no history ({error}); levels build from live trades; asking again in {} s \
+                     (failure {failures})",
+                    ins.venue.as_str(),
+                    ins.symbol,
+                    wait / 1000,
+                );
+            }
+        }
+        RestReply::Snapshot { book, body } => {
+            if let Some(sess) = session_of(sessions, book) {
+                sess.on_snapshot_body(book, &body, now, shard);
+            }
+        }
+        RestReply::SnapshotFailed { book, error } => {
+            eprintln!("rampart: snapshot of {}: {error}", shard.shared.registry().get(book).symbol);
+            if let Some(sess) = session_of(sessions, book) {
+                sess.snapshot_failed(book, now);
+            }
+        }
+    }
+}
+
+/// Starts the book rebuilds that are due and queues the snapshots they want; a snapshot the
+/// REST queue cannot take is a failure its session reschedules.
+fn rebuilds(shard: &mut Shard, sessions: &mut [Session], rest: &RestHandle, asks: &mut Vec<BookId>, now: i64) {
+    for sess in sessions.iter_mut() {
+        sess.rebuilds_due(now, shard);
+        sess.take_snapshot_requests(asks);
+    }
+    for book in asks.drain(..) {
+        if rest.ask(RestJob::Snapshot { book }).is_err() {
+            if let Some(sess) = session_of(sessions, book) {
+                sess.snapshot_failed(book, now);
+            }
+        }
     }
 }
 
@@ -447,6 +495,8 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
 }
 
 /// Streams one open connection until it must end; returns why.
+// Long: the I/O loop of one connection (send queued control, keepalive, renewal, read, decode);
+// #13 moves its timing rules into the sans-I/O session, which shortens it.
 async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &mut WsCodec, venue: Venue) -> String {
     let opened_ms = clock::now_ms();
     let control_gap = Duration::from_millis(match venue {

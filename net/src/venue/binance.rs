@@ -11,7 +11,7 @@ use rampart_engine::candle::Timeframe;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
-use super::{candle, int, listed, text, CandlePage, Listed, RestApi};
+use super::{candle, int, listed, text, CandlePage, Listed, RestApi, RestError};
 
 /// Levels per side asked of a REST depth snapshot.
 pub const SNAPSHOT_LIMIT: usize = 1000;
@@ -39,9 +39,12 @@ impl RestApi for Binance {
         format!("{base}/api/v3/exchangeInfo?permissions=SPOT")
     }
 
-    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, String> {
-        let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("exchangeInfo: {e}"))?;
-        let symbols = v.get("symbols").and_then(|s| s.as_array()).ok_or("exchangeInfo: no 'symbols' array")?;
+    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, RestError> {
+        let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json("exchangeInfo", e))?;
+        let symbols = v
+            .get("symbols")
+            .and_then(|s| s.as_array())
+            .ok_or(RestError::shape("exchangeInfo", "no 'symbols' array"))?;
         let mut out = Vec::with_capacity(symbols.len());
         for s in symbols {
             let f = |k: &str| s.get(k).and_then(text).unwrap_or_default();
@@ -88,15 +91,18 @@ impl RestApi for Binance {
         u
     }
 
-    fn parse_candles(body: &[u8]) -> Result<CandlePage, String> {
-        let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("klines: {e}"))?;
-        let rows = v.as_array().ok_or("klines: not an array")?;
+    fn parse_candles(body: &[u8]) -> Result<CandlePage, RestError> {
+        let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json("klines", e))?;
+        let rows = v.as_array().ok_or(RestError::shape("klines", "not an array"))?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
-            let r = r.as_array().filter(|r| r.len() >= 5).ok_or("klines: a row is not an array of 5+")?;
+            let r = r
+                .as_array()
+                .filter(|r| r.len() >= 5)
+                .ok_or(RestError::shape("klines", "a row is not an array of 5+"))?;
             let s = |i: usize| text(&r[i]).unwrap_or_default();
-            let open = int(&r[0]).ok_or("klines: bad open time")?;
-            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or("klines: bad price")?);
+            let open = int(&r[0]).ok_or(RestError::shape("klines", "bad open time"))?;
+            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or(RestError::shape("klines", "bad price"))?);
         }
         out.sort_by_key(|c| c.open_ms);
         Ok(out)

@@ -11,10 +11,10 @@ use rampart_engine::candle::Timeframe;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
-use super::{candle, int, listed, step_from_precision, text, CandlePage, Listed, RestApi};
+use super::{candle, int, listed, step_from_precision, text, CandlePage, Listed, RestApi, RestError};
 
 /// Bytes of one subscribe request at most (Bitget's bound is 4096).
-pub const REQUEST_BYTES_MAX: usize = 4000;
+pub const SUBSCRIBE_BYTES_MAX: usize = 4000;
 
 /// Bitget's REST API.
 pub struct Bitget;
@@ -30,12 +30,12 @@ fn granularity(tf: Timeframe) -> &'static str {
     }
 }
 
-fn data(body: &[u8], what: &str) -> Result<serde_json::Value, String> {
-    let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("{what}: {e}"))?;
+fn data(body: &[u8], what: &'static str) -> Result<serde_json::Value, RestError> {
+    let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json(what, e))?;
     let code = v.get("code").and_then(text).unwrap_or_default();
     if code != "00000" {
         let msg = v.get("msg").and_then(text).unwrap_or_default();
-        return Err(format!("{what}: code {code} {msg}"));
+        return Err(RestError::Venue { what, code: code.to_string(), message: msg.to_string() });
     }
     Ok(v.get_mut("data").map(serde_json::Value::take).unwrap_or_default())
 }
@@ -45,9 +45,9 @@ impl RestApi for Bitget {
         format!("{base}/api/v2/spot/public/symbols")
     }
 
-    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, String> {
+    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, RestError> {
         let d = data(body, "symbols")?;
-        let rows = d.as_array().ok_or("symbols: 'data' is not an array")?;
+        let rows = d.as_array().ok_or(RestError::shape("symbols", "'data' is not an array"))?;
         let mut out = Vec::with_capacity(rows.len());
         for s in rows {
             let f = |k: &str| s.get(k).and_then(text).unwrap_or_default();
@@ -89,15 +89,18 @@ impl RestApi for Bitget {
         }
     }
 
-    fn parse_candles(body: &[u8]) -> Result<CandlePage, String> {
+    fn parse_candles(body: &[u8]) -> Result<CandlePage, RestError> {
         let d = data(body, "candles")?;
-        let rows = d.as_array().ok_or("candles: 'data' is not an array")?;
+        let rows = d.as_array().ok_or(RestError::shape("candles", "'data' is not an array"))?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let row = row.as_array().filter(|r| r.len() >= 5).ok_or("candles: a row is not an array of 5+")?;
+            let row = row
+                .as_array()
+                .filter(|r| r.len() >= 5)
+                .ok_or(RestError::shape("candles", "a row is not an array of 5+"))?;
             let s = |i: usize| text(&row[i]).unwrap_or_default();
-            let open = int(&row[0]).ok_or("candles: bad ts")?;
-            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or("candles: bad price")?);
+            let open = int(&row[0]).ok_or(RestError::shape("candles", "bad ts"))?;
+            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or(RestError::shape("candles", "bad price"))?);
         }
         // Documented oldest first, not guaranteed: sort.
         out.sort_by_key(|c| c.open_ms);
@@ -111,7 +114,7 @@ pub fn stream_url(ws_base: &str) -> String {
 }
 
 /// (Un)subscribe requests for the given channels of `natives`, each under
-/// [`REQUEST_BYTES_MAX`] bytes.
+/// [`SUBSCRIBE_BYTES_MAX`] bytes.
 pub fn requests(op: &str, natives: &[&str], book: bool, trades: bool) -> Vec<String> {
     let mut args = Vec::with_capacity(natives.len() * 2);
     for n in natives {
@@ -127,7 +130,7 @@ pub fn requests(op: &str, natives: &[&str], book: bool, trades: bool) -> Vec<Str
     let mut len = 0;
     let overhead = op.len() + 24;
     for a in args {
-        if !cur.is_empty() && overhead + len + a.len() + 1 > REQUEST_BYTES_MAX {
+        if !cur.is_empty() && overhead + len + a.len() + 1 > SUBSCRIBE_BYTES_MAX {
             out.push(format!("{{\"op\":\"{op}\",\"args\":[{}]}}", cur.join(",")));
             cur.clear();
             len = 0;
@@ -171,7 +174,7 @@ mod tests {
         assert!(r.len() > 1);
         let mut n = 0;
         for x in &r {
-            assert!(x.len() <= REQUEST_BYTES_MAX);
+            assert!(x.len() <= SUBSCRIBE_BYTES_MAX);
             let v: serde_json::Value = serde_json::from_str(x).expect("json");
             n += v["args"].as_array().map_or(0, Vec::len);
         }

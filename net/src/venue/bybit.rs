@@ -10,7 +10,7 @@ use rampart_engine::candle::Timeframe;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
-use super::{candle, int, listed, text, CandlePage, Listed, RestApi};
+use super::{candle, int, listed, text, CandlePage, Listed, RestApi, RestError};
 
 /// Book depth subscribed.
 pub const BOOK_DEPTH: usize = 200;
@@ -32,12 +32,16 @@ fn interval(tf: Timeframe) -> &'static str {
 }
 
 /// The `result` of a v5 envelope, or the venue's error.
-pub(crate) fn result(body: &[u8], what: &str) -> Result<serde_json::Value, String> {
-    let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("{what}: {e}"))?;
+pub(crate) fn result(body: &[u8], what: &'static str) -> Result<serde_json::Value, RestError> {
+    let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json(what, e))?;
     let code = v.get("retCode").and_then(int);
     if code != Some(0) {
         let msg = v.get("retMsg").and_then(text).unwrap_or_default();
-        return Err(format!("{what}: retCode {code:?} {msg}"));
+        return Err(RestError::Venue {
+            what,
+            code: code.map_or_else(|| "none".to_owned(), |c| c.to_string()),
+            message: msg.to_string(),
+        });
     }
     Ok(v.get_mut("result").map(serde_json::Value::take).unwrap_or_default())
 }
@@ -47,9 +51,9 @@ impl RestApi for Bybit {
         format!("{base}/v5/market/instruments-info?category=spot")
     }
 
-    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, String> {
+    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, RestError> {
         let r = result(body, "instruments-info")?;
-        let list = r.get("list").and_then(|l| l.as_array()).ok_or("instruments-info: no 'list'")?;
+        let list = r.get("list").and_then(|l| l.as_array()).ok_or(RestError::shape("instruments-info", "no 'list'"))?;
         let mut out = Vec::with_capacity(list.len());
         for s in list {
             let f = |k: &str| s.get(k).and_then(text).unwrap_or_default();
@@ -86,15 +90,18 @@ impl RestApi for Bybit {
         u
     }
 
-    fn parse_candles(body: &[u8]) -> Result<CandlePage, String> {
+    fn parse_candles(body: &[u8]) -> Result<CandlePage, RestError> {
         let r = result(body, "kline")?;
-        let rows = r.get("list").and_then(|l| l.as_array()).ok_or("kline: no 'list'")?;
+        let rows = r.get("list").and_then(|l| l.as_array()).ok_or(RestError::shape("kline", "no 'list'"))?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let row = row.as_array().filter(|r| r.len() >= 5).ok_or("kline: a row is not an array of 5+")?;
+            let row = row
+                .as_array()
+                .filter(|r| r.len() >= 5)
+                .ok_or(RestError::shape("kline", "a row is not an array of 5+"))?;
             let s = |i: usize| text(&row[i]).unwrap_or_default();
-            let open = int(&row[0]).ok_or("kline: bad start time")?;
-            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or("kline: bad price")?);
+            let open = int(&row[0]).ok_or(RestError::shape("kline", "bad start time"))?;
+            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or(RestError::shape("kline", "bad price"))?);
         }
         // Newest first on the wire.
         out.sort_by_key(|c| c.open_ms);

@@ -66,30 +66,66 @@ impl Io {
     }
 }
 
+/// Why a venue connection could not be opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnectError {
+    /// A step did not finish within its time (resolve, TLS, WebSocket handshake).
+    TimedOut(&'static str),
+    /// The host name could not be resolved.
+    Resolve(String),
+    /// No address could be connected (the last error).
+    Connect(String),
+    /// `wss://` without a TLS configuration, or a host that is not a valid TLS name.
+    TlsSetup(&'static str),
+    /// The TLS handshake failed.
+    Tls(String),
+    /// The WebSocket handshake failed: send, read, close, or a refused answer.
+    Handshake(String),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::TimedOut(what) => write!(f, "{what} timed out"),
+            ConnectError::Resolve(e) => write!(f, "resolve: {e}"),
+            ConnectError::Connect(e) => write!(f, "connect: {e}"),
+            ConnectError::TlsSetup(e) => f.write_str(e),
+            ConnectError::Tls(e) => write!(f, "TLS: {e}"),
+            ConnectError::Handshake(e) => write!(f, "WebSocket handshake: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
 async fn within<T>(
     limit: Duration,
-    what: &str,
-    f: impl std::future::Future<Output = Result<T, String>>,
-) -> Result<T, String> {
+    what: &'static str,
+    f: impl std::future::Future<Output = Result<T, ConnectError>>,
+) -> Result<T, ConnectError> {
     future::or(f, async {
         glommio::timer::sleep(limit).await;
-        Err(format!("{what} timed out"))
+        Err(ConnectError::TimedOut(what))
     })
     .await
 }
 
 /// Opens `url` and completes the WebSocket handshake; bytes that followed the handshake are
 /// left in `codec`.
-pub async fn connect(url: &WsUrl, tls: Option<Arc<rustls::ClientConfig>>, codec: &mut WsCodec) -> Result<Io, String> {
+pub async fn connect(
+    url: &WsUrl,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    codec: &mut WsCodec,
+) -> Result<Io, ConnectError> {
     let host_port = (url.host.clone(), url.port);
     let addrs: Vec<SocketAddr> = within(CONNECT_TIMEOUT, "resolve", async {
         glommio::executor()
             .spawn_blocking(move || host_port.to_socket_addrs().map(|a| a.collect::<Vec<_>>()))
             .await
-            .map_err(|e| format!("resolve {}: {e}", url.host))
+            .map_err(|e| ConnectError::Resolve(format!("{}: {e}", url.host)))
     })
     .await?;
-    let mut last = format!("{} resolves to no address", url.host);
+    let mut last = ConnectError::Resolve(format!("{} resolves to no address", url.host));
     let mut stream = None;
     for addr in addrs {
         match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT).await {
@@ -97,16 +133,20 @@ pub async fn connect(url: &WsUrl, tls: Option<Arc<rustls::ClientConfig>>, codec:
                 stream = Some(s);
                 break;
             }
-            Err(e) => last = format!("connect {addr}: {e}"),
+            Err(e) => last = ConnectError::Connect(format!("{addr}: {e}")),
         }
     }
     let stream = stream.ok_or(last)?;
     let _ = stream.set_nodelay(true);
     let mut io = if url.tls {
-        let config = tls.ok_or("TLS is not available")?;
-        let name = rustls::pki_types::ServerName::try_from(url.host.clone()).map_err(|_| "invalid TLS server name")?;
+        let config = tls.ok_or(ConnectError::TlsSetup("TLS is not available"))?;
+        let name = rustls::pki_types::ServerName::try_from(url.host.clone())
+            .map_err(|_| ConnectError::TlsSetup("invalid TLS server name"))?;
         let s = within(CONNECT_TIMEOUT, "TLS", async {
-            futures_rustls::TlsConnector::from(config).connect(name, stream).await.map_err(|e| format!("TLS: {e}"))
+            futures_rustls::TlsConnector::from(config)
+                .connect(name, stream)
+                .await
+                .map_err(|e| ConnectError::Tls(e.to_string()))
         })
         .await?;
         Io::Tls(Box::new(s))
@@ -114,20 +154,21 @@ pub async fn connect(url: &WsUrl, tls: Option<Arc<rustls::ClientConfig>>, codec:
         Io::Plain(stream)
     };
     let mut key = [0u8; 16];
-    getrandom::getrandom(&mut key).map_err(|e| format!("random: {e}"))?;
+    getrandom::getrandom(&mut key).map_err(|e| ConnectError::Handshake(format!("random key: {e}")))?;
     let hs = Handshake::new(key);
     within(CONNECT_TIMEOUT, "WebSocket handshake", async {
-        io.write_all(&hs.request(url, crate::delivery::USER_AGENT_VALUE)).await.map_err(|e| format!("send: {e}"))?;
+        let hs_err = |what: &str, e: &dyn std::fmt::Display| ConnectError::Handshake(format!("{what}: {e}"));
+        io.write_all(&hs.request(url, crate::delivery::USER_AGENT_VALUE)).await.map_err(|e| hs_err("send", &e))?;
         let mut head = Vec::with_capacity(1024);
         let mut chunk = [0u8; 1024];
         loop {
-            let n = io.read(&mut chunk).await.map_err(|e| format!("read: {e}"))?;
+            let n = io.read(&mut chunk).await.map_err(|e| hs_err("read", &e))?;
             if n == 0 {
-                return Err("closed during the handshake".to_owned());
+                return Err(ConnectError::Handshake("closed by the venue".into()));
             }
             head.extend_from_slice(&chunk[..n]);
-            if let Some(end) = hs.check_response(&head).map_err(|e| e.to_string())? {
-                return codec.preload(&head[end..]).map_err(|e| e.to_string());
+            if let Some(end) = hs.check_response(&head).map_err(|e| hs_err("answer", &e))? {
+                return codec.preload(&head[end..]).map_err(|e| hs_err("first frames", &e));
             }
         }
     })

@@ -147,6 +147,83 @@ pub(crate) fn int(v: &serde_json::Value) -> Option<i64> {
     }
 }
 
+/// Why a venue REST request or its answer could not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RestError {
+    /// The body is not JSON: what was being read, and the parser's message.
+    Json {
+        /// The answer being read (`klines`, `instruments`...).
+        what: &'static str,
+        /// The JSON parser's message.
+        detail: String,
+    },
+    /// JSON, but not the documented shape.
+    Shape {
+        /// The answer being read.
+        what: &'static str,
+        /// What is missing or wrong.
+        detail: &'static str,
+    },
+    /// The venue's own error envelope.
+    Venue {
+        /// The answer being read.
+        what: &'static str,
+        /// The venue's error code.
+        code: String,
+        /// The venue's message.
+        message: String,
+    },
+    /// An HTTP status other than 200 (the start of its body).
+    Status {
+        /// The status.
+        status: u16,
+        /// Up to 200 bytes of the body.
+        snippet: String,
+    },
+    /// The request itself failed: URL, resolve, connect, TLS, HTTP framing, body, time.
+    Transport(String),
+    /// A whole job (every page and retry of a book's history) ran out of its time.
+    TimedOut {
+        /// The job.
+        what: &'static str,
+        /// Its time, seconds.
+        secs: u64,
+    },
+    /// The job's task ended without an answer (it panicked).
+    Unanswered,
+    /// The book's venue has no settings (not configured).
+    NotConfigured,
+}
+
+impl RestError {
+    /// A body that is not JSON.
+    pub fn json(what: &'static str, e: impl std::fmt::Display) -> RestError {
+        RestError::Json { what, detail: e.to_string() }
+    }
+
+    /// JSON of the wrong shape.
+    pub fn shape(what: &'static str, detail: &'static str) -> RestError {
+        RestError::Shape { what, detail }
+    }
+}
+
+impl std::fmt::Display for RestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RestError::Json { what, detail } => write!(f, "{what}: not JSON: {detail}"),
+            RestError::Shape { what, detail } => write!(f, "{what}: {detail}"),
+            RestError::Venue { what, code, message } => write!(f, "{what}: venue error {code} {message}"),
+            RestError::Status { status, snippet } => write!(f, "HTTP {status}: {snippet}"),
+            RestError::Transport(t) => f.write_str(t),
+            RestError::TimedOut { what, secs } => write!(f, "{what} not fetched within {secs} s"),
+            RestError::Unanswered => f.write_str("the request task ended without an answer"),
+            RestError::NotConfigured => f.write_str("venue not configured"),
+        }
+    }
+}
+
+impl std::error::Error for RestError {}
+
 /// A page of candles as returned by one request, oldest first.
 pub type CandlePage = Vec<Candle>;
 
@@ -155,7 +232,7 @@ pub trait RestApi {
     /// The instrument listing URL.
     fn listing_url(base: &str) -> String;
     /// Parses the listing; instruments with unusable fields are skipped.
-    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, String>;
+    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, RestError>;
     /// Candles of `tf` ending before `end_ms` (exclusive; `None` = the latest), at most `limit`.
     fn candles_url(base: &str, native: &str, tf: Timeframe, end_ms: Option<i64>, limit: usize) -> String;
     /// The largest page of the latest candles (`end_ms` = `None`).
@@ -163,7 +240,7 @@ pub trait RestApi {
     /// The largest page of older candles.
     const OLDER_PAGE_MAX: usize;
     /// Parses a candle page, oldest first.
-    fn parse_candles(body: &[u8]) -> Result<CandlePage, String>;
+    fn parse_candles(body: &[u8]) -> Result<CandlePage, RestError>;
     /// Request weight of one candle page.
     const CANDLES_WEIGHT: f64 = 1.0;
 }

@@ -10,7 +10,7 @@ use rampart_engine::candle::Timeframe;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
-use super::{candle, int, listed, text, CandlePage, Listed, RestApi};
+use super::{candle, int, listed, text, CandlePage, Listed, RestApi, RestError};
 
 /// OKX's REST API.
 pub struct Okx;
@@ -28,16 +28,16 @@ pub fn bar(tf: Timeframe) -> &'static str {
 }
 
 /// The `data` array of an OKX envelope, or the venue's error.
-fn data(body: &[u8], what: &str) -> Result<Vec<serde_json::Value>, String> {
-    let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("{what}: {e}"))?;
+fn data(body: &[u8], what: &'static str) -> Result<Vec<serde_json::Value>, RestError> {
+    let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json(what, e))?;
     let code = v.get("code").and_then(text).unwrap_or_default();
     if code != "0" {
         let msg = v.get("msg").and_then(text).unwrap_or_default();
-        return Err(format!("{what}: code {code} {msg}"));
+        return Err(RestError::Venue { what, code: code.to_string(), message: msg.to_string() });
     }
     match v.get_mut("data").map(serde_json::Value::take) {
         Some(serde_json::Value::Array(a)) => Ok(a),
-        _ => Err(format!("{what}: no 'data' array")),
+        _ => Err(RestError::shape(what, "no 'data' array")),
     }
 }
 
@@ -46,7 +46,7 @@ impl RestApi for Okx {
         format!("{base}/api/v5/public/instruments?instType=SPOT")
     }
 
-    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, String> {
+    fn parse_listing(body: &[u8]) -> Result<Vec<Listed>, RestError> {
         let rows = data(body, "instruments")?;
         let mut out = Vec::with_capacity(rows.len());
         for s in &rows {
@@ -78,14 +78,17 @@ impl RestApi for Okx {
         }
     }
 
-    fn parse_candles(body: &[u8]) -> Result<CandlePage, String> {
+    fn parse_candles(body: &[u8]) -> Result<CandlePage, RestError> {
         let rows = data(body, "candles")?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            let row = row.as_array().filter(|r| r.len() >= 5).ok_or("candles: a row is not an array of 5+")?;
+            let row = row
+                .as_array()
+                .filter(|r| r.len() >= 5)
+                .ok_or(RestError::shape("candles", "a row is not an array of 5+"))?;
             let s = |i: usize| text(&row[i]).unwrap_or_default();
-            let open = int(&row[0]).ok_or("candles: bad ts")?;
-            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or("candles: bad price")?);
+            let open = int(&row[0]).ok_or(RestError::shape("candles", "bad ts"))?;
+            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or(RestError::shape("candles", "bad price"))?);
         }
         out.sort_by_key(|c| c.open_ms);
         Ok(out)

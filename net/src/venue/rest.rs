@@ -11,7 +11,7 @@
 //!   on a later round (backpressure, nothing lost);
 //! - at most [`IN_FLIGHT_PER_VENUE_MAX`] requests per venue at once; further jobs wait;
 //! - a reply queue holds [`REPLIES_MAX`]; replies that do not fit wait on the thread, in order;
-//! - a body is read up to [`RESPONSE_BYTES_MAX`]; a longer one is an error;
+//! - a body is read up to [`REST_ANSWER_BYTES_MAX`]; a longer one is an error;
 //! - a backfill page that fails is retried [`BACKFILL_ATTEMPTS_MAX`] times with growing delays,
 //!   then the book is reported failed (it starts with the candles its trades build);
 //! - every request waits for its venue's weight budget ([`super::VenueSettings::rest_weight_per_s`]);
@@ -49,7 +49,7 @@ use super::bitget::Bitget;
 use super::bybit::Bybit;
 use super::listing::{ListingChange, ListingWatch};
 use super::okx::Okx;
-use super::{drop_collisions, CandlePage, Listed, RestApi, VenueSettings};
+use super::{drop_collisions, CandlePage, Listed, RestApi, RestError, VenueSettings};
 use crate::ssrf::{self, Host};
 
 /// Jobs waiting for the REST thread at most.
@@ -59,7 +59,7 @@ pub const REPLIES_MAX: usize = 1024;
 /// Requests in flight per venue at most.
 pub const IN_FLIGHT_PER_VENUE_MAX: usize = 4;
 /// Bytes of a REST body at most (Binance's full `exchangeInfo` is several MB).
-pub const RESPONSE_BYTES_MAX: usize = 64 << 20;
+pub const REST_ANSWER_BYTES_MAX: usize = 64 << 20;
 /// Time allowed for one request: resolve, connect, TLS, send and the whole answer.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time allowed for one book's whole backfill.
@@ -108,7 +108,7 @@ pub enum RestReply {
         /// The book.
         book: BookId,
         /// Why.
-        error: String,
+        error: RestError,
     },
     /// A depth snapshot body.
     Snapshot {
@@ -122,7 +122,7 @@ pub enum RestReply {
         /// The book.
         book: BookId,
         /// Why.
-        error: String,
+        error: RestError,
     },
 }
 
@@ -217,7 +217,7 @@ pub type OnListing = Box<dyn Fn(ListingChange) + Send>;
 
 /// Installs a grown registry (the current one with pairs listed since appended); answers the
 /// new ids, or why it was refused (no room). `net::shard::Shared::grow` in the server.
-pub type Grow = Box<dyn Fn(Registry) -> Result<Vec<BookId>, String> + Send>;
+pub type Grow = Box<dyn Fn(Registry) -> Result<Vec<BookId>, crate::shard::GrowError> + Send>;
 
 /// How often a venue without any served pair (not listed at start) is listed again.
 pub const EMPTY_VENUE_REFRESH: Duration = Duration::from_secs(15);
@@ -324,27 +324,31 @@ impl Ctx {
     }
 
     /// A paced GET; rate-limit answers pause the venue and count as errors.
-    async fn get(&self, venue: Venue, url: &str, weight: f64) -> Result<Bytes, String> {
+    async fn get(&self, venue: Venue, url: &str, weight: f64) -> Result<Bytes, RestError> {
         self.pace(venue, weight).await;
         let stats = &self.stats[venue.index()];
         stats.requests.fetch_add(1, Ordering::Relaxed);
         let r = match tokio::time::timeout(REQUEST_TIMEOUT, get(url, self.tls.clone())).await {
             Ok(r) => r,
-            Err(_) => Err(GetError { status: None, retry_after: None, text: "timed out".into() }),
+            Err(_) => Err(fail("timed out")),
         };
         r.map_err(|e| {
             stats.errors.fetch_add(1, Ordering::Relaxed);
-            if matches!(e.status, Some(429 | 418 | 403)) {
-                stats.rate_limited.fetch_add(1, Ordering::Relaxed);
-                self.pause(venue, e.retry_after.unwrap_or(RATE_LIMIT_PAUSE));
+            match e.error {
+                RestError::Status { status: 429 | 418 | 403, .. } => {
+                    stats.rate_limited.fetch_add(1, Ordering::Relaxed);
+                    self.pause(venue, e.retry_after.unwrap_or(RATE_LIMIT_PAUSE));
+                    e.error
+                }
+                RestError::Transport(t) => RestError::Transport(format!("GET {url}: {t}")),
+                other => other,
             }
-            format!("GET {url}: {}", e.text)
         })
     }
 }
 
 /// A listing refresh in flight: the venue's index and the result.
-type ListingTask = tokio::task::JoinHandle<(usize, Result<Vec<Listed>, String>)>;
+type ListingTask = tokio::task::JoinHandle<(usize, Result<Vec<Listed>, RestError>)>;
 
 async fn run(
     ctx: Rc<Ctx>,
@@ -389,7 +393,8 @@ async fn run(
                             Ok(r) => r,
                             Err(_) => {
                                 ctx.stats[venue.index()].backfill_failed.fetch_add(1, Ordering::Relaxed);
-                                let error = format!("history not fetched within {} s", BACKFILL_BOOK_TIMEOUT.as_secs());
+                                let error =
+                                    RestError::TimedOut { what: "history", secs: BACKFILL_BOOK_TIMEOUT.as_secs() };
                                 RestReply::BackfillFailed { book, error }
                             }
                         }
@@ -445,7 +450,7 @@ async fn run(
 fn refreshed(
     ctx: &Ctx,
     s: &VenueSettings,
-    result: Result<Vec<Listed>, String>,
+    result: Result<Vec<Listed>, RestError>,
     watch: &mut ListingWatch,
     hooks: &Hooks,
 ) {
@@ -556,16 +561,15 @@ impl Drop for Answer {
     fn drop(&mut self) {
         let Some(tx) = self.tx.take() else { return };
         self.stats[self.venue.index()].tasks_lost.fetch_add(1, Ordering::Relaxed);
-        let error = "the request task ended without an answer".to_owned();
         let reply = match self.job {
-            RestJob::Backfill { book } => RestReply::BackfillFailed { book, error },
-            RestJob::Snapshot { book } => RestReply::SnapshotFailed { book, error },
+            RestJob::Backfill { book } => RestReply::BackfillFailed { book, error: RestError::Unanswered },
+            RestJob::Snapshot { book } => RestReply::SnapshotFailed { book, error: RestError::Unanswered },
         };
         let _ = tx.send((self.shard, self.venue, reply));
     }
 }
 
-async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, String> {
+async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, RestError> {
     let (url, weight) = match s.venue {
         Venue::Binance => (Binance::listing_url(&s.rest), binance::LISTING_WEIGHT),
         Venue::Bybit => (Bybit::listing_url(&s.rest), 1.0),
@@ -592,10 +596,10 @@ async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, String> 
 pub fn list_venues(
     venues: &[VenueSettings],
     tls: Option<Arc<rustls::ClientConfig>>,
-) -> Vec<Result<Vec<Listed>, String>> {
+) -> Vec<Result<Vec<Listed>, RestError>> {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
-        Err(e) => return venues.iter().map(|_| Err(format!("no runtime: {e}"))).collect(),
+        Err(e) => return venues.iter().map(|_| Err(RestError::Transport(format!("no runtime: {e}")))).collect(),
     };
     let books = RestBooks::empty();
     let ctx = Rc::new(Ctx {
@@ -613,7 +617,8 @@ pub fn list_venues(
                 let ctx = ctx.clone();
                 tokio::task::spawn_local(async move {
                     let s = &ctx.venues[i];
-                    let mut last = String::new();
+                    let waited = LISTING_START_TIMEOUT.as_secs();
+                    let mut last = RestError::Transport(format!("no answer within {waited} s"));
                     for attempt in 0..u32::MAX {
                         match tokio::time::timeout_at(deadline, list_with(&ctx, s)).await {
                             Ok(Ok(list)) => return Ok(list),
@@ -625,18 +630,13 @@ pub fn list_venues(
                             break;
                         }
                     }
-                    let waited = LISTING_START_TIMEOUT.as_secs();
-                    Err(if last.is_empty() {
-                        format!("no answer within {waited} s")
-                    } else {
-                        format!("{last} (still failing after {waited} s)")
-                    })
+                    Err(last)
                 })
             })
             .collect();
         let mut out = Vec::with_capacity(venues.len());
         for t in tasks {
-            out.push(t.await.unwrap_or_else(|e| Err(format!("listing task failed: {e}"))));
+            out.push(t.await.unwrap_or_else(|e| Err(RestError::Transport(format!("listing task failed: {e}")))));
         }
         out
     })
@@ -646,7 +646,7 @@ async fn snapshot(ctx: &Ctx, book: BookId) -> RestReply {
     let registry = ctx.books.registry.load_full();
     let ins = registry.get(book);
     let Some(s) = ctx.settings(ins.venue) else {
-        return RestReply::SnapshotFailed { book, error: "venue not configured".into() };
+        return RestReply::SnapshotFailed { book, error: RestError::NotConfigured };
     };
     let natives = ctx.books.natives.load_full();
     let native = natives.get(book.index()).map_or("", String::as_str);
@@ -659,7 +659,7 @@ async fn snapshot(ctx: &Ctx, book: BookId) -> RestReply {
 async fn backfill(ctx: &Ctx, book: BookId) -> RestReply {
     let venue = ctx.books.registry.load().get(book).venue;
     let Some(s) = ctx.settings(venue) else {
-        return RestReply::BackfillFailed { book, error: "venue not configured".into() };
+        return RestReply::BackfillFailed { book, error: RestError::NotConfigured };
     };
     let natives = ctx.books.natives.load_full();
     let native = natives.get(book.index()).map_or("", String::as_str);
@@ -695,7 +695,7 @@ async fn history<A: RestApi>(
     native: &str,
     tf: Timeframe,
     want: usize,
-) -> Result<CandlePage, String> {
+) -> Result<CandlePage, RestError> {
     let mut bars: CandlePage = Vec::with_capacity(want + A::LATEST_PAGE_MAX);
     let mut end: Option<i64> = None;
     for page in 0..BACKFILL_PAGES_MAX {
@@ -734,16 +734,15 @@ async fn history<A: RestApi>(
 }
 
 struct GetError {
-    status: Option<u16>,
+    error: RestError,
     retry_after: Option<Duration>,
-    text: String,
 }
 
 fn fail(text: impl Into<String>) -> GetError {
-    GetError { status: None, retry_after: None, text: text.into() }
+    GetError { error: RestError::Transport(text.into()), retry_after: None }
 }
 
-/// One GET over a fresh connection: status 200 with a body within [`RESPONSE_BYTES_MAX`].
+/// One GET over a fresh connection: status 200 with a body within [`REST_ANSWER_BYTES_MAX`].
 async fn get(url: &str, tls: Option<Arc<rustls::ClientConfig>>) -> Result<Bytes, GetError> {
     let parsed = ssrf::parse(url).map_err(|e| fail(format!("bad URL: {e}")))?;
     let host = match &parsed.host {
@@ -800,14 +799,14 @@ where
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s.min(RETRY_AFTER_MAX.as_secs())));
-        let body = Limited::new(resp.into_body(), RESPONSE_BYTES_MAX)
+        let body = Limited::new(resp.into_body(), REST_ANSWER_BYTES_MAX)
             .collect()
             .await
             .map_err(|e| fail(format!("body: {e}")))?
             .to_bytes();
         if status != 200 {
             let snippet = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-            return Err(GetError { status: Some(status), retry_after, text: format!("HTTP {status}: {snippet}") });
+            return Err(GetError { error: RestError::Status { status, snippet }, retry_after });
         }
         Ok(body)
     }
@@ -867,7 +866,7 @@ mod tests {
         assert_eq!(stats[Venue::Binance.index()].tasks_lost.load(Ordering::Relaxed), 1);
         // An answered job sends exactly one reply.
         let mut answered = Answer { tx: Some(tx), shard: 0, venue: Venue::Okx, job, stats: stats.clone() };
-        answered.send(RestReply::SnapshotFailed { book: BookId(3), error: String::new() });
+        answered.send(RestReply::SnapshotFailed { book: BookId(3), error: RestError::Unanswered });
         drop(answered);
         assert!(rx.try_recv().is_ok());
         assert!(rx.try_recv().is_err());

@@ -60,22 +60,42 @@ pub struct WsUrl {
     pub path: String,
 }
 
+/// Why a WebSocket URL was refused (each variant holds the URL).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WsUrlError {
+    /// Not `ws://` or `wss://`.
+    Scheme(String),
+    /// A missing or malformed host or port.
+    Authority(String),
+}
+
+impl std::fmt::Display for WsUrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WsUrlError::Scheme(u) => write!(f, "'{u}' is not a ws:// or wss:// URL"),
+            WsUrlError::Authority(u) => write!(f, "'{u}' has an invalid host or port"),
+        }
+    }
+}
+
+impl std::error::Error for WsUrlError {}
+
 impl WsUrl {
     /// Parses `ws://host[:port]/path?query` or `wss://...`.
-    pub fn parse(url: &str) -> Result<WsUrl, String> {
+    pub fn parse(url: &str) -> Result<WsUrl, WsUrlError> {
         let (tls, rest) = if let Some(r) = url.strip_prefix("wss://") {
             (true, r)
         } else if let Some(r) = url.strip_prefix("ws://") {
             (false, r)
         } else {
-            return Err(format!("'{url}' is not a ws:// or wss:// URL"));
+            return Err(WsUrlError::Scheme(url.to_owned()));
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
         let (host, port) = split_host_port(authority, if tls { 443 } else { 80 })
-            .ok_or_else(|| format!("'{url}' has an invalid host or port"))?;
+            .ok_or_else(|| WsUrlError::Authority(url.to_owned()))?;
         Ok(WsUrl { tls, host, port, path: path.to_owned() })
     }
 
@@ -337,6 +357,8 @@ impl WsCodec {
     }
 
     /// The next event, `Ok(None)` when more bytes are needed.
+    // Long: RFC 6455 frame parsing in one pass over the buffer (header, length forms, masking,
+    // control frames, fragments), kept together so each check sits next to the byte it reads.
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, WsError> {
         self.release();
         loop {

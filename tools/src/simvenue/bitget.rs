@@ -300,6 +300,8 @@ pub(crate) fn on_trade(st: &State, b: usize, t: &TradeRec) {
 // WebSocket requests.
 
 /// Handles one text message of connection `id`.
+// Long: the venue's request grammar (ping, subscribe, unsubscribe, errors) answered in one match,
+// as the real venue documents it.
 pub(crate) fn on_text(shared: &Shared, id: u64, text: &str) -> Option<Kill> {
     let mut st = shared.lock();
     if text == "ping" {

@@ -526,6 +526,7 @@ pub(crate) struct State {
 
 impl State {
     /// Builds the universe, the registry, the history of every pair and the initial books.
+    // Long: the simulator's start-up in order; a test double, not runtime code on a hot path.
     pub(crate) fn new(cfg: Config, stats: Arc<Stats>, now: i64) -> Result<State, String> {
         let universe = sim::universe(cfg.seed, cfg.sim_pairs);
         let registry = Registry::new(sim::instruments(&universe, &cfg.venues)).map_err(|e| format!("{e:?}"))?;

@@ -402,6 +402,8 @@ fn event_error(st: &State, id: u64, req_id: Option<&str>, code: &str, msg: &str)
 }
 
 /// Handles one text message of connection `id` on `endpoint` (public or business).
+// Long: the venue's request grammar (ping, subscribe, unsubscribe, errors per
+// argument) answered in one match, as the real venue documents it.
 pub(crate) fn on_text(shared: &Shared, id: u64, endpoint: Endpoint, text: &str) -> Option<Kill> {
     let mut st = shared.lock();
     if text == "ping" {

@@ -53,6 +53,8 @@ enum End {
 
 /// Runs one upgraded connection on `endpoint` until it ends; Binance `streams` from the URL are
 /// subscribed first.
+// Long: the simulator's connection loop (read, answer, push queued market data, close rules);
+// a test double.
 pub(crate) async fn run<S>(shared: Arc<Shared>, io: S, endpoint: Endpoint, streams: Vec<String>, micros: bool)
 where
     S: AsyncRead + AsyncWrite + Unpin,
