@@ -607,6 +607,15 @@ impl Front {
             ] {
                 j.raw(",\"").raw(name).raw("\":").int(sum(f));
             }
+            j.raw(",\"reconnects\":{");
+            for (i, r) in crate::venue::session::Reconnect::ALL.iter().enumerate() {
+                if i > 0 {
+                    j.raw(",");
+                }
+                let n = self.shared.venue_sum(*v, |s| s.reconnects[*r as usize].load(Relaxed));
+                j.raw("\"").raw(r.as_str()).raw("\":").int(n as i64);
+            }
+            j.raw("}");
             if let Some(rs) = &self.shared.rest_stats {
                 let r = &rs[v.index()];
                 j.raw(",\"rest\":{\"requests\":").int(r.requests.load(Relaxed) as i64);

@@ -274,6 +274,9 @@ pub struct VenueStats {
     pub books_history: AtomicU64,
     /// Connections open now.
     pub connections_open: AtomicU64,
+    /// Connections the session chose to replace, by [`crate::venue::session::Reconnect`] kind
+    /// (its discriminant indexes this array).
+    pub reconnects: [AtomicU64; crate::venue::session::Reconnect::COUNT],
     /// Connections planned (each carries a share of the pairs).
     pub connections_planned: AtomicU64,
     /// Connection attempts.

@@ -129,7 +129,11 @@ fn run(venue: Venue) {
     let mut sink = MarketSink { market, live: false, messages: 0, trades: 0, breaks: 0 };
     let mut session = Session::new(venue, vec![book], vec![native.to_owned()], true);
     session.on_connected(0, &mut sink);
-    while session.next_control().is_some() {}
+    // Every subscription request, each at the first time the session lets it go.
+    let mut now = 0;
+    while let Some(rampart_net::venue::session::Transmit::Control(_)) = session.poll_transmit(now) {
+        now += session.control_gap_ms();
+    }
     if venue == Venue::Binance {
         // The REST snapshot the first diff asks for.
         session.on_snapshot_body(

@@ -180,6 +180,11 @@ fn injected_faults_are_detected_and_recovered() {
     }
     fault(&sim, &server, "binance", "notice", "disconnects");
     fault(&sim, &server, "okx", "notice", "disconnects");
+    // A venue's notice is a reconnect of its own kind in /healthz.
+    for v in ["binance", "okx"] {
+        let h = venue_health(&server, v);
+        assert!(h["reconnects"]["notice"].as_i64().is_some_and(|n| n >= 1), "{v}: {h}");
+    }
     // Every rebuilt book is right: a new wall shows with its exact size on each venue.
     for v in venues {
         wall_round_trip(&sim, &server, v, "BTCUSDT");

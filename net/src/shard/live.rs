@@ -28,7 +28,7 @@ use super::{Shard, ShardEvent, VenueStats};
 use crate::clock;
 use crate::venue::conn;
 use crate::venue::rest::{RestHandle, RestJob, RestReply, RestStats};
-use crate::venue::session::{Count, Session, Sink};
+use crate::venue::session::{Count, Reconnect, Session, Sink, Transmit};
 use crate::venue::ws::{Event, WsCodec, WsUrl};
 use crate::venue::VenueSettings;
 
@@ -42,8 +42,6 @@ pub const RECONNECT_BACKOFF_RESET_MS: i64 = 60_000;
 pub const WS_MESSAGE_BYTES_MAX: usize = 4 << 20;
 /// A read waits at most this long before the task looks at its timers.
 const READ_SLICE: Duration = Duration::from_millis(250);
-/// Connections are proactively renewed after this long (Binance cuts at 24 h).
-pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
 /// The shard reports ready once every book has its first history answer (loaded or failed),
 /// or after this long, whichever comes first: a venue whose history endpoint hangs does not
 /// hold readiness. Books whose history arrives later get their levels then.
@@ -472,7 +470,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
             sessions[c].on_connected(opened_ms, shard);
             stats(shard, venue).connections_open.fetch_add(1, Ordering::Relaxed);
         }
-        let why = stream(&live, c, &mut io, &mut codec, venue).await;
+        let ended = stream(&live, c, &mut io, &mut codec).await;
         io.close().await;
         {
             let mut guard = live.borrow_mut();
@@ -481,10 +479,18 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
             let s = stats(shard, venue);
             s.connections_open.fetch_sub(1, Ordering::Relaxed);
             s.disconnects.fetch_add(1, Ordering::Relaxed);
-            if *stopping {
+            if let Ended::Reconnect(r) = ended {
+                s.reconnects[r as usize].fetch_add(1, Ordering::Relaxed);
+            }
+            if *stopping || matches!(ended, Ended::Stopping) {
                 return;
             }
         }
+        let why = match &ended {
+            Ended::Reconnect(r) => format!("reconnecting ({})", r.as_str()),
+            Ended::Io(why) => why.clone(),
+            Ended::Stopping => "stopping".to_owned(),
+        };
         eprintln!("rampart: {}: connection {c} ended: {why}", venue.as_str());
         if clock::now_ms() - opened_ms >= RECONNECT_BACKOFF_RESET_MS {
             backoff_ms = 0;
@@ -494,66 +500,61 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
     }
 }
 
+/// Why a connection's stream ended.
+enum Ended {
+    /// The shard is stopping.
+    Stopping,
+    /// The session wanted a new connection.
+    Reconnect(Reconnect),
+    /// The venue closed it, or reading, writing or decoding failed.
+    Io(String),
+}
+
 /// Streams one open connection until it must end; returns why.
 // Long: the I/O loop of one connection (send queued control, keepalive, renewal, read, decode);
 // #13 moves its timing rules into the sans-I/O session, which shortens it.
-async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &mut WsCodec, venue: Venue) -> String {
-    let opened_ms = clock::now_ms();
-    let control_gap = Duration::from_millis(match venue {
-        // Bitget counts every message (pings too) against 10 per second.
-        Venue::Bitget => 150,
-        _ => 100,
-    });
+async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &mut WsCodec) -> Ended {
     let mut ping = [0u8; 125];
     loop {
         let now = clock::now_ms();
-        // What the session wants sent, paced.
-        loop {
-            let next = {
-                let mut g = live.borrow_mut();
-                if g.stopping {
-                    return "stopping".into();
-                }
-                g.sessions[c].next_control()
-            };
-            let Some(msg) = next else { break };
-            if let Err(e) = io.write_all(codec.text(&msg)).await {
-                return format!("send: {e}");
-            }
-            glommio::timer::sleep(control_gap).await;
-        }
-        let (keepalive, reason, idle, backpressure) = {
+        // What the session wants written now (paced control, keepalive), then whether it wants
+        // a new connection; the session decides both from `now`.
+        let (transmit, reconnect, wake_at, backpressure) = {
             let mut g = live.borrow_mut();
-            let s = &mut g.sessions[c];
-            let keepalive = s.ping_due(now);
-            let reason = s.reconnect_reason().map(str::to_owned);
-            let idle = now - s.last_rx_ms > s.idle_limit_ms();
-            (keepalive, reason, idle, !g.shard.backlog.is_empty())
-        };
-        if let Some(p) = keepalive {
-            if let Err(e) = io.write_all(codec.text(p)).await {
-                return format!("send: {e}");
+            if g.stopping {
+                return Ended::Stopping;
             }
+            let s = &mut g.sessions[c];
+            let transmit = s.poll_transmit(now);
+            let (reconnect, wake_at) = (s.poll_reconnect(now), s.poll_timeout());
+            (transmit, reconnect, wake_at, !g.shard.backlog.is_empty())
+        };
+        let sent = match &transmit {
+            Some(Transmit::Control(msg)) => Some(io.write_all(codec.text(msg)).await),
+            Some(Transmit::Ping(p)) => Some(io.write_all(codec.text(p)).await),
+            None => None,
+        };
+        if let Some(Err(e)) = sent {
+            return Ended::Io(format!("send: {e}"));
         }
-        if let Some(r) = reason {
-            let _ = io.write_all(codec.close(1000)).await;
-            return r;
+        if transmit.is_some() {
+            continue;
         }
-        if idle {
-            return "no data within the idle limit".into();
-        }
-        if now - opened_ms > CONNECTION_LIFETIME_MS {
-            let _ = io.write_all(codec.close(1000)).await;
-            return "renewed before the venue's 24 h cut".into();
+        if let Some(r) = reconnect {
+            if r != Reconnect::Idle {
+                let _ = io.write_all(codec.close(1000)).await;
+            }
+            return Ended::Reconnect(r);
         }
         if backpressure {
             glommio::timer::sleep(Duration::from_millis(1)).await;
             continue;
         }
-        match io.read_within(codec.read_space(), READ_SLICE).await {
+        let wait = Duration::from_millis(wake_at.saturating_sub(now).clamp(1, READ_SLICE.as_millis() as i64) as u64);
+        match io.read_within(codec.read_space(), wait).await {
             None => continue,
-            Some(Ok(0)) => return "closed by the venue".into(),
-            Some(Err(e)) => return format!("read: {e}"),
+            Some(Ok(0)) => return Ended::Io("closed by the venue".into()),
+            Some(Err(e)) => return Ended::Io(format!("read: {e}")),
             Some(Ok(n)) => {
                 codec.filled(n);
                 let mut g = live.borrow_mut();
@@ -572,7 +573,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
                 Err(e) => {
                     let code = if matches!(e, crate::venue::ws::WsError::TooBig { .. }) { 1009 } else { 1002 };
                     let _ = io.write_all(codec.close(code)).await;
-                    return e.to_string();
+                    return Ended::Io(e.to_string());
                 }
                 Ok(Some(Event::Text(t))) => {
                     let mut g = live.borrow_mut();
@@ -591,13 +592,13 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
                 Ok(Some(Event::Close { code, reason })) => {
                     let why = format!("closed by the venue: {code} {}", String::from_utf8_lossy(reason));
                     let _ = io.write_all(codec.close(1000)).await;
-                    return why;
+                    return Ended::Io(why);
                 }
             };
             if let Some(n) = pong_len {
                 live.borrow_mut().sessions[c].on_alive(now);
                 if let Err(e) = io.write_all(codec.pong(&ping[..n])).await {
-                    return format!("send: {e}");
+                    return Ended::Io(format!("send: {e}"));
                 }
             }
         }

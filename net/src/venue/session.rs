@@ -46,6 +46,50 @@ pub const BITGET_TEXT_LEVELS_MAX: usize = 400;
 /// Trades per message a decoder accepts.
 pub const DECODE_TRADES_MAX: usize = 1_024;
 
+/// Connections are renewed after this long (Binance cuts at 24 h).
+pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
+
+/// Why a session wants its connection replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reconnect {
+    /// Nothing arrived within the venue's idle limit: the stream is presumed dead.
+    Idle,
+    /// Renewed before the venue's 24 h cut ([`CONNECTION_LIFETIME_MS`]).
+    Renewal,
+    /// The venue's hourly subscription budget (OKX 480, Bitget 240) or the control queue is
+    /// spent: a new connection rebuilds every book at once.
+    Budget,
+    /// The venue announced a shutdown or upgrade (Binance `serverShutdown`, OKX 64008).
+    Notice,
+}
+
+impl Reconnect {
+    /// Number of kinds.
+    pub const COUNT: usize = 4;
+    /// Every kind, in the order `/healthz` reports them.
+    pub const ALL: [Reconnect; Reconnect::COUNT] =
+        [Reconnect::Idle, Reconnect::Renewal, Reconnect::Budget, Reconnect::Notice];
+
+    /// Its name in logs and `/healthz`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reconnect::Idle => "idle",
+            Reconnect::Renewal => "renewal",
+            Reconnect::Budget => "budget",
+            Reconnect::Notice => "notice",
+        }
+    }
+}
+
+/// What the session wants written now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Transmit {
+    /// A subscription request (paced by the venue's control gap).
+    Control(Vec<u8>),
+    /// The venue's keepalive.
+    Ping(&'static [u8]),
+}
+
 /// What the session counts, per venue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Count {
@@ -124,7 +168,11 @@ pub struct Session {
     control: VecDeque<Vec<u8>>,
     /// Binance: books whose snapshot should be fetched now.
     snapshots: Vec<BookId>,
-    reconnect: Option<String>,
+    reconnect: Option<Reconnect>,
+    /// When the current connection opened.
+    opened_ms: i64,
+    /// The next control message may go at or after this time.
+    next_control_ms: i64,
     req_id: u64,
     /// Times of the subscription requests of the last hour (OKX and Bitget budgets).
     ops: VecDeque<i64>,
@@ -174,6 +222,8 @@ impl Session {
             control: VecDeque::with_capacity(CONTROL_QUEUE_MAX),
             snapshots: Vec::with_capacity(n),
             reconnect: None,
+            opened_ms: 0,
+            next_control_ms: 0,
             req_id: 0,
             ops: VecDeque::new(),
             last_ping_ms: 0,
@@ -217,6 +267,8 @@ impl Session {
         self.snapshots.clear();
         self.last_rx_ms = now_ms;
         self.last_ping_ms = now_ms;
+        self.opened_ms = now_ms;
+        self.next_control_ms = now_ms;
         for k in 0..self.books.len() {
             self.reset_book(k, sink);
             let r = &mut self.rebuild[k];
@@ -274,14 +326,48 @@ impl Session {
         sink.set_live(id, false);
     }
 
-    /// Why the session wants a new connection, if it does.
-    pub fn reconnect_reason(&self) -> Option<&str> {
-        self.reconnect.as_deref()
+    /// Why the session wants a new connection now, if it does: a venue notice or a spent
+    /// budget, a silence past the idle limit, or the renewal age.
+    pub fn poll_reconnect(&self, now_ms: i64) -> Option<Reconnect> {
+        if let Some(r) = self.reconnect {
+            return Some(r);
+        }
+        if now_ms - self.last_rx_ms > self.idle_limit_ms() {
+            return Some(Reconnect::Idle);
+        }
+        if now_ms - self.opened_ms > CONNECTION_LIFETIME_MS {
+            return Some(Reconnect::Renewal);
+        }
+        None
     }
 
-    /// Takes the next control message to send.
-    pub fn next_control(&mut self) -> Option<Vec<u8>> {
-        self.control.pop_front()
+    /// What to write now: the next control message once the venue's control gap has passed
+    /// since the previous one, else a keepalive that is due.
+    pub fn poll_transmit(&mut self, now_ms: i64) -> Option<Transmit> {
+        if !self.control.is_empty() && now_ms >= self.next_control_ms {
+            self.next_control_ms = now_ms + self.control_gap_ms();
+            return self.control.pop_front().map(Transmit::Control);
+        }
+        self.ping_due(now_ms).map(Transmit::Ping)
+    }
+
+    /// When the session next has something to do on its own (a paced control message, a
+    /// keepalive, the idle limit, the renewal): the I/O task need not wake before.
+    pub fn poll_timeout(&self) -> i64 {
+        let mut at = (self.last_rx_ms + self.idle_limit_ms() + 1).min(self.opened_ms + CONNECTION_LIFETIME_MS + 1);
+        if !self.control.is_empty() {
+            at = at.min(self.next_control_ms);
+        }
+        at.min(self.next_ping_ms())
+    }
+
+    /// Time between two control messages: Bitget counts every message (pings too) against 10
+    /// per second; the others allow more, 100 ms keeps every venue well inside its limits.
+    pub fn control_gap_ms(&self) -> i64 {
+        match self.venue {
+            Venue::Bitget => 150,
+            _ => 100,
+        }
     }
 
     /// Takes the books whose Binance snapshot must be fetched now.
@@ -312,26 +398,29 @@ impl Session {
         }
     }
 
-    /// The keepalive due now, if any.
-    pub fn ping_due(&mut self, now_ms: i64) -> Option<&'static [u8]> {
-        let (every_ms, ping): (i64, &'static [u8]) = match self.venue {
-            Venue::Binance => return None,
-            Venue::Bybit => (20_000, bybit::PING),
-            // Sent when nothing arrived for 20 s (the server closes at 30 s of silence).
-            Venue::Okx => {
-                if now_ms - self.last_rx_ms.max(self.last_ping_ms) >= 20_000 {
-                    self.last_ping_ms = now_ms;
-                    return Some(okx::PING);
-                }
-                return None;
-            }
-            Venue::Bitget => (25_000, bitget::PING),
-        };
-        if now_ms - self.last_ping_ms >= every_ms {
-            self.last_ping_ms = now_ms;
-            return Some(ping);
+    /// When the next keepalive is due (never, for Binance: the server pings).
+    fn next_ping_ms(&self) -> i64 {
+        match self.venue {
+            Venue::Binance => i64::MAX,
+            Venue::Bybit => self.last_ping_ms + 20_000,
+            Venue::Okx => self.last_rx_ms.max(self.last_ping_ms) + 20_000,
+            Venue::Bitget => self.last_ping_ms + 25_000,
         }
-        None
+    }
+
+    /// The keepalive due now, if any.
+    fn ping_due(&mut self, now_ms: i64) -> Option<&'static [u8]> {
+        if now_ms < self.next_ping_ms() {
+            return None;
+        }
+        self.last_ping_ms = now_ms;
+        match self.venue {
+            Venue::Binance => None,
+            Venue::Bybit => Some(bybit::PING),
+            // Sent when nothing arrived for 20 s (the server closes at 30 s of silence).
+            Venue::Okx => Some(okx::PING),
+            Venue::Bitget => Some(bitget::PING),
+        }
     }
 
     /// Starts the rebuilds that are due: Binance books get a snapshot request, the others an
@@ -359,7 +448,7 @@ impl Session {
                         _ => usize::MAX,
                     };
                     if self.ops.len() + 2 > budget || self.control.len() + 2 > CONTROL_QUEUE_MAX {
-                        self.reconnect = Some("subscription budget spent: reconnecting to rebuild books".into());
+                        self.reconnect = Some(Reconnect::Budget);
                         return;
                     }
                     let name = [self.natives[k].as_str()];
@@ -446,7 +535,7 @@ impl Session {
                 return sink.decided(t.event_us);
             }
             bn::Message::ServerShutdown { .. } => {
-                self.reconnect = Some("serverShutdown".into());
+                self.reconnect = Some(Reconnect::Notice);
                 return;
             }
             bn::Message::Error { .. } => return sink.count(Venue::Binance, Count::VenueError),
@@ -537,7 +626,7 @@ impl Session {
             Err(_) => return sink.count(Venue::Okx, Count::DecodeError),
         };
         if msg.is_upgrade_notice() {
-            self.reconnect = Some("OKX notice 64008 (service upgrade)".into());
+            self.reconnect = Some(Reconnect::Notice);
             return;
         }
         match msg {
@@ -622,5 +711,157 @@ impl Session {
             bg::Message::Error { .. } => sink.count(Venue::Bitget, Count::VenueError),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Books by id, nothing else recorded.
+    struct Books(Vec<Book>);
+
+    impl Sink for Books {
+        fn book(&mut self, id: BookId) -> Option<&mut Book> {
+            self.0.get_mut(id.index())
+        }
+        fn set_live(&mut self, _: BookId, _: bool) {}
+        fn trade(&mut self, _: &Tick) {}
+        fn count(&mut self, _: Venue, _: Count) {}
+        fn decided(&mut self, _: i64) {}
+    }
+
+    /// A session of `n` books on `venue`, connected at `t0`, with its subscriptions sent.
+    fn session(venue: Venue, n: usize, t0: i64) -> (Session, Books) {
+        let ids: Vec<BookId> = (0..n as u32).map(BookId).collect();
+        let natives = (0..n).map(|i| format!("P{i}-USDT")).collect();
+        let mut s = Session::new(venue, ids, natives, true);
+        let mut books = Books((0..n).map(|_| Book::new(16)).collect());
+        s.on_connected(t0, &mut books);
+        (s, books)
+    }
+
+    /// Takes every control message, each at the first time it may go; returns the times.
+    fn drain(s: &mut Session, from: i64) -> Vec<i64> {
+        let mut at = Vec::new();
+        let mut now = from;
+        while !s.control.is_empty() {
+            now = now.max(s.poll_timeout());
+            if let Some(Transmit::Control(_)) = s.poll_transmit(now) {
+                at.push(now);
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn control_messages_are_paced_by_the_venue_gap() {
+        // 25 OKX books: three subscribe requests of at most 10 books each.
+        let (mut s, _) = session(Venue::Okx, 25, 1_000);
+        assert!(matches!(s.poll_transmit(1_000), Some(Transmit::Control(_))));
+        assert_eq!(s.poll_transmit(1_050), None, "not before the gap");
+        assert_eq!(s.poll_timeout(), 1_100, "the I/O task sleeps until the next one may go");
+        assert_eq!(drain(&mut s, 1_050), [1_100, 1_200]);
+        let (mut s, _) = session(Venue::Bitget, 300, 0);
+        let times = drain(&mut s, 0);
+        assert!(times.len() >= 2, "{times:?}");
+        assert!(times.windows(2).all(|w| w[1] - w[0] == 150), "Bitget: 150 ms apart: {times:?}");
+    }
+
+    #[test]
+    fn keepalives_follow_each_venue_rule() {
+        let (mut s, _) = session(Venue::Bybit, 1, 0);
+        drain(&mut s, 0);
+        assert_eq!(s.poll_transmit(19_999), None);
+        assert_eq!(s.poll_transmit(20_000), Some(Transmit::Ping(bybit::PING)), "Bybit: every 20 s");
+        assert_eq!(s.poll_transmit(20_001), None);
+        // OKX: after 20 s without anything received.
+        let (mut s, _) = session(Venue::Okx, 1, 0);
+        drain(&mut s, 0);
+        s.on_alive(15_000);
+        assert_eq!(s.poll_transmit(34_999), None, "something arrived at 15 s");
+        assert_eq!(s.poll_timeout(), 35_000);
+        assert_eq!(s.poll_transmit(35_000), Some(Transmit::Ping(okx::PING)));
+        let (mut s, _) = session(Venue::Bitget, 1, 0);
+        drain(&mut s, 0);
+        assert_eq!(s.poll_transmit(25_000), Some(Transmit::Ping(bitget::PING)), "Bitget: every 25 s");
+        // Binance: the server pings, the client never does.
+        let (mut s, _) = session(Venue::Binance, 1, 0);
+        assert_eq!(s.poll_transmit(10 * 3_600_000), None);
+    }
+
+    #[test]
+    fn silence_past_the_idle_limit_reconnects() {
+        for (venue, limit) in
+            [(Venue::Binance, 60_000), (Venue::Bybit, 60_000), (Venue::Okx, 40_000), (Venue::Bitget, 75_000)]
+        {
+            let (mut s, _) = session(venue, 1, 0);
+            assert_eq!(s.poll_reconnect(limit), None, "{venue}");
+            assert_eq!(s.poll_reconnect(limit + 1), Some(Reconnect::Idle), "{venue}");
+            s.on_alive(limit);
+            assert_eq!(s.poll_reconnect(limit + 1), None, "{venue}: a frame arrived");
+            assert!(s.poll_timeout() <= 2 * limit + 1, "{venue}: the I/O task wakes to notice");
+        }
+    }
+
+    #[test]
+    fn connections_are_renewed_before_the_24_h_cut() {
+        let (mut s, _) = session(Venue::Binance, 1, 0);
+        let mut now = 0;
+        while now < CONNECTION_LIFETIME_MS {
+            now += 30_000;
+            s.on_alive(now);
+            assert_eq!(s.poll_reconnect(now), None, "at {now}");
+        }
+        s.on_alive(CONNECTION_LIFETIME_MS + 1);
+        assert_eq!(s.poll_reconnect(CONNECTION_LIFETIME_MS + 1), Some(Reconnect::Renewal));
+        const { assert!(CONNECTION_LIFETIME_MS < 24 * 3_600_000) };
+    }
+
+    #[test]
+    fn a_broken_book_is_rebuilt_with_a_doubling_backoff() {
+        let (mut s, mut books) = session(Venue::Binance, 1, 0);
+        let mut asks = Vec::new();
+        // The first break is rebuilt at once; each further one waits twice as long, to 30 s.
+        let mut now = 10_000;
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            s.snapshot_failed(BookId(0), now);
+            let due = s.rebuild[0].due_ms;
+            s.rebuilds_due(due - 1, &mut books);
+            s.take_snapshot_requests(&mut asks);
+            assert!(due == now || asks.is_empty(), "not before it is due");
+            s.rebuilds_due(due, &mut books);
+            s.take_snapshot_requests(&mut asks);
+            assert_eq!(std::mem::take(&mut asks), [BookId(0)]);
+            waits.push(due - now);
+            now = due + 1;
+        }
+        assert_eq!(waits, [0, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+        // A quiet minute resets it.
+        s.snapshot_failed(BookId(0), now + RESYNC_BACKOFF_RESET_MS + 1);
+        assert_eq!(s.rebuild[0].due_ms, now + RESYNC_BACKOFF_RESET_MS + 1);
+    }
+
+    #[test]
+    fn a_spent_subscription_budget_renews_the_connection() {
+        // OKX allows 480 subscription requests an hour: each rebuild costs two.
+        let (mut s, mut books) = session(Venue::Okx, 10, 0);
+        drain(&mut s, 0);
+        let mut now = 0;
+        let mut rounds = 0;
+        while s.poll_reconnect(now).is_none() && rounds < 100 {
+            rounds += 1;
+            now += 31_000;
+            for k in 0..10 {
+                s.on_alive(now);
+                s.relisted(BookId(k), now, &mut books);
+            }
+            s.rebuilds_due(now + 30_000, &mut books);
+            drain(&mut s, now + 30_000);
+        }
+        assert_eq!(s.poll_reconnect(now), Some(Reconnect::Budget));
+        let ops = 1 + 20 * rounds;
+        assert!((460..=500).contains(&ops), "renewed near the budget, after {rounds} rounds ({ops} requests)");
     }
 }
