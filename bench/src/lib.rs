@@ -246,6 +246,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: WALLS_MIN_RATIO,
         fault_hang_on_stop: false,
+        events_max: rampart_net::shard::EVENTS_MAX,
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();

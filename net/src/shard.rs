@@ -477,6 +477,9 @@ pub struct ShardConfig {
     /// Fault injection for the shutdown test: a shard told to stop blocks its thread for ever
     /// instead (`serve --fault-hang-shard-stop`, hidden). Never set in production.
     pub fault_hang_on_stop: bool,
+    /// Capacity of each shard's event queue ([`EVENTS_MAX`] in production; tests shrink it to
+    /// drive the backlog and backpressure path).
+    pub events_max: usize,
 }
 
 /// Locked memory glommio requires before it starts an executor (its own check, in bytes).
@@ -629,7 +632,7 @@ impl ShardSet {
         let mut nudges = Vec::with_capacity(n);
         for index in 0..n {
             let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
-            let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
+            let events = Arc::new(ArrayQueue::new(config.events_max.max(1)));
             set.commands.push(commands.clone());
             set.events.push(events.clone());
             let owner = |b: &BookId| shared.shard_of[b.index()].load(Ordering::Relaxed) as usize;

@@ -168,6 +168,9 @@ struct ServeArgs {
     /// Fault injection for the shutdown test: shards never finish stopping.
     #[arg(long, hide = true)]
     fault_hang_shard_stop: bool,
+    /// Capacity of each shard's event queue (tests shrink it to exercise backpressure).
+    #[arg(long, hide = true, default_value_t = rampart_net::shard::EVENTS_MAX)]
+    events_max: usize,
 }
 
 #[derive(Subcommand, Debug)]
@@ -350,6 +353,7 @@ struct ServeSettings {
     allow_private: bool,
     sim_delist: Vec<(String, u64)>,
     fault_hang_shard_stop: bool,
+    events_max: usize,
     /// `--feed live`: each venue's endpoints and limits.
     live: Option<Vec<VenueSettings>>,
     verify_checksums: bool,
@@ -413,6 +417,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         allow_private: file.webhooks.allow_private,
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,
+        events_max: args.events_max,
     })
 }
 
@@ -499,6 +504,7 @@ fn start_feed(s: &ServeSettings, store: &Store, listener: &std::net::TcpListener
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: s.walls_min_ratio,
         fault_hang_on_stop: s.fault_hang_shard_stop,
+        events_max: s.events_max,
     };
     let Some(venues) = &s.live else {
         let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
