@@ -963,7 +963,7 @@ impl Front {
             Ok(id) => id,
             Err(e) => return e.into_response(),
         };
-        let snap = self.shared.densities[id.index()].load();
+        let snap = self.shared.slots[id.index()].densities.load();
         let registry = self.shared.registry();
         let name = &registry.get(id).symbol;
         if snap.walls.is_empty() {
@@ -983,7 +983,7 @@ impl Front {
         j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
         let mut first = true;
         for &id in &books {
-            let snap = self.shared.densities[id.index()].load();
+            let snap = self.shared.slots[id.index()].densities.load();
             if snap.walls.is_empty() {
                 continue;
             }

@@ -193,7 +193,46 @@ pub struct ShardStats {
     pub wall_scans: AtomicU64,
 }
 
-/// What shards publish for readers: last prices and times per book, and counters.
+/// What the owning shard publishes about one book, for readers on other threads. Only that
+/// shard writes it (except `shard` and `status` of a book added after start, which
+/// [`Shared::grow`] sets before any shard owns it).
+#[derive(Debug)]
+pub struct BookSlot {
+    /// Last price (fixed-point): the last trade, else the best price known before it; zero
+    /// when none.
+    pub price: AtomicI64,
+    /// Time of that price, Unix milliseconds.
+    pub price_ts: AtomicI64,
+    /// Owning shard.
+    pub shard: std::sync::atomic::AtomicU16,
+    /// Level set, replaced whole at each recomputation.
+    pub levels: ArcSwap<LevelSnapshot>,
+    /// Highest trade since the level snapshot was computed (`i64::MIN` if none).
+    pub trade_high: AtomicI64,
+    /// Lowest trade since the level snapshot was computed (`i64::MAX` if none).
+    pub trade_low: AtomicI64,
+    /// Last wall scan.
+    pub densities: ArcSwap<DensitySnapshot>,
+    /// Listing status: [`STATUS_TRADING`], [`STATUS_PENDING`] or [`STATUS_DELISTED`].
+    pub status: std::sync::atomic::AtomicU8,
+}
+
+impl BookSlot {
+    fn new(shard: usize, status: u8) -> BookSlot {
+        BookSlot {
+            price: AtomicI64::new(0),
+            price_ts: AtomicI64::new(0),
+            shard: std::sync::atomic::AtomicU16::new(shard as u16),
+            levels: ArcSwap::from_pointee(LevelSnapshot::default()),
+            trade_high: AtomicI64::new(i64::MIN),
+            trade_low: AtomicI64::new(i64::MAX),
+            densities: ArcSwap::from_pointee(DensitySnapshot::default()),
+            status: std::sync::atomic::AtomicU8::new(status),
+        }
+    }
+}
+
+/// What shards publish for readers: per book slots, and counters.
 #[derive(Debug)]
 pub struct Shared {
     /// Every book: replaced whole (ids kept) when a venue lists pairs after start
@@ -202,24 +241,10 @@ pub struct Shared {
     /// Books the per-book arrays below have room for: the registry at start plus
     /// [`BOOKS_ADDED_MAX`] on the live feed. Listings beyond it are not served (reported).
     pub capacity: usize,
-    /// Last trade price per book (fixed-point), zero before the first trade.
-    pub prices: Box<[AtomicI64]>,
-    /// Time of the last trade per book, Unix milliseconds.
-    pub price_ts: Box<[AtomicI64]>,
-    /// Owning shard per book (set before a book added after start is handed to its shard).
-    pub shard_of: Box<[std::sync::atomic::AtomicU16]>,
+    /// What the shards publish per book, by `BookId` index (room for [`Shared::capacity`]).
+    pub slots: Box<[BookSlot]>,
     /// One per shard.
     pub stats: Box<[ShardStats]>,
-    /// Level set per book, replaced whole at each recomputation.
-    pub levels: Box<[ArcSwap<LevelSnapshot>]>,
-    /// Highest trade per book since its level snapshot was computed (`i64::MIN` if none).
-    pub trade_high: Box<[AtomicI64]>,
-    /// Lowest trade per book since its level snapshot was computed (`i64::MAX` if none).
-    pub trade_low: Box<[AtomicI64]>,
-    /// Last wall scan per book.
-    pub densities: Box<[ArcSwap<DensitySnapshot>]>,
-    /// Listing status per book: [`STATUS_TRADING`], [`STATUS_PENDING`] or [`STATUS_DELISTED`].
-    pub status: Box<[std::sync::atomic::AtomicU8]>,
     /// Live feed counters per (shard, venue): index `shard * Venue::COUNT + venue.index()`.
     pub venue_stats: Box<[VenueStats]>,
     /// The live feed's REST counters, by venue (`None` on the simulated feed).
@@ -320,28 +345,17 @@ impl Shared {
         let registry = books_now.load_full();
         let len = registry.len();
         assert!(capacity >= len, "room for the registry's own books");
-        let books = capacity;
-        let shard_of = (0..capacity)
-            .map(|i| {
-                let shard = if i < len { shard_of_symbol(&registry.get(BookId(i as u32)).symbol, shards) } else { 0 };
-                std::sync::atomic::AtomicU16::new(shard as u16)
+        let slots = (0..capacity)
+            .map(|i| match i < len {
+                true => BookSlot::new(shard_of_symbol(&registry.get(BookId(i as u32)).symbol, shards), STATUS_TRADING),
+                false => BookSlot::new(0, STATUS_PENDING),
             })
-            .collect();
-        let status = (0..capacity)
-            .map(|i| std::sync::atomic::AtomicU8::new(if i < len { STATUS_TRADING } else { STATUS_PENDING }))
             .collect();
         Shared {
             books: books_now,
             capacity,
-            prices: (0..books).map(|_| AtomicI64::new(0)).collect(),
-            price_ts: (0..books).map(|_| AtomicI64::new(0)).collect(),
-            shard_of,
+            slots,
             stats: (0..shards).map(|_| ShardStats::default()).collect(),
-            levels: (0..books).map(|_| ArcSwap::from_pointee(LevelSnapshot::default())).collect(),
-            trade_high: (0..books).map(|_| AtomicI64::new(i64::MIN)).collect(),
-            trade_low: (0..books).map(|_| AtomicI64::new(i64::MAX)).collect(),
-            densities: (0..books).map(|_| ArcSwap::from_pointee(DensitySnapshot::default())).collect(),
-            status,
             venue_stats: (0..shards * rampart_engine::Venue::COUNT).map(|_| VenueStats::default()).collect(),
             rest_stats: None,
             live,
@@ -398,12 +412,12 @@ impl Shared {
 
     /// True once the venue has delisted the book.
     pub fn delisted(&self, id: BookId) -> bool {
-        self.status[id.index()].load(Ordering::Acquire) == STATUS_DELISTED
+        self.slots[id.index()].status.load(Ordering::Acquire) == STATUS_DELISTED
     }
 
     /// True when the book is served: listed, and taken by its shard.
     pub fn listed(&self, id: BookId) -> bool {
-        self.status.get(id.index()).is_some_and(|s| s.load(Ordering::Acquire) == STATUS_TRADING)
+        self.slots.get(id.index()).is_some_and(|s| s.status.load(Ordering::Acquire) == STATUS_TRADING)
     }
 
     /// The registry now.
@@ -426,7 +440,7 @@ impl Shared {
         let added: Vec<BookId> = (now.len()..grown.len()).map(|i| BookId(i as u32)).collect();
         for id in &added {
             let shard = shard_of_symbol(&grown.get(*id).symbol, shards) as u16;
-            self.shard_of[id.index()].store(shard, Ordering::Release);
+            self.slots[id.index()].shard.store(shard, Ordering::Release);
         }
         self.books.store(Arc::new(grown));
         Ok(added)
@@ -434,16 +448,18 @@ impl Shared {
 
     /// Last price and its time for a book.
     pub fn price(&self, id: BookId) -> (i64, i64) {
-        (self.prices[id.index()].load(Ordering::Relaxed), self.price_ts[id.index()].load(Ordering::Relaxed))
+        let slot = &self.slots[id.index()];
+        (slot.price.load(Ordering::Relaxed), slot.price_ts.load(Ordering::Relaxed))
     }
 
     /// The book's current levels: its last snapshot without the zones that trades have gone
     /// through since (the live consumption the shard applies on every trade).
     pub fn levels(&self, id: BookId) -> Vec<Level> {
         // Watermarks first: a reset watermark (Release) implies its snapshot is visible.
-        let high = self.trade_high[id.index()].load(Ordering::Acquire);
-        let low = self.trade_low[id.index()].load(Ordering::Acquire);
-        let snap = self.levels[id.index()].load();
+        let slot = &self.slots[id.index()];
+        let high = slot.trade_high.load(Ordering::Acquire);
+        let low = slot.trade_low.load(Ordering::Acquire);
+        let snap = slot.levels.load();
         snap.levels.iter().filter(|l| l.survives(high, low)).copied().collect()
     }
 }
@@ -538,7 +554,7 @@ pub struct Commands {
 impl Commands {
     /// Queues `cmd` for the shard owning `book`; at the bound the command is handed back.
     pub fn send(&self, book: BookId, cmd: Command) -> Result<(), Command> {
-        let shard = self.shared.shard_of.get(book.index()).map_or(0, |s| s.load(Ordering::Acquire) as usize);
+        let shard = self.shared.slots.get(book.index()).map_or(0, |s| s.shard.load(Ordering::Acquire) as usize);
         self.queues[shard].push(cmd)
     }
 }
@@ -635,7 +651,7 @@ impl ShardSet {
             let events = Arc::new(ArrayQueue::new(config.events_max.max(1)));
             set.commands.push(commands.clone());
             set.events.push(events.clone());
-            let owner = |b: &BookId| shared.shard_of[b.index()].load(Ordering::Relaxed) as usize;
+            let owner = |b: &BookId| shared.slots[b.index()].shard.load(Ordering::Relaxed) as usize;
             let ids: Vec<BookId> = registry.ids().filter(|id| owner(id) == index).collect();
             let my_alerts: Vec<(BookId, AlertSpec)> =
                 alerts.iter().filter(|(b, _)| owner(b) == index).copied().collect();
@@ -919,14 +935,14 @@ impl Shard {
                 Command::Delist { book } => {
                     if self.market.get(book).is_some_and(|b| !b.delisted) {
                         let ids = self.market.delist(book);
-                        self.shared.status[book.index()].store(STATUS_DELISTED, Ordering::Release);
+                        self.shared.slots[book.index()].status.store(STATUS_DELISTED, Ordering::Release);
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
                 }
                 Command::AddBook { book, native } => self.add_book(book, native),
                 Command::Relist { book } => {
                     if self.market.relist(book) {
-                        self.shared.status[book.index()].store(STATUS_TRADING, Ordering::Release);
+                        self.shared.slots[book.index()].status.store(STATUS_TRADING, Ordering::Release);
                         debug_assert!(self.relisted.len() < self.relisted.capacity());
                         self.relisted.push(book);
                     }
@@ -953,7 +969,7 @@ impl Shard {
             state.stale = true;
         }
         self.shared.stats[self.index].books.fetch_add(1, Ordering::Relaxed);
-        self.shared.status[book.index()].store(STATUS_TRADING, Ordering::Release);
+        self.shared.slots[book.index()].status.store(STATUS_TRADING, Ordering::Release);
         self.added.push((book, native));
     }
 
@@ -973,8 +989,8 @@ impl Shard {
                     state.candles = set.clone();
                     state.last_price = rampart_engine::Price(close);
                 }
-                self.shared.prices[id.index()].store(close, Ordering::Relaxed);
-                self.shared.price_ts[id.index()].store(now, Ordering::Relaxed);
+                self.shared.slots[id.index()].price.store(close, Ordering::Relaxed);
+                self.shared.slots[id.index()].price_ts.store(now, Ordering::Relaxed);
             }
             sim.start_pair(i, now, &mut self.ticks);
             self.apply_ticks();
@@ -1073,7 +1089,7 @@ impl Shard {
         let quote_usd = match self.quote_usd[k] {
             QuoteUsd::One => Some(1.0),
             QuoteUsd::Via(book) => {
-                let p = self.shared.prices[book.index()].load(Ordering::Relaxed);
+                let p = self.shared.slots[book.index()].price.load(Ordering::Relaxed);
                 (p > 0).then(|| rampart_engine::Price(p).to_f64())
             }
             QuoteUsd::Unknown => None,
@@ -1083,7 +1099,7 @@ impl Shard {
             .iter()
             .map(|w| PublishedWall { wall: *w, usd: quote_usd.map(|q| wall::usd_value(w.qty, w.price, q)) })
             .collect();
-        self.shared.densities[id.index()].store(Arc::new(DensitySnapshot { ts_ms: now, price: price.0, walls }));
+        self.shared.slots[id.index()].densities.store(Arc::new(DensitySnapshot { ts_ms: now, price: price.0, walls }));
         self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -1101,9 +1117,10 @@ impl Shard {
         compute_from_set(&state.candles, now, price, &mut self.level_bars, &mut self.level_scratch, &mut state.levels);
         let i = state.id.index();
         let snapshot = LevelSnapshot { computed_ms: now, levels: state.levels.levels().to_vec() };
-        self.shared.levels[i].store(Arc::new(snapshot));
-        self.shared.trade_high[i].store(i64::MIN, Ordering::Release);
-        self.shared.trade_low[i].store(i64::MAX, Ordering::Release);
+        let slot = &self.shared.slots[i];
+        slot.levels.store(Arc::new(snapshot));
+        slot.trade_high.store(i64::MIN, Ordering::Release);
+        slot.trade_low.store(i64::MAX, Ordering::Release);
         self.shared.stats[self.index].level_recomputes.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -1130,17 +1147,17 @@ impl Shard {
         {
             match self.market.apply(&tick) {
                 Outcome::Trade { price, levels_consumed, first } => {
-                    let i = tick.book.index();
                     if first && self.levels_soon.len() < self.levels_soon.capacity() {
                         self.levels_soon.push(tick.book);
                     }
-                    self.shared.prices[i].store(price.0, Ordering::Relaxed);
-                    self.shared.price_ts[i].store(tick.ts_ms, Ordering::Relaxed);
-                    if price.0 > self.shared.trade_high[i].load(Ordering::Relaxed) {
-                        self.shared.trade_high[i].store(price.0, Ordering::Relaxed);
+                    let slot = &self.shared.slots[tick.book.index()];
+                    slot.price.store(price.0, Ordering::Relaxed);
+                    slot.price_ts.store(tick.ts_ms, Ordering::Relaxed);
+                    if price.0 > slot.trade_high.load(Ordering::Relaxed) {
+                        slot.trade_high.store(price.0, Ordering::Relaxed);
                     }
-                    if price.0 < self.shared.trade_low[i].load(Ordering::Relaxed) {
-                        self.shared.trade_low[i].store(price.0, Ordering::Relaxed);
+                    if price.0 < slot.trade_low.load(Ordering::Relaxed) {
+                        slot.trade_low.store(price.0, Ordering::Relaxed);
                     }
                     if levels_consumed > 0 {
                         self.shared.stats[self.index]

@@ -110,8 +110,8 @@ impl Sink for Shard {
             // No trade and no history yet: the book's mid is the best price known.
             if let Some(mid) = state.book.mid() {
                 state.last_price = mid;
-                self.shared.prices[id.index()].store(mid.0, Ordering::Relaxed);
-                self.shared.price_ts[id.index()].store(clock::now_ms(), Ordering::Relaxed);
+                self.shared.slots[id.index()].price.store(mid.0, Ordering::Relaxed);
+                self.shared.slots[id.index()].price_ts.store(clock::now_ms(), Ordering::Relaxed);
             }
         }
         let stats = &self.shared.venue_stats[self.index * Venue::COUNT + venue.index()];
@@ -120,7 +120,7 @@ impl Sink for Shard {
         } else {
             stats.books_live.fetch_sub(1, Ordering::Relaxed);
             // Stop serving its walls now rather than at the next scan.
-            self.shared.densities[id.index()].store(Arc::new(super::DensitySnapshot::default()));
+            self.shared.slots[id.index()].densities.store(Arc::new(super::DensitySnapshot::default()));
         }
     }
 
@@ -380,8 +380,8 @@ fn history_loaded(shard: &mut Shard, k: usize, mut candles: Box<rampart_engine::
         if let Some(c) = newest.filter(|c| c.close.0 > 0) {
             state.last_price = c.close;
             let i = state.id.index();
-            shard.shared.prices[i].store(c.close.0, Ordering::Relaxed);
-            shard.shared.price_ts[i].store(c.open_ms, Ordering::Relaxed);
+            shard.shared.slots[i].price.store(c.close.0, Ordering::Relaxed);
+            shard.shared.slots[i].price_ts.store(c.open_ms, Ordering::Relaxed);
         }
     }
     shard.recompute_levels(k, now);
