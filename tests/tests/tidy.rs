@@ -70,7 +70,7 @@ fn library_crates_return_typed_errors() {
 fn per_venue_tables_are_sized_by_the_venue_count() {
     let idioms = ["step_by(4)", "index() * 4", "* 4 + venue", "; 4]>"];
     let mut found = Vec::new();
-    for dir in ["engine/src", "net/src", "tools/src"] {
+    for dir in ["engine/src", "net/src", "simvenue/src", "tools/src"] {
         for p in sources(dir) {
             for (i, l) in code_lines(&p).iter().enumerate() {
                 if idioms.iter().any(|x| l.contains(x)) {
@@ -85,7 +85,7 @@ fn per_venue_tables_are_sized_by_the_venue_count() {
 /// `NAME` → (value, file) of every top-level constant.
 fn top_level_constants() -> BTreeMap<String, Vec<(String, String)>> {
     let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for dir in ["engine/src", "net/src", "tools/src", "bench/src", "tests/src"] {
+    for dir in ["engine/src", "net/src", "simvenue/src", "tools/src", "bench/src", "tests/src"] {
         for p in sources(dir) {
             for l in code_lines(&p) {
                 let rest = ["pub const ", "pub(crate) const ", "const "].iter().find_map(|k| l.strip_prefix(k));
@@ -128,7 +128,7 @@ fn a_constant_name_means_one_value_across_crates() {
 /// Functions of the runtime longer than the bound: (file, line, name, lines).
 fn long_functions() -> Vec<(String, usize, String, usize)> {
     let mut out = Vec::new();
-    for dir in ["net/src", "tools/src"] {
+    for dir in ["net/src", "tools/src", "simvenue/src"] {
         for p in sources(dir) {
             let lines = code_lines(&p);
             for (i, l) in lines.iter().enumerate() {

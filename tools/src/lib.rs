@@ -29,7 +29,7 @@ use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 use rampart_net::writer::{OnCommitted, Writer};
 
-pub mod simvenue;
+pub use rampart_simvenue as simvenue;
 pub mod starting;
 
 #[derive(Parser, Debug)]

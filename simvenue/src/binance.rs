@@ -265,7 +265,7 @@ pub(crate) fn on_book_step(st: &mut State, b: usize, changes: &[Change], now: i6
         let make = |us: bool| {
             let mut e = depth_event(book, now, first, last, &sides.bids, &sides.asks);
             if us {
-                e = e.replacen(&format!("\"E\":{now},"), &format!("\"E\":{},", crate::simvenue::SEND_TIME_MARK), 1);
+                e = e.replacen(&format!("\"E\":{now},"), &format!("\"E\":{},", crate::SEND_TIME_MARK), 1);
             }
             e
         };
@@ -299,7 +299,7 @@ fn flush_one(st: &mut State, b: usize, now: i64) {
     let make = |us: bool| {
         let mut e = depth_event(book, now, acc.first, acc.last, &bids, &asks);
         if us {
-            e = e.replacen(&format!("\"E\":{now},"), &format!("\"E\":{},", crate::simvenue::SEND_TIME_MARK), 1);
+            e = e.replacen(&format!("\"E\":{now},"), &format!("\"E\":{},", crate::SEND_TIME_MARK), 1);
         }
         e
     };
@@ -327,7 +327,7 @@ pub(crate) fn on_trade(st: &State, b: usize, t: &TradeRec) {
     let make = |us: bool| {
         format!(
             "{{\"e\":\"trade\",\"E\":{now},\"s\":\"{sym}\",\"t\":{id},\"p\":\"{p}\",\"q\":\"{q}\",\"T\":{now},\"m\":{m},\"M\":true}}",
-            now = if us { crate::simvenue::SEND_TIME_MARK.to_owned() } else { t.ts_ms.to_string() },
+            now = if us { crate::SEND_TIME_MARK.to_owned() } else { t.ts_ms.to_string() },
             sym = book.symbol,
             id = t.id,
             p = fixed(t.price, book.px_dec),

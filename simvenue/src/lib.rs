@@ -268,28 +268,65 @@ pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
+/// Why the simulator could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// A setting out of its range (the message names it).
+    Config(String),
+    /// The listen address could not be bound.
+    Bind {
+        /// The address.
+        addr: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The simulated market could not be built (e.g. a `--delist` pair that is not listed).
+    Market(String),
+    /// The runtime or the thread could not be started.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Config(m) | StartError::Market(m) => f.write_str(m),
+            StartError::Bind { addr, error } => write!(f, "binding {addr}: {error}"),
+            StartError::Io(e) => write!(f, "starting: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl From<std::io::Error> for StartError {
+    fn from(e: std::io::Error) -> StartError {
+        StartError::Io(e)
+    }
+}
+
 /// Binds the listener, builds the market (history of every pair, initial books) and starts the
 /// simulator on its own thread (a single-threaded tokio runtime); returns once it accepts
 /// connections.
-pub fn start(config: Config) -> anyhow::Result<Handle> {
+pub fn start(config: Config) -> Result<Handle, StartError> {
+    let bad = |m: &str| Err(StartError::Config(m.to_owned()));
     if config.venues.is_empty() {
-        anyhow::bail!("no venues given. Allowed: {}", Venue::ALLOWED);
+        return Err(StartError::Config(format!("no venues given. Allowed: {}", Venue::ALLOWED)));
     }
     if !(1..=5_000).contains(&config.sim_pairs) {
-        anyhow::bail!("--sim-pairs must be between 1 and 5000");
+        return bad("--sim-pairs must be between 1 and 5000");
     }
     if config.queue_messages_max == 0 || config.connections_max == 0 {
-        anyhow::bail!("queue and connection bounds must be above zero");
+        return bad("queue and connection bounds must be above zero");
     }
     if config.ping_interval_s == 0 || config.idle_close_s == 0 || config.okx_heartbeat_s == 0 {
-        anyhow::bail!("--ping-interval-s and --idle-close-s must be above zero");
+        return bad("--ping-interval-s and --idle-close-s must be above zero");
     }
-    let listener =
-        std::net::TcpListener::bind(&config.listen).map_err(|e| anyhow::anyhow!("binding {}: {e}", config.listen))?;
+    let listener = std::net::TcpListener::bind(&config.listen)
+        .map_err(|error| StartError::Bind { addr: config.listen.clone(), error })?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let stats = Arc::new(Stats::default());
-    let state = State::new(config.clone(), stats.clone(), now_ms()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let state = State::new(config.clone(), stats.clone(), now_ms()).map_err(StartError::Market)?;
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         stats,

@@ -1158,7 +1158,7 @@ impl State {
         if price % tick != 0 {
             return Err("the price is not a multiple of the tick".into());
         }
-        let text = crate::simvenue::text::fixed(price, book.px_dec);
+        let text = crate::text::fixed(price, book.px_dec);
         let mut changes = vec![Change { side, price, qty }];
         self.book_step(b, &mut changes, now);
         Ok(text)

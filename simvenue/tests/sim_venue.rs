@@ -8,12 +8,12 @@ use std::io::ErrorKind;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use rampart::simvenue::{self, Config, DelistPlan, Handle};
 use rampart_engine::book::{Book, Level};
 use rampart_engine::feed::binance::{self, BinanceBookSync, BinanceDecoder, RequestId, TimeUnit};
 use rampart_engine::feed::bybit::{self, BybitBookSync, BybitDecoder};
 use rampart_engine::feed::okx::{self, book_checksum, OkxBookSync, OkxDecoder};
 use rampart_engine::{Price, Qty, Venue};
+use rampart_simvenue::{self as simvenue, Config, DelistPlan, Handle};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
 

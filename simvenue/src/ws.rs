@@ -188,10 +188,10 @@ where
 
 /// Fills the send-time placeholder of a microsecond Binance payload with the wall clock now.
 fn stamp(text: Utf8Bytes) -> Utf8Bytes {
-    let mark = crate::simvenue::SEND_TIME_MARK;
+    let mark = crate::SEND_TIME_MARK;
     if !text.as_str().contains(mark) {
         return text;
     }
-    let now = crate::simvenue::now_us().to_string();
+    let now = crate::now_us().to_string();
     text.as_str().replace(mark, &now).into()
 }
