@@ -394,14 +394,14 @@ impl std::fmt::Display for GrowError {
 
 impl std::error::Error for GrowError {}
 
-/// [`Shared::status`]: listed and trading.
+/// [`BookSlot::status`]: listed and trading.
 pub const STATUS_TRADING: u8 = 0;
-/// [`Shared::status`]: a room for a book not (yet) served: beyond the registry, or added to it
+/// [`BookSlot::status`]: a room for a book not (yet) served: beyond the registry, or added to it
 /// and not yet taken by its shard.
 pub const STATUS_PENDING: u8 = 1;
 /// Books a live feed can add after start (pairs listed later, venues that join late).
 pub const BOOKS_ADDED_MAX: usize = 4_096;
-/// [`Shared::status`]: the venue no longer lists the pair.
+/// [`BookSlot::status`]: the venue no longer lists the pair.
 pub const STATUS_DELISTED: u8 = 2;
 
 impl Shared {
