@@ -518,12 +518,22 @@ impl Front {
     fn healthz(&self, now_ms: i64) -> Resp {
         let started = self.shared.ready();
         let storage = self.health.report(now_ms);
-        let ready = started && storage.is_none();
+        // Live feed: the data is dead when no venue has any; degraded when one has none.
+        let venue_health: Vec<crate::shard::VenueHealth> =
+            self.venues.iter().map(|v| self.shared.venue_health(*v)).collect();
+        let down = |h: &crate::shard::VenueHealth| h.state == crate::shard::VenueState::Down;
+        let all_down = self.shared.live && venue_health.iter().all(down);
+        let some_down = self.shared.live && venue_health.iter().any(down);
+        let ready = started && storage.is_none() && !all_down;
         let mut j = Json::with_capacity(512);
         if !started {
             j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
         } else if storage.is_some() {
             j.raw("{\"error\":\"storage cannot be written\",\"status\":\"degraded\"");
+        } else if all_down {
+            j.raw("{\"error\":\"no venue has live data\",\"status\":\"degraded\"");
+        } else if some_down {
+            j.raw("{\"status\":\"degraded\"");
         } else {
             j.raw("{\"status\":\"ok\"");
         }
@@ -557,28 +567,12 @@ impl Front {
             let sum = |f: fn(&crate::shard::VenueStats) -> &std::sync::atomic::AtomicU64| {
                 self.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
             };
-            let open = sum(|s| &s.connections_open);
-            let planned = sum(|s| &s.connections_planned);
-            let live = sum(|s| &s.books_live);
-            // down: no connection (or the venue could not be listed at start); syncing: some
-            // books are being (re)built; ok: every connection open and every book live.
-            let state = if pairs == 0 || open == 0 {
-                "down"
-            } else if open < planned || live < pairs {
-                "degraded"
-            } else {
-                "ok"
-            };
-            let last = self
-                .shared
-                .venue_stats
-                .iter()
-                .skip(v.index())
-                .step_by(Venue::COUNT)
-                .map(|s| s.last_message_ms.load(Relaxed))
-                .max()
-                .unwrap_or(0);
-            j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(state);
+            let h = &venue_health[i];
+            let (open, planned, live, last) = (h.open, h.planned, h.live, h.last_message_ms);
+            j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(h.state.as_str());
+            if !h.why.is_empty() {
+                j.raw(",\"reason\":").str(h.why);
+            }
             j.raw(",\"pairs\":").int(pairs);
             j.raw(",\"booksLive\":").int(live);
             j.raw(",\"booksWithHistory\":").int(sum(|s| &s.books_history));
@@ -1053,7 +1047,15 @@ impl Front {
             .fixed(ins.tick.0)
             .raw(",\"lotSize\":")
             .fixed(i64::try_from(ins.lot.0).unwrap_or(i64::MAX));
-        j.raw(",\"ts\":").int(ts).raw("}}");
+        j.raw(",\"ts\":").int(ts);
+        // How old the price is: a venue that went quiet shows here before anywhere else.
+        j.raw(",\"priceAgeMs\":");
+        if ts > 0 {
+            j.int((clock::now_ms() - ts).max(0));
+        } else {
+            j.raw("null");
+        }
+        j.raw("}}");
         respond(StatusCode::OK, j.finish())
     }
 }

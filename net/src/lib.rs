@@ -16,4 +16,5 @@ pub mod ssrf;
 pub mod storage;
 pub mod store;
 pub mod venue;
+pub mod venue_watch;
 pub mod writer;

@@ -369,6 +369,47 @@ impl Shared {
     }
 }
 
+/// A live venue's state, from its shards' counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VenueState {
+    /// Every connection open and every book in sync.
+    Ok,
+    /// Serving, but some books are being rebuilt or some connections are down.
+    Degraded,
+    /// No live data: nothing listed, no connection open, or no book in sync.
+    Down,
+}
+
+impl VenueState {
+    /// Its name in `/healthz` and the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VenueState::Ok => "ok",
+            VenueState::Degraded => "degraded",
+            VenueState::Down => "down",
+        }
+    }
+}
+
+/// A live venue's health: its state, why, and the counters it was decided from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VenueHealth {
+    /// The state.
+    pub state: VenueState,
+    /// Why it is not `Ok` (empty when it is).
+    pub why: &'static str,
+    /// Pairs served.
+    pub pairs: i64,
+    /// Connections open / planned.
+    pub open: i64,
+    /// Connections planned.
+    pub planned: i64,
+    /// Books in sync.
+    pub live: i64,
+    /// Time of the last message from the venue, Unix ms (0: none yet).
+    pub last_message_ms: i64,
+}
+
 /// Why [`Shared::grow`] refused a registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GrowError {
@@ -413,6 +454,42 @@ impl Shared {
     /// True once the venue has delisted the book.
     pub fn delisted(&self, id: BookId) -> bool {
         self.slots[id.index()].status.load(Ordering::Acquire) == STATUS_DELISTED
+    }
+
+    /// Pairs of `venue` served now (listed and taken by their shard).
+    pub fn listed_count(&self, venue: rampart_engine::Venue) -> usize {
+        self.registry().venue_books(venue).iter().filter(|b| self.listed(**b)).count()
+    }
+
+    /// The health of a live venue, from its shards' counters. A silent venue is caught by its
+    /// sessions' idle limits (the connection is replaced, and counts as down until it is back).
+    pub fn venue_health(&self, venue: rampart_engine::Venue) -> VenueHealth {
+        let sum = |f: fn(&VenueStats) -> &AtomicU64| self.venue_sum(venue, |s| f(s).load(Ordering::Relaxed)) as i64;
+        let (open, planned, live) =
+            (sum(|s| &s.connections_open), sum(|s| &s.connections_planned), sum(|s| &s.books_live));
+        let last_message_ms = self
+            .venue_stats
+            .iter()
+            .skip(venue.index())
+            .step_by(rampart_engine::Venue::COUNT)
+            .map(|s| s.last_message_ms.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
+        let pairs = self.listed_count(venue) as i64;
+        let (state, why) = if pairs == 0 {
+            (VenueState::Down, "no pair listed")
+        } else if open == 0 {
+            (VenueState::Down, "no connection open")
+        } else if live == 0 {
+            (VenueState::Down, "no book in sync")
+        } else if open < planned {
+            (VenueState::Degraded, "some connections are down")
+        } else if live < pairs {
+            (VenueState::Degraded, "some books are being rebuilt")
+        } else {
+            (VenueState::Ok, "")
+        };
+        VenueHealth { state, why, pairs, open, planned, live, last_message_ms }
     }
 
     /// True when the book is served: listed, and taken by its shard.

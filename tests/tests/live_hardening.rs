@@ -294,3 +294,50 @@ fn a_venue_that_failed_at_start_joins_later_with_its_alerts() {
     sim.control("trade", &json!({"venue":"okx","symbol":"ETHUSDT","price":format!("{through:.2}")}));
     wait_fired(&server, &id, "a stored alert on a venue that joined late");
 }
+
+/// #14: with every venue of a live feed down, readiness says so (503, "no venue has live data")
+/// and the log names each outage; with one back the service is degraded but ready; with all
+/// back it is ok again and the log says they recovered. A price shows its age.
+#[test]
+fn health_follows_the_venues_down_and_back() {
+    let sim = sim(&["binance", "okx"], &[]);
+    let server = serve(&sim, &["binance", "okx"], "");
+    wait_ok(&server, "binance");
+    wait_ok(&server, "okx");
+    let sym = server.get_authed("/v1/symbols/BTCUSDT?exchange=okx");
+    assert!(sym.ok("symbol")["data"]["priceAgeMs"].as_i64().is_some_and(|a| a >= 0), "{}", sym.text);
+    for v in ["binance", "okx"] {
+        sim.control("venue", &json!({"venue":v,"up":false}));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let h = server.get("/healthz", None);
+        if h.status == 503 {
+            break serde_json::from_str::<Value>(&h.text).expect("JSON");
+        }
+        assert!(Instant::now() < deadline, "still ready with every venue down: {}", h.text);
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(body["status"], "degraded", "{body}");
+    assert_eq!(body["error"], "no venue has live data", "{body}");
+    let wait_log = |line: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !server.stderr_tail().iter().any(|l| l.contains(line)) {
+            assert!(Instant::now() < deadline, "no log line {line:?}:\n{}", server.stderr_tail().join("\n"));
+            thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_log("binance: down: ");
+    wait_log("okx: down: ");
+    sim.control("venue", &json!({"venue":"okx","up":true}));
+    wait_ok(&server, "okx");
+    let h = server.get("/healthz", None);
+    assert_eq!(h.status, 200, "one venue back: ready again: {}", h.text);
+    assert_eq!(serde_json::from_str::<Value>(&h.text).expect("JSON")["status"], "degraded", "{}", h.text);
+    wait_log("okx: recovered");
+    sim.control("venue", &json!({"venue":"binance","up":true}));
+    wait_ok(&server, "binance");
+    let h = server.get("/healthz", None);
+    assert_eq!((h.status, serde_json::from_str::<Value>(&h.text).expect("JSON")["status"].clone()), (200, json!("ok")));
+    wait_log("binance: recovered");
+}

@@ -457,6 +457,10 @@ fn serve(args: ServeArgs) -> Result<()> {
     );
     let persistence = Persistence::start(&s, &shards)?;
     start_sim_delistings(&s, &shards)?;
+    let watch_venues = match s.live.is_some() {
+        true => Some(rampart_net::venue_watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
+        false => None,
+    };
     let health = persistence.health.clone();
     let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
     let front = Rc::new(Front::new(
@@ -482,6 +486,10 @@ fn serve(args: ServeArgs) -> Result<()> {
     if let Some(rest) = rest {
         watch.stage("stopping the venue REST thread");
         rest.stop();
+    }
+    if let Some(w) = watch_venues {
+        watch.stage("stopping the venue watch");
+        w.stop();
     }
     watch.stage("stopping the storage thread");
     storage_join.join();
