@@ -256,3 +256,26 @@ fn sim_venue_help_lists_only_its_own_options() {
     assert!(help.contains("--fault-gap-every"), "{help}");
     assert!(!help.contains("--data-dir") && !help.contains("--config"), "{help}");
 }
+
+/// The first key is made only once the port is bound: a first start that cannot bind its port
+/// exits with the reason and creates no account, so the next start still prints the key.
+#[test]
+fn a_start_that_cannot_bind_loses_no_key() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("a port to occupy");
+    let port = busy.local_addr().expect("addr").port();
+    let dir = rampart_tests::DataDir::new();
+    let mut c = std::process::Command::new(BIN);
+    c.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"]).arg(dir.path());
+    let out = rampart_tests::run_with_timeout(c, rampart_tests::CLI_TIMEOUT);
+    assert_eq!(out.status.code(), Some(2), "{}", rampart_tests::describe_output(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains("api key:"), "no key printed: {stdout}");
+    assert!(stderr.contains(&format!("binding 127.0.0.1:{port}")), "{stderr}");
+    let mut c = std::process::Command::new(BIN);
+    c.args(["keys", "list", "--data-dir"]).arg(dir.path());
+    let out = rampart_tests::run_with_timeout(c, rampart_tests::CLI_TIMEOUT);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(listed.lines().count(), 1, "only the header: no account was created: {listed}");
+    drop(busy);
+}

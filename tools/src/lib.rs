@@ -433,13 +433,14 @@ fn serve(args: ServeArgs) -> Result<()> {
         front_config.connections_max, front_config.connections_per_address_max
     );
     let mut store = Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
+    // The port is bound before the first key is made: a start that cannot bind loses no key.
+    // While the venues are listed it answers 503 "starting".
+    let listener = std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    listener.set_nonblocking(true)?;
     if store.account_count()? == 0 {
         let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
         println!("api key: {}", k.key);
     }
-    // The port is bound first; while the venues are listed it answers 503 "starting".
-    let listener = std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
-    listener.set_nonblocking(true)?;
     {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
