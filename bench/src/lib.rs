@@ -247,6 +247,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         walls_min_ratio: WALLS_MIN_RATIO,
         fault_hang_on_stop: false,
         events_max: rampart_net::shard::EVENTS_MAX,
+        cpus: (0..shards).map(|i| Some(i % std::thread::available_parallelism().map_or(1, |c| c.get()))).collect(),
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();

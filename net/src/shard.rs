@@ -25,6 +25,7 @@ use rampart_engine::{BookId, Market, Registry, Tick};
 
 use crate::clock;
 
+pub mod cpus;
 pub mod live;
 pub mod nudge;
 
@@ -573,6 +574,9 @@ pub struct ShardConfig {
     /// Capacity of each shard's event queue ([`EVENTS_MAX`] in production; tests shrink it to
     /// drive the backlog and backpressure path).
     pub events_max: usize,
+    /// Per shard: the CPU its executor is pinned to, or `None` (unpinned; also for shards past
+    /// the list). [`cpus::choose`] decides it.
+    pub cpus: Vec<Option<usize>>,
 }
 
 /// Locked memory glommio requires before it starts an executor (its own check, in bytes).
@@ -714,7 +718,6 @@ impl ShardSet {
         Fut: std::future::Future<Output = ()> + 'static,
     {
         let n = shared.stats.len();
-        let cpus = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         let mut set = ShardSet {
             shared: shared.clone(),
             commands: Vec::new(),
@@ -736,7 +739,11 @@ impl ShardSet {
             let life = make(index);
             let nudge = Arc::new(nudge::Nudge::default());
             nudges.push(nudge.clone());
-            let mut builder = LocalExecutorBuilder::new(Placement::Fixed(index % cpus))
+            let placement = match config.cpus.get(index).copied().flatten() {
+                Some(cpu) => Placement::Fixed(cpu),
+                None => Placement::Unbound,
+            };
+            let mut builder = LocalExecutorBuilder::new(placement)
                 .name(&format!("shard-{index}"))
                 .io_memory(1 << 20)
                 .detect_stalls(Some(Box::new(glommio::DefaultStallDetectionHandler {})));

@@ -425,3 +425,33 @@ fn a_full_disk_is_reported_and_writes_fail_fast() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The CPUs a thread of `pid` whose name starts with `name` may run on (from `/proc`; glommio
+/// appends an id to an executor's name).
+fn thread_cpus(pid: u32, name: &str) -> Option<String> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim().starts_with(name) {
+            let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+            return status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(|l| l.trim().to_owned());
+        }
+    }
+    None
+}
+
+/// #14: two instances on one host never pin their shards to the same core: each claims free
+/// CPUs of its allowed set, and one that finds none runs unpinned (and says so).
+#[test]
+fn two_instances_do_not_share_a_pinned_core() {
+    let a = Server::start(BIN, &["--shards", "1", "--sim-pairs", "20"]);
+    let b = Server::start(BIN, &["--shards", "1", "--sim-pairs", "20"]);
+    let ca = thread_cpus(a.pid, "shard-0").expect("a's shard thread");
+    let cb = thread_cpus(b.pid, "shard-0").expect("b's shard thread");
+    let single = |c: &str| !c.contains(',') && !c.contains('-');
+    assert!(!(ca == cb && single(&ca)), "both pinned to CPU {ca}");
+    for (s, c) in [(&a, &ca), (&b, &cb)] {
+        let log = s.stderr_tail().join("\n");
+        let said = if single(c) { format!("shard 0 on CPU {c}") } else { "shard 0 unpinned".to_owned() };
+        assert!(log.contains(&said), "{said:?} not in the log:\n{log}");
+    }
+}

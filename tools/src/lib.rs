@@ -168,6 +168,10 @@ struct ServeArgs {
     /// Fault injection for the shutdown test: shards never finish stopping.
     #[arg(long, hide = true)]
     fault_hang_shard_stop: bool,
+    /// Shard CPU placement: auto (free CPUs of the allowed set, shared with no other rampart
+    /// process; unpinned when none is free), none, or a list such as 0,2,4-6 [default: auto].
+    #[arg(long, env = "RAMPART_CPUS")]
+    cpus: Option<String>,
     /// Capacity of each shard's event queue (tests shrink it to exercise backpressure).
     #[arg(long, hide = true, default_value_t = rampart_net::shard::EVENTS_MAX)]
     events_max: usize,
@@ -354,6 +358,7 @@ struct ServeSettings {
     sim_delist: Vec<(String, u64)>,
     fault_hang_shard_stop: bool,
     events_max: usize,
+    cpus: rampart_net::shard::cpus::CpuPolicy,
     /// `--feed live`: each venue's endpoints and limits.
     live: Option<Vec<VenueSettings>>,
     verify_checksums: bool,
@@ -418,6 +423,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,
         events_max: args.events_max,
+        cpus: rampart_net::shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
     })
 }
 
@@ -447,7 +453,22 @@ fn serve(args: ServeArgs) -> Result<()> {
         writeln!(out, "listening on {}", listener.local_addr()?)?;
         out.flush()?;
     }
-    let (shards, rest) = start_feed(&s, &store, &listener)?;
+    // Shard CPUs, claimed for the life of the process.
+    let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let claims = rampart_net::shard::cpus::choose(&s.cpus, s.shards, &rampart_net::shard::cpus::allowed(), &lock_dir);
+    for (i, cpu) in claims.cpus.iter().enumerate() {
+        match cpu {
+            Some(c) => eprintln!("rampart: shard {i} on CPU {c}"),
+            None => eprintln!(
+                "rampart: shard {i} unpinned ({})",
+                match s.cpus {
+                    rampart_net::shard::cpus::CpuPolicy::None => "--cpus none",
+                    _ => "every allowed CPU is taken by another rampart process",
+                }
+            ),
+        }
+    }
+    let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus)?;
     eprintln!(
         "rampart: feed {}, {} books on {} venues, {} shards, data in {}",
         if s.live.is_some() { "live" } else { "sim" },
@@ -504,7 +525,12 @@ fn serve(args: ServeArgs) -> Result<()> {
 /// Lists the venues (live; the port answers 503 "starting" meanwhile) or builds the simulated
 /// market, loads every active alert onto its book, and starts the shards (and, live, the REST
 /// thread).
-fn start_feed(s: &ServeSettings, store: &Store, listener: &std::net::TcpListener) -> Result<(ShardSet, Option<Rest>)> {
+fn start_feed(
+    s: &ServeSettings,
+    store: &Store,
+    listener: &std::net::TcpListener,
+    cpus: &[Option<usize>],
+) -> Result<(ShardSet, Option<Rest>)> {
     let shard_config = ShardConfig {
         shards: s.shards,
         depth_levels_max: 1_000,
@@ -514,6 +540,7 @@ fn start_feed(s: &ServeSettings, store: &Store, listener: &std::net::TcpListener
         walls_min_ratio: s.walls_min_ratio,
         fault_hang_on_stop: s.fault_hang_shard_stop,
         events_max: s.events_max,
+        cpus: cpus.to_vec(),
     };
     let Some(venues) = &s.live else {
         let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
