@@ -49,7 +49,13 @@ impl Drop for Proc {
 /// Starts `bin args`, waits (up to `timeout`) until stdout has shown a line starting with each
 /// of `wanted`, and returns the process with those lines' remainders, in order.
 pub fn spawn(bin: &Path, args: &[&str], wanted: &[&str], timeout: Duration) -> Result<(Proc, Vec<String>), String> {
-    let mut child = Command::new(bin)
+    let mut command = Command::new(bin);
+    // The figures are measured without the access log (a line per request on a shared
+    // terminal would measure the terminal); RUST_LOG set by the caller wins.
+    if std::env::var_os("RUST_LOG").is_none() {
+        command.env("RUST_LOG", "info,rampart::access=off");
+    }
+    let mut child = command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

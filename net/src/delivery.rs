@@ -180,7 +180,7 @@ impl Delivery {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("rampart: delivery: no runtime: {e}");
+                    tracing::error!("delivery: no runtime: {e}");
                     return;
                 }
             };
@@ -313,7 +313,7 @@ impl Sender {
             match result {
                 Ok(()) => {
                     if self.record_failing {
-                        eprintln!("rampart: delivery: recording works again ({} outcomes)", self.unrecorded.len());
+                        tracing::info!("delivery: recording works again ({} outcomes)", self.unrecorded.len());
                     }
                     self.record_failing = false;
                     self.unrecorded.clear();
@@ -322,8 +322,8 @@ impl Sender {
                 Err(e) => {
                     self.stats.record_failures.fetch_add(1, Ordering::Relaxed);
                     if !self.record_failing {
-                        eprintln!(
-                            "rampart: delivery: recording {} outcomes: {e}; kept in memory and retried, not re-sent",
+                        tracing::error!(
+                            "delivery: recording {} outcomes: {e}; kept in memory and retried, not re-sent",
                             self.unrecorded.len()
                         );
                     }
@@ -342,7 +342,7 @@ impl Sender {
         let due = match store.due_deliveries(now_ms, DUE_SCAN_MAX) {
             Ok(d) => d,
             Err(e) => {
-                eprintln!("rampart: delivery: reading the outbox: {e}");
+                tracing::error!("delivery: reading the outbox: {e}");
                 return;
             }
         };
@@ -380,7 +380,7 @@ async fn run(
     let mut store = store;
     let tls = tls_config(&config.extra_roots_der);
     if tls.is_none() {
-        eprintln!("rampart: delivery: TLS configuration failed; https webhooks will fail");
+        tracing::error!("delivery: TLS configuration failed; https webhooks will fail");
     }
     // One result per attempt in flight: bounded by `in_flight_max`.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult)>();

@@ -144,7 +144,7 @@ impl From<alert_api::Invalid> for ApiError {
 
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> ApiError {
-        eprintln!("front: storage: {e}");
+        tracing::error!("storage: {e}");
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable; retry later")
     }
 }
@@ -414,10 +414,30 @@ impl Front {
         }
     }
 
-    /// Answers one request: routes and authenticates on the head alone, and only then reads
-    /// the body, so a client without a valid key never has a body read (nor a `100 Continue`
-    /// sent) and a declared body over the bound is refused before any of it is read.
+    /// Answers one request and writes its access log line (target [`ACCESS_LOG_TARGET`]: method,
+    /// path without the query, status, duration, the key's id, never the key).
     pub async fn serve_request(&self, req: Parts, body: Incoming, peer: IpAddr) -> Resp {
+        let started = std::time::Instant::now();
+        let key = std::cell::Cell::new(None);
+        let resp = self.answer(&req, body, peer, &key).await;
+        tracing::info!(
+            target: ACCESS_LOG_TARGET,
+            method = %req.method,
+            path = req.uri.path(),
+            status = resp.status().as_u16(),
+            us = started.elapsed().as_micros() as u64,
+            key = key.get().map_or_else(|| "-".to_owned(), |k: i64| k.to_string()),
+            peer = %peer,
+            "request"
+        );
+        resp
+    }
+
+    /// Routes and authenticates on the head alone, and only then reads the body, so a client
+    /// without a valid key never has a body read (nor a `100 Continue` sent) and a declared
+    /// body over the bound is refused before any of it is read. The admitted key's id goes to
+    /// `key`.
+    async fn answer(&self, req: &Parts, body: Incoming, peer: IpAddr, key: &std::cell::Cell<Option<i64>>) -> Resp {
         let now_ms = clock::now_ms();
         let path = req.uri.path();
         if path == "/healthz" {
@@ -436,10 +456,11 @@ impl Front {
         // arrived with it in its first read), and the connection is closed after the answer.
         // A client sending a large body with a bad key may see a reset instead of the 401;
         // an ordinary body arrives with the head and is unaffected.
-        let account = match self.admit(&req, peer, now_ms) {
+        let account = match self.admit(req, peer, now_ms) {
             Ok(k) => k,
             Err(e) => return e.into_response(),
         };
+        key.set(Some(account.id));
         let bytes = if has_body {
             match read_body(body, waits_for_continue).await {
                 Ok(b) => b,
@@ -448,7 +469,7 @@ impl Front {
         } else {
             Bytes::new()
         };
-        self.handle(&req, &bytes, &account, now_ms).await
+        self.handle(req, &bytes, &account, now_ms).await
     }
 
     /// Answers one authenticated `/v1` request whose body has been read.
@@ -1067,6 +1088,9 @@ fn method_not_allowed(allow: &'static str) -> Resp {
     r
 }
 
+/// The `tracing` target of the access log (`RUST_LOG=info,rampart::access=off` silences it).
+pub const ACCESS_LOG_TARGET: &str = "rampart::access";
+
 /// Largest request body read; past it the answer is 413.
 pub const BODY_BYTES_MAX: usize = 64 * 1024;
 /// A request body must arrive within this time; past it the answer is 408.
@@ -1241,7 +1265,7 @@ impl AcceptErrors {
             self.suppressed += 1;
             return;
         }
-        eprintln!("front: accept: {e} ({} more since the last line)", self.suppressed);
+        tracing::warn!("accept: {e} ({} more since the last line)", self.suppressed);
         self.last_log_ms = now_ms;
         self.suppressed = 0;
     }

@@ -765,7 +765,7 @@ impl ShardSet {
                 // shard that dies takes its books with it, so the process stops rather than
                 // serve a partial market.
                 if let Err(e) = handle.join() {
-                    eprintln!("rampart: shard {index} failed: {e}");
+                    tracing::error!("shard {index} failed: {e}");
                     std::process::exit(1);
                 }
             }));
@@ -1042,7 +1042,7 @@ impl Shard {
     /// already) is left out and reported.
     fn add_book(&mut self, book: BookId, native: String) {
         if !self.market.add_book(book, self.config.depth_levels_max, self.config.bars_max) {
-            eprintln!("rampart: shard {}: book {} cannot be added here", self.index, book.0);
+            tracing::error!("shard {}: book {} cannot be added here", self.index, book.0);
             return;
         }
         let registry = self.shared.registry();
@@ -1085,7 +1085,7 @@ impl Shard {
             self.ticks_done = 0;
             glommio::yield_if_needed().await;
         }
-        eprintln!(
+        tracing::info!(
             "shard {}: {} books, {} pairs loaded in {} ms",
             self.index,
             self.market.books().len(),

@@ -60,8 +60,8 @@ impl Shutdown {
         Shutdown::start(
             SHUTDOWN_GRACE,
             Box::new(|stage| {
-                eprintln!(
-                    "rampart: shutdown did not finish within {} s: abandoned while {stage}; exiting now",
+                tracing::error!(
+                    "shutdown did not finish within {} s: abandoned while {stage}; exiting now",
                     SHUTDOWN_GRACE.as_secs()
                 );
                 std::process::exit(1);

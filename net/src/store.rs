@@ -525,12 +525,12 @@ impl Checkpointer {
                 let probe = store.probe_write(now);
                 if let Err(e) = &probe {
                     if !health.failing(now) {
-                        eprintln!("rampart: storage cannot be written: {e}");
+                        tracing::error!("storage cannot be written: {e}");
                     }
                 }
                 health.record(crate::storage::Writer::Probe, &probe, now);
                 if let Err(e) = store.checkpoint() {
-                    eprintln!("rampart: WAL checkpoint: {e}");
+                    tracing::error!("WAL checkpoint: {e}");
                 }
             }
         })?;
@@ -983,11 +983,15 @@ impl Store {
                             last_error = ?6 WHERE id = ?1",
                         params![id, attempts, first, next, status, error],
                     )?,
-                    None => self.conn.execute(
-                        "UPDATE outbox SET state = 'failed', attempts = ?2, first_failure_ms = ?3, last_status = ?4,
-                            last_error = ?5, done_ms = ?6 WHERE id = ?1",
-                        params![id, attempts, first, status, error, now_ms],
-                    )?,
+                    None => {
+                        let n = self.conn.execute(
+                            "UPDATE outbox SET state = 'failed', attempts = ?2, first_failure_ms = ?3, last_status = ?4,
+                                last_error = ?5, done_ms = ?6 WHERE id = ?1",
+                            params![id, attempts, first, status, error, now_ms],
+                        )?;
+                        tracing::warn!(delivery = id, attempts, "webhook failed for good: {error}");
+                        n
+                    }
                 };
             }
         }

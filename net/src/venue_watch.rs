@@ -37,7 +37,10 @@ impl VenueWatch {
                     for (i, v) in venues.iter().enumerate() {
                         let h = shared.venue_health(*v);
                         if let Some(line) = transition(*v, last[i], h.state, h.why) {
-                            eprintln!("rampart: {line}");
+                            match h.state {
+                                VenueState::Down => tracing::warn!("{line}"),
+                                _ => tracing::info!("{line}"),
+                            }
                         }
                         last[i] = Some(h.state);
                     }

@@ -83,8 +83,8 @@ impl Writer {
                                 loop {
                                     match store.delist(ins.venue, &ins.symbol, clock::now_ms()) {
                                         Ok(done) => {
-                                            eprintln!(
-                                                "rampart: {} {} delisted: {} alerts removed (shard held {})",
+                                            tracing::info!(
+                                                "{} {} delisted: {} alerts removed (shard held {})",
                                                 ins.venue,
                                                 ins.symbol,
                                                 done.len(),
@@ -93,18 +93,18 @@ impl Writer {
                                             break;
                                         }
                                         Err(e) => {
-                                            eprintln!("rampart: writer: delisting {}: {e}; retrying", ins.symbol);
+                                            tracing::error!("writer: delisting {}: {e}; retrying", ins.symbol);
                                             std::thread::sleep(RETRY);
                                         }
                                     }
                                 }
                             }
-                            ShardEvent::Ready { shard } => eprintln!("rampart: shard {shard} ready"),
+                            ShardEvent::Ready { shard } => tracing::info!("shard {shard} ready"),
                             ShardEvent::BookCrossed { book, ts_ms } => {
                                 let registry = registry.load();
                                 let ins = registry.get(book);
-                                eprintln!(
-                                    "rampart: book {} {} crossed at {ts_ms}; no walls from it until rebuilt (alerts still fire on its trades)",
+                                tracing::warn!(
+                                    "book {} {} crossed at {ts_ms}; no walls from it until rebuilt (alerts still fire on its trades)",
                                     ins.venue, ins.symbol
                                 );
                             }
@@ -157,7 +157,7 @@ fn commit(
             }
             Err(e) => {
                 stats.retries.fetch_add(1, Ordering::Relaxed);
-                eprintln!("rampart: writer: committing {} firings: {e}; retrying", batch.len());
+                tracing::error!("writer: committing {} firings: {e}; retrying", batch.len());
                 std::thread::sleep(RETRY);
             }
         }

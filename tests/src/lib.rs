@@ -569,6 +569,8 @@ fn scrub_env(command: &mut Command) {
             command.env_remove(name);
         }
     }
+    // Logs at their default level, whatever the caller's shell says.
+    command.env_remove("RUST_LOG");
 }
 
 fn parse_port(addr: &str) -> Option<u16> {

@@ -168,6 +168,9 @@ struct ServeArgs {
     /// Fault injection for the shutdown test: shards never finish stopping.
     #[arg(long, hide = true)]
     fault_hang_shard_stop: bool,
+    /// Log line format on stderr: text or json [default: text]. `RUST_LOG` filters (default info).
+    #[arg(long, env = "RAMPART_LOG_FORMAT")]
+    log_format: Option<String>,
     /// Shard CPU placement: auto (free CPUs of the allowed set, shared with no other rampart
     /// process; unpinned when none is free), none, or a list such as 0,2,4-6 [default: auto].
     #[arg(long, env = "RAMPART_CPUS")]
@@ -197,14 +200,37 @@ enum KeysCommand {
     },
 }
 
+/// Logs go to stderr through `tracing`: one line per event with its time (UTC), level and
+/// target, filtered by `RUST_LOG` (default `info`), as text or as JSON objects
+/// (`--log-format json`). Events of crates that log through `log` (glommio's stall detector)
+/// are taken in too.
+fn init_logging(format: Option<&str>) -> Result<()> {
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let (filter, bad) = match tracing_subscriber::EnvFilter::try_from_default_env() {
+        Ok(f) => (f, None),
+        Err(e) => (tracing_subscriber::EnvFilter::new("info"), std::env::var("RUST_LOG").ok().map(|v| (v, e))),
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
+    let installed = match format.unwrap_or("text") {
+        "text" => builder.finish().try_init(),
+        "json" => builder.json().finish().try_init(),
+        other => bail!("invalid --log-format '{other}'. Allowed: text, json"),
+    };
+    installed.map_err(|e| anyhow::anyhow!("logging: {e}"))?;
+    if let Some((value, e)) = bad.filter(|(v, _)| !v.is_empty()) {
+        tracing::warn!("RUST_LOG={value:?} is not a valid filter ({e}); logging at info");
+    }
+    Ok(())
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => serve(cli.serve),
-        Some(Command::Serve(args)) => serve(args),
+        None => init_logging(cli.serve.log_format.as_deref()).and_then(|()| serve(cli.serve)),
+        Some(Command::Serve(args)) => init_logging(args.log_format.as_deref()).and_then(|()| serve(args)),
         Some(Command::Keys { command, common }) => keys(command, common),
-        Some(Command::SimVenue(args)) => sim_venue(args),
+        Some(Command::SimVenue(args)) => init_logging(None).and_then(|()| sim_venue(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -339,7 +365,7 @@ fn sim_venue(args: SimVenueArgs) -> Result<()> {
         }
         Ok::<(), anyhow::Error>(())
     })?;
-    eprintln!("sim-venue: shutting down");
+    tracing::info!("sim-venue: shutting down");
     handle.stop();
     Ok(())
 }
@@ -384,7 +410,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         bail!("walls.min_ratio must be a number above 1, not {walls_min_ratio}");
     }
     if file.webhooks.allow_private {
-        eprintln!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
+        tracing::warn!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
     }
     let mut sim_delist = Vec::new();
     for d in &args.sim_delist {
@@ -434,9 +460,10 @@ fn serve(args: ServeArgs) -> Result<()> {
     // One server per data directory, checked before anything is printed or opened.
     let _lock = DataDirLock::acquire(&s.data_dir)?;
     let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
-    eprintln!(
-        "rampart: descriptor limit {descriptors}: up to {} HTTP connections, {} per address",
-        front_config.connections_max, front_config.connections_per_address_max
+    tracing::info!(
+        "descriptor limit {descriptors}: up to {} HTTP connections, {} per address",
+        front_config.connections_max,
+        front_config.connections_per_address_max
     );
     let mut store = Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
     // The port is bound before the first key is made: a start that cannot bind loses no key.
@@ -458,9 +485,9 @@ fn serve(args: ServeArgs) -> Result<()> {
     let claims = rampart_net::shard::cpus::choose(&s.cpus, s.shards, &rampart_net::shard::cpus::allowed(), &lock_dir);
     for (i, cpu) in claims.cpus.iter().enumerate() {
         match cpu {
-            Some(c) => eprintln!("rampart: shard {i} on CPU {c}"),
-            None => eprintln!(
-                "rampart: shard {i} unpinned ({})",
+            Some(c) => tracing::info!("shard {i} on CPU {c}"),
+            None => tracing::info!(
+                "shard {i} unpinned ({})",
                 match s.cpus {
                     rampart_net::shard::cpus::CpuPolicy::None => "--cpus none",
                     _ => "every allowed CPU is taken by another rampart process",
@@ -469,8 +496,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         }
     }
     let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus)?;
-    eprintln!(
-        "rampart: feed {}, {} books on {} venues, {} shards, data in {}",
+    tracing::info!(
+        "feed {}, {} books on {} venues, {} shards, data in {}",
         if s.live.is_some() { "live" } else { "sim" },
         shards.shared().registry().len(),
         s.venues.len(),
@@ -497,7 +524,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let served = local.block_on(&runtime, run_front(listener, front, front_config));
-    eprintln!("rampart: shutting down");
+    tracing::info!("shutting down");
     // Every stage is told to stop in a way that wakes it; whatever does not finish within the
     // grace period is named in the log and the process ends anyway.
     let watch = Shutdown::start_for_process()?;
@@ -595,12 +622,12 @@ fn load_alerts(
         }
     }
     if orphaned > 0 {
-        eprintln!(
-            "rampart: {orphaned} active alerts are on pairs or venues not served now; kept in storage, evaluated once \
+        tracing::warn!(
+            "{orphaned} active alerts are on pairs or venues not served now; kept in storage, evaluated once \
              their venue lists the pair"
         );
     }
-    eprintln!("rampart: {} active alerts loaded", alerts.len());
+    tracing::info!("{} active alerts loaded", alerts.len());
     Ok(alerts)
 }
 
@@ -664,7 +691,7 @@ fn start_sim_delistings(s: &ServeSettings, shards: &ShardSet) -> Result<()> {
             for venue in Venue::ALL {
                 let Some(book) = shared.registry().find(venue, &symbol) else { continue };
                 send_waiting(&commands, book, ShardCommand::Delist { book });
-                eprintln!("rampart: simulated delisting of {symbol} on {venue}");
+                tracing::info!("simulated delisting of {symbol} on {venue}");
             }
         })?;
     }
@@ -692,7 +719,7 @@ async fn run_front(listener: std::net::TcpListener, front: Rc<Front>, config: Fr
             tokio::select! {
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
-                _ = hup.recv() => eprintln!("rampart: SIGHUP: settings are read only at start, nothing to reload; still running"),
+                _ = hup.recv() => tracing::info!("SIGHUP: settings are read only at start, nothing to reload; still running"),
             }
         }
     };
@@ -722,7 +749,7 @@ fn listing_hook(
             let rows = match store.lock().map_err(|_| ()).and_then(|s| s.active_alerts().map_err(|_| ())) {
                 Ok(rows) => rows,
                 Err(()) => {
-                    eprintln!("rampart: {} {}: stored alerts could not be read", ins.venue, ins.symbol);
+                    tracing::error!("{} {}: stored alerts could not be read", ins.venue, ins.symbol);
                     Vec::new()
                 }
             };
@@ -753,24 +780,24 @@ fn list_live(venues: &[VenueSettings], tls: Option<Arc<rustls::ClientConfig>>) -
             });
             match served {
                 Ok(list) if !list.is_empty() => {
-                    eprintln!("rampart: {}: {} pairs listed", v.venue.as_str(), list.len());
+                    tracing::info!("{}: {} pairs listed", v.venue.as_str(), list.len());
                     for l in list {
                         instruments.push(l.instrument);
                         natives.push(l.native);
                     }
                 }
                 Ok(_) => {
-                    eprintln!("rampart: {}: the listing has no pairs; venue not served until restart", v.venue.as_str())
+                    tracing::warn!("{}: the listing has no pairs; venue not served until restart", v.venue.as_str())
                 }
                 Err(e) => {
-                    eprintln!("rampart: {}: listing failed, venue not served until restart: {e}", v.venue.as_str())
+                    tracing::warn!("{}: listing failed, venue not served until restart: {e}", v.venue.as_str())
                 }
             }
         }
         if !instruments.is_empty() {
             break;
         }
-        eprintln!("rampart: --feed live: no venue could be listed (round {round}); asking again");
+        tracing::warn!("--feed live: no venue could be listed (round {round}); asking again");
     }
     let registry = Registry::new(instruments).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?;
     Ok((registry, natives))

@@ -107,7 +107,7 @@ pub fn choose(policy: &CpuPolicy, shards: usize, allowed: &[usize], lock_dir: &P
                 let cpu = list[i % list.len()];
                 match claim(lock_dir, cpu) {
                     Some(f) => locks.push(f),
-                    None => eprintln!("rampart: CPU {cpu} (--cpus) is also used by another rampart process"),
+                    None => tracing::warn!("CPU {cpu} (--cpus) is also used by another rampart process"),
                 }
                 Some(cpu)
             })

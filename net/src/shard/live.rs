@@ -220,7 +220,10 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 shard.emit(ShardEvent::Ready { shard: index });
                 shard.reserve_backlog();
                 let (loaded, all) = (history.loaded_count(), history.loaded.len());
-                eprintln!("shard {index}: ready after {} ms; history of {loaded} of {all} books loaded", now - started);
+                tracing::info!(
+                    "shard {index}: ready after {} ms; history of {loaded} of {all} books loaded",
+                    now - started
+                );
             }
             shard.levels_soon_due(now);
             shard.flush_backlog();
@@ -330,8 +333,8 @@ fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfil
             if failures <= 2 || failures.is_power_of_two() {
                 let registry = shard.shared.registry();
                 let ins = registry.get(book);
-                eprintln!(
-                    "rampart: {} {}: no history ({error}); levels build from live trades; asking again in {} s \
+                tracing::warn!(
+                    "{} {}: no history ({error}); levels build from live trades; asking again in {} s \
                      (failure {failures})",
                     ins.venue.as_str(),
                     ins.symbol,
@@ -345,7 +348,7 @@ fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfil
             }
         }
         RestReply::SnapshotFailed { book, error } => {
-            eprintln!("rampart: snapshot of {}: {error}", shard.shared.registry().get(book).symbol);
+            tracing::warn!("snapshot of {}: {error}", shard.shared.registry().get(book).symbol);
             if let Some(sess) = session_of(sessions, book) {
                 sess.snapshot_failed(book, now);
             }
@@ -436,7 +439,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
     let parsed = match WsUrl::parse(&url) {
         Ok(u) => u,
         Err(e) => {
-            eprintln!("rampart: {}: {e}", venue.as_str());
+            tracing::error!("{}: {e}", venue.as_str());
             return;
         }
     };
@@ -457,7 +460,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
                 stats(&live.borrow().shard, venue).connect_failures.fetch_add(1, Ordering::Relaxed);
                 backoff_ms = (backoff_ms * 2).clamp(RECONNECT_BACKOFF_MIN_MS, RECONNECT_BACKOFF_MAX_MS);
                 if backoff_ms <= 2 * RECONNECT_BACKOFF_MIN_MS {
-                    eprintln!("rampart: {}: connection failed: {e}", venue.as_str());
+                    tracing::warn!("{}: connection failed: {e}", venue.as_str());
                 }
                 glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms))).await;
                 continue;
@@ -491,7 +494,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
             Ended::Io(why) => why.clone(),
             Ended::Stopping => "stopping".to_owned(),
         };
-        eprintln!("rampart: {}: connection {c} ended: {why}", venue.as_str());
+        tracing::info!("{}: connection {c} ended: {why}", venue.as_str());
         if clock::now_ms() - opened_ms >= RECONNECT_BACKOFF_RESET_MS {
             backoff_ms = 0;
         }

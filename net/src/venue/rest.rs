@@ -267,7 +267,7 @@ impl Rest {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("rampart: venue REST: no runtime: {e}");
+                    tracing::error!("venue REST: no runtime: {e}");
                     return;
                 }
             };
@@ -458,7 +458,7 @@ fn refreshed(
     let list = match result {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("rampart: {}: listing refresh failed: {e}", s.venue.as_str());
+            tracing::warn!("{}: listing refresh failed: {e}", s.venue.as_str());
             return;
         }
     };
@@ -470,7 +470,7 @@ fn refreshed(
     let mut changes = Vec::new();
     if let Err(fault) = watch.review(&registry, s.venue, &now_listed, &mut changes) {
         stats.listing_faults.fetch_add(1, Ordering::Relaxed);
-        eprintln!("rampart: {}: listing refresh refused: {fault}", s.venue.as_str());
+        tracing::warn!("{}: listing refresh refused: {fault}", s.venue.as_str());
         return;
     }
     stats.listings.fetch_add(1, Ordering::Relaxed);
@@ -482,7 +482,7 @@ fn refreshed(
             ListingChange::Added(b) => ("added", b, &stats.added),
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        eprintln!("rampart: {}: {} {what}", s.venue.as_str(), registry.get(book).symbol);
+        tracing::info!("{}: {} {what}", s.venue.as_str(), registry.get(book).symbol);
         (hooks.on_listing)(change);
     }
     drop(now_listed);
@@ -515,7 +515,7 @@ fn add_new_listings(ctx: &Ctx, s: &VenueSettings, list: Vec<Listed>, watch: &mut
         Ok(r) => r,
         Err(e) => {
             stats.new_listings.store(count as u64, Ordering::Relaxed);
-            eprintln!("rampart: {}: {count} new pairs not served: {e:?}", s.venue.as_str());
+            tracing::warn!("{}: {count} new pairs not served: {e:?}", s.venue.as_str());
             return;
         }
     };
@@ -525,7 +525,7 @@ fn add_new_listings(ctx: &Ctx, s: &VenueSettings, list: Vec<Listed>, watch: &mut
         Ok(ids) => {
             watch.grow(ctx.books.registry.load().len());
             stats.new_listings.store(0, Ordering::Relaxed);
-            eprintln!("rampart: {}: {} pairs listed since start, now served", s.venue.as_str(), ids.len());
+            tracing::info!("{}: {} pairs listed since start, now served", s.venue.as_str(), ids.len());
             for id in ids {
                 stats.added.fetch_add(1, Ordering::Relaxed);
                 (hooks.on_listing)(ListingChange::Added(id));
@@ -533,7 +533,7 @@ fn add_new_listings(ctx: &Ctx, s: &VenueSettings, list: Vec<Listed>, watch: &mut
         }
         Err(e) => {
             stats.new_listings.store(count as u64, Ordering::Relaxed);
-            eprintln!("rampart: {}: {count} new pairs not served: {e}", s.venue.as_str());
+            tracing::warn!("{}: {count} new pairs not served: {e}", s.venue.as_str());
         }
     }
 }
@@ -585,7 +585,7 @@ async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, RestErro
     }?;
     let dropped = drop_collisions(&mut list);
     if dropped > 0 {
-        eprintln!("rampart: {}: {dropped} instruments dropped: BASEQUOTE collides with another", s.venue.as_str());
+        tracing::warn!("{}: {dropped} instruments dropped: BASEQUOTE collides with another", s.venue.as_str());
     }
     Ok(list)
 }
