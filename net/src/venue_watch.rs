@@ -17,7 +17,7 @@ use crate::shard::{Shared, VenueState};
 /// Time between two checks.
 pub const CHECK_PERIOD: Duration = Duration::from_secs(1);
 /// The thread looks at its stop flag this often.
-const CHECK_SLICE: Duration = Duration::from_millis(100);
+pub const CHECK_SLICE: Duration = Duration::from_millis(100);
 
 /// The watching thread.
 pub struct VenueWatch {
