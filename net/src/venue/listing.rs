@@ -76,6 +76,7 @@ impl ListingWatch {
         listed: &HashMap<&str, Status>,
         out: &mut Vec<ListingChange>,
     ) -> Result<(), ListingFault> {
+        self.grow(registry.len());
         let books = registry.venue_books(venue);
         let gone = |id: BookId| {
             let status = listed.get(registry.get(id).symbol.as_str());
