@@ -166,3 +166,53 @@ fn a_long_runtime_function_says_why() {
         found.join("\n")
     );
 }
+
+/// Every text file a reader of the repository meets: sources of every crate and the documents.
+fn citing_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> =
+        ["engine", "net", "simvenue", "tools", "bench", "tests", "fuzz"].iter().flat_map(|d| sources(d)).collect();
+    for dir in ["", "perf", "docs"] {
+        let Ok(entries) = std::fs::read_dir(root().join(dir)) else { continue };
+        files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")));
+    }
+    files
+}
+
+/// The section numbers (`3`, `3.3`) of a document's `##`/`###` headings that start with one.
+fn sections(doc: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("docs").join(doc)).unwrap_or_else(|e| panic!("docs/{doc}: {e}"));
+    text.lines()
+        .filter_map(|l| l.strip_prefix("### ").or_else(|| l.strip_prefix("## ")))
+        .filter_map(|h| h.split_whitespace().next())
+        .map(|n| n.trim_end_matches('.').to_owned())
+        .filter(|n| n.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+#[test]
+fn cited_documents_are_in_the_repository() {
+    let mut found = Vec::new();
+    let known: Vec<(&str, Vec<String>)> = ["venues.md", "decisions.md"].into_iter().map(|d| (d, sections(d))).collect();
+    for p in citing_files() {
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        for (i, l) in text.lines().enumerate() {
+            // Written in pieces so this line does not cite them itself.
+            let outside = [concat!("../", "shared"), concat!("shared/", "spec"), concat!("interface-", "spec.md")];
+            if outside.iter().any(|o| l.contains(o)) {
+                found.push(format!("{}:{}: cites a document outside the repository", name(&p), i + 1));
+            }
+            for (doc, numbers) in &known {
+                for (at, _) in l.match_indices(doc) {
+                    let rest = l[at + doc.len()..].trim_start_matches(['`', ' ', '\'', ')']);
+                    let Some(n) = rest.strip_prefix('§') else { continue };
+                    let n: String = n.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+                    let n = n.trim_end_matches('.');
+                    if !n.is_empty() && !numbers.iter().any(|s| s == n) {
+                        found.push(format!("{}:{}: docs/{doc} has no §{n}", name(&p), i + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "citations that lead nowhere:\n{}", found.join("\n"));
+}
