@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command checks everything, locally and in CI: formatting, lints, the engine's no-I/O
-# boundary, the docs, and every test (unit, black-box, and the benchmarks in their cheap mode).
+# boundary, the docs, every test (unit, black-box, and the benchmarks in their cheap mode), and the
+# OpenAPI document against the running server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,3 +23,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 echo "== cargo test"
 cargo test --workspace
+
+echo "== API contract: docs/openapi.json against the running server (schemathesis)"
+cargo build -p rampart --quiet
+bash tools/api-check.sh

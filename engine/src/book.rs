@@ -109,6 +109,8 @@ impl Book {
                 }
                 debug_assert!(levels.len() < levels.capacity());
                 levels.insert(i, Level { price, qty });
+                debug_assert!(levels.len() <= self.depth_levels_max, "a side grew past its depth");
+                debug_assert!(ordered_at(levels, i, side), "an inserted level broke the side's order");
                 Applied::Inserted
             }
         }
@@ -172,6 +174,19 @@ impl Book {
             && self.bids.len() <= self.depth_levels_max
             && self.asks.len() <= self.depth_levels_max
     }
+}
+
+/// Whether the level at `i` sits strictly between its neighbours in `side`'s order (bids
+/// descending, asks ascending): with the side ordered before an insert, this makes it ordered
+/// after, so debug builds check the invariant at O(1) per insert.
+fn ordered_at(levels: &[Level], i: usize, side: Side) -> bool {
+    let better = |a: &Level, b: &Level| match side {
+        Side::Bid => a.price > b.price,
+        Side::Ask => a.price < b.price,
+    };
+    let after_prev = i == 0 || better(&levels[i - 1], &levels[i]);
+    let before_next = i + 1 >= levels.len() || better(&levels[i], &levels[i + 1]);
+    after_prev && before_next && levels[i].qty.0 > 0
 }
 
 #[cfg(test)]

@@ -171,6 +171,23 @@ pub struct WallSettings {
     pub min_ratio: Option<f64>,
 }
 
+/// Limits beyond the plans'.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Requests without a valid key admitted per client address in any 60 s (default 60, at most
+    /// 1000); more get 429.
+    pub unauthenticated_per_min: Option<usize>,
+}
+
+/// Metrics settings.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// Serve `/metrics` only on this address instead of the API's.
+    pub listen: Option<String>,
+}
+
 /// The optional TOML file given by `--config`; every key is optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -201,6 +218,12 @@ pub struct FileConfig {
     /// Wall detection settings.
     #[serde(default)]
     pub walls: WallSettings,
+    /// Metrics settings.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
+    /// Limits beyond the plans'.
+    #[serde(default)]
+    pub limits: LimitSettings,
 }
 
 /// A configuration file or section that cannot be used: the message names the key and what is
@@ -222,10 +245,49 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The prefix of the environment variables that set nested keys: `RAMPART_A__B__C` sets `a.b.c`.
+pub const ENV_PREFIX: &str = "RAMPART_";
+/// The separator of nesting levels in those variables' names.
+pub const ENV_NESTING: &str = "__";
+
 impl FileConfig {
     /// Parses the file's text.
     pub fn parse(text: &str) -> Result<FileConfig, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::new(e.to_string()))
+    }
+
+    /// Parses the file's text with nested keys overridden by environment variables: each
+    /// `RAMPART_<A>__<B>[__<C>]` (names lower-cased) sets key `a.b[.c]`, its value read as a TOML
+    /// value (`true`, `8`, `1.5`) or else taken as a string. Variables without `__` are the flags'
+    /// own (`RAMPART_LISTEN`) and are left to them. Venue sections go where the file keeps them
+    /// (`[venues.<name>]`, else `[venue.<name>]`), so they never change the venue list.
+    pub fn parse_with_env(
+        text: &str,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<FileConfig, ConfigError> {
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::new(e.to_string()))?;
+        let mut used = Vec::new();
+        for (name, raw) in env {
+            let Some(path) = name.strip_prefix(ENV_PREFIX).filter(|p| p.contains(ENV_NESTING)) else { continue };
+            let mut keys: Vec<String> = path.split(ENV_NESTING).map(str::to_ascii_lowercase).collect();
+            if keys.iter().any(String::is_empty) {
+                return Err(ConfigError::new(format!("environment variable {name}: an empty key between '__'")));
+            }
+            if keys[0] == "venues" && !matches!(table.get("venues"), Some(toml::Value::Table(_))) {
+                keys[0] = "venue".to_owned();
+            }
+            set(&mut table, &keys, env_value(&raw))
+                .map_err(|e| ConfigError::new(format!("environment variable {name}: {e}")))?;
+            used.push(name);
+        }
+        toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| {
+            let from = if used.is_empty() {
+                String::new()
+            } else {
+                format!(" (with {} from the environment)", used.join(", "))
+            };
+            ConfigError::new(format!("{e}{from}"))
+        })
     }
 
     /// `venues` as a list, whether written as a string, an array, or a table of per-venue
@@ -248,6 +310,31 @@ impl FileConfig {
         }
         Ok(self.venue_urls.get(name).cloned().unwrap_or_default())
     }
+}
+
+/// An environment variable's text as a TOML value: a boolean, number or array if it reads as
+/// one, else the string itself.
+fn env_value(raw: &str) -> toml::Value {
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_owned())),
+        Err(_) => toml::Value::String(raw.to_owned()),
+    }
+}
+
+/// Sets `value` at `keys` in `table`, making tables on the way; a key that holds a value that
+/// is not a table cannot be descended into.
+fn set(table: &mut toml::Table, keys: &[String], value: toml::Value) -> Result<(), ConfigError> {
+    let Some((last, parents)) = keys.split_last() else { return Ok(()) };
+    let mut t = table;
+    for k in parents {
+        let entry = t.entry(k.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = match entry {
+            toml::Value::Table(inner) => inner,
+            _ => return Err(ConfigError::new(format!("'{k}' is set in the file as a value, not a table"))),
+        };
+    }
+    t.insert(last.clone(), value);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -276,6 +363,46 @@ mod tests {
         p.merge(f.plans);
         assert_eq!(p.get("pro").map(|x| x.burst_per_min), Some(600));
         assert!(FileConfig::parse("bogus = 1").is_err());
+    }
+
+    fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
+        vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn nested_keys_come_from_the_environment() {
+        let vars = env(&[
+            ("RAMPART_WEBHOOKS__ALLOW_PRIVATE", "true"),
+            ("RAMPART_WALLS__MIN_RATIO", "8"),
+            ("RAMPART_METRICS__LISTEN", "127.0.0.1:9464"),
+            ("RAMPART_VENUES__BINANCE__REST", "http://127.0.0.1:9"),
+            ("RAMPART_LISTEN", "ignored here: a flag's own variable"),
+            ("HOME", "/root"),
+        ]);
+        let f = FileConfig::parse_with_env("[walls]\nmin_ratio = 12\n", vars).expect("valid");
+        assert!(f.webhooks.allow_private);
+        assert_eq!(f.walls.min_ratio, Some(8.0), "the environment overrides the file");
+        assert_eq!(f.metrics.listen.as_deref(), Some("127.0.0.1:9464"));
+        assert_eq!(f.venue_list(), None, "a venue's section from the environment does not make the venue list");
+        let b = f.venue_section("binance").expect("valid").settings(rampart_engine::Venue::Binance).expect("valid");
+        assert_eq!(b.rest, "http://127.0.0.1:9");
+        // A file with `[venues.okx]` tables keeps them; the variable lands beside them.
+        let f = FileConfig::parse_with_env("[venues.okx]\n", env(&[("RAMPART_VENUES__OKX__WS", "ws://127.0.0.1:9")]))
+            .expect("valid");
+        assert_eq!(f.venue_list().as_deref(), Some("okx"));
+        assert_eq!(f.venue_section("okx").expect("valid").ws.as_deref(), Some("ws://127.0.0.1:9"));
+    }
+
+    #[test]
+    fn bad_environment_keys_are_named() {
+        let e = FileConfig::parse_with_env("", env(&[("RAMPART_WALLS__MIN_RATIOS", "8")])).expect_err("unknown key");
+        assert!(e.to_string().contains("min_ratios") && e.to_string().contains("RAMPART_WALLS__MIN_RATIOS"), "{e}");
+        let e = FileConfig::parse_with_env("", env(&[("RAMPART_WEBHOOKS__ALLOW_PRIVATE", "yes")])).expect_err("type");
+        assert!(e.to_string().contains("RAMPART_WEBHOOKS__ALLOW_PRIVATE"), "{e}");
+        let e =
+            FileConfig::parse_with_env("walls = 1\n", env(&[("RAMPART_WALLS__MIN_RATIO", "8")])).expect_err("shape");
+        assert!(e.to_string().contains("RAMPART_WALLS__MIN_RATIO"), "{e}");
+        assert!(FileConfig::parse_with_env("", env(&[("RAMPART_WALLS____X", "1")])).is_err());
     }
 
     #[test]

@@ -125,6 +125,8 @@ pub struct DeliveryConfig {
     pub extra_roots_der: Vec<Vec<u8>>,
     /// Where recording outcomes is reported, for `/healthz` (`None`: not reported).
     pub health: Option<Arc<crate::storage::StorageHealth>>,
+    /// Attempt outcomes and durations, for `/metrics` (`None`: not measured).
+    pub metrics: Option<crate::metrics::WebhookMetrics>,
 }
 
 impl Default for DeliveryConfig {
@@ -139,6 +141,7 @@ impl Default for DeliveryConfig {
             poll_interval: Duration::from_millis(20),
             extra_roots_der: Vec::new(),
             health: None,
+            metrics: None,
         }
     }
 }
@@ -359,13 +362,27 @@ impl Sender {
             }
             self.hold(row.id, slot, true);
             self.stats.attempts.fetch_add(1, Ordering::Relaxed);
-            let (tx, target) = (self.tx.clone(), self.target.clone());
+            let (tx, target, metrics) = (self.tx.clone(), self.target.clone(), self.config.metrics.clone());
             tokio::task::spawn_local(async move {
+                let started = std::time::Instant::now();
                 let result = attempt(&row, &target).await;
+                if let Some(m) = metrics {
+                    m.observe(outcome_label(&result), started.elapsed().as_secs_f64());
+                }
                 let _ = tx.send((row.id, result));
             });
         }
         self.stats.in_flight.store(self.in_flight.len() as u64, Ordering::Relaxed);
+    }
+}
+
+/// An attempt's outcome as a metrics label.
+fn outcome_label(result: &AttemptResult) -> &'static str {
+    match result {
+        AttemptResult::Delivered { .. } => "delivered",
+        // A 2xx whose answer ended early is no full answer: an error, not a rejection.
+        AttemptResult::Failed { status: Some(s), .. } if !(200..300).contains(s) => "rejected",
+        AttemptResult::Failed { .. } => "error",
     }
 }
 

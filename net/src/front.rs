@@ -116,6 +116,21 @@ pub struct Front {
     keys: RefCell<KeyCache>,
     limiter: RefCell<Limiter>,
     started_ms: i64,
+    /// `/metrics`, when measured.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// `/metrics` is served on its own listener only ([`Role::Metrics`]), not on the API's.
+    metrics_apart: bool,
+    /// The package version and the git revision it was built from, for `/version`.
+    build: (&'static str, &'static str),
+}
+
+/// What a listener serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The API, `/healthz`, and `/metrics` unless it has its own address.
+    Api,
+    /// `/metrics` alone (`metrics.listen`).
+    Metrics,
 }
 
 type Resp = Response<Full<Bytes>>;
@@ -347,7 +362,30 @@ impl Front {
             keys: RefCell::new(KeyCache::default()),
             limiter: RefCell::new(Limiter::default()),
             started_ms: clock::now_ms(),
+            metrics: None,
+            metrics_apart: false,
+            build: (env!("CARGO_PKG_VERSION"), "unknown"),
         }
+    }
+
+    /// Admits `n` requests without a valid key per client address in any 60 s (default 60).
+    pub fn with_unauthenticated_per_min(self, n: usize) -> Front {
+        *self.limiter.borrow_mut() = Limiter::new(n);
+        self
+    }
+
+    /// Answers `/version` with `version` and the git `revision` the binary was built from.
+    pub fn with_build(mut self, version: &'static str, revision: &'static str) -> Front {
+        self.build = (version, revision);
+        self
+    }
+
+    /// Serves `metrics` at `/metrics`: on the API's listener, or only on a listener of its own
+    /// when `apart` (the API's then answers 404 there).
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>, apart: bool) -> Front {
+        self.metrics = Some(metrics);
+        self.metrics_apart = apart;
+        self
     }
 
     /// Looks a presented key up in the cached table, reloading it if the database changed.
@@ -416,10 +454,21 @@ impl Front {
 
     /// Answers one request and writes its access log line (target [`ACCESS_LOG_TARGET`]: method,
     /// path without the query, status, duration, the key's id, never the key).
-    pub async fn serve_request(&self, req: Parts, body: Incoming, peer: IpAddr) -> Resp {
+    pub async fn serve_request(&self, req: Parts, body: Incoming, peer: IpAddr, role: Role) -> Resp {
         let started = std::time::Instant::now();
         let key = std::cell::Cell::new(None);
-        let resp = self.answer(&req, body, peer, &key).await;
+        let resp = match role {
+            Role::Api => self.answer(&req, body, peer, &key).await,
+            Role::Metrics => self.metrics_only(&req),
+        };
+        if let Some(m) = &self.metrics {
+            let labels = crate::metrics::HttpLabels {
+                route: crate::metrics::route(req.uri.path()),
+                method: crate::metrics::method(&req.method),
+                status: resp.status().as_u16(),
+            };
+            m.http.observe(labels, started.elapsed().as_secs_f64());
+        }
         tracing::info!(
             target: ACCESS_LOG_TARGET,
             method = %req.method,
@@ -445,6 +494,21 @@ impl Front {
                 Method::GET | Method::HEAD => self.healthz(now_ms),
                 _ => method_not_allowed("GET"),
             };
+        }
+        if path == "/openapi.json" {
+            return match req.method {
+                Method::GET | Method::HEAD => respond(StatusCode::OK, OPENAPI.to_owned()),
+                _ => method_not_allowed("GET"),
+            };
+        }
+        if path == "/version" {
+            return match req.method {
+                Method::GET | Method::HEAD => self.version(),
+                _ => method_not_allowed("GET"),
+            };
+        }
+        if path == "/metrics" && !self.metrics_apart {
+            return self.metrics_only(req);
         }
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");
@@ -532,6 +596,27 @@ impl Front {
             | ["v1", "inbox"] => method_not_allowed("GET"),
             _ => error(StatusCode::NOT_FOUND, "not found"),
         }
+    }
+
+    /// `GET /version` (no key): what is running.
+    fn version(&self) -> Resp {
+        let mut j = Json::with_capacity(96);
+        j.raw("{\"version\":").str(self.build.0).raw(",\"revision\":").str(self.build.1).raw("}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    /// `GET /metrics` (no key: scrapers carry none; bind it apart with `metrics.listen` to keep
+    /// it private); every other path 404.
+    fn metrics_only(&self, req: &Parts) -> Resp {
+        let Some(m) = self.metrics.as_ref().filter(|_| req.uri.path() == "/metrics") else {
+            return error(StatusCode::NOT_FOUND, "not found");
+        };
+        if !matches!(req.method, Method::GET | Method::HEAD) {
+            return method_not_allowed("GET");
+        }
+        let mut r = Response::new(Full::new(Bytes::from(m.encode())));
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::metrics::CONTENT_TYPE));
+        r
     }
 
     // Long: one JSON document written field by field in its documented order (shards, then each
@@ -1088,6 +1173,9 @@ fn method_not_allowed(allow: &'static str) -> Resp {
     r
 }
 
+/// The OpenAPI 3.1 document of every endpoint (`docs/openapi.json`), served at `/openapi.json`.
+pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
+
 /// The `tracing` target of the access log (`RUST_LOG=info,rampart::access=off` silences it).
 pub const ACCESS_LOG_TARGET: &str = "rampart::access";
 
@@ -1164,12 +1252,14 @@ async fn read_body(mut body: Incoming, waits_for_continue: bool) -> Result<Bytes
     }
 }
 
-/// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread.
+/// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread
+/// what `role` says.
 /// Must run inside a `tokio::task::LocalSet`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     front: Rc<Front>,
     config: FrontConfig,
+    role: Role,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let mut builder = http1::Builder::new();
@@ -1208,7 +1298,7 @@ pub async fn serve(
                 let front = front.clone();
                 async move {
                     let (parts, body) = req.into_parts();
-                    Ok::<_, Infallible>(front.serve_request(parts, body, peer.ip()).await)
+                    Ok::<_, Infallible>(front.serve_request(parts, body, peer.ip(), role).await)
                 }
             });
             let _ = builder.serve_connection(JsonErrors::new(TokioIo::new(stream)), svc).await;

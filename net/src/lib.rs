@@ -10,6 +10,7 @@ pub mod delivery;
 pub mod front;
 pub mod json;
 pub mod limit;
+pub mod metrics;
 pub mod shard;
 pub mod shutdown;
 pub mod ssrf;

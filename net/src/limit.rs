@@ -8,8 +8,15 @@ use rampart_engine::candle::DAY_MS;
 
 /// Length of the burst window.
 pub const WINDOW_MS: i64 = 60_000;
-/// Failed-auth requests admitted per address in any window before 429.
+/// Failed-auth requests admitted per address in any window before 429 (the default of
+/// `limits.unauthenticated_per_min`).
 pub const UNAUTH_PER_WINDOW: usize = 60;
+/// The most `limits.unauthenticated_per_min` may be: with [`ADDRESSES_MAX`] addresses each at
+/// the limit, the logs hold 65 536 × 1 000 × 8 B = 512 MiB at worst (31 MiB at the default).
+pub const UNAUTH_PER_WINDOW_MAX: usize = 1_000;
+/// Request times a window makes room for when created; it grows with use up to its limit, so a
+/// plan with a huge burst limit costs memory only for requests actually made.
+const WINDOW_PREALLOCATED: usize = 128;
 /// Addresses tracked at once; at the bound, addresses with no request in the last window
 /// are forgotten, and if none is, the new address is refused (429) until one expires.
 pub const ADDRESSES_MAX: usize = 65_536;
@@ -39,7 +46,7 @@ struct Window {
 
 impl Window {
     fn new(limit: usize) -> Window {
-        Window { times: VecDeque::with_capacity(limit) }
+        Window { times: VecDeque::with_capacity(limit.min(WINDOW_PREALLOCATED)) }
     }
 
     /// Admits and records a request at `now_ms`, or says how long to wait.
@@ -69,13 +76,30 @@ struct KeyUse {
 }
 
 /// Limits for every key and address seen.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Limiter {
     keys: HashMap<i64, KeyUse>,
     addrs: HashMap<IpAddr, Window>,
+    unauth_per_window: usize,
+}
+
+impl Default for Limiter {
+    fn default() -> Limiter {
+        Limiter::new(UNAUTH_PER_WINDOW)
+    }
 }
 
 impl Limiter {
+    /// A limiter admitting `unauth_per_window` requests without a valid key per address in any
+    /// window (clamped to 1..=[`UNAUTH_PER_WINDOW_MAX`]).
+    pub fn new(unauth_per_window: usize) -> Limiter {
+        Limiter {
+            keys: HashMap::new(),
+            addrs: HashMap::new(),
+            unauth_per_window: unauth_per_window.clamp(1, UNAUTH_PER_WINDOW_MAX),
+        }
+    }
+
     /// Admits a request by key `key_id` on a plan with `burst` per window and `quota` per day.
     /// A refused request is not counted.
     pub fn admit_key(&mut self, key_id: i64, burst: u32, quota: u64, now_ms: i64) -> Result<(), Refusal> {
@@ -102,7 +126,7 @@ impl Limiter {
     }
 
     /// Records a request from `addr` that had no valid key; refuses once the address has sent
-    /// [`UNAUTH_PER_WINDOW`] of them in the window.
+    /// its limit (default [`UNAUTH_PER_WINDOW`]) of them in the window.
     pub fn admit_unauthenticated(&mut self, addr: IpAddr, now_ms: i64) -> Result<(), Refusal> {
         if self.addrs.len() >= ADDRESSES_MAX && !self.addrs.contains_key(&addr) {
             self.addrs.retain(|_, w| !w.idle(now_ms));
@@ -110,8 +134,9 @@ impl Limiter {
                 return Err(Refusal::Burst { retry_after_s: 60 });
             }
         }
-        let w = self.addrs.entry(addr).or_insert_with(|| Window::new(UNAUTH_PER_WINDOW));
-        w.admit(now_ms, UNAUTH_PER_WINDOW).map_err(|s| Refusal::Burst { retry_after_s: s })
+        let limit = self.unauth_per_window;
+        let w = self.addrs.entry(addr).or_insert_with(|| Window::new(limit));
+        w.admit(now_ms, limit).map_err(|s| Refusal::Burst { retry_after_s: s })
     }
 }
 

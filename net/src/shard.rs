@@ -799,6 +799,11 @@ impl ShardSet {
         Commands { queues: self.commands.clone(), shared: self.shared.clone() }
     }
 
+    /// The command queues, one per shard (their depth is a metric).
+    pub fn command_queues(&self) -> Vec<Arc<ArrayQueue<Command>>> {
+        self.commands.clone()
+    }
+
     /// The event queues, one per shard, for the persistence side.
     pub fn event_queues(&self) -> Vec<Arc<ArrayQueue<ShardEvent>>> {
         self.events.clone()
@@ -881,6 +886,8 @@ pub(crate) struct Shard {
     /// Books added after start, with their venue's names, for the live feed to connect and
     /// backfill (taken at its next round).
     pub(crate) added: Vec<(BookId, String)>,
+    /// Books that lost sync, logged at most once per [`live::DESYNC_LOG_PERIOD_MS`] per venue.
+    pub(crate) desyncs: live::DesyncLog,
 }
 
 /// How a book's quote asset converts to USD.
@@ -948,6 +955,7 @@ impl Shard {
             levels_soon: Vec::with_capacity(books),
             relisted: Vec::with_capacity(books),
             added: Vec::new(),
+            desyncs: live::DesyncLog::default(),
         }
     }
 

@@ -19,6 +19,7 @@ use rampart_net::clock;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
 use rampart_net::front::{self, Front, FrontConfig, FrontStorage};
+use rampart_net::metrics::{Metrics, Sources as MetricsSources};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
 use rampart_net::shutdown::Shutdown;
@@ -32,8 +33,11 @@ use rampart_net::writer::{OnCommitted, Writer};
 pub use rampart_simvenue as simvenue;
 pub mod starting;
 
+/// The package version and the git revision built (`tools/build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("RAMPART_REVISION"), ")");
+
 #[derive(Parser, Debug)]
-#[command(name = "rampart", version, about = "Market structure, order-book walls and alerts at tick speed")]
+#[command(name = "rampart", version = VERSION, about = "Market structure, order-book walls and alerts at tick speed")]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
@@ -146,6 +150,10 @@ struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long, env = "RAMPART_LISTEN")]
     listen: Option<String>,
+    /// Serve `/metrics` only on this address (e.g. 127.0.0.1:9464) instead of the API's
+    /// [default: on the API's address].
+    #[arg(long, env = "RAMPART_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
     /// Market data source: sim or live [default: sim].
     #[arg(long, env = "RAMPART_FEED")]
     feed: Option<String>,
@@ -241,14 +249,16 @@ pub fn cli_main() -> ExitCode {
     }
 }
 
+/// The `--config` file (none: empty), with nested keys from `RAMPART_A__B` variables.
 fn load_file(common: &CommonArgs) -> Result<FileConfig> {
-    match &common.config {
-        None => Ok(FileConfig::default()),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            FileConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-        }
-    }
+    let (text, source) = match &common.config {
+        None => (String::new(), "settings".to_owned()),
+        Some(path) => (
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+            path.display().to_string(),
+        ),
+    };
+    FileConfig::parse_with_env(&text, std::env::vars()).map_err(|e| anyhow::anyhow!("{source}: {e}"))
 }
 
 fn data_dir(common: &CommonArgs, file: &FileConfig) -> PathBuf {
@@ -373,6 +383,8 @@ fn sim_venue(args: SimVenueArgs) -> Result<()> {
 /// Settings of one `serve` run, after flags, environment, file and defaults are merged.
 struct ServeSettings {
     listen: String,
+    unauthenticated_per_min: usize,
+    metrics_listen: Option<String>,
     data_dir: PathBuf,
     venues: Vec<Venue>,
     shards: usize,
@@ -405,6 +417,13 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if !(1..=5_000).contains(&sim_pairs) {
         bail!("--sim-pairs must be between 1 and 5000");
     }
+    let unauthenticated_per_min = file.limits.unauthenticated_per_min.unwrap_or(rampart_net::limit::UNAUTH_PER_WINDOW);
+    if !(1..=rampart_net::limit::UNAUTH_PER_WINDOW_MAX).contains(&unauthenticated_per_min) {
+        bail!(
+            "limits.unauthenticated_per_min must be between 1 and {}, not {unauthenticated_per_min}",
+            rampart_net::limit::UNAUTH_PER_WINDOW_MAX
+        );
+    }
     let walls_min_ratio = file.walls.min_ratio.unwrap_or(f64::from(rampart_engine::wall::MIN_RATIO_DEFAULT));
     if !(walls_min_ratio > 1.0 && walls_min_ratio.is_finite()) {
         bail!("walls.min_ratio must be a number above 1, not {walls_min_ratio}");
@@ -436,6 +455,8 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     };
     Ok(ServeSettings {
         listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
+        metrics_listen: args.metrics_listen.or(file.metrics.listen.clone()),
+        unauthenticated_per_min,
         data_dir: data_dir(&args.common, &file),
         venues,
         live,
@@ -453,6 +474,34 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     })
 }
 
+/// Prints the first key (only when the database has no account yet: made after the port is
+/// bound, so a start that cannot bind loses none) and the bound addresses.
+fn announce(
+    store: &mut Store,
+    listener: &std::net::TcpListener,
+    metrics: Option<&std::net::TcpListener>,
+) -> Result<()> {
+    use std::io::Write as _;
+    if store.account_count()? == 0 {
+        let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
+        println!("api key: {}", k.key);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening on {}", listener.local_addr()?)?;
+    if let Some(m) = metrics {
+        writeln!(out, "metrics on {}", m.local_addr()?)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// A non-blocking listener on `address`.
+fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(address)?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
 fn serve(args: ServeArgs) -> Result<()> {
     let s = settings(args)?;
     // The shards' io_uring needs locked memory: refused here, before anything is printed.
@@ -468,18 +517,12 @@ fn serve(args: ServeArgs) -> Result<()> {
     let mut store = Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
     // The port is bound before the first key is made: a start that cannot bind loses no key.
     // While the venues are listed it answers 503 "starting".
-    let listener = std::net::TcpListener::bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
-    listener.set_nonblocking(true)?;
-    if store.account_count()? == 0 {
-        let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
-        println!("api key: {}", k.key);
-    }
-    {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {}", listener.local_addr()?)?;
-        out.flush()?;
-    }
+    let listener = bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    let metrics_listener = match &s.metrics_listen {
+        Some(a) => Some(bind(a).with_context(|| format!("binding the metrics address {a}"))?),
+        None => None,
+    };
+    announce(&mut store, &listener, metrics_listener.as_ref())?;
     // Shard CPUs, claimed for the life of the process.
     let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let claims = rampart_net::shard::cpus::choose(&s.cpus, s.shards, &rampart_net::shard::cpus::allowed(), &lock_dir);
@@ -511,19 +554,25 @@ fn serve(args: ServeArgs) -> Result<()> {
         false => None,
     };
     let health = persistence.health.clone();
+    let metrics = persistence.metrics(&s, &shards);
     let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
-    let front = Rc::new(Front::new(
-        shards.shared().clone(),
-        shards.commands(),
-        s.venues.clone(),
-        if s.live.is_some() { "live" } else { "sim" },
-        s.plans.clone(),
-        FrontStorage { keys: store, thread: storage_thread, health },
-        s.allow_private,
-    ));
+    let front = Rc::new(
+        Front::new(
+            shards.shared().clone(),
+            shards.commands(),
+            s.venues.clone(),
+            if s.live.is_some() { "live" } else { "sim" },
+            s.plans.clone(),
+            FrontStorage { keys: store, thread: storage_thread, health },
+            s.allow_private,
+        )
+        .with_metrics(metrics, metrics_listener.is_some())
+        .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
+        .with_unauthenticated_per_min(s.unauthenticated_per_min),
+    );
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
-    let served = local.block_on(&runtime, run_front(listener, front, front_config));
+    let served = local.block_on(&runtime, run_front(listener, metrics_listener, front, front_config));
     tracing::info!("shutting down");
     // Every stage is told to stop in a way that wakes it; whatever does not finish within the
     // grace period is named in the log and the process ends anyway.
@@ -635,6 +684,7 @@ fn load_alerts(
 /// checkpointer, with the storage health they report to.
 struct Persistence {
     health: Arc<StorageHealth>,
+    webhooks: rampart_net::metrics::WebhookMetrics,
     delivery: Delivery,
     writer: Writer,
     checkpointer: Checkpointer,
@@ -643,9 +693,11 @@ struct Persistence {
 impl Persistence {
     fn start(s: &ServeSettings, shards: &ShardSet) -> Result<Persistence> {
         let health = Arc::new(StorageHealth::default());
+        let webhooks = rampart_net::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
             allow_private: s.allow_private,
             health: Some(health.clone()),
+            metrics: Some(webhooks.clone()),
             ..DeliveryConfig::default()
         };
         let delivery =
@@ -664,7 +716,21 @@ impl Persistence {
             on_committed,
         )?;
         let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1), health.clone())?;
-        Ok(Persistence { health, delivery, writer, checkpointer })
+        Ok(Persistence { health, webhooks, delivery, writer, checkpointer })
+    }
+
+    /// The process's metrics over the shards and this persistence side.
+    fn metrics(&self, s: &ServeSettings, shards: &ShardSet) -> Arc<Metrics> {
+        let sources = MetricsSources {
+            shared: shards.shared().clone(),
+            venues: s.venues.clone(),
+            commands: shards.command_queues(),
+            events: shards.event_queues(),
+            delivery: self.delivery.stats.clone(),
+            storage: self.health.clone(),
+            started_ms: clock::now_ms(),
+        };
+        Arc::new(Metrics::new(sources, &self.webhooks))
     }
 
     /// Stops the writer, then delivery, then the checkpointer (after the shards).
@@ -709,8 +775,23 @@ fn send_waiting(commands: &rampart_net::shard::Commands, book: rampart_engine::B
 /// Serves HTTP until SIGTERM or SIGINT. SIGHUP (a closed terminal, a reload habit) is logged
 /// and otherwise ignored: settings are read once at start, so there is nothing to reload, and
 /// hanging up must not stop the service.
-async fn run_front(listener: std::net::TcpListener, front: Rc<Front>, config: FrontConfig) -> Result<()> {
+async fn run_front(
+    listener: std::net::TcpListener,
+    metrics: Option<std::net::TcpListener>,
+    front: Rc<Front>,
+    config: FrontConfig,
+) -> Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
+    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(m) = metrics {
+        let (m, front, config) = (tokio::net::TcpListener::from_std(m)?, front.clone(), config.clone());
+        tokio::task::spawn_local(async move {
+            front::serve(m, front, config, front::Role::Metrics, async {
+                let _ = metrics_stopped.await;
+            })
+            .await;
+        });
+    }
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut hup = signal(SignalKind::hangup())?;
@@ -723,7 +804,8 @@ async fn run_front(listener: std::net::TcpListener, front: Rc<Front>, config: Fr
             }
         }
     };
-    front::serve(listener, front, config, shutdown).await;
+    front::serve(listener, front, config, front::Role::Api, shutdown).await;
+    let _ = stop_metrics.send(());
     Ok(())
 }
 

@@ -88,6 +88,37 @@ pub struct LiveFeed {
     pub pacers: Arc<[ConnectPacer; Venue::COUNT]>,
 }
 
+/// How often a shard logs books of one venue that lost sync (each one is counted in `/healthz`
+/// and `/metrics` whatever the log says).
+pub(crate) const DESYNC_LOG_PERIOD_MS: i64 = 10_000;
+
+/// Log lines for books that lost sync: one line per venue and period, naming the pair, with the
+/// count of the others since the last line, so a venue that breaks every book cannot flood
+/// the log.
+#[derive(Debug, Default)]
+pub(crate) struct DesyncLog {
+    last_ms: [i64; Venue::COUNT],
+    unlogged: [u64; Venue::COUNT],
+}
+
+impl DesyncLog {
+    /// A book of `venue` lost sync at `now_ms` (its rebuild starts).
+    pub(crate) fn note(&mut self, venue: Venue, symbol: &str, now_ms: i64) {
+        let v = venue.index();
+        if now_ms - self.last_ms[v] < DESYNC_LOG_PERIOD_MS {
+            self.unlogged[v] += 1;
+            return;
+        }
+        tracing::warn!(
+            "{}: {symbol} book out of sync, rebuilding ({} other books since the last line)",
+            venue.as_str(),
+            self.unlogged[v]
+        );
+        self.last_ms[v] = now_ms;
+        self.unlogged[v] = 0;
+    }
+}
+
 struct Live {
     shard: Shard,
     sessions: Vec<Session>,
@@ -121,6 +152,8 @@ impl Sink for Shard {
             stats.books_live.fetch_sub(1, Ordering::Relaxed);
             // Stop serving its walls now rather than at the next scan.
             self.shared.slots[id.index()].densities.store(Arc::new(super::DensitySnapshot::default()));
+            let registry = self.shared.registry();
+            self.desyncs.note(venue, &registry.get(id).symbol, clock::now_ms());
         }
     }
 

@@ -1,0 +1,423 @@
+//! Prometheus metrics at `GET /metrics`: request and webhook instruments, and a collector that
+//! reads the counters the shards, venues and storage already keep, at scrape time.
+//!
+//! The exposition is OpenMetrics text (`prometheus-client`'s encoder; Prometheus scrapes it
+//! natively). Counters carry the `_total` suffix. Labels are bounded: routes are the API's
+//! path templates (anything else is `other`), methods a fixed set, statuses what the front
+//! answers, venues and shards what the process runs. Nothing here runs on the tick path: the
+//! shards keep their plain atomics and the collector reads them when scraped.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use rampart_engine::Venue;
+
+use crate::delivery::DeliveryStats;
+use crate::shard::{Command, ShardEvent, Shared, VenueStats};
+use crate::storage::StorageHealth;
+
+/// The media type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// One HTTP request's labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpLabels {
+    /// The route's path template (`/v1/levels/{symbol}`), `other` when none matched.
+    pub route: &'static str,
+    /// `GET`, `HEAD`, `POST`, `DELETE` or `other`.
+    pub method: &'static str,
+    /// The status answered.
+    pub status: u16,
+}
+
+/// A route's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    /// The route's path template.
+    pub route: &'static str,
+}
+
+/// A webhook attempt's outcome.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// `delivered` (2xx), `rejected` (another status) or `error` (no full answer: timeout,
+    /// refused address, connection error, truncated answer).
+    pub outcome: &'static str,
+}
+
+/// Buckets for request and attempt durations, seconds: 50 µs to about 13 s.
+fn duration_buckets() -> impl Iterator<Item = f64> {
+    exponential_buckets(0.000_05, 2.0, 19)
+}
+
+/// The HTTP front's instruments (updated on the front's thread, once per request).
+#[derive(Clone, Debug)]
+pub struct HttpMetrics {
+    requests: Family<HttpLabels, Counter>,
+    duration: Family<RouteLabels, Histogram>,
+}
+
+impl HttpMetrics {
+    fn new() -> HttpMetrics {
+        HttpMetrics {
+            requests: Family::default(),
+            duration: Family::new_with_constructor(|| Histogram::new(duration_buckets())),
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn observe(&self, labels: HttpLabels, seconds: f64) {
+        self.duration.get_or_create(&RouteLabels { route: labels.route }).observe(seconds);
+        self.requests.get_or_create(&labels).inc();
+    }
+}
+
+/// The webhook sender's instruments (updated on the delivery thread, once per attempt).
+#[derive(Clone, Debug)]
+pub struct WebhookMetrics {
+    attempts: Family<OutcomeLabels, Counter>,
+    duration: Histogram,
+}
+
+impl Default for WebhookMetrics {
+    fn default() -> WebhookMetrics {
+        WebhookMetrics { attempts: Family::default(), duration: Histogram::new(duration_buckets()) }
+    }
+}
+
+impl WebhookMetrics {
+    /// Counts one finished attempt.
+    pub fn observe(&self, outcome: &'static str, seconds: f64) {
+        self.attempts.get_or_create(&OutcomeLabels { outcome }).inc();
+        self.duration.observe(seconds);
+    }
+}
+
+/// What the collector reads at scrape time.
+pub struct Sources {
+    /// The shards' published state and counters.
+    pub shared: Arc<Shared>,
+    /// The venues served.
+    pub venues: Vec<Venue>,
+    /// Each shard's command queue.
+    pub commands: Vec<Arc<ArrayQueue<Command>>>,
+    /// Each shard's event queue (firings and notices toward storage).
+    pub events: Vec<Arc<ArrayQueue<ShardEvent>>>,
+    /// The webhook sender's counters.
+    pub delivery: Arc<DeliveryStats>,
+    /// Whether storage can be written.
+    pub storage: Arc<StorageHealth>,
+    /// When the process started, Unix milliseconds.
+    pub started_ms: i64,
+}
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sources").field("venues", &self.venues).field("shards", &self.commands.len()).finish()
+    }
+}
+
+/// Every metric of the process.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// The front's instruments.
+    pub http: HttpMetrics,
+}
+
+impl Metrics {
+    /// The registry over `sources`, with the webhook sender's `webhooks` instruments.
+    pub fn new(sources: Sources, webhooks: &WebhookMetrics) -> Metrics {
+        let mut registry = Registry::with_prefix("rampart");
+        let http = HttpMetrics::new();
+        registry.register("http_requests", "HTTP requests answered", http.requests.clone());
+        registry.register("http_request_duration_seconds", "Time to answer a request", http.duration.clone());
+        registry.register("webhook_attempts", "Webhook attempts finished, by outcome", webhooks.attempts.clone());
+        registry.register(
+            "webhook_attempt_duration_seconds",
+            "Time from sending a webhook to its outcome",
+            webhooks.duration.clone(),
+        );
+        registry.register_collector(Box::new(State(sources)));
+        Metrics { registry, http }
+    }
+
+    /// The exposition text, ending with `# EOF`.
+    pub fn encode(&self) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        // Writing into a String cannot fail; a collector error would be a bug, shown in the body.
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            out.push_str(&format!("# encoding failed: {e}\n"));
+        }
+        out
+    }
+}
+
+/// The collector over [`Sources`].
+#[derive(Debug)]
+struct State(Sources);
+
+/// Writes one metric family of labelled constant samples (nothing when there are none).
+fn family<M: EncodeMetric, L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (L, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut samples = samples.into_iter().peekable();
+    let Some((_, first)) = samples.peek() else { return Ok(()) };
+    let mut metric = encoder.encode_descriptor(name, help, None, first.metric_type())?;
+    for (labels, m) in samples {
+        m.encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// Writes one unlabelled gauge.
+fn gauge(encoder: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: i64) -> Result<(), std::fmt::Error> {
+    let g = ConstGauge::new(v);
+    g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)
+}
+
+type ShardLabel = [(&'static str, String); 1];
+/// Reads one counter of a venue's per-shard statistics.
+type VenueField = fn(&VenueStats) -> u64;
+type VenueLabel = [(&'static str, &'static str); 1];
+
+impl State {
+    fn shard_label(i: usize) -> ShardLabel {
+        [("shard", i.to_string())]
+    }
+
+    fn shards(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let stats = &self.0.shared.stats;
+        let counter = |f: fn(&crate::shard::ShardStats) -> u64| {
+            stats.iter().enumerate().map(move |(i, s)| (State::shard_label(i), ConstCounter::new(f(s))))
+        };
+        let gauge = |f: fn(&crate::shard::ShardStats) -> u64| {
+            stats.iter().enumerate().map(move |(i, s)| (State::shard_label(i), ConstGauge::new(f(s) as i64)))
+        };
+        family(e, "shard_ticks", "Ticks applied", counter(|s| s.ticks.load(Relaxed)))?;
+        family(e, "shard_firings", "Alert firings emitted", counter(|s| s.firings.load(Relaxed)))?;
+        family(
+            e,
+            "shard_backpressure_rounds",
+            "Loop rounds that took no ticks because firings waited for the event queue",
+            counter(|s| s.backpressure_rounds.load(Relaxed)),
+        )?;
+        family(e, "shard_level_recomputes", "Level sets recomputed", counter(|s| s.level_recomputes.load(Relaxed)))?;
+        family(e, "shard_wall_scans", "Wall scans done", counter(|s| s.wall_scans.load(Relaxed)))?;
+        family(e, "shard_books", "Books owned", gauge(|s| s.books.load(Relaxed)))?;
+        family(e, "shard_alerts_held", "Active alerts held on the shard", gauge(|s| s.alerts.load(Relaxed)))?;
+        family(e, "shard_crossed_books", "Books crossed now", gauge(|s| s.crossed_books.load(Relaxed)))?;
+        family(
+            e,
+            "shard_ready",
+            "1 once the shard has its books and history",
+            gauge(|s| u64::from(s.ready.load(Relaxed))),
+        )?;
+        let depth = |qs: &[usize]| {
+            qs.iter().enumerate().map(|(i, n)| (State::shard_label(i), ConstGauge::new(*n as i64))).collect::<Vec<_>>()
+        };
+        let commands: Vec<usize> = self.0.commands.iter().map(|q| q.len()).collect();
+        let events: Vec<usize> = self.0.events.iter().map(|q| q.len()).collect();
+        family(e, "shard_command_queue_depth", "Commands waiting for the shard", depth(&commands))?;
+        family(e, "shard_event_queue_depth", "Firings and notices waiting for storage", depth(&events))
+    }
+
+    fn venue_counter(
+        &self,
+        e: &mut DescriptorEncoder<'_>,
+        name: &str,
+        help: &str,
+        f: VenueField,
+    ) -> Result<(), std::fmt::Error> {
+        let shared = &self.0.shared;
+        let samples =
+            self.0.venues.iter().map(|v| ([("venue", v.as_str())], ConstCounter::new(shared.venue_sum(*v, f))));
+        family::<_, VenueLabel>(e, name, help, samples)
+    }
+
+    // Long: one table of the live feed's per-venue counters, each a name, a help text and a field.
+    fn venues(&self, e: &mut DescriptorEncoder<'_>, now_ms: i64) -> Result<(), std::fmt::Error> {
+        let table: [(&str, &str, VenueField); 13] = [
+            ("venue_messages", "Data messages applied", |s| s.messages.load(Relaxed)),
+            ("venue_decode_errors", "Frames that did not decode", |s| s.decode_errors.load(Relaxed)),
+            ("venue_gaps", "Sequence gaps found", |s| s.gaps.load(Relaxed)),
+            ("venue_checksum_mismatches", "Book checksum mismatches", |s| s.checksum_mismatches.load(Relaxed)),
+            ("venue_crossed_books", "Books found crossed", |s| s.crossed.load(Relaxed)),
+            ("venue_stale_snapshots", "Snapshots refused as stale", |s| s.stale_snapshots.load(Relaxed)),
+            ("venue_resyncs", "Book rebuilds started", |s| s.resyncs.load(Relaxed)),
+            ("venue_resets", "Venue book resets accepted", |s| s.resets.load(Relaxed)),
+            ("venue_syncs", "Books that went live", |s| s.syncs.load(Relaxed)),
+            ("venue_errors", "Error answers from the venue", |s| s.venue_errors.load(Relaxed)),
+            ("venue_connects", "Connection attempts", |s| s.connects.load(Relaxed)),
+            ("venue_connect_failures", "Connection attempts that failed", |s| s.connect_failures.load(Relaxed)),
+            ("venue_disconnects", "Connections lost or closed", |s| s.disconnects.load(Relaxed)),
+        ];
+        for (name, help, f) in table {
+            self.venue_counter(e, name, help, f)?;
+        }
+        let health: Vec<_> = self.0.venues.iter().map(|v| (*v, self.0.shared.venue_health(*v))).collect();
+        let gauge = |f: &dyn Fn(&crate::shard::VenueHealth) -> i64| {
+            health.iter().map(|(v, h)| ([("venue", v.as_str())], ConstGauge::new(f(h)))).collect::<Vec<_>>()
+        };
+        let down = |h: &crate::shard::VenueHealth| i64::from(h.state == crate::shard::VenueState::Down);
+        family::<_, VenueLabel>(e, "venue_down", "1 while the venue has no live data", gauge(&down))?;
+        family::<_, VenueLabel>(e, "venue_books_live", "Books in sync now", gauge(&|h| h.live))?;
+        family::<_, VenueLabel>(e, "venue_connections_open", "Connections open now", gauge(&|h| h.open))?;
+        let lag = health.iter().filter(|(_, h)| h.last_message_ms > 0).map(|(v, h)| {
+            ([("venue", v.as_str())], ConstGauge::new((now_ms - h.last_message_ms).max(0) as f64 / 1000.0))
+        });
+        family::<_, VenueLabel>(e, "venue_last_message_age_seconds", "Time since the venue's last message", lag)
+    }
+
+    fn rest(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let Some(rest) = &self.0.shared.rest_stats else { return Ok(()) };
+        type F = fn(&crate::venue::rest::RestStats) -> u64;
+        let table: [(&str, &str, F); 5] = [
+            ("venue_rest_requests", "REST requests sent", |r| r.requests.load(Relaxed)),
+            ("venue_rest_errors", "REST requests that failed", |r| r.errors.load(Relaxed)),
+            ("venue_rest_rate_limited", "REST rate-limit answers", |r| r.rate_limited.load(Relaxed)),
+            ("venue_backfill_failures", "Candle backfills that failed (retried)", |r| r.backfill_failed.load(Relaxed)),
+            ("venue_listing_faults", "Listings refused as implausible", |r| r.listing_faults.load(Relaxed)),
+        ];
+        for (name, help, f) in table {
+            let samples =
+                self.0.venues.iter().map(|v| ([("venue", v.as_str())], ConstCounter::new(f(&rest[v.index()]))));
+            family::<_, VenueLabel>(e, name, help, samples)?;
+        }
+        Ok(())
+    }
+
+    fn process(&self, e: &mut DescriptorEncoder<'_>, now_ms: i64) -> Result<(), std::fmt::Error> {
+        let d = &self.0.delivery;
+        gauge(e, "webhooks_in_flight", "Webhook attempts in flight", d.in_flight.load(Relaxed) as i64)?;
+        gauge(
+            e,
+            "webhook_outcomes_unrecorded",
+            "Webhook outcomes kept in memory because storage refused them",
+            d.unrecorded.load(Relaxed) as i64,
+        )?;
+        let writable = i64::from(self.0.storage.report(now_ms).is_none());
+        gauge(e, "storage_writable", "1 while every storage writer can commit", writable)?;
+        gauge(e, "uptime_seconds", "Seconds since the process started", (now_ms - self.0.started_ms) / 1000)
+    }
+}
+
+impl Collector for State {
+    fn encode(&self, mut e: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let now_ms = crate::clock::now_ms();
+        self.shards(&mut e)?;
+        if self.0.shared.live {
+            self.venues(&mut e, now_ms)?;
+            self.rest(&mut e)?;
+        }
+        self.process(&mut e, now_ms)
+    }
+}
+
+/// Every route the front serves, as path templates (the `route` label's values besides `other`;
+/// `docs/openapi.json` documents exactly these paths).
+pub const ROUTES: [&str; 15] = [
+    "/healthz",
+    "/metrics",
+    "/version",
+    "/openapi.json",
+    "/v1/exchanges",
+    "/v1/exchanges/{exchange}/symbols",
+    "/v1/symbols/{symbol}",
+    "/v1/levels",
+    "/v1/levels/{symbol}",
+    "/v1/densities",
+    "/v1/densities/{symbol}",
+    "/v1/alerts",
+    "/v1/alerts/{id}",
+    "/v1/inbox",
+    "/v1/debug/latency",
+];
+
+/// The route template of a request path, for labels (bounded: unknown paths are `other`).
+pub fn route(path: &str) -> &'static str {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["healthz"] => "/healthz",
+        ["metrics"] => "/metrics",
+        ["version"] => "/version",
+        ["openapi.json"] => "/openapi.json",
+        ["v1", "exchanges"] => "/v1/exchanges",
+        ["v1", "exchanges", _, "symbols"] => "/v1/exchanges/{exchange}/symbols",
+        ["v1", "symbols", _] => "/v1/symbols/{symbol}",
+        ["v1", "levels"] => "/v1/levels",
+        ["v1", "levels", _] => "/v1/levels/{symbol}",
+        ["v1", "densities"] => "/v1/densities",
+        ["v1", "densities", _] => "/v1/densities/{symbol}",
+        ["v1", "alerts"] => "/v1/alerts",
+        ["v1", "alerts", _] => "/v1/alerts/{id}",
+        ["v1", "inbox"] => "/v1/inbox",
+        ["v1", "debug", "latency"] => "/v1/debug/latency",
+        _ => "other",
+    }
+}
+
+/// A method's label (bounded).
+pub fn method(m: &hyper::Method) -> &'static str {
+    match *m {
+        hyper::Method::GET => "GET",
+        hyper::Method::HEAD => "HEAD",
+        hyper::Method::POST => "POST",
+        hyper::Method::DELETE => "DELETE",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_templates_and_unknown_paths_one_label() {
+        assert_eq!(route("/v1/levels/BTCUSDT"), "/v1/levels/{symbol}");
+        assert_eq!(route("/v1/exchanges/okx/symbols"), "/v1/exchanges/{exchange}/symbols");
+        assert_eq!(route("/v1/alerts/123"), "/v1/alerts/{id}");
+        assert_eq!(route("/v1/levels/a/b"), "other");
+        assert_eq!(route("/wp-admin"), "other");
+    }
+
+    #[test]
+    fn every_route_is_documented_and_labelled_by_its_template() {
+        let doc: serde_json::Value = serde_json::from_str(crate::front::OPENAPI).expect("docs/openapi.json parses");
+        let mut documented: Vec<&str> = doc["paths"].as_object().expect("paths").keys().map(String::as_str).collect();
+        documented.sort_unstable();
+        let mut routes = ROUTES.to_vec();
+        routes.sort_unstable();
+        assert_eq!(documented, routes, "docs/openapi.json documents exactly the routes served");
+        for r in ROUTES {
+            let sample = r.replace("{symbol}", "BTCUSDT").replace("{exchange}", "okx").replace("{id}", "7");
+            assert_eq!(route(&sample), r, "{sample}");
+        }
+    }
+
+    #[test]
+    fn instruments_encode_with_their_labels() {
+        let http = HttpMetrics::new();
+        http.observe(HttpLabels { route: "/v1/levels", method: "GET", status: 200 }, 0.001);
+        let mut registry = Registry::with_prefix("rampart");
+        registry.register("http_requests", "HTTP requests answered", http.requests.clone());
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).expect("encodes");
+        assert!(
+            out.contains("rampart_http_requests_total{route=\"/v1/levels\",method=\"GET\",status=\"200\"} 1"),
+            "{out}"
+        );
+        assert!(out.ends_with("# EOF\n"));
+    }
+}
