@@ -24,6 +24,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rampart_engine::level::Level;
 use rampart_engine::{BookId, Venue};
 
+mod bodies;
 mod json_errors;
 
 pub use json_errors::JsonErrors;
@@ -32,11 +33,12 @@ use crate::alert_api;
 use crate::clock;
 use crate::config::Plans;
 use crate::json::{error_body, Json};
+use crate::keys::KeyWatcher;
 use crate::limit::{Limiter, Refusal};
 use crate::shard::{Command, Commands, DensitySnapshot, Shared};
 use crate::ssrf;
 use crate::storage::{StorageHealth, StorageThread, Writer};
-use crate::store::{hash_key, is_key_shaped, KeyRow, Store};
+use crate::store::{hash_key, is_key_shaped, KeyRow};
 use crate::store::{AlertStatus, NewAlert};
 use hyper::http::request::Parts;
 use rampart_engine::alert::{AlertSpec, Condition, Cross};
@@ -92,14 +94,6 @@ impl Default for FrontConfig {
     }
 }
 
-/// The in-memory key table, reloaded whenever another connection (the keys CLI) commits.
-#[derive(Debug, Default)]
-struct KeyCache {
-    data_version: Option<i64>,
-    keys_version: Option<i64>,
-    by_hash: HashMap<[u8; 32], Rc<KeyRow>>,
-}
-
 /// Everything a request handler reads.
 pub struct Front {
     allow_private: bool,
@@ -108,12 +102,11 @@ pub struct Front {
     venues: Vec<Venue>,
     feed: &'static str,
     plans: Plans,
-    /// Key lookups only (read-only, in-memory table refreshed on `data_version`).
-    store: Store,
+    /// The key table in memory, kept current off the request path.
+    keys: KeyWatcher,
     /// Every other query, off this thread.
     storage: StorageThread,
     health: Arc<StorageHealth>,
-    keys: RefCell<KeyCache>,
     limiter: RefCell<Limiter>,
     started_ms: i64,
     /// `/metrics`, when measured.
@@ -122,6 +115,10 @@ pub struct Front {
     metrics_apart: bool,
     /// The package version and the git revision it was built from, for `/version`.
     build: (&'static str, &'static str),
+    /// Single-pair levels bodies, per book, reused while their version holds.
+    levels_bodies: bodies::BodyCache<bodies::LevelsVersion>,
+    /// Single-pair densities bodies, likewise.
+    densities_bodies: bodies::BodyCache<bodies::DensitiesVersion>,
 }
 
 /// What a listener serves.
@@ -136,7 +133,12 @@ pub enum Role {
 type Resp = Response<Full<Bytes>>;
 
 fn respond(status: StatusCode, body: String) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+    respond_bytes(status, Bytes::from(body))
+}
+
+/// A JSON response over bytes already written (a cached body is shared, not copied).
+fn respond_bytes(status: StatusCode, body: Bytes) -> Resp {
+    let mut r = Response::new(Full::new(body));
     *r.status_mut() = status;
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
@@ -297,6 +299,24 @@ fn write_storage_health(j: &mut Json, failing: Option<&(Vec<Writer>, i64, String
     j.raw("],\"since\":").str(&clock::iso8601(*since_ms)).raw(",\"error\":").str(error).raw("}");
 }
 
+/// A bulk answer, `{"exchange":..,"ts":..,"data":[part,..]}`, from per-pair bodies already
+/// written (copied once into the answer).
+fn bulk_body(venue: Venue, now_ms: i64, parts: &[Bytes]) -> Bytes {
+    let mut head = Json::with_capacity(64);
+    head.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
+    let head = head.finish();
+    let mut out = Vec::with_capacity(head.len() + 2 + parts.iter().map(|p| p.len() + 1).sum::<usize>());
+    out.extend_from_slice(head.as_bytes());
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(p);
+    }
+    out.extend_from_slice(b"]}");
+    Bytes::from(out)
+}
+
 /// Writes levels as the API's Level array, nearest to `current` first, `type` against it.
 fn write_levels(j: &mut Json, levels: &mut [Level], current: i64) {
     levels.sort_by_key(|l| l.price.0.abs_diff(current));
@@ -330,8 +350,8 @@ fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
 
 /// What the front reads and writes storage through.
 pub struct FrontStorage {
-    /// A connection for key lookups (reads only, on the front's thread).
-    pub keys: Store,
+    /// The key table (checked on the request path without storage).
+    pub keys: KeyWatcher,
     /// The storage thread for every other query.
     pub thread: StorageThread,
     /// Whether storage can be written, for `/healthz`.
@@ -349,6 +369,7 @@ impl Front {
         storage: FrontStorage,
         allow_private: bool,
     ) -> Front {
+        let shared_capacity = shared.capacity;
         Front {
             allow_private,
             shared,
@@ -356,15 +377,16 @@ impl Front {
             venues,
             feed,
             plans,
-            store: storage.keys,
+            keys: storage.keys,
             storage: storage.thread,
             health: storage.health,
-            keys: RefCell::new(KeyCache::default()),
             limiter: RefCell::new(Limiter::default()),
             started_ms: clock::now_ms(),
             metrics: None,
             metrics_apart: false,
             build: (env!("CARGO_PKG_VERSION"), "unknown"),
+            levels_bodies: bodies::BodyCache::new(shared_capacity),
+            densities_bodies: bodies::BodyCache::new(shared_capacity),
         }
     }
 
@@ -388,21 +410,9 @@ impl Front {
         self
     }
 
-    /// Looks a presented key up in the cached table, reloading it if the database changed.
-    fn lookup(&self, key: &str) -> Result<Option<Rc<KeyRow>>, ApiError> {
-        let mut cache = self.keys.borrow_mut();
-        // Cheap check first: has any other connection committed at all? Then: has the key
-        // table changed (the CLI bumps `keys_version` with every create and revoke)?
-        let data_version = self.store.data_version()?;
-        if cache.data_version != Some(data_version) {
-            cache.data_version = Some(data_version);
-            let keys_version = self.store.keys_version()?;
-            if cache.keys_version != Some(keys_version) {
-                cache.by_hash = self.store.load_key_hashes()?.into_iter().map(|(h, row)| (h, Rc::new(row))).collect();
-                cache.keys_version = Some(keys_version);
-            }
-        }
-        Ok(cache.by_hash.get(&hash_key(key)).cloned())
+    /// Looks a presented key up in the in-memory table (no storage on the request path).
+    fn lookup(&self, key: &str) -> Option<Arc<KeyRow>> {
+        self.keys.get(&hash_key(key))
     }
 
     /// Refuses a request with no valid key: 401, or 429 once the address has sent too many.
@@ -416,7 +426,7 @@ impl Front {
     }
 
     /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
-    fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<Rc<KeyRow>, ApiError> {
+    fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<Arc<KeyRow>, ApiError> {
         let Some(header) = req.headers.get(AUTHORIZATION) else {
             return Err(self.unauthenticated(peer, "missing API key", now_ms));
         };
@@ -430,7 +440,7 @@ impl Front {
         let Some(token) = token else {
             return Err(self.unauthenticated(peer, "invalid API key", now_ms));
         };
-        let Some(row) = self.lookup(token)? else {
+        let Some(row) = self.lookup(token) else {
             return Err(self.unauthenticated(peer, "invalid API key", now_ms));
         };
         if row.revoked_ms.is_some() {
@@ -537,7 +547,7 @@ impl Front {
     }
 
     /// Answers one authenticated `/v1` request whose body has been read.
-    async fn handle(&self, req: &Parts, body: &[u8], account: &Rc<KeyRow>, now_ms: i64) -> Resp {
+    async fn handle(&self, req: &Parts, body: &[u8], account: &Arc<KeyRow>, now_ms: i64) -> Resp {
         let path = req.uri.path();
         let account = account.clone();
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -871,13 +881,24 @@ impl Front {
             Ok(id) => id,
             Err(e) => return e.into_response(),
         };
-        let mut levels = self.shared.levels(id);
-        let (current, _) = self.shared.price(id);
-        let mut j = Json::with_capacity(128 + levels.len() * 110);
-        j.raw("{\"symbol\":").str(&self.shared.registry().get(id).symbol).raw(",\"data\":");
-        write_levels(&mut j, &mut levels, current);
-        j.raw("}");
-        respond(StatusCode::OK, j.finish())
+        respond_bytes(StatusCode::OK, self.levels_body(id))
+    }
+
+    /// `{"symbol":..,"data":[Level..]}` of one book: the single-pair answer and one entry of the
+    /// bulk one, written once per version of what it depends on.
+    fn levels_body(&self, id: BookId) -> Bytes {
+        let (snapshot, high, low) = self.shared.levels_view(id);
+        let (price, _) = self.shared.price(id);
+        let version = bodies::LevelsVersion { snapshot, high, low, price };
+        self.levels_bodies.get_or_build(id.index(), version, |v| {
+            let mut levels: Vec<Level> =
+                v.snapshot.levels.iter().filter(|l| l.survives(v.high, v.low)).copied().collect();
+            let mut j = Json::with_capacity(128 + levels.len() * 110);
+            j.raw("{\"symbol\":").str(&self.shared.registry().get(id).symbol).raw(",\"data\":");
+            write_levels(&mut j, &mut levels, v.price);
+            j.raw("}");
+            j.finish()
+        })
     }
 
     // Long: the creation rules in the order the API applies them (validate, plan, cap, price,
@@ -1063,40 +1084,35 @@ impl Front {
             Ok(id) => id,
             Err(e) => return e.into_response(),
         };
-        let snap = self.shared.slots[id.index()].densities.load();
-        let registry = self.shared.registry();
-        let name = &registry.get(id).symbol;
-        if snap.walls.is_empty() {
-            return error(StatusCode::NOT_FOUND, &format!("no walls on {name} ({venue}) at this moment"));
+        match self.densities_body(id) {
+            Some(body) => respond_bytes(StatusCode::OK, body),
+            None => {
+                let registry = self.shared.registry();
+                let name = &registry.get(id).symbol;
+                error(StatusCode::NOT_FOUND, &format!("no walls on {name} ({venue}) at this moment"))
+            }
         }
-        let mut j = Json::with_capacity(128 + snap.walls.len() * 160);
-        j.raw("{\"symbol\":").str(name).raw(",\"data\":");
-        write_density(&mut j, &snap);
-        j.raw("}");
-        respond(StatusCode::OK, j.finish())
+    }
+
+    /// `{"symbol":..,"data":<Density>}` of one book, written once per scan; `None` without walls.
+    fn densities_body(&self, id: BookId) -> Option<Bytes> {
+        let snap = self.shared.slots[id.index()].densities.load_full();
+        if snap.walls.is_empty() {
+            return None;
+        }
+        Some(self.densities_bodies.get_or_build(id.index(), bodies::DensitiesVersion(snap), |v| {
+            let mut j = Json::with_capacity(128 + v.0.walls.len() * 160);
+            j.raw("{\"symbol\":").str(&self.shared.registry().get(id).symbol).raw(",\"data\":");
+            write_density(&mut j, &v.0);
+            j.raw("}");
+            j.finish()
+        }))
     }
 
     fn densities_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
         let books = self.bulk_books(venue, filter);
-        let reg = self.shared.registry();
-        let mut j = Json::with_capacity(64 + books.len() * 200);
-        j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
-        let mut first = true;
-        for &id in &books {
-            let snap = self.shared.slots[id.index()].densities.load();
-            if snap.walls.is_empty() {
-                continue;
-            }
-            if !first {
-                j.raw(",");
-            }
-            first = false;
-            j.raw("{\"symbol\":").str(&reg.get(id).symbol).raw(",\"data\":");
-            write_density(&mut j, &snap);
-            j.raw("}");
-        }
-        j.raw("]}");
-        respond(StatusCode::OK, j.finish())
+        let parts: Vec<Bytes> = books.iter().filter_map(|&id| self.densities_body(id)).collect();
+        respond_bytes(StatusCode::OK, bulk_body(venue, now_ms, &parts))
     }
 
     /// The books a bulk request covers: the venue's, or the filter's that the venue lists,
@@ -1119,22 +1135,9 @@ impl Front {
     }
 
     fn levels_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
-        let reg = self.shared.registry();
         let books = self.bulk_books(venue, filter);
-        let mut j = Json::with_capacity(64 + books.len() * 1_200);
-        j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
-        for (i, &id) in books.iter().enumerate() {
-            if i > 0 {
-                j.raw(",");
-            }
-            let mut levels = self.shared.levels(id);
-            let (current, _) = self.shared.price(id);
-            j.raw("{\"symbol\":").str(&reg.get(id).symbol).raw(",\"data\":");
-            write_levels(&mut j, &mut levels, current);
-            j.raw("}");
-        }
-        j.raw("]}");
-        respond(StatusCode::OK, j.finish())
+        let parts: Vec<Bytes> = books.iter().map(|&id| self.levels_body(id)).collect();
+        respond_bytes(StatusCode::OK, bulk_body(venue, now_ms, &parts))
     }
 
     fn symbol(&self, venue: Venue, symbol: &str) -> Resp {

@@ -9,6 +9,7 @@ pub mod config;
 pub mod delivery;
 pub mod front;
 pub mod json;
+pub mod keys;
 pub mod limit;
 pub mod metrics;
 pub mod shard;

@@ -530,6 +530,16 @@ impl Shared {
         (slot.price.load(Ordering::Relaxed), slot.price_ts.load(Ordering::Relaxed))
     }
 
+    /// What the book's current levels are made of: its last snapshot and the trade watermarks
+    /// that filter out the zones trades have gone through since ([`Level::survives`]).
+    pub fn levels_view(&self, id: BookId) -> (Arc<LevelSnapshot>, i64, i64) {
+        // Watermarks first: a reset watermark (Release) implies its snapshot is visible.
+        let slot = &self.slots[id.index()];
+        let high = slot.trade_high.load(Ordering::Acquire);
+        let low = slot.trade_low.load(Ordering::Acquire);
+        (slot.levels.load_full(), high, low)
+    }
+
     /// The book's current levels: its last snapshot without the zones that trades have gone
     /// through since (the live consumption the shard applies on every trade).
     pub fn levels(&self, id: BookId) -> Vec<Level> {

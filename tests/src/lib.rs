@@ -438,7 +438,18 @@ impl Server {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let key = stdout.lines().last().unwrap_or("").trim().to_owned();
         assert!(is_api_key(&key), "last stdout line of keys create is not a key: {}", describe_output(&output));
+        self.await_key(&key);
         key
+    }
+
+    /// Waits until the server knows `key` (its key watcher picks a new key up within its poll
+    /// period, 20 ms): until a request with it is answered anything but 401.
+    pub fn await_key(&self, key: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.get("/v1/exchanges", Some(key)).status == 401 {
+            assert!(Instant::now() < deadline, "the server did not take key {key} within 5 s");
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Runs `keys list`, asserts success and the header line, and parses the rows.

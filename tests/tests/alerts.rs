@@ -159,6 +159,7 @@ fn plan_rules_and_the_price_alert_cap() {
     let out = server.keys(&["create", "--plan", "tiny", "--config", config.as_str()]);
     assert!(out.status.success(), "{out:?}");
     let tiny = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").to_owned();
+    server.await_key(&tiny);
     let lite = server.create_key("developer-lite", None);
     let p = price_of(&server, "BTCUSDT");
     let pct = json!({"symbol":"BTCUSDT","type":"pct","direction":"up","pct":1,"window":"1h"});
@@ -188,6 +189,7 @@ fn plan_rules_and_the_price_alert_cap() {
     let out = server.keys(&["create", "--plan", "tinypct", "--config", config.as_str()]);
     assert!(out.status.success(), "{out:?}");
     let both = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").to_owned();
+    server.await_key(&both);
     let pct = json!({"symbol":"BTCUSDT","type":"pct","direction":"up","pct":50,"window":"1w"});
     post(&server, &both, &pct).ok("first pct within the cap");
     post(&server, &both, &third).ok("a price alert within the cap");

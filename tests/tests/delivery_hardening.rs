@@ -130,7 +130,9 @@ fn start(bin: &str) -> (SimVenue, Server, String) {
 fn big_key(server: &Server, config: &str) -> String {
     let out = server.keys(&["create", "--plan", "big", "--config", config]);
     assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned()
+    let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned();
+    server.await_key(&key);
+    key
 }
 
 fn price(server: &Server) -> f64 {

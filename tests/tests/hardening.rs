@@ -234,6 +234,7 @@ fn latency_reset_is_for_operators_only() {
     let out = server.keys(&["create", "--plan", "ops", "--config", config.as_str()]);
     assert!(out.status.success(), "{out:?}");
     let ops = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned();
+    server.await_key(&ops);
     let reply = server.request("DELETE", "/v1/debug/latency", Some(&bearer(&ops)), None);
     assert_eq!(reply.ok("an operator resets")["reset"], json!(true));
     let _ = std::fs::remove_file(&config);

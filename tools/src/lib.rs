@@ -19,6 +19,7 @@ use rampart_net::clock;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
 use rampart_net::front::{self, Front, FrontConfig, FrontStorage};
+use rampart_net::keys::KeyWatcher;
 use rampart_net::metrics::{Metrics, Sources as MetricsSources};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
@@ -563,7 +564,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             s.venues.clone(),
             if s.live.is_some() { "live" } else { "sim" },
             s.plans.clone(),
-            FrontStorage { keys: store, thread: storage_thread, health },
+            FrontStorage { keys: KeyWatcher::start(store)?, thread: storage_thread, health },
             s.allow_private,
         )
         .with_metrics(metrics, metrics_listener.is_some())

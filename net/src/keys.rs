@@ -1,0 +1,147 @@
+//! The API key table in memory, kept current by a watcher thread, so the front checks a key
+//! without touching SQLite on its request path.
+//!
+//! The watcher asks its own connection every [`KEYS_POLL_MS`] whether any connection has
+//! committed (`PRAGMA data_version`) and, if so, whether the key table changed (the `keys`
+//! CLI bumps `keys_version` with every create and revoke); only then does it reload the table
+//! and publish it whole (`ArcSwap`). A new or revoked key therefore takes effect on a running
+//! server within one poll period plus the reload. Readers take no lock.
+//!
+//! Bounds: one table of every key (its size is the number of keys issued); one reload at a time
+//! on the watcher's thread. A failed poll or reload keeps the last table and is logged once per
+//! streak; the table is never emptied by an error.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use crate::store::{KeyRow, Store, StoreError};
+
+/// How often the watcher looks for key changes, milliseconds.
+pub const KEYS_POLL_MS: u64 = 20;
+
+/// Every key by the SHA-256 hash of its text.
+pub type KeyTable = HashMap<[u8; 32], Arc<KeyRow>>;
+
+/// The published key table and the thread that keeps it current.
+pub struct KeyWatcher {
+    table: Arc<ArcSwap<KeyTable>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the watcher remembers between polls.
+struct Versions {
+    data: Option<i64>,
+    keys: Option<i64>,
+}
+
+/// Loads the table now if the key table changed since `seen`; `None` when it did not.
+fn reload_if_changed(store: &Store, seen: &mut Versions) -> Result<Option<KeyTable>, StoreError> {
+    let data = store.data_version()?;
+    if seen.data == Some(data) {
+        return Ok(None);
+    }
+    let keys = store.keys_version()?;
+    if seen.keys == Some(keys) {
+        seen.data = Some(data);
+        return Ok(None);
+    }
+    let table = store.load_key_hashes()?.into_iter().map(|(h, row)| (h, Arc::new(row))).collect();
+    *seen = Versions { data: Some(data), keys: Some(keys) };
+    Ok(Some(table))
+}
+
+impl KeyWatcher {
+    /// Loads the table from `store` (an error here is the caller's: the server cannot check
+    /// keys) and starts the thread that keeps it current.
+    pub fn start(store: Store) -> Result<KeyWatcher, StoreError> {
+        let mut seen = Versions { data: None, keys: None };
+        let first = reload_if_changed(&store, &mut seen)?.unwrap_or_default();
+        let table = Arc::new(ArcSwap::from_pointee(first));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (t, s) = (table.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("key-watch".into())
+            .spawn(move || watch(store, seen, &t, &s))
+            .map_err(StoreError::Io)?;
+        Ok(KeyWatcher { table, stop, thread: Some(thread) })
+    }
+
+    /// The key whose text hashes to `hash`, if any (revoked keys included: the caller says 401).
+    pub fn get(&self, hash: &[u8; 32]) -> Option<Arc<KeyRow>> {
+        self.table.load().get(hash).cloned()
+    }
+
+    /// Keys in the table now.
+    pub fn len(&self) -> usize {
+        self.table.load().len()
+    }
+
+    /// True when no key exists.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn watch(store: Store, mut seen: Versions, table: &ArcSwap<KeyTable>, stop: &AtomicBool) {
+    let mut failing = false;
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(KEYS_POLL_MS));
+        match reload_if_changed(&store, &mut seen) {
+            Ok(Some(t)) => {
+                tracing::info!("keys: table reloaded ({} keys)", t.len());
+                table.store(Arc::new(t));
+                failing = false;
+            }
+            Ok(None) => failing = false,
+            Err(e) => {
+                if !failing {
+                    tracing::error!("keys: cannot read the key table ({e}); the last one stays in use");
+                }
+                failing = true;
+            }
+        }
+    }
+}
+
+impl Drop for KeyWatcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("rampart-keys-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn reloads_only_when_the_key_table_changed() {
+        let dir = temp_dir("reload");
+        let mut writer = Store::open(&dir).expect("open");
+        let reader = Store::open(&dir).expect("open");
+        let mut seen = Versions { data: None, keys: None };
+        assert_eq!(reload_if_changed(&reader, &mut seen).expect("first").map(|t| t.len()), Some(0));
+        assert!(reload_if_changed(&reader, &mut seen).expect("nothing").is_none(), "no commit: no reload");
+        let k = writer.create_account_with_key("developer", None, 1).expect("key");
+        let t = reload_if_changed(&reader, &mut seen).expect("after create").expect("reloaded");
+        assert!(t.contains_key(&crate::store::hash_key(&k.key)));
+        writer.revoke_key(k.id, 2).expect("revoke");
+        let t = reload_if_changed(&reader, &mut seen).expect("after revoke").expect("reloaded");
+        assert_eq!(t[&crate::store::hash_key(&k.key)].revoked_ms, Some(2));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
