@@ -11,6 +11,12 @@
 //! are not followed), an answer that ends before its declared length or a broken chunked body,
 //! a timeout or a connection error is a failure, retried at first failure + 10 s and + 60 s.
 //!
+//! Connections are kept alive between attempts ([`pool`]): an attempt reuses an idle connection
+//! to an address its own SSRF check returned, and a connection the receiver closed while it was
+//! idle costs a retry on a new one within the same attempt (so the receiver may, rarely, see a
+//! delivery twice, which at-least-once allows). An answer not read in full, or a receiver that
+//! closes the connection, leaves nothing to keep.
+//!
 //! Fairness and bounds. An attempt holds a slot under four bounds at once: `in_flight_max` in
 //! all, `per_account_max` for the alert's account, `per_address_max` for the URL's host (any
 //! port) and `per_host_max` for the host and port. At a bound the due deliveries simply stay
@@ -45,7 +51,10 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use crate::ssrf::{self, Host, WebhookUrl};
+
+pub mod pool;
 use crate::store::{AttemptResult, OutboxRow, Outcome, Store};
+use pool::{Conn, Key, Pool};
 
 /// Time allowed for one attempt: resolve, connect, TLS, send and the full answer.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -401,7 +410,8 @@ async fn run(
     }
     // One result per attempt in flight: bounded by `in_flight_max`.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult)>();
-    let target = Target { allow_private: config.allow_private, timeout: config.attempt_timeout, tls };
+    let target =
+        Target { allow_private: config.allow_private, timeout: config.attempt_timeout, tls, pool: Pool::default() };
     let poll = config.poll_interval;
     let mut sender = Sender {
         config,
@@ -444,6 +454,8 @@ pub struct Target {
     pub timeout: Duration,
     /// Client TLS configuration (`None`: https deliveries fail).
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Keep-alive connections kept between attempts.
+    pub pool: Pool,
 }
 
 /// One attempt of one delivery, bounded by `target.timeout` as a whole.
@@ -467,37 +479,87 @@ async fn send(url: &str, body: String, target: &Target) -> AttemptResult {
         Err(e) => return failed(e.to_string()),
     };
     // Resolved and checked now, at every attempt: a name that has come to point at a private
-    // address since creation (DNS rebinding) is refused, and only a checked address is used.
+    // address since creation (DNS rebinding) is refused, and only a checked address is used,
+    // whether by a kept connection or a new one.
     let addrs = match ssrf::resolve_checked(&parsed, target.allow_private).await {
         Ok(a) => a,
         Err(e) => return failed(e.to_string()),
     };
+    let key = |addr| Key { https: parsed.https, authority: parsed.authority.to_ascii_lowercase(), addr };
+    for addr in &addrs {
+        let Some(conn) = target.pool.take(&key(*addr)) else { continue };
+        match exchange(conn, &parsed, body.clone()).await {
+            // The receiver closed the kept connection before answering: try a new one.
+            Exchanged::NotSent(_) => break,
+            Exchanged::Answered(result, kept) => return keep(target, key(*addr), result, kept),
+        }
+    }
+    let (addr, conn) = match connect(&addrs, &parsed, target).await {
+        Ok(x) => x,
+        Err(e) => return failed(e),
+    };
+    match exchange(conn, &parsed, body).await {
+        Exchanged::NotSent(e) => failed(e),
+        Exchanged::Answered(result, kept) => keep(target, key(addr), result, kept),
+    }
+}
+
+/// Returns a connection that answered in full to the pool; passes the result on.
+fn keep(target: &Target, key: Key, result: AttemptResult, kept: Option<Conn>) -> AttemptResult {
+    if let Some(conn) = kept {
+        target.pool.put(key, conn);
+    }
+    result
+}
+
+/// Opens a connection to the first checked address that accepts, with TLS for https.
+async fn connect(
+    addrs: &[std::net::SocketAddr],
+    parsed: &WebhookUrl,
+    target: &Target,
+) -> Result<(std::net::SocketAddr, Conn), String> {
     let mut last = String::from("no address");
     let mut stream = None;
-    for addr in addrs {
+    for &addr in addrs {
         match TcpStream::connect(addr).await {
             Ok(s) => {
-                stream = Some(s);
+                stream = Some((addr, s));
                 break;
             }
             Err(e) => last = format!("connect {addr}: {e}"),
         }
     }
-    let Some(stream) = stream else { return failed(last) };
+    let Some((addr, stream)) = stream else { return Err(last) };
     let _ = stream.set_nodelay(true);
     if !parsed.https {
-        return exchange(TokioIo::new(stream), &parsed, body).await;
+        return Ok((addr, handshake(TokioIo::new(stream)).await?));
     }
     let name = match &parsed.host {
         Host::Name(n) => rustls::pki_types::ServerName::try_from(n.clone()),
         Host::Ip(ip) => Ok(rustls::pki_types::ServerName::IpAddress((*ip).into())),
     };
-    let Ok(name) = name else { return failed("invalid TLS server name") };
-    let Some(tls) = target.tls.clone() else { return failed("TLS is not available") };
+    let Ok(name) = name else { return Err("invalid TLS server name".into()) };
+    let Some(tls) = target.tls.clone() else { return Err("TLS is not available".into()) };
     match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
-        Ok(s) => exchange(TokioIo::new(s), &parsed, body).await,
-        Err(e) => failed(format!("TLS: {e}")),
+        Ok(s) => Ok((addr, handshake(TokioIo::new(s)).await?)),
+        Err(e) => Err(format!("TLS: {e}")),
     }
+}
+
+/// The HTTP/1.1 handshake over `io`, its driver task started.
+async fn handshake<I>(io: I) -> Result<Conn, String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::Builder::new()
+        .title_case_headers(true)
+        .handshake(io)
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?;
+    let driver = tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    Ok(Conn::new(sender, driver))
 }
 
 /// The client TLS configuration: ring, the bundled web roots plus `extra_roots_der`, no client
@@ -517,65 +579,66 @@ pub fn tls_config(extra_roots_der: &[Vec<u8>]) -> Option<Arc<rustls::ClientConfi
     Some(Arc::new(config))
 }
 
-async fn exchange<I>(io: I, url: &WebhookUrl, body: String) -> AttemptResult
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
-{
-    let handshake = hyper::client::conn::http1::Builder::new().title_case_headers(true).handshake(io).await;
-    let (mut sender, conn) = match handshake {
-        Ok(x) => x,
-        Err(e) => return failed(format!("HTTP: {e}")),
-    };
-    let driver = tokio::task::spawn_local(async move {
-        let _ = conn.await;
-    });
+/// How one request on a connection ended.
+enum Exchanged {
+    /// No answer began: the request may not have reached the receiver (on a kept connection,
+    /// the receiver had closed it). Why.
+    NotSent(String),
+    /// An answer came (whole or not): the result, and the connection when it can be kept (the
+    /// answer was read in full and the receiver keeps the connection open).
+    Answered(AttemptResult, Option<Conn>),
+}
+
+async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String) -> Exchanged {
     let mut request = Request::new(Full::new(Bytes::from(body)));
     *request.method_mut() = Method::POST;
     match url.path_and_query.parse() {
         Ok(uri) => *request.uri_mut() = uri,
-        Err(_) => return failed("invalid path"),
+        Err(_) => return Exchanged::Answered(failed("invalid path"), None),
     }
     let headers = request.headers_mut();
     match HeaderValue::from_str(&url.authority) {
         Ok(h) => headers.insert(HOST, h),
-        Err(_) => return failed("invalid host"),
+        Err(_) => return Exchanged::Answered(failed("invalid host"), None),
     };
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert("x-service-event", HeaderValue::from_static("alert.triggered"));
     headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
-    let result = match sender.send_request(request).await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            // Read the whole answer (bounded) so the attempt ends only when it has arrived.
-            if let Err(error) = read_answer(response.into_body()).await {
-                driver.abort();
-                return AttemptResult::Failed { status: Some(status), error: error.to_string() };
-            }
-            if (200..300).contains(&status) {
-                AttemptResult::Delivered { status }
-            } else {
-                AttemptResult::Failed { status: Some(status), error: format!("HTTP {status}") }
-            }
-        }
-        Err(e) => failed(format!("HTTP: {e}")),
+    let response = match conn.sender.send_request(request).await {
+        Ok(r) => r,
+        Err(e) => return Exchanged::NotSent(format!("HTTP: {e}")),
     };
-    driver.abort();
-    result
+    let status = response.status().as_u16();
+    // Read the whole answer (bounded) so the attempt ends only when it has arrived.
+    let whole = match read_answer(response.into_body()).await {
+        Ok(whole) => whole,
+        Err(error) => {
+            return Exchanged::Answered(AttemptResult::Failed { status: Some(status), error: error.to_string() }, None)
+        }
+    };
+    let result = if (200..300).contains(&status) {
+        AttemptResult::Delivered { status }
+    } else {
+        AttemptResult::Failed { status: Some(status), error: format!("HTTP {status}") }
+    };
+    // An answer not read to its end leaves bytes on the connection: it is not kept.
+    Exchanged::Answered(result, whole.then_some(conn))
 }
 
 /// Reads an answer's body to its end, or until [`RESPONSE_BYTES_MAX`] bytes have come (the rest
 /// is not read: the status decides). An answer that ends early (the connection closed before
 /// the declared length, a broken chunked body) is an error: no full answer is a failure.
-async fn read_answer(mut body: hyper::body::Incoming) -> Result<(), IncompleteAnswer> {
+/// `Ok(true)` when the body was read to its end, `Ok(false)` when the bound stopped the reading.
+async fn read_answer(mut body: hyper::body::Incoming) -> Result<bool, IncompleteAnswer> {
     let mut read = 0usize;
     while read <= RESPONSE_BYTES_MAX {
         match body.frame().await {
-            None => return Ok(()),
+            None => return Ok(true),
             Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
             Some(Err(e)) => return Err(IncompleteAnswer { read, cause: e.to_string() }),
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// An answer whose body ended before it was whole.
