@@ -496,7 +496,7 @@ async fn send(url: &str, body: String, target: &Target) -> AttemptResult {
     }
     let (addr, conn) = match connect(&addrs, &parsed, target).await {
         Ok(x) => x,
-        Err(e) => return failed(e),
+        Err(NoConnection(why)) => return failed(why),
     };
     match exchange(conn, &parsed, body).await {
         Exchanged::NotSent(e) => failed(e),
@@ -512,12 +512,16 @@ fn keep(target: &Target, key: Key, result: AttemptResult, kept: Option<Conn>) ->
     result
 }
 
+/// Why no connection could be opened (connect, TLS or HTTP handshake), for the attempt's error.
+#[derive(Debug)]
+struct NoConnection(String);
+
 /// Opens a connection to the first checked address that accepts, with TLS for https.
 async fn connect(
     addrs: &[std::net::SocketAddr],
     parsed: &WebhookUrl,
     target: &Target,
-) -> Result<(std::net::SocketAddr, Conn), String> {
+) -> Result<(std::net::SocketAddr, Conn), NoConnection> {
     let mut last = String::from("no address");
     let mut stream = None;
     for &addr in addrs {
@@ -529,7 +533,7 @@ async fn connect(
             Err(e) => last = format!("connect {addr}: {e}"),
         }
     }
-    let Some((addr, stream)) = stream else { return Err(last) };
+    let Some((addr, stream)) = stream else { return Err(NoConnection(last)) };
     let _ = stream.set_nodelay(true);
     if !parsed.https {
         return Ok((addr, handshake(TokioIo::new(stream)).await?));
@@ -538,16 +542,16 @@ async fn connect(
         Host::Name(n) => rustls::pki_types::ServerName::try_from(n.clone()),
         Host::Ip(ip) => Ok(rustls::pki_types::ServerName::IpAddress((*ip).into())),
     };
-    let Ok(name) = name else { return Err("invalid TLS server name".into()) };
-    let Some(tls) = target.tls.clone() else { return Err("TLS is not available".into()) };
+    let Ok(name) = name else { return Err(NoConnection("invalid TLS server name".into())) };
+    let Some(tls) = target.tls.clone() else { return Err(NoConnection("TLS is not available".into())) };
     match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
         Ok(s) => Ok((addr, handshake(TokioIo::new(s)).await?)),
-        Err(e) => Err(format!("TLS: {e}")),
+        Err(e) => Err(NoConnection(format!("TLS: {e}"))),
     }
 }
 
 /// The HTTP/1.1 handshake over `io`, its driver task started.
-async fn handshake<I>(io: I) -> Result<Conn, String>
+async fn handshake<I>(io: I) -> Result<Conn, NoConnection>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
 {
@@ -555,7 +559,7 @@ where
         .title_case_headers(true)
         .handshake(io)
         .await
-        .map_err(|e| format!("HTTP: {e}"))?;
+        .map_err(|e| NoConnection(format!("HTTP: {e}")))?;
     let driver = tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
