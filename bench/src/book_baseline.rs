@@ -41,10 +41,10 @@ use hdrhistogram::Histogram;
 use rampart_engine::alert::{AlertSpec, Condition, Cross};
 use rampart_engine::feed::binance::{BinanceBookSync, BinanceDecoder, Message, SyncOutcome, TimeUnit};
 use rampart_engine::{sim, BookId, Market, Price, Timeframe};
+use rampart_testkit::alloc;
 use serde::Deserialize;
 
 use super::histogram;
-use crate::alloc_count;
 
 /// The one symbol of the stream.
 const SYMBOL: &str = "BTCUSDT";
@@ -200,11 +200,11 @@ pub fn compare(frames: usize, runs: usize) -> BookCompare {
     let warm = &stream.messages[..stream.messages.len().div_ceil(10)];
     let (_, engine_allocs) = {
         let mut e = EnginePath::new(&stream);
-        alloc_count::count(|| warm.iter().for_each(|m| e.on_frame(&m.bytes)))
+        alloc::count(|| warm.iter().for_each(|m| e.on_frame(&m.bytes)))
     };
     let (_, baseline_allocs) = {
         let mut b = BaselinePath::new(&stream);
-        alloc_count::count(|| warm.iter().for_each(|m| b.on_frame(&m.bytes)))
+        alloc::count(|| warm.iter().for_each(|m| b.on_frame(&m.bytes)))
     };
     let per_msg = |n: Option<u64>| n.map(|n| n as f64 / warm.len() as f64);
     let mean_bytes = |trade: bool| {

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub mod alloc_count;
 pub mod baseline_http;
 pub mod book_baseline;
 pub mod harness;

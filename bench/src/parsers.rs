@@ -24,10 +24,10 @@ use std::time::Instant;
 use rampart_engine::feed::binance::{self, BinanceDecoder, TimeUnit};
 use rampart_engine::feed::{bitget, bybit, okx};
 use rampart_engine::{Level, Price, Qty, Venue};
+use rampart_testkit::alloc;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
 
 use super::{histogram, Summary};
-use crate::alloc_count;
 
 // ---------------------------------------------------------------------------------------------
 // The common result.
@@ -1373,7 +1373,7 @@ pub fn parsers(frames: usize) -> Result<Vec<ParserRow>, String> {
                 failed += u64::from(p.parse(venue, kind, bytes, &mut out).is_err());
             }
             let counted = frames.min(1_000);
-            let ((), allocs) = alloc_count::count(|| {
+            let ((), allocs) = alloc::count(|| {
                 for _ in 0..counted {
                     failed += u64::from(p.parse(venue, kind, std::hint::black_box(bytes), &mut out).is_err());
                 }

@@ -7,7 +7,7 @@ use rampart_bench::{
 
 // Counting allocations lets the parsers test check the allocation figures too.
 #[global_allocator]
-static GLOBAL: rampart_bench::alloc_count::Counting = rampart_bench::alloc_count::Counting;
+static GLOBAL: rampart_testkit::alloc::Counting = rampart_testkit::alloc::Counting;
 
 #[test]
 fn tick_apply_cheap() {

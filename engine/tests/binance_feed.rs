@@ -4,12 +4,7 @@
 //!
 //! Also proves the per-message path allocates nothing, with a counting global allocator.
 
-mod common;
-
-use common::{lv, ALLOCATIONS, COUNTING};
-
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 
 use rampart_engine::feed::binance::{
     BinanceBookSync, BinanceDecoder, DepthDiff, Frame, Message, RequestId, Snapshot, SyncOutcome, TimeUnit,
@@ -17,6 +12,9 @@ use rampart_engine::feed::binance::{
 use rampart_engine::feed::{DecodeError, JsonError, JsonErrorKind};
 use rampart_engine::fixed::ParseError;
 use rampart_engine::{Book, BookId, Level, Price, Qty, Side, TickKind};
+use rampart_testkit::alloc::{self, Counting};
+use rampart_testkit::feed::{assert_fixtures_listed, lv};
+use rampart_testkit::rng::Rng;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -141,7 +139,7 @@ fn with_frame(name: &str, unit: TimeUnit, check: impl FnOnce(Frame<'_>)) {
 #[test]
 fn every_fixture_file_is_used() {
     let malformed: Vec<&str> = MALFORMED.iter().map(|(m, _)| *m).collect();
-    common::assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
+    assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,30 +411,6 @@ fn every_truncation_of_every_valid_frame_is_an_error() {
         }
     }
     assert!(checked > 2_000, "only {checked} prefixes");
-}
-
-/// Deterministic xorshift64* for the fuzz loops; the seed is printed so a failure can be replayed
-/// (`RAMPART_FUZZ_SEED=<seed> cargo test -p rampart-engine --test binance_feed`).
-struct Rng(u64);
-
-impl Rng {
-    fn from_env(default: u64) -> Rng {
-        let seed = std::env::var("RAMPART_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
-        eprintln!("fuzz seed: {seed}");
-        Rng(seed.max(1))
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
 }
 
 /// Cheap fuzz, part 2: single-byte substitutions at every position, then random multi-byte
@@ -953,7 +927,7 @@ fn sync_tracks_a_model_book_through_a_lossy_stream() {
 // No allocation on the per-message path.
 
 #[global_allocator]
-static GLOBAL: common::Counting = common::Counting;
+static GLOBAL: Counting = Counting;
 
 #[test]
 fn decoding_and_syncing_allocate_nothing() {
@@ -965,44 +939,42 @@ fn decoding_and_syncing_allocate_nothing() {
     let asks = [l(101, 1), l(102, 1)];
     let bid_up = [l(100, 1)];
     let crossing = [l(101, 1)];
-    COUNTING.with(|c| c.set(true));
-    let mut ok = 0;
-    for _ in 0..50 {
-        for f in &frames {
-            match d.decode(f) {
-                Ok(Frame { message: Message::Depth(diff), .. }) => {
-                    s.on_diff(&diff, &mut book);
-                    ok += 1;
+    let (ok, allocations) = alloc::count(|| {
+        let mut ok = 0;
+        for _ in 0..50 {
+            for f in &frames {
+                match d.decode(f) {
+                    Ok(Frame { message: Message::Depth(diff), .. }) => {
+                        s.on_diff(&diff, &mut book);
+                        ok += 1;
+                    }
+                    Ok(Frame { message: Message::Snapshot(snapshot), .. }) => {
+                        s.on_snapshot(&snapshot, &mut book);
+                        ok += 1;
+                    }
+                    Ok(_) => ok += 1,
+                    Err(_) => {}
                 }
-                Ok(Frame { message: Message::Snapshot(snapshot), .. }) => {
-                    s.on_snapshot(&snapshot, &mut book);
-                    ok += 1;
-                }
-                Ok(_) => ok += 1,
-                Err(_) => {}
             }
+            // Buffering past the bound, a snapshot with replay, live diffs, a gap, a crossed book.
+            s.reset(&mut book);
+            for id in 1..=12 {
+                s.on_diff(&diff(id, id, &bid_up, &[]), &mut book);
+            }
+            s.on_snapshot(&snap(5, &bids, &asks), &mut book);
+            s.on_diff(&diff(13, 13, &bids, &asks), &mut book);
+            s.on_diff(&diff(15, 15, &bids, &[]), &mut book);
+            s.on_snapshot(&snap(15, &bids, &asks), &mut book);
+            s.on_diff(&diff(16, 16, &crossing, &[]), &mut book);
         }
-        // Buffering past the bound, a snapshot with replay, live diffs, a gap, a crossed book.
-        s.reset(&mut book);
-        for id in 1..=12 {
-            s.on_diff(&diff(id, id, &bid_up, &[]), &mut book);
-        }
-        s.on_snapshot(&snap(5, &bids, &asks), &mut book);
-        s.on_diff(&diff(13, 13, &bids, &asks), &mut book);
-        s.on_diff(&diff(15, 15, &bids, &[]), &mut book);
-        s.on_snapshot(&snap(15, &bids, &asks), &mut book);
-        s.on_diff(&diff(16, 16, &crossing, &[]), &mut book);
-    }
-    COUNTING.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
+        ok
+    });
     assert!(ok > 1_000, "only {ok} frames decoded");
     assert!(s.counters().gap_count > 0 && s.counters().crossed_count > 0 && s.counters().sync_count > 0);
-    assert_eq!(allocations, 0, "allocations while decoding and syncing");
+    assert_eq!(allocations, Some(0), "allocations while decoding and syncing");
     // The counter itself works.
-    COUNTING.with(|c| c.set(true));
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    COUNTING.with(|c| c.set(false));
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 1);
+    let ((), one) = alloc::count(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(16))));
+    assert_eq!(one, Some(1));
 }
 
 #[test]

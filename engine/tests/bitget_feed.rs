@@ -5,10 +5,6 @@
 //!
 //! That decoding and syncing allocate nothing is proved in `no_alloc.rs`, beside the tick path.
 
-mod common;
-
-use common::Want;
-
 use rampart_engine::feed::bitget::{
     Action, BitgetBookSync, BitgetDecoder, BitgetLevel, BitgetTrade, BookChannel, BookPush, Message, SyncOutcome,
     BOOKS_LEVELS_PER_SIDE_MAX, OUT_OF_ORDER_RUN_MAX, TRADES_PER_PUSH_MAX,
@@ -17,6 +13,10 @@ use rampart_engine::feed::checksum::{book_checksum, crc32, CHECKSUM_LEVELS};
 use rampart_engine::feed::DecodeError;
 use rampart_engine::fixed::ParseError;
 use rampart_engine::{Book, BookId, Level, Price, Qty, Tick, TickKind};
+use rampart_testkit::feed::{
+    assert_fixtures_listed, assert_malformed_refused, assert_truncations_refused, mutate_valid_frames, read_fixture,
+    Want,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -116,7 +116,7 @@ fn fixture_dir() -> String {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    common::read_fixture(&fixture_dir(), name)
+    read_fixture(&fixture_dir(), name)
 }
 
 fn decoder() -> BitgetDecoder {
@@ -156,7 +156,7 @@ fn texts<'a>(push: &BookPush<'a>, levels: &[BitgetLevel]) -> Vec<(&'a str, &'a s
 #[test]
 fn every_fixture_file_is_used() {
     let malformed: Vec<&str> = MALFORMED.iter().map(|(m, _)| *m).collect();
-    common::assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
+    assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,7 +347,7 @@ fn a_decoder_keeps_working_after_an_error() {
 #[test]
 fn malformed_fixtures_are_refused_with_the_right_error() {
     let mut d = decoder();
-    common::assert_malformed_refused(&fixture_dir(), MALFORMED, |bytes| d.decode(bytes).map(|_| ()));
+    assert_malformed_refused(&fixture_dir(), MALFORMED, |bytes| d.decode(bytes).map(|_| ()));
 }
 
 /// Cheap fuzz, part 1: every strict prefix of every valid frame is refused, without panicking;
@@ -355,7 +355,7 @@ fn malformed_fixtures_are_refused_with_the_right_error() {
 #[test]
 fn every_truncation_of_every_valid_frame_is_an_error() {
     let mut d = decoder();
-    let checked = common::assert_truncations_refused(&fixture_dir(), VALID, |bytes| d.decode(bytes).map(|_| ()));
+    let checked = assert_truncations_refused(&fixture_dir(), VALID, |bytes| d.decode(bytes).map(|_| ()));
     assert!(checked > 3_000, "only {checked} prefixes");
 }
 
@@ -367,7 +367,7 @@ fn mutated_frames_never_panic() {
     let mut d = decoder();
     let mut sync = BitgetBookSync::new(CHECKSUM_LEVELS, true);
     let mut book = Book::new(64);
-    let decoded = common::mutate_valid_frames(&fixture_dir(), VALID, 0x0B17_6E75, |bytes| {
+    let decoded = mutate_valid_frames(&fixture_dir(), VALID, 0x0B17_6E75, |bytes| {
         let ok = match d.decode(bytes) {
             Ok(Message::Book(p)) => {
                 sync.on_book(&p, &mut book);

@@ -4,12 +4,6 @@
 //!
 //! Also proves the per-message path allocates nothing, with a counting global allocator.
 
-mod common;
-
-use common::{lv, ALLOCATIONS, COUNTING};
-
-use std::sync::atomic::Ordering;
-
 use rampart_engine::feed::bybit::{
     BookKind, BookUpdate, BybitBookSync, BybitDecoder, Message, OpReply, SyncOutcome, Trade, BOOK_LEVELS_PER_SIDE_MAX,
     TRADES_PER_MESSAGE_MAX,
@@ -17,6 +11,8 @@ use rampart_engine::feed::bybit::{
 use rampart_engine::feed::{DecodeError, JsonError, JsonErrorKind};
 use rampart_engine::fixed::ParseError;
 use rampart_engine::{Book, BookId, Level, Price, Qty, TickKind};
+use rampart_testkit::alloc::{self, Counting};
+use rampart_testkit::feed::{assert_fixtures_listed, lv};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -133,7 +129,7 @@ fn with_message(name: &str, check: impl FnOnce(Message<'_>)) {
 #[test]
 fn every_fixture_file_is_used() {
     let malformed: Vec<&str> = MALFORMED.iter().map(|(m, _)| *m).collect();
-    common::assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
+    assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -705,7 +701,7 @@ fn decoded_fixtures_drive_the_sync() {
 // No allocation on the per-message path.
 
 #[global_allocator]
-static GLOBAL: common::Counting = common::Counting;
+static GLOBAL: Counting = Counting;
 
 #[test]
 fn decoding_and_syncing_allocate_nothing() {
@@ -716,42 +712,40 @@ fn decoding_and_syncing_allocate_nothing() {
     let bids = [l(99, 1), l(98, 1)];
     let asks = [l(101, 1), l(102, 1)];
     let crossing = [l(101, 1)];
-    COUNTING.with(|c| c.set(true));
-    let mut ok = 0;
-    let mut trades = 0;
-    for _ in 0..50 {
-        for f in &frames {
-            match d.decode(f) {
-                Ok(Message::Book(b)) => {
-                    s.on_book(&b, &mut book);
-                    ok += 1;
+    let ((ok, trades), allocations) = alloc::count(|| {
+        let mut ok = 0;
+        let mut trades = 0;
+        for _ in 0..50 {
+            for f in &frames {
+                match d.decode(f) {
+                    Ok(Message::Book(b)) => {
+                        s.on_book(&b, &mut book);
+                        ok += 1;
+                    }
+                    Ok(Message::Trades(t)) => {
+                        trades += t.iter().map(|t| t.tick(BookId(0)).ts_ms).filter(|&ts| ts > 0).count();
+                        ok += 1;
+                    }
+                    Ok(_) => ok += 1,
+                    Err(_) => {}
                 }
-                Ok(Message::Trades(t)) => {
-                    trades += t.iter().map(|t| t.tick(BookId(0)).ts_ms).filter(|&ts| ts > 0).count();
-                    ok += 1;
-                }
-                Ok(_) => ok += 1,
-                Err(_) => {}
             }
+            // A snapshot, deltas, a gap, a reset, a crossed book.
+            s.reset(&mut book);
+            s.on_book(&snapshot(10, &bids, &asks), &mut book);
+            s.on_book(&delta(11, &bids, &asks), &mut book);
+            s.on_book(&delta(13, &bids, &[]), &mut book);
+            s.on_book(&delta(1, &bids, &asks), &mut book);
+            s.on_book(&delta(2, &crossing, &[]), &mut book);
         }
-        // A snapshot, deltas, a gap, a reset, a crossed book.
-        s.reset(&mut book);
-        s.on_book(&snapshot(10, &bids, &asks), &mut book);
-        s.on_book(&delta(11, &bids, &asks), &mut book);
-        s.on_book(&delta(13, &bids, &[]), &mut book);
-        s.on_book(&delta(1, &bids, &asks), &mut book);
-        s.on_book(&delta(2, &crossing, &[]), &mut book);
-    }
-    COUNTING.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
+        (ok, trades)
+    });
     assert!(ok > 500, "only {ok} frames decoded");
     assert!(trades > 0);
     let c = s.counters();
     assert!(c.gap_count > 0 && c.crossed_count > 0 && c.reset_count > 0 && c.snapshot_count > 0);
-    assert_eq!(allocations, 0, "allocations while decoding and syncing");
+    assert_eq!(allocations, Some(0), "allocations while decoding and syncing");
     // The counter itself works.
-    COUNTING.with(|c| c.set(true));
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    COUNTING.with(|c| c.set(false));
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 1);
+    let ((), one) = alloc::count(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(16))));
+    assert_eq!(one, Some(1));
 }

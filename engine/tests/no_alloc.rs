@@ -3,13 +3,6 @@
 //! allocator, after a warm-up, and the count must stay zero. The same is proved for the Bitget
 //! feed: decoding frames, syncing a book from them and turning trades into ticks.
 
-mod common;
-
-use common::{ALLOCATIONS, COUNTING};
-
-use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
 use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::feed::bitget::{
     BitgetBookSync, BitgetDecoder, Message, BOOKS_LEVELS_PER_SIDE_MAX, TRADES_PER_PUSH_MAX,
@@ -17,23 +10,17 @@ use rampart_engine::feed::bitget::{
 use rampart_engine::sim::{self, Sim, SimConfig};
 use rampart_engine::Book;
 use rampart_engine::{BookId, Market, Price, Registry, Timeframe, Venue};
+use rampart_testkit::alloc::{self, Counting};
 
+// The count is per thread, so the tests of this file may run side by side.
 #[global_allocator]
-static GLOBAL: common::Counting = common::Counting;
+static GLOBAL: Counting = Counting;
 
 /// Pairs stepped per round, as the shard bounds it.
 const PAIRS_PER_ROUND_MAX: usize = 64;
 
-/// The tests of this file share the allocation counter, so they run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[test]
 fn generating_and_applying_ticks_allocates_nothing() {
-    let _serial = serial();
     let now = 1_795_183_387_000_i64;
     let universe = sim::universe(3, 120);
     let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("registry");
@@ -96,17 +83,13 @@ fn generating_and_applying_ticks_allocates_nothing() {
     };
     run(now, 200);
     // The counter itself works: one deliberate allocation is seen.
-    COUNTING.with(|c| c.set(true));
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    COUNTING.with(|c| c.set(false));
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 1);
-    COUNTING.with(|c| c.set(true));
+    let ((), one) = alloc::count(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(16))));
+    assert_eq!(one, Some(1));
     // 20 000 rounds of 50 ms: about 17 minutes of simulated market, crossing many 5m buckets.
-    let applied = run(now + 10_000, 20_000);
-    COUNTING.with(|c| c.set(false));
+    let (applied, allocations) = alloc::count(|| run(now + 10_000, 20_000));
     assert!(applied > 100_000, "only {applied} ticks applied");
     assert!(firings > 10_000, "only {firings} alert firings: the evaluation path was not exercised");
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "allocations on the tick path over {applied} ticks");
+    assert_eq!(allocations, Some(0), "allocations on the tick path over {applied} ticks");
 }
 
 /// Bitget frames after the fixtures: a snapshot with a wrong checksum, then a snapshot, an
@@ -120,7 +103,6 @@ const BITGET_EXTRA: [&str; 4] = [
 
 #[test]
 fn decoding_and_syncing_bitget_frames_allocates_nothing() {
-    let _serial = serial();
     let dir = format!("{}/tests/fixtures/bitget", env!("CARGO_MANIFEST_DIR"));
     let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("fixture dir").map(|e| e.expect("entry").path()).collect();
     paths.sort();
@@ -159,14 +141,11 @@ fn decoding_and_syncing_bitget_frames_allocates_nothing() {
         (decoded, ticks)
     };
     run(2);
-    COUNTING.with(|c| c.set(true));
-    let (decoded, ticks) = run(50);
-    COUNTING.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
+    let ((decoded, ticks), allocations) = alloc::count(|| run(50));
     assert!(decoded > 2_000 && ticks > 300, "only {decoded} frames decoded and {ticks} ticks");
     let (v, u) = (syncs[0].counters(), syncs[1].counters());
     assert!(v.snapshot_count > 0 && v.update_count > 0 && v.gap_count > 0 && v.crossed_count > 0);
     assert!(v.checksum_mismatch_count > 0 && v.checksum_checked_count > v.checksum_mismatch_count);
     assert!(v.awaiting_count > 0 && u.checksum_checked_count == 0);
-    assert_eq!(allocations, 0, "allocations while decoding and syncing Bitget frames");
+    assert_eq!(allocations, Some(0), "allocations while decoding and syncing Bitget frames");
 }

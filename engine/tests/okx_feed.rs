@@ -5,12 +5,6 @@
 //! Also proves the per-message path (decode + sync) allocates nothing, with a counting global
 //! allocator.
 
-mod common;
-
-use common::{Want, ALLOCATIONS, COUNTING};
-
-use std::sync::atomic::Ordering;
-
 use rampart_engine::feed::okx::{
     book_checksum, crc32, BookAction, BookPush, CanonicalSymbol, Message, OkxBookSync, OkxDecoder, OkxLevel, OkxTrade,
     SyncOutcome, BOOKS_LEVELS_PER_SIDE_MAX, CHECKSUM_LEVELS,
@@ -18,6 +12,11 @@ use rampart_engine::feed::okx::{
 use rampart_engine::feed::{DecodeError, JsonErrorKind};
 use rampart_engine::fixed::ParseError;
 use rampart_engine::{Book, Level, Price, Qty};
+use rampart_testkit::alloc::{self, Counting};
+use rampart_testkit::feed::{
+    assert_fixtures_listed, assert_malformed_refused, assert_truncations_refused, mutate_valid_frames, read_fixture,
+    Want,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -102,7 +101,7 @@ fn fixture_dir() -> String {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    common::read_fixture(&fixture_dir(), name)
+    read_fixture(&fixture_dir(), name)
 }
 
 fn decoder() -> OkxDecoder {
@@ -142,7 +141,7 @@ fn texts<'a>(push: &BookPush<'a>, levels: &[OkxLevel]) -> Vec<(&'a str, &'a str,
 #[test]
 fn every_fixture_file_is_used() {
     let malformed: Vec<&str> = MALFORMED.iter().map(|(m, _)| *m).collect();
-    common::assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
+    assert_fixtures_listed(&fixture_dir(), VALID, &malformed);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,7 +290,7 @@ fn the_level_and_trade_bounds_refuse_larger_messages() {
 #[test]
 fn malformed_fixtures_are_refused_with_the_right_error() {
     let mut d = decoder();
-    common::assert_malformed_refused(&fixture_dir(), MALFORMED, |bytes| d.decode(bytes).map(|_| ()));
+    assert_malformed_refused(&fixture_dir(), MALFORMED, |bytes| d.decode(bytes).map(|_| ()));
 }
 
 /// Cheap fuzz, part 1: every strict prefix of every valid frame is refused, without panicking;
@@ -299,7 +298,7 @@ fn malformed_fixtures_are_refused_with_the_right_error() {
 #[test]
 fn every_truncation_of_every_valid_frame_is_an_error() {
     let mut d = decoder();
-    let checked = common::assert_truncations_refused(&fixture_dir(), VALID, |bytes| d.decode(bytes).map(|_| ()));
+    let checked = assert_truncations_refused(&fixture_dir(), VALID, |bytes| d.decode(bytes).map(|_| ()));
     assert!(checked > 2_000, "only {checked} prefixes");
 }
 
@@ -310,7 +309,7 @@ fn mutated_frames_never_panic() {
     let mut d = decoder();
     let mut sync = OkxBookSync::new(CHECKSUM_LEVELS, true);
     let mut book = Book::new(64);
-    common::mutate_valid_frames(&fixture_dir(), VALID, 0x0DC5_EED5, |bytes| {
+    mutate_valid_frames(&fixture_dir(), VALID, 0x0DC5_EED5, |bytes| {
         if let Ok(Message::Book(p)) = d.decode(bytes) {
             sync.on_book(&p, &mut book);
         }
@@ -653,7 +652,7 @@ fn deep_books_check_the_top_25_and_a_small_text_store_says_when_it_cannot() {
 // No allocation on the per-message path.
 
 #[global_allocator]
-static GLOBAL: common::Counting = common::Counting;
+static GLOBAL: Counting = Counting;
 
 #[test]
 fn decoding_and_syncing_allocate_nothing() {
@@ -671,34 +670,32 @@ fn decoding_and_syncing_allocate_nothing() {
     let mut syncs =
         [OkxBookSync::new(BOOKS_LEVELS_PER_SIDE_MAX, true), OkxBookSync::new(BOOKS_LEVELS_PER_SIDE_MAX, false)];
     let mut book = Book::new(BOOKS_LEVELS_PER_SIDE_MAX);
-    COUNTING.with(|c| c.set(true));
-    let mut ok = 0;
-    for _ in 0..50 {
-        for s in &mut syncs {
-            for f in frames.iter().chain(&extra) {
-                match d.decode(f) {
-                    Ok(Message::Book(push)) => {
-                        s.on_book(&push, &mut book);
-                        ok += 1;
+    let (ok, allocations) = alloc::count(|| {
+        let mut ok = 0;
+        for _ in 0..50 {
+            for s in &mut syncs {
+                for f in frames.iter().chain(&extra) {
+                    match d.decode(f) {
+                        Ok(Message::Book(push)) => {
+                            s.on_book(&push, &mut book);
+                            ok += 1;
+                        }
+                        Ok(_) => ok += 1,
+                        Err(_) => {}
                     }
-                    Ok(_) => ok += 1,
-                    Err(_) => {}
                 }
+                s.reset(&mut book);
             }
-            s.reset(&mut book);
         }
-    }
-    COUNTING.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
+        ok
+    });
     assert!(ok > 1_000, "only {ok} frames decoded");
     let (v, u) = (syncs[0].counters(), syncs[1].counters());
     assert!(v.snapshot_count > 0 && v.update_count > 0 && v.crossed_count > 0);
     assert!(v.checksum_mismatch_count > 0 && v.checksum_checked_count > v.checksum_mismatch_count);
     assert!(u.heartbeat_count > 0 && u.reset_count > 0 && u.gap_count > 0);
-    assert_eq!(allocations, 0, "allocations while decoding and syncing");
+    assert_eq!(allocations, Some(0), "allocations while decoding and syncing");
     // The counter itself works.
-    COUNTING.with(|c| c.set(true));
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    COUNTING.with(|c| c.set(false));
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 1);
+    let ((), one) = alloc::count(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(16))));
+    assert_eq!(one, Some(1));
 }

@@ -2,19 +2,16 @@
 //! (decode, symbol lookup, book sync), the book, and trades through `Market::apply` with alerts
 //! held, for each venue's stream shape, after warm-up, under a counting global allocator.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
-
-use std::sync::atomic::Ordering;
-
 use rampart_engine::alert::{AlertSpec, Condition, Cross};
 use rampart_engine::book::Book;
 use rampart_engine::{BookId, Market, Price, Tick, Venue};
 use rampart_net::venue::session::{Count, Session, Sink};
 use rampart_net::venue::ws::{Event, WsCodec};
+use rampart_testkit::alloc::{self, Counting};
 
+// The count is per thread, so the venues' tests may run side by side.
 #[global_allocator]
-static ALLOC: common::Counting = common::Counting;
+static ALLOC: Counting = Counting;
 
 /// A real market behind the session, as the shard holds it.
 struct MarketSink {
@@ -112,11 +109,7 @@ fn messages(venue: Venue, k: u64) -> [String; 2] {
     }
 }
 
-/// The allocation counter is global: the tests count one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn run(venue: Venue) {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let native = if venue == Venue::Okx { "BTC-USDT" } else { "BTCUSDT" };
     let book = BookId(0);
     let mut market = Market::new(1, &[book], 1_000, 64);
@@ -146,11 +139,8 @@ fn run(venue: Venue) {
     let mut codec = WsCodec::new(1 << 20, 1);
     let rounds = 4_000u64;
     // The counter counts here: one allocation is seen.
-    common::ALLOCATIONS.store(0, Ordering::Relaxed);
-    common::COUNTING.with(|c| c.set(true));
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    common::COUNTING.with(|c| c.set(false));
-    assert_eq!(common::ALLOCATIONS.load(Ordering::Relaxed), 1, "the counting allocator is installed");
+    let ((), one) = alloc::count(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(16))));
+    assert_eq!(one, Some(1), "the counting allocator is installed");
     let mut wire = Vec::with_capacity(1 << 20);
     let feed = |codec: &mut WsCodec, session: &mut Session, sink: &mut MarketSink, wire: &[u8]| {
         let mut off = 0;
@@ -182,15 +172,11 @@ fn run(venue: Venue) {
         }
     }
     let before_messages = sink.messages;
-    common::ALLOCATIONS.store(0, Ordering::Relaxed);
-    common::COUNTING.with(|c| c.set(true));
-    feed(&mut codec, &mut session, &mut sink, &wire);
-    common::COUNTING.with(|c| c.set(false));
-    let allocations = common::ALLOCATIONS.load(Ordering::Relaxed);
+    let ((), allocations) = alloc::count(|| feed(&mut codec, &mut session, &mut sink, &wire));
     assert_eq!(sink.breaks, 0, "{venue:?}: no gap, checksum or decode error in a clean stream");
     assert_eq!(sink.messages - before_messages, rounds, "{venue:?}: every message applied");
     assert!(sink.live, "{venue:?}");
-    assert_eq!(allocations, 0, "{venue:?}: {rounds} book messages and {rounds} trades allocated");
+    assert_eq!(allocations, Some(0), "{venue:?}: {rounds} book messages and {rounds} trades allocated");
     let top = sink.market.get(book).and_then(|s| s.book.best_bid()).map(|l| l.price);
     assert!(top.is_some(), "{venue:?}: the book holds levels");
 }

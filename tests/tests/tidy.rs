@@ -85,7 +85,7 @@ fn per_venue_tables_are_sized_by_the_venue_count() {
 /// `NAME` → (value, file) of every top-level constant.
 fn top_level_constants() -> BTreeMap<String, Vec<(String, String)>> {
     let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for dir in ["engine/src", "net/src", "simvenue/src", "tools/src", "bench/src", "tests/src"] {
+    for dir in ["engine/src", "net/src", "simvenue/src", "tools/src", "bench/src", "tests/src", "testkit/src"] {
         for p in sources(dir) {
             for l in code_lines(&p) {
                 let rest = ["pub const ", "pub(crate) const ", "const "].iter().find_map(|k| l.strip_prefix(k));
@@ -169,8 +169,10 @@ fn a_long_runtime_function_says_why() {
 
 /// Every text file a reader of the repository meets: sources of every crate and the documents.
 fn citing_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> =
-        ["engine", "net", "simvenue", "tools", "bench", "tests", "fuzz"].iter().flat_map(|d| sources(d)).collect();
+    let mut files: Vec<PathBuf> = ["engine", "net", "simvenue", "tools", "bench", "tests", "testkit", "fuzz"]
+        .iter()
+        .flat_map(|d| sources(d))
+        .collect();
     for dir in ["", "perf", "docs"] {
         let Ok(entries) = std::fs::read_dir(root().join(dir)) else { continue };
         files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")));

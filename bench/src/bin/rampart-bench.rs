@@ -2,8 +2,8 @@
 //!
 //! Usage: `rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers|book-baseline [--runs N]`.
 //!
-//! The binary counts allocations (`alloc_count::Counting` is its global allocator) so the
-//! `parsers` benchmark can report allocations per frame.
+//! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
+//! the `parsers` benchmark can report allocations per frame.
 
 use rampart_bench::{
     alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, parsers,
@@ -11,7 +11,7 @@ use rampart_bench::{
 };
 
 #[global_allocator]
-static GLOBAL: rampart_bench::alloc_count::Counting = rampart_bench::alloc_count::Counting;
+static GLOBAL: rampart_testkit::alloc::Counting = rampart_testkit::alloc::Counting;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -1,62 +1,17 @@
-//! Shared by the engine's integration tests: a global allocator that counts the allocations made
-//! on the current thread while `COUNTING` is on, to prove a path allocates nothing, and the
-//! helpers the venue feed tests share (fixture files, the malformed-frame check, and the cheap
-//! fuzz of truncated and mutated frames).
-#![allow(unsafe_code)]
-#![allow(dead_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+//! The helpers the venue feed tests share (`engine/tests/*_feed.rs`): book levels from decimal
+//! strings, fixture files and the check that every one is listed, the malformed-frame check, and
+//! the cheap fuzz of truncated and mutated frames.
 
 use rampart_engine::feed::{DecodeError, JsonError, JsonErrorKind};
+use rampart_engine::{Level, Price, Qty};
 
-/// The counting allocator; install it with `#[global_allocator]` in the test file.
-pub struct Counting;
-
-thread_local! {
-    /// Counting is on for this thread.
-    pub static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Allocations counted so far.
-pub static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-fn note() {
-    if COUNTING.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; counting has no effect
-// on the memory handed out.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use crate::rng::{seed_from_env, Rng};
 
 /// A book level from decimal strings.
-pub fn lv(price: &str, qty: &str) -> rampart_engine::Level {
-    rampart_engine::Level {
-        price: rampart_engine::Price::parse(price.as_bytes()).expect("test price"),
-        qty: rampart_engine::Qty::parse(qty.as_bytes()).expect("test qty"),
+pub fn lv(price: &str, qty: &str) -> Level {
+    Level {
+        price: Price::parse(price.as_bytes()).expect("test price"),
+        qty: Qty::parse(qty.as_bytes()).expect("test qty"),
     }
 }
 
@@ -143,26 +98,20 @@ pub fn mutate_valid_frames(
     default_seed: u64,
     mut check: impl FnMut(&[u8]) -> bool,
 ) -> usize {
-    let seed: u64 = std::env::var("RAMPART_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default_seed) | 1;
-    let mut x = seed;
-    let mut next = move || {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
+    let seed = seed_from_env(default_seed) | 1;
+    let mut rng = Rng::new(seed);
     const BYTES: &[u8] = b"{}[]\",:-0123456789.e\\ \xff";
     let mut accepted = 0;
     for name in valid {
         let base = read_fixture(dir, name);
         for _ in 0..300 {
             let mut bytes = base.clone();
-            for _ in 0..1 + next() % 3 {
+            for _ in 0..1 + rng.below(3) {
                 if bytes.is_empty() {
                     break;
                 }
-                let i = (next() % bytes.len() as u64) as usize;
-                bytes[i] = BYTES[(next() % BYTES.len() as u64) as usize];
+                let i = rng.below(bytes.len());
+                bytes[i] = BYTES[rng.below(BYTES.len())];
             }
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&bytes))) {
                 Ok(ok) => accepted += usize::from(ok),
