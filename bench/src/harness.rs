@@ -230,20 +230,46 @@ impl Drop for Receivers {
     }
 }
 
+/// Serves one connection: requests one after another (keep-alive, as common receivers do),
+/// each answered `200` once read, or never when the receiver hangs.
 fn serve(mut conn: TcpStream, receiver: usize, hang: bool, got: &Mutex<Vec<Received>>, stop: &AtomicBool) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let mut buf = Vec::with_capacity(4096);
+    while let Some(r) = read_one(&mut conn, &mut buf, receiver) {
+        if let Ok(mut g) = got.lock() {
+            g.push(r);
+        }
+        if hang {
+            // Never answer: hold the connection until the sender gives up or the run ends.
+            let mut chunk = [0u8; 4096];
+            while !stop.load(Ordering::Relaxed) {
+                match conn.read(&mut chunk) {
+                    Ok(0) => return,
+                    Ok(_) => {}
+                    Err(_) => thread::sleep(Duration::from_millis(100)),
+                }
+            }
+            return;
+        }
+        if conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads one request (head, then Content-Length bytes) from `conn`, keeping in `buf` whatever
+/// came after it; `None` at the end of the connection.
+fn read_one(conn: &mut TcpStream, buf: &mut Vec<u8>, receiver: usize) -> Option<Received> {
     let mut chunk = [0u8; 4096];
-    // One request per connection (the sender closes it): head, then Content-Length bytes.
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i + 4;
         }
         if buf.len() > RECEIVER_HEAD_BYTES_MAX {
-            return;
+            return None;
         }
         match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     };
@@ -256,34 +282,20 @@ fn serve(mut conn: TcpStream, receiver: usize, hang: bool, got: &Mutex<Vec<Recei
         .min(RECEIVER_BODY_BYTES_MAX);
     while buf.len() < head_end + len {
         match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
     let at_us = now_us();
     let body: Value = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
-    let r = Received {
+    buf.drain(..head_end + len);
+    Some(Received {
         receiver,
         at_us,
         alert_id: body["alert"]["id"].as_i64().unwrap_or(-1),
         trigger_ms: body["trigger"]["time"].as_i64().unwrap_or(-1),
         trigger_price: body["trigger"]["price"].as_f64().unwrap_or(f64::NAN),
-    };
-    if let Ok(mut g) = got.lock() {
-        g.push(r);
-    }
-    if hang {
-        // Never answer: hold the connection until the sender gives up or the run ends.
-        while !stop.load(Ordering::Relaxed) {
-            match conn.read(&mut chunk) {
-                Ok(0) => return,
-                Ok(_) => {}
-                Err(_) => thread::sleep(Duration::from_millis(100)),
-            }
-        }
-        return;
-    }
-    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    })
 }
 
 /// The machine, for result files: core count and CPU model.
