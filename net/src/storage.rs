@@ -9,8 +9,8 @@
 //! [`STORAGE_REQUEST_TIMEOUT`] and its outcome is always known (an alert the client was told
 //! failed was not stored).
 //!
-//! Key lookups stay on the front (an in-memory table refreshed from a read-only check of
-//! `PRAGMA data_version`, which in WAL mode does not wait for writers).
+//! Key lookups never reach storage on the request path: the front reads the in-memory table
+//! that [`crate::keys::KeyWatcher`] keeps current from its own thread.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};

@@ -1044,7 +1044,7 @@ impl Store {
     /// SQLite's `data_version`: changes whenever another connection commits, so a reader can
     /// tell cheaply that its cached view is stale.
     pub fn data_version(&self) -> Result<i64, StoreError> {
-        // A cached statement: this runs on every authenticated request.
+        // A cached statement: the key watcher runs this every poll.
         Ok(self.conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?)
     }
 }
