@@ -25,6 +25,7 @@ use rampart_engine::level::Level;
 use rampart_engine::{BookId, Venue};
 
 mod bodies;
+pub mod encoding;
 mod json_errors;
 
 pub use json_errors::JsonErrors;
@@ -543,7 +544,8 @@ impl Front {
         } else {
             Bytes::new()
         };
-        self.handle(req, &bytes, &account, now_ms).await
+        let resp = self.handle(req, &bytes, &account, now_ms).await;
+        encoding::negotiate(resp, encoding::accepts_gzip(&req.headers)).await
     }
 
     /// Answers one authenticated `/v1` request whose body has been read.
