@@ -532,7 +532,14 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
 fn write(o: &Opts, started_ms: i64, result: &Value) -> Res<()> {
     std::fs::create_dir_all(&o.out).map_err(|e| e.to_string())?;
     let stamp: String = rampart_net::clock::iso8601(started_ms).chars().take(16).filter(|c| *c != ':').collect();
-    let base = o.out.join(format!("{stamp}-{}", o.scenario));
+    // Runs started in the same minute get a letter rather than overwrite each other.
+    let mut base = o.out.join(format!("{stamp}-{}", o.scenario));
+    for suffix in 'a'..='z' {
+        if !base.with_extension("json").exists() {
+            break;
+        }
+        base = o.out.join(format!("{stamp}{suffix}-{}", o.scenario));
+    }
     let json_path = base.with_extension("json");
     std::fs::write(&json_path, serde_json::to_string_pretty(result).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
