@@ -508,7 +508,7 @@ impl Front {
         }
         if path == "/openapi.json" {
             return match req.method {
-                Method::GET | Method::HEAD => respond(StatusCode::OK, OPENAPI.to_owned()),
+                Method::GET | Method::HEAD => respond_bytes(StatusCode::OK, Bytes::from_static(OPENAPI.as_bytes())),
                 _ => method_not_allowed("GET"),
             };
         }
