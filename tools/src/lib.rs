@@ -202,7 +202,7 @@ enum KeysCommand {
     },
     /// List keys: id, label, plan, created, revoked.
     List,
-    /// Revoke a key by id; takes effect on a running server at once.
+    /// Revoke a key by id; a running server refuses it within its next key poll (20 ms).
     Revoke {
         /// Key id, as `keys list` shows it.
         id: i64,
