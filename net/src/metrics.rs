@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use rampart_engine::Venue;
 
 use crate::delivery::DeliveryStats;
-use crate::shard::{Command, ShardEvent, Shared, VenueStats};
+use crate::shard::{Command, Shared, VenueStats};
 use crate::storage::StorageHealth;
 
 /// The media type of the exposition.
@@ -110,7 +110,7 @@ pub struct Sources {
     /// Each shard's command queue.
     pub commands: Vec<Arc<ArrayQueue<Command>>>,
     /// Each shard's event queue (firings and notices toward storage).
-    pub events: Vec<Arc<ArrayQueue<ShardEvent>>>,
+    pub events: Vec<Arc<crate::shard::EventQueue>>,
     /// The webhook sender's counters.
     pub delivery: Arc<DeliveryStats>,
     /// Whether storage can be written.

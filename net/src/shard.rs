@@ -113,6 +113,20 @@ pub enum ShardEvent {
     },
 }
 
+/// A [`ShardEvent`] as it travels on a shard's event queue: numbered by the shard from 0, one
+/// more per event, so the reader checks (in debug builds) that every event arrives once and in
+/// order, whatever the backlog did in between.
+#[derive(Debug)]
+pub struct QueuedEvent {
+    /// The shard's number for this event.
+    pub seq: u64,
+    /// The event.
+    pub event: ShardEvent,
+}
+
+/// A shard's event queue.
+pub type EventQueue = ArrayQueue<QueuedEvent>;
+
 /// Capacity of each shard's command queue. At the bound the sender gets its command back
 /// (backpressure: the front answers 503 and the client retries).
 pub const COMMANDS_MAX: usize = 1024;
@@ -654,7 +668,7 @@ impl Commands {
 pub struct ShardSet {
     shared: Arc<Shared>,
     commands: Vec<Arc<ArrayQueue<Command>>>,
-    events: Vec<Arc<ArrayQueue<ShardEvent>>>,
+    events: Vec<Arc<EventQueue>>,
     threads: Vec<JoinHandle<()>>,
     /// Wakes every executor from outside (see [`nudge`]).
     nudger: Option<nudge::Nudger>,
@@ -815,7 +829,7 @@ impl ShardSet {
     }
 
     /// The event queues, one per shard, for the persistence side.
-    pub fn event_queues(&self) -> Vec<Arc<ArrayQueue<ShardEvent>>> {
+    pub fn event_queues(&self) -> Vec<Arc<EventQueue>> {
         self.events.clone()
     }
 
@@ -853,7 +867,7 @@ struct ShardParts {
     config: ShardConfig,
     market: Market,
     commands: Arc<ArrayQueue<Command>>,
-    events: Arc<ArrayQueue<ShardEvent>>,
+    events: Arc<EventQueue>,
     shared: Arc<Shared>,
 }
 
@@ -865,8 +879,10 @@ pub(crate) struct Shard {
     sim: Option<Sim>,
     ticks: Vec<Tick>,
     commands: Arc<ArrayQueue<Command>>,
-    events: Arc<ArrayQueue<ShardEvent>>,
-    backlog: std::collections::VecDeque<ShardEvent>,
+    events: Arc<EventQueue>,
+    backlog: std::collections::VecDeque<QueuedEvent>,
+    /// The number the next event gets ([`QueuedEvent::seq`]).
+    events_seq: u64,
     /// Ticks of the current batch already applied (the rest wait while the backlog drains).
     ticks_done: usize,
     shared: Arc<Shared>,
@@ -931,7 +947,7 @@ impl Shard {
         market: Market,
         sim: Option<Sim>,
         commands: Arc<ArrayQueue<Command>>,
-        events: Arc<ArrayQueue<ShardEvent>>,
+        events: Arc<EventQueue>,
         shared: Arc<Shared>,
     ) -> Shard {
         let books = market.books().len();
@@ -953,6 +969,7 @@ impl Shard {
             commands,
             events,
             backlog: std::collections::VecDeque::with_capacity(64),
+            events_seq: 0,
             ticks_done: 0,
             shared,
             applied: 0,
@@ -1284,11 +1301,7 @@ impl Shard {
         let n = self.market.firings().len();
         for k in 0..n {
             let ev = ShardEvent::Fired { book, firing: self.market.firings()[k] };
-            if !self.backlog.is_empty() {
-                self.backlog.push_back(ev);
-            } else if let Err(ev) = self.events.push(ev) {
-                self.backlog.push_back(ev);
-            }
+            self.enqueue(ev);
         }
         self.shared.stats[self.index].firings.fetch_add(n as u64, Ordering::Relaxed);
         self.market.clear_firings();
@@ -1304,6 +1317,14 @@ impl Shard {
 
     /// Queues an event for the persistence side, behind anything already waiting.
     pub(crate) fn emit(&mut self, ev: ShardEvent) {
+        self.enqueue(ev);
+    }
+
+    /// Numbers `event` and puts it on the queue, or behind the backlog when there is one (or
+    /// the queue is full), so events leave in the order they were made.
+    fn enqueue(&mut self, event: ShardEvent) {
+        let ev = QueuedEvent { seq: self.events_seq, event };
+        self.events_seq += 1;
         if !self.backlog.is_empty() {
             self.backlog.push_back(ev);
         } else if let Err(ev) = self.events.push(ev) {

@@ -11,11 +11,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_queue::ArrayQueue;
 use rampart_engine::Registry;
 
 use crate::clock;
-use crate::shard::ShardEvent;
+use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
 use crate::storage::{StorageHealth, Writer as StorageWriter};
 use crate::store::{AlertRow, FiringRecord, Store};
 
@@ -52,7 +51,7 @@ impl Writer {
     /// Starts the writer thread over `queues`, writing through `store`.
     pub fn start(
         mut store: Store,
-        queues: Vec<Arc<ArrayQueue<ShardEvent>>>,
+        queues: Vec<Arc<EventQueue>>,
         registry: Arc<arc_swap::ArcSwap<Registry>>,
         health: Arc<StorageHealth>,
         mut on_committed: OnCommitted,
@@ -62,11 +61,15 @@ impl Writer {
         let (stop2, stats2) = (stop.clone(), stats.clone());
         let thread = std::thread::Builder::new().name("writer".into()).spawn(move || {
             let mut batch: Vec<FiringRecord> = Vec::with_capacity(BATCH_MAX);
+            // The number each shard's next event must carry (paired with the shard's own count).
+            let mut expected: Vec<u64> = vec![0; queues.len()];
             loop {
                 let stopping = stop2.load(Ordering::Acquire);
-                for q in &queues {
+                for (i, q) in queues.iter().enumerate() {
                     while batch.len() < BATCH_MAX {
-                        let Some(ev) = q.pop() else { break };
+                        let Some(QueuedEvent { seq, event: ev }) = q.pop() else { break };
+                        debug_assert_eq!(seq, expected[i], "shard {i}'s events arrive once each and in order");
+                        expected[i] = seq + 1;
                         match ev {
                             ShardEvent::Fired { firing, .. } => batch.push(FiringRecord {
                                 alert_id: firing.id as i64,
