@@ -1,12 +1,14 @@
 //! Webhook delivery against real HTTP receivers on loopback: the exact body and headers, the
 //! retry schedule driven by an injectable clock, the 10 s cut, restarts between attempts, the
 //! SSRF re-check at delivery, 3xx as failure, per-host isolation of slow receivers, truncated
-//! answers as failures, outcomes the database refuses (kept, not re-sent), and fairness across
-//! accounts.
+//! answers as failures, outcomes the database refuses (kept, not re-sent), fairness across
+//! accounts, and kept connections: deliveries to one receiver reuse them (no more than the
+//! per-host bound), and one the receiver closed is replaced within the same attempt.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -655,4 +657,111 @@ fn the_due_scan_reaches_every_account() {
     assert!(b_ids.iter().all(|id| due.iter().any(|r| r.alert_id == *id)), "every account's rows are found");
     assert!(a_ids.len() > 4_096);
     assert!(due.iter().filter(|r| owner(r) == 'a').count() <= 256, "one account's share of a scan is bounded");
+}
+
+/// What a receiver's connection does with its requests after the first.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Answers every request, keeping the connection open.
+    KeepAlive,
+    /// Answers the first request; reads the second and closes without answering (the race of
+    /// a receiver closing an idle connection as a request goes out).
+    CloseOnSecond,
+}
+
+/// A keep-alive receiver counting connections accepted and requests read.
+struct KeptReceiver {
+    port: u16,
+    connections: Arc<AtomicU64>,
+    requests: Arc<AtomicU64>,
+}
+
+impl KeptReceiver {
+    fn start(mode: Mode) -> KeptReceiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (connections, requests) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (c, r) = (connections.clone(), requests.clone());
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                c.fetch_add(1, Ordering::SeqCst);
+                let r = r.clone();
+                thread::spawn(move || serve_kept(stream, mode, &r));
+            }
+        });
+        KeptReceiver { port, connections, requests }
+    }
+}
+
+/// Reads one request (head and body); false at the end of the stream.
+fn read_request(reader: &mut BufReader<TcpStream>) -> bool {
+    let mut len = 0usize;
+    let mut first = true;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        if line == "\r\n" && !first {
+            break;
+        }
+        first = false;
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body).is_ok()
+}
+
+fn serve_kept(mut stream: TcpStream, mode: Mode, requests: &AtomicU64) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut served = 0;
+    while read_request(&mut reader) {
+        requests.fetch_add(1, Ordering::SeqCst);
+        if served == 1 && matches!(mode, Mode::CloseOnSecond) {
+            return;
+        }
+        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+            return;
+        }
+        served += 1;
+    }
+}
+
+#[test]
+fn deliveries_to_one_receiver_reuse_kept_connections() {
+    let rx = KeptReceiver::start(Mode::KeepAlive);
+    let dir = temp_dir("keepalive-reuse");
+    let url = format!("http://127.0.0.1:{}/hook", rx.port);
+    let alerts: Vec<i64> = (0..40).map(|_| fired_alert(&dir, &url).1).collect();
+    let clock = Arc::new(ManualClock::new(T0));
+    let d = start(&dir, &clock, local());
+    let store = Store::open(&dir).expect("store");
+    for a in &alerts {
+        assert_eq!(wait_row(&store, *a, |r| r.state == "delivered", Duration::from_secs(10)).attempts, 1);
+    }
+    let opened = rx.connections.load(Ordering::SeqCst);
+    let per_host = DeliveryConfig::default().per_host_max as u64;
+    assert!(opened <= per_host, "40 deliveries opened {opened} connections (per-host bound {per_host})");
+    assert_eq!(rx.requests.load(Ordering::SeqCst), 40, "each delivery sent once");
+    d.stop();
+}
+
+#[test]
+fn a_kept_connection_closed_by_the_receiver_is_replaced_within_the_attempt() {
+    let rx = KeptReceiver::start(Mode::CloseOnSecond);
+    let dir = temp_dir("keepalive-closed");
+    let url = format!("http://127.0.0.1:{}/hook", rx.port);
+    let first = fired_alert(&dir, &url).1;
+    let clock = Arc::new(ManualClock::new(T0));
+    let d = start(&dir, &clock, local());
+    let store = Store::open(&dir).expect("store");
+    wait_row(&store, first, |r| r.state == "delivered", Duration::from_secs(10));
+    // The connection is kept; the next delivery goes out on it, and the receiver closes it.
+    let second = fired_alert(&dir, &url).1;
+    let row = wait_row(&store, second, |r| r.state == "delivered", Duration::from_secs(10));
+    assert_eq!(row.attempts, 1, "the closed connection did not cost an attempt: {row:?}");
+    assert_eq!(rx.connections.load(Ordering::SeqCst), 2, "one kept connection, one new after it closed");
+    d.stop();
 }
