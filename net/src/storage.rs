@@ -9,12 +9,19 @@
 //! [`STORAGE_REQUEST_TIMEOUT`] and its outcome is always known (an alert the client was told
 //! failed was not stored).
 //!
+//! Group commit: the thread takes every job queued (up to [`GROUP_JOBS_MAX`]) and runs them in
+//! one transaction, each inside its own savepoint (a failed job's writes are undone without
+//! touching the others), then commits once (one fsync) and only then answers each client. An
+//! acknowledged alert is therefore on disk, as before; under load many creates share one fsync.
+//! If the commit fails, every job of the group is answered with the failure (503) and nothing
+//! of the group is kept.
+//!
 //! Key lookups never reach storage on the request path: the front reads the in-memory table
 //! that [`crate::keys::KeyWatcher`] keeps current from its own thread.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,6 +31,9 @@ use crate::store::{Store, StoreError};
 pub const STORAGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Storage jobs queued for the thread at most; past it a request is answered 503 at once.
 pub const STORAGE_JOBS_MAX: usize = 1_024;
+/// Jobs committed together at most: whatever is queued when the thread takes work, up to this,
+/// is one transaction and one fsync (the rest waits for the next group).
+pub const GROUP_JOBS_MAX: usize = 64;
 
 /// The parts of the process that write to the database, each reporting its last outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,12 +116,18 @@ impl StorageHealth {
     }
 }
 
-type Job = Box<dyn FnOnce(&mut Store) + Send>;
+/// What a job leaves to do once its group has ended: answer its client, with its own result
+/// when the group committed, else with the commit's failure.
+type Answer = Box<dyn FnOnce(Result<(), &'static str>) + Send>;
+/// A client's storage work: runs inside its group's transaction and says whether it succeeded
+/// (a failed job's writes are undone).
+type Job = Box<dyn FnOnce(&mut Store) -> (bool, Answer) + Send>;
 
 /// The front's handle on the storage thread.
 #[derive(Clone)]
 pub struct StorageThread {
     jobs: SyncSender<(Instant, Job)>,
+    groups: Arc<AtomicU64>,
 }
 
 /// The running thread; dropping every [`StorageThread`] handle ends it.
@@ -132,22 +148,28 @@ impl StorageThread {
     /// Starts the thread over `store`.
     pub fn start(mut store: Store) -> std::io::Result<(StorageThread, StorageJoin)> {
         let (tx, rx) = sync_channel::<(Instant, Job)>(STORAGE_JOBS_MAX);
+        let groups = Arc::new(AtomicU64::new(0));
+        let counted = groups.clone();
         let thread = std::thread::Builder::new().name("storage".into()).spawn(move || {
-            while let Ok((deadline, job)) = rx.recv() {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    // Not started in time: the request has been answered 503 already. Dropping
-                    // the job drops its reply sender, which the front reads as a time-out.
-                    continue;
+            let mut group = Vec::with_capacity(GROUP_JOBS_MAX);
+            while let Ok(first) = rx.recv() {
+                group.push(first);
+                while group.len() < GROUP_JOBS_MAX {
+                    match rx.try_recv() {
+                        Ok(job) => group.push(job),
+                        Err(_) => break,
+                    }
                 }
-                // A lock is waited for until the deadline at most.
-                if store.set_busy_timeout(left).is_err() {
-                    continue;
-                }
-                job(&mut store);
+                run_group(&mut store, &mut group);
+                counted.fetch_add(1, Ordering::Relaxed);
             }
         })?;
-        Ok((StorageThread { jobs: tx }, StorageJoin { thread: Some(thread) }))
+        Ok((StorageThread { jobs: tx, groups }, StorageJoin { thread: Some(thread) }))
+    }
+
+    /// Groups committed so far (each is one transaction and one fsync).
+    pub fn groups(&self) -> u64 {
+        self.groups.load(Ordering::Relaxed)
     }
 
     /// Runs `f` on the storage thread and returns its result, or `Unavailable` if the queue is
@@ -159,7 +181,15 @@ impl StorageThread {
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |store| {
-            let _ = reply.send(f(store));
+            let result = f(store);
+            let succeeded = result.is_ok();
+            let answer: Answer = Box::new(move |commit| {
+                let _ = reply.send(match commit {
+                    Ok(()) => result,
+                    Err(why) => Err(StoreError::Unavailable(why)),
+                });
+            });
+            (succeeded, answer)
         });
         match self.jobs.try_send((Instant::now() + STORAGE_REQUEST_TIMEOUT, job)) {
             Ok(()) => {}
@@ -175,9 +205,153 @@ impl StorageThread {
     }
 }
 
+/// Runs one group: the jobs still within their deadline, each in its own savepoint, inside one
+/// transaction, then answers every one of them once the commit is known. A job past its
+/// deadline is dropped unrun (its client has been answered 503; dropping its reply sender is
+/// read as a time-out). The lock is waited for until the earliest deadline of the group.
+fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>) {
+    let now = Instant::now();
+    group.retain(|(deadline, _)| *deadline > now);
+    let Some(earliest) = group.iter().map(|(d, _)| *d).min() else { return };
+    let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
+    let began = store.set_busy_timeout(earliest.saturating_duration_since(now)).and_then(|()| store.begin_group());
+    let outcome = match began {
+        Ok(()) => {
+            for (_, job) in group.drain(..) {
+                if store.begin_job().is_err() {
+                    break;
+                }
+                let (succeeded, answer) = job(store);
+                answers.push(answer);
+                if store.end_job(succeeded).is_err() {
+                    break;
+                }
+            }
+            store.commit_group().map_err(|_| "storage could not commit")
+        }
+        Err(_) => Err("storage is locked or cannot be written"),
+    };
+    // Jobs left unrun (a savepoint failed) drop their reply senders: a time-out to their clients.
+    group.clear();
+    for answer in answers {
+        answer(outcome);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::NewAlert;
+    use rampart_engine::alert::{Condition, Cross};
+    use rampart_engine::{Price, Venue};
+
+    fn temp_store(name: &str) -> (std::path::PathBuf, Store, i64) {
+        let dir = std::env::temp_dir().join(format!("rampart-storage-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut store = Store::open(&dir).expect("open");
+        let account = store.create_account_with_key("free", None, 1).expect("account").account_id;
+        (dir, store, account)
+    }
+
+    fn alert(account_id: i64, price: i64) -> NewAlert {
+        NewAlert {
+            account_id,
+            exchange: Venue::Binance,
+            symbol: "BTCUSDT".into(),
+            condition: Condition::Price { cross: Cross::Above, level: Price(price) },
+            repeat: false,
+            note: String::new(),
+            webhook_url: None,
+            created_price: 1,
+            created_ms: 1,
+        }
+    }
+
+    /// Holds the storage thread busy for `ms`, so that jobs sent meanwhile queue up and run as
+    /// one group.
+    fn hold(thread: &StorageThread, ms: u64) -> tokio::sync::oneshot::Receiver<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let t = thread.clone();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        std::thread::spawn(move || {
+            runtime.block_on(async {
+                let _ = t
+                    .run(move |_| {
+                        let _ = tx.send(());
+                        std::thread::sleep(Duration::from_millis(ms));
+                        Ok(())
+                    })
+                    .await;
+            })
+        });
+        rx
+    }
+
+    #[test]
+    fn queued_jobs_commit_together_and_are_answered_after_the_commit() {
+        let (dir, store, account) = temp_store("group");
+        let (thread, join) = StorageThread::start(store).expect("start");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let ids = runtime.block_on(async {
+            hold(&thread, 200).await.expect("held");
+            let mut set = tokio::task::JoinSet::new();
+            for i in 1..=40 {
+                let (t, a) = (thread.clone(), alert(account, 1_000 + i));
+                set.spawn(async move { t.run(move |s| s.insert_alert(&a)).await });
+            }
+            let mut ids = Vec::new();
+            while let Some(r) = set.join_next().await {
+                ids.push(r.expect("task").expect("inserted").id);
+            }
+            ids
+        });
+        assert_eq!(ids.len(), 40);
+        // The hold, then the 40 inserts: two groups, so 40 creates paid for one commit.
+        assert_eq!(thread.groups(), 2);
+        // Answered after the commit: another connection sees every row at once.
+        let other = Store::open(&dir).expect("reopen");
+        for id in ids {
+            assert!(other.alert(id).expect("read").is_some(), "alert {id} acknowledged but not committed");
+        }
+        drop(thread);
+        join.join();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_failed_job_is_undone_alone() {
+        let (dir, store, account) = temp_store("undo");
+        let (thread, join) = StorageThread::start(store).expect("start");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let (a, b, c) = runtime.block_on(async {
+            hold(&thread, 200).await.expect("held");
+            let (a1, b1, c1) = (alert(account, 10), alert(account, 20), alert(account, 30));
+            let a = thread.run(move |s| s.insert_alert(&a1));
+            let b = thread.run(move |s| {
+                let row = s.insert_alert(&b1)?;
+                Err::<(), _>(StoreError::Unavailable(if row.id > 0 { "refused after writing" } else { "" }))
+            });
+            let c = thread.run(move |s| s.insert_alert(&c1));
+            tokio::join!(a, b, c)
+        });
+        let (a, c) = (a.expect("a").id, c.expect("c").id);
+        assert!(matches!(b, Err(StoreError::Unavailable("refused after writing"))), "{b:?}");
+        assert_eq!(thread.groups(), 2, "the three jobs ran as one group");
+        let other = Store::open(&dir).expect("reopen");
+        let prices: Vec<i64> = other
+            .list_alerts(account, crate::store::StatusFilter::All)
+            .expect("list")
+            .iter()
+            .map(|r| match r.condition {
+                Condition::Price { level, .. } => level.0,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(prices, [10, 30], "the failed job's row is gone, the others stay (ids {a}, {c})");
+        drop(thread);
+        join.join();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn health_is_failing_while_any_writer_last_failed() {

@@ -777,7 +777,43 @@ impl Store {
         Ok(self.conn.query_row("SELECT value FROM meta WHERE key = 'keys_version'", [], |r| r.get(0))?)
     }
 
-    /// Stores a new alert (committed when this returns) and returns its row.
+    /// Opens a group of jobs: one write transaction taken at once (`BEGIN IMMEDIATE`, waiting
+    /// for the lock up to the busy timeout), so the group's commit pays for one fsync. Jobs
+    /// inside must not open transactions of their own.
+    pub fn begin_group(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(())
+    }
+
+    /// Starts one job of the open group.
+    pub fn begin_job(&mut self) -> Result<(), StoreError> {
+        debug_assert!(!self.conn.is_autocommit(), "a job runs inside a group");
+        self.conn.execute_batch("SAVEPOINT job")?;
+        Ok(())
+    }
+
+    /// Ends the current job: its writes are kept when it succeeded, undone when it failed
+    /// (the other jobs of the group are not affected).
+    pub fn end_job(&mut self, succeeded: bool) -> Result<(), StoreError> {
+        let sql = if succeeded { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
+        self.conn.execute_batch(sql)?;
+        Ok(())
+    }
+
+    /// Commits the group (or, when it cannot, rolls it back: nothing of it is kept).
+    pub fn commit_group(&mut self) -> Result<(), StoreError> {
+        match self.conn.execute_batch("COMMIT") {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if !self.conn.is_autocommit() {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Stores a new alert (committed when this returns, or with its group) and returns its row.
     pub fn insert_alert(&self, a: &NewAlert) -> Result<AlertRow, StoreError> {
         let (kind, direction, price, pct, window) = condition_columns(&a.condition);
         self.conn.execute(
