@@ -353,6 +353,63 @@ pub fn alert_decision(alerts_on_pair: usize, alerts_market: usize, trades: usize
     Summary::from_hist(&name, &h, None)
 }
 
+/// Alert creates through the front's storage thread: `clients` concurrent clients, each creating
+/// alerts one after another (each awaited, as a request is), `creates` in all, on a fresh
+/// database with the front's durability (WAL, `synchronous = FULL`). Latency is per create,
+/// from sending the job to its answer (which comes after the commit); `group_max` 1 is the
+/// baseline of one commit per create.
+pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summary {
+    use rampart_net::storage::StorageThread;
+    use rampart_net::store::{NewAlert, Store};
+
+    let dir = std::env::temp_dir().join(format!("rampart-bench-storage-{}-{group_max}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut store = Store::open(&dir).expect("open a store");
+    let account = store.create_account_with_key("free", None, 1).expect("an account").account_id;
+    let (thread, join) = StorageThread::start_grouped(store, group_max).expect("start the storage thread");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let per_client = creates / clients.max(1);
+    let started = Instant::now();
+    let hist = runtime.block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for c in 0..clients {
+            let thread = thread.clone();
+            set.spawn(async move {
+                let mut h = histogram();
+                for i in 0..per_client {
+                    let alert = NewAlert {
+                        account_id: account,
+                        exchange: Venue::Binance,
+                        symbol: "BTCUSDT".into(),
+                        condition: Condition::Price { cross: Cross::Above, level: rampart_engine::Price((c * per_client + i + 1) as i64) },
+                        repeat: false,
+                        note: String::new(),
+                        webhook_url: None,
+                        created_price: 1,
+                        created_ms: 1,
+                    };
+                    let t = Instant::now();
+                    thread.run(move |s| s.insert_alert(&alert)).await.expect("an insert");
+                    h.saturating_record(t.elapsed().as_nanos() as u64);
+                }
+                h
+            });
+        }
+        let mut all = histogram();
+        while let Some(h) = set.join_next().await {
+            let _ = all.add(h.expect("a client"));
+        }
+        all
+    });
+    let rate = hist.len() as f64 / started.elapsed().as_secs_f64();
+    let groups = thread.groups();
+    drop(thread);
+    join.join();
+    let _ = std::fs::remove_dir_all(&dir);
+    let name = format!("alert create via storage thread, {clients} clients, groups of ≤ {group_max} ({groups} commits)");
+    Summary::from_hist(&name, &hist, Some(rate))
+}
+
 /// Webhook delivery on loopback: `firings` firings recorded through the real storage path in
 /// batches of 100 (every 50 ms), each with a webhook to one of `hosts` fast receivers, except
 /// one in a hundred that goes to a receiver that never answers. Returns the latency from the

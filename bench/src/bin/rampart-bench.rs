@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -35,6 +35,11 @@ fn main() {
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
             "walls" => vec![wall_scan(500, 20)],
             "delivery" => vec![delivery(20_000, 50)],
+            // The baseline (one commit per create) and group commit, in the same run.
+            "storage" => vec![
+                rampart_bench::storage_creates(64, 2_000, 1),
+                rampart_bench::storage_creates(64, 2_000, rampart_net::storage::GROUP_JOBS_MAX),
+            ],
             "decode" => binance_decode(2_000_000),
             "alerts" => vec![
                 alert_decision(0, 0, 1_000_000),
@@ -44,7 +49,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }
