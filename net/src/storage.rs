@@ -145,16 +145,23 @@ impl StorageJoin {
 }
 
 impl StorageThread {
-    /// Starts the thread over `store`.
-    pub fn start(mut store: Store) -> std::io::Result<(StorageThread, StorageJoin)> {
+    /// Starts the thread over `store`, committing up to [`GROUP_JOBS_MAX`] jobs together.
+    pub fn start(store: Store) -> std::io::Result<(StorageThread, StorageJoin)> {
+        StorageThread::start_grouped(store, GROUP_JOBS_MAX)
+    }
+
+    /// Starts the thread over `store`, committing up to `group_max` jobs together (1: every job
+    /// its own commit, the baseline `rampart-bench storage` compares against).
+    pub fn start_grouped(mut store: Store, group_max: usize) -> std::io::Result<(StorageThread, StorageJoin)> {
+        let group_max = group_max.clamp(1, GROUP_JOBS_MAX);
         let (tx, rx) = sync_channel::<(Instant, Job)>(STORAGE_JOBS_MAX);
         let groups = Arc::new(AtomicU64::new(0));
         let counted = groups.clone();
         let thread = std::thread::Builder::new().name("storage".into()).spawn(move || {
-            let mut group = Vec::with_capacity(GROUP_JOBS_MAX);
+            let mut group = Vec::with_capacity(group_max);
             while let Ok(first) = rx.recv() {
                 group.push(first);
-                while group.len() < GROUP_JOBS_MAX {
+                while group.len() < group_max {
                     match rx.try_recv() {
                         Ok(job) => group.push(job),
                         Err(_) => break,
