@@ -381,7 +381,10 @@ pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summ
                         account_id: account,
                         exchange: Venue::Binance,
                         symbol: "BTCUSDT".into(),
-                        condition: Condition::Price { cross: Cross::Above, level: rampart_engine::Price((c * per_client + i + 1) as i64) },
+                        condition: Condition::Price {
+                            cross: Cross::Above,
+                            level: rampart_engine::Price((c * per_client + i + 1) as i64),
+                        },
                         repeat: false,
                         note: String::new(),
                         webhook_url: None,
@@ -406,7 +409,8 @@ pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summ
     drop(thread);
     join.join();
     let _ = std::fs::remove_dir_all(&dir);
-    let name = format!("alert create via storage thread, {clients} clients, groups of ≤ {group_max} ({groups} commits)");
+    let name =
+        format!("alert create via storage thread, {clients} clients, groups of ≤ {group_max} ({groups} commits)");
     Summary::from_hist(&name, &hist, Some(rate))
 }
 
