@@ -443,7 +443,7 @@ fn depth(shared: &Shared, q: &[(String, String)]) -> Reply {
     let mut st = shared.lock();
     let Some(b) = st.find(Venue::Binance, symbol) else { return invalid_symbol() };
     st.depth_requests += 1;
-    let every = shared.cfg.faults.stale_snapshot_every;
+    let every = st.cfg.faults.stale_snapshot_every;
     let stale = st.books[b].pending.stale || (every > 0 && st.depth_requests.is_multiple_of(every));
     st.books[b].pending.stale = false;
     if stale {

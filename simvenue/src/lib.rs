@@ -11,7 +11,9 @@
 //! Layout: `market` holds the state (books, sequences, candles, subscriptions) behind one lock
 //! and steps the simulation; `binance`, `bybit`, `okx` and `bitget` encode each venue's messages
 //! and answer its REST and WebSocket requests; `server` is the hyper listener, routing and the
-//! WebSocket upgrade; `ws` runs one WebSocket connection; `control` is the `/sim/` API.
+//! WebSocket upgrade; `ws` runs one WebSocket connection; `control` is the `/sim/` API;
+//! `inproc` drives the same market, handlers and control API on the caller's thread under
+//! simulated time, without sockets (the seeded simulation test).
 //!
 //! Choices where venues.md leaves room, and why:
 //! - Numbers are strings with the pair's tick decimals (prices) and lot decimals (sizes, volumes),
@@ -29,6 +31,7 @@ mod binance;
 mod bitget;
 mod bybit;
 mod control;
+pub mod inproc;
 mod market;
 mod okx;
 mod server;
@@ -192,6 +195,19 @@ pub(crate) enum RestFault {
 }
 
 impl Shared {
+    /// The market of `config` built at `now_ms`, with no connection and no REST fault.
+    pub(crate) fn new(config: Config, now_ms: i64) -> Result<Shared, StartError> {
+        let stats = Arc::new(Stats::default());
+        let state = State::new(config.clone(), stats.clone(), now_ms).map_err(StartError::Market)?;
+        Ok(Shared {
+            state: Mutex::new(state),
+            stats,
+            cfg: config,
+            open: AtomicUsize::new(0),
+            rest_faults: Mutex::new(Default::default()),
+        })
+    }
+
     /// Locks the state (a poisoned lock is taken over: the state stays usable).
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -252,7 +268,6 @@ impl Drop for Handle {
     }
 }
 
-/// The wall clock, Unix milliseconds.
 /// Placeholder for the send time in microsecond Binance payloads: a valid 16-digit JSON number
 /// that each connection's writer replaces with the wall clock as it writes the frame, so the
 /// stamp is the moment the message leaves the simulator (the latency benchmark's origin), not
@@ -264,7 +279,18 @@ pub(crate) fn now_us() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
+thread_local! {
+    /// The simulated time of an [`inproc::InProcess`] driving the simulator on this thread;
+    /// `None` (every thread of the socket simulator): the wall clock.
+    static SIMULATED_MS: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The simulator's clock, Unix milliseconds: the wall clock, or on a thread that drives the
+/// simulator in process, the simulated time it set.
 pub(crate) fn now_ms() -> i64 {
+    if let Some(ms) = SIMULATED_MS.with(|c| c.get()) {
+        return ms;
+    }
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
@@ -304,10 +330,8 @@ impl From<std::io::Error> for StartError {
     }
 }
 
-/// Binds the listener, builds the market (history of every pair, initial books) and starts the
-/// simulator on its own thread (a single-threaded tokio runtime); returns once it accepts
-/// connections.
-pub fn start(config: Config) -> Result<Handle, StartError> {
+/// Refuses settings out of their ranges.
+fn validate(config: &Config) -> Result<(), StartError> {
     let bad = |m: &str| Err(StartError::Config(m.to_owned()));
     if config.venues.is_empty() {
         return Err(StartError::Config(format!("no venues given. Allowed: {}", Venue::ALLOWED)));
@@ -321,19 +345,19 @@ pub fn start(config: Config) -> Result<Handle, StartError> {
     if config.ping_interval_s == 0 || config.idle_close_s == 0 || config.okx_heartbeat_s == 0 {
         return bad("--ping-interval-s and --idle-close-s must be above zero");
     }
+    Ok(())
+}
+
+/// Binds the listener, builds the market (history of every pair, initial books) and starts the
+/// simulator on its own thread (a single-threaded tokio runtime); returns once it accepts
+/// connections.
+pub fn start(config: Config) -> Result<Handle, StartError> {
+    validate(&config)?;
     let listener = std::net::TcpListener::bind(&config.listen)
         .map_err(|error| StartError::Bind { addr: config.listen.clone(), error })?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
-    let stats = Arc::new(Stats::default());
-    let state = State::new(config.clone(), stats.clone(), now_ms()).map_err(StartError::Market)?;
-    let shared = Arc::new(Shared {
-        state: Mutex::new(state),
-        stats,
-        cfg: config,
-        open: AtomicUsize::new(0),
-        rest_faults: Mutex::new(Default::default()),
-    });
+    let shared = Arc::new(Shared::new(config, now_ms())?);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (tx, rx) = oneshot::channel();
     let thread = std::thread::Builder::new().name("sim-venue".into()).spawn(move || {

@@ -464,6 +464,8 @@ pub(crate) struct BookState {
     pub last_trade_ms: i64,
     /// Last trade id.
     pub trade_id: u64,
+    /// Trades made while listed (sent to the trade channel's subscribers).
+    pub trades_made: u64,
     /// Bybit views with subscribers.
     pub views: Vec<BybitView>,
     /// OKX `books5`: the top five as last pushed (bids, asks).
@@ -576,6 +578,7 @@ impl State {
                     Venue::Bitget => 1_471_423_022_176_681_986 + rng.below(1 << 40),
                     _ => 100_000_000 + rng.below(1_000_000_000),
                 },
+                trades_made: 0,
                 views: Vec::new(),
                 top5: (Vec::new(), Vec::new()),
                 slow: None,
@@ -930,6 +933,7 @@ impl State {
         book.candles.trade(now, Price(price));
         book.last_trade_ms = now;
         book.trade_id += 1;
+        book.trades_made += 1;
         let id = book.trade_id;
         let venue = book.venue;
         if venue == Venue::Bitget {

@@ -102,7 +102,7 @@ fn plain(status: StatusCode, msg: &str) -> Response<Full<Bytes>> {
 }
 
 /// The WebSocket endpoint of a path, if it is one.
-fn ws_endpoint(path: &str) -> Option<Endpoint> {
+pub(crate) fn ws_endpoint(path: &str) -> Option<Endpoint> {
     match path {
         "/ws/v5/public" => Some(Endpoint::OkxPublic),
         "/ws/v5/business" => Some(Endpoint::OkxBusiness),
@@ -148,30 +148,59 @@ async fn handle(shared: Arc<Shared>, mut req: Request<Incoming>) -> Result<Respo
     if let Some(endpoint) = ws_endpoint(&path) {
         return Ok(upgrade(shared, &mut req, endpoint, &path, query.as_deref()));
     }
-    if path.starts_with("/sim/") {
-        let method = req.method().clone();
-        let body = if method == Method::POST {
-            match read_body(req.into_body()).await {
-                Ok(b) => b,
-                Err(resp) => return Ok(resp),
-            }
-        } else {
-            Bytes::new()
-        };
-        return Ok(respond(control::handle(&shared, &method, &path, query.as_deref(), &body)));
-    }
-    let Some((venue, route)) = rest_route(&path) else {
-        return Ok(plain(StatusCode::NOT_FOUND, "no such path"));
+    let method = req.method().clone();
+    let body = if path.starts_with("/sim/") && method == Method::POST {
+        match read_body(req.into_body()).await {
+            Ok(b) => b,
+            Err(resp) => return Ok(resp),
+        }
+    } else {
+        Bytes::new()
     };
+    Ok(match answer(&shared, &method, &path, query.as_deref(), &body) {
+        Answer::Reply(reply) => respond(reply),
+        Answer::RetryAfter(reply, seconds) => {
+            let mut resp = respond(reply);
+            if let Ok(v) = HeaderValue::from_str(&seconds.to_string()) {
+                resp.headers_mut().insert(hyper::header::RETRY_AFTER, v);
+            }
+            resp
+        }
+        Answer::Hang => {
+            // Held until the client gives up (or the simulator stops).
+            std::future::pending::<Response<Full<Bytes>>>().await
+        }
+    })
+}
+
+/// What a REST or control request gets.
+pub(crate) enum Answer {
+    /// This reply.
+    Reply(Reply),
+    /// This reply with a `Retry-After` header of so many seconds.
+    RetryAfter(Reply, u64),
+    /// No answer ever (an injected `hang`).
+    Hang,
+}
+
+/// Answers a REST or control request (not a WebSocket path): the same code serves sockets and
+/// the in-process driver ([`crate::inproc`]).
+pub(crate) fn answer(shared: &Shared, method: &Method, path: &str, query: Option<&str>, body: &[u8]) -> Answer {
+    if path.starts_with("/sim/") {
+        return Answer::Reply(control::handle(shared, method, path, query, body));
+    }
+    let not_found =
+        |msg: &str| Answer::Reply(Reply::status(404, format!("{{\"error\":{}}}", super::text::json_str(msg))));
+    let Some((venue, route)) = rest_route(path) else { return not_found("no such path") };
     if !shared.cfg.venues.contains(&venue) {
-        return Ok(plain(StatusCode::NOT_FOUND, "venue not served by this simulator"));
+        return not_found("venue not served by this simulator");
     }
     shared.stats.rest(venue, route);
-    if req.method() != Method::GET {
-        return Ok(respond(venue_error(venue, 405, "method not allowed")));
+    if method != Method::GET {
+        return Answer::Reply(venue_error(venue, 405, "method not allowed"));
     }
     if !shared.venue_up(venue) {
-        return Ok(respond(venue_error(venue, 503, "service unavailable")));
+        return Answer::Reply(venue_error(venue, 503, "service unavailable"));
     }
     let class = match route {
         r if r.ends_with("exchangeInfo") || r.ends_with("instruments-info") || r.ends_with("instruments") => {
@@ -183,27 +212,23 @@ async fn handle(shared: Arc<Shared>, mut req: Request<Incoming>) -> Result<Respo
     };
     match shared.rest_fault(venue, class) {
         RestFault::None => {}
-        RestFault::Hang => {
-            // Held until the client gives up (or the simulator stops).
-            std::future::pending::<()>().await;
-        }
-        RestFault::Empty => return Ok(respond(Reply::ok(empty_listing(venue)))),
+        RestFault::Hang => return Answer::Hang,
+        RestFault::Empty => return Answer::Reply(Reply::ok(empty_listing(venue))),
         RestFault::Status(status, retry_after) => {
-            let mut resp = respond(venue_error(venue, status, "injected by /sim/rest"));
-            if let Some(v) = retry_after.and_then(|s| HeaderValue::from_str(&s.to_string()).ok()) {
-                resp.headers_mut().insert(hyper::header::RETRY_AFTER, v);
-            }
-            return Ok(resp);
+            let reply = venue_error(venue, status, "injected by /sim/rest");
+            return match retry_after {
+                Some(s) => Answer::RetryAfter(reply, s),
+                None => Answer::Reply(reply),
+            };
         }
     }
-    let pairs = query_pairs(query.as_deref());
-    let reply = match venue {
-        Venue::Binance => binance::rest(&shared, route, &pairs),
-        Venue::Bybit => bybit::rest(&shared, route, &pairs),
-        Venue::Okx => okx::rest(&shared, route, &pairs),
-        Venue::Bitget => bitget::rest(&shared, route, &pairs),
-    };
-    Ok(respond(reply))
+    let pairs = query_pairs(query);
+    Answer::Reply(match venue {
+        Venue::Binance => binance::rest(shared, route, &pairs),
+        Venue::Bybit => bybit::rest(shared, route, &pairs),
+        Venue::Okx => okx::rest(shared, route, &pairs),
+        Venue::Bitget => bitget::rest(shared, route, &pairs),
+    })
 }
 
 /// A valid listing with no instruments, in the venue's own envelope.

@@ -46,6 +46,9 @@ pub const BITGET_TEXT_LEVELS_MAX: usize = 400;
 /// Trades per message a decoder accepts.
 pub const DECODE_TRADES_MAX: usize = 1_024;
 
+/// Control messages of one book's resubscription: its unsubscribe, then its subscribe.
+const RESUBSCRIBE_MESSAGES: usize = 2;
+
 /// Connections are renewed after this long (Binance cuts at 24 h).
 pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
 
@@ -165,7 +168,8 @@ pub struct Session {
     live: Vec<bool>,
     rebuild: Vec<Rebuild>,
     /// Control messages to send, oldest first.
-    control: VecDeque<Vec<u8>>,
+    /// Each with the local book it rebuilds (a resubscription), if any.
+    control: VecDeque<(Option<usize>, Vec<u8>)>,
     /// Binance: books whose snapshot should be fetched now.
     snapshots: Vec<BookId>,
     reconnect: Option<Reconnect>,
@@ -271,9 +275,9 @@ impl Session {
         self.next_control_ms = now_ms;
         for k in 0..self.books.len() {
             self.reset_book(k, sink);
-            let r = &mut self.rebuild[k];
-            r.wanted = false;
-            r.in_flight = false;
+            // A new connection starts every book over, its rebuild backoff too: the first
+            // snapshot on it is not a rebuild of a broken stream.
+            self.rebuild[k] = Rebuild::default();
         }
         let names: Vec<&str> = self.natives.iter().map(String::as_str).collect();
         let msgs = match self.venue {
@@ -288,7 +292,7 @@ impl Session {
         };
         for m in msgs {
             self.ops.push_back(now_ms);
-            self.control.push_back(m.into_bytes());
+            self.control.push_back((None, m.into_bytes()));
         }
     }
 
@@ -346,7 +350,7 @@ impl Session {
     pub fn poll_transmit(&mut self, now_ms: i64) -> Option<Transmit> {
         if !self.control.is_empty() && now_ms >= self.next_control_ms {
             self.next_control_ms = now_ms + self.control_gap_ms();
-            return self.control.pop_front().map(Transmit::Control);
+            return self.control.pop_front().map(|(_, m)| Transmit::Control(m));
         }
         self.ping_due(now_ms).map(Transmit::Ping)
     }
@@ -447,10 +451,15 @@ impl Session {
                         Venue::Bitget => 240,
                         _ => usize::MAX,
                     };
-                    if self.ops.len() + 2 > budget || self.control.len() + 2 > CONTROL_QUEUE_MAX {
+                    let n = RESUBSCRIBE_MESSAGES;
+                    if self.ops.len() + n > budget || self.control.len() + n > CONTROL_QUEUE_MAX {
                         self.reconnect = Some(Reconnect::Budget);
                         return;
                     }
+                    // From the unsubscribe until the new snapshot the book gets no updates: it
+                    // is stale from now (if the venue resyncs it before the unsubscribe goes, by
+                    // a reset snapshot, the resubscription is dropped: see `set_live`).
+                    self.reset_book(k, sink);
                     let name = [self.natives[k].as_str()];
                     let msgs = match self.venue {
                         Venue::Bybit => {
@@ -468,9 +477,10 @@ impl Session {
                             v
                         }
                     };
+                    debug_assert_eq!(msgs.len(), RESUBSCRIBE_MESSAGES, "one unsubscribe, one subscribe");
                     for m in msgs {
                         self.ops.push_back(now_ms);
-                        self.control.push_back(m.into_bytes());
+                        self.control.push_back((Some(k), m.into_bytes()));
                     }
                 }
             }
@@ -496,7 +506,21 @@ impl Session {
             sink.set_live(self.books[k], live);
             if live {
                 sink.count(self.venue, Count::Synced);
+                // In sync again from the venue's own snapshot (a reset): a rebuild still waiting
+                // for its backoff is not needed any more, nor a resubscription not yet begun
+                // (one whose unsubscribe went already must finish, or the book stays
+                // unsubscribed).
+                self.rebuild[k].wanted = false;
+                self.cancel_resubscribe(k);
             }
+        }
+    }
+
+    /// Drops book `k`'s queued resubscription if none of it has been sent (its unsubscribe and
+    /// subscribe are both still queued).
+    fn cancel_resubscribe(&mut self, k: usize) {
+        if self.control.iter().filter(|(b, _)| *b == Some(k)).count() == RESUBSCRIBE_MESSAGES {
+            self.control.retain(|(b, _)| *b != Some(k));
         }
     }
 
@@ -863,5 +887,62 @@ mod tests {
         assert_eq!(s.poll_reconnect(now), Some(Reconnect::Budget));
         let ops = 1 + 20 * rounds;
         assert!((460..=500).contains(&ops), "renewed near the budget, after {rounds} rounds ({ops} requests)");
+    }
+
+    /// A Bybit book message for book 0 of [`session`].
+    fn bybit_book(kind: &str, u: u64) -> Vec<u8> {
+        format!(
+            r#"{{"topic":"orderbook.200.P0-USDT","ts":1,"type":"{kind}","data":{{"s":"P0-USDT","b":[["1.0","1"]],"a":[["2.0","1"]],"u":{u},"seq":{u}}},"cts":1}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_venue_reset_snapshot_makes_a_pending_resubscription_unneeded() {
+        let (mut s, mut books) = session(Venue::Bybit, 1, 0);
+        drain(&mut s, 0);
+        s.on_text(&bybit_book("snapshot", 10), 100, &mut books);
+        assert!(s.live[0]);
+        // A gap: stale, a rebuild due at once; the venue resets the book before it starts.
+        s.on_text(&bybit_book("delta", 12), 200, &mut books);
+        assert!(!s.live[0] && s.rebuild[0].wanted);
+        s.on_text(&bybit_book("snapshot", 1), 210, &mut books);
+        assert!(s.live[0] && !s.rebuild[0].wanted, "in sync from the reset: no rebuild");
+        s.rebuilds_due(220, &mut books);
+        assert!(s.control.is_empty());
+        // A gap again; this time the resubscription is queued, then the venue resets the book
+        // before the unsubscribe goes: the resubscription is dropped whole.
+        s.on_text(&bybit_book("delta", 5), 300, &mut books);
+        let due = s.rebuild[0].due_ms;
+        s.rebuilds_due(due, &mut books);
+        assert_eq!(s.control.len(), RESUBSCRIBE_MESSAGES);
+        s.on_text(&bybit_book("snapshot", 1), due + 10, &mut books);
+        assert!(s.live[0] && s.control.is_empty());
+        // Once the unsubscribe has gone, the subscribe must follow (or the book would stay
+        // unsubscribed), and the book is stale until the subscribe's snapshot.
+        s.on_text(&bybit_book("delta", 7), due + 20, &mut books);
+        let due = s.rebuild[0].due_ms;
+        s.rebuilds_due(due, &mut books);
+        assert!(
+            matches!(s.poll_transmit(due + 1_000), Some(Transmit::Control(m)) if m.windows(11).any(|w| w == b"unsubscribe"))
+        );
+        assert!(!s.live[0]);
+        s.on_text(&bybit_book("snapshot", 1), due + 1_010, &mut books);
+        assert_eq!(s.control.len(), 1, "the subscribe still goes");
+    }
+
+    #[test]
+    fn a_new_connection_starts_the_rebuild_backoff_over() {
+        let (mut s, mut books) = session(Venue::Binance, 1, 0);
+        let mut now = 1_000;
+        for _ in 0..6 {
+            s.snapshot_failed(BookId(0), now);
+            now = s.rebuild[0].due_ms;
+        }
+        assert!(s.rebuild[0].backoff_ms >= 16_000, "{:?}", s.rebuild[0]);
+        s.on_disconnected(&mut books);
+        s.on_connected(now + 100, &mut books);
+        s.snapshot_failed(BookId(0), now + 200);
+        assert_eq!(s.rebuild[0].due_ms, now + 200, "the first snapshot on a new connection is asked at once");
     }
 }
