@@ -14,6 +14,11 @@
 //! [`RESYNC_BACKOFF_MIN_MS`] to [`RESYNC_BACKOFF_MAX_MS`] while it keeps breaking, so a broken
 //! stream never becomes a resubscribe storm. A venue's hourly subscription budget (OKX 480,
 //! Bitget 240 per connection) is respected: past it the session asks for a reconnect instead.
+//! A book that resyncs from the venue's own snapshot (a reset) while its rebuild waits needs no
+//! rebuild: the rebuild is dropped, and so is a resubscription none of whose messages has gone;
+//! a resubscription makes its book stale from the moment it is queued. A new connection starts
+//! every book over, its backoff too. (The seeded simulation test, `tests/tests/simulation.rs`,
+//! found both races these rules close.)
 
 use std::collections::{HashMap, VecDeque};
 
