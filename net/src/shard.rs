@@ -28,6 +28,8 @@ use crate::clock;
 pub mod cpus;
 pub mod live;
 pub mod nudge;
+#[cfg(test)]
+mod simulation;
 
 /// Commands a shard takes from its queue (capacity [`COMMANDS_MAX`]).
 #[derive(Debug)]

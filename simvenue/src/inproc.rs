@@ -1,6 +1,6 @@
 //! The simulator driven in process: the same market, venue handlers, REST routes and control API
 //! as the socket simulator, stepped on the caller's thread under simulated time, without sockets
-//! or a runtime. The seeded simulation test (`tests/tests/simulation.rs`) runs every venue's
+//! or a runtime. The seeded simulation test (`rampart-net`'s `shard::simulation`) runs every venue's
 //! real wire format through it into the product's sessions.
 //!
 //! What it leaves out, because it lives in the socket layer (`ws`, `server`) and is tested there:

@@ -17,8 +17,8 @@
 //! A book that resyncs from the venue's own snapshot (a reset) while its rebuild waits needs no
 //! rebuild: the rebuild is dropped, and so is a resubscription none of whose messages has gone;
 //! a resubscription makes its book stale from the moment it is queued. A new connection starts
-//! every book over, its backoff too. (The seeded simulation test, `tests/tests/simulation.rs`,
-//! found both races these rules close.)
+//! every book over, its backoff too. (The seeded simulation test, `shard::simulation`, found
+//! both races these rules close.)
 
 use std::collections::{HashMap, VecDeque};
 
