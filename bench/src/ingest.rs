@@ -115,9 +115,9 @@ pub fn live_ingest(pairs: usize, messages: usize, alerts: usize) -> Summary {
     let mut sink = MarketSink { market, breaks: 0, messages: 0 };
     let natives: Vec<String> = (0..pairs).map(|p| format!("P{p}USDT")).collect();
     let mut session = Session::new(Venue::Binance, books.clone(), natives, true);
-    session.on_connected(0, &mut sink);
+    session.handle_connected(0, &mut sink);
     for &b in &books {
-        session.on_snapshot_body(
+        session.handle_snapshot(
             b,
             br#"{"lastUpdateId":0,"bids":[["998.50","3"]],"asks":[["1001.50","3"]]}"#,
             0,
@@ -132,7 +132,7 @@ pub fn live_ingest(pairs: usize, messages: usize, alerts: usize) -> Summary {
         codec.filled(frame.len());
         while let Ok(Some(ev)) = codec.next_event() {
             if let Event::Text(t) = ev {
-                session.on_text(t, 1, sink);
+                session.handle_text(1, t, sink);
             }
         }
     };

@@ -121,7 +121,7 @@ fn run(venue: Venue) {
     }
     let mut sink = MarketSink { market, live: false, messages: 0, trades: 0, breaks: 0 };
     let mut session = Session::new(venue, vec![book], vec![native.to_owned()], true);
-    session.on_connected(0, &mut sink);
+    session.handle_connected(0, &mut sink);
     // Every subscription request, each at the first time the session lets it go.
     let mut now = 0;
     while let Some(rampart_net::venue::session::Transmit::Control(_)) = session.poll_transmit(now) {
@@ -129,7 +129,7 @@ fn run(venue: Venue) {
     }
     if venue == Venue::Binance {
         // The REST snapshot the first diff asks for.
-        session.on_snapshot_body(
+        session.handle_snapshot(
             book,
             br#"{"lastUpdateId":0,"bids":[["99.5","1"]],"asks":[["130.5","1"]]}"#,
             0,
@@ -152,7 +152,7 @@ fn run(venue: Venue) {
             off += n;
             while let Ok(Some(ev)) = codec.next_event() {
                 if let Event::Text(t) = ev {
-                    session.on_text(t, 1, sink);
+                    session.handle_text(1, t, sink);
                 }
             }
         }

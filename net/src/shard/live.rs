@@ -28,7 +28,7 @@ use super::{Shard, ShardEvent, VenueStats};
 use crate::clock;
 use crate::venue::conn;
 use crate::venue::rest::{RestHandle, RestJob, RestReply, RestStats};
-use crate::venue::session::{Count, Reconnect, Session, Sink, Transmit};
+use crate::venue::session::{Count, Event as SessionEvent, Reconnect, Session, Sink, Transmit};
 use crate::venue::ws::{Event, WsCodec, WsUrl};
 use crate::venue::VenueSettings;
 
@@ -237,7 +237,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
             // Books listed again: a fresh book from the venue and their history again.
             while let Some(book) = shard.relisted.pop() {
                 if let Some(sess) = session_of(sessions, book) {
-                    sess.relisted(book, now, shard);
+                    sess.handle_relisted(book, now, shard);
                 }
                 history.queue.push_back(book);
             }
@@ -377,13 +377,13 @@ fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfil
         }
         RestReply::Snapshot { book, body } => {
             if let Some(sess) = session_of(sessions, book) {
-                sess.on_snapshot_body(book, &body, now, shard);
+                sess.handle_snapshot(book, &body, now, shard);
             }
         }
         RestReply::SnapshotFailed { book, error } => {
             tracing::warn!("snapshot of {}: {error}", shard.shared.registry().get(book).symbol);
             if let Some(sess) = session_of(sessions, book) {
-                sess.snapshot_failed(book, now);
+                sess.handle_snapshot_failed(book, now);
             }
         }
     }
@@ -393,13 +393,16 @@ fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfil
 /// REST queue cannot take is a failure its session reschedules.
 fn rebuilds(shard: &mut Shard, sessions: &mut [Session], rest: &RestHandle, asks: &mut Vec<BookId>, now: i64) {
     for sess in sessions.iter_mut() {
-        sess.rebuilds_due(now, shard);
-        sess.take_snapshot_requests(asks);
+        sess.handle_timeout(now, shard);
+        // A reconnect is the connection task's to act on; it stays reported until then.
+        while let Some(SessionEvent::SnapshotWanted(book)) = sess.poll_event(now) {
+            asks.push(book);
+        }
     }
     for book in asks.drain(..) {
         if rest.ask(RestJob::Snapshot { book }).is_err() {
             if let Some(sess) = session_of(sessions, book) {
-                sess.snapshot_failed(book, now);
+                sess.handle_snapshot_failed(book, now);
             }
         }
     }
@@ -503,7 +506,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
         {
             let mut guard = live.borrow_mut();
             let Live { shard, sessions, .. } = &mut *guard;
-            sessions[c].on_connected(opened_ms, shard);
+            sessions[c].handle_connected(opened_ms, shard);
             stats(shard, venue).connections_open.fetch_add(1, Ordering::Relaxed);
         }
         let ended = stream(&live, c, &mut io, &mut codec).await;
@@ -511,7 +514,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
         {
             let mut guard = live.borrow_mut();
             let Live { shard, sessions, stopping } = &mut *guard;
-            sessions[c].on_disconnected(shard);
+            sessions[c].handle_disconnected(shard);
             let s = stats(shard, venue);
             s.connections_open.fetch_sub(1, Ordering::Relaxed);
             s.disconnects.fetch_add(1, Ordering::Relaxed);
@@ -547,8 +550,8 @@ enum Ended {
 }
 
 /// Streams one open connection until it must end; returns why.
-// Long: the I/O loop of one connection (send queued control, keepalive, renewal, read, decode);
-// #13 moves its timing rules into the sans-I/O session, which shortens it.
+// Long: the I/O loop of one connection (write what the session asks, read, split frames, answer
+// pings); every timing rule is the session's, this only does the I/O in one place.
 async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &mut WsCodec) -> Ended {
     let mut ping = [0u8; 125];
     loop {
@@ -614,7 +617,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
                 Ok(Some(Event::Text(t))) => {
                     let mut g = live.borrow_mut();
                     let Live { shard, sessions, .. } = &mut *g;
-                    sessions[c].on_text(t, now, shard);
+                    sessions[c].handle_text(now, t, shard);
                     None
                 }
                 Ok(Some(Event::Ping(p))) => {
@@ -622,7 +625,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
                     Some(p.len())
                 }
                 Ok(Some(Event::Pong | Event::Binary(_))) => {
-                    live.borrow_mut().sessions[c].on_alive(now);
+                    live.borrow_mut().sessions[c].handle_alive(now);
                     None
                 }
                 Ok(Some(Event::Close { code, reason })) => {
@@ -632,7 +635,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
                 }
             };
             if let Some(n) = pong_len {
-                live.borrow_mut().sessions[c].on_alive(now);
+                live.borrow_mut().sessions[c].handle_alive(now);
                 if let Err(e) = io.write_all(codec.pong(&ping[..n])).await {
                     return Ended::Io(format!("send: {e}"));
                 }

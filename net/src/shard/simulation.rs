@@ -42,7 +42,7 @@ use rampart_simvenue::inproc::{ConnId, InProcess, Received};
 use rampart_simvenue::{Config, Faults};
 
 use super::{Command, EventQueue, Shard, ShardConfig, ShardEvent, Shared};
-use crate::venue::session::{Count, Session, Sink, Transmit};
+use crate::venue::session::{Count, Event as SessionEvent, Session, Sink, Transmit};
 use crate::venue::{binance, bitget, bybit, okx, Listed, RestApi};
 
 /// Seeds CI runs.
@@ -430,7 +430,7 @@ impl World {
         if let Some(conn) = client.conn.take() {
             self.market.close(conn);
         }
-        client.session.on_disconnected(&mut tap);
+        client.session.handle_disconnected(&mut tap);
         client.reconnect_at = self.now + down_ms;
         client.slow_until = 0;
     }
@@ -530,7 +530,7 @@ impl World {
             let conn = self.market.open(&url).map_err(|e| Failure(format!("{url}: {e}")))?;
             let (clients, mut tap) = World::tap(&mut self.nodes[n], &mut trades, &mut self.counts, self.trace, now);
             clients[c].conn = Some(conn);
-            clients[c].session.on_connected(now, &mut tap);
+            clients[c].session.handle_connected(now, &mut tap);
         }
         let Some(conn) = self.nodes[n].clients[c].conn else { return Ok(()) };
         // The live loop reads nothing while the shard's backlog is not empty (backpressure).
@@ -553,7 +553,7 @@ impl World {
                     }
                 };
                 let (clients, mut tap) = World::tap(&mut self.nodes[n], &mut trades, &mut self.counts, self.trace, now);
-                clients[c].session.on_text(text.as_bytes(), now, &mut tap);
+                clients[c].session.handle_text(now, text.as_bytes(), &mut tap);
                 if !self.nodes[n].shard.backlog.is_empty() {
                     // The rest waits in the socket (here: the simulator's queue) until the
                     // writer has caught up.
@@ -572,7 +572,7 @@ impl World {
             self.market.send(conn, text);
         }
         self.snapshots(n, c);
-        if let Some(why) = self.nodes[n].clients[c].session.poll_reconnect(now) {
+        if let Some(SessionEvent::Reconnect(why)) = self.nodes[n].clients[c].session.poll_event(now) {
             let venue = self.nodes[n].clients[c].venue.as_str();
             *self.counts.entry(format!("{venue} reconnect {}", why.as_str())).or_default() += 1;
             self.disconnect(n, c, 0);
@@ -587,8 +587,10 @@ impl World {
         let mut trades = Vec::new();
         let trace = self.trace;
         let (clients, mut tap) = World::tap(&mut self.nodes[n], &mut trades, &mut self.counts, trace, now);
-        clients[c].session.rebuilds_due(now, &mut tap);
-        clients[c].session.take_snapshot_requests(&mut wanted);
+        clients[c].session.handle_timeout(now, &mut tap);
+        while let Some(SessionEvent::SnapshotWanted(book)) = clients[c].session.poll_event(now) {
+            wanted.push(book);
+        }
         for book in wanted {
             let url = binance::snapshot_url(BASE, &self.natives[&book]);
             let answer = if now < self.depth_down_until { None } else { self.market.request("GET", &url, "") };
@@ -597,8 +599,8 @@ impl World {
                 eprintln!("t = {:.3}: book {} snapshot answered {status:?}", (now - T0) as f64 / 1000.0, book.0);
             }
             match answer {
-                Some((200, body)) => clients[c].session.on_snapshot_body(book, body.as_bytes(), now, &mut tap),
-                _ => clients[c].session.snapshot_failed(book, now),
+                Some((200, body)) => clients[c].session.handle_snapshot(book, body.as_bytes(), now, &mut tap),
+                _ => clients[c].session.handle_snapshot_failed(book, now),
             }
         }
     }

@@ -12,6 +12,12 @@ use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
 use super::{candle, int, listed, text, CandlePage, Listed, RestApi, RestError};
+use rampart_engine::book::Book;
+use rampart_engine::feed::binance as bn;
+use rampart_engine::BookId;
+
+use super::protocol::{Applied, Ctx, Keepalive, Protocol, SnapshotApplied};
+use super::session::{Count, Sink, DECODE_LEVELS_MAX};
 
 /// Levels per side asked of a REST depth snapshot.
 pub const SNAPSHOT_LIMIT: usize = 1000;
@@ -126,6 +132,109 @@ pub fn stream_url(ws_base: &str, natives: &[&str]) -> String {
         u.push_str(&format!("{n}@depth@100ms/{n}@trade"));
     }
     u
+}
+
+/// Diffs buffered per book while its snapshot is fetched.
+pub const BUFFER_EVENTS_MAX: usize = 512;
+/// Levels in those buffered diffs, per book.
+pub const BUFFER_LEVELS_MAX: usize = 8_192;
+
+impl Protocol for Binance {
+    const VENUE: Venue = Venue::Binance;
+    // The server pings every 20 s; a silent minute means the stream is dead.
+    const IDLE_LIMIT_MS: i64 = 60_000;
+    // Nothing is sent but the rare close: the streams are in the URL.
+    const CONTROL_GAP_MS: i64 = 100;
+    const SUBSCRIBE_OPS_PER_HOUR: Option<usize> = None;
+    // The server pings; the client only answers.
+    const KEEPALIVE: Option<Keepalive> = None;
+    type Decoder = bn::BinanceDecoder;
+    type Sync = bn::BinanceBookSync;
+
+    fn decoder() -> bn::BinanceDecoder {
+        bn::BinanceDecoder::new(bn::TimeUnit::Microsecond, DECODE_LEVELS_MAX)
+    }
+
+    fn book_sync(_verify_checksums: bool) -> bn::BinanceBookSync {
+        bn::BinanceBookSync::new(BUFFER_EVENTS_MAX, BUFFER_LEVELS_MAX)
+    }
+
+    fn reset(sync: &mut bn::BinanceBookSync, book: &mut Book) {
+        sync.reset(book);
+    }
+
+    fn is_live(sync: &bn::BinanceBookSync) -> bool {
+        sync.is_live()
+    }
+
+    fn stream_url(ws_base: &str, natives: &[&str]) -> String {
+        stream_url(ws_base, natives)
+    }
+
+    fn subscribe_all(_natives: &[&str], _req_id: &mut u64) -> Vec<String> {
+        // Everything is in the URL.
+        Vec::new()
+    }
+
+    fn resubscribe(_native: &str, _req_id: &mut u64) -> Option<[String; 2]> {
+        // A broken book is rebuilt from a REST snapshot and the buffered diffs.
+        None
+    }
+
+    fn handle(
+        dec: &mut bn::BinanceDecoder,
+        syncs: &mut [bn::BinanceBookSync],
+        ctx: &mut Ctx<'_>,
+        payload: &[u8],
+    ) -> Applied {
+        let Ok(frame) = dec.decode(payload) else { return Applied::Counted(Count::DecodeError) };
+        match frame.message {
+            bn::Message::Depth(diff) => {
+                let Some(k) = ctx.slot(diff.symbol) else { return Applied::Nothing };
+                let Some(book) = ctx.sink.book(ctx.books[k]) else { return Applied::Nothing };
+                outcome(k, syncs[k].on_diff(&diff, book))
+            }
+            bn::Message::Trade(t) => {
+                let Some(k) = ctx.slot(t.symbol) else { return Applied::Nothing };
+                ctx.sink.trade(&t.tick(ctx.books[k]));
+                ctx.sink.decided(t.event_us);
+                Applied::Data
+            }
+            bn::Message::ServerShutdown { .. } => Applied::Notice,
+            bn::Message::Error { .. } => Applied::Counted(Count::VenueError),
+            _ => Applied::Nothing,
+        }
+    }
+
+    fn apply_snapshot(
+        dec: &mut bn::BinanceDecoder,
+        sync: &mut bn::BinanceBookSync,
+        body: &[u8],
+        id: BookId,
+        sink: &mut dyn Sink,
+    ) -> SnapshotApplied {
+        match dec.decode(body) {
+            Ok(bn::Frame { message: bn::Message::Snapshot(snap), .. }) => {
+                let Some(book) = sink.book(id) else { return SnapshotApplied::NoBook };
+                match outcome(0, sync.on_snapshot(&snap, book)) {
+                    Applied::Book { found, rebuild, .. } => SnapshotApplied::Applied { found, rebuild },
+                    _ => SnapshotApplied::Applied { found: None, rebuild: false },
+                }
+            }
+            _ => SnapshotApplied::Undecodable,
+        }
+    }
+}
+
+/// What a sync outcome of local book `k` means to the session.
+fn outcome(k: usize, o: bn::SyncOutcome) -> Applied {
+    let found = match o {
+        bn::SyncOutcome::Gap { .. } => Some(Count::Gap),
+        bn::SyncOutcome::Crossed => Some(Count::Crossed),
+        bn::SyncOutcome::StaleSnapshot { .. } => Some(Count::StaleSnapshot),
+        _ => None,
+    };
+    Applied::Book { k, found, rebuild: o.wants_snapshot() }
 }
 
 #[cfg(test)]

@@ -12,6 +12,11 @@ use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
 use super::{candle, int, listed, step_from_precision, text, CandlePage, Listed, RestApi, RestError};
+use rampart_engine::book::Book;
+use rampart_engine::feed::bitget as bg;
+
+use super::protocol::{Applied, Ctx, Keepalive, Protocol};
+use super::session::{Count, DECODE_LEVELS_MAX, DECODE_TRADES_MAX};
 
 /// Bytes of one subscribe request at most (Bitget's bound is 4096).
 pub const SUBSCRIBE_BYTES_MAX: usize = 4000;
@@ -146,6 +151,94 @@ pub fn requests(op: &str, natives: &[&str], book: bool, trades: bool) -> Vec<Str
 
 /// The keepalive: the plain text `ping`.
 pub const PING: &[u8] = b"ping";
+
+/// Subscription requests a Bitget connection may make per hour (venues.md §4).
+pub const SUBSCRIBE_OPS_PER_HOUR: usize = 240;
+/// Levels per side whose text a book keeps for its checksum (Bitget does not document the
+/// `books` depth; farther levels are kept in the book without text, as OKX's are).
+pub const TEXT_LEVELS_MAX: usize = 400;
+
+impl Protocol for Bitget {
+    const VENUE: Venue = Venue::Bitget;
+    const IDLE_LIMIT_MS: i64 = 75_000;
+    // Bitget counts every message (pings too) against 10 per second.
+    const CONTROL_GAP_MS: i64 = 150;
+    const SUBSCRIBE_OPS_PER_HOUR: Option<usize> = Some(SUBSCRIBE_OPS_PER_HOUR);
+    const KEEPALIVE: Option<Keepalive> = Some(Keepalive { bytes: PING, every_ms: 25_000, after_silence: false });
+    type Decoder = bg::BitgetDecoder;
+    type Sync = bg::BitgetBookSync;
+
+    fn decoder() -> bg::BitgetDecoder {
+        bg::BitgetDecoder::new(DECODE_LEVELS_MAX, DECODE_TRADES_MAX)
+    }
+
+    fn book_sync(verify_checksums: bool) -> bg::BitgetBookSync {
+        bg::BitgetBookSync::new(TEXT_LEVELS_MAX, verify_checksums)
+    }
+
+    fn reset(sync: &mut bg::BitgetBookSync, book: &mut Book) {
+        sync.reset(book);
+    }
+
+    fn is_live(sync: &bg::BitgetBookSync) -> bool {
+        sync.is_live()
+    }
+
+    fn stream_url(ws_base: &str, _natives: &[&str]) -> String {
+        stream_url(ws_base)
+    }
+
+    fn subscribe_all(natives: &[&str], _req_id: &mut u64) -> Vec<String> {
+        requests("subscribe", natives, true, true)
+    }
+
+    fn resubscribe(native: &str, _req_id: &mut u64) -> Option<[String; 2]> {
+        let one = |op: &str| requests(op, &[native], true, false).pop().unwrap_or_default();
+        Some([one("unsubscribe"), one("subscribe")])
+    }
+
+    fn handle(
+        dec: &mut bg::BitgetDecoder,
+        syncs: &mut [bg::BitgetBookSync],
+        ctx: &mut Ctx<'_>,
+        payload: &[u8],
+    ) -> Applied {
+        let Ok(msg) = dec.decode(payload) else { return Applied::Counted(Count::DecodeError) };
+        match msg {
+            bg::Message::Book(push) => {
+                if push.channel != bg::BookChannel::Books {
+                    return Applied::Nothing;
+                }
+                let Some(k) = ctx.slot(push.inst_id) else { return Applied::Nothing };
+                let Some(book) = ctx.sink.book(ctx.books[k]) else { return Applied::Nothing };
+                let o = syncs[k].on_book(&push, book);
+                let found = match o {
+                    bg::SyncOutcome::Gap { .. } => Some(Count::Gap),
+                    bg::SyncOutcome::ChecksumMismatch { .. } => Some(Count::ChecksumMismatch),
+                    bg::SyncOutcome::Crossed => Some(Count::Crossed),
+                    bg::SyncOutcome::SequenceRestart { .. } => Some(Count::Reset),
+                    _ => None,
+                };
+                Applied::Book { k, found, rebuild: o.wants_resubscribe() }
+            }
+            bg::Message::Trades { inst_id, trades, action } => {
+                // The first push after subscribing replays recent trades, which the history
+                // already holds: only trades from then on are applied.
+                if action == Some(bg::Action::Snapshot) {
+                    return Applied::Nothing;
+                }
+                let Some(k) = ctx.slot(inst_id) else { return Applied::Nothing };
+                // The decoder hands them oldest first (newest first on the wire).
+                for t in trades {
+                    ctx.sink.trade(&t.tick(ctx.books[k]));
+                }
+                Applied::Data
+            }
+            bg::Message::Error { .. } => Applied::Counted(Count::VenueError),
+            _ => Applied::Nothing,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

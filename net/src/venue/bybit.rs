@@ -11,6 +11,11 @@ use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
 use super::{candle, int, listed, text, CandlePage, Listed, RestApi, RestError};
+use rampart_engine::book::Book;
+use rampart_engine::feed::bybit as by;
+
+use super::protocol::{Applied, Ctx, Keepalive, Protocol};
+use super::session::{Count, DECODE_LEVELS_MAX, DECODE_TRADES_MAX};
 
 /// Book depth subscribed.
 pub const BOOK_DEPTH: usize = 200;
@@ -137,6 +142,81 @@ pub fn requests(op: &str, natives: &[&str], book: bool, trades: bool, req_id: &m
 
 /// The application ping (every 20 s).
 pub const PING: &[u8] = br#"{"op":"ping"}"#;
+
+impl Protocol for Bybit {
+    const VENUE: Venue = Venue::Bybit;
+    const IDLE_LIMIT_MS: i64 = 60_000;
+    const CONTROL_GAP_MS: i64 = 100;
+    const SUBSCRIBE_OPS_PER_HOUR: Option<usize> = None;
+    const KEEPALIVE: Option<Keepalive> = Some(Keepalive { bytes: PING, every_ms: 20_000, after_silence: false });
+    type Decoder = by::BybitDecoder;
+    type Sync = by::BybitBookSync;
+
+    fn decoder() -> by::BybitDecoder {
+        by::BybitDecoder::new(DECODE_LEVELS_MAX, DECODE_TRADES_MAX)
+    }
+
+    fn book_sync(_verify_checksums: bool) -> by::BybitBookSync {
+        by::BybitBookSync::new()
+    }
+
+    fn reset(sync: &mut by::BybitBookSync, book: &mut Book) {
+        sync.reset(book);
+    }
+
+    fn is_live(sync: &by::BybitBookSync) -> bool {
+        sync.is_live()
+    }
+
+    fn stream_url(ws_base: &str, _natives: &[&str]) -> String {
+        stream_url(ws_base)
+    }
+
+    fn subscribe_all(natives: &[&str], req_id: &mut u64) -> Vec<String> {
+        requests("subscribe", natives, true, true, req_id)
+    }
+
+    fn resubscribe(native: &str, req_id: &mut u64) -> Option<[String; 2]> {
+        let one = |op: &str, req_id: &mut u64| requests(op, &[native], true, false, req_id).pop().unwrap_or_default();
+        Some([one("unsubscribe", req_id), one("subscribe", req_id)])
+    }
+
+    fn handle(
+        dec: &mut by::BybitDecoder,
+        syncs: &mut [by::BybitBookSync],
+        ctx: &mut Ctx<'_>,
+        payload: &[u8],
+    ) -> Applied {
+        let Ok(msg) = dec.decode(payload) else { return Applied::Counted(Count::DecodeError) };
+        match msg {
+            by::Message::Book(update) => {
+                let Some(k) = ctx.slot(update.symbol) else { return Applied::Nothing };
+                let Some(book) = ctx.sink.book(ctx.books[k]) else { return Applied::Nothing };
+                let o = syncs[k].on_book(&update, book);
+                // The stream is the top N of the venue's book: levels pushed out of it are not
+                // always removed explicitly (venues.md §2.2 rule 5).
+                book.truncate(BOOK_DEPTH);
+                let found = match o {
+                    by::SyncOutcome::Gap { .. } => Some(Count::Gap),
+                    by::SyncOutcome::Crossed => Some(Count::Crossed),
+                    by::SyncOutcome::Reset => Some(Count::Reset),
+                    _ => None,
+                };
+                Applied::Book { k, found, rebuild: o.wants_resubscribe() }
+            }
+            by::Message::Trades(trades) => {
+                for t in trades.iter() {
+                    if let Some(k) = ctx.slot(t.symbol) {
+                        ctx.sink.trade(&t.tick(ctx.books[k]));
+                    }
+                }
+                Applied::Data
+            }
+            by::Message::OpReply(r) if r.is_failure() => Applied::Counted(Count::VenueError),
+            _ => Applied::Nothing,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

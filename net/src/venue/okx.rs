@@ -11,6 +11,12 @@ use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
 use super::{candle, int, listed, text, CandlePage, Listed, RestApi, RestError};
+use rampart_engine::book::Book;
+use rampart_engine::feed::okx as ok;
+use rampart_engine::{Tick, TickKind};
+
+use super::protocol::{Applied, Ctx, Keepalive, Protocol};
+use super::session::{Count, DECODE_LEVELS_MAX, DECODE_TRADES_MAX};
 
 /// OKX's REST API.
 pub struct Okx;
@@ -117,6 +123,91 @@ pub fn request(op: &str, natives: &[&str], book: bool, trades: bool, id: &mut u6
 
 /// The keepalive: the plain text `ping`.
 pub const PING: &[u8] = b"ping";
+
+/// Subscription requests an OKX connection may make per hour (venues.md §3).
+pub const SUBSCRIBE_OPS_PER_HOUR: usize = 480;
+/// Books per subscribe request at most: 20 channels keep each request well under OKX's 64 KB.
+pub const BOOKS_PER_REQUEST_MAX: usize = 10;
+
+impl Protocol for Okx {
+    const VENUE: Venue = Venue::Okx;
+    const IDLE_LIMIT_MS: i64 = 40_000;
+    const CONTROL_GAP_MS: i64 = 100;
+    const SUBSCRIBE_OPS_PER_HOUR: Option<usize> = Some(SUBSCRIBE_OPS_PER_HOUR);
+    // Sent when nothing arrived for 20 s (the server closes at 30 s of silence).
+    const KEEPALIVE: Option<Keepalive> = Some(Keepalive { bytes: PING, every_ms: 20_000, after_silence: true });
+    type Decoder = ok::OkxDecoder;
+    type Sync = ok::OkxBookSync;
+
+    fn decoder() -> ok::OkxDecoder {
+        ok::OkxDecoder::new(DECODE_LEVELS_MAX, DECODE_TRADES_MAX)
+    }
+
+    fn book_sync(verify_checksums: bool) -> ok::OkxBookSync {
+        ok::OkxBookSync::new(ok::BOOKS_LEVELS_PER_SIDE_MAX, verify_checksums)
+    }
+
+    fn reset(sync: &mut ok::OkxBookSync, book: &mut Book) {
+        sync.reset(book);
+    }
+
+    fn is_live(sync: &ok::OkxBookSync) -> bool {
+        sync.is_live()
+    }
+
+    fn stream_url(ws_base: &str, _natives: &[&str]) -> String {
+        stream_url(ws_base)
+    }
+
+    fn subscribe_all(natives: &[&str], req_id: &mut u64) -> Vec<String> {
+        natives.chunks(BOOKS_PER_REQUEST_MAX).map(|c| request("subscribe", c, true, true, req_id)).collect()
+    }
+
+    fn resubscribe(native: &str, req_id: &mut u64) -> Option<[String; 2]> {
+        Some([
+            request("unsubscribe", &[native], true, false, req_id),
+            request("subscribe", &[native], true, false, req_id),
+        ])
+    }
+
+    fn handle(dec: &mut ok::OkxDecoder, syncs: &mut [ok::OkxBookSync], ctx: &mut Ctx<'_>, payload: &[u8]) -> Applied {
+        let Ok(msg) = dec.decode(payload) else { return Applied::Counted(Count::DecodeError) };
+        if msg.is_upgrade_notice() {
+            return Applied::Notice;
+        }
+        match msg {
+            ok::Message::Book(push) => {
+                if push.channel != b"books" {
+                    return Applied::Nothing;
+                }
+                let Some(k) = ctx.slot(push.inst_id) else { return Applied::Nothing };
+                let Some(book) = ctx.sink.book(ctx.books[k]) else { return Applied::Nothing };
+                let o = syncs[k].on_book(&push, book);
+                let found = match o {
+                    ok::SyncOutcome::Gap { .. } => Some(Count::Gap),
+                    ok::SyncOutcome::ChecksumMismatch { .. } => Some(Count::ChecksumMismatch),
+                    ok::SyncOutcome::Crossed => Some(Count::Crossed),
+                    ok::SyncOutcome::Reset { .. } => Some(Count::Reset),
+                    _ => None,
+                };
+                Applied::Book { k, found, rebuild: o.wants_resubscribe() }
+            }
+            ok::Message::Trades { inst_id, trades, .. } => {
+                let Some(k) = ctx.slot(inst_id) else { return Applied::Nothing };
+                for t in trades {
+                    ctx.sink.trade(&Tick {
+                        book: ctx.books[k],
+                        ts_ms: t.ts_ms,
+                        kind: TickKind::Trade { price: t.price, qty: t.qty, taker_sell: t.taker_sell },
+                    });
+                }
+                Applied::Data
+            }
+            ok::Message::Error { .. } => Applied::Counted(Count::VenueError),
+            _ => Applied::Nothing,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
