@@ -29,8 +29,8 @@
 use std::collections::VecDeque;
 
 use super::{
-    level, parse_levels, plain_str, price, qty, read_levels, read_nested, str_raw, uint, walk_keyed, Claim, Cursor,
-    DecodeError, JsonError, JsonErrorKind, KeyHints, KeySet, Nested, Span,
+    level, object_start, parse_levels, plain_str, price, qty, read_levels, read_nested, str_raw, uint, walk_keyed,
+    Claim, Cursor, DecodeError, JsonError, JsonErrorKind, KeyHints, KeySet, Nested, Span,
 };
 use crate::book::{Book, Level, Side};
 use crate::fixed::{Price, Qty};
@@ -221,16 +221,7 @@ impl BinanceDecoder {
         let BinanceDecoder { time_unit, levels_max, bids, asks, hints } = self;
         bids.clear();
         asks.clear();
-        let mut cur = Cursor::new(frame, 0);
-        cur.skip_ws();
-        if cur.peek() != Some(b'{') {
-            // Say whether it is JSON at all before saying it is not an object.
-            cur.skip_value()?;
-            if !cur.at_end() {
-                return Err(cur.error(JsonErrorKind::TrailingBytes).into());
-            }
-            return Err(DecodeError::NotAnObject);
-        }
+        let mut cur = object_start(frame)?;
         let mut outer = Fields::new(frame, &KEYS);
         let mut data = Nested::new(frame, &KEYS);
         let mut pass = Pass { bytes: frame, levels_max: *levels_max, bids, asks, bids_claim: None, asks_claim: None };
@@ -255,89 +246,29 @@ impl BinanceDecoder {
     }
 }
 
-// Keys the decoder reads. Matching is on raw key bytes: an escaped key is an unknown key.
-const K_EVENT: usize = 0;
-const K_EVENT_TIME: usize = 1;
-const K_SYMBOL: usize = 2;
-const K_FIRST_ID: usize = 3;
-const K_FINAL_ID: usize = 4;
-const K_BIDS: usize = 5;
-const K_ASKS: usize = 6;
-const K_TRADE_ID: usize = 7;
-const K_PRICE: usize = 8;
-const K_QTY: usize = 9;
-const K_TRADE_TIME: usize = 10;
-const K_BUYER_MAKER: usize = 11;
-const K_LAST_UPDATE_ID: usize = 12;
-const K_SNAP_BIDS: usize = 13;
-const K_SNAP_ASKS: usize = 14;
-const K_RESULT: usize = 15;
-const K_ID: usize = 16;
-const K_CODE: usize = 17;
-const K_MSG: usize = 18;
-const K_STREAM: usize = 19;
-const K_DATA: usize = 20;
-const KEYS: [&str; 21] = [
-    "e",
-    "E",
-    "s",
-    "U",
-    "u",
-    "b",
-    "a",
-    "t",
-    "p",
-    "q",
-    "T",
-    "m",
-    "lastUpdateId",
-    "bids",
-    "asks",
-    "result",
-    "id",
-    "code",
-    "msg",
-    "stream",
-    "data",
-];
-
-/// [`KEYS`] with their compact-JSON patterns, for [`walk_keyed`].
-static KEY_SET: KeySet<{ KEYS.len() }> = KeySet::new(&KEYS, key_index);
-
-/// The index in [`KEYS`] of a raw key.
-///
-/// Rationale: a `match` on the key bytes (a jump on the length, then on the bytes) measured
-/// faster here than a perfect hash confirmed by a comparison.
-#[inline]
-fn key_index(raw: &[u8]) -> Option<usize> {
-    Some(match raw {
-        b"e" => K_EVENT,
-        b"E" => K_EVENT_TIME,
-        b"s" => K_SYMBOL,
-        b"U" => K_FIRST_ID,
-        b"u" => K_FINAL_ID,
-        b"b" => K_BIDS,
-        b"a" => K_ASKS,
-        b"t" => K_TRADE_ID,
-        b"p" => K_PRICE,
-        b"q" => K_QTY,
-        b"T" => K_TRADE_TIME,
-        b"m" => K_BUYER_MAKER,
-        b"lastUpdateId" => K_LAST_UPDATE_ID,
-        b"bids" => K_SNAP_BIDS,
-        b"asks" => K_SNAP_ASKS,
-        b"result" => K_RESULT,
-        b"id" => K_ID,
-        b"code" => K_CODE,
-        b"msg" => K_MSG,
-        b"stream" => K_STREAM,
-        b"data" => K_DATA,
-        _ => return None,
-    })
-}
-
-fn name(key: usize) -> &'static str {
-    KEYS.get(key).copied().unwrap_or("?")
+// The keys the decoder reads, in one table (see `key_table!`).
+key_table! {
+    K_EVENT = b"e",
+    K_EVENT_TIME = b"E",
+    K_SYMBOL = b"s",
+    K_FIRST_ID = b"U",
+    K_FINAL_ID = b"u",
+    K_BIDS = b"b",
+    K_ASKS = b"a",
+    K_TRADE_ID = b"t",
+    K_PRICE = b"p",
+    K_QTY = b"q",
+    K_TRADE_TIME = b"T",
+    K_BUYER_MAKER = b"m",
+    K_LAST_UPDATE_ID = b"lastUpdateId",
+    K_SNAP_BIDS = b"bids",
+    K_SNAP_ASKS = b"asks",
+    K_RESULT = b"result",
+    K_ID = b"id",
+    K_CODE = b"code",
+    K_MSG = b"msg",
+    K_STREAM = b"stream",
+    K_DATA = b"data",
 }
 
 /// Where each known key's value lies in one object.

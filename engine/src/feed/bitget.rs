@@ -51,11 +51,11 @@
 //! - A book push whose `data` does not hold exactly one object is refused
 //!   ([`DecodeError::OutOfRange`] on `data`); Bitget sends one book per push.
 
+use super::arg_data::{side, walk, ArgData, Buffers, ChannelKind};
 use super::checksum::{text_level, Check, TextBook, TextSpan};
 use super::{
-    array_at, int, int_or_string, ms, plain_str, push_bounded, read_levels, read_nested, read_objects, read_single,
-    str_field, string_ms, string_uint, taker_sell, uint, walk_keyed, walk_levels, Cursor, DecodeError, Deferred,
-    Elements, JsonError, JsonErrorKind, KeyHints, KeySet, Nested, Row, Single, Span,
+    array_at, int, int_or_string, ms, plain_str, str_field, string_ms, string_uint, taker_sell, uint, DecodeError,
+    Elements, KeyHints, KeySet, Row, Span,
 };
 use crate::book::{Book, Side};
 use crate::fixed::{Price, Qty};
@@ -331,42 +331,9 @@ impl BitgetDecoder {
             return Ok(Message::Pong);
         }
         let BitgetDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
-        bids.clear();
-        asks.clear();
-        trades.clear();
-        let mut cur = Cursor::new(frame, 0);
-        cur.skip_ws();
-        if cur.peek() != Some(b'{') {
-            // Say whether it is JSON at all before saying it is not an object.
-            cur.skip_value()?;
-            if !cur.at_end() {
-                return Err(cur.error(JsonErrorKind::TrailingBytes).into());
-            }
-            return Err(DecodeError::NotAnObject);
-        }
-        let mut outer = Fields::new(frame, &KEYS);
-        let mut arg_read = Nested::new(frame, &KEYS);
-        let mut single = Single::new(frame, &KEYS);
-        let mut pass = Pass {
-            bytes: frame,
-            levels_max: *levels_max,
-            trades_max: *trades_max,
-            bids,
-            asks,
-            trades,
-            data: DataRead::Unread,
-        };
-        pass.outer(&mut cur, hints, &mut outer, &mut arg_read, &mut single)?;
-        if !cur.at_end() {
-            return Err(cur.error(JsonErrorKind::TrailingBytes).into());
-        }
-        let Pass { bids, asks, trades, data: data_read, .. } = pass;
-        let arg = match outer.span(K_ARG) {
-            // `arg` was read as an object during the pass exactly when it is one.
-            Some(_) if !arg_read.read => return Err(DecodeError::WrongType(name(K_ARG))),
-            Some(_) => Some(arg_read.fields()?),
-            None => None,
-        };
+        let buffers = Buffers { levels_max: *levels_max, trades_max: *trades_max, bids, asks, trades };
+        let walked = walk::<Wire, { KEYS.len() }>(frame, buffers, hints)?;
+        let (outer, arg) = (&walked.outer, walked.arg()?);
         let arg_str = |k: usize| arg.and_then(|a| a.get(k)).map(|v| plain_str(v, name(k))).transpose();
         if let Some(event) = outer.get(K_EVENT) {
             let event = plain_str(event, name(K_EVENT))?;
@@ -403,20 +370,14 @@ impl BitgetDecoder {
             if channel == BookChannel::Books && action.is_none() {
                 return Err(DecodeError::MissingField(name(K_ACTION)));
             }
-            let lazy;
-            let (d, bids_read, asks_read) = match data_read {
-                DataRead::Book { bids, asks } => (single.fields(name(K_DATA))?, bids, asks),
-                _ => {
-                    lazy = Fields::single_in_array(frame, data, &KEYS, key_index, name(K_DATA))?;
-                    (&lazy, None, None)
-                }
-            };
+            let mut lazy = None;
+            let (d, bids_read, asks_read) = walked.book(data, &mut lazy)?;
             let ts_ms = string_ms(d.req(K_TS)?, name(K_TS))?;
             let checksum = d.get(K_CHECKSUM).map(checksum).transpose()?;
             let seq = uint(d.req(K_SEQ)?, name(K_SEQ))?;
             let pseq = d.get(K_PSEQ).map(|v| int(v, name(K_PSEQ))).transpose()?;
-            side(d, K_BIDS, bids_read, *levels_max, bids)?;
-            side(d, K_ASKS, asks_read, *levels_max, asks)?;
+            side::<Wire, { KEYS.len() }>(d, K_BIDS, bids_read, *levels_max, bids)?;
+            side::<Wire, { KEYS.len() }>(d, K_ASKS, asks_read, *levels_max, asks)?;
             let bids: &'a Vec<BitgetLevel> = bids;
             let asks: &'a Vec<BitgetLevel> = asks;
             return Ok(Message::Book(BookPush {
@@ -434,13 +395,7 @@ impl BitgetDecoder {
             }));
         }
         if is_trade {
-            match data_read {
-                DataRead::Trades(result) => result?,
-                _ => {
-                    trades.clear();
-                    decode_trades(frame, data, *trades_max, trades)?;
-                }
-            }
+            walked.trades(data, *trades_max, trades)?;
             // In place and without allocating.
             trades.sort_unstable_by_key(|t| (t.ts_ms, t.trade_id));
             let trades: &'a Vec<BitgetTrade> = trades;
@@ -451,206 +406,64 @@ impl BitgetDecoder {
     }
 }
 
-// Keys the decoder reads. Matching is on raw key bytes: an escaped key is an unknown key.
-const K_ARG: usize = 0;
-const K_ACTION: usize = 1;
-const K_DATA: usize = 2;
-const K_EVENT: usize = 3;
-const K_CODE: usize = 4;
-const K_MSG: usize = 5;
-const K_CHANNEL: usize = 6;
-const K_INST_ID: usize = 7;
-const K_ASKS: usize = 8;
-const K_BIDS: usize = 9;
-const K_TS: usize = 10;
-const K_CHECKSUM: usize = 11;
-const K_SEQ: usize = 12;
-const K_PSEQ: usize = 13;
-const K_TRADE_ID: usize = 14;
-const K_PRICE: usize = 15;
-const K_SIZE: usize = 16;
-const K_SIDE: usize = 17;
-const KEYS: [&str; 18] = [
-    "arg", "action", "data", "event", "code", "msg", "channel", "instId", "asks", "bids", "ts", "checksum", "seq",
-    "pseq", "tradeId", "price", "size", "side",
-];
-
-/// [`KEYS`] with their compact-JSON patterns, for [`walk_keyed`].
-static KEY_SET: KeySet<{ KEYS.len() }> = KeySet::new(&KEYS, key_index);
-
-/// The index in [`KEYS`] of a raw key.
-///
-/// Rationale: a `match` on the key bytes (a jump on the length, then on the bytes) measured
-/// faster here than a perfect hash confirmed by a comparison.
-#[inline]
-fn key_index(raw: &[u8]) -> Option<usize> {
-    Some(match raw {
-        b"arg" => K_ARG,
-        b"action" => K_ACTION,
-        b"data" => K_DATA,
-        b"event" => K_EVENT,
-        b"code" => K_CODE,
-        b"msg" => K_MSG,
-        b"channel" => K_CHANNEL,
-        b"instId" => K_INST_ID,
-        b"asks" => K_ASKS,
-        b"bids" => K_BIDS,
-        b"ts" => K_TS,
-        b"checksum" => K_CHECKSUM,
-        b"seq" => K_SEQ,
-        b"pseq" => K_PSEQ,
-        b"tradeId" => K_TRADE_ID,
-        b"price" => K_PRICE,
-        b"size" => K_SIZE,
-        b"side" => K_SIDE,
-        _ => return None,
-    })
-}
-
-fn name(key: usize) -> &'static str {
-    KEYS.get(key).copied().unwrap_or("?")
+// The keys the decoder reads, in one table (see `key_table!`).
+key_table! {
+    K_ARG = b"arg",
+    K_ACTION = b"action",
+    K_DATA = b"data",
+    K_EVENT = b"event",
+    K_CODE = b"code",
+    K_MSG = b"msg",
+    K_CHANNEL = b"channel",
+    K_INST_ID = b"instId",
+    K_ASKS = b"asks",
+    K_BIDS = b"bids",
+    K_TS = b"ts",
+    K_CHECKSUM = b"checksum",
+    K_SEQ = b"seq",
+    K_PSEQ = b"pseq",
+    K_TRADE_ID = b"tradeId",
+    K_PRICE = b"price",
+    K_SIZE = b"size",
+    K_SIDE = b"side",
 }
 
 /// Where each key of [`KEYS`] lies in one object.
 type Fields<'a> = super::Fields<'a, { KEYS.len() }>;
 
-/// What the pass read of `data`.
-enum DataRead {
-    /// Nothing: `data` came before `arg`, or is not an array, or the channel is not a book or
-    /// trade channel. The decoder reads `data` from its span if it needs it.
-    Unread,
-    /// A book push's `data`, and the outcome of reading its `bids` and `asks` arrays into the
-    /// level buffers, when they are arrays.
-    Book { bids: Option<Deferred>, asks: Option<Deferred> },
-    /// A trade push's `data`, read into the trade buffer (not yet sorted).
-    Trades(Deferred),
-}
+/// Bitget's pushes in the shared `{arg, data}` shape.
+enum Wire {}
 
-/// What a channel carries, for the channels whose `data` the pass reads.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum ChannelKind {
-    Book,
-    Trade,
-}
+impl ArgData<{ KEYS.len() }> for Wire {
+    type Level = BitgetLevel;
+    type Trade = BitgetTrade;
+    const ARG: usize = K_ARG;
+    const DATA: usize = K_DATA;
+    const CHANNEL: usize = K_CHANNEL;
+    const BIDS: usize = K_BIDS;
+    const ASKS: usize = K_ASKS;
 
-/// The kinds of object the pass reads (for [`KeyHints`]): the message, its `arg`, a book
-/// push's `data[0]`, a trade of a trade push's `data`.
-const OBJ_OUTER: usize = 0;
-const OBJ_ARG: usize = 1;
-const OBJ_BOOK: usize = 2;
-const OBJ_TRADE: usize = 3;
-
-/// One pass over a message: validates all of it, notes where known keys' values lie in the
-/// message and in `arg`, and reads `data` as it meets it when `arg` came first and names a book
-/// or trade channel (Bitget sends `arg` first): a book's levels straight into the level buffers,
-/// a trade push into the trade buffer. What is wrong inside `arg` or `data` is held (see
-/// [`Deferred`]) until the decoder reaches it.
-struct Pass<'a, 'b> {
-    bytes: &'a [u8],
-    levels_max: usize,
-    trades_max: usize,
-    bids: &'b mut Vec<BitgetLevel>,
-    asks: &'b mut Vec<BitgetLevel>,
-    trades: &'b mut Vec<BitgetTrade>,
-    data: DataRead,
-}
-
-impl<'a> Pass<'a, '_> {
-    /// Reads the message's object at the cursor. A repeated key of the message is refused here,
-    /// as the two-pass reading refused it while scanning.
-    fn outer(
-        &mut self,
-        cur: &mut Cursor<'a>,
-        hints: &mut KeyHints,
-        f: &mut Fields<'a>,
-        arg: &mut Nested<'a, { KEYS.len() }>,
-        single: &mut Single<'a, { KEYS.len() }>,
-    ) -> Result<(), DecodeError> {
-        walk_keyed(cur, &KEY_SET, hints, OBJ_OUTER, |cur, k, hints| {
-            let Some(k) = k else {
-                cur.skip_value()?;
-                return Ok(());
-            };
-            cur.skip_ws();
-            let start = cur.pos();
-            match (k, cur.peek()) {
-                // A second `arg` or `data` is refused just below; what it read is then never
-                // looked at.
-                (K_ARG, Some(b'{')) => {
-                    read_nested(cur, 0, arg, &KEY_SET, hints, OBJ_ARG, |cur, _| cur.skip_value_at(1).map(drop))?;
-                }
-                (K_DATA, Some(b'[')) => self.data(cur, hints, arg, single)?,
-                _ => {
-                    cur.skip_value()?;
-                }
-            }
-            f.record(k, Span { start, end: cur.pos() })
-        })
+    fn keys() -> &'static KeySet<{ KEYS.len() }> {
+        &KEY_SET
     }
 
-    /// The kind of the channel `arg` names, when `arg` has been read and names a book or trade
-    /// channel.
-    fn channel_kind(arg: &Nested<'a, { KEYS.len() }>) -> Option<ChannelKind> {
-        if !arg.read {
-            return None;
-        }
-        let arg = arg.fields().ok()?;
-        let channel = plain_str(arg.get(K_CHANNEL)?, name(K_CHANNEL)).ok()?;
+    fn channel_kind(channel: &[u8]) -> Option<ChannelKind> {
         if BookChannel::from_name(channel).is_some() {
             Some(ChannelKind::Book)
         } else if channel == b"trade" {
-            Some(ChannelKind::Trade)
+            Some(ChannelKind::Trades)
         } else {
             None
         }
     }
 
-    /// Reads `data` (an array, at the cursor) as the channel's kind says.
-    fn data(
-        &mut self,
-        cur: &mut Cursor<'a>,
-        hints: &mut KeyHints,
-        arg: &Nested<'a, { KEYS.len() }>,
-        single: &mut Single<'a, { KEYS.len() }>,
-    ) -> Result<(), JsonError> {
-        let bytes = self.bytes;
-        match Self::channel_kind(arg) {
-            Some(ChannelKind::Book) => {
-                let (mut bids_read, mut asks_read) = (None, None);
-                read_single(cur, 0, single, &KEY_SET, hints, OBJ_BOOK, |cur, k| {
-                    let side = match k {
-                        K_BIDS if bids_read.is_none() => Some((&mut *self.bids, &mut bids_read)),
-                        K_ASKS if asks_read.is_none() => Some((&mut *self.asks, &mut asks_read)),
-                        _ => None,
-                    };
-                    match side {
-                        Some((out, read)) if cur.peek() == Some(b'[') => {
-                            let field = name(k);
-                            let max = self.levels_max;
-                            let read = read.insert(Ok(()));
-                            read_levels(cur, 2, field, max, out, read, |row| bitget_level(bytes, row, field))?;
-                        }
-                        _ => {
-                            cur.skip_value_at(2)?;
-                        }
-                    }
-                    Ok(())
-                })?;
-                self.data = DataRead::Book { bids: bids_read, asks: asks_read };
-            }
-            Some(ChannelKind::Trade) => {
-                let (trades, max) = (&mut *self.trades, self.trades_max);
-                let mut read = Ok(());
-                read_objects(cur, 0, &KEY_SET, hints, OBJ_TRADE, name(K_DATA), &mut read, |t| {
-                    push_bounded(trades, max, trade(t)?, name(K_DATA))
-                })?;
-                self.data = DataRead::Trades(read);
-            }
-            None => {
-                cur.skip_value()?;
-            }
-        }
-        Ok(())
+    #[inline]
+    fn level(bytes: &[u8], row: &Row, field: &'static str) -> Result<BitgetLevel, DecodeError> {
+        bitget_level(bytes, row, field)
+    }
+
+    fn trade(f: &Fields<'_>) -> Result<BitgetTrade, DecodeError> {
+        trade(f)
     }
 }
 
@@ -678,26 +491,6 @@ fn bitget_level(bytes: &[u8], row: &Row, field: &'static str) -> Result<BitgetLe
     Ok(BitgetLevel { price, qty, price_text: row.p.into(), size_text: row.q.into() })
 }
 
-/// The level array of key `key` of the book object `d`: from the buffer when the pass read it
-/// there, else read now on the general path (which reports what is wrong with it).
-fn side(
-    d: &Fields<'_>,
-    key: usize,
-    read: Option<Deferred>,
-    max: usize,
-    out: &mut Vec<BitgetLevel>,
-) -> Result<(), DecodeError> {
-    let span = d.req_span(key)?;
-    match read {
-        Some(result) => result,
-        None => {
-            out.clear();
-            let (bytes, field) = (d.bytes(), name(key));
-            walk_levels(bytes, span, field, max, out, |row| bitget_level(bytes, row, field))
-        }
-    }
-}
-
 /// One element of a trade push's `data`.
 fn trade(t: &Fields<'_>) -> Result<BitgetTrade, DecodeError> {
     let trade_id = string_uint(t.req(K_TRADE_ID)?, name(K_TRADE_ID))?;
@@ -706,14 +499,6 @@ fn trade(t: &Fields<'_>) -> Result<BitgetTrade, DecodeError> {
     let taker_sell = taker_sell(t.req(K_SIDE)?, name(K_SIDE))?;
     let ts_ms = string_ms(t.req(K_TS)?, name(K_TS))?;
     Ok(BitgetTrade { trade_id, price, qty, taker_sell, ts_ms })
-}
-
-/// Reads the `data` array of a trade push into `out` (bounded by `max`) on the general path; the
-/// caller sorts it.
-fn decode_trades(bytes: &[u8], data: Span, max: usize, out: &mut Vec<BitgetTrade>) -> Result<(), DecodeError> {
-    Fields::each_in_array(bytes, data, &KEYS, key_index, name(K_DATA), |t| {
-        push_bounded(out, max, trade(&t)?, name(K_DATA))
-    })
 }
 
 /// Reads the rows of a candle push: each an array whose first cell is the start time as a

@@ -40,6 +40,66 @@ use core::fmt;
 use crate::book::Level;
 use crate::fixed::{ParseError, Price, Qty, DECIMALS, SCALE};
 
+/// A cursor at the `{` that opens message `frame`. A message that is not a JSON object is
+/// [`DecodeError::NotAnObject`] when it is valid JSON, and its JSON error otherwise.
+pub(crate) fn object_start(frame: &[u8]) -> Result<Cursor<'_>, DecodeError> {
+    let mut cur = Cursor::new(frame, 0);
+    cur.skip_ws();
+    if cur.peek() != Some(b'{') {
+        // Say whether it is JSON at all before saying it is not an object.
+        cur.skip_value()?;
+        if !cur.at_end() {
+            return Err(cur.error(JsonErrorKind::TrailingBytes).into());
+        }
+        return Err(DecodeError::NotAnObject);
+    }
+    Ok(cur)
+}
+
+/// A decoder's keys, written once: `key_table! { K_ARG = b"arg", ... }` makes an index constant
+/// per key (in the order written), `KEYS` (the names by index), `key_index` (the raw key bytes →
+/// index `match`), `KEY_SET` (the [`KeySet`] for [`walk_keyed`]) and `name` (a key's name for
+/// errors). Matching is on raw key bytes: an escaped key is an unknown key.
+///
+/// Rationale for the `match`: a jump on the length, then on the bytes, measured faster here than
+/// a perfect hash confirmed by a comparison.
+macro_rules! key_table {
+    ($($konst:ident = $raw:literal),+ $(,)?) => {
+        key_table!(@index 0usize; $($konst)+);
+
+        /// The names of the keys the decoder reads, by index.
+        const KEYS: [&str; [$(stringify!($konst)),+].len()] = [$(
+            match ::core::str::from_utf8($raw) {
+                Ok(name) => name,
+                Err(_) => panic!("a key is UTF-8"),
+            }
+        ),+];
+
+        /// [`KEYS`] with their compact-JSON patterns, for [`walk_keyed`].
+        static KEY_SET: KeySet<{ KEYS.len() }> = KeySet::new(&KEYS, key_index);
+
+        /// The index in [`KEYS`] of a raw key.
+        #[inline]
+        fn key_index(raw: &[u8]) -> Option<usize> {
+            Some(match raw {
+                $($raw => $konst,)+
+                _ => return None,
+            })
+        }
+
+        /// A key's name, for errors.
+        fn name(key: usize) -> &'static str {
+            KEYS.get(key).copied().unwrap_or("?")
+        }
+    };
+    (@index $n:expr; ) => {};
+    (@index $n:expr; $konst:ident $($rest:ident)*) => {
+        const $konst: usize = $n;
+        key_table!(@index $n + 1; $($rest)*);
+    };
+}
+
+mod arg_data;
 pub mod binance;
 pub mod bitget;
 pub mod bybit;
@@ -836,7 +896,8 @@ pub(crate) struct KeySet<const N: usize> {
     /// The names, by index.
     pub(crate) names: &'static [&'static str; N],
     patterns: [KeyPattern; N],
-    index: KeyIndex,
+    /// The raw key → index `match`.
+    pub(crate) index: KeyIndex,
 }
 
 /// `"name":` as little-endian bytes, the mask of its bytes, and its length (0 when longer than
