@@ -247,6 +247,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         fault_hang_on_stop: false,
         events_max: rampart_net::shard::EVENTS_MAX,
         cpus: (0..shards).map(|i| Some(i % std::thread::available_parallelism().map_or(1, |c| c.get()))).collect(),
+        clock: rampart_net::clock::system(),
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();
@@ -419,7 +420,8 @@ pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summ
 /// one in a hundred that goes to a receiver that never answers. Returns the latency from the
 /// firing's commit to the POST's arrival at a fast receiver, and the fast deliveries per second.
 pub fn delivery(firings: usize, hosts: usize) -> Summary {
-    use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
+    use rampart_net::clock::SystemClock;
+    use rampart_net::delivery::{Delivery, DeliveryConfig};
     use rampart_net::store::{FiringRecord, NewAlert, Store};
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader, Read, Write};
@@ -502,7 +504,7 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
     let wake = d.waker();
     let started = Instant::now();
     for chunk in ids.chunks(100) {
-        let now = rampart_net::clock::now_ms();
+        let now = rampart_net::clock::wall_ms();
         let batch: Vec<FiringRecord> = chunk
             .iter()
             .map(|&id| FiringRecord { alert_id: id, price: 2, move_hundredths: None, ts_ms: now, last: false })

@@ -339,7 +339,7 @@ fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<
 /// Runs one scenario, writes its result files and returns the result.
 pub fn run(o: &Opts) -> Res<Value> {
     let (cores, cpu) = harness::machine();
-    let started_ms = rampart_net::clock::now_ms();
+    let started_ms = rampart_net::clock::wall_ms();
     let mut result = json!({
         "scenario": o.scenario, "command": o.command, "commit": harness::commit(),
         "machine": {"cores": cores, "cpu": cpu}, "date": rampart_net::clock::iso8601(started_ms),

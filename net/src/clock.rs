@@ -1,14 +1,85 @@
-//! The wall clock, read only here and passed into the engine as an argument.
+//! The process's clock: one [`Clock`] made at start and handed to every part that reads the
+//! time (shards, live feed, writer, delivery, front, storage probe), so tests can drive time.
+//!
+//! The wall clock is read only here ([`SystemClock`]); the engine gets the time as an argument.
+//! Monotonic `Instant`s remain where the runtime sets an I/O deadline (socket timeouts, the
+//! shutdown grace, pool idle limits): those measure waiting, not market time.
 
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
+/// A source of "now".
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// Microseconds since the Unix epoch.
+    fn now_us(&self) -> i64;
+
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64 {
+        self.now_us().div_euclid(1000)
+    }
+}
+
+/// The clock every part of one process shares.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// The wall clock, shared.
+pub fn system() -> SharedClock {
+    Arc::new(SystemClock)
+}
+
+/// The wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_us(&self) -> i64 {
+        wall_us()
+    }
+
+    fn now_ms(&self) -> i64 {
+        wall_ms()
+    }
+}
+
+/// A clock that moves only when told (tests).
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    us: AtomicI64,
+}
+
+impl ManualClock {
+    /// A clock at `ms`.
+    pub fn new(ms: i64) -> ManualClock {
+        ManualClock { us: AtomicI64::new(ms * 1000) }
+    }
+
+    /// Sets the time to `ms`.
+    pub fn set(&self, ms: i64) {
+        self.us.store(ms * 1000, Ordering::SeqCst);
+    }
+
+    /// Moves the time on by `ms`.
+    pub fn advance(&self, ms: i64) {
+        self.us.fetch_add(ms * 1000, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_us(&self) -> i64 {
+        self.us.load(Ordering::SeqCst)
+    }
+}
+
+/// Milliseconds since the Unix epoch, from the wall clock. For the service, use its [`Clock`];
+/// this is for tools outside it (the command line, the harness).
+pub fn wall_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Microseconds since the Unix epoch.
-pub fn now_us() -> i64 {
+/// Microseconds since the Unix epoch, from the wall clock (see [`wall_ms`]).
+pub fn wall_us() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
@@ -39,6 +110,18 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_manual_clock_moves_only_when_told() {
+        let c = ManualClock::new(1_000);
+        assert_eq!((c.now_ms(), c.now_us()), (1_000, 1_000_000));
+        c.advance(250);
+        assert_eq!(c.now_ms(), 1_250);
+        c.set(5);
+        assert_eq!(c.now_us(), 5_000);
+        let wall = SystemClock.now_ms();
+        assert!((wall - wall_ms()).abs() < 60_000, "the system clock is the wall clock");
+    }
 
     #[test]
     fn formats_iso8601_utc() {

@@ -37,7 +37,7 @@
 //! receiver is never sent the same delivery again because its outcome could not be written.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -50,6 +50,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
+use crate::clock::Clock;
 use crate::ssrf::{self, Host, WebhookUrl};
 
 pub mod pool;
@@ -71,46 +72,6 @@ const DUE_SCAN_MAX: u32 = 4_096;
 pub const UNRECORDED_MAX: usize = 4_096;
 /// The `User-Agent` of every delivery.
 pub const USER_AGENT_VALUE: &str = concat!("rampart/", env!("CARGO_PKG_VERSION"));
-
-/// A source of "now" for the schedule, so tests can drive it.
-pub trait Clock: Send + Sync + 'static {
-    /// Unix milliseconds.
-    fn now_ms(&self) -> i64;
-}
-
-/// The wall clock.
-#[derive(Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        crate::clock::now_ms()
-    }
-}
-
-/// A clock that moves only when told (tests).
-#[derive(Debug, Default)]
-pub struct ManualClock {
-    ms: AtomicI64,
-}
-
-impl ManualClock {
-    /// A clock at `ms`.
-    pub fn new(ms: i64) -> ManualClock {
-        ManualClock { ms: AtomicI64::new(ms) }
-    }
-
-    /// Sets the time.
-    pub fn set(&self, ms: i64) {
-        self.ms.store(ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> i64 {
-        self.ms.load(Ordering::SeqCst)
-    }
-}
 
 /// Delivery settings.
 #[derive(Clone, Debug)]
@@ -316,11 +277,11 @@ impl Sender {
     }
 
     /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
-    fn record(&mut self, store: &mut Store) {
+    fn record(&mut self, store: &mut Store, now_ms: i64) {
         if !self.unrecorded.is_empty() {
             let result = store.record_attempts(&self.unrecorded);
             if let Some(health) = &self.config.health {
-                health.record(crate::storage::Writer::Delivery, &result, crate::clock::now_ms());
+                health.record(crate::storage::Writer::Delivery, &result, now_ms);
             }
             match result {
                 Ok(()) => {
@@ -431,7 +392,7 @@ async fn run(
         while let Ok((id, result)) = rx.try_recv() {
             sender.settle(id, result, clock.now_ms());
         }
-        sender.record(&mut store);
+        sender.record(&mut store, clock.now_ms());
         sender.start_due(&store, clock.now_ms());
         // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
         // wakes us is recorded in the next round with any others.
@@ -442,7 +403,7 @@ async fn run(
         }
     }
     // A last try, so a stop does not resend what was already delivered.
-    sender.record(&mut store);
+    sender.record(&mut store, clock.now_ms());
 }
 
 /// What an attempt needs besides the delivery itself.

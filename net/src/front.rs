@@ -31,7 +31,7 @@ mod json_errors;
 pub use json_errors::JsonErrors;
 
 use crate::alert_api;
-use crate::clock;
+use crate::clock::{self, SharedClock};
 use crate::config::Plans;
 use crate::json::{error_body, Json};
 use crate::keys::KeyWatcher;
@@ -110,6 +110,8 @@ pub struct Front {
     health: Arc<StorageHealth>,
     limiter: RefCell<Limiter>,
     started_ms: i64,
+    /// The process's clock.
+    clock: SharedClock,
     /// `/metrics`, when measured.
     metrics: Option<Arc<crate::metrics::Metrics>>,
     /// `/metrics` is served on its own listener only ([`Role::Metrics`]), not on the API's.
@@ -371,6 +373,7 @@ impl Front {
         allow_private: bool,
     ) -> Front {
         let shared_capacity = shared.capacity;
+        let clock = clock::system();
         Front {
             allow_private,
             shared,
@@ -382,7 +385,8 @@ impl Front {
             storage: storage.thread,
             health: storage.health,
             limiter: RefCell::new(Limiter::default()),
-            started_ms: clock::now_ms(),
+            started_ms: clock.now_ms(),
+            clock,
             metrics: None,
             metrics_apart: false,
             build: (env!("CARGO_PKG_VERSION"), "unknown"),
@@ -394,6 +398,13 @@ impl Front {
     /// Admits `n` requests without a valid key per client address in any 60 s (default 60).
     pub fn with_unauthenticated_per_min(self, n: usize) -> Front {
         *self.limiter.borrow_mut() = Limiter::new(n);
+        self
+    }
+
+    /// Reads the time from `clock` (the process's; the wall clock unless told).
+    pub fn with_clock(mut self, clock: SharedClock) -> Front {
+        self.started_ms = clock.now_ms();
+        self.clock = clock;
         self
     }
 
@@ -498,7 +509,7 @@ impl Front {
     /// body over the bound is refused before any of it is read. The admitted key's id goes to
     /// `key`.
     async fn answer(&self, req: &Parts, body: Incoming, peer: IpAddr, key: &std::cell::Cell<Option<i64>>) -> Resp {
-        let now_ms = clock::now_ms();
+        let now_ms = self.clock.now_ms();
         let path = req.uri.path();
         if path == "/healthz" {
             return match req.method {
@@ -1162,7 +1173,7 @@ impl Front {
         // How old the price is: a venue that went quiet shows here before anywhere else.
         j.raw(",\"priceAgeMs\":");
         if ts > 0 {
-            j.int((clock::now_ms() - ts).max(0));
+            j.int((self.clock.now_ms() - ts).max(0));
         } else {
             j.raw("null");
         }
@@ -1287,7 +1298,7 @@ pub async fn serve(
             Err(e) => {
                 // Out of descriptors and similar: back off briefly instead of spinning, and
                 // log once a second at most.
-                accept_errors.note(&e, clock::now_ms());
+                accept_errors.note(&e, front.clock.now_ms());
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }

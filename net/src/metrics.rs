@@ -117,6 +117,8 @@ pub struct Sources {
     pub storage: Arc<StorageHealth>,
     /// When the process started, Unix milliseconds.
     pub started_ms: i64,
+    /// The process's clock.
+    pub clock: crate::clock::SharedClock,
 }
 
 impl std::fmt::Debug for Sources {
@@ -315,7 +317,7 @@ impl State {
 
 impl Collector for State {
     fn encode(&self, mut e: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let now_ms = crate::clock::now_ms();
+        let now_ms = self.0.clock.now_ms();
         self.shards(&mut e)?;
         if self.0.shared.live {
             self.venues(&mut e, now_ms)?;

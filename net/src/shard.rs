@@ -23,7 +23,7 @@ use rampart_engine::sim::{PairSpec, Sim, SimConfig};
 use rampart_engine::wall::{self, Wall, WallScratch};
 use rampart_engine::{BookId, Market, Registry, Tick};
 
-use crate::clock;
+use crate::clock::SharedClock;
 
 pub mod cpus;
 pub mod live;
@@ -603,6 +603,8 @@ pub struct ShardConfig {
     /// Per shard: the CPU its executor is pinned to, or `None` (unpinned; also for shards past
     /// the list). [`cpus::choose`] decides it.
     pub cpus: Vec<Option<usize>>,
+    /// The process's clock (the wall clock in production).
+    pub clock: SharedClock,
 }
 
 /// Locked memory glommio requires before it starts an executor (its own check, in bytes).
@@ -991,14 +993,14 @@ impl Shard {
     async fn run(&mut self) {
         self.shared.stats[self.index].books.store(self.market.books().len() as u64, Ordering::Relaxed);
         self.load_sim().await;
-        let now = clock::now_ms();
+        let now = self.config.clock.now_ms();
         for k in 0..self.market.books().len() {
             self.recompute_levels(k, now);
             if k % 32 == 0 {
                 glommio::yield_if_needed().await;
             }
         }
-        self.levels_epoch_ms = clock::now_ms();
+        self.levels_epoch_ms = self.config.clock.now_ms();
         self.shared.stats[self.index].ready.store(true, Ordering::Release);
         self.emit(ShardEvent::Ready { shard: self.index });
         self.reserve_backlog();
@@ -1006,7 +1008,7 @@ impl Shard {
             if self.take_commands() {
                 return;
             }
-            let now = clock::now_ms();
+            let now = self.config.clock.now_ms();
             self.flush_backlog();
             if self.backlog.is_empty() {
                 // Take new ticks only when the previous batch is fully applied.
@@ -1099,7 +1101,7 @@ impl Shard {
         let Some(mut sim) = self.sim.take() else {
             return;
         };
-        let now = clock::now_ms();
+        let now = self.config.clock.now_ms();
         let started = Instant::now();
         for i in 0..sim.pair_count() {
             let set = sim.history(i, now, self.config.bars_max);

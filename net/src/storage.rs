@@ -19,7 +19,7 @@
 //! Key lookups never reach storage on the request path: the front reads the in-memory table
 //! that [`crate::keys::KeyWatcher`] keeps current from its own thread.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -68,12 +68,13 @@ impl Writer {
 /// not mark storage failing for ever.
 pub const FAILURE_MEMORY_MS: i64 = 10_000;
 
-/// Whether storage can be written: each writer's last failure and last success, and the last
-/// error seen.
+/// Whether storage can be written: each writer's last failure, whether its latest outcome was a
+/// failure (the order of outcomes decides, not their times: a success recorded in the same
+/// millisecond as a failure clears it), and the last error seen.
 #[derive(Debug, Default)]
 pub struct StorageHealth {
     last_fail_ms: [AtomicI64; 4],
-    last_ok_ms: [AtomicI64; 4],
+    failed_last: [AtomicBool; 4],
     since_ms: [AtomicI64; 4],
     last_error: Mutex<String>,
 }
@@ -83,12 +84,13 @@ impl StorageHealth {
     pub fn record<T>(&self, who: Writer, result: &Result<T, StoreError>, now_ms: i64) {
         let i = who as usize;
         match result {
-            Ok(_) => self.last_ok_ms[i].store(now_ms, Ordering::Release),
+            Ok(_) => self.failed_last[i].store(false, Ordering::Release),
             Err(e) => {
                 if !self.failing_one(i, now_ms) {
                     self.since_ms[i].store(now_ms, Ordering::Release);
                 }
                 self.last_fail_ms[i].store(now_ms.max(1), Ordering::Release);
+                self.failed_last[i].store(true, Ordering::Release);
                 if let Ok(mut last) = self.last_error.lock() {
                     *last = format!("{}: {e}", who.as_str());
                 }
@@ -98,7 +100,7 @@ impl StorageHealth {
 
     fn failing_one(&self, i: usize, now_ms: i64) -> bool {
         let fail = self.last_fail_ms[i].load(Ordering::Acquire);
-        fail > 0 && fail >= self.last_ok_ms[i].load(Ordering::Acquire) && now_ms - fail < FAILURE_MEMORY_MS
+        self.failed_last[i].load(Ordering::Acquire) && now_ms - fail < FAILURE_MEMORY_MS
     }
 
     /// True while any writer's last write failed (within [`FAILURE_MEMORY_MS`]).
@@ -251,6 +253,22 @@ mod tests {
     use crate::store::NewAlert;
     use rampart_engine::alert::{Condition, Cross};
     use rampart_engine::{Price, Venue};
+
+    #[test]
+    fn storage_health_follows_the_order_of_outcomes_and_forgets_an_old_failure() {
+        let h = StorageHealth::default();
+        let refused: Result<(), StoreError> = Err(StoreError::TooNew { found: 9, known: 1 });
+        h.record(Writer::Firings, &refused, 1_000);
+        assert!(h.failing(1_000));
+        let report = h.report(1_500).expect("failing");
+        assert_eq!((report.0, report.1), (vec![Writer::Firings], 1_000));
+        // A success in the same millisecond as the failure clears it: the later outcome counts.
+        h.record(Writer::Firings, &Ok::<(), StoreError>(()), 1_000);
+        assert!(!h.failing(1_000));
+        h.record(Writer::Firings, &refused, 2_000);
+        assert!(h.failing(2_000 + FAILURE_MEMORY_MS - 1));
+        assert!(!h.failing(2_000 + FAILURE_MEMORY_MS), "a failure nothing renews is forgotten");
+    }
 
     fn temp_store(name: &str) -> (std::path::PathBuf, Store, i64) {
         let dir = std::env::temp_dir().join(format!("rampart-storage-{name}-{}", std::process::id()));

@@ -506,6 +506,7 @@ impl Checkpointer {
         mut store: Store,
         period: Duration,
         health: std::sync::Arc<crate::storage::StorageHealth>,
+        clock: crate::clock::SharedClock,
     ) -> std::io::Result<Checkpointer> {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s = stop.clone();
@@ -521,7 +522,7 @@ impl Checkpointer {
                     std::thread::sleep(Duration::from_millis(50));
                     slept += Duration::from_millis(50);
                 }
-                let now = crate::clock::now_ms();
+                let now = clock.now_ms();
                 let probe = store.probe_write(now);
                 if let Err(e) = &probe {
                     if !health.failing(now) {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rampart_engine::Registry;
 
-use crate::clock;
+use crate::clock::{Clock, SharedClock};
 use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
 use crate::storage::{StorageHealth, Writer as StorageWriter};
 use crate::store::{AlertRow, FiringRecord, Store};
@@ -54,6 +54,7 @@ impl Writer {
         queues: Vec<Arc<EventQueue>>,
         registry: Arc<arc_swap::ArcSwap<Registry>>,
         health: Arc<StorageHealth>,
+        clock: SharedClock,
         mut on_committed: OnCommitted,
     ) -> std::io::Result<Writer> {
         let stop = Arc::new(AtomicBool::new(false));
@@ -80,11 +81,11 @@ impl Writer {
                             }),
                             ShardEvent::Delisted { book, ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
-                                commit(&mut store, &mut batch, &stats2, &health, &mut on_committed);
+                                commit(&mut store, &mut batch, &stats2, &health, &*clock, &mut on_committed);
                                 let registry = registry.load();
                                 let ins = registry.get(book);
                                 loop {
-                                    match store.delist(ins.venue, &ins.symbol, clock::now_ms()) {
+                                    match store.delist(ins.venue, &ins.symbol, clock.now_ms()) {
                                         Ok(done) => {
                                             tracing::info!(
                                                 "{} {} delisted: {} alerts removed (shard held {})",
@@ -121,7 +122,7 @@ impl Writer {
                     std::thread::sleep(IDLE);
                     continue;
                 }
-                commit(&mut store, &mut batch, &stats2, &health, &mut on_committed);
+                commit(&mut store, &mut batch, &stats2, &health, &*clock, &mut on_committed);
             }
         })?;
         Ok(Writer { stop, thread: Some(thread), stats })
@@ -142,6 +143,7 @@ fn commit(
     batch: &mut Vec<FiringRecord>,
     stats: &WriterStats,
     health: &StorageHealth,
+    clock: &dyn Clock,
     on_committed: &mut OnCommitted,
 ) {
     if batch.is_empty() {
@@ -149,7 +151,7 @@ fn commit(
     }
     loop {
         let result = store.record_firings(batch);
-        health.record(StorageWriter::Firings, &result, clock::now_ms());
+        health.record(StorageWriter::Firings, &result, clock.now_ms());
         match result {
             Ok(done) => {
                 stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use rampart_engine::alert::{Condition, Cross};
 use rampart_engine::{Price, Venue};
-use rampart_net::delivery::{Delivery, DeliveryConfig, ManualClock, USER_AGENT_VALUE};
+use rampart_net::clock::{Clock, ManualClock};
+use rampart_net::delivery::{Delivery, DeliveryConfig, USER_AGENT_VALUE};
 use rampart_net::store::{event_body, FiringRecord, NewAlert, OutboxRow, Store};
 
 const T0: i64 = 1_795_183_387_000;
@@ -104,7 +105,6 @@ fn serve(mut stream: TcpStream, answer: Answer, got: &Mutex<Vec<Received>>, cloc
         .unwrap_or(0);
     let mut body = vec![0u8; len];
     let _ = reader.read_exact(&mut body);
-    use rampart_net::delivery::Clock;
     let received = Received {
         request_line: request_line.trim_end().to_owned(),
         headers,
@@ -386,7 +386,7 @@ fn real_time_retry_after_ten_seconds() {
     let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
     let started = Instant::now();
     let config = DeliveryConfig { allow_private: true, ..DeliveryConfig::default() };
-    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(rampart_net::delivery::SystemClock))
+    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(rampart_net::clock::SystemClock))
         .expect("delivery");
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
     let first = started.elapsed();
@@ -543,7 +543,7 @@ fn a_delivered_webhook_whose_outcome_cannot_be_recorded_is_not_sent_again() {
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
     // Many poll rounds (5 ms each) while the outcome cannot be written.
     thread::sleep(Duration::from_millis(500));
-    let failing = health.report(rampart_net::clock::now_ms()).map(|r| r.0);
+    let failing = health.report(clock.now_ms()).map(|r| r.0);
     assert_eq!(failing, Some(vec![rampart_net::storage::Writer::Delivery]), "reported for /healthz");
     assert_eq!(rx.requests().len(), 1, "re-sent while its outcome could not be recorded");
     assert_eq!(outbox(&store, alert)[0].attempts, 0, "nothing recorded yet");
@@ -560,7 +560,7 @@ fn a_delivered_webhook_whose_outcome_cannot_be_recorded_is_not_sent_again() {
     assert_eq!(d.stats.unrecorded.load(Relaxed), 0, "nothing left in memory once recorded");
     thread::sleep(Duration::from_millis(100));
     assert_eq!(rx.requests().len(), 1, "sent exactly once");
-    assert!(health.report(rampart_net::clock::now_ms()).is_none(), "healthy once recorded");
+    assert!(health.report(clock.now_ms()).is_none(), "healthy once recorded");
     d.stop();
 }
 

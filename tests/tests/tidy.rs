@@ -1,7 +1,7 @@
 //! House rules that erode quietly, checked over the workspace's sources (rust-analyzer's `tidy`
 //! tests are the model): library crates return typed errors, per-venue tables are sized by
-//! `Venue::COUNT`, a constant name means one value across crates, and a long function in the
-//! runtime says why it is long.
+//! `Venue::COUNT`, a constant name means one value across crates, the service reads time from its
+//! one clock, and a long function in the runtime says why it is long.
 //!
 //! Only the non-test part of each file is read: scanning stops at its `#[cfg(test)]` line.
 
@@ -64,6 +64,28 @@ fn library_crates_return_typed_errors() {
         "Result<_, String> in a library crate (give the layer an error type):\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn the_service_reads_time_from_its_one_clock() {
+    // The engine gets time as an argument; the runtime from the process's `Clock`. Only
+    // `net/src/clock.rs` may read the wall clock.
+    let idioms = ["SystemTime::now", "clock::wall_ms", "clock::wall_us", "clock::now_ms", "clock::now_us"];
+    let mut found = Vec::new();
+    for dir in ["engine/src", "net/src"] {
+        for p in sources(dir) {
+            if p.ends_with("net/src/clock.rs") {
+                continue;
+            }
+            for (i, l) in code_lines(&p).iter().enumerate() {
+                let code = l.split("//").next().unwrap_or("");
+                if idioms.iter().any(|x| code.contains(x)) {
+                    found.push(format!("{}:{}: {}", name(&p), i + 1, l.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "the wall clock read outside the process's Clock:\n{}", found.join("\n"));
 }
 
 #[test]

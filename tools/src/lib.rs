@@ -15,9 +15,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
-use rampart_net::clock;
+use rampart_net::clock::{self, SharedClock};
 use rampart_net::config::{FileConfig, Plans};
-use rampart_net::delivery::{Delivery, DeliveryConfig, SystemClock};
+use rampart_net::delivery::{Delivery, DeliveryConfig};
 use rampart_net::front::{self, Front, FrontConfig, FrontStorage};
 use rampart_net::keys::KeyWatcher;
 use rampart_net::metrics::{Metrics, Sources as MetricsSources};
@@ -345,7 +345,7 @@ fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
             if plans.get(&plan).is_none() {
                 bail!("unknown plan '{plan}'. Allowed: {}", plans.allowed());
             }
-            let k = store.create_account_with_key(&plan, label.as_deref(), clock::now_ms())?;
+            let k = store.create_account_with_key(&plan, label.as_deref(), clock::wall_ms())?;
             println!("created key {} (account {}, plan {plan})", k.id, k.account_id);
             println!("{}", k.key);
         }
@@ -362,7 +362,7 @@ fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
                 );
             }
         }
-        KeysCommand::Revoke { id } => match store.revoke_key(id, clock::now_ms())? {
+        KeysCommand::Revoke { id } => match store.revoke_key(id, clock::wall_ms())? {
             Revoked::Now => println!("revoked key {id}"),
             Revoked::Already => println!("key {id} was already revoked"),
             Revoked::NotFound => bail!("no key with id {id}"),
@@ -533,10 +533,11 @@ fn announce(
     store: &mut Store,
     listener: &std::net::TcpListener,
     metrics: Option<&std::net::TcpListener>,
+    now_ms: i64,
 ) -> Result<()> {
     use std::io::Write as _;
     if store.account_count()? == 0 {
-        let k = store.create_account_with_key("developer", Some("first start"), clock::now_ms())?;
+        let k = store.create_account_with_key("developer", Some("first start"), now_ms)?;
         println!("api key: {}", k.key);
     }
     let mut out = std::io::stdout().lock();
@@ -561,6 +562,8 @@ fn serve(args: ServeArgs) -> Result<()> {
     rampart_net::shard::ensure_memlock(s.shards)?;
     // One server per data directory, checked before anything is printed or opened.
     let _lock = DataDirLock::acquire(&s.data_dir)?;
+    // The one clock every part of the process reads.
+    let clock = clock::system();
     let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
     tracing::info!(
         "descriptor limit {descriptors}: up to {} HTTP connections, {} per address",
@@ -575,7 +578,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         Some(a) => Some(bind(a).with_context(|| format!("binding the metrics address {a}"))?),
         None => None,
     };
-    announce(&mut store, &listener, metrics_listener.as_ref())?;
+    announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms())?;
     // Shard CPUs, claimed for the life of the process.
     let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let claims = rampart_net::shard::cpus::choose(&s.cpus, s.shards, &rampart_net::shard::cpus::allowed(), &lock_dir);
@@ -591,7 +594,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             ),
         }
     }
-    let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus)?;
+    let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock)?;
     tracing::info!(
         "feed {}, {} books on {} venues, {} shards, data in {}",
         if s.live.is_some() { "live" } else { "sim" },
@@ -600,14 +603,14 @@ fn serve(args: ServeArgs) -> Result<()> {
         shards.len(),
         store.path().display()
     );
-    let persistence = Persistence::start(&s, &shards)?;
+    let persistence = Persistence::start(&s, &shards, &clock)?;
     start_sim_delistings(&s, &shards)?;
     let watch_venues = match s.live.is_some() {
         true => Some(rampart_net::venue_watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
         false => None,
     };
     let health = persistence.health.clone();
-    let metrics = persistence.metrics(&s, &shards);
+    let metrics = persistence.metrics(&s, &shards, &clock);
     let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
     let front = Rc::new(
         Front::new(
@@ -621,7 +624,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         )
         .with_metrics(metrics, metrics_listener.is_some())
         .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
-        .with_unauthenticated_per_min(s.unauthenticated_per_min),
+        .with_unauthenticated_per_min(s.unauthenticated_per_min)
+        .with_clock(clock.clone()),
     );
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
@@ -659,6 +663,7 @@ fn start_feed(
     store: &Store,
     listener: &std::net::TcpListener,
     cpus: &[Option<usize>],
+    clock: &SharedClock,
 ) -> Result<(ShardSet, Option<Rest>)> {
     let shard_config = ShardConfig {
         shards: s.shards,
@@ -670,6 +675,7 @@ fn start_feed(
         fault_hang_on_stop: s.fault_hang_shard_stop,
         events_max: s.events_max,
         cpus: cpus.to_vec(),
+        clock: clock.clone(),
     };
     let Some(venues) = &s.live else {
         let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
@@ -744,7 +750,7 @@ struct Persistence {
 }
 
 impl Persistence {
-    fn start(s: &ServeSettings, shards: &ShardSet) -> Result<Persistence> {
+    fn start(s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Result<Persistence> {
         let health = Arc::new(StorageHealth::default());
         let webhooks = rampart_net::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
@@ -753,8 +759,7 @@ impl Persistence {
             metrics: Some(webhooks.clone()),
             ..DeliveryConfig::default()
         };
-        let delivery =
-            Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, Arc::new(SystemClock))?;
+        let delivery = Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, clock.clone())?;
         let wake = delivery.waker();
         let on_committed: OnCommitted = Box::new(move |done| {
             if done.iter().any(|(row, _)| row.webhook_url.is_some()) {
@@ -766,14 +771,16 @@ impl Persistence {
             shards.event_queues(),
             shards.shared().books.clone(),
             health.clone(),
+            clock.clone(),
             on_committed,
         )?;
-        let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, Duration::from_secs(1), health.clone())?;
+        let period = Duration::from_secs(1);
+        let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, period, health.clone(), clock.clone())?;
         Ok(Persistence { health, webhooks, delivery, writer, checkpointer })
     }
 
     /// The process's metrics over the shards and this persistence side.
-    fn metrics(&self, s: &ServeSettings, shards: &ShardSet) -> Arc<Metrics> {
+    fn metrics(&self, s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Arc<Metrics> {
         let sources = MetricsSources {
             shared: shards.shared().clone(),
             venues: s.venues.clone(),
@@ -781,7 +788,8 @@ impl Persistence {
             events: shards.event_queues(),
             delivery: self.delivery.stats.clone(),
             storage: self.health.clone(),
-            started_ms: clock::now_ms(),
+            started_ms: clock.now_ms(),
+            clock: clock.clone(),
         };
         Arc::new(Metrics::new(sources, &self.webhooks))
     }

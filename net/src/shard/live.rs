@@ -25,7 +25,6 @@ use rampart_engine::book::Book;
 use rampart_engine::{BookId, Tick, Venue};
 
 use super::{Shard, ShardEvent, VenueStats};
-use crate::clock;
 use crate::venue::conn;
 use crate::venue::rest::{RestHandle, RestJob, RestReply, RestStats};
 use crate::venue::session::{Count, Event as SessionEvent, Reconnect, Session, Sink, Transmit};
@@ -142,7 +141,7 @@ impl Sink for Shard {
             if let Some(mid) = state.book.mid() {
                 state.last_price = mid;
                 self.shared.slots[id.index()].price.store(mid.0, Ordering::Relaxed);
-                self.shared.slots[id.index()].price_ts.store(clock::now_ms(), Ordering::Relaxed);
+                self.shared.slots[id.index()].price_ts.store(self.config.clock.now_ms(), Ordering::Relaxed);
             }
         }
         let stats = &self.shared.venue_stats[self.index * Venue::COUNT + venue.index()];
@@ -153,7 +152,7 @@ impl Sink for Shard {
             // Stop serving its walls now rather than at the next scan.
             self.shared.slots[id.index()].densities.store(Arc::new(super::DensitySnapshot::default()));
             let registry = self.shared.registry();
-            self.desyncs.note(venue, &registry.get(id).symbol, clock::now_ms());
+            self.desyncs.note(venue, &registry.get(id).symbol, self.config.clock.now_ms());
         }
     }
 
@@ -162,7 +161,7 @@ impl Sink for Shard {
     }
 
     fn decided(&mut self, sent_us: i64) {
-        let now = clock::now_us();
+        let now = self.config.clock.now_us();
         let max = super::LATENCY_US_MAX as i64;
         self.latency.tick_to_decision_us.saturating_record((now - sent_us).clamp(1, max) as u64);
         self.latency.read_to_decision_us.saturating_record((now - self.read_at_us).clamp(1, max) as u64);
@@ -172,7 +171,7 @@ impl Sink for Shard {
         let s = &self.shared.venue_stats[self.index * Venue::COUNT + venue.index()];
         let c = match what {
             Count::Message => {
-                s.last_message_ms.store(clock::now_ms(), Ordering::Relaxed);
+                s.last_message_ms.store(self.config.clock.now_ms(), Ordering::Relaxed);
                 &s.messages
             }
             Count::DecodeError => &s.decode_errors,
@@ -196,6 +195,7 @@ fn stats(shard: &Shard, venue: Venue) -> &VenueStats {
 /// Runs a shard on the live feed until it is told to stop.
 pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     let index = shard.index;
+    let clock = shard.config.clock.clone();
     let rest = feed.rest[index].clone();
     let n = shard.market.books().len();
     shard.shared.stats[index].books.store(n as u64, Ordering::Relaxed);
@@ -213,7 +213,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     let live = Rc::new(RefCell::new(Live { shard, sessions, stopping: false }));
     let count = live.borrow().sessions.len();
     connect(&live, &feed, 0..count);
-    let started = clock::now_ms();
+    let started = clock.now_ms();
     let mut ready = false;
     let mut snapshots = Vec::new();
     loop {
@@ -225,7 +225,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 *stopping = true;
                 break;
             }
-            let now = clock::now_ms();
+            let now = clock.now_ms();
             // Books listed since start: their own connections, and their history.
             if !shard.added.is_empty() {
                 let added = std::mem::take(&mut shard.added);
@@ -457,9 +457,9 @@ fn connect(live: &Rc<RefCell<Live>>, feed: &Arc<LiveFeed>, range: std::ops::Rang
     }
 }
 
-fn jitter(ms: u64) -> u64 {
+fn jitter(ms: u64, now_ms: i64) -> u64 {
     // Up to ±25 %, from the clock's low bits: enough to spread reconnects of many connections.
-    let noise = (clock::now_ms() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+    let noise = (now_ms as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
     let span = ms / 2;
     ms - ms / 4 + if span > 0 { noise % span } else { 0 }
 }
@@ -467,6 +467,7 @@ fn jitter(ms: u64) -> u64 {
 /// One connection's life: connect, stream, and reconnect after a backoff, until the shard stops.
 async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, feed: Arc<LiveFeed>) {
     let venue = settings.venue;
+    let clock = live.borrow().shard.config.clock.clone();
     let mut seed = [0u8; 8];
     let _ = getrandom::getrandom(&mut seed);
     let mut codec = WsCodec::new(WS_MESSAGE_BYTES_MAX, u64::from_le_bytes(seed));
@@ -483,7 +484,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
         if live.borrow().stopping {
             return;
         }
-        let now = clock::now_ms();
+        let now = clock.now_ms();
         let slot = feed.pacers[venue.index()].reserve(now, settings.connects_per_s);
         if slot > now {
             glommio::timer::sleep(Duration::from_millis((slot - now) as u64)).await;
@@ -498,11 +499,11 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
                 if backoff_ms <= 2 * RECONNECT_BACKOFF_MIN_MS {
                     tracing::warn!("{}: connection failed: {e}", venue.as_str());
                 }
-                glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms))).await;
+                glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms, clock.now_ms()))).await;
                 continue;
             }
         };
-        let opened_ms = clock::now_ms();
+        let opened_ms = clock.now_ms();
         {
             let mut guard = live.borrow_mut();
             let Live { shard, sessions, .. } = &mut *guard;
@@ -531,11 +532,11 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
             Ended::Stopping => "stopping".to_owned(),
         };
         tracing::info!("{}: connection {c} ended: {why}", venue.as_str());
-        if clock::now_ms() - opened_ms >= RECONNECT_BACKOFF_RESET_MS {
+        if clock.now_ms() - opened_ms >= RECONNECT_BACKOFF_RESET_MS {
             backoff_ms = 0;
         }
         backoff_ms = (backoff_ms * 2).clamp(RECONNECT_BACKOFF_MIN_MS, RECONNECT_BACKOFF_MAX_MS);
-        glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms))).await;
+        glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms, clock.now_ms()))).await;
     }
 }
 
@@ -554,8 +555,9 @@ enum Ended {
 // pings); every timing rule is the session's, this only does the I/O in one place.
 async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &mut WsCodec) -> Ended {
     let mut ping = [0u8; 125];
+    let clock = live.borrow().shard.config.clock.clone();
     loop {
-        let now = clock::now_ms();
+        let now = clock.now_ms();
         // What the session wants written now (paced control, keepalive), then whether it wants
         // a new connection; the session decides both from `now`.
         let (transmit, reconnect, wake_at, backpressure) = {
@@ -597,7 +599,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
             Some(Ok(n)) => {
                 codec.filled(n);
                 let mut g = live.borrow_mut();
-                g.shard.read_at_us = clock::now_us();
+                g.shard.read_at_us = clock.now_us();
                 // Commands queued before these bytes arrived take effect before they are applied:
                 // an alert whose creation was answered before a trade was sent sees that trade.
                 if g.shard.take_commands() {
@@ -606,7 +608,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
             }
         }
         loop {
-            let now = clock::now_ms();
+            let now = clock.now_ms();
             let pong_len = match codec.next_event() {
                 Ok(None) => break,
                 Err(e) => {

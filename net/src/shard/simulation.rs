@@ -42,6 +42,7 @@ use rampart_simvenue::inproc::{ConnId, InProcess, Received};
 use rampart_simvenue::{Config, Faults};
 
 use super::{Command, EventQueue, Shard, ShardConfig, ShardEvent, Shared};
+use crate::clock::ManualClock;
 use crate::venue::session::{Count, Event as SessionEvent, Session, Sink, Transmit};
 use crate::venue::{binance, bitget, bybit, okx, Listed, RestApi};
 
@@ -195,6 +196,8 @@ struct World {
     fired: BTreeMap<u64, Vec<(i64, i64)>>,
     trades_seen: BTreeMap<BookId, u64>,
     now: i64,
+    /// The shards' clock, kept at `now`.
+    clock: Arc<ManualClock>,
     /// Binance snapshot requests fail until this time.
     depth_down_until: i64,
 }
@@ -235,6 +238,7 @@ impl World {
         );
         let natives: BTreeMap<BookId, String> = registry.ids().zip(natives_in_order).collect();
         let shared = Arc::new(Shared::new(Arc::new(ArcSwap::new(registry.clone())), registry.len(), SHARDS, true));
+        let clock = Arc::new(ManualClock::new(T0));
         let config = ShardConfig {
             shards: SHARDS,
             depth_levels_max: TEST_BOOK_LEVELS,
@@ -245,6 +249,7 @@ impl World {
             fault_hang_on_stop: false,
             events_max: EVENTS_MAX,
             cpus: Vec::new(),
+            clock: clock.clone(),
         };
         let mut nodes = Vec::new();
         for index in 0..SHARDS {
@@ -292,6 +297,7 @@ impl World {
             fired: BTreeMap::new(),
             trades_seen: BTreeMap::new(),
             now: T0,
+            clock,
             depth_down_until: 0,
         })
     }
@@ -302,6 +308,7 @@ impl World {
         let mut counting_from = None;
         while self.now < T0 + CHAOS_MS + QUIET_MS {
             self.now += STEP_MS;
+            self.clock.set(self.now);
             let chaos = self.now < T0 + CHAOS_MS;
             if !chaos && self.now - STEP_MS < T0 + CHAOS_MS {
                 self.market.set_faults(Faults::default());
