@@ -92,45 +92,55 @@ pub(crate) struct Walked<'a, V, const N: usize> {
     venue: PhantomData<fn() -> V>,
 }
 
-/// Reads the message `frame` in one pass, clearing and then filling `buffers` as it goes.
+/// Reads the message `frame` in one pass into `walked` (fresh from [`Walked::new`] over the same
+/// frame), clearing and then filling `buffers` as it goes. The caller owns `walked`, so the
+/// pass writes where the decoder reads, with no copy of its key tables.
 ///
 /// A message that is not a JSON object is [`DecodeError::NotAnObject`] when it is valid JSON and
 /// the JSON error otherwise; bytes after the object are [`JsonErrorKind::TrailingBytes`]; a
 /// repeated key of the message is refused.
+#[inline(always)]
 pub(crate) fn walk<'a, V: ArgData<N>, const N: usize>(
-    frame: &'a [u8],
+    walked: &mut Walked<'a, V, N>,
     buffers: Buffers<'_, V::Level, V::Trade>,
     hints: &mut KeyHints,
-) -> Result<Walked<'a, V, N>, DecodeError> {
+) -> Result<(), DecodeError> {
     buffers.bids.clear();
     buffers.asks.clear();
     buffers.trades.clear();
-    let mut cur = object_start(frame)?;
-    let names = V::keys().names;
-    let mut walked = Walked {
-        outer: Fields::new(frame, names),
-        arg: Nested::new(frame, names),
-        single: Single::new(frame, names),
-        data: DataRead::Unread,
-        venue: PhantomData,
-    };
-    let mut pass = Pass::<V, N> { bytes: frame, buffers, data: DataRead::Unread };
-    pass.outer(&mut cur, hints, &mut walked)?;
+    let mut cur = object_start(walked.outer.bytes())?;
+    let mut pass = Pass::<V, N> { bytes: walked.outer.bytes(), buffers, data: DataRead::Unread };
+    pass.outer(&mut cur, hints, walked)?;
     if !cur.at_end() {
         return Err(cur.error(JsonErrorKind::TrailingBytes).into());
     }
     walked.data = pass.data;
-    Ok(walked)
+    Ok(())
 }
 
 impl<'a, V: ArgData<N>, const N: usize> Walked<'a, V, N> {
+    /// Nothing read yet of message `frame`.
+    #[inline(always)]
+    pub(crate) fn new(frame: &'a [u8]) -> Walked<'a, V, N> {
+        let names = V::keys().names;
+        Walked {
+            outer: Fields::new(frame, names),
+            arg: Nested::new(frame, names),
+            single: Single::new(frame, names),
+            data: DataRead::Unread,
+            venue: PhantomData,
+        }
+    }
+
     /// The name of key `k`.
+    #[inline(always)]
     fn name(k: usize) -> &'static str {
         V::keys().names.get(k).copied().unwrap_or("?")
     }
 
     /// `arg`'s fields; `None` when the message has no `arg`, an error when it is not an object or
     /// repeats a key.
+    #[inline(always)]
     pub(crate) fn arg(&self) -> Result<Option<&Fields<'a, N>>, DecodeError> {
         match self.outer.span(V::ARG) {
             // `arg` was read as an object during the pass exactly when it is one.
@@ -142,6 +152,7 @@ impl<'a, V: ArgData<N>, const N: usize> Walked<'a, V, N> {
 
     /// The one object of a book push's `data` (at `data`), with the outcome of reading its
     /// `bids` and `asks` when the pass read them; read now into `lazy` when it did not.
+    #[inline(always)]
     pub(crate) fn book<'s>(
         &'s self,
         data: Span,
@@ -160,6 +171,7 @@ impl<'a, V: ArgData<N>, const N: usize> Walked<'a, V, N> {
 
     /// A trade push's trades in `out` (bounded by `max`): as the pass read them, or read now
     /// from `data`.
+    #[inline(always)]
     pub(crate) fn trades(&self, data: Span, max: usize, out: &mut Vec<V::Trade>) -> Result<(), DecodeError> {
         if let DataRead::Trades(result) = self.data {
             return result;
@@ -204,6 +216,7 @@ struct Pass<'a, 'b, V: ArgData<N>, const N: usize> {
 impl<'a, V: ArgData<N>, const N: usize> Pass<'a, '_, V, N> {
     /// Reads the message's object at the cursor. A repeated key of the message is refused here,
     /// as the two-pass reading refused it while scanning.
+    #[inline(always)]
     fn outer(
         &mut self,
         cur: &mut Cursor<'a>,
@@ -235,6 +248,7 @@ impl<'a, V: ArgData<N>, const N: usize> Pass<'a, '_, V, N> {
 
     /// The kind of the channel `arg` names, when `arg` has been read and names one the pass
     /// reads.
+    #[inline(always)]
     fn channel_kind(arg: &Nested<'a, N>) -> Option<ChannelKind> {
         if !arg.read {
             return None;
@@ -244,6 +258,7 @@ impl<'a, V: ArgData<N>, const N: usize> Pass<'a, '_, V, N> {
     }
 
     /// Reads `data` (an array, at the cursor) as the channel's kind says.
+    #[inline(always)]
     fn data(
         &mut self,
         cur: &mut Cursor<'a>,

@@ -51,7 +51,7 @@
 //! - A book push whose `data` does not hold exactly one object is refused
 //!   ([`DecodeError::OutOfRange`] on `data`); Bitget sends one book per push.
 
-use super::arg_data::{side, walk, ArgData, Buffers, ChannelKind};
+use super::arg_data::{side, walk, ArgData, Buffers, ChannelKind, Walked};
 use super::checksum::{text_level, Check, TextBook, TextSpan};
 use super::{
     array_at, int, int_or_string, ms, plain_str, str_field, string_ms, string_uint, taker_sell, uint, DecodeError,
@@ -332,7 +332,8 @@ impl BitgetDecoder {
         }
         let BitgetDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
         let buffers = Buffers { levels_max: *levels_max, trades_max: *trades_max, bids, asks, trades };
-        let walked = walk::<Wire, { KEYS.len() }>(frame, buffers, hints)?;
+        let mut walked = Walked::<Wire, { KEYS.len() }>::new(frame);
+        walk(&mut walked, buffers, hints)?;
         let (outer, arg) = (&walked.outer, walked.arg()?);
         let arg_str = |k: usize| arg.and_then(|a| a.get(k)).map(|v| plain_str(v, name(k))).transpose();
         if let Some(event) = outer.get(K_EVENT) {
@@ -447,6 +448,7 @@ impl ArgData<{ KEYS.len() }> for Wire {
         &KEY_SET
     }
 
+    #[inline]
     fn channel_kind(channel: &[u8]) -> Option<ChannelKind> {
         if BookChannel::from_name(channel).is_some() {
             Some(ChannelKind::Book)
@@ -462,6 +464,7 @@ impl ArgData<{ KEYS.len() }> for Wire {
         bitget_level(bytes, row, field)
     }
 
+    #[inline]
     fn trade(f: &Fields<'_>) -> Result<BitgetTrade, DecodeError> {
         trade(f)
     }

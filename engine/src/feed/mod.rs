@@ -42,6 +42,7 @@ use crate::fixed::{ParseError, Price, Qty, DECIMALS, SCALE};
 
 /// A cursor at the `{` that opens message `frame`. A message that is not a JSON object is
 /// [`DecodeError::NotAnObject`] when it is valid JSON, and its JSON error otherwise.
+#[inline]
 pub(crate) fn object_start(frame: &[u8]) -> Result<Cursor<'_>, DecodeError> {
     let mut cur = Cursor::new(frame, 0);
     cur.skip_ws();

@@ -33,7 +33,7 @@
 //! - A book push whose `data` does not hold exactly one object is refused
 //!   ([`DecodeError::OutOfRange`] on `data`); OKX sends one book per push.
 
-use super::arg_data::{side, walk, ArgData, Buffers, ChannelKind};
+use super::arg_data::{side, walk, ArgData, Buffers, ChannelKind, Walked};
 use super::checksum::{text_level, Check, TextBook};
 use super::{
     int, int_or_string, plain_str, str_field, string_ms, string_uint, taker_sell, DecodeError, KeyHints, KeySet, Row,
@@ -278,7 +278,8 @@ impl OkxDecoder {
         }
         let OkxDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
         let buffers = Buffers { levels_max: *levels_max, trades_max: *trades_max, bids, asks, trades };
-        let walked = walk::<Wire, { KEYS.len() }>(frame, buffers, hints)?;
+        let mut walked = Walked::<Wire, { KEYS.len() }>::new(frame);
+        walk(&mut walked, buffers, hints)?;
         let (outer, arg) = (&walked.outer, walked.arg()?);
         if let Some(event) = outer.get(K_EVENT) {
             let event = plain_str(event, name(K_EVENT))?;
@@ -405,6 +406,7 @@ impl ArgData<{ KEYS.len() }> for Wire {
         &KEY_SET
     }
 
+    #[inline]
     fn channel_kind(channel: &[u8]) -> Option<ChannelKind> {
         channel_kind(channel)
     }
@@ -414,6 +416,7 @@ impl ArgData<{ KEYS.len() }> for Wire {
         okx_level(bytes, row, field)
     }
 
+    #[inline]
     fn trade(f: &Fields<'_>) -> Result<OkxTrade, DecodeError> {
         trade(f)
     }
