@@ -360,8 +360,8 @@ pub fn alert_decision(alerts_on_pair: usize, alerts_market: usize, trades: usize
 /// from sending the job to its answer (which comes after the commit); `group_max` 1 is the
 /// baseline of one commit per create.
 pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summary {
-    use rampart_net::storage::StorageThread;
-    use rampart_net::store::{NewAlert, Store};
+    use rampart_net::persistence::storage::StorageThread;
+    use rampart_net::persistence::store::{NewAlert, Store};
 
     let dir = std::env::temp_dir().join(format!("rampart-bench-storage-{}-{group_max}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -422,7 +422,7 @@ pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summ
 pub fn delivery(firings: usize, hosts: usize) -> Summary {
     use rampart_net::clock::SystemClock;
     use rampart_net::delivery::{Delivery, DeliveryConfig};
-    use rampart_net::store::{FiringRecord, NewAlert, Store};
+    use rampart_net::persistence::store::{FiringRecord, NewAlert, Store};
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader, Read, Write};
     use std::sync::Mutex;

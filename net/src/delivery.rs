@@ -20,7 +20,11 @@
 //! Fairness and bounds. An attempt holds a slot under four bounds at once: `in_flight_max` in
 //! all, `per_account_max` for the alert's account, `per_address_max` for the URL's host (any
 //! port) and `per_host_max` for the host and port. At a bound the due deliveries simply stay
-//! pending in the outbox and start when a slot frees. Due rows are read round-robin across
+//! pending in the outbox and start when a slot frees. The account bound is work-conserving: an
+//! account past it may borrow the global slots the others left idle in a round, all but a
+//! quarter of `in_flight_max`, which stays free for the other accounts (so a storm of one
+//! account's firings is sent at the sender's full width, and another account's delivery still
+//! finds a slot at once; the destination bounds are never borrowed past). Due rows are read round-robin across
 //! accounts (every account's first due row, then every account's second, ...), so one account's
 //! hundreds of due rows can neither fill the scan nor the global slots: a healthy receiver of
 //! another account is sent to on time whatever that account's receivers do.
@@ -51,10 +55,11 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
-use crate::ssrf::{self, Host, WebhookUrl};
+use ssrf::{Host, WebhookUrl};
 
 pub mod pool;
-use crate::store::{AttemptResult, OutboxRow, Outcome, Store};
+pub mod ssrf;
+use crate::persistence::store::{AttemptResult, OutboxRow, Outcome, Store};
 use pool::{Conn, Key, Pool};
 
 /// Time allowed for one attempt: resolve, connect, TLS, send and the full answer.
@@ -63,7 +68,16 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// answer that ends early within this bound is a failure.
 pub const RESPONSE_BYTES_MAX: usize = 64 * 1024;
 /// Due deliveries looked at per round at most; the rest are looked at in later rounds.
-const DUE_SCAN_MAX: u32 = 4_096;
+const DUE_SCAN_MAX: usize = 4_096;
+/// Due deliveries looked at per round per free slot (at least [`DUE_SCAN_MIN`]): enough
+/// candidates when some are held back by their destination's bound, without reading thousands
+/// of rows to fill a few slots.
+const DUE_SCAN_PER_FREE_SLOT: usize = 4;
+/// Due deliveries looked at per round, at least.
+const DUE_SCAN_MIN: usize = 64;
+/// The share of `in_flight_max` an account past its own bound may never borrow: these slots stay
+/// free for the other accounts (a quarter).
+const ACCOUNT_RESERVE_DIVISOR: usize = 4;
 /// Attempts in flight plus outcomes waiting to be recorded, at most. At the bound no new attempt
 /// starts (backpressure) until outcomes are recorded again; since every outcome comes from an
 /// attempt in flight, the bound is never exceeded and no outcome is dropped. A stop with
@@ -94,9 +108,9 @@ pub struct DeliveryConfig {
     /// behind a private CA (and for tests).
     pub extra_roots_der: Vec<Vec<u8>>,
     /// Where recording outcomes is reported, for `/healthz` (`None`: not reported).
-    pub health: Option<Arc<crate::storage::StorageHealth>>,
+    pub health: Option<Arc<crate::persistence::storage::StorageHealth>>,
     /// Attempt outcomes and durations, for `/metrics` (`None`: not measured).
-    pub metrics: Option<crate::metrics::WebhookMetrics>,
+    pub metrics: Option<crate::api::metrics::WebhookMetrics>,
 }
 
 impl Default for DeliveryConfig {
@@ -238,12 +252,23 @@ fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K, up: bool)
 }
 
 impl Sender {
-    /// Whether `slot` fits under every per-key bound.
-    fn fits(&self, slot: &Slot) -> bool {
+    /// Whether `slot` fits under its account's bound.
+    fn account_fits(&self, slot: &Slot) -> bool {
+        self.per_account.get(&slot.account).copied().unwrap_or(0) < self.config.per_account_max
+    }
+
+    /// Whether `slot` fits under its destination's bounds (the host name, and host and port).
+    fn destination_fits(&self, slot: &Slot) -> bool {
         let c = &self.config;
-        self.per_account.get(&slot.account).copied().unwrap_or(0) < c.per_account_max
-            && self.per_address.get(&slot.address).copied().unwrap_or(0) < c.per_address_max
+        self.per_address.get(&slot.address).copied().unwrap_or(0) < c.per_address_max
             && self.per_host.get(&slot.authority).copied().unwrap_or(0) < c.per_host_max
+    }
+
+    /// Whether an account past its own bound may borrow one more idle slot: all but the
+    /// reserve ([`ACCOUNT_RESERVE_DIVISOR`]) of `in_flight_max`.
+    fn may_borrow(&self) -> bool {
+        let max = self.config.in_flight_max;
+        self.room() && self.in_flight.len() + max / ACCOUNT_RESERVE_DIVISOR < max
     }
 
     /// Takes (`up`) or frees `slot`'s counts; taking also marks `id` in flight.
@@ -281,7 +306,7 @@ impl Sender {
         if !self.unrecorded.is_empty() {
             let result = store.record_attempts(&self.unrecorded);
             if let Some(health) = &self.config.health {
-                health.record(crate::storage::Writer::Delivery, &result, now_ms);
+                health.record(crate::persistence::storage::Writer::Delivery, &result, now_ms);
             }
             match result {
                 Ok(()) => {
@@ -307,18 +332,24 @@ impl Sender {
         self.stats.unrecorded.store(self.unrecorded.len() as u64, Ordering::Relaxed);
     }
 
-    /// Starts attempts for due rows that fit their bounds, round-robin across accounts.
+    /// Starts attempts for due rows that fit their bounds, round-robin across accounts; then,
+    /// with the slots the other accounts left idle this round (less the reserve), rows held back
+    /// only by their own account's bound: one account's storm uses the sender's whole width when
+    /// nobody else is waiting, and never the reserve kept for the others.
     fn start_due(&mut self, store: &Store, now_ms: i64) {
         if !self.room() {
             return;
         }
-        let due = match store.due_deliveries(now_ms, DUE_SCAN_MAX) {
+        let free = self.config.in_flight_max.saturating_sub(self.in_flight.len());
+        let scan = (free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX);
+        let due = match store.due_deliveries(now_ms, scan as u32) {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!("delivery: reading the outbox: {e}");
                 return;
             }
         };
+        let mut held_by_account = Vec::new();
         for row in due {
             if !self.room() {
                 break;
@@ -327,22 +358,39 @@ impl Sender {
                 continue;
             }
             let slot = Slot::of(&row);
-            if !self.fits(&slot) {
+            if !self.destination_fits(&slot) {
                 continue;
             }
-            self.hold(row.id, slot, true);
-            self.stats.attempts.fetch_add(1, Ordering::Relaxed);
-            let (tx, target, metrics) = (self.tx.clone(), self.target.clone(), self.config.metrics.clone());
-            tokio::task::spawn_local(async move {
-                let started = std::time::Instant::now();
-                let result = attempt(&row, &target).await;
-                if let Some(m) = metrics {
-                    m.observe(outcome_label(&result), started.elapsed().as_secs_f64());
-                }
-                let _ = tx.send((row.id, result));
-            });
+            if !self.account_fits(&slot) {
+                held_by_account.push((row, slot));
+                continue;
+            }
+            self.start(row, slot);
+        }
+        for (row, slot) in held_by_account {
+            if !self.may_borrow() {
+                break;
+            }
+            if self.destination_fits(&slot) {
+                self.start(row, slot);
+            }
         }
         self.stats.in_flight.store(self.in_flight.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Takes `slot` and starts the attempt for `row` on the executor.
+    fn start(&mut self, row: OutboxRow, slot: Slot) {
+        self.hold(row.id, slot, true);
+        self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+        let (tx, target, metrics) = (self.tx.clone(), self.target.clone(), self.config.metrics.clone());
+        tokio::task::spawn_local(async move {
+            let started = std::time::Instant::now();
+            let result = attempt(&row, &target).await;
+            if let Some(m) = metrics {
+                m.observe(outcome_label(&result), started.elapsed().as_secs_f64());
+            }
+            let _ = tx.send((row.id, result));
+        });
     }
 }
 

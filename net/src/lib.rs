@@ -1,22 +1,18 @@
 //! rampart's runtime: shards on pinned glommio executors, the HTTP front, storage and config.
 //!
 //! Everything that touches threads, sockets, clocks or disk lives here; the market logic it
-//! drives lives in `rampart-engine`.
+//! drives lives in `rampart-engine`. The folders follow the roles: `venue` (ingest: the venues'
+//! protocols, sessions, connections, REST), `shard` (the executors that own the books),
+//! `api` (the HTTP front and what it serves), `persistence` (SQLite and the threads that write
+//! it), `delivery` (webhooks and the SSRF guard); `clock`, `config`, `json` and `shutdown`
+//! serve them all.
 
-pub mod alert_api;
+pub mod api;
 pub mod clock;
 pub mod config;
 pub mod delivery;
-pub mod front;
 pub mod json;
-pub mod keys;
-pub mod limit;
-pub mod metrics;
+pub mod persistence;
 pub mod shard;
 pub mod shutdown;
-pub mod ssrf;
-pub mod storage;
-pub mod store;
 pub mod venue;
-pub mod venue_watch;
-pub mod writer;

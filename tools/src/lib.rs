@@ -15,21 +15,21 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
+use rampart_net::api::front::{self, Front, FrontConfig, FrontStorage};
+use rampart_net::api::keys::KeyWatcher;
+use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
 use rampart_net::clock::{self, SharedClock};
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig};
-use rampart_net::front::{self, Front, FrontConfig, FrontStorage};
-use rampart_net::keys::KeyWatcher;
-use rampart_net::metrics::{Metrics, Sources as MetricsSources};
+use rampart_net::persistence::storage::{StorageHealth, StorageThread};
+use rampart_net::persistence::store::{Checkpointer, DataDirLock, Revoked, Store};
+use rampart_net::persistence::writer::{OnCommitted, Writer};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
 use rampart_net::shutdown::Shutdown;
-use rampart_net::storage::{StorageHealth, StorageThread};
-use rampart_net::store::{Checkpointer, DataDirLock, Revoked, Store};
 use rampart_net::venue::listing::ListingChange;
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
-use rampart_net::writer::{OnCommitted, Writer};
 
 pub use rampart_simvenue as simvenue;
 pub mod starting;
@@ -470,11 +470,12 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if !(1..=5_000).contains(&sim_pairs) {
         bail!("--sim-pairs must be between 1 and 5000");
     }
-    let unauthenticated_per_min = file.limits.unauthenticated_per_min.unwrap_or(rampart_net::limit::UNAUTH_PER_WINDOW);
-    if !(1..=rampart_net::limit::UNAUTH_PER_WINDOW_MAX).contains(&unauthenticated_per_min) {
+    let unauthenticated_per_min =
+        file.limits.unauthenticated_per_min.unwrap_or(rampart_net::api::limit::UNAUTH_PER_WINDOW);
+    if !(1..=rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX).contains(&unauthenticated_per_min) {
         bail!(
             "limits.unauthenticated_per_min must be between 1 and {}, not {unauthenticated_per_min}",
-            rampart_net::limit::UNAUTH_PER_WINDOW_MAX
+            rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX
         );
     }
     let walls_min_ratio = file.walls.min_ratio.unwrap_or(f64::from(rampart_engine::wall::MIN_RATIO_DEFAULT));
@@ -606,7 +607,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     let persistence = Persistence::start(&s, &shards, &clock)?;
     start_sim_delistings(&s, &shards)?;
     let watch_venues = match s.live.is_some() {
-        true => Some(rampart_net::venue_watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
+        true => Some(rampart_net::venue::watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
         false => None,
     };
     let health = persistence.health.clone();
@@ -743,7 +744,7 @@ fn load_alerts(
 /// checkpointer, with the storage health they report to.
 struct Persistence {
     health: Arc<StorageHealth>,
-    webhooks: rampart_net::metrics::WebhookMetrics,
+    webhooks: rampart_net::api::metrics::WebhookMetrics,
     delivery: Delivery,
     writer: Writer,
     checkpointer: Checkpointer,
@@ -752,7 +753,7 @@ struct Persistence {
 impl Persistence {
     fn start(s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Result<Persistence> {
         let health = Arc::new(StorageHealth::default());
-        let webhooks = rampart_net::metrics::WebhookMetrics::default();
+        let webhooks = rampart_net::api::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
             allow_private: s.allow_private,
             health: Some(health.clone()),

@@ -38,7 +38,7 @@ fn main() {
             // The baseline (one commit per create) and group commit, in the same run.
             "storage" => vec![
                 rampart_bench::storage_creates(64, 2_000, 1),
-                rampart_bench::storage_creates(64, 2_000, rampart_net::storage::GROUP_JOBS_MAX),
+                rampart_bench::storage_creates(64, 2_000, rampart_net::persistence::storage::GROUP_JOBS_MAX),
             ],
             "decode" => binance_decode(2_000_000),
             "alerts" => vec![

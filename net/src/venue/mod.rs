@@ -16,6 +16,7 @@ pub mod okx;
 pub mod protocol;
 pub mod rest;
 pub mod session;
+pub mod watch;
 pub mod ws;
 
 use rampart_engine::candle::{Candle, Timeframe};

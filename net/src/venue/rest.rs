@@ -50,7 +50,7 @@ use super::bybit::Bybit;
 use super::listing::{ListingChange, ListingWatch};
 use super::okx::Okx;
 use super::{drop_collisions, CandlePage, Listed, RestApi, RestError, VenueSettings};
-use crate::ssrf::{self, Host};
+use crate::delivery::ssrf::{self, Host};
 
 /// Jobs waiting for the REST thread at most.
 pub const JOBS_MAX: usize = 4096;

@@ -17,7 +17,7 @@
 //! of the group is kept.
 //!
 //! Key lookups never reach storage on the request path: the front reads the in-memory table
-//! that [`crate::keys::KeyWatcher`] keeps current from its own thread.
+//! that [`crate::api::keys::KeyWatcher`] keeps current from its own thread.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::store::{Store, StoreError};
+use crate::persistence::store::{Store, StoreError};
 
 /// Longest a client request waits for storage, queueing included; past it the answer is 503.
 pub const STORAGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -250,7 +250,7 @@ fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::NewAlert;
+    use crate::persistence::store::NewAlert;
     use rampart_engine::alert::{Condition, Cross};
     use rampart_engine::{Price, Venue};
 
@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(thread.groups(), 2, "the three jobs ran as one group");
         let other = Store::open(&dir).expect("reopen");
         let prices: Vec<i64> = other
-            .list_alerts(account, crate::store::StatusFilter::All)
+            .list_alerts(account, crate::persistence::store::StatusFilter::All)
             .expect("list")
             .iter()
             .map(|r| match r.condition {

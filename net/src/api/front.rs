@@ -30,17 +30,17 @@ mod json_errors;
 
 pub use json_errors::JsonErrors;
 
-use crate::alert_api;
+use crate::api::alerts;
+use crate::api::keys::KeyWatcher;
+use crate::api::limit::{Limiter, Refusal};
 use crate::clock::{self, SharedClock};
 use crate::config::Plans;
+use crate::delivery::ssrf;
 use crate::json::{error_body, Json};
-use crate::keys::KeyWatcher;
-use crate::limit::{Limiter, Refusal};
+use crate::persistence::storage::{StorageHealth, StorageThread, Writer};
+use crate::persistence::store::{hash_key, is_key_shaped, KeyRow};
+use crate::persistence::store::{AlertStatus, NewAlert};
 use crate::shard::{Command, Commands, DensitySnapshot, Shared};
-use crate::ssrf;
-use crate::storage::{StorageHealth, StorageThread, Writer};
-use crate::store::{hash_key, is_key_shaped, KeyRow};
-use crate::store::{AlertStatus, NewAlert};
 use hyper::http::request::Parts;
 use rampart_engine::alert::{AlertSpec, Condition, Cross};
 
@@ -113,7 +113,7 @@ pub struct Front {
     /// The process's clock.
     clock: SharedClock,
     /// `/metrics`, when measured.
-    metrics: Option<Arc<crate::metrics::Metrics>>,
+    metrics: Option<Arc<crate::api::metrics::Metrics>>,
     /// `/metrics` is served on its own listener only ([`Role::Metrics`]), not on the API's.
     metrics_apart: bool,
     /// The package version and the git revision it was built from, for `/version`.
@@ -156,14 +156,14 @@ struct ApiError {
     retry_after_s: Option<i64>,
 }
 
-impl From<alert_api::Invalid> for ApiError {
-    fn from(e: alert_api::Invalid) -> ApiError {
+impl From<alerts::Invalid> for ApiError {
+    fn from(e: alerts::Invalid) -> ApiError {
         ApiError::new(StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY), e.message)
     }
 }
 
-impl From<crate::store::StoreError> for ApiError {
-    fn from(e: crate::store::StoreError) -> ApiError {
+impl From<crate::persistence::store::StoreError> for ApiError {
+    fn from(e: crate::persistence::store::StoreError) -> ApiError {
         tracing::error!("storage: {e}");
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable; retry later")
     }
@@ -416,7 +416,7 @@ impl Front {
 
     /// Serves `metrics` at `/metrics`: on the API's listener, or only on a listener of its own
     /// when `apart` (the API's then answers 404 there).
-    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>, apart: bool) -> Front {
+    pub fn with_metrics(mut self, metrics: Arc<crate::api::metrics::Metrics>, apart: bool) -> Front {
         self.metrics = Some(metrics);
         self.metrics_apart = apart;
         self
@@ -484,9 +484,9 @@ impl Front {
             Role::Metrics => self.metrics_only(&req),
         };
         if let Some(m) = &self.metrics {
-            let labels = crate::metrics::HttpLabels {
-                route: crate::metrics::route(req.uri.path()),
-                method: crate::metrics::method(&req.method),
+            let labels = crate::api::metrics::HttpLabels {
+                route: crate::api::metrics::route(req.uri.path()),
+                method: crate::api::metrics::method(&req.method),
                 status: resp.status().as_u16(),
             };
             m.http.observe(labels, started.elapsed().as_secs_f64());
@@ -595,7 +595,7 @@ impl Front {
                 Ok(venue) => self.densities_one(venue, symbol),
                 Err(e) => e.into_response(),
             },
-            ["v1", "alerts"] if get => match alert_api::parse_status(query_param(query, "status").as_deref()) {
+            ["v1", "alerts"] if get => match alerts::parse_status(query_param(query, "status").as_deref()) {
                 Ok(filter) => self.list_alerts(&account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),
             },
@@ -638,7 +638,7 @@ impl Front {
             return method_not_allowed("GET");
         }
         let mut r = Response::new(Full::new(Bytes::from(m.encode())));
-        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::metrics::CONTENT_TYPE));
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::api::metrics::CONTENT_TYPE));
         r
     }
 
@@ -917,7 +917,7 @@ impl Front {
     // Long: the creation rules in the order the API applies them (validate, plan, cap, price,
     // store, hand to the shard); each step is a few lines and they share the request's state.
     async fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
-        let req = alert_api::parse_create(body)?;
+        let req = alerts::parse_create(body)?;
         let (venue, book) = match req.exchange {
             Some(v) => (v, self.book(v, &req.symbol)?),
             None => Venue::ALL
@@ -1014,12 +1014,12 @@ impl Front {
         }
         let mut j = Json::with_capacity(512);
         j.raw("{\"data\":");
-        alert_api::write_alert(&mut j, &row);
+        alerts::write_alert(&mut j, &row);
         j.raw("}");
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    async fn list_alerts(&self, account: &KeyRow, filter: crate::store::StatusFilter) -> Resp {
+    async fn list_alerts(&self, account: &KeyRow, filter: crate::persistence::store::StatusFilter) -> Resp {
         let acc = account.account_id;
         let rows = match self.storage.run(move |store| store.list_alerts(acc, filter)).await {
             Ok(r) => r,
@@ -1031,7 +1031,7 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            alert_api::write_alert(&mut j, row);
+            alerts::write_alert(&mut j, row);
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
@@ -1190,7 +1190,7 @@ fn method_not_allowed(allow: &'static str) -> Resp {
 }
 
 /// The OpenAPI 3.1 document of every endpoint (`docs/openapi.json`), served at `/openapi.json`.
-pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
+pub const OPENAPI: &str = include_str!("../../../docs/openapi.json");
 
 /// The `tracing` target of the access log (`RUST_LOG=info,rampart::access=off` silences it).
 pub const ACCESS_LOG_TARGET: &str = "rampart::access";

@@ -14,9 +14,9 @@ use std::time::Duration;
 use rampart_engine::Registry;
 
 use crate::clock::{Clock, SharedClock};
+use crate::persistence::storage::{StorageHealth, Writer as StorageWriter};
+use crate::persistence::store::{AlertRow, FiringRecord, Store};
 use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
-use crate::storage::{StorageHealth, Writer as StorageWriter};
-use crate::store::{AlertRow, FiringRecord, Store};
 
 /// Firings written per transaction at most.
 pub const BATCH_MAX: usize = 4_096;

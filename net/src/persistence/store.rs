@@ -505,7 +505,7 @@ impl Checkpointer {
     pub fn start(
         mut store: Store,
         period: Duration,
-        health: std::sync::Arc<crate::storage::StorageHealth>,
+        health: std::sync::Arc<crate::persistence::storage::StorageHealth>,
         clock: crate::clock::SharedClock,
     ) -> std::io::Result<Checkpointer> {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -529,7 +529,7 @@ impl Checkpointer {
                         tracing::error!("storage cannot be written: {e}");
                     }
                 }
-                health.record(crate::storage::Writer::Probe, &probe, now);
+                health.record(crate::persistence::storage::Writer::Probe, &probe, now);
                 if let Err(e) = store.checkpoint() {
                     tracing::error!("WAL checkpoint: {e}");
                 }

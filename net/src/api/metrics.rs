@@ -21,8 +21,8 @@ use prometheus_client::registry::Registry;
 use rampart_engine::Venue;
 
 use crate::delivery::DeliveryStats;
+use crate::persistence::storage::StorageHealth;
 use crate::shard::{Command, Shared, VenueStats};
-use crate::storage::StorageHealth;
 
 /// The media type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -396,7 +396,8 @@ mod tests {
 
     #[test]
     fn every_route_is_documented_and_labelled_by_its_template() {
-        let doc: serde_json::Value = serde_json::from_str(crate::front::OPENAPI).expect("docs/openapi.json parses");
+        let doc: serde_json::Value =
+            serde_json::from_str(crate::api::front::OPENAPI).expect("docs/openapi.json parses");
         let mut documented: Vec<&str> = doc["paths"].as_object().expect("paths").keys().map(String::as_str).collect();
         documented.sort_unstable();
         let mut routes = ROUTES.to_vec();

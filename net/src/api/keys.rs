@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use crate::store::{KeyRow, Store, StoreError};
+use crate::persistence::store::{KeyRow, Store, StoreError};
 
 /// How often the watcher looks for key changes, milliseconds.
 pub const KEYS_POLL_MS: u64 = 20;
@@ -138,10 +138,10 @@ mod tests {
         assert!(reload_if_changed(&reader, &mut seen).expect("nothing").is_none(), "no commit: no reload");
         let k = writer.create_account_with_key("developer", None, 1).expect("key");
         let t = reload_if_changed(&reader, &mut seen).expect("after create").expect("reloaded");
-        assert!(t.contains_key(&crate::store::hash_key(&k.key)));
+        assert!(t.contains_key(&crate::persistence::store::hash_key(&k.key)));
         writer.revoke_key(k.id, 2).expect("revoke");
         let t = reload_if_changed(&reader, &mut seen).expect("after revoke").expect("reloaded");
-        assert_eq!(t[&crate::store::hash_key(&k.key)].revoked_ms, Some(2));
+        assert_eq!(t[&crate::persistence::store::hash_key(&k.key)].revoked_ms, Some(2));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

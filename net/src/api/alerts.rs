@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::clock;
 use crate::json::Json;
-use crate::store::AlertRow;
+use crate::persistence::store::AlertRow;
 
 /// Longest `note`, in characters.
 pub const NOTE_CHARS_MAX: usize = 500;
@@ -310,8 +310,8 @@ fn check_url_syntax(url: &str) -> Result<(), Invalid> {
 }
 
 /// Parses the `status` filter of `GET /v1/alerts`.
-pub fn parse_status(value: Option<&str>) -> Result<crate::store::StatusFilter, Invalid> {
-    use crate::store::StatusFilter;
+pub fn parse_status(value: Option<&str>) -> Result<crate::persistence::store::StatusFilter, Invalid> {
+    use crate::persistence::store::StatusFilter;
     match value {
         None | Some("active") => Ok(StatusFilter::Active),
         Some("triggered") => Ok(StatusFilter::Triggered),
@@ -324,7 +324,7 @@ pub fn parse_status(value: Option<&str>) -> Result<crate::store::StatusFilter, I
 pub fn write_alert(j: &mut Json, a: &AlertRow) {
     j.raw("{\"id\":").int(a.id);
     j.raw(",\"exchange\":").str(a.exchange.as_str()).raw(",\"symbol\":").str(&a.symbol);
-    crate::store::write_condition(j, &a.condition);
+    crate::persistence::store::write_condition(j, &a.condition);
     j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
     j.raw(",\"webhookUrl\":");
     match &a.webhook_url {
@@ -565,7 +565,7 @@ mod tests {
 
     #[test]
     fn status_filter() {
-        use crate::store::StatusFilter;
+        use crate::persistence::store::StatusFilter;
         assert_eq!(parse_status(None), Ok(StatusFilter::Active));
         assert_eq!(parse_status(Some("all")), Ok(StatusFilter::All));
         assert_eq!(
@@ -585,7 +585,7 @@ mod tests {
             repeat: true,
             note: "n".into(),
             webhook_url: None,
-            status: crate::store::AlertStatus::Active,
+            status: crate::persistence::store::AlertStatus::Active,
             created_price: 9_500_012_000_000,
             created_ms: 1_795_183_387_123,
             last_triggered_ms: None,
