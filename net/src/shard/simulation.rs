@@ -44,7 +44,7 @@ use rampart_simvenue::{Config, Faults};
 use super::{Command, EventQueue, Shard, ShardConfig, ShardEvent, Shared};
 use crate::clock::ManualClock;
 use crate::venue::session::{Count, Event as SessionEvent, Session, Sink, Transmit};
-use crate::venue::{binance, bitget, bybit, okx, Listed, RestApi};
+use crate::venue::{binance, bybit, Listed, RestApi};
 
 /// Seeds CI runs.
 const SEEDS: [u64; 6] = [1, 2, 3, 0x5EED, 20_261_125, 0xDEAD_BEEF];
@@ -727,21 +727,11 @@ impl World {
 
 /// The venue's listing, through the product's own parser.
 fn listing(market: &mut InProcess, venue: Venue) -> Result<Vec<Listed>, Failure> {
-    let url = match venue {
-        Venue::Binance => binance::Binance::listing_url(BASE),
-        Venue::Bybit => bybit::Bybit::listing_url(BASE),
-        Venue::Okx => okx::Okx::listing_url(BASE),
-        Venue::Bitget => bitget::Bitget::listing_url(BASE),
-    };
+    let url = crate::venue::with_protocol!(venue, P => P::listing_url(BASE));
     let Some((200, body)) = market.request("GET", &url, "") else {
         return Err(Failure(format!("listing {url} failed")));
     };
-    let parsed = match venue {
-        Venue::Binance => binance::Binance::parse_listing(body.as_bytes()),
-        Venue::Bybit => bybit::Bybit::parse_listing(body.as_bytes()),
-        Venue::Okx => okx::Okx::parse_listing(body.as_bytes()),
-        Venue::Bitget => bitget::Bitget::parse_listing(body.as_bytes()),
-    };
+    let parsed = crate::venue::with_protocol!(venue, P => P::parse_listing(body.as_bytes()));
     parsed.map_err(|e| Failure(format!("listing of {}: {e}", venue.as_str())))
 }
 

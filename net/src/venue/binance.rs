@@ -16,15 +16,13 @@ use rampart_engine::book::Book;
 use rampart_engine::feed::binance as bn;
 use rampart_engine::BookId;
 
-use super::protocol::{Applied, Ctx, Keepalive, Protocol, SnapshotApplied};
+use super::protocol::{Applied, Ctx, Defaults, Keepalive, Protocol, SnapshotApplied};
 use super::session::{Count, Sink, DECODE_LEVELS_MAX};
 
 /// Levels per side asked of a REST depth snapshot.
 pub const SNAPSHOT_LIMIT: usize = 1000;
 /// Request weight of that snapshot (venues.md §1.2: 501–1000 → 50).
 pub const SNAPSHOT_WEIGHT: f64 = 50.0;
-/// Request weight of `exchangeInfo`.
-pub const LISTING_WEIGHT: f64 = 20.0;
 
 /// Binance's REST API.
 pub struct Binance;
@@ -41,6 +39,9 @@ fn interval(tf: Timeframe) -> &'static str {
 }
 
 impl RestApi for Binance {
+    // `exchangeInfo` weighs 20.
+    const LISTING_WEIGHT: f64 = 20.0;
+
     fn listing_url(base: &str) -> String {
         format!("{base}/api/v3/exchangeInfo?permissions=SPOT")
     }
@@ -141,6 +142,14 @@ pub const BUFFER_LEVELS_MAX: usize = 8_192;
 
 impl Protocol for Binance {
     const VENUE: Venue = Venue::Binance;
+    // 6000 weight/min; 300 connection attempts per 5 min; 1024 streams per connection.
+    const DEFAULTS: Defaults = Defaults {
+        rest: "https://api.binance.com",
+        ws: "wss://stream.binance.com:9443",
+        pairs_per_connection: 100,
+        rest_weight_per_s: 50.0,
+        connects_per_s: 0.5,
+    };
     // The server pings every 20 s; a silent minute means the stream is dead.
     const IDLE_LIMIT_MS: i64 = 60_000;
     // Nothing is sent but the rare close: the streams are in the URL.

@@ -15,7 +15,7 @@ use super::{candle, int, listed, step_from_precision, text, CandlePage, Listed, 
 use rampart_engine::book::Book;
 use rampart_engine::feed::bitget as bg;
 
-use super::protocol::{Applied, Ctx, Keepalive, Protocol};
+use super::protocol::{Applied, Ctx, Defaults, Keepalive, Protocol};
 use super::session::{Count, DECODE_LEVELS_MAX, DECODE_TRADES_MAX};
 
 /// Bytes of one subscribe request at most (Bitget's bound is 4096).
@@ -160,6 +160,14 @@ pub const TEXT_LEVELS_MAX: usize = 400;
 
 impl Protocol for Bitget {
     const VENUE: Venue = Venue::Bitget;
+    // 20 requests per s per endpoint; 300 connections per 5 min; < 50 channels per connection.
+    const DEFAULTS: Defaults = Defaults {
+        rest: "https://api.bitget.com",
+        ws: "wss://ws.bitget.com",
+        pairs_per_connection: 24,
+        rest_weight_per_s: 10.0,
+        connects_per_s: 0.5,
+    };
     const IDLE_LIMIT_MS: i64 = 75_000;
     // Bitget counts every message (pings too) against 10 per second.
     const CONTROL_GAP_MS: i64 = 150;

@@ -14,7 +14,7 @@ use super::{candle, int, listed, text, CandlePage, Listed, RestApi, RestError};
 use rampart_engine::book::Book;
 use rampart_engine::feed::bybit as by;
 
-use super::protocol::{Applied, Ctx, Keepalive, Protocol};
+use super::protocol::{Applied, Ctx, Defaults, Keepalive, Protocol};
 use super::session::{Count, DECODE_LEVELS_MAX, DECODE_TRADES_MAX};
 
 /// Book depth subscribed.
@@ -145,6 +145,14 @@ pub const PING: &[u8] = br#"{"op":"ping"}"#;
 
 impl Protocol for Bybit {
     const VENUE: Venue = Venue::Bybit;
+    // 600 requests per 5 s; 500 connections per 5 min.
+    const DEFAULTS: Defaults = Defaults {
+        rest: "https://api.bybit.com",
+        ws: "wss://stream.bybit.com",
+        pairs_per_connection: 50,
+        rest_weight_per_s: 50.0,
+        connects_per_s: 0.8,
+    };
     const IDLE_LIMIT_MS: i64 = 60_000;
     const CONTROL_GAP_MS: i64 = 100;
     const SUBSCRIBE_OPS_PER_HOUR: Option<usize> = None;

@@ -24,6 +24,33 @@ use rampart_engine::fixed::{Price, Qty};
 use rampart_engine::instrument::{Instrument, Status};
 use rampart_engine::Venue;
 
+/// Evaluates `$body` with the type `$P` that speaks `$venue` (its [`protocol::Protocol`] and
+/// [`RestApi`]): the one list in `net` of which type is which venue. Adding a venue adds its
+/// module and one line here.
+macro_rules! with_protocol {
+    ($venue:expr, $P:ident => $body:expr) => {
+        match $venue {
+            rampart_engine::Venue::Binance => {
+                type $P = $crate::venue::binance::Binance;
+                $body
+            }
+            rampart_engine::Venue::Bybit => {
+                type $P = $crate::venue::bybit::Bybit;
+                $body
+            }
+            rampart_engine::Venue::Okx => {
+                type $P = $crate::venue::okx::Okx;
+                $body
+            }
+            rampart_engine::Venue::Bitget => {
+                type $P = $crate::venue::bitget::Bitget;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_protocol;
+
 /// How to reach and pace one venue (defaults from `venues.md`, overridable in the TOML file).
 #[derive(Clone, Debug, PartialEq)]
 pub struct VenueSettings {
@@ -52,16 +79,9 @@ impl VenueSettings {
     pub fn default_for(venue: Venue) -> VenueSettings {
         // Budgets are about half of each venue's published per-IP limit (venues.md §1.6, §2.6,
         // §3.7, §4.6), leaving room for other clients on the same address.
-        let (rest, ws, pairs, weight, connects) = match venue {
-            // 6000 weight/min; 300 connection attempts per 5 min; 1024 streams per connection.
-            Venue::Binance => ("https://api.binance.com", "wss://stream.binance.com:9443", 100, 50.0, 0.5),
-            // 600 requests per 5 s; 500 connections per 5 min.
-            Venue::Bybit => ("https://api.bybit.com", "wss://stream.bybit.com", 50, 50.0, 0.8),
-            // market/candles 40 per 2 s; 3 connections per s; fewer than 30 channels per connection.
-            Venue::Okx => ("https://www.okx.com", "wss://ws.okx.com:8443", 14, 10.0, 2.0),
-            // 20 requests per s per endpoint; 300 connections per 5 min; < 50 channels per connection.
-            Venue::Bitget => ("https://api.bitget.com", "wss://ws.bitget.com", 24, 10.0, 0.5),
-        };
+        let d = with_protocol!(venue, P => <P as protocol::Protocol>::DEFAULTS);
+        let (rest, ws, pairs, weight, connects) =
+            (d.rest, d.ws, d.pairs_per_connection, d.rest_weight_per_s, d.connects_per_s);
         VenueSettings {
             venue,
             rest: rest.to_owned(),
@@ -245,6 +265,8 @@ pub trait RestApi {
     fn parse_candles(body: &[u8]) -> Result<CandlePage, RestError>;
     /// Request weight of one candle page.
     const CANDLES_WEIGHT: f64 = 1.0;
+    /// Request weight of the listing.
+    const LISTING_WEIGHT: f64 = 1.0;
 }
 
 #[cfg(test)]

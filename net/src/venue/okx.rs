@@ -15,7 +15,7 @@ use rampart_engine::book::Book;
 use rampart_engine::feed::okx as ok;
 use rampart_engine::{Tick, TickKind};
 
-use super::protocol::{Applied, Ctx, Keepalive, Protocol};
+use super::protocol::{Applied, Ctx, Defaults, Keepalive, Protocol};
 use super::session::{Count, DECODE_LEVELS_MAX, DECODE_TRADES_MAX};
 
 /// OKX's REST API.
@@ -131,6 +131,14 @@ pub const BOOKS_PER_REQUEST_MAX: usize = 10;
 
 impl Protocol for Okx {
     const VENUE: Venue = Venue::Okx;
+    // market/candles 40 per 2 s; 3 connections per s; fewer than 30 channels per connection.
+    const DEFAULTS: Defaults = Defaults {
+        rest: "https://www.okx.com",
+        ws: "wss://ws.okx.com:8443",
+        pairs_per_connection: 14,
+        rest_weight_per_s: 10.0,
+        connects_per_s: 2.0,
+    };
     const IDLE_LIMIT_MS: i64 = 40_000;
     const CONTROL_GAP_MS: i64 = 100;
     const SUBSCRIBE_OPS_PER_HOUR: Option<usize> = Some(SUBSCRIBE_OPS_PER_HOUR);

@@ -86,10 +86,29 @@ impl Ctx<'_> {
     }
 }
 
+/// A venue's endpoints and the budgets rampart uses against them by default (about half of each
+/// published per-IP limit, leaving room for other clients on the same address); the TOML file
+/// and the environment override them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Defaults {
+    /// REST base URL.
+    pub rest: &'static str,
+    /// WebSocket base URL.
+    pub ws: &'static str,
+    /// Pairs per WebSocket connection.
+    pub pairs_per_connection: usize,
+    /// REST budget: request weight per second (Binance) or requests per second (others).
+    pub rest_weight_per_s: f64,
+    /// Connection attempts per second, for the whole process.
+    pub connects_per_s: f64,
+}
+
 /// One venue's stream protocol.
 pub trait Protocol: 'static {
     /// The venue.
     const VENUE: Venue;
+    /// The real venue's endpoints and the budgets used against them.
+    const DEFAULTS: Defaults;
     /// Silence longer than this means the stream is dead.
     const IDLE_LIMIT_MS: i64;
     /// Least time between two control messages.

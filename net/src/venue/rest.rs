@@ -44,12 +44,9 @@ use rampart_engine::instrument::Status;
 use rampart_engine::{BookId, Registry, Venue};
 use tokio::sync::Notify;
 
-use super::binance::{self, Binance};
-use super::bitget::Bitget;
-use super::bybit::Bybit;
+use super::binance;
 use super::listing::{ListingChange, ListingWatch};
-use super::okx::Okx;
-use super::{drop_collisions, CandlePage, Listed, RestApi, RestError, VenueSettings};
+use super::{drop_collisions, with_protocol, CandlePage, Listed, RestApi, RestError, VenueSettings};
 use crate::delivery::ssrf::{self, Host};
 
 /// Jobs waiting for the REST thread at most.
@@ -570,19 +567,9 @@ impl Drop for Answer {
 }
 
 async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, RestError> {
-    let (url, weight) = match s.venue {
-        Venue::Binance => (Binance::listing_url(&s.rest), binance::LISTING_WEIGHT),
-        Venue::Bybit => (Bybit::listing_url(&s.rest), 1.0),
-        Venue::Okx => (Okx::listing_url(&s.rest), 1.0),
-        Venue::Bitget => (Bitget::listing_url(&s.rest), 1.0),
-    };
+    let (url, weight) = with_protocol!(s.venue, P => (P::listing_url(&s.rest), P::LISTING_WEIGHT));
     let body = ctx.get(s.venue, &url, weight).await?;
-    let mut list = match s.venue {
-        Venue::Binance => Binance::parse_listing(&body),
-        Venue::Bybit => Bybit::parse_listing(&body),
-        Venue::Okx => Okx::parse_listing(&body),
-        Venue::Bitget => Bitget::parse_listing(&body),
-    }?;
+    let mut list = with_protocol!(s.venue, P => P::parse_listing(&body))?;
     let dropped = drop_collisions(&mut list);
     if dropped > 0 {
         tracing::warn!("{}: {dropped} instruments dropped: BASEQUOTE collides with another", s.venue.as_str());
@@ -666,12 +653,7 @@ async fn backfill(ctx: &Ctx, book: BookId) -> RestReply {
     let want = ctx.books.bars_max;
     let mut set = Box::new(CandleSet::new(want));
     for tf in Timeframe::ALL {
-        let bars = match venue {
-            Venue::Binance => history::<Binance>(ctx, s, native, tf, want).await,
-            Venue::Bybit => history::<Bybit>(ctx, s, native, tf, want).await,
-            Venue::Okx => history::<Okx>(ctx, s, native, tf, want).await,
-            Venue::Bitget => history::<Bitget>(ctx, s, native, tf, want).await,
-        };
+        let bars = with_protocol!(venue, P => history::<P>(ctx, s, native, tf, want).await);
         match bars {
             Ok(bars) => {
                 for bar in bars {

@@ -35,7 +35,7 @@ use rampart_engine::book::Book;
 use rampart_engine::{BookId, Tick, Venue};
 
 use super::protocol::{Applied, Ctx, Protocol, SnapshotApplied};
-use super::{binance, bitget, bybit, okx};
+use super::with_protocol;
 
 /// First delay before rebuilding a book that broke.
 pub const RESYNC_BACKOFF_MIN_MS: i64 = 500;
@@ -542,14 +542,9 @@ pub struct Session(Box<dyn Driven>);
 
 impl Session {
     /// A session for `books` of `venue`, named `natives` by the venue; `verify_checksums` turns
-    /// the OKX and Bitget checksum checks on. The one place that lists the venues' protocols.
+    /// the OKX and Bitget checksum checks on.
     pub fn new(venue: Venue, books: Vec<BookId>, natives: Vec<String>, verify_checksums: bool) -> Session {
-        Session(match venue {
-            Venue::Binance => Box::new(SessionOf::<binance::Binance>::new(books, natives, verify_checksums)),
-            Venue::Bybit => Box::new(SessionOf::<bybit::Bybit>::new(books, natives, verify_checksums)),
-            Venue::Okx => Box::new(SessionOf::<okx::Okx>::new(books, natives, verify_checksums)),
-            Venue::Bitget => Box::new(SessionOf::<bitget::Bitget>::new(books, natives, verify_checksums)),
-        })
+        Session(with_protocol!(venue, P => Box::new(SessionOf::<P>::new(books, natives, verify_checksums))))
     }
 
     /// The venue.
@@ -642,6 +637,7 @@ impl Session {
 mod tests {
     use super::*;
     use crate::venue::protocol::Protocol;
+    use crate::venue::{binance, bitget, bybit, okx};
 
     /// Books by id, nothing else recorded.
     struct Books(Vec<Book>);
