@@ -186,13 +186,17 @@ const RECEIVER_HEAD_BYTES_MAX: usize = 16 * 1024;
 const RECEIVER_BODY_BYTES_MAX: usize = 64 * 1024;
 
 impl Receivers {
-    /// Starts `n` receivers, the first `hanging` of which never answer.
+    /// Starts `n` receivers, the first `hanging` of which never answer. Each listens on a
+    /// loopback address of its own (`127.0.0.2`, `127.0.0.3`, ...; Linux answers on all of
+    /// 127/8), as webhook receivers are different hosts: the sender's per-host-name bound then
+    /// applies to each receiver, not to all of them at once.
     pub fn start(n: usize, hanging: usize) -> std::io::Result<Receivers> {
         let got = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let mut addrs = Vec::with_capacity(n);
         for i in 0..n {
-            let listener = TcpListener::bind("127.0.0.1:0")?;
+            let host = std::net::Ipv4Addr::new(127, 0, (i / 250) as u8, (2 + i % 250) as u8);
+            let listener = TcpListener::bind((host, 0))?;
             addrs.push(listener.local_addr()?);
             let (got, stop) = (got.clone(), stop.clone());
             let hang = i < hanging;

@@ -69,9 +69,9 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const RESPONSE_BYTES_MAX: usize = 64 * 1024;
 /// Due deliveries looked at per round at most; the rest are looked at in later rounds.
 const DUE_SCAN_MAX: usize = 4_096;
-/// Due deliveries looked at per round per free slot (at least [`DUE_SCAN_MIN`]): enough
-/// candidates when some are held back by their destination's bound, without reading thousands
-/// of rows to fill a few slots.
+/// Due deliveries looked at per round per free slot, beyond the rows in flight (at least
+/// [`DUE_SCAN_MIN`]): enough candidates when some are held back by their destination's bound,
+/// without reading thousands of rows to fill a few slots.
 const DUE_SCAN_PER_FREE_SLOT: usize = 4;
 /// Due deliveries looked at per round, at least.
 const DUE_SCAN_MIN: usize = 64;
@@ -340,8 +340,10 @@ impl Sender {
         if !self.room() {
             return;
         }
+        // Rows in flight are still pending in the outbox and come back in the scan: read past
+        // them.
         let free = self.config.in_flight_max.saturating_sub(self.in_flight.len());
-        let scan = (free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX);
+        let scan = (self.in_flight.len() + free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX);
         let due = match store.due_deliveries(now_ms, scan as u32) {
             Ok(d) => d,
             Err(e) => {

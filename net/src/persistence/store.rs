@@ -488,8 +488,11 @@ fn busy(attempt: i32) -> bool {
     attempt < 50_000
 }
 
-/// Longest the checkpoint thread's probe write waits for a lock held elsewhere.
-const PROBE_BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+/// Longest the checkpoint thread's probe write waits for a lock held elsewhere: as long as
+/// every other writer waits (see [`busy`]), so the probe calls storage unwritable only when a
+/// write would fail. A storm's commit of thousands of firings holds the lock for about a
+/// second; with a shorter wait the probe called that an outage.
+const PROBE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A thread that checkpoints the WAL every `period`, so the writers on the tick-to-webhook path
 /// never do it themselves (see [`Store::for_background`]). Stopped on drop.
@@ -522,14 +525,7 @@ impl Checkpointer {
                     std::thread::sleep(Duration::from_millis(50));
                     slept += Duration::from_millis(50);
                 }
-                let now = clock.now_ms();
-                let probe = store.probe_write(now);
-                if let Err(e) = &probe {
-                    if !health.failing(now) {
-                        tracing::error!("storage cannot be written: {e}");
-                    }
-                }
-                health.record(crate::persistence::storage::Writer::Probe, &probe, now);
+                probe(&mut store, &health, clock.now_ms());
                 if let Err(e) = store.checkpoint() {
                     tracing::error!("WAL checkpoint: {e}");
                 }
@@ -537,6 +533,17 @@ impl Checkpointer {
         })?;
         Ok(Checkpointer { stop, thread: Some(thread) })
     }
+}
+
+/// Writes the probe row and records the outcome in `health`.
+fn probe(store: &mut Store, health: &crate::persistence::storage::StorageHealth, now: i64) {
+    let probe = store.probe_write(now);
+    if let Err(e) = &probe {
+        if !health.failing(now) {
+            tracing::error!("storage cannot be written: {e}");
+        }
+    }
+    health.record(crate::persistence::storage::Writer::Probe, &probe, now);
 }
 
 impl Drop for Checkpointer {
@@ -1226,6 +1233,33 @@ mod tests {
             created_price: 100,
             created_ms: 1,
         }
+    }
+
+    #[test]
+    fn a_probe_waits_out_a_lock_held_for_a_storm_commit() {
+        let dir = temp_dir("probe-busy");
+        let mut prober = Store::open(&dir).expect("open");
+        prober.set_busy_timeout(PROBE_BUSY_TIMEOUT).expect("timeout");
+        let health = crate::persistence::storage::StorageHealth::default();
+        let (locked, wait) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        let holder = std::thread::spawn(move || {
+            let holder = Store::open(&d).expect("open");
+            holder.conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
+            locked.send(()).expect("signal");
+            // Longer than the probe used to wait (500 ms); a large firing commit takes as long.
+            std::thread::sleep(Duration::from_millis(800));
+            holder.conn.execute_batch("COMMIT").expect("unlock");
+        });
+        wait.recv().expect("the lock is held");
+        probe(&mut prober, &health, 1_000);
+        assert!(!health.failing(1_000), "a lock held for a commit is not an outage");
+        holder.join().expect("holder");
+        // A real failure is still recorded: a read-only connection refuses the probe.
+        prober.conn.execute_batch("PRAGMA query_only = ON").expect("read only");
+        probe(&mut prober, &health, 3_000);
+        assert!(health.failing(3_000));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
