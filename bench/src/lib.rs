@@ -82,6 +82,28 @@ fn histogram() -> Histogram<u64> {
 /// each tick's `Market::apply` alone. Returns the per-tick latency and the apply throughput.
 pub fn tick_apply(pairs: usize, rounds: usize) -> Summary {
     let now = 1_795_183_387_000_i64;
+    let (mut market, mut sim) = simulated_market(pairs, now);
+    let mut ticks = Vec::with_capacity(sim.ticks_per_step_max() * 64);
+    let mut h = histogram();
+    let mut busy = Duration::ZERO;
+    for r in 0..rounds as i64 {
+        sim.step_due(now + 1_000 + r * 50, 64, &mut ticks);
+        let batch = Instant::now();
+        for t in &ticks {
+            let t0 = Instant::now();
+            std::hint::black_box(market.apply(std::hint::black_box(t)));
+            let _ = h.record(t0.elapsed().as_nanos() as u64);
+        }
+        busy += batch.elapsed();
+        ticks.clear();
+    }
+    let rate = h.len() as f64 / busy.as_secs_f64().max(1e-9);
+    Summary::from_hist("tick apply (book or trade, incl. ~20 ns timer)", &h, Some(rate))
+}
+
+/// A simulated market of `pairs` pairs on all four venues at `now`: every book with a full
+/// history (512 bars per timeframe) and its initial levels applied.
+fn simulated_market(pairs: usize, now: i64) -> (Market, Sim) {
     let universe = sim::universe(42, pairs);
     let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("simulated registry is valid");
     let ids: Vec<BookId> = registry.ids().collect();
@@ -101,21 +123,7 @@ pub fn tick_apply(pairs: usize, rounds: usize) -> Summary {
         });
         ticks.clear();
     }
-    let mut h = histogram();
-    let mut busy = Duration::ZERO;
-    for r in 0..rounds as i64 {
-        sim.step_due(now + 1_000 + r * 50, 64, &mut ticks);
-        let batch = Instant::now();
-        for t in &ticks {
-            let t0 = Instant::now();
-            std::hint::black_box(market.apply(std::hint::black_box(t)));
-            let _ = h.record(t0.elapsed().as_nanos() as u64);
-        }
-        busy += batch.elapsed();
-        ticks.clear();
-    }
-    let rate = h.len() as f64 / busy.as_secs_f64().max(1e-9);
-    Summary::from_hist("tick apply (book or trade, incl. ~20 ns timer)", &h, Some(rate))
+    (market, sim)
 }
 
 /// Recomputes the level set of every book of a `pairs`-pair market on all four venues from
@@ -151,6 +159,48 @@ pub fn levels_recompute(pairs: usize, passes: usize) -> Summary {
     }
     let rate = h.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
     Summary::from_hist(&format!("level recompute per book ({} books)", sets.len()), &h, Some(rate))
+}
+
+/// One book's metrics refresh (`PairMetrics::compute`: six rolling windows from the 5-minute
+/// and hourly rings of a full 512-bar history, spread and ±1 % depth from the book, level
+/// distances), over every book of a simulated market with its books and levels, `passes`
+/// times. Its baseline in the same run is the wall scan of the same books, another per-book
+/// periodic job (every 2 s).
+pub fn metrics_refresh(pairs: usize, passes: usize) -> Vec<Summary> {
+    use rampart_engine::level::{compute_from_set, LevelScratch};
+    use rampart_net::shard::pair_metrics::PairMetrics;
+    use rampart_net::shard::DensitySnapshot;
+    let now = 1_795_183_387_000_i64;
+    let (mut market, mut sim) = simulated_market(pairs, now);
+    let mut ticks = Vec::with_capacity(sim.ticks_per_step_max() * 64);
+    for r in 0..200 {
+        sim.step_due(now + r * 50, usize::MAX, &mut ticks);
+        ticks.iter().for_each(|t| {
+            market.apply(t);
+        });
+        ticks.clear();
+    }
+    let mut bars: [Vec<rampart_engine::Candle>; 5] = std::array::from_fn(|_| Vec::with_capacity(512));
+    let mut scratch = LevelScratch::default();
+    for state in market.books_mut() {
+        let price = state.last_price;
+        compute_from_set(&state.candles, now, price, &mut bars, &mut scratch, &mut state.levels);
+    }
+    let walls = DensitySnapshot::default();
+    let mut h = histogram();
+    let started = Instant::now();
+    for pass in 0..passes.max(1) as i64 {
+        for state in market.books() {
+            let t0 = Instant::now();
+            let m = PairMetrics::compute(state, state.last_price, now + 10_000 + pass * 1_000, &walls, Some(1.0));
+            std::hint::black_box(&m);
+            let _ = h.record(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    let rate = h.len() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    let books = market.books().len();
+    let metrics = Summary::from_hist(&format!("metrics refresh per book ({books} books)"), &h, Some(rate));
+    vec![metrics, wall_scan(pairs, passes)]
 }
 
 /// The per-tick live consumption check: `LevelSet::on_trade` with trade prices around the

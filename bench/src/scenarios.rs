@@ -487,6 +487,8 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         "/v1/densities/BTCUSDT?exchange=binance",
         "/v1/levels?exchange=binance",
         "/v1/densities?exchange=binance",
+        "/v1/metrics/BTCUSDT?exchange=binance",
+        "/v1/rankings/all?exchange=binance&metric=change",
     ];
     let addr: std::net::SocketAddr =
         env.base.trim_start_matches("http://").parse().map_err(|e| format!("address: {e}"))?;

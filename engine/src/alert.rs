@@ -473,7 +473,7 @@ mod tests {
         }
 
         fn trade(&mut self, ts: i64, p: i64) -> Vec<u64> {
-            self.candles.trade(ts, Price(p));
+            self.candles.trade(ts, Price(p), crate::fixed::Qty(1));
             self.out.clear();
             self.book.on_trade(Price(p), ts, &self.candles, &mut self.out);
             self.out.iter().map(|f| f.id).collect()

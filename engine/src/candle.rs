@@ -87,7 +87,7 @@ impl Timeframe {
 }
 
 /// One bar; prices are fixed-point.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Debug, Default)]
 pub struct Candle {
     /// Bucket open time, Unix milliseconds.
     pub open_ms: i64,
@@ -99,13 +99,43 @@ pub struct Candle {
     pub low: Price,
     /// Last price.
     pub close: Price,
+    /// Quote volume: the sum of price × quantity of the bar's trades.
+    pub volume: f64,
+    /// Number of trades; `None` when a venue's history does not say (only Binance's does).
+    pub trades: Option<u32>,
 }
 
 impl Candle {
-    /// A bar of one price.
+    /// A bar of one price and no trade.
     pub fn flat(open_ms: i64, p: Price) -> Candle {
-        Candle { open_ms, open: p, high: p, low: p, close: p }
+        Candle { open_ms, open: p, high: p, low: p, close: p, volume: 0.0, trades: Some(0) }
     }
+
+    /// A bar of prices with no volume information (tests, level fixtures).
+    pub fn prices(open_ms: i64, open: Price, high: Price, low: Price, close: Price) -> Candle {
+        Candle { open_ms, open, high, low, close, volume: 0.0, trades: Some(0) }
+    }
+
+    /// A bar of one trade.
+    pub fn trade(open_ms: i64, price: Price, qty: crate::fixed::Qty) -> Candle {
+        let volume = price.to_f64() * qty.to_f64();
+        Candle { open_ms, open: price, high: price, low: price, close: price, volume, trades: Some(1) }
+    }
+}
+
+/// How a merged bar's volume and trade count combine with the bar already held.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sums {
+    /// Disjoint observations (trades, finer bars): add.
+    Add,
+    /// Two observations of the same bar that overlap in time (a backfilled bar in progress and
+    /// the trades streamed since before the backfill): keep the larger, an undercount by the
+    /// trades of the overlap at most, never a double count.
+    Max,
+}
+
+fn add_trades(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    Some(a?.saturating_add(b?))
 }
 
 /// A fixed-capacity ring of contiguous bars of one timeframe; the newest bar is the live one.
@@ -179,22 +209,21 @@ impl CandleRing {
         self.len = (self.len + 1).min(self.bars.len());
     }
 
-    /// Merges a price range observed inside the bucket opening at `bucket_ms` (which must be
-    /// aligned to this ring's timeframe): a trade is `merge(b, p, p, p, p)`, a finer bar is
-    /// its own open/high/low/close. Later buckets roll the ring over; skipped buckets get flat
-    /// bars at the previous close (at most `bars_max` of them).
-    pub fn merge(&mut self, bucket_ms: i64, open: Price, high: Price, low: Price, close: Price) {
+    /// Merges a bar observed inside the bucket opening at `bucket_ms` (which must be aligned to
+    /// this ring's timeframe): a trade is [`Candle::trade`], a finer bar is itself. Later
+    /// buckets roll the ring over; skipped buckets get flat bars at the previous close (at most
+    /// `bars_max` of them). The bar's own `open_ms` is not read.
+    pub fn merge(&mut self, bucket_ms: i64, bar: &Candle, sums: Sums) {
         debug_assert_eq!(self.tf.bucket_start(bucket_ms), bucket_ms);
         let d = self.tf.duration_ms();
         let Some(&live) = self.newest() else {
-            self.push(Candle { open_ms: bucket_ms, open, high, low, close });
+            self.push(Candle { open_ms: bucket_ms, ..*bar });
             return;
         };
         if bucket_ms == live.open_ms {
-            let bar = &mut self.bars[self.head];
-            bar.high = bar.high.max(high);
-            bar.low = bar.low.min(low);
-            bar.close = close;
+            let held = &mut self.bars[self.head];
+            widen(held, bar, sums);
+            held.close = bar.close;
         } else if bucket_ms > live.open_ms {
             let gap = ((bucket_ms - live.open_ms) / d - 1) as usize;
             let fill = gap.min(self.bars.len());
@@ -202,19 +231,36 @@ impl CandleRing {
             for k in 0..fill {
                 self.push(Candle::flat(first_fill + k as i64 * d, live.close));
             }
-            self.push(Candle { open_ms: bucket_ms, open, high, low, close });
+            self.push(Candle { open_ms: bucket_ms, ..*bar });
         } else {
-            // A late observation for an earlier bucket: widen that bar's range if it is held;
-            // its open and close stay as they were.
+            // A late observation for an earlier bucket: widen that bar's range and add its
+            // volume if the bar is held; its open and close stay as they were.
             let k = ((live.open_ms - bucket_ms) / d) as usize;
             if k < self.len {
                 let i = (self.head + self.bars.len() - k) % self.bars.len();
-                let bar = &mut self.bars[i];
-                bar.high = bar.high.max(high);
-                bar.low = bar.low.min(low);
+                widen(&mut self.bars[i], bar, sums);
             } else {
                 self.too_old_count += 1;
             }
+        }
+    }
+}
+
+/// Widens `held`'s range by `bar`'s and combines their volumes and trade counts.
+fn widen(held: &mut Candle, bar: &Candle, sums: Sums) {
+    held.high = held.high.max(bar.high);
+    held.low = held.low.min(bar.low);
+    match sums {
+        Sums::Add => {
+            held.volume += bar.volume;
+            held.trades = add_trades(held.trades, bar.trades);
+        }
+        Sums::Max => {
+            held.volume = held.volume.max(bar.volume);
+            held.trades = match (held.trades, bar.trades) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
         }
     }
 }
@@ -237,10 +283,11 @@ impl CandleSet {
     }
 
     /// Applies a trade at `ts_ms` to every timeframe.
-    pub fn trade(&mut self, ts_ms: i64, price: Price) {
+    pub fn trade(&mut self, ts_ms: i64, price: Price, qty: crate::fixed::Qty) {
+        let bar = Candle::trade(ts_ms, price, qty);
         for ring in &mut self.rings {
             let b = ring.tf.bucket_start(ts_ms);
-            ring.merge(b, price, price, price, price);
+            ring.merge(b, &bar, Sums::Add);
         }
     }
 
@@ -249,17 +296,19 @@ impl CandleSet {
     pub fn load(&mut self, tf: Timeframe, bar: Candle) {
         let ring = &mut self.rings[tf.index()];
         let b = ring.tf.bucket_start(bar.open_ms);
-        ring.merge(b, bar.open, bar.high, bar.low, bar.close);
+        ring.merge(b, &bar, Sums::Add);
     }
 
     /// Folds into `self` (a backfill) the bars of `live` (built from trades since the stream
     /// started) that are not older than `self`'s newest bar of the same timeframe, so the bar
-    /// in progress keeps the trades seen before the backfill arrived.
+    /// in progress keeps the trades seen before the backfill arrived. That bar was observed by
+    /// both, over overlapping times: its volume and trade count are the larger of the two.
     pub fn merge_live(&mut self, live: &CandleSet) {
         for (ring, live_ring) in self.rings.iter_mut().zip(live.rings.iter()) {
             let from = ring.newest().map_or(i64::MIN, |c| c.open_ms);
             for bar in live_ring.iter().filter(|c| c.open_ms >= from) {
-                ring.merge(bar.open_ms, bar.open, bar.high, bar.low, bar.close);
+                let sums = if bar.open_ms == from { Sums::Max } else { Sums::Add };
+                ring.merge(bar.open_ms, bar, sums);
             }
         }
     }
@@ -269,8 +318,14 @@ impl CandleSet {
     pub fn absorb(&mut self, tf: Timeframe, bar: Candle) {
         for ring in &mut self.rings[tf.index()..] {
             let b = ring.tf.bucket_start(bar.open_ms);
-            ring.merge(b, bar.open, bar.high, bar.low, bar.close);
+            ring.merge(b, &bar, Sums::Add);
         }
+    }
+
+    /// Open time of the oldest bar held on any timeframe (how far back the pair's history
+    /// goes); `None` before any bar.
+    pub fn history_start_ms(&self) -> Option<i64> {
+        self.rings.iter().filter_map(|r| r.iter().next().map(|c| c.open_ms)).min()
     }
 }
 
@@ -280,6 +335,8 @@ mod tests {
 
     /// 2026-11-16 00:00 UTC, a Monday.
     const MONDAY: i64 = 1_794_787_200_000;
+    /// A quantity of 1.
+    const SCALE_QTY: u64 = crate::fixed::SCALE as u64;
 
     #[test]
     fn buckets_are_utc_aligned_and_weeks_start_monday() {
@@ -300,16 +357,24 @@ mod tests {
         let t0 = MONDAY;
         let tr = |r: &mut CandleRing, ts: i64, p: i64| {
             let b = r.timeframe().bucket_start(ts);
-            r.merge(b, Price(p), Price(p), Price(p), Price(p));
+            r.merge(b, &Candle::trade(ts, Price(p), crate::fixed::Qty(SCALE_QTY)), Sums::Add);
         };
         tr(&mut r, t0, 100);
         tr(&mut r, t0 + 1000, 105);
         tr(&mut r, t0 + 299_999, 98);
         assert_eq!(r.len(), 1);
+        let bar = *r.newest().expect("bar");
         assert_eq!(
-            *r.newest().expect("bar"),
-            Candle { open_ms: t0, open: Price(100), high: Price(105), low: Price(98), close: Price(98) }
+            bar,
+            Candle {
+                volume: bar.volume,
+                trades: Some(3),
+                ..Candle::prices(t0, Price(100), Price(105), Price(98), Price(98))
+            }
         );
+        // Quote volume: Σ price × qty of the three trades (prices are fixed-point, qty 1).
+        let expect = (100.0 + 105.0 + 98.0) / crate::fixed::SCALE as f64;
+        assert!((bar.volume - expect).abs() < 1e-15, "{}", bar.volume);
         // The first millisecond of the next bucket opens a new bar.
         tr(&mut r, t0 + 300_000, 101);
         assert_eq!(r.len(), 2);
@@ -320,29 +385,54 @@ mod tests {
     #[test]
     fn gaps_get_flat_bars_and_ring_wraps() {
         let mut r = CandleRing::new(Timeframe::M5, 4);
-        r.merge(MONDAY, Price(10), Price(12), Price(9), Price(11));
-        r.merge(MONDAY + 3 * 300_000, Price(20), Price(20), Price(20), Price(20));
+        r.merge(MONDAY, &Candle::prices(0, Price(10), Price(12), Price(9), Price(11)), Sums::Add);
+        r.merge(MONDAY + 3 * 300_000, &Candle::prices(0, Price(20), Price(20), Price(20), Price(20)), Sums::Add);
         let opens: Vec<_> = r.iter().map(|c| (c.open_ms - MONDAY) / 300_000).collect();
         assert_eq!(opens, [0, 1, 2, 3]);
         assert_eq!(r.back(1).map(|c| (c.open, c.close)), Some((Price(11), Price(11))));
-        r.merge(MONDAY + 4 * 300_000, Price(21), Price(21), Price(21), Price(21));
+        r.merge(MONDAY + 4 * 300_000, &Candle::prices(0, Price(21), Price(21), Price(21), Price(21)), Sums::Add);
         assert_eq!(r.len(), 4);
         assert_eq!(r.iter().next().map(|c| c.open_ms), Some(MONDAY + 300_000));
         // A gap longer than the ring fills at most the ring.
-        r.merge(MONDAY + 1000 * 300_000, Price(5), Price(5), Price(5), Price(5));
+        r.merge(MONDAY + 1000 * 300_000, &Candle::prices(0, Price(5), Price(5), Price(5), Price(5)), Sums::Add);
         assert_eq!(r.len(), 4);
         let opens: Vec<_> = r.iter().map(|c| (c.open_ms - MONDAY) / 300_000).collect();
         assert_eq!(opens, [997, 998, 999, 1000]);
     }
 
+    /// The bar in progress when a backfill arrives was seen by both sources over overlapping
+    /// times: its volume and count are the larger, never the sum; later bars add.
+    #[test]
+    fn a_backfill_and_the_stream_overlap_only_in_the_bar_in_progress() {
+        let one = crate::fixed::Qty(SCALE_QTY);
+        let mut backfill = CandleSet::new(8);
+        backfill.load(Timeframe::M5, Candle { volume: 50.0, trades: Some(5), ..Candle::flat(MONDAY, Price(10)) });
+        let mut live = CandleSet::new(8);
+        live.trade(MONDAY + 1_000, Price(10), one);
+        live.trade(MONDAY + 2_000, Price(12), one);
+        live.trade(MONDAY + 300_000, Price(11), one);
+        backfill.merge_live(&live);
+        let ring = backfill.ring(Timeframe::M5);
+        let first = *ring.back(1).expect("the backfilled bar");
+        assert_eq!((first.high, first.close, first.trades, first.volume), (Price(12), Price(12), Some(5), 50.0));
+        let next = *ring.newest().expect("a bar after it");
+        assert_eq!((next.open, next.trades), (Price(11), Some(1)));
+        // Without a count in the backfill, the count of that bar stays unknown.
+        let mut uncounted = CandleSet::new(8);
+        uncounted.load(Timeframe::M5, Candle { trades: None, ..Candle::flat(MONDAY, Price(10)) });
+        uncounted.merge_live(&live);
+        assert_eq!(uncounted.ring(Timeframe::M5).back(1).map(|c| c.trades), Some(None));
+        assert_eq!(uncounted.history_start_ms(), Some(MONDAY));
+    }
+
     #[test]
     fn late_trade_widens_its_bar_only() {
         let mut r = CandleRing::new(Timeframe::M5, 4);
-        r.merge(MONDAY, Price(10), Price(10), Price(10), Price(10));
-        r.merge(MONDAY + 300_000, Price(11), Price(11), Price(11), Price(11));
-        r.merge(MONDAY, Price(15), Price(15), Price(15), Price(15));
+        r.merge(MONDAY, &Candle::prices(0, Price(10), Price(10), Price(10), Price(10)), Sums::Add);
+        r.merge(MONDAY + 300_000, &Candle::prices(0, Price(11), Price(11), Price(11), Price(11)), Sums::Add);
+        r.merge(MONDAY, &Candle::prices(0, Price(15), Price(15), Price(15), Price(15)), Sums::Add);
         assert_eq!(r.back(1).map(|c| (c.high, c.close)), Some((Price(15), Price(10))));
-        r.merge(MONDAY - 10 * 300_000, Price(1), Price(1), Price(1), Price(1));
+        r.merge(MONDAY - 10 * 300_000, &Candle::prices(0, Price(1), Price(1), Price(1), Price(1)), Sums::Add);
         assert_eq!(r.too_old_count, 1);
     }
 
@@ -354,21 +444,23 @@ mod tests {
             s.absorb(
                 Timeframe::M5,
                 Candle {
-                    open_ms: MONDAY + k * 300_000,
-                    open: Price(p),
-                    high: Price(p + 5),
-                    low: Price(p - 5),
-                    close: Price(p + 1),
+                    volume: 10.0,
+                    trades: Some(2),
+                    ..Candle::prices(MONDAY + k * 300_000, Price(p), Price(p + 5), Price(p - 5), Price(p + 1))
                 },
             );
         }
         let h1 = s.ring(Timeframe::H1).newest().copied().expect("bar");
         assert_eq!(
             h1,
-            Candle { open_ms: MONDAY, open: Price(100), high: Price(116), low: Price(95), close: Price(112) }
+            Candle {
+                volume: 120.0,
+                trades: Some(24),
+                ..Candle::prices(MONDAY, Price(100), Price(116), Price(95), Price(112))
+            }
         );
         assert_eq!(s.ring(Timeframe::M15).len(), 4);
-        s.trade(MONDAY + HOUR_MS, Price(200));
+        s.trade(MONDAY + HOUR_MS, Price(200), crate::fixed::Qty(SCALE_QTY));
         assert_eq!(s.ring(Timeframe::H1).len(), 2);
         assert_eq!(s.ring(Timeframe::D1).newest().map(|c| c.high), Some(Price(200)));
         assert_eq!(s.ring(Timeframe::W1).len(), 1);

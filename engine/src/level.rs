@@ -473,12 +473,9 @@ mod tests {
     fn bars_from(tf: Timeframe, start: i64, hl: &[(i64, i64)]) -> Vec<Candle> {
         hl.iter()
             .enumerate()
-            .map(|(i, &(h, l))| Candle {
-                open_ms: start + i as i64 * tf.duration_ms(),
-                open: Price((h + l) / 2),
-                high: Price(h),
-                low: Price(l),
-                close: Price((h + l) / 2),
+            .map(|(i, &(h, l))| {
+                let mid = Price((h + l) / 2);
+                Candle::prices(start + i as i64 * tf.duration_ms(), mid, Price(h), Price(l), mid)
             })
             .collect()
     }

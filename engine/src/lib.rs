@@ -12,6 +12,7 @@ pub mod fixed;
 pub mod instrument;
 pub mod level;
 pub mod market;
+pub mod metrics;
 pub mod sim;
 pub mod venue;
 pub mod wall;

@@ -263,9 +263,9 @@ impl Market {
                     Outcome::Level(applied)
                 }
             }
-            TickKind::Trade { price, .. } => {
+            TickKind::Trade { price, qty, .. } => {
                 let first = state.last_trade_ms == 0;
-                state.candles.trade(tick.ts_ms, price);
+                state.candles.trade(tick.ts_ms, price, qty);
                 state.last_price = price;
                 state.last_trade_ms = tick.ts_ms;
                 let levels_consumed = state.levels.on_trade(price);

@@ -277,6 +277,15 @@ impl Default for SimConfig {
     }
 }
 
+/// A history bar's synthetic quote volume and trade count: about 20 trades per 5 minutes,
+/// each a fifth of a typical level, at the bar's middle price.
+fn bar_volume(rng: &mut Rng, spec: &PairSpec, tf: Timeframe, mid: f64) -> (f64, u32) {
+    let bars_5m = (tf.duration_ms() / Timeframe::M5.duration_ms()).max(1) as u64;
+    let trades = 1 + rng.below(40 * bars_5m);
+    let volume = trades as f64 * 0.2 * spec.level_qty * rng.range(0.5, 1.5) * mid;
+    (volume, u32::try_from(trades).unwrap_or(u32::MAX))
+}
+
 /// Wall slots per book.
 const WALLS_MAX: usize = 2;
 /// Chance that a wall slot holds a wall when a pair starts (about the steady-state occupancy).
@@ -434,11 +443,17 @@ impl Sim {
         let tick = spec.tick.0;
         let round = |v: f64| -> i64 { (((v + shift).exp() * SCALE as f64 / tick as f64).round() as i64).max(1) * tick };
         let mut set = CandleSet::new(bars_max);
+        // Volumes and trade counts draw from their own generator, so the price paths do not
+        // depend on them.
+        let mut volumes = Rng::new(rng.next_u64());
         for &(tf, ts, [o, h, l, c]) in &bars {
             let (o, c) = (round(o), round(c));
             let h = round(h).max(o).max(c);
             let l = round(l).min(o).min(c);
-            set.absorb(tf, Candle { open_ms: ts, open: Price(o), high: Price(h), low: Price(l), close: Price(c) });
+            let (volume, trades) = bar_volume(&mut volumes, spec, tf, (h + l) as f64 / 2.0 / SCALE as f64);
+            let bar =
+                Candle { volume, trades: Some(trades), ..Candle::prices(ts, Price(o), Price(h), Price(l), Price(c)) };
+            set.absorb(tf, bar);
         }
         pair.ln_price = spec.price.ln();
         pair.ln_vol = lv;

@@ -3,6 +3,7 @@
 //! Prometheus metrics.
 
 pub mod alerts;
+pub mod board;
 pub mod front;
 pub mod keys;
 pub mod limit;

@@ -204,6 +204,8 @@ pub struct FileConfig {
     pub shards: Option<usize>,
     /// `--sim-pairs`.
     pub sim_pairs: Option<usize>,
+    /// `--sim-step-ms`.
+    pub sim_step_ms: Option<i64>,
     /// `--seed`.
     pub seed: Option<u64>,
     /// Plans to add or override.

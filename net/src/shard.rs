@@ -28,6 +28,7 @@ use crate::clock::SharedClock;
 pub mod cpus;
 pub mod live;
 pub mod nudge;
+pub mod pair_metrics;
 #[cfg(test)]
 mod simulation;
 
@@ -71,8 +72,43 @@ pub enum Command {
         /// The venue's name for it.
         native: String,
     },
+    /// Copy the newest `limit` bars of one of a book's rings (oldest first), for
+    /// `GET /v1/candles`. An unowned book answers no bar.
+    Candles {
+        /// The book.
+        book: BookId,
+        /// The ring.
+        tf: rampart_engine::Timeframe,
+        /// Bars at most.
+        limit: usize,
+        /// Where the bars go.
+        reply: tokio::sync::oneshot::Sender<Vec<Candle>>,
+    },
+    /// Copy a book's best `limit` levels per side, for `GET /v1/book`.
+    Depth {
+        /// The book.
+        book: BookId,
+        /// Levels per side at most.
+        limit: usize,
+        /// Where the copy goes.
+        reply: tokio::sync::oneshot::Sender<DepthView>,
+    },
     /// Stop the shard's loop; the executor then exits.
     Stop,
+}
+
+/// A copy of a book's best levels ([`Command::Depth`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DepthView {
+    /// When copied, Unix milliseconds.
+    pub ts_ms: i64,
+    /// Bids, best first.
+    pub bids: Vec<rampart_engine::Level>,
+    /// Asks, best first.
+    pub asks: Vec<rampart_engine::Level>,
+    /// False while the book is out of sync with its venue or crossed: its levels are not
+    /// served as the market's (metrics and walls leave it out too).
+    pub in_sync: bool,
 }
 
 /// A shard's answer to [`Command::Ping`].
@@ -230,6 +266,8 @@ pub struct BookSlot {
     pub trade_low: AtomicI64,
     /// Last wall scan.
     pub densities: ArcSwap<DensitySnapshot>,
+    /// Last metrics computation.
+    pub metrics: ArcSwap<pair_metrics::PairMetrics>,
     /// Listing status: [`STATUS_TRADING`], [`STATUS_PENDING`] or [`STATUS_DELISTED`].
     pub status: std::sync::atomic::AtomicU8,
 }
@@ -244,6 +282,7 @@ impl BookSlot {
             trade_high: AtomicI64::new(i64::MIN),
             trade_low: AtomicI64::new(i64::MAX),
             densities: ArcSwap::from_pointee(DensitySnapshot::default()),
+            metrics: ArcSwap::from_pointee(pair_metrics::PairMetrics::default()),
             status: std::sync::atomic::AtomicU8::new(status),
         }
     }
@@ -898,6 +937,7 @@ pub(crate) struct Shard {
     wall_scratch: WallScratch,
     wall_out: Vec<Wall>,
     walls_done: u64,
+    metrics_done: u64,
     /// Per local book: the book whose last price converts its quote to USD (`None` for USD
     /// quotes and quotes with no USDT pair on any venue).
     quote_usd: Vec<QuoteUsd>,
@@ -963,6 +1003,7 @@ impl Shard {
             wall_scratch: WallScratch::new(config.depth_levels_max),
             wall_out: Vec::with_capacity(wall::WALLS_MAX),
             walls_done: 0,
+            metrics_done: 0,
             quote_usd,
             level_bars,
             index,
@@ -1001,6 +1042,10 @@ impl Shard {
             }
         }
         self.levels_epoch_ms = self.config.clock.now_ms();
+        // Every book's metrics are published before the shard says it is ready.
+        for k in 0..self.market.books().len() {
+            self.publish_metrics(k, self.levels_epoch_ms);
+        }
         self.shared.stats[self.index].ready.store(true, Ordering::Release);
         self.emit(ShardEvent::Ready { shard: self.index });
         self.reserve_backlog();
@@ -1026,6 +1071,7 @@ impl Shard {
             self.levels_soon_due(now);
             self.levels_due(now);
             self.walls_due(now);
+            self.metrics_due(now);
             self.publish_counters();
             glommio::timer::sleep(self.config.poll_interval).await;
         }
@@ -1046,6 +1092,23 @@ impl Shard {
                 }
                 Command::Ping { reply } => {
                     let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
+                }
+                Command::Candles { book, tf, limit, reply } => {
+                    let bars = self.market.get(book).map_or_else(Vec::new, |s| {
+                        let ring = s.candles.ring(tf);
+                        ring.iter().skip(ring.len().saturating_sub(limit)).copied().collect()
+                    });
+                    let _ = reply.send(bars);
+                }
+                Command::Depth { book, limit, reply } => {
+                    let now = self.config.clock.now_ms();
+                    let view = self.market.get(book).map_or_else(DepthView::default, |s| DepthView {
+                        ts_ms: now,
+                        bids: s.book.bids().iter().take(limit).copied().collect(),
+                        asks: s.book.asks().iter().take(limit).copied().collect(),
+                        in_sync: !s.stale && !s.crossed,
+                    });
+                    let _ = reply.send(view);
                 }
                 Command::AddAlert { book, spec } => {
                     if self.market.insert_alert(book, spec) {
@@ -1189,6 +1252,46 @@ impl Shard {
         }
     }
 
+    /// Recomputes the metrics of the books that are due, each once per
+    /// [`pair_metrics::METRICS_PERIOD_MS`], spread over the period.
+    pub(crate) fn metrics_due(&mut self, now: i64) {
+        let n = self.market.books().len() as u64;
+        if n == 0 {
+            return;
+        }
+        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
+        let target = (elapsed * u128::from(n) / pair_metrics::METRICS_PERIOD_MS as u128) as u64;
+        let mut budget = pair_metrics::METRICS_PER_ROUND_MAX;
+        while self.metrics_done < target && budget > 0 {
+            self.publish_metrics((self.metrics_done % n) as usize, now);
+            self.metrics_done += 1;
+            budget -= 1;
+        }
+    }
+
+    /// The USD price of local book `k`'s quote asset, when known.
+    fn quote_usd(&self, k: usize) -> Option<f64> {
+        match self.quote_usd[k] {
+            QuoteUsd::One => Some(1.0),
+            QuoteUsd::Via(book) => {
+                let p = self.shared.slots[book.index()].price.load(Ordering::Relaxed);
+                (p > 0).then(|| rampart_engine::Price(p).to_f64())
+            }
+            QuoteUsd::Unknown => None,
+        }
+    }
+
+    /// Computes one book's metrics and publishes them. Not on the tick path: one small
+    /// allocation per book per period, like the wall scans.
+    pub(crate) fn publish_metrics(&mut self, k: usize, now: i64) {
+        let quote_usd = self.quote_usd(k);
+        let state = &self.market.books()[k];
+        let slot = &self.shared.slots[state.id.index()];
+        let walls = slot.densities.load();
+        let m = pair_metrics::PairMetrics::compute(state, Self::reference_price(state), now, &walls, quote_usd);
+        slot.metrics.store(Arc::new(m));
+    }
+
     /// Scans one book for walls against its last price and publishes the result. A crossed
     /// book publishes no walls until it is rebuilt.
     pub(crate) fn scan_walls(&mut self, k: usize, now: i64) {
@@ -1209,14 +1312,7 @@ impl Shard {
             );
         }
         let id = state.id;
-        let quote_usd = match self.quote_usd[k] {
-            QuoteUsd::One => Some(1.0),
-            QuoteUsd::Via(book) => {
-                let p = self.shared.slots[book.index()].price.load(Ordering::Relaxed);
-                (p > 0).then(|| rampart_engine::Price(p).to_f64())
-            }
-            QuoteUsd::Unknown => None,
-        };
+        let quote_usd = self.quote_usd(k);
         let walls = self
             .wall_out
             .iter()

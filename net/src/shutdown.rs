@@ -86,6 +86,36 @@ impl Shutdown {
     }
 }
 
+/// A background thread that runs until told to stop: it is given a flag to poll, and dropping
+/// its handle raises the flag and joins it.
+#[derive(Debug)]
+pub struct StoppableThread {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StoppableThread {
+    /// Spawns `name` running `body`, which must return soon after the flag it is given is set.
+    pub fn spawn(
+        name: &str,
+        body: impl FnOnce(Arc<std::sync::atomic::AtomicBool>) + Send + 'static,
+    ) -> std::io::Result<StoppableThread> {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new().name(name.into()).spawn(move || body(flag))?;
+        Ok(StoppableThread { stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for StoppableThread {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

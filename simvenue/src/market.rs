@@ -930,7 +930,7 @@ impl State {
         if !book.listed {
             return;
         }
-        book.candles.trade(now, Price(price));
+        book.candles.trade(now, Price(price), rampart_engine::fixed::Qty(qty));
         book.last_trade_ms = now;
         book.trade_id += 1;
         book.trades_made += 1;

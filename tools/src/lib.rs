@@ -12,9 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use arc_swap::ArcSwap;
 use clap::{Args, Parser, Subcommand};
 use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
+use rampart_net::api::board::{Board, BoardThread};
 use rampart_net::api::front::{self, Front, FrontConfig, FrontStorage};
 use rampart_net::api::keys::KeyWatcher;
 use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
@@ -167,6 +169,10 @@ struct ServeArgs {
     /// Pairs in the simulated market [default: 500].
     #[arg(long, env = "RAMPART_SIM_PAIRS")]
     sim_pairs: Option<usize>,
+    /// Mean milliseconds between two moves of one simulated pair [default: 500]; larger makes
+    /// a quieter market (tests that compare served figures use it).
+    #[arg(long, env = "RAMPART_SIM_STEP_MS")]
+    sim_step_ms: Option<i64>,
     /// Seed of the simulated market [default: 42].
     #[arg(long, env = "RAMPART_SEED")]
     seed: Option<u64>,
@@ -442,6 +448,7 @@ struct ServeSettings {
     venues: Vec<Venue>,
     shards: usize,
     sim_pairs: usize,
+    sim_step_ms: i64,
     seed: u64,
     plans: Plans,
     walls_min_ratio: f64,
@@ -465,6 +472,10 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let shards = args.shards.or(file.shards).unwrap_or(cores.saturating_sub(1)).max(1);
     if shards > 256 {
         bail!("--shards {shards} is more than 256");
+    }
+    let sim_step_ms = args.sim_step_ms.or(file.sim_step_ms).unwrap_or(SimConfig::default().step_interval_ms);
+    if !(1..=600_000).contains(&sim_step_ms) {
+        bail!("--sim-step-ms must be between 1 and 600000");
     }
     let sim_pairs = args.sim_pairs.or(file.sim_pairs).unwrap_or(500);
     if !(1..=5_000).contains(&sim_pairs) {
@@ -517,6 +528,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         verify_checksums,
         shards,
         sim_pairs,
+        sim_step_ms,
         seed: args.seed.or(file.seed).unwrap_or(42),
         plans: plans(&file),
         walls_min_ratio,
@@ -548,6 +560,26 @@ fn announce(
     }
     out.flush()?;
     Ok(())
+}
+
+/// Logs what the server serves, once started.
+fn log_feed(s: &ServeSettings, shards: &ShardSet, store: &Store) {
+    tracing::info!(
+        "feed {}, {} books on {} venues, {} shards, data in {}",
+        if s.live.is_some() { "live" } else { "sim" },
+        shards.shared().registry().len(),
+        s.venues.len(),
+        shards.len(),
+        store.path().display()
+    );
+}
+
+/// The board the front answers metrics, rankings and `/v1/market` from, and the thread that
+/// rebuilds it every second.
+fn start_board(shards: &ShardSet, clock: &SharedClock) -> Result<(Arc<ArcSwap<Board>>, BoardThread)> {
+    let board = Arc::new(ArcSwap::from_pointee(Board::empty()));
+    let thread = BoardThread::start(shards.shared().clone(), board.clone(), clock.clone())?;
+    Ok((board, thread))
 }
 
 /// A non-blocking listener on `address`.
@@ -596,23 +628,16 @@ fn serve(args: ServeArgs) -> Result<()> {
         }
     }
     let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock)?;
-    tracing::info!(
-        "feed {}, {} books on {} venues, {} shards, data in {}",
-        if s.live.is_some() { "live" } else { "sim" },
-        shards.shared().registry().len(),
-        s.venues.len(),
-        shards.len(),
-        store.path().display()
-    );
+    log_feed(&s, &shards, &store);
     let persistence = Persistence::start(&s, &shards, &clock)?;
     start_sim_delistings(&s, &shards)?;
     let watch_venues = match s.live.is_some() {
         true => Some(rampart_net::venue::watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
         false => None,
     };
-    let health = persistence.health.clone();
     let metrics = persistence.metrics(&s, &shards, &clock);
     let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
+    let (board, board_thread) = start_board(&shards, &clock)?;
     let front = Rc::new(
         Front::new(
             shards.shared().clone(),
@@ -620,13 +645,18 @@ fn serve(args: ServeArgs) -> Result<()> {
             s.venues.clone(),
             if s.live.is_some() { "live" } else { "sim" },
             s.plans.clone(),
-            FrontStorage { keys: KeyWatcher::start(store)?, thread: storage_thread, health },
+            FrontStorage {
+                keys: KeyWatcher::start(store)?,
+                thread: storage_thread,
+                health: persistence.health.clone(),
+            },
             s.allow_private,
         )
         .with_metrics(metrics, metrics_listener.is_some())
         .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
         .with_unauthenticated_per_min(s.unauthenticated_per_min)
-        .with_clock(clock.clone()),
+        .with_clock(clock.clone())
+        .with_board(board),
     );
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
@@ -638,6 +668,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     watch.stage("closing HTTP connections");
     // The connections' tasks hold the front (and with it the storage thread's handle).
     drop(local);
+    drop(board_thread);
     drop(runtime);
     if let Some(rest) = rest {
         watch.stage("stopping the venue REST thread");
@@ -670,7 +701,7 @@ fn start_feed(
         shards: s.shards,
         depth_levels_max: 1_000,
         bars_max: 512,
-        sim: SimConfig { seed: s.seed, ..SimConfig::default() },
+        sim: SimConfig { seed: s.seed, step_interval_ms: s.sim_step_ms, ..SimConfig::default() },
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: s.walls_min_ratio,
         fault_hang_on_stop: s.fault_hang_shard_stop,

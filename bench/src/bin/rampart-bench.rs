@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -34,6 +34,8 @@ fn main() {
             "hop" => front_hop(500, 1, 20_000),
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
             "walls" => vec![wall_scan(500, 20)],
+            // Metrics refresh per book, and the wall scan of the same books as its baseline.
+            "metrics" => rampart_bench::metrics_refresh(500, 20),
             "delivery" => vec![delivery(20_000, 50)],
             // The baseline (one commit per create) and group commit, in the same run.
             "storage" => vec![
@@ -49,7 +51,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|hop|levels|walls|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }

@@ -24,6 +24,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rampart_engine::level::Level;
 use rampart_engine::{BookId, Venue};
 
+mod board_api;
 mod bodies;
 pub mod encoding;
 mod json_errors;
@@ -122,6 +123,10 @@ pub struct Front {
     levels_bodies: bodies::BodyCache<bodies::LevelsVersion>,
     /// Single-pair densities bodies, likewise.
     densities_bodies: bodies::BodyCache<bodies::DensitiesVersion>,
+    /// Metrics, rankings and board numbers, rebuilt by the board thread.
+    board: Arc<arc_swap::ArcSwap<crate::api::board::Board>>,
+    /// Answers read from the board, kept until it is rebuilt.
+    board_bodies: bodies::BoardBodies,
 }
 
 /// What a listener serves.
@@ -392,7 +397,16 @@ impl Front {
             build: (env!("CARGO_PKG_VERSION"), "unknown"),
             levels_bodies: bodies::BodyCache::new(shared_capacity),
             densities_bodies: bodies::BodyCache::new(shared_capacity),
+            board: Arc::new(arc_swap::ArcSwap::from_pointee(crate::api::board::Board::empty())),
+            board_bodies: bodies::BoardBodies::default(),
         }
+    }
+
+    /// Answers metrics, rankings and the board from `board` (kept current by a
+    /// [`crate::api::board::BoardThread`]); without it they answer an empty board.
+    pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<crate::api::board::Board>>) -> Front {
+        self.board = board;
+        self
     }
 
     /// Admits `n` requests without a valid key per client address in any 60 s (default 60).
@@ -595,6 +609,12 @@ impl Front {
                 Ok(venue) => self.densities_one(venue, symbol),
                 Err(e) => e.into_response(),
             },
+            ["v1", "metrics"] if get => self.metrics_bulk(query),
+            ["v1", "metrics", symbol] if get => self.metrics_one(symbol, query),
+            ["v1", "candles", symbol] if get => self.candles(symbol, query).await,
+            ["v1", "book", symbol] if get => self.depth(symbol, query).await,
+            ["v1", "rankings", category] if get => self.rankings(category, query),
+            ["v1", "market"] if get => self.market(query),
             ["v1", "alerts"] if get => match alerts::parse_status(query_param(query, "status").as_deref()) {
                 Ok(filter) => self.list_alerts(&account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),
@@ -616,7 +636,13 @@ impl Front {
             | ["v1", "symbols", _]
             | ["v1", "levels"]
             | ["v1", "levels", _]
-            | ["v1", "inbox"] => method_not_allowed("GET"),
+            | ["v1", "inbox"]
+            | ["v1", "metrics"]
+            | ["v1", "metrics", _]
+            | ["v1", "candles", _]
+            | ["v1", "book", _]
+            | ["v1", "rankings", _]
+            | ["v1", "market"] => method_not_allowed("GET"),
             _ => error(StatusCode::NOT_FOUND, "not found"),
         }
     }
@@ -645,7 +671,9 @@ impl Front {
     // Long: one JSON document written field by field in its documented order (shards, then each
     // venue's state and counters); splitting it would scatter the shape across functions.
     fn healthz(&self, now_ms: i64) -> Resp {
-        let started = self.shared.ready();
+        // Ready once the shards have their books and the board has been built from them, so
+        // the first rankings a client reads cover the whole market.
+        let started = self.shared.ready() && self.board.load().complete;
         let storage = self.health.report(now_ms);
         // Live feed: the data is dead when no venue has any; degraded when one has none.
         let venue_health: Vec<crate::shard::VenueHealth> =
@@ -1092,6 +1120,124 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
+    /// `GET /v1/metrics/{symbol}`: 422 for a bad parameter, then 404 for an unknown symbol.
+    fn metrics_one(&self, symbol: &str, query: Option<&str>) -> Resp {
+        let asked = exchange_param(query).and_then(|v| Ok((v, board_api::metrics_query(query)?)));
+        let (venue, q) = match asked {
+            Ok(x) => x,
+            Err(e) => return e.into_response(),
+        };
+        let id = match self.book(venue, symbol) {
+            Ok(id) => id,
+            Err(e) => return e.into_response(),
+        };
+        let board = self.board.load_full();
+        let target = format!("metrics/{}?{}", id.0, query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            let registry = self.shared.registry();
+            let name = &registry.get(id).symbol;
+            Ok::<_, ApiError>(board_api::metrics_body(&board, venue, name, board.entry(venue, id), q))
+        });
+        match body {
+            Ok(body) => respond_bytes(StatusCode::OK, body),
+            Err(e) => e.into_response(),
+        }
+    }
+
+    /// `GET /v1/metrics`: every listed pair's metrics (or those of `symbols`) from one board.
+    fn metrics_bulk(&self, query: Option<&str>) -> Resp {
+        let asked =
+            exchange_param(query).and_then(|v| Ok((v, symbols_param(query)?, board_api::metrics_query(query)?)));
+        let (venue, filter, q) = match asked {
+            Ok(x) => x,
+            Err(e) => return e.into_response(),
+        };
+        let board = self.board.load_full();
+        let target = format!("metrics?{}", query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            Ok::<_, ApiError>(board_api::metrics_bulk_body(&board, venue, filter.as_deref(), &q))
+        });
+        match body {
+            Ok(body) => respond_bytes(StatusCode::OK, body),
+            Err(e) => e.into_response(),
+        }
+    }
+
+    /// Asks the shard owning `book` and waits for the answer, at most [`SHARD_ANSWER_TIMEOUT`].
+    async fn ask_shard<T>(
+        &self,
+        book: BookId,
+        make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Command,
+    ) -> Result<T, ApiError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let busy = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly");
+        self.commands.send(book, make(tx)).map_err(|_| busy())?;
+        match tokio::time::timeout(SHARD_ANSWER_TIMEOUT, rx).await {
+            Ok(Ok(v)) => Ok(v),
+            _ => Err(busy()),
+        }
+    }
+
+    /// `GET /v1/candles/{symbol}`: the newest bars of one timeframe, oldest first, copied by
+    /// the owning shard.
+    async fn candles(&self, symbol: &str, query: Option<&str>) -> Resp {
+        let answer = async {
+            let venue = exchange_param(query)?;
+            let tf = board_api::interval_param(query)?;
+            let limit = board_api::count_param(query, "limit", 200, 1_000)?;
+            let book = self.book(venue, symbol)?;
+            let bars = self.ask_shard(book, |reply| Command::Candles { book, tf, limit, reply }).await?;
+            let registry = self.shared.registry();
+            Ok::<_, ApiError>(board_api::candles_body(&registry.get(book).symbol, venue, tf, &bars))
+        };
+        match answer.await {
+            Ok(body) => respond(StatusCode::OK, body),
+            Err(e) => e.into_response(),
+        }
+    }
+
+    /// `GET /v1/book/{symbol}`: the best levels per side, copied by the owning shard.
+    async fn depth(&self, symbol: &str, query: Option<&str>) -> Resp {
+        let answer = async {
+            let venue = exchange_param(query)?;
+            let limit = board_api::count_param(query, "limit", 100, 1_000)?;
+            let book = self.book(venue, symbol)?;
+            let view = self.ask_shard(book, |reply| Command::Depth { book, limit, reply }).await?;
+            let registry = self.shared.registry();
+            Ok::<_, ApiError>(board_api::book_body(&registry.get(book).symbol, venue, &view))
+        };
+        match answer.await {
+            Ok(body) => respond(StatusCode::OK, body),
+            Err(e) => e.into_response(),
+        }
+    }
+
+    /// `GET /v1/rankings/{category}`, written once per board and query.
+    fn rankings(&self, category: &str, query: Option<&str>) -> Resp {
+        let board = self.board.load_full();
+        let target = format!("rankings/{category}?{}", query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            exchange_param(query).and_then(|venue| board_api::rankings_body(&board, venue, category, query))
+        });
+        match body {
+            Ok(body) => respond_bytes(StatusCode::OK, body),
+            Err(e) => e.into_response(),
+        }
+    }
+
+    /// `GET /v1/market`, written once per board and query.
+    fn market(&self, query: Option<&str>) -> Resp {
+        let board = self.board.load_full();
+        let target = format!("market?{}", query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            exchange_param(query).and_then(|venue| board_api::market_body(&board, venue, query))
+        });
+        match body {
+            Ok(body) => respond_bytes(StatusCode::OK, body),
+            Err(e) => e.into_response(),
+        }
+    }
+
     fn densities_one(&self, venue: Venue, symbol: &str) -> Resp {
         let id = match self.book(venue, symbol) {
             Ok(id) => id,
@@ -1191,6 +1337,9 @@ fn method_not_allowed(allow: &'static str) -> Resp {
 
 /// The OpenAPI 3.1 document of every endpoint (`docs/openapi.json`), served at `/openapi.json`.
 pub const OPENAPI: &str = include_str!("../../../docs/openapi.json");
+
+/// How long a request waits for a shard's answer (candles, book) before a 503.
+pub const SHARD_ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The `tracing` target of the access log (`RUST_LOG=info,rampart::access=off` silences it).
 pub const ACCESS_LOG_TARGET: &str = "rampart::access";

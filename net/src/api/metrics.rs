@@ -329,7 +329,7 @@ impl Collector for State {
 
 /// Every route the front serves, as path templates (the `route` label's values besides `other`;
 /// `docs/openapi.json` documents exactly these paths).
-pub const ROUTES: [&str; 15] = [
+pub const ROUTES: [&str; 21] = [
     "/healthz",
     "/metrics",
     "/version",
@@ -345,6 +345,12 @@ pub const ROUTES: [&str; 15] = [
     "/v1/alerts/{id}",
     "/v1/inbox",
     "/v1/debug/latency",
+    "/v1/metrics",
+    "/v1/metrics/{symbol}",
+    "/v1/rankings/{category}",
+    "/v1/market",
+    "/v1/candles/{symbol}",
+    "/v1/book/{symbol}",
 ];
 
 /// The route template of a request path, for labels (bounded: unknown paths are `other`).
@@ -366,6 +372,12 @@ pub fn route(path: &str) -> &'static str {
         ["v1", "alerts", _] => "/v1/alerts/{id}",
         ["v1", "inbox"] => "/v1/inbox",
         ["v1", "debug", "latency"] => "/v1/debug/latency",
+        ["v1", "metrics"] => "/v1/metrics",
+        ["v1", "metrics", _] => "/v1/metrics/{symbol}",
+        ["v1", "rankings", _] => "/v1/rankings/{category}",
+        ["v1", "market"] => "/v1/market",
+        ["v1", "candles", _] => "/v1/candles/{symbol}",
+        ["v1", "book", _] => "/v1/book/{symbol}",
         _ => "other",
     }
 }
@@ -404,7 +416,11 @@ mod tests {
         routes.sort_unstable();
         assert_eq!(documented, routes, "docs/openapi.json documents exactly the routes served");
         for r in ROUTES {
-            let sample = r.replace("{symbol}", "BTCUSDT").replace("{exchange}", "okx").replace("{id}", "7");
+            let sample = r
+                .replace("{symbol}", "BTCUSDT")
+                .replace("{exchange}", "okx")
+                .replace("{id}", "7")
+                .replace("{category}", "usdt");
             assert_eq!(route(&sample), r, "{sample}");
         }
     }

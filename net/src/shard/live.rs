@@ -249,6 +249,10 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
             if !ready && (now - started >= READY_WAIT_MS || history.all_answered()) {
                 ready = true;
                 shard.levels_epoch_ms = now;
+                // Every book's metrics are published before the shard says it is ready.
+                for k in 0..shard.market.books().len() {
+                    shard.publish_metrics(k, now);
+                }
                 shard.shared.stats[index].ready.store(true, Ordering::Release);
                 shard.emit(ShardEvent::Ready { shard: index });
                 shard.reserve_backlog();
@@ -263,6 +267,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
             if ready {
                 shard.levels_due(now);
                 shard.walls_due(now);
+                shard.metrics_due(now);
             }
             shard.publish_counters();
             shard.merge_latency(now);

@@ -105,11 +105,12 @@ impl RestApi for Binance {
         for r in rows {
             let r = r
                 .as_array()
-                .filter(|r| r.len() >= 5)
-                .ok_or(RestError::shape("klines", "a row is not an array of 5+"))?;
+                .filter(|r| r.len() >= 9)
+                .ok_or(RestError::shape("klines", "a row is not an array of 9+"))?;
             let s = |i: usize| text(&r[i]).unwrap_or_default();
             let open = int(&r[0]).ok_or(RestError::shape("klines", "bad open time"))?;
-            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or(RestError::shape("klines", "bad price"))?);
+            let bar = candle(open, [&s(1), &s(2), &s(3), &s(4)], &s(7), int(&r[8]).and_then(|n| u32::try_from(n).ok()));
+            out.push(bar.ok_or(RestError::shape("klines", "bad price or volume"))?);
         }
         out.sort_by_key(|c| c.open_ms);
         Ok(out)
@@ -275,7 +276,19 @@ mod tests {
         let c = Binance::parse_candles(body).expect("valid");
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].open_ms, c[0].high.0), (1_499_040_000_000, 80_000_000));
+        // The quote volume (column 7) and the trade count (column 8) are kept.
+        assert!((c[0].volume - 2434.19055334).abs() < 1e-9, "{}", c[0].volume);
+        assert_eq!(c[0].trades, Some(308));
         assert!(Binance::parse_candles(br#"[[1,"a","b","c","d"]]"#).is_err());
+        // A row without its volume, or with one that is not a non-negative number, is refused.
+        assert!(Binance::parse_candles(br#"[[1,"1","2","0.5","1.5"]]"#).is_err());
+        for bad in ["\"x\"", "\"-1\"", "\"NaN\"", "\"inf\"", "null"] {
+            let body = format!(r#"[[1,"1","2","0.5","1.5","10",2,{bad},3]]"#);
+            assert!(Binance::parse_candles(body.as_bytes()).is_err(), "{bad}");
+        }
+        // A trade count that is not a count leaves the count unknown, not the bar refused.
+        let c = Binance::parse_candles(br#"[[1,"1","2","0.5","1.5","10",2,"15.5","x"]]"#).expect("valid");
+        assert_eq!((c[0].volume, c[0].trades), (15.5, None));
         assert!(Binance::parse_candles(br#"{"code":-1121}"#).is_err());
         assert_eq!(
             Binance::candles_url("http://h", "BTCUSDT", Timeframe::H4, Some(1000), 500),

@@ -101,11 +101,12 @@ impl RestApi for Bitget {
         for row in rows {
             let row = row
                 .as_array()
-                .filter(|r| r.len() >= 5)
-                .ok_or(RestError::shape("candles", "a row is not an array of 5+"))?;
+                .filter(|r| r.len() >= 8)
+                .ok_or(RestError::shape("candles", "a row is not an array of 8+"))?;
             let s = |i: usize| text(&row[i]).unwrap_or_default();
             let open = int(&row[0]).ok_or(RestError::shape("candles", "bad ts"))?;
-            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or(RestError::shape("candles", "bad price"))?);
+            let bar = candle(open, [&s(1), &s(2), &s(3), &s(4)], &s(7), None);
+            out.push(bar.ok_or(RestError::shape("candles", "bad price or volume"))?);
         }
         // Documented oldest first, not guaranteed: sort.
         out.sort_by_key(|c| c.open_ms);

@@ -102,11 +102,12 @@ impl RestApi for Bybit {
         for row in rows {
             let row = row
                 .as_array()
-                .filter(|r| r.len() >= 5)
-                .ok_or(RestError::shape("kline", "a row is not an array of 5+"))?;
+                .filter(|r| r.len() >= 7)
+                .ok_or(RestError::shape("kline", "a row is not an array of 7+"))?;
             let s = |i: usize| text(&row[i]).unwrap_or_default();
             let open = int(&row[0]).ok_or(RestError::shape("kline", "bad start time"))?;
-            out.push(candle(open, &s(1), &s(2), &s(3), &s(4)).ok_or(RestError::shape("kline", "bad price"))?);
+            let bar = candle(open, [&s(1), &s(2), &s(3), &s(4)], &s(6), None);
+            out.push(bar.ok_or(RestError::shape("kline", "bad price or volume"))?);
         }
         // Newest first on the wire.
         out.sort_by_key(|c| c.open_ms);

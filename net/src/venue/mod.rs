@@ -145,10 +145,12 @@ pub fn drop_collisions(list: &mut Vec<Listed>) -> usize {
     before - list.len()
 }
 
-/// One candle row as a venue sends it, parsed.
-pub(crate) fn candle(open_ms: i64, o: &str, h: &str, l: &str, c: &str) -> Option<Candle> {
+/// One candle row as a venue sends it, parsed: prices, the quote volume, and the trade count
+/// where the venue gives one. `None` when a price or the volume is not a number.
+pub(crate) fn candle(open_ms: i64, [o, h, l, c]: [&str; 4], volume: &str, trades: Option<u32>) -> Option<Candle> {
     let p = |s: &str| Price::parse(s.as_bytes()).ok();
-    Some(Candle { open_ms, open: p(o)?, high: p(h)?, low: p(l)?, close: p(c)? })
+    let volume = volume.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)?;
+    Some(Candle { volume, trades, ..Candle::prices(open_ms, p(o)?, p(h)?, p(l)?, p(c)?) })
 }
 
 /// A JSON value as text, whether the venue sent a string or a number.

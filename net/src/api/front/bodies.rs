@@ -76,6 +76,47 @@ impl<V: PartialEq> BodyCache<V> {
     }
 }
 
+/// Answers read from the board (metrics, rankings, `/v1/market`), written once per board and
+/// request target and reused until the board is rebuilt (once a second).
+///
+/// Bound: [`BOARD_BODIES_MAX`] targets per board; past it answers are written per request and
+/// not kept. Spellings of one query are distinct targets (the raw path and query are the key).
+#[derive(Debug, Default)]
+pub(crate) struct BoardBodies {
+    inner: RefCell<(Option<Arc<crate::api::board::Board>>, BodiesByTarget)>,
+}
+
+/// Answers by request target.
+type BodiesByTarget = std::collections::HashMap<String, Bytes>;
+
+/// Request targets whose answers are kept per board.
+pub(crate) const BOARD_BODIES_MAX: usize = 1_024;
+
+impl BoardBodies {
+    /// The body for `target` on `board`, written by `build` unless kept; an error is never kept.
+    pub(crate) fn get_or_build<E>(
+        &self,
+        board: &Arc<crate::api::board::Board>,
+        target: &str,
+        build: impl FnOnce() -> Result<String, E>,
+    ) -> Result<Bytes, E> {
+        {
+            let mut inner = self.inner.borrow_mut();
+            if !inner.0.as_ref().is_some_and(|b| Arc::ptr_eq(b, board)) {
+                *inner = (Some(board.clone()), std::collections::HashMap::new());
+            } else if let Some(body) = inner.1.get(target) {
+                return Ok(body.clone());
+            }
+        }
+        let body = Bytes::from(build()?);
+        let mut inner = self.inner.borrow_mut();
+        if inner.1.len() < BOARD_BODIES_MAX {
+            inner.1.insert(target.to_owned(), body.clone());
+        }
+        Ok(body)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +143,28 @@ mod tests {
         assert_eq!(built.get(), 3, "an equal but new snapshot is a new version");
         cache.get_or_build(5, levels(&b, 11), build);
         assert_eq!(built.get(), 4, "books have their own entries; the cache grows with the registry");
+    }
+
+    #[test]
+    fn a_board_answer_is_written_once_per_board_and_errors_are_not_kept() {
+        let cache = BoardBodies::default();
+        let built = std::cell::Cell::new(0);
+        let build = |text: &'static str| {
+            built.set(built.get() + 1);
+            Ok::<_, ()>(text.to_owned())
+        };
+        let first = Arc::new(crate::api::board::Board::empty());
+        assert_eq!(cache.get_or_build(&first, "rankings/all?", || build("a")), Ok(Bytes::from("a")));
+        assert_eq!(cache.get_or_build(&first, "rankings/all?", || build("b")), Ok(Bytes::from("a")));
+        assert_eq!(built.get(), 1, "same board, same target: kept");
+        assert_eq!(cache.get_or_build(&first, "rankings/usdt?", || build("c")), Ok(Bytes::from("c")));
+        let second = Arc::new(crate::api::board::Board::empty());
+        assert_eq!(cache.get_or_build(&second, "rankings/all?", || build("d")), Ok(Bytes::from("d")), "a new board");
+        assert_eq!(cache.get_or_build(&second, "bad", || Err::<String, _>(7)), Err(7));
+        assert_eq!(cache.get_or_build(&second, "bad", || build("e")), Ok(Bytes::from("e")), "the error was not kept");
+        for i in 0..BOARD_BODIES_MAX + 5 {
+            let _ = cache.get_or_build(&second, &format!("t{i}"), || build("x"));
+        }
+        assert!(cache.inner.borrow().1.len() <= BOARD_BODIES_MAX, "bounded");
     }
 }

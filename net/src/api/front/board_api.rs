@@ -1,0 +1,286 @@
+//! `/v1/metrics/{symbol}`, `/v1/rankings/{category}` and `/v1/market` (decisions §9): query
+//! validation and the JSON of answers read from the board snapshot.
+
+use hyper::StatusCode;
+use rampart_engine::{Timeframe, Venue};
+
+use super::{clip, query_param, ApiError};
+use crate::api::board::{Board, Category, Entry, Metric, Order};
+use crate::json::Json;
+use crate::shard::pair_metrics::PairMetrics;
+
+/// Most rows a ranking answers.
+pub const RANKING_LIMIT_MAX: usize = 100;
+/// Rows a ranking answers unless told.
+pub const RANKING_LIMIT_DEFAULT: usize = 20;
+
+fn unprocessable(message: String) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+}
+
+/// `interval` (default `1d`).
+pub(super) fn interval_param(query: Option<&str>) -> Result<Timeframe, ApiError> {
+    match query_param(query, "interval") {
+        None => Ok(Timeframe::D1),
+        Some(s) => Timeframe::parse(&s).ok_or_else(|| {
+            unprocessable(format!("invalid interval '{}'. Allowed: {}", clip(&s, 64), Timeframe::ALLOWED))
+        }),
+    }
+}
+
+fn metric(s: &str) -> Result<Metric, ApiError> {
+    Metric::parse(s)
+        .ok_or_else(|| unprocessable(format!("invalid metric '{}'. Allowed: {}", clip(s, 64), Metric::ALLOWED)))
+}
+
+/// `metric=a,b` of `/v1/metrics` (default: every metric), each once, in the order given.
+fn metrics_param(query: Option<&str>) -> Result<Vec<Metric>, ApiError> {
+    let Some(raw) = query_param(query, "metric") else { return Ok(Metric::ALL.to_vec()) };
+    let mut out = Vec::with_capacity(Metric::ALL.len());
+    for name in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let m = metric(name)?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    Ok(if out.is_empty() { Metric::ALL.to_vec() } else { out })
+}
+
+/// A count parameter `name` in `1..=max` (`default` when absent).
+pub(super) fn count_param(query: Option<&str>, name: &str, default: usize, max: usize) -> Result<usize, ApiError> {
+    match query_param(query, name) {
+        None => Ok(default),
+        Some(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| unprocessable(format!("invalid {name} '{}'. Allowed: 1 to {max}", clip(&s, 64)))),
+    }
+}
+
+/// The query of a ranking.
+struct RankingQuery {
+    metric: Metric,
+    interval: Timeframe,
+    order: Order,
+    limit: usize,
+}
+
+fn ranking_query(query: Option<&str>) -> Result<RankingQuery, ApiError> {
+    let metric = match query_param(query, "metric") {
+        None => Metric::Change,
+        Some(s) => metric(&s)?,
+    };
+    let interval = interval_param(query)?;
+    let order = match query_param(query, "order") {
+        None => metric.default_order(),
+        Some(s) => Order::parse(&s)
+            .ok_or_else(|| unprocessable(format!("invalid order '{}'. Allowed: asc, desc", clip(&s, 64))))?,
+    };
+    let limit = count_param(query, "limit", RANKING_LIMIT_DEFAULT, RANKING_LIMIT_MAX)?;
+    Ok(RankingQuery { metric, interval, order, limit })
+}
+
+/// The validated query of `GET /v1/metrics/{symbol}`.
+pub(super) struct MetricsQuery {
+    interval: Timeframe,
+    wanted: Vec<Metric>,
+}
+
+/// Validates `interval` and `metric` of `GET /v1/metrics/{symbol}`.
+pub(super) fn metrics_query(query: Option<&str>) -> Result<MetricsQuery, ApiError> {
+    Ok(MetricsQuery { interval: interval_param(query)?, wanted: metrics_param(query)? })
+}
+
+/// The body of `GET /v1/metrics/{symbol}` for a book on the board (`None`: not on it yet, so
+/// no metric has data).
+pub(super) fn metrics_body(
+    board: &Board,
+    venue: Venue,
+    symbol: &str,
+    entry: Option<&Entry>,
+    q: MetricsQuery,
+) -> String {
+    let mut j = Json::with_capacity(512);
+    j.raw("{\"symbol\":").str(symbol).raw(",\"exchange\":").str(venue.as_str());
+    j.raw(",\"interval\":").str(q.interval.as_str()).raw(",\"ts\":").int(board.ts_ms);
+    j.raw(",\"computedAt\":").int(entry.map_or(0, |e| e.metrics.ts_ms)).raw(",\"data\":");
+    write_metrics(&mut j, entry, &q);
+    j.raw("}");
+    j.finish()
+}
+
+/// `{<metric>: value, ...}` of the wanted metrics the pair has data for.
+fn write_metrics(j: &mut Json, entry: Option<&Entry>, q: &MetricsQuery) {
+    j.raw("{");
+    if let Some(e) = entry {
+        let mut first = true;
+        for &m in &q.wanted {
+            if has(&e.metrics, m, q.interval) {
+                if !first {
+                    j.raw(",");
+                }
+                first = false;
+                j.raw("\"").raw(m.as_str()).raw("\":");
+                write_metric(j, &e.metrics, m, q.interval);
+            }
+        }
+    }
+    j.raw("}");
+}
+
+/// The body of `GET /v1/metrics`: every pair on the venue's board (or those of `filter`,
+/// unknown ones left out), by symbol, each with its price and computation time.
+pub(super) fn metrics_bulk_body(board: &Board, venue: Venue, filter: Option<&[String]>, q: &MetricsQuery) -> String {
+    let entries = &board.venue(venue).entries;
+    let mut j = Json::with_capacity(256 + entries.len() * 400);
+    j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"interval\":").str(q.interval.as_str());
+    j.raw(",\"ts\":").int(board.ts_ms).raw(",\"data\":[");
+    let mut first = true;
+    for e in entries.iter().filter(|e| filter.is_none_or(|f| f.contains(&e.symbol))) {
+        if !first {
+            j.raw(",");
+        }
+        first = false;
+        j.raw("{\"symbol\":").str(&e.symbol).raw(",\"price\":").fixed(e.metrics.price);
+        j.raw(",\"computedAt\":").int(e.metrics.ts_ms).raw(",\"data\":");
+        write_metrics(&mut j, Some(e), q);
+        j.raw("}");
+    }
+    j.raw("]}");
+    j.finish()
+}
+
+/// The body of `GET /v1/candles/{symbol}`.
+pub(super) fn candles_body(symbol: &str, venue: Venue, tf: Timeframe, bars: &[rampart_engine::Candle]) -> String {
+    let mut j = Json::with_capacity(128 + bars.len() * 160);
+    j.raw("{\"symbol\":").str(symbol).raw(",\"exchange\":").str(venue.as_str());
+    j.raw(",\"interval\":").str(tf.as_str()).raw(",\"data\":[");
+    for (i, b) in bars.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        j.raw("{\"openTime\":").int(b.open_ms).raw(",\"open\":").fixed(b.open.0);
+        j.raw(",\"high\":").fixed(b.high.0).raw(",\"low\":").fixed(b.low.0).raw(",\"close\":").fixed(b.close.0);
+        j.raw(",\"volume\":").float(b.volume, 8).raw(",\"trades\":");
+        match b.trades {
+            Some(n) => j.int(i64::from(n)),
+            None => j.raw("null"),
+        };
+        j.raw("}");
+    }
+    j.raw("]}");
+    j.finish()
+}
+
+/// The body of `GET /v1/book/{symbol}`: `[price, qty]` pairs, best first.
+pub(super) fn book_body(symbol: &str, venue: Venue, view: &crate::shard::DepthView) -> String {
+    let mut j = Json::with_capacity(192 + (view.bids.len() + view.asks.len()) * 48);
+    j.raw("{\"symbol\":").str(symbol).raw(",\"exchange\":").str(venue.as_str());
+    j.raw(",\"ts\":").int(view.ts_ms).raw(",\"inSync\":").bool(view.in_sync);
+    for (name, side) in [("bids", &view.bids), ("asks", &view.asks)] {
+        j.raw(",\"").raw(name).raw("\":[");
+        for (i, l) in side.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            j.raw("[").fixed(l.price.0).raw(",").fixed(i64::try_from(l.qty.0).unwrap_or(i64::MAX)).raw("]");
+        }
+        j.raw("]");
+    }
+    j.raw("}");
+    j.finish()
+}
+
+/// Whether a pair has data for `m` over `interval`.
+fn has(p: &PairMetrics, m: Metric, interval: Timeframe) -> bool {
+    match m {
+        Metric::Depth => p.depth.is_some(),
+        Metric::Walls => p.walls.is_some(),
+        Metric::Levels => p.levels.is_some(),
+        _ => m.rank_value(p, interval).is_some(),
+    }
+}
+
+/// One metric's value as answers write it (`has` must hold).
+fn write_metric(j: &mut Json, p: &PairMetrics, m: Metric, interval: Timeframe) {
+    match m {
+        Metric::Depth => {
+            let d = p.depth.unwrap_or(crate::shard::pair_metrics::Depth { bid_usd: 0.0, ask_usd: 0.0 });
+            j.raw("{\"bidUsd\":").float(d.bid_usd, 2).raw(",\"askUsd\":").float(d.ask_usd, 2);
+            j.raw(",\"imbalance\":").float(d.imbalance(), 4).raw("}");
+        }
+        Metric::Walls => {
+            let w = p.walls.unwrap_or(crate::shard::pair_metrics::WallsSummary { count: 0, usd: None });
+            j.raw("{\"count\":").int(i64::from(w.count)).raw(",\"usd\":");
+            opt(j, w.usd, 2).raw("}");
+        }
+        Metric::Levels => {
+            let (s, r) = p.levels.unwrap_or((None, None));
+            j.raw("{\"support\":");
+            opt(j, s, 4).raw(",\"resistance\":");
+            opt(j, r, 4).raw("}");
+        }
+        _ => {
+            j.float(m.rank_value(p, interval).unwrap_or(f64::NAN), decimals(m));
+        }
+    }
+}
+
+/// Decimals a metric's number is written with.
+pub fn decimals(m: Metric) -> usize {
+    match m {
+        Metric::Trades => 0,
+        Metric::Volume | Metric::Spread | Metric::Depth | Metric::Walls => 2,
+        Metric::Change | Metric::Volatility | Metric::Levels => 4,
+    }
+}
+
+fn opt(j: &mut Json, v: Option<f64>, decimals: usize) -> &mut Json {
+    match v {
+        Some(v) => j.float(v, decimals),
+        None => j.raw("null"),
+    }
+}
+
+/// The body of `GET /v1/rankings/{category}`.
+pub(super) fn rankings_body(
+    board: &Board,
+    venue: Venue,
+    category: &str,
+    query: Option<&str>,
+) -> Result<String, ApiError> {
+    let cat =
+        Category::parse(category).ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown ranking category"))?;
+    let q = ranking_query(query)?;
+    let rows = board.venue(venue).ranking(q.metric, q.interval, q.order, cat, board.ts_ms, q.limit);
+    let mut j = Json::with_capacity(256 + rows.len() * 96);
+    j.raw("{\"category\":").str(category).raw(",\"exchange\":").str(venue.as_str());
+    j.raw(",\"metric\":").str(q.metric.as_str()).raw(",\"interval\":").str(q.interval.as_str());
+    j.raw(",\"order\":").str(if q.order == Order::Asc { "asc" } else { "desc" });
+    j.raw(",\"ts\":").int(board.ts_ms).raw(",\"data\":[");
+    for (i, (e, v)) in rows.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        j.raw("{\"rank\":").int(i as i64 + 1).raw(",\"symbol\":").str(&e.symbol);
+        j.raw(",\"value\":").float(*v, decimals(q.metric)).raw(",\"price\":").fixed(e.metrics.price).raw("}");
+    }
+    j.raw("]}");
+    Ok(j.finish())
+}
+
+/// The body of `GET /v1/market`.
+pub(super) fn market_body(board: &Board, venue: Venue, query: Option<&str>) -> Result<String, ApiError> {
+    let interval = interval_param(query)?;
+    let n = board.venue(venue).numbers[interval.index()];
+    let mut j = Json::with_capacity(256);
+    j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"interval\":").str(interval.as_str());
+    j.raw(",\"ts\":").int(board.ts_ms).raw(",\"data\":{\"pairs\":").int(i64::from(n.pairs));
+    j.raw(",\"advancing\":").int(i64::from(n.advancing)).raw(",\"declining\":").int(i64::from(n.declining));
+    j.raw(",\"unchanged\":").int(i64::from(n.unchanged)).raw(",\"up5\":").int(i64::from(n.up5));
+    j.raw(",\"down5\":").int(i64::from(n.down5)).raw(",\"walls\":").int(i64::from(n.walls));
+    j.raw(",\"atLevel\":").int(i64::from(n.at_level)).raw(",\"sentiment\":").float(n.sentiment, 1);
+    j.raw("}}");
+    Ok(j.finish())
+}
