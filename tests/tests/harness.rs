@@ -63,7 +63,7 @@ fn http_scenario_compares_with_the_baseline() {
     o.secs = 1;
     let r = run(&o).expect("http");
     let rows = r["http"].as_array().cloned().unwrap_or_default();
-    assert_eq!(rows.len(), 4, "{r}");
+    assert_eq!(rows.len(), 6, "levels, densities (one pair and bulk), metrics and a ranking: {r}");
     for row in rows {
         assert!(row["rampart"]["reqPerS"].as_f64().is_some_and(|x| x > 0.0), "{row}");
         assert_eq!(row["rampart"]["errors"], 0, "{row}");

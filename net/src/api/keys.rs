@@ -14,7 +14,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -30,8 +29,7 @@ pub type KeyTable = HashMap<[u8; 32], Arc<KeyRow>>;
 /// The published key table and the thread that keeps it current.
 pub struct KeyWatcher {
     table: Arc<ArcSwap<KeyTable>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _thread: crate::shutdown::StoppableThread,
 }
 
 /// What the watcher remembers between polls.
@@ -63,13 +61,10 @@ impl KeyWatcher {
         let mut seen = Versions { data: None, keys: None };
         let first = reload_if_changed(&store, &mut seen)?.unwrap_or_default();
         let table = Arc::new(ArcSwap::from_pointee(first));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (t, s) = (table.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("key-watch".into())
-            .spawn(move || watch(store, seen, &t, &s))
+        let t = table.clone();
+        let thread = crate::shutdown::StoppableThread::spawn("key-watch", move |stop| watch(store, seen, &t, &stop))
             .map_err(StoreError::Io)?;
-        Ok(KeyWatcher { table, stop, thread: Some(thread) })
+        Ok(KeyWatcher { table, _thread: thread })
     }
 
     /// The key whose text hashes to `hash`, if any (revoked keys included: the caller says 401).
@@ -105,15 +100,6 @@ fn watch(store: Store, mut seen: Versions, table: &ArcSwap<KeyTable>, stop: &Ato
                 }
                 failing = true;
             }
-        }
-    }
-}
-
-impl Drop for KeyWatcher {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }

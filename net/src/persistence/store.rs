@@ -497,8 +497,7 @@ const PROBE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// A thread that checkpoints the WAL every `period`, so the writers on the tick-to-webhook path
 /// never do it themselves (see [`Store::for_background`]). Stopped on drop.
 pub struct Checkpointer {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _thread: crate::shutdown::StoppableThread,
 }
 
 impl Checkpointer {
@@ -511,9 +510,7 @@ impl Checkpointer {
         health: std::sync::Arc<crate::persistence::storage::StorageHealth>,
         clock: crate::clock::SharedClock,
     ) -> std::io::Result<Checkpointer> {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
+        let thread = crate::shutdown::StoppableThread::spawn("checkpoint", move |s| {
             // The probe must not hold the write lock for long: it waits for a lock at most
             // PROBE_BUSY_TIMEOUT, and it is not fsynced (like the firing writer's commits).
             let _ = store.set_busy_timeout(PROBE_BUSY_TIMEOUT);
@@ -531,7 +528,7 @@ impl Checkpointer {
                 }
             }
         })?;
-        Ok(Checkpointer { stop, thread: Some(thread) })
+        Ok(Checkpointer { _thread: thread })
     }
 }
 
@@ -544,15 +541,6 @@ fn probe(store: &mut Store, health: &crate::persistence::storage::StorageHealth,
         }
     }
     health.record(crate::persistence::storage::Writer::Probe, &probe, now);
-}
-
-impl Drop for Checkpointer {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// The lock that makes a server the only one on its data directory, held for the process's
