@@ -407,6 +407,9 @@ fn young_listings_new_category_and_errors() {
     e("/v1/candles/BTCUSDT?interval=2h", 422, interval);
     e("/v1/metrics/BTCUSDT?metric=change,rsi", 422, metric);
     e("/v1/metrics?metric=rsi", 422, metric);
+    let empty = "invalid metric ''. Allowed: change, volatility, volume, trades, spread, depth, walls, levels";
+    e("/v1/metrics/BTCUSDT?metric=", 422, empty);
+    e("/v1/metrics?metric=change,,volume", 422, empty);
     e("/v1/rankings/all?metric=rsi", 422, metric);
     e("/v1/rankings/all?order=up", 422, "invalid order 'up'. Allowed: asc, desc");
     e("/v1/rankings/all?limit=0", 422, "invalid limit '0'. Allowed: 1 to 100");

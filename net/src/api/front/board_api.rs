@@ -33,17 +33,18 @@ fn metric(s: &str) -> Result<Metric, ApiError> {
         .ok_or_else(|| unprocessable(format!("invalid metric '{}'. Allowed: {}", clip(s, 64), Metric::ALLOWED)))
 }
 
-/// `metric=a,b` of `/v1/metrics` (default: every metric), each once, in the order given.
+/// `metric=a,b` of `/v1/metrics` (default: every metric), each once, in the order given. Every
+/// entry must be a metric's name: an empty one (`metric=`, `a,,b`) is refused like any other.
 fn metrics_param(query: Option<&str>) -> Result<Vec<Metric>, ApiError> {
     let Some(raw) = query_param(query, "metric") else { return Ok(Metric::ALL.to_vec()) };
     let mut out = Vec::with_capacity(Metric::ALL.len());
-    for name in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for name in raw.split(',') {
         let m = metric(name)?;
         if !out.contains(&m) {
             out.push(m);
         }
     }
-    Ok(if out.is_empty() { Metric::ALL.to_vec() } else { out })
+    Ok(out)
 }
 
 /// A count parameter `name` in `1..=max` (`default` when absent).
