@@ -14,6 +14,7 @@ pub mod level;
 pub mod market;
 pub mod metrics;
 pub mod sim;
+pub mod site_alert;
 pub mod venue;
 pub mod wall;
 
