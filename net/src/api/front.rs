@@ -1138,10 +1138,7 @@ impl Front {
             let name = &registry.get(id).symbol;
             Ok::<_, ApiError>(board_api::metrics_body(&board, venue, name, board.entry(venue, id), q))
         });
-        match body {
-            Ok(body) => respond_bytes(StatusCode::OK, body),
-            Err(e) => e.into_response(),
-        }
+        answer_ok(body)
     }
 
     /// `GET /v1/metrics`: every listed pair's metrics (or those of `symbols`) from one board.
@@ -1157,10 +1154,7 @@ impl Front {
         let body = self.board_bodies.get_or_build(&board, &target, || {
             Ok::<_, ApiError>(board_api::metrics_bulk_body(&board, venue, filter.as_deref(), &q))
         });
-        match body {
-            Ok(body) => respond_bytes(StatusCode::OK, body),
-            Err(e) => e.into_response(),
-        }
+        answer_ok(body)
     }
 
     /// Asks the shard owning `book` and waits for the answer, at most [`SHARD_ANSWER_TIMEOUT`].
@@ -1190,10 +1184,7 @@ impl Front {
             let registry = self.shared.registry();
             Ok::<_, ApiError>(board_api::candles_body(&registry.get(book).symbol, venue, tf, &bars))
         };
-        match answer.await {
-            Ok(body) => respond(StatusCode::OK, body),
-            Err(e) => e.into_response(),
-        }
+        answer_ok(answer.await)
     }
 
     /// `GET /v1/book/{symbol}`: the best levels per side, copied by the owning shard.
@@ -1206,10 +1197,7 @@ impl Front {
             let registry = self.shared.registry();
             Ok::<_, ApiError>(board_api::book_body(&registry.get(book).symbol, venue, &view))
         };
-        match answer.await {
-            Ok(body) => respond(StatusCode::OK, body),
-            Err(e) => e.into_response(),
-        }
+        answer_ok(answer.await)
     }
 
     /// `GET /v1/rankings/{category}`, written once per board and query.
@@ -1219,10 +1207,7 @@ impl Front {
         let body = self.board_bodies.get_or_build(&board, &target, || {
             exchange_param(query).and_then(|venue| board_api::rankings_body(&board, venue, category, query))
         });
-        match body {
-            Ok(body) => respond_bytes(StatusCode::OK, body),
-            Err(e) => e.into_response(),
-        }
+        answer_ok(body)
     }
 
     /// `GET /v1/market`, written once per board and query.
@@ -1232,10 +1217,7 @@ impl Front {
         let body = self.board_bodies.get_or_build(&board, &target, || {
             exchange_param(query).and_then(|venue| board_api::market_body(&board, venue, query))
         });
-        match body {
-            Ok(body) => respond_bytes(StatusCode::OK, body),
-            Err(e) => e.into_response(),
-        }
+        answer_ok(body)
     }
 
     fn densities_one(&self, venue: Venue, symbol: &str) -> Resp {
@@ -1337,6 +1319,14 @@ fn method_not_allowed(allow: &'static str) -> Resp {
 
 /// The OpenAPI 3.1 document of every endpoint (`docs/openapi.json`), served at `/openapi.json`.
 pub const OPENAPI: &str = include_str!("../../../docs/openapi.json");
+
+/// A 200 with `body`, or the refusal.
+fn answer_ok(body: Result<impl Into<Bytes>, ApiError>) -> Resp {
+    match body {
+        Ok(body) => respond_bytes(StatusCode::OK, body.into()),
+        Err(e) => e.into_response(),
+    }
+}
 
 /// How long a request waits for a shard's answer (candles, book) before a 503.
 pub const SHARD_ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
