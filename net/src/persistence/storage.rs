@@ -130,6 +130,7 @@ type Job = Box<dyn FnOnce(&mut Store) -> (bool, Answer) + Send>;
 pub struct StorageThread {
     jobs: SyncSender<(Instant, Job)>,
     groups: Arc<AtomicU64>,
+    sent: Arc<AtomicU64>,
 }
 
 /// The running thread; dropping every [`StorageThread`] handle ends it.
@@ -169,16 +170,21 @@ impl StorageThread {
                         Err(_) => break,
                     }
                 }
-                run_group(&mut store, &mut group);
-                counted.fetch_add(1, Ordering::Relaxed);
+                run_group(&mut store, &mut group, &counted);
             }
         })?;
-        Ok((StorageThread { jobs: tx, groups }, StorageJoin { thread: Some(thread) }))
+        let sent = Arc::new(AtomicU64::new(0));
+        Ok((StorageThread { jobs: tx, groups, sent }, StorageJoin { thread: Some(thread) }))
     }
 
     /// Groups committed so far (each is one transaction and one fsync).
     pub fn groups(&self) -> u64 {
         self.groups.load(Ordering::Relaxed)
+    }
+
+    /// Jobs taken onto the queue so far.
+    pub fn jobs_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// Runs `f` on the storage thread and returns its result, or `Unavailable` if the queue is
@@ -201,7 +207,9 @@ impl StorageThread {
             (succeeded, answer)
         });
         match self.jobs.try_send((Instant::now() + STORAGE_REQUEST_TIMEOUT, job)) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.sent.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_)) => return Err(StoreError::Unavailable("storage queue full")),
             Err(TrySendError::Disconnected(_)) => return Err(StoreError::Unavailable("storage stopped")),
         }
@@ -218,10 +226,15 @@ impl StorageThread {
 /// transaction, then answers every one of them once the commit is known. A job past its
 /// deadline is dropped unrun (its client has been answered 503; dropping its reply sender is
 /// read as a time-out). The lock is waited for until the earliest deadline of the group.
-fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>) {
+/// Runs one group and counts it in `groups` (before answering, so a client that has its answer
+/// sees its group counted).
+fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>, groups: &AtomicU64) {
     let now = Instant::now();
     group.retain(|(deadline, _)| *deadline > now);
-    let Some(earliest) = group.iter().map(|(d, _)| *d).min() else { return };
+    let Some(earliest) = group.iter().map(|(d, _)| *d).min() else {
+        groups.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
     let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
     let began = store.set_busy_timeout(earliest.saturating_duration_since(now)).and_then(|()| store.begin_group());
     let outcome = match began {
@@ -242,6 +255,7 @@ fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>) {
     };
     // Jobs left unrun (a savepoint failed) drop their reply senders: a time-out to their clients.
     group.clear();
+    groups.fetch_add(1, Ordering::Relaxed);
     for answer in answers {
         answer(outcome);
     }
@@ -292,24 +306,34 @@ mod tests {
         }
     }
 
-    /// Holds the storage thread busy for `ms`, so that jobs sent meanwhile queue up and run as
-    /// one group.
-    fn hold(thread: &StorageThread, ms: u64) -> tokio::sync::oneshot::Receiver<()> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
+    /// Holds the storage thread busy until the returned sender is used (or 10 s pass), so that
+    /// jobs sent meanwhile queue up and run as one group; awaits the hold's start.
+    async fn hold(thread: &StorageThread) -> std::sync::mpsc::Sender<()> {
+        let (started, running) = tokio::sync::oneshot::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
         let t = thread.clone();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         std::thread::spawn(move || {
             runtime.block_on(async {
                 let _ = t
                     .run(move |_| {
-                        let _ = tx.send(());
-                        std::thread::sleep(Duration::from_millis(ms));
+                        let _ = started.send(());
+                        let _ = released.recv_timeout(Duration::from_secs(10));
                         Ok(())
                     })
                     .await;
             })
         });
-        rx
+        running.await.expect("the hold started");
+        release
+    }
+
+    /// Waits until `n` jobs in all were queued, then ends the hold.
+    async fn release_after(thread: &StorageThread, n: u64, release: std::sync::mpsc::Sender<()>) {
+        while thread.jobs_sent() < n {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let _ = release.send(());
     }
 
     #[test]
@@ -318,12 +342,13 @@ mod tests {
         let (thread, join) = StorageThread::start(store).expect("start");
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         let ids = runtime.block_on(async {
-            hold(&thread, 200).await.expect("held");
+            let release = hold(&thread).await;
             let mut set = tokio::task::JoinSet::new();
             for i in 1..=40 {
                 let (t, a) = (thread.clone(), alert(account, 1_000 + i));
                 set.spawn(async move { t.run(move |s| s.insert_alert(&a)).await });
             }
+            release_after(&thread, 41, release).await;
             let mut ids = Vec::new();
             while let Some(r) = set.join_next().await {
                 ids.push(r.expect("task").expect("inserted").id);
@@ -349,7 +374,7 @@ mod tests {
         let (thread, join) = StorageThread::start(store).expect("start");
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         let (a, b, c) = runtime.block_on(async {
-            hold(&thread, 200).await.expect("held");
+            let release = hold(&thread).await;
             let (a1, b1, c1) = (alert(account, 10), alert(account, 20), alert(account, 30));
             let a = thread.run(move |s| s.insert_alert(&a1));
             let b = thread.run(move |s| {
@@ -357,7 +382,8 @@ mod tests {
                 Err::<(), _>(StoreError::Unavailable(if row.id > 0 { "refused after writing" } else { "" }))
             });
             let c = thread.run(move |s| s.insert_alert(&c1));
-            tokio::join!(a, b, c)
+            let (a, b, c, ()) = tokio::join!(a, b, c, release_after(&thread, 4, release));
+            (a, b, c)
         });
         let (a, c) = (a.expect("a").id, c.expect("c").id);
         assert!(matches!(b, Err(StoreError::Unavailable("refused after writing"))), "{b:?}");
