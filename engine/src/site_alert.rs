@@ -107,26 +107,31 @@ impl DensityAlert {
         self.done
     }
 
-    /// Takes one scan of `book` at `now_ms` (`walls` with their USD values, as published) and
+    /// Takes one scan of `book` at `now_ms` (its walls with their USD values, as published) and
     /// pushes a firing for each wall appearance that meets the condition and has not fired yet.
     /// Appearances of `book` that are no longer in the scan are forgotten, so a wall that comes
     /// back fires again. Bound: the remembered appearances are at most the walls of the latest
     /// scan of each book the alert watches.
-    pub fn on_scan(&mut self, book: BookId, walls: &[(Wall, Option<f64>)], now_ms: i64, out: &mut Vec<DensityFiring>) {
+    pub fn on_scan<I>(&mut self, book: BookId, walls: I, now_ms: i64, out: &mut Vec<DensityFiring>)
+    where
+        I: IntoIterator<Item = (Wall, Option<f64>)>,
+        I::IntoIter: Clone,
+    {
+        let walls = walls.into_iter();
         let appearance = |w: &Wall| Appearance { book, side: w.side, price: w.price, since_ms: now_ms - w.age_ms };
-        self.fired.retain(|a| a.book != book || walls.iter().any(|(w, _)| appearance(w) == *a));
+        self.fired.retain(|a| a.book != book || walls.clone().any(|(w, _)| appearance(&w) == *a));
         if self.done {
             return;
         }
         for (wall, usd) in walls {
-            let a = appearance(wall);
-            if !self.spec.admits(wall, *usd) || self.fired.contains(&a) {
+            let a = appearance(&wall);
+            if !self.spec.admits(&wall, usd) || self.fired.contains(&a) {
                 continue;
             }
             self.fired.push(a);
             self.done = !self.spec.repeat;
             let usd = usd.unwrap_or_default();
-            out.push(DensityFiring { id: self.spec.id, book, wall: *wall, usd, ts_ms: now_ms, last: self.done });
+            out.push(DensityFiring { id: self.spec.id, book, wall, usd, ts_ms: now_ms, last: self.done });
             if self.done {
                 return;
             }
@@ -233,19 +238,19 @@ mod tests {
         let mut a = DensityAlert::new(spec(true));
         let mut out = Vec::new();
         let w = wall(Side::Bid, 100, -1.0, 0);
-        a.on_scan(BookId(1), &[(w, Some(5_000.0))], 1_000, &mut out);
+        a.on_scan(BookId(1), [(w, Some(5_000.0))], 1_000, &mut out);
         assert_eq!(out.len(), 1);
         // Still standing two seconds later (its age grew with it): no new firing.
         let aged = Wall { age_ms: 2_000, ..w };
-        a.on_scan(BookId(1), &[(aged, Some(5_000.0))], 3_000, &mut out);
+        a.on_scan(BookId(1), [(aged, Some(5_000.0))], 3_000, &mut out);
         assert_eq!(out.len(), 1, "the same appearance");
         // Another book's scan does not forget this book's wall.
-        a.on_scan(BookId(2), &[], 3_500, &mut out);
-        a.on_scan(BookId(1), &[(Wall { age_ms: 3_000, ..w }, Some(5_000.0))], 4_000, &mut out);
+        a.on_scan(BookId(2), [], 3_500, &mut out);
+        a.on_scan(BookId(1), [(Wall { age_ms: 3_000, ..w }, Some(5_000.0))], 4_000, &mut out);
         assert_eq!(out.len(), 1);
         // Gone, then back: a new appearance.
-        a.on_scan(BookId(1), &[], 5_000, &mut out);
-        a.on_scan(BookId(1), &[(w, Some(5_000.0))], 7_000, &mut out);
+        a.on_scan(BookId(1), [], 5_000, &mut out);
+        a.on_scan(BookId(1), [(w, Some(5_000.0))], 7_000, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!((out[1].id, out[1].book, out[1].ts_ms, out[1].last), (7, BookId(1), 7_000, false));
     }
@@ -263,9 +268,9 @@ mod tests {
         // A wall too young fires once it is old enough, and only then.
         let mut a = DensityAlert::new(s);
         let mut out = Vec::new();
-        a.on_scan(BookId(1), &[(wall(Side::Ask, 100, 1.0, 58_000), Some(2e3))], 60_000, &mut out);
+        a.on_scan(BookId(1), [(wall(Side::Ask, 100, 1.0, 58_000), Some(2e3))], 60_000, &mut out);
         assert!(out.is_empty());
-        a.on_scan(BookId(1), &[(wall(Side::Ask, 100, 1.0, 60_000), Some(2e3))], 62_000, &mut out);
+        a.on_scan(BookId(1), [(wall(Side::Ask, 100, 1.0, 60_000), Some(2e3))], 62_000, &mut out);
         assert_eq!(out.len(), 1);
     }
 
@@ -274,11 +279,11 @@ mod tests {
         let mut a = DensityAlert::new(spec(false));
         let mut out = Vec::new();
         let walls = [(wall(Side::Bid, 100, -1.0, 0), Some(5e3)), (wall(Side::Ask, 110, 1.0, 0), Some(5e3))];
-        a.on_scan(BookId(1), &walls, 1_000, &mut out);
+        a.on_scan(BookId(1), walls, 1_000, &mut out);
         assert_eq!(out.len(), 1, "one firing, not one per wall");
         assert!(out[0].last && a.is_done());
-        a.on_scan(BookId(1), &[], 2_000, &mut out);
-        a.on_scan(BookId(1), &walls, 3_000, &mut out);
+        a.on_scan(BookId(1), [], 2_000, &mut out);
+        a.on_scan(BookId(1), walls, 3_000, &mut out);
         assert_eq!(out.len(), 1);
     }
 

@@ -27,6 +27,21 @@ pub struct Plan {
     /// May use the operator endpoints (`DELETE /v1/debug/latency`); no built-in plan can.
     #[serde(default)]
     pub operator: bool,
+    /// Active density alerts of the site (`decisions.md` §10); a plan from the file that
+    /// omits it gets `free`'s.
+    #[serde(default = "density_cap_default")]
+    pub density_alert_cap: u32,
+    /// Active market alerts of the site; a plan from the file that omits it gets `free`'s.
+    #[serde(default = "market_cap_default")]
+    pub market_alert_cap: u32,
+}
+
+fn density_cap_default() -> u32 {
+    5
+}
+
+fn market_cap_default() -> u32 {
+    2
 }
 
 /// The plans, by name.
@@ -37,7 +52,7 @@ pub struct Plans {
 
 impl Default for Plans {
     fn default() -> Plans {
-        let plan = |name: &str, api, cap, pct, repeat, quota| Plan {
+        let plan = |name: &str, api, cap, pct, repeat, quota, (density, market)| Plan {
             name: name.to_owned(),
             api,
             price_alert_cap: cap,
@@ -46,12 +61,14 @@ impl Default for Plans {
             burst_per_min: 120,
             daily_quota: quota,
             operator: false,
+            density_alert_cap: density,
+            market_alert_cap: market,
         };
         Plans {
             plans: vec![
-                plan("free", false, 10, false, false, 1_000),
-                plan("developer", true, 200, true, true, 100_000),
-                plan("developer-lite", true, 50, false, false, 20_000),
+                plan("free", false, 10, false, false, 1_000, (density_cap_default(), market_cap_default())),
+                plan("developer", true, 200, true, true, 100_000, (50, 20)),
+                plan("developer-lite", true, 50, false, false, 20_000, (10, 5)),
             ],
         }
     }

@@ -15,4 +15,5 @@ pub mod json;
 pub mod persistence;
 pub mod shard;
 pub mod shutdown;
+pub mod site;
 pub mod venue;

@@ -26,6 +26,7 @@ use rampart_engine::{BookId, Market, Registry, Tick};
 use crate::clock::SharedClock;
 
 pub mod cpus;
+mod density;
 pub mod live;
 pub mod nudge;
 pub mod pair_metrics;
@@ -121,7 +122,7 @@ pub struct Pong {
 }
 
 /// Events a shard emits to the persistence side (capacity [`EVENTS_MAX`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ShardEvent {
     /// An alert fired.
     Fired {
@@ -141,6 +142,24 @@ pub enum ShardEvent {
     Ready {
         /// Shard index.
         shard: usize,
+    },
+    /// A site density alert fired at a wall scan.
+    DensityFired {
+        /// The book.
+        book: BookId,
+        /// The firing.
+        firing: rampart_engine::site_alert::DensityFiring,
+    },
+    /// A site market alert fired at a board build (queued by the board thread).
+    MarketFired {
+        /// Alert id.
+        id: u64,
+        /// The number's value.
+        value: f64,
+        /// Board time, Unix milliseconds.
+        ts_ms: i64,
+        /// It does not repeat: this was its only firing.
+        last: bool,
     },
     /// A book was found crossed (corrupt) and is not served until rebuilt.
     BookCrossed {
@@ -310,6 +329,9 @@ pub struct Shared {
     /// Per shard: tick-to-decision latencies, merged in by the shard every
     /// [`LATENCY_PUBLISH_MS`] (the lock is never taken on the tick path).
     pub latency: Box<[std::sync::Mutex<Latency>]>,
+    /// The active site alerts, published by [`crate::site::watch::SiteAlertWatcher`]: the
+    /// shards evaluate the density alerts at their wall scans, the board thread the market ones.
+    pub site_alerts: ArcSwap<crate::site::watch::SiteAlertSet>,
 }
 
 /// How often a shard merges its latency histogram into [`Shared::latency`].
@@ -416,6 +438,7 @@ impl Shared {
             rest_stats: None,
             live,
             latency: (0..shards).map(|_| std::sync::Mutex::new(Latency::new())).collect(),
+            site_alerts: ArcSwap::from_pointee(crate::site::watch::SiteAlertSet::default()),
         }
     }
 
@@ -937,6 +960,8 @@ pub(crate) struct Shard {
     wall_scratch: WallScratch,
     wall_out: Vec<Wall>,
     walls_done: u64,
+    /// The site's density alerts on this shard's books, run at each wall scan.
+    density: density::DensityAlerts,
     metrics_done: u64,
     /// Per local book: the book whose last price converts its quote to USD (`None` for USD
     /// quotes and quotes with no USDT pair on any venue).
@@ -1003,6 +1028,7 @@ impl Shard {
             wall_scratch: WallScratch::new(config.depth_levels_max),
             wall_out: Vec::with_capacity(wall::WALLS_MAX),
             walls_done: 0,
+            density: density::DensityAlerts::new(),
             metrics_done: 0,
             quote_usd,
             level_bars,
@@ -1298,7 +1324,8 @@ impl Shard {
         let min_ratio = self.config.walls_min_ratio;
         let state = &mut self.market.books_mut()[k];
         let price = Self::reference_price(state);
-        if state.crossed || state.stale {
+        let usable = !(state.crossed || state.stale);
+        if !usable {
             self.wall_out.clear();
         } else {
             wall::scan(
@@ -1320,6 +1347,30 @@ impl Shard {
             .collect();
         self.shared.slots[id.index()].densities.store(Arc::new(DensitySnapshot { ts_ms: now, price: price.0, walls }));
         self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
+        // A book not served (crossed, stale) says nothing about its walls: the density alerts
+        // neither fire nor forget what they fired for until it is served again.
+        if usable {
+            self.run_density_alerts(id, quote_usd, now);
+        }
+    }
+
+    /// Takes the newest site alert set, then runs the scan just made of `book` through the
+    /// density alerts watching it; firings go to the event queue like price alerts' (never
+    /// dropped: behind the backlog when the queue is full).
+    fn run_density_alerts(&mut self, book: BookId, quote_usd: Option<f64>, now: i64) {
+        let (shared, index) = (&self.shared, self.index);
+        self.density.sync(&shared.site_alerts.load(), |b| {
+            shared.slots.get(b.index()).is_some_and(|s| s.shard.load(Ordering::Acquire) as usize == index)
+        });
+        if self.density.is_empty() {
+            return;
+        }
+        let venue = self.shared.registry().get(book).venue;
+        let n = self.density.on_scan(venue, book, &self.wall_out, quote_usd, now).len();
+        for i in 0..n {
+            let firing = self.density.fired(i);
+            self.emit(ShardEvent::DensityFired { book, firing });
+        }
     }
 
     /// Recomputes one book's levels from its candles and publishes them, then resets the

@@ -426,6 +426,13 @@ impl Server {
         run_with_timeout(command, CLI_TIMEOUT)
     }
 
+    /// Runs `rampart site-alerts <args> --data-dir <this server's dir>` and returns its output.
+    pub fn site_alerts(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(&self.bin);
+        command.arg("site-alerts").args(args).arg("--data-dir").arg(&self.data_dir);
+        run_with_timeout(command, CLI_TIMEOUT)
+    }
+
     /// Creates a key with `keys create --plan <plan> [--label <label>]`, asserts success and the
     /// key format, and returns the key.
     pub fn create_key(&self, plan: &str, label: Option<&str>) -> String {

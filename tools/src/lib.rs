@@ -27,13 +27,16 @@ use rampart_net::persistence::storage::{StorageHealth, StorageThread};
 use rampart_net::persistence::store::{Checkpointer, DataDirLock, Revoked, Store};
 use rampart_net::persistence::writer::{OnCommitted, Writer};
 use rampart_net::shard::live::LiveFeed;
-use rampart_net::shard::{Command as ShardCommand, ShardConfig, ShardSet};
+use rampart_net::shard::{Command as ShardCommand, EventQueue, ShardConfig, ShardSet};
 use rampart_net::shutdown::Shutdown;
+use rampart_net::site::market::MarketAlerts;
+use rampart_net::site::watch::SiteAlertWatcher;
 use rampart_net::venue::listing::ListingChange;
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 
 pub use rampart_simvenue as simvenue;
+mod site_alerts;
 pub mod starting;
 
 /// The package version and the git revision built (`tools/build.rs`).
@@ -57,6 +60,13 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+        #[command(flatten)]
+        common: KeysArgs,
+    },
+    /// Manage the site's density and market alerts of an account (named by one of its keys).
+    SiteAlerts {
+        #[command(subcommand)]
+        command: site_alerts::SiteAlertsCommand,
         #[command(flatten)]
         common: KeysArgs,
     },
@@ -297,6 +307,9 @@ pub fn cli_main() -> ExitCode {
         None => init_logging(cli.serve.log_format.as_deref()).and_then(|()| serve(cli.serve)),
         Some(Command::Serve(args)) => init_logging(args.log_format.as_deref()).and_then(|()| serve(args)),
         Some(Command::Keys { command, common }) => keys(command, common),
+        Some(Command::SiteAlerts { command, common }) => {
+            open_store(&common).and_then(|(store, plans)| site_alerts::run(command, &store, &plans))
+        }
         Some(Command::SimVenue(args)) => init_logging(None).and_then(|()| sim_venue(args)),
     };
     match result {
@@ -334,8 +347,9 @@ fn plans(file: &FileConfig) -> Plans {
     p
 }
 
-fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
-    let common = CommonArgs { config: args.config, data_dir: args.data_dir };
+/// The store and plans the `keys` and `site-alerts` commands work on.
+fn open_store(args: &KeysArgs) -> Result<(Store, Plans)> {
+    let common = CommonArgs { config: args.config.clone(), data_dir: args.data_dir.clone() };
     let file = load_file(&common)?;
     let dir = data_dir(&common, &file);
     if !args.create && !Store::exists(&dir) {
@@ -344,10 +358,14 @@ fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
             dir.display()
         );
     }
-    let mut store = Store::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
+    let store = Store::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
+    Ok((store, plans(&file)))
+}
+
+fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
+    let (mut store, plans) = open_store(&args)?;
     match command {
         KeysCommand::Create { plan, label } => {
-            let plans = plans(&file);
             if plans.get(&plan).is_none() {
                 bail!("unknown plan '{plan}'. Allowed: {}", plans.allowed());
             }
@@ -576,9 +594,15 @@ fn log_feed(s: &ServeSettings, shards: &ShardSet, store: &Store) {
 
 /// The board the front answers metrics, rankings and `/v1/market` from, and the thread that
 /// rebuilds it every second.
-fn start_board(shards: &ShardSet, clock: &SharedClock) -> Result<(Arc<ArcSwap<Board>>, BoardThread)> {
+/// The site's market alerts run on each build and leave on `market_events`.
+fn start_board(
+    shards: &ShardSet,
+    clock: &SharedClock,
+    market_events: Arc<EventQueue>,
+) -> Result<(Arc<ArcSwap<Board>>, BoardThread)> {
     let board = Arc::new(ArcSwap::from_pointee(Board::empty()));
-    let thread = BoardThread::start(shards.shared().clone(), board.clone(), clock.clone())?;
+    let market = Some(MarketAlerts::new(market_events));
+    let thread = BoardThread::start(shards.shared().clone(), board.clone(), clock.clone(), market)?;
     Ok((board, thread))
 }
 
@@ -637,7 +661,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     };
     let metrics = persistence.metrics(&s, &shards, &clock);
     let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
-    let (board, board_thread) = start_board(&shards, &clock)?;
+    let (board, board_thread) = start_board(&shards, &clock, persistence.market_events.clone())?;
     let front = Rc::new(
         Front::new(
             shards.shared().clone(),
@@ -772,17 +796,24 @@ fn load_alerts(
 }
 
 /// The threads that write: webhook delivery, the firing writer (which wakes delivery) and the
-/// checkpointer, with the storage health they report to.
+/// checkpointer, with the storage health they report to; and the site alert watcher, whose set
+/// the writer's firings change.
 struct Persistence {
     health: Arc<StorageHealth>,
     webhooks: rampart_net::api::metrics::WebhookMetrics,
     delivery: Delivery,
     writer: Writer,
     checkpointer: Checkpointer,
+    /// The board thread's queue of market alert firings, drained by the writer.
+    market_events: Arc<EventQueue>,
+    /// Keeps the active site alerts published for the shards and the board thread.
+    site_alerts: SiteAlertWatcher,
 }
 
 impl Persistence {
     fn start(s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Result<Persistence> {
+        // The board thread's queue of market alert firings, drained like a shard's.
+        let market_events = Arc::new(EventQueue::new(rampart_net::shard::EVENTS_MAX));
         let health = Arc::new(StorageHealth::default());
         let webhooks = rampart_net::api::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
@@ -800,7 +831,7 @@ impl Persistence {
         });
         let writer = Writer::start(
             Store::open(&s.data_dir)?.for_background()?,
-            shards.event_queues(),
+            shards.event_queues().into_iter().chain([market_events.clone()]).collect(),
             shards.shared().books.clone(),
             health.clone(),
             clock.clone(),
@@ -808,7 +839,8 @@ impl Persistence {
         )?;
         let period = Duration::from_secs(1);
         let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, period, health.clone(), clock.clone())?;
-        Ok(Persistence { health, webhooks, delivery, writer, checkpointer })
+        let site_alerts = SiteAlertWatcher::start(Store::open(&s.data_dir)?, shards.shared().clone())?;
+        Ok(Persistence { health, webhooks, delivery, writer, checkpointer, market_events, site_alerts })
     }
 
     /// The process's metrics over the shards and this persistence side.
@@ -828,6 +860,7 @@ impl Persistence {
 
     /// Stops the writer, then delivery, then the checkpointer (after the shards).
     fn stop(self, watch: &Shutdown) {
+        drop(self.site_alerts);
         watch.stage("stopping the firing writer");
         self.writer.stop();
         watch.stage("stopping webhook delivery");

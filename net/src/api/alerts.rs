@@ -38,7 +38,7 @@ pub struct Invalid {
     pub message: String,
 }
 
-fn invalid(message: impl Into<String>) -> Invalid {
+pub(crate) fn invalid(message: impl Into<String>) -> Invalid {
     Invalid { status: 422, message: message.into() }
 }
 
@@ -71,11 +71,11 @@ impl CreateRequest {
     }
 }
 
-fn present<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+pub(crate) fn present<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     obj.get(name).filter(|v| !v.is_null())
 }
 
-fn string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, Invalid> {
+pub(crate) fn string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, Invalid> {
     match present(obj, name) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -83,11 +83,11 @@ fn string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>
     }
 }
 
-fn required_string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, Invalid> {
+pub(crate) fn required_string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, Invalid> {
     string(obj, name)?.ok_or_else(|| invalid(format!("missing field '{name}'")))
 }
 
-fn number<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a serde_json::Number>, Invalid> {
+pub(crate) fn number<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a serde_json::Number>, Invalid> {
     match present(obj, name) {
         None => Ok(None),
         Some(Value::Number(n)) => Ok(Some(n)),
@@ -193,7 +193,7 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
     }
 }
 
-fn clip(s: &str, n: usize) -> String {
+pub(crate) fn clip(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
@@ -201,25 +201,52 @@ fn clip(s: &str, n: usize) -> String {
 pub const CREATE_FIELDS: [&str; 10] =
     ["symbol", "exchange", "type", "direction", "price", "pct", "window", "repeat", "note", "webhook_url"];
 
-/// Parses and checks a `POST /v1/alerts` body.
-pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
+/// A request body that must be a JSON object with no field outside `fields` (400 when it is
+/// not JSON; 422 naming the allowed fields otherwise).
+pub(crate) fn body_object(body: &[u8], fields: &[&str]) -> Result<Map<String, Value>, Invalid> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| Invalid { status: 400, message: format!("malformed JSON: {e}") })?;
     let Value::Object(obj) = value else {
         return Err(invalid("request body must be a JSON object"));
     };
-    if let Some(unknown) = obj.keys().find(|k| !CREATE_FIELDS.contains(&k.as_str())) {
-        return Err(invalid(format!("unknown field '{}'. Allowed: {}", clip(unknown, 64), CREATE_FIELDS.join(", "))));
+    if let Some(unknown) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
+        return Err(invalid(format!("unknown field '{}'. Allowed: {}", clip(unknown, 64), fields.join(", "))));
     }
+    Ok(obj)
+}
+
+/// `repeat` (default false) and `note` (default empty, at most [`NOTE_CHARS_MAX`] characters).
+pub(crate) fn repeat_and_note(obj: &Map<String, Value>) -> Result<(bool, String), Invalid> {
+    let repeat = match present(obj, "repeat") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(invalid("field 'repeat' must be a boolean")),
+    };
+    let note = string(obj, "note")?.unwrap_or("");
+    if note.chars().count() > NOTE_CHARS_MAX {
+        return Err(invalid(format!("note is longer than {NOTE_CHARS_MAX} characters")));
+    }
+    Ok((repeat, note.to_owned()))
+}
+
+/// A pair symbol as a client may spell it: 1 to 64 ASCII letters and digits.
+pub(crate) fn symbol_syntax(symbol: &str) -> Result<(), Invalid> {
+    if symbol.is_empty() || symbol.len() > 64 || !symbol.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(invalid("field 'symbol' must be a pair symbol such as BTCUSDT"));
+    }
+    Ok(())
+}
+
+/// Parses and checks a `POST /v1/alerts` body.
+pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
+    let obj = body_object(body, &CREATE_FIELDS)?;
     let kind = required_string(&obj, "type")?;
     if kind != "price" && kind != "pct" {
         return Err(invalid(format!("invalid type '{}'. Allowed: price, pct", clip(kind, 32))));
     }
     let direction = required_string(&obj, "direction")?;
     let symbol = required_string(&obj, "symbol")?;
-    if symbol.is_empty() || symbol.len() > 64 || !symbol.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(invalid("field 'symbol' must be a pair symbol such as BTCUSDT"));
-    }
+    symbol_syntax(symbol)?;
     let condition = if kind == "price" {
         let cross = Cross::parse(direction).ok_or_else(|| {
             invalid(format!("invalid direction '{}' for a price alert. Allowed: above, below", clip(direction, 32)))
@@ -245,15 +272,7 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         })?;
         Condition::Pct { dir, millionths, window }
     };
-    let repeat = match present(&obj, "repeat") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(invalid("field 'repeat' must be a boolean")),
-    };
-    let note = string(&obj, "note")?.unwrap_or("");
-    if note.chars().count() > NOTE_CHARS_MAX {
-        return Err(invalid(format!("note is longer than {NOTE_CHARS_MAX} characters")));
-    }
+    let (repeat, note) = repeat_and_note(&obj)?;
     let webhook_url = match string(&obj, "webhook_url")? {
         None => None,
         Some(url) => {
@@ -271,14 +290,7 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
                 .ok_or_else(|| invalid(format!("invalid exchange '{}'. Allowed: {}", clip(e, 32), Venue::ALLOWED)))?,
         ),
     };
-    Ok(CreateRequest {
-        symbol: symbol.to_ascii_uppercase(),
-        condition,
-        repeat,
-        note: note.to_owned(),
-        webhook_url,
-        exchange,
-    })
+    Ok(CreateRequest { symbol: symbol.to_ascii_uppercase(), condition, repeat, note, webhook_url, exchange })
 }
 
 /// The URL must be absolute `http` or `https` with a host and no whitespace or control bytes.
@@ -332,13 +344,19 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
         None => j.raw("null"),
     };
     j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":").fixed(a.created_price);
+    write_firing_tail(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
+}
+
+/// The fields every alert record ends with, and its closing brace:
+/// `,"lastTriggeredAt","triggerCount","createdAt"}`.
+pub(crate) fn write_firing_tail(j: &mut Json, last_triggered_ms: Option<i64>, trigger_count: i64, created_ms: i64) {
     j.raw(",\"lastTriggeredAt\":");
-    match a.last_triggered_ms {
+    match last_triggered_ms {
         Some(ms) => j.str(&clock::iso8601(ms)),
         None => j.raw("null"),
     };
-    j.raw(",\"triggerCount\":").int(a.trigger_count);
-    j.raw(",\"createdAt\":").str(&clock::iso8601(a.created_ms)).raw("}");
+    j.raw(",\"triggerCount\":").int(trigger_count);
+    j.raw(",\"createdAt\":").str(&clock::iso8601(created_ms)).raw("}");
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use rampart_engine::{BookId, Timeframe, Venue};
 use crate::clock::SharedClock;
 use crate::shard::pair_metrics::{PairMetrics, METRICS_PERIOD_MS};
 use crate::shard::Shared;
+use crate::site::market::MarketAlerts;
 
 /// How often the board is rebuilt.
 pub const BOARD_PERIOD_MS: i64 = METRICS_PERIOD_MS;
@@ -403,8 +404,14 @@ pub struct BoardThread {
 }
 
 impl BoardThread {
-    /// Starts rebuilding `cell` from `shared` (built once before this returns).
-    pub fn start(shared: Arc<Shared>, cell: Arc<ArcSwap<Board>>, clock: SharedClock) -> std::io::Result<BoardThread> {
+    /// Starts rebuilding `cell` from `shared` (built once before this returns), running the
+    /// site's market alerts against each build when `market` is given.
+    pub fn start(
+        shared: Arc<Shared>,
+        cell: Arc<ArcSwap<Board>>,
+        clock: SharedClock,
+        mut market: Option<MarketAlerts>,
+    ) -> std::io::Result<BoardThread> {
         cell.store(Arc::new(Board::build(&shared, clock.now_ms())));
         let thread = crate::shutdown::StoppableThread::spawn("board", move |stop| {
             // Until the shards are ready the board is rebuilt as soon as they are, then once
@@ -412,7 +419,11 @@ impl BoardThread {
             while !stop.load(Ordering::Acquire) {
                 let wait = if cell.load().complete { BOARD_PERIOD_MS as u64 } else { BOARD_WAIT_MS };
                 std::thread::sleep(Duration::from_millis(wait));
-                cell.store(Arc::new(Board::build(&shared, clock.now_ms())));
+                let board = Arc::new(Board::build(&shared, clock.now_ms()));
+                if let Some(m) = &mut market {
+                    m.run(&shared.site_alerts.load(), &board);
+                }
+                cell.store(board);
             }
         })?;
         Ok(BoardThread { _thread: thread })

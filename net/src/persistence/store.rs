@@ -13,6 +13,9 @@ use rampart_engine::{Price, Timeframe, Venue};
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 
+mod site;
+pub use site::{SiteFiringDetail, SiteFiringRecord};
+
 /// Schema migrations, in order; index + 1 is the `user_version` after each.
 const MIGRATIONS: &[&str] = &[
     // 1: accounts and keys.
@@ -88,6 +91,33 @@ const MIGRATIONS: &[&str] = &[
     UPDATE alerts SET pct_millionths = pct_hundredths * 10000 WHERE pct_hundredths IS NOT NULL;",
     // 5: pending deliveries by account, for the sender's round-robin scan.
     "CREATE INDEX outbox_pending_account ON outbox(account_id, next_attempt_ms) WHERE state = 'pending';",
+    // 6: the site's density and market alerts (`site::SiteCondition`), their own ids and caps,
+    // and a version counter the running service watches.
+    "CREATE TABLE site_alerts (
+        id INTEGER PRIMARY KEY,
+        account_id INTEGER NOT NULL REFERENCES accounts(id),
+        kind TEXT NOT NULL,
+        exchange TEXT NOT NULL,
+        symbol TEXT,
+        side TEXT,
+        min_usd REAL,
+        max_dist_pct REAL,
+        min_age_s INTEGER,
+        number TEXT,
+        interval TEXT,
+        direction TEXT,
+        threshold REAL,
+        repeat INTEGER NOT NULL,
+        note TEXT NOT NULL,
+        status TEXT NOT NULL,
+        trigger_count INTEGER NOT NULL DEFAULT 0,
+        last_triggered_ms INTEGER,
+        created_ms INTEGER NOT NULL,
+        deleted_ms INTEGER
+    );
+    CREATE INDEX site_alerts_account ON site_alerts(account_id, id);
+    CREATE INDEX site_alerts_live ON site_alerts(status) WHERE deleted_ms IS NULL;
+    INSERT INTO meta (key, value) VALUES ('site_alerts_version', 1);",
 ];
 
 /// Due deliveries of one account returned by one [`Store::due_deliveries`] at most (fewer when

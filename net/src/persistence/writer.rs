@@ -1,6 +1,6 @@
 //! The persistence side of the shards' event queues: one thread that drains every shard's
-//! queue and writes firings (alert status, count, last time, inbox entry) to SQLite in batches,
-//! off the tick path.
+//! queue (and the board thread's) and writes firings (alert status, count, last time, inbox
+//! entry; site alerts' too) to SQLite in batches, off the tick path.
 //!
 //! Nothing taken from a queue is dropped: a batch that fails to commit (a busy database, a full
 //! disk) is retried, with a pause, until it commits; meanwhile the queues fill and the shards
@@ -15,7 +15,7 @@ use rampart_engine::Registry;
 
 use crate::clock::{Clock, SharedClock};
 use crate::persistence::storage::{StorageHealth, Writer as StorageWriter};
-use crate::persistence::store::{AlertRow, FiringRecord, Store};
+use crate::persistence::store::{AlertRow, FiringRecord, SiteFiringDetail, SiteFiringRecord, Store};
 use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
 
 /// Firings written per transaction at most.
@@ -34,6 +34,9 @@ pub struct WriterStats {
     pub batches: AtomicU64,
     /// Commits that failed and were retried.
     pub retries: AtomicU64,
+    /// Site alert firings recorded (density and market; those of alerts no longer active are
+    /// not counted).
+    pub site_firings: AtomicU64,
 }
 
 /// Called with every committed batch (the delivery side hooks in here).
@@ -62,15 +65,20 @@ impl Writer {
         let (stop2, stats2) = (stop.clone(), stats.clone());
         let thread = std::thread::Builder::new().name("writer".into()).spawn(move || {
             let mut batch: Vec<FiringRecord> = Vec::with_capacity(BATCH_MAX);
+            let mut site: Vec<SiteFiringRecord> = Vec::new();
             // The number each shard's next event must carry (paired with the shard's own count).
             let mut expected: Vec<u64> = vec![0; queues.len()];
             loop {
                 let stopping = stop2.load(Ordering::Acquire);
                 for (i, q) in queues.iter().enumerate() {
-                    while batch.len() < BATCH_MAX {
+                    while batch.len() < BATCH_MAX && site.len() < BATCH_MAX {
                         let Some(QueuedEvent { seq, event: ev }) = q.pop() else { break };
                         debug_assert_eq!(seq, expected[i], "shard {i}'s events arrive once each and in order");
                         expected[i] = seq + 1;
+                        if let Some(f) = site_firing(&ev, &registry) {
+                            site.push(f);
+                            continue;
+                        }
                         match ev {
                             ShardEvent::Fired { firing, .. } => batch.push(FiringRecord {
                                 alert_id: firing.id as i64,
@@ -104,6 +112,7 @@ impl Writer {
                                 }
                             }
                             ShardEvent::Ready { shard } => tracing::info!("shard {shard} ready"),
+                            ShardEvent::DensityFired { .. } | ShardEvent::MarketFired { .. } => {}
                             ShardEvent::BookCrossed { book, ts_ms } => {
                                 let registry = registry.load();
                                 let ins = registry.get(book);
@@ -115,7 +124,7 @@ impl Writer {
                         }
                     }
                 }
-                if batch.is_empty() {
+                if batch.is_empty() && site.is_empty() {
                     if stopping {
                         break;
                     }
@@ -123,6 +132,7 @@ impl Writer {
                     continue;
                 }
                 commit(&mut store, &mut batch, &stats2, &health, &*clock, &mut on_committed);
+                commit_site(&mut store, &mut site, &stats2, &health, &*clock);
             }
         })?;
         Ok(Writer { stop, thread: Some(thread), stats })
@@ -133,6 +143,59 @@ impl Writer {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+/// The record of a site alert's firing (`None` for every other event). A density firing's
+/// pair is named from the registry here, off the shard.
+fn site_firing(ev: &ShardEvent, registry: &arc_swap::ArcSwap<Registry>) -> Option<SiteFiringRecord> {
+    match *ev {
+        ShardEvent::DensityFired { book, firing } => {
+            let w = firing.wall;
+            let detail = SiteFiringDetail::Density {
+                symbol: registry.load().get(book).symbol.clone(),
+                side: w.side,
+                price: w.price.0,
+                qty: w.qty.0,
+                usd: firing.usd,
+                dist_pct: w.dist_pct,
+                age_ms: w.age_ms,
+            };
+            Some(SiteFiringRecord { alert_id: firing.id as i64, ts_ms: firing.ts_ms, last: firing.last, detail })
+        }
+        ShardEvent::MarketFired { id, value, ts_ms, last } => {
+            Some(SiteFiringRecord { alert_id: id as i64, ts_ms, last, detail: SiteFiringDetail::Market { value } })
+        }
+        _ => None,
+    }
+}
+
+/// Commits the site firings, retrying until it succeeds, then empties them.
+fn commit_site(
+    store: &mut Store,
+    site: &mut Vec<SiteFiringRecord>,
+    stats: &WriterStats,
+    health: &StorageHealth,
+    clock: &dyn Clock,
+) {
+    if site.is_empty() {
+        return;
+    }
+    loop {
+        let result = store.record_site_firings(site);
+        health.record(StorageWriter::Firings, &result, clock.now_ms());
+        match result {
+            Ok(n) => {
+                stats.site_firings.fetch_add(n as u64, Ordering::Relaxed);
+                site.clear();
+                return;
+            }
+            Err(e) => {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("writer: committing {} site alert firings: {e}; retrying", site.len());
+                std::thread::sleep(RETRY);
+            }
         }
     }
 }

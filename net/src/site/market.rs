@@ -1,0 +1,111 @@
+//! Market alerts, evaluated where the board is built (the board thread): after each complete
+//! build every alert reads its venue's number over its interval. An alert takes its starting
+//! side from the first board it sees (one created past its threshold waits for the number to
+//! come back, `rampart_engine::site_alert::MarketAlert`). Firings go to the persistence
+//! writer on this thread's own event queue, numbered like a shard's.
+//!
+//! Bound: the alerts held are the active market alerts (plan caps); the backlog holds at most
+//! one firing per alert per build while the queue is full, and the board waits for nothing.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rampart_engine::site_alert::{MarketAlert, MarketOutcome};
+use rampart_engine::{Timeframe, Venue};
+
+use crate::api::board::{Board, Numbers};
+use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
+use crate::site::watch::SiteAlertSet;
+use crate::site::BoardNumber;
+
+/// The number `n` of a venue's board numbers.
+pub fn value(numbers: &Numbers, n: BoardNumber) -> f64 {
+    match n {
+        BoardNumber::Sentiment => numbers.sentiment,
+        BoardNumber::Advancing => f64::from(numbers.advancing),
+        BoardNumber::Declining => f64::from(numbers.declining),
+        BoardNumber::Up5 => f64::from(numbers.up5),
+        BoardNumber::Down5 => f64::from(numbers.down5),
+        BoardNumber::Walls => f64::from(numbers.walls),
+        BoardNumber::AtLevel => f64::from(numbers.at_level),
+    }
+}
+
+struct Watched {
+    venue: Venue,
+    number: BoardNumber,
+    interval: Timeframe,
+    alert: MarketAlert,
+}
+
+/// The market alerts and the queue their firings leave on.
+pub struct MarketAlerts {
+    version: i64,
+    alerts: Vec<Watched>,
+    events: Arc<EventQueue>,
+    backlog: VecDeque<QueuedEvent>,
+    seq: u64,
+}
+
+impl MarketAlerts {
+    /// None yet; firings will go to `events` (drained by the writer).
+    pub fn new(events: Arc<EventQueue>) -> MarketAlerts {
+        MarketAlerts { version: 0, alerts: Vec::new(), events, backlog: VecDeque::new(), seq: 0 }
+    }
+
+    /// Alerts held.
+    pub fn len(&self) -> usize {
+        self.alerts.len()
+    }
+
+    /// True when none is held.
+    pub fn is_empty(&self) -> bool {
+        self.alerts.is_empty()
+    }
+
+    /// Takes the newest `set`, then runs a complete `board` through every alert.
+    pub fn run(&mut self, set: &SiteAlertSet, board: &Board) {
+        self.flush();
+        if !board.complete {
+            return;
+        }
+        self.sync(set, board);
+        for w in &mut self.alerts {
+            let v = value(&board.venue(w.venue).numbers[w.interval.index()], w.number);
+            if let MarketOutcome::Fired { last } = w.alert.on_value(v) {
+                let event = ShardEvent::MarketFired { id: w.alert.spec().id, value: v, ts_ms: board.ts_ms, last };
+                self.backlog.push_back(QueuedEvent { seq: self.seq, event });
+                self.seq += 1;
+            }
+        }
+        self.flush();
+    }
+
+    /// Alerts still in `set` keep their state; new ones start from `board`'s value.
+    fn sync(&mut self, set: &SiteAlertSet, board: &Board) {
+        if set.version == self.version {
+            return;
+        }
+        let mut old = std::mem::take(&mut self.alerts);
+        for e in &set.market {
+            let same = |w: &Watched| {
+                w.alert.spec() == &e.spec && (w.venue, w.number, w.interval) == (e.venue, e.number, e.interval)
+            };
+            let alert = match old.iter().position(same) {
+                Some(i) => old.swap_remove(i).alert,
+                None => MarketAlert::new(e.spec, value(&board.venue(e.venue).numbers[e.interval.index()], e.number)),
+            };
+            self.alerts.push(Watched { venue: e.venue, number: e.number, interval: e.interval, alert });
+        }
+        self.version = set.version;
+    }
+
+    fn flush(&mut self) {
+        while let Some(ev) = self.backlog.pop_front() {
+            if let Err(ev) = self.events.push(ev) {
+                self.backlog.push_front(ev);
+                return;
+            }
+        }
+    }
+}

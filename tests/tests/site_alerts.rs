@@ -1,0 +1,201 @@
+//! The site's density and market alerts (`decisions.md` §10) through their internal interface
+//! (`rampart site-alerts`, the same code the site's pages call) and the real binary on the live
+//! feed against the venue simulator: a density alert fires when a wall is placed (`/sim/level`)
+//! and not again while it stands, and again once it vanished and came back; a market alert
+//! fires when a trade moves the board across its threshold; firings reach the inbox and never a
+//! webhook. Every refusal of the interface, and the per-kind caps.
+
+use std::process::Output;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rampart_tests::{describe_output, Server, SimVenue};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+const SYMBOL: &str = "BTCUSDT";
+
+fn created(server: &Server, body: &Value) -> Value {
+    let out = server.site_alerts(&["create", "--key", &server.key, &body.to_string()]);
+    assert!(out.status.success(), "create {body}: {}", describe_output(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the created alert as JSON");
+    v["data"].clone()
+}
+
+fn refused(out: &Output, message: &str) {
+    assert_eq!(out.status.code(), Some(2), "{}", describe_output(out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(message), "expected '{message}' in: {stderr}");
+}
+
+fn inbox(server: &Server, kind: &str, alert: &Value) -> Vec<Value> {
+    let all = server.get_authed("/v1/inbox?limit=1000");
+    let data = all.ok("inbox")["data"].as_array().cloned().unwrap_or_default();
+    data.into_iter().filter(|e| e["kind"] == kind && e["alertId"] == *alert).collect()
+}
+
+/// Waits until the inbox holds `n` entries of `kind` for `alert`.
+fn await_inbox(server: &Server, kind: &str, alert: &Value, n: usize, secs: u64) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let entries = inbox(server, kind, alert);
+        if entries.len() >= n {
+            return entries;
+        }
+        assert!(Instant::now() < deadline, "{n} {kind} entries for alert {alert} not seen in {secs} s: {entries:?}");
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn price_of(server: &Server) -> f64 {
+    let body = server.get_authed(&format!("/v1/symbols/{SYMBOL}?exchange=binance"));
+    body.ok("symbol")["data"]["price"].as_f64().expect("a price")
+}
+
+/// Waits until rampart's walls of the pair do (`present`) or do not show a bid at `price`.
+fn await_wall(server: &Server, price: f64, present: bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = server.get_authed(&format!("/v1/densities/{SYMBOL}?exchange=binance"));
+        let walls = if r.status == 200 { r.ok("densities")["data"]["walls"].as_array().cloned() } else { None };
+        let shown = walls
+            .unwrap_or_default()
+            .iter()
+            .any(|w| w["side"] == "bid" && w["price"].as_f64().is_some_and(|x| (x - price).abs() < 1e-9));
+        if shown == present {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the wall at {price} did not {} within 15 s",
+            if present { "show" } else { "go" }
+        );
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn density_and_market_alerts_fire_on_the_live_feed() {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 8, "").display().to_string();
+    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
+    server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
+
+    // A wall worth far more than anything the simulated book holds.
+    let truth = sim.get(&format!("book?venue=binance&symbol={SYMBOL}"));
+    let level_qty: f64 = truth["bids"][3][1].as_str().and_then(|s| s.parse().ok()).expect("a true bid size");
+    let wall_qty = (level_qty * 300.0).ceil().max(1.0);
+    let min_usd = (wall_qty * price_of(&server) * 0.5).floor();
+    let pair = created(
+        &server,
+        &json!({"type":"density","exchange":"binance","symbol":SYMBOL,"side":"bid","min_usd":min_usd,"repeat":true}),
+    );
+    let venue_wide = created(&server, &json!({"type":"density","exchange":"binance","min_usd":min_usd}));
+    assert_eq!((pair["status"].as_str(), venue_wide["symbol"].is_null()), (Some("active"), true), "{venue_wide}");
+
+    let placed = sim.control(
+        "level",
+        &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","depth":5,"qty":format!("{wall_qty}")}),
+    );
+    let text = placed["price"].as_str().expect("placed price").to_owned();
+    let wall_price: f64 = text.parse().expect("a number");
+    let first = await_inbox(&server, "density.triggered", &pair["id"], 1, 20);
+    let event = &first[0]["event"];
+    assert_eq!(event["wall"]["price"].as_f64(), Some(wall_price), "{event}");
+    assert_eq!((event["wall"]["side"].as_str(), event["wall"]["symbol"].as_str()), (Some("bid"), Some(SYMBOL)));
+    assert!(event["wall"]["usd"].as_f64().is_some_and(|u| u >= min_usd), "{event}");
+    await_inbox(&server, "density.triggered", &venue_wide["id"], 1, 10);
+    // Standing through several more scans (one per book every 2 s): no second firing.
+    thread::sleep(Duration::from_secs(5));
+    assert_eq!(inbox(&server, "density.triggered", &pair["id"]).len(), 1, "once per appearance");
+    assert_eq!(inbox(&server, "density.triggered", &venue_wide["id"]).len(), 1);
+
+    // Gone, then back: the repeating alert fires again; the other one fired its only time.
+    sim.control("level", &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","price":text,"qty":"0"}));
+    await_wall(&server, wall_price, false);
+    sim.control(
+        "level",
+        &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","price":text,"qty":format!("{wall_qty}")}),
+    );
+    await_inbox(&server, "density.triggered", &pair["id"], 2, 20);
+    assert_eq!(inbox(&server, "density.triggered", &venue_wide["id"]).len(), 1, "a non-repeating alert fires once");
+    let list = server.site_alerts(&["list", "--key", &server.key]);
+    let list: Value = serde_json::from_slice(&list.stdout).expect("list as JSON");
+    let status = |id: &Value| {
+        list["data"].as_array().and_then(|a| a.iter().find(|x| x["id"] == *id)).map(|x| x["status"].clone())
+    };
+    assert_eq!(status(&venue_wide["id"]), Some(json!("triggered")), "{list}");
+    assert_eq!(status(&pair["id"]), Some(json!("active")), "{list}");
+    // Site alerts are not API alerts.
+    let api = server.get_authed("/v1/alerts?status=all");
+    assert_eq!(api.ok("alerts")["data"], json!([]), "GET /v1/alerts lists no site alert");
+
+    market_alert_fires(&sim, &server);
+}
+
+/// `up5` over 5m one above its current value; a trade 8 % up on the pair with the lowest
+/// change moves it there.
+fn market_alert_fires(sim: &SimVenue, server: &Server) {
+    let board = server.get_authed("/v1/market?exchange=binance&interval=5m");
+    let up5 = board.ok("market")["data"]["up5"].as_f64().expect("up5");
+    let alert = created(
+        server,
+        &json!({"type":"market","exchange":"binance","number":"up5","interval":"5m","direction":"above","threshold":up5 + 1.0}),
+    );
+    // Taken by the board thread at its next build (every second) before the trade.
+    thread::sleep(Duration::from_millis(2_500));
+    assert!(inbox(server, "market.triggered", &alert["id"]).is_empty(), "nothing crossed yet");
+    let ranking = server.get_authed("/v1/rankings/all?exchange=binance&metric=change&interval=5m&order=asc&limit=1");
+    let lowest = ranking.ok("ranking")["data"][0].clone();
+    let symbol = lowest["symbol"].as_str().expect("a symbol").to_owned();
+    let p = lowest["price"].as_f64().expect("a price");
+    sim.control("trade", &json!({"venue":"binance","symbol":symbol,"price":format!("{:.2}", p * 1.08)}));
+    let fired = await_inbox(server, "market.triggered", &alert["id"], 1, 20);
+    let event = &fired[0]["event"];
+    assert!(event["value"].as_f64().is_some_and(|v| v >= up5 + 1.0), "{event}");
+    assert_eq!(event["alert"]["status"], "triggered", "{event}");
+    thread::sleep(Duration::from_secs(2));
+    assert_eq!(inbox(server, "market.triggered", &alert["id"]).len(), 1, "a non-repeating alert fires once");
+}
+
+#[test]
+fn the_interface_refuses_bad_requests_and_keeps_the_caps() {
+    let server = Server::start(BIN, &["--sim-pairs", "4"]);
+    let free = server.create_key("free", None);
+    let create = |key: &str, body: &str| server.site_alerts(&["create", "--key", key, body]);
+    refused(
+        &create(&free, r#"{"type":"density","exchange":"binance","minUsd":5}"#),
+        "422 unknown field 'minUsd'. Allowed: type, exchange",
+    );
+    refused(
+        &create(&free, r#"{"type":"market","exchange":"binance","number":"mood","direction":"above","threshold":1}"#),
+        "422 invalid number 'mood'. Allowed: sentiment, advancing",
+    );
+    refused(&create(&free, "{"), "400 malformed JSON");
+    refused(&create("rk_nope", r#"{"type":"density","exchange":"binance","min_usd":5}"#), "401 unknown key");
+    // Caps per kind: density 5 and market 2 on free, counted apart (conditions that never hold
+    // on the simulated market, so no alert ends and frees a place meanwhile).
+    let density = r#"{"type":"density","exchange":"binance","min_usd":1000000000000}"#;
+    let market = r#"{"type":"market","exchange":"binance","number":"walls","direction":"above","threshold":1000000}"#;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let out = create(&free, density);
+        assert!(out.status.success(), "{}", describe_output(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        ids.push(v["data"]["id"].as_i64().expect("id"));
+    }
+    refused(&create(&free, density), "422 active density-alert limit reached (5 on plan free)");
+    for _ in 0..2 {
+        assert!(create(&free, market).status.success());
+    }
+    refused(&create(&free, market), "422 active market-alert limit reached (2 on plan free)");
+    // Delete: another account's alert and an unknown id are 404; the owner's frees a place.
+    let id = ids[0].to_string();
+    refused(&server.site_alerts(&["delete", "--key", &server.key, &id]), "404 unknown alert");
+    let out = server.site_alerts(&["delete", "--key", &free, &id]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    refused(&server.site_alerts(&["delete", "--key", &free, &id]), "404 unknown alert");
+    assert!(create(&free, density).status.success(), "room again after the delete");
+    let list: Value = serde_json::from_slice(&server.site_alerts(&["list", "--key", &free]).stdout).expect("json");
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(7), "{list}");
+}
