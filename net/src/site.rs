@@ -14,6 +14,7 @@
 //! an API alert.
 
 pub mod market;
+pub mod session;
 pub mod watch;
 
 use rampart_engine::site_alert::{Direction, WallSide};

@@ -398,6 +398,22 @@ impl Server {
             .unwrap_or_else(|e| panic!("{method} {path}: {e}\n{}", self.diagnostics()))
     }
 
+    /// Sends `method path` with the given headers (and a JSON body) and returns the reply.
+    pub fn request_with(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Reply {
+        let mut request = self.agent.request(method, &self.url(path));
+        for (name, value) in headers {
+            request = request.set(name, value);
+        }
+        let result = match body {
+            Some(body) => request.set("Content-Type", "application/json").send_string(body),
+            None => request.call(),
+        };
+        match result {
+            Ok(response) | Err(ureq::Error::Status(_, response)) => reply_from(response),
+            Err(ureq::Error::Transport(e)) => panic!("{method} {path}: transport error: {e}\n{}", self.diagnostics()),
+        }
+    }
+
     fn try_request(
         &self,
         method: &str,

@@ -28,6 +28,7 @@ mod board_api;
 mod bodies;
 pub mod encoding;
 mod json_errors;
+mod site_api;
 
 pub use json_errors::JsonErrors;
 
@@ -110,6 +111,8 @@ pub struct Front {
     storage: StorageThread,
     health: Arc<StorageHealth>,
     limiter: RefCell<Limiter>,
+    /// The site's signed-in sessions (`site_api`).
+    sessions: RefCell<crate::site::session::Sessions>,
     started_ms: i64,
     /// The process's clock.
     clock: SharedClock,
@@ -390,6 +393,7 @@ impl Front {
             storage: storage.thread,
             health: storage.health,
             limiter: RefCell::new(Limiter::default()),
+            sessions: RefCell::new(crate::site::session::Sessions::new()),
             started_ms: clock.now_ms(),
             clock,
             metrics: None,
@@ -545,6 +549,9 @@ impl Front {
         }
         if path == "/metrics" && !self.metrics_apart {
             return self.metrics_only(req);
+        }
+        if path.starts_with("/site/") {
+            return self.site(req, body, peer, now_ms).await;
         }
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");

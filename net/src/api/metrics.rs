@@ -353,6 +353,10 @@ pub const ROUTES: [&str; 21] = [
     "/v1/book/{symbol}",
 ];
 
+/// The site's routes (`api::front::site_api`; the site's own, not in `docs/openapi.json`).
+pub const SITE_ROUTES: [&str; 5] =
+    ["/site/signin", "/site/session", "/site/signout", "/site/site-alerts", "/site/site-alerts/{id}"];
+
 /// The route template of a request path, for labels (bounded: unknown paths are `other`).
 pub fn route(path: &str) -> &'static str {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -378,6 +382,11 @@ pub fn route(path: &str) -> &'static str {
         ["v1", "market"] => "/v1/market",
         ["v1", "candles", _] => "/v1/candles/{symbol}",
         ["v1", "book", _] => "/v1/book/{symbol}",
+        ["site", "signin"] => "/site/signin",
+        ["site", "session"] => "/site/session",
+        ["site", "signout"] => "/site/signout",
+        ["site", "site-alerts"] => "/site/site-alerts",
+        ["site", "site-alerts", _] => "/site/site-alerts/{id}",
         _ => "other",
     }
 }
@@ -415,7 +424,7 @@ mod tests {
         let mut routes = ROUTES.to_vec();
         routes.sort_unstable();
         assert_eq!(documented, routes, "docs/openapi.json documents exactly the routes served");
-        for r in ROUTES {
+        for r in ROUTES.into_iter().chain(SITE_ROUTES) {
             let sample = r
                 .replace("{symbol}", "BTCUSDT")
                 .replace("{exchange}", "okx")

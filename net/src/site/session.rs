@@ -1,0 +1,199 @@
+//! Site sessions (`decisions.md` §10): signing in with one of an account's keys opens a session
+//! named by a random id that travels in a cookie (`HttpOnly`, `SameSite=Strict`; never the
+//! key), with a CSRF token of its own that every state-changing request must echo in the
+//! `X-CSRF-Token` header. A session ends when it is signed out, after
+//! [`SESSION_IDLE_MS`] without use, or as soon as the key it was opened with is revoked.
+//! Pure logic: time and randomness are arguments; the front holds the table.
+//!
+//! Bound: [`SESSIONS_MAX`] sessions; opening one more ends the least recently used. Sessions
+//! live in memory: a restart signs everyone out.
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
+
+/// A session unused this long ends (7 days).
+pub const SESSION_IDLE_MS: i64 = 7 * 86_400_000;
+/// Sessions held at most; one more ends the least recently used.
+pub const SESSIONS_MAX: usize = 100_000;
+/// The cookie's name.
+pub const COOKIE: &str = "rampart_session";
+/// The header a state-changing request carries its CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// Random bytes a session takes: 32 for its id, 32 for its CSRF token.
+pub const RANDOM_BYTES: usize = 64;
+
+/// One signed-in session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    /// The account.
+    pub account_id: i64,
+    /// The key it was opened with (revoking it ends the session).
+    pub key_id: i64,
+    /// That key's SHA-256, to find it in the key table.
+    pub key_hash: [u8; 32],
+    /// The token state-changing requests must echo.
+    pub csrf: String,
+    /// When it was opened, Unix milliseconds.
+    pub opened_ms: i64,
+    last_used_ms: i64,
+}
+
+/// Every open session, by the SHA-256 of its id (the id itself is kept nowhere).
+#[derive(Debug, Default)]
+pub struct Sessions {
+    by_hash: HashMap<[u8; 32], Session>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes.iter().flat_map(|b| [DIGITS[usize::from(b >> 4)] as char, DIGITS[usize::from(b & 15)] as char]).collect()
+}
+
+fn hash(id: &str) -> [u8; 32] {
+    Sha256::digest(id.as_bytes()).into()
+}
+
+impl Sessions {
+    /// No session.
+    pub fn new() -> Sessions {
+        Sessions::default()
+    }
+
+    /// Open sessions.
+    pub fn len(&self) -> usize {
+        self.by_hash.len()
+    }
+
+    /// True when none is open.
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+
+    /// Opens a session for `account_id` signed in with key `key_id` at `now_ms`, from
+    /// `random` (fresh bytes from the OS); returns its id (for the cookie) and the session.
+    pub fn open(
+        &mut self,
+        (account_id, key_id, key_hash): (i64, i64, [u8; 32]),
+        now_ms: i64,
+        random: &[u8; RANDOM_BYTES],
+    ) -> (String, Session) {
+        self.expire(now_ms);
+        if self.by_hash.len() >= SESSIONS_MAX {
+            let oldest = self.by_hash.iter().min_by_key(|(_, s)| s.last_used_ms).map(|(h, _)| *h);
+            if let Some(h) = oldest {
+                self.by_hash.remove(&h);
+            }
+        }
+        let id = hex(&random[..32]);
+        let csrf = hex(&random[32..]);
+        let session = Session { account_id, key_id, key_hash, csrf, opened_ms: now_ms, last_used_ms: now_ms };
+        self.by_hash.insert(hash(&id), session.clone());
+        debug_assert!(self.by_hash.len() <= SESSIONS_MAX, "the table stays within its bound");
+        (id, session)
+    }
+
+    /// The session named `id` at `now_ms`, marked used; `None` when there is none, it was idle
+    /// too long, or `revoked` says its key is revoked (either way it ends here).
+    pub fn get(&mut self, id: &str, now_ms: i64, revoked: impl Fn(&Session) -> bool) -> Option<Session> {
+        let h = hash(id);
+        let s = self.by_hash.get_mut(&h)?;
+        if now_ms - s.last_used_ms > SESSION_IDLE_MS || revoked(s) {
+            self.by_hash.remove(&h);
+            return None;
+        }
+        s.last_used_ms = s.last_used_ms.max(now_ms);
+        Some(s.clone())
+    }
+
+    /// Ends the session named `id` (signing out); true when there was one.
+    pub fn close(&mut self, id: &str) -> bool {
+        self.by_hash.remove(&hash(id)).is_some()
+    }
+
+    /// Ends every session idle too long at `now_ms`.
+    pub fn expire(&mut self, now_ms: i64) {
+        self.by_hash.retain(|_, s| now_ms - s.last_used_ms <= SESSION_IDLE_MS);
+    }
+}
+
+/// The session id in a `Cookie` header's value, if it names one.
+pub fn cookie_id(header: &str) -> Option<&str> {
+    header
+        .split(';')
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.trim())
+        .filter(|v| v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The `Set-Cookie` value that stores session `id` (`None`: the one that clears it).
+pub fn set_cookie(id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", SESSION_IDLE_MS / 1000),
+        None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    }
+}
+
+/// Whether `sent` (the request's `X-CSRF-Token`) is the session's token; compared in time that
+/// does not depend on where they differ.
+pub fn csrf_ok(session: &Session, sent: Option<&str>) -> bool {
+    let Some(sent) = sent else { return false };
+    let (a, b) = (session.csrf.as_bytes(), sent.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random(seed: u8) -> [u8; RANDOM_BYTES] {
+        std::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8))
+    }
+
+    #[test]
+    fn a_session_is_found_by_its_id_until_signed_out() {
+        let mut t = Sessions::new();
+        let (id, s) = t.open((7, 70, [7; 32]), 1_000, &random(1));
+        assert_eq!((id.len(), s.csrf.len(), s.account_id), (64, 64, 7));
+        assert_ne!(id, s.csrf, "the CSRF token is not the id");
+        assert_eq!(t.get(&id, 2_000, |_| false).map(|s| s.key_id), Some(70));
+        assert!(t.get(&"0".repeat(64), 2_000, |_| false).is_none(), "an unknown id");
+        assert!(t.close(&id));
+        assert!(t.get(&id, 3_000, |_| false).is_none(), "signed out");
+        assert!(!t.close(&id));
+    }
+
+    #[test]
+    fn a_session_ends_when_idle_too_long_or_when_its_key_is_revoked() {
+        let mut t = Sessions::new();
+        let (a, _) = t.open((1, 10, [1; 32]), 0, &random(1));
+        let (b, _) = t.open((2, 20, [2; 32]), 0, &random(2));
+        // Used within the idle limit: it lasts past 7 days from its opening.
+        assert!(t.get(&a, SESSION_IDLE_MS, |_| false).is_some());
+        assert!(t.get(&a, 2 * SESSION_IDLE_MS, |_| false).is_some());
+        assert!(t.get(&a, 3 * SESSION_IDLE_MS + 1, |_| false).is_none(), "idle for more than 7 days");
+        assert!(t.get(&b, 1, |s| s.key_id == 20).is_none(), "its key was revoked");
+        assert!(t.get(&b, 2, |_| false).is_none(), "and it stays ended");
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn the_cookie_and_the_csrf_token_are_checked_exactly() {
+        let id = "ab".repeat(32);
+        assert_eq!(cookie_id(&format!("theme=dark; {COOKIE}={id}; x=1")), Some(id.as_str()));
+        assert_eq!(cookie_id(&format!("{COOKIE}=short")), None);
+        assert_eq!(cookie_id("other=1"), None);
+        let set = set_cookie(Some(&id));
+        for flag in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=604800"] {
+            assert!(set.contains(flag), "{set}");
+        }
+        assert!(set_cookie(None).contains("Max-Age=0"));
+        let mut t = Sessions::new();
+        let (_, s) = t.open((1, 1, [1; 32]), 0, &random(3));
+        assert!(csrf_ok(&s, Some(&s.csrf)));
+        assert!(!csrf_ok(&s, None));
+        assert!(!csrf_ok(&s, Some(&s.csrf[1..])));
+        assert!(!csrf_ok(&s, Some(&"0".repeat(64))));
+    }
+}
