@@ -4,8 +4,10 @@
 //! come back, `rampart_engine::site_alert::MarketAlert`). Firings go to the persistence
 //! writer on this thread's own event queue, numbered like a shard's.
 //!
-//! Bound: the alerts held are the active market alerts (plan caps); the backlog holds at most
-//! one firing per alert per build while the queue is full, and the board waits for nothing.
+//! Bound: the alerts held are the active market alerts (plan caps). While the writer's queue
+//! is full (storage failing for long) firings wait in a backlog, in order, that grows by at most
+//! one firing per repeating alert per two builds (a firing needs a crossing back first); the
+//! board is still built and published meanwhile.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
