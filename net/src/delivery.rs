@@ -24,7 +24,10 @@
 //! account past it may borrow the global slots the others left idle in a round, all but a
 //! quarter of `in_flight_max`, which stays free for the other accounts (so a storm of one
 //! account's firings is sent at the sender's full width, and another account's delivery still
-//! finds a slot at once; the destination bounds are never borrowed past). Due rows are read round-robin across
+//! finds a slot at once; the destination bounds are never borrowed past). The host name's bound
+//! has a reserve of its own: one account holds at most all but a quarter of it, so accounts
+//! sharing a host (a relay; loopback in tests) never wait behind one account's hanging receivers
+//! there. Due rows are read round-robin across
 //! accounts (every account's first due row, then every account's second, ...), so one account's
 //! hundreds of due rows can neither fill the scan nor the global slots: a healthy receiver of
 //! another account is sent to on time whatever that account's receivers do.
@@ -119,7 +122,7 @@ impl Default for DeliveryConfig {
             allow_private: false,
             in_flight_max: 256,
             per_account_max: 32,
-            per_address_max: 64,
+            per_address_max: 128,
             per_host_max: 8,
             attempt_timeout: ATTEMPT_TIMEOUT,
             poll_interval: Duration::from_millis(20),
@@ -227,9 +230,7 @@ struct Sender {
     stats: Arc<DeliveryStats>,
     tx: tokio::sync::mpsc::UnboundedSender<(i64, AttemptResult)>,
     in_flight: HashMap<i64, Slot>,
-    per_account: HashMap<i64, usize>,
-    per_address: HashMap<String, usize>,
-    per_host: HashMap<String, usize>,
+    held: Holdings,
     /// Outcomes not yet recorded, and their ids (rows not to pick up again meanwhile).
     unrecorded: Vec<Outcome>,
     unrecorded_ids: HashSet<i64>,
@@ -251,17 +252,53 @@ fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K, up: bool)
     }
 }
 
+/// Slots held, counted under each bound's key.
+#[derive(Debug, Default)]
+struct Holdings {
+    per_account: HashMap<i64, usize>,
+    per_address: HashMap<String, usize>,
+    per_host: HashMap<String, usize>,
+    /// One account's slots at one address, held under the address's reserve.
+    per_account_address: HashMap<(i64, String), usize>,
+}
+
+impl Holdings {
+    /// Whether `slot` fits under its account's bound.
+    fn account_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
+        self.per_account.get(&slot.account).copied().unwrap_or(0) < c.per_account_max
+    }
+
+    /// Whether `slot` fits under its destination's bounds: the host name, the host and port,
+    /// and the host name's reserve. One account may hold all of an address's slots but
+    /// `per_address_max / ACCOUNT_RESERVE_DIVISOR`, which stay for the other accounts sending to
+    /// the same host (a relay shared by accounts; loopback in tests), so one account's hanging
+    /// receivers there never hold another account's delivery to the 10 s cut.
+    fn destination_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
+        let own_max = c.per_address_max - c.per_address_max / ACCOUNT_RESERVE_DIVISOR;
+        let own = self.per_account_address.get(&(slot.account, slot.address.clone())).copied().unwrap_or(0);
+        self.per_address.get(&slot.address).copied().unwrap_or(0) < c.per_address_max
+            && self.per_host.get(&slot.authority).copied().unwrap_or(0) < c.per_host_max
+            && own < own_max.max(1)
+    }
+
+    /// Takes (`up`) or frees `slot`'s counts.
+    fn hold(&mut self, slot: &Slot, up: bool) {
+        count(&mut self.per_account, slot.account, up);
+        count(&mut self.per_address, slot.address.clone(), up);
+        count(&mut self.per_host, slot.authority.clone(), up);
+        count(&mut self.per_account_address, (slot.account, slot.address.clone()), up);
+    }
+}
+
 impl Sender {
     /// Whether `slot` fits under its account's bound.
     fn account_fits(&self, slot: &Slot) -> bool {
-        self.per_account.get(&slot.account).copied().unwrap_or(0) < self.config.per_account_max
+        self.held.account_fits(slot, &self.config)
     }
 
-    /// Whether `slot` fits under its destination's bounds (the host name, and host and port).
+    /// Whether `slot` fits under its destination's bounds (see [`Holdings::destination_fits`]).
     fn destination_fits(&self, slot: &Slot) -> bool {
-        let c = &self.config;
-        self.per_address.get(&slot.address).copied().unwrap_or(0) < c.per_address_max
-            && self.per_host.get(&slot.authority).copied().unwrap_or(0) < c.per_host_max
+        self.held.destination_fits(slot, &self.config)
     }
 
     /// Whether an account past its own bound may borrow one more idle slot: all but the
@@ -273,9 +310,7 @@ impl Sender {
 
     /// Takes (`up`) or frees `slot`'s counts; taking also marks `id` in flight.
     fn hold(&mut self, id: i64, slot: Slot, up: bool) {
-        count(&mut self.per_account, slot.account, up);
-        count(&mut self.per_address, slot.address.clone(), up);
-        count(&mut self.per_host, slot.authority.clone(), up);
+        self.held.hold(&slot, up);
         if up {
             self.in_flight.insert(id, slot);
         }
@@ -430,9 +465,7 @@ async fn run(
         stats,
         tx,
         in_flight: HashMap::new(),
-        per_account: HashMap::new(),
-        per_address: HashMap::new(),
-        per_host: HashMap::new(),
+        held: Holdings::default(),
         unrecorded: Vec::new(),
         unrecorded_ids: HashSet::new(),
         record_failing: false,
@@ -668,5 +701,70 @@ struct IncompleteAnswer {
 impl std::fmt::Display for IncompleteAnswer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "incomplete answer after {} bytes: {}", self.read, self.cause)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(account: i64, host: &str, port: u16) -> Slot {
+        Slot { account, address: host.to_owned(), authority: format!("{host}:{port}") }
+    }
+
+    /// Holds `slot`s for `account` on `host`, one per port, until the destination bound says no.
+    fn fill(held: &mut Holdings, c: &DeliveryConfig, account: i64, host: &str) -> usize {
+        let mut n = 0;
+        for port in 1..=u16::MAX {
+            let s = slot(account, host, port);
+            if !held.destination_fits(&s, c) {
+                break;
+            }
+            held.hold(&s, true);
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn one_account_leaves_a_quarter_of_a_host_to_the_others() {
+        let c = DeliveryConfig::default();
+        let mut held = Holdings::default();
+        let own = fill(&mut held, &c, 1, "127.0.0.1");
+        assert_eq!(own, c.per_address_max - c.per_address_max / ACCOUNT_RESERVE_DIVISOR);
+        assert!(held.destination_fits(&slot(2, "127.0.0.1", 1), &c), "another account finds room at once");
+        assert!(held.destination_fits(&slot(1, "example.com", 1), &c), "the same account, another host");
+        let others = fill(&mut held, &c, 2, "127.0.0.1");
+        assert_eq!(own + others, c.per_address_max, "the host's bound still holds in all");
+        assert!(!held.destination_fits(&slot(3, "127.0.0.1", 1), &c));
+        held.hold(&slot(1, "127.0.0.1", 1), false);
+        assert!(held.destination_fits(&slot(3, "127.0.0.1", 9), &c), "a freed slot is anyone's");
+        held.hold(&slot(3, "127.0.0.1", 9), true);
+        assert!(!held.destination_fits(&slot(1, "127.0.0.1", 10), &c), "taken: the host is full again");
+    }
+
+    #[test]
+    fn the_host_and_port_bound_and_counts_back_to_zero() {
+        let c = DeliveryConfig::default();
+        let mut held = Holdings::default();
+        let s = slot(1, "h", 80);
+        for _ in 0..c.per_host_max {
+            assert!(held.destination_fits(&s, &c));
+            held.hold(&s, true);
+        }
+        assert!(!held.destination_fits(&s, &c), "per host and port");
+        assert!(held.destination_fits(&slot(1, "h", 81), &c), "another port of the same host");
+        for _ in 0..c.per_host_max {
+            held.hold(&s, false);
+        }
+        assert!(held.per_account.is_empty() && held.per_address.is_empty(), "keys at zero are forgotten");
+        assert!(held.per_host.is_empty() && held.per_account_address.is_empty());
+    }
+
+    #[test]
+    fn a_bound_of_one_still_admits_one() {
+        let c = DeliveryConfig { per_address_max: 1, ..DeliveryConfig::default() };
+        let mut held = Holdings::default();
+        assert_eq!(fill(&mut held, &c, 1, "h"), 1);
     }
 }

@@ -256,7 +256,10 @@ fn one_accounts_dead_receivers_do_not_delay_another_accounts_webhook() {
     // Dead receivers: listeners never accepted (the kernel completes the connections, nobody
     // answers), 8 alerts per port by default (the per-host-and-port bound), so the old sender
     // filled all 256 slots with attempts that only end at the 10 s cut. The measurement in
-    // perf/raw/delivery-fairness.md sets both numbers through the environment.
+    // perf/raw/delivery-fairness.md sets both numbers through the environment. Account A's
+    // firings come first and their attempts are seen in flight before account B's alert is
+    // even created: B's delivery then finds A holding everything A may hold, on the same host
+    // name (127.0.0.1) as B's receiver.
     let env = |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
     let dead_alerts = env("DEAD_RECEIVER_ALERTS", 320);
     let ports = dead_alerts.div_ceil(env("DEAD_ALERTS_PER_PORT", 8).max(1));
@@ -269,9 +272,13 @@ fn one_accounts_dead_receivers_do_not_delay_another_accounts_webhook() {
         let port = dead[i % ports].local_addr().expect("addr").port();
         alert_above(&server, &a, p, &format!("http://127.0.0.1:{port}/dead/{i}"));
     }
-    let healthy = Hook::start(Mode::Ok);
-    alert_above(&server, &b, p, &healthy.url());
     trade_through(&sim, p);
+    let held = wait_in_flight(&server, dead_alerts.min(96));
+    println!("{held} of account A's attempts to dead receivers in flight");
+    let healthy = Hook::start(Mode::Ok);
+    let p2 = p * 1.03;
+    alert_above(&server, &b, p2, &healthy.url());
+    trade_through(&sim, p2);
     let hit = healthy.wait_for(1, Duration::from_secs(60), &server)[0].clone();
     let body: Value = serde_json::from_str(&hit.body).expect("JSON body");
     let fired_ms = body["trigger"]["time"].as_i64().expect("trigger time");
@@ -280,6 +287,25 @@ fn one_accounts_dead_receivers_do_not_delay_another_accounts_webhook() {
     assert!(latency_ms < 3_000, "the healthy webhook came {latency_ms} ms after its firing");
     let fired = server.get("/v1/alerts?status=triggered", Some(&a));
     let fired = fired.ok("list")["data"].as_array().map_or(0, Vec::len);
-    assert_eq!(fired, dead_alerts, "every dead receiver's alert fired with the healthy one");
+    assert_eq!(fired, dead_alerts, "every dead receiver's alert fired");
     drop(dead);
+}
+
+/// Waits until `/metrics` shows at least `n` webhook attempts in flight; returns the count.
+fn wait_in_flight(server: &Server, n: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = server.get("/metrics", None);
+        let count = r
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix("rampart_webhooks_in_flight "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0) as usize;
+        if count >= n {
+            return count;
+        }
+        assert!(Instant::now() < deadline, "{count} attempts in flight, waited for {n}\n{}", server.diagnostics());
+        thread::sleep(Duration::from_millis(50));
+    }
 }
