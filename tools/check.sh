@@ -21,6 +21,9 @@ fi
 echo "== cargo doc (broken links and missing docs are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+echo "== browser test dependencies (Chromium, Node.js, playwright-core)"
+bash tools/browser-deps.sh
+
 echo "== cargo test"
 cargo test --workspace
 

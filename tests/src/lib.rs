@@ -1021,3 +1021,37 @@ impl Server {
         }
     }
 }
+
+/// A signed-in site session: its cookie (`name=value`) and CSRF token.
+#[derive(Clone, Debug)]
+pub struct SiteSession {
+    /// `rampart_session=<id>`, as a `Cookie` header sends it.
+    pub cookie: String,
+    /// The token every state change sends in `X-CSRF-Token`.
+    pub csrf: String,
+}
+
+impl SiteSession {
+    /// Signs in with `key` (`POST /site/signin`): the reply, and the session if it was 200.
+    pub fn signin(server: &Server, key: &str) -> (Reply, Option<SiteSession>) {
+        let r = server.request_with("POST", "/site/signin", &[], Some(&serde_json::json!({ "key": key }).to_string()));
+        if r.status != 200 {
+            return (r, None);
+        }
+        let set = r.header("set-cookie").expect("a cookie").to_owned();
+        let cookie = set.split(';').next().unwrap_or("").to_owned();
+        let csrf = r.body["data"]["csrf"].as_str().expect("a CSRF token").to_owned();
+        (r, Some(SiteSession { cookie, csrf }))
+    }
+
+    /// `GET path` with the cookie.
+    pub fn get(&self, server: &Server, path: &str) -> Reply {
+        server.request_with("GET", path, &[("Cookie", &self.cookie)], None)
+    }
+
+    /// A state change with the cookie and the token.
+    pub fn change(&self, server: &Server, method: &str, path: &str, body: Option<&Value>) -> Reply {
+        let headers = [("Cookie", self.cookie.as_str()), ("X-CSRF-Token", self.csrf.as_str())];
+        server.request_with(method, path, &headers, body.map(Value::to_string).as_deref())
+    }
+}

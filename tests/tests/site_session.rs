@@ -3,36 +3,13 @@
 //! never the key; every state change needs the session's CSRF token; sign-out and revoking the
 //! key end the session; one account never sees another's alerts; every refusal.
 
-use rampart_tests::{Reply, Server};
-use serde_json::{json, Value};
+use rampart_tests::{Reply, Server, SiteSession};
+use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
-struct Signed {
-    cookie: String,
-    csrf: String,
-}
-
-fn signin(server: &Server, key: &str) -> (Reply, Option<Signed>) {
-    let r = server.request_with("POST", "/site/signin", &[], Some(&json!({ "key": key }).to_string()));
-    if r.status != 200 {
-        return (r, None);
-    }
-    let set = r.header("set-cookie").expect("a cookie").to_owned();
-    let cookie = set.split(';').next().unwrap_or("").to_owned();
-    let csrf = r.body["data"]["csrf"].as_str().expect("a CSRF token").to_owned();
-    (r, Some(Signed { cookie, csrf }))
-}
-
-impl Signed {
-    fn get(&self, server: &Server, path: &str) -> Reply {
-        server.request_with("GET", path, &[("Cookie", &self.cookie)], None)
-    }
-
-    fn change(&self, server: &Server, method: &str, path: &str, body: Option<&Value>) -> Reply {
-        let headers = [("Cookie", self.cookie.as_str()), ("X-CSRF-Token", self.csrf.as_str())];
-        server.request_with(method, path, &headers, body.map(Value::to_string).as_deref())
-    }
+fn signin(server: &Server, key: &str) -> (Reply, Option<SiteSession>) {
+    SiteSession::signin(server, key)
 }
 
 #[test]

@@ -680,7 +680,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
         .with_unauthenticated_per_min(s.unauthenticated_per_min)
         .with_clock(clock.clone())
-        .with_board(board),
+        .with_board(board)
+        .with_writer_stats(persistence.writer.stats.clone()),
     );
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use hyper::server::conn::http1;
@@ -29,6 +29,8 @@ mod bodies;
 pub mod encoding;
 mod json_errors;
 mod site_api;
+mod site_assets;
+mod site_events;
 
 pub use json_errors::JsonErrors;
 
@@ -130,6 +132,10 @@ pub struct Front {
     board: Arc<arc_swap::ArcSwap<crate::api::board::Board>>,
     /// Answers read from the board, kept until it is rebuilt.
     board_bodies: bodies::BoardBodies,
+    /// The writer's counters: live push looks at its count of inbox commits.
+    writer_stats: Arc<crate::persistence::writer::WriterStats>,
+    /// The site's open event streams.
+    event_streams: Rc<RefCell<site_events::Streams>>,
 }
 
 /// What a listener serves.
@@ -403,7 +409,16 @@ impl Front {
             densities_bodies: bodies::BodyCache::new(shared_capacity),
             board: Arc::new(arc_swap::ArcSwap::from_pointee(crate::api::board::Board::empty())),
             board_bodies: bodies::BoardBodies::default(),
+            writer_stats: Arc::new(crate::persistence::writer::WriterStats::default()),
+            event_streams: Rc::new(RefCell::new(site_events::Streams::default())),
         }
+    }
+
+    /// Pushes inbox entries to the site's open pages when `stats` (the running writer's) counts
+    /// an inbox commit; without it they are read every `site_events::RESCAN_MS`.
+    pub fn with_writer_stats(mut self, stats: Arc<crate::persistence::writer::WriterStats>) -> Front {
+        self.writer_stats = stats;
+        self
     }
 
     /// Answers metrics, rankings and the board from `board` (kept current by a
@@ -553,6 +568,9 @@ impl Front {
         if path.starts_with("/site/") {
             return self.site(req, body, peer, now_ms).await;
         }
+        if site_assets::is_asset_path(path) {
+            return site_assets::serve(req);
+        }
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");
         }
@@ -576,23 +594,30 @@ impl Front {
         } else {
             Bytes::new()
         };
-        let resp = self.handle(req, &bytes, &account, now_ms).await;
+        let resp = self.handle(&req.method, path, req.uri.query(), &bytes, &account, now_ms).await;
         encoding::negotiate(resp, encoding::accepts_gzip(&req.headers)).await
     }
 
-    /// Answers one authenticated `/v1` request whose body has been read.
-    async fn handle(&self, req: &Parts, body: &[u8], account: &Arc<KeyRow>, now_ms: i64) -> Resp {
-        let path = req.uri.path();
+    /// Answers one authenticated `/v1` request whose body has been read (the site's
+    /// `/site/v1/` requests too, with the path's `/site` taken off).
+    async fn handle(
+        &self,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        body: &[u8],
+        account: &Arc<KeyRow>,
+        now_ms: i64,
+    ) -> Resp {
         let account = account.clone();
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        if req.method == Method::POST && segments == ["v1", "alerts"] {
+        if method == Method::POST && segments == ["v1", "alerts"] {
             return match self.try_create_alert(&account, body, now_ms).await {
                 Ok(r) => r,
                 Err(e) => e.into_response(),
             };
         }
-        let get = matches!(req.method, Method::GET | Method::HEAD);
-        let query = req.uri.query();
+        let get = matches!(*method, Method::GET | Method::HEAD);
         match segments.as_slice() {
             ["v1", "exchanges"] if get => self.exchanges(),
             ["v1", "exchanges", ex, "symbols"] if get => self.symbols(ex, now_ms),
@@ -626,10 +651,10 @@ impl Front {
                 Ok(filter) => self.list_alerts(&account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),
             },
-            ["v1", "alerts", id] if req.method == Method::DELETE => self.delete_alert(&account, id, now_ms).await,
+            ["v1", "alerts", id] if method == Method::DELETE => self.delete_alert(&account, id, now_ms).await,
             ["v1", "inbox"] if get => self.inbox(&account, query).await,
             ["v1", "debug", "latency"] if get => self.latency(),
-            ["v1", "debug", "latency"] if req.method == Method::DELETE => match self.operator(&account) {
+            ["v1", "debug", "latency"] if method == Method::DELETE => match self.operator(&account) {
                 Ok(()) => self.latency_reset(),
                 Err(e) => e.into_response(),
             },
@@ -1115,13 +1140,7 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
-            match r.alert_id {
-                Some(a) => j.int(a),
-                None => j.raw("null"),
-            };
-            // The body was written by this service as JSON.
-            j.raw(",\"createdAt\":").str(&clock::iso8601(r.created_ms)).raw(",\"event\":").raw(&r.body).raw("}");
+            write_inbox_entry(&mut j, r);
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
@@ -1318,6 +1337,17 @@ impl Front {
 }
 
 /// 405 with the methods the path takes in `Allow`.
+/// One inbox entry as `GET /v1/inbox` lists it (and live push sends it).
+fn write_inbox_entry(j: &mut Json, r: &crate::persistence::store::InboxRow) {
+    j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
+    match r.alert_id {
+        Some(a) => j.int(a),
+        None => j.raw("null"),
+    };
+    // The body was written by this service as JSON.
+    j.raw(",\"createdAt\":").str(&clock::iso8601(r.created_ms)).raw(",\"event\":").raw(&r.body).raw("}");
+}
+
 fn method_not_allowed(allow: &'static str) -> Resp {
     let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
     r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
@@ -1460,7 +1490,15 @@ pub async fn serve(
                 let front = front.clone();
                 async move {
                     let (parts, body) = req.into_parts();
-                    Ok::<_, Infallible>(front.serve_request(parts, body, peer.ip(), role).await)
+                    if role == Role::Api && parts.method == Method::GET && parts.uri.path() == "/site/events" {
+                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");
+                        let answer = match front.site_events(&parts).await {
+                            Ok(r) => r.map(Either::Right),
+                            Err(r) => site_assets::secure(r).map(Either::Left),
+                        };
+                        return Ok::<_, Infallible>(answer);
+                    }
+                    Ok(front.serve_request(parts, body, peer.ip(), role).await.map(Either::Left))
                 }
             });
             let _ = builder.serve_connection(JsonErrors::new(TokioIo::new(stream)), svc).await;

@@ -354,8 +354,19 @@ pub const ROUTES: [&str; 21] = [
 ];
 
 /// The site's routes (`api::front::site_api`; the site's own, not in `docs/openapi.json`).
-pub const SITE_ROUTES: [&str; 5] =
-    ["/site/signin", "/site/session", "/site/signout", "/site/site-alerts", "/site/site-alerts/{id}"];
+pub const SITE_ROUTES: [&str; 11] = [
+    "/",
+    "/assets/{file}",
+    "/site/signin",
+    "/site/session",
+    "/site/signout",
+    "/site/site-alerts",
+    "/site/site-alerts/{id}",
+    "/site/keys",
+    "/site/keys/{id}",
+    "/site/channels",
+    "/site/v1/*",
+];
 
 /// The route template of a request path, for labels (bounded: unknown paths are `other`).
 pub fn route(path: &str) -> &'static str {
@@ -387,6 +398,12 @@ pub fn route(path: &str) -> &'static str {
         ["site", "signout"] => "/site/signout",
         ["site", "site-alerts"] => "/site/site-alerts",
         ["site", "site-alerts", _] => "/site/site-alerts/{id}",
+        ["site", "keys"] => "/site/keys",
+        ["site", "keys", _] => "/site/keys/{id}",
+        ["site", "channels"] => "/site/channels",
+        ["site", "v1", ..] => "/site/v1/*",
+        [""] | ["index.html"] => "/",
+        ["assets", _] => "/assets/{file}",
         _ => "other",
     }
 }
@@ -429,7 +446,8 @@ mod tests {
                 .replace("{symbol}", "BTCUSDT")
                 .replace("{exchange}", "okx")
                 .replace("{id}", "7")
-                .replace("{category}", "usdt");
+                .replace("{category}", "usdt")
+                .replace("{file}", "app.js");
             assert_eq!(route(&sample), r, "{sample}");
         }
     }

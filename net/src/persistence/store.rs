@@ -13,7 +13,9 @@ use rampart_engine::{Price, Timeframe, Venue};
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 
+mod account;
 mod site;
+pub use account::ACCOUNT_KEYS_MAX;
 pub use site::{SiteFiringDetail, SiteFiringRecord};
 
 /// Schema migrations, in order; index + 1 is the `user_version` after each.
@@ -118,6 +120,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX site_alerts_account ON site_alerts(account_id, id);
     CREATE INDEX site_alerts_live ON site_alerts(status) WHERE deleted_ms IS NULL;
     INSERT INTO meta (key, value) VALUES ('site_alerts_version', 1);",
+    // 7: an account's channels besides the inbox (`decisions.md` §10): its Telegram chat.
+    "CREATE TABLE channels (
+        account_id INTEGER PRIMARY KEY REFERENCES accounts(id),
+        telegram_chat_id TEXT
+    );",
 ];
 
 /// Due deliveries of one account returned by one [`Store::due_deliveries`] at most (fewer when
@@ -1090,6 +1097,27 @@ impl Store {
         }
         tx.commit()?;
         Ok(rows.iter().map(|r| r.id).collect())
+    }
+
+    /// An account's inbox entries after id `after`, oldest first, at most `limit` (live push
+    /// reads on from the last entry it sent).
+    pub fn inbox_after(&self, account_id: i64, after: i64, limit: u32) -> Result<Vec<InboxRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, kind, alert_id, body, created_ms FROM inbox WHERE account_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![account_id, after, limit], |r| {
+            Ok(InboxRow { id: r.get(0)?, kind: r.get(1)?, alert_id: r.get(2)?, body: r.get(3)?, created_ms: r.get(4)? })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// The id of an account's newest inbox entry (0 when it has none).
+    pub fn inbox_last_id(&self, account_id: i64) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COALESCE(MAX(id), 0) FROM inbox WHERE account_id = ?1",
+            params![account_id],
+            |r| r.get(0),
+        )?)
     }
 
     /// An account's newest inbox entries, newest first.

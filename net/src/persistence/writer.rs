@@ -37,6 +37,9 @@ pub struct WriterStats {
     /// Site alert firings recorded (density and market; those of alerts no longer active are
     /// not counted).
     pub site_firings: AtomicU64,
+    /// Commits that wrote inbox entries (firings of any kind, delistings): live push to the
+    /// site's open pages reads the inbox again when this moves.
+    pub inbox_writes: AtomicU64,
 }
 
 /// Called with every committed batch (the delivery side hooks in here).
@@ -95,6 +98,7 @@ impl Writer {
                                 loop {
                                     match store.delist(ins.venue, &ins.symbol, clock.now_ms()) {
                                         Ok(done) => {
+                                            stats2.inbox_writes.fetch_add(1, Ordering::Release);
                                             tracing::info!(
                                                 "{} {} delisted: {} alerts removed (shard held {})",
                                                 ins.venue,
@@ -188,6 +192,7 @@ fn commit_site(
         match result {
             Ok(n) => {
                 stats.site_firings.fetch_add(n as u64, Ordering::Relaxed);
+                stats.inbox_writes.fetch_add(1, Ordering::Release);
                 site.clear();
                 return;
             }
@@ -219,6 +224,7 @@ fn commit(
             Ok(done) => {
                 stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);
+                stats.inbox_writes.fetch_add(1, Ordering::Release);
                 on_committed(&done);
                 batch.clear();
                 return;

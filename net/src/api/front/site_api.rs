@@ -7,6 +7,16 @@
 //! - `GET /site/session` → the same, or 401 `not signed in`.
 //! - `POST /site/signout` → ends the session and clears the cookie.
 //! - `GET /site/site-alerts`, `POST /site/site-alerts`, `DELETE /site/site-alerts/{id}`.
+//! - `/site/v1/...`: every `/v1` route but the operator's (`/v1/debug/...`, 404), with the
+//!   session for the key, the same bodies and errors; an alert created here has no webhook URL
+//!   (422 if one is sent). These draw on a budget of the site's own per account
+//!   ([`SITE_BURST_PER_MIN`], [`SITE_DAILY_QUOTA`]), never on the API key's quota, so a page left
+//!   open does not eat a bot's requests and the API's limits stay as the plan says.
+//! - `GET /site/keys`, `POST /site/keys` `{"label"}` (the key is shown in that answer only),
+//!   `DELETE /site/keys/{id}`: the account's own keys (another's is 404 `unknown key`).
+//! - `GET /site/channels`, `PUT /site/channels` `{"telegramChatId"}`: the Telegram chat id
+//!   (digits with an optional `-`, or `@name`; `null` removes it).
+//! - `GET /site/events`: server-sent events, in `site_events`.
 //!
 //! Every state-changing route needs the session and its token in `X-CSRF-Token` (403
 //! otherwise), checked before the body is read. Answers are `Cache-Control: no-store`.
@@ -18,14 +28,26 @@ use hyper::http::request::Parts;
 use hyper::{Method, StatusCode};
 
 use super::{method_not_allowed, read_body, respond, ApiError, Front, Resp};
+use crate::api::limit::Refusal;
 use crate::json::Json;
 use crate::persistence::storage::Writer;
-use crate::persistence::store::hash_key;
+use crate::persistence::store::{hash_key, KeyRow, Revoked, ACCOUNT_KEYS_MAX};
 use crate::site::session::{self, Session};
 use crate::site::{self, SiteError};
 
 /// The fields a sign-in body may have.
 const SIGNIN_FIELDS: [&str; 1] = ["key"];
+/// The fields of `POST /site/keys`.
+const KEY_FIELDS: [&str; 1] = ["label"];
+/// The fields of `PUT /site/channels`.
+const CHANNEL_FIELDS: [&str; 1] = ["telegramChatId"];
+/// Longest key label, in characters.
+const KEY_LABEL_CHARS_MAX: usize = 100;
+/// Site requests (`/site/v1/...`) admitted per account in any 60 s: the pages poll every few
+/// seconds, so this is several open tabs' worth.
+pub const SITE_BURST_PER_MIN: u32 = 600;
+/// Site requests admitted per account per UTC day.
+pub const SITE_DAILY_QUOTA: u64 = 1_000_000;
 
 impl From<SiteError> for ApiError {
     fn from(e: SiteError) -> ApiError {
@@ -48,6 +70,52 @@ fn with_cookie(mut r: Resp, id: Option<&str>) -> Resp {
         r.headers_mut().insert(SET_COOKIE, v);
     }
     r
+}
+
+/// Whether a create body names a webhook (a field `webhook_url` that is not null); a body that
+/// is not a JSON object is left to the API's own parser and its messages.
+fn has_webhook_url(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("webhook_url").cloned())
+        .is_some_and(|u| !u.is_null())
+}
+
+/// A Telegram chat id: an integer (groups are negative) or a public `@name` (5–32 of
+/// `[A-Za-z0-9_]`).
+fn is_chat_id(c: &str) -> bool {
+    let digits = c.strip_prefix('-').unwrap_or(c);
+    let numeric = (1..=20).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+    let name = c
+        .strip_prefix('@')
+        .is_some_and(|n| (5..=32).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    numeric || name
+}
+
+fn channels_body(chat: Option<&str>) -> String {
+    let mut j = Json::with_capacity(96);
+    j.raw("{\"data\":{\"telegramChatId\":");
+    match chat {
+        Some(c) => j.str(c),
+        None => j.raw("null"),
+    };
+    j.raw("}}");
+    j.finish()
+}
+
+/// One key as the settings page lists it (never the key itself, which is not kept).
+fn write_key(j: &mut Json, k: &KeyRow, current: bool) {
+    j.raw("{\"id\":").int(k.id).raw(",\"label\":");
+    match &k.label {
+        Some(l) => j.str(l),
+        None => j.raw("null"),
+    };
+    j.raw(",\"plan\":").str(&k.plan).raw(",\"createdAt\":").int(k.created_ms).raw(",\"revokedAt\":");
+    match k.revoked_ms {
+        Some(t) => j.int(t),
+        None => j.raw("null"),
+    };
+    j.raw(",\"current\":").raw(if current { "true" } else { "false" }).raw("}");
 }
 
 fn session_body(s: &Session, plan: &str) -> String {
@@ -79,9 +147,150 @@ impl Front {
                 self.delete_site_alert(req, id, now_ms).await
             }
             ["site", "site-alerts", _] => Ok(method_not_allowed("DELETE")),
+            ["site", "v1", ..] => self.site_v1(req, body, now_ms).await,
+            ["site", "keys"] if matches!(req.method, Method::GET | Method::HEAD) => self.list_keys(req, now_ms).await,
+            ["site", "keys"] if post => self.add_key(req, body, now_ms).await,
+            ["site", "keys"] => Ok(method_not_allowed("GET, POST")),
+            ["site", "keys", id] if req.method == Method::DELETE => self.revoke_key(req, id, now_ms).await,
+            ["site", "keys", _] => Ok(method_not_allowed("DELETE")),
+            ["site", "channels"] if matches!(req.method, Method::GET | Method::HEAD) => {
+                self.channels(req, now_ms).await
+            }
+            ["site", "channels"] if req.method == Method::PUT => self.set_channels(req, body, now_ms).await,
+            ["site", "channels"] => Ok(method_not_allowed("GET, PUT")),
+            ["site", "events"] => Ok(method_not_allowed("GET")),
             _ => Err(ApiError::new(StatusCode::NOT_FOUND, "not found")),
         };
-        no_store(answer.unwrap_or_else(ApiError::into_response))
+        super::site_assets::secure(no_store(answer.unwrap_or_else(ApiError::into_response)))
+    }
+
+    /// `/site/v1/...`: the `/v1` route with the session's key, on the site's own budget.
+    async fn site_v1(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
+        let reading = matches!(req.method, Method::GET | Method::HEAD);
+        let s = if reading { self.signed_in(req, now_ms)? } else { self.changing(req, now_ms)? };
+        let path = req.uri.path().strip_prefix("/site").unwrap_or("/");
+        if path.starts_with("/v1/debug") {
+            return Err(ApiError::new(StatusCode::NOT_FOUND, "not found"));
+        }
+        let key = self.keys.get(&s.key_hash).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))?;
+        self.admit_site(s.account_id, now_ms)?;
+        let bytes = match req.method {
+            Method::POST | Method::PUT | Method::PATCH => read_body(body, false).await?,
+            _ => bytes::Bytes::new(),
+        };
+        if req.method == Method::POST && path == "/v1/alerts" && has_webhook_url(&bytes) {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "an alert created on the site has no webhook URL; create one with a webhook_url through the API",
+            ));
+        }
+        let resp = self.handle(&req.method, path, req.uri.query(), &bytes, &key, now_ms).await;
+        Ok(super::encoding::negotiate(resp, super::encoding::accepts_gzip(&req.headers)).await)
+    }
+
+    /// The site's budget of `account` (kept apart from its keys' by a negative id).
+    fn admit_site(&self, account: i64, now_ms: i64) -> Result<(), ApiError> {
+        match self.limiter.borrow_mut().admit_key(-account, SITE_BURST_PER_MIN, SITE_DAILY_QUOTA, now_ms) {
+            Ok(()) => Ok(()),
+            Err(Refusal::Burst { retry_after_s }) => Err(ApiError::too_many(
+                format!("site rate limit exceeded: {SITE_BURST_PER_MIN} requests per minute"),
+                retry_after_s,
+            )),
+            Err(Refusal::Quota { retry_after_s }) => Err(ApiError::too_many(
+                format!("site daily quota exceeded ({SITE_DAILY_QUOTA} requests per day)"),
+                retry_after_s,
+            )),
+        }
+    }
+
+    async fn list_keys(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+        let s = self.signed_in(req, now_ms)?;
+        let acc = s.account_id;
+        let rows = self.storage.run(move |store| store.account_keys(acc)).await?;
+        let mut j = Json::with_capacity(64 + rows.len() * 160);
+        j.raw("{\"data\":[");
+        for (i, k) in rows.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            write_key(&mut j, k, k.id == s.key_id);
+        }
+        j.raw("]}");
+        Ok(respond(StatusCode::OK, j.finish()))
+    }
+
+    async fn add_key(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
+        let s = self.changing(req, now_ms)?;
+        let bytes = read_body(body, false).await?;
+        let obj = crate::api::alerts::body_object(&bytes, &KEY_FIELDS)?;
+        let label = match obj.get("label") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(l)) if l.chars().count() <= KEY_LABEL_CHARS_MAX => Some(l.clone()),
+            Some(serde_json::Value::String(_)) => {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!("label is longer than {KEY_LABEL_CHARS_MAX} characters"),
+                ))
+            }
+            Some(_) => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "label must be a string")),
+        };
+        let acc = s.account_id;
+        let added = self.storage.run(move |store| store.add_account_key(acc, label.as_deref(), now_ms)).await;
+        self.health.record(Writer::Front, &added, now_ms);
+        let Some(created) = added? else {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("active key limit reached ({ACCOUNT_KEYS_MAX} per account); revoke one first"),
+            ));
+        };
+        let plan = self.plan_of(&s);
+        let mut j = Json::with_capacity(256);
+        j.raw("{\"data\":{\"id\":").int(created.id).raw(",\"key\":").str(&created.key);
+        j.raw(",\"plan\":").str(&plan).raw(",\"createdAt\":").int(now_ms).raw("}}");
+        Ok(respond(StatusCode::OK, j.finish()))
+    }
+
+    async fn revoke_key(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
+        let acc = self.changing(req, now_ms)?.account_id;
+        let unknown = || ApiError::new(StatusCode::NOT_FOUND, "unknown key");
+        let id = id.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(unknown)?;
+        let revoked = self.storage.run(move |store| store.revoke_account_key(acc, id, now_ms)).await;
+        self.health.record(Writer::Front, &revoked, now_ms);
+        if matches!(revoked?, Revoked::NotFound) {
+            return Err(unknown());
+        }
+        let mut j = Json::with_capacity(64);
+        j.raw("{\"data\":{\"id\":").int(id).raw(",\"revoked\":true}}");
+        Ok(respond(StatusCode::OK, j.finish()))
+    }
+
+    async fn channels(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+        let acc = self.signed_in(req, now_ms)?.account_id;
+        let chat = self.storage.run(move |store| store.telegram_chat(acc)).await?;
+        Ok(respond(StatusCode::OK, channels_body(chat.as_deref())))
+    }
+
+    async fn set_channels(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
+        let acc = self.changing(req, now_ms)?.account_id;
+        let bytes = read_body(body, false).await?;
+        let obj = crate::api::alerts::body_object(&bytes, &CHANNEL_FIELDS)?;
+        let chat = match obj.get("telegramChatId") {
+            None => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "telegramChatId is required")),
+            Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(c)) if is_chat_id(c.trim()) => Some(c.trim().to_owned()),
+            Some(serde_json::Value::Number(n)) if n.as_i64().is_some() => Some(n.to_string()),
+            Some(_) => {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "telegramChatId must be a chat id (digits, optionally after '-') or @channelname, or null",
+                ))
+            }
+        };
+        let stored = chat.clone();
+        let set = self.storage.run(move |store| store.set_telegram_chat(acc, stored.as_deref())).await;
+        self.health.record(Writer::Front, &set, now_ms);
+        set?;
+        Ok(respond(StatusCode::OK, channels_body(chat.as_deref())))
     }
 
     fn plan_of(&self, s: &Session) -> String {
@@ -89,7 +298,7 @@ impl Front {
     }
 
     /// The request's session: 401 without one (none, ended, idle too long, its key revoked).
-    fn signed_in(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
+    pub(super) fn signed_in(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
         let id = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
         let revoked = |s: &Session| self.keys.get(&s.key_hash).is_none_or(|k| k.revoked_ms.is_some());
         id.and_then(|id| self.sessions.borrow_mut().get(id, now_ms, revoked))
@@ -177,5 +386,29 @@ impl Front {
         let mut j = Json::with_capacity(64);
         j.raw("{\"data\":{\"id\":").int(id).raw(",\"deleted\":true}}");
         Ok(respond(StatusCode::OK, j.finish()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_ids_are_integers_or_public_names() {
+        for ok in ["12345", "-1001234567890", "@rampart_bot", "@abcde"] {
+            assert!(is_chat_id(ok), "{ok}");
+        }
+        for bad in ["", "-", "12a", "1 2", "@abcd", "@with-dash", "@", "--1", "123456789012345678901", "@ü_name"] {
+            assert!(!is_chat_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_webhook_url_is_seen_only_when_set() {
+        assert!(has_webhook_url(br#"{"webhook_url":"https://e.com"}"#));
+        assert!(has_webhook_url(br#"{"webhook_url":7}"#), "a wrong type still names a webhook");
+        for none in [&br#"{"webhook_url":null}"#[..], br#"{}"#, b"not json", b"", br#"[1]"#] {
+            assert!(!has_webhook_url(none), "{:?}", String::from_utf8_lossy(none));
+        }
     }
 }

@@ -1,0 +1,1539 @@
+/* rampart site: the single-page app (hash routes, no framework) over the server's /site/ JSON routes and event stream. */
+(function () {
+  'use strict';
+
+  // ---- Constants: the value sets of docs/openapi.json and decisions.md §9, §10 ----
+  const VENUES = ['binance', 'bybit', 'okx', 'bitget'];
+  const INTERVALS = ['5m', '15m', '1h', '4h', '1d', '1w'];
+  const CATEGORIES = [
+    ['all', 'All pairs'], ['usdt', 'USDT-quoted'], ['usdc', 'USDC-quoted'],
+    ['btc', 'BTC-quoted'], ['new', 'New (under 30 days)'],
+  ];
+  const METRICS = [
+    ['change', 'Change %'], ['volatility', 'Volatility %'], ['volume', 'Quote volume'],
+    ['trades', 'Trades'], ['spread', 'Spread (bp)'], ['depth', 'Depth ±1% (USD)'],
+    ['walls', 'Walls (USD)'], ['levels', 'Distance to nearest level %'],
+  ];
+  const ORDERS = [['', 'Default'], ['desc', 'Largest first'], ['asc', 'Smallest first']];
+  const BOARD_NUMBERS = [
+    ['sentiment', 'Sentiment'], ['advancing', 'Advancing'], ['declining', 'Declining'],
+    ['up5', 'Up 5% or more'], ['down5', 'Down 5% or more'], ['walls', 'Walls'], ['atLevel', 'At a level'],
+  ];
+  const BOARD_FIELDS = [
+    ['pairs', 'Pairs'], ['advancing', 'Advancing'], ['declining', 'Declining'], ['unchanged', 'Unchanged'],
+    ['up5', 'Up ≥ 5%'], ['down5', 'Down ≤ −5%'], ['walls', 'Walls'], ['atLevel', 'At a level'],
+  ];
+  const KIND_LABELS = {
+    'alert.triggered': 'Alert fired', 'alert.delisted': 'Pair delisted',
+    'density.triggered': 'Wall alert', 'market.triggered': 'Market alert',
+  };
+  const RANKING_LIMIT = 30;
+  const MARKET_REFRESH_MS = 5000;
+  const PAIR_REFRESH_MS = 4000;
+  const CANDLE_LIMIT = 300;
+  const INBOX_LIMIT = 100;
+  const INBOX_KEEP = 500;
+  const DECIMAL = /^(0|[1-9]\d*)(\.\d+)?$/;
+  const SYMBOL = /^[A-Za-z0-9._-]{1,40}$/;
+
+  // ---- State ----
+  const state = {
+    session: null, // {accountId, plan, csrf}
+    venues: VENUES.slice(),
+    gen: 0, // bumped at every page change: async work of an older page checks it and stops
+    timers: new Set(),
+    cleanups: [],
+    page: '',
+    events: null,
+    eventsOpened: false,
+    eventsFailures: 0, // refusals in a row, for the back-off of reconnecting
+
+    inbox: new Map(), // entry id -> entry
+    lastSeen: 0,
+    returnTo: '',
+    signinMessage: '',
+    market: loadPrefs('market', { exchange: 'binance', category: 'all', metric: 'change', interval: '1d', order: '' }),
+    pairInterval: loadPrefs('pairInterval', '1h'),
+    symbolLists: new Map(), // venue -> Promise of symbols
+  };
+
+  // ---- Small utilities ----
+  function loadPrefs(name, fallback) {
+    try {
+      const v = JSON.parse(localStorage.getItem('rampart.' + name) || 'null');
+      if (v === null) return fallback;
+      return typeof fallback === 'object' ? Object.assign({}, fallback, v) : v;
+    } catch (e) {
+      return fallback;
+    }
+  }
+
+  function savePrefs(name, value) {
+    try { localStorage.setItem('rampart.' + name, JSON.stringify(value)); } catch (e) { /* private mode */ }
+  }
+
+  function isNum(v) { return typeof v === 'number' && isFinite(v); }
+
+  function safeDecode(s) {
+    try { return decodeURIComponent(s); } catch (e) { return s; }
+  }
+
+  function pad2(n) { return String(n).padStart(2, '0'); }
+
+  /** Local date and time of a Unix-ms number or an ISO string, "YYYY-MM-DD HH:MM:SS". */
+  function fmtTime(v) {
+    if (v === null || v === undefined || v === '') return '';
+    const d = new Date(typeof v === 'number' ? v : String(v));
+    if (isNaN(d.getTime())) return String(v);
+    return d.getFullYear() + '-' + pad2(d.getMonth() + 1) + '-' + pad2(d.getDate()) + ' ' +
+      pad2(d.getHours()) + ':' + pad2(d.getMinutes()) + ':' + pad2(d.getSeconds());
+  }
+
+  function timeEl(v) {
+    const d = new Date(typeof v === 'number' ? v : String(v));
+    const attrs = isNaN(d.getTime()) ? {} : { datetime: d.toISOString() };
+    attrs.text = fmtTime(v);
+    return h('time', attrs);
+  }
+
+  const numberFmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
+  const compactFmt = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 });
+  const intFmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+  function fmtPrice(v) { return isNum(v) ? String(v) : '–'; }
+  function fmtInt(v) { return isNum(v) ? intFmt.format(v) : '–'; }
+  function fmtCompact(v) { return isNum(v) ? compactFmt.format(v) : '–'; }
+  function fmtUsd(v) { return isNum(v) ? '$' + compactFmt.format(v) : '–'; }
+  function fmtPct(v, signed) {
+    if (!isNum(v)) return '–';
+    const s = numberFmt.format(v) + '%';
+    return signed && v > 0 ? '+' + s : s;
+  }
+
+  function fmtMetric(metric, v) {
+    switch (metric) {
+      case 'change': return fmtPct(v, true);
+      case 'volatility': case 'levels': return fmtPct(v);
+      case 'volume': return fmtCompact(v);
+      case 'trades': return fmtInt(v);
+      case 'spread': return isNum(v) ? numberFmt.format(v) + ' bp' : '–';
+      case 'depth': case 'walls': return fmtUsd(v);
+      default: return isNum(v) ? String(v) : '–';
+    }
+  }
+
+  function signClass(v) { return isNum(v) ? (v > 0 ? 'up' : v < 0 ? 'down' : '') : ''; }
+
+  function labelOf(pairs, value) {
+    const hit = pairs.find((p) => p[0] === value);
+    return hit ? hit[1] : String(value);
+  }
+
+  // ---- DOM building (createElement/textContent only: server data never goes through innerHTML) ----
+  function h(tag, attrs) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'text') el.textContent = String(v);
+      else if (k === 'class') el.className = v;
+      else if (k === 'testid') el.setAttribute('data-testid', v);
+      else if (k.slice(0, 2) === 'on' && typeof v === 'function') el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (let i = 2; i < arguments.length; i++) append(el, arguments[i]);
+    return el;
+  }
+
+  function append(el, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) child.forEach((c) => append(el, c));
+    else el.append(child instanceof Node ? child : String(child));
+  }
+
+  let fieldSeq = 0;
+
+  /** A labelled control: {wrap, input}. kind is 'select' (with options [[value, text]]), or an input type. */
+  function field(label, name, kind, opts) {
+    const o = opts || {};
+    const id = 'f' + (++fieldSeq) + '-' + name;
+    let input;
+    if (kind === 'select') {
+      input = h('select', { id: id, name: name, testid: o.testid });
+      for (const [value, text] of o.options) input.append(h('option', { value: value, text: text }));
+      if (o.value !== undefined) input.value = o.value;
+    } else {
+      input = h('input', {
+        id: id, name: name, type: kind, testid: o.testid, placeholder: o.placeholder,
+        inputmode: o.inputmode, autocomplete: o.autocomplete || 'off', list: o.list,
+        required: o.required, maxlength: o.maxlength, spellcheck: kind === 'text' ? 'false' : null,
+      });
+      if (o.value !== undefined) input.value = o.value;
+    }
+    if (kind === 'checkbox') {
+      input.checked = !!o.checked;
+      return { input: input, wrap: h('div', { class: 'check' }, input, h('label', { for: id, text: label })) };
+    }
+    const wrap = h('div', { class: 'field' }, h('label', { for: id, text: label }), input);
+    if (o.hint) {
+      const hintId = id + '-hint';
+      wrap.append(h('span', { class: 'hint', id: hintId, text: o.hint }));
+      input.setAttribute('aria-describedby', hintId);
+    }
+    return { input: input, wrap: wrap };
+  }
+
+  function options(values) { return values.map((v) => [v, v]); }
+  function venueOptions() { return options(state.venues); }
+
+  /** A table inside a horizontally scrolling wrapper: {wrap, table, tbody}. */
+  function table(testid, caption, headers) {
+    const thead = h('thead', null, h('tr', null, headers.map((hd) => {
+      const [text, cls] = Array.isArray(hd) ? hd : [hd, null];
+      return h('th', { scope: 'col', class: cls, text: text });
+    })));
+    const tbody = h('tbody');
+    const tbl = h('table', { testid: testid, 'aria-busy': 'true' }, h('caption', { text: caption }), thead, tbody);
+    return { wrap: h('div', { class: 'table-wrap' }, tbl), table: tbl, tbody: tbody, cols: headers.length };
+  }
+
+  function fillTable(t, rows, emptyText) {
+    if (rows.length) t.tbody.replaceChildren(...rows);
+    else t.tbody.replaceChildren(h('tr', null, h('td', { colspan: t.cols, class: 'empty', text: emptyText })));
+    t.table.setAttribute('aria-busy', 'false');
+  }
+
+  function failTable(t, message) {
+    t.tbody.replaceChildren(h('tr', null, h('td', { colspan: t.cols, class: 'error', text: message })));
+    t.table.setAttribute('aria-busy', 'false');
+  }
+
+  function errorBox(testid) { return h('p', { class: 'error', role: 'alert', testid: testid }); }
+  function statusBox(testid) { return h('p', { class: 'status', role: 'status', testid: testid }); }
+  function say(el, text) { if (el.textContent !== text) el.textContent = text; }
+
+  function pairLink(exchange, symbol) {
+    return h('a', { href: '#/pair/' + encodeURIComponent(exchange) + '/' + encodeURIComponent(symbol), text: symbol });
+  }
+
+  // ---- HTTP: every call sends the session cookie, state changes the CSRF token; errors carry the server's message ----
+  class HttpError extends Error {
+    constructor(status, message) { super(message); this.status = status; }
+  }
+
+  /** A number written into a JSON body exactly as the user typed it (the server keeps values as sent). */
+  class Raw {
+    constructor(text) { this.text = text; }
+  }
+
+  function toJson(obj) {
+    const parts = [];
+    for (const [k, v] of Object.entries(obj)) {
+      if (v === undefined) continue;
+      parts.push(JSON.stringify(k) + ':' + (v instanceof Raw ? v.text : JSON.stringify(v)));
+    }
+    return '{' + parts.join(',') + '}';
+  }
+
+  /** A form's number: undefined when empty, exact text when a plain decimal, else the text (the server names the problem). */
+  function numberInput(input) {
+    const t = input.value.trim();
+    if (t === '') return undefined;
+    return DECIMAL.test(t) ? new Raw(t) : t;
+  }
+
+  async function call(method, path, body) {
+    const init = { method: method, credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json' } };
+    if (method !== 'GET') {
+      init.headers['Content-Type'] = 'application/json';
+      if (state.session) init.headers['X-CSRF-Token'] = state.session.csrf;
+      if (body !== undefined) init.body = typeof body === 'string' ? body : toJson(body);
+    }
+    let res;
+    try {
+      res = await fetch(path, init);
+    } catch (e) {
+      throw new HttpError(0, 'The server could not be reached (' + (e && e.message ? e.message : 'network error') + ').');
+    }
+    let text = '';
+    try { text = await res.text(); } catch (e) { text = ''; }
+    let json = null;
+    if (text) {
+      try { json = JSON.parse(text); } catch (e) { json = null; }
+    }
+    if (!res.ok) {
+      const message = json && typeof json.error === 'string' && json.error
+        ? json.error : 'HTTP ' + res.status + (res.statusText ? ' ' + res.statusText : '');
+      if (res.status === 401 && state.session && path.indexOf('/site/signin') !== 0) {
+        setTimeout(() => sessionEnded('Your session has ended (' + message + '). Sign in again.'), 0);
+      }
+      throw new HttpError(res.status, message);
+    }
+    return json || {};
+  }
+
+  function errText(e) { return e && e.message ? e.message : String(e); }
+
+  function q(params) {
+    const u = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') u.set(k, v);
+    const s = u.toString();
+    return s ? '?' + s : '';
+  }
+
+  function v1(path, params) { return '/site/v1/' + path + q(params || {}); }
+  function enc(s) { return encodeURIComponent(s); }
+
+  // ---- Page lifecycle: timers and cleanups of the current page end when the route changes ----
+  function leavePage() {
+    state.gen++;
+    state.timers.forEach((t) => clearTimeout(t));
+    state.timers.clear();
+    state.cleanups.splice(0).forEach((f) => { try { f(); } catch (e) { /* already gone */ } });
+  }
+
+  function current(gen) { return gen === state.gen; }
+
+  /** Runs fn every ms milliseconds (after the previous run ended) while the page stays, skipping hidden tabs. */
+  function poll(ms, fn) {
+    const gen = state.gen;
+    const schedule = () => {
+      const t = setTimeout(async () => {
+        state.timers.delete(t);
+        if (!current(gen)) return;
+        if (!document.hidden) {
+          try { await fn(); } catch (e) { /* fn shows its own errors */ }
+        }
+        if (current(gen)) schedule();
+      }, ms);
+      state.timers.add(t);
+    };
+    schedule();
+  }
+
+  function onLeave(fn) { state.cleanups.push(fn); }
+
+  function mount(title, nodes) {
+    document.title = title + ' · rampart';
+    const main = document.getElementById('main');
+    main.replaceChildren(...nodes);
+  }
+
+  function focusHeading() {
+    const h1 = document.querySelector('#main h1');
+    if (h1) {
+      h1.setAttribute('tabindex', '-1');
+      h1.focus({ preventScroll: true });
+    }
+  }
+
+  // ---- Routing ----
+  function parseRoute() {
+    const raw = location.hash.replace(/^#\/?/, '');
+    return raw.split('/').filter(Boolean).map(safeDecode);
+  }
+
+  function go(hash) {
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  }
+
+  function route() {
+    const parts = parseRoute();
+    if (!state.session) {
+      if (parts[0] !== 'signin' && location.hash) state.returnTo = location.hash;
+      showSignin();
+      return;
+    }
+    const [name, a, b] = parts;
+    let page = null;
+    if (name === 'market' || !name) page = () => marketPage();
+    else if (name === 'pair' && a && b) page = () => pairPage(a.toLowerCase(), b.toUpperCase());
+    else if (name === 'alerts') page = () => alertsPage();
+    else if (name === 'notifications') page = () => notificationsPage();
+    else if (name === 'settings') page = () => settingsPage();
+    if (!page) {
+      location.replace('#/market');
+      return;
+    }
+    leavePage();
+    state.page = name || 'market';
+    markNav(state.page);
+    page();
+    focusHeading();
+  }
+
+  function markNav(name) {
+    document.querySelectorAll('.nav a[data-route]').forEach((a) => {
+      if (a.getAttribute('data-route') === name) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    });
+  }
+
+  // ---- Session: sign-in, sign-out, the header ----
+  async function boot() {
+    document.getElementById('signout').addEventListener('click', signOut);
+    document.getElementById('skip-link').addEventListener('click', (ev) => {
+      ev.preventDefault();
+      document.getElementById('main').focus();
+    });
+    window.addEventListener('hashchange', route);
+    resetChartHandle();
+    try {
+      const r = await call('GET', '/site/session');
+      startSession(r.data);
+    } catch (e) {
+      if (e.status !== 401) state.signinMessage = 'Could not check the session: ' + errText(e);
+    }
+    route();
+  }
+
+  function startSession(data) {
+    if (!data || typeof data.csrf !== 'string') throw new HttpError(0, 'The server answered without a session.');
+    state.session = { accountId: data.accountId, plan: data.plan, csrf: data.csrf };
+    state.inbox.clear();
+    state.lastSeen = Number(loadPrefs('seen.' + data.accountId, 0)) || 0;
+    document.getElementById('top').hidden = false;
+    say(document.getElementById('who'), 'Account ' + data.accountId + ' · ' + data.plan + ' plan');
+    updateBadge();
+    loadVenues();
+    loadInbox();
+    openEvents();
+  }
+
+  function endSessionState() {
+    state.session = null;
+    closeEvents();
+    leavePage();
+    state.inbox.clear();
+    state.symbolLists.clear();
+    document.getElementById('top').hidden = true;
+    markNav('');
+  }
+
+  /** The session is gone (expired, key revoked, signed out elsewhere): back to the sign-in form. */
+  function sessionEnded(message) {
+    if (!state.session) return;
+    const parts = parseRoute();
+    if (parts[0] && parts[0] !== 'signin') state.returnTo = location.hash;
+    endSessionState();
+    state.signinMessage = message || '';
+    state.page = '';
+    if (location.hash !== '#/signin') location.hash = '#/signin';
+    else showSignin();
+  }
+
+  async function signOut() {
+    const btn = document.getElementById('signout');
+    btn.disabled = true;
+    try {
+      await call('POST', '/site/signout');
+    } catch (e) {
+      if (e.status !== 401) {
+        btn.disabled = false;
+        window.alert('Sign-out failed: ' + errText(e));
+        return;
+      }
+    }
+    btn.disabled = false;
+    state.returnTo = '';
+    endSessionState();
+    state.page = '';
+    state.signinMessage = '';
+    if (location.hash !== '#/signin') location.hash = '#/signin';
+    else showSignin();
+  }
+
+  function showSignin() {
+    if (state.page === 'signin') return;
+    leavePage();
+    state.page = 'signin';
+    resetChartHandle();
+    document.getElementById('top').hidden = true;
+    const key = field('API key', 'key', 'password', { testid: 'signin-key', autocomplete: 'current-password', required: true });
+    const error = errorBox('signin-error');
+    error.textContent = state.signinMessage;
+    state.signinMessage = '';
+    const submit = h('button', { type: 'submit', testid: 'signin-submit', text: 'Sign in' });
+    const form = h('form', { class: 'panel', 'aria-labelledby': 'signin-h', novalidate: true },
+      key.wrap,
+      h('p', { class: 'hint', text: 'Use one of your account\'s API keys (rk_…). The key is sent once; the session lives in a cookie the page cannot read.' }),
+      h('div', { class: 'actions' }, submit),
+      error);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const value = key.input.value.trim();
+      if (!value) {
+        say(error, 'Enter an API key.');
+        key.input.focus();
+        return;
+      }
+      submit.disabled = true;
+      say(error, '');
+      try {
+        const r = await call('POST', '/site/signin', { key: value });
+        key.input.value = '';
+        startSession(r.data);
+        state.page = '';
+        const target = state.returnTo && state.returnTo !== '#/signin' ? state.returnTo : '#/market';
+        state.returnTo = '';
+        go(target);
+      } catch (e) {
+        submit.disabled = false;
+        say(error, errText(e));
+        key.input.focus();
+      }
+    });
+    mount('Sign in', [h('section', { class: 'signin' }, h('h1', { id: 'signin-h', text: 'Sign in to rampart' }), form)]);
+    key.input.focus();
+  }
+
+  async function loadVenues() {
+    try {
+      const r = await call('GET', v1('exchanges'));
+      const list = (r.data || []).map((x) => x.exchange).filter((x) => typeof x === 'string');
+      if (list.length) state.venues = list;
+    } catch (e) { /* keep the four known venues */ }
+  }
+
+  /** Symbols of a venue for the pair inputs' suggestions (cached for the session). */
+  function symbolsOf(venue) {
+    if (!state.symbolLists.has(venue)) {
+      const p = call('GET', v1('exchanges/' + enc(venue) + '/symbols'))
+        .then((r) => (r.data || []).filter((x) => x.status !== 'delisted').map((x) => x.symbol))
+        .catch(() => { state.symbolLists.delete(venue); return []; });
+      state.symbolLists.set(venue, p);
+    }
+    return state.symbolLists.get(venue);
+  }
+
+  function suggest(datalist, venue) {
+    symbolsOf(venue).then((syms) => {
+      datalist.replaceChildren(...syms.map((s) => h('option', { value: s })));
+    });
+  }
+
+  // ---- Live inbox: event stream, unread badge ----
+  function openEvents() {
+    closeEvents();
+    if (typeof EventSource === 'undefined' || !state.session) return;
+    const es = new EventSource('/site/events');
+    state.events = es;
+    es.addEventListener('inbox', (ev) => {
+      let entry = null;
+      try { entry = JSON.parse(ev.data); } catch (e) { return; }
+      if (entry && typeof entry === 'object') addInbox([entry], true);
+    });
+    es.addEventListener('open', () => {
+      if (state.eventsOpened) loadInbox(); // fill any gap left while disconnected
+      state.eventsOpened = true;
+      state.eventsFailures = 0;
+      liveStatus();
+    });
+    es.addEventListener('error', () => {
+      liveStatus();
+      if (es.readyState !== EventSource.CLOSED || state.events !== es) return;
+      // Refused (not a dropped connection, which the browser retries itself): check the
+      // session, then try again, waiting longer after each refusal (3 s doubling to 60 s).
+      state.events = null;
+      const delay = Math.min(60000, 3000 * Math.pow(2, state.eventsFailures));
+      state.eventsFailures += 1;
+      setTimeout(async () => {
+        if (!state.session || state.events) return;
+        try {
+          await call('GET', '/site/session');
+          openEvents();
+        } catch (e) {
+          if (e.status !== 401) setTimeout(() => { if (state.session && !state.events) openEvents(); }, delay);
+        }
+      }, delay);
+    });
+  }
+
+  function closeEvents() {
+    if (state.events) state.events.close();
+    state.events = null;
+    state.eventsOpened = false;
+    state.eventsFailures = 0;
+  }
+
+  function liveStatus() {
+    const el = document.querySelector('[data-live]');
+    if (!el) return;
+    const open = state.events && state.events.readyState === EventSource.OPEN;
+    say(el, open ? 'Live: new notifications appear here as they arrive.' : 'Reconnecting to live updates…');
+  }
+
+  async function loadInbox() {
+    try {
+      const r = await call('GET', v1('inbox', { limit: INBOX_LIMIT }));
+      addInbox(Array.isArray(r.data) ? r.data : [], false);
+      return true;
+    } catch (e) {
+      return e;
+    }
+  }
+
+  function addInbox(entries, live) {
+    let added = false;
+    for (const e of entries) {
+      if (!e || !isNum(e.id) || state.inbox.has(e.id)) continue;
+      state.inbox.set(e.id, e);
+      if (live) e._fresh = true;
+      added = true;
+    }
+    if (!added) return;
+    if (state.inbox.size > INBOX_KEEP) {
+      const ids = Array.from(state.inbox.keys()).sort((a, b) => a - b);
+      ids.slice(0, ids.length - INBOX_KEEP).forEach((id) => state.inbox.delete(id));
+    }
+    if (state.page === 'notifications') {
+      renderInbox();
+      markSeen();
+    }
+    updateBadge();
+  }
+
+  function unreadCount() {
+    let n = 0;
+    state.inbox.forEach((e, id) => { if (id > state.lastSeen) n++; });
+    return n;
+  }
+
+  function markSeen() {
+    let max = state.lastSeen;
+    state.inbox.forEach((e, id) => { if (id > max) max = id; });
+    if (max !== state.lastSeen && state.session) {
+      state.lastSeen = max;
+      savePrefs('seen.' + state.session.accountId, max);
+    }
+    updateBadge();
+  }
+
+  function updateBadge() {
+    const n = state.session ? unreadCount() : 0;
+    const badge = document.getElementById('unread-count');
+    const link = document.getElementById('nav-notifications');
+    badge.textContent = String(n);
+    badge.hidden = n === 0;
+    if (n) link.setAttribute('aria-label', 'Notifications, ' + n + ' unread');
+    else link.removeAttribute('aria-label');
+  }
+
+  // ---- Market page: the board (§9) and a ranking table ----
+  function marketPage() {
+    const gen = state.gen;
+    const m = state.market;
+    const error = errorBox('market-error');
+    const controls = marketControls(() => { refresh(); });
+    const board = h('section', { class: 'panel board', testid: 'market-board', 'aria-labelledby': 'board-h', 'aria-busy': 'true' });
+    const boardTitle = h('h2', { id: 'board-h', text: 'Market board' });
+    const values = {};
+    const dl = h('dl', null, BOARD_FIELDS.map(([k, label]) => {
+      values[k] = h('dd', { 'data-board': k, text: '–' });
+      return h('div', null, h('dt', { text: label }), values[k]);
+    }));
+    const meter = h('meter', { min: '0', max: '100', low: '40', high: '60', optimum: '100', value: '50', 'aria-labelledby': 'sentiment-label' });
+    values.sentiment = h('dd', { 'data-board': 'sentiment', text: '–' });
+    dl.append(h('div', { class: 'sentiment' },
+      h('dt', { id: 'sentiment-label', text: 'Sentiment index (volume-weighted share of advancing pairs, 0–100)' }),
+      values.sentiment, meter));
+    const updated = h('p', { class: 'updated' });
+    board.append(boardTitle, dl, updated);
+
+    const t = table('rankings-table', 'Rankings', ['#', 'Pair', ['Value', 'num'], ['Price', 'num']]);
+    const rankTitle = h('h2', { id: 'rank-h', text: 'Rankings' });
+    const rankings = h('section', { class: 'panel', 'aria-labelledby': 'rank-h' }, rankTitle, t.wrap);
+
+    let seq = 0;
+    async function refresh() {
+      const mine = Object.assign({}, m);
+      const my = ++seq;
+      const [market, ranking] = await Promise.allSettled([
+        call('GET', v1('market', { exchange: mine.exchange, interval: mine.interval })),
+        call('GET', v1('rankings/' + enc(mine.category), {
+          exchange: mine.exchange, metric: mine.metric, interval: mine.interval, order: mine.order, limit: RANKING_LIMIT,
+        })),
+      ]);
+      if (!current(gen) || my !== seq) return;
+      const problems = [];
+      if (market.status === 'fulfilled') drawBoard(market.value);
+      else {
+        problems.push('Board: ' + errText(market.reason));
+        board.setAttribute('aria-busy', 'false');
+      }
+      if (ranking.status === 'fulfilled') drawRanking(ranking.value, mine);
+      else {
+        problems.push('Rankings: ' + errText(ranking.reason));
+        failTable(t, errText(ranking.reason));
+      }
+      say(error, problems.join(' '));
+    }
+
+    function drawBoard(r) {
+      const d = r.data || {};
+      BOARD_FIELDS.forEach(([k]) => say(values[k], fmtInt(d[k])));
+      say(values.sentiment, isNum(d.sentiment) ? numberFmt.format(d.sentiment) : '–');
+      if (isNum(d.sentiment)) meter.value = d.sentiment;
+      say(boardTitle, 'Market board · ' + (r.exchange || m.exchange) + ' · ' + (r.interval || m.interval));
+      say(updated, 'Updated ' + fmtTime(isNum(r.ts) ? r.ts : Date.now()) + '; refreshes every ' + MARKET_REFRESH_MS / 1000 + ' s.');
+      board.setAttribute('aria-busy', 'false');
+    }
+
+    function drawRanking(r, mine) {
+      const metric = r.metric || mine.metric;
+      const ex = r.exchange || mine.exchange;
+      const uses = ['change', 'volatility', 'volume', 'trades'].indexOf(metric) >= 0;
+      const caption = labelOf(METRICS, metric) + (uses ? ' over ' + (r.interval || mine.interval) : '') +
+        ' · ' + labelOf(CATEGORIES, r.category || mine.category) + ' on ' + ex +
+        (r.order ? ' · ' + (r.order === 'asc' ? 'smallest first' : 'largest first') : '');
+      say(t.table.querySelector('caption'), caption);
+      say(rankTitle, 'Rankings · ' + labelOf(METRICS, metric));
+      const rows = (r.data || []).map((row) => h('tr', { 'data-symbol': row.symbol },
+        h('td', { text: row.rank }),
+        h('th', { scope: 'row' }, pairLink(ex, row.symbol)),
+        h('td', { class: 'num ' + (metric === 'change' ? signClass(row.value) : ''), text: fmtMetric(metric, row.value) }),
+        h('td', { class: 'num', text: fmtPrice(row.price) })));
+      fillTable(t, rows, 'No pair has this metric yet.');
+    }
+
+    mount('Market', [h('h1', { text: 'Market' }), controls, error, board, rankings]);
+    refresh();
+    poll(MARKET_REFRESH_MS, refresh);
+  }
+
+  function marketControls(changed) {
+    const m = state.market;
+    const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: m.exchange, testid: 'market-venue' });
+    const cat = field('Universe', 'category', 'select', { options: CATEGORIES, value: m.category, testid: 'market-category' });
+    const metric = field('Metric', 'metric', 'select', { options: METRICS, value: m.metric, testid: 'market-metric' });
+    const interval = field('Interval', 'interval', 'select', { options: options(INTERVALS), value: m.interval, testid: 'market-interval' });
+    const order = field('Order', 'order', 'select', { options: ORDERS, value: m.order, testid: 'market-order' });
+    const read = () => {
+      m.exchange = venue.input.value;
+      m.category = cat.input.value;
+      m.metric = metric.input.value;
+      m.interval = interval.input.value;
+      m.order = order.input.value;
+    };
+    read(); // a stored choice no longer offered falls back to the first option
+    const form = h('form', { class: 'panel controls', 'aria-label': 'Board and ranking options' },
+      h('div', { class: 'fields' }, venue.wrap, cat.wrap, metric.wrap, interval.wrap, order.wrap),
+      h('p', { class: 'hint', text: 'The interval sets the window of change, volatility, volume and trades; spread, depth, walls and levels are as of now.' }));
+    form.addEventListener('submit', (ev) => ev.preventDefault());
+    form.addEventListener('change', () => {
+      read();
+      savePrefs('market', m);
+      changed();
+    });
+    return form;
+  }
+
+  // ---- Pair page: candle chart with levels and walls as price lines, metrics, alerts ----
+  function resetChartHandle() {
+    window.rampartChart = { ready: false, priceLines: () => [] };
+  }
+
+  function pairPage(exchange, symbol) {
+    const gen = state.gen;
+    if (VENUES.indexOf(exchange) < 0 && state.venues.indexOf(exchange) < 0) {
+      mount('Pair', [h('h1', { text: 'Unknown venue' }), h('p', { class: 'error', role: 'alert', text: 'No venue named "' + exchange + '".' })]);
+      return;
+    }
+    if (!SYMBOL.test(symbol)) {
+      mount('Pair', [h('h1', { text: 'Unknown pair' }), h('p', { class: 'error', role: 'alert', text: '"' + symbol + '" is not a pair symbol.' })]);
+      return;
+    }
+    const error = errorBox('pair-error');
+    const price = h('span', { class: 'price' });
+    const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: exchange, testid: 'pair-venue' });
+    if (INTERVALS.indexOf(state.pairInterval) < 0) state.pairInterval = '1h';
+    const interval = field('Timeframe', 'interval', 'select', { options: options(INTERVALS), value: state.pairInterval, testid: 'pair-interval' });
+    venue.input.addEventListener('change', () => go('#/pair/' + enc(venue.input.value) + '/' + enc(symbol)));
+    const chartBox = h('div', { class: 'chart', testid: 'pair-chart', role: 'img', 'aria-label': 'Candle chart of ' + symbol + ' with its levels and walls; the same levels and walls are listed in the tables below.' });
+    const legend = h('p', { class: 'legend' },
+      h('span', null, h('span', { class: 'swatch support' }), 'support (S)'),
+      h('span', null, h('span', { class: 'swatch resistance' }), 'resistance (R)'),
+      h('span', null, h('span', { class: 'swatch wall' }), 'wall (dashed)'));
+    const metricsBox = h('section', { class: 'panel metrics', testid: 'pair-metrics', 'aria-labelledby': 'metrics-h', 'aria-busy': 'true' },
+      h('h2', { id: 'metrics-h', text: 'Metrics' }), h('p', { class: 'muted', text: 'Loading…' }));
+    const levelsT = table('pair-levels', 'Served levels, nearest first', ['Type', ['Price', 'num'], 'Timeframe', ['Strength', 'num']]);
+    levelsT.wrap.classList.add('tall');
+    levelsT.wrap.setAttribute('tabindex', '0'); // a scrolling region is reachable by keyboard
+    levelsT.wrap.setAttribute('aria-label', 'Levels (scrolls)');
+    const wallsT = table('pair-walls', 'Walls of the latest scan', ['Side', ['Price', 'num'], ['Size', 'num'], ['USD', 'num'], ['Distance', 'num'], ['Ratio', 'num'], ['Age', 'num']]);
+    const alertsT = table('pair-alerts', 'Your price and percent alerts on this pair', alertHeaders());
+    const alertsError = errorBox('pair-alerts-error');
+    const alertBox = pairAlertForm(exchange, symbol, () => loadAlerts());
+
+    mount(symbol, [
+      h('div', { class: 'pair-head' }, h('h1', { text: symbol + ' · ' + exchange }), price),
+      h('form', { class: 'panel controls', 'aria-label': 'Chart options' },
+        h('div', { class: 'fields' }, venue.wrap, interval.wrap)),
+      error,
+      h('section', { class: 'panel', 'aria-label': 'Chart' }, chartBox, legend),
+      metricsBox,
+      h('div', { class: 'two-col' },
+        h('section', { class: 'panel', 'aria-labelledby': 'lv-h' }, h('h2', { id: 'lv-h', text: 'Levels' }), levelsT.wrap),
+        h('section', { class: 'panel', 'aria-labelledby': 'wl-h' }, h('h2', { id: 'wl-h', text: 'Walls' }), wallsT.wrap)),
+      h('section', { class: 'panel', 'aria-labelledby': 'pa-h' }, h('h2', { id: 'pa-h', text: 'Alerts on ' + symbol }), alertsT.wrap, alertsError, alertBox),
+    ]);
+
+    const chart = makeChart(chartBox, exchange, symbol);
+    const handle = { ready: false, priceLines: () => chart ? chart.priceLines() : [] };
+    window.rampartChart = handle;
+    onLeave(() => {
+      if (chart) chart.remove();
+      if (window.rampartChart === handle) resetChartHandle();
+    });
+    if (!chart) say(error, 'The chart library did not load; levels and walls are listed below.');
+
+    let drawn = { candles: false, levels: false };
+    let lastLevels = [];
+    let lastWalls = [];
+
+    interval.input.addEventListener('change', () => {
+      state.pairInterval = interval.input.value;
+      savePrefs('pairInterval', state.pairInterval);
+      drawn.candles = false;
+      refresh(true);
+    });
+
+    async function loadSymbol() {
+      try {
+        const r = await call('GET', v1('symbols/' + enc(symbol), { exchange: exchange }));
+        if (current(gen) && chart && r.data) chart.setTick(r.data.tickSize);
+        if (current(gen) && r.data && !price.textContent) say(price, fmtPrice(r.data.price));
+      } catch (e) { /* candles and levels report the problem */ }
+    }
+
+    async function refresh(full) {
+      const tf = state.pairInterval;
+      const wantAll = full || !drawn.candles;
+      const [candles, levels, dens, metrics] = await Promise.allSettled([
+        call('GET', v1('candles/' + enc(symbol), { exchange: exchange, interval: tf, limit: wantAll ? CANDLE_LIMIT : 3 })),
+        call('GET', v1('levels/' + enc(symbol), { exchange: exchange })),
+        call('GET', v1('densities/' + enc(symbol), { exchange: exchange })),
+        call('GET', v1('metrics/' + enc(symbol), { exchange: exchange, interval: tf })),
+      ]);
+      if (!current(gen) || tf !== state.pairInterval) return;
+      const problems = [];
+      if (candles.status === 'fulfilled') {
+        const bars = Array.isArray(candles.value.data) ? candles.value.data : [];
+        drawn.candles = chart ? chart.candles(bars, wantAll) : true;
+        const last = bars[bars.length - 1];
+        if (last && isNum(last.close)) say(price, fmtPrice(last.close));
+      } else problems.push('Candles: ' + errText(candles.reason));
+      if (dens.status === 'fulfilled') {
+        const d = dens.value.data || {};
+        lastWalls = Array.isArray(d.walls) ? d.walls : [];
+      } else if (dens.reason && dens.reason.status === 404) {
+        lastWalls = []; // no wall at this moment (or an unknown pair, which the levels call reports)
+      } else problems.push('Walls: ' + errText(dens.reason));
+      if (levels.status === 'fulfilled') {
+        lastLevels = Array.isArray(levels.value.data) ? levels.value.data : [];
+        drawn.levels = true;
+      } else problems.push('Levels: ' + errText(levels.reason));
+      if (chart) chart.lines(lastLevels, lastWalls);
+      drawLevelTable(levelsT, lastLevels, drawn.levels);
+      drawWallTable(wallsT, lastWalls);
+      if (metrics.status === 'fulfilled') drawMetrics(metricsBox, metrics.value, tf);
+      else problems.push('Metrics: ' + errText(metrics.reason));
+      say(error, problems.join(' '));
+      if (chart && drawn.candles && drawn.levels) handle.ready = true;
+    }
+
+    async function loadAlerts() {
+      try {
+        const r = await call('GET', v1('alerts', { status: 'all' }));
+        if (!current(gen)) return;
+        const mine = (r.data || []).filter((a) => a.symbol === symbol && a.exchange === exchange);
+        fillTable(alertsT, mine.map((a) => alertRow(a, loadAlerts, alertsError)), 'No alert on this pair yet.');
+      } catch (e) {
+        if (current(gen)) failTable(alertsT, errText(e));
+      }
+    }
+
+    loadSymbol();
+    refresh(true);
+    loadAlerts();
+    poll(PAIR_REFRESH_MS, () => refresh(false));
+  }
+
+  /** The chart of a pair: candles and price lines; null when the library is missing. */
+  function makeChart(box, exchange, symbol) {
+    const LWC = window.LightweightCharts;
+    if (!LWC || typeof LWC.createChart !== 'function') return null;
+    const css = getComputedStyle(document.documentElement);
+    const color = (name, fallback) => (css.getPropertyValue(name) || fallback).trim() || fallback;
+    const up = color('--up', '#127a3e');
+    const down = color('--down', '#c0262d');
+    const chart = LWC.createChart(box, {
+      autoSize: true,
+      layout: {
+        attributionLogo: false, // its logo injects an inline <style>, which the CSP refuses; the footer credits TradingView
+        background: { color: color('--panel', '#ffffff') },
+        textColor: color('--fg', '#14171c'),
+        fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
+      },
+      grid: { vertLines: { color: color('--line', '#d9dde3') }, horzLines: { color: color('--line', '#d9dde3') } },
+      timeScale: { timeVisible: true, secondsVisible: false },
+      rightPriceScale: { borderColor: color('--line', '#d9dde3') },
+    });
+    const series = chart.addSeries(LWC.CandlestickSeries, {
+      upColor: up, downColor: down, borderUpColor: up, borderDownColor: down, wickUpColor: up, wickDownColor: down,
+      priceLineVisible: false,
+    });
+    const dashed = LWC.LineStyle ? LWC.LineStyle.Dashed : 2;
+    const solid = LWC.LineStyle ? LWC.LineStyle.Solid : 0;
+    const lines = new Map(); // key -> IPriceLine
+    let lastTime = -Infinity;
+
+    /** Full data (all) or the newest bars as updates; false when the chart needs a full reload. */
+    function candles(bars, all) {
+      const data = [];
+      for (const b of bars) {
+        if (!b || !isNum(b.openTime)) continue;
+        const t = Math.floor(b.openTime / 1000);
+        if (data.length && data[data.length - 1].time >= t) continue;
+        data.push({ time: t, open: b.open, high: b.high, low: b.low, close: b.close });
+      }
+      if (all) {
+        series.setData(data);
+        lastTime = data.length ? data[data.length - 1].time : -Infinity;
+        return true;
+      }
+      try {
+        for (const bar of data) {
+          if (bar.time < lastTime) continue;
+          series.update(bar);
+          lastTime = bar.time;
+        }
+        return true;
+      } catch (e) {
+        return false;
+      }
+    }
+
+    /** Draws exactly the served levels and walls: lines no longer served go, new ones come. */
+    function drawLines(levels, walls) {
+      const want = new Map();
+      for (const l of levels) {
+        if (!l || !isNum(l.price)) continue;
+        const support = l.type === 'support';
+        want.set('L|' + l.type + '|' + l.price, {
+          price: l.price, color: support ? up : down, lineWidth: Math.min(1 + Math.max(0, (l.strength || 1) - 1), 3),
+          lineStyle: solid, axisLabelVisible: true, title: (support ? 'S ' : 'R ') + fmtPrice(l.price),
+        });
+      }
+      for (const w of walls) {
+        if (!w || !isNum(w.price)) continue;
+        const bid = w.side === 'bid';
+        want.set('W|' + w.side + '|' + w.price, {
+          price: w.price, color: bid ? up : down, lineWidth: 2, lineStyle: dashed, axisLabelVisible: true,
+          title: 'wall ' + (bid ? 'bid' : 'ask'),
+        });
+      }
+      lines.forEach((line, key) => {
+        if (!want.has(key)) {
+          series.removePriceLine(line);
+          lines.delete(key);
+        }
+      });
+      want.forEach((opts, key) => {
+        if (lines.has(key)) lines.get(key).applyOptions(opts);
+        else lines.set(key, series.createPriceLine(opts));
+      });
+    }
+
+    function setTick(tick) {
+      if (!isNum(tick) || tick <= 0) return;
+      const text = String(tick);
+      const m = /e-(\d+)$/.exec(text);
+      const decimals = m ? Number(m[1]) : (text.split('.')[1] || '').length;
+      series.applyOptions({ priceFormat: { type: 'price', precision: Math.min(decimals, 10), minMove: tick } });
+    }
+
+    return {
+      candles: candles,
+      lines: drawLines,
+      setTick: setTick,
+      priceLines: () => series.priceLines().map((l) => {
+        const o = l.options();
+        return { price: o.price, title: o.title };
+      }),
+      remove: () => chart.remove(),
+    };
+  }
+
+  function drawLevelTable(t, levels, loaded) {
+    if (!loaded) return;
+    fillTable(t, levels.map((l) => h('tr', null,
+      h('td', { class: l.type === 'support' ? 'up' : 'down', text: l.type === 'support' ? 'Support' : 'Resistance' }),
+      h('td', { class: 'num', text: fmtPrice(l.price) }),
+      h('td', { text: l.timeframe + ' (' + (l.side === 'high' ? 'swing high' : 'swing low') + ')' }),
+      h('td', { class: 'num', text: l.strength }))), 'No level yet.');
+  }
+
+  function drawWallTable(t, walls) {
+    fillTable(t, walls.map((w) => h('tr', null,
+      h('td', { class: w.side === 'bid' ? 'up' : 'down', text: w.side === 'bid' ? 'Bid' : 'Ask' }),
+      h('td', { class: 'num', text: fmtPrice(w.price) }),
+      h('td', { class: 'num', text: fmtCompact(w.qty) }),
+      h('td', { class: 'num', text: fmtUsd(w.usd) }),
+      h('td', { class: 'num', text: fmtPct(w.dist, true) }),
+      h('td', { class: 'num', text: isNum(w.ratio) ? numberFmt.format(w.ratio) + '×' : '–' }),
+      h('td', { class: 'num', text: isNum(w.age) ? intFmt.format(w.age) + ' s' : '–' }))), 'No wall at the moment.');
+  }
+
+  function drawMetrics(box, r, tf) {
+    const d = r.data || {};
+    const items = [];
+    const add = (label, value, cls) => items.push(h('div', null, h('dt', { text: label }), h('dd', { class: cls, text: value })));
+    if ('change' in d) add('Change (' + tf + ')', fmtPct(d.change, true), signClass(d.change));
+    if ('volatility' in d) add('Volatility (' + tf + ')', fmtPct(d.volatility));
+    if ('volume' in d) add('Quote volume (' + tf + ')', fmtCompact(d.volume));
+    if ('trades' in d) add('Trades (' + tf + ')', fmtInt(d.trades));
+    if ('spread' in d) add('Spread', isNum(d.spread) ? numberFmt.format(d.spread) + ' bp' : '–');
+    if (d.depth) {
+      add('Bids within 1%', fmtUsd(d.depth.bidUsd));
+      add('Asks within 1%', fmtUsd(d.depth.askUsd));
+      add('Book imbalance', isNum(d.depth.imbalance) ? numberFmt.format(d.depth.imbalance) : '–', signClass(d.depth.imbalance));
+    }
+    if (d.walls) add('Walls', fmtInt(d.walls.count) + (isNum(d.walls.usd) ? ' · ' + fmtUsd(d.walls.usd) : ''));
+    if (d.levels) {
+      add('Nearest support', d.levels.support === null ? 'none' : fmtPct(d.levels.support, true));
+      add('Nearest resistance', d.levels.resistance === null ? 'none' : fmtPct(d.levels.resistance, true));
+    }
+    const body = items.length ? h('dl', null, items) : h('p', { class: 'muted', text: 'No metric has data yet (a young listing, or an empty book).' });
+    const when = h('p', { class: 'updated', text: 'Computed ' + fmtTime(isNum(r.computedAt) && r.computedAt > 0 ? r.computedAt : r.ts) });
+    box.replaceChildren(box.firstChild, body, when);
+    box.setAttribute('aria-busy', 'false');
+  }
+
+  function pairAlertForm(exchange, symbol, created) {
+    const dir = field('Direction', 'direction', 'select', { options: [['above', 'Price rises to'], ['below', 'Price falls to']] });
+    const priceIn = field('Price', 'price', 'text', { inputmode: 'decimal', placeholder: 'e.g. 65000' });
+    const error = errorBox('pair-alert-error');
+    const status = statusBox('pair-alert-status');
+    const submit = h('button', { type: 'submit', text: 'Add price alert' });
+    const form = h('form', { testid: 'pair-alert-form', 'aria-label': 'New price alert on ' + symbol, novalidate: true },
+      h('h3', { text: 'New price alert' }),
+      h('div', { class: 'fields' }, dir.wrap, priceIn.wrap),
+      h('div', { class: 'actions' }, submit), error, status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      submit.disabled = true;
+      say(error, '');
+      say(status, '');
+      try {
+        const r = await call('POST', v1('alerts'), {
+          symbol: symbol, exchange: exchange, type: 'price', direction: dir.input.value, price: numberInput(priceIn.input),
+        });
+        say(status, 'Alert #' + (r.data && r.data.id) + ' created.');
+        priceIn.input.value = '';
+        created();
+      } catch (e) {
+        say(error, errText(e));
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  // ---- Alerts page: price/pct alerts (shared with the API), density and market alerts (site only), history ----
+  function alertHeaders() {
+    return ['ID', 'Pair', 'Venue', 'Type', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
+  }
+
+  function alertCondition(a) {
+    if (a.type === 'pct') return a.direction + ' ' + a.pct + '% within the ' + a.window + ' candle';
+    return a.direction + ' ' + fmtPrice(a.price);
+  }
+
+  function alertRow(a, reload, error) {
+    const del = h('button', { type: 'button', class: 'danger', testid: 'alert-delete', 'aria-label': 'Delete alert ' + a.id, text: 'Delete' });
+    del.addEventListener('click', async () => {
+      del.disabled = true;
+      say(error, '');
+      try {
+        await call('DELETE', v1('alerts/' + enc(a.id)));
+        reload();
+      } catch (e) {
+        del.disabled = false;
+        say(error, 'Could not delete alert ' + a.id + ': ' + errText(e));
+      }
+    });
+    return h('tr', { 'data-alert-id': a.id, 'data-status': a.status },
+      h('td', { text: a.id }),
+      h('th', { scope: 'row' }, pairLink(a.exchange, a.symbol)),
+      h('td', { text: a.exchange }),
+      h('td', { text: a.type }),
+      h('td', { text: alertCondition(a) }),
+      h('td', { text: a.repeat ? 'yes' : 'no' }),
+      h('td', { class: 'wrap', text: a.note || '' }),
+      h('td', { text: a.status }),
+      h('td', { class: 'num', text: fmtInt(a.triggerCount) }),
+      h('td', null, a.lastTriggeredAt ? timeEl(a.lastTriggeredAt) : '–'),
+      h('td', null, timeEl(a.createdAt)),
+      h('td', null, del));
+  }
+
+  function siteCondition(a) {
+    if (a.type === 'density') {
+      const sides = a.side === 'any' ? 'bid or ask' : a.side;
+      return (a.symbol || 'any pair') + ': ' + sides + ' wall of ' + fmtUsd(a.minUsd) + ' or more within ' +
+        a.maxDistPct + '% of the price' + (a.minAgeS ? ', standing ' + a.minAgeS + ' s' : '');
+    }
+    if (a.type === 'market') {
+      return labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' + a.threshold;
+    }
+    return a.type;
+  }
+
+  function siteAlertRow(a, reload, error) {
+    const del = h('button', { type: 'button', class: 'danger', testid: 'site-alert-delete', 'aria-label': 'Delete ' + a.type + ' alert ' + a.id, text: 'Delete' });
+    del.addEventListener('click', async () => {
+      del.disabled = true;
+      say(error, '');
+      try {
+        await call('DELETE', '/site/site-alerts/' + enc(a.id));
+        reload();
+      } catch (e) {
+        del.disabled = false;
+        say(error, 'Could not delete alert ' + a.id + ': ' + errText(e));
+      }
+    });
+    return h('tr', { 'data-site-alert-id': a.id, 'data-type': a.type, 'data-status': a.status },
+      h('td', { text: a.id }),
+      h('td', { text: a.type }),
+      h('td', { text: a.exchange }),
+      h('td', { class: 'wrap', text: siteCondition(a) }),
+      h('td', { text: a.repeat ? 'yes' : 'no' }),
+      h('td', { class: 'wrap', text: a.note || '' }),
+      h('td', { text: a.status }),
+      h('td', { class: 'num', text: fmtInt(a.triggerCount) }),
+      h('td', null, a.lastTriggeredAt ? timeEl(a.lastTriggeredAt) : '–'),
+      h('td', null, timeEl(a.createdAt)),
+      h('td', null, del));
+  }
+
+  function alertsPage() {
+    const gen = state.gen;
+    const alertsT = table('alerts-table', 'Price and percent alerts (also listed by GET /v1/alerts)', alertHeaders());
+    const siteT = table('site-alerts-table', 'Wall (density) and market alerts (site only)',
+      ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action']);
+    const historyT = table('alerts-history', 'Alerts that have fired, most recent first',
+      ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num']]);
+    const apiError = errorBox('alerts-list-error');
+    const siteError = errorBox('site-alerts-list-error');
+    let api = null;
+    let site = null;
+
+    async function loadApi() {
+      try {
+        const r = await call('GET', v1('alerts', { status: 'all' }));
+        if (!current(gen)) return;
+        api = r.data || [];
+        fillTable(alertsT, api.map((a) => alertRow(a, loadApi, apiError)), 'No price or percent alert yet.');
+      } catch (e) {
+        if (current(gen)) failTable(alertsT, errText(e));
+      }
+      drawHistory();
+    }
+
+    async function loadSite() {
+      try {
+        const r = await call('GET', '/site/site-alerts');
+        if (!current(gen)) return;
+        site = r.data || [];
+        fillTable(siteT, site.map((a) => siteAlertRow(a, loadSite, siteError)), 'No wall or market alert yet.');
+      } catch (e) {
+        if (current(gen)) failTable(siteT, errText(e));
+      }
+      drawHistory();
+    }
+
+    function drawHistory() {
+      if (!current(gen) || api === null || site === null) return;
+      const fired = [];
+      api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.symbol + ' on ' + a.exchange + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id }); });
+      site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: a.type + ' alert #' + a.id }); });
+      fired.sort((x, y) => String(y.a.lastTriggeredAt || '').localeCompare(String(x.a.lastTriggeredAt || '')));
+      fillTable(historyT, fired.map((f) => h('tr', null,
+        h('td', null, f.a.lastTriggeredAt ? timeEl(f.a.lastTriggeredAt) : '–'),
+        h('th', { scope: 'row', text: f.label }),
+        h('td', { class: 'wrap', text: f.what }),
+        h('td', { text: f.a.status }),
+        h('td', { class: 'num', text: fmtInt(f.a.triggerCount) }))), 'No alert has fired yet. Every firing is also in Notifications.');
+    }
+
+    mount('Alerts', [
+      h('h1', { text: 'Alerts' }),
+      h('section', { class: 'panel', 'aria-labelledby': 'pa-h' },
+        h('h2', { id: 'pa-h', text: 'Price and percent alerts' }), alertsT.wrap, apiError, alertForm(loadApi)),
+      h('section', { class: 'panel', 'aria-labelledby': 'sa-h' },
+        h('h2', { id: 'sa-h', text: 'Wall and market alerts' }), siteT.wrap, siteError, siteAlertForm(loadSite)),
+      h('section', { class: 'panel', 'aria-labelledby': 'hi-h' },
+        h('h2', { id: 'hi-h', text: 'Firing history' }), historyT.wrap),
+    ]);
+    loadApi();
+    loadSite();
+  }
+
+  /** Create form of price and percent alerts (POST /site/v1/alerts, the API's body without webhook_url). */
+  function alertForm(created) {
+    const listId = 'symbols-alert-form';
+    const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: 'binance' });
+    const symbol = field('Pair', 'symbol', 'text', { placeholder: 'BTCUSDT', list: listId, required: true });
+    const type = field('Type', 'type', 'select', { options: [['price', 'Price crosses a level'], ['pct', 'Percent move']] });
+    const direction = field('Direction', 'direction', 'select', { options: [] });
+    const price = field('Price', 'price', 'text', { inputmode: 'decimal', placeholder: 'e.g. 65000' });
+    const pct = field('Move %', 'pct', 'text', { inputmode: 'decimal', placeholder: '0.1 to 500' });
+    const windowF = field('Window', 'window', 'select', { options: options(INTERVALS), value: '1h', hint: 'Measured from the open of the current candle.' });
+    const repeat = field('Repeat (fire again after re-arming)', 'repeat', 'checkbox');
+    const note = field('Note', 'note', 'text', { maxlength: 500 });
+    const datalist = h('datalist', { id: listId });
+    const error = errorBox('alert-error');
+    const status = statusBox('alert-status');
+    const submit = h('button', { type: 'submit', text: 'Create alert' });
+
+    function syncType() {
+      const isPct = type.input.value === 'pct';
+      const keep = direction.input.value;
+      const dirs = isPct ? [['up', 'up'], ['down', 'down'], ['any', 'either way']] : [['above', 'above'], ['below', 'below']];
+      direction.input.replaceChildren(...dirs.map(([v, t]) => h('option', { value: v, text: t })));
+      if (dirs.some((d) => d[0] === keep)) direction.input.value = keep;
+      price.wrap.hidden = isPct;
+      pct.wrap.hidden = !isPct;
+      windowF.wrap.hidden = !isPct;
+    }
+    type.input.addEventListener('change', syncType);
+    venue.input.addEventListener('change', () => suggest(datalist, venue.input.value));
+    syncType();
+    suggest(datalist, venue.input.value);
+
+    const form = h('form', { testid: 'alert-form', 'aria-labelledby': 'af-h', novalidate: true },
+      h('h3', { id: 'af-h', text: 'New price or percent alert' }),
+      h('div', { class: 'fields' }, venue.wrap, symbol.wrap, type.wrap, direction.wrap, price.wrap, pct.wrap, windowF.wrap, note.wrap, repeat.wrap),
+      datalist, h('div', { class: 'actions' }, submit), error, status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const isPct = type.input.value === 'pct';
+      const body = {
+        symbol: symbol.input.value.trim(),
+        exchange: venue.input.value,
+        type: type.input.value,
+        direction: direction.input.value,
+        price: isPct ? undefined : numberInput(price.input),
+        pct: isPct ? numberInput(pct.input) : undefined,
+        window: isPct ? windowF.input.value : undefined,
+        repeat: repeat.input.checked ? true : undefined,
+        note: note.input.value ? note.input.value : undefined,
+      };
+      submit.disabled = true;
+      say(error, '');
+      say(status, '');
+      try {
+        const r = await call('POST', v1('alerts'), body);
+        say(status, 'Alert #' + (r.data && r.data.id) + ' created.');
+        price.input.value = '';
+        pct.input.value = '';
+        note.input.value = '';
+        created();
+      } catch (e) {
+        say(error, errText(e));
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  /** Create form of density and market alerts (POST /site/site-alerts, fields of decisions.md §10). */
+  function siteAlertForm(created) {
+    const listId = 'symbols-site-alert-form';
+    const type = field('Kind', 'type', 'select', { options: [['density', 'Wall appears (density)'], ['market', 'Board number crosses (market)']] });
+    const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: 'binance' });
+    const symbol = field('Pair', 'symbol', 'text', { placeholder: 'empty: every pair', list: listId });
+    const side = field('Side', 'side', 'select', { options: [['any', 'bid or ask'], ['bid', 'bid (buy wall)'], ['ask', 'ask (sell wall)']] });
+    const minUsd = field('Minimum wall value (USD)', 'min_usd', 'text', { inputmode: 'decimal', placeholder: 'e.g. 250000' });
+    const maxDist = field('Maximum distance from price (%)', 'max_dist_pct', 'text', { inputmode: 'decimal', placeholder: '5' });
+    const minAge = field('Minimum age (s)', 'min_age_s', 'text', { inputmode: 'numeric', placeholder: '0' });
+    const number = field('Board number', 'number', 'select', { options: BOARD_NUMBERS });
+    const interval = field('Interval', 'interval', 'select', { options: options(INTERVALS), value: '1d' });
+    const direction = field('Direction', 'direction', 'select', { options: [['above', 'above'], ['below', 'below']] });
+    const threshold = field('Threshold', 'threshold', 'text', { inputmode: 'decimal', placeholder: 'e.g. 60', hint: '0–100 for sentiment; a count for the others.' });
+    const repeat = field('Repeat', 'repeat', 'checkbox');
+    const note = field('Note', 'note', 'text', { maxlength: 500 });
+    const datalist = h('datalist', { id: listId });
+    const error = errorBox('site-alert-error');
+    const status = statusBox('site-alert-status');
+    const submit = h('button', { type: 'submit', text: 'Create alert' });
+    const densityOnly = [symbol, side, minUsd, maxDist, minAge];
+    const marketOnly = [number, interval, direction, threshold];
+
+    function syncType() {
+      const density = type.input.value === 'density';
+      densityOnly.forEach((f) => { f.wrap.hidden = !density; });
+      marketOnly.forEach((f) => { f.wrap.hidden = density; });
+    }
+    type.input.addEventListener('change', syncType);
+    venue.input.addEventListener('change', () => suggest(datalist, venue.input.value));
+    syncType();
+    suggest(datalist, venue.input.value);
+
+    const form = h('form', { testid: 'site-alert-form', 'aria-labelledby': 'sf-h', novalidate: true },
+      h('h3', { id: 'sf-h', text: 'New wall or market alert' }),
+      h('div', { class: 'fields' }, type.wrap, venue.wrap, densityOnly.map((f) => f.wrap), marketOnly.map((f) => f.wrap), note.wrap, repeat.wrap),
+      datalist, h('div', { class: 'actions' }, submit), error, status);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const density = type.input.value === 'density';
+      const body = { type: type.input.value, exchange: venue.input.value };
+      if (density) {
+        const s = symbol.input.value.trim();
+        body.symbol = s ? s : undefined;
+        body.side = side.input.value;
+        body.min_usd = numberInput(minUsd.input);
+        body.max_dist_pct = numberInput(maxDist.input);
+        body.min_age_s = numberInput(minAge.input);
+      } else {
+        body.number = number.input.value;
+        body.interval = interval.input.value;
+        body.direction = direction.input.value;
+        body.threshold = numberInput(threshold.input);
+      }
+      body.repeat = repeat.input.checked;
+      body.note = note.input.value ? note.input.value : undefined;
+      submit.disabled = true;
+      say(error, '');
+      say(status, '');
+      try {
+        const r = await call('POST', '/site/site-alerts', body);
+        say(status, (density ? 'Wall' : 'Market') + ' alert #' + (r.data && r.data.id) + ' created.');
+        note.input.value = '';
+        created();
+      } catch (e) {
+        say(error, errText(e));
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  // ---- Notifications page: the inbox, live through the event stream ----
+  function notificationsPage() {
+    const gen = state.gen;
+    const list = h('ul', { class: 'inbox', testid: 'inbox-list', 'aria-busy': 'true', 'aria-labelledby': 'nt-h' });
+    const error = errorBox('inbox-error');
+    const live = h('p', { class: 'live', 'data-live': '' });
+    mount('Notifications', [
+      h('h1', { id: 'nt-h', text: 'Notifications' }), live, error,
+      h('section', { class: 'panel', 'aria-label': 'Inbox' }, list),
+    ]);
+    liveStatus();
+    renderInbox();
+    markSeen();
+    loadInbox().then((r) => {
+      if (!current(gen)) return;
+      if (r !== true) say(error, 'Could not load the inbox: ' + errText(r));
+      renderInbox();
+      list.setAttribute('aria-busy', 'false');
+      markSeen();
+    });
+  }
+
+  function renderInbox() {
+    const list = document.querySelector('[data-testid="inbox-list"]');
+    if (!list) return;
+    const entries = Array.from(state.inbox.values()).sort((a, b) => b.id - a.id);
+    if (!entries.length) {
+      list.replaceChildren(h('li', { class: 'empty', text: 'No notification yet. Alert firings appear here as they happen.' }));
+      return;
+    }
+    list.replaceChildren(...entries.map(inboxItem));
+  }
+
+  function inboxItem(e) {
+    const ev = e.event && typeof e.event === 'object' ? e.event : {};
+    const when = e.createdAt || ev.time || (ev.trigger && ev.trigger.time);
+    const li = h('li', {
+      'data-kind': e.kind, 'data-alert-id': e.alertId === null || e.alertId === undefined ? null : e.alertId,
+      'data-entry-id': e.id, class: e._fresh ? 'fresh' : null,
+    }, when ? [timeEl(when), ' '] : null, h('span', { class: 'kind', text: KIND_LABELS[e.kind] || e.kind }), ' ', describe(e.kind, ev, e.alertId));
+    return li;
+  }
+
+  /** One readable line for an inbox entry's event body (the webhook body, or the site alert's firing). */
+  function describe(kind, ev, alertId) {
+    const a = ev.alert && typeof ev.alert === 'object' ? ev.alert : {};
+    const pair = (x) => (x.symbol || '?') + ' on ' + (x.exchange || a.exchange || '?');
+    const id = a.id !== undefined ? a.id : alertId;
+    if (kind === 'alert.triggered') {
+      const t = ev.trigger || {};
+      const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')' : a.direction + ' ' + fmtPrice(a.price);
+      return pair(a) + ' · ' + a.type + ' alert #' + id + ' ' + cond + ' · price ' + fmtPrice(t.price) +
+        (isNum(t.move) ? ' · moved ' + fmtPct(t.move, true) : '') + (a.note ? ' · ' + a.note : '');
+    }
+    if (kind === 'alert.delisted') {
+      return pair(a) + ' was delisted; alert #' + id + ' was removed.';
+    }
+    if (kind === 'density.triggered') {
+      const w = ev.wall || {};
+      return (w.symbol || a.symbol || '?') + ' on ' + (a.exchange || '?') + ' · ' + (w.side || '?') + ' wall at ' + fmtPrice(w.price) +
+        ' · ' + fmtUsd(w.usd) + ' · ' + fmtPct(w.dist, true) + ' from the price' +
+        (isNum(w.ageS) ? ' · standing ' + w.ageS + ' s' : '') + ' · alert #' + id + (a.note ? ' · ' + a.note : '');
+    }
+    if (kind === 'market.triggered') {
+      return (a.exchange || '?') + ' · ' + labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' +
+        a.threshold + ' · now ' + (isNum(ev.value) ? numberFmt.format(ev.value) : '?') + ' · alert #' + id + (a.note ? ' · ' + a.note : '');
+    }
+    return 'alert #' + id;
+  }
+
+  // ---- Settings page: Telegram chat id, API keys ----
+  function settingsPage() {
+    const gen = state.gen;
+    const keysT = table('keys-table', 'Your API keys; revoking the key of this session signs you out.',
+      ['ID', 'Label', 'Plan', 'Created', 'Status', 'Action']);
+    const keysError = errorBox('keys-error');
+    const newKey = h('div', { class: 'new-key', testid: 'key-new', 'aria-live': 'polite' });
+
+    async function loadKeys() {
+      try {
+        const r = await call('GET', '/site/keys');
+        if (!current(gen)) return;
+        fillTable(keysT, (r.data || []).map((k) => keyRow(k, loadKeys, keysError)), 'No key.');
+      } catch (e) {
+        if (current(gen)) failTable(keysT, errText(e));
+      }
+    }
+
+    mount('Settings', [
+      h('h1', { text: 'Settings' }),
+      h('section', { class: 'panel', 'aria-labelledby': 'tg-h' }, h('h2', { id: 'tg-h', text: 'Telegram' }), telegramForm(gen)),
+      h('section', { class: 'panel', 'aria-labelledby': 'ky-h' },
+        h('h2', { id: 'ky-h', text: 'API keys' }), keysT.wrap, keysError, keyCreateForm(newKey, loadKeys), newKey),
+    ]);
+    loadKeys();
+  }
+
+  function telegramForm(gen) {
+    const chat = field('Telegram chat id', 'telegramChatId', 'text', {
+      testid: 'telegram-chat-id', placeholder: 'e.g. 123456789 or @channel', hint: 'Leave empty and save to stop Telegram messages.',
+    });
+    const error = errorBox('telegram-error');
+    const status = statusBox('telegram-status');
+    const submit = h('button', { type: 'submit', text: 'Save' });
+    const form = h('form', { testid: 'telegram-form', 'aria-label': 'Telegram channel', novalidate: true },
+      h('p', { class: 'hint', text: 'Every alert firing is also sent to this Telegram chat through the service\'s bot.' }),
+      h('div', { class: 'fields wide' }, chat.wrap), h('div', { class: 'actions' }, submit), error, status);
+    chat.input.disabled = true;
+    call('GET', '/site/channels').then((r) => {
+      if (!current(gen)) return;
+      chat.input.value = r.data && r.data.telegramChatId ? String(r.data.telegramChatId) : '';
+      chat.input.disabled = false;
+    }, (e) => {
+      if (!current(gen)) return;
+      chat.input.disabled = false;
+      say(error, errText(e));
+    });
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const v = chat.input.value.trim();
+      submit.disabled = true;
+      say(error, '');
+      say(status, '');
+      try {
+        const r = await call('PUT', '/site/channels', { telegramChatId: v ? v : null });
+        const saved = r.data ? r.data.telegramChatId : null;
+        chat.input.value = saved ? String(saved) : '';
+        say(status, saved ? 'Saved: firings go to chat ' + saved + '.' : 'Telegram removed.');
+      } catch (e) {
+        say(error, errText(e));
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  function keyRow(k, reload, error) {
+    const cells = [
+      h('td', { text: k.id }),
+      h('td', { class: 'wrap', text: k.label || '' }),
+      h('td', { text: k.plan }),
+      h('td', null, timeEl(k.createdAt)),
+      h('td', null, k.revokedAt ? ['revoked ', timeEl(k.revokedAt)] : (k.current ? 'active (this session)' : 'active')),
+    ];
+    let action = '';
+    if (!k.revokedAt) {
+      action = h('button', { type: 'button', class: 'danger', testid: 'key-revoke', 'aria-label': 'Revoke key ' + k.id, text: 'Revoke' });
+      action.addEventListener('click', async () => {
+        action.disabled = true;
+        say(error, '');
+        try {
+          await call('DELETE', '/site/keys/' + enc(k.id));
+          if (k.current) sessionEnded('The key of this session was revoked; sign in with another key.');
+          else reload();
+        } catch (e) {
+          action.disabled = false;
+          if (e.status !== 401) say(error, errText(e));
+        }
+      });
+    }
+    cells.push(h('td', null, action));
+    return h('tr', { 'data-key-id': k.id, 'data-current': k.current ? 'true' : null }, cells);
+  }
+
+  function keyCreateForm(out, created) {
+    const label = field('Label (optional)', 'label', 'text', { maxlength: 100, placeholder: 'e.g. trading bot' });
+    const error = errorBox('key-create-error');
+    const submit = h('button', { type: 'submit', testid: 'key-create', text: 'Create key' });
+    const form = h('form', { 'aria-label': 'New API key', novalidate: true },
+      h('h3', { text: 'New key' }), h('div', { class: 'fields wide' }, label.wrap), h('div', { class: 'actions' }, submit), error);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      submit.disabled = true;
+      say(error, '');
+      out.replaceChildren();
+      try {
+        const v = label.input.value.trim();
+        const r = await call('POST', '/site/keys', v ? { label: v } : {});
+        label.input.value = '';
+        showNewKey(out, r.data || {});
+        created();
+      } catch (e) {
+        say(error, errText(e));
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  function showNewKey(out, k) {
+    const code = h('code', { testid: 'key-new-value', text: k.key || '' });
+    const copy = h('button', { type: 'button', class: 'secondary', text: 'Copy' });
+    const copied = h('span', { class: 'hint', role: 'status' });
+    copy.addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText(k.key || '');
+        say(copied, 'Copied.');
+      } catch (e) {
+        say(copied, 'Select the key and copy it by hand.');
+      }
+    });
+    out.replaceChildren(
+      h('p', null, h('strong', { text: 'New key #' + k.id + (k.label ? ' (' + k.label + ')' : '') + ', plan ' + k.plan + ':' })),
+      code,
+      h('p', { class: 'hint', text: 'Copy it now: it is not shown again (the server keeps only its hash).' }),
+      h('div', { class: 'actions' }, copy, copied));
+  }
+
+  // ---- Start ----
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', boot);
+  else boot();
+})();

@@ -1,0 +1,239 @@
+//! Live push to the site's open pages: `GET /site/events` answers a `text/event-stream` (server-
+//! sent events) of the account's new inbox entries, each as `id: <entry id>`, `event: inbox` and
+//! `data: <the entry as GET /v1/inbox lists it>`.
+//!
+//! A stream starts after the newest entry at connection time, or after `Last-Event-ID` when the
+//! browser reconnects, so a dropped connection loses nothing. A task per stream looks every
+//! [`POLL_MS`] at the writer's count of inbox commits and reads the inbox (through the storage
+//! thread) only when it moved, or every [`RESCAN_MS`] regardless; it sends a comment every
+//! [`KEEPALIVE_MS`] so proxies keep the connection. The stream ends when the session does
+//! (sign-out, idle, its key revoked), when the client goes, or when the client reads too slowly
+//! to take [`QUEUE_MAX`] messages (the browser then reconnects and resumes from its last id).
+//!
+//! Bounds: [`STREAMS_MAX`] streams in all (429 beyond) and [`STREAMS_PER_ACCOUNT_MAX`] per
+//! account (429 beyond); at most [`READ_MAX`] entries per read.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, COOKIE};
+use hyper::http::request::Parts;
+use hyper::{Response, StatusCode};
+
+use super::{write_inbox_entry, ApiError, Front, Resp};
+use crate::json::Json;
+use crate::site::session;
+
+/// How often a stream looks for new entries, in milliseconds.
+pub const POLL_MS: u64 = 100;
+/// How often a stream reads the inbox even if the writer's count did not move.
+pub const RESCAN_MS: i64 = 2_000;
+/// How often a comment is sent on a quiet stream.
+pub const KEEPALIVE_MS: i64 = 15_000;
+/// Messages waiting for a slow client at most; beyond it the stream ends.
+pub const QUEUE_MAX: usize = 64;
+/// Entries read per look.
+pub const READ_MAX: u32 = 100;
+/// Open streams in all.
+pub const STREAMS_MAX: usize = 4_096;
+/// Open streams of one account (tabs and devices).
+pub const STREAMS_PER_ACCOUNT_MAX: usize = 16;
+
+/// The body of an event stream: messages as the stream's task produces them.
+pub struct EventBody {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+}
+
+impl Body for EventBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+/// Open streams, in all and per account.
+#[derive(Debug, Default)]
+pub struct Streams {
+    total: usize,
+    by_account: HashMap<i64, usize>,
+}
+
+impl Streams {
+    fn open(&mut self, account: i64) -> Result<(), ApiError> {
+        let mine = self.by_account.get(&account).copied().unwrap_or(0);
+        if self.total >= STREAMS_MAX {
+            return Err(ApiError::too_many("too many live connections; retry shortly", 5));
+        }
+        if mine >= STREAMS_PER_ACCOUNT_MAX {
+            return Err(ApiError::too_many(
+                format!("at most {STREAMS_PER_ACCOUNT_MAX} live connections per account; close a tab"),
+                5,
+            ));
+        }
+        self.total += 1;
+        *self.by_account.entry(account).or_insert(0) += 1;
+        Ok(())
+    }
+
+    fn close(&mut self, account: i64) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(n) = self.by_account.get_mut(&account) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_account.remove(&account);
+            }
+        }
+    }
+}
+
+/// Frees a stream's place when its task ends, however it ends.
+struct Place {
+    streams: Rc<RefCell<Streams>>,
+    account: i64,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.streams.borrow_mut().close(self.account);
+    }
+}
+
+/// One entry as a server-sent event.
+fn message(r: &crate::persistence::store::InboxRow) -> Bytes {
+    let mut j = Json::with_capacity(128 + r.body.len());
+    write_inbox_entry(&mut j, r);
+    // JSON written by this service has no raw newline, so one `data:` line holds it.
+    Bytes::from(format!("id: {}\nevent: inbox\ndata: {}\n\n", r.id, j.finish()))
+}
+
+/// The id the browser last saw, from `Last-Event-ID`.
+fn last_event_id(req: &Parts) -> Option<i64> {
+    req.headers.get("last-event-id")?.to_str().ok()?.trim().parse::<i64>().ok().filter(|&i| i >= 0)
+}
+
+impl Front {
+    /// `GET /site/events`: the stream, or the error answer (401 without a session, 429 at a
+    /// bound, 503 if storage cannot be read).
+    pub(super) async fn site_events(self: &Rc<Self>, req: &Parts) -> Result<Response<EventBody>, Resp> {
+        let now_ms = self.clock.now_ms();
+        let s = self.signed_in(req, now_ms).map_err(ApiError::into_response)?;
+        let cookie = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
+        let Some(cookie) = cookie.map(str::to_owned) else {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in").into_response());
+        };
+        let acc = s.account_id;
+        let after = match last_event_id(req) {
+            Some(id) => id,
+            None => self
+                .storage
+                .run(move |store| store.inbox_last_id(acc))
+                .await
+                .map_err(|e| ApiError::from(e).into_response())?,
+        };
+        self.event_streams.borrow_mut().open(acc).map_err(ApiError::into_response)?;
+        let place = Place { streams: self.event_streams.clone(), account: acc };
+        let (tx, rx) = tokio::sync::mpsc::channel(QUEUE_MAX);
+        let front = self.clone();
+        tokio::task::spawn_local(async move {
+            let _place = place;
+            front.push_inbox(acc, cookie, after, tx).await;
+        });
+        let mut r = Response::new(EventBody { rx });
+        let h = r.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        *r.status_mut() = StatusCode::OK;
+        Ok(r)
+    }
+
+    /// The stream's task: sends entries after `after` until the session or the client ends.
+    async fn push_inbox(&self, acc: i64, cookie: String, mut after: i64, tx: tokio::sync::mpsc::Sender<Bytes>) {
+        let mut seen = u64::MAX;
+        let (mut read_ms, mut sent_ms) = (0, self.clock.now_ms());
+        // A comment first, so the browser sees the stream open at once.
+        if tx.try_send(Bytes::from_static(b": open\n\n")).is_err() {
+            return;
+        }
+        loop {
+            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+            let now_ms = self.clock.now_ms();
+            let revoked = |s: &session::Session| self.keys.get(&s.key_hash).is_none_or(|k| k.revoked_ms.is_some());
+            let live = self.sessions.borrow_mut().get(&cookie, now_ms, revoked).is_some_and(|s| s.account_id == acc);
+            if !live || tx.is_closed() {
+                return;
+            }
+            let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
+            if writes != seen || now_ms - read_ms >= RESCAN_MS {
+                seen = writes;
+                read_ms = now_ms;
+                let Ok(rows) = self.storage.run(move |store| store.inbox_after(acc, after, READ_MAX)).await else {
+                    continue;
+                };
+                for r in &rows {
+                    if tx.try_send(message(r)).is_err() {
+                        return;
+                    }
+                    after = r.id;
+                    sent_ms = now_ms;
+                }
+                if rows.len() == READ_MAX as usize {
+                    // More are waiting: read again at the next look.
+                    seen = u64::MAX;
+                }
+            }
+            if now_ms - sent_ms >= KEEPALIVE_MS {
+                if tx.try_send(Bytes::from_static(b": keep-alive\n\n")).is_err() {
+                    return;
+                }
+                sent_ms = now_ms;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_bounded_per_account_and_freed() {
+        let mut s = Streams::default();
+        for _ in 0..STREAMS_PER_ACCOUNT_MAX {
+            assert!(s.open(1).is_ok());
+        }
+        assert!(s.open(1).is_err(), "one more of the same account");
+        assert!(s.open(2).is_ok(), "another account");
+        s.close(1);
+        assert!(s.open(1).is_ok(), "room again");
+        for _ in 0..STREAMS_PER_ACCOUNT_MAX {
+            s.close(1);
+        }
+        s.close(2);
+        assert_eq!((s.total, s.by_account.len()), (0, 0));
+    }
+
+    #[test]
+    fn an_entry_is_one_event_with_its_id() {
+        let r = crate::persistence::store::InboxRow {
+            id: 7,
+            kind: "density.triggered".into(),
+            alert_id: Some(3),
+            body: "{\"event\":\"density.triggered\"}".into(),
+            created_ms: 0,
+        };
+        let m = String::from_utf8(message(&r).to_vec()).expect("utf-8");
+        assert!(m.starts_with("id: 7\nevent: inbox\ndata: {\"id\":7,\"kind\":\"density.triggered\""), "{m}");
+        assert!(m.ends_with("}\n\n") && m.matches('\n').count() == 4, "{m}");
+    }
+}

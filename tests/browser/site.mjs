@@ -1,0 +1,472 @@
+// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, the chart's levels, isolation of accounts.
+//
+// Run from the repository root as `node tests/browser/site.mjs` (after `npm ci` in tests/browser).
+// Environment: RAMPART_URL, SIM_URL, KEY_A, KEY_B, SYMBOL, WALL_QTY; optional SHOTS (a directory
+// for screenshots) and CHROMIUM (the browser binary, /usr/bin/chromium by default).
+// Prints one line per step; exits 1 on the first failure.
+
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+// ---- Inputs ----
+function env(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`environment variable ${name} is required`);
+  return v;
+}
+
+const BASE = env('RAMPART_URL').replace(/\/+$/, '');
+const SIM = env('SIM_URL').replace(/\/+$/, '');
+const KEY_A = env('KEY_A');
+const KEY_B = env('KEY_B');
+const SYMBOL = (process.env.SYMBOL || 'BTCUSDT').toUpperCase();
+const WALL_QTY = env('WALL_QTY');
+const SHOTS = process.env.SHOTS || '';
+const VENUE = 'binance';
+const WAIT = 30_000; // the longest any single wait may take
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+
+// ---- Reporting ----
+let stepNo = 0;
+function step(text) {
+  stepNo += 1;
+  console.log(`step ${stepNo}: ${text}`);
+}
+function note(text) {
+  console.log(`  ${text}`);
+}
+
+// ---- HTTP from node (API keys) ----
+async function api(key, method, pathAndQuery, body) {
+  const init = { method, headers: { Authorization: `Bearer ${key}`, Accept: 'application/json' }, signal: AbortSignal.timeout(WAIT) };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(BASE + pathAndQuery, init);
+  const text = await res.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  return { status: res.status, json, text };
+}
+
+async function apiOk(key, method, pathAndQuery, body) {
+  const r = await api(key, method, pathAndQuery, body);
+  assert.ok(r.status >= 200 && r.status < 300, `${method} ${pathAndQuery} answered ${r.status}: ${r.text}`);
+  return r.json;
+}
+
+async function placeWall() {
+  const res = await fetch(`${SIM}/sim/level`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ venue: VENUE, symbol: SYMBOL, side: 'bid', depth: 5, qty: WALL_QTY }),
+    signal: AbortSignal.timeout(WAIT),
+  });
+  const text = await res.text();
+  assert.equal(res.status, 200, `POST ${SIM}/sim/level answered ${res.status}: ${text}`);
+  const price = Number(JSON.parse(text).price);
+  assert.ok(Number.isFinite(price), `the simulator answered no wall price: ${text}`);
+  return price;
+}
+
+// ---- Waiting ----
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls fn (async, returns a truthy value when done) for at most ms; fails with message. */
+async function until(message, fn, ms = WAIT) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms / 1000} s: ${message}${last ? ` (last error: ${last.message})` : ''}`);
+    }
+    await sleep(250);
+  }
+}
+
+async function visible(page, selector, message, ms = WAIT) {
+  try {
+    return await page.waitForSelector(selector, { state: 'visible', timeout: ms });
+  } catch (e) {
+    throw new Error(`timed out after ${ms / 1000} s: ${message} (${selector})`);
+  }
+}
+
+async function gone(page, selector, message, ms = WAIT) {
+  try {
+    await page.waitForSelector(selector, { state: 'detached', timeout: ms });
+  } catch (e) {
+    throw new Error(`timed out after ${ms / 1000} s: ${message} (${selector})`);
+  }
+}
+
+async function pageTrue(page, fn, arg, message, ms = WAIT) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout: ms, polling: 200 });
+  } catch (e) {
+    throw new Error(`timed out after ${ms / 1000} s: ${message}`);
+  }
+}
+
+const tid = (id) => `[data-testid="${id}"]`;
+
+/** Waits for the market page after submitting the sign-in form; a refusal fails with the page's message. */
+async function signedIn(page, who) {
+  try {
+    await page.waitForFunction(() => {
+      const err = document.querySelector('[data-testid="signin-error"]');
+      return document.querySelector('[data-testid="market-board"]') || (err && err.textContent.trim() !== '' && !document.querySelector('[data-testid="signin-submit"]:disabled'));
+    }, null, { timeout: WAIT, polling: 200 });
+  } catch (e) {
+    throw new Error(`timed out after ${WAIT / 1000} s: the market page did not show after signing in as ${who}`);
+  }
+  const refused = await page.$(tid('market-board')) ? '' : await page.textContent(tid('signin-error'));
+  if (refused) throw new Error(`signing in as ${who} was refused: ${refused.trim()}`);
+}
+const loaded = (id) => `${tid(id)}[aria-busy="false"]`;
+
+// ---- Browser: console errors, page errors and CSP violations are recorded for every page ----
+const consoleErrors = [];
+const pageErrors = [];
+const cspViolations = [];
+
+function watch(page, who) {
+  page.on('console', (m) => {
+    if (m.type() !== 'error' && m.type() !== 'warning') return;
+    const text = m.text();
+    if (/Content[- ]Security[- ]Policy|CSP violation/i.test(text)) cspViolations.push(`${who}: ${text}`);
+    else if (m.type() === 'error') consoleErrors.push(`${who}: ${text}`);
+  });
+  page.on('pageerror', (e) => pageErrors.push(`${who}: ${e && e.stack ? e.stack : e}`));
+}
+
+async function newPage(browser, who, viewport = DESKTOP) {
+  const context = await browser.newContext({ viewport, baseURL: BASE });
+  // The document reports each violation itself too, whatever the console says.
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`);
+    });
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  watch(page, who);
+  return { context, page };
+}
+
+async function signIn(page, key, who) {
+  const response = await page.goto('/', { waitUntil: 'domcontentloaded', timeout: WAIT });
+  await visible(page, tid('signin-key'), 'the sign-in form did not show');
+  await page.fill(tid('signin-key'), key);
+  await page.click(tid('signin-submit'));
+  await signedIn(page, who);
+  return response;
+}
+
+/** Follows a header link (no reload), as a user would. */
+async function nav(page, name) {
+  await page.click(tid(`nav-${name}`));
+  await pageTrue(page, (n) => location.hash === `#/${n}`, name, `the ${name} link did not open its page`);
+}
+
+async function setHash(page, hash) {
+  await page.evaluate((h) => {
+    location.hash = h;
+  }, hash);
+}
+
+async function rowIds(page, tableId, attr) {
+  return page.$$eval(`${tid(tableId)} tbody tr[${attr}]`, (rows, a) => rows.map((r) => Number(r.getAttribute(a))), attr);
+}
+
+function decimals(tick) {
+  const s = String(tick);
+  const m = /e-(\d+)$/.exec(s);
+  return Math.min(m ? Number(m[1]) : (s.split('.')[1] || '').length, 8);
+}
+
+const close = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(Math.abs(a), Math.abs(b), 1e-300);
+
+// ---- The scenario ----
+async function main(browser) {
+  const A = {};
+
+  step('sign in as A through the form: CSP header, HttpOnly SameSite=Strict cookie without the key');
+  const a = await newPage(browser, 'A');
+  {
+    const first = await a.page.goto('/', { waitUntil: 'domcontentloaded', timeout: WAIT });
+    const csp = first.headers()['content-security-policy'] || '';
+    assert.ok(csp.includes("script-src 'self'"), `the page's Content-Security-Policy lacks script-src 'self': "${csp}"`);
+    await visible(a.page, tid('signin-key'), 'the sign-in form did not show');
+    const label = await a.page.$eval(tid('signin-key'), (el) => (el.labels && el.labels[0] ? el.labels[0].textContent : ''));
+    assert.match(label, /API key/, 'the key input has no "API key" label');
+    assert.equal(await a.page.getAttribute(tid('signin-key'), 'type'), 'password');
+    // A wrong key shows the server's message.
+    await a.page.fill(tid('signin-key'), 'rk_' + '0'.repeat(32));
+    await a.page.click(tid('signin-submit'));
+    await pageTrue(a.page, (s) => (document.querySelector(s)?.textContent || '').trim().length > 0, tid('signin-error'),
+      'a wrong key showed no error');
+    note(`wrong key: "${(await a.page.textContent(tid('signin-error'))).trim()}"`);
+    await a.page.fill(tid('signin-key'), KEY_A);
+    await a.page.click(tid('signin-submit'));
+    await signedIn(a.page, 'A');
+    const cookie = (await a.context.cookies(BASE)).find((c) => c.name === 'rampart_session');
+    assert.ok(cookie, 'no rampart_session cookie after signing in');
+    assert.equal(cookie.httpOnly, true, 'the session cookie is not HttpOnly');
+    assert.equal(cookie.sameSite, 'Strict', 'the session cookie is not SameSite=Strict');
+    assert.ok(!cookie.value.includes(KEY_A) && !cookie.value.includes(KEY_A.replace(/^rk_/, '')), 'the cookie carries the key');
+    assert.equal(await a.page.evaluate(() => document.cookie.includes('rampart_session')), false, 'the page can read the session cookie');
+    await visible(a.page, `${tid('rankings-table')} tbody tr[data-symbol]`, 'the rankings table stayed empty');
+  }
+
+  step('CSRF: a state change without the token is 403 and creates nothing');
+  {
+    const before = (await apiOk(KEY_A, 'GET', '/v1/alerts?status=all')).data.length;
+    const sym = await apiOk(KEY_A, 'GET', `/v1/symbols/${SYMBOL}?exchange=${VENUE}`);
+    A.price = sym.data.price;
+    A.decimals = decimals(sym.data.tickSize);
+    const body = JSON.stringify({ symbol: SYMBOL, exchange: VENUE, type: 'price', direction: 'above', price: Number((A.price * 2).toFixed(A.decimals)) });
+    const statuses = await a.page.evaluate(async (b) => {
+      const bare = await fetch('/site/v1/alerts', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' }, body: b });
+      const wrong = await fetch('/site/v1/alerts', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': '00' }, body: b });
+      return [bare.status, wrong.status];
+    }, body);
+    assert.deepEqual(statuses, [403, 403], `POST without / with a wrong CSRF token answered ${statuses}`);
+    const after = (await apiOk(KEY_A, 'GET', '/v1/alerts?status=all')).data.length;
+    assert.equal(after, before, 'an alert was created without the CSRF token');
+  }
+
+  step('price alerts: one made on the site is listed by GET /v1/alerts; one made through the API shows on the site');
+  {
+    await nav(a.page, 'alerts');
+    await visible(a.page, loaded('alerts-table'), 'the alerts table did not load');
+    const form = tid('alert-form');
+    const up = (A.price * 1.5).toFixed(A.decimals);
+    await a.page.selectOption(`${form} select[name="exchange"]`, VENUE);
+    await a.page.fill(`${form} input[name="symbol"]`, SYMBOL);
+    await a.page.selectOption(`${form} select[name="type"]`, 'price');
+    await a.page.selectOption(`${form} select[name="direction"]`, 'above');
+    await a.page.fill(`${form} input[name="price"]`, up);
+    await a.page.click(`${form} button[type="submit"]`);
+    const made = await until('the alert made on the site is not listed by GET /v1/alerts', async () => {
+      const r = await apiOk(KEY_A, 'GET', '/v1/alerts');
+      return r.data.find((x) => x.symbol === SYMBOL && x.exchange === VENUE && x.direction === 'above' && close(x.price, Number(up)));
+    });
+    assert.equal(made.webhookUrl, null, 'an alert made on the site has a webhook URL');
+    A.siteAlertId = made.id;
+    const err = (await a.page.textContent(tid('alert-error'))).trim();
+    assert.equal(err, '', `the alert form shows an error: ${err}`);
+    await visible(a.page, `${tid('alerts-table')} tr[data-alert-id="${made.id}"]`, `alert ${made.id} is not in the table`);
+    note(`site alert ${made.id} above ${up}`);
+
+    const down = (A.price * 0.5).toFixed(A.decimals);
+    const viaApi = await apiOk(KEY_A, 'POST', '/v1/alerts', { symbol: SYMBOL, exchange: VENUE, type: 'price', direction: 'below', price: Number(down) });
+    A.apiAlertId = viaApi.data.id;
+    await nav(a.page, 'market');
+    await nav(a.page, 'alerts');
+    await visible(a.page, `${tid('alerts-table')} tr[data-alert-id="${A.apiAlertId}"]`, `the API's alert ${A.apiAlertId} is not in the site's table`);
+    note(`API alert ${A.apiAlertId} below ${down}`);
+
+    // A refusal shows the server's own message.
+    await a.page.fill(`${form} input[name="symbol"]`, SYMBOL);
+    await a.page.selectOption(`${form} select[name="direction"]`, 'above');
+    await a.page.fill(`${form} input[name="price"]`, down);
+    await a.page.click(`${form} button[type="submit"]`);
+    await pageTrue(a.page, (s) => (document.querySelector(s)?.textContent || '').trim().length > 0, tid('alert-error'),
+      'an alert on the wrong side of the price showed no error');
+    assert.equal(await a.page.getAttribute(tid('alert-error'), 'role'), 'alert');
+    note(`refusal shown: "${(await a.page.textContent(tid('alert-error'))).trim()}"`);
+  }
+
+  step('density alert made on the site fires live into Notifications when a wall is placed (no reload)');
+  {
+    await visible(a.page, loaded('site-alerts-table'), 'the density/market alerts table did not load');
+    const minUsd = Math.min(1e12, Math.max(1, Math.floor(Number(WALL_QTY) * A.price * 0.5)));
+    const form = tid('site-alert-form');
+    const before = await rowIds(a.page, 'site-alerts-table', 'data-site-alert-id');
+    await a.page.selectOption(`${form} select[name="type"]`, 'density');
+    await a.page.selectOption(`${form} select[name="exchange"]`, VENUE);
+    await a.page.fill(`${form} input[name="symbol"]`, SYMBOL);
+    await a.page.selectOption(`${form} select[name="side"]`, 'any');
+    await a.page.fill(`${form} input[name="min_usd"]`, String(minUsd));
+    await a.page.click(`${form} button[type="submit"]`);
+    const ids = await until('the new density alert did not appear in its table', async () => {
+      const now = await rowIds(a.page, 'site-alerts-table', 'data-site-alert-id');
+      const fresh = now.filter((id) => !before.includes(id));
+      return fresh.length ? fresh : null;
+    });
+    A.densityId = Math.max(...ids);
+    const err = (await a.page.textContent(tid('site-alert-error'))).trim();
+    assert.equal(err, '', `the density form shows an error: ${err}`);
+    note(`density alert ${A.densityId}, min_usd ${minUsd}`);
+
+    await nav(a.page, 'notifications');
+    await visible(a.page, loaded('inbox-list'), 'the inbox did not load');
+    await a.page.evaluate(() => {
+      window.__marker = 1;
+    });
+    A.wallPrice = await placeWall();
+    note(`wall placed at ${A.wallPrice}`);
+    const item = `${tid('inbox-list')} li[data-kind="density.triggered"][data-alert-id="${A.densityId}"]`;
+    await visible(a.page, item, `no density.triggered entry for alert ${A.densityId} arrived live`);
+    assert.equal(await a.page.evaluate(() => window.__marker), 1, 'the page was reloaded');
+    const text = await a.page.textContent(item);
+    assert.ok(text.includes(SYMBOL), `the entry does not name the pair: ${text}`);
+    note(`entry: "${text.trim()}"`);
+  }
+
+  step(`pair page: every served level of ${SYMBOL} is a price line of the chart, and so is the new wall`);
+  {
+    await setHash(a.page, `#/pair/${VENUE}/${SYMBOL}`);
+    await visible(a.page, tid('pair-chart'), 'the pair page did not show its chart');
+    await visible(a.page, tid('pair-metrics'), 'the pair page did not show its metrics');
+    await pageTrue(a.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
+    let report = '';
+    await until('the chart does not hold every served level', async () => {
+      const served = (await apiOk(KEY_A, 'GET', `/v1/levels/${SYMBOL}?exchange=${VENUE}`)).data;
+      const lines = await a.page.evaluate(() => window.rampartChart.priceLines());
+      const missing = served.filter((l) => !lines.some((p) => close(p.price, l.price)));
+      report = `served ${served.length}, lines ${lines.length}, missing ${JSON.stringify(missing.map((l) => l.price))}`;
+      if (!served.length) throw new Error('no level is served, so nothing can be checked');
+      if (missing.length) throw new Error(report);
+      return true;
+    });
+    note(report);
+    await until(`no "wall bid" line at ${A.wallPrice}`, async () => {
+      const lines = await a.page.evaluate(() => window.rampartChart.priceLines());
+      return lines.some((p) => p.title === 'wall bid' && close(p.price, A.wallPrice));
+    });
+    const venue = await a.page.$eval(tid('pair-venue'), (el) => el.value);
+    assert.equal(venue, VENUE);
+    const tfs = await a.page.$$eval(`${tid('pair-interval')} option`, (os) => os.map((o) => o.value));
+    assert.deepEqual(tfs, ['5m', '15m', '1h', '4h', '1d', '1w']);
+  }
+
+  step('delete the site-made price alert with its row button; GET /v1/alerts no longer lists it');
+  {
+    await nav(a.page, 'alerts');
+    const row = `${tid('alerts-table')} tr[data-alert-id="${A.siteAlertId}"]`;
+    await visible(a.page, row, `alert ${A.siteAlertId} is not in the table`);
+    await a.page.click(`${row} ${tid('alert-delete')}`);
+    await gone(a.page, row, `alert ${A.siteAlertId}'s row stayed after deleting`);
+    const all = (await apiOk(KEY_A, 'GET', '/v1/alerts?status=all')).data;
+    assert.ok(!all.some((x) => x.id === A.siteAlertId), `GET /v1/alerts still lists the deleted alert ${A.siteAlertId}`);
+    assert.ok(all.some((x) => x.id === A.apiAlertId), 'the other alert went too');
+  }
+
+  step('sign out: the session is over and the sign-in form shows');
+  {
+    await a.page.click(tid('signout'));
+    await visible(a.page, tid('signin-key'), 'the sign-in form did not show after signing out');
+    const status = await a.page.evaluate(async () => (await fetch('/site/session', { credentials: 'same-origin' })).status);
+    assert.equal(status, 401, `/site/session answered ${status} after signing out`);
+    await a.context.close();
+  }
+
+  step("sign in as B: none of A's alerts, notifications or site alerts, and A's alert cannot be deleted");
+  {
+    const b = await newPage(browser, 'B');
+    await signIn(b.page, KEY_B, 'B');
+    await nav(b.page, 'alerts');
+    await visible(b.page, loaded('alerts-table'), "B's alerts table did not load");
+    await visible(b.page, loaded('site-alerts-table'), "B's density/market table did not load");
+    const apiRows = await rowIds(b.page, 'alerts-table', 'data-alert-id');
+    assert.ok(!apiRows.includes(A.apiAlertId), `B's alerts page shows A's alert ${A.apiAlertId}`);
+    const siteRows = await rowIds(b.page, 'site-alerts-table', 'data-site-alert-id');
+    assert.ok(!siteRows.includes(A.densityId), `B's alerts page shows A's density alert ${A.densityId}`);
+
+    const aInbox = new Set((await apiOk(KEY_A, 'GET', '/v1/inbox?limit=1000')).data.map((e) => e.id));
+    await nav(b.page, 'notifications');
+    await visible(b.page, loaded('inbox-list'), "B's inbox did not load");
+    const bEntries = await b.page.$$eval(`${tid('inbox-list')} li[data-entry-id]`, (ls) => ls.map((l) => Number(l.getAttribute('data-entry-id'))));
+    const leaked = bEntries.filter((id) => aInbox.has(id));
+    assert.deepEqual(leaked, [], "B's notifications show A's entries");
+
+    const probe = await b.page.evaluate(async (id) => {
+      const list = await (await fetch('/site/v1/alerts?status=all', { credentials: 'same-origin' })).json();
+      const s = await (await fetch('/site/session', { credentials: 'same-origin' })).json();
+      const del = await fetch(`/site/site-alerts/${id}`, { method: 'DELETE', credentials: 'same-origin', headers: { 'X-CSRF-Token': s.data.csrf } });
+      return { ids: (list.data || []).map((x) => x.id), del: del.status };
+    }, A.densityId);
+    assert.ok(!probe.ids.includes(A.apiAlertId), `GET /site/v1/alerts as B lists A's alert ${A.apiAlertId}`);
+    assert.equal(probe.del, 404, `DELETE of A's site alert as B answered ${probe.del}`);
+    await b.context.close();
+  }
+
+  if (SHOTS) {
+    step(`screenshots into ${SHOTS}`);
+    mkdirSync(SHOTS, { recursive: true });
+    for (const [size, viewport] of [['desktop', DESKTOP], ['phone', PHONE]]) {
+      const s = await newPage(browser, `shots-${size}`, viewport);
+      await s.page.goto('/', { waitUntil: 'domcontentloaded' });
+      await visible(s.page, tid('signin-key'), 'the sign-in form did not show');
+      await s.page.screenshot({ path: path.join(SHOTS, `signin-${size}.png`), fullPage: true });
+      await s.page.fill(tid('signin-key'), KEY_A);
+      await s.page.click(tid('signin-submit'));
+      await signedIn(s.page, 'A');
+      const pages = [
+        ['market', '#/market', async () => {
+          await visible(s.page, loaded('market-board'), 'the board did not load');
+          await visible(s.page, loaded('rankings-table'), 'the rankings did not load');
+        }],
+        ['pair', `#/pair/${VENUE}/${SYMBOL}`, async () => {
+          await pageTrue(s.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
+          await visible(s.page, loaded('pair-metrics'), 'the metrics did not load');
+        }],
+        ['alerts', '#/alerts', async () => {
+          await visible(s.page, loaded('alerts-table'), 'the alerts did not load');
+          await visible(s.page, loaded('site-alerts-table'), 'the site alerts did not load');
+        }],
+        ['notifications', '#/notifications', () => visible(s.page, loaded('inbox-list'), 'the inbox did not load')],
+        ['settings', '#/settings', () => visible(s.page, loaded('keys-table'), 'the keys did not load')],
+      ];
+      for (const [name, hash, ready] of pages) {
+        await setHash(s.page, hash);
+        await ready();
+        await sleep(300); // let the chart paint
+        await s.page.screenshot({ path: path.join(SHOTS, `${name}-${size}.png`), fullPage: true });
+      }
+      await s.context.close();
+    }
+  }
+
+  step('no Content-Security-Policy violation and no uncaught script error on any page');
+  if (consoleErrors.length) note(`console errors (not failures): ${consoleErrors.length}\n    ${consoleErrors.slice(0, 20).join('\n    ')}`);
+  assert.deepEqual(cspViolations, [], 'Content-Security-Policy violations happened');
+  assert.deepEqual(pageErrors, [], 'uncaught script errors happened');
+}
+
+// ---- Run ----
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  timeout: WAIT,
+});
+let failed = false;
+try {
+  await main(browser);
+  console.log('site browser test: all steps passed');
+} catch (e) {
+  failed = true;
+  console.error(`FAILED at step ${stepNo}: ${e && e.stack ? e.stack : e}`);
+  if (cspViolations.length) console.error(`CSP violations:\n  ${cspViolations.join('\n  ')}`);
+  if (pageErrors.length) console.error(`uncaught script errors:\n  ${pageErrors.join('\n  ')}`);
+} finally {
+  await browser.close().catch(() => {});
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,56 @@
+//! The site in a real browser: Debian's Chromium, headless, driven by Playwright
+//! (`tests/browser/site.mjs`, run with Node.js) against the real binary on the live feed from
+//! the venue simulator. The script signs in, creates and deletes alerts on the pages and checks
+//! them against `/v1`, sees a density alert fire on the notifications page without a reload when
+//! the simulator places a wall, checks the chart's price lines against `/v1/levels`, signs out,
+//! and checks that a second account sees none of the first's data, the cookie's flags, CSRF and
+//! the Content-Security-Policy. `tools/browser-deps.sh` installs what it needs.
+//!
+//! With `RAMPART_SHOTS=<dir>` the script also saves screenshots of every page at desktop and
+//! phone width (how `docs/screenshots/` is made).
+
+use std::process::Command;
+
+use rampart_tests::{Server, SimVenue};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+#[test]
+fn the_site_works_in_chromium() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = root.join("tests/browser/site.mjs");
+    assert!(
+        root.join("tests/browser/node_modules/playwright-core").is_dir(),
+        "playwright-core is not installed: run `bash tools/browser-deps.sh` (tools/check.sh does)"
+    );
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 8, "").display().to_string();
+    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
+    server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
+    let key_b = server.create_key("developer", Some("second account"));
+    // A wall far larger than anything the simulated book holds.
+    let truth = sim.get("book?venue=binance&symbol=BTCUSDT");
+    let biggest = ["bids", "asks"]
+        .iter()
+        .flat_map(|side| truth[side].as_array().cloned().unwrap_or_default())
+        .filter_map(|l| l[1].as_str().and_then(|q| q.parse::<f64>().ok()).or_else(|| l[1].as_f64()))
+        .fold(0.0_f64, f64::max);
+    let wall_qty = (biggest.max(1.0) * 50.0).ceil();
+    let mut cmd = Command::new("node");
+    cmd.arg(&script)
+        .current_dir(&root)
+        .env("RAMPART_URL", server.url(""))
+        .env("SIM_URL", &sim.url)
+        .env("KEY_A", &server.key)
+        .env("KEY_B", &key_b)
+        .env("SYMBOL", "BTCUSDT")
+        .env("WALL_QTY", format!("{wall_qty}"));
+    if let Ok(dir) = std::env::var("RAMPART_SHOTS") {
+        cmd.env("SHOTS", dir);
+    }
+    let out = cmd.output().expect("node runs (tools/browser-deps.sh installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(out.status.success(), "the browser test failed:\n{stdout}\n{stderr}\n{}", server.diagnostics());
+}
