@@ -273,6 +273,21 @@
 
   function errText(e) { return e && e.message ? e.message : String(e); }
 
+  // One form submission: the button busy meanwhile, old messages cleared, a refusal shown as
+  // the server worded it.
+  async function submitting(submit, error, status, work) {
+    submit.disabled = true;
+    say(error, '');
+    if (status) say(status, '');
+    try {
+      await work();
+    } catch (e) {
+      say(error, errText(e));
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
   function q(params) {
     const u = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') u.set(k, v);
@@ -1022,21 +1037,14 @@
       h('div', { class: 'actions' }, submit), error, status);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
-      submit.disabled = true;
-      say(error, '');
-      say(status, '');
-      try {
+      await submitting(submit, error, status, async () => {
         const r = await call('POST', v1('alerts'), {
           symbol: symbol, exchange: exchange, type: 'price', direction: dir.input.value, price: numberInput(priceIn.input),
         });
         say(status, 'Alert #' + (r.data && r.data.id) + ' created.');
         priceIn.input.value = '';
         created();
-      } catch (e) {
-        say(error, errText(e));
-      } finally {
-        submit.disabled = false;
-      }
+      });
     });
     return form;
   }
@@ -1231,21 +1239,14 @@
         repeat: repeat.input.checked ? true : undefined,
         note: note.input.value ? note.input.value : undefined,
       };
-      submit.disabled = true;
-      say(error, '');
-      say(status, '');
-      try {
+      await submitting(submit, error, status, async () => {
         const r = await call('POST', v1('alerts'), body);
         say(status, 'Alert #' + (r.data && r.data.id) + ' created.');
         price.input.value = '';
         pct.input.value = '';
         note.input.value = '';
         created();
-      } catch (e) {
-        say(error, errText(e));
-      } finally {
-        submit.disabled = false;
-      }
+      });
     });
     return form;
   }
@@ -1306,19 +1307,12 @@
       }
       body.repeat = repeat.input.checked;
       body.note = note.input.value ? note.input.value : undefined;
-      submit.disabled = true;
-      say(error, '');
-      say(status, '');
-      try {
+      await submitting(submit, error, status, async () => {
         const r = await call('POST', '/site/site-alerts', body);
         say(status, (density ? 'Wall' : 'Market') + ' alert #' + (r.data && r.data.id) + ' created.');
         note.input.value = '';
         created();
-      } catch (e) {
-        say(error, errText(e));
-      } finally {
-        submit.disabled = false;
-      }
+      });
     });
     return form;
   }
@@ -1428,7 +1422,7 @@
     const status = statusBox('telegram-status');
     const submit = h('button', { type: 'submit', text: 'Save' });
     const form = h('form', { testid: 'telegram-form', 'aria-label': 'Telegram channel', novalidate: true },
-      h('p', { class: 'hint', text: 'Every alert firing is also sent to this Telegram chat through the service\'s bot.' }),
+      h('p', { class: 'hint', text: 'The chat that will receive every alert firing through the service\'s bot. Telegram delivery is not enabled on this server yet; until it is, firings reach Notifications only.' }),
       h('div', { class: 'fields wide' }, chat.wrap), h('div', { class: 'actions' }, submit), error, status);
     chat.input.disabled = true;
     call('GET', '/site/channels').then((r) => {
@@ -1443,19 +1437,12 @@
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const v = chat.input.value.trim();
-      submit.disabled = true;
-      say(error, '');
-      say(status, '');
-      try {
+      await submitting(submit, error, status, async () => {
         const r = await call('PUT', '/site/channels', { telegramChatId: v ? v : null });
         const saved = r.data ? r.data.telegramChatId : null;
         chat.input.value = saved ? String(saved) : '';
-        say(status, saved ? 'Saved: firings go to chat ' + saved + '.' : 'Telegram removed.');
-      } catch (e) {
-        say(error, errText(e));
-      } finally {
-        submit.disabled = false;
-      }
+        say(status, saved ? 'Saved chat ' + saved + '. Telegram delivery is not enabled on this server yet: firings reach Notifications.' : 'Telegram chat removed.');
+      });
     });
     return form;
   }
@@ -1496,20 +1483,14 @@
       h('h3', { text: 'New key' }), h('div', { class: 'fields wide' }, label.wrap), h('div', { class: 'actions' }, submit), error);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
-      submit.disabled = true;
-      say(error, '');
       out.replaceChildren();
-      try {
+      await submitting(submit, error, null, async () => {
         const v = label.input.value.trim();
         const r = await call('POST', '/site/keys', v ? { label: v } : {});
         label.input.value = '';
         showNewKey(out, r.data || {});
         created();
-      } catch (e) {
-        say(error, errText(e));
-      } finally {
-        submit.disabled = false;
-      }
+      });
     });
     return form;
   }
