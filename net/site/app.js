@@ -1421,14 +1421,18 @@
     const error = errorBox('telegram-error');
     const status = statusBox('telegram-status');
     const submit = h('button', { type: 'submit', text: 'Save' });
+    const hint = h('p', { class: 'hint', testid: 'telegram-hint', text: 'The chat that receives every alert firing and delisting notice through the service\'s bot.' });
+    let enabled = false;
     const form = h('form', { testid: 'telegram-form', 'aria-label': 'Telegram channel', novalidate: true },
-      h('p', { class: 'hint', text: 'The chat that will receive every alert firing through the service\'s bot. Telegram delivery is not enabled on this server yet; until it is, firings reach Notifications only.' }),
+      hint,
       h('div', { class: 'fields wide' }, chat.wrap), h('div', { class: 'actions' }, submit), error, status);
     chat.input.disabled = true;
     call('GET', '/site/channels').then((r) => {
       if (!current(gen)) return;
       chat.input.value = r.data && r.data.telegramChatId ? String(r.data.telegramChatId) : '';
       chat.input.disabled = false;
+      enabled = !!(r.data && r.data.telegramEnabled);
+      if (!enabled) say(hint, 'This server has no Telegram bot configured: a chat id is kept, and firings reach Notifications only until the operator sets one up.');
     }, (e) => {
       if (!current(gen)) return;
       chat.input.disabled = false;
@@ -1441,7 +1445,9 @@
         const r = await call('PUT', '/site/channels', { telegramChatId: v ? v : null });
         const saved = r.data ? r.data.telegramChatId : null;
         chat.input.value = saved ? String(saved) : '';
-        say(status, saved ? 'Saved chat ' + saved + '. Telegram delivery is not enabled on this server yet: firings reach Notifications.' : 'Telegram chat removed.');
+        enabled = !!(r.data && r.data.telegramEnabled);
+        const where = enabled ? ' Firings are sent there from now on.' : ' This server has no Telegram bot configured: firings reach Notifications only.';
+        say(status, saved ? 'Saved chat ' + saved + '.' + where : 'Telegram chat removed.');
       });
     });
     return form;

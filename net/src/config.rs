@@ -180,6 +180,31 @@ pub struct WebhookSettings {
     pub allow_private: bool,
 }
 
+/// Channels besides the inbox and live push (`[channels]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSettings {
+    /// The Telegram bot (`[channels.telegram]`); absent: no Telegram messages are sent.
+    pub telegram: Option<TelegramSettings>,
+}
+
+/// The operator's Telegram bot (`[channels.telegram]`).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramSettings {
+    /// The Bot API base URL (default `https://api.telegram.org`; a local Bot API server works).
+    pub base_url: Option<String>,
+    /// The bot token from @BotFather (a secret: `RAMPART_CHANNELS__TELEGRAM__TOKEN` keeps it out
+    /// of the file).
+    pub token: String,
+}
+
+impl std::fmt::Debug for TelegramSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelegramSettings").field("base_url", &self.base_url).field("token", &"<hidden>").finish()
+    }
+}
+
 /// Wall detection settings.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -237,6 +262,9 @@ pub struct FileConfig {
     /// Wall detection settings.
     #[serde(default)]
     pub walls: WallSettings,
+    /// Notification channels (Telegram).
+    #[serde(default)]
+    pub channels: ChannelSettings,
     /// Metrics settings.
     #[serde(default)]
     pub metrics: MetricsSettings,
@@ -251,7 +279,8 @@ pub struct FileConfig {
 pub struct ConfigError(String);
 
 impl ConfigError {
-    fn new(message: String) -> ConfigError {
+    /// An error with `message`, for the operator.
+    pub fn new(message: String) -> ConfigError {
         ConfigError(message)
     }
 }

@@ -11,6 +11,11 @@
 //! are not followed), an answer that ends before its declared length or a broken chunked body,
 //! a timeout or a connection error is a failure, retried at first failure + 10 s and + 60 s.
 //!
+//! Telegram messages (`telegram`) are outbox rows too and go through everything here the same
+//! way (bounds, timeout, schedule, keep-alive); only their URL is made at each attempt from the
+//! operator's configuration, they carry no `X-Service-Event`, and the bot's address may be
+//! private (it is the operator's, not a client's).
+//!
 //! Connections are kept alive between attempts ([`pool`]): an attempt reuses an idle connection
 //! to an address its own SSRF check returned, and a connection the receiver closed while it was
 //! idle costs a retry on a new one within the same attempt (so the receiver may, rarely, see a
@@ -62,8 +67,10 @@ use ssrf::{Host, WebhookUrl};
 
 pub mod pool;
 pub mod ssrf;
-use crate::persistence::store::{AttemptResult, OutboxRow, Outcome, Store};
+pub mod telegram;
+use crate::persistence::store::{AttemptResult, Channel, OutboxRow, Outcome, Store};
 use pool::{Conn, Key, Pool};
+use telegram::TelegramChannel;
 
 /// Time allowed for one attempt: resolve, connect, TLS, send and the full answer.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -114,6 +121,8 @@ pub struct DeliveryConfig {
     pub health: Option<Arc<crate::persistence::storage::StorageHealth>>,
     /// Attempt outcomes and durations, for `/metrics` (`None`: not measured).
     pub metrics: Option<crate::api::metrics::WebhookMetrics>,
+    /// The operator's Telegram bot (`None`: Telegram rows fail with "not configured").
+    pub telegram: Option<TelegramChannel>,
 }
 
 impl Default for DeliveryConfig {
@@ -129,6 +138,7 @@ impl Default for DeliveryConfig {
             extra_roots_der: Vec::new(),
             health: None,
             metrics: None,
+            telegram: None,
         }
     }
 }
@@ -207,8 +217,10 @@ struct Slot {
 }
 
 impl Slot {
-    fn of(row: &OutboxRow) -> Slot {
-        match ssrf::parse(&row.url) {
+    /// The slot of `row` at its destination (for a Telegram row, the bot's base URL).
+    fn of(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Slot {
+        let url = destination(row, telegram).unwrap_or_default();
+        match ssrf::parse(&url) {
             Ok(u) => {
                 let authority = u.authority.to_ascii_lowercase();
                 let address = match &u.host {
@@ -394,7 +406,7 @@ impl Sender {
             if self.in_flight.contains_key(&row.id) || self.unrecorded_ids.contains(&row.id) {
                 continue;
             }
-            let slot = Slot::of(&row);
+            let slot = Slot::of(&row, self.target.telegram.as_ref());
             if !self.destination_fits(&slot) {
                 continue;
             }
@@ -423,8 +435,10 @@ impl Sender {
         tokio::task::spawn_local(async move {
             let started = std::time::Instant::now();
             let result = attempt(&row, &target).await;
-            if let Some(m) = metrics {
-                m.observe(outcome_label(&result), started.elapsed().as_secs_f64());
+            match (metrics, row.channel) {
+                (Some(m), Channel::Webhook) => m.observe(outcome_label(&result), started.elapsed().as_secs_f64()),
+                (Some(m), Channel::Telegram) => m.observe_telegram(outcome_label(&result)),
+                (None, _) => {}
             }
             let _ = tx.send((row.id, result));
         });
@@ -456,8 +470,13 @@ async fn run(
     }
     // One result per attempt in flight: bounded by `in_flight_max`.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult)>();
-    let target =
-        Target { allow_private: config.allow_private, timeout: config.attempt_timeout, tls, pool: Pool::default() };
+    let target = Target {
+        allow_private: config.allow_private,
+        timeout: config.attempt_timeout,
+        tls,
+        pool: Pool::default(),
+        telegram: config.telegram.clone(),
+    };
     let poll = config.poll_interval;
     let mut sender = Sender {
         config,
@@ -500,11 +519,37 @@ pub struct Target {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Keep-alive connections kept between attempts.
     pub pool: Pool,
+    /// The operator's Telegram bot, for Telegram rows.
+    pub telegram: Option<TelegramChannel>,
+}
+
+/// Where `row` is sent: its webhook URL, or the bot's `sendMessage` URL for a Telegram row
+/// (`None` when Telegram is not configured).
+fn destination(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Option<String> {
+    match row.channel {
+        Channel::Webhook => Some(row.url.clone()),
+        Channel::Telegram => telegram.map(TelegramChannel::send_url),
+    }
+}
+
+/// What one request says besides its body: the event header of webhooks, and whether private
+/// addresses may be used (the operator's bot may be a local Bot API server; a client's webhook
+/// only with `webhooks.allow_private`).
+struct Sending {
+    event: Option<&'static str>,
+    allow_private: bool,
 }
 
 /// One attempt of one delivery, bounded by `target.timeout` as a whole.
 pub async fn attempt(row: &OutboxRow, target: &Target) -> AttemptResult {
-    match tokio::time::timeout(target.timeout, send(&row.url, row.body.clone(), target)).await {
+    let Some(url) = destination(row, target.telegram.as_ref()) else {
+        return failed("the Telegram channel is not configured ([channels.telegram])");
+    };
+    let how = match row.channel {
+        Channel::Webhook => Sending { event: Some("alert.triggered"), allow_private: target.allow_private },
+        Channel::Telegram => Sending { event: None, allow_private: true },
+    };
+    match tokio::time::timeout(target.timeout, send(&url, row.body.clone(), &how, target)).await {
         Ok(r) => r,
         Err(_) => AttemptResult::Failed {
             status: None,
@@ -517,7 +562,7 @@ fn failed(error: impl Into<String>) -> AttemptResult {
     AttemptResult::Failed { status: None, error: error.into() }
 }
 
-async fn send(url: &str, body: String, target: &Target) -> AttemptResult {
+async fn send(url: &str, body: String, how: &Sending, target: &Target) -> AttemptResult {
     let parsed = match ssrf::parse(url) {
         Ok(p) => p,
         Err(e) => return failed(e.to_string()),
@@ -525,14 +570,14 @@ async fn send(url: &str, body: String, target: &Target) -> AttemptResult {
     // Resolved and checked now, at every attempt: a name that has come to point at a private
     // address since creation (DNS rebinding) is refused, and only a checked address is used,
     // whether by a kept connection or a new one.
-    let addrs = match ssrf::resolve_checked(&parsed, target.allow_private).await {
+    let addrs = match ssrf::resolve_checked(&parsed, how.allow_private).await {
         Ok(a) => a,
         Err(e) => return failed(e.to_string()),
     };
     let key = |addr| Key { https: parsed.https, authority: parsed.authority.to_ascii_lowercase(), addr };
     for addr in &addrs {
         let Some(conn) = target.pool.take(&key(*addr)) else { continue };
-        match exchange(conn, &parsed, body.clone()).await {
+        match exchange(conn, &parsed, body.clone(), how.event).await {
             // The receiver closed the kept connection before answering: try a new one.
             Exchanged::NotSent(_) => break,
             Exchanged::Answered(result, kept) => return keep(target, key(*addr), result, kept),
@@ -542,7 +587,7 @@ async fn send(url: &str, body: String, target: &Target) -> AttemptResult {
         Ok(x) => x,
         Err(NoConnection(why)) => return failed(why),
     };
-    match exchange(conn, &parsed, body).await {
+    match exchange(conn, &parsed, body, how.event).await {
         Exchanged::NotSent(e) => failed(e),
         Exchanged::Answered(result, kept) => keep(target, key(addr), result, kept),
     }
@@ -637,7 +682,7 @@ enum Exchanged {
     Answered(AttemptResult, Option<Conn>),
 }
 
-async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String) -> Exchanged {
+async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, event: Option<&'static str>) -> Exchanged {
     let mut request = Request::new(Full::new(Bytes::from(body)));
     *request.method_mut() = Method::POST;
     match url.path_and_query.parse() {
@@ -650,7 +695,9 @@ async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String) -> Exchanged {
         Err(_) => return Exchanged::Answered(failed("invalid host"), None),
     };
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert("x-service-event", HeaderValue::from_static("alert.triggered"));
+    if let Some(event) = event {
+        headers.insert("x-service-event", HeaderValue::from_static(event));
+    }
     headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
     let response = match conn.sender.send_request(request).await {
         Ok(r) => r,

@@ -146,7 +146,10 @@ fn keys_and_channels_are_the_accounts_own() {
         "cap",
     );
 
-    assert_eq!(a.get(&server, "/site/channels").ok("none")["data"], json!({"telegramChatId": null}));
+    assert_eq!(
+        a.get(&server, "/site/channels").ok("none")["data"],
+        json!({"telegramChatId": null, "telegramEnabled": false})
+    );
     let set = a.change(&server, "PUT", "/site/channels", Some(&json!({"telegramChatId":"-1001234"})));
     assert_eq!(set.ok("set")["data"]["telegramChatId"], "-1001234");
     assert_eq!(b.get(&server, "/site/channels").ok("b's")["data"]["telegramChatId"], Value::Null);

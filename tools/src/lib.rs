@@ -478,6 +478,17 @@ struct ServeSettings {
     /// `--feed live`: each venue's endpoints and limits.
     live: Option<Vec<VenueSettings>>,
     verify_checksums: bool,
+    /// `[channels.telegram]`: the bot firings are also sent through.
+    telegram: Option<rampart_net::delivery::telegram::TelegramChannel>,
+}
+
+/// The Telegram bot of `[channels.telegram]`, checked (`None` without the section).
+fn telegram(file: &FileConfig) -> Result<Option<rampart_net::delivery::telegram::TelegramChannel>> {
+    let Some(t) = &file.channels.telegram else { return Ok(None) };
+    let channel = rampart_net::delivery::telegram::TelegramChannel::new(t.base_url.as_deref(), &t.token)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    tracing::info!("Telegram channel on, through {}", channel.base_url());
+    Ok(Some(channel))
 }
 
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
@@ -551,6 +562,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         plans: plans(&file),
         walls_min_ratio,
         allow_private: file.webhooks.allow_private,
+        telegram: telegram(&file)?,
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,
         events_max: args.events_max,
@@ -681,7 +693,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         .with_unauthenticated_per_min(s.unauthenticated_per_min)
         .with_clock(clock.clone())
         .with_board(board)
-        .with_writer_stats(persistence.writer.stats.clone()),
+        .with_writer_stats(persistence.writer.stats.clone())
+        .with_telegram(s.telegram.is_some()),
     );
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
@@ -821,17 +834,21 @@ impl Persistence {
             allow_private: s.allow_private,
             health: Some(health.clone()),
             metrics: Some(webhooks.clone()),
+            telegram: s.telegram.clone(),
             ..DeliveryConfig::default()
         };
         let delivery = Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, clock.clone())?;
         let wake = delivery.waker();
+        // With Telegram on, any firing may have queued a message (the account's chat is looked
+        // up in the transaction); site firings and delistings are found by the sender's poll.
+        let telegram = s.telegram.is_some();
         let on_committed: OnCommitted = Box::new(move |done| {
-            if done.iter().any(|(row, _)| row.webhook_url.is_some()) {
+            if telegram || done.iter().any(|(row, _)| row.webhook_url.is_some()) {
                 wake.notify_one();
             }
         });
         let writer = Writer::start(
-            Store::open(&s.data_dir)?.for_background()?,
+            Store::open(&s.data_dir)?.for_background()?.with_telegram(telegram),
             shards.event_queues().into_iter().chain([market_events.clone()]).collect(),
             shards.shared().books.clone(),
             health.clone(),

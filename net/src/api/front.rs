@@ -134,6 +134,8 @@ pub struct Front {
     board_bodies: bodies::BoardBodies,
     /// The writer's counters: live push looks at its count of inbox commits.
     writer_stats: Arc<crate::persistence::writer::WriterStats>,
+    /// The operator configured a Telegram bot: the settings page says whether a chat id is used.
+    telegram_on: bool,
     /// The site's open event streams.
     event_streams: Rc<RefCell<site_events::Streams>>,
 }
@@ -410,6 +412,7 @@ impl Front {
             board: Arc::new(arc_swap::ArcSwap::from_pointee(crate::api::board::Board::empty())),
             board_bodies: bodies::BoardBodies::default(),
             writer_stats: Arc::new(crate::persistence::writer::WriterStats::default()),
+            telegram_on: false,
             event_streams: Rc::new(RefCell::new(site_events::Streams::default())),
         }
     }
@@ -418,6 +421,12 @@ impl Front {
     /// an inbox commit; without it they are read every `site_events::RESCAN_MS`.
     pub fn with_writer_stats(mut self, stats: Arc<crate::persistence::writer::WriterStats>) -> Front {
         self.writer_stats = stats;
+        self
+    }
+
+    /// Tells the site that firings are sent to Telegram chats (`[channels.telegram]` is set).
+    pub fn with_telegram(mut self, on: bool) -> Front {
+        self.telegram_on = on;
         self
     }
 

@@ -85,11 +85,17 @@ impl HttpMetrics {
 pub struct WebhookMetrics {
     attempts: Family<OutcomeLabels, Counter>,
     duration: Histogram,
+    /// Telegram `sendMessage` attempts (same sender, same outcomes), by outcome.
+    telegram: Family<OutcomeLabels, Counter>,
 }
 
 impl Default for WebhookMetrics {
     fn default() -> WebhookMetrics {
-        WebhookMetrics { attempts: Family::default(), duration: Histogram::new(duration_buckets()) }
+        WebhookMetrics {
+            attempts: Family::default(),
+            duration: Histogram::new(duration_buckets()),
+            telegram: Family::default(),
+        }
     }
 }
 
@@ -98,6 +104,11 @@ impl WebhookMetrics {
     pub fn observe(&self, outcome: &'static str, seconds: f64) {
         self.attempts.get_or_create(&OutcomeLabels { outcome }).inc();
         self.duration.observe(seconds);
+    }
+
+    /// Counts one finished Telegram attempt.
+    pub fn observe_telegram(&self, outcome: &'static str) {
+        self.telegram.get_or_create(&OutcomeLabels { outcome }).inc();
     }
 }
 
@@ -147,6 +158,11 @@ impl Metrics {
             "webhook_attempt_duration_seconds",
             "Time from sending a webhook to its outcome",
             webhooks.duration.clone(),
+        );
+        registry.register(
+            "telegram_attempts",
+            "Telegram sendMessage attempts finished, by outcome",
+            webhooks.telegram.clone(),
         );
         registry.register_collector(Box::new(State(sources)));
         Metrics { registry, http }

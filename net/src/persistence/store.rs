@@ -125,6 +125,10 @@ const MIGRATIONS: &[&str] = &[
         account_id INTEGER PRIMARY KEY REFERENCES accounts(id),
         telegram_chat_id TEXT
     );",
+    // 8: the outbox carries Telegram messages besides webhooks (`delivery::telegram`): for a
+    // Telegram row `url` holds the chat id and `body` the `sendMessage` body; the URL with the
+    // bot token is made at each attempt, never stored.
+    "ALTER TABLE outbox ADD COLUMN channel TEXT NOT NULL DEFAULT 'webhook';",
 ];
 
 /// Due deliveries of one account returned by one [`Store::due_deliveries`] at most (fewer when
@@ -157,6 +161,58 @@ pub struct OutboxRow {
     pub last_error: Option<String>,
     /// The account that owns the alert (the unit of the sender's fairness).
     pub account_id: i64,
+    /// Where it goes: the webhook URL, or the account's Telegram chat (`url` is then the chat id).
+    pub channel: Channel,
+}
+
+/// The channel of an outbox row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    /// A POST of the event body to the alert's `webhook_url`.
+    Webhook,
+    /// A Bot API `sendMessage` to the account's chat.
+    Telegram,
+}
+
+impl Channel {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Webhook => "webhook",
+            Channel::Telegram => "telegram",
+        }
+    }
+}
+
+/// Queues a Telegram message for `account_id`'s chat, when it has one: an outbox row due at
+/// `now_ms`, in the caller's transaction. `text` is only made when a message is queued.
+fn queue_telegram(
+    conn: &Connection,
+    account_id: i64,
+    alert_id: i64,
+    text: impl FnOnce() -> String,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let mut chat = conn.prepare_cached("SELECT telegram_chat_id FROM channels WHERE account_id = ?1")?;
+    let Some(Some(chat)) = chat.query_row(params![account_id], |r| r.get::<_, Option<String>>(0)).optional()? else {
+        return Ok(());
+    };
+    let body = crate::delivery::telegram::message_body(&chat, &text());
+    conn.prepare_cached(
+        "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms, channel)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?5, ?5, 'telegram')",
+    )?
+    .execute(params![alert_id, account_id, chat, body, now_ms])?;
+    Ok(())
+}
+
+/// The channel column back: every stored value is one this build writes.
+fn channel_column(r: &rusqlite::Row<'_>, col: usize) -> rusqlite::Result<Channel> {
+    match r.get_ref(col)?.as_str()? {
+        "webhook" => Ok(Channel::Webhook),
+        "telegram" => Ok(Channel::Telegram),
+        other => Err(unknown(col, format!("outbox channel '{other}'"))),
+    }
 }
 
 /// What one delivery attempt came to, and when: the unit the sender records.
@@ -197,8 +253,8 @@ pub fn next_attempt_ms(attempts_done: i64, first_failure_ms: i64) -> Option<i64>
     }
 }
 
-const OUTBOX_COLUMNS: &str =
-    "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, last_status, last_error, account_id";
+const OUTBOX_COLUMNS: &str = "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, \
+     last_status, last_error, account_id, channel";
 
 fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
     Ok(OutboxRow {
@@ -213,6 +269,7 @@ fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
         last_status: r.get(8)?,
         last_error: r.get(9)?,
         account_id: r.get(10)?,
+        channel: channel_column(r, 11)?,
     })
 }
 
@@ -513,6 +570,9 @@ pub enum Revoked {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Firings and delistings also queue a Telegram message for accounts with a chat
+    /// ([`Store::with_telegram`]; the writer's store, when the operator configured the bot).
+    telegram: bool,
 }
 
 /// Waits for a lock held by another connection: 100 µs at a time, for up to 5 s.
@@ -656,7 +716,7 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        let mut store = Store { conn, path };
+        let mut store = Store { conn, path, telegram: false };
         store.migrate()?;
         Ok(store)
     }
@@ -686,6 +746,14 @@ impl Store {
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         self.conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         Ok(self)
+    }
+
+    /// Makes firings and delistings recorded through this store also queue a Telegram message
+    /// (an outbox row of [`Channel::Telegram`]) for every account that has a chat id, in the
+    /// same transaction as the inbox entry.
+    pub fn with_telegram(mut self, on: bool) -> Store {
+        self.telegram = on;
+        self
     }
 
     /// Copies committed WAL content into the database without blocking readers or writers
@@ -929,9 +997,11 @@ impl Store {
     }
 
     /// Persists a batch of firings in one transaction: each alert's count, last time and
-    /// status, and an `alert.triggered` inbox entry with the event body. Firings of deleted
-    /// alerts are skipped. Returns the rows after the update, for delivery.
+    /// status, an `alert.triggered` inbox entry with the event body, the webhook delivery when
+    /// the alert has a URL and, with Telegram on, a message to the account's chat. Firings of
+    /// deleted alerts are skipped. Returns the rows after the update, for delivery.
     pub fn record_firings(&mut self, firings: &[FiringRecord]) -> Result<Vec<(AlertRow, FiringRecord)>, StoreError> {
+        let telegram = self.telegram;
         let tx = self.conn.transaction()?;
         let mut done = Vec::with_capacity(firings.len());
         {
@@ -960,6 +1030,10 @@ impl Store {
                 // that is recorded is also queued for delivery (at least once).
                 if let Some(url) = &row.webhook_url {
                     outbox.execute(params![row.id, row.account_id, url, body, f.ts_ms])?;
+                }
+                if telegram {
+                    let text = || crate::delivery::telegram::firing_text(&row, f);
+                    queue_telegram(&tx, row.account_id, row.id, text, f.ts_ms)?;
                 }
                 done.push((row, *f));
             }
@@ -1067,17 +1141,20 @@ impl Store {
         Ok(())
     }
 
-    /// Every delivery of an alert, by id (tests and diagnostics).
+    /// Every webhook delivery of an API alert, by id (tests and diagnostics; Telegram rows are
+    /// left out: a site alert's id may equal an API alert's).
     pub fn deliveries_of(&self, alert_id: i64) -> Result<Vec<OutboxRow>, StoreError> {
-        let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE alert_id = ?1 ORDER BY id");
+        let sql =
+            format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE alert_id = ?1 AND channel = 'webhook' ORDER BY id");
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(params![alert_id], outbox_row)?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     /// Removes every active alert of a delisted pair and writes an `alert.delisted` notice to
-    /// each owner's inbox, in one transaction. Returns the alert ids removed.
+    /// each owner's inbox (and, with Telegram on, their chat), in one transaction. Returns the alert ids removed.
     pub fn delist(&mut self, exchange: Venue, symbol: &str, now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        let telegram = self.telegram;
         let tx = self.conn.transaction()?;
         let sql = format!(
             "SELECT {ALERT_COLUMNS} FROM alerts WHERE exchange = ?1 AND symbol = ?2 AND status = 'active' AND deleted_ms IS NULL"
@@ -1094,6 +1171,10 @@ impl Store {
                 "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.delisted', ?2, ?3, ?4)",
                 params![row.account_id, row.id, body, now_ms],
             )?;
+            if telegram {
+                let text = || crate::delivery::telegram::delisted_text(row);
+                queue_telegram(&tx, row.account_id, row.id, text, now_ms)?;
+            }
         }
         tx.commit()?;
         Ok(rows.iter().map(|r| r.id).collect())
@@ -1305,6 +1386,47 @@ mod tests {
         prober.conn.execute_batch("PRAGMA query_only = ON").expect("read only");
         probe(&mut prober, &health, 3_000);
         assert!(health.failing(3_000));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn telegram_messages_are_queued_for_accounts_with_a_chat() {
+        let dir = temp_dir("telegram");
+        let mut s = Store::open(&dir).expect("open").with_telegram(true);
+        let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+        let b = s.create_account_with_key("developer", None, 1).expect("b").account_id;
+        s.set_telegram_chat(a, Some("-100123")).expect("chat");
+        let mut with_hook = alert(a, "binance", "BTCUSDT");
+        with_hook.webhook_url = Some("https://example.com/h".into());
+        with_hook.note = "breakout".into();
+        let ida = s.insert_alert(&with_hook).expect("insert").id;
+        let idb = s.insert_alert(&alert(b, "binance", "BTCUSDT")).expect("insert").id;
+        let fire = |id| FiringRecord { alert_id: id, price: 300, move_hundredths: None, ts_ms: 7_000, last: false };
+        s.record_firings(&[fire(ida), fire(idb)]).expect("record");
+        let due = s.due_deliveries(7_000, 100).expect("due");
+        let channels: Vec<(i64, Channel)> = due.iter().map(|r| (r.alert_id, r.channel)).collect();
+        assert_eq!(channels, [(ida, Channel::Webhook), (ida, Channel::Telegram)], "b has no chat");
+        let tg = &due[1];
+        assert_eq!((tg.url.as_str(), tg.account_id, tg.next_attempt_ms), ("-100123", a, 7_000));
+        let body: serde_json::Value = serde_json::from_str(&tg.body).expect("json");
+        assert_eq!(body["chat_id"], -100_123);
+        let text = body["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with("BTCUSDT · binance\nprice alert #"), "{text}");
+        assert!(text.contains("above 0.000002 — traded at 0.000003") && text.ends_with("Note: breakout"), "{text}");
+        // The webhook listing of the alert has its webhook only.
+        assert_eq!(s.deliveries_of(ida).expect("rows").len(), 1);
+        // A delisting reaches the chat too; b still has none.
+        let sol = s.insert_alert(&alert(a, "binance", "SOLUSDT")).expect("insert").id;
+        s.insert_alert(&alert(b, "binance", "SOLUSDT")).expect("insert");
+        s.delist(Venue::Binance, "SOLUSDT", 8_000).expect("delist");
+        let due = s.due_deliveries(8_000, 100).expect("due");
+        assert_eq!(due.len(), 3);
+        assert_eq!((due[2].alert_id, due[2].channel), (sol, Channel::Telegram));
+        assert!(due[2].body.contains("The pair was delisted: price alert #"), "{}", due[2].body);
+        // Without the bot configured nothing is queued for the chat.
+        let mut off = Store::open(&dir).expect("open");
+        off.record_firings(&[fire(ida)]).expect("record");
+        assert_eq!(off.due_deliveries(9_000, 100).expect("due").len(), 4, "one more webhook, no message");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

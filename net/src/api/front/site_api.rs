@@ -92,14 +92,14 @@ fn is_chat_id(c: &str) -> bool {
     numeric || name
 }
 
-fn channels_body(chat: Option<&str>) -> String {
+fn channels_body(chat: Option<&str>, telegram_on: bool) -> String {
     let mut j = Json::with_capacity(96);
     j.raw("{\"data\":{\"telegramChatId\":");
     match chat {
         Some(c) => j.str(c),
         None => j.raw("null"),
     };
-    j.raw("}}");
+    j.raw(",\"telegramEnabled\":").bool(telegram_on).raw("}}");
     j.finish()
 }
 
@@ -267,7 +267,7 @@ impl Front {
     async fn channels(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
         let acc = self.signed_in(req, now_ms)?.account_id;
         let chat = self.storage.run(move |store| store.telegram_chat(acc)).await?;
-        Ok(respond(StatusCode::OK, channels_body(chat.as_deref())))
+        Ok(respond(StatusCode::OK, channels_body(chat.as_deref(), self.telegram_on)))
     }
 
     async fn set_channels(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
@@ -290,7 +290,7 @@ impl Front {
         let set = self.storage.run(move |store| store.set_telegram_chat(acc, stored.as_deref())).await;
         self.health.record(Writer::Front, &set, now_ms);
         set?;
-        Ok(respond(StatusCode::OK, channels_body(chat.as_deref())))
+        Ok(respond(StatusCode::OK, channels_body(chat.as_deref(), self.telegram_on)))
     }
 
     fn plan_of(&self, s: &Session) -> String {

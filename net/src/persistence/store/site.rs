@@ -8,7 +8,7 @@ use rampart_engine::book::Side;
 use rampart_engine::{Timeframe, Venue};
 use rusqlite::{params, OptionalExtension};
 
-use super::{unknown, AlertStatus, Store, StoreError};
+use super::{queue_telegram, unknown, AlertStatus, Store, StoreError};
 use crate::json::Json;
 use crate::site::{self, BoardNumber, NewSiteAlert, SiteAlertRow, SiteCondition};
 
@@ -227,8 +227,10 @@ impl Store {
     /// a `density.triggered` or `market.triggered` inbox entry. Firings of alerts no longer
     /// active (deleted, or a non-repeating one that already fired on another shard) are
     /// skipped. A firing that ends an alert bumps the version, so every evaluator drops it.
+    /// With Telegram on, each recorded firing also queues a message to the account's chat.
     /// Returns how many were recorded.
     pub fn record_site_firings(&mut self, firings: &[SiteFiringRecord]) -> Result<usize, StoreError> {
+        let telegram = self.telegram;
         let tx = self.conn.transaction()?;
         let mut recorded = 0;
         let mut ended = false;
@@ -253,6 +255,10 @@ impl Store {
                 "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![row.account_id, kind, row.id, body, f.ts_ms],
             )?;
+            if telegram {
+                let text = || crate::delivery::telegram::site_firing_text(&row, f);
+                queue_telegram(&tx, row.account_id, row.id, text, f.ts_ms)?;
+            }
             recorded += 1;
             ended |= f.last;
         }
@@ -423,6 +429,56 @@ mod tests {
             s.record_site_firings(&[f(rep.id, 201, false, &SiteFiringDetail::Market { value: 1.0 })]).expect("record"),
             0
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn site_firings_reach_the_accounts_telegram_chat() {
+        let dir = temp_dir("telegram");
+        let mut s = Store::open(&dir).expect("open").with_telegram(true);
+        let a = s.create_account_with_key("developer", None, 1).expect("key").account_id;
+        let b = s.create_account_with_key("developer", None, 1).expect("key").account_id;
+        s.set_telegram_chat(a, Some("@desk_alerts")).expect("chat");
+        let dens = s.insert_site_alert(&density(a, true), 10).expect("insert").expect("room");
+        let mark = s.insert_site_alert(&market(a), 10).expect("insert").expect("room");
+        let other = s.insert_site_alert(&market(b), 10).expect("insert").expect("room");
+        let wall = SiteFiringDetail::Density {
+            symbol: "ETHUSDT".into(),
+            side: Side::Ask,
+            price: 300_000_000_000,
+            qty: 1_000_000_000,
+            usd: 30_000.0,
+            dist_pct: 0.5,
+            age_ms: 45_000,
+        };
+        let market_fired = SiteFiringDetail::Market { value: 2.0 };
+        let f = |id, detail: &SiteFiringDetail| SiteFiringRecord {
+            alert_id: id,
+            ts_ms: 50,
+            last: false,
+            detail: detail.clone(),
+        };
+        let n = s.record_site_firings(&[f(dens.id, &wall), f(mark.id, &market_fired), f(other.id, &market_fired)]);
+        assert_eq!(n.expect("record"), 3);
+        let due = s.due_deliveries(50, 100).expect("due");
+        assert_eq!(due.len(), 2, "b has no chat: {due:?}");
+        let texts: Vec<String> = due
+            .iter()
+            .map(|r| {
+                assert_eq!(
+                    (r.channel, r.url.as_str(), r.account_id),
+                    (super::super::Channel::Telegram, "@desk_alerts", a)
+                );
+                let v: serde_json::Value = serde_json::from_str(&r.body).expect("json");
+                assert_eq!(v["chat_id"], "@desk_alerts");
+                v["text"].as_str().unwrap_or_default().to_owned()
+            })
+            .collect();
+        assert_eq!(
+            texts[0],
+            format!("ETHUSDT · okx\nWall: ask 10 at 3000 ($30000), 0.50% from the price, 45 s old\ndensity alert #{}\nNote: n", dens.id)
+        );
+        assert_eq!(texts[1], format!("bitget market\nup5 (4h) is below 2.5: now 2.0\nmarket alert #{}", mark.id));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,0 +1,220 @@
+//! The Telegram channel (`decisions.md` §10): the operator's bot (`[channels.telegram]`: the Bot
+//! API base URL and the bot token) and the `sendMessage` requests the outbox holds for an
+//! account's chat.
+//!
+//! A Telegram message is an outbox row like a webhook delivery (same transaction as the firing,
+//! same sender, bounds, 10 s timeout and 0/+10/+60 s schedule); only its destination differs.
+//! The row keeps the chat id and the finished request body; the URL with the token is made at
+//! each attempt from the configuration, so the token is never written to the database, a log
+//! or an attempt's error. The base URL is the operator's own (it may be a local Bot API server
+//! on a private address), so the private-address refusal of client webhooks does not apply to
+//! it; it is still parsed by the same strict URL parser and resolved at every attempt.
+
+use std::fmt;
+
+use crate::config::ConfigError;
+use crate::json::Json;
+use crate::persistence::store::{AlertRow, FiringRecord, SiteFiringDetail, SiteFiringRecord};
+use crate::site::{SiteAlertRow, SiteCondition};
+use rampart_engine::alert::Condition;
+
+use super::ssrf;
+
+/// The Bot API's public address, the default base URL.
+pub const DEFAULT_BASE_URL: &str = "https://api.telegram.org";
+/// Longest message text sent, in characters; a longer one (a long note) is cut, with `…`.
+/// Telegram's own limit is 4 096.
+pub const TEXT_MAX_CHARS: usize = 1_000;
+
+/// The operator's bot: where `sendMessage` goes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TelegramChannel {
+    /// The Bot API base URL, without a trailing `/`.
+    base_url: String,
+    /// The bot token (`<digits>:<letters, digits, '_' or '-'>`).
+    token: String,
+}
+
+impl fmt::Debug for TelegramChannel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The token is a secret: never printed.
+        f.debug_struct("TelegramChannel").field("base_url", &self.base_url).field("token", &"<hidden>").finish()
+    }
+}
+
+impl TelegramChannel {
+    /// The channel for `base_url` (default [`DEFAULT_BASE_URL`]) and `token`; the error names
+    /// what is wrong without repeating the token.
+    pub fn new(base_url: Option<&str>, token: &str) -> Result<TelegramChannel, ConfigError> {
+        let base_url = base_url.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/').to_owned();
+        if !is_token(token) {
+            return Err(ConfigError::new(
+                "channels.telegram.token must look like a bot token: digits, ':', then letters, digits, '_' or '-'"
+                    .into(),
+            ));
+        }
+        let channel = TelegramChannel { base_url, token: token.to_owned() };
+        let url = ssrf::parse(&channel.send_url())
+            .map_err(|e| ConfigError::new(format!("channels.telegram.base_url: {e}")))?;
+        if url.path_and_query.contains('?') {
+            return Err(ConfigError::new("channels.telegram.base_url must not have a query".into()));
+        }
+        Ok(channel)
+    }
+
+    /// The base URL (no secret in it), for logs.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// `{base}/bot{token}/sendMessage`.
+    pub fn send_url(&self) -> String {
+        format!("{}/bot{}/sendMessage", self.base_url, self.token)
+    }
+}
+
+fn is_token(t: &str) -> bool {
+    let Some((id, secret)) = t.split_once(':') else { return false };
+    !id.is_empty()
+        && id.bytes().all(|b| b.is_ascii_digit())
+        && !secret.is_empty()
+        && t.len() <= 200
+        && secret.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The `sendMessage` body: `{"chat_id":…,"text":…}`, the chat id a number when it is one
+/// (`-100…` for a group) and a string otherwise (`@channel`).
+pub fn message_body(chat: &str, text: &str) -> String {
+    let mut j = Json::with_capacity(text.len() + 64);
+    j.raw("{\"chat_id\":");
+    match chat.parse::<i64>() {
+        Ok(n) => j.int(n),
+        Err(_) => j.str(chat),
+    };
+    j.raw(",\"text\":").str(&cut(text)).raw("}");
+    j.finish()
+}
+
+/// `text` cut to [`TEXT_MAX_CHARS`] characters.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(TEXT_MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// A fixed-point value (1e-8) as the API prints it.
+fn fixed(v: i64) -> String {
+    let mut j = Json::with_capacity(24);
+    j.fixed(v);
+    j.finish()
+}
+
+/// `\nNote: …` when there is a note.
+fn note_line(note: &str) -> String {
+    if note.is_empty() {
+        String::new()
+    } else {
+        format!("\nNote: {note}")
+    }
+}
+
+/// The text of a price or pct alert's firing.
+pub fn firing_text(row: &AlertRow, f: &FiringRecord) -> String {
+    let head = format!("{} · {}", row.symbol, row.exchange.as_str());
+    let what = match row.condition {
+        Condition::Price { level, .. } => {
+            format!(
+                "price alert #{}: {} {} — traded at {}",
+                row.id,
+                row.condition.direction(),
+                fixed(level.0),
+                fixed(f.price)
+            )
+        }
+        Condition::Pct { millionths, window, .. } => {
+            let moved = f.move_hundredths.map(|m| format!(", move {}%", fixed(m * 1_000_000))).unwrap_or_default();
+            format!(
+                "pct alert #{}: {} {}% within {} — price {}{moved}",
+                row.id,
+                row.condition.direction(),
+                fixed(i64::from(millionths) * 100),
+                window.as_str(),
+                fixed(f.price)
+            )
+        }
+    };
+    format!("{head}\n{what}{}", note_line(&row.note))
+}
+
+/// The text of a density or market alert's firing.
+pub fn site_firing_text(row: &SiteAlertRow, f: &SiteFiringRecord) -> String {
+    let venue = row.exchange.as_str();
+    let what = match (&f.detail, &row.condition) {
+        (SiteFiringDetail::Density { symbol, side, price, qty, usd, dist_pct, age_ms }, _) => {
+            let side = if *side == rampart_engine::Side::Bid { "bid" } else { "ask" };
+            let qty = fixed(i64::try_from(*qty).unwrap_or(i64::MAX));
+            format!(
+                "{symbol} · {venue}\nWall: {side} {qty} at {} (${usd:.0}), {dist_pct:.2}% from the price, {} s old\n\
+                 density alert #{}",
+                fixed(*price),
+                age_ms / 1000,
+                row.id
+            )
+        }
+        (SiteFiringDetail::Market { value }, SiteCondition::Market { number, interval, direction, threshold }) => {
+            let dir = crate::site::direction_str(*direction);
+            format!(
+                "{venue} market\n{} ({}) is {dir} {threshold}: now {value:.1}\nmarket alert #{}",
+                number.as_str(),
+                interval.as_str(),
+                row.id
+            )
+        }
+        (SiteFiringDetail::Market { value }, _) => format!("{venue} market\nnow {value:.1}\nmarket alert #{}", row.id),
+    };
+    format!("{what}{}", note_line(&row.note))
+}
+
+/// The text of a delisting notice.
+pub fn delisted_text(row: &AlertRow) -> String {
+    format!(
+        "{} · {}\nThe pair was delisted: price alert #{} was removed.{}",
+        row.symbol,
+        row.exchange.as_str(),
+        row.id,
+        note_line(&row.note)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_base_urls_are_checked_without_echoing_the_token() {
+        let ok = TelegramChannel::new(Some("http://127.0.0.1:8081/"), "123456:AA-b_c").expect("valid");
+        assert_eq!(ok.send_url(), "http://127.0.0.1:8081/bot123456:AA-b_c/sendMessage");
+        assert!(!format!("{ok:?}").contains("AA-b_c"), "{ok:?}");
+        assert_eq!(TelegramChannel::new(None, "1:x").expect("default").base_url(), DEFAULT_BASE_URL);
+        for bad in ["", "123456", ":abc", "12a:abc", "123:", "123:a/b", "123:a b", "123:a?b"] {
+            let e = TelegramChannel::new(None, bad).expect_err(bad).to_string();
+            assert!(e.starts_with("channels.telegram.token"), "{bad}: {e}");
+        }
+        for bad in ["ftp://x", "http://", "http://a b", "http://h/?q=1"] {
+            let e = TelegramChannel::new(Some(bad), "1:secret").expect_err(bad).to_string();
+            assert!(e.starts_with("channels.telegram.base_url") && !e.contains("secret"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn message_bodies_carry_the_chat_as_telegram_reads_it() {
+        let v: serde_json::Value = serde_json::from_str(&message_body("-1001234", "a \"b\"\n")).expect("json");
+        assert_eq!(v, serde_json::json!({"chat_id": -1001234, "text": "a \"b\"\n"}));
+        let v: serde_json::Value = serde_json::from_str(&message_body("@chan", "x")).expect("json");
+        assert_eq!(v["chat_id"], "@chan");
+        let long = "é".repeat(TEXT_MAX_CHARS + 5);
+        let v: serde_json::Value = serde_json::from_str(&message_body("1", &long)).expect("json");
+        assert_eq!(v["text"].as_str().map(|t| t.chars().count()), Some(TEXT_MAX_CHARS + 1));
+    }
+}
