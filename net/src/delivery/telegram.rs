@@ -82,6 +82,17 @@ fn is_token(t: &str) -> bool {
         && secret.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// A Telegram chat id as an account may set it: an integer (groups are negative) or a public
+/// `@name` (5–32 of `[A-Za-z0-9_]`).
+pub fn is_chat_id(c: &str) -> bool {
+    let digits = c.strip_prefix('-').unwrap_or(c);
+    let numeric = (1..=20).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+    let name = c
+        .strip_prefix('@')
+        .is_some_and(|n| (5..=32).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    numeric || name
+}
+
 /// The `sendMessage` body: `{"chat_id":…,"text":…}`, the chat id a number when it is one
 /// (`-100…` for a group) and a string otherwise (`@channel`).
 pub fn message_body(chat: &str, text: &str) -> String {
@@ -204,6 +215,16 @@ mod tests {
         for bad in ["ftp://x", "http://", "http://a b", "http://h/?q=1"] {
             let e = TelegramChannel::new(Some(bad), "1:secret").expect_err(bad).to_string();
             assert!(e.starts_with("channels.telegram.base_url") && !e.contains("secret"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn chat_ids_are_integers_or_public_names() {
+        for ok in ["12345", "-1001234567890", "@rampart_bot", "@abcde"] {
+            assert!(is_chat_id(ok), "{ok}");
+        }
+        for bad in ["", "-", "12a", "1 2", "@abcd", "@with-dash", "@", "--1", "123456789012345678901", "@ü_name"] {
+            assert!(!is_chat_id(bad), "{bad:?}");
         }
     }
 

@@ -117,6 +117,13 @@ impl Sessions {
     }
 }
 
+/// The inbox id in a `Last-Event-ID` header's value (a browser resuming a stream): a
+/// non-negative decimal integer, spaces around it allowed; anything else is no id (the stream
+/// then starts after the newest entry).
+pub fn last_event_id(value: &[u8]) -> Option<i64> {
+    std::str::from_utf8(value).ok()?.trim().parse::<i64>().ok().filter(|&i| i >= 0)
+}
+
 /// The session id in a `Cookie` header's value, if it names one.
 pub fn cookie_id(header: &str) -> Option<&str> {
     header
@@ -149,6 +156,16 @@ mod tests {
 
     fn random(seed: u8) -> [u8; RANDOM_BYTES] {
         std::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8))
+    }
+
+    #[test]
+    fn a_last_event_id_is_a_non_negative_integer_or_nothing() {
+        assert_eq!(last_event_id(b"42"), Some(42));
+        assert_eq!(last_event_id(b" 7 "), Some(7));
+        assert_eq!(last_event_id(b"0"), Some(0));
+        for bad in [&b""[..], b"-1", b"1.5", b"abc", b"99999999999999999999", b"\xff\xfe", b"4 2", b"+"] {
+            assert_eq!(last_event_id(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

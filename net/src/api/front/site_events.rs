@@ -118,7 +118,7 @@ fn message(r: &crate::persistence::store::InboxRow) -> Bytes {
 
 /// The id the browser last saw, from `Last-Event-ID`.
 fn last_event_id(req: &Parts) -> Option<i64> {
-    req.headers.get("last-event-id")?.to_str().ok()?.trim().parse::<i64>().ok().filter(|&i| i >= 0)
+    crate::site::session::last_event_id(req.headers.get("last-event-id")?.as_bytes())
 }
 
 impl Front {
