@@ -1,11 +1,23 @@
-//! Order books: two sorted arrays of fixed-point levels, preallocated at start-up.
+//! Order books: each side a sorted run of fixed-point levels inside a buffer preallocated at
+//! start-up, with free room on both ends.
 //!
-//! Rationale: books of a few hundred to a few thousand levels change near the touch; a
-//! sorted array with binary search and a short `memmove` beats a tree there and keeps the
-//! levels contiguous for the wall scan. Capacity is fixed at construction, so applying a
-//! delta never allocates.
+//! Rationale: books of a few hundred to a few thousand levels change near the touch. A sorted
+//! array keeps the levels contiguous for the wall scan and the depth sums, but inserting or
+//! removing near the touch of a best-first array shifts every level behind it (a new best bid
+//! moved the whole side). Here a side is a window `[start, start + len)` of its buffer, best
+//! first, with room before and after it: an insert or removal shifts whichever part of the
+//! window is shorter, so a new best level costs one write and a change at depth `d` of `n`
+//! moves at most `min(d, n - d)` levels. When the end that should move has no room left, the
+//! window is re-centred in its buffer (one move of the side, after at least
+//! [`SLACK_LEVELS`]` / 2` edits at that end). Lookups gallop from the touch, so an update near
+//! the touch reads only the first cache lines of the side. Capacity is fixed at construction:
+//! applying a delta never allocates.
 
 use crate::fixed::{Price, Qty};
+
+/// Free room a side's buffer has beyond `depth_levels_max`, shared between its two ends. At
+/// the bound of an end a re-centre moves the side, so this sets how rarely that happens.
+pub const SLACK_LEVELS: usize = 64;
 
 /// Which side of the book.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
@@ -41,13 +53,111 @@ pub enum Applied {
     BeyondDepth,
 }
 
+/// One side's levels, best first, as the window `[start, start + len)` of `buf`.
+///
+/// `buf` is a `Vec` whose capacity (`depth_levels_max + SLACK_LEVELS`) is reserved at
+/// construction and never grows; its length is only how far the window has ever reached, so
+/// pages a side never used are never touched.
+#[derive(Clone, Debug)]
+struct Run {
+    buf: Vec<Level>,
+    start: usize,
+    len: usize,
+}
+
+impl Run {
+    fn new(room: usize) -> Run {
+        let mut buf = Vec::with_capacity(room);
+        // Begin in the middle of the room a side usually uses, so the first levels can arrive
+        // in either order without a re-centre.
+        let start = SLACK_LEVELS.min(room) / 2;
+        buf.resize(start, Level::default());
+        Run { buf, start, len: 0 }
+    }
+
+    fn levels(&self) -> &[Level] {
+        &self.buf[self.start..self.start + self.len]
+    }
+
+    fn room(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Makes `buf` reach index `end` (exclusive) without reallocating.
+    fn reach(&mut self, end: usize) {
+        assert!(end <= self.buf.capacity(), "a side's window left its buffer");
+        if self.buf.len() < end {
+            self.buf.resize(end, Level::default());
+        }
+    }
+
+    /// Moves the window to the middle of the buffer's free room.
+    fn recentre(&mut self) {
+        let start = (self.room() - self.len) / 2;
+        self.reach(start + self.len);
+        self.buf.copy_within(self.start..self.start + self.len, start);
+        self.start = start;
+    }
+
+    /// Inserts `level` at window index `i`, shifting the shorter part. The caller keeps `len`
+    /// below the room.
+    fn insert(&mut self, i: usize, level: Level) {
+        debug_assert!(i <= self.len && self.len < self.room());
+        let front = i < self.len - i;
+        if front && self.start == 0 || !front && self.start + self.len == self.room() {
+            self.recentre();
+        }
+        if front {
+            self.buf.copy_within(self.start..self.start + i, self.start - 1);
+            self.start -= 1;
+        } else {
+            self.reach(self.start + self.len + 1);
+            self.buf.copy_within(self.start + i..self.start + self.len, self.start + i + 1);
+        }
+        self.buf[self.start + i] = level;
+        self.len += 1;
+    }
+
+    /// Removes window index `i`, shifting the shorter part.
+    fn remove(&mut self, i: usize) {
+        debug_assert!(i < self.len);
+        if i < self.len - 1 - i {
+            self.buf.copy_within(self.start..self.start + i, self.start + 1);
+            self.start += 1;
+        } else {
+            self.buf.copy_within(self.start + i + 1..self.start + self.len, self.start + i);
+        }
+        self.len -= 1;
+    }
+
+    /// Where `price` is or would go: `Ok(i)` if held at `i`, else `Err(i)`, the index it would
+    /// take. Gallops from the touch (indices 0, 1, 3, 7, ...), then bisects the last step.
+    fn find(&self, side: Side, price: Price) -> Result<usize, usize> {
+        let levels = self.levels();
+        let nearer = |l: &Level| match side {
+            Side::Bid => l.price > price,
+            Side::Ask => l.price < price,
+        };
+        // Invariant: every index below `lo` is nearer the touch than `price`.
+        let (mut lo, mut step) = (0, 1);
+        while lo + step <= levels.len() && nearer(&levels[lo + step - 1]) {
+            lo += step;
+            step *= 2;
+        }
+        let hi = (lo + step - 1).min(levels.len());
+        let i = lo + levels[lo..hi].partition_point(nearer);
+        match levels.get(i) {
+            Some(l) if l.price == price => Ok(i),
+            _ => Err(i),
+        }
+    }
+}
+
 /// An order book with a bounded number of levels per side.
 #[derive(Clone, Debug)]
 pub struct Book {
-    /// Bids, best (highest) first.
-    bids: Vec<Level>,
-    /// Asks, best (lowest) first.
-    asks: Vec<Level>,
+    bids: Run,
+    asks: Run,
     depth_levels_max: usize,
     /// Levels not stored or evicted because a side was full.
     pub beyond_depth_count: u64,
@@ -60,12 +170,8 @@ impl Book {
     /// than every held level is dropped (`Applied::BeyondDepth`).
     pub fn new(depth_levels_max: usize) -> Book {
         assert!(depth_levels_max > 0);
-        Book {
-            bids: Vec::with_capacity(depth_levels_max),
-            asks: Vec::with_capacity(depth_levels_max),
-            depth_levels_max,
-            beyond_depth_count: 0,
-        }
+        let room = depth_levels_max + SLACK_LEVELS;
+        Book { bids: Run::new(room), asks: Run::new(room), depth_levels_max, beyond_depth_count: 0 }
     }
 
     /// The per-side capacity.
@@ -76,22 +182,18 @@ impl Book {
     /// Sets the size at `price` on `side` to `qty` (absolute, as every venue sends it);
     /// zero removes the level.
     pub fn apply(&mut self, side: Side, price: Price, qty: Qty) -> Applied {
-        let levels = match side {
+        let run = match side {
             Side::Bid => &mut self.bids,
             Side::Ask => &mut self.asks,
         };
-        // Bids are kept descending, asks ascending: search on a key that is ascending.
-        let found = match side {
-            Side::Bid => levels.binary_search_by(|l| price.cmp(&l.price)),
-            Side::Ask => levels.binary_search_by(|l| l.price.cmp(&price)),
-        };
-        match found {
+        match run.find(side, price) {
             Ok(i) => {
                 if qty.0 == 0 {
-                    levels.remove(i);
+                    run.remove(i);
                     Applied::Removed
                 } else {
-                    levels[i].qty = qty;
+                    let at = run.start + i;
+                    run.buf[at].qty = qty;
                     Applied::Updated
                 }
             }
@@ -99,18 +201,16 @@ impl Book {
                 if qty.0 == 0 {
                     return Applied::AbsentRemoval;
                 }
-                if levels.len() == self.depth_levels_max {
-                    if i == levels.len() {
-                        self.beyond_depth_count += 1;
+                if run.len == self.depth_levels_max {
+                    self.beyond_depth_count += 1;
+                    if i == run.len {
                         return Applied::BeyondDepth;
                     }
-                    levels.pop();
-                    self.beyond_depth_count += 1;
+                    run.len -= 1;
                 }
-                debug_assert!(levels.len() < levels.capacity());
-                levels.insert(i, Level { price, qty });
-                debug_assert!(levels.len() <= self.depth_levels_max, "a side grew past its depth");
-                debug_assert!(ordered_at(levels, i, side), "an inserted level broke the side's order");
+                run.insert(i, Level { price, qty });
+                debug_assert!(run.len <= self.depth_levels_max, "a side grew past its depth");
+                debug_assert!(ordered_at(run.levels(), i, side), "an inserted level broke the side's order");
                 Applied::Inserted
             }
         }
@@ -119,34 +219,36 @@ impl Book {
     /// Keeps only the best `levels` levels of each side (a venue that streams the top N of its
     /// book does not always remove the levels that leave it).
     pub fn truncate(&mut self, levels: usize) {
-        self.bids.truncate(levels);
-        self.asks.truncate(levels);
+        self.bids.len = self.bids.len.min(levels);
+        self.asks.len = self.asks.len.min(levels);
     }
 
     /// Removes every level (before a snapshot is loaded).
     pub fn clear(&mut self) {
-        self.bids.clear();
-        self.asks.clear();
+        for run in [&mut self.bids, &mut self.asks] {
+            run.len = 0;
+            run.start = run.start.min(SLACK_LEVELS / 2);
+        }
     }
 
     /// Bids, best first.
     pub fn bids(&self) -> &[Level] {
-        &self.bids
+        self.bids.levels()
     }
 
     /// Asks, best first.
     pub fn asks(&self) -> &[Level] {
-        &self.asks
+        self.asks.levels()
     }
 
     /// Highest bid.
     pub fn best_bid(&self) -> Option<Level> {
-        self.bids.first().copied()
+        self.bids().first().copied()
     }
 
     /// Lowest ask.
     pub fn best_ask(&self) -> Option<Level> {
-        self.asks.first().copied()
+        self.asks().first().copied()
     }
 
     /// Midpoint of the touch, if both sides have levels.
@@ -168,11 +270,13 @@ impl Book {
 
     /// Checks the sort invariants (tests and debug assertions).
     pub fn check_invariants(&self) -> bool {
-        self.bids.windows(2).all(|w| w[0].price > w[1].price)
-            && self.asks.windows(2).all(|w| w[0].price < w[1].price)
-            && self.bids.iter().chain(&self.asks).all(|l| l.qty.0 > 0)
-            && self.bids.len() <= self.depth_levels_max
-            && self.asks.len() <= self.depth_levels_max
+        let (bids, asks) = (self.bids(), self.asks());
+        bids.windows(2).all(|w| w[0].price > w[1].price)
+            && asks.windows(2).all(|w| w[0].price < w[1].price)
+            && bids.iter().chain(asks).all(|l| l.qty.0 > 0)
+            && bids.len() <= self.depth_levels_max
+            && asks.len() <= self.depth_levels_max
+            && [&self.bids, &self.asks].iter().all(|r| r.buf.capacity() == self.depth_levels_max + SLACK_LEVELS)
     }
 }
 
@@ -258,12 +362,114 @@ mod tests {
     #[test]
     fn apply_never_grows_capacity() {
         let mut b = Book::new(16);
-        let cap = (b.bids.capacity(), b.asks.capacity());
+        let cap = (b.bids.buf.capacity(), b.asks.buf.capacity());
         for i in 0..1000_i64 {
             b.apply(Side::Bid, p(1000 - (i * 7919) % 100), q((i % 5) as u64));
             b.apply(Side::Ask, p(2000 + (i * 104_729) % 100), q((i % 3) as u64));
         }
-        assert_eq!((b.bids.capacity(), b.asks.capacity()), cap);
+        assert_eq!((b.bids.buf.capacity(), b.asks.buf.capacity()), cap);
         assert!(b.check_invariants());
+    }
+
+    /// The levels a plain sorted model holds for `side`, best first, capped like the book.
+    fn model_side(model: &std::collections::BTreeMap<i64, u64>, side: Side) -> Vec<(i64, u64)> {
+        let all = model.iter().map(|(&p, &q)| (p, q));
+        match side {
+            Side::Bid => all.rev().collect(),
+            Side::Ask => all.collect(),
+        }
+    }
+
+    fn book_side(b: &Book, side: Side) -> Vec<(i64, u64)> {
+        let levels = if side == Side::Bid { b.bids() } else { b.asks() };
+        levels.iter().map(|l| (l.price.0, l.qty.0)).collect()
+    }
+
+    /// Applies one edit to the model as the book must: absolute sizes, zero removes, and at the
+    /// bound the farthest level goes (or the new level is not kept when it is the farthest).
+    fn model_apply(model: &mut std::collections::BTreeMap<i64, u64>, side: Side, price: i64, qty: u64, max: usize) {
+        if qty == 0 {
+            model.remove(&price);
+            return;
+        }
+        model.insert(price, qty);
+        if model.len() > max {
+            let farthest = match side {
+                Side::Bid => model.keys().next().copied(),
+                Side::Ask => model.keys().next_back().copied(),
+            };
+            farthest.map(|f| model.remove(&f));
+        }
+    }
+
+    /// Random edits in several shapes (touch-heavy, deep, one end only, full sides, truncations
+    /// and clears) against a `BTreeMap` model: the window moves and re-centres in its buffer
+    /// many times and always holds exactly the model's levels in order.
+    #[test]
+    fn the_book_matches_a_sorted_model_under_random_edits() {
+        let mut rng = rampart_testkit::rng::Rng::new(7);
+        for (round, max) in [8_usize, 40, 300, 1].into_iter().cycle().take(16).enumerate() {
+            let mut b = Book::new(max);
+            let mut models = [std::collections::BTreeMap::new(), std::collections::BTreeMap::new()];
+            for step in 0..4_000 {
+                let side = if rng.below(2) == 0 { Side::Bid } else { Side::Ask };
+                let model = &mut models[side as usize];
+                let touch = match side {
+                    Side::Bid => model.keys().next_back().copied().unwrap_or(10_000),
+                    Side::Ask => model.keys().next().copied().unwrap_or(10_001),
+                };
+                let away = |d: i64| if side == Side::Bid { touch - d } else { touch + d };
+                // Shapes: new best levels, edits near the touch, anywhere, far away, and a touch
+                // walking away (the best removed, a level added behind the farthest).
+                let held = model.len() as i64;
+                let mut qty = if rng.below(4) == 0 { 0 } else { rng.below(9) as u64 + 1 };
+                let price = match (round + step / 500) % 5 {
+                    0 => away(-(rng.below(2) as i64)),
+                    1 => away(rng.below(6) as i64),
+                    2 => away(rng.below(400) as i64 - 20),
+                    3 => away(rng.below(3) as i64 + 200),
+                    _ if step % 2 == 0 => {
+                        qty = 0;
+                        touch
+                    }
+                    _ => away(held + rng.below(3) as i64),
+                };
+                b.apply(side, p(price), q(qty));
+                model_apply(model, side, price, qty, max);
+                if rng.below(1_000) == 0 {
+                    let keep = rng.below(max + 1);
+                    b.truncate(keep);
+                    for (s, m) in [Side::Bid, Side::Ask].into_iter().zip(models.iter_mut()) {
+                        let kept = model_side(m, s).into_iter().take(keep).collect();
+                        *m = kept;
+                    }
+                }
+                if rng.below(2_000) == 0 {
+                    b.clear();
+                    models.iter_mut().for_each(|m| m.clear());
+                }
+                assert!(b.check_invariants(), "round {round} step {step}");
+            }
+            for (s, m) in [Side::Bid, Side::Ask].into_iter().zip(&models) {
+                assert_eq!(book_side(&b, s), model_side(m, s), "round {round}: {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_best_level_and_a_touch_removal_move_nothing_else() {
+        let mut b = Book::new(100);
+        for v in 0..50 {
+            b.apply(Side::Ask, p(1_000 + v), q(1));
+        }
+        let before = b.asks.start;
+        b.apply(Side::Ask, p(999), q(1));
+        assert_eq!(b.asks.start, before - 1, "a new best ask takes the free slot before the run");
+        b.apply(Side::Ask, p(999), q(0));
+        assert_eq!(b.asks.start, before, "removing the best ask moves only the window start");
+        assert_eq!(b.asks().len(), 50);
+        assert_eq!(b.asks.find(Side::Ask, p(1_049)), Ok(49));
+        assert_eq!(b.asks.find(Side::Ask, p(1_050)), Err(50));
+        assert_eq!(b.asks.find(Side::Ask, p(998)), Err(0));
     }
 }

@@ -139,11 +139,18 @@ fn add_trades(a: Option<u32>, b: Option<u32>) -> Option<u32> {
 }
 
 /// A fixed-capacity ring of contiguous bars of one timeframe; the newest bar is the live one.
+///
+/// Rationale: every trade updates the live bar of six rings, and the rings' bars sit in six
+/// heap buffers. The live bar is kept in the ring itself (so in the book's own state, next to
+/// the other five) and written to the buffer when the next bucket opens: a trade on a book
+/// whose buffers are out of cache touches no buffer at all.
 #[derive(Clone, Debug)]
 pub struct CandleRing {
     tf: Timeframe,
+    /// The newest bar while `len > 0`; `bars[head]` is stale until the ring rolls over.
+    live: Candle,
     bars: Box<[Candle]>,
-    /// Index of the newest bar.
+    /// Index of the newest bar's slot.
     head: usize,
     len: usize,
     /// Trades older than the oldest bar held, ignored.
@@ -154,7 +161,14 @@ impl CandleRing {
     /// An empty ring of `bars_max` bars.
     pub fn new(tf: Timeframe, bars_max: usize) -> CandleRing {
         assert!(bars_max >= 2);
-        CandleRing { tf, bars: vec![Candle::default(); bars_max].into_boxed_slice(), head: 0, len: 0, too_old_count: 0 }
+        CandleRing {
+            tf,
+            live: Candle::default(),
+            bars: vec![Candle::default(); bars_max].into_boxed_slice(),
+            head: 0,
+            len: 0,
+            too_old_count: 0,
+        }
     }
 
     /// The ring's timeframe.
@@ -179,19 +193,25 @@ impl CandleRing {
 
     /// The newest bar (the live one while its bucket is open).
     pub fn newest(&self) -> Option<&Candle> {
-        (self.len > 0).then(|| &self.bars[self.head])
+        (self.len > 0).then_some(&self.live)
     }
 
     /// Bar `k` back from the newest (0 = newest).
     pub fn back(&self, k: usize) -> Option<&Candle> {
-        (k < self.len).then(|| &self.bars[(self.head + self.bars.len() - k) % self.bars.len()])
+        (k < self.len).then(|| self.slot(k))
     }
 
     /// Bars oldest first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Candle> + ExactSizeIterator + '_ {
-        let cap = self.bars.len();
-        let head = self.head;
-        (0..self.len).rev().map(move |k| &self.bars[(head + cap - k) % cap])
+        (0..self.len).rev().map(move |k| self.slot(k))
+    }
+
+    /// Bar `k` back from the newest, `k < len`.
+    fn slot(&self, k: usize) -> &Candle {
+        match k {
+            0 => &self.live,
+            _ => &self.bars[(self.head + self.bars.len() - k) % self.bars.len()],
+        }
     }
 
     /// Copies the bars, oldest first, into `out` (cleared first; no allocation while `out`
@@ -203,9 +223,10 @@ impl CandleRing {
 
     fn push(&mut self, c: Candle) {
         if self.len > 0 {
+            self.bars[self.head] = self.live;
             self.head = (self.head + 1) % self.bars.len();
         }
-        self.bars[self.head] = c;
+        self.live = c;
         self.len = (self.len + 1).min(self.bars.len());
     }
 
@@ -221,7 +242,7 @@ impl CandleRing {
             return;
         };
         if bucket_ms == live.open_ms {
-            let held = &mut self.bars[self.head];
+            let held = &mut self.live;
             widen(held, bar, sums);
             held.close = bar.close;
         } else if bucket_ms > live.open_ms {
