@@ -26,11 +26,11 @@ use tokio::sync::oneshot;
 /// Most routes [`start`] accepts; more is refused with `InvalidInput`.
 pub const ROUTES_MAX: usize = 4096;
 
-/// A running baseline server; dropping it stops the server and joins its thread.
+/// A running baseline server; dropping it stops the server and joins its threads.
 pub struct BaselineServer {
     addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    stops: Vec<oneshot::Sender<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl BaselineServer {
@@ -42,10 +42,10 @@ impl BaselineServer {
 
 impl Drop for BaselineServer {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
+        for stop in self.stops.drain(..) {
             let _ = stop.send(());
         }
-        if let Some(thread) = self.thread.take() {
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
     }
@@ -60,12 +60,23 @@ struct Variants {
     by_query: HashMap<String, Bytes>,
 }
 
-/// Starts a server answering each of `routes`, `(path with optional "?query", body)`.
+/// Starts a server answering each of `routes`, `(path with optional "?query", body)`, on one
+/// thread. See [`start_threads`].
+///
+/// Errors: as [`start_threads`].
+pub fn start(routes: Vec<(String, Vec<u8>)>) -> io::Result<BaselineServer> {
+    start_threads(routes, 1)
+}
+
+/// Starts a server answering each of `routes` on `threads` threads, each a current-thread runtime
+/// accepting from the same listening socket (as several single-threaded fronts would).
+/// The harness runs a two-thread one beside the usual one to measure what a second front thread
+/// could gain on this machine, load generator included.
 ///
 /// Errors: `InvalidInput` for a path that does not start with `/`, holds `{`, `}`, `*` or `:`
 /// (axum's route syntax) or whitespace, appears twice, or for more than [`ROUTES_MAX`] routes;
 /// otherwise whatever binding the socket, building the runtime or spawning the thread returns.
-pub fn start(routes: Vec<(String, Vec<u8>)>) -> io::Result<BaselineServer> {
+pub fn start_threads(routes: Vec<(String, Vec<u8>)>, threads: usize) -> io::Result<BaselineServer> {
     let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidInput, what);
     if routes.len() > ROUTES_MAX {
         return Err(invalid(format!("{} routes, at most {ROUTES_MAX}", routes.len())));
@@ -99,23 +110,29 @@ pub fn start(routes: Vec<(String, Vec<u8>)>) -> io::Result<BaselineServer> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let listener = {
-        let _inside = runtime.enter();
-        tokio::net::TcpListener::from_std(listener)?
-    };
-    let (stop, stopped) = oneshot::channel::<()>();
-    let thread = std::thread::Builder::new().name("baseline-http".into()).spawn(move || {
-        runtime.block_on(async move {
-            // A dropped sender stops the server too. Leaving `block_on` and dropping the runtime
-            // cancels every connection task.
-            tokio::select! {
-                _ = axum::serve(listener, app) => {}
-                _ = stopped => {}
-            }
-        });
-    })?;
-    Ok(BaselineServer { addr, stop: Some(stop), thread: Some(thread) })
+    let mut server = BaselineServer { addr, stops: Vec::new(), threads: Vec::new() };
+    for i in 0..threads.max(1) {
+        let (listener, app) = (listener.try_clone()?, app.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let listener = {
+            let _inside = runtime.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new().name(format!("baseline-http-{i}")).spawn(move || {
+            runtime.block_on(async move {
+                // A dropped sender stops the server too. Leaving `block_on` and dropping the
+                // runtime cancels every connection task.
+                tokio::select! {
+                    _ = axum::serve(listener, app) => {}
+                    _ = stopped => {}
+                }
+            });
+        })?;
+        server.stops.push(stop);
+        server.threads.push(thread);
+    }
+    Ok(server)
 }
 
 /// The body for the request's query string, or 404.

@@ -503,6 +503,7 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
             .map_err(|e| e.to_string())?;
         routes.push((p.to_owned(), body.into_bytes()));
     }
+    let baseline2 = crate::baseline_http::start_threads(routes.clone(), 2).map_err(|e| e.to_string())?;
     let baseline = crate::baseline_http::start(routes).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for p in paths {
@@ -510,6 +511,7 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         let secs = Duration::from_secs(o.secs.min(10));
         let r = crate::http_load::run(addr, std::slice::from_ref(&head), 50, 2, secs, None);
         let b = crate::http_load::run(baseline.addr(), std::slice::from_ref(&head), 50, 2, secs, None);
+        let b2 = crate::http_load::run(baseline2.addr(), std::slice::from_ref(&head), 50, 2, secs, None);
         let wrk = crate::http_load::wrk(
             &format!("{}{p}", env.base),
             Some(&format!("Authorization: Bearer {}", env.key)),
@@ -522,12 +524,14 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
             "rampart": {"reqPerS": r.req_per_s, "errors": r.errors, "non2xx": r.non_2xx, "latencyUs": pct(&r.latency_us)},
             "baseline": {"reqPerS": b.req_per_s, "errors": b.errors, "non2xx": b.non_2xx, "latencyUs": pct(&b.latency_us)},
             "ratio": r.req_per_s / b.req_per_s.max(1e-9),
+            "baseline2": {"reqPerS": b2.req_per_s, "errors": b2.errors, "non2xx": b2.non_2xx, "latencyUs": pct(&b2.latency_us)},
+            "ratio2": b2.req_per_s / b.req_per_s.max(1e-9),
             "wrk": wrk.map(|w| json!({"reqPerS": w.req_per_s, "p50Us": w.p50_us, "p99Us": w.p99_us})),
         }));
     }
     result["http"] = json!(rows);
     result["health"] = env.health()?;
-    notes.push("Closed-loop load, 50 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second. The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
+    notes.push("Closed-loop load, 50 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second; the last two columns are the same axum server on two worker threads and its requests per second over the one-thread baseline's (what a second front thread could gain here at most). The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
     Ok(())
 }
 
@@ -619,10 +623,10 @@ fn markdown(r: &Value) -> String {
         s.push_str(&format!("Correctness: {v}\n\n"));
     }
     if let Some(rows) = r.get("http").and_then(Value::as_array) {
-        s.push_str("| path | rampart req/s | p50 µs | p99 µs | baseline req/s | p50 µs | p99 µs | ratio | wrk req/s | wrk p99 µs |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        s.push_str("| path | rampart req/s | p50 µs | p99 µs | baseline req/s | p50 µs | p99 µs | ratio | wrk req/s | wrk p99 µs | baseline on 2 threads req/s | its ratio to 1 thread |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for x in rows {
             s.push_str(&format!(
-                "| `{}` | {:.0} | {} | {} | {:.0} | {} | {} | {:.2} | {} | {} |\n",
+                "| `{}` | {:.0} | {} | {} | {:.0} | {} | {} | {:.2} | {} | {} | {:.0} | {:.2} |\n",
                 x["path"].as_str().unwrap_or(""),
                 x["rampart"]["reqPerS"].as_f64().unwrap_or(0.0),
                 x["rampart"]["latencyUs"]["p50"],
@@ -633,6 +637,8 @@ fn markdown(r: &Value) -> String {
                 x["ratio"].as_f64().unwrap_or(0.0),
                 x["wrk"]["reqPerS"].as_f64().map_or_else(|| "-".into(), |v| format!("{v:.0}")),
                 x["wrk"]["p99Us"].as_f64().map_or_else(|| "-".into(), |v| format!("{v:.0}")),
+                x["baseline2"]["reqPerS"].as_f64().unwrap_or(0.0),
+                x["ratio2"].as_f64().unwrap_or(0.0),
             ));
         }
         s.push('\n');

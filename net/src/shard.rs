@@ -332,6 +332,10 @@ pub struct Shared {
     /// The active site alerts, published by [`crate::site::watch::SiteAlertWatcher`]: the
     /// shards evaluate the density alerts at their wall scans, the board thread the market ones.
     pub site_alerts: ArcSwap<crate::site::watch::SiteAlertSet>,
+    /// Bumped (release) after every change of a book's densities or listing status, so a reader
+    /// that saw a value (acquire) sees every change made before it: the front keeps a bulk
+    /// densities answer while this has not moved.
+    pub densities_generation: AtomicU64,
 }
 
 /// How often a shard merges its latency histogram into [`Shared::latency`].
@@ -439,6 +443,7 @@ impl Shared {
             live,
             latency: (0..shards).map(|_| std::sync::Mutex::new(Latency::new())).collect(),
             site_alerts: ArcSwap::from_pointee(crate::site::watch::SiteAlertSet::default()),
+            densities_generation: AtomicU64::new(0),
         }
     }
 
@@ -574,6 +579,18 @@ impl Shared {
     /// True when the book is served: listed, and taken by its shard.
     pub fn listed(&self, id: BookId) -> bool {
         self.slots.get(id.index()).is_some_and(|s| s.status.load(Ordering::Acquire) == STATUS_TRADING)
+    }
+
+    /// Publishes `book`'s last wall scan.
+    pub fn publish_densities(&self, book: BookId, snapshot: DensitySnapshot) {
+        self.slots[book.index()].densities.store(Arc::new(snapshot));
+        self.densities_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Sets `book`'s listing status ([`STATUS_TRADING`], [`STATUS_PENDING`], [`STATUS_DELISTED`]).
+    pub fn set_status(&self, book: BookId, status: u8) {
+        self.slots[book.index()].status.store(status, Ordering::Release);
+        self.densities_generation.fetch_add(1, Ordering::Release);
     }
 
     /// The registry now.
@@ -1147,14 +1164,14 @@ impl Shard {
                 Command::Delist { book } => {
                     if self.market.get(book).is_some_and(|b| !b.delisted) {
                         let ids = self.market.delist(book);
-                        self.shared.slots[book.index()].status.store(STATUS_DELISTED, Ordering::Release);
+                        self.shared.set_status(book, STATUS_DELISTED);
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
                 }
                 Command::AddBook { book, native } => self.add_book(book, native),
                 Command::Relist { book } => {
                     if self.market.relist(book) {
-                        self.shared.slots[book.index()].status.store(STATUS_TRADING, Ordering::Release);
+                        self.shared.set_status(book, STATUS_TRADING);
                         debug_assert!(self.relisted.len() < self.relisted.capacity());
                         self.relisted.push(book);
                     }
@@ -1181,7 +1198,7 @@ impl Shard {
             state.stale = true;
         }
         self.shared.stats[self.index].books.fetch_add(1, Ordering::Relaxed);
-        self.shared.slots[book.index()].status.store(STATUS_TRADING, Ordering::Release);
+        self.shared.set_status(book, STATUS_TRADING);
         self.added.push((book, native));
     }
 
@@ -1345,7 +1362,7 @@ impl Shard {
             .iter()
             .map(|w| PublishedWall { wall: *w, usd: quote_usd.map(|q| wall::usd_value(w.qty, w.price, q)) })
             .collect();
-        self.shared.slots[id.index()].densities.store(Arc::new(DensitySnapshot { ts_ms: now, price: price.0, walls }));
+        self.shared.publish_densities(id, DensitySnapshot { ts_ms: now, price: price.0, walls });
         self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
         // A book not served (crossed, stale) says nothing about its walls: the density alerts
         // neither fire nor forget what they fired for until it is served again.

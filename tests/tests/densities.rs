@@ -62,6 +62,24 @@ fn bulk_and_single_densities() {
     let body = reply.ok("single densities");
     assert_eq!(body["symbol"], Value::String(names[0].clone()));
     check_snapshot(&body["data"], "single");
+    // The bulk answer is kept between scans, never past one: after a single answer, the bulk one
+    // shows that pair's scan or a later one, across several scans (every 2 s).
+    let mut compared = 0;
+    for _ in 0..8 {
+        let single = server.get_authed(&format!("/v1/densities/{}", names[0]));
+        let Some(ts) = (single.status == 200).then(|| single.ok("single")["data"]["ts"].as_i64()).flatten() else {
+            break;
+        };
+        let bulk = server.get_authed("/v1/densities");
+        let data = bulk.ok("bulk after single")["data"].as_array().cloned().unwrap_or_default();
+        if let Some(e) = data.iter().find(|e| e["symbol"] == Value::String(names[0].clone())) {
+            let bulk_ts = e["data"]["ts"].as_i64().unwrap_or(0);
+            assert!(bulk_ts >= ts, "{}: bulk shows the scan of {bulk_ts}, single showed {ts} before it", names[0]);
+            compared += usize::from(bulk_ts > 0);
+        }
+        thread::sleep(Duration::from_millis(600));
+    }
+    assert!(compared > 0, "{} never compared", names[0]);
     // A listed pair with no walls: 404, the only endpoint where emptiness is an error.
     let all = server.get_authed("/v1/exchanges/binance/symbols");
     let quiet: Vec<String> = all.ok("symbols")["data"]

@@ -128,6 +128,9 @@ pub struct Front {
     levels_bodies: bodies::BodyCache<bodies::LevelsVersion>,
     /// Single-pair densities bodies, likewise.
     densities_bodies: bodies::BodyCache<bodies::DensitiesVersion>,
+    /// The unfiltered bulk densities answer per venue, kept while `Shared::densities_generation`
+    /// and the millisecond hold.
+    densities_bulk: bodies::GenerationCache,
     /// Metrics, rankings and board numbers, rebuilt by the board thread.
     board: Arc<arc_swap::ArcSwap<crate::api::board::Board>>,
     /// Answers read from the board, kept until it is rebuilt.
@@ -409,6 +412,7 @@ impl Front {
             build: (env!("CARGO_PKG_VERSION"), "unknown"),
             levels_bodies: bodies::BodyCache::new(shared_capacity),
             densities_bodies: bodies::BodyCache::new(shared_capacity),
+            densities_bulk: bodies::GenerationCache::new(Venue::COUNT),
             board: Arc::new(arc_swap::ArcSwap::from_pointee(crate::api::board::Board::empty())),
             board_bodies: bodies::BoardBodies::default(),
             writer_stats: Arc::new(crate::persistence::writer::WriterStats::default()),
@@ -1286,9 +1290,19 @@ impl Front {
     }
 
     fn densities_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
-        let books = self.bulk_books(venue, filter);
-        let parts: Vec<Bytes> = books.iter().filter_map(|&id| self.densities_body(id)).collect();
-        respond_bytes(StatusCode::OK, bulk_body(venue, now_ms, &parts))
+        let parts = |filter| -> Vec<Bytes> {
+            let books = self.bulk_books(venue, filter);
+            books.iter().filter_map(|&id| self.densities_body(id)).collect()
+        };
+        if filter.is_some() {
+            return respond_bytes(StatusCode::OK, bulk_body(venue, now_ms, &parts(filter)));
+        }
+        // Loaded before any slot is read: see `bodies::GenerationCache`.
+        let generation = self.shared.densities_generation.load(std::sync::atomic::Ordering::Acquire);
+        let body = self
+            .densities_bulk
+            .get_or_build(venue.index(), (generation, now_ms), || bulk_body(venue, now_ms, &parts(None)));
+        respond_bytes(StatusCode::OK, body)
     }
 
     /// The books a bulk request covers: the venue's, or the filter's that the venue lists,

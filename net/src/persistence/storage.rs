@@ -73,6 +73,7 @@ pub const FAILURE_MEMORY_MS: i64 = 10_000;
 /// millisecond as a failure clears it), and the last error seen.
 #[derive(Debug, Default)]
 pub struct StorageHealth {
+    last_ok_ms: [AtomicI64; 4],
     last_fail_ms: [AtomicI64; 4],
     failed_last: [AtomicBool; 4],
     since_ms: [AtomicI64; 4],
@@ -84,7 +85,10 @@ impl StorageHealth {
     pub fn record<T>(&self, who: Writer, result: &Result<T, StoreError>, now_ms: i64) {
         let i = who as usize;
         match result {
-            Ok(_) => self.failed_last[i].store(false, Ordering::Release),
+            Ok(_) => {
+                self.last_ok_ms[i].store(now_ms.max(1), Ordering::Release);
+                self.failed_last[i].store(false, Ordering::Release);
+            }
             Err(e) => {
                 if !self.failing_one(i, now_ms) {
                     self.since_ms[i].store(now_ms, Ordering::Release);
@@ -96,6 +100,14 @@ impl StorageHealth {
                 }
             }
         }
+    }
+
+    /// True when a writer other than `who` recorded a successful write at or after `since_ms`.
+    pub fn written_by_others_since(&self, who: Writer, since_ms: i64) -> bool {
+        Writer::ALL
+            .into_iter()
+            .filter(|w| *w != who)
+            .any(|w| self.last_ok_ms[w as usize].load(Ordering::Acquire) >= since_ms)
     }
 
     fn failing_one(&self, i: usize, now_ms: i64) -> bool {

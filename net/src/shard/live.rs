@@ -150,7 +150,7 @@ impl Sink for Shard {
         } else {
             stats.books_live.fetch_sub(1, Ordering::Relaxed);
             // Stop serving its walls now rather than at the next scan.
-            self.shared.slots[id.index()].densities.store(Arc::new(super::DensitySnapshot::default()));
+            self.shared.publish_densities(id, super::DensitySnapshot::default());
             let registry = self.shared.registry();
             self.desyncs.note(venue, &registry.get(id).symbol, self.config.clock.now_ms());
         }

@@ -76,6 +76,44 @@ impl<V: PartialEq> BodyCache<V> {
     }
 }
 
+/// Whole answers kept per slot (a venue's bulk densities) while a key made of a publisher's
+/// generation counter and the answer's time in milliseconds holds: one load of the counter
+/// replaces the per-book version checks, and requests within the same millisecond share one
+/// body, written once.
+///
+/// The caller loads the generation (acquire) before reading anything the body is built from,
+/// so a change published during the build leaves a newer generation and the next request
+/// rebuilds. Bound: one body per slot.
+#[derive(Debug)]
+pub(crate) struct GenerationCache {
+    entries: RefCell<Vec<Option<(GenerationKey, Bytes)>>>,
+}
+
+/// A publisher's generation and the answer's time in milliseconds.
+pub(crate) type GenerationKey = (u64, i64);
+
+impl GenerationCache {
+    /// An empty cache of `slots` entries.
+    pub(crate) fn new(slots: usize) -> GenerationCache {
+        GenerationCache { entries: RefCell::new(vec![None; slots]) }
+    }
+
+    /// The body of `slot` for `key` (generation, time): the kept one if built for the same key,
+    /// else `build()`'s, which replaces it.
+    pub(crate) fn get_or_build(&self, slot: usize, key: GenerationKey, build: impl FnOnce() -> Bytes) -> Bytes {
+        if let Some(Some((k, body))) = self.entries.borrow().get(slot) {
+            if *k == key {
+                return body.clone();
+            }
+        }
+        let body = build();
+        if let Some(entry) = self.entries.borrow_mut().get_mut(slot) {
+            *entry = Some((key, body.clone()));
+        }
+        body
+    }
+}
+
 /// Answers read from the board (metrics, rankings, `/v1/market`), written once per board and
 /// request target and reused until the board is rebuilt (once a second).
 ///
@@ -143,6 +181,24 @@ mod tests {
         assert_eq!(built.get(), 3, "an equal but new snapshot is a new version");
         cache.get_or_build(5, levels(&b, 11), build);
         assert_eq!(built.get(), 4, "books have their own entries; the cache grows with the registry");
+    }
+
+    #[test]
+    fn a_generation_answer_is_rebuilt_only_when_the_generation_moves() {
+        let cache = GenerationCache::new(2);
+        let built = std::cell::Cell::new(0);
+        let build = |text: &'static str| {
+            built.set(built.get() + 1);
+            Bytes::from(text)
+        };
+        assert_eq!(cache.get_or_build(0, (7, 1), || build("a")), "a");
+        assert_eq!(cache.get_or_build(0, (7, 1), || build("b")), "a", "same generation and millisecond: kept");
+        assert_eq!(cache.get_or_build(1, (7, 1), || build("c")), "c", "slots are apart");
+        assert_eq!(cache.get_or_build(0, (8, 1), || build("d")), "d", "the generation moved");
+        assert_eq!(cache.get_or_build(0, (8, 2), || build("e")), "e", "the millisecond moved");
+        assert_eq!(cache.get_or_build(9, (8, 2), || build("f")), "f", "past the slots: built, not kept");
+        assert_eq!(cache.get_or_build(9, (8, 2), || build("g")), "g");
+        assert_eq!(built.get(), 6);
     }
 
     #[test]
