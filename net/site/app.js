@@ -1059,32 +1059,46 @@
     return a.direction + ' ' + fmtPrice(a.price);
   }
 
-  function alertRow(a, reload, error) {
-    const del = h('button', { type: 'button', class: 'danger', testid: 'alert-delete', 'aria-label': 'Delete alert ' + a.id, text: 'Delete' });
+  // A delete button for one alert row: disabled while the request runs, `reload` after it,
+  // the server's refusal shown in `error`.
+  function deleteButton(testid, label, path, id, reload, error) {
+    const del = h('button', { type: 'button', class: 'danger', testid: testid, 'aria-label': label, text: 'Delete' });
     del.addEventListener('click', async () => {
       del.disabled = true;
       say(error, '');
       try {
-        await call('DELETE', v1('alerts/' + enc(a.id)));
+        await call('DELETE', path);
         reload();
       } catch (e) {
         del.disabled = false;
-        say(error, 'Could not delete alert ' + a.id + ': ' + errText(e));
+        say(error, 'Could not delete alert ' + id + ': ' + errText(e));
       }
     });
-    return h('tr', { 'data-alert-id': a.id, 'data-status': a.status },
-      h('td', { text: a.id }),
-      h('th', { scope: 'row' }, pairLink(a.exchange, a.symbol)),
-      h('td', { text: a.exchange }),
-      h('td', { text: a.type }),
-      h('td', { text: alertCondition(a) }),
+    return del;
+  }
+
+  // The cells every alert row ends with: repeat, note, status, times fired, last fired, created, action.
+  function recordCells(a, del) {
+    return [
       h('td', { text: a.repeat ? 'yes' : 'no' }),
       h('td', { class: 'wrap', text: a.note || '' }),
       h('td', { text: a.status }),
       h('td', { class: 'num', text: fmtInt(a.triggerCount) }),
       h('td', null, a.lastTriggeredAt ? timeEl(a.lastTriggeredAt) : '–'),
       h('td', null, timeEl(a.createdAt)),
-      h('td', null, del));
+      h('td', null, del),
+    ];
+  }
+
+  function alertRow(a, reload, error) {
+    const del = deleteButton('alert-delete', 'Delete alert ' + a.id, v1('alerts/' + enc(a.id)), a.id, reload, error);
+    return h('tr', { 'data-alert-id': a.id, 'data-status': a.status },
+      h('td', { text: a.id }),
+      h('th', { scope: 'row' }, pairLink(a.exchange, a.symbol)),
+      h('td', { text: a.exchange }),
+      h('td', { text: a.type }),
+      h('td', { text: alertCondition(a) }),
+      ...recordCells(a, del));
   }
 
   function siteCondition(a) {
@@ -1100,30 +1114,13 @@
   }
 
   function siteAlertRow(a, reload, error) {
-    const del = h('button', { type: 'button', class: 'danger', testid: 'site-alert-delete', 'aria-label': 'Delete ' + a.type + ' alert ' + a.id, text: 'Delete' });
-    del.addEventListener('click', async () => {
-      del.disabled = true;
-      say(error, '');
-      try {
-        await call('DELETE', '/site/site-alerts/' + enc(a.id));
-        reload();
-      } catch (e) {
-        del.disabled = false;
-        say(error, 'Could not delete alert ' + a.id + ': ' + errText(e));
-      }
-    });
+    const del = deleteButton('site-alert-delete', 'Delete ' + a.type + ' alert ' + a.id, '/site/site-alerts/' + enc(a.id), a.id, reload, error);
     return h('tr', { 'data-site-alert-id': a.id, 'data-type': a.type, 'data-status': a.status },
       h('td', { text: a.id }),
       h('td', { text: a.type }),
       h('td', { text: a.exchange }),
       h('td', { class: 'wrap', text: siteCondition(a) }),
-      h('td', { text: a.repeat ? 'yes' : 'no' }),
-      h('td', { class: 'wrap', text: a.note || '' }),
-      h('td', { text: a.status }),
-      h('td', { class: 'num', text: fmtInt(a.triggerCount) }),
-      h('td', null, a.lastTriggeredAt ? timeEl(a.lastTriggeredAt) : '–'),
-      h('td', null, timeEl(a.createdAt)),
-      h('td', null, del));
+      ...recordCells(a, del));
   }
 
   function alertsPage() {
