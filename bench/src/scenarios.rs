@@ -469,6 +469,9 @@ pub fn run(o: &Opts) -> Res<Value> {
     Ok(result)
 }
 
+/// Keep-alive connections of the HTTP scenario's load (the figure issue #15's read targets name).
+const HTTP_CONNECTIONS: usize = 64;
+
 fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     let env = Env::start(o)?;
     // A wall on BTCUSDT (off the simulated grid, so it stays), so its densities answer 200.
@@ -509,13 +512,13 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     for p in paths {
         let head = format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n", env.key);
         let secs = Duration::from_secs(o.secs.min(10));
-        let r = crate::http_load::run(addr, std::slice::from_ref(&head), 50, 2, secs, None);
-        let b = crate::http_load::run(baseline.addr(), std::slice::from_ref(&head), 50, 2, secs, None);
-        let b2 = crate::http_load::run(baseline2.addr(), std::slice::from_ref(&head), 50, 2, secs, None);
+        let r = crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
+        let b = crate::http_load::run(baseline.addr(), std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
+        let b2 = crate::http_load::run(baseline2.addr(), std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
         let wrk = crate::http_load::wrk(
             &format!("{}{p}", env.base),
             Some(&format!("Authorization: Bearer {}", env.key)),
-            50,
+            HTTP_CONNECTIONS,
             2,
             secs.as_secs(),
         );
@@ -531,7 +534,7 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     }
     result["http"] = json!(rows);
     result["health"] = env.health()?;
-    notes.push("Closed-loop load, 50 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second; the last two columns are the same axum server on two worker threads and its requests per second over the one-thread baseline's (what a second front thread could gain here at most). The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
+    notes.push("Closed-loop load, 64 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second; the last two columns are the same axum server on two worker threads and its requests per second over the one-thread baseline's (what a second front thread could gain here at most). The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
     Ok(())
 }
 
