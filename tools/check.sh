@@ -24,6 +24,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== browser test dependencies (Chromium, Node.js, playwright-core)"
 bash tools/browser-deps.sh
 
+echo "== PostgreSQL server for the storage tests (Debian's postgresql)"
+bash tools/postgres-deps.sh
+
 echo "== cargo test"
 cargo test --workspace
 

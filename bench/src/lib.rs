@@ -404,18 +404,50 @@ pub fn alert_decision(alerts_on_pair: usize, alerts_market: usize, trades: usize
     Summary::from_hist(&name, &h, None)
 }
 
+/// Which database a storage benchmark runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite in a fresh directory under the temp dir.
+    Sqlite,
+    /// A fresh schema on a throwaway PostgreSQL server on loopback
+    /// (`rampart_testkit::pg::durable_server`, Debian's binaries, default durability: a commit
+    /// waits for its WAL flush, as SQLite's `FULL` does).
+    Postgres,
+}
+
+/// A fresh database on `backend` named `name`; the directory to remove afterwards (SQLite).
+fn bench_store(
+    backend: Backend,
+    name: &str,
+) -> (rampart_net::persistence::store::StoreLocation, Option<std::path::PathBuf>) {
+    use rampart_net::persistence::store::StoreLocation;
+    match backend {
+        Backend::Sqlite => {
+            let dir = std::env::temp_dir().join(format!("rampart-bench-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            (StoreLocation::Sqlite(dir.clone()), Some(dir))
+        }
+        Backend::Postgres => {
+            let server = rampart_testkit::pg::durable_server();
+            let schema = server.fresh_schema_name();
+            let admin = rampart_net::persistence::db::Db::postgres(&server.admin_url()).expect("connect as admin");
+            admin.batch(&format!("CREATE SCHEMA {schema}")).expect("a schema");
+            (StoreLocation::Postgres(server.url_in_schema(&schema)), None)
+        }
+    }
+}
+
 /// Alert creates through the front's storage thread: `clients` concurrent clients, each creating
 /// alerts one after another (each awaited, as a request is), `creates` in all, on a fresh
-/// database with the front's durability (WAL, `synchronous = FULL`). Latency is per create,
-/// from sending the job to its answer (which comes after the commit); `group_max` 1 is the
-/// baseline of one commit per create.
-pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summary {
+/// database with the front's durability (SQLite: WAL, `synchronous = FULL`). Latency is per
+/// create, from sending the job to its answer (which comes after the commit); `group_max` 1 is
+/// the baseline of one commit per create.
+pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_max: usize) -> Summary {
     use rampart_net::persistence::storage::StorageThread;
-    use rampart_net::persistence::store::{NewAlert, Store};
+    use rampart_net::persistence::store::NewAlert;
 
-    let dir = std::env::temp_dir().join(format!("rampart-bench-storage-{}-{group_max}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut store = Store::open(&dir).expect("open a store");
+    let (at, dir) = bench_store(backend, &format!("storage-{group_max}"));
+    let mut store = at.open().expect("open a store");
     let account = store.create_account_with_key("free", None, 1).expect("an account").account_id;
     let (thread, join) = StorageThread::start_grouped(store, group_max).expect("start the storage thread");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
@@ -459,9 +491,12 @@ pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summ
     let groups = thread.groups();
     drop(thread);
     join.join();
-    let _ = std::fs::remove_dir_all(&dir);
-    let name =
-        format!("alert create via storage thread, {clients} clients, groups of ≤ {group_max} ({groups} commits)");
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let name = format!(
+        "alert create via storage thread ({backend:?}), {clients} clients, groups of ≤ {group_max} ({groups} commits)"
+    );
     Summary::from_hist(&name, &hist, Some(rate))
 }
 
@@ -469,16 +504,15 @@ pub fn storage_creates(clients: usize, creates: usize, group_max: usize) -> Summ
 /// batches of 100 (every 50 ms), each with a webhook to one of `hosts` fast receivers, except
 /// one in a hundred that goes to a receiver that never answers. Returns the latency from the
 /// firing's commit to the POST's arrival at a fast receiver, and the fast deliveries per second.
-pub fn delivery(firings: usize, hosts: usize) -> Summary {
+pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
     use rampart_net::clock::SystemClock;
     use rampart_net::delivery::{Delivery, DeliveryConfig};
-    use rampart_net::persistence::store::{FiringRecord, NewAlert, Store};
+    use rampart_net::persistence::store::{FiringRecord, NewAlert};
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader, Read, Write};
     use std::sync::Mutex;
 
-    let dir = std::env::temp_dir().join(format!("rampart-bench-delivery-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (at, dir) = bench_store(backend, "delivery");
     let sent: Arc<Mutex<HashMap<i64, Instant>>> = Arc::new(Mutex::new(HashMap::new()));
     let hist = Arc::new(Mutex::new(histogram()));
     let received = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -529,7 +563,7 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
             }
         });
     }
-    let mut store = Store::open(&dir).expect("store");
+    let mut store = at.open().expect("store").for_background().expect("tuned");
     let account = store.create_account_with_key("developer", None, 0).expect("account").account_id;
     let mut ids = Vec::with_capacity(firings);
     for i in 0..firings {
@@ -550,7 +584,8 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
         ids.push(row.id);
     }
     let config = DeliveryConfig { allow_private: true, ..DeliveryConfig::default() };
-    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(SystemClock)).expect("delivery");
+    let sender = at.open().expect("store").for_background().expect("tuned");
+    let d = Delivery::start(sender, config, Arc::new(SystemClock)).expect("delivery");
     let wake = d.waker();
     let started = Instant::now();
     for chunk in ids.chunks(100) {
@@ -576,11 +611,15 @@ pub fn delivery(firings: usize, hosts: usize) -> Summary {
     }
     let took = started.elapsed();
     d.stop();
-    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let n = received.load(std::sync::atomic::Ordering::Relaxed);
     let h = hist.lock().map(|h| h.clone()).unwrap_or_else(|_| histogram());
     Summary::from_hist(
-        &format!("firing commit → POST received ({n} of {fast} fast deliveries, 1% to a hanging receiver)"),
+        &format!(
+            "firing commit → POST received ({backend:?}; {n} of {fast} fast deliveries, 1% to a hanging receiver)"
+        ),
         &h,
         Some(n as f64 / took.as_secs_f64()),
     )

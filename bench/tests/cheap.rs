@@ -2,7 +2,7 @@
 
 use rampart_bench::{
     alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, parsers,
-    parsers_table, tick_apply, wall_scan,
+    parsers_table, tick_apply, wall_scan, Backend,
 };
 
 // Counting allocations lets the parsers test check the allocation figures too.
@@ -48,8 +48,10 @@ fn alert_decision_cheap() {
 
 #[test]
 fn delivery_cheap() {
-    let s = delivery(200, 4);
-    assert_eq!(s.count, 198, "every fast delivery arrived: {s:?}");
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let s = delivery(backend, 200, 4);
+        assert_eq!(s.count, 198, "every fast delivery arrived: {s:?}");
+    }
 }
 
 #[test]

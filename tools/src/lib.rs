@@ -24,7 +24,7 @@ use rampart_net::clock::{self, SharedClock};
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig};
 use rampart_net::persistence::storage::{StorageHealth, StorageThread};
-use rampart_net::persistence::store::{Checkpointer, DataDirLock, Revoked, Store};
+use rampart_net::persistence::store::{Checkpointer, Revoked, ServerLock, Store, StoreLocation};
 use rampart_net::persistence::writer::{OnCommitted, Writer};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, EventQueue, ShardConfig, ShardSet};
@@ -138,6 +138,11 @@ struct CommonArgs {
     /// Data directory (SQLite database) [default: ./data].
     #[arg(long, env = "RAMPART_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Keep accounts, keys, alerts, inbox and outbox in this PostgreSQL database instead of
+    /// SQLite (`postgres://user:password@host:port/db` or `host=… user=… dbname=…`; never
+    /// logged).
+    #[arg(long, env = "RAMPART_POSTGRES_URL")]
+    postgres: Option<String>,
 }
 
 /// The `keys` commands' settings: the same file and directory as `serve`, accepted after the
@@ -150,6 +155,9 @@ struct KeysArgs {
     /// Data directory (SQLite database) [default: ./data].
     #[arg(long, env = "RAMPART_DATA_DIR", global = true)]
     data_dir: Option<PathBuf>,
+    /// The PostgreSQL database instead of SQLite (as `serve --postgres`).
+    #[arg(long, env = "RAMPART_POSTGRES_URL", global = true)]
+    postgres: Option<String>,
     /// Create the database if the data directory has none (otherwise that is an error, so a
     /// mistyped --data-dir is not taken for a new, empty one).
     #[arg(long, global = true)]
@@ -341,6 +349,14 @@ fn data_dir(common: &CommonArgs, file: &FileConfig) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("./data"))
 }
 
+/// The store: PostgreSQL when a URL is given, else SQLite in the data directory.
+fn store_location(common: &CommonArgs, file: &FileConfig) -> StoreLocation {
+    match &common.postgres {
+        Some(url) => StoreLocation::Postgres(url.clone()),
+        None => StoreLocation::Sqlite(data_dir(common, file)),
+    }
+}
+
 fn plans(file: &FileConfig) -> Plans {
     let mut p = Plans::default();
     p.merge(file.plans.clone());
@@ -349,16 +365,14 @@ fn plans(file: &FileConfig) -> Plans {
 
 /// The store and plans the `keys` and `site-alerts` commands work on.
 fn open_store(args: &KeysArgs) -> Result<(Store, Plans)> {
-    let common = CommonArgs { config: args.config.clone(), data_dir: args.data_dir.clone() };
+    let common =
+        CommonArgs { config: args.config.clone(), data_dir: args.data_dir.clone(), postgres: args.postgres.clone() };
     let file = load_file(&common)?;
-    let dir = data_dir(&common, &file);
-    if !args.create && !Store::exists(&dir) {
-        bail!(
-            "no rampart database in {} (rampart.db); check --data-dir, or pass --create to start a new one",
-            dir.display()
-        );
+    let at = store_location(&common, &file);
+    if !args.create && !at.exists() {
+        bail!("no rampart database in {}; check --data-dir, or pass --create to start a new one", at.describe());
     }
-    let store = Store::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
+    let store = at.open().with_context(|| format!("opening {}", at.describe()))?;
     Ok((store, plans(&file)))
 }
 
@@ -462,7 +476,7 @@ struct ServeSettings {
     listen: String,
     unauthenticated_per_min: usize,
     metrics_listen: Option<String>,
-    data_dir: PathBuf,
+    store: StoreLocation,
     venues: Vec<Venue>,
     shards: usize,
     sim_pairs: usize,
@@ -551,7 +565,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
         metrics_listen: args.metrics_listen.or(file.metrics.listen.clone()),
         unauthenticated_per_min,
-        data_dir: data_dir(&args.common, &file),
+        store: store_location(&args.common, &file),
         venues,
         live,
         verify_checksums,
@@ -600,7 +614,7 @@ fn log_feed(s: &ServeSettings, shards: &ShardSet, store: &Store) {
         shards.shared().registry().len(),
         s.venues.len(),
         shards.len(),
-        store.path().display()
+        if store.is_postgres() { s.store.describe() } else { store.path().display().to_string() }
     );
 }
 
@@ -629,8 +643,9 @@ fn serve(args: ServeArgs) -> Result<()> {
     let s = settings(args)?;
     // The shards' io_uring needs locked memory: refused here, before anything is printed.
     rampart_net::shard::ensure_memlock(s.shards)?;
-    // One server per data directory, checked before anything is printed or opened.
-    let _lock = DataDirLock::acquire(&s.data_dir)?;
+    // One server per data directory (or PostgreSQL database), checked before anything is
+    // printed or opened.
+    let _lock = ServerLock::acquire(&s.store)?;
     // The one clock every part of the process reads.
     let clock = clock::system();
     let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
@@ -639,7 +654,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         front_config.connections_max,
         front_config.connections_per_address_max
     );
-    let mut store = Store::open(&s.data_dir).with_context(|| format!("opening {}", s.data_dir.display()))?;
+    let mut store = s.store.open().with_context(|| format!("opening {}", s.store.describe()))?;
     // The port is bound before the first key is made: a start that cannot bind loses no key.
     // While the venues are listed it answers 503 "starting".
     let listener = bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
@@ -672,7 +687,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         false => None,
     };
     let metrics = persistence.metrics(&s, &shards, &clock);
-    let (storage_thread, storage_join) = StorageThread::start(Store::open(&s.data_dir)?)?;
+    let (storage_thread, storage_join) = StorageThread::start(s.store.open()?)?;
     let (board, board_thread) = start_board(&shards, &clock, persistence.market_events.clone())?;
     let front = Rc::new(
         Front::new(
@@ -776,8 +791,7 @@ fn start_feed(
     };
     let books_now = Arc::new(arc_swap::ArcSwap::new(registry));
     let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;
-    let on_listing =
-        listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), Store::open(&s.data_dir)?);
+    let on_listing = listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), s.store.open()?);
     let shared = shards.shared().clone();
     let grow = Box::new(move |grown| shared.grow(grown));
     let books = RestBooks { registry: books_now, natives, bars_max: shard_config.bars_max };
@@ -837,7 +851,7 @@ impl Persistence {
             telegram: s.telegram.clone(),
             ..DeliveryConfig::default()
         };
-        let delivery = Delivery::start(Store::open(&s.data_dir)?.for_background()?, delivery_config, clock.clone())?;
+        let delivery = Delivery::start(s.store.open()?.for_background()?, delivery_config, clock.clone())?;
         let wake = delivery.waker();
         // With Telegram on, any firing may have queued a message (the account's chat is looked
         // up in the transaction); site firings and delistings are found by the sender's poll.
@@ -848,7 +862,7 @@ impl Persistence {
             }
         });
         let writer = Writer::start(
-            Store::open(&s.data_dir)?.for_background()?.with_telegram(telegram),
+            s.store.open()?.for_background()?.with_telegram(telegram),
             shards.event_queues().into_iter().chain([market_events.clone()]).collect(),
             shards.shared().books.clone(),
             health.clone(),
@@ -856,8 +870,8 @@ impl Persistence {
             on_committed,
         )?;
         let period = Duration::from_secs(1);
-        let checkpointer = Checkpointer::start(Store::open(&s.data_dir)?, period, health.clone(), clock.clone())?;
-        let site_alerts = SiteAlertWatcher::start(Store::open(&s.data_dir)?, shards.shared().clone())?;
+        let checkpointer = Checkpointer::start(s.store.open()?, period, health.clone(), clock.clone())?;
+        let site_alerts = SiteAlertWatcher::start(s.store.open()?, shards.shared().clone())?;
         Ok(Persistence { health, webhooks, delivery, writer, checkpointer, market_events, site_alerts })
     }
 

@@ -7,7 +7,7 @@
 
 use rampart_bench::{
     alert_decision, binance_decode, delivery, front_hop, levels_consumption_check, levels_recompute, parsers,
-    parsers_table, tick_apply, wall_scan, Summary,
+    parsers_table, tick_apply, wall_scan, Backend, Summary,
 };
 
 #[global_allocator]
@@ -36,12 +36,18 @@ fn main() {
             "walls" => vec![wall_scan(500, 20)],
             // Metrics refresh per book, and the wall scan of the same books as its baseline.
             "metrics" => rampart_bench::metrics_refresh(500, 20),
-            "delivery" => vec![delivery(20_000, 50)],
-            // The baseline (one commit per create) and group commit, in the same run.
-            "storage" => vec![
-                rampart_bench::storage_creates(64, 2_000, 1),
-                rampart_bench::storage_creates(64, 2_000, rampart_net::persistence::storage::GROUP_JOBS_MAX),
-            ],
+            // SQLite (the baseline) and PostgreSQL, in the same run.
+            "delivery" => vec![delivery(Backend::Sqlite, 20_000, 50), delivery(Backend::Postgres, 20_000, 50)],
+            // The baseline (one commit per create) and group commit, on each backend, in the same run.
+            "storage" => [Backend::Sqlite, Backend::Postgres]
+                .into_iter()
+                .flat_map(|b| {
+                    [
+                        rampart_bench::storage_creates(b, 64, 2_000, 1),
+                        rampart_bench::storage_creates(b, 64, 2_000, rampart_net::persistence::storage::GROUP_JOBS_MAX),
+                    ]
+                })
+                .collect(),
             "decode" => binance_decode(2_000_000),
             "alerts" => vec![
                 alert_decision(0, 0, 1_000_000),

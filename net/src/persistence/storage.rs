@@ -276,7 +276,7 @@ fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>, groups: &Atomic
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::persistence::store::NewAlert;
+    use crate::persistence::store::{on_each_backend, NewAlert, TestDb};
     use rampart_engine::alert::{Condition, Cross};
     use rampart_engine::{Price, Venue};
 
@@ -296,12 +296,10 @@ mod tests {
         assert!(!h.failing(2_000 + FAILURE_MEMORY_MS), "a failure nothing renews is forgotten");
     }
 
-    fn temp_store(name: &str) -> (std::path::PathBuf, Store, i64) {
-        let dir = std::env::temp_dir().join(format!("rampart-storage-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut store = Store::open(&dir).expect("open");
+    fn account_store(at: &TestDb) -> (Store, i64) {
+        let mut store = at.open();
         let account = store.create_account_with_key("free", None, 1).expect("account").account_id;
-        (dir, store, account)
+        (store, account)
     }
 
     fn alert(account_id: i64, price: i64) -> NewAlert {
@@ -350,70 +348,72 @@ mod tests {
 
     #[test]
     fn queued_jobs_commit_together_and_are_answered_after_the_commit() {
-        let (dir, store, account) = temp_store("group");
-        let (thread, join) = StorageThread::start(store).expect("start");
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let ids = runtime.block_on(async {
-            let release = hold(&thread).await;
-            let mut set = tokio::task::JoinSet::new();
-            for i in 1..=40 {
-                let (t, a) = (thread.clone(), alert(account, 1_000 + i));
-                set.spawn(async move { t.run(move |s| s.insert_alert(&a)).await });
+        on_each_backend("storage-group", |at| {
+            let (store, account) = account_store(at);
+            let (thread, join) = StorageThread::start(store).expect("start");
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let ids = runtime.block_on(async {
+                let release = hold(&thread).await;
+                let mut set = tokio::task::JoinSet::new();
+                for i in 1..=40 {
+                    let (t, a) = (thread.clone(), alert(account, 1_000 + i));
+                    set.spawn(async move { t.run(move |s| s.insert_alert(&a)).await });
+                }
+                release_after(&thread, 41, release).await;
+                let mut ids = Vec::new();
+                while let Some(r) = set.join_next().await {
+                    ids.push(r.expect("task").expect("inserted").id);
+                }
+                ids
+            });
+            assert_eq!(ids.len(), 40);
+            // The hold, then the 40 inserts: two groups, so 40 creates paid for one commit.
+            assert_eq!(thread.groups(), 2);
+            // Answered after the commit: another connection sees every row at once.
+            let other = at.open();
+            for id in ids {
+                assert!(other.alert(id).expect("read").is_some(), "alert {id} acknowledged but not committed");
             }
-            release_after(&thread, 41, release).await;
-            let mut ids = Vec::new();
-            while let Some(r) = set.join_next().await {
-                ids.push(r.expect("task").expect("inserted").id);
-            }
-            ids
+            drop(thread);
+            join.join();
         });
-        assert_eq!(ids.len(), 40);
-        // The hold, then the 40 inserts: two groups, so 40 creates paid for one commit.
-        assert_eq!(thread.groups(), 2);
-        // Answered after the commit: another connection sees every row at once.
-        let other = Store::open(&dir).expect("reopen");
-        for id in ids {
-            assert!(other.alert(id).expect("read").is_some(), "alert {id} acknowledged but not committed");
-        }
-        drop(thread);
-        join.join();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_failed_job_is_undone_alone() {
-        let (dir, store, account) = temp_store("undo");
-        let (thread, join) = StorageThread::start(store).expect("start");
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let (a, b, c) = runtime.block_on(async {
-            let release = hold(&thread).await;
-            let (a1, b1, c1) = (alert(account, 10), alert(account, 20), alert(account, 30));
-            let a = thread.run(move |s| s.insert_alert(&a1));
-            let b = thread.run(move |s| {
-                let row = s.insert_alert(&b1)?;
-                Err::<(), _>(StoreError::Unavailable(if row.id > 0 { "refused after writing" } else { "" }))
+        on_each_backend("storage-undo", |at| {
+            let (store, account) = account_store(at);
+            let (thread, join) = StorageThread::start(store).expect("start");
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let (a, b, c) = runtime.block_on(async {
+                let release = hold(&thread).await;
+                let (a1, b1, c1) = (alert(account, 10), alert(account, 20), alert(account, 30));
+                let a = thread.run(move |s| s.insert_alert(&a1));
+                let b = thread.run(move |s| {
+                    let row = s.insert_alert(&b1)?;
+                    Err::<(), _>(StoreError::Unavailable(if row.id > 0 { "refused after writing" } else { "" }))
+                });
+                let c = thread.run(move |s| s.insert_alert(&c1));
+                let (a, b, c, ()) = tokio::join!(a, b, c, release_after(&thread, 4, release));
+                (a, b, c)
             });
-            let c = thread.run(move |s| s.insert_alert(&c1));
-            let (a, b, c, ()) = tokio::join!(a, b, c, release_after(&thread, 4, release));
-            (a, b, c)
+            let (a, c) = (a.expect("a").id, c.expect("c").id);
+            assert!(matches!(b, Err(StoreError::Unavailable("refused after writing"))), "{b:?}");
+            assert_eq!(thread.groups(), 2, "the three jobs ran as one group");
+            let other = at.open();
+            let prices: Vec<i64> = other
+                .list_alerts(account, crate::persistence::store::StatusFilter::All)
+                .expect("list")
+                .iter()
+                .map(|r| match r.condition {
+                    Condition::Price { level, .. } => level.0,
+                    _ => 0,
+                })
+                .collect();
+            assert_eq!(prices, [10, 30], "the failed job's row is gone, the others stay (ids {a}, {c})");
+            drop(thread);
+            join.join();
         });
-        let (a, c) = (a.expect("a").id, c.expect("c").id);
-        assert!(matches!(b, Err(StoreError::Unavailable("refused after writing"))), "{b:?}");
-        assert_eq!(thread.groups(), 2, "the three jobs ran as one group");
-        let other = Store::open(&dir).expect("reopen");
-        let prices: Vec<i64> = other
-            .list_alerts(account, crate::persistence::store::StatusFilter::All)
-            .expect("list")
-            .iter()
-            .map(|r| match r.condition {
-                Condition::Price { level, .. } => level.0,
-                _ => 0,
-            })
-            .collect();
-        assert_eq!(prices, [10, 30], "the failed job's row is gone, the others stay (ids {a}, {c})");
-        drop(thread);
-        join.join();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

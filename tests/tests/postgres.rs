@@ -1,0 +1,214 @@
+//! The whole server on PostgreSQL (`serve --postgres`), against a real server from Debian's
+//! packages started by the test on a loopback port (`rampart_testkit::pg`): alerts made through
+//! the API fire and reach a webhook receiver; the keys CLI reads the same database; a second
+//! server on the database is refused; a SIGKILL loses no acknowledged alert, and the restarted
+//! server keeps delivering.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rampart_net::persistence::db::Db;
+use rampart_tests::{describe_output, run_with_timeout, Server, FAST};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+/// A fresh schema on the test server; the connection string that uses it.
+fn database() -> String {
+    let server = rampart_testkit::pg::server();
+    let schema = server.fresh_schema_name();
+    let admin = Db::postgres(&server.admin_url()).expect("connect as admin");
+    admin.batch(&format!("CREATE SCHEMA {schema}")).expect("create the schema");
+    server.url_in_schema(&schema)
+}
+
+/// A receiver on loopback that answers 200 and keeps each request's body.
+fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let b = bodies.clone();
+    thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; len];
+            let _ = reader.read_exact(&mut body);
+            if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                b.lock().expect("lock").push(v);
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (port, bodies)
+}
+
+fn wait_for_hits(hits: &Mutex<Vec<Value>>, n: usize, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while hits.lock().expect("lock").len() < n {
+        assert!(Instant::now() < deadline, "{what}: fewer than {n} webhooks in 120 s");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alert_ids(server: &Server) -> Vec<i64> {
+    let list = server.get("/v1/alerts?status=all", Some(&server.key));
+    list.ok("alerts")["data"].as_array().expect("data").iter().filter_map(|a| a["id"].as_i64()).collect()
+}
+
+#[test]
+fn a_server_on_postgres_fires_delivers_and_survives_a_crash() {
+    let url = database();
+    let (port, hits) = receiver();
+    let cfg = std::env::temp_dir().join(format!("rampart-pg-{}.toml", std::process::id()));
+    std::fs::write(&cfg, "[webhooks]\nallow_private = true\n").expect("config");
+    let cfg = cfg.display().to_string();
+    let args: Vec<&str> = [FAST, &["--config", &cfg, "--postgres", &url]].concat();
+    let server = Server::start(BIN, &args);
+    let symbols = server.get_authed("/v1/exchanges/binance/symbols");
+    let names: Vec<String> = symbols.ok("symbols")["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter_map(|s| s["symbol"].as_str().map(str::to_owned))
+        .take(15)
+        .collect();
+    for s in &names {
+        let body = json!({"symbol": s, "type": "pct", "direction": "any", "pct": 0.1, "window": "5m", "repeat": true,
+                          "webhook_url": format!("http://127.0.0.1:{port}/hook")});
+        server
+            .request("POST", "/v1/alerts", Some(&format!("Bearer {}", server.key)), Some(&body.to_string()))
+            .ok("create");
+    }
+    let created = alert_ids(&server);
+    assert_eq!(created.len(), names.len());
+    wait_for_hits(&hits, 1, "before the crash");
+    let first = hits.lock().expect("lock")[0].clone();
+    assert_eq!(first["event"], "alert.triggered");
+    assert!(created.contains(&first["alert"]["id"].as_i64().unwrap_or(-1)), "{first}");
+    let inbox = server.get("/v1/inbox", Some(&server.key));
+    assert!(!inbox.ok("inbox")["data"].as_array().expect("data").is_empty(), "the firing is in the inbox");
+
+    // The keys CLI works on the same database.
+    let mut cli = Command::new(BIN);
+    cli.args(["keys", "list", "--postgres", &url]);
+    let out = run_with_timeout(cli, Duration::from_secs(30));
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2, "header and the first key");
+
+    // A second whole server on the database is refused: two would deliver every webhook twice.
+    let dir = std::env::temp_dir().join(format!("rampart-pg-second-{}", std::process::id()));
+    let mut second = Command::new(BIN);
+    second.args(["serve", "--listen", "127.0.0.1:0", "--postgres", &url, "--data-dir"]).arg(&dir);
+    let out = run_with_timeout(second, Duration::from_secs(30));
+    assert!(!out.status.success(), "a second server started: {}", describe_output(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another rampart server is using this PostgreSQL database"),
+        "{}",
+        describe_output(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // SIGKILL: every acknowledged alert is still there, the key still works, firings go on.
+    let server = server.crash_and_restart(&args);
+    assert_eq!(alert_ids(&server), created, "alerts after the crash");
+    let before = hits.lock().expect("lock").len();
+    wait_for_hits(&hits, before + 1, "after the restart");
+}
+
+/// A fresh schema and a role of its own that owns what the server creates in it (so the test
+/// can cut that role off without touching the superuser); the role's connection string.
+fn database_with_role() -> (String, String) {
+    let server = rampart_testkit::pg::server();
+    let schema = server.fresh_schema_name();
+    let role = format!("r_{schema}");
+    let admin = Db::postgres(&server.admin_url()).expect("connect as admin");
+    admin
+        .batch(&format!("CREATE ROLE {role} LOGIN; CREATE SCHEMA {schema} AUTHORIZATION {role};"))
+        .expect("the role and its schema");
+    let url =
+        format!("host=127.0.0.1 port={} user={role} dbname=postgres options='-c search_path={schema}'", server.port());
+    (url, role)
+}
+
+/// Ends the role's connections and allows (or refuses) new ones: PostgreSQL unreachable for
+/// the server, as far as it can tell.
+fn cut_off(role: &str, off: bool) {
+    let admin = Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("connect as admin");
+    let login = if off { "NOLOGIN" } else { "LOGIN" };
+    admin.batch(&format!("ALTER ROLE {role} {login}")).expect("alter the role");
+    if off {
+        admin
+            .batch(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"))
+            .expect("end its connections");
+    }
+}
+
+fn storage_writable(server: &Server) -> bool {
+    server.get("/healthz", None).body["storage"]["writable"].as_bool().unwrap_or(false)
+}
+
+#[test]
+fn while_postgres_is_unreachable_writes_fail_with_503_reads_go_on_and_then_it_recovers() {
+    let (url, role) = database_with_role();
+    let args: Vec<&str> = [FAST, &["--postgres", &url]].concat();
+    let server = Server::start(BIN, &args);
+    let auth = format!("Bearer {}", server.key);
+    let price = server.get_authed("/v1/exchanges/binance/symbols").ok("symbols")["data"][0]["symbol"]
+        .as_str()
+        .expect("a symbol")
+        .to_owned();
+    let create = |server: &Server| {
+        let body = json!({"symbol": price, "type": "pct", "direction": "any", "pct": 50, "window": "1h"});
+        server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string()))
+    };
+    create(&server).ok("a create before the outage");
+    let before = alert_ids(&server);
+
+    cut_off(&role, true);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        let r = create(&server);
+        if r.status != 200 {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "creates still succeed 10 s into the outage");
+        thread::sleep(Duration::from_millis(100));
+    };
+    refused.assert_some_error(503, "a create while PostgreSQL is unreachable");
+    // Reads do not need the database: snapshots and the key table in memory.
+    server.get(&format!("/v1/levels/{price}?exchange=binance"), Some(&server.key)).ok("levels during the outage");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while storage_writable(&server) {
+        assert!(Instant::now() < deadline, "/healthz still says storage is writable 10 s into the outage");
+        thread::sleep(Duration::from_millis(100));
+    }
+
+    cut_off(&role, false);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while create(&server).status != 200 {
+        assert!(Instant::now() < deadline, "creates still fail 15 s after PostgreSQL came back");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let after = alert_ids(&server);
+    assert!(before.iter().all(|id| after.contains(id)), "an alert acknowledged before the outage was lost");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !storage_writable(&server) {
+        assert!(Instant::now() < deadline, "/healthz does not say storage is writable again");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
