@@ -27,6 +27,9 @@ bash tools/browser-deps.sh
 echo "== PostgreSQL server for the storage tests (Debian's postgresql)"
 bash tools/postgres-deps.sh
 
+echo "== NATS server for the cluster tests (Debian's nats-server)"
+bash tools/nats-deps.sh
+
 echo "== cargo test"
 cargo test --workspace
 

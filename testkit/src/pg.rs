@@ -7,11 +7,11 @@
 //! since PostgreSQL refuses to run as root. Durability is off (`fsync = off`): these servers
 //! hold test data only ([`durable_server`] keeps it on, for benchmarks).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+
+use crate::daemon::{free_port, fresh_dir, start_watched, wait_until};
 
 /// A running test server.
 pub struct PgServer {
@@ -94,16 +94,9 @@ fn as_server_user(program: &Path) -> Command {
     }
 }
 
-fn free_port() -> Result<u16, String> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
-}
-
 fn start(durable: bool) -> Result<PgServer, String> {
     let bin = bin_dir()?;
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!("rampart-pg-{}-{stamp}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = fresh_dir("rampart-pg")?;
     if is_root() {
         let ok = Command::new("chown").arg("postgres:postgres").arg(&dir).status().is_ok_and(|s| s.success());
         if !ok {
@@ -127,39 +120,13 @@ fn start(durable: bool) -> Result<PgServer, String> {
         data.display(),
         dir.display()
     );
-    // The watcher: starts the server, waits for the end of its stdin (this process exiting,
-    // however), then stops the server fast and removes the directory.
-    let script = format!(
-        "{postgres} >{log} 2>&1 & pid=$!; cat >/dev/null; kill -INT $pid; wait $pid; rm -rf {dir}",
-        log = dir.join("log").display(),
-        dir = dir.display()
-    );
-    let mut watcher = as_server_user(Path::new("/bin/sh"))
-        .args(["-c", &script])
-        .stdin(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("starting postgres: {e}"))?;
-    wait_ready(&bin, port, &dir)?;
-    if let Some(stdin) = watcher.stdin.as_mut() {
-        let _ = stdin.flush();
-    }
-    Ok(PgServer { port, _watcher: Mutex::new(watcher) })
-}
-
-fn wait_ready(bin: &Path, port: u16, dir: &Path) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let ready = Command::new(bin.join("pg_isready"))
-            .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+    let watcher = start_watched(as_server_user(Path::new("/bin/sh")), &postgres, &dir)?;
+    let port_arg = port.to_string();
+    wait_until(&dir, || {
+        Command::new(bin.join("pg_isready"))
+            .args(["-q", "-h", "127.0.0.1", "-p", &port_arg, "-U", "postgres"])
             .status()
-            .is_ok_and(|s| s.success());
-        if ready {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
-            return Err(format!("not ready after 30 s; its log:\n{log}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+            .is_ok_and(|s| s.success())
+    })?;
+    Ok(PgServer { port, _watcher: Mutex::new(watcher) })
 }

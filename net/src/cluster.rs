@@ -1,0 +1,213 @@
+//! The firings stream of a cluster on NATS JetStream (issue #18): every recorded firing is
+//! published once, under the message id `<alert id>:<trigger time ms>`, to a work-queue stream
+//! that drops a repeated id within its duplicate window; delivery workers share one durable
+//! pull consumer, so each firing goes to one worker at a time, is acknowledged explicitly after
+//! its outcome is recorded, and is redelivered when a worker dies without answering (after the
+//! consumer's ack wait) or asks for a retry (after the schedule's delay).
+//!
+//! Bounds: the stream holds at most [`STREAM_MESSAGES_MAX`] firings and refuses new ones at the
+//! bound (`DiscardPolicy::New`: the publisher gets an error and keeps its firing to publish
+//! again; nothing queued is dropped); a firing is delivered at most [`DELIVERIES_MAX`] times
+//! (the webhook schedule's three attempts).
+//!
+//! Not wired into `serve` yet: this is the bus, tested against a real `nats-server`.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer::pull, AckKind};
+use futures_lite::StreamExt;
+use rampart_engine::Venue;
+
+/// Firings a stream holds at most; a publish past it is refused.
+pub const STREAM_MESSAGES_MAX: i64 = 1_000_000;
+
+/// Times one firing is delivered at most: the first attempt, then +10 s and +60 s.
+pub const DELIVERIES_MAX: i64 = 3;
+
+/// How long the stream remembers a message id to drop its repeats: longer than any writer's
+/// retry of one batch.
+pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+
+/// The header that carries a firing's id to its workers.
+pub const FIRING_HEADER: &str = "Rampart-Firing";
+
+/// Names of the stream, its subjects and the workers' consumer.
+#[derive(Clone, Debug)]
+pub struct BusNames {
+    /// The stream.
+    pub stream: String,
+    /// Subjects are `<root>.<venue>`.
+    pub subject_root: String,
+    /// The delivery workers' durable consumer.
+    pub consumer: String,
+}
+
+impl Default for BusNames {
+    fn default() -> BusNames {
+        BusNames {
+            stream: "RAMPART_FIRINGS".into(),
+            subject_root: "rampart.firings".into(),
+            consumer: "delivery".into(),
+        }
+    }
+}
+
+/// A failure talking to NATS, with what was being done.
+#[derive(Debug)]
+pub struct BusError(String);
+
+impl BusError {
+    fn new(doing: &str, e: impl std::fmt::Display) -> BusError {
+        BusError(format!("{doing}: {e}"))
+    }
+}
+
+impl std::fmt::Display for BusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NATS: {}", self.0)
+    }
+}
+
+impl std::error::Error for BusError {}
+
+/// The message id of a firing: the pair that identifies it, whoever publishes it how often.
+pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {
+    format!("{alert_id}:{trigger_ms}")
+}
+
+/// What the stream answered a publish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// The stream's sequence number of the message.
+    pub sequence: u64,
+    /// The id was seen within the duplicate window: nothing new was stored.
+    pub duplicate: bool,
+}
+
+/// A connection to the firings stream.
+pub struct FiringBus {
+    js: jetstream::Context,
+    stream: jetstream::stream::Stream,
+    names: BusNames,
+}
+
+impl FiringBus {
+    /// Connects to `url` (5 s at most) and makes sure the stream exists with its settings.
+    pub async fn connect(url: &str, names: BusNames) -> Result<FiringBus, BusError> {
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .connect(url)
+            .await
+            .map_err(|e| BusError::new("connecting", e))?;
+        let js = jetstream::new(client);
+        let config = jetstream::stream::Config {
+            name: names.stream.clone(),
+            subjects: vec![format!("{}.>", names.subject_root)],
+            retention: jetstream::stream::RetentionPolicy::WorkQueue,
+            storage: jetstream::stream::StorageType::File,
+            duplicate_window: DUPLICATE_WINDOW,
+            max_messages: STREAM_MESSAGES_MAX,
+            discard: jetstream::stream::DiscardPolicy::New,
+            ..Default::default()
+        };
+        let stream = js.get_or_create_stream(config).await.map_err(|e| BusError::new("the stream", e))?;
+        Ok(FiringBus { js, stream, names })
+    }
+
+    /// Publishes one firing of `venue` and waits for the stream to store it (or to say it is a
+    /// repeat).
+    pub async fn publish(
+        &self,
+        venue: Venue,
+        alert_id: i64,
+        trigger_ms: i64,
+        body: Vec<u8>,
+    ) -> Result<Published, BusError> {
+        let id = message_id(alert_id, trigger_ms);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", id.as_str());
+        // The server keeps `Nats-Msg-Id` for itself: consumers see the id in this header.
+        headers.insert(FIRING_HEADER, id.as_str());
+        let subject = format!("{}.{}", self.names.subject_root, venue.as_str());
+        let ack = self
+            .js
+            .publish_with_headers(subject, headers, body.into())
+            .await
+            .map_err(|e| BusError::new("publishing", e))?
+            .await
+            .map_err(|e| BusError::new("the stream's answer", e))?;
+        Ok(Published { sequence: ack.sequence, duplicate: ack.duplicate })
+    }
+
+    /// A delivery worker on the shared durable consumer; a firing a worker holds longer than
+    /// `ack_wait` without answering is given to another.
+    pub async fn worker(&self, ack_wait: Duration) -> Result<FiringWorker, BusError> {
+        let config = pull::Config {
+            durable_name: Some(self.names.consumer.clone()),
+            ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            ack_wait,
+            max_deliver: DELIVERIES_MAX,
+            ..Default::default()
+        };
+        let consumer = self
+            .stream
+            .get_or_create_consumer(&self.names.consumer, config)
+            .await
+            .map_err(|e| BusError::new("the consumer", e))?;
+        Ok(FiringWorker { consumer })
+    }
+}
+
+/// One worker's handle on the shared consumer.
+pub struct FiringWorker {
+    consumer: jetstream::consumer::Consumer<pull::Config>,
+}
+
+impl FiringWorker {
+    /// The next firing due, waiting at most `wait` (at least 1 ms) for one.
+    pub async fn next(&self, wait: Duration) -> Result<Option<Firing>, BusError> {
+        let mut batch = self
+            .consumer
+            .fetch()
+            .max_messages(1)
+            .expires(wait.max(Duration::from_millis(1)))
+            .messages()
+            .await
+            .map_err(|e| BusError::new("fetching", e))?;
+        let Some(msg) = batch.next().await else { return Ok(None) };
+        let msg = msg.map_err(|e| BusError::new("receiving", e))?;
+        let info = msg.info().map_err(|e| BusError::new("the message's metadata", e))?;
+        let (attempt, sequence) = (info.delivered, info.stream_sequence);
+        let id = msg.headers.as_ref().and_then(|h| h.get(FIRING_HEADER)).map(|v| v.as_str().to_owned());
+        Ok(Some(Firing { attempt, sequence, id: id.unwrap_or_default(), msg }))
+    }
+}
+
+/// A firing handed to one worker: answered with [`Firing::done`] or [`Firing::retry_in`]
+/// (or not at all, when the worker dies: then it is redelivered after the ack wait).
+pub struct Firing {
+    msg: jetstream::Message,
+    /// Which delivery of it this is (1 for the first).
+    pub attempt: i64,
+    /// The stream's sequence number.
+    pub sequence: u64,
+    /// Its message id (`<alert id>:<trigger time ms>`).
+    pub id: String,
+}
+
+impl Firing {
+    /// The published body.
+    pub fn body(&self) -> &[u8] {
+        &self.msg.payload
+    }
+
+    /// Its outcome is recorded: the stream forgets it (the server confirms the ack).
+    pub async fn done(self) -> Result<(), BusError> {
+        self.msg.double_ack().await.map_err(|e| BusError::new("acknowledging", e))
+    }
+
+    /// Deliver it again after `delay` (the schedule's next attempt), to any worker.
+    pub async fn retry_in(self, delay: Duration) -> Result<(), BusError> {
+        self.msg.ack_with(AckKind::Nak(Some(delay))).await.map_err(|e| BusError::new("asking for a retry", e))
+    }
+}

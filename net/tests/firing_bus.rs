@@ -1,0 +1,107 @@
+//! The firings stream against a real `nats-server` with JetStream (Debian's, started by the test
+//! on a loopback port): a firing published twice under its (alert, time) id is stored once; each
+//! firing goes to one of the workers sharing the consumer; one whose worker dies unanswered is
+//! redelivered after the ack wait; a retry comes back after its delay, not before; a firing is
+//! delivered three times at most.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rampart_engine::Venue;
+use rampart_net::cluster::{BusNames, FiringBus, DELIVERIES_MAX};
+
+fn names(test: &str) -> BusNames {
+    BusNames {
+        stream: format!("T_{test}"),
+        subject_root: format!("t.{test}.firings"),
+        consumer: format!("delivery_{test}"),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime")
+}
+
+async fn bus(test: &str) -> FiringBus {
+    FiringBus::connect(&rampart_testkit::nats::server().url(), names(test)).await.expect("connect")
+}
+
+#[test]
+fn a_firing_published_twice_is_stored_once() {
+    runtime().block_on(async {
+        let bus = bus("dup").await;
+        let first = bus.publish(Venue::Binance, 7, 1_000, b"a".to_vec()).await.expect("publish");
+        let again = bus.publish(Venue::Binance, 7, 1_000, b"a".to_vec()).await.expect("publish again");
+        assert!(!first.duplicate);
+        assert!(again.duplicate, "the same (alert, time) is a repeat");
+        assert_eq!(again.sequence, first.sequence);
+        let other = bus.publish(Venue::Okx, 7, 1_001, b"b".to_vec()).await.expect("another time");
+        assert!(!other.duplicate);
+        let worker = bus.worker(Duration::from_secs(5)).await.expect("worker");
+        let mut ids = Vec::new();
+        while let Some(f) = worker.next(Duration::from_millis(300)).await.expect("next") {
+            ids.push(f.id.clone());
+            f.done().await.expect("ack");
+        }
+        assert_eq!(ids, ["7:1000", "7:1001"]);
+    });
+}
+
+#[test]
+fn each_firing_goes_to_one_worker_and_an_unanswered_one_comes_back() {
+    runtime().block_on(async {
+        let (a, b) = (bus("share").await, bus("share").await);
+        for i in 0..10 {
+            a.publish(Venue::Bybit, i, 5_000, format!("{i}").into_bytes()).await.expect("publish");
+        }
+        let ack_wait = Duration::from_secs(1);
+        let (wa, wb) = (a.worker(ack_wait).await.expect("worker a"), b.worker(ack_wait).await.expect("worker b"));
+        // Worker a takes one and dies without answering.
+        let lost = wa.next(Duration::from_secs(2)).await.expect("next").expect("a firing");
+        let lost_id = lost.id.clone();
+        drop((lost, wa, a));
+        let started = Instant::now();
+        let mut seen: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        while seen.len() < 10 || !seen.get(&lost_id).is_some_and(|v| v.contains(&2)) {
+            assert!(started.elapsed() < Duration::from_secs(10), "not all delivered: {seen:?}");
+            let Some(f) = wb.next(Duration::from_millis(500)).await.expect("next") else { continue };
+            seen.entry(f.id.clone()).or_default().push(f.attempt);
+            f.done().await.expect("ack");
+        }
+        assert!(started.elapsed() >= ack_wait / 2, "redelivered before the ack wait");
+        for (id, attempts) in &seen {
+            let want: &[i64] = if *id == lost_id { &[2] } else { &[1] };
+            assert_eq!(attempts, want, "firing {id}");
+        }
+        assert!(wb.next(Duration::from_millis(300)).await.expect("next").is_none(), "nothing more");
+    });
+}
+
+#[test]
+fn a_retry_comes_back_after_its_delay_and_three_deliveries_at_most() {
+    runtime().block_on(async {
+        let bus = bus("retry").await;
+        bus.publish(Venue::Bitget, 1, 9_000, b"x".to_vec()).await.expect("publish");
+        let worker = bus.worker(Duration::from_secs(30)).await.expect("worker");
+        let delay = Duration::from_millis(800);
+        for attempt in 1..=DELIVERIES_MAX {
+            let asked = Instant::now();
+            let f = loop {
+                if let Some(f) = worker.next(Duration::from_millis(200)).await.expect("next") {
+                    break f;
+                }
+                assert!(asked.elapsed() < Duration::from_secs(5), "attempt {attempt} never came");
+            };
+            assert_eq!(f.attempt, attempt);
+            if attempt > 1 {
+                assert!(asked.elapsed() >= delay - Duration::from_millis(100), "attempt {attempt} came early");
+            }
+            f.retry_in(delay).await.expect("nak");
+        }
+        // After the third, the stream gives up on it.
+        let started = Instant::now();
+        while started.elapsed() < delay * 2 {
+            assert!(worker.next(Duration::from_millis(200)).await.expect("next").is_none(), "a fourth delivery");
+        }
+    });
+}
