@@ -10,19 +10,25 @@
 //! again; nothing queued is dropped); a firing is delivered at most [`DELIVERIES_MAX`] times
 //! (the webhook schedule's three attempts).
 //!
-//! Not wired into `serve` yet: this is the bus, tested against a real `nats-server`.
+//! `serve --nats` hands every outbox row to the stream (`publisher`) instead of sending it, and
+//! `rampart deliver` runs the workers (`worker`) that send them.
 
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer::pull, AckKind};
 use futures_lite::StreamExt;
-use rampart_engine::Venue;
+
+pub mod publisher;
+pub mod worker;
 
 /// Firings a stream holds at most; a publish past it is refused.
 pub const STREAM_MESSAGES_MAX: i64 = 1_000_000;
 
-/// Times one firing is delivered at most: the first attempt, then +10 s and +60 s.
-pub const DELIVERIES_MAX: i64 = 3;
+/// Times one firing is delivered at most: the schedule's three attempts (first, +10 s, +60 s),
+/// plus redeliveries after a worker died or storage refused to read or record (each after the
+/// ack wait or a second). Past it the stream stops delivering the firing; its outbox row stays
+/// pending in the database, where it can be seen.
+pub const DELIVERIES_MAX: i64 = 20;
 
 /// How long the stream remembers a message id to drop its repeats: longer than any writer's
 /// retry of one batch.
@@ -36,7 +42,7 @@ pub const FIRING_HEADER: &str = "Rampart-Firing";
 pub struct BusNames {
     /// The stream.
     pub stream: String,
-    /// Subjects are `<root>.<venue>`.
+    /// Subjects are `<root>.<channel>` (`webhook`, `telegram`).
     pub subject_root: String,
     /// The delivery workers' durable consumer.
     pub consumer: String,
@@ -114,21 +120,14 @@ impl FiringBus {
         Ok(FiringBus { js, stream, names })
     }
 
-    /// Publishes one firing of `venue` and waits for the stream to store it (or to say it is a
-    /// repeat).
-    pub async fn publish(
-        &self,
-        venue: Venue,
-        alert_id: i64,
-        trigger_ms: i64,
-        body: Vec<u8>,
-    ) -> Result<Published, BusError> {
-        let id = message_id(alert_id, trigger_ms);
+    /// Publishes one firing on subject `<root>.<leaf>` under message id `id` and waits for the
+    /// stream to store it (or to say it is a repeat).
+    pub async fn publish(&self, leaf: &str, id: &str, body: Vec<u8>) -> Result<Published, BusError> {
         let mut headers = async_nats::HeaderMap::new();
-        headers.insert("Nats-Msg-Id", id.as_str());
+        headers.insert("Nats-Msg-Id", id);
         // The server keeps `Nats-Msg-Id` for itself: consumers see the id in this header.
-        headers.insert(FIRING_HEADER, id.as_str());
-        let subject = format!("{}.{}", self.names.subject_root, venue.as_str());
+        headers.insert(FIRING_HEADER, id);
+        let subject = format!("{}.{leaf}", self.names.subject_root);
         let ack = self
             .js
             .publish_with_headers(subject, headers, body.into())

@@ -1055,3 +1055,63 @@ impl SiteSession {
         server.request_with(method, path, &headers, body.map(Value::to_string).as_deref())
     }
 }
+
+/// A fresh schema on the test process's PostgreSQL server (`rampart_testkit::pg`); the
+/// connection string that uses it (for `--postgres`).
+pub fn pg_database() -> String {
+    let server = rampart_testkit::pg::server();
+    let schema = server.fresh_schema_name();
+    let admin = rampart_net::persistence::db::Db::postgres(&server.admin_url()).expect("connect as admin");
+    admin.batch(&format!("CREATE SCHEMA {schema}")).expect("create the schema");
+    server.url_in_schema(&schema)
+}
+
+/// A webhook receiver on loopback that answers 200 and keeps each request's JSON body.
+pub fn json_receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let b = bodies.clone();
+    thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; len];
+            let _ = reader.read_exact(&mut body);
+            if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                lock(&b).push(v);
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (port, bodies)
+}
+
+/// The ids of the server's first account's alerts with `status` (`all`, `active`, `triggered`).
+pub fn alert_ids(server: &Server, status: &str) -> Vec<i64> {
+    let list = server.get(&format!("/v1/alerts?status={status}"), Some(&server.key));
+    list.ok("alerts")["data"].as_array().expect("data").iter().filter_map(|a| a["id"].as_i64()).collect()
+}
+
+/// A config file that lets webhooks reach loopback receivers (`webhooks.allow_private`).
+pub fn allow_private_config(name: &str) -> String {
+    let path = std::env::temp_dir().join(format!("rampart-{name}-{}.toml", std::process::id()));
+    std::fs::write(&path, "[webhooks]\nallow_private = true\n").expect("write the config");
+    path.display().to_string()
+}
+
+/// The first `n` symbols the server lists on Binance.
+pub fn binance_symbols(server: &Server, n: usize) -> Vec<String> {
+    let symbols = server.get_authed("/v1/exchanges/binance/symbols");
+    let data = symbols.ok("symbols")["data"].as_array().cloned().unwrap_or_default();
+    data.iter().filter_map(|s| s["symbol"].as_str().map(str::to_owned)).take(n).collect()
+}

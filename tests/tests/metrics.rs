@@ -6,8 +6,6 @@
 //! `GET /version` says what is running.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -115,38 +113,6 @@ fn value(m: &HashMap<Sample, f64>, name: &str, labels: &[(&str, &str)]) -> f64 {
     m.get(&(name.to_owned(), want)).copied().unwrap_or(0.0)
 }
 
-/// A receiver answering 200 to every request; counts them.
-fn receiver() -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let hits = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let h = hits.clone();
-    thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let h = h.clone();
-            thread::spawn(move || {
-                let mut stream = stream;
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut len = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0u8; len];
-                let _ = reader.read_exact(&mut body);
-                h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-            });
-        }
-    });
-    (port, hits)
-}
-
 fn wait_for(what: &str, secs: u64, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !check() {
@@ -176,7 +142,7 @@ fn metrics_parse_and_move_with_traffic_on_the_live_feed() {
     assert_eq!(server.get("/v1/exchanges", None).status, 401);
     // A gap on the venue, and a firing delivered to a receiver.
     sim.control("fault", &json!({"venue":"binance","symbol":"BTCUSDT","kind":"gap"}));
-    let (port, hits) = receiver();
+    let (port, hits) = rampart_tests::json_receiver();
     let r = server.get_authed("/v1/symbols/ETHUSDT?exchange=binance");
     let price = r.ok("symbol")["data"]["price"].as_f64().expect("price");
     let level = (price * 1.02 * 100.0).round() / 100.0;
@@ -184,7 +150,7 @@ fn metrics_parse_and_move_with_traffic_on_the_live_feed() {
                       "webhook_url": format!("http://127.0.0.1:{port}/hook")});
     server.request("POST", "/v1/alerts", Some(&format!("Bearer {}", server.key)), Some(&body.to_string())).ok("create");
     sim.control("trade", &json!({"venue":"binance","symbol":"ETHUSDT","price":format!("{:.2}", price * 1.03)}));
-    wait_for("webhook delivered", 20, || hits.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    wait_for("webhook delivered", 20, || hits.lock().map(|h| h.len()).unwrap_or(0) >= 1);
     let mut after = scrape(&server);
     wait_for("the delivered attempt and the gap counted", 20, || {
         after = scrape(&server);

@@ -4,58 +4,19 @@
 //! server on the database is refused; a SIGKILL loses no acknowledged alert, and the restarted
 //! server keeps delivering.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rampart_net::persistence::db::Db;
-use rampart_tests::{describe_output, run_with_timeout, Server, FAST};
+use rampart_tests::{
+    alert_ids, allow_private_config, binance_symbols, describe_output, json_receiver as receiver,
+    pg_database as database, run_with_timeout, Server, FAST,
+};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
-
-/// A fresh schema on the test server; the connection string that uses it.
-fn database() -> String {
-    let server = rampart_testkit::pg::server();
-    let schema = server.fresh_schema_name();
-    let admin = Db::postgres(&server.admin_url()).expect("connect as admin");
-    admin.batch(&format!("CREATE SCHEMA {schema}")).expect("create the schema");
-    server.url_in_schema(&schema)
-}
-
-/// A receiver on loopback that answers 200 and keeps each request's body.
-fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let b = bodies.clone();
-    thread::spawn(move || {
-        for mut stream in listener.incoming().map_while(Result::ok) {
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; len];
-            let _ = reader.read_exact(&mut body);
-            if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                b.lock().expect("lock").push(v);
-            }
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        }
-    });
-    (port, bodies)
-}
 
 fn wait_for_hits(hits: &Mutex<Vec<Value>>, n: usize, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -65,28 +26,14 @@ fn wait_for_hits(hits: &Mutex<Vec<Value>>, n: usize, what: &str) {
     }
 }
 
-fn alert_ids(server: &Server) -> Vec<i64> {
-    let list = server.get("/v1/alerts?status=all", Some(&server.key));
-    list.ok("alerts")["data"].as_array().expect("data").iter().filter_map(|a| a["id"].as_i64()).collect()
-}
-
 #[test]
 fn a_server_on_postgres_fires_delivers_and_survives_a_crash() {
     let url = database();
     let (port, hits) = receiver();
-    let cfg = std::env::temp_dir().join(format!("rampart-pg-{}.toml", std::process::id()));
-    std::fs::write(&cfg, "[webhooks]\nallow_private = true\n").expect("config");
-    let cfg = cfg.display().to_string();
+    let cfg = allow_private_config("pg");
     let args: Vec<&str> = [FAST, &["--config", &cfg, "--postgres", &url]].concat();
     let server = Server::start(BIN, &args);
-    let symbols = server.get_authed("/v1/exchanges/binance/symbols");
-    let names: Vec<String> = symbols.ok("symbols")["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .filter_map(|s| s["symbol"].as_str().map(str::to_owned))
-        .take(15)
-        .collect();
+    let names = binance_symbols(&server, 15);
     for s in &names {
         let body = json!({"symbol": s, "type": "pct", "direction": "any", "pct": 0.1, "window": "5m", "repeat": true,
                           "webhook_url": format!("http://127.0.0.1:{port}/hook")});
@@ -94,7 +41,7 @@ fn a_server_on_postgres_fires_delivers_and_survives_a_crash() {
             .request("POST", "/v1/alerts", Some(&format!("Bearer {}", server.key)), Some(&body.to_string()))
             .ok("create");
     }
-    let created = alert_ids(&server);
+    let created = alert_ids(&server, "all");
     assert_eq!(created.len(), names.len());
     wait_for_hits(&hits, 1, "before the crash");
     let first = hits.lock().expect("lock")[0].clone();
@@ -125,7 +72,7 @@ fn a_server_on_postgres_fires_delivers_and_survives_a_crash() {
 
     // SIGKILL: every acknowledged alert is still there, the key still works, firings go on.
     let server = server.crash_and_restart(&args);
-    assert_eq!(alert_ids(&server), created, "alerts after the crash");
+    assert_eq!(alert_ids(&server, "all"), created, "alerts after the crash");
     let before = hits.lock().expect("lock").len();
     wait_for_hits(&hits, before + 1, "after the restart");
 }
@@ -177,7 +124,7 @@ fn while_postgres_is_unreachable_writes_fail_with_503_reads_go_on_and_then_it_re
         server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string()))
     };
     create(&server).ok("a create before the outage");
-    let before = alert_ids(&server);
+    let before = alert_ids(&server, "all");
 
     cut_off(&role, true);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -204,7 +151,7 @@ fn while_postgres_is_unreachable_writes_fail_with_503_reads_go_on_and_then_it_re
         assert!(Instant::now() < deadline, "creates still fail 15 s after PostgreSQL came back");
         thread::sleep(Duration::from_millis(200));
     }
-    let after = alert_ids(&server);
+    let after = alert_ids(&server, "all");
     assert!(before.iter().all(|id| after.contains(id)), "an alert acknowledged before the outage was lost");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !storage_writable(&server) {

@@ -21,6 +21,9 @@ use rampart_net::api::front::{self, Front, FrontConfig, FrontStorage};
 use rampart_net::api::keys::KeyWatcher;
 use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
 use rampart_net::clock::{self, SharedClock};
+use rampart_net::cluster::publisher::Publisher;
+use rampart_net::cluster::worker::DeliveryWorker;
+use rampart_net::cluster::BusNames;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig};
 use rampart_net::persistence::storage::{StorageHealth, StorageThread};
@@ -70,9 +73,25 @@ enum Command {
         #[command(flatten)]
         common: KeysArgs,
     },
+    /// Run delivery workers: send the firings `serve --nats` hands to the NATS firings stream,
+    /// recording each outcome in the shared PostgreSQL database.
+    Deliver(DeliverArgs),
     /// Run a local simulator of the venues' REST and WebSocket protocols (Binance, Bybit, OKX,
     /// Bitget) over the simulated market, with fault injection and a control API under /sim/.
     SimVenue(SimVenueArgs),
+}
+
+/// `rampart deliver` settings.
+#[derive(Args, Debug, Clone)]
+struct DeliverArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The NATS server with the firings stream.
+    #[arg(long, env = "RAMPART_NATS_URL")]
+    nats: String,
+    /// Worker threads, each with its own database and NATS connections (1 to 64).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -168,6 +187,11 @@ struct KeysArgs {
 struct ServeArgs {
     #[command(flatten)]
     common: CommonArgs,
+    /// Hand every firing's deliveries to the NATS JetStream firings stream at this URL instead
+    /// of sending them here; `rampart deliver` workers send them (needs --postgres, the
+    /// database the workers share).
+    #[arg(long, env = "RAMPART_NATS_URL")]
+    nats: Option<String>,
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long, env = "RAMPART_LISTEN")]
     listen: Option<String>,
@@ -319,6 +343,7 @@ pub fn cli_main() -> ExitCode {
             open_store(&common).and_then(|(store, plans)| site_alerts::run(command, &store, &plans))
         }
         Some(Command::SimVenue(args)) => init_logging(None).and_then(|()| sim_venue(args)),
+        Some(Command::Deliver(args)) => init_logging(None).and_then(|()| deliver(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -457,6 +482,14 @@ fn sim_venue(args: SimVenueArgs) -> Result<()> {
         writeln!(out, "sim-venue listening on {}", handle.url())?;
         out.flush()?;
     }
+    wait_for_stop_signal()?;
+    tracing::info!("sim-venue: shutting down");
+    handle.stop();
+    Ok(())
+}
+
+/// Blocks until SIGTERM or Ctrl-C.
+fn wait_for_stop_signal() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -465,9 +498,45 @@ fn sim_venue(args: SimVenueArgs) -> Result<()> {
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok::<(), anyhow::Error>(())
-    })?;
-    tracing::info!("sim-venue: shutting down");
-    handle.stop();
+    })
+}
+
+/// `rampart deliver`: worker threads on the firings stream until SIGTERM or Ctrl-C.
+fn deliver(args: DeliverArgs) -> Result<()> {
+    let file = load_file(&args.common)?;
+    let Some(url) = args.common.postgres.clone() else {
+        bail!("deliver needs --postgres: the database `serve --postgres --nats` records firings in");
+    };
+    if !(1..=64).contains(&args.workers) {
+        bail!("--workers must be 1 to 64");
+    }
+    let at = StoreLocation::Postgres(url);
+    let config = DeliveryConfig {
+        allow_private: file.webhooks.allow_private,
+        telegram: telegram(&file)?,
+        ..DeliveryConfig::default()
+    };
+    let clock = clock::system();
+    let mut workers = Vec::with_capacity(args.workers);
+    for _ in 0..args.workers {
+        let store = at.open().with_context(|| format!("opening {}", at.describe()))?.for_background()?;
+        workers.push(DeliveryWorker::start(
+            store,
+            args.nats.clone(),
+            BusNames::default(),
+            config.clone(),
+            clock.clone(),
+        )?);
+    }
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "delivering with {} workers", workers.len())?;
+        out.flush()?;
+    }
+    wait_for_stop_signal()?;
+    tracing::info!("deliver: stopping");
+    drop(workers);
     Ok(())
 }
 
@@ -477,6 +546,8 @@ struct ServeSettings {
     unauthenticated_per_min: usize,
     metrics_listen: Option<String>,
     store: StoreLocation,
+    /// The firings stream (`--nats`): deliveries go there instead of being sent here.
+    nats: Option<String>,
     venues: Vec<Venue>,
     shards: usize,
     sim_pairs: usize,
@@ -566,6 +637,12 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         metrics_listen: args.metrics_listen.or(file.metrics.listen.clone()),
         unauthenticated_per_min,
         store: store_location(&args.common, &file),
+        nats: match (&args.nats, &args.common.postgres) {
+            (Some(_), None) => {
+                bail!("--nats needs --postgres: the delivery workers read the outbox from that database")
+            }
+            (nats, _) => nats.clone(),
+        },
         venues,
         live,
         verify_checksums,
@@ -826,10 +903,19 @@ fn load_alerts(
 /// The threads that write: webhook delivery, the firing writer (which wakes delivery) and the
 /// checkpointer, with the storage health they report to; and the site alert watcher, whose set
 /// the writer's firings change.
+/// Where a server's deliveries go.
+enum Sending {
+    /// Sent by this process.
+    Here(Delivery),
+    /// Handed to the firings stream (`--nats`).
+    Stream(Publisher),
+}
+
 struct Persistence {
     health: Arc<StorageHealth>,
     webhooks: rampart_net::api::metrics::WebhookMetrics,
-    delivery: Delivery,
+    /// The sender here, or (`--nats`) the publisher to the firings stream.
+    delivery: Sending,
     writer: Writer,
     checkpointer: Checkpointer,
     /// The board thread's queue of market alert firings, drained by the writer.
@@ -851,8 +937,19 @@ impl Persistence {
             telegram: s.telegram.clone(),
             ..DeliveryConfig::default()
         };
-        let delivery = Delivery::start(s.store.open()?.for_background()?, delivery_config, clock.clone())?;
-        let wake = delivery.waker();
+        let (delivery, wake) = match &s.nats {
+            None => {
+                let d = Delivery::start(s.store.open()?.for_background()?, delivery_config, clock.clone())?;
+                let wake = d.waker();
+                (Sending::Here(d), wake)
+            }
+            Some(url) => {
+                let store = s.store.open()?.for_background()?;
+                let p = Publisher::start(store, url.clone(), BusNames::default(), clock.clone())?;
+                tracing::info!("deliveries go to the NATS firings stream; `rampart deliver` sends them");
+                (Sending::Stream(p), Arc::new(tokio::sync::Notify::new()))
+            }
+        };
         // With Telegram on, any firing may have queued a message (the account's chat is looked
         // up in the transaction); site firings and delistings are found by the sender's poll.
         let telegram = s.telegram.is_some();
@@ -882,7 +979,10 @@ impl Persistence {
             venues: s.venues.clone(),
             commands: shards.command_queues(),
             events: shards.event_queues(),
-            delivery: self.delivery.stats.clone(),
+            delivery: match &self.delivery {
+                Sending::Here(d) => d.stats.clone(),
+                Sending::Stream(_) => Arc::default(),
+            },
             storage: self.health.clone(),
             started_ms: clock.now_ms(),
             clock: clock.clone(),
@@ -896,7 +996,10 @@ impl Persistence {
         watch.stage("stopping the firing writer");
         self.writer.stop();
         watch.stage("stopping webhook delivery");
-        self.delivery.stop();
+        match self.delivery {
+            Sending::Here(d) => d.stop(),
+            Sending::Stream(p) => drop(p),
+        }
         watch.stage("stopping the checkpoint thread");
         drop(self.checkpointer);
     }

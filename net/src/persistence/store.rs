@@ -135,6 +135,10 @@ const MIGRATIONS: &[&str] = &[
     // Telegram row `url` holds the chat id and `body` the `sendMessage` body; the URL with the
     // bot token is made at each attempt, never stored.
     "ALTER TABLE outbox ADD COLUMN channel TEXT NOT NULL DEFAULT 'webhook';",
+    // 9: when a row was handed to the cluster's firings stream (`cluster::publisher`; rows of a
+    // single server are never published).
+    "ALTER TABLE outbox ADD COLUMN published_ms INTEGER;
+    CREATE INDEX outbox_unpublished ON outbox(id) WHERE published_ms IS NULL AND state = 'pending';",
 ];
 
 /// The PostgreSQL schema, in order; index + 1 is the `meta.schema_version` after each. Its
@@ -237,6 +241,9 @@ const PG_MIGRATIONS: &[&str] = &[
         telegram_chat_id TEXT
     );
     INSERT INTO meta (key, value) VALUES ('keys_version', 1), ('site_alerts_version', 1);",
+    // 2: SQLite's version 9 (rows handed to the firings stream).
+    "ALTER TABLE outbox ADD COLUMN published_ms BIGINT;
+    CREATE INDEX outbox_unpublished ON outbox(id) WHERE published_ms IS NULL AND state = 'pending';",
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -324,6 +331,31 @@ fn channel_column(r: &Row<'_>, col: usize) -> Result<Channel, StoreError> {
         "webhook" => Ok(Channel::Webhook),
         "telegram" => Ok(Channel::Telegram),
         other => Err(unknown(format!("outbox channel '{other}'"))),
+    }
+}
+
+/// An outbox row not yet handed to the cluster's firings stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unpublished {
+    /// Delivery id (what the stream carries).
+    pub id: i64,
+    /// The alert.
+    pub alert_id: i64,
+    /// The firing's time.
+    pub trigger_ms: i64,
+    /// Webhook or Telegram.
+    pub channel: Channel,
+}
+
+impl Unpublished {
+    /// The stream's message id: the firing's (alert id, trigger time) for a webhook (the pair
+    /// that identifies a firing, `cluster::message_id`); the row's own id for a Telegram
+    /// message (a firing may have both, and site and API alerts have separate id spaces).
+    pub fn message_id(&self) -> String {
+        match self.channel {
+            Channel::Webhook => crate::cluster::message_id(self.alert_id, self.trigger_ms),
+            Channel::Telegram => format!("telegram:{}", self.id),
+        }
     }
 }
 
@@ -1441,6 +1473,39 @@ impl Store {
         Ok(())
     }
 
+    /// Pending outbox rows not yet handed to the firings stream, oldest first, at most `limit`.
+    pub fn unpublished(&self, limit: u32) -> Result<Vec<Unpublished>, StoreError> {
+        self.db.query(
+            "SELECT id, alert_id, trigger_ms, channel FROM outbox
+             WHERE published_ms IS NULL AND state = 'pending' ORDER BY id LIMIT ?1",
+            vals![i64::from(limit)],
+            |r| {
+                Ok(Unpublished {
+                    id: r.get(0)?,
+                    alert_id: r.get(1)?,
+                    trigger_ms: r.get(2)?,
+                    channel: channel_column(r, 3)?,
+                })
+            },
+        )
+    }
+
+    /// Marks rows as handed to the firings stream at `now_ms`, in one transaction.
+    pub fn mark_published(&mut self, ids: &[i64], now_ms: i64) -> Result<(), StoreError> {
+        self.db.in_transaction_of(|| {
+            for id in ids {
+                self.db.execute("UPDATE outbox SET published_ms = ?2 WHERE id = ?1", vals![*id, now_ms])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// One outbox row by id.
+    pub fn outbox_row(&self, id: i64) -> Result<Option<OutboxRow>, StoreError> {
+        let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE id = ?1");
+        self.db.query_opt(&sql, vals![id], outbox_row)
+    }
+
     /// Every webhook delivery of an API alert, by id (tests and diagnostics; Telegram rows are
     /// left out: a site alert's id may equal an API alert's).
     pub fn deliveries_of(&self, alert_id: i64) -> Result<Vec<OutboxRow>, StoreError> {
@@ -1993,6 +2058,29 @@ mod tests {
         first.end_job(true).expect("end");
         first.commit_group().expect("commit");
         assert_eq!(second.join().expect("second"), 1, "counted after the first insert was committed");
+    }
+
+    /// The cluster's publisher reads each pending row once: marked rows are not read again.
+    #[test]
+    fn outbox_rows_are_handed_to_the_stream_once() {
+        on_each_backend("publish", |at| {
+            let mut s = at.open().with_telegram(true);
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            s.set_telegram_chat(a, Some("42")).expect("chat");
+            let mut hooked = alert(a, "binance", "BTCUSDT");
+            hooked.webhook_url = Some("https://example.com/h".into());
+            let id = s.insert_alert(&hooked).expect("insert").id;
+            let f = FiringRecord { alert_id: id, price: 300, move_hundredths: None, ts_ms: 7_000, last: false };
+            s.record_firings(&[f]).expect("record");
+            let rows = s.unpublished(10).expect("unpublished");
+            let ids: Vec<String> = rows.iter().map(Unpublished::message_id).collect();
+            assert_eq!(ids, [format!("{id}:7000"), format!("telegram:{}", rows[1].id)]);
+            s.mark_published(&[rows[0].id], 8_000).expect("mark");
+            assert_eq!(s.unpublished(10).expect("unpublished"), [rows[1]]);
+            let row = s.outbox_row(rows[0].id).expect("read").expect("the row");
+            assert_eq!((row.state.as_str(), row.alert_id, row.channel), ("pending", id, Channel::Webhook));
+            assert_eq!(s.outbox_row(rows[1].id + 1).expect("read"), None);
+        });
     }
 
     #[test]

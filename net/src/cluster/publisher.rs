@@ -1,0 +1,118 @@
+//! Hands committed outbox rows to the firings stream (`serve --nats`): a thread reads the
+//! pending rows not yet published, publishes each (the row id as the body, the firing's id as
+//! the message id), waits for the stream's acknowledgements, then marks them published.
+//!
+//! Nothing is lost between the commit and the stream: a row is marked only after the stream
+//! stored it, so a crash or a NATS outage in between leaves it unpublished and it is published
+//! again; a repeat within the stream's duplicate window is dropped by the stream, and a worker
+//! that gets a row already settled acknowledges it without sending (`worker`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{BusNames, FiringBus};
+use crate::clock::SharedClock;
+use crate::persistence::store::Store;
+use crate::shutdown::StoppableThread;
+
+/// Rows read and published per round at most.
+pub const PUBLISH_BATCH_MAX: u32 = 512;
+
+/// How long the thread sleeps when nothing is waiting (the latency it adds to a firing, at most).
+const IDLE_SLEEP: Duration = Duration::from_millis(2);
+
+/// How long it waits after NATS or the database refused, before trying again.
+const FAILURE_SLEEP: Duration = Duration::from_millis(200);
+
+/// The publishing thread; stopped on drop.
+pub struct Publisher {
+    _thread: StoppableThread,
+}
+
+impl Publisher {
+    /// Starts publishing `store`'s outbox to the stream at `url`.
+    pub fn start(store: Store, url: String, names: BusNames, clock: SharedClock) -> std::io::Result<Publisher> {
+        let thread = StoppableThread::spawn("publisher", move |stop| {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("publisher: no runtime: {e}");
+                    return;
+                }
+            };
+            runtime.block_on(run(store, &url, names, &clock, &stop));
+        })?;
+        Ok(Publisher { _thread: thread })
+    }
+}
+
+async fn run(mut store: Store, url: &str, names: BusNames, clock: &SharedClock, stop: &Arc<AtomicBool>) {
+    let mut bus: Option<FiringBus> = None;
+    let mut failing = false;
+    while !stop.load(Ordering::Acquire) {
+        let round = match &bus {
+            Some(b) => publish_round(&mut store, b, clock).await,
+            None => match FiringBus::connect(url, names.clone()).await {
+                Ok(b) => {
+                    tracing::info!("publisher: connected to the firings stream");
+                    bus = Some(b);
+                    continue;
+                }
+                Err(e) => Err(RoundError::Bus(e)),
+            },
+        };
+        match round {
+            Ok(0) => tokio::time::sleep(IDLE_SLEEP).await,
+            Ok(_) => failing = false,
+            Err(e) => {
+                if !failing {
+                    tracing::error!("publisher: {e}; the rows stay unpublished and are tried again");
+                }
+                failing = true;
+                tokio::time::sleep(FAILURE_SLEEP).await;
+            }
+        }
+    }
+}
+
+/// Why a round stopped.
+#[derive(Debug)]
+enum RoundError {
+    /// The database refused.
+    Store(crate::persistence::store::StoreError),
+    /// NATS refused.
+    Bus(super::BusError),
+}
+
+impl std::fmt::Display for RoundError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoundError::Store(e) => write!(f, "the outbox: {e}"),
+            RoundError::Bus(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Publishes one batch; how many rows were published.
+async fn publish_round(store: &mut Store, bus: &FiringBus, clock: &SharedClock) -> Result<usize, RoundError> {
+    let rows = store.unpublished(PUBLISH_BATCH_MAX).map_err(RoundError::Store)?;
+    let mut done = Vec::with_capacity(rows.len());
+    let mut refused = None;
+    for row in &rows {
+        match bus.publish(row.channel.as_str(), &row.message_id(), row.id.to_string().into_bytes()).await {
+            Ok(_) => done.push(row.id),
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    if !done.is_empty() {
+        store.mark_published(&done, clock.now_ms()).map_err(RoundError::Store)?;
+    }
+    match refused {
+        Some(e) => Err(RoundError::Bus(e)),
+        None => Ok(done.len()),
+    }
+}

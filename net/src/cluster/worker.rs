@@ -1,0 +1,148 @@
+//! A delivery worker (`rampart deliver`): takes firings from the stream's shared consumer, one
+//! at a time, sends each with the same attempt as the single server's sender
+//! (`delivery::attempt`: SSRF guard, timeout, kept connections, Telegram), records the outcome
+//! in the shared database, and only then answers the stream: acknowledged when the row is
+//! settled (delivered, or failed for good), asked again after the schedule's delay when it is
+//! rescheduled.
+//!
+//! A worker that dies mid-attempt leaves its firing unanswered; the stream gives it to another
+//! worker after [`ACK_WAIT`] (at least once). A worker given a row that is already settled (an
+//! outcome recorded just before a crash) acknowledges it without sending.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{BusNames, Firing, FiringBus, FiringWorker};
+use crate::clock::SharedClock;
+use crate::delivery::pool::Pool;
+use crate::delivery::{attempt, tls_config, DeliveryConfig, Target};
+use crate::persistence::store::Store;
+use crate::shutdown::StoppableThread;
+
+/// How long a worker may hold a firing unanswered before the stream gives it to another: one
+/// attempt's timeout and the recording of its outcome, with room.
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
+
+/// How long a fetch waits for a firing (the worker checks its stop flag in between).
+const FETCH_WAIT: Duration = Duration::from_millis(500);
+
+/// How soon a firing is asked again when storage could not read or record it.
+const STORAGE_RETRY: Duration = Duration::from_secs(1);
+
+/// One worker thread; stopped on drop (a firing in hand is left unanswered: redelivered).
+pub struct DeliveryWorker {
+    _thread: StoppableThread,
+}
+
+impl DeliveryWorker {
+    /// Starts a worker on the stream at `url`, recording outcomes through `store`.
+    pub fn start(
+        store: Store,
+        url: String,
+        names: BusNames,
+        config: DeliveryConfig,
+        clock: SharedClock,
+    ) -> std::io::Result<DeliveryWorker> {
+        let thread = StoppableThread::spawn("deliver", move |stop| {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("deliver: no runtime: {e}");
+                    return;
+                }
+            };
+            // The connection pool is per thread (`Rc`): the attempts run on this thread's set.
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, run(store, &url, names, &config, &clock, &stop));
+        })?;
+        Ok(DeliveryWorker { _thread: thread })
+    }
+}
+
+async fn run(
+    mut store: Store,
+    url: &str,
+    names: BusNames,
+    config: &DeliveryConfig,
+    clock: &SharedClock,
+    stop: &Arc<AtomicBool>,
+) {
+    let target = Target {
+        allow_private: config.allow_private,
+        timeout: config.attempt_timeout,
+        tls: tls_config(&config.extra_roots_der),
+        pool: Pool::default(),
+        telegram: config.telegram.clone(),
+    };
+    let mut worker: Option<FiringWorker> = None;
+    let mut failing = false;
+    while !stop.load(Ordering::Acquire) {
+        let Some(w) = &worker else {
+            match connect(url, &names).await {
+                Ok(w) => worker = Some(w),
+                Err(e) => {
+                    if !failing {
+                        tracing::error!("deliver: {e}; trying again");
+                    }
+                    failing = true;
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+            continue;
+        };
+        match w.next(FETCH_WAIT).await {
+            Ok(Some(firing)) => {
+                failing = false;
+                handle(&mut store, &target, firing, clock).await;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!("deliver: {e}; reconnecting");
+                worker = None;
+            }
+        }
+    }
+}
+
+async fn connect(url: &str, names: &BusNames) -> Result<FiringWorker, super::BusError> {
+    FiringBus::connect(url, names.clone()).await?.worker(ACK_WAIT).await
+}
+
+/// Sends one firing and answers the stream once its outcome is recorded.
+async fn handle(store: &mut Store, target: &Target, firing: Firing, clock: &SharedClock) {
+    let Some(id) = std::str::from_utf8(firing.body()).ok().and_then(|s| s.parse::<i64>().ok()) else {
+        tracing::error!(firing = firing.id, "deliver: a firing without a delivery id; dropped");
+        answer(firing.done().await);
+        return;
+    };
+    let row = match store.outbox_row(id) {
+        Ok(Some(row)) if row.state == "pending" => row,
+        Ok(_) => return answer(firing.done().await),
+        Err(e) => {
+            tracing::warn!(delivery = id, "deliver: reading the outbox: {e}");
+            return answer(firing.retry_in(STORAGE_RETRY).await);
+        }
+    };
+    let result = attempt(&row, target).await;
+    let now = clock.now_ms();
+    if let Err(e) = store.record_attempt(id, &result, now) {
+        // Not recorded: sent again (at least once), after a short wait.
+        tracing::warn!(delivery = id, "deliver: recording the outcome: {e}");
+        return answer(firing.retry_in(STORAGE_RETRY).await);
+    }
+    match store.outbox_row(id) {
+        Ok(Some(r)) if r.state == "pending" => {
+            let delay = Duration::from_millis(u64::try_from(r.next_attempt_ms - now).unwrap_or(0));
+            answer(firing.retry_in(delay).await);
+        }
+        _ => answer(firing.done().await),
+    }
+}
+
+/// An answer the stream did not take leaves the firing to be redelivered after the ack wait.
+fn answer(done: Result<(), super::BusError>) {
+    if let Err(e) = done {
+        tracing::warn!("deliver: {e} (the firing will be delivered again)");
+    }
+}

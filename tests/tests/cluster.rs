@@ -1,0 +1,85 @@
+//! The delivery role on NATS JetStream: `serve --postgres --nats` hands every firing's delivery
+//! to the firings stream instead of sending it; two `rampart deliver` processes (two workers
+//! each) send them. Every firing reaches the receiver, and once unless a worker died with it in
+//! hand: one of the two processes is killed with SIGKILL midway, and the other delivers the rest.
+//! PostgreSQL and nats-server are Debian's, started by the test on loopback ports.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rampart_tests::{alert_ids, allow_private_config, binance_symbols, json_receiver, pg_database, Server, FAST};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+/// Starts `rampart deliver` and waits for its ready line.
+fn deliver(postgres: &str, nats: &str, config: &str) -> Child {
+    let mut child = Command::new(BIN)
+        .args(["deliver", "--postgres", postgres, "--nats", nats, "--config", config, "--workers", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn deliver");
+    let out = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line).expect("a ready line");
+    assert!(line.starts_with("delivering with 2 workers"), "{line:?}");
+    child
+}
+
+/// Alert id → times its webhook arrived.
+fn arrivals(hits: &[Value]) -> BTreeMap<i64, usize> {
+    let mut m = BTreeMap::new();
+    for h in hits {
+        *m.entry(h["alert"]["id"].as_i64().unwrap_or(-1)).or_insert(0) += 1;
+    }
+    m
+}
+
+#[test]
+fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
+    let postgres = pg_database();
+    let nats = rampart_testkit::nats::server().url();
+    let (port, hits) = json_receiver();
+    let cfg = allow_private_config("cluster");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat());
+    let mut first = deliver(&postgres, &nats, &cfg);
+    let mut second = deliver(&postgres, &nats, &cfg);
+    let names = binance_symbols(&server, 30);
+    let auth = format!("Bearer {}", server.key);
+    for s in &names {
+        let body = json!({"symbol": s, "type": "pct", "direction": "any", "pct": 0.1, "window": "5m",
+                          "webhook_url": format!("http://127.0.0.1:{port}/hook")});
+        server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).ok("create");
+    }
+    // Midway, one worker process dies without a word.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while hits.lock().expect("lock").len() < 5 {
+        assert!(Instant::now() < deadline, "fewer than 5 webhooks in 60 s");
+        thread::sleep(Duration::from_millis(20));
+    }
+    first.kill().expect("SIGKILL a worker process");
+    let _ = first.wait();
+    let at_kill = arrivals(&hits.lock().expect("lock")).len();
+    // Every alert that fired (each fires once: not repeating) reaches the receiver.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let fired = alert_ids(&server, "triggered");
+        let got = arrivals(&hits.lock().expect("lock"));
+        // At least one delivery after the kill, so the survivor's part is tested.
+        if fired.len() >= 10 && got.len() > at_kill && fired.iter().all(|id| got.contains_key(id)) {
+            assert!(got.keys().all(|id| fired.contains(id)), "a webhook for an alert that did not fire: {got:?}");
+            let twice: Vec<_> = got.iter().filter(|(_, n)| **n > 1).collect();
+            assert!(twice.len() <= 2, "more repeats than the killed process's two workers could hold: {twice:?}");
+            eprintln!("{} alerts fired, {at_kill} delivered when a worker process was killed", fired.len());
+            break;
+        }
+        assert!(Instant::now() < deadline, "fired {fired:?}, delivered {got:?}");
+        thread::sleep(Duration::from_millis(100));
+    }
+    let _ = second.kill();
+    let _ = second.wait();
+}
