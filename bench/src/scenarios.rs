@@ -53,8 +53,25 @@ pub struct Opts {
     pub probe_every: Duration,
     /// Messages of the in-process ingest run.
     pub ingest_messages: usize,
+    /// Where the service keeps its state: `sqlite` (the default), `postgres` (`--postgres`, on
+    /// a PostgreSQL server the harness starts), or `cluster` (`--postgres --nats`, with two
+    /// `rampart deliver` processes of two workers each sending the webhooks).
+    pub backend: String,
     /// The command line, for the result file.
     pub command: String,
+}
+
+/// The `--backend` values.
+pub const BACKENDS: [&str; 3] = ["sqlite", "postgres", "cluster"];
+
+/// A fresh schema on the harness's PostgreSQL server (`rampart_testkit::pg::durable_server`:
+/// default durability, like SQLite's `FULL` for creates); its connection string.
+fn postgres_schema() -> String {
+    let server = rampart_testkit::pg::durable_server();
+    let schema = server.fresh_schema_name();
+    let admin = rampart_net::persistence::db::Db::postgres(&server.admin_url()).expect("connect as admin");
+    admin.batch(&format!("CREATE SCHEMA {schema}")).expect("a schema");
+    server.url_in_schema(&schema)
 }
 
 /// The scenarios, by name.
@@ -64,6 +81,8 @@ pub const SCENARIOS: [&str; 5] = ["quiet", "burst", "storm", "http", "ingest"];
 struct Env {
     _sim_proc: Proc,
     _srv_proc: Proc,
+    /// `rampart deliver` processes (`cluster`).
+    _workers: Vec<Proc>,
     _dir: TempDir,
     sim: Http,
     api: Http,
@@ -98,36 +117,39 @@ impl Env {
         std::fs::write(&cfg_path, cfg).map_err(|e| e.to_string())?;
         let cfg_s = cfg_path.display().to_string();
         let data = dir.0.join("data").display().to_string();
+        let postgres = (o.backend != "sqlite").then(postgres_schema);
+        let store: Vec<&str> = match &postgres {
+            None => vec!["--data-dir", &data],
+            Some(url) => vec!["--postgres", url, "--data-dir", &data],
+        };
         let out = std::process::Command::new(&o.rampart)
-            .args(["keys", "create", "--plan", "bench", "--create", "--config", &cfg_s, "--data-dir", &data])
+            .args(["keys", "create", "--plan", "bench", "--create", "--config", &cfg_s])
+            .args(&store)
             .output()
             .map_err(|e| e.to_string())?;
         let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned();
         if !out.status.success() || key.is_empty() {
             return Err(format!("keys create failed: {}", String::from_utf8_lossy(&out.stderr)));
         }
-        let (srv_proc, found) = harness::spawn(
-            &o.rampart,
-            &[
-                "serve",
-                "--feed",
-                "live",
-                "--config",
-                &cfg_s,
-                "--data-dir",
-                &data,
-                "--listen",
-                "127.0.0.1:0",
-                "--shards",
-                "1",
-            ],
-            &["listening on "],
-            Duration::from_secs(120),
-        )?;
+        let nats = (o.backend == "cluster").then(|| rampart_testkit::nats::server().url());
+        let mut serve = vec!["serve", "--feed", "live", "--config", &cfg_s, "--listen", "127.0.0.1:0", "--shards", "1"];
+        serve.extend(&store);
+        if let Some(n) = &nats {
+            serve.extend(["--nats", n.as_str()]);
+        }
+        let (srv_proc, found) = harness::spawn(&o.rampart, &serve, &["listening on "], Duration::from_secs(120))?;
+        let mut workers = Vec::new();
+        if let (Some(n), Some(url)) = (&nats, &postgres) {
+            for _ in 0..2 {
+                let args = ["deliver", "--postgres", url, "--nats", n, "--config", &cfg_s, "--workers", "2"];
+                workers.push(harness::spawn(&o.rampart, &args, &["delivering with "], Duration::from_secs(30))?.0);
+            }
+        }
         let base = format!("http://{}", found[0]);
         let env = Env {
             _sim_proc: sim_proc,
             _srv_proc: srv_proc,
+            _workers: workers,
             _dir: dir,
             sim: Http::new(&format!("{sim_url}/sim"), None),
             api: Http::new(&base, Some(&key)),

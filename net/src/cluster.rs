@@ -165,20 +165,29 @@ pub struct FiringWorker {
 impl FiringWorker {
     /// The next firing due, waiting at most `wait` (at least 1 ms) for one.
     pub async fn next(&self, wait: Duration) -> Result<Option<Firing>, BusError> {
+        Ok(self.next_batch(1, wait).await?.pop())
+    }
+
+    /// Up to `max` firings due (at least one is asked for), waiting at most `wait` for the
+    /// first; fewer when fewer are due.
+    pub async fn next_batch(&self, max: usize, wait: Duration) -> Result<Vec<Firing>, BusError> {
         let mut batch = self
             .consumer
             .fetch()
-            .max_messages(1)
+            .max_messages(max.max(1))
             .expires(wait.max(Duration::from_millis(1)))
             .messages()
             .await
             .map_err(|e| BusError::new("fetching", e))?;
-        let Some(msg) = batch.next().await else { return Ok(None) };
-        let msg = msg.map_err(|e| BusError::new("receiving", e))?;
-        let info = msg.info().map_err(|e| BusError::new("the message's metadata", e))?;
-        let (attempt, sequence) = (info.delivered, info.stream_sequence);
-        let id = msg.headers.as_ref().and_then(|h| h.get(FIRING_HEADER)).map(|v| v.as_str().to_owned());
-        Ok(Some(Firing { attempt, sequence, id: id.unwrap_or_default(), msg }))
+        let mut out = Vec::new();
+        while let Some(msg) = batch.next().await {
+            let msg = msg.map_err(|e| BusError::new("receiving", e))?;
+            let info = msg.info().map_err(|e| BusError::new("the message's metadata", e))?;
+            let (attempt, sequence) = (info.delivered, info.stream_sequence);
+            let id = msg.headers.as_ref().and_then(|h| h.get(FIRING_HEADER)).map(|v| v.as_str().to_owned());
+            out.push(Firing { attempt, sequence, id: id.unwrap_or_default(), msg });
+        }
+        Ok(out)
     }
 }
 

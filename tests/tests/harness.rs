@@ -22,6 +22,7 @@ fn opts(scenario: &str, out: &std::path::Path) -> Opts {
         probe_every: Duration::from_millis(200),
         ingest_messages: 2_000,
         command: format!("tests/harness.rs {scenario}"),
+        backend: "sqlite".to_owned(),
     }
 }
 

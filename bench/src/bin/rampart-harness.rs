@@ -3,14 +3,15 @@
 //! a load of alerts, runs one scenario and writes `perf/runs/<date>-<scenario>.{json,md}`.
 //!
 //! Usage: `rampart-harness quiet|burst|storm|http|ingest [--rampart PATH] [--out DIR]
-//! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N]` (`--rampart` defaults to the
+//! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--backend sqlite|postgres|cluster]`
+//! (`--backend` as `scenarios::Opts::backend` says; `--rampart` defaults to the
 //! `rampart` binary beside this one: build both with `cargo build --release -p rampart -p
 //! rampart-bench`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rampart_bench::scenarios::{self, Opts, SCENARIOS};
+use rampart_bench::scenarios::{self, Opts, BACKENDS, SCENARIOS};
 
 fn opts() -> Result<Opts, String> {
     let args: Vec<String> = std::env::args().collect();
@@ -27,6 +28,10 @@ fn opts() -> Result<Opts, String> {
     let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("rampart")));
     let rampart = get("--rampart").map(PathBuf::from).or(beside).ok_or("--rampart PATH is needed")?;
     let default_alerts = if scenario == "storm" { 0 } else { 100_000 };
+    let backend = get("--backend").unwrap_or_else(|| "sqlite".to_owned());
+    if !BACKENDS.contains(&backend.as_str()) {
+        return Err(format!("--backend is one of {}", BACKENDS.join(", ")));
+    }
     Ok(Opts {
         rampart,
         out: get("--out").map_or_else(|| PathBuf::from("perf/runs"), PathBuf::from),
@@ -38,6 +43,7 @@ fn opts() -> Result<Opts, String> {
         probe_every: Duration::from_millis(200),
         ingest_messages: 1_000_000,
         command: args.join(" "),
+        backend,
         scenario,
     })
 }

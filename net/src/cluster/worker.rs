@@ -1,5 +1,6 @@
-//! A delivery worker (`rampart deliver`): takes firings from the stream's shared consumer, one
-//! at a time, sends each with the same attempt as the single server's sender
+//! A delivery worker (`rampart deliver`): takes firings from the stream's shared consumer, up to
+//! [`IN_FLIGHT_MAX`] at a time (a receiver that never answers holds one attempt for its timeout,
+//! not the worker), sends each with the same attempt as the single server's sender
 //! (`delivery::attempt`: SSRF guard, timeout, kept connections, Telegram), records the outcome
 //! in the shared database, and only then answers the stream: acknowledged when the row is
 //! settled (delivered, or failed for good), asked again after the schedule's delay when it is
@@ -9,6 +10,7 @@
 //! worker after [`ACK_WAIT`] (at least once). A worker given a row that is already settled (an
 //! outcome recorded just before a crash) acknowledges it without sending.
 
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +28,10 @@ pub const ACK_WAIT: Duration = Duration::from_secs(30);
 
 /// How long a fetch waits for a firing (the worker checks its stop flag in between).
 const FETCH_WAIT: Duration = Duration::from_millis(500);
+
+/// Firings one worker thread holds at once (attempts in flight). At the bound it fetches no
+/// more until one is answered; the stream keeps the rest for the other workers.
+pub const IN_FLIGHT_MAX: usize = 64;
 
 /// How soon a firing is asked again when storage could not read or record it.
 const STORAGE_RETRY: Duration = Duration::from_secs(1);
@@ -61,20 +67,22 @@ impl DeliveryWorker {
 }
 
 async fn run(
-    mut store: Store,
+    store: Store,
     url: &str,
     names: BusNames,
     config: &DeliveryConfig,
     clock: &SharedClock,
     stop: &Arc<AtomicBool>,
 ) {
-    let target = Target {
+    let target = Rc::new(Target {
         allow_private: config.allow_private,
         timeout: config.attempt_timeout,
         tls: tls_config(&config.extra_roots_der),
         pool: Pool::default(),
         telegram: config.telegram.clone(),
-    };
+    });
+    let store = Rc::new(store);
+    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_MAX));
     let mut worker: Option<FiringWorker> = None;
     let mut failing = false;
     while !stop.load(Ordering::Acquire) {
@@ -91,12 +99,22 @@ async fn run(
             }
             continue;
         };
-        match w.next(FETCH_WAIT).await {
-            Ok(Some(firing)) => {
+        // Wait for room, then take as many firings as there is room for.
+        let Ok(first) = slots.clone().acquire_owned().await else { return };
+        let room = slots.available_permits() + 1;
+        match w.next_batch(room, FETCH_WAIT).await {
+            Ok(firings) => {
                 failing = false;
-                handle(&mut store, &target, firing, clock).await;
+                let mut permit = Some(first);
+                for firing in firings {
+                    let Some(p) = permit.take().or_else(|| slots.clone().try_acquire_owned().ok()) else { break };
+                    let (store, target, clock) = (store.clone(), target.clone(), clock.clone());
+                    tokio::task::spawn_local(async move {
+                        handle(&store, &target, firing, &clock).await;
+                        drop(p);
+                    });
+                }
             }
-            Ok(None) => {}
             Err(e) => {
                 tracing::warn!("deliver: {e}; reconnecting");
                 worker = None;
@@ -110,7 +128,7 @@ async fn connect(url: &str, names: &BusNames) -> Result<FiringWorker, super::Bus
 }
 
 /// Sends one firing and answers the stream once its outcome is recorded.
-async fn handle(store: &mut Store, target: &Target, firing: Firing, clock: &SharedClock) {
+async fn handle(store: &Store, target: &Target, firing: Firing, clock: &SharedClock) {
     let Some(id) = std::str::from_utf8(firing.body()).ok().and_then(|s| s.parse::<i64>().ok()) else {
         tracing::error!(firing = firing.id, "deliver: a firing without a delivery id; dropped");
         answer(firing.done().await);
