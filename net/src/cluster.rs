@@ -81,6 +81,15 @@ pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {
     format!("{alert_id}:{trigger_ms}")
 }
 
+/// A firing's headers: the id the stream deduplicates by, and the same id where consumers see
+/// it (the server keeps `Nats-Msg-Id` for itself).
+fn headers(id: &str) -> async_nats::HeaderMap {
+    let mut h = async_nats::HeaderMap::new();
+    h.insert("Nats-Msg-Id", id);
+    h.insert(FIRING_HEADER, id);
+    h
+}
+
 /// What the stream answered a publish.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Published {
@@ -120,22 +129,39 @@ impl FiringBus {
         Ok(FiringBus { js, stream, names })
     }
 
+    fn subject(&self, leaf: &str) -> String {
+        format!("{}.{leaf}", self.names.subject_root)
+    }
+
     /// Publishes one firing on subject `<root>.<leaf>` under message id `id` and waits for the
     /// stream to store it (or to say it is a repeat).
     pub async fn publish(&self, leaf: &str, id: &str, body: Vec<u8>) -> Result<Published, BusError> {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert("Nats-Msg-Id", id);
-        // The server keeps `Nats-Msg-Id` for itself: consumers see the id in this header.
-        headers.insert(FIRING_HEADER, id);
-        let subject = format!("{}.{leaf}", self.names.subject_root);
         let ack = self
             .js
-            .publish_with_headers(subject, headers, body.into())
+            .publish_with_headers(self.subject(leaf), headers(id), body.into())
             .await
             .map_err(|e| BusError::new("publishing", e))?
             .await
             .map_err(|e| BusError::new("the stream's answer", e))?;
         Ok(Published { sequence: ack.sequence, duplicate: ack.duplicate })
+    }
+
+    /// Publishes several firings (`(leaf, id, body)` each) with every message sent before the
+    /// first acknowledgement is awaited (one round trip for the batch); whether the stream
+    /// stored each one (or had it already), in order.
+    pub async fn publish_batch(&self, items: Vec<(&str, String, Vec<u8>)>) -> Vec<bool> {
+        let mut pending = Vec::with_capacity(items.len());
+        for (leaf, id, body) in items {
+            pending.push(self.js.publish_with_headers(self.subject(leaf), headers(&id), body.into()).await.ok());
+        }
+        let mut stored = Vec::with_capacity(pending.len());
+        for ack in pending {
+            stored.push(match ack {
+                Some(ack) => ack.await.is_ok(),
+                None => false,
+            });
+        }
+        stored
     }
 
     /// A delivery worker on the shared durable consumer; a firing a worker holds longer than

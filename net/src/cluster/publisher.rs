@@ -81,8 +81,10 @@ async fn run(mut store: Store, url: &str, names: BusNames, clock: &SharedClock, 
 enum RoundError {
     /// The database refused.
     Store(crate::persistence::store::StoreError),
-    /// NATS refused.
+    /// NATS could not be reached.
     Bus(super::BusError),
+    /// The stream did not store some rows (they stay unpublished).
+    Refused(String),
 }
 
 impl std::fmt::Display for RoundError {
@@ -90,6 +92,7 @@ impl std::fmt::Display for RoundError {
         match self {
             RoundError::Store(e) => write!(f, "the outbox: {e}"),
             RoundError::Bus(e) => e.fmt(f),
+            RoundError::Refused(what) => write!(f, "the firings stream: {what}"),
         }
     }
 }
@@ -97,22 +100,16 @@ impl std::fmt::Display for RoundError {
 /// Publishes one batch; how many rows were published.
 async fn publish_round(store: &mut Store, bus: &FiringBus, clock: &SharedClock) -> Result<usize, RoundError> {
     let rows = store.unpublished(PUBLISH_BATCH_MAX).map_err(RoundError::Store)?;
-    let mut done = Vec::with_capacity(rows.len());
-    let mut refused = None;
-    for row in &rows {
-        match bus.publish(row.channel.as_str(), &row.message_id(), row.id.to_string().into_bytes()).await {
-            Ok(_) => done.push(row.id),
-            Err(e) => {
-                refused = Some(e);
-                break;
-            }
-        }
-    }
+    let items = rows.iter().map(|r| (r.channel.as_str(), r.message_id(), r.id.to_string().into_bytes())).collect();
+    let stored = bus.publish_batch(items).await;
+    let done: Vec<i64> = rows.iter().zip(&stored).filter(|(_, ok)| **ok).map(|(r, _)| r.id).collect();
     if !done.is_empty() {
         store.mark_published(&done, clock.now_ms()).map_err(RoundError::Store)?;
     }
+    let refused =
+        (done.len() < rows.len()).then(|| format!("{} of {} rows not stored", rows.len() - done.len(), rows.len()));
     match refused {
-        Some(e) => Err(RoundError::Bus(e)),
+        Some(e) => Err(RoundError::Refused(e)),
         None => Ok(done.len()),
     }
 }

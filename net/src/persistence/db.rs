@@ -383,6 +383,45 @@ impl Db {
         }
     }
 
+    /// Runs `sql` once for each parameter set and maps each one's first row (if any) by `f`,
+    /// in order. On PostgreSQL every statement is sent before the first answer is awaited (the
+    /// connection pipelines them: one round trip for the batch instead of one each); they still
+    /// run in order, in the open transaction if there is one. SQLite runs them one by one.
+    pub fn query_opt_each<T>(
+        &self,
+        sql: &str,
+        sets: &[Vec<Val<'_>>],
+        mut f: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
+    ) -> Result<Vec<Option<T>>, StoreError> {
+        match &self.conn {
+            Conn::Lite(_) => sets.iter().map(|set| self.query_opt(sql, set, &mut f)).collect(),
+            Conn::Pg(p) => {
+                let rows = p.borrow_mut().run(|p| {
+                    let s = p.statement(sql)?;
+                    let params: Vec<Vec<_>> = sets.iter().map(|set| set.iter().map(Val::pg).collect()).collect();
+                    let client = &p.client;
+                    let calls = params.iter().map(|ps| client.query_opt(&s, ps));
+                    wait(futures_util::future::try_join_all(calls))
+                })?;
+                rows.iter().map(|r| r.as_ref().map(|r| f(&Row::Pg(r))).transpose()).collect()
+            }
+        }
+    }
+
+    /// Runs `sql` once for each parameter set, pipelined on PostgreSQL as
+    /// [`Db::query_opt_each`]; the rows each one changed.
+    pub fn execute_each(&self, sql: &str, sets: &[Vec<Val<'_>>]) -> Result<Vec<u64>, StoreError> {
+        match &self.conn {
+            Conn::Lite(_) => sets.iter().map(|set| self.execute(sql, set)).collect(),
+            Conn::Pg(p) => p.borrow_mut().run(|p| {
+                let s = p.statement(sql)?;
+                let params: Vec<Vec<_>> = sets.iter().map(|set| set.iter().map(Val::pg).collect()).collect();
+                let client = &p.client;
+                wait(futures_util::future::try_join_all(params.iter().map(|ps| client.execute(&s, ps))))
+            }),
+        }
+    }
+
     /// The first row of a query that always returns one (an aggregate, a seeded meta row).
     pub fn query_one<T>(
         &self,

@@ -397,6 +397,10 @@ pub fn next_attempt_ms(attempts_done: i64, first_failure_ms: i64) -> Option<i64>
     }
 }
 
+/// Records a delivered attempt: `?1` the row, `?2` the status, `?3` the time.
+const DELIVERED_SQL: &str = "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_status = ?2,
+    last_error = NULL, done_ms = ?3 WHERE id = ?1";
+
 const OUTBOX_COLUMNS: &str = "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, \
      last_status, last_error, account_id, channel";
 
@@ -1343,31 +1347,41 @@ impl Store {
                 status = CASE WHEN ?3 THEN 'triggered' ELSE status END
              WHERE id = ?1 AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
+        // Each step's statements go as one pipelined batch (one round trip on PostgreSQL).
         db.in_transaction_of(|| {
-            let mut done = Vec::with_capacity(firings.len());
-            for f in firings {
-                let Some(row) = db.query_opt(&update, vals![f.alert_id, f.ts_ms, f.last], alert_row)? else {
-                    continue;
-                };
-                let body = event_body(&row, f);
-                db.execute(
-                    "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.triggered', ?2, ?3, ?4)",
-                    vals![row.account_id, row.id, &body, f.ts_ms],
-                )?;
-                // The webhook is in addition to the inbox, in the same transaction: a firing
-                // that is recorded is also queued for delivery (at least once).
-                if let Some(url) = &row.webhook_url {
-                    db.execute(
-                        "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?5, ?5)",
-                        vals![row.id, row.account_id, url, &body, f.ts_ms],
-                    )?;
-                }
-                if telegram {
-                    let text = || crate::delivery::telegram::firing_text(&row, f);
+            let sets: Vec<_> = firings.iter().map(|f| vals![f.alert_id, f.ts_ms, f.last].to_vec()).collect();
+            let rows = db.query_opt_each(&update, &sets, alert_row)?;
+            let done: Vec<(AlertRow, FiringRecord)> =
+                rows.into_iter().zip(firings).filter_map(|(row, f)| Some((row?, *f))).collect();
+            let bodies: Vec<String> = done.iter().map(|(row, f)| event_body(row, f)).collect();
+            let inbox: Vec<_> = done
+                .iter()
+                .zip(&bodies)
+                .map(|((row, f), body)| vals![row.account_id, row.id, body, f.ts_ms].to_vec())
+                .collect();
+            db.execute_each(
+                "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.triggered', ?2, ?3, ?4)",
+                &inbox,
+            )?;
+            // The webhook is in addition to the inbox, in the same transaction: a firing
+            // that is recorded is also queued for delivery (at least once).
+            let outbox: Vec<_> = done
+                .iter()
+                .zip(&bodies)
+                .filter_map(|((row, f), body)| {
+                    Some(vals![row.id, row.account_id, row.webhook_url.as_ref()?, body, f.ts_ms].to_vec())
+                })
+                .collect();
+            db.execute_each(
+                "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?5, ?5)",
+                &outbox,
+            )?;
+            if telegram {
+                for (row, f) in &done {
+                    let text = || crate::delivery::telegram::firing_text(row, f);
                     queue_telegram(db, row.account_id, row.id, text, f.ts_ms)?;
                 }
-                done.push((row, *f));
             }
             Ok(done)
         })
@@ -1425,7 +1439,17 @@ impl Store {
     /// [`Store::record_attempt`]). On an error nothing is recorded.
     pub fn record_attempts(&mut self, outcomes: &[Outcome]) -> Result<(), StoreError> {
         self.db.in_transaction_of(|| {
-            for o in outcomes {
+            // Deliveries are one statement each, sent as one pipelined batch; failures read the
+            // row's attempts first, so they go one by one.
+            let delivered: Vec<_> = outcomes
+                .iter()
+                .filter_map(|o| match o.result {
+                    AttemptResult::Delivered { status } => Some(vals![o.id, i64::from(status), o.at_ms].to_vec()),
+                    AttemptResult::Failed { .. } => None,
+                })
+                .collect();
+            self.db.execute_each(DELIVERED_SQL, &delivered)?;
+            for o in outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Failed { .. })) {
                 self.record_attempt(o.id, &o.result, o.at_ms)?;
             }
             Ok(())
@@ -1437,11 +1461,7 @@ impl Store {
     pub fn record_attempt(&self, id: i64, result: &AttemptResult, now_ms: i64) -> Result<(), StoreError> {
         match result {
             AttemptResult::Delivered { status } => {
-                self.db.execute(
-                    "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_status = ?2, last_error = NULL,
-                        done_ms = ?3 WHERE id = ?1",
-                    vals![id, i64::from(*status), now_ms],
-                )?;
+                self.db.execute(DELIVERED_SQL, vals![id, i64::from(*status), now_ms])?;
             }
             AttemptResult::Failed { status, error } => {
                 let (attempts, first): (i64, Option<i64>) = self.db.query_one(
