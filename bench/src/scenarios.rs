@@ -141,7 +141,19 @@ impl Env {
         let mut workers = Vec::new();
         if let (Some(n), Some(url)) = (&nats, &postgres) {
             for _ in 0..2 {
-                let args = ["deliver", "--postgres", url, "--nats", n, "--config", &cfg_s, "--workers", "2"];
+                let args = [
+                    "deliver",
+                    "--postgres",
+                    url,
+                    "--nats",
+                    n,
+                    "--config",
+                    &cfg_s,
+                    "--workers",
+                    "2",
+                    "--listen",
+                    "127.0.0.1:0",
+                ];
                 workers.push(harness::spawn(&o.rampart, &args, &["delivering with "], Duration::from_secs(30))?.0);
             }
         }

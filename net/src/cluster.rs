@@ -18,6 +18,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer::pull, AckKind};
 use futures_lite::StreamExt;
 
+pub mod health;
 pub mod publisher;
 pub mod worker;
 

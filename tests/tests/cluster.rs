@@ -16,10 +16,12 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
-/// Starts `rampart deliver` and waits for its ready line.
-fn deliver(postgres: &str, nats: &str, config: &str) -> Child {
+/// Starts `rampart deliver` and waits for its ready line; the process and where its `/healthz`
+/// and `/metrics` are.
+fn deliver(postgres: &str, nats: &str, config: &str) -> (Child, String) {
     let mut child = Command::new(BIN)
         .args(["deliver", "--postgres", postgres, "--nats", nats, "--config", config, "--workers", "2"])
+        .args(["--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -28,7 +30,16 @@ fn deliver(postgres: &str, nats: &str, config: &str) -> Child {
     let mut line = String::new();
     BufReader::new(out).read_line(&mut line).expect("a ready line");
     assert!(line.starts_with("delivering with 2 workers"), "{line:?}");
-    child
+    let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_owned();
+    (child, format!("http://{addr}"))
+}
+
+fn get(url: &str) -> (u16, String) {
+    match ureq::get(url).call() {
+        Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+        Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
+        Err(e) => panic!("GET {url}: {e}"),
+    }
 }
 
 /// Alert id → times its webhook arrived.
@@ -47,8 +58,8 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
     let (port, hits) = json_receiver();
     let cfg = allow_private_config("cluster");
     let server = Server::start(BIN, &[FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat());
-    let mut first = deliver(&postgres, &nats, &cfg);
-    let mut second = deliver(&postgres, &nats, &cfg);
+    let (mut first, _) = deliver(&postgres, &nats, &cfg);
+    let (mut second, second_at) = deliver(&postgres, &nats, &cfg);
     let names = binance_symbols(&server, 30);
     let auth = format!("Bearer {}", server.key);
     for s in &names {
@@ -83,6 +94,19 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
         assert!(Instant::now() < deadline, "fired {fired:?}, delivered {got:?}");
         thread::sleep(Duration::from_millis(100));
     }
+    // The surviving process says it is healthy and counts what it delivered.
+    let (status, health) = get(&format!("{second_at}/healthz"));
+    assert_eq!(status, 200, "{health}");
+    let health: Value = serde_json::from_str(&health).expect("JSON");
+    assert_eq!((health["status"].as_str(), health["connected"].as_i64()), (Some("ok"), Some(2)), "{health}");
+    let (status, metrics) = get(&format!("{second_at}/metrics"));
+    assert_eq!(status, 200);
+    let delivered = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("rampart_deliver_delivered_total "))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(delivered.is_some_and(|n| n >= 1), "{metrics}");
+    assert_eq!(get(&format!("{second_at}/nothing")).0, 404);
     let _ = second.kill();
     let _ = second.wait();
 }

@@ -21,6 +21,7 @@ use rampart_net::api::front::{self, Front, FrontConfig, FrontStorage};
 use rampart_net::api::keys::KeyWatcher;
 use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
 use rampart_net::clock::{self, SharedClock};
+use rampart_net::cluster::health::WorkerStats;
 use rampart_net::cluster::publisher::Publisher;
 use rampart_net::cluster::worker::DeliveryWorker;
 use rampart_net::cluster::BusNames;
@@ -92,6 +93,10 @@ struct DeliverArgs {
     /// Worker threads, each with its own database and NATS connections (1 to 64).
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Where `/healthz` and `/metrics` of this process are served (port 0 picks a free one; the
+    /// bound address is printed).
+    #[arg(long, env = "RAMPART_DELIVER_LISTEN", default_value = "127.0.0.1:9466")]
+    listen: String,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -490,15 +495,17 @@ fn sim_venue(args: SimVenueArgs) -> Result<()> {
 
 /// Blocks until SIGTERM or Ctrl-C.
 fn wait_for_stop_signal() -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        Ok::<(), anyhow::Error>(())
-    })
+    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(stop_signal())
+}
+
+/// Until SIGTERM or Ctrl-C.
+async fn stop_signal() -> Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
 }
 
 /// `rampart deliver`: worker threads on the firings stream until SIGTERM or Ctrl-C.
@@ -517,24 +524,35 @@ fn deliver(args: DeliverArgs) -> Result<()> {
         ..DeliveryConfig::default()
     };
     let clock = clock::system();
+    let listener = bind(&args.listen).with_context(|| format!("binding {}", args.listen))?;
+    let stats = Arc::new(WorkerStats::new(args.workers));
     let mut workers = Vec::with_capacity(args.workers);
     for _ in 0..args.workers {
         let store = at.open().with_context(|| format!("opening {}", at.describe()))?.for_background()?;
-        workers.push(DeliveryWorker::start(
-            store,
-            args.nats.clone(),
-            BusNames::default(),
-            config.clone(),
-            clock.clone(),
-        )?);
+        let (nats, names, config, clock, stats) =
+            (args.nats.clone(), BusNames::default(), config.clone(), clock.clone(), stats.clone());
+        workers.push(DeliveryWorker::start(store, nats, names, config, clock, stats)?);
     }
     {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "delivering with {} workers", workers.len())?;
+        writeln!(
+            out,
+            "delivering with {} workers; /healthz and /metrics on {}",
+            workers.len(),
+            listener.local_addr()?
+        )?;
         out.flush()?;
     }
-    wait_for_stop_signal()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        tokio::select! {
+            () = rampart_net::cluster::health::serve(listener, stats) => {}
+            stopped = stop_signal() => stopped?,
+        }
+        Ok::<(), anyhow::Error>(())
+    })?;
     tracing::info!("deliver: stopping");
     drop(workers);
     Ok(())

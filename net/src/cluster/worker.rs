@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::health::WorkerStats;
 use super::{BusNames, Firing, FiringBus, FiringWorker};
 use crate::clock::SharedClock;
 use crate::delivery::pool::Pool;
@@ -42,13 +43,15 @@ pub struct DeliveryWorker {
 }
 
 impl DeliveryWorker {
-    /// Starts a worker on the stream at `url`, recording outcomes through `store`.
+    /// Starts a worker on the stream at `url`, recording outcomes through `store` and what it
+    /// does in `stats`.
     pub fn start(
         store: Store,
         url: String,
         names: BusNames,
         config: DeliveryConfig,
         clock: SharedClock,
+        stats: Arc<WorkerStats>,
     ) -> std::io::Result<DeliveryWorker> {
         let thread = StoppableThread::spawn("deliver", move |stop| {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -60,7 +63,7 @@ impl DeliveryWorker {
             };
             // The connection pool is per thread (`Rc`): the attempts run on this thread's set.
             let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, run(store, &url, names, &config, &clock, &stop));
+            local.block_on(&runtime, run(store, &url, names, &config, &clock, &stop, &stats));
         })?;
         Ok(DeliveryWorker { _thread: thread })
     }
@@ -73,6 +76,7 @@ async fn run(
     config: &DeliveryConfig,
     clock: &SharedClock,
     stop: &Arc<AtomicBool>,
+    stats: &Arc<WorkerStats>,
 ) {
     let target = Rc::new(Target {
         allow_private: config.allow_private,
@@ -88,7 +92,10 @@ async fn run(
     while !stop.load(Ordering::Acquire) {
         let Some(w) = &worker else {
             match connect(url, &names).await {
-                Ok(w) => worker = Some(w),
+                Ok(w) => {
+                    stats.connected.inc();
+                    worker = Some(w);
+                }
                 Err(e) => {
                     if !failing {
                         tracing::error!("deliver: {e}; trying again");
@@ -108,15 +115,18 @@ async fn run(
                 let mut permit = Some(first);
                 for firing in firings {
                     let Some(p) = permit.take().or_else(|| slots.clone().try_acquire_owned().ok()) else { break };
-                    let (store, target, clock) = (store.clone(), target.clone(), clock.clone());
+                    let (store, target, clock, stats) = (store.clone(), target.clone(), clock.clone(), stats.clone());
+                    stats.in_hand.inc();
                     tokio::task::spawn_local(async move {
-                        handle(&store, &target, firing, &clock).await;
+                        handle(&store, &target, firing, &clock, &stats).await;
+                        stats.in_hand.dec();
                         drop(p);
                     });
                 }
             }
             Err(e) => {
                 tracing::warn!("deliver: {e}; reconnecting");
+                stats.connected.dec();
                 worker = None;
             }
         }
@@ -128,13 +138,15 @@ async fn connect(url: &str, names: &BusNames) -> Result<FiringWorker, super::Bus
 }
 
 /// Sends one firing and answers the stream once its outcome is recorded.
-async fn handle(store: &Store, target: &Target, firing: Firing, clock: &SharedClock) {
+async fn handle(store: &Store, target: &Target, firing: Firing, clock: &SharedClock, stats: &WorkerStats) {
     let Some(id) = std::str::from_utf8(firing.body()).ok().and_then(|s| s.parse::<i64>().ok()) else {
         tracing::error!(firing = firing.id, "deliver: a firing without a delivery id; dropped");
         answer(firing.done().await);
         return;
     };
-    let row = match store.outbox_row(id) {
+    let read = store.outbox_row(id);
+    stats.storage(read.is_ok(), clock.now_ms());
+    let row = match read {
         Ok(Some(row)) if row.state == "pending" => row,
         Ok(_) => return answer(firing.done().await),
         Err(e) => {
@@ -144,17 +156,26 @@ async fn handle(store: &Store, target: &Target, firing: Firing, clock: &SharedCl
     };
     let result = attempt(&row, target).await;
     let now = clock.now_ms();
-    if let Err(e) = store.record_attempt(id, &result, now) {
+    let recorded = store.record_attempt(id, &result, now);
+    stats.storage(recorded.is_ok(), now);
+    if let Err(e) = recorded {
         // Not recorded: sent again (at least once), after a short wait.
         tracing::warn!(delivery = id, "deliver: recording the outcome: {e}");
         return answer(firing.retry_in(STORAGE_RETRY).await);
     }
     match store.outbox_row(id) {
         Ok(Some(r)) if r.state == "pending" => {
+            stats.rescheduled.inc();
             let delay = Duration::from_millis(u64::try_from(r.next_attempt_ms - now).unwrap_or(0));
             answer(firing.retry_in(delay).await);
         }
-        _ => answer(firing.done().await),
+        _ => {
+            match result {
+                crate::persistence::store::AttemptResult::Delivered { .. } => stats.delivered.inc(),
+                crate::persistence::store::AttemptResult::Failed { .. } => stats.failed.inc(),
+            };
+            answer(firing.done().await);
+        }
     }
 }
 
