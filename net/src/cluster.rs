@@ -195,6 +195,12 @@ impl FiringWorker {
         Ok(self.next_batch(1, wait).await?.pop())
     }
 
+    /// Whether the consumer still exists on the server (a NATS server restarted without its
+    /// store has neither the stream nor the consumer; fetches then just come back empty).
+    pub async fn check(&mut self) -> Result<(), BusError> {
+        self.consumer.info().await.map(|_| ()).map_err(|e| BusError::new("the consumer", e))
+    }
+
     /// Up to `max` firings due (at least one is asked for), waiting at most `wait` for the
     /// first; fewer when fewer are due.
     pub async fn next_batch(&self, max: usize, wait: Duration) -> Result<Vec<Firing>, BusError> {

@@ -26,6 +26,11 @@ pub fn server() -> &'static NatsServer {
 }
 
 impl NatsServer {
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// `nats://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
@@ -46,10 +51,25 @@ fn binary() -> Result<PathBuf, String> {
     Err("nats-server not found (install Debian's package nats-server; tools/nats-deps.sh does)".into())
 }
 
+/// A server of the caller's own on `port` (a free one when `None`), stopped when dropped (for
+/// tests that take NATS away and bring it back on the same port; its store starts empty).
+///
+/// # Errors
+/// When it cannot be started.
+pub fn start_owned(port: Option<u16>) -> Result<NatsServer, String> {
+    start_on(match port {
+        Some(p) => p,
+        None => free_port()?,
+    })
+}
+
 fn start() -> Result<NatsServer, String> {
+    start_on(free_port()?)
+}
+
+fn start_on(port: u16) -> Result<NatsServer, String> {
     let bin = binary()?;
     let dir = fresh_dir("rampart-nats")?;
-    let port = free_port()?;
     let command = format!("{} -js -a 127.0.0.1 -p {port} -sd {}", bin.display(), dir.join("js").display());
     let watcher = start_watched(Command::new("/bin/sh"), &command, &dir)?;
     wait_until(&dir, || std::fs::read_to_string(dir.join("log")).is_ok_and(|log| log.contains("Server is ready")))?;

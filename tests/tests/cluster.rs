@@ -110,3 +110,51 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
     let _ = second.kill();
     let _ = second.wait();
 }
+
+/// NATS goes away while alerts fire: the firings wait in the database's outbox (nothing is
+/// lost, nothing acknowledged is dropped), and when a NATS server is back on the same address
+/// (with an empty store) the publisher makes the stream again, the workers reconnect, and every
+/// alert that fired is delivered.
+#[test]
+fn firings_wait_out_a_nats_outage_in_the_outbox() {
+    let postgres = pg_database();
+    let nats_server = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+    let (nats, port_n) = (nats_server.url(), nats_server.port());
+    let (port, hits) = json_receiver();
+    let cfg = allow_private_config("cluster-outage");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat());
+    let (mut worker, _) = deliver(&postgres, &nats, &cfg);
+    let auth = format!("Bearer {}", server.key);
+    for s in binance_symbols(&server, 20) {
+        let body = json!({"symbol": s, "type": "pct", "direction": "any", "pct": 0.1, "window": "5m",
+                          "webhook_url": format!("http://127.0.0.1:{port}/hook")});
+        server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).ok("create");
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while hits.lock().expect("lock").is_empty() {
+        assert!(Instant::now() < deadline, "no webhook in 60 s");
+        thread::sleep(Duration::from_millis(20));
+    }
+    // NATS away until more alerts have fired.
+    drop(nats_server);
+    let fired_before = alert_ids(&server, "triggered").len();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Polled once a second: the account's plan allows 120 requests a minute.
+    while alert_ids(&server, "triggered").len() < fired_before + 2 {
+        assert!(Instant::now() < deadline, "no alert fired during the outage");
+        thread::sleep(Duration::from_secs(1));
+    }
+    let _back = rampart_testkit::nats::start_owned(Some(port_n)).expect("NATS back on the same port");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let fired = alert_ids(&server, "triggered");
+        let got = arrivals(&hits.lock().expect("lock"));
+        if fired.len() >= fired_before + 2 && fired.iter().all(|id| got.contains_key(id)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "after the outage: fired {fired:?}, delivered {got:?}");
+        thread::sleep(Duration::from_secs(1));
+    }
+    let _ = worker.kill();
+    let _ = worker.wait();
+}

@@ -70,6 +70,11 @@ async fn run(mut store: Store, url: &str, names: BusNames, clock: &SharedClock, 
                     tracing::error!("publisher: {e}; the rows stay unpublished and are tried again");
                 }
                 failing = true;
+                // The stream may be gone with its server (a NATS restarted without its store):
+                // connect again, which makes it again, unless only the database refused.
+                if !matches!(e, RoundError::Store(_)) {
+                    bus = None;
+                }
                 tokio::time::sleep(FAILURE_SLEEP).await;
             }
         }

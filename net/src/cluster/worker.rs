@@ -34,6 +34,9 @@ const FETCH_WAIT: Duration = Duration::from_millis(500);
 /// more until one is answered; the stream keeps the rest for the other workers.
 pub const IN_FLIGHT_MAX: usize = 64;
 
+/// How often an idle worker makes sure its consumer still exists on the server.
+const CHECK_EVERY: Duration = Duration::from_secs(2);
+
 /// How soon a firing is asked again when storage could not read or record it.
 const STORAGE_RETRY: Duration = Duration::from_secs(1);
 
@@ -89,8 +92,9 @@ async fn run(
     let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_MAX));
     let mut worker: Option<FiringWorker> = None;
     let mut failing = false;
+    let mut checked = std::time::Instant::now();
     while !stop.load(Ordering::Acquire) {
-        let Some(w) = &worker else {
+        let Some(w) = &mut worker else {
             match connect(url, &names).await {
                 Ok(w) => {
                     stats.connected.inc();
@@ -110,6 +114,15 @@ async fn run(
         let Ok(first) = slots.clone().acquire_owned().await else { return };
         let room = slots.available_permits() + 1;
         match w.next_batch(room, FETCH_WAIT).await {
+            // Nothing due: every few seconds, make sure the consumer is still there.
+            Ok(firings) if firings.is_empty() && checked.elapsed() > CHECK_EVERY => {
+                checked = std::time::Instant::now();
+                if let Err(e) = w.check().await {
+                    tracing::warn!("deliver: {e}; reconnecting");
+                    stats.connected.dec();
+                    worker = None;
+                }
+            }
             Ok(firings) => {
                 failing = false;
                 let mut permit = Some(first);
