@@ -16,9 +16,25 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
+/// A `rampart deliver` process, killed when dropped (so a failing test leaves none behind).
+struct Worker(Child);
+
+impl Worker {
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// Starts `rampart deliver` and waits for its ready line; the process and where its `/healthz`
 /// and `/metrics` are.
-fn deliver(postgres: &str, nats: &str, config: &str) -> (Child, String) {
+fn deliver(postgres: &str, nats: &str, config: &str) -> (Worker, String) {
     let mut child = Command::new(BIN)
         .args(["deliver", "--postgres", postgres, "--nats", nats, "--config", config, "--workers", "2"])
         .args(["--listen", "127.0.0.1:0"])
@@ -31,7 +47,7 @@ fn deliver(postgres: &str, nats: &str, config: &str) -> (Child, String) {
     BufReader::new(out).read_line(&mut line).expect("a ready line");
     assert!(line.starts_with("delivering with 2 workers"), "{line:?}");
     let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_owned();
-    (child, format!("http://{addr}"))
+    (Worker(child), format!("http://{addr}"))
 }
 
 fn get(url: &str) -> (u16, String) {
@@ -73,8 +89,7 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
         assert!(Instant::now() < deadline, "fewer than 5 webhooks in 60 s");
         thread::sleep(Duration::from_millis(20));
     }
-    first.kill().expect("SIGKILL a worker process");
-    let _ = first.wait();
+    first.kill();
     let at_kill = arrivals(&hits.lock().expect("lock")).len();
     // Every alert that fired (each fires once: not repeating) reaches the receiver.
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -107,8 +122,7 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
         .and_then(|v| v.trim().parse::<u64>().ok());
     assert!(delivered.is_some_and(|n| n >= 1), "{metrics}");
     assert_eq!(get(&format!("{second_at}/nothing")).0, 404);
-    let _ = second.kill();
-    let _ = second.wait();
+    second.kill();
 }
 
 /// NATS goes away while alerts fire: the firings wait in the database's outbox (nothing is
@@ -155,6 +169,5 @@ fn firings_wait_out_a_nats_outage_in_the_outbox() {
         assert!(Instant::now() < deadline, "after the outage: fired {fired:?}, delivered {got:?}");
         thread::sleep(Duration::from_secs(1));
     }
-    let _ = worker.kill();
-    let _ = worker.wait();
+    worker.kill();
 }

@@ -554,7 +554,17 @@ fn deliver(args: DeliverArgs) -> Result<()> {
         Ok::<(), anyhow::Error>(())
     })?;
     tracing::info!("deliver: stopping");
-    drop(workers);
+    // A worker waiting on a NATS server that is gone may not see its stop flag soon; the
+    // process does not wait for it longer than this (firings in hand go to other workers after
+    // the ack wait; every recorded outcome is already committed).
+    let (stopped, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(workers);
+        let _ = stopped.send(());
+    });
+    if wait.recv_timeout(Duration::from_secs(5)).is_err() {
+        tracing::warn!("deliver: workers did not stop within 5 s; exiting anyway");
+    }
     Ok(())
 }
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs what exists of a rampart cluster on one host, from Debian's postgresql and nats-server
+# (tools/postgres-deps.sh and tools/nats-deps.sh install them): a PostgreSQL server and a NATS
+# server with JetStream in a fresh directory, one `rampart serve --postgres --nats` (the market
+# and the API in one process: separate market and api roles are not built yet) and two
+# `rampart deliver` processes. Ctrl-C stops everything and removes the directory.
+#
+# Usage: deploy/cluster-local.sh [path/to/rampart]   (default: target/release/rampart)
+# Ports: API 127.0.0.1:8080, PostgreSQL 55432, NATS 54222, deliver health 9466 and 9467.
+set -euo pipefail
+bin=${1:-target/release/rampart}
+[ -x "$bin" ] || { echo "no rampart binary at $bin (cargo build --release first)" >&2; exit 2; }
+pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+dir=$(mktemp -d /tmp/rampart-cluster.XXXXXX)
+pids=()
+stop() {
+    for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap stop EXIT INT TERM
+# PostgreSQL refuses to run as root: as root, it runs as the package's `postgres` user.
+as_pg=()
+if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; as_pg=(runuser -u postgres --); fi
+"${as_pg[@]}" "$pgbin/initdb" -U postgres --auth=trust -D "$dir/pg" >/dev/null
+"${as_pg[@]}" "$pgbin/postgres" -D "$dir/pg" -p 55432 -k "$dir" -c listen_addresses=127.0.0.1 >"$dir/pg.log" 2>&1 &
+pids+=($!)
+nats-server -js -a 127.0.0.1 -p 54222 -sd "$dir/nats" >"$dir/nats.log" 2>&1 &
+pids+=($!)
+until "$pgbin/pg_isready" -q -h 127.0.0.1 -p 55432; do sleep 0.2; done
+until grep -q "Server is ready" "$dir/nats.log"; do sleep 0.2; done
+db="host=127.0.0.1 port=55432 user=postgres dbname=postgres"
+nats=nats://127.0.0.1:54222
+"$bin" serve --postgres "$db" --nats "$nats" --listen 127.0.0.1:8080 &
+pids+=($!)
+sleep 2  # serve makes the schema and the stream before the workers need them
+for port in 9466 9467; do
+    "$bin" deliver --postgres "$db" --nats "$nats" --listen "127.0.0.1:$port" &
+    pids+=($!)
+done
+echo "cluster up: API http://127.0.0.1:8080, deliver health http://127.0.0.1:9466/healthz and :9467; Ctrl-C stops it"
+wait
