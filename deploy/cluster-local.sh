@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs what exists of a rampart cluster on one host, from Debian's postgresql and nats-server
+# Runs a rampart cluster on one host, from Debian's postgresql and nats-server
 # (tools/postgres-deps.sh and tools/nats-deps.sh install them): a PostgreSQL server and a NATS
-# server with JetStream in a fresh directory, one `rampart serve --postgres --nats` (the market
-# and the API in one process: separate market and api roles are not built yet) and two
+# server with JetStream in a fresh directory, two market nodes (`serve --role market`,
+# partitions 0/2 and 1/2), two api nodes (`serve --role api --partitions 2`) and two
 # `rampart deliver` processes. Ctrl-C stops everything and removes the directory.
 #
 # Usage: deploy/cluster-local.sh [path/to/rampart]   (default: target/release/rampart)
-# Ports: API 127.0.0.1:8080, PostgreSQL 55432, NATS 54222, deliver health 9466 and 9467.
+# Ports: API 127.0.0.1:8080 and 8081; market nodes' /healthz and /metrics 8090 and 8091;
+# deliver health 9466 and 9467; PostgreSQL 55432, NATS 54222.
 set -euo pipefail
 bin=${1:-target/release/rampart}
 [ -x "$bin" ] || { echo "no rampart binary at $bin (cargo build --release first)" >&2; exit 2; }
@@ -31,12 +32,21 @@ until "$pgbin/pg_isready" -q -h 127.0.0.1 -p 55432; do sleep 0.2; done
 until grep -q "Server is ready" "$dir/nats.log"; do sleep 0.2; done
 db="host=127.0.0.1 port=55432 user=postgres dbname=postgres"
 nats=nats://127.0.0.1:54222
-"$bin" serve --postgres "$db" --nats "$nats" --listen 127.0.0.1:8080 &
+# The first api node makes the schema and prints the first key; the market nodes make the
+# firings stream before the workers need it.
+"$bin" serve --role api --partitions 2 --postgres "$db" --nats "$nats" --listen 127.0.0.1:8080 &
 pids+=($!)
-sleep 2  # serve makes the schema and the stream before the workers need them
+sleep 2
+for i in 0 1; do
+    "$bin" serve --role market --partition "$i/2" --postgres "$db" --nats "$nats" --listen "127.0.0.1:809$i" &
+    pids+=($!)
+done
+"$bin" serve --role api --partitions 2 --postgres "$db" --nats "$nats" --listen 127.0.0.1:8081 &
+pids+=($!)
+sleep 2
 for port in 9466 9467; do
     "$bin" deliver --postgres "$db" --nats "$nats" --listen "127.0.0.1:$port" &
     pids+=($!)
 done
-echo "cluster up: API http://127.0.0.1:8080, deliver health http://127.0.0.1:9466/healthz and :9467; Ctrl-C stops it"
+echo "cluster up: API http://127.0.0.1:8080 and :8081, market nodes :8090 and :8091, deliver :9466 and :9467; Ctrl-C stops it"
 wait

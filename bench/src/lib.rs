@@ -298,6 +298,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         events_max: rampart_net::shard::EVENTS_MAX,
         cpus: (0..shards).map(|i| Some(i % std::thread::available_parallelism().map_or(1, |c| c.get()))).collect(),
         clock: rampart_net::clock::system(),
+        partition: Default::default(),
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();

@@ -62,7 +62,10 @@ pub struct Opts {
 }
 
 /// The `--backend` values.
-pub const BACKENDS: [&str; 3] = ["sqlite", "postgres", "cluster"];
+/// `cluster`: one `serve --nats` and two `rampart deliver`; `roles`: two market nodes
+/// (partitions 0/2 and 1/2), two api nodes (the scenario talks to the first) and two
+/// `rampart deliver`.
+pub const BACKENDS: [&str; 4] = ["sqlite", "postgres", "cluster", "roles"];
 
 /// A fresh schema on the harness's PostgreSQL server (`rampart_testkit::pg::durable_server`:
 /// default durability, like SQLite's `FULL` for creates); its connection string.
@@ -81,6 +84,10 @@ pub const SCENARIOS: [&str; 5] = ["quiet", "burst", "storm", "http", "ingest"];
 struct Env {
     _sim_proc: Proc,
     _srv_proc: Proc,
+    /// `roles`: the market nodes and the second api node.
+    _nodes: Vec<Proc>,
+    /// `roles`: the second api node's base URL.
+    api2: Option<String>,
     /// `rampart deliver` processes (`cluster`).
     _workers: Vec<Proc>,
     _dir: TempDir,
@@ -131,13 +138,28 @@ impl Env {
         if !out.status.success() || key.is_empty() {
             return Err(format!("keys create failed: {}", String::from_utf8_lossy(&out.stderr)));
         }
-        let nats = (o.backend == "cluster").then(|| rampart_testkit::nats::server().url());
+        let roles = o.backend == "roles";
+        let nats = (o.backend == "cluster" || roles).then(|| rampart_testkit::nats::server().url());
         let mut serve = vec!["serve", "--feed", "live", "--config", &cfg_s, "--listen", "127.0.0.1:0", "--shards", "1"];
         serve.extend(&store);
         if let Some(n) = &nats {
             serve.extend(["--nats", n.as_str()]);
         }
+        let mut nodes = Vec::new();
+        if roles {
+            for p in ["0/2", "1/2"] {
+                let args = [serve.as_slice(), &["--role", "market", "--partition", p]].concat();
+                nodes.push(harness::spawn(&o.rampart, &args, &["listening on "], Duration::from_secs(120))?.0);
+            }
+            serve.extend(["--role", "api", "--partitions", "2"]);
+        }
         let (srv_proc, found) = harness::spawn(&o.rampart, &serve, &["listening on "], Duration::from_secs(120))?;
+        let mut api2 = None;
+        if roles {
+            let (p, f) = harness::spawn(&o.rampart, &serve, &["listening on "], Duration::from_secs(120))?;
+            nodes.push(p);
+            api2 = Some(format!("http://{}", f[0]));
+        }
         let mut workers = Vec::new();
         if let (Some(n), Some(url)) = (&nats, &postgres) {
             for _ in 0..2 {
@@ -161,6 +183,8 @@ impl Env {
         let env = Env {
             _sim_proc: sim_proc,
             _srv_proc: srv_proc,
+            _nodes: nodes,
+            api2,
             _workers: workers,
             _dir: dir,
             sim: Http::new(&format!("{sim_url}/sim"), None),
@@ -567,9 +591,38 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         }));
     }
     result["http"] = json!(rows);
+    if let Some(api2) = &env.api2 {
+        result["httpBothApiNodes"] = both_api_nodes(&env, api2, &paths, Duration::from_secs(o.secs.min(10)))?;
+        notes.push("httpBothApiNodes: the same load split over the cluster's two api nodes at once (32 connections on one thread each); reqPerS is their sum.".into());
+    }
     result["health"] = env.health()?;
     notes.push("Closed-loop load, 64 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second; the last two columns are the same axum server on two worker threads and its requests per second over the one-thread baseline's (what a second front thread could gain here at most). The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
     Ok(())
+}
+
+/// Each path loaded on both api nodes of a `roles` cluster at once; requests per second summed.
+fn both_api_nodes(env: &Env, api2: &str, paths: &[&str], secs: Duration) -> Res<Value> {
+    let addr = |base: &str| -> Res<std::net::SocketAddr> {
+        base.trim_start_matches("http://").parse().map_err(|e| format!("address: {e}"))
+    };
+    let (a, b) = (addr(&env.base)?, addr(api2)?);
+    let mut rows = Vec::new();
+    for p in paths {
+        let head = format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n", env.key);
+        let h2 = head.clone();
+        let other = thread::spawn(move || {
+            crate::http_load::run(b, std::slice::from_ref(&h2), HTTP_CONNECTIONS / 2, 1, secs, None)
+        });
+        let r = crate::http_load::run(a, std::slice::from_ref(&head), HTTP_CONNECTIONS / 2, 1, secs, None);
+        let r2 = other.join().map_err(|_| "load thread panicked".to_owned())?;
+        rows.push(json!({
+            "path": p,
+            "reqPerS": r.req_per_s + r2.req_per_s,
+            "nodes": [{"reqPerS": r.req_per_s, "errors": r.errors, "non2xx": r.non_2xx, "latencyUs": pct(&r.latency_us)},
+                      {"reqPerS": r2.req_per_s, "errors": r2.errors, "non2xx": r2.non_2xx, "latencyUs": pct(&r2.latency_us)}],
+        }));
+    }
+    Ok(json!(rows))
 }
 
 fn write(o: &Opts, started_ms: i64, result: &Value) -> Res<()> {

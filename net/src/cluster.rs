@@ -12,14 +12,23 @@
 //!
 //! `serve --nats` hands every outbox row to the stream (`publisher`) instead of sending it, and
 //! `rampart deliver` runs the workers (`worker`) that send them.
+//!
+//! The other roles of a cluster live beside it: `partition` (which market node owns a pair),
+//! `snapshots` (market → api state), `commands` (api → market alert commands and queries),
+//! `wire` (their bytes) and `node` (a node's links, for `/healthz` and `/metrics`).
 
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer::pull, AckKind};
 use futures_lite::StreamExt;
 
+pub mod commands;
 pub mod health;
+pub mod node;
+pub mod partition;
 pub mod publisher;
+pub mod snapshots;
+pub mod wire;
 pub mod worker;
 
 /// Firings a stream holds at most; a publish past it is refused.
@@ -76,6 +85,18 @@ impl std::fmt::Display for BusError {
 }
 
 impl std::error::Error for BusError {}
+
+/// A current-thread runtime for one of the cluster's threads (`None`, logged, when the system
+/// refuses one).
+fn runtime(name: &str) -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::error!("{name}: no runtime: {e}");
+            None
+        }
+    }
+}
 
 /// The message id of a firing: the pair that identifies it, whoever publishes it how often.
 pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {

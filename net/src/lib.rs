@@ -4,8 +4,8 @@
 //! drives lives in `rampart-engine`. The folders follow the roles: `venue` (ingest: the venues'
 //! protocols, sessions, connections, REST), `shard` (the executors that own the books),
 //! `api` (the HTTP front and what it serves), `persistence` (SQLite or PostgreSQL and the
-//! threads that write it), `delivery` (webhooks and the SSRF guard), `cluster` (the firings
-//! stream on NATS JetStream); `clock`, `config`, `json` and `shutdown` serve them all.
+//! threads that write it), `delivery` (webhooks and the SSRF guard), `cluster` (a cluster's
+//! nodes on NATS: partitions, snapshots, alert commands, the firings stream); `clock`, `config`, `json` and `shutdown` serve them all.
 
 pub mod api;
 pub mod clock;

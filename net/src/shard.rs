@@ -447,6 +447,20 @@ impl Shared {
         }
     }
 
+    /// An api node's copy of the market's state (`serve --role api`): no shard writes it; the
+    /// cluster's snapshot replica does ([`crate::cluster::snapshots::Replica`]). A book's
+    /// `shard` is its partition, so [`Commands`] route to the owning market node's queue, and
+    /// `stats` has one entry per partition (ready once its first whole snapshot arrived).
+    pub fn replica(registry: Arc<Registry>, partitions: u16) -> Shared {
+        let books = Arc::new(ArcSwap::new(registry.clone()));
+        let mut shared = Shared::new(books, registry.len(), usize::from(partitions.max(1)), false);
+        for (i, slot) in shared.slots.iter_mut().enumerate() {
+            let symbol = &registry.get(BookId(i as u32)).symbol;
+            *slot.shard.get_mut() = crate::cluster::partition::of_symbol(symbol, partitions);
+        }
+        shared
+    }
+
     /// One venue's counters summed over the shards: `f` picks the counter.
     pub fn venue_sum(&self, venue: rampart_engine::Venue, f: impl Fn(&VenueStats) -> u64) -> u64 {
         self.venue_stats.iter().skip(venue.index()).step_by(rampart_engine::Venue::COUNT).map(f).sum()
@@ -650,12 +664,18 @@ impl Shared {
 /// Shard of a pair: a stable hash of `BASEQUOTE`, so every venue of a pair lands on the same
 /// shard whatever the feed or venue set.
 pub fn shard_of_symbol(symbol: &str, shards: usize) -> usize {
+    (symbol_hash(symbol) % shards.max(1) as u64) as usize
+}
+
+/// The FNV-1a hash of a pair's `BASEQUOTE`: its low half picks the shard, its high half the
+/// cluster partition ([`crate::cluster::partition`]).
+pub fn symbol_hash(symbol: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in symbol.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    (h % shards.max(1) as u64) as usize
+    h
 }
 
 /// How the shards are set up.
@@ -684,6 +704,9 @@ pub struct ShardConfig {
     pub cpus: Vec<Option<usize>>,
     /// The process's clock (the wall clock in production).
     pub clock: SharedClock,
+    /// The pairs this process owns (`serve --role market --partition I/N`); the whole market
+    /// by default. Books of other parts get no shard: their slots stay empty here.
+    pub partition: crate::cluster::partition::Partition,
 }
 
 /// Locked memory glommio requires before it starts an executor (its own check, in bytes).
@@ -740,6 +763,11 @@ pub struct Commands {
 }
 
 impl Commands {
+    /// Commands over `queues`, routed by each book's `shard` in `shared`.
+    pub fn new(queues: Vec<Arc<ArrayQueue<Command>>>, shared: Arc<Shared>) -> Commands {
+        Commands { queues, shared }
+    }
+
     /// Queues `cmd` for the shard owning `book`; at the bound the command is handed back.
     pub fn send(&self, book: BookId, cmd: Command) -> Result<(), Command> {
         let shard = self.shared.slots.get(book.index()).map_or(0, |s| s.shard.load(Ordering::Acquire) as usize);
@@ -772,6 +800,7 @@ impl ShardSet {
         ShardSet::start_each(config, &registry, shared, &alerts, None, |index| {
             let pairs: Vec<usize> = (0..universe.len())
                 .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
+                .filter(|&i| config.partition.owns(&universe[i].symbol()))
                 .filter(|&i| venue_listed(&registry, &universe[i]))
                 .collect();
             let (universe, registry) = (universe.clone(), registry.clone());
@@ -839,9 +868,9 @@ impl ShardSet {
             set.commands.push(commands.clone());
             set.events.push(events.clone());
             let owner = |b: &BookId| shared.slots[b.index()].shard.load(Ordering::Relaxed) as usize;
-            let ids: Vec<BookId> = registry.ids().filter(|id| owner(id) == index).collect();
-            let my_alerts: Vec<(BookId, AlertSpec)> =
-                alerts.iter().filter(|(b, _)| owner(b) == index).copied().collect();
+            let owned = |b: &BookId| owner(b) == index && config.partition.owns(&registry.get(*b).symbol);
+            let ids: Vec<BookId> = registry.ids().filter(owned).collect();
+            let my_alerts: Vec<(BookId, AlertSpec)> = alerts.iter().filter(|(b, _)| owned(b)).copied().collect();
             let (config, shared, books) = (config.clone(), shared.clone(), shared.capacity);
             let life = make(index);
             let nudge = Arc::new(nudge::Nudge::default());

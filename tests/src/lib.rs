@@ -219,6 +219,29 @@ impl Server {
         Server::launch(bin, dir, extra_args, Some(key), None)
     }
 
+    /// Like [`Server::start`] for a server that prints no key (a cluster's market node, or a
+    /// node on a database that already has an account), whose clients use `key`.
+    pub fn start_with_key(bin: &str, extra_args: &[&str], key: &str) -> Server {
+        Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, Some(key.to_owned()), None)
+    }
+
+    /// Kills this server with SIGKILL (no chance to clean up); [`Server::relaunch`] starts it
+    /// again.
+    pub fn kill(&self) {
+        self.kill_hard();
+    }
+
+    /// Starts a killed (or exited) server again on the same data directory with the same
+    /// arguments, and waits until it is ready.
+    pub fn relaunch(mut self) -> Server {
+        self.kill_hard();
+        let dir = self.dir.take().expect("the server owns its data dir");
+        let key = std::mem::take(&mut self.key);
+        let (bin, args) = (self.bin.clone(), self.extra_args.clone());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Server::launch(bin, dir, &args, Some(key), None)
+    }
+
     /// Kills this server with SIGKILL (no chance to clean up) and starts it again on the same
     /// data directory with `extra_args`.
     pub fn crash_and_restart(mut self, extra_args: &[&str]) -> Server {
@@ -1114,4 +1137,43 @@ pub fn binance_symbols(server: &Server, n: usize) -> Vec<String> {
     let symbols = server.get_authed("/v1/exchanges/binance/symbols");
     let data = symbols.ok("symbols")["data"].as_array().cloned().unwrap_or_default();
     data.iter().filter_map(|s| s["symbol"].as_str().map(str::to_owned)).take(n).collect()
+}
+
+/// A `rampart deliver` process (two workers), killed when dropped, so a failing test leaves none
+/// behind.
+pub struct Deliver {
+    child: Child,
+    /// `http://ADDR` of its `/healthz` and `/metrics`.
+    pub health: String,
+}
+
+impl Deliver {
+    /// Starts `rampart deliver` on `postgres` and `nats` and waits for its ready line.
+    pub fn start(bin: &str, postgres: &str, nats: &str, config: &str) -> Deliver {
+        let mut child = Command::new(bin)
+            .args(["deliver", "--postgres", postgres, "--nats", nats, "--config", config, "--workers", "2"])
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn deliver");
+        let out = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(out).read_line(&mut line).expect("a ready line");
+        assert!(line.starts_with("delivering with 2 workers"), "{line:?}");
+        let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_owned();
+        Deliver { child, health: format!("http://{addr}") }
+    }
+
+    /// SIGKILL.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Deliver {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }

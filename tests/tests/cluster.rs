@@ -6,48 +6,20 @@
 //! PostgreSQL and nats-server are Debian's, started by the test on loopback ports.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_tests::{alert_ids, allow_private_config, binance_symbols, json_receiver, pg_database, Server, FAST};
+use rampart_tests::{
+    alert_ids, allow_private_config, binance_symbols, json_receiver, pg_database, Deliver, Server, FAST,
+};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
-/// A `rampart deliver` process, killed when dropped (so a failing test leaves none behind).
-struct Worker(Child);
-
-impl Worker {
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Starts `rampart deliver` and waits for its ready line; the process and where its `/healthz`
-/// and `/metrics` are.
-fn deliver(postgres: &str, nats: &str, config: &str) -> (Worker, String) {
-    let mut child = Command::new(BIN)
-        .args(["deliver", "--postgres", postgres, "--nats", nats, "--config", config, "--workers", "2"])
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn deliver");
-    let out = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(out).read_line(&mut line).expect("a ready line");
-    assert!(line.starts_with("delivering with 2 workers"), "{line:?}");
-    let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_owned();
-    (Worker(child), format!("http://{addr}"))
+fn deliver(postgres: &str, nats: &str, config: &str) -> (Deliver, String) {
+    let d = Deliver::start(BIN, postgres, nats, config);
+    let health = d.health.clone();
+    (d, health)
 }
 
 fn get(url: &str) -> (u16, String) {
@@ -107,7 +79,8 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
             break;
         }
         assert!(Instant::now() < deadline, "fired {fired:?}, delivered {got:?}");
-        thread::sleep(Duration::from_millis(100));
+        // Polled once a second: the account's plan allows 120 requests a minute.
+        thread::sleep(Duration::from_secs(1));
     }
     // The surviving process says it is healthy and counts what it delivered.
     let (status, health) = get(&format!("{second_at}/healthz"));

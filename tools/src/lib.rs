@@ -28,7 +28,7 @@ use rampart_net::cluster::BusNames;
 use rampart_net::config::{FileConfig, Plans};
 use rampart_net::delivery::{Delivery, DeliveryConfig};
 use rampart_net::persistence::storage::{StorageHealth, StorageThread};
-use rampart_net::persistence::store::{Checkpointer, Revoked, ServerLock, Store, StoreLocation};
+use rampart_net::persistence::store::{Checkpointer, Revoked, Store, StoreLocation};
 use rampart_net::persistence::writer::{OnCommitted, Writer};
 use rampart_net::shard::live::LiveFeed;
 use rampart_net::shard::{Command as ShardCommand, EventQueue, ShardConfig, ShardSet};
@@ -40,6 +40,7 @@ use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
 
 pub use rampart_simvenue as simvenue;
+mod node;
 mod site_alerts;
 pub mod starting;
 
@@ -59,7 +60,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the service (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -197,6 +198,19 @@ struct ServeArgs {
     /// database the workers share).
     #[arg(long, env = "RAMPART_NATS_URL")]
     nats: Option<String>,
+    /// The process's part in a cluster: single (the whole service, the default), market (owns
+    /// the books of --partition I/N, publishes their snapshots on NATS, serves no API) or api
+    /// (serves the API from the market nodes' snapshots; --partitions N). Both cluster roles
+    /// need --postgres and --nats.
+    #[arg(long, env = "RAMPART_ROLE")]
+    role: Option<String>,
+    /// `--role market`: this node's part of the pairs, `I/N` (every market node of a cluster
+    /// has the same N and its own I).
+    #[arg(long, env = "RAMPART_PARTITION")]
+    partition: Option<String>,
+    /// `--role api`: how many partitions the market nodes split the pairs into (their N).
+    #[arg(long, env = "RAMPART_PARTITIONS")]
+    partitions: Option<u16>,
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long, env = "RAMPART_LISTEN")]
     listen: Option<String>,
@@ -342,7 +356,7 @@ pub fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         None => init_logging(cli.serve.log_format.as_deref()).and_then(|()| serve(cli.serve)),
-        Some(Command::Serve(args)) => init_logging(args.log_format.as_deref()).and_then(|()| serve(args)),
+        Some(Command::Serve(args)) => init_logging(args.log_format.as_deref()).and_then(|()| serve(*args)),
         Some(Command::Keys { command, common }) => keys(command, common),
         Some(Command::SiteAlerts { command, common }) => {
             open_store(&common).and_then(|(store, plans)| site_alerts::run(command, &store, &plans))
@@ -576,6 +590,8 @@ struct ServeSettings {
     store: StoreLocation,
     /// The firings stream (`--nats`): deliveries go there instead of being sent here.
     nats: Option<String>,
+    /// Single process, or a cluster's market or api node.
+    role: node::NodeRole,
     venues: Vec<Venue>,
     shards: usize,
     sim_pairs: usize,
@@ -606,6 +622,10 @@ fn telegram(file: &FileConfig) -> Result<Option<rampart_net::delivery::telegram:
 
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let file = load_file(&args.common)?;
+    let role = node::NodeRole::parse(args.role.as_deref(), args.partition.as_deref(), args.partitions)?;
+    if role != node::NodeRole::Single && (args.nats.is_none() || args.common.postgres.is_none()) {
+        bail!("--role market and --role api need --postgres and --nats: the cluster's database and NATS server");
+    }
     let feed = args.feed.clone().or(file.feed.clone()).unwrap_or_else(|| "sim".to_owned());
     if feed != "sim" && feed != "live" {
         bail!("invalid feed '{feed}'. Allowed: sim, live");
@@ -671,6 +691,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
             }
             (nats, _) => nats.clone(),
         },
+        role,
         venues,
         live,
         verify_checksums,
@@ -689,16 +710,18 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
     })
 }
 
-/// Prints the first key (only when the database has no account yet: made after the port is
-/// bound, so a start that cannot bind loses none) and the bound addresses.
+/// Prints the first key (only when the database has no account yet and `first_key`, which a
+/// market node, serving no API, does not ask for; made after the port is bound, so a start that
+/// cannot bind loses none) and the bound addresses.
 fn announce(
     store: &mut Store,
     listener: &std::net::TcpListener,
     metrics: Option<&std::net::TcpListener>,
     now_ms: i64,
+    first_key: bool,
 ) -> Result<()> {
     use std::io::Write as _;
-    if store.account_count()? == 0 {
+    if first_key && store.account_count()? == 0 {
         let k = store.create_account_with_key("developer", Some("first start"), now_ms)?;
         println!("api key: {}", k.key);
     }
@@ -726,13 +749,14 @@ fn log_feed(s: &ServeSettings, shards: &ShardSet, store: &Store) {
 /// The board the front answers metrics, rankings and `/v1/market` from, and the thread that
 /// rebuilds it every second.
 /// The site's market alerts run on each build and leave on `market_events`.
+/// A market node evaluates no market alert: its board holds only its partition's books.
 fn start_board(
     shards: &ShardSet,
     clock: &SharedClock,
-    market_events: Arc<EventQueue>,
+    market_events: Option<Arc<EventQueue>>,
 ) -> Result<(Arc<ArcSwap<Board>>, BoardThread)> {
     let board = Arc::new(ArcSwap::from_pointee(Board::empty()));
-    let market = Some(MarketAlerts::new(market_events));
+    let market = market_events.map(MarketAlerts::new);
     let thread = BoardThread::start(shards.shared().clone(), board.clone(), clock.clone(), market)?;
     Ok((board, thread))
 }
@@ -746,11 +770,14 @@ fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
 
 fn serve(args: ServeArgs) -> Result<()> {
     let s = settings(args)?;
+    if let node::NodeRole::Api(partitions) = s.role {
+        return node::serve_api(s, partitions);
+    }
     // The shards' io_uring needs locked memory: refused here, before anything is printed.
     rampart_net::shard::ensure_memlock(s.shards)?;
-    // One server per data directory (or PostgreSQL database), checked before anything is
-    // printed or opened.
-    let _lock = ServerLock::acquire(&s.store)?;
+    // One server per data directory (or PostgreSQL database; a market node: one per
+    // partition), checked before anything is printed or opened.
+    let _lock = s.role.lock(&s)?;
     // The one clock every part of the process reads.
     let clock = clock::system();
     let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
@@ -767,11 +794,108 @@ fn serve(args: ServeArgs) -> Result<()> {
         Some(a) => Some(bind(a).with_context(|| format!("binding the metrics address {a}"))?),
         None => None,
     };
-    announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms())?;
+    announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), s.role == node::NodeRole::Single)?;
     // Shard CPUs, claimed for the life of the process.
     let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let claims = rampart_net::shard::cpus::choose(&s.cpus, s.shards, &rampart_net::shard::cpus::allowed(), &lock_dir);
-    for (i, cpu) in claims.cpus.iter().enumerate() {
+    log_cpus(&s, &claims.cpus);
+    let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock)?;
+    log_feed(&s, &shards, &store);
+    let persistence = Persistence::start(&s, &shards, &clock)?;
+    start_sim_delistings(&s, &shards)?;
+    let watch_venues = match s.live.is_some() {
+        true => Some(rampart_net::venue::watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
+        false => None,
+    };
+    let links = match s.role {
+        node::NodeRole::Market(p) => Some(node::MarketLinks::start(&s, p, &shards, &clock)?),
+        _ => None,
+    };
+    let metrics = persistence.metrics(&s, &shards, &clock, links.as_ref().map(|l| l.health.clone()));
+    let (storage_thread, storage_join) = StorageThread::start(s.store.open()?)?;
+    let market_alerts = (s.role == node::NodeRole::Single).then(|| persistence.market_events.clone());
+    let (board, board_thread) = start_board(&shards, &clock, market_alerts)?;
+    let front = Front::new(
+        shards.shared().clone(),
+        shards.commands(),
+        s.venues.clone(),
+        if s.live.is_some() { "live" } else { "sim" },
+        s.plans.clone(),
+        FrontStorage { keys: KeyWatcher::start(store)?, thread: storage_thread, health: persistence.health.clone() },
+        s.allow_private,
+    )
+    .with_writer_stats(persistence.writer.stats.clone());
+    let front = configured(front, &s, metrics, metrics_listener.is_some(), &clock, board);
+    let front = Rc::new(match &links {
+        Some(l) => front.with_cluster(l.health.clone()),
+        None => front,
+    });
+    let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
+    if let Some(rest) = rest {
+        watch.stage("stopping the venue REST thread");
+        rest.stop();
+    }
+    if let Some(w) = watch_venues {
+        watch.stage("stopping the venue watch");
+        w.stop();
+    }
+    watch.stage("stopping the storage thread");
+    storage_join.join();
+    if let Some(l) = links {
+        watch.stage("stopping the cluster threads");
+        l.stop();
+    }
+    watch.stage("stopping the shards");
+    shards.stop();
+    persistence.stop(&watch);
+    watch.finish();
+    served
+}
+
+/// The front's settings every role shares.
+fn configured(
+    front: Front,
+    s: &ServeSettings,
+    metrics: Arc<Metrics>,
+    metrics_apart: bool,
+    clock: &SharedClock,
+    board: Arc<ArcSwap<Board>>,
+) -> Front {
+    front
+        .with_metrics(metrics, metrics_apart)
+        .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
+        .with_unauthenticated_per_min(s.unauthenticated_per_min)
+        .with_clock(clock.clone())
+        .with_board(board)
+        .with_telegram(s.telegram.is_some())
+}
+
+/// Serves HTTP until a stop signal, then starts the stop sequence with its first stage: the
+/// connections (whose tasks hold the front, and with it the storage thread's handle) and the
+/// board thread end. Every later stage is told to stop in a way that wakes it; whatever does not
+/// finish within the grace period is named in the log and the process ends anyway.
+fn serve_until_stopped(
+    listener: std::net::TcpListener,
+    metrics_listener: Option<std::net::TcpListener>,
+    front: Rc<Front>,
+    config: FrontConfig,
+    board_thread: BoardThread,
+) -> Result<(Result<()>, Shutdown)> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
+    let served = local.block_on(&runtime, run_front(listener, metrics_listener, front, config));
+    tracing::info!("shutting down");
+    let watch = Shutdown::start_for_process()?;
+    watch.stage("closing HTTP connections");
+    drop(local);
+    drop(board_thread);
+    drop(runtime);
+    Ok((served, watch))
+}
+
+/// Logs where each shard runs.
+fn log_cpus(s: &ServeSettings, cpus: &[Option<usize>]) {
+    for (i, cpu) in cpus.iter().enumerate() {
         match cpu {
             Some(c) => tracing::info!("shard {i} on CPU {c}"),
             None => tracing::info!(
@@ -783,66 +907,6 @@ fn serve(args: ServeArgs) -> Result<()> {
             ),
         }
     }
-    let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock)?;
-    log_feed(&s, &shards, &store);
-    let persistence = Persistence::start(&s, &shards, &clock)?;
-    start_sim_delistings(&s, &shards)?;
-    let watch_venues = match s.live.is_some() {
-        true => Some(rampart_net::venue::watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
-        false => None,
-    };
-    let metrics = persistence.metrics(&s, &shards, &clock);
-    let (storage_thread, storage_join) = StorageThread::start(s.store.open()?)?;
-    let (board, board_thread) = start_board(&shards, &clock, persistence.market_events.clone())?;
-    let front = Rc::new(
-        Front::new(
-            shards.shared().clone(),
-            shards.commands(),
-            s.venues.clone(),
-            if s.live.is_some() { "live" } else { "sim" },
-            s.plans.clone(),
-            FrontStorage {
-                keys: KeyWatcher::start(store)?,
-                thread: storage_thread,
-                health: persistence.health.clone(),
-            },
-            s.allow_private,
-        )
-        .with_metrics(metrics, metrics_listener.is_some())
-        .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
-        .with_unauthenticated_per_min(s.unauthenticated_per_min)
-        .with_clock(clock.clone())
-        .with_board(board)
-        .with_writer_stats(persistence.writer.stats.clone())
-        .with_telegram(s.telegram.is_some()),
-    );
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let local = tokio::task::LocalSet::new();
-    let served = local.block_on(&runtime, run_front(listener, metrics_listener, front, front_config));
-    tracing::info!("shutting down");
-    // Every stage is told to stop in a way that wakes it; whatever does not finish within the
-    // grace period is named in the log and the process ends anyway.
-    let watch = Shutdown::start_for_process()?;
-    watch.stage("closing HTTP connections");
-    // The connections' tasks hold the front (and with it the storage thread's handle).
-    drop(local);
-    drop(board_thread);
-    drop(runtime);
-    if let Some(rest) = rest {
-        watch.stage("stopping the venue REST thread");
-        rest.stop();
-    }
-    if let Some(w) = watch_venues {
-        watch.stage("stopping the venue watch");
-        w.stop();
-    }
-    watch.stage("stopping the storage thread");
-    storage_join.join();
-    watch.stage("stopping the shards");
-    shards.stop();
-    persistence.stop(&watch);
-    watch.finish();
-    served
 }
 
 /// Lists the venues (live; the port answers 503 "starting" meanwhile) or builds the simulated
@@ -866,13 +930,14 @@ fn start_feed(
         events_max: s.events_max,
         cpus: cpus.to_vec(),
         clock: clock.clone(),
+        partition: s.role.partition(),
     };
     let Some(venues) = &s.live else {
         let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
         let registry = Arc::new(
             Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
         );
-        let alerts = load_alerts(store, &registry)?;
+        let alerts = load_alerts(store, &registry, s.role.partition())?;
         return Ok((ShardSet::start_sim(&shard_config, registry, universe, alerts)?, None));
     };
     let tls = rampart_net::delivery::tls_config(&[]);
@@ -881,7 +946,7 @@ fn start_feed(
     starting.finish()?;
     let (registry, natives) = listed?;
     let registry = Arc::new(registry);
-    let alerts = load_alerts(store, &registry)?;
+    let alerts = load_alerts(store, &registry, s.role.partition())?;
     let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
     let n = shard_config.shards.max(1);
     let mut rest = Rest::new(n);
@@ -909,10 +974,11 @@ fn start_feed(
 fn load_alerts(
     store: &Store,
     registry: &Registry,
+    partition: rampart_net::cluster::partition::Partition,
 ) -> Result<Vec<(rampart_engine::BookId, rampart_engine::alert::AlertSpec)>> {
     let mut alerts = Vec::new();
     let mut orphaned = 0;
-    for row in store.active_alerts()? {
+    for row in store.active_alerts()?.into_iter().filter(|r| partition.owns(&r.symbol)) {
         match (registry.find(row.exchange, &row.symbol), row.spec()) {
             (Some(book), Some(spec)) => alerts.push((book, spec)),
             _ => orphaned += 1,
@@ -1001,7 +1067,13 @@ impl Persistence {
     }
 
     /// The process's metrics over the shards and this persistence side.
-    fn metrics(&self, s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Arc<Metrics> {
+    fn metrics(
+        &self,
+        s: &ServeSettings,
+        shards: &ShardSet,
+        clock: &SharedClock,
+        cluster: Option<Arc<rampart_net::cluster::node::NodeHealth>>,
+    ) -> Arc<Metrics> {
         let sources = MetricsSources {
             shared: shards.shared().clone(),
             venues: s.venues.clone(),
@@ -1014,6 +1086,7 @@ impl Persistence {
             storage: self.health.clone(),
             started_ms: clock.now_ms(),
             clock: clock.clone(),
+            cluster,
         };
         Arc::new(Metrics::new(sources, &self.webhooks))
     }

@@ -141,6 +141,8 @@ pub struct Front {
     telegram_on: bool,
     /// The site's open event streams.
     event_streams: Rc<RefCell<site_events::Streams>>,
+    /// A cluster node's links (`serve --role market|api`); `None` for the single process.
+    cluster: Option<Arc<crate::cluster::node::NodeHealth>>,
 }
 
 /// What a listener serves.
@@ -153,6 +155,29 @@ pub enum Role {
 }
 
 type Resp = Response<Full<Bytes>>;
+
+/// `"cluster"` in `/healthz`: the node's role and links, and (api) each partition's snapshots.
+fn write_cluster_health(j: &mut Json, c: &crate::cluster::node::NodeHealth, now_ms: i64) {
+    use std::sync::atomic::Ordering::Acquire;
+    j.raw(",\"cluster\":{\"role\":").str(c.role.as_str());
+    j.raw(",\"natsConnected\":").bool(c.snapshots_connected.load(Acquire) && c.commands_connected.load(Acquire));
+    if c.role == crate::cluster::node::Role::Market {
+        j.raw(",\"partition\":").str(&c.partition.to_string());
+    }
+    j.raw(",\"partitions\":[");
+    for (i, p) in c.partitions.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        j.raw("{\"partition\":").int(i as i64).raw(",\"complete\":").bool(p.complete.load(Acquire));
+        match c.age_ms(i, now_ms) {
+            Some(age) => j.raw(",\"snapshotAgeMs\":").int(age),
+            None => j.raw(",\"snapshotAgeMs\":null"),
+        };
+        j.raw("}");
+    }
+    j.raw("]}");
+}
 
 fn respond(status: StatusCode, body: String) -> Resp {
     respond_bytes(status, Bytes::from(body))
@@ -418,7 +443,16 @@ impl Front {
             writer_stats: Arc::new(crate::persistence::writer::WriterStats::default()),
             telegram_on: false,
             event_streams: Rc::new(RefCell::new(site_events::Streams::default())),
+            cluster: None,
         }
+    }
+
+    /// Serves as a cluster node: `/healthz` reports the node's NATS links (and, on an api
+    /// node, each partition's snapshot age); a market node answers `/healthz`, `/version` and
+    /// `/metrics` only (its books are served by the api nodes).
+    pub fn with_cluster(mut self, health: Arc<crate::cluster::node::NodeHealth>) -> Front {
+        self.cluster = Some(health);
+        self
     }
 
     /// Pushes inbox entries to the site's open pages when `stats` (the running writer's) counts
@@ -578,6 +612,12 @@ impl Front {
         if path == "/metrics" && !self.metrics_apart {
             return self.metrics_only(req);
         }
+        if self.cluster.as_ref().is_some_and(|c| c.role == crate::cluster::node::Role::Market) {
+            return error(
+                StatusCode::NOT_FOUND,
+                "not found: this is a market node (serve --role market), which serves /healthz, /version and /metrics; the API is served by the api nodes",
+            );
+        }
         if path.starts_with("/site/") {
             return self.site(req, body, peer, now_ms).await;
         }
@@ -726,10 +766,13 @@ impl Front {
         let down = |h: &crate::shard::VenueHealth| h.state == crate::shard::VenueState::Down;
         let all_down = self.shared.live && venue_health.iter().all(down);
         let some_down = self.shared.live && venue_health.iter().any(down);
-        let ready = started && storage.is_none() && !all_down;
+        let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
+        let ready = started && storage.is_none() && !all_down && cluster.is_none();
         let mut j = Json::with_capacity(512);
         if !started {
             j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
+        } else if let Some(why) = &cluster {
+            j.raw("{\"error\":").str(why).raw(",\"status\":\"degraded\"");
         } else if storage.is_some() {
             j.raw("{\"error\":\"storage cannot be written\",\"status\":\"degraded\"");
         } else if all_down {
@@ -741,6 +784,9 @@ impl Front {
         }
         j.raw(",\"feed\":").str(self.feed).raw(",\"uptimeS\":").int((now_ms - self.started_ms) / 1000);
         write_storage_health(&mut j, storage.as_ref());
+        if let Some(c) = &self.cluster {
+            write_cluster_health(&mut j, c, now_ms);
+        }
         j.raw(",\"shards\":[");
         for (i, s) in self.shared.stats.iter().enumerate() {
             use std::sync::atomic::Ordering::Relaxed;

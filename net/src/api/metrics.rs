@@ -130,6 +130,8 @@ pub struct Sources {
     pub started_ms: i64,
     /// The process's clock.
     pub clock: crate::clock::SharedClock,
+    /// A cluster node's links (`rampart_cluster_*`); `None` for the single process.
+    pub cluster: Option<Arc<crate::cluster::node::NodeHealth>>,
 }
 
 impl std::fmt::Debug for Sources {
@@ -316,6 +318,40 @@ impl State {
         Ok(())
     }
 
+    fn cluster(
+        e: &mut DescriptorEncoder<'_>,
+        c: &crate::cluster::node::NodeHealth,
+        now_ms: i64,
+    ) -> Result<(), std::fmt::Error> {
+        let up = c.snapshots_connected.load(Relaxed) && c.commands_connected.load(Relaxed);
+        gauge(e, "cluster_nats_connected", "1 while both of the node's NATS connections are up", i64::from(up))?;
+        let role = || [("role", c.role.as_str())];
+        let sent = [(role(), ConstCounter::new(c.commands.load(Relaxed)))];
+        family::<_, VenueLabel>(e, "cluster_commands", "Alert commands sent (api) or applied (market)", sent)?;
+        let failed = [(role(), ConstCounter::new(c.commands_failed.load(Relaxed)))];
+        family::<_, VenueLabel>(e, "cluster_commands_failed", "Alert commands not sent or not applied", failed)?;
+        let label = |i: usize| [("partition", i.to_string())];
+        let per = |f: fn(&crate::cluster::node::PartitionSeen) -> u64| {
+            c.partitions.iter().enumerate().map(move |(i, p)| (label(i), ConstCounter::new(f(p))))
+        };
+        family::<_, ShardLabel>(
+            e,
+            "cluster_snapshot_messages",
+            "Snapshot messages applied",
+            per(|p| p.messages.load(Relaxed)),
+        )?;
+        let refused = per(|p| p.refused.load(Relaxed));
+        family::<_, ShardLabel>(
+            e,
+            "cluster_snapshot_messages_refused",
+            "Snapshot messages dropped as malformed",
+            refused,
+        )?;
+        let ages =
+            (0..c.partitions.len()).filter_map(|i| c.age_ms(i, now_ms).map(|a| (label(i), ConstGauge::new(a / 1000))));
+        family::<_, ShardLabel>(e, "cluster_snapshot_age_seconds", "Seconds since the partition's last snapshot", ages)
+    }
+
     fn process(&self, e: &mut DescriptorEncoder<'_>, now_ms: i64) -> Result<(), std::fmt::Error> {
         let d = &self.0.delivery;
         gauge(e, "webhooks_in_flight", "Webhook attempts in flight", d.in_flight.load(Relaxed) as i64)?;
@@ -338,6 +374,9 @@ impl Collector for State {
         if self.0.shared.live {
             self.venues(&mut e, now_ms)?;
             self.rest(&mut e)?;
+        }
+        if let Some(c) = &self.0.cluster {
+            State::cluster(&mut e, c, now_ms)?;
         }
         self.process(&mut e, now_ms)
     }

@@ -139,6 +139,9 @@ const MIGRATIONS: &[&str] = &[
     // single server are never published).
     "ALTER TABLE outbox ADD COLUMN published_ms INTEGER;
     CREATE INDEX outbox_unpublished ON outbox(id) WHERE published_ms IS NULL AND state = 'pending';",
+    // 10: alerts by creation time, for a cluster's market nodes, which look for recent alerts
+    // whose command they may have missed ([`Store::recent_active_alerts`]).
+    "CREATE INDEX alerts_recent ON alerts(created_ms) WHERE deleted_ms IS NULL;",
 ];
 
 /// The PostgreSQL schema, in order; index + 1 is the `meta.schema_version` after each. Its
@@ -244,6 +247,8 @@ const PG_MIGRATIONS: &[&str] = &[
     // 2: SQLite's version 9 (rows handed to the firings stream).
     "ALTER TABLE outbox ADD COLUMN published_ms BIGINT;
     CREATE INDEX outbox_unpublished ON outbox(id) WHERE published_ms IS NULL AND state = 'pending';",
+    // 3: SQLite's version 10 (alerts by creation time).
+    "CREATE INDEX alerts_recent ON alerts(created_ms) WHERE deleted_ms IS NULL;",
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -863,7 +868,8 @@ impl fmt::Display for LockError {
             ),
             LockError::Io(p, e) => write!(f, "locking {}: {e}", p.display()),
             LockError::HeldPostgres => f.write_str(
-                "another rampart server is using this PostgreSQL database (it holds the server lock); stop it first",
+                "another rampart server is using this PostgreSQL database (a single-process server holds the server lock, \
+                 or a market node holds it shared or owns the same partition); stop it first",
             ),
             LockError::Store(e) => write!(f, "locking the PostgreSQL database: {e}"),
         }
@@ -994,7 +1000,27 @@ impl ServerLock {
             }
         }
     }
+
+    /// A market node's lock on the PostgreSQL database at `url` (`serve --role market`): the
+    /// server lock shared (so no single-process server runs on the database, and any number of
+    /// market nodes may) and partition `index`'s lock exclusive (so two nodes never own the same
+    /// books). [`LockError::HeldPostgres`] when either is held against it.
+    pub fn acquire_partition(url: &str, index: u16) -> Result<ServerLock, LockError> {
+        let store = Store::open_postgres(url).map_err(LockError::Store)?;
+        let sql = format!(
+            "SELECT pg_try_advisory_lock_shared({PG_SERVER_LOCK}, hashtext(current_schema())) \
+             AND pg_try_advisory_lock({PG_PARTITION_LOCK}, hashtext(current_schema() || ':{index}'))"
+        );
+        match store.db.query_one(&sql, &[], |r| r.get::<bool>(0)).map_err(LockError::Store)? {
+            true => Ok(ServerLock::Postgres(PgLockHolder { _store: store })),
+            false => Err(LockError::HeldPostgres),
+        }
+    }
 }
+
+/// The advisory lock of one market node's partition (with a hash of the schema and the
+/// partition's index).
+const PG_PARTITION_LOCK: i32 = 0x7261_6d71;
 
 impl Store {
     /// Whether `data_dir` holds a database.
@@ -1327,6 +1353,14 @@ impl Store {
             "UPDATE alerts SET deleted_ms = ?3 WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         self.db.query_opt(&sql, vals![id, account_id, now_ms], alert_row)
+    }
+
+    /// Active alerts created at `since_ms` or later, oldest first.
+    pub fn recent_active_alerts(&self, since_ms: i64) -> Result<Vec<AlertRow>, StoreError> {
+        let sql = format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE created_ms >= ?1 AND status = 'active' AND deleted_ms IS NULL ORDER BY id"
+        );
+        self.db.query(&sql, vals![since_ms], alert_row)
     }
 
     /// Every active alert (loaded onto the shards at start).

@@ -250,6 +250,7 @@ impl World {
             events_max: EVENTS_MAX,
             cpus: Vec::new(),
             clock: clock.clone(),
+            partition: Default::default(),
         };
         let mut nodes = Vec::new();
         for index in 0..SHARDS {

@@ -1,0 +1,23 @@
+//! Fuzzes the cluster's message decoders (snapshots, alert commands, queries, and the answers
+//! to queries): any bytes decode or give a `WireError`, never a panic, and whatever decodes
+//! encodes back to bytes that decode to the same message.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rampart_net::cluster::wire;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = wire::read_snapshot(data);
+    if let Ok(c) = wire::read_alert_command(data) {
+        assert_eq!(wire::read_alert_command(&wire::alert_command(&c)), Ok(c));
+    }
+    if let Ok(q) = wire::read_query(data) {
+        assert_eq!(wire::read_query(&wire::query(&q)), Ok(q));
+    }
+    if let Ok(bars) = wire::read_candles(data) {
+        assert_eq!(wire::read_candles(&wire::candles(&bars)).map(|b| b.len()), Ok(bars.len()));
+    }
+    if let Ok(view) = wire::read_depth(data) {
+        assert_eq!(wire::read_depth(&wire::depth(&view)), Ok(view));
+    }
+});

@@ -1,0 +1,182 @@
+//! A cluster of two market nodes (`serve --role market --partition 0/2` and `1/2`), two api
+//! nodes (`serve --role api --partitions 2`) and two `rampart deliver` processes on one
+//! PostgreSQL database and one NATS server (Debian's, started by the test on loopback ports).
+//! Alerts created through either api node fire on the market node that owns their pair and are
+//! delivered once per firing; both api nodes answer reads alike; a market node, an api node and
+//! a delivery process are each killed with SIGKILL in turn, and no acknowledged alert and no
+//! firing is lost (the only repeats allowed are firings the killed delivery process held).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rampart_net::cluster::partition::of_symbol;
+use rampart_tests::{
+    alert_ids, allow_private_config, binance_symbols, json_receiver, pg_database, Deliver, Server, FAST,
+};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+fn deliver(postgres: &str, nats: &str, config: &str) -> Deliver {
+    Deliver::start(BIN, postgres, nats, config)
+}
+
+/// Alert id → times its webhook arrived.
+fn arrivals(hits: &Arc<Mutex<Vec<Value>>>) -> BTreeMap<i64, usize> {
+    let mut m = BTreeMap::new();
+    for h in hits.lock().expect("lock").iter() {
+        *m.entry(h["alert"]["id"].as_i64().unwrap_or(-1)).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Creates a one-shot alert that fires at the pair's next trade on Binance (a 0.1 % move since
+/// the day's open is there for every pair of the simulated market), through `node`; its id.
+fn create(node: &Server, key: &str, symbol: &str, hook: u16) -> i64 {
+    let body = json!({"symbol": symbol, "type": "pct", "direction": "any", "pct": 0.1, "window": "1d",
+                      "webhook_url": format!("http://127.0.0.1:{hook}/hook")});
+    let reply = node.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&body.to_string()));
+    reply.ok("create")["data"]["id"].as_i64().expect("an id")
+}
+
+/// Waits until every alert of `ids` has fired and its webhook arrived (at most 90 s).
+fn wait_delivered(reader: &Server, hits: &Arc<Mutex<Vec<Value>>>, ids: &BTreeSet<i64>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let fired: BTreeSet<i64> = alert_ids(reader, "triggered").into_iter().collect();
+        let got = arrivals(hits);
+        if ids.iter().all(|id| fired.contains(id) && got.contains_key(id)) {
+            return;
+        }
+        let missing: Vec<_> = ids.iter().filter(|id| !got.contains_key(id)).collect();
+        assert!(Instant::now() < deadline, "{what}: not delivered {missing:?} (fired {fired:?})");
+        // Polled once a second: the account's plan allows 120 requests a minute.
+        thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// The same read from both api nodes, until they agree (a snapshot may land between the two
+/// reads); at most 5 tries. `ts`, the time of the answer itself, is left out.
+fn agree(a: &Server, b: &Server, key: &str, path: &str) -> Value {
+    let read = |node: &Server| {
+        let mut v = node.get(path, Some(key)).ok(path).clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("ts");
+        }
+        v
+    };
+    let mut last = (Value::Null, Value::Null);
+    for _ in 0..5 {
+        let (x, y) = (read(a), read(b));
+        if x == y {
+            return x;
+        }
+        last = (x, y);
+        thread::sleep(Duration::from_millis(300));
+    }
+    panic!("{path}: the api nodes disagree:\n{}\n{}", last.0, last.1);
+}
+
+#[test]
+fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_each_role() {
+    let postgres = pg_database();
+    let nats = rampart_testkit::nats::server().url();
+    let (hook, hits) = json_receiver();
+    let cfg = allow_private_config("cluster-roles");
+    let common = [FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
+    let market_args = |p: &'static str| [common.as_slice(), &["--role", "market", "--partition", p]].concat();
+    let api_args = [common.as_slice(), &["--role", "api", "--partitions", "2"]].concat();
+    let market0 = Server::start_with_key(BIN, &market_args("0/2"), "");
+    let market1 = Server::start_with_key(BIN, &market_args("1/2"), "");
+    // The first api node makes the account and prints its key.
+    let api_a = Server::start(BIN, &api_args);
+    let key = api_a.key.clone();
+    let api_b = Server::start_with_key(BIN, &api_args, &key);
+    let _first = deliver(&postgres, &nats, &cfg);
+    let mut second = Some(deliver(&postgres, &nats, &cfg));
+
+    // A market node serves no API; an api node says it is one.
+    market0.get("/v1/alerts", Some(&key)).assert_some_error(404, "the API on a market node");
+    let health = api_a.get("/healthz", None);
+    assert_eq!(health.ok("healthz")["cluster"]["role"], "api");
+
+    let symbols = binance_symbols(&api_a, 40);
+    let (p0, p1): (Vec<&String>, Vec<&String>) = symbols.iter().partition(|s| of_symbol(s, 2) == 0);
+    assert!(p0.len() >= 8 && p1.len() >= 8, "both partitions have pairs: {p0:?} {p1:?}");
+
+    // Reads agree: a pair of each partition, and the alerts both nodes list from storage.
+    for s in [p0[0], p1[0]] {
+        let levels = agree(&api_a, &api_b, &key, &format!("/v1/levels/{s}?exchange=binance"));
+        assert!(levels["data"].as_array().is_some_and(|d| !d.is_empty()), "{s}: {levels}");
+        agree(&api_a, &api_b, &key, &format!("/v1/metrics/{s}?exchange=binance"));
+    }
+    let candles = api_b.get(&format!("/v1/candles/{}?exchange=binance&interval=5m&limit=3", p1[1]), Some(&key));
+    assert_eq!(candles.ok("candles from the owning market node")["data"].as_array().map(Vec::len), Some(3));
+
+    // Alerts on both partitions, through both api nodes.
+    let mut ids = BTreeSet::new();
+    for (i, s) in p0.iter().take(4).chain(p1.iter().take(4)).enumerate() {
+        ids.insert(create(if i % 2 == 0 { &api_a } else { &api_b }, &key, s, hook));
+    }
+    wait_delivered(&api_b, &hits, &ids, "first round");
+    agree(&api_a, &api_b, &key, "/v1/alerts?status=triggered");
+
+    // A market node dies; alerts on its pairs are acknowledged meanwhile (their commands reach
+    // nobody) and fire once it is back, from storage.
+    market0.kill();
+    // The api nodes go on answering its pairs from the last snapshot, and say it is stale.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let health = api_b.get("/healthz", None);
+        if health.status == 503 {
+            let why = health.body["error"].as_str().unwrap_or_default().to_owned();
+            assert_eq!(why, "market snapshots are stale for partition 0", "{:?}", health.body);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "an api node still healthy 10 s after a market node died: {:?}",
+            health.body
+        );
+        thread::sleep(Duration::from_millis(200));
+    }
+    api_b.get(&format!("/v1/levels/{}?exchange=binance", p0[0]), Some(&key)).ok("levels of a dead node's pair");
+    let mut during = BTreeSet::new();
+    for s in p0.iter().skip(4).take(3) {
+        during.insert(create(&api_b, &key, s, hook));
+    }
+    let market0 = market0.relaunch();
+    wait_delivered(&api_b, &hits, &during, "alerts made while their market node was down");
+    ids.extend(&during);
+
+    // An api node dies: what was acknowledged through it is kept; the other one serves on.
+    let mut through_a = BTreeSet::new();
+    for s in p1.iter().skip(4).take(3) {
+        through_a.insert(create(&api_a, &key, s, hook));
+    }
+    api_a.kill();
+    wait_delivered(&api_b, &hits, &through_a, "alerts made through the killed api node");
+    ids.extend(&through_a);
+
+    // A delivery process dies; the other delivers what it held and what comes after.
+    let mut late = BTreeSet::new();
+    for s in p0.iter().skip(7).take(2).chain(p1.iter().skip(7).take(2)) {
+        late.insert(create(&api_b, &key, s, hook));
+    }
+    drop(second.take());
+    wait_delivered(&api_b, &hits, &late, "alerts delivered after a delivery process died");
+    ids.extend(&late);
+
+    // Every firing arrived; none of an alert that did not fire; repeats only of firings the
+    // killed delivery process held unacknowledged.
+    let fired: BTreeSet<i64> = alert_ids(&api_b, "triggered").into_iter().collect();
+    assert_eq!(fired, ids, "every alert made fired once");
+    let got = arrivals(&hits);
+    assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), ids, "a webhook per fired alert");
+    let twice: Vec<_> = got.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.len() <= 2 * rampart_net::cluster::worker::IN_FLIGHT_MAX, "repeats: {twice:?}");
+    eprintln!("{} alerts delivered; {} delivered twice", ids.len(), twice.len());
+    drop((market0, market1));
+}

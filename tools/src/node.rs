@@ -1,0 +1,180 @@
+//! `serve --role market|api`: the two roles of a cluster node (issue #18). A market node is
+//! today's server restricted to its partition of the books, with snapshot publishing and the
+//! command server added and the API left to the api nodes; an api node is a front over a
+//! replica of every partition's snapshots, writing through to PostgreSQL.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use arc_swap::ArcSwap;
+use rampart_engine::sim;
+use rampart_engine::Registry;
+use rampart_net::api::board::{Board, BoardThread};
+use rampart_net::api::front::{Front, FrontConfig, FrontStorage};
+use rampart_net::api::keys::KeyWatcher;
+use rampart_net::api::metrics::{Metrics, Sources as MetricsSources, WebhookMetrics};
+use rampart_net::clock::{self, SharedClock};
+use rampart_net::cluster::commands::{CommandServer, Forwarder};
+use rampart_net::cluster::node::{NodeHealth, Role};
+use rampart_net::cluster::partition::Partition;
+use rampart_net::cluster::snapshots::{Replica, SnapshotPublisher};
+use rampart_net::persistence::storage::{StorageHealth, StorageThread};
+use rampart_net::persistence::store::{Checkpointer, ServerLock};
+use rampart_net::shard::{ShardSet, Shared};
+
+use super::{announce, bind, configured, serve_until_stopped, ServeSettings};
+
+/// What kind of process `serve` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NodeRole {
+    /// The whole service in one process (no cluster configuration).
+    Single,
+    /// A cluster's market node for one partition.
+    Market(Partition),
+    /// A cluster's api node over this many partitions.
+    Api(u16),
+}
+
+impl NodeRole {
+    /// From `--role`, `--partition` and `--partitions`.
+    pub(crate) fn parse(role: Option<&str>, partition: Option<&str>, partitions: Option<u16>) -> Result<NodeRole> {
+        match (role.unwrap_or("single"), partition, partitions) {
+            ("single", None, None) => Ok(NodeRole::Single),
+            ("single", _, _) => bail!("--partition and --partitions are for --role market and --role api"),
+            ("market", Some(p), None) => Ok(NodeRole::Market(p.parse()?)),
+            ("market", _, _) => bail!("--role market needs --partition I/N (and no --partitions)"),
+            ("api", None, Some(n)) => {
+                let p = Partition { index: 0, count: n };
+                if n == 0 || n > rampart_net::cluster::partition::PARTITIONS_MAX {
+                    bail!("--partitions must be between 1 and {}", rampart_net::cluster::partition::PARTITIONS_MAX);
+                }
+                Ok(NodeRole::Api(p.count))
+            }
+            ("api", _, _) => bail!("--role api needs --partitions N, the market nodes' N (and no --partition)"),
+            (other, _, _) => bail!("invalid role '{other}'. Allowed: single, market, api"),
+        }
+    }
+
+    /// The pairs this process owns.
+    pub(crate) fn partition(self) -> Partition {
+        match self {
+            NodeRole::Market(p) => p,
+            _ => Partition::default(),
+        }
+    }
+
+    /// The server lock this role takes.
+    pub(crate) fn lock(self, s: &ServeSettings) -> Result<ServerLock> {
+        Ok(match (self, &s.store) {
+            (NodeRole::Market(p), rampart_net::persistence::store::StoreLocation::Postgres(url)) => {
+                ServerLock::acquire_partition(url, p.index)?
+            }
+            _ => ServerLock::acquire(&s.store)?,
+        })
+    }
+}
+
+/// A market node's cluster threads: snapshots out, commands in.
+pub(crate) struct MarketLinks {
+    pub(crate) health: Arc<NodeHealth>,
+    snapshots: SnapshotPublisher,
+    commands: CommandServer,
+}
+
+impl MarketLinks {
+    /// Starts publishing `shards`' books and serving partition `p`'s commands.
+    pub(crate) fn start(
+        s: &ServeSettings,
+        p: Partition,
+        shards: &ShardSet,
+        clock: &SharedClock,
+    ) -> Result<MarketLinks> {
+        let Some(url) = s.nats.clone() else { bail!("--role market needs --nats") };
+        let health = Arc::new(NodeHealth::new(Role::Market, p));
+        let shared = shards.shared().clone();
+        let snapshots = SnapshotPublisher::start(shared.clone(), p, url.clone(), clock.clone(), health.clone())?;
+        let store = s.store.open()?;
+        let commands = CommandServer::start(shared, shards.commands(), p, store, url, clock.clone(), health.clone())?;
+        tracing::info!("market node of partition {p}: snapshots and commands on NATS");
+        Ok(MarketLinks { health, snapshots, commands })
+    }
+
+    /// Stops both threads (before the shards).
+    pub(crate) fn stop(self) {
+        drop(self.commands);
+        drop(self.snapshots);
+    }
+}
+
+/// The books an api node serves: the simulated market's from the same seed, pairs and venues as
+/// its market nodes', or (live) the venues' listings, read once at start like a market node
+/// does. Books are named by venue and symbol on the wire, so the nodes' registries need not be
+/// the same list; a pair listed after an api node started is not served by it until it restarts.
+fn registry(s: &ServeSettings) -> Result<Arc<Registry>> {
+    if let Some(venues) = &s.live {
+        let (registry, _) = super::list_live(venues, rampart_net::delivery::tls_config(&[]))?;
+        return Ok(Arc::new(registry));
+    }
+    let universe = sim::universe(s.seed, s.sim_pairs);
+    Ok(Arc::new(Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?))
+}
+
+/// `serve --role api`: the front over every partition's snapshots.
+pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
+    let Some(url) = s.nats.clone() else { bail!("--role api needs --nats") };
+    let clock = clock::system();
+    let (front_config, _) = FrontConfig::default().fit_descriptors();
+    let mut store = s.store.open().with_context(|| format!("opening {}", s.store.describe()))?;
+    let listener = bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    let metrics_listener = match &s.metrics_listen {
+        Some(a) => Some(bind(a).with_context(|| format!("binding the metrics address {a}"))?),
+        None => None,
+    };
+    let registry = registry(&s)?;
+    announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), true)?;
+    let shared = Arc::new(Shared::replica(registry, partitions));
+    let health = Arc::new(NodeHealth::new(Role::Api, Partition { index: 0, count: partitions }));
+    let replica = Replica::start(shared.clone(), url.clone(), clock.clone(), health.clone())?;
+    let forwarder = Forwarder::start(shared.clone(), url, health.clone())?;
+    tracing::info!("api node over {partitions} partitions, {} books", shared.registry().len());
+    let storage_health = Arc::new(StorageHealth::default());
+    let checkpointer =
+        Checkpointer::start(s.store.open()?, Duration::from_secs(1), storage_health.clone(), clock.clone())?;
+    let sources = MetricsSources {
+        shared: shared.clone(),
+        venues: s.venues.clone(),
+        commands: forwarder.queues(),
+        events: Vec::new(),
+        delivery: Arc::default(),
+        storage: storage_health.clone(),
+        started_ms: clock.now_ms(),
+        clock: clock.clone(),
+        cluster: Some(health.clone()),
+    };
+    let metrics = Arc::new(Metrics::new(sources, &WebhookMetrics::default()));
+    let (storage_thread, storage_join) = StorageThread::start(s.store.open()?)?;
+    let board = Arc::new(ArcSwap::from_pointee(Board::empty()));
+    let board_thread = BoardThread::start(shared.clone(), board.clone(), clock.clone(), None)?;
+    let front = Front::new(
+        shared.clone(),
+        forwarder.commands(shared.clone()),
+        s.venues.clone(),
+        if s.live.is_some() { "live" } else { "sim" },
+        s.plans.clone(),
+        FrontStorage { keys: KeyWatcher::start(store)?, thread: storage_thread, health: storage_health },
+        s.allow_private,
+    );
+    let front = Rc::new(configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health));
+    let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
+    watch.stage("stopping the storage thread");
+    storage_join.join();
+    watch.stage("stopping the cluster threads");
+    drop(forwarder);
+    drop(replica);
+    watch.stage("stopping the checkpoint thread");
+    drop(checkpointer);
+    watch.finish();
+    served
+}
