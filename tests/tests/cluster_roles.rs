@@ -12,9 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rampart_net::cluster::partition::of_symbol;
-use rampart_tests::{
-    alert_ids, allow_private_config, binance_symbols, json_receiver, pg_database, Deliver, Server, FAST,
-};
+use rampart_tests::{binance_symbols, json_receiver, pg_database, Deliver, Server, FAST};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -33,7 +31,8 @@ fn arrivals(hits: &Arc<Mutex<Vec<Value>>>) -> BTreeMap<i64, usize> {
 }
 
 /// Creates a one-shot alert that fires at the pair's next trade on Binance (a 0.1 % move since
-/// the day's open is there for every pair of the simulated market), through `node`; its id.
+/// the day's open: the pairs are chosen 0.3 % or more away from it, see [`movers`]), through
+/// `node`; its id.
 fn create(node: &Server, key: &str, symbol: &str, hook: u16) -> i64 {
     let body = json!({"symbol": symbol, "type": "pct", "direction": "any", "pct": 0.1, "window": "1d",
                       "webhook_url": format!("http://127.0.0.1:{hook}/hook")});
@@ -42,23 +41,55 @@ fn create(node: &Server, key: &str, symbol: &str, hook: u16) -> i64 {
 }
 
 /// Waits until every alert of `ids` has fired and its webhook arrived (at most 90 s).
-fn wait_delivered(reader: &Server, hits: &Arc<Mutex<Vec<Value>>>, ids: &BTreeSet<i64>, what: &str) {
+fn wait_delivered(reader: &Server, key: &str, hits: &Arc<Mutex<Vec<Value>>>, ids: &BTreeSet<i64>, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let fired: BTreeSet<i64> = alert_ids(reader, "triggered").into_iter().collect();
+        let fired = triggered(reader, key);
         let got = arrivals(hits);
         if ids.iter().all(|id| fired.contains(id) && got.contains_key(id)) {
             return;
         }
         let missing: Vec<_> = ids.iter().filter(|id| !got.contains_key(id)).collect();
         assert!(Instant::now() < deadline, "{what}: not delivered {missing:?} (fired {fired:?})");
-        // Polled once a second: the account's plan allows 120 requests a minute.
-        thread::sleep(Duration::from_secs(1));
+        thread::sleep(Duration::from_millis(500));
     }
 }
 
-/// The same read from both api nodes, until they agree (a snapshot may land between the two
-/// reads); at most 5 tries. `ts`, the time of the answer itself, is left out.
+/// The account's triggered alerts, read through `node`.
+fn triggered(node: &Server, key: &str) -> BTreeSet<i64> {
+    let list = node.get("/v1/alerts?status=triggered", Some(key));
+    list.ok("alerts")["data"].as_array().expect("data").iter().filter_map(|a| a["id"].as_i64()).collect()
+}
+
+/// The Binance pairs whose price is 0.3 % or more from the day's open (so a 0.1 % alert over
+/// the day fires at their next trade: a pair near its open may not move 0.1 % for minutes).
+fn movers(node: &Server, key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in binance_symbols(node, 200) {
+        let bars = node.get(&format!("/v1/candles/{s}?exchange=binance&interval=1d&limit=1"), Some(key));
+        let bar = &bars.ok("candles")["data"][0];
+        let (open, close) = (bar["open"].as_f64().unwrap_or(0.0), bar["close"].as_f64().unwrap_or(0.0));
+        if open > 0.0 && (close / open - 1.0).abs() >= 0.003 {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// A key on a plan without the developer plan's 120 requests a minute (the test reads often).
+fn unlimited_key(config: &str, postgres: &str) -> String {
+    let out = std::process::Command::new(BIN)
+        .args(["keys", "create", "--plan", "roomy", "--config", config, "--postgres", postgres])
+        .output()
+        .expect("keys create");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned()
+}
+
+/// The same read from both api nodes, until they agree: each node's board is rebuilt every
+/// second on its own clock and a snapshot may land between the two reads, so a pair of answers
+/// computed at different times (`computedAt`) is read again (for at most 5 s); two answers
+/// computed at the same time must be the same. `ts`, the time of the answer itself, is left out.
 fn agree(a: &Server, b: &Server, key: &str, path: &str) -> Value {
     let read = |node: &Server| {
         let mut v = node.get(path, Some(key)).ok(path).clone();
@@ -67,16 +98,16 @@ fn agree(a: &Server, b: &Server, key: &str, path: &str) -> Value {
         }
         v
     };
-    let mut last = (Value::Null, Value::Null);
-    for _ in 0..5 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
         let (x, y) = (read(a), read(b));
         if x == y {
             return x;
         }
-        last = (x, y);
-        thread::sleep(Duration::from_millis(300));
+        let same_version = x.get("computedAt").is_some() && x.get("computedAt") == y.get("computedAt");
+        assert!(!same_version && Instant::now() < deadline, "{path}: the api nodes disagree:\n{x}\n{y}");
+        thread::sleep(Duration::from_millis(100));
     }
-    panic!("{path}: the api nodes disagree:\n{}\n{}", last.0, last.1);
 }
 
 #[test]
@@ -84,7 +115,10 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     let postgres = pg_database();
     let nats = rampart_testkit::nats::server().url();
     let (hook, hits) = json_receiver();
-    let cfg = allow_private_config("cluster-roles");
+    let cfg = std::env::temp_dir().join(format!("rampart-cluster-roles-{}.toml", std::process::id()));
+    let plan = "[plans.roomy]\napi = true\nprice_alert_cap = 1000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000\ndaily_quota = 100000000\n";
+    std::fs::write(&cfg, format!("[webhooks]\nallow_private = true\n\n{plan}")).expect("write the config");
+    let cfg = cfg.display().to_string();
     let common = [FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
     let market_args = |p: &'static str| [common.as_slice(), &["--role", "market", "--partition", p]].concat();
     let api_args = [common.as_slice(), &["--role", "api", "--partitions", "2"]].concat();
@@ -92,8 +126,8 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     let market1 = Server::start_with_key(BIN, &market_args("1/2"), "");
     // The first api node makes the account and prints its key.
     let api_a = Server::start(BIN, &api_args);
-    let key = api_a.key.clone();
-    let api_b = Server::start_with_key(BIN, &api_args, &key);
+    let api_b = Server::start_with_key(BIN, &api_args, &api_a.key);
+    let key = unlimited_key(&cfg, &postgres);
     let _first = deliver(&postgres, &nats, &cfg);
     let mut second = Some(deliver(&postgres, &nats, &cfg));
 
@@ -102,9 +136,9 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     let health = api_a.get("/healthz", None);
     assert_eq!(health.ok("healthz")["cluster"]["role"], "api");
 
-    let symbols = binance_symbols(&api_a, 40);
+    let symbols = movers(&api_a, &key);
     let (p0, p1): (Vec<&String>, Vec<&String>) = symbols.iter().partition(|s| of_symbol(s, 2) == 0);
-    assert!(p0.len() >= 8 && p1.len() >= 8, "both partitions have pairs: {p0:?} {p1:?}");
+    assert!(p0.len() >= 9 && p1.len() >= 9, "both partitions have moving pairs: {p0:?} {p1:?}");
 
     // Reads agree: a pair of each partition, and the alerts both nodes list from storage.
     for s in [p0[0], p1[0]] {
@@ -120,7 +154,7 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     for (i, s) in p0.iter().take(4).chain(p1.iter().take(4)).enumerate() {
         ids.insert(create(if i % 2 == 0 { &api_a } else { &api_b }, &key, s, hook));
     }
-    wait_delivered(&api_b, &hits, &ids, "first round");
+    wait_delivered(&api_b, &key, &hits, &ids, "first round");
     agree(&api_a, &api_b, &key, "/v1/alerts?status=triggered");
 
     // A market node dies; alerts on its pairs are acknowledged meanwhile (their commands reach
@@ -148,7 +182,7 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
         during.insert(create(&api_b, &key, s, hook));
     }
     let market0 = market0.relaunch();
-    wait_delivered(&api_b, &hits, &during, "alerts made while their market node was down");
+    wait_delivered(&api_b, &key, &hits, &during, "alerts made while their market node was down");
     ids.extend(&during);
 
     // An api node dies: what was acknowledged through it is kept; the other one serves on.
@@ -157,7 +191,7 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
         through_a.insert(create(&api_a, &key, s, hook));
     }
     api_a.kill();
-    wait_delivered(&api_b, &hits, &through_a, "alerts made through the killed api node");
+    wait_delivered(&api_b, &key, &hits, &through_a, "alerts made through the killed api node");
     ids.extend(&through_a);
 
     // A delivery process dies; the other delivers what it held and what comes after.
@@ -166,12 +200,12 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
         late.insert(create(&api_b, &key, s, hook));
     }
     drop(second.take());
-    wait_delivered(&api_b, &hits, &late, "alerts delivered after a delivery process died");
+    wait_delivered(&api_b, &key, &hits, &late, "alerts delivered after a delivery process died");
     ids.extend(&late);
 
     // Every firing arrived; none of an alert that did not fire; repeats only of firings the
     // killed delivery process held unacknowledged.
-    let fired: BTreeSet<i64> = alert_ids(&api_b, "triggered").into_iter().collect();
+    let fired = triggered(&api_b, &key);
     assert_eq!(fired, ids, "every alert made fired once");
     let got = arrivals(&hits);
     assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), ids, "a webhook per fired alert");

@@ -17,12 +17,15 @@ use rampart_net::api::keys::KeyWatcher;
 use rampart_net::api::metrics::{Metrics, Sources as MetricsSources, WebhookMetrics};
 use rampart_net::clock::{self, SharedClock};
 use rampart_net::cluster::commands::{CommandServer, Forwarder};
-use rampart_net::cluster::node::{NodeHealth, Role};
+use rampart_net::cluster::node::{NamedLock, NodeHealth, Role};
 use rampart_net::cluster::partition::Partition;
 use rampart_net::cluster::snapshots::{Replica, SnapshotPublisher};
 use rampart_net::persistence::storage::{StorageHealth, StorageThread};
 use rampart_net::persistence::store::{Checkpointer, ServerLock};
-use rampart_net::shard::{ShardSet, Shared};
+use rampart_net::persistence::writer::Writer;
+use rampart_net::shard::{EventQueue, ShardSet, Shared};
+use rampart_net::site::market::MarketAlerts;
+use rampart_net::site::watch::SiteAlertWatcher;
 
 use super::{announce, bind, configured, serve_until_stopped, ServeSettings};
 
@@ -121,6 +124,42 @@ fn registry(s: &ServeSettings) -> Result<Arc<Registry>> {
     Ok(Arc::new(Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?))
 }
 
+/// The site's market alerts on an api node: evaluated by its board thread while it holds the
+/// `site-market-alerts` lock (one api node of the cluster at a time), their firings written by
+/// a writer of its own.
+struct MarketAlertsHere {
+    events: Arc<EventQueue>,
+    lock: NamedLock,
+    writer: Writer,
+    _watcher: SiteAlertWatcher,
+}
+
+impl MarketAlertsHere {
+    fn start(
+        s: &ServeSettings,
+        shared: &Arc<Shared>,
+        health: &Arc<StorageHealth>,
+        clock: &SharedClock,
+        node: &NodeHealth,
+    ) -> Result<Self> {
+        let events = Arc::new(EventQueue::new(rampart_net::shard::EVENTS_MAX));
+        let store = s.store.open()?.for_background()?.with_telegram(s.telegram.is_some());
+        let (books, queues) = (shared.books.clone(), vec![events.clone()]);
+        let writer = Writer::start(store, queues, books, health.clone(), clock.clone(), Box::new(|_| {}))?;
+        let watcher = SiteAlertWatcher::start(s.store.open()?, shared.clone())?;
+        let lock = NamedLock::start(s.store.open()?, "site-market-alerts", node.market_alerts.clone())?;
+        Ok(MarketAlertsHere { events, lock, writer, _watcher: watcher })
+    }
+
+    fn alerts(&self) -> MarketAlerts {
+        MarketAlerts::new(self.events.clone()).with_gate(self.lock.held.clone())
+    }
+
+    fn stop(self) {
+        self.writer.stop();
+    }
+}
+
 /// `serve --role api`: the front over every partition's snapshots.
 pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let Some(url) = s.nats.clone() else { bail!("--role api needs --nats") };
@@ -155,8 +194,9 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     };
     let metrics = Arc::new(Metrics::new(sources, &WebhookMetrics::default()));
     let (storage_thread, storage_join) = StorageThread::start(s.store.open()?)?;
+    let market = MarketAlertsHere::start(&s, &shared, &storage_health, &clock, &health)?;
     let board = Arc::new(ArcSwap::from_pointee(Board::empty()));
-    let board_thread = BoardThread::start(shared.clone(), board.clone(), clock.clone(), None)?;
+    let board_thread = BoardThread::start(shared.clone(), board.clone(), clock.clone(), Some(market.alerts()))?;
     let front = Front::new(
         shared.clone(),
         forwarder.commands(shared.clone()),
@@ -170,6 +210,8 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
     watch.stage("stopping the storage thread");
     storage_join.join();
+    watch.stage("stopping the market alerts' writer");
+    market.stop();
     watch.stage("stopping the cluster threads");
     drop(forwarder);
     drop(replica);

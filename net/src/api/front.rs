@@ -161,9 +161,10 @@ fn write_cluster_health(j: &mut Json, c: &crate::cluster::node::NodeHealth, now_
     use std::sync::atomic::Ordering::Acquire;
     j.raw(",\"cluster\":{\"role\":").str(c.role.as_str());
     j.raw(",\"natsConnected\":").bool(c.snapshots_connected.load(Acquire) && c.commands_connected.load(Acquire));
-    if c.role == crate::cluster::node::Role::Market {
-        j.raw(",\"partition\":").str(&c.partition.to_string());
-    }
+    match c.role {
+        crate::cluster::node::Role::Market => j.raw(",\"partition\":").str(&c.partition.to_string()),
+        crate::cluster::node::Role::Api => j.raw(",\"marketAlerts\":").bool(c.market_alerts.load(Acquire)),
+    };
     j.raw(",\"partitions\":[");
     for (i, p) in c.partitions.iter().enumerate() {
         if i > 0 {

@@ -56,6 +56,9 @@ pub struct NodeHealth {
     pub commands: AtomicU64,
     /// Alert commands that could not be sent or applied (logged).
     pub commands_failed: AtomicU64,
+    /// Api nodes: this node holds the `site-market-alerts` lock and runs the site's market
+    /// alerts ([`NamedLock`]).
+    pub market_alerts: std::sync::Arc<AtomicBool>,
 }
 
 impl NodeHealth {
@@ -73,6 +76,7 @@ impl NodeHealth {
             partitions: (0..seen).map(|_| PartitionSeen::default()).collect(),
             commands: AtomicU64::new(0),
             commands_failed: AtomicU64::new(0),
+            market_alerts: std::sync::Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -99,5 +103,45 @@ impl NodeHealth {
     pub fn age_ms(&self, i: usize, now_ms: i64) -> Option<i64> {
         let last = self.partitions.get(i)?.last_ms.load(Ordering::Acquire);
         (last > 0).then(|| (now_ms - last).max(0))
+    }
+}
+
+/// How often a [`NamedLock`] tries to take (or confirms it holds) its lock.
+pub const LOCK_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Holds a named storage lock for as long as it can, trying every [`LOCK_RETRY`]: on a
+/// cluster's api nodes, the one that runs the site's market alerts (every api node builds the
+/// same board; only the holder fires). The lock is the database connection's, so a node that
+/// dies or loses its connection lets another take it within [`LOCK_RETRY`].
+pub struct NamedLock {
+    /// True while this node holds the lock.
+    pub held: std::sync::Arc<AtomicBool>,
+    _thread: crate::shutdown::StoppableThread,
+}
+
+impl NamedLock {
+    /// Starts trying to hold `name` in `store`; `held` is set while it does.
+    pub fn start(
+        store: crate::persistence::store::Store,
+        name: &'static str,
+        held: std::sync::Arc<AtomicBool>,
+    ) -> std::io::Result<NamedLock> {
+        let h = held.clone();
+        let thread = crate::shutdown::StoppableThread::spawn("named-lock", move |stop| {
+            let step = std::time::Duration::from_millis(100);
+            while !stop.load(Ordering::Acquire) {
+                let now = store.try_named_lock(name).unwrap_or(false);
+                if now != h.swap(now, Ordering::AcqRel) {
+                    tracing::info!("{} the lock {name:?}", if now { "took" } else { "lost" });
+                }
+                for _ in 0..(LOCK_RETRY.as_millis() / step.as_millis()) {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    std::thread::sleep(step);
+                }
+            }
+        })?;
+        Ok(NamedLock { held, _thread: thread })
     }
 }

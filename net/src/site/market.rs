@@ -10,6 +10,7 @@
 //! board is still built and published meanwhile.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rampart_engine::site_alert::{MarketAlert, MarketOutcome};
@@ -47,12 +48,23 @@ pub struct MarketAlerts {
     events: Arc<EventQueue>,
     backlog: VecDeque<QueuedEvent>,
     seq: u64,
+    /// Evaluates only while set (see [`MarketAlerts::with_gate`]).
+    gate: Option<Arc<AtomicBool>>,
 }
 
 impl MarketAlerts {
     /// None yet; firings will go to `events` (drained by the writer).
     pub fn new(events: Arc<EventQueue>) -> MarketAlerts {
-        MarketAlerts { version: 0, alerts: Vec::new(), events, backlog: VecDeque::new(), seq: 0 }
+        MarketAlerts { version: 0, alerts: Vec::new(), events, backlog: VecDeque::new(), seq: 0, gate: None }
+    }
+
+    /// Evaluates only while `gate` is set: a cluster's api nodes build the same board, and only
+    /// the one holding the market-alerts lock may fire. While the gate is down no alert state is
+    /// kept, so a node that takes over starts each alert from the first board it sees (a crossing
+    /// during the hand-over is not fired; none is fired twice).
+    pub fn with_gate(mut self, gate: Arc<AtomicBool>) -> MarketAlerts {
+        self.gate = Some(gate);
+        self
     }
 
     /// Alerts held.
@@ -68,6 +80,11 @@ impl MarketAlerts {
     /// Takes the newest `set`, then runs a complete `board` through every alert.
     pub fn run(&mut self, set: &SiteAlertSet, board: &Board) {
         self.flush();
+        if self.gate.as_ref().is_some_and(|g| !g.load(Ordering::Acquire)) {
+            self.alerts.clear();
+            self.version = -1;
+            return;
+        }
         if !board.complete {
             return;
         }
