@@ -243,10 +243,17 @@ impl AlertBook {
         }
     }
 
-    /// Adds (or replaces) an alert. Not on the tick path: it may allocate.
+    /// Adds (or replaces) an alert. Adding an alert already held with the same spec changes
+    /// nothing (a repeating alert keeps its armed state and firing bucket): a cluster's market
+    /// node may be told of one alert more than once (its command, then storage). Not on the tick
+    /// path: it may allocate.
     pub fn insert(&mut self, spec: AlertSpec) {
-        if self.states.contains_key(&spec.id) {
-            self.remove(spec.id);
+        match self.states.get(&spec.id) {
+            Some(held) if held.spec == spec => return,
+            Some(_) => {
+                self.remove(spec.id);
+            }
+            None => {}
         }
         self.reserve_for(spec.condition);
         self.next_gen = self.next_gen.wrapping_add(1);
@@ -520,6 +527,17 @@ mod tests {
         assert!(r.trade(T0 + 9, 50_050).is_empty(), "re-armed at level x 1.001");
         assert_eq!(r.trade(T0 + 10, 49_000), [2]);
         assert_eq!(r.book.len(), 2);
+    }
+
+    #[test]
+    fn adding_an_alert_held_already_changes_nothing_and_a_new_spec_replaces_it() {
+        let mut r = Rig::new(&[price(1, Cross::Above, 100_000, true)]);
+        assert_eq!(r.trade(T0, 100_000), [1]);
+        r.book.insert(price(1, Cross::Above, 100_000, true));
+        assert!(r.trade(T0 + 1, 100_500).is_empty(), "still waiting for the retreat: not re-armed by the repeat add");
+        assert_eq!(r.book.len(), 1);
+        r.book.insert(price(1, Cross::Above, 100_400, true));
+        assert_eq!(r.trade(T0 + 2, 100_500), [1], "a changed spec is a new alert, armed at once");
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //! start and again each time its command subscription is (re)established, and every
 //! [`CATCH_UP_PERIOD`] it reads the active alerts created in the last [`CATCH_UP_WINDOW_MS`]
 //! and adds those whose command it has not seen (so a lost command delays an alert by about a
-//! second). A deleted alert it still holds fires nothing: storage records a firing only for an
-//! active alert.
+//! second). Adding an alert a shard holds already changes nothing
+//! (`rampart_engine::alert::AlertBook::insert`), so a reload never re-arms a repeating alert. A
+//! deleted alert it still holds fires nothing: storage records a firing only for an active
+//! alert.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
