@@ -72,7 +72,7 @@ impl NodeRole {
     pub(crate) fn lock(self, s: &ServeSettings) -> Result<ServerLock> {
         Ok(match (self, &s.store) {
             (NodeRole::Market(p), rampart_net::persistence::store::StoreLocation::Postgres(url)) => {
-                ServerLock::acquire_partition(url, p.index)?
+                ServerLock::acquire_partition(url, p.index, p.count)?
             }
             _ => ServerLock::acquire(&s.store)?,
         })

@@ -854,6 +854,9 @@ pub enum LockError {
     Io(PathBuf, std::io::Error),
     /// Another server holds the PostgreSQL database's server lock.
     HeldPostgres,
+    /// Market nodes that split the pairs into another number of partitions use the database
+    /// (two such nodes could own the same book).
+    OtherPartitionCount,
     /// The PostgreSQL server could not be asked.
     Store(StoreError),
 }
@@ -870,6 +873,10 @@ impl fmt::Display for LockError {
             LockError::HeldPostgres => f.write_str(
                 "another rampart server is using this PostgreSQL database (a single-process server holds the server lock, \
                  or a market node holds it shared or owns the same partition); stop it first",
+            ),
+            LockError::OtherPartitionCount => f.write_str(
+                "market nodes with another partition count (the N of --partition I/N) are using this PostgreSQL \
+                 database; every market node of a cluster must have the same N",
             ),
             LockError::Store(e) => write!(f, "locking the PostgreSQL database: {e}"),
         }
@@ -1005,15 +1012,31 @@ impl ServerLock {
     /// server lock shared (so no single-process server runs on the database, and any number of
     /// market nodes may) and partition `index`'s lock exclusive (so two nodes never own the same
     /// books). [`LockError::HeldPostgres`] when either is held against it.
-    pub fn acquire_partition(url: &str, index: u16) -> Result<ServerLock, LockError> {
+    ///
+    /// The partition count is held too (shared, keyed by the schema with the count as the
+    /// second key), and a node is refused with [`LockError::OtherPartitionCount`] while any node
+    /// holds another count: nodes of `0/2` and `0/3` would own some books twice.
+    pub fn acquire_partition(url: &str, index: u16, count: u16) -> Result<ServerLock, LockError> {
         let store = Store::open_postgres(url).map_err(LockError::Store)?;
         let sql = format!(
             "SELECT pg_try_advisory_lock_shared({PG_SERVER_LOCK}, hashtext(current_schema())) \
              AND pg_try_advisory_lock({PG_PARTITION_LOCK}, hashtext(current_schema() || ':{index}'))"
         );
-        match store.db.query_one(&sql, &[], |r| r.get::<bool>(0)).map_err(LockError::Store)? {
-            true => Ok(ServerLock::Postgres(PgLockHolder { _store: store })),
-            false => Err(LockError::HeldPostgres),
+        if !store.db.query_one(&sql, &[], |r| r.get::<bool>(0)).map_err(LockError::Store)? {
+            return Err(LockError::HeldPostgres);
+        }
+        // Taken before looking, so of two nodes starting at once with different counts each
+        // sees the other (both are refused, never both admitted).
+        let key = "hashtext(current_schema() || ':partitions')";
+        store.db.batch(&format!("SELECT pg_advisory_lock_shared({key}, {count})")).map_err(LockError::Store)?;
+        let others = format!(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND objsubid = 2 AND classid::bigint = ({key}::bigint & 4294967295) AND objid::bigint <> {count}"
+        );
+        match store.db.query_one(&others, &[], |r| r.get::<i64>(0)).map_err(LockError::Store)? {
+            0 => Ok(ServerLock::Postgres(PgLockHolder { _store: store })),
+            _ => Err(LockError::OtherPartitionCount),
         }
     }
 }
@@ -2098,6 +2121,25 @@ mod tests {
         assert!(at.open().list_alerts(a, StatusFilter::All).expect("list").is_empty(), "nothing was kept");
         // The connection is usable again.
         s.insert_alert(&alert(a, "binance", "BTCUSDT")).expect("insert after the failed group");
+    }
+
+    /// Market nodes: one per partition, and all of one partition count.
+    #[test]
+    fn market_nodes_own_distinct_partitions_of_one_count() {
+        let url = fresh_postgres_schema();
+        let refused = |r: Result<ServerLock, LockError>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        let _zero = ServerLock::acquire_partition(&url, 0, 2).expect("0/2");
+        let _one = ServerLock::acquire_partition(&url, 1, 2).expect("1/2 beside it");
+        assert!(refused(ServerLock::acquire_partition(&url, 1, 2)).contains("owns the same partition"));
+        assert!(refused(ServerLock::acquire_partition(&url, 2, 3)).contains("another partition count"));
+        assert!(refused(ServerLock::acquire(&StoreLocation::Postgres(url.clone()))).contains("another rampart server"));
+        drop((_zero, _one));
+        // The server lets go of a closed connection's locks a moment after it closed.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while let Err(e) = ServerLock::acquire_partition(&url, 2, 3) {
+            assert!(std::time::Instant::now() < deadline, "a new count once the old nodes are gone: {e}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Two api nodes creating for one account at once: the second counts after the first
