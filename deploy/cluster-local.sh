@@ -3,7 +3,7 @@
 # (tools/postgres-deps.sh and tools/nats-deps.sh install them): a PostgreSQL server and a NATS
 # server with JetStream in a fresh directory, two market nodes (`serve --role market`,
 # partitions 0/2 and 1/2), two api nodes (`serve --role api --partitions 2`) and two
-# `rampart deliver` processes. Ctrl-C stops everything and removes the directory.
+# `rampart deliver` processes. Ctrl-C (or SIGTERM to the script) stops everything and removes the directory.
 #
 # Usage: deploy/cluster-local.sh [path/to/rampart]   (default: target/release/rampart)
 # Ports: API 127.0.0.1:8080 and 8081; market nodes' /healthz and /metrics 8090 and 8091;
@@ -14,18 +14,23 @@ bin=${1:-target/release/rampart}
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 dir=$(mktemp -d /tmp/rampart-cluster.XXXXXX)
 pids=()
+# PostgreSQL refuses to run as root: as root, it runs as the package's `postgres` user.
+as_pg=()
+if [ "$(id -u)" = 0 ]; then as_pg=(runuser -u postgres --); fi
+# The nodes and NATS get SIGTERM (each stops cleanly on it), then PostgreSQL a fast shutdown
+# through pg_ctl (a signal to runuser would not reach it). SIGINT alone is not enough: a script
+# started in the background has it ignored.
 stop() {
-    for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    trap - EXIT INT TERM
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    wait "${pids[@]}" 2>/dev/null || true
+    "${as_pg[@]}" "$pgbin/pg_ctl" -D "$dir/pg" stop -m fast >/dev/null 2>&1 || true
     rm -rf "$dir"
 }
 trap stop EXIT INT TERM
-# PostgreSQL refuses to run as root: as root, it runs as the package's `postgres` user.
-as_pg=()
-if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; as_pg=(runuser -u postgres --); fi
+if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; fi
 "${as_pg[@]}" "$pgbin/initdb" -U postgres --auth=trust -D "$dir/pg" >/dev/null
 "${as_pg[@]}" "$pgbin/postgres" -D "$dir/pg" -p 55432 -k "$dir" -c listen_addresses=127.0.0.1 >"$dir/pg.log" 2>&1 &
-pids+=($!)
 nats-server -js -a 127.0.0.1 -p 54222 -sd "$dir/nats" >"$dir/nats.log" 2>&1 &
 pids+=($!)
 until "$pgbin/pg_isready" -q -h 127.0.0.1 -p 55432; do sleep 0.2; done
