@@ -86,16 +86,20 @@ impl std::fmt::Display for BusError {
 
 impl std::error::Error for BusError {}
 
-/// A current-thread runtime for one of the cluster's threads (`None`, logged, when the system
-/// refuses one).
-fn runtime(name: &str) -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => Some(r),
-        Err(e) => {
-            tracing::error!("{name}: no runtime: {e}");
-            None
+/// Spawns the thread `name` running `body` (given the thread's stop flag, which it must watch)
+/// on a current-thread tokio runtime and its `LocalSet` (so `body` may `spawn_local`); stopped
+/// and joined on drop. A system that refuses the runtime is logged and the thread ends.
+fn spawn_async<F, Fut>(name: &'static str, body: F) -> std::io::Result<crate::shutdown::StoppableThread>
+where
+    F: FnOnce(std::sync::Arc<std::sync::atomic::AtomicBool>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    crate::shutdown::StoppableThread::spawn(name, move |stop| {
+        match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => tokio::task::LocalSet::new().block_on(&runtime, body(stop)),
+            Err(e) => tracing::error!("{name}: no runtime: {e}"),
         }
-    }
+    })
 }
 
 /// The message id of a firing: the pair that identifies it, whoever publishes it how often.

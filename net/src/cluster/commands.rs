@@ -76,10 +76,8 @@ impl Forwarder {
         let queues: Vec<_> =
             (0..shared.stats.len()).map(|_| Arc::new(ArrayQueue::new(crate::shard::COMMANDS_MAX))).collect();
         let drained = queues.clone();
-        let thread = StoppableThread::spawn("cluster-commands", move |stop| {
-            let Some(rt) = super::runtime("cluster-commands") else { return };
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, forward(shared, drained, &url, health, &stop));
+        let thread = super::spawn_async("cluster-commands", move |stop| async move {
+            forward(shared, drained, &url, health, &stop).await;
         })?;
         Ok(Forwarder { queues, _thread: thread })
     }
@@ -193,12 +191,10 @@ impl CommandServer {
         clock: SharedClock,
         health: Arc<NodeHealth>,
     ) -> std::io::Result<CommandServer> {
-        let thread = StoppableThread::spawn("cluster-commands", move |stop| {
-            let Some(rt) = super::runtime("cluster-commands") else { return };
-            let local = tokio::task::LocalSet::new();
+        let thread = super::spawn_async("cluster-commands", move |stop| async move {
             let recent = RefCell::new(HashMap::new());
             let node = Node { shared, commands, partition, store, clock, health, recent };
-            local.block_on(&rt, serve(node, &url, &stop));
+            serve(node, &url, &stop).await;
         })?;
         Ok(CommandServer { _thread: thread })
     }
@@ -282,23 +278,22 @@ impl Node {
                 return tracing::warn!("cluster-commands: dropped a malformed command: {e}");
             }
         };
-        let (name, cmd) = match c {
+        match c {
             AlertCommand::Add(name, spec) => {
-                if self.recent.borrow_mut().insert(spec.id, self.clock.now_ms()).is_some() {
-                    // Already added from storage by the catch-up.
-                    return;
+                // Skipped when the catch-up already added it from storage.
+                if self.recent.borrow_mut().insert(spec.id, self.clock.now_ms()).is_none() {
+                    self.apply(&name, |book| Command::AddAlert { book, spec }).await;
                 }
-                (name, move |book| Command::AddAlert { book, spec })
             }
-            AlertCommand::Remove(name, id) => {
-                let Some(book) = self.owned(&name) else { return self.not_owned(&name) };
-                self.health.commands.fetch_add(1, Ordering::Relaxed);
-                return self.send(book, Command::RemoveAlert { book, id }).await;
-            }
-        };
-        let Some(book) = self.owned(&name) else { return self.not_owned(&name) };
+            AlertCommand::Remove(name, id) => self.apply(&name, |book| Command::RemoveAlert { book, id }).await,
+        }
+    }
+
+    /// Sends the command `make` builds to the shard of `name`'s book, if this node owns it.
+    async fn apply(&self, name: &BookName, make: impl FnOnce(BookId) -> Command) {
+        let Some(book) = self.owned(name) else { return self.not_owned(name) };
         self.health.commands.fetch_add(1, Ordering::Relaxed);
-        self.send(book, cmd(book)).await;
+        self.send(book, make(book)).await;
     }
 
     fn not_owned(&self, name: &BookName) {

@@ -33,15 +33,8 @@ pub struct Publisher {
 impl Publisher {
     /// Starts publishing `store`'s outbox to the stream at `url`.
     pub fn start(store: Store, url: String, names: BusNames, clock: SharedClock) -> std::io::Result<Publisher> {
-        let thread = StoppableThread::spawn("publisher", move |stop| {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::error!("publisher: no runtime: {e}");
-                    return;
-                }
-            };
-            runtime.block_on(run(store, &url, names, &clock, &stop));
+        let thread = super::spawn_async("publisher", move |stop| async move {
+            run(store, &url, names, &clock, &stop).await;
         })?;
         Ok(Publisher { _thread: thread })
     }

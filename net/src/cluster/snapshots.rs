@@ -89,9 +89,8 @@ impl SnapshotPublisher {
         clock: SharedClock,
         health: Arc<NodeHealth>,
     ) -> std::io::Result<SnapshotPublisher> {
-        let thread = StoppableThread::spawn("snapshots", move |stop| {
-            let Some(runtime) = super::runtime("snapshots") else { return };
-            runtime.block_on(publish(shared, partition, &url, clock, health, &stop));
+        let thread = super::spawn_async("snapshots", move |stop| async move {
+            publish(shared, partition, &url, clock, health, &stop).await;
         })?;
         Ok(SnapshotPublisher { _thread: thread })
     }
@@ -215,9 +214,8 @@ impl Replica {
         clock: SharedClock,
         health: Arc<NodeHealth>,
     ) -> std::io::Result<Replica> {
-        let thread = StoppableThread::spawn("snapshots", move |stop| {
-            let Some(runtime) = super::runtime("snapshots") else { return };
-            runtime.block_on(replicate(shared, &url, clock, health, &stop));
+        let thread = super::spawn_async("snapshots", move |stop| async move {
+            replicate(shared, &url, clock, health, &stop).await;
         })?;
         Ok(Replica { _thread: thread })
     }

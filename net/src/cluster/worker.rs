@@ -56,17 +56,9 @@ impl DeliveryWorker {
         clock: SharedClock,
         stats: Arc<WorkerStats>,
     ) -> std::io::Result<DeliveryWorker> {
-        let thread = StoppableThread::spawn("deliver", move |stop| {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::error!("deliver: no runtime: {e}");
-                    return;
-                }
-            };
-            // The connection pool is per thread (`Rc`): the attempts run on this thread's set.
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, run(store, &url, names, &config, &clock, &stop, &stats));
+        // The connection pool is per thread (`Rc`): the attempts run on this thread's set.
+        let thread = super::spawn_async("deliver", move |stop| async move {
+            run(store, &url, names, &config, &clock, &stop, &stats).await;
         })?;
         Ok(DeliveryWorker { _thread: thread })
     }
