@@ -33,7 +33,7 @@ type Res<T> = Result<T, String>;
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Opts {
-    /// `quiet`, `burst`, `storm`, `http` or `ingest`.
+    /// `quiet`, `burst`, `storm`, `http`, `writes` or `ingest`.
     pub scenario: String,
     /// The `rampart` binary.
     pub rampart: PathBuf,
@@ -43,7 +43,8 @@ pub struct Opts {
     pub pairs: usize,
     /// Background alerts (quiet, burst; storm adds its own).
     pub alerts: usize,
-    /// Measurement seconds (quiet; burst is 10 s; http per endpoint, at most 10 s).
+    /// Measurement seconds (quiet; burst is 10 s; http per endpoint and writes per load, at most
+    /// 10 s).
     pub secs: u64,
     /// Alerts fired at once in `storm`.
     pub storm_alerts: usize,
@@ -78,7 +79,7 @@ fn postgres_schema() -> String {
 }
 
 /// The scenarios, by name.
-pub const SCENARIOS: [&str; 5] = ["quiet", "burst", "storm", "http", "ingest"];
+pub const SCENARIOS: [&str; 6] = ["quiet", "burst", "storm", "http", "writes", "ingest"];
 
 /// The processes of one run.
 struct Env {
@@ -321,6 +322,8 @@ struct Probe {
     alert_id: i64,
     level: f64,
     t0_us: i64,
+    /// When the simulator published the trade (the venue's side of "tick → webhook").
+    published_us: i64,
     /// The price of the trade asked for: the firing must be on that trade.
     trade_price: f64,
 }
@@ -343,7 +346,8 @@ fn probes(env: &Env, rx: &Receivers, secs: u64, every: Duration) -> Res<Vec<Prob
         let t0_us = now_us();
         let traded = env.sim.post("/trade", &json!({"venue":"binance","symbol":s,"price":format!("{asked}")}))?;
         let trade_price = traded["price"].as_str().and_then(|t| t.parse::<f64>().ok()).unwrap_or(asked);
-        out.push(Probe { alert_id, level, t0_us, trade_price });
+        let published_us = traded["publishedUs"].as_i64().ok_or("the simulator's trade answer has no publishedUs")?;
+        out.push(Probe { alert_id, level, t0_us, published_us, trade_price });
         k += 1;
         thread::sleep(next.saturating_duration_since(Instant::now()));
     }
@@ -351,8 +355,9 @@ fn probes(env: &Env, rx: &Receivers, secs: u64, every: Duration) -> Res<Vec<Prob
 }
 
 /// Checks the probes' webhooks: exactly one per firing, none before its trade, at or above its
-/// level. Returns the latency histogram (µs) and the check results.
-fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<u64>, Value) {
+/// level. Returns the latency histograms (µs) from the trade's publication by the simulator and
+/// from the harness's request for it, and the check results.
+fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<u64>, Histogram<u64>, Value) {
     let deadline = Instant::now() + wait;
     let ids: std::collections::HashSet<i64> = probes.iter().map(|p| p.alert_id).collect();
     loop {
@@ -364,7 +369,7 @@ fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<
         thread::sleep(Duration::from_millis(100));
     }
     let got = rx.received();
-    let mut h = hist();
+    let (mut h, mut from_request) = (hist(), hist());
     let (mut missing, mut early, mut below, mut other_trade) = (0, 0, 0, 0);
     for p in probes {
         let mine: Vec<_> = got.iter().filter(|r| r.alert_id == p.alert_id).collect();
@@ -372,7 +377,7 @@ fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<
             missing += 1;
             continue;
         };
-        if first.at_us < p.t0_us {
+        if first.at_us < p.published_us {
             early += 1;
         }
         if first.trigger_price + 1e-9 < p.level {
@@ -383,13 +388,15 @@ fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<
         if (first.trigger_price - p.trade_price).abs() > p.trade_price * 1e-6 {
             other_trade += 1;
         }
-        let _ = h.record((first.at_us - p.t0_us).max(1) as u64);
+        let _ = h.record((first.at_us - p.published_us).max(1) as u64);
+        let _ = from_request.record((first.at_us - p.t0_us).max(1) as u64);
     }
     let (distinct, dups) =
         harness::duplicates(got.iter().filter(|r| ids.contains(&r.alert_id)).map(|r| (r.alert_id, r.trigger_ms)));
     let ok = missing == 0 && early == 0 && below == 0 && other_trade == 0 && dups.is_empty();
     (
         h,
+        from_request,
         json!({"expected": probes.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "notOnItsTrade": other_trade, "duplicates": dups.len(), "ok": ok}),
     )
 }
@@ -444,15 +451,16 @@ pub fn run(o: &Opts) -> Res<Value> {
             if o.scenario == "burst" {
                 env.sim.post("/speed", &json!({"step_ms": 500}))?;
             }
-            let (h, check) = check_probes(&rx, &probes, Duration::from_secs(20));
+            let (h, from_request, check) = check_probes(&rx, &probes, Duration::from_secs(20));
             result["tickToDecisionUs"] = decision;
             result["readToDecisionUs"] = inside;
             result["tickToWebhookUs"] = pct(&h);
+            result["requestToWebhookUs"] = pct(&from_request);
             result["correctness"] = check;
             result["ingest"] =
                 json!({"sentPerS": (s1 - s0) as f64 / dt, "appliedPerS": (a1 - a0) as f64 / dt, "seconds": dt});
             result["health"] = env.health()?;
-            notes.push("tick→webhook is measured from the harness's request for the trade, so it includes the simulator's handling of that request.".into());
+            notes.push("tick → webhook is measured from the simulator's publication of the probe's trade (queued for its connections; the connection task's write follows) to the webhook's arrival; request → webhook from the harness's request for that trade, so it also includes the simulator's handling of the request (restarting the pair's walk at the new price).".into());
         }
         "storm" => {
             let env = Env::start(o)?;
@@ -472,9 +480,11 @@ pub fn run(o: &Opts) -> Res<Value> {
             }
             let create_s = t_create.elapsed().as_secs_f64();
             env.reset_latency()?;
-            let t0_us = now_us();
-            env.sim
+            let t_request_us = now_us();
+            let traded = env
+                .sim
                 .post("/trade", &json!({"venue":"binance","symbol":symbol,"price":format!("{}", sig(p * 1.012))}))?;
+            let t0_us = traded["publishedUs"].as_i64().ok_or("the simulator's trade answer has no publishedUs")?;
             let healthy: Vec<i64> = ids.iter().filter(|(_, _, r)| *r != 0).map(|(id, _, _)| *id).collect();
             let deadline = Instant::now() + Duration::from_secs(90);
             loop {
@@ -487,7 +497,7 @@ pub fn run(o: &Opts) -> Res<Value> {
                 thread::sleep(Duration::from_millis(100));
             }
             let got = rx.received();
-            let mut h = hist();
+            let (mut h, mut from_request) = (hist(), hist());
             let mut first: std::collections::HashMap<i64, i64> = std::collections::HashMap::new();
             for r in got.iter().filter(|r| r.receiver != 0) {
                 let e = first.entry(r.alert_id).or_insert(r.at_us);
@@ -499,6 +509,7 @@ pub fn run(o: &Opts) -> Res<Value> {
                     early += 1;
                 }
                 let _ = h.record((at - t0_us).max(1) as u64);
+                let _ = from_request.record((at - t_request_us).max(1) as u64);
             }
             let missing = healthy.iter().filter(|id| !first.contains_key(id)).count();
             let (distinct, dups) =
@@ -512,6 +523,7 @@ pub fn run(o: &Opts) -> Res<Value> {
             result["tickToDecisionUs"] = decision;
             result["readToDecisionUs"] = inside;
             result["tickToWebhookUs"] = pct(&h);
+            result["requestToWebhookUs"] = pct(&from_request);
             result["correctness"] = json!({"expectedHealthy": healthy.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "duplicates": dups.len(), "hangingReceiverRequests": hanging, "ok": missing == 0 && early == 0 && below == 0 && dups.is_empty()});
             result["health"] = env.health()?;
             notes.push(format!(
@@ -520,6 +532,7 @@ pub fn run(o: &Opts) -> Res<Value> {
             ));
         }
         "http" => http(o, &mut result, &mut notes)?,
+        "writes" => reads_under_creates(o, &mut result, &mut notes)?,
         _ => return Err("unknown scenario".into()),
     }
     result["notes"] = json!(notes);
@@ -600,6 +613,97 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     Ok(())
 }
 
+/// Alert creates per second beside the read load of `writes` (issue #15: "reads keep their p99
+/// while alerts are created at 200/s").
+const CREATES_PER_S: u64 = 200;
+/// Threads sharing those creates (each create is awaited: one thread alone could not keep the
+/// pace if a create took more than 5 ms).
+const CREATE_THREADS: u64 = 4;
+/// Rounds of `writes`: each loads reads alone, then reads with creates, so every ratio is of
+/// neighbouring measurements.
+const WRITE_ROUNDS: usize = 3;
+
+/// `writes`: single-pair reads at 64 connections alone and while alerts are created at
+/// `CREATES_PER_S`, alternated `WRITE_ROUNDS` times; the reads' latency with creates over
+/// without, per round and as a median.
+fn reads_under_creates(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
+    let env = Env::start(o)?;
+    let symbols: Vec<String> = env.binance_symbols()?.into_iter().take(50).collect();
+    let mut prices = Vec::with_capacity(symbols.len());
+    for s in &symbols {
+        prices.push((s.clone(), env.price(s)?));
+    }
+    let addr: std::net::SocketAddr =
+        env.base.trim_start_matches("http://").parse().map_err(|e| format!("address: {e}"))?;
+    let path = "/v1/levels/BTCUSDT?exchange=binance";
+    let head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n", env.key);
+    let secs = Duration::from_secs(o.secs.clamp(1, 10));
+    let (mut rounds, mut ratios) = (Vec::new(), Vec::new());
+    for _ in 0..WRITE_ROUNDS {
+        let alone = crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
+        let creator = {
+            let (api, prices) = (env.api.clone(), prices.clone());
+            thread::spawn(move || create_paced(&api, &prices, secs))
+        };
+        let with = crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
+        let creates = creator.join().map_err(|_| "creator panicked".to_owned())??;
+        let ratio =
+            with.latency_us.value_at_quantile(0.99) as f64 / alone.latency_us.value_at_quantile(0.99).max(1) as f64;
+        ratios.push(ratio);
+        rounds.push(json!({
+            "alone": {"reqPerS": alone.req_per_s, "errors": alone.errors, "non2xx": alone.non_2xx, "latencyUs": pct(&alone.latency_us)},
+            "withCreates": {"reqPerS": with.req_per_s, "errors": with.errors, "non2xx": with.non_2xx, "latencyUs": pct(&with.latency_us)},
+            "creates": creates,
+            "p99Ratio": ratio,
+        }));
+    }
+    ratios.sort_by(f64::total_cmp);
+    result["writes"] = json!({"path": path, "createsPerSAsked": CREATES_PER_S, "rounds": rounds, "medianP99Ratio": ratios[ratios.len() / 2]});
+    result["health"] = env.health()?;
+    notes.push(format!("Each round: {path} loaded alone, then again while {CREATE_THREADS} threads create alerts at {CREATES_PER_S}/s in all (paced, each create awaited, far from the price so none fires); p99Ratio = the reads' p99 with creates / alone. 64 keep-alive connections on 2 threads; everything shares the machine's 2 cores."));
+    Ok(())
+}
+
+/// Creates alerts at `CREATES_PER_S` for `secs` on `CREATE_THREADS` threads, each on its own
+/// schedule (a late create is not made up for by a burst); the rate reached, the creates'
+/// latency and the failures.
+fn create_paced(api: &Http, prices: &[(String, f64)], secs: Duration) -> Res<Value> {
+    let started = Instant::now();
+    let every = Duration::from_micros(1_000_000 * CREATE_THREADS / CREATES_PER_S);
+    let mut handles = Vec::new();
+    for t in 0..CREATE_THREADS {
+        let (api, prices) = (api.clone(), prices.to_vec());
+        handles.push(thread::spawn(move || {
+            let (mut h, mut failed) = (hist(), 0u64);
+            let mut due = started + every * t as u32 / CREATE_THREADS as u32;
+            let mut i = t as usize;
+            while due < started + secs {
+                thread::sleep(due.saturating_duration_since(Instant::now()));
+                let (s, p) = &prices[i % prices.len()];
+                let body = json!({"exchange":"binance","symbol":s,"type":"price","direction":"above","price":sig(p * (2.0 + (i % 89) as f64 / 100.0))});
+                let t0 = Instant::now();
+                match api.post("/v1/alerts", &body) {
+                    Ok(_) => {
+                        let _ = h.record(t0.elapsed().as_micros().max(1) as u64);
+                    }
+                    Err(_) => failed += 1,
+                }
+                due += every;
+                i += CREATE_THREADS as usize;
+            }
+            (h, failed)
+        }));
+    }
+    let (mut h, mut failed) = (hist(), 0u64);
+    for handle in handles {
+        let (part, f) = handle.join().map_err(|_| "create thread panicked".to_owned())?;
+        h.add(&part).map_err(|e| e.to_string())?;
+        failed += f;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    Ok(json!({"made": h.len(), "failed": failed, "perS": h.len() as f64 / elapsed, "latencyUs": pct(&h)}))
+}
+
 /// Each path loaded on both api nodes of a `roles` cluster at once; requests per second summed.
 fn both_api_nodes(env: &Env, api2: &str, paths: &[&str], secs: Duration) -> Res<Value> {
     let addr = |base: &str| -> Res<std::net::SocketAddr> {
@@ -674,6 +778,9 @@ fn markdown(r: &Value) -> String {
         if let Some(v) = r.get("tickToWebhookUs") {
             s.push_str(&lat("tick → webhook received", v));
         }
+        if let Some(v) = r.get("requestToWebhookUs") {
+            s.push_str(&lat("(harness's trade request → webhook received)", v));
+        }
         s.push('\n');
     }
     if let Some(v) = r.get("ingest") {
@@ -733,8 +840,38 @@ fn markdown(r: &Value) -> String {
         }
         s.push('\n');
     }
+    if let Some(w) = r.get("writes") {
+        s.push_str(&writes_markdown(w));
+    }
     for n in r["notes"].as_array().into_iter().flatten() {
         s.push_str(&format!("- {}\n", n.as_str().unwrap_or("")));
     }
+    s
+}
+
+/// The `writes` scenario's table: a row per round.
+fn writes_markdown(w: &Value) -> String {
+    let mut s = format!(
+        "Reads of `{}` alone and while alerts are created ({} asked per second):\n\n| round | alone req/s | p50 / p99 / p99.9 / max µs | with creates req/s | p50 / p99 / p99.9 / max µs | creates/s made (failed) | create p50 / p99 µs | p99 ratio |\n|---|---|---|---|---|---|---|---|\n",
+        w["path"].as_str().unwrap_or(""),
+        w["createsPerSAsked"]
+    );
+    let lat = |v: &Value| format!("{} / {} / {} / {}", v["p50"], v["p99"], v["p999"], v["max"]);
+    for (i, x) in w["rounds"].as_array().into_iter().flatten().enumerate() {
+        s.push_str(&format!(
+            "| {} | {:.0} | {} | {:.0} | {} | {:.1} ({}) | {} / {} | {:.2} |\n",
+            i + 1,
+            x["alone"]["reqPerS"].as_f64().unwrap_or(0.0),
+            lat(&x["alone"]["latencyUs"]),
+            x["withCreates"]["reqPerS"].as_f64().unwrap_or(0.0),
+            lat(&x["withCreates"]["latencyUs"]),
+            x["creates"]["perS"].as_f64().unwrap_or(0.0),
+            x["creates"]["failed"],
+            x["creates"]["latencyUs"]["p50"],
+            x["creates"]["latencyUs"]["p99"],
+            x["p99Ratio"].as_f64().unwrap_or(0.0),
+        ));
+    }
+    s.push_str(&format!("\nMedian p99 ratio: {:.2}\n\n", w["medianP99Ratio"].as_f64().unwrap_or(0.0)));
     s
 }

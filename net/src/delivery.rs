@@ -69,6 +69,7 @@ pub mod pool;
 pub mod ssrf;
 pub mod telegram;
 use crate::persistence::store::{AttemptResult, Channel, OutboxRow, Outcome, Store};
+use crate::persistence::writer::FIRING_TARGET;
 use pool::{Conn, Key, Pool};
 use telegram::TelegramChannel;
 
@@ -432,9 +433,11 @@ impl Sender {
         self.hold(row.id, slot, true);
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
         let (tx, target, metrics) = (self.tx.clone(), self.target.clone(), self.config.metrics.clone());
+        tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, delivery = row.id, "attempt started");
         tokio::task::spawn_local(async move {
             let started = std::time::Instant::now();
             let result = attempt(&row, &target).await;
+            tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, outcome = outcome_label(&result), "attempt answered");
             match (metrics, row.channel) {
                 (Some(m), Channel::Webhook) => m.observe(outcome_label(&result), started.elapsed().as_secs_f64()),
                 (Some(m), Channel::Telegram) => m.observe_telegram(outcome_label(&result)),

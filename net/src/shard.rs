@@ -181,8 +181,56 @@ pub struct QueuedEvent {
     pub event: ShardEvent,
 }
 
-/// A shard's event queue.
-pub type EventQueue = ArrayQueue<QueuedEvent>;
+/// A shard's event queue to the persistence side, and the reader to wake when events arrive.
+///
+/// The writer parks between rounds instead of polling, so a firing's wait for its commit is a
+/// wake-up, not the rest of a sleep. A wake is one atomic swap on the producer, plus a futex
+/// wake only while the reader is parked: no lock, no allocation, nothing a tick could wait on.
+#[derive(Debug)]
+pub struct EventQueue {
+    events: ArrayQueue<QueuedEvent>,
+    reader: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl EventQueue {
+    /// An empty queue of `capacity` events (at least one) with no reader yet.
+    pub fn new(capacity: usize) -> EventQueue {
+        EventQueue { events: ArrayQueue::new(capacity.max(1)), reader: std::sync::OnceLock::new() }
+    }
+
+    /// Queues `event`; at the bound it is handed back.
+    pub fn push(&self, event: QueuedEvent) -> Result<(), QueuedEvent> {
+        self.events.push(event)
+    }
+
+    /// The oldest event, if any.
+    pub fn pop(&self) -> Option<QueuedEvent> {
+        self.events.pop()
+    }
+
+    /// Events waiting.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// No event waiting.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Names the thread that reads the queue: [`EventQueue::wake`] unparks it from then on. The
+    /// first reader stays (a queue has one reader for its whole life).
+    pub fn set_reader(&self, reader: std::thread::Thread) {
+        let _ = self.reader.set(reader);
+    }
+
+    /// Wakes the reader, if one is named; producers call it after pushing.
+    pub fn wake(&self) {
+        if let Some(r) = self.reader.get() {
+            r.unpark();
+        }
+    }
+}
 
 /// Capacity of each shard's command queue. At the bound the sender gets its command back
 /// (backpressure: the front answers 503 and the client retries).
@@ -864,7 +912,7 @@ impl ShardSet {
         let mut nudges = Vec::with_capacity(n);
         for index in 0..n {
             let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
-            let events = Arc::new(ArrayQueue::new(config.events_max.max(1)));
+            let events = Arc::new(EventQueue::new(config.events_max));
             set.commands.push(commands.clone());
             set.events.push(events.clone());
             let owner = |b: &BookId| shared.slots[b.index()].shard.load(Ordering::Relaxed) as usize;
@@ -1502,6 +1550,7 @@ impl Shard {
         }
         self.shared.stats[self.index].firings.fetch_add(n as u64, Ordering::Relaxed);
         self.market.clear_firings();
+        self.events.wake();
     }
 
     /// Keeps room in the backlog for one tick's firings on the largest alert book, plus slack.
@@ -1512,9 +1561,10 @@ impl Shard {
         }
     }
 
-    /// Queues an event for the persistence side, behind anything already waiting.
+    /// Queues an event for the persistence side, behind anything already waiting, and wakes it.
     pub(crate) fn emit(&mut self, ev: ShardEvent) {
         self.enqueue(ev);
+        self.events.wake();
     }
 
     /// Numbers `event` and puts it on the queue, or behind the backlog when there is one (or
@@ -1550,11 +1600,40 @@ impl Shard {
     }
 
     pub(crate) fn flush_backlog(&mut self) {
+        if self.backlog.is_empty() {
+            return;
+        }
         while let Some(ev) = self.backlog.pop_front() {
             if let Err(ev) = self.events.push(ev) {
                 self.backlog.push_front(ev);
                 break;
             }
         }
+        self.events.wake();
+    }
+}
+
+#[cfg(test)]
+mod event_queue_tests {
+    use super::{EventQueue, QueuedEvent, ShardEvent};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_wake_unparks_the_named_reader_and_nothing_before_one_is_named() {
+        let q = EventQueue::new(2);
+        q.wake();
+        q.set_reader(std::thread::current());
+        let ev = |seq| QueuedEvent { seq, event: ShardEvent::Ready { shard: 0 } };
+        assert!(q.push(ev(0)).is_ok() && q.push(ev(1)).is_ok());
+        assert!(q.push(ev(2)).is_err(), "the bound hands the event back");
+        q.wake();
+        // The wake left this thread's token: the park returns at once instead of after 60 s.
+        let parked = Instant::now();
+        std::thread::park_timeout(Duration::from_secs(60));
+        assert!(parked.elapsed() < Duration::from_secs(60), "the wake reached the reader");
+        assert_eq!(
+            (q.len(), q.pop().map(|e| e.seq), q.pop().map(|e| e.seq), q.is_empty()),
+            (2, Some(0), Some(1), true)
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! - `POST /sim/fault` `{"venue":..,"symbol":..,"kind":..}`: `gap`, `stale_snapshot` (Binance),
 //!   `checksum` (OKX, Bitget), `reset` (Bybit, OKX), `crossed`, `heartbeat` (OKX) act on one
 //!   pair; `disconnect` and `notice` (OKX, Binance) on the whole venue (`symbol` not needed).
-//! - `POST /sim/trade` `{"venue":..,"symbol":..,"price":"123.45","qty":"1"}` (`qty` optional).
+//! - `POST /sim/trade` `{"venue":..,"symbol":..,"price":"123.45","qty":"1"}` (`qty` optional);
+//!   answers the traded price and `publishedUs`, when the trade was queued for the subscribers.
 //! - `POST /sim/delist` `{"venue":..,"symbol":..}`; `POST /sim/relist` (the same body) lists a
 //!   delisted pair again.
 //! - `POST /sim/rest` `{"venue":..,"route":"listing"|"candles"|"depth","fault":..}` sets how a
@@ -181,7 +182,9 @@ fn trade(shared: &Shared, v: &serde_json::Value) -> Reply {
         Err(r) => return r,
     };
     match shared.lock().inject_trade(b, price, qty, now_ms()) {
-        Ok(text) => Reply::ok(format!("{{\"ok\":true,\"price\":{}}}", json_str(&text))),
+        Ok((text, published_us)) => {
+            Reply::ok(format!("{{\"ok\":true,\"price\":{},\"publishedUs\":{published_us}}}", json_str(&text)))
+        }
         Err(msg) => fail(400, &msg),
     }
 }

@@ -1050,8 +1050,16 @@ impl State {
     /// it. The taker buys at or above the mid, sells below. A price outside
     /// [`INJECTED_PRICE_FACTOR_MAX`] times the mid either way is refused (an error message).
     /// Emits a trade at `price` (rounded to the tick) now and moves the pair there; returns the
-    /// traded price as the venue's text.
-    pub(crate) fn inject_trade(&mut self, b: usize, price: i64, qty: Option<u64>, now: i64) -> Result<String, String> {
+    /// traded price as the venue's text and the wall-clock microsecond at which the trade was
+    /// published (queued for the subscribers' connections, after the pair's restart: the latency
+    /// harness measures a probe's webhook from it).
+    pub(crate) fn inject_trade(
+        &mut self,
+        b: usize,
+        price: i64,
+        qty: Option<u64>,
+        now: i64,
+    ) -> Result<(String, i64), String> {
         let Some(book) = self.books.get(b) else { return Err("no such book".into()) };
         let mid = book.truth.mid().map_or(book.tick.max(1) * 1000, |m| m.0);
         if price < mid / INJECTED_PRICE_FACTOR_MAX || price > mid.saturating_mul(INJECTED_PRICE_FACTOR_MAX) {
@@ -1071,8 +1079,9 @@ impl State {
         let pair = book.pair;
         let text = super::text::fixed(price, book.px_dec);
         self.restart_pair(pair, price, now);
+        let published_us = crate::now_us();
         self.trade(b, price, qty, taker_sell, now);
-        Ok(text)
+        Ok((text, published_us))
     }
 
     /// Restarts pair `pair`'s walk at `price`: a one-pair `Sim` whose pair is priced there takes

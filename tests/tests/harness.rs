@@ -35,6 +35,13 @@ fn quiet_and_storm_scenarios_run_and_check_out() {
         assert_eq!(r["correctness"]["duplicates"], 0, "{scenario}");
         assert_eq!(r["correctness"]["early"], 0, "{scenario}");
         assert!(r["tickToWebhookUs"]["count"].as_u64().is_some_and(|n| n > 0), "{scenario}: {r}");
+        // The simulator publishes a trade after the harness asked for it: measured from the
+        // publication, no webhook can take longer than measured from the request.
+        let (tick, request) = (&r["tickToWebhookUs"], &r["requestToWebhookUs"]);
+        assert_eq!(tick["count"], request["count"], "{scenario}: {r}");
+        for q in ["p50", "p99", "max"] {
+            assert!(tick[q].as_u64() <= request[q].as_u64(), "{scenario}: {q}: {r}");
+        }
         assert!(r["tickToDecisionUs"]["count"].as_u64().is_some_and(|n| n > 0), "{scenario}: trades were timed: {r}");
         assert!(r["machine"]["cores"].as_u64().is_some_and(|c| c > 0));
     }
@@ -72,5 +79,33 @@ fn http_scenario_compares_with_the_baseline() {
         assert!(row["baseline"]["reqPerS"].as_f64().is_some_and(|x| x > 0.0), "{row}");
         assert!(row["ratio"].as_f64().is_some_and(|x| x > 0.0), "{row}");
     }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn writes_scenario_creates_alerts_beside_the_reads() {
+    let out = std::env::temp_dir().join(format!("rampart-harness-writes-{}", std::process::id()));
+    let mut o = opts("writes", &out);
+    o.secs = 1;
+    let r = run(&o).expect("writes");
+    let rounds = r["writes"]["rounds"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rounds.len(), 3, "three rounds of reads alone and with creates: {r}");
+    for round in rounds {
+        for load in ["alone", "withCreates"] {
+            assert!(round[load]["reqPerS"].as_f64().is_some_and(|x| x > 0.0), "{load}: {round}");
+            assert_eq!(round[load]["errors"], 0, "{load}: {round}");
+            assert_eq!(round[load]["non2xx"], 0, "{load}: every read answered 200: {round}");
+        }
+        assert!(round["creates"]["made"].as_u64().is_some_and(|n| n > 0), "alerts were created: {round}");
+        assert_eq!(round["creates"]["failed"], 0, "every create answered 2xx: {round}");
+        assert!(round["p99Ratio"].as_f64().is_some_and(|x| x > 0.0), "{round}");
+    }
+    let md = std::fs::read_dir(&out)
+        .expect("result files")
+        .filter_map(Result::ok)
+        .find(|e| e.path().extension().is_some_and(|x| x == "md"))
+        .map(|e| std::fs::read_to_string(e.path()).expect("readable"))
+        .expect("a markdown result");
+    assert!(md.contains("Median p99 ratio"), "{md}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -2,7 +2,7 @@
 //! starts `rampart sim-venue` and `rampart serve --feed live` pointed at it, webhook receivers and
 //! a load of alerts, runs one scenario and writes `perf/runs/<date>-<scenario>.{json,md}`.
 //!
-//! Usage: `rampart-harness quiet|burst|storm|http|ingest [--rampart PATH] [--out DIR]
+//! Usage: `rampart-harness quiet|burst|storm|http|writes|ingest [--rampart PATH] [--out DIR]
 //! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--backend sqlite|postgres|cluster|roles]`
 //! (`--backend` as `scenarios::Opts::backend` says; `--rampart` defaults to the
 //! `rampart` binary beside this one: build both with `cargo build --release -p rampart -p

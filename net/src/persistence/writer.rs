@@ -20,8 +20,15 @@ use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
 
 /// Firings written per transaction at most.
 pub const BATCH_MAX: usize = 4_096;
-/// Pause when every queue is empty: short, since a firing waits for it before its webhook.
-const IDLE: Duration = Duration::from_micros(250);
+/// Longest park when every queue is empty. Producers wake the writer as they push
+/// ([`EventQueue::wake`]), so this only bounds the wait for an event whose wake-up was missed
+/// (one pushed between the writer's last look and its park is still seen: an unpark before the
+/// park makes the park return at once).
+const IDLE: Duration = Duration::from_millis(2);
+/// Log target of a firing's way to its webhook, one trace line per stage and alert (taken from
+/// the shard's queue, committed; the delivery side adds attempt started and answered): off
+/// unless asked for (`RUST_LOG=info,rampart::firing=trace`), it times the stages of one firing.
+pub const FIRING_TARGET: &str = "rampart::firing";
 /// Pause before retrying a batch that failed to commit.
 const RETRY: Duration = Duration::from_millis(100);
 
@@ -67,6 +74,9 @@ impl Writer {
         let stats = Arc::new(WriterStats::default());
         let (stop2, stats2) = (stop.clone(), stats.clone());
         let thread = std::thread::Builder::new().name("writer".into()).spawn(move || {
+            for q in &queues {
+                q.set_reader(std::thread::current());
+            }
             let mut batch: Vec<FiringRecord> = Vec::with_capacity(BATCH_MAX);
             let mut site: Vec<SiteFiringRecord> = Vec::new();
             // The number each shard's next event must carry (paired with the shard's own count).
@@ -83,13 +93,16 @@ impl Writer {
                             continue;
                         }
                         match ev {
-                            ShardEvent::Fired { firing, .. } => batch.push(FiringRecord {
+                            ShardEvent::Fired { firing, .. } => {
+                                tracing::trace!(target: FIRING_TARGET, alert = firing.id, "taken from its shard's queue");
+                                batch.push(FiringRecord {
                                 alert_id: firing.id as i64,
                                 price: firing.price.0,
                                 move_hundredths: firing.move_hundredths,
                                 ts_ms: firing.ts_ms,
-                                last: firing.last,
-                            }),
+                                    last: firing.last,
+                                });
+                            }
                             ShardEvent::Delisted { book, ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
                                 commit(&mut store, &mut batch, &stats2, &health, &*clock, &mut on_committed);
@@ -132,7 +145,7 @@ impl Writer {
                     if stopping {
                         break;
                     }
-                    std::thread::sleep(IDLE);
+                    std::thread::park_timeout(IDLE);
                     continue;
                 }
                 commit(&mut store, &mut batch, &stats2, &health, &*clock, &mut on_committed);
@@ -222,6 +235,11 @@ fn commit(
         health.record(StorageWriter::Firings, &result, clock.now_ms());
         match result {
             Ok(done) => {
+                if tracing::enabled!(target: FIRING_TARGET, tracing::Level::TRACE) {
+                    for f in batch.iter() {
+                        tracing::trace!(target: FIRING_TARGET, alert = f.alert_id, "committed");
+                    }
+                }
                 stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);
                 stats.inbox_writes.fetch_add(1, Ordering::Release);

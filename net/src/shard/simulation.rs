@@ -257,7 +257,7 @@ impl World {
             let owner = |b: &BookId| shared.slots[b.index()].shard.load(Ordering::Relaxed) as usize;
             let ids: Vec<BookId> = registry.ids().filter(|id| owner(id) == index).collect();
             let commands = Arc::new(ArrayQueue::new(super::COMMANDS_MAX));
-            let events = Arc::new(ArrayQueue::new(EVENTS_MAX));
+            let events = Arc::new(EventQueue::new(EVENTS_MAX));
             let books = Market::new(shared.capacity, &ids, TEST_BOOK_LEVELS, config.bars_max);
             let mut shard =
                 Shard::new(index, config.clone(), books, None, commands.clone(), events.clone(), shared.clone());

@@ -120,11 +120,15 @@ impl MarketAlerts {
     }
 
     fn flush(&mut self) {
+        if self.backlog.is_empty() {
+            return;
+        }
         while let Some(ev) = self.backlog.pop_front() {
             if let Err(ev) = self.events.push(ev) {
                 self.backlog.push_front(ev);
-                return;
+                break;
             }
         }
+        self.events.wake();
     }
 }
