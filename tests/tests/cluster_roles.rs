@@ -135,6 +135,17 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     market0.get("/v1/alerts", Some(&key)).assert_some_error(404, "the API on a market node");
     let health = api_a.get("/healthz", None);
     assert_eq!(health.ok("healthz")["cluster"]["role"], "api");
+    // Each market node counts its own pairs; together they are the api node's, once each.
+    let pairs = |node: &Server| -> Vec<i64> {
+        let h = node.get("/healthz", None);
+        let list = h.ok("healthz")["exchanges"].as_array().cloned().unwrap_or_default();
+        list.iter().map(|e| e["pairs"].as_i64().unwrap_or(-1)).collect()
+    };
+    let (all, own0, own1) = (pairs(&api_a), pairs(&market0), pairs(&market1));
+    assert!(!all.is_empty() && all.iter().all(|&n| n > 0), "{all:?}");
+    for (i, n) in all.iter().enumerate() {
+        assert!(own0[i] > 0 && own1[i] > 0 && own0[i] + own1[i] == *n, "{all:?} {own0:?} {own1:?}");
+    }
 
     let symbols = movers(&api_a, &key);
     let (p0, p1): (Vec<&String>, Vec<&String>) = symbols.iter().partition(|s| of_symbol(s, 2) == 0);

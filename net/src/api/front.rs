@@ -756,6 +756,19 @@ impl Front {
 
     // Long: one JSON document written field by field in its documented order (shards, then each
     // venue's state and counters); splitting it would scatter the shape across functions.
+    /// The listed pairs of `venue` this process serves: a market node counts only its
+    /// partition's (the registry lists every pair on every node).
+    fn served_pairs(&self, venue: Venue) -> i64 {
+        let books = self.listed_books(venue);
+        match self.cluster.as_deref() {
+            Some(c) if c.role == crate::cluster::node::Role::Market => {
+                let registry = self.shared.registry();
+                books.iter().filter(|&&b| c.partition.owns(&registry.get(b).symbol)).count() as i64
+            }
+            _ => books.len() as i64,
+        }
+    }
+
     fn healthz(&self, now_ms: i64) -> Resp {
         // Ready once the shards have their books and the board has been built from them, so
         // the first rankings a client reads cover the whole market.
@@ -806,7 +819,7 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            let pairs = self.listed_books(*v).len() as i64;
+            let pairs = self.served_pairs(*v);
             if !self.shared.live {
                 j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
                 j.raw(",\"pairs\":").int(pairs).raw("}");
