@@ -201,6 +201,15 @@ impl Env {
         Http::new(&self.base, None).get("/healthz")
     }
 
+    /// Ends a scenario's result: the service's `/healthz` after the run, and the `/version` of
+    /// the binary measured (its build's revision: the harness's own `commit` is the checkout it
+    /// runs in, which need not be the binary's).
+    fn describe(&self, result: &mut Value) -> Res<()> {
+        result["health"] = self.health()?;
+        result["rampartVersion"] = Http::new(&self.base, None).get("/version")?;
+        Ok(())
+    }
+
     fn wait_ready(&self, limit: Duration) -> Res<()> {
         let deadline = Instant::now() + limit;
         loop {
@@ -459,7 +468,7 @@ pub fn run(o: &Opts) -> Res<Value> {
             result["correctness"] = check;
             result["ingest"] =
                 json!({"sentPerS": (s1 - s0) as f64 / dt, "appliedPerS": (a1 - a0) as f64 / dt, "seconds": dt});
-            result["health"] = env.health()?;
+            env.describe(&mut result)?;
             notes.push("tick → webhook is measured from the simulator's publication of the probe's trade (queued for its connections; the connection task's write follows) to the webhook's arrival; request → webhook from the harness's request for that trade, so it also includes the simulator's handling of the request (restarting the pair's walk at the new price).".into());
         }
         "storm" => {
@@ -525,7 +534,7 @@ pub fn run(o: &Opts) -> Res<Value> {
             result["tickToWebhookUs"] = pct(&h);
             result["requestToWebhookUs"] = pct(&from_request);
             result["correctness"] = json!({"expectedHealthy": healthy.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "duplicates": dups.len(), "hangingReceiverRequests": hanging, "ok": missing == 0 && early == 0 && below == 0 && dups.is_empty()});
-            result["health"] = env.health()?;
+            env.describe(&mut result)?;
             notes.push(format!(
                 "{receivers} receivers on their own ports; receiver 0 ({:.0}% of the alerts) reads each request and never answers.",
                 100.0 / receivers as f64
@@ -608,7 +617,7 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         result["httpBothApiNodes"] = both_api_nodes(&env, api2, &paths, Duration::from_secs(o.secs.min(10)))?;
         notes.push("httpBothApiNodes: the same load split over the cluster's two api nodes at once (32 connections on one thread each); reqPerS is their sum.".into());
     }
-    result["health"] = env.health()?;
+    env.describe(result)?;
     notes.push("Closed-loop load, 64 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second; the last two columns are the same axum server on two worker threads and its requests per second over the one-thread baseline's (what a second front thread could gain here at most). The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
     Ok(())
 }
@@ -659,7 +668,7 @@ fn reads_under_creates(o: &Opts, result: &mut Value, notes: &mut Vec<String>) ->
     }
     ratios.sort_by(f64::total_cmp);
     result["writes"] = json!({"path": path, "createsPerSAsked": CREATES_PER_S, "rounds": rounds, "medianP99Ratio": ratios[ratios.len() / 2]});
-    result["health"] = env.health()?;
+    env.describe(result)?;
     notes.push(format!("Each round: {path} loaded alone, then again while {CREATE_THREADS} threads create alerts at {CREATES_PER_S}/s in all (paced, each create awaited, far from the price so none fires); p99Ratio = the reads' p99 with creates / alone. 64 keep-alive connections on 2 threads; everything shares the machine's 2 cores."));
     Ok(())
 }
@@ -752,10 +761,12 @@ fn write(o: &Opts, started_ms: i64, result: &Value) -> Res<()> {
 
 fn markdown(r: &Value) -> String {
     let mut s = format!(
-        "# rampart-harness {}\n\n- command: `{}`\n- commit: {}\n- machine: {} cores, {}\n- date: {}\n- pairs: {}, shards: 1\n\n",
+        "# rampart-harness {}\n\n- command: `{}`\n- commit: {}\n- rampart measured: {} {}\n- machine: {} cores, {}\n- date: {}\n- pairs: {}, shards: 1\n\n",
         r["scenario"].as_str().unwrap_or(""),
         r["command"].as_str().unwrap_or(""),
         r["commit"].as_str().unwrap_or(""),
+        r["rampartVersion"]["version"].as_str().unwrap_or("-"),
+        r["rampartVersion"]["revision"].as_str().unwrap_or("(in process)"),
         r["machine"]["cores"],
         r["machine"]["cpu"].as_str().unwrap_or(""),
         r["date"].as_str().unwrap_or(""),

@@ -35,6 +35,8 @@ fn quiet_and_storm_scenarios_run_and_check_out() {
         assert_eq!(r["correctness"]["duplicates"], 0, "{scenario}");
         assert_eq!(r["correctness"]["early"], 0, "{scenario}");
         assert!(r["tickToWebhookUs"]["count"].as_u64().is_some_and(|n| n > 0), "{scenario}: {r}");
+        // The result names the binary it measured.
+        assert!(r["rampartVersion"]["revision"].as_str().is_some_and(|v| !v.is_empty()), "{scenario}: {r}");
         // The simulator publishes a trade after the harness asked for it: measured from the
         // publication, no webhook can take longer than measured from the request.
         let (tick, request) = (&r["tickToWebhookUs"], &r["requestToWebhookUs"]);

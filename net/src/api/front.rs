@@ -754,8 +754,6 @@ impl Front {
         r
     }
 
-    // Long: one JSON document written field by field in its documented order (shards, then each
-    // venue's state and counters); splitting it would scatter the shape across functions.
     /// The listed pairs of `venue` this process serves: a market node counts only its
     /// partition's (the registry lists every pair on every node).
     fn served_pairs(&self, venue: Venue) -> i64 {
@@ -769,6 +767,8 @@ impl Front {
         }
     }
 
+    // Long: one JSON document written field by field in its documented order (shards, then each
+    // venue's state and counters); splitting it would scatter the shape across functions.
     fn healthz(&self, now_ms: i64) -> Resp {
         // Ready once the shards have their books and the board has been built from them, so
         // the first rankings a client reads cover the whole market.
