@@ -808,18 +808,31 @@ pub fn ensure_memlock(shards: usize) -> Result<u64, MemlockTooLow> {
 pub struct Commands {
     queues: Vec<Arc<ArrayQueue<Command>>>,
     shared: Arc<Shared>,
+    /// Woken after each command queued, when the queues' reader waits for it (a cluster's
+    /// command forwarder); shards poll their queue instead.
+    wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl Commands {
     /// Commands over `queues`, routed by each book's `shard` in `shared`.
     pub fn new(queues: Vec<Arc<ArrayQueue<Command>>>, shared: Arc<Shared>) -> Commands {
-        Commands { queues, shared }
+        Commands { queues, shared, wake: None }
+    }
+
+    /// The same, waking `wake` after each command queued.
+    pub fn with_wake(mut self, wake: Arc<tokio::sync::Notify>) -> Commands {
+        self.wake = Some(wake);
+        self
     }
 
     /// Queues `cmd` for the shard owning `book`; at the bound the command is handed back.
     pub fn send(&self, book: BookId, cmd: Command) -> Result<(), Command> {
         let shard = self.shared.slots.get(book.index()).map_or(0, |s| s.shard.load(Ordering::Acquire) as usize);
-        self.queues[shard].push(cmd)
+        self.queues[shard].push(cmd)?;
+        if let Some(w) = &self.wake {
+            w.notify_one();
+        }
+        Ok(())
     }
 }
 
@@ -980,7 +993,7 @@ impl ShardSet {
 
     /// A command handle for the front.
     pub fn commands(&self) -> Commands {
-        Commands { queues: self.commands.clone(), shared: self.shared.clone() }
+        Commands::new(self.commands.clone(), self.shared.clone())
     }
 
     /// The command queues, one per shard (their depth is a metric).

@@ -1,10 +1,10 @@
 //! Alert commands and shard queries between the nodes of a cluster. An api node's front sends
 //! shard commands exactly as over local shards, into one bounded queue per partition
 //! ([`crate::shard::Commands`] over [`crate::shard::Shared::replica`]); the api side here
-//! (`Forwarder`) drains those queues every millisecond and sends each on NATS: alert additions
-//! and removals to `rampart.commands.<partition>`, candle and depth copies as requests to
-//! `rampart.queries.<partition>` whose replies answer the front's waiting request. The market
-//! side (`CommandServer`) applies them to its own shards.
+//! (`Forwarder`), woken as the front queues one, drains those queues and sends each on NATS:
+//! alert additions and removals to `rampart.commands.<partition>`, candle and depth copies as
+//! requests to `rampart.queries.<partition>` whose replies answer the front's waiting request.
+//! The market side (`CommandServer`) applies them to its own shards.
 //!
 //! Commands go over core NATS, and one can be lost (the api node dies before its client flushed
 //! it, NATS or the owning node is away): storage, where every alert is committed before its
@@ -64,9 +64,16 @@ fn name_of(registry: &Registry, book: BookId) -> Option<BookName> {
     })
 }
 
-/// The api side: one queue per partition, drained onto NATS by a thread; stopped on drop.
+/// Longest wait of the api side's forwarder between two looks at its queues (and at its NATS
+/// connection's state, for `/healthz`): the front wakes it as it queues a command, so this only
+/// bounds the connection state's age and a missed wake-up.
+const FORWARD_IDLE: Duration = Duration::from_millis(100);
+
+/// The api side: one queue per partition, drained onto NATS by a thread woken by the front;
+/// stopped on drop.
 pub struct Forwarder {
     queues: Vec<Arc<ArrayQueue<Command>>>,
+    wake: Arc<tokio::sync::Notify>,
     _thread: StoppableThread,
 }
 
@@ -75,16 +82,17 @@ impl Forwarder {
     pub fn start(shared: Arc<Shared>, url: String, health: Arc<NodeHealth>) -> std::io::Result<Forwarder> {
         let queues: Vec<_> =
             (0..shared.stats.len()).map(|_| Arc::new(ArrayQueue::new(crate::shard::COMMANDS_MAX))).collect();
-        let drained = queues.clone();
+        let (drained, wake) = (queues.clone(), Arc::new(tokio::sync::Notify::new()));
+        let woken = wake.clone();
         let thread = super::spawn_async("cluster-commands", move |stop| async move {
-            forward(shared, drained, &url, health, &stop).await;
+            forward(shared, drained, &url, health, &woken, &stop).await;
         })?;
-        Ok(Forwarder { queues, _thread: thread })
+        Ok(Forwarder { queues, wake, _thread: thread })
     }
 
-    /// The front's handle: commands routed to their partition's queue.
+    /// The front's handle: commands routed to their partition's queue, waking the forwarder.
     pub fn commands(&self, shared: Arc<Shared>) -> Commands {
-        Commands::new(self.queues.clone(), shared)
+        Commands::new(self.queues.clone(), shared).with_wake(self.wake.clone())
     }
 
     /// The queues (for `/metrics`).
@@ -98,14 +106,14 @@ async fn forward(
     queues: Vec<Arc<ArrayQueue<Command>>>,
     url: &str,
     health: Arc<NodeHealth>,
+    wake: &tokio::sync::Notify,
     stop: &AtomicBool,
 ) {
     let Some(client) = connect_until(url, "rampart-api-commands", stop).await else { return };
     let registry = shared.registry();
-    let mut tick = tokio::time::interval(Duration::from_millis(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !stop.load(Ordering::Acquire) {
-        tick.tick().await;
+        // A command queued since the last drain left a permit: this returns at once.
+        let _ = tokio::time::timeout(FORWARD_IDLE, wake.notified()).await;
         let connected = client.connection_state() == async_nats::connection::State::Connected;
         health.commands_connected.store(connected, Ordering::Release);
         for (partition, queue) in queues.iter().enumerate() {
