@@ -674,8 +674,9 @@ fn reads_under_creates(o: &Opts, result: &mut Value, notes: &mut Vec<String>) ->
 }
 
 /// Creates alerts at `CREATES_PER_S` for `secs` on `CREATE_THREADS` threads, each on its own
-/// schedule (a late create is not made up for by a burst); the rate reached, the creates'
-/// latency and the failures.
+/// fixed schedule (one create every `CREATE_THREADS / CREATES_PER_S` s; one that ends late is
+/// followed at once by the next due, so the asked rate holds while creates take less than that
+/// on average); the rate reached, the creates' latency and the failures.
 fn create_paced(api: &Http, prices: &[(String, f64)], secs: Duration) -> Res<Value> {
     let started = Instant::now();
     let every = Duration::from_micros(1_000_000 * CREATE_THREADS / CREATES_PER_S);
