@@ -21,7 +21,8 @@ use hdrhistogram::Histogram;
 use rampart_engine::alert::{Condition, Cross};
 use rampart_engine::sim::{self, Sim, SimConfig};
 use rampart_engine::{BookId, Market, Registry, Venue};
-use rampart_net::shard::{Command, ShardConfig, ShardSet};
+use rampart_net::shard::{ShardConfig, ShardSet};
+use rampart_net::state::Command;
 
 /// Percentiles of one measured quantity.
 #[derive(Clone, Debug)]
@@ -168,8 +169,8 @@ pub fn levels_recompute(pairs: usize, passes: usize) -> Summary {
 /// periodic job (every 2 s).
 pub fn metrics_refresh(pairs: usize, passes: usize) -> Vec<Summary> {
     use rampart_engine::level::{compute_from_set, LevelScratch};
-    use rampart_net::shard::pair_metrics::PairMetrics;
-    use rampart_net::shard::DensitySnapshot;
+    use rampart_net::state::pair_metrics::PairMetrics;
+    use rampart_net::state::DensitySnapshot;
     let now = 1_795_183_387_000_i64;
     let (mut market, mut sim) = simulated_market(pairs, now);
     let mut ticks = Vec::with_capacity(sim.ticks_per_step_max() * 64);
@@ -295,7 +296,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: WALLS_MIN_RATIO,
         fault_hang_on_stop: false,
-        events_max: rampart_net::shard::EVENTS_MAX,
+        events_max: rampart_net::state::EVENTS_MAX,
         cpus: (0..shards).map(|i| Some(i % std::thread::available_parallelism().map_or(1, |c| c.get()))).collect(),
         clock: rampart_net::clock::system(),
         partition: Default::default(),
@@ -601,7 +602,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
                 m.insert(id, t);
             }
         }
-        store.record_firings(&batch).expect("record");
+        store.record_firings(&batch, &rampart_net::text::Texts).expect("record");
         wake.notify_one();
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -302,7 +302,7 @@ impl Env {
     /// (venue send → decision, socket read → decision), µs. Waits for the shards' next merge
     /// of their histograms first.
     fn latency(&self) -> Res<(Value, Value)> {
-        thread::sleep(Duration::from_millis(2 * rampart_net::shard::LATENCY_PUBLISH_MS as u64));
+        thread::sleep(Duration::from_millis(2 * rampart_net::state::LATENCY_PUBLISH_MS as u64));
         let v = self.api.get("/v1/debug/latency")?;
         Ok((v["tickToDecisionUs"].clone(), v["readToDecisionUs"].clone()))
     }

@@ -1,10 +1,11 @@
-//! Fuzzes the site alert body parser and validator (`rampart_net::site::parse_request`): any
+//! Fuzzes the site alert body parser and validator (`rampart_net::site_alerts::parse_request`): any
 //! bytes give a request or a 400/422, never a panic; an accepted request holds only values in
 //! their documented ranges.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rampart_net::site::{parse_request, SiteCondition};
+use rampart_net::persistence::store::SiteCondition;
+use rampart_net::site_alerts::parse_request;
 
 fuzz_target!(|data: &[u8]| {
     match parse_request(data) {

@@ -25,7 +25,6 @@ use futures_lite::StreamExt;
 pub mod commands;
 pub mod health;
 pub mod node;
-pub mod partition;
 pub mod publisher;
 pub mod snapshots;
 pub mod wire;
@@ -100,11 +99,6 @@ where
             Err(e) => tracing::error!("{name}: no runtime: {e}"),
         }
     })
-}
-
-/// The message id of a firing: the pair that identifies it, whoever publishes it how often.
-pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {
-    format!("{alert_id}:{trigger_ms}")
 }
 
 /// A firing's headers: the id the stream deduplicates by, and the same id where consumers see

@@ -63,10 +63,11 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
-use ssrf::{Host, WebhookUrl};
+use crate::outbound::ssrf::{self, Host, WebhookUrl};
+use crate::outbound::{tls_config, USER_AGENT_VALUE};
 
+pub mod metrics;
 pub mod pool;
-pub mod ssrf;
 pub mod telegram;
 use crate::persistence::store::{AttemptResult, Channel, OutboxRow, Outcome, Store};
 use crate::persistence::writer::FIRING_TARGET;
@@ -95,8 +96,6 @@ const ACCOUNT_RESERVE_DIVISOR: usize = 4;
 /// outcomes still unrecorded leaves their rows pending: they are sent again after the next
 /// start (at least once).
 pub const UNRECORDED_MAX: usize = 4_096;
-/// The `User-Agent` of every delivery.
-pub const USER_AGENT_VALUE: &str = concat!("rampart/", env!("CARGO_PKG_VERSION"));
 
 /// Delivery settings.
 #[derive(Clone, Debug)]
@@ -121,7 +120,7 @@ pub struct DeliveryConfig {
     /// Where recording outcomes is reported, for `/healthz` (`None`: not reported).
     pub health: Option<Arc<crate::persistence::storage::StorageHealth>>,
     /// Attempt outcomes and durations, for `/metrics` (`None`: not measured).
-    pub metrics: Option<crate::api::metrics::WebhookMetrics>,
+    pub metrics: Option<metrics::WebhookMetrics>,
     /// The operator's Telegram bot (`None`: Telegram rows fail with "not configured").
     pub telegram: Option<TelegramChannel>,
 }
@@ -656,23 +655,6 @@ where
         let _ = conn.await;
     });
     Ok(Conn::new(sender, driver))
-}
-
-/// The client TLS configuration: ring, the bundled web roots plus `extra_roots_der`, no client
-/// certificate. `None` if it cannot be built (an extra root that does not parse).
-pub fn tls_config(extra_roots_der: &[Vec<u8>]) -> Option<Arc<rustls::ClientConfig>> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    for der in extra_roots_der {
-        roots.add(rustls::pki_types::CertificateDer::from(der.clone())).ok()?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .ok()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Some(Arc::new(config))
 }
 
 /// How one request on a connection ended.

@@ -1,20 +1,24 @@
 //! rampart's runtime: shards on pinned glommio executors, the HTTP front, storage and config.
 //!
 //! Everything that touches threads, sockets, clocks or disk lives here; the market logic it
-//! drives lives in `rampart-engine`. The folders follow the roles: `venue` (ingest: the venues'
-//! protocols, sessions, connections, REST), `shard` (the executors that own the books),
-//! `api` (the HTTP front and what it serves), `persistence` (SQLite or PostgreSQL and the
-//! threads that write it), `delivery` (webhooks and the SSRF guard), `cluster` (a cluster's
-//! nodes on NATS: partitions, snapshots, alert commands, the firings stream); `clock`, `config`, `json` and `shutdown` serve them all.
+//! drives lives in `rampart-engine`. The folders are floors (ARCHITECTURE.md, "Floors of the
+//! runtime"): a module imports only from the floors below it.
 
+pub mod alerts;
 pub mod api;
+pub mod board;
 pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod delivery;
 pub mod json;
+pub mod outbound;
 pub mod persistence;
+pub mod request;
 pub mod shard;
 pub mod shutdown;
 pub mod site;
+pub mod site_alerts;
+pub mod state;
+pub mod text;
 pub mod venue;

@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 use rampart_engine::alert::{Condition, Cross};
 use rampart_engine::{Price, Venue};
 use rampart_net::clock::{Clock, ManualClock};
-use rampart_net::delivery::{Delivery, DeliveryConfig, USER_AGENT_VALUE};
-use rampart_net::persistence::store::{event_body, FiringRecord, NewAlert, OutboxRow, Store};
+use rampart_net::delivery::{Delivery, DeliveryConfig};
+use rampart_net::outbound::USER_AGENT_VALUE;
+use rampart_net::persistence::store::{FiringRecord, NewAlert, OutboxRow, Store};
+use rampart_net::text::alert::event_body;
+use rampart_net::text::Texts;
 
 const T0: i64 = 1_795_183_387_000;
 
@@ -159,7 +162,7 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
         .expect("alert");
     let firing =
         FiringRecord { alert_id: row.id, price: 10_000_012_000_000, move_hundredths: None, ts_ms: T0, last: true };
-    let done = store.record_firings(&[firing]).expect("record");
+    let done = store.record_firings(&[firing], &Texts).expect("record");
     assert_eq!(done.len(), 1);
     (store, row.id)
 }
@@ -365,7 +368,7 @@ fn slow_receivers_do_not_delay_healthy_ones() {
         .iter()
         .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true })
         .collect();
-    store.record_firings(&firings).expect("record");
+    store.record_firings(&firings, &Texts).expect("record");
     let started = Instant::now();
     let d = start(&dir, &clock, DeliveryConfig { per_host_max: 2, ..local() });
     let fast_id = ids[5];
@@ -612,7 +615,7 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
         .iter()
         .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true })
         .collect();
-    store.record_firings(&firings).expect("record");
+    store.record_firings(&firings, &Texts).expect("record");
     (key.account_id, ids)
 }
 

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rampart_net::cluster::{message_id, BusNames, FiringBus, DELIVERIES_MAX};
+use rampart_net::cluster::{BusNames, FiringBus, DELIVERIES_MAX};
+use rampart_net::persistence::store::message_id;
 
 fn names(test: &str) -> BusNames {
     BusNames {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_net::cluster::partition::of_symbol;
+use rampart_net::state::partition::of_symbol;
 use rampart_tests::{binance_symbols, json_receiver, pg_database, Deliver, Server, FAST};
 use serde_json::{json, Value};
 

@@ -16,10 +16,10 @@ use arc_swap::ArcSwap;
 use clap::{Args, Parser, Subcommand};
 use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
-use rampart_net::api::board::{Board, BoardThread};
 use rampart_net::api::front::{self, Front, FrontConfig, FrontStorage};
 use rampart_net::api::keys::KeyWatcher;
 use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
+use rampart_net::board::BoardThread;
 use rampart_net::clock::{self, SharedClock};
 use rampart_net::cluster::health::WorkerStats;
 use rampart_net::cluster::publisher::Publisher;
@@ -31,10 +31,13 @@ use rampart_net::persistence::storage::{StorageHealth, StorageThread};
 use rampart_net::persistence::store::{Checkpointer, Revoked, Store, StoreLocation};
 use rampart_net::persistence::writer::{OnCommitted, Writer};
 use rampart_net::shard::live::LiveFeed;
-use rampart_net::shard::{Command as ShardCommand, EventQueue, ShardConfig, ShardSet};
+use rampart_net::shard::{ShardConfig, ShardSet};
 use rampart_net::shutdown::Shutdown;
-use rampart_net::site::market::MarketAlerts;
-use rampart_net::site::watch::SiteAlertWatcher;
+use rampart_net::site_alerts::market::MarketAlerts;
+use rampart_net::site_alerts::watch::SiteAlertWatcher;
+use rampart_net::state::board::Board;
+use rampart_net::state::{Command as ShardCommand, EventQueue};
+use rampart_net::text::Texts;
 use rampart_net::venue::listing::ListingChange;
 use rampart_net::venue::rest::{self, Rest, RestBooks};
 use rampart_net::venue::VenueSettings;
@@ -252,7 +255,7 @@ struct ServeArgs {
     #[arg(long, env = "RAMPART_CPUS")]
     cpus: Option<String>,
     /// Capacity of each shard's event queue (tests shrink it to exercise backpressure).
-    #[arg(long, hide = true, default_value_t = rampart_net::shard::EVENTS_MAX)]
+    #[arg(long, hide = true, default_value_t = rampart_net::state::EVENTS_MAX)]
     events_max: usize,
 }
 
@@ -940,7 +943,7 @@ fn start_feed(
         let alerts = load_alerts(store, &registry, s.role.partition())?;
         return Ok((ShardSet::start_sim(&shard_config, registry, universe, alerts)?, None));
     };
-    let tls = rampart_net::delivery::tls_config(&[]);
+    let tls = rampart_net::outbound::tls_config(&[]);
     let starting = starting::Starting::start(listener.try_clone()?)?;
     let listed = list_live(venues, tls.clone());
     starting.finish()?;
@@ -974,7 +977,7 @@ fn start_feed(
 fn load_alerts(
     store: &Store,
     registry: &Registry,
-    partition: rampart_net::cluster::partition::Partition,
+    partition: rampart_net::state::partition::Partition,
 ) -> Result<Vec<(rampart_engine::BookId, rampart_engine::alert::AlertSpec)>> {
     let mut alerts = Vec::new();
     let mut orphaned = 0;
@@ -1007,7 +1010,7 @@ enum Sending {
 
 struct Persistence {
     health: Arc<StorageHealth>,
-    webhooks: rampart_net::api::metrics::WebhookMetrics,
+    webhooks: rampart_net::delivery::metrics::WebhookMetrics,
     /// The sender here, or (`--nats`) the publisher to the firings stream.
     delivery: Sending,
     writer: Writer,
@@ -1021,9 +1024,9 @@ struct Persistence {
 impl Persistence {
     fn start(s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Result<Persistence> {
         // The board thread's queue of market alert firings, drained like a shard's.
-        let market_events = Arc::new(EventQueue::new(rampart_net::shard::EVENTS_MAX));
+        let market_events = Arc::new(EventQueue::new(rampart_net::state::EVENTS_MAX));
         let health = Arc::new(StorageHealth::default());
-        let webhooks = rampart_net::api::metrics::WebhookMetrics::default();
+        let webhooks = rampart_net::delivery::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
             allow_private: s.allow_private,
             health: Some(health.clone()),
@@ -1054,6 +1057,7 @@ impl Persistence {
         });
         let writer = Writer::start(
             s.store.open()?.for_background()?.with_telegram(telegram),
+            Box::new(Texts),
             shards.event_queues().into_iter().chain([market_events.clone()]).collect(),
             shards.shared().books.clone(),
             health.clone(),
@@ -1127,7 +1131,7 @@ fn start_sim_delistings(s: &ServeSettings, shards: &ShardSet) -> Result<()> {
 }
 
 /// Queues a command for a book's shard, waiting out a full queue (it drains every millisecond).
-fn send_waiting(commands: &rampart_net::shard::Commands, book: rampart_engine::BookId, mut cmd: ShardCommand) {
+fn send_waiting(commands: &rampart_net::state::Commands, book: rampart_engine::BookId, mut cmd: ShardCommand) {
     while let Err(back) = commands.send(book, cmd) {
         cmd = back;
         std::thread::sleep(Duration::from_millis(5));
@@ -1175,8 +1179,8 @@ async fn run_front(
 /// book (with the stored active alerts on it, e.g. those of a venue that joined late). Runs on
 /// the REST thread; a full command queue is waited out (it drains every millisecond).
 fn listing_hook(
-    commands: rampart_net::shard::Commands,
-    shared: Arc<rampart_net::shard::Shared>,
+    commands: rampart_net::state::Commands,
+    shared: Arc<rampart_net::state::Shared>,
     natives: Arc<arc_swap::ArcSwap<Vec<String>>>,
     store: Store,
 ) -> rest::OnListing {

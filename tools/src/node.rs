@@ -11,21 +11,25 @@ use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use rampart_engine::sim;
 use rampart_engine::Registry;
-use rampart_net::api::board::{Board, BoardThread};
 use rampart_net::api::front::{Front, FrontConfig, FrontStorage};
 use rampart_net::api::keys::KeyWatcher;
-use rampart_net::api::metrics::{Metrics, Sources as MetricsSources, WebhookMetrics};
+use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
+use rampart_net::board::BoardThread;
 use rampart_net::clock::{self, SharedClock};
 use rampart_net::cluster::commands::{CommandServer, Forwarder};
 use rampart_net::cluster::node::{NamedLock, NodeHealth, Role};
-use rampart_net::cluster::partition::Partition;
 use rampart_net::cluster::snapshots::{Replica, SnapshotPublisher};
+use rampart_net::delivery::metrics::WebhookMetrics;
 use rampart_net::persistence::storage::{StorageHealth, StorageThread};
 use rampart_net::persistence::store::{Checkpointer, ServerLock};
 use rampart_net::persistence::writer::Writer;
-use rampart_net::shard::{EventQueue, ShardSet, Shared};
-use rampart_net::site::market::MarketAlerts;
-use rampart_net::site::watch::SiteAlertWatcher;
+use rampart_net::shard::ShardSet;
+use rampart_net::site_alerts::market::MarketAlerts;
+use rampart_net::site_alerts::watch::SiteAlertWatcher;
+use rampart_net::state::board::Board;
+use rampart_net::state::partition::Partition;
+use rampart_net::state::{EventQueue, Shared};
+use rampart_net::text::Texts;
 
 use super::{announce, bind, configured, serve_until_stopped, ServeSettings};
 
@@ -50,8 +54,8 @@ impl NodeRole {
             ("market", _, _) => bail!("--role market needs --partition I/N (and no --partitions)"),
             ("api", None, Some(n)) => {
                 let p = Partition { index: 0, count: n };
-                if n == 0 || n > rampart_net::cluster::partition::PARTITIONS_MAX {
-                    bail!("--partitions must be between 1 and {}", rampart_net::cluster::partition::PARTITIONS_MAX);
+                if n == 0 || n > rampart_net::state::partition::PARTITIONS_MAX {
+                    bail!("--partitions must be between 1 and {}", rampart_net::state::partition::PARTITIONS_MAX);
                 }
                 Ok(NodeRole::Api(p.count))
             }
@@ -117,7 +121,7 @@ impl MarketLinks {
 /// the same list; a pair listed after an api node started is not served by it until it restarts.
 fn registry(s: &ServeSettings) -> Result<Arc<Registry>> {
     if let Some(venues) = &s.live {
-        let (registry, _) = super::list_live(venues, rampart_net::delivery::tls_config(&[]))?;
+        let (registry, _) = super::list_live(venues, rampart_net::outbound::tls_config(&[]))?;
         return Ok(Arc::new(registry));
     }
     let universe = sim::universe(s.seed, s.sim_pairs);
@@ -142,10 +146,11 @@ impl MarketAlertsHere {
         clock: &SharedClock,
         node: &NodeHealth,
     ) -> Result<Self> {
-        let events = Arc::new(EventQueue::new(rampart_net::shard::EVENTS_MAX));
+        let events = Arc::new(EventQueue::new(rampart_net::state::EVENTS_MAX));
         let store = s.store.open()?.for_background()?.with_telegram(s.telegram.is_some());
         let (books, queues) = (shared.books.clone(), vec![events.clone()]);
-        let writer = Writer::start(store, queues, books, health.clone(), clock.clone(), Box::new(|_| {}))?;
+        let writer =
+            Writer::start(store, Box::new(Texts), queues, books, health.clone(), clock.clone(), Box::new(|_| {}))?;
         let watcher = SiteAlertWatcher::start(s.store.open()?, shared.clone())?;
         let lock = NamedLock::start(s.store.open()?, "site-market-alerts", node.market_alerts.clone())?;
         Ok(MarketAlertsHere { events, lock, writer, _watcher: watcher })

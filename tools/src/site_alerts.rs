@@ -1,6 +1,6 @@
 //! `rampart site-alerts`: the site's density and market alerts of one account (named by one of
 //! its keys), managed through the same internal interface the site's pages use
-//! (`rampart_net::site`). A running server evaluates a change within its next poll of the store.
+//! (`rampart_net::site_alerts`). A running server evaluates a change within its next poll of the store.
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
@@ -8,7 +8,8 @@ use rampart_net::clock;
 use rampart_net::config::Plans;
 use rampart_net::json::Json;
 use rampart_net::persistence::store::{KeyRow, Store};
-use rampart_net::site::{self, SiteError};
+use rampart_net::site_alerts::{self, SiteError};
+use rampart_net::text::site_alert::write_site_alert;
 
 /// The `site-alerts` commands.
 #[derive(Subcommand, Debug)]
@@ -48,10 +49,10 @@ pub fn run(command: SiteAlertsCommand, store: &Store, plans: &Plans) -> Result<(
             let plan = plans
                 .get(&account.plan)
                 .with_context(|| format!("the account's plan '{}' is not configured", account.plan))?;
-            let request = site::parse_request(body.as_bytes()).map_err(SiteError::Invalid)?;
-            let row = site::create(store, account.account_id, plan, request, None, now)?;
+            let request = site_alerts::parse_request(body.as_bytes()).map_err(SiteError::Invalid)?;
+            let row = site_alerts::create(store, account.account_id, plan, request, None, now)?;
             j.raw("{\"data\":");
-            site::write_site_alert(&mut j, &row);
+            write_site_alert(&mut j, &row);
             j.raw("}");
         }
         SiteAlertsCommand::List { key } => {
@@ -61,13 +62,13 @@ pub fn run(command: SiteAlertsCommand, store: &Store, plans: &Plans) -> Result<(
                 if i > 0 {
                     j.raw(",");
                 }
-                site::write_site_alert(&mut j, row);
+                write_site_alert(&mut j, row);
             }
             j.raw("]}");
         }
         SiteAlertsCommand::Delete { key, id } => {
             let account = account(store, &key)?;
-            site::delete(store, account.account_id, id, now)?;
+            site_alerts::delete(store, account.account_id, id, now)?;
             j.raw("{\"data\":{\"id\":").int(id).raw(",\"deleted\":true}}");
         }
     }

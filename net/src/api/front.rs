@@ -34,19 +34,20 @@ mod site_events;
 
 pub use json_errors::JsonErrors;
 
-use crate::api::alerts;
+use crate::alerts::{request as alerts, rules};
 use crate::api::keys::KeyWatcher;
 use crate::api::limit::{Limiter, Refusal};
 use crate::clock::{self, SharedClock};
 use crate::config::Plans;
-use crate::delivery::ssrf;
 use crate::json::{error_body, Json};
+use crate::outbound::ssrf;
 use crate::persistence::storage::{StorageHealth, StorageThread, Writer};
 use crate::persistence::store::{hash_key, is_key_shaped, KeyRow};
 use crate::persistence::store::{AlertStatus, NewAlert};
-use crate::shard::{Command, Commands, DensitySnapshot, Shared};
+use crate::state::{Command, Commands, DensitySnapshot, Shared};
+use crate::text::alert::write_alert;
 use hyper::http::request::Parts;
-use rampart_engine::alert::{AlertSpec, Condition, Cross};
+use rampart_engine::alert::AlertSpec;
 
 /// Front limits; every one has a documented behaviour at the bound.
 #[derive(Clone, Debug)]
@@ -132,7 +133,7 @@ pub struct Front {
     /// and the millisecond hold.
     densities_bulk: bodies::GenerationCache,
     /// Metrics, rankings and board numbers, rebuilt by the board thread.
-    board: Arc<arc_swap::ArcSwap<crate::api::board::Board>>,
+    board: Arc<arc_swap::ArcSwap<crate::state::board::Board>>,
     /// Answers read from the board, kept until it is rebuilt.
     board_bodies: bodies::BoardBodies,
     /// The writer's counters: live push looks at its count of inbox commits.
@@ -201,8 +202,8 @@ struct ApiError {
     retry_after_s: Option<i64>,
 }
 
-impl From<alerts::Invalid> for ApiError {
-    fn from(e: alerts::Invalid) -> ApiError {
+impl From<crate::request::Invalid> for ApiError {
+    fn from(e: crate::request::Invalid) -> ApiError {
         ApiError::new(StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY), e.message)
     }
 }
@@ -439,7 +440,7 @@ impl Front {
             levels_bodies: bodies::BodyCache::new(shared_capacity),
             densities_bodies: bodies::BodyCache::new(shared_capacity),
             densities_bulk: bodies::GenerationCache::new(Venue::COUNT),
-            board: Arc::new(arc_swap::ArcSwap::from_pointee(crate::api::board::Board::empty())),
+            board: Arc::new(arc_swap::ArcSwap::from_pointee(crate::state::board::Board::empty())),
             board_bodies: bodies::BoardBodies::default(),
             writer_stats: Arc::new(crate::persistence::writer::WriterStats::default()),
             telegram_on: false,
@@ -470,8 +471,8 @@ impl Front {
     }
 
     /// Answers metrics, rankings and the board from `board` (kept current by a
-    /// [`crate::api::board::BoardThread`]); without it they answer an empty board.
-    pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<crate::api::board::Board>>) -> Front {
+    /// [`crate::board::BoardThread`]); without it they answer an empty board.
+    pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<crate::state::board::Board>>) -> Front {
         self.board = board;
         self
     }
@@ -750,7 +751,7 @@ impl Front {
             return method_not_allowed("GET");
         }
         let mut r = Response::new(Full::new(Bytes::from(m.encode())));
-        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::api::metrics::CONTENT_TYPE));
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::text::METRICS_CONTENT_TYPE));
         r
     }
 
@@ -775,9 +776,9 @@ impl Front {
         let started = self.shared.ready() && self.board.load().complete;
         let storage = self.health.report(now_ms);
         // Live feed: the data is dead when no venue has any; degraded when one has none.
-        let venue_health: Vec<crate::shard::VenueHealth> =
+        let venue_health: Vec<crate::state::VenueHealth> =
             self.venues.iter().map(|v| self.shared.venue_health(*v)).collect();
-        let down = |h: &crate::shard::VenueHealth| h.state == crate::shard::VenueState::Down;
+        let down = |h: &crate::state::VenueHealth| h.state == crate::state::VenueState::Down;
         let all_down = self.shared.live && venue_health.iter().all(down);
         let some_down = self.shared.live && venue_health.iter().any(down);
         let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
@@ -826,7 +827,7 @@ impl Front {
                 continue;
             }
             use std::sync::atomic::Ordering::Relaxed;
-            let sum = |f: fn(&crate::shard::VenueStats) -> &std::sync::atomic::AtomicU64| {
+            let sum = |f: fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64| {
                 self.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
             };
             let h = &venue_health[i];
@@ -847,7 +848,7 @@ impl Front {
                 j.raw("null");
             }
             for (name, f) in [
-                ("connects", (|s| &s.connects) as fn(&crate::shard::VenueStats) -> &std::sync::atomic::AtomicU64),
+                ("connects", (|s| &s.connects) as fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64),
                 ("connectFailures", |s| &s.connect_failures),
                 ("disconnects", |s| &s.disconnects),
                 ("messages", |s| &s.messages),
@@ -864,7 +865,7 @@ impl Front {
                 j.raw(",\"").raw(name).raw("\":").int(sum(f));
             }
             j.raw(",\"reconnects\":{");
-            for (i, r) in crate::venue::session::Reconnect::ALL.iter().enumerate() {
+            for (i, r) in crate::state::Reconnect::ALL.iter().enumerate() {
                 if i > 0 {
                     j.raw(",");
                 }
@@ -897,8 +898,8 @@ impl Front {
     /// `GET /v1/debug/latency`: the tick-to-decision histogram over every shard (live feed:
     /// Binance microsecond event time to the alert decision), for the latency benchmark.
     fn latency(&self) -> Resp {
-        let mut all = crate::shard::latency_histogram();
-        let mut inside = crate::shard::latency_histogram();
+        let mut all = crate::state::latency_histogram();
+        let mut inside = crate::state::latency_histogram();
         for l in self.shared.latency.iter() {
             if let Ok(l) = l.lock() {
                 let _ = all.add(&l.tick_to_decision_us);
@@ -1066,41 +1067,12 @@ impl Front {
         let Some(plan) = self.plans.get(&account.plan) else {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
-        if matches!(req.condition, Condition::Pct { .. }) && !plan.pct_alerts {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("percent-move alerts are not included in plan '{}'", plan.name),
-            ));
-        }
-        if req.repeat && !plan.repeat {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("repeating alerts are not included in plan '{}'", plan.name),
-            ));
-        }
+        rules::check_plan(plan, &req)?;
         let (current, _) = self.shared.price(book);
         if current <= 0 {
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
         }
-        if let Condition::Price { cross, level } = req.condition {
-            let mut b = [0u8; 24];
-            let shown = rampart_engine::fixed::format_decimal(current, &mut b);
-            match cross {
-                Cross::Above if level.0 <= current => {
-                    return Err(ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        format!("price must be above the current price {shown} for an 'above' alert"),
-                    ))
-                }
-                Cross::Below if level.0 >= current => {
-                    return Err(ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        format!("price must be below the current price {shown} for a 'below' alert"),
-                    ))
-                }
-                _ => {}
-            }
-        }
+        rules::check_side(&req.condition, current)?;
         // The public-address rule, checked with the same guard every delivery attempt uses.
         if let Some(url) = &req.webhook_url {
             let unprocessable = |e: ssrf::SsrfError| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string());
@@ -1132,12 +1104,7 @@ impl Front {
             })
             .await;
         self.health.record(Writer::Front, &inserted, now_ms);
-        let Some(row) = inserted? else {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name),
-            ));
-        };
+        let Some(row) = inserted? else { return Err(rules::cap_reached(plan).into()) };
         let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
         if self.commands.send(book, Command::AddAlert { book, spec }).is_err() {
             // The shard's queue is full: undo, so nothing unacknowledged stays behind.
@@ -1147,7 +1114,7 @@ impl Front {
         }
         let mut j = Json::with_capacity(512);
         j.raw("{\"data\":");
-        alerts::write_alert(&mut j, &row);
+        write_alert(&mut j, &row);
         j.raw("}");
         Ok(respond(StatusCode::OK, j.finish()))
     }
@@ -1164,7 +1131,7 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            alerts::write_alert(&mut j, row);
+            write_alert(&mut j, row);
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())

@@ -16,16 +16,14 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use rampart_engine::Venue;
 
+use crate::delivery::metrics::{duration_buckets, WebhookMetrics};
 use crate::delivery::DeliveryStats;
 use crate::persistence::storage::StorageHealth;
-use crate::shard::{Command, Shared, VenueStats};
-
-/// The media type of the exposition.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+use crate::state::{Command, Shared, VenueStats};
 
 /// One HTTP request's labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -43,19 +41,6 @@ pub struct HttpLabels {
 pub struct RouteLabels {
     /// The route's path template.
     pub route: &'static str,
-}
-
-/// A webhook attempt's outcome.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OutcomeLabels {
-    /// `delivered` (2xx), `rejected` (another status) or `error` (no full answer: timeout,
-    /// refused address, connection error, truncated answer).
-    pub outcome: &'static str,
-}
-
-/// Buckets for request and attempt durations, seconds: 50 µs to about 13 s.
-fn duration_buckets() -> impl Iterator<Item = f64> {
-    exponential_buckets(0.000_05, 2.0, 19)
 }
 
 /// The HTTP front's instruments (updated on the front's thread, once per request).
@@ -80,38 +65,6 @@ impl HttpMetrics {
     }
 }
 
-/// The webhook sender's instruments (updated on the delivery thread, once per attempt).
-#[derive(Clone, Debug)]
-pub struct WebhookMetrics {
-    attempts: Family<OutcomeLabels, Counter>,
-    duration: Histogram,
-    /// Telegram `sendMessage` attempts (same sender, same outcomes), by outcome.
-    telegram: Family<OutcomeLabels, Counter>,
-}
-
-impl Default for WebhookMetrics {
-    fn default() -> WebhookMetrics {
-        WebhookMetrics {
-            attempts: Family::default(),
-            duration: Histogram::new(duration_buckets()),
-            telegram: Family::default(),
-        }
-    }
-}
-
-impl WebhookMetrics {
-    /// Counts one finished attempt.
-    pub fn observe(&self, outcome: &'static str, seconds: f64) {
-        self.attempts.get_or_create(&OutcomeLabels { outcome }).inc();
-        self.duration.observe(seconds);
-    }
-
-    /// Counts one finished Telegram attempt.
-    pub fn observe_telegram(&self, outcome: &'static str) {
-        self.telegram.get_or_create(&OutcomeLabels { outcome }).inc();
-    }
-}
-
 /// What the collector reads at scrape time.
 pub struct Sources {
     /// The shards' published state and counters.
@@ -121,7 +74,7 @@ pub struct Sources {
     /// Each shard's command queue.
     pub commands: Vec<Arc<ArrayQueue<Command>>>,
     /// Each shard's event queue (firings and notices toward storage).
-    pub events: Vec<Arc<crate::shard::EventQueue>>,
+    pub events: Vec<Arc<crate::state::EventQueue>>,
     /// The webhook sender's counters.
     pub delivery: Arc<DeliveryStats>,
     /// Whether storage can be written.
@@ -155,17 +108,7 @@ impl Metrics {
         let http = HttpMetrics::new();
         registry.register("http_requests", "HTTP requests answered", http.requests.clone());
         registry.register("http_request_duration_seconds", "Time to answer a request", http.duration.clone());
-        registry.register("webhook_attempts", "Webhook attempts finished, by outcome", webhooks.attempts.clone());
-        registry.register(
-            "webhook_attempt_duration_seconds",
-            "Time from sending a webhook to its outcome",
-            webhooks.duration.clone(),
-        );
-        registry.register(
-            "telegram_attempts",
-            "Telegram sendMessage attempts finished, by outcome",
-            webhooks.telegram.clone(),
-        );
+        webhooks.register(&mut registry);
         registry.register_collector(Box::new(State(sources)));
         Metrics { registry, http }
     }
@@ -219,10 +162,10 @@ impl State {
 
     fn shards(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let stats = &self.0.shared.stats;
-        let counter = |f: fn(&crate::shard::ShardStats) -> u64| {
+        let counter = |f: fn(&crate::state::ShardStats) -> u64| {
             stats.iter().enumerate().map(move |(i, s)| (State::shard_label(i), ConstCounter::new(f(s))))
         };
-        let gauge = |f: fn(&crate::shard::ShardStats) -> u64| {
+        let gauge = |f: fn(&crate::state::ShardStats) -> u64| {
             stats.iter().enumerate().map(move |(i, s)| (State::shard_label(i), ConstGauge::new(f(s) as i64)))
         };
         family(e, "shard_ticks", "Ticks applied", counter(|s| s.ticks.load(Relaxed)))?;
@@ -287,10 +230,10 @@ impl State {
             self.venue_counter(e, name, help, f)?;
         }
         let health: Vec<_> = self.0.venues.iter().map(|v| (*v, self.0.shared.venue_health(*v))).collect();
-        let gauge = |f: &dyn Fn(&crate::shard::VenueHealth) -> i64| {
+        let gauge = |f: &dyn Fn(&crate::state::VenueHealth) -> i64| {
             health.iter().map(|(v, h)| ([("venue", v.as_str())], ConstGauge::new(f(h)))).collect::<Vec<_>>()
         };
-        let down = |h: &crate::shard::VenueHealth| i64::from(h.state == crate::shard::VenueState::Down);
+        let down = |h: &crate::state::VenueHealth| i64::from(h.state == crate::state::VenueState::Down);
         family::<_, VenueLabel>(e, "venue_down", "1 while the venue has no live data", gauge(&down))?;
         family::<_, VenueLabel>(e, "venue_books_live", "Books in sync now", gauge(&|h| h.live))?;
         family::<_, VenueLabel>(e, "venue_connections_open", "Connections open now", gauge(&|h| h.open))?;
@@ -302,7 +245,7 @@ impl State {
 
     fn rest(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let Some(rest) = &self.0.shared.rest_stats else { return Ok(()) };
-        type F = fn(&crate::venue::rest::RestStats) -> u64;
+        type F = fn(&crate::state::RestStats) -> u64;
         let table: [(&str, &str, F); 5] = [
             ("venue_rest_requests", "REST requests sent", |r| r.requests.load(Relaxed)),
             ("venue_rest_errors", "REST requests that failed", |r| r.errors.load(Relaxed)),

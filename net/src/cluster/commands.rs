@@ -1,6 +1,6 @@
 //! Alert commands and shard queries between the nodes of a cluster. An api node's front sends
 //! shard commands exactly as over local shards, into one bounded queue per partition
-//! ([`crate::shard::Commands`] over [`crate::shard::Shared::replica`]); the api side here
+//! ([`crate::state::Commands`] over [`crate::state::Shared::replica`]); the api side here
 //! (`Forwarder`), woken as the front queues one, drains those queues and sends each on NATS:
 //! alert additions and removals to `rampart.commands.<partition>`, candle and depth copies as
 //! requests to `rampart.queries.<partition>` whose replies answer the front's waiting request.
@@ -29,13 +29,13 @@ use futures_lite::StreamExt;
 use rampart_engine::{BookId, Registry};
 
 use super::node::NodeHealth;
-use super::partition::Partition;
 use super::snapshots::connect_until;
 use super::wire::{self, AlertCommand, BookName, Query};
 use crate::clock::SharedClock;
 use crate::persistence::store::{AlertRow, Store};
-use crate::shard::{Command, Commands, Pong, Shared};
 use crate::shutdown::StoppableThread;
+use crate::state::partition::Partition;
+use crate::state::{Command, Commands, Pong, Shared};
 
 /// How often a market node looks in storage for alerts whose command it missed.
 pub const CATCH_UP_PERIOD: Duration = Duration::from_secs(1);
@@ -81,7 +81,7 @@ impl Forwarder {
     /// Starts forwarding commands for the books of `shared` (a replica) to their partitions.
     pub fn start(shared: Arc<Shared>, url: String, health: Arc<NodeHealth>) -> std::io::Result<Forwarder> {
         let queues: Vec<_> =
-            (0..shared.stats.len()).map(|_| Arc::new(ArrayQueue::new(crate::shard::COMMANDS_MAX))).collect();
+            (0..shared.stats.len()).map(|_| Arc::new(ArrayQueue::new(crate::state::COMMANDS_MAX))).collect();
         let (drained, wake) = (queues.clone(), Arc::new(tokio::sync::Notify::new()));
         let woken = wake.clone();
         let thread = super::spawn_async("cluster-commands", move |stop| async move {

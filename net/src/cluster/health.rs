@@ -131,7 +131,7 @@ fn answer(req: &Request<Incoming>, stats: &WorkerStats) -> Response<Full<Bytes>>
             let (status, body) = stats.healthz();
             (status, "application/json", body)
         }
-        ("GET", "/metrics") => (200, crate::api::metrics::CONTENT_TYPE, stats.metrics()),
+        ("GET", "/metrics") => (200, crate::text::METRICS_CONTENT_TYPE, stats.metrics()),
         _ => (404, "application/json", "{\"error\":\"not found\"}".to_owned()),
     };
     let mut resp = Response::new(Full::new(Bytes::from(body)));

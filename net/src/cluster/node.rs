@@ -45,7 +45,7 @@ pub struct NodeHealth {
     /// The node's role.
     pub role: Role,
     /// Its partition (market) or the cluster's partition count (api: `index` unused).
-    pub partition: super::partition::Partition,
+    pub partition: crate::state::partition::Partition,
     /// The snapshot thread's NATS connection is up.
     pub snapshots_connected: AtomicBool,
     /// The command thread's NATS connection is up.
@@ -63,7 +63,7 @@ pub struct NodeHealth {
 
 impl NodeHealth {
     /// A node of `role` in `partition`.
-    pub fn new(role: Role, partition: super::partition::Partition) -> NodeHealth {
+    pub fn new(role: Role, partition: crate::state::partition::Partition) -> NodeHealth {
         let seen = match role {
             Role::Api => partition.count as usize,
             Role::Market => 0,

@@ -20,12 +20,12 @@ use futures_lite::StreamExt;
 use rampart_engine::{BookId, Registry};
 
 use super::node::NodeHealth;
-use super::partition::Partition;
 use super::wire::{self, BookName, BookUpdate, Out, PricePart, SnapshotHead};
 use super::BusError;
 use crate::clock::SharedClock;
-use crate::shard::{BookSlot, Shared};
 use crate::shutdown::StoppableThread;
+use crate::state::partition::Partition;
+use crate::state::{BookSlot, Shared};
 
 /// How often a market node sends what changed.
 pub const PUBLISH_PERIOD: Duration = Duration::from_millis(100);
@@ -348,7 +348,7 @@ mod tests {
             time_ms: 1,
             strength: 2,
         };
-        slot.levels.store(Arc::new(crate::shard::LevelSnapshot { computed_ms: levels_ms, levels: vec![level] }));
+        slot.levels.store(Arc::new(crate::state::LevelSnapshot { computed_ms: levels_ms, levels: vec![level] }));
     }
 
     #[test]
@@ -417,7 +417,7 @@ mod tests {
         for (b, _) in &books {
             source.slots[b.index()]
                 .levels
-                .store(Arc::new(crate::shard::LevelSnapshot { computed_ms: 1, levels: big.clone() }));
+                .store(Arc::new(crate::state::LevelSnapshot { computed_ms: 1, levels: big.clone() }));
         }
         let mut sent = vec![Sent::default(); books.len()];
         let head = SnapshotHead { partition: 0, partitions: 1, ..head(true) };

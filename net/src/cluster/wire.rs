@@ -13,8 +13,8 @@ use rampart_engine::level::{Formation, Origin};
 use rampart_engine::metrics::Window;
 use rampart_engine::{Candle, Price, Qty, Side, Timeframe, Venue};
 
-use crate::shard::pair_metrics::{Depth, PairMetrics, WallsSummary};
-use crate::shard::{DensitySnapshot, DepthView, LevelSnapshot, PublishedWall};
+use crate::state::pair_metrics::{Depth, PairMetrics, WallsSummary};
+use crate::state::{DensitySnapshot, DepthView, LevelSnapshot, PublishedWall};
 
 /// The format's version, first byte of every message; a message of another version is refused.
 pub const WIRE_VERSION: u8 = 1;
@@ -398,7 +398,7 @@ pub fn read_snapshot(buf: &[u8]) -> Result<(SnapshotHead, Vec<(BookName, BookUpd
         if mask & PART_PRICE != 0 {
             let (price, ts_ms, trade_high, trade_low) = (r.i64()?, r.i64()?, r.i64()?, r.i64()?);
             let status = r.u8()?;
-            if status > crate::shard::STATUS_DELISTED {
+            if status > crate::state::STATUS_DELISTED {
                 return Err(WireError::Invalid("status"));
             }
             u.price = Some(PricePart { price, ts_ms, trade_high, trade_low, status });

@@ -19,7 +19,8 @@ use super::health::WorkerStats;
 use super::{BusNames, Firing, FiringBus, FiringWorker};
 use crate::clock::SharedClock;
 use crate::delivery::pool::Pool;
-use crate::delivery::{attempt, tls_config, DeliveryConfig, Target};
+use crate::delivery::{attempt, DeliveryConfig, Target};
+use crate::outbound::tls_config;
 use crate::persistence::store::Store;
 use crate::shutdown::StoppableThread;
 

@@ -17,7 +17,7 @@
 //! of the group is kept.
 //!
 //! Key lookups never reach storage on the request path: the front reads the in-memory table
-//! that [`crate::api::keys::KeyWatcher`] keeps current from its own thread.
+//! that the front's key watcher (`api::keys`) keeps current from its own thread.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};

@@ -22,7 +22,10 @@ use super::db::{vals, Db, Row};
 mod account;
 mod site;
 pub use account::ACCOUNT_KEYS_MAX;
-pub use site::{SiteFiringDetail, SiteFiringRecord};
+pub use site::{
+    direction_str, parse_direction, parse_side, side_str, NewSiteAlert, SiteAlertRow, SiteCondition, SiteFiringDetail,
+    SiteFiringRecord, SiteRequest,
+};
 
 /// Schema migrations, in order; index + 1 is the `user_version` after each.
 const MIGRATIONS: &[&str] = &[
@@ -289,6 +292,26 @@ pub struct OutboxRow {
     pub channel: Channel,
 }
 
+/// The texts the store writes but never makes: every body and message that leaves the process
+/// is rendered in `crate::text` (`text::Texts`), handed to each write that needs one. A body is
+/// made from the row as the same transaction updated it, so the store asks for it there.
+pub trait Render {
+    /// The `alert.triggered` event body: the webhook's body and the inbox entry.
+    fn alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String;
+    /// The `alert.delisted` inbox body.
+    fn alert_delisted(&self, row: &AlertRow, now_ms: i64) -> String;
+    /// A site alert firing's inbox kind and body.
+    fn site_fired(&self, row: &SiteAlertRow, f: &SiteFiringRecord) -> (&'static str, String);
+    /// The Telegram text of a price or pct alert's firing.
+    fn telegram_alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String;
+    /// The Telegram text of a delisting notice.
+    fn telegram_alert_delisted(&self, row: &AlertRow) -> String;
+    /// The Telegram text of a site alert's firing.
+    fn telegram_site_fired(&self, row: &SiteAlertRow, f: &SiteFiringRecord) -> String;
+    /// The `sendMessage` body for `chat`.
+    fn telegram_body(&self, chat: &str, text: &str) -> String;
+}
+
 /// The channel of an outbox row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Channel {
@@ -312,6 +335,7 @@ impl Channel {
 /// `now_ms`, in the caller's transaction. `text` is only made when a message is queued.
 fn queue_telegram(
     db: &Db,
+    texts: &dyn Render,
     account_id: i64,
     alert_id: i64,
     text: impl FnOnce() -> String,
@@ -321,7 +345,7 @@ fn queue_telegram(
         r.get::<Option<String>>(0)
     })?;
     let Some(Some(chat)) = chat else { return Ok(()) };
-    let body = crate::delivery::telegram::message_body(&chat, &text());
+    let body = texts.telegram_body(&chat, &text());
     db.execute(
         "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms, channel)
          VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?5, ?5, 'telegram')",
@@ -339,6 +363,11 @@ fn channel_column(r: &Row<'_>, col: usize) -> Result<Channel, StoreError> {
     }
 }
 
+/// The message id of a firing: the pair that identifies it, whoever publishes it how often.
+pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {
+    format!("{alert_id}:{trigger_ms}")
+}
+
 /// An outbox row not yet handed to the cluster's firings stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unpublished {
@@ -354,11 +383,11 @@ pub struct Unpublished {
 
 impl Unpublished {
     /// The stream's message id: the firing's (alert id, trigger time) for a webhook (the pair
-    /// that identifies a firing, `cluster::message_id`); the row's own id for a Telegram
+    /// that identifies a firing, [`message_id`]); the row's own id for a Telegram
     /// message (a firing may have both, and site and API alerts have separate id spaces).
     pub fn message_id(&self) -> String {
         match self.channel {
-            Channel::Webhook => crate::cluster::message_id(self.alert_id, self.trigger_ms),
+            Channel::Webhook => message_id(self.alert_id, self.trigger_ms),
             Channel::Telegram => format!("telegram:{}", self.id),
         }
     }
@@ -489,10 +518,10 @@ impl AlertStatus {
 }
 
 /// The columns a condition is stored in: `kind`, `direction`, `price`, `pct_millionths`, `window`.
-type ConditionColumns = (&'static str, &'static str, Option<i64>, Option<i64>, Option<&'static str>);
+pub type ConditionColumns = (&'static str, &'static str, Option<i64>, Option<i64>, Option<&'static str>);
 
 /// The one mapping of a condition to its columns.
-fn condition_columns(c: &Condition) -> ConditionColumns {
+pub fn condition_columns(c: &Condition) -> ConditionColumns {
     match *c {
         Condition::Price { level, .. } => (c.kind(), c.direction(), Some(level.0), None, None),
         Condition::Pct { millionths, window, .. } => {
@@ -1414,7 +1443,11 @@ impl Store {
     /// status, an `alert.triggered` inbox entry with the event body, the webhook delivery when
     /// the alert has a URL and, with Telegram on, a message to the account's chat. Firings of
     /// deleted alerts are skipped. Returns the rows after the update, for delivery.
-    pub fn record_firings(&mut self, firings: &[FiringRecord]) -> Result<Vec<(AlertRow, FiringRecord)>, StoreError> {
+    pub fn record_firings(
+        &mut self,
+        firings: &[FiringRecord],
+        texts: &dyn Render,
+    ) -> Result<Vec<(AlertRow, FiringRecord)>, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         let update = format!(
             "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2,
@@ -1427,7 +1460,7 @@ impl Store {
             let rows = db.query_opt_each(&update, &sets, alert_row)?;
             let done: Vec<(AlertRow, FiringRecord)> =
                 rows.into_iter().zip(firings).filter_map(|(row, f)| Some((row?, *f))).collect();
-            let bodies: Vec<String> = done.iter().map(|(row, f)| event_body(row, f)).collect();
+            let bodies: Vec<String> = done.iter().map(|(row, f)| texts.alert_fired(row, f)).collect();
             let inbox: Vec<_> = done
                 .iter()
                 .zip(&bodies)
@@ -1453,8 +1486,8 @@ impl Store {
             )?;
             if telegram {
                 for (row, f) in &done {
-                    let text = || crate::delivery::telegram::firing_text(row, f);
-                    queue_telegram(db, row.account_id, row.id, text, f.ts_ms)?;
+                    let text = || texts.telegram_alert_fired(row, f);
+                    queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
                 }
             }
             Ok(done)
@@ -1610,7 +1643,13 @@ impl Store {
 
     /// Removes every active alert of a delisted pair and writes an `alert.delisted` notice to
     /// each owner's inbox (and, with Telegram on, their chat), in one transaction. Returns the alert ids removed.
-    pub fn delist(&mut self, exchange: Venue, symbol: &str, now_ms: i64) -> Result<Vec<i64>, StoreError> {
+    pub fn delist(
+        &mut self,
+        exchange: Venue,
+        symbol: &str,
+        now_ms: i64,
+        texts: &dyn Render,
+    ) -> Result<Vec<i64>, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         let sql = format!(
             "UPDATE alerts SET deleted_ms = ?3
@@ -1620,14 +1659,14 @@ impl Store {
             let mut rows = db.query(&sql, vals![exchange.as_str(), symbol, now_ms], alert_row)?;
             rows.sort_by_key(|r| r.id);
             for row in &rows {
-                let body = delisted_body(row, now_ms);
+                let body = texts.alert_delisted(row, now_ms);
                 db.execute(
                     "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.delisted', ?2, ?3, ?4)",
                     vals![row.account_id, row.id, &body, now_ms],
                 )?;
                 if telegram {
-                    let text = || crate::delivery::telegram::delisted_text(row);
-                    queue_telegram(db, row.account_id, row.id, text, now_ms)?;
+                    let text = || texts.telegram_alert_delisted(row);
+                    queue_telegram(db, texts, row.account_id, row.id, text, now_ms)?;
                 }
             }
             Ok(rows.iter().map(|r| r.id).collect())
@@ -1722,40 +1761,6 @@ fn migrate_postgres(db: &Db) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The `alert.delisted` inbox body: `{"event","alert":{"id","exchange","symbol"},"time"}`,
-/// written with the same escaping JSON writer as every other stored body.
-pub fn delisted_body(row: &AlertRow, now_ms: i64) -> String {
-    use crate::json::Json;
-    let mut j = Json::with_capacity(128);
-    j.raw("{\"event\":\"alert.delisted\",\"alert\":{\"id\":").int(row.id);
-    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
-    j.raw("},\"time\":").int(now_ms).raw("}");
-    j.finish()
-}
-
-/// Writes a condition's fields the way every body spells them:
-/// `,"type","direction","price","pct","window"` (null for the other type's fields).
-pub fn write_condition(j: &mut crate::json::Json, c: &Condition) {
-    let (kind, direction, price, pct, window) = condition_columns(c);
-    j.raw(",\"type\":").str(kind).raw(",\"direction\":").str(direction);
-    j.raw(",\"price\":");
-    match price {
-        Some(p) => j.fixed(p),
-        None => j.raw("null"),
-    };
-    // Millionths of a percent, written through the 10^-8 writer.
-    j.raw(",\"pct\":");
-    match pct {
-        Some(m) => j.fixed(m * 100),
-        None => j.raw("null"),
-    };
-    j.raw(",\"window\":");
-    match window {
-        Some(w) => j.str(w),
-        None => j.raw("null"),
-    };
-}
-
 /// Takes one item of each queue in turn, then the next of each, until `limit` or all are taken.
 fn round_robin<T>(mut queues: Vec<std::vec::IntoIter<T>>, limit: usize) -> Vec<T> {
     let mut out = Vec::new();
@@ -1771,23 +1776,6 @@ fn round_robin<T>(mut queues: Vec<std::vec::IntoIter<T>>, limit: usize) -> Vec<T
         }
     }
     out
-}
-
-/// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
-pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
-    use crate::json::Json;
-    let mut j = Json::with_capacity(384);
-    j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
-    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
-    write_condition(&mut j, &row.condition);
-    j.raw(",\"repeat\":").bool(row.repeat).raw(",\"note\":").str(&row.note);
-    j.raw("},\"trigger\":{\"price\":").fixed(f.price).raw(",\"move\":");
-    match f.move_hundredths {
-        Some(m) => j.fixed(m * 1_000_000),
-        None => j.raw("null"),
-    };
-    j.raw(",\"time\":").int(f.ts_ms).raw("}}");
-    j.finish()
 }
 
 fn key_row(r: &Row<'_>) -> Result<KeyRow, StoreError> {
@@ -1884,6 +1872,7 @@ pub(crate) fn fresh_postgres_schema() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::Texts;
 
     fn temp_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("rampart-store-{name}-{}", std::process::id()));
@@ -1966,7 +1955,7 @@ mod tests {
             let ida = s.insert_alert(&with_hook).expect("insert").id;
             let idb = s.insert_alert(&alert(b, "binance", "BTCUSDT")).expect("insert").id;
             let fire = |id| FiringRecord { alert_id: id, price: 300, move_hundredths: None, ts_ms: 7_000, last: false };
-            s.record_firings(&[fire(ida), fire(idb)]).expect("record");
+            s.record_firings(&[fire(ida), fire(idb)], &Texts).expect("record");
             let due = s.due_deliveries(7_000, 100).expect("due");
             let channels: Vec<(i64, Channel)> = due.iter().map(|r| (r.alert_id, r.channel)).collect();
             assert_eq!(channels, [(ida, Channel::Webhook), (ida, Channel::Telegram)], "b has no chat");
@@ -1982,14 +1971,14 @@ mod tests {
             // A delisting reaches the chat too; b still has none.
             let sol = s.insert_alert(&alert(a, "binance", "SOLUSDT")).expect("insert").id;
             s.insert_alert(&alert(b, "binance", "SOLUSDT")).expect("insert");
-            s.delist(Venue::Binance, "SOLUSDT", 8_000).expect("delist");
+            s.delist(Venue::Binance, "SOLUSDT", 8_000, &Texts).expect("delist");
             let due = s.due_deliveries(8_000, 100).expect("due");
             assert_eq!(due.len(), 3);
             assert_eq!((due[2].alert_id, due[2].channel), (sol, Channel::Telegram));
             assert!(due[2].body.contains("The pair was delisted: price alert #"), "{}", due[2].body);
             // Without the bot configured nothing is queued for the chat.
             let mut off = at.open();
-            off.record_firings(&[fire(ida)]).expect("record");
+            off.record_firings(&[fire(ida)], &Texts).expect("record");
             assert_eq!(off.due_deliveries(9_000, 100).expect("due").len(), 4, "one more webhook, no message");
         });
     }
@@ -2004,7 +1993,7 @@ mod tests {
             let gone2 = s.insert_alert(&alert(b, "binance", "SOLUSDT")).expect("insert").id;
             let other_venue = s.insert_alert(&alert(a, "okx", "SOLUSDT")).expect("insert").id;
             let other_pair = s.insert_alert(&alert(a, "binance", "ETHUSDT")).expect("insert").id;
-            let mut removed = s.delist(Venue::Binance, "SOLUSDT", 5_000).expect("delist");
+            let mut removed = s.delist(Venue::Binance, "SOLUSDT", 5_000, &Texts).expect("delist");
             removed.sort();
             assert_eq!(removed, [gone1, gone2]);
             let left: Vec<i64> = s.list_alerts(a, StatusFilter::All).expect("list").iter().map(|r| r.id).collect();
@@ -2022,7 +2011,7 @@ mod tests {
             }
             // A firing that raced the delisting is not recorded.
             let f = FiringRecord { alert_id: gone1, price: 300, move_hundredths: None, ts_ms: 6_000, last: false };
-            assert!(s.record_firings(&[f]).expect("record").is_empty());
+            assert!(s.record_firings(&[f], &Texts).expect("record").is_empty());
         });
     }
 
@@ -2035,7 +2024,7 @@ mod tests {
             let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
             let symbol = "EVIL\"},\"x\":\\\u{1}";
             let id = s.insert_alert(&alert(a, "binance", symbol)).expect("insert").id;
-            assert_eq!(s.delist(Venue::Binance, symbol, 5_000).expect("delist"), [id]);
+            assert_eq!(s.delist(Venue::Binance, symbol, 5_000, &Texts).expect("delist"), [id]);
             let inbox = s.inbox(a, 10).expect("inbox");
             let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("a valid JSON body");
             assert_eq!(body["alert"]["symbol"], symbol);
@@ -2184,7 +2173,7 @@ mod tests {
             hooked.webhook_url = Some("https://example.com/h".into());
             let id = s.insert_alert(&hooked).expect("insert").id;
             let f = FiringRecord { alert_id: id, price: 300, move_hundredths: None, ts_ms: 7_000, last: false };
-            s.record_firings(&[f]).expect("record");
+            s.record_firings(&[f], &Texts).expect("record");
             let rows = s.unpublished(10).expect("unpublished");
             let ids: Vec<String> = rows.iter().map(Unpublished::message_id).collect();
             assert_eq!(ids, [format!("{id}:7000"), format!("telegram:{}", rows[1].id)]);

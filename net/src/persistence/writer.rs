@@ -15,8 +15,8 @@ use rampart_engine::Registry;
 
 use crate::clock::{Clock, SharedClock};
 use crate::persistence::storage::{StorageHealth, Writer as StorageWriter};
-use crate::persistence::store::{AlertRow, FiringRecord, SiteFiringDetail, SiteFiringRecord, Store};
-use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
+use crate::persistence::store::{AlertRow, FiringRecord, Render, SiteFiringDetail, SiteFiringRecord, Store};
+use crate::state::{EventQueue, QueuedEvent, ShardEvent};
 
 /// Firings written per transaction at most.
 pub const BATCH_MAX: usize = 4_096;
@@ -61,9 +61,11 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer thread over `queues`, writing through `store`.
+    /// Starts the writer thread over `queues`, writing through `store` the bodies and messages
+    /// `texts` makes.
     pub fn start(
         mut store: Store,
+        texts: Box<dyn Render + Send>,
         queues: Vec<Arc<EventQueue>>,
         registry: Arc<arc_swap::ArcSwap<Registry>>,
         health: Arc<StorageHealth>,
@@ -105,11 +107,11 @@ impl Writer {
                             }
                             ShardEvent::Delisted { book, ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
-                                commit(&mut store, &mut batch, &stats2, &health, &*clock, &mut on_committed);
+                                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, &mut on_committed);
                                 let registry = registry.load();
                                 let ins = registry.get(book);
                                 loop {
-                                    match store.delist(ins.venue, &ins.symbol, clock.now_ms()) {
+                                    match store.delist(ins.venue, &ins.symbol, clock.now_ms(), &*texts) {
                                         Ok(done) => {
                                             stats2.inbox_writes.fetch_add(1, Ordering::Release);
                                             tracing::info!(
@@ -148,8 +150,8 @@ impl Writer {
                     std::thread::park_timeout(IDLE);
                     continue;
                 }
-                commit(&mut store, &mut batch, &stats2, &health, &*clock, &mut on_committed);
-                commit_site(&mut store, &mut site, &stats2, &health, &*clock);
+                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, &mut on_committed);
+                commit_site(&mut store, &*texts, &mut site, &stats2, &health, &*clock);
             }
         })?;
         Ok(Writer { stop, thread: Some(thread), stats })
@@ -191,6 +193,7 @@ fn site_firing(ev: &ShardEvent, registry: &arc_swap::ArcSwap<Registry>) -> Optio
 /// Commits the site firings, retrying until it succeeds, then empties them.
 fn commit_site(
     store: &mut Store,
+    texts: &dyn Render,
     site: &mut Vec<SiteFiringRecord>,
     stats: &WriterStats,
     health: &StorageHealth,
@@ -200,7 +203,7 @@ fn commit_site(
         return;
     }
     loop {
-        let result = store.record_site_firings(site);
+        let result = store.record_site_firings(site, texts);
         health.record(StorageWriter::Firings, &result, clock.now_ms());
         match result {
             Ok(n) => {
@@ -221,6 +224,7 @@ fn commit_site(
 /// Commits `batch`, retrying until it succeeds, then empties it.
 fn commit(
     store: &mut Store,
+    texts: &dyn Render,
     batch: &mut Vec<FiringRecord>,
     stats: &WriterStats,
     health: &StorageHealth,
@@ -231,7 +235,7 @@ fn commit(
         return;
     }
     loop {
-        let result = store.record_firings(batch);
+        let result = store.record_firings(batch, texts);
         health.record(StorageWriter::Firings, &result, clock.now_ms());
         match result {
             Ok(done) => {

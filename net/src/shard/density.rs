@@ -11,7 +11,7 @@ use rampart_engine::site_alert::{DensityAlert, DensityFiring};
 use rampart_engine::wall::{self, Wall};
 use rampart_engine::{BookId, Venue};
 
-use crate::site::watch::SiteAlertSet;
+use crate::state::site_alerts::SiteAlertSet;
 
 struct Watched {
     venue: Venue,
@@ -83,7 +83,7 @@ impl DensityAlerts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::watch::DensityEntry;
+    use crate::state::site_alerts::DensityEntry;
     use rampart_engine::site_alert::{DensitySpec, WallSide};
     use rampart_engine::{Price, Qty, Side};
 

@@ -24,10 +24,11 @@ use std::time::Duration;
 use rampart_engine::book::Book;
 use rampart_engine::{BookId, Tick, Venue};
 
-use super::{Shard, ShardEvent, VenueStats};
+use super::Shard;
+use crate::state::{DensitySnapshot, Reconnect, RestStats, ShardEvent, VenueStats, LATENCY_US_MAX};
 use crate::venue::conn;
-use crate::venue::rest::{RestHandle, RestJob, RestReply, RestStats};
-use crate::venue::session::{Count, Event as SessionEvent, Reconnect, Session, Sink, Transmit};
+use crate::venue::rest::{RestHandle, RestJob, RestReply};
+use crate::venue::session::{Count, Event as SessionEvent, Session, Sink, Transmit};
 use crate::venue::ws::{Event, WsCodec, WsUrl};
 use crate::venue::VenueSettings;
 
@@ -150,7 +151,7 @@ impl Sink for Shard {
         } else {
             stats.books_live.fetch_sub(1, Ordering::Relaxed);
             // Stop serving its walls now rather than at the next scan.
-            self.shared.publish_densities(id, super::DensitySnapshot::default());
+            self.shared.publish_densities(id, DensitySnapshot::default());
             let registry = self.shared.registry();
             self.desyncs.note(venue, &registry.get(id).symbol, self.config.clock.now_ms());
         }
@@ -162,7 +163,7 @@ impl Sink for Shard {
 
     fn decided(&mut self, sent_us: i64) {
         let now = self.config.clock.now_us();
-        let max = super::LATENCY_US_MAX as i64;
+        let max = LATENCY_US_MAX as i64;
         self.latency.tick_to_decision_us.saturating_record((now - sent_us).clamp(1, max) as u64);
         self.latency.read_to_decision_us.saturating_record((now - self.read_at_us).clamp(1, max) as u64);
     }
@@ -573,7 +574,7 @@ async fn stream(live: &Rc<RefCell<Live>>, c: usize, io: &mut conn::Io, codec: &m
             let s = &mut g.sessions[c];
             let transmit = s.poll_transmit(now);
             let (reconnect, wake_at) = (s.poll_reconnect(now), s.poll_timeout());
-            (transmit, reconnect, wake_at, !g.shard.backlog.is_empty())
+            (transmit, reconnect, wake_at, g.shard.has_backlog())
         };
         let sent = match &transmit {
             Some(Transmit::Control(msg)) => Some(io.write_all(codec.text(msg)).await),

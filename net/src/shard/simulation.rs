@@ -320,7 +320,7 @@ impl World {
             }
             for n in 0..self.nodes.len() {
                 self.write(n, chaos)?;
-                backlogged += u64::from(!self.nodes[n].shard.backlog.is_empty());
+                backlogged += u64::from(self.nodes[n].shard.has_backlog());
                 self.create_alert(n);
                 for c in 0..self.nodes[n].clients.len() {
                     self.drive(n, c)?;
@@ -361,7 +361,7 @@ impl World {
                 }
             }
             let done = self.nodes.iter().all(|node| {
-                node.shard.backlog.is_empty()
+                !node.shard.has_backlog()
                     && node.events.is_empty()
                     && node.clients.iter().all(|c| c.conn.is_none() || c.caught_up)
             });
@@ -542,7 +542,7 @@ impl World {
         }
         let Some(conn) = self.nodes[n].clients[c].conn else { return Ok(()) };
         // The live loop reads nothing while the shard's backlog is not empty (backpressure).
-        let reading = now >= self.nodes[n].clients[c].slow_until && self.nodes[n].shard.backlog.is_empty();
+        let reading = now >= self.nodes[n].clients[c].slow_until && !self.nodes[n].shard.has_backlog();
         if reading {
             self.take_commands(n);
             loop {
@@ -562,7 +562,7 @@ impl World {
                 };
                 let (clients, mut tap) = World::tap(&mut self.nodes[n], &mut trades, &mut self.counts, self.trace, now);
                 clients[c].session.handle_text(now, text.as_bytes(), &mut tap);
-                if !self.nodes[n].shard.backlog.is_empty() {
+                if self.nodes[n].shard.has_backlog() {
                     // The rest waits in the socket (here: the simulator's queue) until the
                     // writer has caught up.
                     break;

@@ -158,7 +158,7 @@ pub async fn connect(
     let hs = Handshake::new(key);
     within(CONNECT_TIMEOUT, "WebSocket handshake", async {
         let hs_err = |what: &str, e: &dyn std::fmt::Display| ConnectError::Handshake(format!("{what}: {e}"));
-        io.write_all(&hs.request(url, crate::delivery::USER_AGENT_VALUE)).await.map_err(|e| hs_err("send", &e))?;
+        io.write_all(&hs.request(url, crate::outbound::USER_AGENT_VALUE)).await.map_err(|e| hs_err("send", &e))?;
         let mut head = Vec::with_capacity(1024);
         let mut chunk = [0u8; 1024];
         loop {

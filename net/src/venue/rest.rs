@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -47,7 +47,8 @@ use tokio::sync::Notify;
 use super::binance;
 use super::listing::{ListingChange, ListingWatch};
 use super::{drop_collisions, with_protocol, CandlePage, Listed, RestApi, RestError, VenueSettings};
-use crate::delivery::ssrf::{self, Host};
+use crate::outbound::ssrf::{self, Host};
+use crate::state::RestStats;
 
 /// Jobs waiting for the REST thread at most.
 pub const JOBS_MAX: usize = 4096;
@@ -123,38 +124,6 @@ pub enum RestReply {
     },
 }
 
-/// REST counters per venue.
-#[derive(Debug, Default)]
-pub struct RestStats {
-    /// Requests sent.
-    pub requests: AtomicU64,
-    /// Requests that failed (transport, status or body).
-    pub errors: AtomicU64,
-    /// Rate-limit answers (429, 418, 403).
-    pub rate_limited: AtomicU64,
-    /// Books whose backfill completed.
-    pub backfilled: AtomicU64,
-    /// Books whose backfill failed.
-    pub backfill_failed: AtomicU64,
-    /// Listing refreshes that succeeded.
-    pub listings: AtomicU64,
-    /// Pairs found delisted by a refresh (confirmed by a second one).
-    pub delistings: AtomicU64,
-    /// Delisted pairs listed again and served again.
-    pub relistings: AtomicU64,
-    /// Pairs listed after start (or of a venue that joined late) and served since.
-    pub added: AtomicU64,
-    /// Pairs the last refresh missed, waiting for confirmation.
-    pub delistings_suspected: AtomicU64,
-    /// Refreshes refused as venue faults (empty, or dropping an implausible share of pairs).
-    pub listing_faults: AtomicU64,
-    /// Job tasks that ended without an answer (a panic); each was answered as a failure.
-    pub tasks_lost: AtomicU64,
-    /// Pairs listed by the venue since start that this process could not serve (no room left
-    /// for more books); zero normally, as new pairs are added.
-    pub new_listings: AtomicU64,
-}
-
 /// The shard side of the REST thread: where to queue jobs and find replies.
 #[derive(Clone)]
 pub struct RestHandle {
@@ -214,7 +183,7 @@ pub type OnListing = Box<dyn Fn(ListingChange) + Send>;
 
 /// Installs a grown registry (the current one with pairs listed since appended); answers the
 /// new ids, or why it was refused (no room). `net::shard::Shared::grow` in the server.
-pub type Grow = Box<dyn Fn(Registry) -> Result<Vec<BookId>, crate::shard::GrowError> + Send>;
+pub type Grow = Box<dyn Fn(Registry) -> Result<Vec<BookId>, crate::state::GrowError> + Send>;
 
 /// How often a venue without any served pair (not listed at start) is listed again.
 pub const EMPTY_VENUE_REFRESH: Duration = Duration::from_secs(15);
@@ -771,7 +740,7 @@ where
     let mut req = Request::new(Empty::<Bytes>::new());
     *req.uri_mut() = path.parse().map_err(|_| fail("bad path"))?;
     req.headers_mut().insert(HOST, HeaderValue::from_str(authority).map_err(|_| fail("bad host"))?);
-    req.headers_mut().insert(USER_AGENT, HeaderValue::from_static(crate::delivery::USER_AGENT_VALUE));
+    req.headers_mut().insert(USER_AGENT, HeaderValue::from_static(crate::outbound::USER_AGENT_VALUE));
     let result = async {
         let resp = sender.send_request(req).await.map_err(|e| fail(format!("HTTP: {e}")))?;
         let status = resp.status().as_u16();

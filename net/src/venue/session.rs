@@ -36,6 +36,7 @@ use rampart_engine::{BookId, Tick, Venue};
 
 use super::protocol::{Applied, Ctx, Protocol, SnapshotApplied};
 use super::with_protocol;
+use crate::state::Reconnect;
 
 /// First delay before rebuilding a book that broke.
 pub const RESYNC_BACKOFF_MIN_MS: i64 = 500;
@@ -56,38 +57,6 @@ const BUDGET_WINDOW_MS: i64 = 3_600_000;
 
 /// Connections are renewed after this long (Binance cuts at 24 h).
 pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
-
-/// Why a session wants its connection replaced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reconnect {
-    /// Nothing arrived within the venue's idle limit: the stream is presumed dead.
-    Idle,
-    /// Renewed before the venue's 24 h cut ([`CONNECTION_LIFETIME_MS`]).
-    Renewal,
-    /// The venue's hourly subscription budget (OKX 480, Bitget 240) or the control queue is
-    /// spent: a new connection rebuilds every book at once.
-    Budget,
-    /// The venue announced a shutdown or upgrade (Binance `serverShutdown`, OKX 64008).
-    Notice,
-}
-
-impl Reconnect {
-    /// Number of kinds.
-    pub const COUNT: usize = 4;
-    /// Every kind, in the order `/healthz` reports them.
-    pub const ALL: [Reconnect; Reconnect::COUNT] =
-        [Reconnect::Idle, Reconnect::Renewal, Reconnect::Budget, Reconnect::Notice];
-
-    /// Its name in logs and `/healthz`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reconnect::Idle => "idle",
-            Reconnect::Renewal => "renewal",
-            Reconnect::Budget => "budget",
-            Reconnect::Notice => "notice",
-        }
-    }
-}
 
 /// What the session wants written now.
 #[derive(Debug, PartialEq, Eq)]

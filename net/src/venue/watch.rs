@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rampart_engine::Venue;
 
-use crate::shard::{Shared, VenueState};
+use crate::state::{Shared, VenueState};
 
 /// Time between two checks.
 pub const CHECK_PERIOD: Duration = Duration::from_secs(1);

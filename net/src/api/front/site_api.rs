@@ -1,6 +1,6 @@
 //! The site's JSON routes under `/site/` (`decisions.md` §10): sign-in with a key, a session
 //! cookie and a CSRF token on every state change, sign-out, and the site's own density and
-//! market alerts through `crate::site`. Open to every plan (the API's 403 is for `/v1` only).
+//! market alerts through `crate::site_alerts`. Open to every plan (the API's 403 is for `/v1` only).
 //!
 //! - `POST /site/signin` `{"key"}` → `{"data":{"accountId","plan","csrf"}}` and the cookie; a
 //!   wrong key is 401 and counts against the address like a keyless API request.
@@ -33,7 +33,7 @@ use crate::json::Json;
 use crate::persistence::storage::Writer;
 use crate::persistence::store::{hash_key, KeyRow, Revoked, ACCOUNT_KEYS_MAX};
 use crate::site::session::{self, Session};
-use crate::site::{self, SiteError};
+use crate::site_alerts::{self, SiteError};
 
 /// The fields a sign-in body may have.
 const SIGNIN_FIELDS: [&str; 1] = ["key"];
@@ -211,7 +211,7 @@ impl Front {
     async fn add_key(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
         let s = self.changing(req, now_ms)?;
         let bytes = read_body(body, false).await?;
-        let obj = crate::api::alerts::body_object(&bytes, &KEY_FIELDS)?;
+        let obj = crate::request::body_object(&bytes, &KEY_FIELDS)?;
         let label = match obj.get("label") {
             None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::String(l)) if l.chars().count() <= KEY_LABEL_CHARS_MAX => Some(l.clone()),
@@ -262,7 +262,7 @@ impl Front {
     async fn set_channels(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
         let acc = self.changing(req, now_ms)?.account_id;
         let bytes = read_body(body, false).await?;
-        let obj = crate::api::alerts::body_object(&bytes, &CHANNEL_FIELDS)?;
+        let obj = crate::request::body_object(&bytes, &CHANNEL_FIELDS)?;
         let chat = match obj.get("telegramChatId") {
             None => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "telegramChatId is required")),
             Some(serde_json::Value::Null) => None,
@@ -308,8 +308,8 @@ impl Front {
 
     async fn signin(&self, body: hyper::body::Incoming, peer: IpAddr, now_ms: i64) -> Result<Resp, ApiError> {
         let bytes = read_body(body, false).await?;
-        let obj = crate::api::alerts::body_object(&bytes, &SIGNIN_FIELDS)?;
-        let key = crate::api::alerts::required_string(&obj, "key")?.trim();
+        let obj = crate::request::body_object(&bytes, &SIGNIN_FIELDS)?;
+        let key = crate::request::required_string(&obj, "key")?.trim();
         let row = self.keys.get(&hash_key(key)).filter(|_| crate::persistence::store::is_key_shaped(key));
         let Some(row) = row else { return Err(self.unauthenticated(peer, "invalid API key", now_ms)) };
         if row.revoked_ms.is_some() {
@@ -340,7 +340,7 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            site::write_site_alert(&mut j, row);
+            crate::text::site_alert::write_site_alert(&mut j, row);
         }
         j.raw("]}");
         Ok(respond(StatusCode::OK, j.finish()))
@@ -353,15 +353,17 @@ impl Front {
             ApiError::new(StatusCode::FORBIDDEN, format!("the account's plan '{plan_name}' is not configured"))
         })?;
         let bytes = read_body(body, false).await?;
-        let request = site::parse_request(&bytes)?;
+        let request = site_alerts::parse_request(&bytes)?;
         let (acc, registry) = (s.account_id, self.shared.registry());
-        let created =
-            self.storage.run(move |store| Ok(site::create(store, acc, &plan, request, Some(&registry), now_ms))).await;
+        let created = self
+            .storage
+            .run(move |store| Ok(site_alerts::create(store, acc, &plan, request, Some(&registry), now_ms)))
+            .await;
         self.health.record(Writer::Front, &created, now_ms);
         let row = created??;
         let mut j = Json::with_capacity(512);
         j.raw("{\"data\":");
-        site::write_site_alert(&mut j, &row);
+        crate::text::site_alert::write_site_alert(&mut j, &row);
         j.raw("}");
         Ok(respond(StatusCode::OK, j.finish()))
     }
@@ -371,7 +373,7 @@ impl Front {
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown alert"));
         };
-        let deleted = self.storage.run(move |store| Ok(site::delete(store, acc, id, now_ms))).await;
+        let deleted = self.storage.run(move |store| Ok(site_alerts::delete(store, acc, id, now_ms))).await;
         self.health.record(Writer::Front, &deleted, now_ms);
         deleted??;
         let mut j = Json::with_capacity(64);

@@ -2,14 +2,129 @@
 //! rows with a strict mapping (an unknown stored value is an error naming its column), the
 //! per-kind caps counted in the same statement group as the insert, and the firings the writer
 //! records (inbox entry, count, status). Every change bumps `site_alerts_version`, which the
-//! running service watches (`site::watch`).
+//! running service watches (`site_alerts::watch`).
 
-use super::{queue_telegram, unknown, AlertStatus, Store, StoreError};
-use crate::json::Json;
+use super::{queue_telegram, unknown, AlertStatus, Render, Store, StoreError};
 use crate::persistence::db::{vals, Column, Db, Row};
-use crate::site::{self, BoardNumber, NewSiteAlert, SiteAlertRow, SiteCondition};
+use crate::state::board::BoardNumber;
 use rampart_engine::book::Side;
+use rampart_engine::site_alert::{Direction, WallSide};
 use rampart_engine::{Timeframe, Venue};
+
+/// The stored spelling of a wall side.
+pub fn side_str(side: WallSide) -> &'static str {
+    match side {
+        WallSide::Bid => "bid",
+        WallSide::Ask => "ask",
+        WallSide::Any => "any",
+    }
+}
+
+/// The side spelled `s`.
+pub fn parse_side(s: &str) -> Option<WallSide> {
+    [WallSide::Bid, WallSide::Ask, WallSide::Any].into_iter().find(|w| side_str(*w) == s)
+}
+
+/// The stored spelling of a direction.
+pub fn direction_str(d: Direction) -> &'static str {
+    match d {
+        Direction::Above => "above",
+        Direction::Below => "below",
+    }
+}
+
+/// The direction spelled `s`.
+pub fn parse_direction(s: &str) -> Option<Direction> {
+    [Direction::Above, Direction::Below].into_iter().find(|d| direction_str(*d) == s)
+}
+
+/// What a site alert watches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SiteCondition {
+    /// A wall appears.
+    Density {
+        /// The pair; `None`: every pair of the venue.
+        symbol: Option<String>,
+        /// Sides watched.
+        side: WallSide,
+        /// Smallest wall value, USD.
+        min_usd: f64,
+        /// Largest distance from the price, percent.
+        max_dist_pct: f64,
+        /// Youngest wall that counts, seconds.
+        min_age_s: u32,
+    },
+    /// A board number crosses a threshold.
+    Market {
+        /// The number.
+        number: BoardNumber,
+        /// Its interval.
+        interval: Timeframe,
+        /// Which way.
+        direction: Direction,
+        /// The threshold.
+        threshold: f64,
+    },
+}
+
+impl SiteCondition {
+    /// `density` or `market`, as stored and answered.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SiteCondition::Density { .. } => "density",
+            SiteCondition::Market { .. } => "market",
+        }
+    }
+}
+
+/// A create request whose fields are well-formed (the pair and the caps are checked after).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteRequest {
+    /// The venue.
+    pub exchange: Venue,
+    /// The condition.
+    pub condition: SiteCondition,
+    /// Fire again (density: for each new appearance; market: after crossing back).
+    pub repeat: bool,
+    /// Label (empty when absent).
+    pub note: String,
+}
+
+/// A new site alert, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewSiteAlert {
+    /// Owning account.
+    pub account_id: i64,
+    /// The request.
+    pub request: SiteRequest,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: i64,
+}
+
+/// A stored site alert.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteAlertRow {
+    /// Id (its own sequence, apart from the API's alerts).
+    pub id: i64,
+    /// Owning account.
+    pub account_id: i64,
+    /// The venue.
+    pub exchange: Venue,
+    /// The condition.
+    pub condition: SiteCondition,
+    /// Repeating.
+    pub repeat: bool,
+    /// Label.
+    pub note: String,
+    /// Active, or triggered (a non-repeating alert that fired).
+    pub status: AlertStatus,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: i64,
+    /// Last firing, Unix milliseconds.
+    pub last_triggered_ms: Option<i64>,
+    /// Firings so far.
+    pub trigger_count: i64,
+}
 
 const SITE_COLUMNS: &str = "id, account_id, kind, exchange, symbol, side, min_usd, max_dist_pct, min_age_s, number, \
      interval, direction, threshold, repeat, note, status, trigger_count, last_triggered_ms, created_ms";
@@ -94,7 +209,7 @@ fn density_condition(r: &Row<'_>) -> Result<SiteCondition, StoreError> {
     let min_age: i64 = need(r, 8, "min_age_s")?;
     Ok(SiteCondition::Density {
         symbol: r.get(4)?,
-        side: site::parse_side(&side).ok_or_else(|| unknown(format!("side '{side}'")))?,
+        side: parse_side(&side).ok_or_else(|| unknown(format!("side '{side}'")))?,
         min_usd: need(r, 6, "min_usd")?,
         max_dist_pct: need(r, 7, "max_dist_pct")?,
         min_age_s: u32::try_from(min_age).map_err(|_| unknown(format!("min_age_s {min_age}")))?,
@@ -107,7 +222,7 @@ fn market_condition(r: &Row<'_>) -> Result<SiteCondition, StoreError> {
     Ok(SiteCondition::Market {
         number: BoardNumber::parse(&number).ok_or_else(|| unknown(format!("number '{number}'")))?,
         interval: Timeframe::parse(&interval).ok_or_else(|| unknown(format!("interval '{interval}'")))?,
-        direction: site::parse_direction(&direction).ok_or_else(|| unknown(format!("direction '{direction}'")))?,
+        direction: parse_direction(&direction).ok_or_else(|| unknown(format!("direction '{direction}'")))?,
         threshold: need(r, 12, "threshold")?,
     })
 }
@@ -141,7 +256,7 @@ impl Store {
         let (symbol, side, min_usd, max_dist, min_age) = match &req.condition {
             SiteCondition::Density { symbol, side, min_usd, max_dist_pct, min_age_s } => (
                 symbol.as_deref(),
-                Some(site::side_str(*side)),
+                Some(side_str(*side)),
                 Some(*min_usd),
                 Some(*max_dist_pct),
                 Some(i64::from(*min_age_s)),
@@ -149,12 +264,9 @@ impl Store {
             SiteCondition::Market { .. } => (None, None, None, None, None),
         };
         let (number, interval, direction, threshold) = match &req.condition {
-            SiteCondition::Market { number, interval, direction, threshold } => (
-                Some(number.as_str()),
-                Some(interval.as_str()),
-                Some(site::direction_str(*direction)),
-                Some(*threshold),
-            ),
+            SiteCondition::Market { number, interval, direction, threshold } => {
+                (Some(number.as_str()), Some(interval.as_str()), Some(direction_str(*direction)), Some(*threshold))
+            }
             SiteCondition::Density { .. } => (None, None, None, None),
         };
         let sql = format!(
@@ -233,7 +345,11 @@ impl Store {
     /// racing to end an alert one is recorded. A firing that ends an alert bumps the version,
     /// so every evaluator drops it. With Telegram on, each recorded firing also queues a
     /// message to the account's chat. Returns how many were recorded.
-    pub fn record_site_firings(&mut self, firings: &[SiteFiringRecord]) -> Result<usize, StoreError> {
+    pub fn record_site_firings(
+        &mut self,
+        firings: &[SiteFiringRecord],
+        texts: &dyn Render,
+    ) -> Result<usize, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         let update = format!(
             "UPDATE site_alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2,
@@ -247,14 +363,14 @@ impl Store {
                 let Some(row) = db.query_opt(&update, vals![f.alert_id, f.ts_ms, f.last], site_row)? else {
                     continue;
                 };
-                let (kind, body) = firing_body(&row, f);
+                let (kind, body) = texts.site_fired(&row, f);
                 db.execute(
                     "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
                     vals![row.account_id, kind, row.id, &body, f.ts_ms],
                 )?;
                 if telegram {
-                    let text = || crate::delivery::telegram::site_firing_text(&row, f);
-                    queue_telegram(db, row.account_id, row.id, text, f.ts_ms)?;
+                    let text = || texts.telegram_site_fired(&row, f);
+                    queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
                 }
                 recorded += 1;
                 ended |= f.last;
@@ -267,36 +383,11 @@ impl Store {
     }
 }
 
-/// The inbox kind and body of a site firing: `{"event","alert":{…},"wall":{…},"time"}` for a
-/// density alert, `{"event","alert":{…},"value","time"}` for a market alert.
-fn firing_body(row: &SiteAlertRow, f: &SiteFiringRecord) -> (&'static str, String) {
-    let mut j = Json::with_capacity(512);
-    let kind = match f.detail {
-        SiteFiringDetail::Density { .. } => "density.triggered",
-        SiteFiringDetail::Market { .. } => "market.triggered",
-    };
-    j.raw("{\"event\":").str(kind).raw(",\"alert\":");
-    site::write_site_alert(&mut j, row);
-    match &f.detail {
-        SiteFiringDetail::Density { symbol, side, price, qty, usd, dist_pct, age_ms } => {
-            let side = if *side == Side::Bid { "bid" } else { "ask" };
-            j.raw(",\"wall\":{\"symbol\":").str(symbol).raw(",\"side\":").str(side);
-            j.raw(",\"price\":").fixed(*price).raw(",\"qty\":").fixed(i64::try_from(*qty).unwrap_or(i64::MAX));
-            j.raw(",\"usd\":").float(*usd, 2).raw(",\"dist\":").float(*dist_pct, 4);
-            j.raw(",\"ageS\":").int(age_ms / 1000).raw("}");
-        }
-        SiteFiringDetail::Market { value } => {
-            j.raw(",\"value\":").float(*value, 1);
-        }
-    }
-    j.raw(",\"time\":").int(f.ts_ms).raw("}");
-    (kind, j.finish())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::SiteRequest;
     use super::*;
-    use crate::site::SiteRequest;
+    use crate::text::Texts;
     use rampart_engine::site_alert::WallSide;
 
     use crate::persistence::store::on_each_backend;
@@ -387,11 +478,14 @@ mod tests {
             let v0 = s.site_alerts_version().expect("version");
             // The same non-repeating alert firing on two shards at once: the first is recorded.
             let n = s
-                .record_site_firings(&[
-                    f(once.id, 100, true, &wall),
-                    f(once.id, 101, true, &wall),
-                    f(rep.id, 102, false, &SiteFiringDetail::Market { value: 2.0 }),
-                ])
+                .record_site_firings(
+                    &[
+                        f(once.id, 100, true, &wall),
+                        f(once.id, 101, true, &wall),
+                        f(rep.id, 102, false, &SiteFiringDetail::Market { value: 2.0 }),
+                    ],
+                    &Texts,
+                )
                 .expect("record");
             assert_eq!(n, 2);
             assert_eq!(s.site_alerts_version().expect("version"), v0 + 1, "an alert ended");
@@ -419,7 +513,7 @@ mod tests {
             // A deleted alert's firing is not recorded.
             s.delete_site_alert(a, rep.id, 200).expect("delete");
             assert_eq!(
-                s.record_site_firings(&[f(rep.id, 201, false, &SiteFiringDetail::Market { value: 1.0 })])
+                s.record_site_firings(&[f(rep.id, 201, false, &SiteFiringDetail::Market { value: 1.0 })], &Texts)
                     .expect("record"),
                 0
             );
@@ -452,7 +546,10 @@ mod tests {
                 last: false,
                 detail: detail.clone(),
             };
-            let n = s.record_site_firings(&[f(dens.id, &wall), f(mark.id, &market_fired), f(other.id, &market_fired)]);
+            let n = s.record_site_firings(
+                &[f(dens.id, &wall), f(mark.id, &market_fired), f(other.id, &market_fired)],
+                &Texts,
+            );
             assert_eq!(n.expect("record"), 3);
             let due = s.due_deliveries(50, 100).expect("due");
             assert_eq!(due.len(), 2, "b has no chat: {due:?}");

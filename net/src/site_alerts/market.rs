@@ -9,17 +9,16 @@
 //! one firing per repeating alert per two builds (a firing needs a crossing back first); the
 //! board is still built and published meanwhile.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rampart_engine::site_alert::{MarketAlert, MarketOutcome};
 use rampart_engine::{Timeframe, Venue};
 
-use crate::api::board::{Board, Numbers};
-use crate::shard::{EventQueue, QueuedEvent, ShardEvent};
-use crate::site::watch::SiteAlertSet;
-use crate::site::BoardNumber;
+use crate::state::board::BoardNumber;
+use crate::state::board::{Board, Numbers};
+use crate::state::site_alerts::SiteAlertSet;
+use crate::state::{EventQueue, EventSender, ShardEvent};
 
 /// The number `n` of a venue's board numbers.
 pub fn value(numbers: &Numbers, n: BoardNumber) -> f64 {
@@ -45,9 +44,7 @@ struct Watched {
 pub struct MarketAlerts {
     version: i64,
     alerts: Vec<Watched>,
-    events: Arc<EventQueue>,
-    backlog: VecDeque<QueuedEvent>,
-    seq: u64,
+    events: EventSender,
     /// Evaluates only while set (see [`MarketAlerts::with_gate`]).
     gate: Option<Arc<AtomicBool>>,
 }
@@ -55,7 +52,7 @@ pub struct MarketAlerts {
 impl MarketAlerts {
     /// None yet; firings will go to `events` (drained by the writer).
     pub fn new(events: Arc<EventQueue>) -> MarketAlerts {
-        MarketAlerts { version: 0, alerts: Vec::new(), events, backlog: VecDeque::new(), seq: 0, gate: None }
+        MarketAlerts { version: 0, alerts: Vec::new(), events: EventSender::new(events, 0), gate: None }
     }
 
     /// Evaluates only while `gate` is set: a cluster's api nodes build the same board, and only
@@ -79,7 +76,7 @@ impl MarketAlerts {
 
     /// Takes the newest `set`, then runs a complete `board` through every alert.
     pub fn run(&mut self, set: &SiteAlertSet, board: &Board) {
-        self.flush();
+        self.events.flush();
         if self.gate.as_ref().is_some_and(|g| !g.load(Ordering::Acquire)) {
             self.alerts.clear();
             self.version = -1;
@@ -89,15 +86,18 @@ impl MarketAlerts {
             return;
         }
         self.sync(set, board);
+        let mut fired = false;
         for w in &mut self.alerts {
             let v = value(&board.venue(w.venue).numbers[w.interval.index()], w.number);
             if let MarketOutcome::Fired { last } = w.alert.on_value(v) {
                 let event = ShardEvent::MarketFired { id: w.alert.spec().id, value: v, ts_ms: board.ts_ms, last };
-                self.backlog.push_back(QueuedEvent { seq: self.seq, event });
-                self.seq += 1;
+                self.events.enqueue(event);
+                fired = true;
             }
         }
-        self.flush();
+        if fired {
+            self.events.wake();
+        }
     }
 
     /// Alerts still in `set` keep their state; new ones start from `board`'s value.
@@ -117,18 +117,5 @@ impl MarketAlerts {
             self.alerts.push(Watched { venue: e.venue, number: e.number, interval: e.interval, alert });
         }
         self.version = set.version;
-    }
-
-    fn flush(&mut self) {
-        if self.backlog.is_empty() {
-            return;
-        }
-        while let Some(ev) = self.backlog.pop_front() {
-            if let Err(ev) = self.events.push(ev) {
-                self.backlog.push_front(ev);
-                break;
-            }
-        }
-        self.events.wake();
     }
 }

@@ -1,5 +1,5 @@
-//! The alert API's request parsing and validation (`decisions.md` §4) and the Alert resource's
-//! JSON, kept apart from HTTP so every rule is unit-tested with its exact message.
+//! The alert API's request parsing and validation (`decisions.md` §4), kept apart from HTTP so
+//! every rule is unit-tested with its exact message.
 //!
 //! Choices where the spec is silent: values are kept exactly as sent, never rounded: `price`
 //! with up to 8 decimal places (the finest tick any of the four venues lists is 0.00000001) and
@@ -12,14 +12,10 @@
 
 use rampart_engine::alert::{Condition, Cross, Move, PCT_MILLIONTHS_MAX, PCT_MILLIONTHS_MIN};
 use rampart_engine::{Price, Timeframe, Venue};
-use serde_json::{Map, Value};
 
-use crate::clock;
-use crate::json::Json;
-use crate::persistence::store::AlertRow;
+use crate::request::{body_object, clip, invalid, number, present, repeat_and_note, required_string, string};
+use crate::request::{symbol_syntax, Invalid};
 
-/// Longest `note`, in characters.
-pub const NOTE_CHARS_MAX: usize = 500;
 /// Longest `webhook_url`, in characters.
 pub const WEBHOOK_URL_CHARS_MAX: usize = 500;
 /// Prices above this are refused (fixed-point prices are `i64` in units of 10^-8).
@@ -28,19 +24,6 @@ const PRICE_MAX_UNITS: i64 = 9_000_000_000_000_000_000;
 const PRICE_DECIMALS: u32 = 8;
 /// Decimal places a pct threshold may have.
 const PCT_DECIMALS: u32 = 6;
-
-/// A refused request: HTTP status and message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Invalid {
-    /// HTTP status (400 or 422).
-    pub status: u16,
-    /// The `error` message.
-    pub message: String,
-}
-
-pub(crate) fn invalid(message: impl Into<String>) -> Invalid {
-    Invalid { status: 422, message: message.into() }
-}
 
 /// A create request whose fields are well-formed (market and plan rules come after).
 #[derive(Clone, Debug, PartialEq)]
@@ -68,30 +51,6 @@ impl CreateRequest {
     /// The direction as the API spells it.
     pub fn direction(&self) -> &'static str {
         self.condition.direction()
-    }
-}
-
-pub(crate) fn present<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    obj.get(name).filter(|v| !v.is_null())
-}
-
-pub(crate) fn string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, Invalid> {
-    match present(obj, name) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(invalid(format!("field '{name}' must be a string"))),
-    }
-}
-
-pub(crate) fn required_string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, Invalid> {
-    string(obj, name)?.ok_or_else(|| invalid(format!("missing field '{name}'")))
-}
-
-pub(crate) fn number<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<Option<&'a serde_json::Number>, Invalid> {
-    match present(obj, name) {
-        None => Ok(None),
-        Some(Value::Number(n)) => Ok(Some(n)),
-        Some(_) => Err(invalid(format!("field '{name}' must be a number"))),
     }
 }
 
@@ -193,49 +152,9 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
     }
 }
 
-pub(crate) fn clip(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
-}
-
 /// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
 pub const CREATE_FIELDS: [&str; 10] =
     ["symbol", "exchange", "type", "direction", "price", "pct", "window", "repeat", "note", "webhook_url"];
-
-/// A request body that must be a JSON object with no field outside `fields` (400 when it is
-/// not JSON; 422 naming the allowed fields otherwise).
-pub(crate) fn body_object(body: &[u8], fields: &[&str]) -> Result<Map<String, Value>, Invalid> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| Invalid { status: 400, message: format!("malformed JSON: {e}") })?;
-    let Value::Object(obj) = value else {
-        return Err(invalid("request body must be a JSON object"));
-    };
-    if let Some(unknown) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
-        return Err(invalid(format!("unknown field '{}'. Allowed: {}", clip(unknown, 64), fields.join(", "))));
-    }
-    Ok(obj)
-}
-
-/// `repeat` (default false) and `note` (default empty, at most [`NOTE_CHARS_MAX`] characters).
-pub(crate) fn repeat_and_note(obj: &Map<String, Value>) -> Result<(bool, String), Invalid> {
-    let repeat = match present(obj, "repeat") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(invalid("field 'repeat' must be a boolean")),
-    };
-    let note = string(obj, "note")?.unwrap_or("");
-    if note.chars().count() > NOTE_CHARS_MAX {
-        return Err(invalid(format!("note is longer than {NOTE_CHARS_MAX} characters")));
-    }
-    Ok((repeat, note.to_owned()))
-}
-
-/// A pair symbol as a client may spell it: 1 to 64 ASCII letters and digits.
-pub(crate) fn symbol_syntax(symbol: &str) -> Result<(), Invalid> {
-    if symbol.is_empty() || symbol.len() > 64 || !symbol.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(invalid("field 'symbol' must be a pair symbol such as BTCUSDT"));
-    }
-    Ok(())
-}
 
 /// Parses and checks a `POST /v1/alerts` body.
 pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
@@ -330,33 +249,6 @@ pub fn parse_status(value: Option<&str>) -> Result<crate::persistence::store::St
         Some("all") => Ok(StatusFilter::All),
         Some(other) => Err(invalid(format!("invalid status '{}'. Allowed: active, triggered, all", clip(other, 32)))),
     }
-}
-
-/// Writes one Alert resource exactly as the spec names its fields.
-pub fn write_alert(j: &mut Json, a: &AlertRow) {
-    j.raw("{\"id\":").int(a.id);
-    j.raw(",\"exchange\":").str(a.exchange.as_str()).raw(",\"symbol\":").str(&a.symbol);
-    crate::persistence::store::write_condition(j, &a.condition);
-    j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
-    j.raw(",\"webhookUrl\":");
-    match &a.webhook_url {
-        Some(u) => j.str(u),
-        None => j.raw("null"),
-    };
-    j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":").fixed(a.created_price);
-    write_firing_tail(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
-}
-
-/// The fields every alert record ends with, and its closing brace:
-/// `,"lastTriggeredAt","triggerCount","createdAt"}`.
-pub(crate) fn write_firing_tail(j: &mut Json, last_triggered_ms: Option<i64>, trigger_count: i64, created_ms: i64) {
-    j.raw(",\"lastTriggeredAt\":");
-    match last_triggered_ms {
-        Some(ms) => j.str(&clock::iso8601(ms)),
-        None => j.raw("null"),
-    };
-    j.raw(",\"triggerCount\":").int(trigger_count);
-    j.raw(",\"createdAt\":").str(&clock::iso8601(created_ms)).raw("}");
 }
 
 #[cfg(test)]
@@ -590,53 +482,5 @@ mod tests {
             parse_status(Some("done")),
             Err(Invalid { status: 422, message: "invalid status 'done'. Allowed: active, triggered, all".into() })
         );
-    }
-
-    #[test]
-    fn alert_json_has_the_spec_field_names() {
-        let row = AlertRow {
-            id: 7,
-            account_id: 1,
-            exchange: Venue::Binance,
-            symbol: "BTCUSDT".into(),
-            condition: Condition::Pct { dir: Move::Up, millionths: 2_500_000, window: Timeframe::H1 },
-            repeat: true,
-            note: "n".into(),
-            webhook_url: None,
-            status: crate::persistence::store::AlertStatus::Active,
-            created_price: 9_500_012_000_000,
-            created_ms: 1_795_183_387_123,
-            last_triggered_ms: None,
-            trigger_count: 0,
-        };
-        let mut j = Json::default();
-        write_alert(&mut j, &row);
-        let v: Value = serde_json::from_str(&j.finish()).expect("json");
-        let keys: Vec<&str> = v.as_object().expect("object").keys().map(String::as_str).collect();
-        for k in [
-            "id",
-            "exchange",
-            "symbol",
-            "type",
-            "direction",
-            "price",
-            "pct",
-            "window",
-            "repeat",
-            "note",
-            "webhookUrl",
-            "status",
-            "createdPrice",
-            "lastTriggeredAt",
-            "triggerCount",
-            "createdAt",
-        ] {
-            assert!(keys.contains(&k), "{k} missing");
-        }
-        assert_eq!(v["pct"], 2.5);
-        assert_eq!(v["price"], Value::Null);
-        assert_eq!(v["createdPrice"], 95000.12);
-        assert_eq!(v["createdAt"], "2026-11-20T14:03:07.123+00:00");
-        assert_eq!(v["lastTriggeredAt"], Value::Null);
     }
 }

@@ -5,23 +5,16 @@
 //!
 //! The board thread reads what shards publish (an atomic load per book) and never blocks one.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use rampart_engine::metrics::INTERVALS;
 use rampart_engine::{BookId, Timeframe, Venue};
 
-use crate::clock::SharedClock;
-use crate::shard::pair_metrics::{PairMetrics, METRICS_PERIOD_MS};
-use crate::shard::Shared;
-use crate::site::market::MarketAlerts;
+use super::pair_metrics::{PairMetrics, METRICS_PERIOD_MS};
+use super::Shared;
 
 /// How often the board is rebuilt.
 pub const BOARD_PERIOD_MS: i64 = METRICS_PERIOD_MS;
-/// How often the board thread looks whether the shards are ready, before they are.
-const BOARD_WAIT_MS: u64 = 50;
 /// A pair is in the `new` universe while its history is shorter than this.
 pub const NEW_LISTING_MS: i64 = 30 * rampart_engine::candle::DAY_MS;
 /// `|distance| ≤ this` percent to a level counts a pair as at a level.
@@ -398,35 +391,55 @@ fn count(entries: &[Entry], interval: Timeframe) -> Numbers {
     n
 }
 
-/// The thread that rebuilds the board every [`BOARD_PERIOD_MS`]. Stopped on drop.
-pub struct BoardThread {
-    _thread: crate::shutdown::StoppableThread,
+/// A number of the market board a market alert watches.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BoardNumber {
+    /// Volume-weighted share of advancing pairs × 100.
+    Sentiment,
+    /// Pairs up over the interval.
+    Advancing,
+    /// Pairs down.
+    Declining,
+    /// Pairs up 5 % or more.
+    Up5,
+    /// Pairs down 5 % or more.
+    Down5,
+    /// Current walls.
+    Walls,
+    /// Pairs within 0.5 % of a level.
+    AtLevel,
 }
 
-impl BoardThread {
-    /// Starts rebuilding `cell` from `shared` (built once before this returns), running the
-    /// site's market alerts against each build when `market` is given.
-    pub fn start(
-        shared: Arc<Shared>,
-        cell: Arc<ArcSwap<Board>>,
-        clock: SharedClock,
-        mut market: Option<MarketAlerts>,
-    ) -> std::io::Result<BoardThread> {
-        cell.store(Arc::new(Board::build(&shared, clock.now_ms())));
-        let thread = crate::shutdown::StoppableThread::spawn("board", move |stop| {
-            // Until the shards are ready the board is rebuilt as soon as they are, then once
-            // per period.
-            while !stop.load(Ordering::Acquire) {
-                let wait = if cell.load().complete { BOARD_PERIOD_MS as u64 } else { BOARD_WAIT_MS };
-                std::thread::sleep(Duration::from_millis(wait));
-                let board = Arc::new(Board::build(&shared, clock.now_ms()));
-                if let Some(m) = &mut market {
-                    m.run(&shared.site_alerts.load(), &board);
-                }
-                cell.store(board);
-            }
-        })?;
-        Ok(BoardThread { _thread: thread })
+impl BoardNumber {
+    /// Every number, in the order messages list them.
+    pub const ALL: [BoardNumber; 7] = [
+        BoardNumber::Sentiment,
+        BoardNumber::Advancing,
+        BoardNumber::Declining,
+        BoardNumber::Up5,
+        BoardNumber::Down5,
+        BoardNumber::Walls,
+        BoardNumber::AtLevel,
+    ];
+    /// The allowed names as a 422 lists them.
+    pub const ALLOWED: &'static str = "sentiment, advancing, declining, up5, down5, walls, atLevel";
+
+    /// The stored and answered spelling (the field name in `GET /v1/market`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoardNumber::Sentiment => "sentiment",
+            BoardNumber::Advancing => "advancing",
+            BoardNumber::Declining => "declining",
+            BoardNumber::Up5 => "up5",
+            BoardNumber::Down5 => "down5",
+            BoardNumber::Walls => "walls",
+            BoardNumber::AtLevel => "atLevel",
+        }
+    }
+
+    /// The number spelled `s` (exactly).
+    pub fn parse(s: &str) -> Option<BoardNumber> {
+        BoardNumber::ALL.into_iter().find(|n| n.as_str() == s)
     }
 }
 

@@ -64,10 +64,10 @@ impl Partition {
 }
 
 /// The part of `count` that owns `symbol`: the high half of the FNV-1a hash whose low half
-/// picks the shard ([`crate::shard::shard_of_symbol`]), so a node's pairs still spread over all
+/// picks the shard ([`super::shard_of_symbol`]), so a node's pairs still spread over all
 /// of its shards.
 pub fn of_symbol(symbol: &str, count: u16) -> u16 {
-    let h = crate::shard::symbol_hash(symbol);
+    let h = super::symbol_hash(symbol);
     ((h >> 32) % u64::from(count.max(1))) as u16
 }
 
@@ -95,7 +95,7 @@ mod tests {
                 let owners: Vec<u16> = (0..count).filter(|&i| Partition { index: i, count }.owns(s)).collect();
                 assert_eq!(owners.len(), 1, "{s} over {count}");
                 per_node[owners[0] as usize] += 1;
-                per_shard[owners[0] as usize][crate::shard::shard_of_symbol(s, 2)] += 1;
+                per_shard[owners[0] as usize][crate::state::shard_of_symbol(s, 2)] += 1;
             }
             let fair = symbols.len() / count as usize;
             for (node, n) in per_node.iter().enumerate() {

@@ -1,0 +1,324 @@
+//! The site's own alert kinds (`decisions.md` §10): density alerts (a wall appears) and market
+//! alerts (a board number crosses a threshold). They have no `/v1` endpoint and never a
+//! webhook; a firing goes to the account's inbox. This module is their internal interface:
+//! request parsing with the API's messages, and create, list and delete over the store with the
+//! plan's caps. The site's pages and `rampart site-alerts` call it; the running service learns
+//! of every change through [`watch::SiteAlertWatcher`], which publishes the active set that the
+//! shards (density) and the board thread (market) evaluate.
+//!
+//! Choices where §10 is silent: the request uses the API's spelling (snake_case fields, a field
+//! of the other kind refused when present and not null, an unknown field refused naming the
+//! allowed ones); `exchange` is required (a board number is a venue's); a density alert without
+//! `symbol` watches every pair of the venue; `repeat` is open to every plan (the site works for
+//! every plan within its caps); a non-repeating alert is `triggered` after its one firing, like
+//! an API alert.
+
+pub mod market;
+pub mod watch;
+
+use rampart_engine::site_alert::WallSide;
+use rampart_engine::{Registry, Timeframe, Venue};
+use serde_json::Value;
+
+use crate::config::Plan;
+use crate::persistence::store::{parse_direction, parse_side, NewSiteAlert, SiteAlertRow, SiteCondition, SiteRequest};
+use crate::persistence::store::{Store, StoreError};
+use crate::request::{
+    body_object, clip, invalid, number, present, repeat_and_note, required_string, string, symbol_syntax, Invalid,
+};
+use crate::state::board::BoardNumber;
+
+/// Largest `min_usd` accepted.
+pub const MIN_USD_MAX: f64 = 1e12;
+/// Largest `max_dist_pct` accepted (and its default, [`MAX_DIST_PCT_DEFAULT`]).
+pub const MAX_DIST_PCT_MAX: f64 = 100.0;
+/// `max_dist_pct` when absent.
+pub const MAX_DIST_PCT_DEFAULT: f64 = 5.0;
+/// Largest `min_age_s` accepted: one day.
+pub const MIN_AGE_S_MAX: u64 = 86_400;
+/// Largest threshold of a count on the board (no venue lists more pairs or walls than this).
+pub const COUNT_THRESHOLD_MAX: f64 = 1e6;
+
+/// The fields a site alert body may have, in the order the 422 lists them.
+pub const SITE_FIELDS: [&str; 13] = [
+    "type",
+    "exchange",
+    "symbol",
+    "side",
+    "min_usd",
+    "max_dist_pct",
+    "min_age_s",
+    "number",
+    "interval",
+    "direction",
+    "threshold",
+    "repeat",
+    "note",
+];
+const DENSITY_ONLY: [&str; 5] = ["symbol", "side", "min_usd", "max_dist_pct", "min_age_s"];
+const MARKET_ONLY: [&str; 4] = ["number", "interval", "direction", "threshold"];
+
+type Obj = serde_json::Map<String, Value>;
+
+/// Parses and checks a site alert body (JSON object).
+pub fn parse_request(body: &[u8]) -> Result<SiteRequest, Invalid> {
+    let obj = body_object(body, &SITE_FIELDS)?;
+    let kind = required_string(&obj, "type")?;
+    let (own, other) = match kind {
+        "density" => ("density", MARKET_ONLY.as_slice()),
+        "market" => ("market", DENSITY_ONLY.as_slice()),
+        _ => return Err(invalid(format!("invalid type '{}'. Allowed: density, market", clip(kind, 32)))),
+    };
+    if let Some(f) = other.iter().find(|f| present(&obj, f).is_some()) {
+        return Err(invalid(format!("field '{f}' is not allowed on a {own} alert")));
+    }
+    let exchange = required_string(&obj, "exchange")?;
+    let exchange = Venue::parse(exchange)
+        .ok_or_else(|| invalid(format!("invalid exchange '{}'. Allowed: {}", clip(exchange, 32), Venue::ALLOWED)))?;
+    let condition = if own == "density" { density(&obj)? } else { market(&obj)? };
+    let (repeat, note) = repeat_and_note(&obj)?;
+    Ok(SiteRequest { exchange, condition, repeat, note })
+}
+
+fn density(obj: &Obj) -> Result<SiteCondition, Invalid> {
+    let symbol = match string(obj, "symbol")? {
+        None => None,
+        Some(s) => {
+            symbol_syntax(s)?;
+            Some(s.to_ascii_uppercase())
+        }
+    };
+    let side = match string(obj, "side")? {
+        None => WallSide::Any,
+        Some(s) => {
+            parse_side(s).ok_or_else(|| invalid(format!("invalid side '{}'. Allowed: bid, ask, any", clip(s, 32))))?
+        }
+    };
+    let min_usd = float(obj, "min_usd")?.ok_or_else(|| invalid("missing field 'min_usd'"))?;
+    if !(min_usd > 0.0 && min_usd <= MIN_USD_MAX) {
+        return Err(invalid(format!("min_usd must be above 0 and at most {MIN_USD_MAX:.0}")));
+    }
+    let max_dist_pct = float(obj, "max_dist_pct")?.unwrap_or(MAX_DIST_PCT_DEFAULT);
+    if !(max_dist_pct > 0.0 && max_dist_pct <= MAX_DIST_PCT_MAX) {
+        return Err(invalid(format!("max_dist_pct must be above 0 and at most {MAX_DIST_PCT_MAX:.0}")));
+    }
+    let min_age_s = match number(obj, "min_age_s")? {
+        None => 0,
+        Some(n) => match n.as_u64().filter(|&s| s <= MIN_AGE_S_MAX) {
+            Some(s) => s as u32,
+            None => {
+                return Err(invalid(format!("min_age_s must be a whole number of seconds from 0 to {MIN_AGE_S_MAX}")))
+            }
+        },
+    };
+    Ok(SiteCondition::Density { symbol, side, min_usd, max_dist_pct, min_age_s })
+}
+
+fn market(obj: &Obj) -> Result<SiteCondition, Invalid> {
+    let name = required_string(obj, "number")?;
+    let number = BoardNumber::parse(name)
+        .ok_or_else(|| invalid(format!("invalid number '{}'. Allowed: {}", clip(name, 32), BoardNumber::ALLOWED)))?;
+    let interval = match string(obj, "interval")? {
+        None => Timeframe::D1,
+        Some(s) => Timeframe::parse(s)
+            .ok_or_else(|| invalid(format!("invalid interval '{}'. Allowed: {}", clip(s, 32), Timeframe::ALLOWED)))?,
+    };
+    let direction = required_string(obj, "direction")?;
+    let direction = parse_direction(direction).ok_or_else(|| {
+        invalid(format!("invalid direction '{}' for a market alert. Allowed: above, below", clip(direction, 32)))
+    })?;
+    let threshold = float(obj, "threshold")?.ok_or_else(|| invalid("missing field 'threshold'"))?;
+    let max = if number == BoardNumber::Sentiment { 100.0 } else { COUNT_THRESHOLD_MAX };
+    if !(0.0..=max).contains(&threshold) {
+        return Err(invalid(format!("threshold for {} must be from 0 to {max:.0}", number.as_str())));
+    }
+    Ok(SiteCondition::Market { number, interval, direction, threshold })
+}
+
+fn float(obj: &Obj, name: &str) -> Result<Option<f64>, Invalid> {
+    Ok(number(obj, name)?.and_then(serde_json::Number::as_f64).filter(|v| v.is_finite()))
+}
+
+/// Why a site alert could not be created or deleted.
+#[derive(Debug)]
+pub enum SiteError {
+    /// The request is refused (422, or 404 for an unknown pair or alert).
+    Invalid(Invalid),
+    /// Storage failed (503).
+    Store(StoreError),
+}
+
+impl std::fmt::Display for SiteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SiteError::Invalid(i) => write!(f, "{} {}", i.status, i.message),
+            SiteError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SiteError {}
+
+impl From<StoreError> for SiteError {
+    fn from(e: StoreError) -> SiteError {
+        SiteError::Store(e)
+    }
+}
+
+/// The plan's cap for alerts of `condition`'s kind.
+pub fn cap(plan: &Plan, condition: &SiteCondition) -> u32 {
+    match condition {
+        SiteCondition::Density { .. } => plan.density_alert_cap,
+        SiteCondition::Market { .. } => plan.market_alert_cap,
+    }
+}
+
+/// Stores a site alert for `account_id` on `plan`: the pair must be on the venue's list when a
+/// `registry` is given (the CLI has none: an alert on a pair the venue does not list is kept
+/// and evaluated once it does), and the plan's cap for the kind must have room (counted and
+/// inserted in one statement group, so two creates cannot both take the last place).
+pub fn create(
+    store: &Store,
+    account_id: i64,
+    plan: &Plan,
+    request: SiteRequest,
+    registry: Option<&Registry>,
+    now_ms: i64,
+) -> Result<SiteAlertRow, SiteError> {
+    if let (Some(r), SiteCondition::Density { symbol: Some(s), .. }) = (registry, &request.condition) {
+        if r.find(request.exchange, s).is_none() {
+            return Err(SiteError::Invalid(Invalid { status: 404, message: "unknown symbol".into() }));
+        }
+    }
+    let cap = cap(plan, &request.condition);
+    let kind = request.condition.kind();
+    let new = NewSiteAlert { account_id, request, created_ms: now_ms };
+    match store.insert_site_alert(&new, cap)? {
+        Some(row) => Ok(row),
+        None => {
+            Err(SiteError::Invalid(invalid(format!("active {kind}-alert limit reached ({cap} on plan {})", plan.name))))
+        }
+    }
+}
+
+/// Deletes an account's site alert; 404 when it has no such alert.
+pub fn delete(store: &Store, account_id: i64, id: i64, now_ms: i64) -> Result<SiteAlertRow, SiteError> {
+    store
+        .delete_site_alert(account_id, id, now_ms)?
+        .ok_or_else(|| SiteError::Invalid(Invalid { status: 404, message: "unknown alert".into() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rampart_engine::site_alert::Direction;
+
+    fn refused(body: &str) -> Invalid {
+        match parse_request(body.as_bytes()) {
+            Err(e) => e,
+            Ok(r) => panic!("{body} was accepted: {r:?}"),
+        }
+    }
+
+    #[test]
+    fn a_density_body_takes_its_defaults() {
+        let r = parse_request(br#"{"type":"density","exchange":"Binance","symbol":"btcusdt","min_usd":250000}"#)
+            .expect("valid");
+        assert_eq!(r.exchange, Venue::Binance);
+        assert_eq!(
+            r.condition,
+            SiteCondition::Density {
+                symbol: Some("BTCUSDT".into()),
+                side: WallSide::Any,
+                min_usd: 250_000.0,
+                max_dist_pct: 5.0,
+                min_age_s: 0
+            }
+        );
+        assert!(!r.repeat && r.note.is_empty());
+        let every = parse_request(br#"{"type":"density","exchange":"okx","side":"ask","min_usd":1,"symbol":null}"#)
+            .expect("valid");
+        assert!(matches!(every.condition, SiteCondition::Density { symbol: None, side: WallSide::Ask, .. }));
+    }
+
+    #[test]
+    fn a_market_body_takes_its_defaults() {
+        let r = parse_request(
+            br#"{"type":"market","exchange":"bybit","number":"atLevel","direction":"above","threshold":3,"repeat":true}"#,
+        )
+        .expect("valid");
+        assert_eq!(
+            r.condition,
+            SiteCondition::Market {
+                number: BoardNumber::AtLevel,
+                interval: Timeframe::D1,
+                direction: Direction::Above,
+                threshold: 3.0
+            }
+        );
+        assert!(r.repeat);
+    }
+
+    #[test]
+    fn every_bad_body_is_refused_with_its_message() {
+        let cases: [(&str, &str); 18] = [
+            (r#"{"type":"density""#, "malformed JSON"),
+            (r#"[1]"#, "request body must be a JSON object"),
+            (r#"{"type":"density","minUsd":1}"#, "unknown field 'minUsd'. Allowed: type, exchange, symbol, side"),
+            (r#"{"exchange":"okx"}"#, "missing field 'type'"),
+            (r#"{"type":"price","exchange":"okx"}"#, "invalid type 'price'. Allowed: density, market"),
+            (
+                r#"{"type":"density","exchange":"okx","min_usd":1,"threshold":2}"#,
+                "field 'threshold' is not allowed on a density alert",
+            ),
+            (r#"{"type":"market","exchange":"okx","side":"bid"}"#, "field 'side' is not allowed on a market alert"),
+            (r#"{"type":"density","min_usd":1}"#, "missing field 'exchange'"),
+            (r#"{"type":"density","exchange":"kraken","min_usd":1}"#, "invalid exchange 'kraken'. Allowed: binance"),
+            (
+                r#"{"type":"density","exchange":"okx","symbol":"BTC-USDT","min_usd":1}"#,
+                "field 'symbol' must be a pair symbol",
+            ),
+            (
+                r#"{"type":"density","exchange":"okx","side":"both","min_usd":1}"#,
+                "invalid side 'both'. Allowed: bid, ask, any",
+            ),
+            (r#"{"type":"density","exchange":"okx","min_usd":0}"#, "min_usd must be above 0"),
+            (
+                r#"{"type":"density","exchange":"okx","min_usd":1,"max_dist_pct":101}"#,
+                "max_dist_pct must be above 0 and at most 100",
+            ),
+            (r#"{"type":"density","exchange":"okx","min_usd":1,"min_age_s":1.5}"#, "min_age_s must be a whole number"),
+            (
+                r#"{"type":"market","exchange":"okx","number":"breadth","direction":"above","threshold":1}"#,
+                "invalid number 'breadth'. Allowed: sentiment",
+            ),
+            (
+                r#"{"type":"market","exchange":"okx","number":"up5","interval":"2h","direction":"above","threshold":1}"#,
+                "invalid interval '2h'. Allowed: 5m",
+            ),
+            (
+                r#"{"type":"market","exchange":"okx","number":"up5","direction":"up","threshold":1}"#,
+                "invalid direction 'up' for a market alert. Allowed: above, below",
+            ),
+            (
+                r#"{"type":"market","exchange":"okx","number":"sentiment","direction":"above","threshold":101}"#,
+                "threshold for sentiment must be from 0 to 100",
+            ),
+        ];
+        for (body, message) in cases {
+            let e = refused(body);
+            assert!(e.message.starts_with(message), "{body}: {e:?}");
+            assert_eq!(e.status, if message == "malformed JSON" { 400 } else { 422 }, "{body}");
+        }
+        let long = format!(r#"{{"type":"density","exchange":"okx","min_usd":1,"note":"{}"}}"#, "é".repeat(501));
+        assert_eq!(refused(&long).message, "note is longer than 500 characters");
+        assert_eq!(
+            refused(r#"{"type":"market","exchange":"okx","number":"up5","direction":"above"}"#).message,
+            "missing field 'threshold'"
+        );
+        assert_eq!(
+            refused(r#"{"type":"density","exchange":"okx","repeat":1,"min_usd":1}"#).message,
+            "field 'repeat' must be a boolean"
+        );
+    }
+}

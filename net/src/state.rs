@@ -1,0 +1,16 @@
+//! The ground floor: what the shards and the board thread publish and every other part reads
+//! (`Shared` and its per-book records, the board, per-pair metrics, counters), the commands and
+//! events that cross between threads with their bounded queues, which shard and which cluster
+//! partition own a pair, and the active site alerts. It imports no other part of the runtime.
+
+pub mod board;
+pub mod commands;
+pub mod events;
+pub mod pair_metrics;
+pub mod partition;
+pub mod shared;
+pub mod site_alerts;
+
+pub use commands::*;
+pub use events::*;
+pub use shared::*;

@@ -1,0 +1,137 @@
+//! The commands other threads send a shard (alerts added and removed, delistings, copies of
+//! candles and depth), their answers, and the handle that routes a command to the book's owner.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+use rampart_engine::alert::AlertSpec;
+use rampart_engine::candle::Candle;
+use rampart_engine::BookId;
+
+use super::Shared;
+
+/// Commands a shard takes from its queue (capacity [`COMMANDS_MAX`]).
+#[derive(Debug)]
+pub enum Command {
+    /// Answer at once with the shard's clock; measures the front→shard→front hop.
+    Ping {
+        /// Where the answer goes.
+        reply: tokio::sync::oneshot::Sender<Pong>,
+    },
+    /// Add an alert to a book this shard owns (it was committed to storage first).
+    AddAlert {
+        /// The book.
+        book: BookId,
+        /// The alert.
+        spec: AlertSpec,
+    },
+    /// Remove an alert (deleted by its owner).
+    RemoveAlert {
+        /// The book.
+        book: BookId,
+        /// Alert id.
+        id: u64,
+    },
+    /// The venue delisted the pair: drop its alerts and report them.
+    Delist {
+        /// The book.
+        book: BookId,
+    },
+    /// The venue lists a delisted pair again: serve it again (new book, history fetched again).
+    Relist {
+        /// The book.
+        book: BookId,
+    },
+    /// A book added to the registry after start ([`Shared::grow`]) with its venue's own name:
+    /// allocate it, subscribe it and fetch its history.
+    AddBook {
+        /// The book.
+        book: BookId,
+        /// The venue's name for it.
+        native: String,
+    },
+    /// Copy the newest `limit` bars of one of a book's rings (oldest first), for
+    /// `GET /v1/candles`. An unowned book answers no bar.
+    Candles {
+        /// The book.
+        book: BookId,
+        /// The ring.
+        tf: rampart_engine::Timeframe,
+        /// Bars at most.
+        limit: usize,
+        /// Where the bars go.
+        reply: tokio::sync::oneshot::Sender<Vec<Candle>>,
+    },
+    /// Copy a book's best `limit` levels per side, for `GET /v1/book`.
+    Depth {
+        /// The book.
+        book: BookId,
+        /// Levels per side at most.
+        limit: usize,
+        /// Where the copy goes.
+        reply: tokio::sync::oneshot::Sender<DepthView>,
+    },
+    /// Stop the shard's loop; the executor then exits.
+    Stop,
+}
+
+/// A copy of a book's best levels ([`Command::Depth`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DepthView {
+    /// When copied, Unix milliseconds.
+    pub ts_ms: i64,
+    /// Bids, best first.
+    pub bids: Vec<rampart_engine::Level>,
+    /// Asks, best first.
+    pub asks: Vec<rampart_engine::Level>,
+    /// False while the book is out of sync with its venue or crossed: its levels are not
+    /// served as the market's (metrics and walls leave it out too).
+    pub in_sync: bool,
+}
+
+/// A shard's answer to [`Command::Ping`].
+#[derive(Clone, Copy, Debug)]
+pub struct Pong {
+    /// Shard index.
+    pub shard: usize,
+    /// Ticks applied so far.
+    pub ticks: u64,
+}
+
+/// Capacity of each shard's command queue. At the bound the sender gets its command back
+/// (backpressure: the front answers 503 and the client retries).
+pub const COMMANDS_MAX: usize = 1024;
+
+/// A handle for sending commands to the shard that owns a book.
+#[derive(Clone)]
+pub struct Commands {
+    queues: Vec<Arc<ArrayQueue<Command>>>,
+    shared: Arc<Shared>,
+    /// Woken after each command queued, when the queues' reader waits for it (a cluster's
+    /// command forwarder); shards poll their queue instead.
+    wake: Option<Arc<tokio::sync::Notify>>,
+}
+
+impl Commands {
+    /// Commands over `queues`, routed by each book's `shard` in `shared`.
+    pub fn new(queues: Vec<Arc<ArrayQueue<Command>>>, shared: Arc<Shared>) -> Commands {
+        Commands { queues, shared, wake: None }
+    }
+
+    /// The same, waking `wake` after each command queued.
+    pub fn with_wake(mut self, wake: Arc<tokio::sync::Notify>) -> Commands {
+        self.wake = Some(wake);
+        self
+    }
+
+    /// Queues `cmd` for the shard owning `book`; at the bound the command is handed back.
+    pub fn send(&self, book: BookId, cmd: Command) -> Result<(), Command> {
+        let shard = self.shared.slots.get(book.index()).map_or(0, |s| s.shard.load(Ordering::Acquire) as usize);
+        self.queues[shard].push(cmd)?;
+        if let Some(w) = &self.wake {
+            w.notify_one();
+        }
+        Ok(())
+    }
+}
