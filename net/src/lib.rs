@@ -17,7 +17,6 @@ pub mod persistence;
 pub mod request;
 pub mod shard;
 pub mod shutdown;
-pub mod site;
 pub mod site_alerts;
 pub mod state;
 pub mod text;

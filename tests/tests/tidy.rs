@@ -1,11 +1,14 @@
 //! House rules that erode quietly, checked over the workspace's sources (rust-analyzer's `tidy`
 //! tests are the model): library crates return typed errors, per-venue tables are sized by
 //! `Venue::COUNT`, a constant name means one value across crates, the service reads time from its
-//! one clock, and a long function in the runtime says why it is long.
+//! one clock, a long function in the engine or the runtime says why it is long, and each floor
+//! keeps its boundary (the paths its files never refer to).
 //!
-//! Only the non-test part of each file is read: scanning stops at its `#[cfg(test)]` line.
+//! Only the non-test part of each file is read: the whole file, less every item gated by
+//! `#[cfg(test)]` (the attribute and the `mod`, `fn`, `impl`, `use`... it gates, through its `;` or
+//! its matching closing brace), so code after a test module or a test-only helper is checked too.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Lines a runtime function may span without a written reason.
@@ -36,10 +39,148 @@ fn sources(dir: &str) -> Vec<PathBuf> {
     out
 }
 
-/// The file's lines before its test module.
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The file's non-test lines: line `i + 1` of the file at index `i`, the lines of the items gated by
+/// `#[cfg(test)]` left empty (so an index is still a line number).
 fn code_lines(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines().take_while(|l| l.trim() != "#[cfg(test)]").map(str::to_owned).collect()
+    non_test(&read(path)).0
+}
+
+/// `text`'s lines with the lines of its test-only items emptied, twice: as written, and masked
+/// (comments and the insides of literals blanked, see [`mask`]).
+fn non_test(text: &str) -> (Vec<String>, Vec<String>) {
+    let masked = mask(text);
+    let test = test_only_lines(&masked);
+    let keep = |(i, l): (usize, &str)| if test[i] { String::new() } else { l.to_owned() };
+    (text.lines().enumerate().map(keep).collect(), masked.lines().enumerate().map(keep).collect())
+}
+
+/// `text` with every comment and the inside of every string and char literal turned into spaces,
+/// newlines kept: what is left is code, so a brace or a `crate::` in it is one of the code's.
+/// Lifetimes (`'a`) stay; raw strings (`r#"..."#`) and nested block comments are understood.
+fn mask(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = c.clone();
+    let blank = |out: &mut Vec<char>, from: usize, to: usize| {
+        for x in out.iter_mut().take(to.min(c.len())).skip(from) {
+            if *x != '\n' {
+                *x = ' ';
+            }
+        }
+    };
+    let at = |i: usize| c.get(i).copied().unwrap_or('\0');
+    let mut i = 0;
+    while i < c.len() {
+        match (c[i], at(i + 1)) {
+            ('/', '/') => {
+                let end = (i..c.len()).find(|&j| c[j] == '\n').unwrap_or(c.len());
+                blank(&mut out, i, end);
+                i = end;
+            }
+            ('/', '*') => {
+                let (mut depth, mut j) = (1, i + 2);
+                while j < c.len() && depth > 0 {
+                    match (c[j], at(j + 1)) {
+                        ('/', '*') => (depth, j) = (depth + 1, j + 2),
+                        ('*', '/') => (depth, j) = (depth - 1, j + 2),
+                        _ => j += 1,
+                    }
+                }
+                blank(&mut out, i, j);
+                i = j;
+            }
+            ('"', _) => {
+                let mut j = i + 1;
+                while j < c.len() && c[j] != '"' {
+                    j += if c[j] == '\\' { 2 } else { 1 };
+                }
+                blank(&mut out, i + 1, j);
+                i = j + 1;
+            }
+            ('\'', '\\') => {
+                // An escaped char literal: `'\''`, `'\n'`, `'\u{7f}'`.
+                let end = (i + 3..c.len()).find(|&j| c[j] == '\'').unwrap_or(c.len());
+                blank(&mut out, i + 1, end);
+                i = end + 1;
+            }
+            ('\'', _) if at(i + 2) == '\'' => {
+                blank(&mut out, i + 1, i + 2);
+                i += 3;
+            }
+            (x, _) if x.is_alphanumeric() || x == '_' => {
+                let end = (i..c.len()).find(|&j| !(c[j].is_alphanumeric() || c[j] == '_')).unwrap_or(c.len());
+                let word: String = c[i..end].iter().collect();
+                let hashes = (end..c.len()).take_while(|&j| c[j] == '#').count();
+                if ["r", "br", "cr"].contains(&word.as_str()) && at(end + hashes) == '"' {
+                    // A raw string: it ends at the first `"` followed by as many `#`.
+                    let open = end + hashes + 1;
+                    let close = (open..c.len())
+                        .find(|&j| c[j] == '"' && (1..=hashes).all(|k| at(j + k) == '#'))
+                        .unwrap_or(c.len());
+                    blank(&mut out, open, close);
+                    i = close + 1 + hashes;
+                } else {
+                    // `b"..."`, `b'x'` and `c"..."` continue as the literals they prefix.
+                    i = end;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Which lines of a masked text belong to an item gated by `#[cfg(test)]`: the attribute's line
+/// through the line of the item's end. A file under `#![cfg(test)]` is test code throughout.
+fn test_only_lines(masked: &str) -> Vec<bool> {
+    let lines = masked.lines().count();
+    if masked.contains("#![cfg(test)]") {
+        return vec![true; lines];
+    }
+    let line_of = |at: usize| masked.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+    let mut test = vec![false; lines];
+    let attribute = "#[cfg(test)]";
+    let mut from = 0;
+    while let Some(at) = masked[from..].find(attribute) {
+        let start = from + at;
+        let end = item_end(masked.as_bytes(), start + attribute.len());
+        for t in test.iter_mut().take(line_of(end) + 1).skip(line_of(start)) {
+            *t = true;
+        }
+        from = end.max(start + attribute.len());
+    }
+    test
+}
+
+/// The index of the last byte of the item that starts at `from` in a masked text: its `;` (or the `,`
+/// after a field or variant) outside any bracket, or the `}` that closes its body. Further attributes
+/// (`#[derive(..)]`) on the way are part of it.
+fn item_end(b: &[u8], from: usize) -> usize {
+    let mut depth = 0i32;
+    for (j, &x) in b.iter().enumerate().skip(from) {
+        match x {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j;
+                }
+            }
+            b';' | b',' if depth == 0 => return j,
+            _ => {}
+        }
+        if depth < 0 {
+            // The closer of what encloses the item (a field without its comma): the item ended
+            // before it.
+            let before = b[from..j].iter().rposition(|x| !x.is_ascii_whitespace()).unwrap_or(0);
+            return from + before;
+        }
+    }
+    b.len().saturating_sub(1)
 }
 
 fn name(path: &Path) -> String {
@@ -147,10 +288,10 @@ fn a_constant_name_means_one_value_across_crates() {
     assert!(found.is_empty(), "one constant name, different values in different crates:\n{}", found.join("\n"));
 }
 
-/// Functions of the runtime longer than the bound: (file, line, name, lines).
+/// Functions of the engine and the runtime longer than the bound: (file, line, name, lines).
 fn long_functions() -> Vec<(String, usize, String, usize)> {
     let mut out = Vec::new();
-    for dir in ["net/src", "tools/src", "simvenue/src"] {
+    for dir in ["engine/src", "net/src", "tools/src", "simvenue/src"] {
         for p in sources(dir) {
             let lines = code_lines(&p);
             for (i, l) in lines.iter().enumerate() {
@@ -239,4 +380,293 @@ fn cited_documents_are_in_the_repository() {
         }
     }
     assert!(found.is_empty(), "citations that lead nowhere:\n{}", found.join("\n"));
+}
+
+/// A floor's rule: the files under `dir` never refer to any path starting with one of `never`.
+///
+/// A prefix is whole path segments as [`imports`] spells paths (`crate::...` for the file's own
+/// crate, `rampart_net::...` for another): `crate::api` forbids `crate::api` and `crate::api::x`,
+/// not `crate::apis`; `rampart_net` does not forbid `rampart_network`.
+struct Boundary {
+    dir: &'static str,
+    never: &'static [&'static str],
+    why: &'static str,
+}
+
+const BOUNDARIES: &[Boundary] = &[
+    Boundary {
+        dir: "engine/src",
+        never: &["rampart_net", "rampart_testkit", "rampart_simvenue"],
+        why: "the engine is sans-I/O and depends on nothing of ours (rampart-testkit is for its tests only)",
+    },
+    Boundary {
+        dir: "simvenue/src",
+        never: &["rampart_net", "rampart_testkit"],
+        why: "the simulator is a test tool beside the service; it depends on the engine only",
+    },
+];
+
+#[test]
+fn every_floor_keeps_its_boundary() {
+    let mut found = Vec::new();
+    for rule in BOUNDARIES {
+        let files = sources(rule.dir);
+        if files.is_empty() {
+            found.push(format!("{}: no sources (did the floor move?)", rule.dir));
+        }
+        for p in files {
+            for (line, path) in imports(&p) {
+                if rule.never.iter().any(|prefix| starts_with_segments(&path, prefix)) {
+                    found.push(format!("{}:{line}: refers to {path} (never: {})", name(&p), rule.why));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "a floor refers to what it must not:\n{}", found.join("\n"));
+}
+
+/// Whether `path` is `prefix` or lies under it, compared segment by segment.
+fn starts_with_segments(path: &str, prefix: &str) -> bool {
+    let mut path = path.split("::");
+    prefix.split("::").all(|p| path.next() == Some(p))
+}
+
+/// Every module path the non-test code of a Rust file refers to, with its line: each path of its
+/// `use` declarations (groups expanded: `use a::{b, c::{d}}` gives `a::b` and `a::c::d`; an alias
+/// gives the path it names) and each path written in its code that starts at `crate::`, `self::`,
+/// `super::`, a `rampart_*` crate or a module the file declares. `self::` and `super::` are resolved
+/// to `crate::` from the file's place in its crate ([`module_of`]); comments and literals are not read.
+fn imports(path: &Path) -> Vec<(usize, String)> {
+    imports_of(&read(path), &module_of(path))
+}
+
+/// The module a source file is, as segments from `crate`: `src/lib.rs`, `src/main.rs` and
+/// `src/bin/x.rs` are `crate`; `src/a.rs` and `src/a/mod.rs` are `crate::a`.
+fn module_of(path: &Path) -> Vec<String> {
+    let parts: Vec<String> = path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let mut module = vec!["crate".to_owned()];
+    let Some(src) = parts.iter().rposition(|c| c == "src") else { return module };
+    let mut rest: Vec<String> = parts[src + 1..].iter().map(|c| c.trim_end_matches(".rs").to_owned()).collect();
+    if rest.first().is_some_and(|c| c == "bin") {
+        // `src/bin/x.rs` and `src/bin/x/main.rs` are the roots of binary crates.
+        rest.drain(..rest.len().min(2));
+    }
+    if rest.last().is_some_and(|c| c == "mod") || (rest.len() == 1 && (rest[0] == "lib" || rest[0] == "main")) {
+        rest.pop();
+    }
+    module.extend(rest);
+    module
+}
+
+/// A token of masked code: a word (identifier, keyword or number), `::`, or one other character.
+#[derive(Debug, PartialEq)]
+enum Token {
+    Word(String),
+    PathSep,
+    Punct(char),
+}
+
+/// The tokens of masked, non-test code, each with its line (1-based); `lines[i]` is line `i + 1`.
+fn tokens(lines: &[String]) -> Vec<(usize, Token)> {
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let c: Vec<char> = l.chars().collect();
+        let mut j = 0;
+        while j < c.len() {
+            if c[j].is_alphanumeric() || c[j] == '_' {
+                let end = (j..c.len()).find(|&k| !(c[k].is_alphanumeric() || c[k] == '_')).unwrap_or(c.len());
+                out.push((i + 1, Token::Word(c[j..end].iter().collect())));
+                j = end;
+            } else if c[j] == ':' && c.get(j + 1) == Some(&':') {
+                out.push((i + 1, Token::PathSep));
+                j += 2;
+            } else {
+                if !c[j].is_whitespace() {
+                    out.push((i + 1, Token::Punct(c[j])));
+                }
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+fn word(t: Option<&(usize, Token)>) -> Option<&str> {
+    match t {
+        Some((_, Token::Word(w))) => Some(w),
+        _ => None,
+    }
+}
+
+fn is(t: Option<&(usize, Token)>, want: &Token) -> bool {
+    t.is_some_and(|(_, x)| x == want)
+}
+
+/// [`imports`] of a file's text, the file being `module` (segments from `crate`).
+fn imports_of(text: &str, module: &[String]) -> Vec<(usize, String)> {
+    let toks = tokens(&non_test(text).1);
+    let declared = declared_modules(&toks, module);
+    let mut out = Vec::new();
+    let mut scope = Scope::new(module);
+    let mut i = 0;
+    while i < toks.len() {
+        scope.step(&toks, i);
+        let continues_path = i >= 2
+            && is(toks.get(i - 1), &Token::PathSep)
+            && matches!(toks.get(i - 2), Some((_, Token::Word(_) | Token::Punct('>'))));
+        match word(toks.get(i)) {
+            Some("use") => {
+                i += 1;
+                let mut trees = Vec::new();
+                use_tree(&toks, &mut i, Vec::new(), &mut trees);
+                let here = scope.module();
+                out.extend(trees.into_iter().map(|(line, segs)| (line, resolve(&segs, &here, &declared))));
+            }
+            Some(w) if !continues_path && is(toks.get(i + 1), &Token::PathSep) && word(toks.get(i + 2)).is_some() => {
+                let here = scope.module();
+                let mut child = here.clone();
+                child.push(w.to_owned());
+                let tracked = ["crate", "self", "super"].contains(&w)
+                    || w.starts_with("rampart_")
+                    || declared.contains(&child.join("::"));
+                let line = toks[i].0;
+                let mut segs = vec![w.to_owned()];
+                i += 1;
+                while is(toks.get(i), &Token::PathSep) {
+                    let Some(next) = word(toks.get(i + 1)) else { break };
+                    segs.push(next.to_owned());
+                    i += 2;
+                }
+                if tracked {
+                    out.push((line, resolve(&segs, &here, &declared)));
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// One use tree from `toks[*i]` on, under `prefix`; pushes each leaf path with its line and leaves
+/// `*i` after the tree. `use a::{self, b as c, d::*}` gives `a::self`, `a::b` and `a::d::*`.
+fn use_tree(toks: &[(usize, Token)], i: &mut usize, mut prefix: Vec<String>, out: &mut Vec<(usize, Vec<String>)>) {
+    while let Some((line, t)) = toks.get(*i) {
+        match t {
+            Token::PathSep => *i += 1,
+            Token::Punct('{') => {
+                *i += 1;
+                while let Some((_, t)) = toks.get(*i) {
+                    let before = *i;
+                    match t {
+                        Token::Punct('}') => {
+                            *i += 1;
+                            break;
+                        }
+                        Token::Punct(',') => *i += 1,
+                        _ => use_tree(toks, i, prefix.clone(), out),
+                    }
+                    if *i == before {
+                        *i += 1; // Not a use tree (a macro's `$x`): step over it.
+                    }
+                }
+                return;
+            }
+            Token::Punct('*') => {
+                prefix.push("*".to_owned());
+                out.push((*line, prefix));
+                *i += 1;
+                return;
+            }
+            Token::Word(w) => {
+                prefix.push(w.clone());
+                *i += 1;
+                if is(toks.get(*i), &Token::PathSep) {
+                    continue;
+                }
+                if word(toks.get(*i)) == Some("as") {
+                    *i += 2;
+                }
+                out.push((*line, prefix));
+                return;
+            }
+            Token::Punct(_) => return,
+        }
+    }
+}
+
+/// `segs` as a path from `crate` when it starts at `crate`, `self`, `super` or a module declared
+/// in the file; otherwise (another crate, `std`) as written. A `self` inside (`a::{self}`) is `a`.
+fn resolve(segs: &[String], module: &[String], declared: &BTreeSet<String>) -> String {
+    let first = segs.first().map(String::as_str).unwrap_or("");
+    let tail = |from: usize| segs[from..].iter().filter(|s| *s != "self").cloned();
+    let mut child = module.to_vec();
+    child.push(first.to_owned());
+    let full: Vec<String> = match first {
+        "crate" => tail(0).collect(),
+        "self" => module.iter().cloned().chain(tail(1)).collect(),
+        "super" => {
+            let ups = segs.iter().take_while(|s| *s == "super").count();
+            if ups >= module.len() {
+                return segs.join("::"); // Above the crate: left as written.
+            }
+            module[..module.len() - ups].iter().cloned().chain(tail(ups)).collect()
+        }
+        _ if declared.contains(&child.join("::")) => module.iter().cloned().chain(tail(0)).collect(),
+        _ => tail(0).collect(),
+    };
+    full.join("::")
+}
+
+/// The module paths (`crate::a::b`) the file declares with `mod b;` or `mod b { .. }`.
+fn declared_modules(toks: &[(usize, Token)], module: &[String]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut scope = Scope::new(module);
+    for i in 0..toks.len() {
+        scope.step(toks, i);
+        if let (Some("mod"), Some(name)) = (word(toks.get(i)), word(toks.get(i + 1))) {
+            let mut m = scope.module();
+            m.push(name.to_owned());
+            out.insert(m.join("::"));
+        }
+    }
+    out
+}
+
+/// Where a walk over a file's tokens is: the file's module and the inline `mod x { .. }` blocks
+/// it is inside of, by brace depth.
+struct Scope {
+    file: Vec<String>,
+    depth: usize,
+    inline: Vec<(String, usize)>,
+}
+
+impl Scope {
+    fn new(file: &[String]) -> Self {
+        Scope { file: file.to_vec(), depth: 0, inline: Vec::new() }
+    }
+
+    /// Takes `toks[i]` into account: an opening brace (a `mod x`'s opens `x`), a closing one.
+    fn step(&mut self, toks: &[(usize, Token)], i: usize) {
+        match toks.get(i) {
+            Some((_, Token::Punct('{'))) => {
+                self.depth += 1;
+                if let (Some(name), Some("mod")) =
+                    (word(i.checked_sub(1).and_then(|k| toks.get(k))), word(i.checked_sub(2).and_then(|k| toks.get(k))))
+                {
+                    self.inline.push((name.to_owned(), self.depth));
+                }
+            }
+            Some((_, Token::Punct('}'))) => {
+                if self.inline.last().is_some_and(|(_, d)| *d == self.depth) {
+                    self.inline.pop();
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+
+    fn module(&self) -> Vec<String> {
+        self.file.iter().cloned().chain(self.inline.iter().map(|(n, _)| n.clone())).collect()
+    }
 }

@@ -21,33 +21,29 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rampart_engine::level::Level;
 use rampart_engine::{BookId, Venue};
 
+mod alerts_api;
 mod board_api;
 mod bodies;
 pub mod encoding;
+mod health;
 mod json_errors;
-mod site_api;
-mod site_assets;
-mod site_events;
+mod market_api;
+pub mod site;
 
 pub use json_errors::JsonErrors;
 
-use crate::alerts::{request as alerts, rules};
+use crate::alerts::request as alerts;
 use crate::api::keys::KeyWatcher;
 use crate::api::limit::{Limiter, Refusal};
 use crate::clock::{self, SharedClock};
 use crate::config::Plans;
-use crate::json::{error_body, Json};
-use crate::outbound::ssrf;
-use crate::persistence::storage::{StorageHealth, StorageThread, Writer};
+use crate::json::error_body;
+use crate::persistence::storage::{StorageHealth, StorageThread};
 use crate::persistence::store::{hash_key, is_key_shaped, KeyRow};
-use crate::persistence::store::{AlertStatus, NewAlert};
-use crate::state::{Command, Commands, DensitySnapshot, Shared};
-use crate::text::alert::write_alert;
+use crate::state::{Command, Commands, Shared};
 use hyper::http::request::Parts;
-use rampart_engine::alert::AlertSpec;
 
 /// Front limits; every one has a documented behaviour at the bound.
 #[derive(Clone, Debug)]
@@ -115,7 +111,7 @@ pub struct Front {
     health: Arc<StorageHealth>,
     limiter: RefCell<Limiter>,
     /// The site's signed-in sessions (`site_api`).
-    sessions: RefCell<crate::site::session::Sessions>,
+    sessions: RefCell<site::session::Sessions>,
     started_ms: i64,
     /// The process's clock.
     clock: SharedClock,
@@ -141,7 +137,7 @@ pub struct Front {
     /// The operator configured a Telegram bot: the settings page says whether a chat id is used.
     telegram_on: bool,
     /// The site's open event streams.
-    event_streams: Rc<RefCell<site_events::Streams>>,
+    event_streams: Rc<RefCell<site::events::Streams>>,
     /// A cluster node's links (`serve --role market|api`); `None` for the single process.
     cluster: Option<Arc<crate::cluster::node::NodeHealth>>,
 }
@@ -156,30 +152,6 @@ pub enum Role {
 }
 
 type Resp = Response<Full<Bytes>>;
-
-/// `"cluster"` in `/healthz`: the node's role and links, and (api) each partition's snapshots.
-fn write_cluster_health(j: &mut Json, c: &crate::cluster::node::NodeHealth, now_ms: i64) {
-    use std::sync::atomic::Ordering::Acquire;
-    j.raw(",\"cluster\":{\"role\":").str(c.role.as_str());
-    j.raw(",\"natsConnected\":").bool(c.snapshots_connected.load(Acquire) && c.commands_connected.load(Acquire));
-    match c.role {
-        crate::cluster::node::Role::Market => j.raw(",\"partition\":").str(&c.partition.to_string()),
-        crate::cluster::node::Role::Api => j.raw(",\"marketAlerts\":").bool(c.market_alerts.load(Acquire)),
-    };
-    j.raw(",\"partitions\":[");
-    for (i, p) in c.partitions.iter().enumerate() {
-        if i > 0 {
-            j.raw(",");
-        }
-        j.raw("{\"partition\":").int(i as i64).raw(",\"complete\":").bool(p.complete.load(Acquire));
-        match c.age_ms(i, now_ms) {
-            Some(age) => j.raw(",\"snapshotAgeMs\":").int(age),
-            None => j.raw(",\"snapshotAgeMs\":null"),
-        };
-        j.raw("}");
-    }
-    j.raw("]}");
-}
 
 fn respond(status: StatusCode, body: String) -> Resp {
     respond_bytes(status, Bytes::from(body))
@@ -306,85 +278,6 @@ fn symbols_param(query: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
     Ok((!list.is_empty()).then_some(list))
 }
 
-/// Writes a Density snapshot: `{"price","ts","walls":[Wall…]}`.
-fn write_density(j: &mut Json, snap: &DensitySnapshot) {
-    j.raw("{\"price\":").fixed(snap.price).raw(",\"ts\":").int(snap.ts_ms).raw(",\"walls\":[");
-    for (i, w) in snap.walls.iter().enumerate() {
-        if i > 0 {
-            j.raw(",");
-        }
-        let side = match w.wall.side {
-            rampart_engine::Side::Bid => "bid",
-            rampart_engine::Side::Ask => "ask",
-        };
-        j.raw("{\"side\":").str(side);
-        j.raw(",\"price\":").fixed(w.wall.price.0);
-        j.raw(",\"qty\":").fixed(i64::try_from(w.wall.qty.0).unwrap_or(i64::MAX));
-        j.raw(",\"usd\":");
-        match w.usd {
-            Some(usd) => j.float(usd, 2),
-            None => j.raw("null"),
-        };
-        j.raw(",\"dist\":").float(w.wall.dist_pct, 4);
-        j.raw(",\"ratio\":").float(w.wall.ratio, 2);
-        j.raw(",\"age\":").int(w.wall.age_ms / 1000).raw("}");
-    }
-    j.raw("]}");
-}
-
-/// Writes `"storage":{"writable":true}`, or what fails, since when and the last error.
-fn write_storage_health(j: &mut Json, failing: Option<&(Vec<Writer>, i64, String)>) {
-    let Some((who, since_ms, error)) = failing else {
-        j.raw(",\"storage\":{\"writable\":true}");
-        return;
-    };
-    j.raw(",\"storage\":{\"writable\":false,\"failing\":[");
-    for (i, w) in who.iter().enumerate() {
-        if i > 0 {
-            j.raw(",");
-        }
-        j.str(w.as_str());
-    }
-    j.raw("],\"since\":").str(&clock::iso8601(*since_ms)).raw(",\"error\":").str(error).raw("}");
-}
-
-/// A bulk answer, `{"exchange":..,"ts":..,"data":[part,..]}`, from per-pair bodies already
-/// written (copied once into the answer).
-fn bulk_body(venue: Venue, now_ms: i64, parts: &[Bytes]) -> Bytes {
-    let mut head = Json::with_capacity(64);
-    head.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
-    let head = head.finish();
-    let mut out = Vec::with_capacity(head.len() + 2 + parts.iter().map(|p| p.len() + 1).sum::<usize>());
-    out.extend_from_slice(head.as_bytes());
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(p);
-    }
-    out.extend_from_slice(b"]}");
-    Bytes::from(out)
-}
-
-/// Writes levels as the API's Level array, nearest to `current` first, `type` against it.
-fn write_levels(j: &mut Json, levels: &mut [Level], current: i64) {
-    levels.sort_by_key(|l| l.price.0.abs_diff(current));
-    j.raw("[");
-    for (i, l) in levels.iter().enumerate() {
-        if i > 0 {
-            j.raw(",");
-        }
-        let kind = if l.is_resistance(rampart_engine::Price(current)) { "resistance" } else { "support" };
-        j.raw("{\"price\":").fixed(l.price.0);
-        j.raw(",\"type\":").str(kind);
-        j.raw(",\"side\":").str(l.side.as_str());
-        j.raw(",\"timeframe\":").str(l.origin.as_str());
-        j.raw(",\"time\":").int(l.time_ms);
-        j.raw(",\"strength\":").int(i64::from(l.strength)).raw("}");
-    }
-    j.raw("]");
-}
-
 fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
     match query_param(query, "exchange") {
         None => Ok(Venue::Binance),
@@ -431,7 +324,7 @@ impl Front {
             storage: storage.thread,
             health: storage.health,
             limiter: RefCell::new(Limiter::default()),
-            sessions: RefCell::new(crate::site::session::Sessions::new()),
+            sessions: RefCell::new(site::session::Sessions::new()),
             started_ms: clock.now_ms(),
             clock,
             metrics: None,
@@ -444,7 +337,7 @@ impl Front {
             board_bodies: bodies::BoardBodies::default(),
             writer_stats: Arc::new(crate::persistence::writer::WriterStats::default()),
             telegram_on: false,
-            event_streams: Rc::new(RefCell::new(site_events::Streams::default())),
+            event_streams: Rc::new(RefCell::new(site::events::Streams::default())),
             cluster: None,
         }
     }
@@ -623,8 +516,8 @@ impl Front {
         if path.starts_with("/site/") {
             return self.site(req, body, peer, now_ms).await;
         }
-        if site_assets::is_asset_path(path) {
-            return site_assets::serve(req);
+        if site::assets::is_asset_path(path) {
+            return site::assets::serve(req);
         }
         if path != "/v1" && !path.starts_with("/v1/") {
             return error(StatusCode::NOT_FOUND, "not found");
@@ -733,669 +626,6 @@ impl Front {
             _ => error(StatusCode::NOT_FOUND, "not found"),
         }
     }
-
-    /// `GET /version` (no key): what is running.
-    fn version(&self) -> Resp {
-        let mut j = Json::with_capacity(96);
-        j.raw("{\"version\":").str(self.build.0).raw(",\"revision\":").str(self.build.1).raw("}");
-        respond(StatusCode::OK, j.finish())
-    }
-
-    /// `GET /metrics` (no key: scrapers carry none; bind it apart with `metrics.listen` to keep
-    /// it private); every other path 404.
-    fn metrics_only(&self, req: &Parts) -> Resp {
-        let Some(m) = self.metrics.as_ref().filter(|_| req.uri.path() == "/metrics") else {
-            return error(StatusCode::NOT_FOUND, "not found");
-        };
-        if !matches!(req.method, Method::GET | Method::HEAD) {
-            return method_not_allowed("GET");
-        }
-        let mut r = Response::new(Full::new(Bytes::from(m.encode())));
-        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::text::METRICS_CONTENT_TYPE));
-        r
-    }
-
-    /// The listed pairs of `venue` this process serves: a market node counts only its
-    /// partition's (the registry lists every pair on every node).
-    fn served_pairs(&self, venue: Venue) -> i64 {
-        let books = self.listed_books(venue);
-        match self.cluster.as_deref() {
-            Some(c) if c.role == crate::cluster::node::Role::Market => {
-                let registry = self.shared.registry();
-                books.iter().filter(|&&b| c.partition.owns(&registry.get(b).symbol)).count() as i64
-            }
-            _ => books.len() as i64,
-        }
-    }
-
-    // Long: one JSON document written field by field in its documented order (shards, then each
-    // venue's state and counters); splitting it would scatter the shape across functions.
-    fn healthz(&self, now_ms: i64) -> Resp {
-        // Ready once the shards have their books and the board has been built from them, so
-        // the first rankings a client reads cover the whole market.
-        let started = self.shared.ready() && self.board.load().complete;
-        let storage = self.health.report(now_ms);
-        // Live feed: the data is dead when no venue has any; degraded when one has none.
-        let venue_health: Vec<crate::state::VenueHealth> =
-            self.venues.iter().map(|v| self.shared.venue_health(*v)).collect();
-        let down = |h: &crate::state::VenueHealth| h.state == crate::state::VenueState::Down;
-        let all_down = self.shared.live && venue_health.iter().all(down);
-        let some_down = self.shared.live && venue_health.iter().any(down);
-        let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
-        let ready = started && storage.is_none() && !all_down && cluster.is_none();
-        let mut j = Json::with_capacity(512);
-        if !started {
-            j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
-        } else if let Some(why) = &cluster {
-            j.raw("{\"error\":").str(why).raw(",\"status\":\"degraded\"");
-        } else if storage.is_some() {
-            j.raw("{\"error\":\"storage cannot be written\",\"status\":\"degraded\"");
-        } else if all_down {
-            j.raw("{\"error\":\"no venue has live data\",\"status\":\"degraded\"");
-        } else if some_down {
-            j.raw("{\"status\":\"degraded\"");
-        } else {
-            j.raw("{\"status\":\"ok\"");
-        }
-        j.raw(",\"feed\":").str(self.feed).raw(",\"uptimeS\":").int((now_ms - self.started_ms) / 1000);
-        write_storage_health(&mut j, storage.as_ref());
-        if let Some(c) = &self.cluster {
-            write_cluster_health(&mut j, c, now_ms);
-        }
-        j.raw(",\"shards\":[");
-        for (i, s) in self.shared.stats.iter().enumerate() {
-            use std::sync::atomic::Ordering::Relaxed;
-            if i > 0 {
-                j.raw(",");
-            }
-            j.raw("{\"shard\":").int(i as i64);
-            j.raw(",\"ready\":").bool(s.ready.load(Relaxed));
-            j.raw(",\"books\":").int(s.books.load(Relaxed) as i64);
-            j.raw(",\"ticks\":").int(s.ticks.load(Relaxed) as i64);
-            j.raw(",\"crossedBooks\":").int(s.crossed_books.load(Relaxed) as i64);
-            j.raw("}");
-        }
-        j.raw("],\"exchanges\":[");
-        for (i, v) in self.venues.iter().enumerate() {
-            if i > 0 {
-                j.raw(",");
-            }
-            let pairs = self.served_pairs(*v);
-            if !self.shared.live {
-                j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
-                j.raw(",\"pairs\":").int(pairs).raw("}");
-                continue;
-            }
-            use std::sync::atomic::Ordering::Relaxed;
-            let sum = |f: fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64| {
-                self.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
-            };
-            let h = &venue_health[i];
-            let (open, planned, live, last) = (h.open, h.planned, h.live, h.last_message_ms);
-            j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(h.state.as_str());
-            if !h.why.is_empty() {
-                j.raw(",\"reason\":").str(h.why);
-            }
-            j.raw(",\"pairs\":").int(pairs);
-            j.raw(",\"booksLive\":").int(live);
-            j.raw(",\"booksWithHistory\":").int(sum(|s| &s.books_history));
-            j.raw(",\"connections\":").int(open);
-            j.raw(",\"connectionsPlanned\":").int(planned);
-            j.raw(",\"lastMessageAgeMs\":");
-            if last > 0 {
-                j.int((now_ms - last).max(0));
-            } else {
-                j.raw("null");
-            }
-            for (name, f) in [
-                ("connects", (|s| &s.connects) as fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64),
-                ("connectFailures", |s| &s.connect_failures),
-                ("disconnects", |s| &s.disconnects),
-                ("messages", |s| &s.messages),
-                ("decodeErrors", |s| &s.decode_errors),
-                ("gaps", |s| &s.gaps),
-                ("checksumMismatches", |s| &s.checksum_mismatches),
-                ("crossedBooks", |s| &s.crossed),
-                ("staleSnapshots", |s| &s.stale_snapshots),
-                ("resyncs", |s| &s.resyncs),
-                ("resets", |s| &s.resets),
-                ("syncs", |s| &s.syncs),
-                ("venueErrors", |s| &s.venue_errors),
-            ] {
-                j.raw(",\"").raw(name).raw("\":").int(sum(f));
-            }
-            j.raw(",\"reconnects\":{");
-            for (i, r) in crate::state::Reconnect::ALL.iter().enumerate() {
-                if i > 0 {
-                    j.raw(",");
-                }
-                let n = self.shared.venue_sum(*v, |s| s.reconnects[*r as usize].load(Relaxed));
-                j.raw("\"").raw(r.as_str()).raw("\":").int(n as i64);
-            }
-            j.raw("}");
-            if let Some(rs) = &self.shared.rest_stats {
-                let r = &rs[v.index()];
-                j.raw(",\"rest\":{\"requests\":").int(r.requests.load(Relaxed) as i64);
-                j.raw(",\"errors\":").int(r.errors.load(Relaxed) as i64);
-                j.raw(",\"rateLimited\":").int(r.rate_limited.load(Relaxed) as i64);
-                j.raw(",\"backfilled\":").int(r.backfilled.load(Relaxed) as i64);
-                j.raw(",\"backfillFailed\":").int(r.backfill_failed.load(Relaxed) as i64);
-                j.raw(",\"listings\":").int(r.listings.load(Relaxed) as i64);
-                j.raw(",\"delistings\":").int(r.delistings.load(Relaxed) as i64);
-                j.raw(",\"delistingsSuspected\":").int(r.delistings_suspected.load(Relaxed) as i64);
-                j.raw(",\"relistings\":").int(r.relistings.load(Relaxed) as i64);
-                j.raw(",\"added\":").int(r.added.load(Relaxed) as i64);
-                j.raw(",\"listingFaults\":").int(r.listing_faults.load(Relaxed) as i64);
-                j.raw(",\"tasksLost\":").int(r.tasks_lost.load(Relaxed) as i64);
-                j.raw(",\"newListings\":").int(r.new_listings.load(Relaxed) as i64).raw("}");
-            }
-            j.raw("}");
-        }
-        j.raw("]}");
-        respond(if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, j.finish())
-    }
-
-    /// `GET /v1/debug/latency`: the tick-to-decision histogram over every shard (live feed:
-    /// Binance microsecond event time to the alert decision), for the latency benchmark.
-    fn latency(&self) -> Resp {
-        let mut all = crate::state::latency_histogram();
-        let mut inside = crate::state::latency_histogram();
-        for l in self.shared.latency.iter() {
-            if let Ok(l) = l.lock() {
-                let _ = all.add(&l.tick_to_decision_us);
-                let _ = inside.add(&l.read_to_decision_us);
-            }
-        }
-        let mut j = Json::with_capacity(256);
-        for (i, (key, h)) in [("tickToDecisionUs", &all), ("readToDecisionUs", &inside)].into_iter().enumerate() {
-            j.raw(if i == 0 { "{\"" } else { ",\"" }).raw(key).raw("\":{\"count\":").int(h.len() as i64);
-            for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
-                j.raw(",\"").raw(name).raw("\":").int(h.value_at_quantile(q) as i64);
-            }
-            j.raw(",\"max\":").int(h.max() as i64).raw("}");
-        }
-        j.raw("}");
-        respond(StatusCode::OK, j.finish())
-    }
-
-    /// Operator endpoints need a key whose plan has `operator = true` (none of the built-in
-    /// plans does): they act on the whole process, not on one account.
-    fn operator(&self, account: &KeyRow) -> Result<(), ApiError> {
-        match self.plans.get(&account.plan) {
-            Some(p) if p.operator => Ok(()),
-            _ => Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "operator access needed: this key's plan does not have operator = true",
-            )),
-        }
-    }
-
-    /// `DELETE /v1/debug/latency` (operators): empties the histograms (the start of a
-    /// measurement).
-    fn latency_reset(&self) -> Resp {
-        for l in self.shared.latency.iter() {
-            if let Ok(mut l) = l.lock() {
-                l.tick_to_decision_us.reset();
-                l.read_to_decision_us.reset();
-            }
-        }
-        respond(StatusCode::OK, "{\"reset\":true}".to_owned())
-    }
-
-    fn exchanges(&self) -> Resp {
-        let mut j = Json::with_capacity(256);
-        j.raw("{\"data\":[");
-        for (i, v) in self.venues.iter().enumerate() {
-            if i > 0 {
-                j.raw(",");
-            }
-            j.raw("{\"exchange\":").str(v.as_str());
-            j.raw(",\"pairs\":").int(self.listed_books(*v).len() as i64).raw("}");
-        }
-        j.raw("]}");
-        respond(StatusCode::OK, j.finish())
-    }
-
-    fn venue_or_404(&self, ex: &str) -> Result<Venue, ApiError> {
-        match Venue::parse(ex) {
-            Some(v) if self.venues.contains(&v) => Ok(v),
-            Some(v) => {
-                Err(ApiError::new(StatusCode::NOT_FOUND, format!("exchange '{v}' is not enabled on this server")))
-            }
-            None => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("unknown exchange '{}'. Allowed: {}", clip(ex, 64), Venue::ALLOWED),
-            )),
-        }
-    }
-
-    fn symbols(&self, ex: &str, now_ms: i64) -> Resp {
-        let venue = match self.venue_or_404(ex) {
-            Ok(v) => v,
-            Err(e) => return e.into_response(),
-        };
-        let reg = self.shared.registry();
-        let books = self.listed_books(venue);
-        let mut j = Json::with_capacity(64 + books.len() * 96);
-        j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"ts\":").int(now_ms).raw(",\"data\":[");
-        for (i, &id) in books.iter().enumerate() {
-            let ins = reg.get(id);
-            let (price, _) = self.shared.price(id);
-            if i > 0 {
-                j.raw(",");
-            }
-            j.raw("{\"symbol\":").str(&ins.symbol);
-            j.raw(",\"base\":").str(&ins.base);
-            j.raw(",\"quote\":").str(&ins.quote);
-            j.raw(",\"price\":").fixed(price);
-            j.raw(",\"status\":").str(ins.status.as_str()).raw("}");
-        }
-        j.raw("]}");
-        respond(StatusCode::OK, j.finish())
-    }
-
-    /// The book of `symbol` on `venue`, or the 404 for it: a pair the venue does not list, or
-    /// no longer lists (delisted pairs are gone from every endpoint).
-    fn book(&self, venue: Venue, symbol: &str) -> Result<BookId, ApiError> {
-        let upper = symbol.to_ascii_uppercase();
-        // A book added after start is unknown until its shard has taken it (pending).
-        let found = self
-            .venues
-            .contains(&venue)
-            .then(|| self.shared.registry().find(venue, &upper))
-            .flatten()
-            .filter(|&id| self.shared.listed(id) || self.shared.delisted(id));
-        match found {
-            None => {
-                Err(ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}' on {venue}", clip(&upper, 64))))
-            }
-            Some(id) if self.shared.delisted(id) => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("symbol '{}' is delisted on {venue}", self.shared.registry().get(id).symbol),
-            )),
-            Some(id) => Ok(id),
-        }
-    }
-
-    /// The books `venue` lists now (delisted ones left out), in the registry's symbol order.
-    fn listed_books(&self, venue: Venue) -> Vec<BookId> {
-        let registry = self.shared.registry();
-        registry.venue_books(venue).iter().copied().filter(|&b| self.shared.listed(b)).collect()
-    }
-
-    fn levels_one(&self, venue: Venue, symbol: &str) -> Resp {
-        let id = match self.book(venue, symbol) {
-            Ok(id) => id,
-            Err(e) => return e.into_response(),
-        };
-        respond_bytes(StatusCode::OK, self.levels_body(id))
-    }
-
-    /// `{"symbol":..,"data":[Level..]}` of one book: the single-pair answer and one entry of the
-    /// bulk one, written once per version of what it depends on.
-    fn levels_body(&self, id: BookId) -> Bytes {
-        let (snapshot, high, low) = self.shared.levels_view(id);
-        let (price, _) = self.shared.price(id);
-        let version = bodies::LevelsVersion { snapshot, high, low, price };
-        self.levels_bodies.get_or_build(id.index(), version, |v| {
-            let mut levels: Vec<Level> =
-                v.snapshot.levels.iter().filter(|l| l.survives(v.high, v.low)).copied().collect();
-            let mut j = Json::with_capacity(128 + levels.len() * 110);
-            j.raw("{\"symbol\":").str(&self.shared.registry().get(id).symbol).raw(",\"data\":");
-            write_levels(&mut j, &mut levels, v.price);
-            j.raw("}");
-            j.finish()
-        })
-    }
-
-    // Long: the creation rules in the order the API applies them (validate, plan, cap, price,
-    // store, hand to the shard); each step is a few lines and they share the request's state.
-    async fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
-        let req = alerts::parse_create(body)?;
-        let (venue, book) = match req.exchange {
-            Some(v) => (v, self.book(v, &req.symbol)?),
-            None => Venue::ALL
-                .into_iter()
-                .filter(|v| self.venues.contains(v))
-                .find_map(|v| {
-                    self.shared.registry().find(v, &req.symbol).filter(|&b| self.shared.listed(b)).map(|b| (v, b))
-                })
-                .ok_or_else(|| {
-                    ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
-                })?,
-        };
-        let Some(plan) = self.plans.get(&account.plan) else {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
-        };
-        rules::check_plan(plan, &req)?;
-        let (current, _) = self.shared.price(book);
-        if current <= 0 {
-            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
-        }
-        rules::check_side(&req.condition, current)?;
-        // The public-address rule, checked with the same guard every delivery attempt uses.
-        if let Some(url) = &req.webhook_url {
-            let unprocessable = |e: ssrf::SsrfError| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string());
-            let parsed = ssrf::parse(url).map_err(unprocessable)?;
-            ssrf::resolve_checked(&parsed, self.allow_private).await.map_err(unprocessable)?;
-        }
-        let new = NewAlert {
-            account_id: account.account_id,
-            exchange: venue,
-            symbol: self.shared.registry().get(book).symbol.clone(),
-            condition: req.condition,
-            repeat: req.repeat,
-            note: req.note.clone(),
-            webhook_url: req.webhook_url.clone(),
-            created_price: current,
-            created_ms: now_ms,
-        };
-        // Price and percent alerts share the plan's cap (decisions.md §2), counted and inserted
-        // in one storage job so two concurrent requests cannot both take the last place.
-        // Committed before the answer: a crash after the 200 loses nothing acknowledged.
-        let cap = u64::from(plan.price_alert_cap);
-        let inserted = self
-            .storage
-            .run(move |store| {
-                if store.active_price_alerts(new.account_id)? >= cap {
-                    return Ok(None);
-                }
-                store.insert_alert(&new).map(Some)
-            })
-            .await;
-        self.health.record(Writer::Front, &inserted, now_ms);
-        let Some(row) = inserted? else { return Err(rules::cap_reached(plan).into()) };
-        let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
-        if self.commands.send(book, Command::AddAlert { book, spec }).is_err() {
-            // The shard's queue is full: undo, so nothing unacknowledged stays behind.
-            let id = row.id;
-            let _ = self.storage.run(move |store| store.forget_alert(id)).await;
-            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
-        }
-        let mut j = Json::with_capacity(512);
-        j.raw("{\"data\":");
-        write_alert(&mut j, &row);
-        j.raw("}");
-        Ok(respond(StatusCode::OK, j.finish()))
-    }
-
-    async fn list_alerts(&self, account: &KeyRow, filter: crate::persistence::store::StatusFilter) -> Resp {
-        let acc = account.account_id;
-        let rows = match self.storage.run(move |store| store.list_alerts(acc, filter)).await {
-            Ok(r) => r,
-            Err(e) => return ApiError::from(e).into_response(),
-        };
-        let mut j = Json::with_capacity(64 + rows.len() * 400);
-        j.raw("{\"data\":[");
-        for (i, row) in rows.iter().enumerate() {
-            if i > 0 {
-                j.raw(",");
-            }
-            write_alert(&mut j, row);
-        }
-        j.raw("]}");
-        respond(StatusCode::OK, j.finish())
-    }
-
-    async fn delete_alert(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
-        let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
-        let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };
-        let acc = account.account_id;
-        let deleted = self.storage.run(move |store| store.delete_alert(acc, id, now_ms)).await;
-        self.health.record(Writer::Front, &deleted, now_ms);
-        let row = match deleted {
-            Ok(Some(row)) => row,
-            Ok(None) => return unknown(),
-            Err(e) => return ApiError::from(e).into_response(),
-        };
-        if row.status == AlertStatus::Active {
-            let book = self.shared.registry().find(row.exchange, &row.symbol);
-            if let Some(book) = book {
-                // If the queue is full the shard keeps the alert in memory until restart, but it
-                // can no longer fire: firings of deleted alerts are not recorded or delivered.
-                let _ = self.commands.send(book, Command::RemoveAlert { book, id: id as u64 });
-            }
-        }
-        let mut j = Json::with_capacity(64);
-        j.raw("{\"data\":{\"id\":").int(id).raw(",\"deleted\":true}}");
-        respond(StatusCode::OK, j.finish())
-    }
-
-    async fn inbox(&self, account: &KeyRow, query: Option<&str>) -> Resp {
-        let limit = match query_param(query, "limit") {
-            None => 100,
-            Some(v) => match v.parse::<u32>() {
-                Ok(n) if (1..=1_000).contains(&n) => n,
-                _ => return error(StatusCode::UNPROCESSABLE_ENTITY, "limit must be an integer from 1 to 1000"),
-            },
-        };
-        let acc = account.account_id;
-        let rows = match self.storage.run(move |store| store.inbox(acc, limit)).await {
-            Ok(r) => r,
-            Err(e) => return ApiError::from(e).into_response(),
-        };
-        let mut j = Json::with_capacity(64 + rows.len() * 512);
-        j.raw("{\"data\":[");
-        for (i, r) in rows.iter().enumerate() {
-            if i > 0 {
-                j.raw(",");
-            }
-            write_inbox_entry(&mut j, r);
-        }
-        j.raw("]}");
-        respond(StatusCode::OK, j.finish())
-    }
-
-    /// `GET /v1/metrics/{symbol}`: 422 for a bad parameter, then 404 for an unknown symbol.
-    fn metrics_one(&self, symbol: &str, query: Option<&str>) -> Resp {
-        let asked = exchange_param(query).and_then(|v| Ok((v, board_api::metrics_query(query)?)));
-        let (venue, q) = match asked {
-            Ok(x) => x,
-            Err(e) => return e.into_response(),
-        };
-        let id = match self.book(venue, symbol) {
-            Ok(id) => id,
-            Err(e) => return e.into_response(),
-        };
-        let board = self.board.load_full();
-        let target = format!("metrics/{}?{}", id.0, query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            let registry = self.shared.registry();
-            let name = &registry.get(id).symbol;
-            Ok::<_, ApiError>(board_api::metrics_body(&board, venue, name, board.entry(venue, id), q))
-        });
-        answer_ok(body)
-    }
-
-    /// `GET /v1/metrics`: every listed pair's metrics (or those of `symbols`) from one board.
-    fn metrics_bulk(&self, query: Option<&str>) -> Resp {
-        let asked =
-            exchange_param(query).and_then(|v| Ok((v, symbols_param(query)?, board_api::metrics_query(query)?)));
-        let (venue, filter, q) = match asked {
-            Ok(x) => x,
-            Err(e) => return e.into_response(),
-        };
-        let board = self.board.load_full();
-        let target = format!("metrics?{}", query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            Ok::<_, ApiError>(board_api::metrics_bulk_body(&board, venue, filter.as_deref(), &q))
-        });
-        answer_ok(body)
-    }
-
-    /// Asks the shard owning `book` and waits for the answer, at most [`SHARD_ANSWER_TIMEOUT`].
-    async fn ask_shard<T>(
-        &self,
-        book: BookId,
-        make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Command,
-    ) -> Result<T, ApiError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let busy = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly");
-        self.commands.send(book, make(tx)).map_err(|_| busy())?;
-        match tokio::time::timeout(SHARD_ANSWER_TIMEOUT, rx).await {
-            Ok(Ok(v)) => Ok(v),
-            _ => Err(busy()),
-        }
-    }
-
-    /// `GET /v1/candles/{symbol}`: the newest bars of one timeframe, oldest first, copied by
-    /// the owning shard.
-    async fn candles(&self, symbol: &str, query: Option<&str>) -> Resp {
-        let answer = async {
-            let venue = exchange_param(query)?;
-            let tf = board_api::interval_param(query)?;
-            let limit = board_api::count_param(query, "limit", 200, 1_000)?;
-            let book = self.book(venue, symbol)?;
-            let bars = self.ask_shard(book, |reply| Command::Candles { book, tf, limit, reply }).await?;
-            let registry = self.shared.registry();
-            Ok::<_, ApiError>(board_api::candles_body(&registry.get(book).symbol, venue, tf, &bars))
-        };
-        answer_ok(answer.await)
-    }
-
-    /// `GET /v1/book/{symbol}`: the best levels per side, copied by the owning shard.
-    async fn depth(&self, symbol: &str, query: Option<&str>) -> Resp {
-        let answer = async {
-            let venue = exchange_param(query)?;
-            let limit = board_api::count_param(query, "limit", 100, 1_000)?;
-            let book = self.book(venue, symbol)?;
-            let view = self.ask_shard(book, |reply| Command::Depth { book, limit, reply }).await?;
-            let registry = self.shared.registry();
-            Ok::<_, ApiError>(board_api::book_body(&registry.get(book).symbol, venue, &view))
-        };
-        answer_ok(answer.await)
-    }
-
-    /// `GET /v1/rankings/{category}`, written once per board and query.
-    fn rankings(&self, category: &str, query: Option<&str>) -> Resp {
-        let board = self.board.load_full();
-        let target = format!("rankings/{category}?{}", query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            exchange_param(query).and_then(|venue| board_api::rankings_body(&board, venue, category, query))
-        });
-        answer_ok(body)
-    }
-
-    /// `GET /v1/market`, written once per board and query.
-    fn market(&self, query: Option<&str>) -> Resp {
-        let board = self.board.load_full();
-        let target = format!("market?{}", query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            exchange_param(query).and_then(|venue| board_api::market_body(&board, venue, query))
-        });
-        answer_ok(body)
-    }
-
-    fn densities_one(&self, venue: Venue, symbol: &str) -> Resp {
-        let id = match self.book(venue, symbol) {
-            Ok(id) => id,
-            Err(e) => return e.into_response(),
-        };
-        match self.densities_body(id) {
-            Some(body) => respond_bytes(StatusCode::OK, body),
-            None => {
-                let registry = self.shared.registry();
-                let name = &registry.get(id).symbol;
-                error(StatusCode::NOT_FOUND, &format!("no walls on {name} ({venue}) at this moment"))
-            }
-        }
-    }
-
-    /// `{"symbol":..,"data":<Density>}` of one book, written once per scan; `None` without walls.
-    fn densities_body(&self, id: BookId) -> Option<Bytes> {
-        let snap = self.shared.slots[id.index()].densities.load_full();
-        if snap.walls.is_empty() {
-            return None;
-        }
-        Some(self.densities_bodies.get_or_build(id.index(), bodies::DensitiesVersion(snap), |v| {
-            let mut j = Json::with_capacity(128 + v.0.walls.len() * 160);
-            j.raw("{\"symbol\":").str(&self.shared.registry().get(id).symbol).raw(",\"data\":");
-            write_density(&mut j, &v.0);
-            j.raw("}");
-            j.finish()
-        }))
-    }
-
-    fn densities_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
-        let parts = |filter| -> Vec<Bytes> {
-            let books = self.bulk_books(venue, filter);
-            books.iter().filter_map(|&id| self.densities_body(id)).collect()
-        };
-        if filter.is_some() {
-            return respond_bytes(StatusCode::OK, bulk_body(venue, now_ms, &parts(filter)));
-        }
-        // Loaded before any slot is read: see `bodies::GenerationCache`.
-        let generation = self.shared.densities_generation.load(std::sync::atomic::Ordering::Acquire);
-        let body = self
-            .densities_bulk
-            .get_or_build(venue.index(), (generation, now_ms), || bulk_body(venue, now_ms, &parts(None)));
-        respond_bytes(StatusCode::OK, body)
-    }
-
-    /// The books a bulk request covers: the venue's, or the filter's that the venue lists,
-    /// sorted by symbol, each once.
-    fn bulk_books(&self, venue: Venue, filter: Option<&[String]>) -> Vec<BookId> {
-        let reg = self.shared.registry();
-        if !self.venues.contains(&venue) {
-            return Vec::new();
-        }
-        match filter {
-            None => self.listed_books(venue),
-            Some(list) => {
-                let mut ids: Vec<BookId> =
-                    list.iter().filter_map(|s| reg.find(venue, s)).filter(|&b| self.shared.listed(b)).collect();
-                ids.sort_by(|a, b| reg.get(*a).symbol.cmp(&reg.get(*b).symbol));
-                ids.dedup();
-                ids
-            }
-        }
-    }
-
-    fn levels_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
-        let books = self.bulk_books(venue, filter);
-        let parts: Vec<Bytes> = books.iter().map(|&id| self.levels_body(id)).collect();
-        respond_bytes(StatusCode::OK, bulk_body(venue, now_ms, &parts))
-    }
-
-    fn symbol(&self, venue: Venue, symbol: &str) -> Resp {
-        let id = match self.book(venue, symbol) {
-            Ok(id) => id,
-            Err(e) => return e.into_response(),
-        };
-        let registry = self.shared.registry();
-        let ins = registry.get(id);
-        let (price, ts) = self.shared.price(id);
-        let mut j = Json::with_capacity(256);
-        j.raw("{\"symbol\":").str(&ins.symbol).raw(",\"exchange\":").str(venue.as_str());
-        j.raw(",\"data\":{\"base\":").str(&ins.base).raw(",\"quote\":").str(&ins.quote);
-        j.raw(",\"price\":").fixed(price).raw(",\"status\":").str(ins.status.as_str());
-        j.raw(",\"tickSize\":")
-            .fixed(ins.tick.0)
-            .raw(",\"lotSize\":")
-            .fixed(i64::try_from(ins.lot.0).unwrap_or(i64::MAX));
-        j.raw(",\"ts\":").int(ts);
-        // How old the price is: a venue that went quiet shows here before anywhere else.
-        j.raw(",\"priceAgeMs\":");
-        if ts > 0 {
-            j.int((self.clock.now_ms() - ts).max(0));
-        } else {
-            j.raw("null");
-        }
-        j.raw("}}");
-        respond(StatusCode::OK, j.finish())
-    }
-}
-
-/// 405 with the methods the path takes in `Allow`.
-/// One inbox entry as `GET /v1/inbox` lists it (and live push sends it).
-fn write_inbox_entry(j: &mut Json, r: &crate::persistence::store::InboxRow) {
-    j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
-    match r.alert_id {
-        Some(a) => j.int(a),
-        None => j.raw("null"),
-    };
-    // The body was written by this service as JSON.
-    j.raw(",\"createdAt\":").str(&clock::iso8601(r.created_ms)).raw(",\"event\":").raw(&r.body).raw("}");
 }
 
 fn method_not_allowed(allow: &'static str) -> Resp {
@@ -1544,7 +774,7 @@ pub async fn serve(
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");
                         let answer = match front.site_events(&parts).await {
                             Ok(r) => r.map(Either::Right),
-                            Err(r) => site_assets::secure(r).map(Either::Left),
+                            Err(r) => site::assets::secure(r).map(Either::Left),
                         };
                         return Ok::<_, Infallible>(answer);
                     }

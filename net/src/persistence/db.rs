@@ -16,7 +16,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::store::StoreError;
+use std::fmt;
 
 /// A statement parameter: the types the store binds, on both backends.
 #[derive(Clone, Copy, Debug)]
@@ -580,6 +580,77 @@ impl Db {
     /// The PostgreSQL error's SQLSTATE class, when this error came from PostgreSQL.
     pub fn sqlstate(e: &tokio_postgres::Error) -> Option<&str> {
         e.code().map(tokio_postgres::error::SqlState::code)
+    }
+}
+
+/// A storage failure.
+#[derive(Debug)]
+pub enum StoreError {
+    /// SQLite refused an operation.
+    Sqlite(rusqlite::Error),
+    /// PostgreSQL refused an operation, or its server could not be reached.
+    Postgres(tokio_postgres::Error),
+    /// A stored value this build does not write (a column is named in the text).
+    Corrupt(String),
+    /// The data directory could not be created.
+    Io(std::io::Error),
+    /// The database was written by a newer rampart.
+    TooNew {
+        /// Version found on disk.
+        found: u32,
+        /// Newest version this build knows.
+        known: u32,
+    },
+    /// The operating system's random source failed.
+    Random,
+    /// Storage could not take the request in time (a lock held elsewhere, a full queue).
+    Unavailable(&'static str),
+}
+
+impl StoreError {
+    /// True when the database gave up waiting for a lock another connection held (SQLite's
+    /// busy or locked; PostgreSQL's lock or statement timeout, a deadlock, a serialization
+    /// failure).
+    pub fn is_busy(&self) -> bool {
+        match self {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => {
+                matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            }
+            StoreError::Postgres(e) => {
+                matches!(Db::sqlstate(e), Some("55P03" | "57014" | "40P01" | "40001"))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Sqlite(e) => write!(f, "database: {e}"),
+            StoreError::Postgres(e) => write!(f, "postgres: {e}"),
+            StoreError::Corrupt(what) => write!(f, "database: {what}"),
+            StoreError::Io(e) => write!(f, "data directory: {e}"),
+            StoreError::TooNew { found, known } => {
+                write!(f, "database schema version {found} is newer than this build ({known})")
+            }
+            StoreError::Random => f.write_str("random source unavailable"),
+            StoreError::Unavailable(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite(e)
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> StoreError {
+        StoreError::Postgres(e)
     }
 }
 

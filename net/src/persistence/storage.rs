@@ -273,12 +273,114 @@ fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>, groups: &Atomic
     }
 }
 
+/// Longest the checkpoint thread's probe write waits for a lock held elsewhere: as long as
+/// every other writer waits (see [`busy`]), so the probe calls storage unwritable only when a
+/// write would fail. A storm's commit of thousands of firings holds the lock for about a
+/// second; with a shorter wait the probe called that an outage.
+const PROBE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A thread that checkpoints the WAL every `period`, so the writers on the tick-to-webhook path
+/// never do it themselves (see [`Store::for_background`]). Stopped on drop.
+pub struct Checkpointer {
+    _thread: crate::shutdown::StoppableThread,
+}
+
+impl Checkpointer {
+    /// Starts checkpointing through `store` every `period`. Each round also writes one small
+    /// probe row, so `health` knows whether storage can be written even when nothing else
+    /// writes (a quiet market with a full disk).
+    pub fn start(
+        mut store: Store,
+        period: Duration,
+        health: std::sync::Arc<StorageHealth>,
+        clock: crate::clock::SharedClock,
+    ) -> std::io::Result<Checkpointer> {
+        let thread = crate::shutdown::StoppableThread::spawn("checkpoint", move |s| {
+            // The probe must not hold the write lock for long: it waits for a lock at most
+            // PROBE_BUSY_TIMEOUT, and it is not fsynced (like the firing writer's commits).
+            let _ = store.set_busy_timeout(PROBE_BUSY_TIMEOUT);
+            let _ = store.relax_sync();
+            while !s.load(std::sync::atomic::Ordering::Acquire) {
+                // Short sleeps, so a stop is seen quickly.
+                let mut slept = Duration::ZERO;
+                while slept < period && !s.load(std::sync::atomic::Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    slept += Duration::from_millis(50);
+                }
+                probe(&mut store, &health, clock.now_ms());
+                if let Err(e) = store.checkpoint() {
+                    tracing::error!("WAL checkpoint: {e}");
+                }
+            }
+        })?;
+        Ok(Checkpointer { _thread: thread })
+    }
+}
+
+/// Writes the probe row and records the outcome in `health`.
+///
+/// A probe that finds the database locked for its whole wait while other writers commit (a
+/// sustained burst of alert creates or firings can take the lock back after every commit, and
+/// SQLite's waiting is not fair) counts as a success: storage was written meanwhile. The probe
+/// is there to notice storage that cannot be written when nothing else writes.
+fn probe(store: &mut Store, health: &StorageHealth, now: i64) {
+    let mut probe = store.probe_write(now);
+    if probe.as_ref().is_err_and(StoreError::is_busy) && health.written_by_others_since(Writer::Probe, now) {
+        probe = Ok(());
+    }
+    if let Err(e) = &probe {
+        if !health.failing(now) {
+            tracing::error!("storage cannot be written: {e}");
+        }
+    }
+    health.record(Writer::Probe, &probe, now);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::persistence::store::{on_each_backend, NewAlert, TestDb};
     use rampart_engine::alert::{Condition, Cross};
     use rampart_engine::{Price, Venue};
+
+    #[test]
+    fn a_probe_waits_out_a_lock_held_for_a_storm_commit() {
+        let dir = std::env::temp_dir().join(format!("rampart-storage-probe-busy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut prober = Store::open(&dir).expect("open");
+        prober.set_busy_timeout(PROBE_BUSY_TIMEOUT).expect("timeout");
+        let health = StorageHealth::default();
+        let (locked, wait) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        let holder = std::thread::spawn(move || {
+            let holder = Store::open(&d).expect("open");
+            holder.lite().execute_batch("BEGIN IMMEDIATE").expect("lock");
+            locked.send(()).expect("signal");
+            // Longer than the probe used to wait (500 ms); a large firing commit takes as long.
+            std::thread::sleep(Duration::from_millis(800));
+            holder.lite().execute_batch("COMMIT").expect("unlock");
+        });
+        wait.recv().expect("the lock is held");
+        probe(&mut prober, &health, 1_000);
+        assert!(!health.failing(1_000), "a lock held for a commit is not an outage");
+        holder.join().expect("holder");
+        // A lock held past the probe's whole wait: an outage, unless another writer committed
+        // meanwhile (a sustained burst that keeps taking the lock back after each commit).
+        prober.set_busy_timeout(Duration::from_millis(30)).expect("timeout");
+        let conn = Store::open(&dir).expect("open");
+        conn.lite().execute_batch("BEGIN IMMEDIATE").expect("lock");
+        probe(&mut prober, &health, 2_000);
+        assert!(health.failing(2_000), "locked out and nobody else wrote");
+        health.record(Writer::Front, &Ok::<(), StoreError>(()), 2_100);
+        probe(&mut prober, &health, 2_050);
+        assert!(!health.failing(2_100), "locked out while the front committed: storage is being written");
+        conn.lite().execute_batch("COMMIT").expect("unlock");
+        // A real failure is still recorded: a read-only connection refuses the probe.
+        prober.lite().execute_batch("PRAGMA query_only = ON").expect("read only");
+        probe(&mut prober, &health, 3_000);
+        assert!(health.failing(3_000));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn storage_health_follows_the_order_of_outcomes_and_forgets_an_old_failure() {

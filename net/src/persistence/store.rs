@@ -17,6 +17,7 @@ use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::{Price, Timeframe, Venue};
 use sha2::{Digest, Sha256};
 
+pub use super::db::StoreError;
 use super::db::{vals, Db, Row};
 
 mod account;
@@ -667,77 +668,6 @@ fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     })
 }
 
-/// A storage failure.
-#[derive(Debug)]
-pub enum StoreError {
-    /// SQLite refused an operation.
-    Sqlite(rusqlite::Error),
-    /// PostgreSQL refused an operation, or its server could not be reached.
-    Postgres(tokio_postgres::Error),
-    /// A stored value this build does not write (a column is named in the text).
-    Corrupt(String),
-    /// The data directory could not be created.
-    Io(std::io::Error),
-    /// The database was written by a newer rampart.
-    TooNew {
-        /// Version found on disk.
-        found: u32,
-        /// Newest version this build knows.
-        known: u32,
-    },
-    /// The operating system's random source failed.
-    Random,
-    /// Storage could not take the request in time (a lock held elsewhere, a full queue).
-    Unavailable(&'static str),
-}
-
-impl StoreError {
-    /// True when the database gave up waiting for a lock another connection held (SQLite's
-    /// busy or locked; PostgreSQL's lock or statement timeout, a deadlock, a serialization
-    /// failure).
-    pub fn is_busy(&self) -> bool {
-        match self {
-            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => {
-                matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            }
-            StoreError::Postgres(e) => {
-                matches!(Db::sqlstate(e), Some("55P03" | "57014" | "40P01" | "40001"))
-            }
-            _ => false,
-        }
-    }
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreError::Sqlite(e) => write!(f, "database: {e}"),
-            StoreError::Postgres(e) => write!(f, "postgres: {e}"),
-            StoreError::Corrupt(what) => write!(f, "database: {what}"),
-            StoreError::Io(e) => write!(f, "data directory: {e}"),
-            StoreError::TooNew { found, known } => {
-                write!(f, "database schema version {found} is newer than this build ({known})")
-            }
-            StoreError::Random => f.write_str("random source unavailable"),
-            StoreError::Unavailable(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite(e)
-    }
-}
-
-impl From<tokio_postgres::Error> for StoreError {
-    fn from(e: tokio_postgres::Error) -> StoreError {
-        StoreError::Postgres(e)
-    }
-}
-
 /// One API key row (never the key itself).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRow {
@@ -796,70 +726,6 @@ pub struct Store {
 fn busy(attempt: i32) -> bool {
     std::thread::sleep(Duration::from_micros(100));
     attempt < 50_000
-}
-
-/// Longest the checkpoint thread's probe write waits for a lock held elsewhere: as long as
-/// every other writer waits (see [`busy`]), so the probe calls storage unwritable only when a
-/// write would fail. A storm's commit of thousands of firings holds the lock for about a
-/// second; with a shorter wait the probe called that an outage.
-const PROBE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A thread that checkpoints the WAL every `period`, so the writers on the tick-to-webhook path
-/// never do it themselves (see [`Store::for_background`]). Stopped on drop.
-pub struct Checkpointer {
-    _thread: crate::shutdown::StoppableThread,
-}
-
-impl Checkpointer {
-    /// Starts checkpointing through `store` every `period`. Each round also writes one small
-    /// probe row, so `health` knows whether storage can be written even when nothing else
-    /// writes (a quiet market with a full disk).
-    pub fn start(
-        mut store: Store,
-        period: Duration,
-        health: std::sync::Arc<crate::persistence::storage::StorageHealth>,
-        clock: crate::clock::SharedClock,
-    ) -> std::io::Result<Checkpointer> {
-        let thread = crate::shutdown::StoppableThread::spawn("checkpoint", move |s| {
-            // The probe must not hold the write lock for long: it waits for a lock at most
-            // PROBE_BUSY_TIMEOUT, and it is not fsynced (like the firing writer's commits).
-            let _ = store.set_busy_timeout(PROBE_BUSY_TIMEOUT);
-            let _ = store.relax_sync();
-            while !s.load(std::sync::atomic::Ordering::Acquire) {
-                // Short sleeps, so a stop is seen quickly.
-                let mut slept = Duration::ZERO;
-                while slept < period && !s.load(std::sync::atomic::Ordering::Acquire) {
-                    std::thread::sleep(Duration::from_millis(50));
-                    slept += Duration::from_millis(50);
-                }
-                probe(&mut store, &health, clock.now_ms());
-                if let Err(e) = store.checkpoint() {
-                    tracing::error!("WAL checkpoint: {e}");
-                }
-            }
-        })?;
-        Ok(Checkpointer { _thread: thread })
-    }
-}
-
-/// Writes the probe row and records the outcome in `health`.
-///
-/// A probe that finds the database locked for its whole wait while other writers commit (a
-/// sustained burst of alert creates or firings can take the lock back after every commit, and
-/// SQLite's waiting is not fair) counts as a success: storage was written meanwhile. The probe
-/// is there to notice storage that cannot be written when nothing else writes.
-fn probe(store: &mut Store, health: &crate::persistence::storage::StorageHealth, now: i64) {
-    use crate::persistence::storage::Writer;
-    let mut probe = store.probe_write(now);
-    if probe.as_ref().is_err_and(StoreError::is_busy) && health.written_by_others_since(Writer::Probe, now) {
-        probe = Ok(());
-    }
-    if let Err(e) = &probe {
-        if !health.failing(now) {
-            tracing::error!("storage cannot be written: {e}");
-        }
-    }
-    health.record(crate::persistence::storage::Writer::Probe, &probe, now);
 }
 
 /// The lock that makes a server the only one on its data directory, held for the process's
@@ -1150,7 +1016,7 @@ impl Store {
     /// NORMAL` in WAL mode (durable against a crash of the process, not a power loss), or
     /// PostgreSQL's `synchronous_commit = off` (durable against a crash of rampart, not of the
     /// database server: its last moments of commits may be lost).
-    fn relax_sync(&self) -> Result<(), StoreError> {
+    pub(crate) fn relax_sync(&self) -> Result<(), StoreError> {
         match self.db.lite() {
             Some(c) => Ok(c.pragma_update(None, "synchronous", "NORMAL")?),
             None => self.db.set_session("synchronous_commit", "off"),
@@ -1159,7 +1025,7 @@ impl Store {
 
     /// Tunes this connection for a background writer on the tick-to-webhook path (the firing
     /// writer, webhook delivery): commits are not fsynced (`relax_sync`) and, on
-    /// SQLite, never checkpoint (`wal_autocheckpoint = 0`: a [`Checkpointer`] does it on its
+    /// SQLite, never checkpoint (`wal_autocheckpoint = 0`: a [`Checkpointer`](super::storage::Checkpointer) does it on its
     /// own thread).
     ///
     /// Rationale: a commit with fsync costs 6–12 ms on this project's machines, more than the
@@ -1821,7 +1687,7 @@ pub fn is_key_shaped(s: &str) -> bool {
 #[cfg(test)]
 impl Store {
     /// The SQLite connection under a test's store (for fault injection).
-    fn lite(&self) -> &rusqlite::Connection {
+    pub(crate) fn lite(&self) -> &rusqlite::Connection {
         self.db.lite().expect("a SQLite store")
     }
 }
@@ -1902,44 +1768,6 @@ mod tests {
             created_price: 100,
             created_ms: 1,
         }
-    }
-
-    #[test]
-    fn a_probe_waits_out_a_lock_held_for_a_storm_commit() {
-        let dir = temp_dir("probe-busy");
-        let mut prober = Store::open(&dir).expect("open");
-        prober.set_busy_timeout(PROBE_BUSY_TIMEOUT).expect("timeout");
-        let health = crate::persistence::storage::StorageHealth::default();
-        let (locked, wait) = std::sync::mpsc::channel();
-        let d = dir.clone();
-        let holder = std::thread::spawn(move || {
-            let holder = Store::open(&d).expect("open");
-            holder.lite().execute_batch("BEGIN IMMEDIATE").expect("lock");
-            locked.send(()).expect("signal");
-            // Longer than the probe used to wait (500 ms); a large firing commit takes as long.
-            std::thread::sleep(Duration::from_millis(800));
-            holder.lite().execute_batch("COMMIT").expect("unlock");
-        });
-        wait.recv().expect("the lock is held");
-        probe(&mut prober, &health, 1_000);
-        assert!(!health.failing(1_000), "a lock held for a commit is not an outage");
-        holder.join().expect("holder");
-        // A lock held past the probe's whole wait: an outage, unless another writer committed
-        // meanwhile (a sustained burst that keeps taking the lock back after each commit).
-        prober.set_busy_timeout(Duration::from_millis(30)).expect("timeout");
-        let conn = Store::open(&dir).expect("open");
-        conn.lite().execute_batch("BEGIN IMMEDIATE").expect("lock");
-        probe(&mut prober, &health, 2_000);
-        assert!(health.failing(2_000), "locked out and nobody else wrote");
-        health.record(crate::persistence::storage::Writer::Front, &Ok::<(), StoreError>(()), 2_100);
-        probe(&mut prober, &health, 2_050);
-        assert!(!health.failing(2_100), "locked out while the front committed: storage is being written");
-        conn.lite().execute_batch("COMMIT").expect("unlock");
-        // A real failure is still recorded: a read-only connection refuses the probe.
-        prober.lite().execute_batch("PRAGMA query_only = ON").expect("read only");
-        probe(&mut prober, &health, 3_000);
-        assert!(health.failing(3_000));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -13,9 +13,46 @@
 use std::collections::HashMap;
 
 use rampart_engine::book::Book;
-use rampart_engine::{BookId, Venue};
+use rampart_engine::{BookId, Tick, Venue};
 
-use super::session::{Count, Sink};
+/// What the session counts, per venue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// A data message was applied.
+    Message,
+    /// A frame did not decode.
+    DecodeError,
+    /// A sequence gap broke a book.
+    Gap,
+    /// A checksum mismatch broke a book.
+    ChecksumMismatch,
+    /// A book was found crossed.
+    Crossed,
+    /// A Binance snapshot was older than the buffered diffs.
+    StaleSnapshot,
+    /// A book rebuild was started (snapshot fetch or resubscribe).
+    Resync,
+    /// The venue reset a book (Bybit `u=1`, OKX `seqId < prevSeqId`).
+    Reset,
+    /// The venue answered a request with an error.
+    VenueError,
+    /// A book went live (synced).
+    Synced,
+}
+
+/// The shard side of a session.
+pub trait Sink {
+    /// The book to sync; `None` when it is not owned here or is delisted.
+    fn book(&mut self, id: BookId) -> Option<&mut Book>;
+    /// The book became live (in sync) or stale.
+    fn set_live(&mut self, id: BookId, live: bool);
+    /// A trade for the alert path.
+    fn trade(&mut self, tick: &Tick);
+    /// Counts an event of `venue`.
+    fn count(&mut self, venue: Venue, what: Count);
+    /// The alert decision for a trade the venue sent at `sent_us` (Unix microseconds) is made.
+    fn decided(&mut self, sent_us: i64);
+}
 
 /// A venue's keepalive: `bytes` every `every_ms` since the last one, or (when `after_silence`)
 /// after `every_ms` without anything received or sent.

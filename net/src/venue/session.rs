@@ -31,10 +31,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use rampart_engine::book::Book;
-use rampart_engine::{BookId, Tick, Venue};
+use rampart_engine::{BookId, Venue};
 
 use super::protocol::{Applied, Ctx, Protocol, SnapshotApplied};
+pub use super::protocol::{Count, Sink};
 use super::with_protocol;
 use crate::state::Reconnect;
 
@@ -74,45 +74,6 @@ pub enum Event {
     Reconnect(Reconnect),
     /// Fetch this book's REST snapshot and hand it to `handle_snapshot`.
     SnapshotWanted(BookId),
-}
-
-/// What the session counts, per venue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Count {
-    /// A data message was applied.
-    Message,
-    /// A frame did not decode.
-    DecodeError,
-    /// A sequence gap broke a book.
-    Gap,
-    /// A checksum mismatch broke a book.
-    ChecksumMismatch,
-    /// A book was found crossed.
-    Crossed,
-    /// A Binance snapshot was older than the buffered diffs.
-    StaleSnapshot,
-    /// A book rebuild was started (snapshot fetch or resubscribe).
-    Resync,
-    /// The venue reset a book (Bybit `u=1`, OKX `seqId < prevSeqId`).
-    Reset,
-    /// The venue answered a request with an error.
-    VenueError,
-    /// A book went live (synced).
-    Synced,
-}
-
-/// The shard side of a session.
-pub trait Sink {
-    /// The book to sync; `None` when it is not owned here or is delisted.
-    fn book(&mut self, id: BookId) -> Option<&mut Book>;
-    /// The book became live (in sync) or stale.
-    fn set_live(&mut self, id: BookId, live: bool);
-    /// A trade for the alert path.
-    fn trade(&mut self, tick: &Tick);
-    /// Counts an event of `venue`.
-    fn count(&mut self, venue: Venue, what: Count);
-    /// The alert decision for a trade the venue sent at `sent_us` (Unix microseconds) is made.
-    fn decided(&mut self, sent_us: i64);
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -607,6 +568,8 @@ mod tests {
     use super::*;
     use crate::venue::protocol::Protocol;
     use crate::venue::{binance, bitget, bybit, okx};
+    use rampart_engine::book::Book;
+    use rampart_engine::Tick;
 
     /// Books by id, nothing else recorded.
     struct Books(Vec<Book>);

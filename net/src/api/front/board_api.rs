@@ -4,7 +4,7 @@
 use hyper::StatusCode;
 use rampart_engine::{Timeframe, Venue};
 
-use super::{clip, query_param, ApiError};
+use super::*;
 use crate::json::Json;
 use crate::state::board::{Board, Category, Entry, Metric, Order};
 use crate::state::pair_metrics::PairMetrics;
@@ -284,4 +284,105 @@ pub(super) fn market_body(board: &Board, venue: Venue, query: Option<&str>) -> R
     j.raw(",\"atLevel\":").int(i64::from(n.at_level)).raw(",\"sentiment\":").float(n.sentiment, 1);
     j.raw("}}");
     Ok(j.finish())
+}
+impl Front {
+    /// `GET /v1/metrics/{symbol}`: 422 for a bad parameter, then 404 for an unknown symbol.
+    pub(super) fn metrics_one(&self, symbol: &str, query: Option<&str>) -> Resp {
+        let asked = exchange_param(query).and_then(|v| Ok((v, board_api::metrics_query(query)?)));
+        let (venue, q) = match asked {
+            Ok(x) => x,
+            Err(e) => return e.into_response(),
+        };
+        let id = match self.book(venue, symbol) {
+            Ok(id) => id,
+            Err(e) => return e.into_response(),
+        };
+        let board = self.board.load_full();
+        let target = format!("metrics/{}?{}", id.0, query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            let registry = self.shared.registry();
+            let name = &registry.get(id).symbol;
+            Ok::<_, ApiError>(board_api::metrics_body(&board, venue, name, board.entry(venue, id), q))
+        });
+        answer_ok(body)
+    }
+
+    /// `GET /v1/metrics`: every listed pair's metrics (or those of `symbols`) from one board.
+    pub(super) fn metrics_bulk(&self, query: Option<&str>) -> Resp {
+        let asked =
+            exchange_param(query).and_then(|v| Ok((v, symbols_param(query)?, board_api::metrics_query(query)?)));
+        let (venue, filter, q) = match asked {
+            Ok(x) => x,
+            Err(e) => return e.into_response(),
+        };
+        let board = self.board.load_full();
+        let target = format!("metrics?{}", query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            Ok::<_, ApiError>(board_api::metrics_bulk_body(&board, venue, filter.as_deref(), &q))
+        });
+        answer_ok(body)
+    }
+
+    /// Asks the shard owning `book` and waits for the answer, at most [`SHARD_ANSWER_TIMEOUT`].
+    pub(super) async fn ask_shard<T>(
+        &self,
+        book: BookId,
+        make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Command,
+    ) -> Result<T, ApiError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let busy = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly");
+        self.commands.send(book, make(tx)).map_err(|_| busy())?;
+        match tokio::time::timeout(SHARD_ANSWER_TIMEOUT, rx).await {
+            Ok(Ok(v)) => Ok(v),
+            _ => Err(busy()),
+        }
+    }
+
+    /// `GET /v1/candles/{symbol}`: the newest bars of one timeframe, oldest first, copied by
+    /// the owning shard.
+    pub(super) async fn candles(&self, symbol: &str, query: Option<&str>) -> Resp {
+        let answer = async {
+            let venue = exchange_param(query)?;
+            let tf = board_api::interval_param(query)?;
+            let limit = board_api::count_param(query, "limit", 200, 1_000)?;
+            let book = self.book(venue, symbol)?;
+            let bars = self.ask_shard(book, |reply| Command::Candles { book, tf, limit, reply }).await?;
+            let registry = self.shared.registry();
+            Ok::<_, ApiError>(board_api::candles_body(&registry.get(book).symbol, venue, tf, &bars))
+        };
+        answer_ok(answer.await)
+    }
+
+    /// `GET /v1/book/{symbol}`: the best levels per side, copied by the owning shard.
+    pub(super) async fn depth(&self, symbol: &str, query: Option<&str>) -> Resp {
+        let answer = async {
+            let venue = exchange_param(query)?;
+            let limit = board_api::count_param(query, "limit", 100, 1_000)?;
+            let book = self.book(venue, symbol)?;
+            let view = self.ask_shard(book, |reply| Command::Depth { book, limit, reply }).await?;
+            let registry = self.shared.registry();
+            Ok::<_, ApiError>(board_api::book_body(&registry.get(book).symbol, venue, &view))
+        };
+        answer_ok(answer.await)
+    }
+
+    /// `GET /v1/rankings/{category}`, written once per board and query.
+    pub(super) fn rankings(&self, category: &str, query: Option<&str>) -> Resp {
+        let board = self.board.load_full();
+        let target = format!("rankings/{category}?{}", query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            exchange_param(query).and_then(|venue| board_api::rankings_body(&board, venue, category, query))
+        });
+        answer_ok(body)
+    }
+
+    /// `GET /v1/market`, written once per board and query.
+    pub(super) fn market(&self, query: Option<&str>) -> Resp {
+        let board = self.board.load_full();
+        let target = format!("market?{}", query.unwrap_or(""));
+        let body = self.board_bodies.get_or_build(&board, &target, || {
+            exchange_param(query).and_then(|venue| board_api::market_body(&board, venue, query))
+        });
+        answer_ok(body)
+    }
 }

@@ -28,9 +28,10 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, COOKIE};
 use hyper::http::request::Parts;
 use hyper::{Response, StatusCode};
 
-use super::{write_inbox_entry, ApiError, Front, Resp};
+use super::session;
+use crate::api::front::alerts_api::write_inbox_entry;
+use crate::api::front::{ApiError, Front, Resp};
 use crate::json::Json;
-use crate::site::session;
 
 /// How often a stream looks for new entries, in milliseconds.
 pub const POLL_MS: u64 = 100;
@@ -118,13 +119,13 @@ fn message(r: &crate::persistence::store::InboxRow) -> Bytes {
 
 /// The id the browser last saw, from `Last-Event-ID`.
 fn last_event_id(req: &Parts) -> Option<i64> {
-    crate::site::session::last_event_id(req.headers.get("last-event-id")?.as_bytes())
+    super::session::last_event_id(req.headers.get("last-event-id")?.as_bytes())
 }
 
 impl Front {
     /// `GET /site/events`: the stream, or the error answer (401 without a session, 429 at a
     /// bound, 503 if storage cannot be read).
-    pub(super) async fn site_events(self: &Rc<Self>, req: &Parts) -> Result<Response<EventBody>, Resp> {
+    pub(in crate::api::front) async fn site_events(self: &Rc<Self>, req: &Parts) -> Result<Response<EventBody>, Resp> {
         let now_ms = self.clock.now_ms();
         let s = self.signed_in(req, now_ms).map_err(ApiError::into_response)?;
         let cookie = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);

@@ -17,7 +17,7 @@ use hyper::http::request::Parts;
 use hyper::{Method, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
-use super::{error, method_not_allowed, Resp};
+use crate::api::front::{error, method_not_allowed, Resp};
 
 /// The site's Content-Security-Policy: its own script, style, images and requests only.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
@@ -32,21 +32,21 @@ struct Asset {
 
 /// Every file the site serves; `/` is the page.
 const ASSETS: [Asset; 4] = [
-    Asset { path: "/", content_type: "text/html; charset=utf-8", bytes: include_bytes!("../../../site/index.html") },
+    Asset { path: "/", content_type: "text/html; charset=utf-8", bytes: include_bytes!("../../../../site/index.html") },
     Asset {
         path: "/assets/app.js",
         content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../site/app.js"),
+        bytes: include_bytes!("../../../../site/app.js"),
     },
     Asset {
         path: "/assets/app.css",
         content_type: "text/css; charset=utf-8",
-        bytes: include_bytes!("../../../site/app.css"),
+        bytes: include_bytes!("../../../../site/app.css"),
     },
     Asset {
         path: "/assets/lightweight-charts.js",
         content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../site/vendor/lightweight-charts.standalone.production.js"),
+        bytes: include_bytes!("../../../../site/vendor/lightweight-charts.standalone.production.js"),
     },
 ];
 

@@ -27,12 +27,12 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, COOKIE, SET_COOKIE};
 use hyper::http::request::Parts;
 use hyper::{Method, StatusCode};
 
-use super::{method_not_allowed, read_body, respond, ApiError, Front, Resp};
+use super::session::{self, Session};
+use crate::api::front::{method_not_allowed, read_body, respond, ApiError, Front, Resp};
 use crate::api::limit::Refusal;
 use crate::json::Json;
 use crate::persistence::storage::Writer;
 use crate::persistence::store::{hash_key, KeyRow, Revoked, ACCOUNT_KEYS_MAX};
-use crate::site::session::{self, Session};
 use crate::site_alerts::{self, SiteError};
 
 /// The fields a sign-in body may have.
@@ -116,7 +116,13 @@ fn session_body(s: &Session, plan: &str) -> String {
 
 impl Front {
     /// Answers one `/site/` request.
-    pub(super) async fn site(&self, req: &Parts, body: hyper::body::Incoming, peer: IpAddr, now_ms: i64) -> Resp {
+    pub(in crate::api::front) async fn site(
+        &self,
+        req: &Parts,
+        body: hyper::body::Incoming,
+        peer: IpAddr,
+        now_ms: i64,
+    ) -> Resp {
         let segments: Vec<&str> = req.uri.path().trim_start_matches('/').split('/').collect();
         let post = req.method == Method::POST;
         let answer = match segments.as_slice() {
@@ -150,7 +156,7 @@ impl Front {
             ["site", "events"] => Ok(method_not_allowed("GET")),
             _ => Err(ApiError::new(StatusCode::NOT_FOUND, "not found")),
         };
-        super::site_assets::secure(no_store(answer.unwrap_or_else(ApiError::into_response)))
+        super::assets::secure(no_store(answer.unwrap_or_else(ApiError::into_response)))
     }
 
     /// `/site/v1/...`: the `/v1` route with the session's key, on the site's own budget.
@@ -174,7 +180,7 @@ impl Front {
             ));
         }
         let resp = self.handle(&req.method, path, req.uri.query(), &bytes, &key, now_ms).await;
-        Ok(super::encoding::negotiate(resp, super::encoding::accepts_gzip(&req.headers)).await)
+        Ok(crate::api::front::encoding::negotiate(resp, crate::api::front::encoding::accepts_gzip(&req.headers)).await)
     }
 
     /// The site's budget of `account` (kept apart from its keys' by a negative id).
@@ -289,7 +295,7 @@ impl Front {
     }
 
     /// The request's session: 401 without one (none, ended, idle too long, its key revoked).
-    pub(super) fn signed_in(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
+    pub(in crate::api::front) fn signed_in(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
         let id = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
         let revoked = |s: &Session| self.keys.get(&s.key_hash).is_none_or(|k| k.revoked_ms.is_some());
         id.and_then(|id| self.sessions.borrow_mut().get(id, now_ms, revoked))

@@ -1,0 +1,168 @@
+//! `/v1/alerts` (create, list, delete) and `/v1/inbox`: the HTTP side of the API's alerts; their
+//! parsing and rules are in `crate::alerts`, their JSON in `crate::text`.
+
+use hyper::StatusCode;
+use rampart_engine::Venue;
+
+use super::*;
+use crate::alerts::{request as alerts, rules};
+use crate::clock;
+use crate::json::Json;
+use crate::outbound::ssrf;
+use crate::persistence::storage::Writer;
+use crate::persistence::store::{AlertStatus, KeyRow, NewAlert};
+use crate::state::Command;
+use crate::text::alert::write_alert;
+use rampart_engine::alert::AlertSpec;
+
+/// 405 with the methods the path takes in `Allow`.
+/// One inbox entry as `GET /v1/inbox` lists it (and live push sends it).
+pub(super) fn write_inbox_entry(j: &mut Json, r: &crate::persistence::store::InboxRow) {
+    j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
+    match r.alert_id {
+        Some(a) => j.int(a),
+        None => j.raw("null"),
+    };
+    // The body was written by this service as JSON.
+    j.raw(",\"createdAt\":").str(&clock::iso8601(r.created_ms)).raw(",\"event\":").raw(&r.body).raw("}");
+}
+
+impl Front {
+    // Long: the creation rules in the order the API applies them (validate, plan, cap, price,
+    // store, hand to the shard); each step is a few lines and they share the request's state.
+    pub(super) async fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
+        let req = alerts::parse_create(body)?;
+        let (venue, book) = match req.exchange {
+            Some(v) => (v, self.book(v, &req.symbol)?),
+            None => Venue::ALL
+                .into_iter()
+                .filter(|v| self.venues.contains(v))
+                .find_map(|v| {
+                    self.shared.registry().find(v, &req.symbol).filter(|&b| self.shared.listed(b)).map(|b| (v, b))
+                })
+                .ok_or_else(|| {
+                    ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
+                })?,
+        };
+        let Some(plan) = self.plans.get(&account.plan) else {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
+        };
+        rules::check_plan(plan, &req)?;
+        let (current, _) = self.shared.price(book);
+        if current <= 0 {
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
+        }
+        rules::check_side(&req.condition, current)?;
+        // The public-address rule, checked with the same guard every delivery attempt uses.
+        if let Some(url) = &req.webhook_url {
+            let unprocessable = |e: ssrf::SsrfError| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string());
+            let parsed = ssrf::parse(url).map_err(unprocessable)?;
+            ssrf::resolve_checked(&parsed, self.allow_private).await.map_err(unprocessable)?;
+        }
+        let new = NewAlert {
+            account_id: account.account_id,
+            exchange: venue,
+            symbol: self.shared.registry().get(book).symbol.clone(),
+            condition: req.condition,
+            repeat: req.repeat,
+            note: req.note.clone(),
+            webhook_url: req.webhook_url.clone(),
+            created_price: current,
+            created_ms: now_ms,
+        };
+        // Price and percent alerts share the plan's cap (decisions.md §2), counted and inserted
+        // in one storage job so two concurrent requests cannot both take the last place.
+        // Committed before the answer: a crash after the 200 loses nothing acknowledged.
+        let cap = u64::from(plan.price_alert_cap);
+        let inserted = self
+            .storage
+            .run(move |store| {
+                if store.active_price_alerts(new.account_id)? >= cap {
+                    return Ok(None);
+                }
+                store.insert_alert(&new).map(Some)
+            })
+            .await;
+        self.health.record(Writer::Front, &inserted, now_ms);
+        let Some(row) = inserted? else { return Err(rules::cap_reached(plan).into()) };
+        let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
+        if self.commands.send(book, Command::AddAlert { book, spec }).is_err() {
+            // The shard's queue is full: undo, so nothing unacknowledged stays behind.
+            let id = row.id;
+            let _ = self.storage.run(move |store| store.forget_alert(id)).await;
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
+        }
+        let mut j = Json::with_capacity(512);
+        j.raw("{\"data\":");
+        write_alert(&mut j, &row);
+        j.raw("}");
+        Ok(respond(StatusCode::OK, j.finish()))
+    }
+
+    pub(super) async fn list_alerts(&self, account: &KeyRow, filter: crate::persistence::store::StatusFilter) -> Resp {
+        let acc = account.account_id;
+        let rows = match self.storage.run(move |store| store.list_alerts(acc, filter)).await {
+            Ok(r) => r,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        let mut j = Json::with_capacity(64 + rows.len() * 400);
+        j.raw("{\"data\":[");
+        for (i, row) in rows.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            write_alert(&mut j, row);
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    pub(super) async fn delete_alert(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
+        let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
+        let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };
+        let acc = account.account_id;
+        let deleted = self.storage.run(move |store| store.delete_alert(acc, id, now_ms)).await;
+        self.health.record(Writer::Front, &deleted, now_ms);
+        let row = match deleted {
+            Ok(Some(row)) => row,
+            Ok(None) => return unknown(),
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        if row.status == AlertStatus::Active {
+            let book = self.shared.registry().find(row.exchange, &row.symbol);
+            if let Some(book) = book {
+                // If the queue is full the shard keeps the alert in memory until restart, but it
+                // can no longer fire: firings of deleted alerts are not recorded or delivered.
+                let _ = self.commands.send(book, Command::RemoveAlert { book, id: id as u64 });
+            }
+        }
+        let mut j = Json::with_capacity(64);
+        j.raw("{\"data\":{\"id\":").int(id).raw(",\"deleted\":true}}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    pub(super) async fn inbox(&self, account: &KeyRow, query: Option<&str>) -> Resp {
+        let limit = match query_param(query, "limit") {
+            None => 100,
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if (1..=1_000).contains(&n) => n,
+                _ => return error(StatusCode::UNPROCESSABLE_ENTITY, "limit must be an integer from 1 to 1000"),
+            },
+        };
+        let acc = account.account_id;
+        let rows = match self.storage.run(move |store| store.inbox(acc, limit)).await {
+            Ok(r) => r,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        let mut j = Json::with_capacity(64 + rows.len() * 512);
+        j.raw("{\"data\":[");
+        for (i, r) in rows.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            write_inbox_entry(&mut j, r);
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+}

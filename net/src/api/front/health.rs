@@ -1,0 +1,263 @@
+//! `/healthz`, `/version`, `/metrics` on the API listener, and the operator's latency
+//! histograms (`/v1/debug/latency`): what operators and load balancers read.
+
+use bytes::Bytes;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::StatusCode;
+use rampart_engine::Venue;
+
+use super::*;
+use crate::clock;
+use crate::json::Json;
+use crate::persistence::storage::Writer;
+use crate::persistence::store::KeyRow;
+
+/// `"cluster"` in `/healthz`: the node's role and links, and (api) each partition's snapshots.
+pub(super) fn write_cluster_health(j: &mut Json, c: &crate::cluster::node::NodeHealth, now_ms: i64) {
+    use std::sync::atomic::Ordering::Acquire;
+    j.raw(",\"cluster\":{\"role\":").str(c.role.as_str());
+    j.raw(",\"natsConnected\":").bool(c.snapshots_connected.load(Acquire) && c.commands_connected.load(Acquire));
+    match c.role {
+        crate::cluster::node::Role::Market => j.raw(",\"partition\":").str(&c.partition.to_string()),
+        crate::cluster::node::Role::Api => j.raw(",\"marketAlerts\":").bool(c.market_alerts.load(Acquire)),
+    };
+    j.raw(",\"partitions\":[");
+    for (i, p) in c.partitions.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        j.raw("{\"partition\":").int(i as i64).raw(",\"complete\":").bool(p.complete.load(Acquire));
+        match c.age_ms(i, now_ms) {
+            Some(age) => j.raw(",\"snapshotAgeMs\":").int(age),
+            None => j.raw(",\"snapshotAgeMs\":null"),
+        };
+        j.raw("}");
+    }
+    j.raw("]}");
+}
+
+/// Writes `"storage":{"writable":true}`, or what fails, since when and the last error.
+pub(super) fn write_storage_health(j: &mut Json, failing: Option<&(Vec<Writer>, i64, String)>) {
+    let Some((who, since_ms, error)) = failing else {
+        j.raw(",\"storage\":{\"writable\":true}");
+        return;
+    };
+    j.raw(",\"storage\":{\"writable\":false,\"failing\":[");
+    for (i, w) in who.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        j.str(w.as_str());
+    }
+    j.raw("],\"since\":").str(&clock::iso8601(*since_ms)).raw(",\"error\":").str(error).raw("}");
+}
+
+impl Front {
+    /// `GET /version` (no key): what is running.
+    pub(super) fn version(&self) -> Resp {
+        let mut j = Json::with_capacity(96);
+        j.raw("{\"version\":").str(self.build.0).raw(",\"revision\":").str(self.build.1).raw("}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    /// `GET /metrics` (no key: scrapers carry none; bind it apart with `metrics.listen` to keep
+    /// it private); every other path 404.
+    pub(super) fn metrics_only(&self, req: &Parts) -> Resp {
+        let Some(m) = self.metrics.as_ref().filter(|_| req.uri.path() == "/metrics") else {
+            return error(StatusCode::NOT_FOUND, "not found");
+        };
+        if !matches!(req.method, Method::GET | Method::HEAD) {
+            return method_not_allowed("GET");
+        }
+        let mut r = Response::new(Full::new(Bytes::from(m.encode())));
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::text::METRICS_CONTENT_TYPE));
+        r
+    }
+
+    /// The listed pairs of `venue` this process serves: a market node counts only its
+    /// partition's (the registry lists every pair on every node).
+    pub(super) fn served_pairs(&self, venue: Venue) -> i64 {
+        let books = self.listed_books(venue);
+        match self.cluster.as_deref() {
+            Some(c) if c.role == crate::cluster::node::Role::Market => {
+                let registry = self.shared.registry();
+                books.iter().filter(|&&b| c.partition.owns(&registry.get(b).symbol)).count() as i64
+            }
+            _ => books.len() as i64,
+        }
+    }
+
+    // Long: one JSON document written field by field in its documented order (shards, then each
+    // venue's state and counters); splitting it would scatter the shape across functions.
+    pub(super) fn healthz(&self, now_ms: i64) -> Resp {
+        // Ready once the shards have their books and the board has been built from them, so
+        // the first rankings a client reads cover the whole market.
+        let started = self.shared.ready() && self.board.load().complete;
+        let storage = self.health.report(now_ms);
+        // Live feed: the data is dead when no venue has any; degraded when one has none.
+        let venue_health: Vec<crate::state::VenueHealth> =
+            self.venues.iter().map(|v| self.shared.venue_health(*v)).collect();
+        let down = |h: &crate::state::VenueHealth| h.state == crate::state::VenueState::Down;
+        let all_down = self.shared.live && venue_health.iter().all(down);
+        let some_down = self.shared.live && venue_health.iter().any(down);
+        let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
+        let ready = started && storage.is_none() && !all_down && cluster.is_none();
+        let mut j = Json::with_capacity(512);
+        if !started {
+            j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
+        } else if let Some(why) = &cluster {
+            j.raw("{\"error\":").str(why).raw(",\"status\":\"degraded\"");
+        } else if storage.is_some() {
+            j.raw("{\"error\":\"storage cannot be written\",\"status\":\"degraded\"");
+        } else if all_down {
+            j.raw("{\"error\":\"no venue has live data\",\"status\":\"degraded\"");
+        } else if some_down {
+            j.raw("{\"status\":\"degraded\"");
+        } else {
+            j.raw("{\"status\":\"ok\"");
+        }
+        j.raw(",\"feed\":").str(self.feed).raw(",\"uptimeS\":").int((now_ms - self.started_ms) / 1000);
+        write_storage_health(&mut j, storage.as_ref());
+        if let Some(c) = &self.cluster {
+            write_cluster_health(&mut j, c, now_ms);
+        }
+        j.raw(",\"shards\":[");
+        for (i, s) in self.shared.stats.iter().enumerate() {
+            use std::sync::atomic::Ordering::Relaxed;
+            if i > 0 {
+                j.raw(",");
+            }
+            j.raw("{\"shard\":").int(i as i64);
+            j.raw(",\"ready\":").bool(s.ready.load(Relaxed));
+            j.raw(",\"books\":").int(s.books.load(Relaxed) as i64);
+            j.raw(",\"ticks\":").int(s.ticks.load(Relaxed) as i64);
+            j.raw(",\"crossedBooks\":").int(s.crossed_books.load(Relaxed) as i64);
+            j.raw("}");
+        }
+        j.raw("],\"exchanges\":[");
+        for (i, v) in self.venues.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            let pairs = self.served_pairs(*v);
+            if !self.shared.live {
+                j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
+                j.raw(",\"pairs\":").int(pairs).raw("}");
+                continue;
+            }
+            use std::sync::atomic::Ordering::Relaxed;
+            let sum = |f: fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64| {
+                self.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
+            };
+            let h = &venue_health[i];
+            let (open, planned, live, last) = (h.open, h.planned, h.live, h.last_message_ms);
+            j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(h.state.as_str());
+            if !h.why.is_empty() {
+                j.raw(",\"reason\":").str(h.why);
+            }
+            j.raw(",\"pairs\":").int(pairs);
+            j.raw(",\"booksLive\":").int(live);
+            j.raw(",\"booksWithHistory\":").int(sum(|s| &s.books_history));
+            j.raw(",\"connections\":").int(open);
+            j.raw(",\"connectionsPlanned\":").int(planned);
+            j.raw(",\"lastMessageAgeMs\":");
+            if last > 0 {
+                j.int((now_ms - last).max(0));
+            } else {
+                j.raw("null");
+            }
+            for (name, f) in [
+                ("connects", (|s| &s.connects) as fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64),
+                ("connectFailures", |s| &s.connect_failures),
+                ("disconnects", |s| &s.disconnects),
+                ("messages", |s| &s.messages),
+                ("decodeErrors", |s| &s.decode_errors),
+                ("gaps", |s| &s.gaps),
+                ("checksumMismatches", |s| &s.checksum_mismatches),
+                ("crossedBooks", |s| &s.crossed),
+                ("staleSnapshots", |s| &s.stale_snapshots),
+                ("resyncs", |s| &s.resyncs),
+                ("resets", |s| &s.resets),
+                ("syncs", |s| &s.syncs),
+                ("venueErrors", |s| &s.venue_errors),
+            ] {
+                j.raw(",\"").raw(name).raw("\":").int(sum(f));
+            }
+            j.raw(",\"reconnects\":{");
+            for (i, r) in crate::state::Reconnect::ALL.iter().enumerate() {
+                if i > 0 {
+                    j.raw(",");
+                }
+                let n = self.shared.venue_sum(*v, |s| s.reconnects[*r as usize].load(Relaxed));
+                j.raw("\"").raw(r.as_str()).raw("\":").int(n as i64);
+            }
+            j.raw("}");
+            if let Some(rs) = &self.shared.rest_stats {
+                let r = &rs[v.index()];
+                j.raw(",\"rest\":{\"requests\":").int(r.requests.load(Relaxed) as i64);
+                j.raw(",\"errors\":").int(r.errors.load(Relaxed) as i64);
+                j.raw(",\"rateLimited\":").int(r.rate_limited.load(Relaxed) as i64);
+                j.raw(",\"backfilled\":").int(r.backfilled.load(Relaxed) as i64);
+                j.raw(",\"backfillFailed\":").int(r.backfill_failed.load(Relaxed) as i64);
+                j.raw(",\"listings\":").int(r.listings.load(Relaxed) as i64);
+                j.raw(",\"delistings\":").int(r.delistings.load(Relaxed) as i64);
+                j.raw(",\"delistingsSuspected\":").int(r.delistings_suspected.load(Relaxed) as i64);
+                j.raw(",\"relistings\":").int(r.relistings.load(Relaxed) as i64);
+                j.raw(",\"added\":").int(r.added.load(Relaxed) as i64);
+                j.raw(",\"listingFaults\":").int(r.listing_faults.load(Relaxed) as i64);
+                j.raw(",\"tasksLost\":").int(r.tasks_lost.load(Relaxed) as i64);
+                j.raw(",\"newListings\":").int(r.new_listings.load(Relaxed) as i64).raw("}");
+            }
+            j.raw("}");
+        }
+        j.raw("]}");
+        respond(if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, j.finish())
+    }
+
+    /// `GET /v1/debug/latency`: the tick-to-decision histogram over every shard (live feed:
+    /// Binance microsecond event time to the alert decision), for the latency benchmark.
+    pub(super) fn latency(&self) -> Resp {
+        let mut all = crate::state::latency_histogram();
+        let mut inside = crate::state::latency_histogram();
+        for l in self.shared.latency.iter() {
+            if let Ok(l) = l.lock() {
+                let _ = all.add(&l.tick_to_decision_us);
+                let _ = inside.add(&l.read_to_decision_us);
+            }
+        }
+        let mut j = Json::with_capacity(256);
+        for (i, (key, h)) in [("tickToDecisionUs", &all), ("readToDecisionUs", &inside)].into_iter().enumerate() {
+            j.raw(if i == 0 { "{\"" } else { ",\"" }).raw(key).raw("\":{\"count\":").int(h.len() as i64);
+            for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
+                j.raw(",\"").raw(name).raw("\":").int(h.value_at_quantile(q) as i64);
+            }
+            j.raw(",\"max\":").int(h.max() as i64).raw("}");
+        }
+        j.raw("}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    /// Operator endpoints need a key whose plan has `operator = true` (none of the built-in
+    /// plans does): they act on the whole process, not on one account.
+    pub(super) fn operator(&self, account: &KeyRow) -> Result<(), ApiError> {
+        match self.plans.get(&account.plan) {
+            Some(p) if p.operator => Ok(()),
+            _ => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "operator access needed: this key's plan does not have operator = true",
+            )),
+        }
+    }
+
+    /// `DELETE /v1/debug/latency` (operators): empties the histograms (the start of a
+    /// measurement).
+    pub(super) fn latency_reset(&self) -> Resp {
+        for l in self.shared.latency.iter() {
+            if let Ok(mut l) = l.lock() {
+                l.tick_to_decision_us.reset();
+                l.read_to_decision_us.reset();
+            }
+        }
+        respond(StatusCode::OK, "{\"reset\":true}".to_owned())
+    }
+}
