@@ -11,8 +11,8 @@ use rampart_engine::alert::{AlertSpec, Condition, Cross};
 use rampart_engine::book::Book;
 use rampart_engine::sim::Rng;
 use rampart_engine::{BookId, Market, Price, Tick, Venue};
-use rampart_net::venue::session::{Count, Session, Sink};
-use rampart_net::venue::ws::{Event, WsCodec};
+use rampart_venue::session::{Count, Session, Sink};
+use rampart_venue::ws::{Event, WsCodec};
 
 use crate::{histogram, Summary};
 

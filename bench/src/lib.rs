@@ -21,8 +21,8 @@ use hdrhistogram::Histogram;
 use rampart_engine::alert::{Condition, Cross};
 use rampart_engine::sim::{self, Sim, SimConfig};
 use rampart_engine::{BookId, Market, Registry, Venue};
-use rampart_net::shard::{ShardConfig, ShardSet};
-use rampart_net::state::Command;
+use rampart_shard::{ShardConfig, ShardSet};
+use rampart_state::Command;
 
 /// Percentiles of one measured quantity.
 #[derive(Clone, Debug)]
@@ -169,8 +169,8 @@ pub fn levels_recompute(pairs: usize, passes: usize) -> Summary {
 /// periodic job (every 2 s).
 pub fn metrics_refresh(pairs: usize, passes: usize) -> Vec<Summary> {
     use rampart_engine::level::{compute_from_set, LevelScratch};
-    use rampart_net::state::pair_metrics::PairMetrics;
-    use rampart_net::state::DensitySnapshot;
+    use rampart_state::pair_metrics::PairMetrics;
+    use rampart_state::DensitySnapshot;
     let now = 1_795_183_387_000_i64;
     let (mut market, mut sim) = simulated_market(pairs, now);
     let mut ticks = Vec::with_capacity(sim.ticks_per_step_max() * 64);
@@ -296,9 +296,9 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: WALLS_MIN_RATIO,
         fault_hang_on_stop: false,
-        events_max: rampart_net::state::EVENTS_MAX,
+        events_max: rampart_state::EVENTS_MAX,
         cpus: (0..shards).map(|i| Some(i % std::thread::available_parallelism().map_or(1, |c| c.get()))).collect(),
-        clock: rampart_net::clock::system(),
+        clock: rampart_state::clock::system(),
         partition: Default::default(),
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
@@ -418,11 +418,8 @@ pub enum Backend {
 }
 
 /// A fresh database on `backend` named `name`; the directory to remove afterwards (SQLite).
-fn bench_store(
-    backend: Backend,
-    name: &str,
-) -> (rampart_net::persistence::store::StoreLocation, Option<std::path::PathBuf>) {
-    use rampart_net::persistence::store::StoreLocation;
+fn bench_store(backend: Backend, name: &str) -> (rampart_store::store::StoreLocation, Option<std::path::PathBuf>) {
+    use rampart_store::store::StoreLocation;
     match backend {
         Backend::Sqlite => {
             let dir = std::env::temp_dir().join(format!("rampart-bench-{name}-{}", std::process::id()));
@@ -432,7 +429,7 @@ fn bench_store(
         Backend::Postgres => {
             let server = rampart_testkit::pg::durable_server();
             let schema = server.fresh_schema_name();
-            let admin = rampart_net::persistence::db::Db::postgres(&server.admin_url()).expect("connect as admin");
+            let admin = rampart_store::db::Db::postgres(&server.admin_url()).expect("connect as admin");
             admin.batch(&format!("CREATE SCHEMA {schema}")).expect("a schema");
             (StoreLocation::Postgres(server.url_in_schema(&schema)), None)
         }
@@ -445,8 +442,8 @@ fn bench_store(
 /// create, from sending the job to its answer (which comes after the commit); `group_max` 1 is
 /// the baseline of one commit per create.
 pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_max: usize) -> Summary {
-    use rampart_net::persistence::storage::StorageThread;
-    use rampart_net::persistence::store::NewAlert;
+    use rampart_store::storage::StorageThread;
+    use rampart_store::store::NewAlert;
 
     let (at, dir) = bench_store(backend, &format!("storage-{group_max}"));
     let mut store = at.open().expect("open a store");
@@ -507,9 +504,9 @@ pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_m
 /// one in a hundred that goes to a receiver that never answers. Returns the latency from the
 /// firing's commit to the POST's arrival at a fast receiver, and the fast deliveries per second.
 pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
-    use rampart_net::clock::SystemClock;
-    use rampart_net::delivery::{Delivery, DeliveryConfig};
-    use rampart_net::persistence::store::{FiringRecord, NewAlert};
+    use rampart_delivery::{Delivery, DeliveryConfig};
+    use rampart_state::clock::SystemClock;
+    use rampart_store::store::{FiringRecord, NewAlert};
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader, Read, Write};
     use std::sync::Mutex;
@@ -591,7 +588,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
     let wake = d.waker();
     let started = Instant::now();
     for chunk in ids.chunks(100) {
-        let now = rampart_net::clock::wall_ms();
+        let now = rampart_state::clock::wall_ms();
         let batch: Vec<FiringRecord> = chunk
             .iter()
             .map(|&id| FiringRecord { alert_id: id, price: 2, move_hundredths: None, ts_ms: now, last: false })
@@ -602,7 +599,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
                 m.insert(id, t);
             }
         }
-        store.record_firings(&batch, &rampart_net::text::Texts).expect("record");
+        store.record_firings(&batch, &rampart_store::text::Texts).expect("record");
         wake.notify_one();
         std::thread::sleep(Duration::from_millis(50));
     }

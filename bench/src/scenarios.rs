@@ -73,7 +73,7 @@ pub const BACKENDS: [&str; 4] = ["sqlite", "postgres", "cluster", "roles"];
 fn postgres_schema() -> String {
     let server = rampart_testkit::pg::durable_server();
     let schema = server.fresh_schema_name();
-    let admin = rampart_net::persistence::db::Db::postgres(&server.admin_url()).expect("connect as admin");
+    let admin = rampart_store::db::Db::postgres(&server.admin_url()).expect("connect as admin");
     admin.batch(&format!("CREATE SCHEMA {schema}")).expect("a schema");
     server.url_in_schema(&schema)
 }
@@ -302,7 +302,7 @@ impl Env {
     /// (venue send → decision, socket read → decision), µs. Waits for the shards' next merge
     /// of their histograms first.
     fn latency(&self) -> Res<(Value, Value)> {
-        thread::sleep(Duration::from_millis(2 * rampart_net::state::LATENCY_PUBLISH_MS as u64));
+        thread::sleep(Duration::from_millis(2 * rampart_state::LATENCY_PUBLISH_MS as u64));
         let v = self.api.get("/v1/debug/latency")?;
         Ok((v["tickToDecisionUs"].clone(), v["readToDecisionUs"].clone()))
     }
@@ -413,10 +413,10 @@ fn check_probes(rx: &Receivers, probes: &[Probe], wait: Duration) -> (Histogram<
 /// Runs one scenario, writes its result files and returns the result.
 pub fn run(o: &Opts) -> Res<Value> {
     let (cores, cpu) = harness::machine();
-    let started_ms = rampart_net::clock::wall_ms();
+    let started_ms = rampart_state::clock::wall_ms();
     let mut result = json!({
         "scenario": o.scenario, "command": o.command, "commit": harness::commit(),
-        "machine": {"cores": cores, "cpu": cpu}, "date": rampart_net::clock::iso8601(started_ms),
+        "machine": {"cores": cores, "cpu": cpu}, "date": rampart_state::clock::iso8601(started_ms),
         "pairs": o.pairs, "shards": 1,
     });
     let mut notes: Vec<String> = Vec::new();
@@ -741,7 +741,7 @@ fn both_api_nodes(env: &Env, api2: &str, paths: &[&str], secs: Duration) -> Res<
 
 fn write(o: &Opts, started_ms: i64, result: &Value) -> Res<()> {
     std::fs::create_dir_all(&o.out).map_err(|e| e.to_string())?;
-    let stamp: String = rampart_net::clock::iso8601(started_ms).chars().take(16).filter(|c| *c != ':').collect();
+    let stamp: String = rampart_state::clock::iso8601(started_ms).chars().take(16).filter(|c| *c != ':').collect();
     // Runs started in the same minute get a letter rather than overwrite each other.
     let mut base = o.out.join(format!("{stamp}-{}", o.scenario));
     for suffix in 'a'..='z' {

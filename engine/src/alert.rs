@@ -326,8 +326,16 @@ impl AlertBook {
         if self.states.is_empty() {
             return;
         }
-        let p = price.0;
-        // Re-arm repeating price alerts whose price has retreated 0.1% past the level.
+        self.rearm_price_alerts(price.0);
+        self.fire_price_alerts(price, ts_ms, out);
+        for (w, tf) in Timeframe::ALL.into_iter().enumerate() {
+            self.fire_pct_alerts(w, tf, price, ts_ms, candles, out);
+        }
+    }
+
+    /// Re-arms repeating price alerts whose price has retreated 0.1% past the level: `p` is the
+    /// trade's price.
+    fn rearm_price_alerts(&mut self, p: i64) {
         while let Some(&top) = self.above_rearm.peek() {
             if top.key < p {
                 break;
@@ -350,7 +358,11 @@ impl AlertBook {
                 }
             }
         }
-        // Price alerts.
+    }
+
+    /// Fires the armed price alerts a trade at `price` crosses.
+    fn fire_price_alerts(&mut self, price: Price, ts_ms: i64, out: &mut Vec<Firing>) {
+        let p = price.0;
         while let Some(&Reverse(top)) = self.above.peek() {
             if top.key > p {
                 break;
@@ -373,58 +385,74 @@ impl AlertBook {
                 });
             }
         }
-        // Percent alerts, per window.
-        for (w, tf) in Timeframe::ALL.into_iter().enumerate() {
-            if self.pct[w].iter().all(BinaryHeap::is_empty) && self.pct_waiting[w].is_empty() {
-                continue;
-            }
-            let bucket = tf.bucket_start(ts_ms);
-            if bucket != self.pct_bucket[w] {
-                // A new candle: alerts that fired in the previous bucket may fire again.
-                self.pct_bucket[w] = bucket;
-                let mut waiting = core::mem::take(&mut self.pct_waiting[w]);
-                for e in waiting.drain(..) {
-                    if let Some(s) = self.states.get(&e.id).filter(|s| s.gen == e.gen) {
-                        if let Condition::Pct { dir, .. } = s.spec.condition {
-                            self.pct[w][dir.index()].push(Reverse(e));
-                        }
-                    }
+    }
+
+    /// Fires the percent alerts of window `w` (timeframe `tf`) that a trade at `price` reaches,
+    /// the move measured from the open of the window's current candle.
+    fn fire_pct_alerts(
+        &mut self,
+        w: usize,
+        tf: Timeframe,
+        price: Price,
+        ts_ms: i64,
+        candles: &CandleSet,
+        out: &mut Vec<Firing>,
+    ) {
+        if self.pct[w].iter().all(BinaryHeap::is_empty) && self.pct_waiting[w].is_empty() {
+            return;
+        }
+        let bucket = tf.bucket_start(ts_ms);
+        if bucket != self.pct_bucket[w] {
+            self.roll_pct_bucket(w, bucket);
+        }
+        let Some(open) = candles.ring(tf).newest().filter(|c| c.open_ms == bucket).map(|c| c.open.0) else {
+            return;
+        };
+        if open <= 0 {
+            return;
+        }
+        let p = price.0;
+        // The move, reported in hundredths of a percent: (p - open) / open * 10_000.
+        let diff = i128::from(p) - i128::from(open);
+        let move_h = (diff * 10_000 / i128::from(open)) as i64;
+        // Compared exactly: move% >= key / 10^6 <=> diff * 10^8 >= key * open.
+        let scaled = diff * 100_000_000;
+        for d in [Move::Up, Move::Down, Move::Any] {
+            while let Some(&Reverse(top)) = self.pct[w][d.index()].peek() {
+                let t = i128::from(top.key) * i128::from(open);
+                let reached = match d {
+                    Move::Up => scaled >= t,
+                    Move::Down => -scaled >= t,
+                    Move::Any => scaled.abs() >= t,
+                };
+                if !reached {
+                    break;
                 }
-                self.pct_waiting[w] = waiting;
+                self.pct[w][d.index()].pop();
+                if !self.live(&top) {
+                    continue;
+                }
+                if let Some(s) = self.states.get_mut(&top.id) {
+                    s.fired_bucket = bucket;
+                }
+                self.fire(top, price, Some(move_h), ts_ms, out, |b, e| b.pct_waiting[w].push(e));
             }
-            let Some(open) = candles.ring(tf).newest().filter(|c| c.open_ms == bucket).map(|c| c.open.0) else {
-                continue;
-            };
-            if open <= 0 {
-                continue;
-            }
-            // The move, reported in hundredths of a percent: (p - open) / open * 10_000.
-            let diff = i128::from(p) - i128::from(open);
-            let move_h = (diff * 10_000 / i128::from(open)) as i64;
-            // Compared exactly: move% >= key / 10^6 <=> diff * 10^8 >= key * open.
-            let scaled = diff * 100_000_000;
-            for d in [Move::Up, Move::Down, Move::Any] {
-                while let Some(&Reverse(top)) = self.pct[w][d.index()].peek() {
-                    let t = i128::from(top.key) * i128::from(open);
-                    let reached = match d {
-                        Move::Up => scaled >= t,
-                        Move::Down => -scaled >= t,
-                        Move::Any => scaled.abs() >= t,
-                    };
-                    if !reached {
-                        break;
-                    }
-                    self.pct[w][d.index()].pop();
-                    if !self.live(&top) {
-                        continue;
-                    }
-                    if let Some(s) = self.states.get_mut(&top.id) {
-                        s.fired_bucket = bucket;
-                    }
-                    self.fire(top, price, Some(move_h), ts_ms, out, |b, e| b.pct_waiting[w].push(e));
+        }
+    }
+
+    /// A new candle in window `w`, starting at `bucket`: the alerts that fired in the previous
+    /// bucket are armed again.
+    fn roll_pct_bucket(&mut self, w: usize, bucket: i64) {
+        self.pct_bucket[w] = bucket;
+        let mut waiting = core::mem::take(&mut self.pct_waiting[w]);
+        for e in waiting.drain(..) {
+            if let Some(s) = self.states.get(&e.id).filter(|s| s.gen == e.gen) {
+                if let Condition::Pct { dir, .. } = s.spec.condition {
+                    self.pct[w][dir.index()].push(Reverse(e));
                 }
             }
         }
+        self.pct_waiting[w] = waiting;
     }
 
     /// Records a firing; a repeating alert goes where `requeue` puts it, a one-shot one leaves.

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rampart_net::api::alerts::parse_create;
+use rampart_net::alerts::request::parse_create;
 
 fuzz_target!(|data: &[u8]| {
     if let Err(e) = parse_create(data) {

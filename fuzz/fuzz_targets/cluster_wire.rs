@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rampart_net::cluster::wire;
+use rampart_cluster::wire;
 
 fuzz_target!(|data: &[u8]| {
     let _ = wire::read_snapshot(data);

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rampart_net::persistence::store::SiteCondition;
+use rampart_store::store::SiteCondition;
 use rampart_net::site_alerts::parse_request;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rampart_net::outbound::ssrf::{is_public, parse, Host};
+use rampart_outbound::ssrf::{is_public, parse, Host};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {

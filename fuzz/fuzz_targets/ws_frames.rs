@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rampart_net::venue::ws::{Handshake, WsCodec};
+use rampart_venue::ws::{Handshake, WsCodec};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&split, rest)) = data.split_first() else { return };

@@ -1,4 +1,4 @@
-//! The board thread: rebuilds the market board ([`crate::state::board`]) from what the shards
+//! The board thread: rebuilds the market board ([`rampart_state::board`]) from what the shards
 //! published once per period and runs the site's market alerts against each build. It reads
 //! atomics only and never blocks a shard.
 
@@ -8,17 +8,17 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use crate::clock::SharedClock;
 use crate::site_alerts::market::MarketAlerts;
-use crate::state::board::{Board, BOARD_PERIOD_MS};
-use crate::state::Shared;
+use rampart_state::board::{Board, BOARD_PERIOD_MS};
+use rampart_state::clock::SharedClock;
+use rampart_state::Shared;
 
 /// How often the board thread looks whether the shards are ready, before they are.
 const BOARD_WAIT_MS: u64 = 50;
 
 /// The thread that rebuilds the board every [`BOARD_PERIOD_MS`]. Stopped on drop.
 pub struct BoardThread {
-    _thread: crate::shutdown::StoppableThread,
+    _thread: rampart_state::shutdown::StoppableThread,
 }
 
 impl BoardThread {
@@ -31,7 +31,7 @@ impl BoardThread {
         mut market: Option<MarketAlerts>,
     ) -> std::io::Result<BoardThread> {
         cell.store(Arc::new(Board::build(&shared, clock.now_ms())));
-        let thread = crate::shutdown::StoppableThread::spawn("board", move |stop| {
+        let thread = rampart_state::shutdown::StoppableThread::spawn("board", move |stop| {
             // Until the shards are ready the board is rebuilt as soon as they are, then once
             // per period.
             while !stop.load(Ordering::Acquire) {

@@ -98,7 +98,7 @@ impl Plans {
 }
 
 /// One venue's endpoints and limits for `--feed live` (`[venues.binance]`, or `[venue.binance]`);
-/// every key is optional and defaults to the real venue's (`crate::venue::VenueSettings`).
+/// every key is optional and defaults to the real venue's (`rampart_venue::VenueSettings`).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VenueUrls {
@@ -122,8 +122,8 @@ pub struct VenueUrls {
 
 impl VenueUrls {
     /// The venue's settings: the real venue's, overridden by what is given here.
-    pub fn settings(&self, venue: rampart_engine::Venue) -> Result<crate::venue::VenueSettings, ConfigError> {
-        let mut s = crate::venue::VenueSettings::default_for(venue);
+    pub fn settings(&self, venue: rampart_engine::Venue) -> Result<rampart_venue::VenueSettings, ConfigError> {
+        let mut s = rampart_venue::VenueSettings::default_for(venue);
         let name = venue.as_str();
         if let Some(r) = &self.rest {
             if !(r.starts_with("http://") || r.starts_with("https://")) {

@@ -1,23 +1,16 @@
-//! rampart's runtime: shards on pinned glommio executors, the HTTP front, storage and config.
+//! rampart's runtime, top floor: the HTTP front and the web application (`api`), the API's price
+//! and percent alerts apart from HTTP (`alerts`), the site's density and market alerts
+//! (`site_alerts`), the board thread (`board`), request parsing shared by the API and the site
+//! (`request`) and the configuration (`config`).
 //!
-//! Everything that touches threads, sockets, clocks or disk lives here; the market logic it
-//! drives lives in `rampart-engine`. The folders are floors (ARCHITECTURE.md, "Floors of the
-//! runtime"): a module imports only from the floors below it.
+//! The floors below are crates of their own, so an import back up does not compile
+//! (ARCHITECTURE.md, "Floors of the runtime"): `rampart-state` (the ground floor),
+//! `rampart-outbound`, `rampart-venue`, `rampart-store`, `rampart-delivery`, `rampart-shard` and
+//! `rampart-cluster`; the market logic they drive is `rampart-engine`.
 
 pub mod alerts;
 pub mod api;
 pub mod board;
-pub mod clock;
-pub mod cluster;
 pub mod config;
-pub mod delivery;
-pub mod json;
-pub mod outbound;
-pub mod persistence;
 pub mod request;
-pub mod shard;
-pub mod shutdown;
 pub mod site_alerts;
-pub mod state;
-pub mod text;
-pub mod venue;

@@ -21,12 +21,12 @@ use rampart_engine::{Registry, Timeframe, Venue};
 use serde_json::Value;
 
 use crate::config::Plan;
-use crate::persistence::store::{parse_direction, parse_side, NewSiteAlert, SiteAlertRow, SiteCondition, SiteRequest};
-use crate::persistence::store::{Store, StoreError};
 use crate::request::{
     body_object, clip, invalid, number, present, repeat_and_note, required_string, string, symbol_syntax, Invalid,
 };
-use crate::state::board::BoardNumber;
+use rampart_state::board::BoardNumber;
+use rampart_store::store::{parse_direction, parse_side, NewSiteAlert, SiteAlertRow, SiteCondition, SiteRequest};
+use rampart_store::store::{Store, StoreError};
 
 /// Largest `min_usd` accepted.
 pub const MIN_USD_MAX: f64 = 1e12;

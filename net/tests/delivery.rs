@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rampart_delivery::{Delivery, DeliveryConfig};
 use rampart_engine::alert::{Condition, Cross};
 use rampart_engine::{Price, Venue};
-use rampart_net::clock::{Clock, ManualClock};
-use rampart_net::delivery::{Delivery, DeliveryConfig};
-use rampart_net::outbound::USER_AGENT_VALUE;
-use rampart_net::persistence::store::{FiringRecord, NewAlert, OutboxRow, Store};
-use rampart_net::text::alert::event_body;
-use rampart_net::text::Texts;
+use rampart_outbound::USER_AGENT_VALUE;
+use rampart_state::clock::{Clock, ManualClock};
+use rampart_store::store::{FiringRecord, NewAlert, OutboxRow, Store};
+use rampart_store::text::alert::event_body;
+use rampart_store::text::Texts;
 
 const T0: i64 = 1_795_183_387_000;
 
@@ -389,7 +389,7 @@ fn real_time_retry_after_ten_seconds() {
     let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
     let started = Instant::now();
     let config = DeliveryConfig { allow_private: true, ..DeliveryConfig::default() };
-    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(rampart_net::clock::SystemClock))
+    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(rampart_state::clock::SystemClock))
         .expect("delivery");
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
     let first = started.elapsed();
@@ -541,13 +541,13 @@ fn a_delivered_webhook_whose_outcome_cannot_be_recorded_is_not_sent_again() {
     let dir = temp_dir("unrecorded");
     let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
     break_outbox_writes(&dir);
-    let health = Arc::new(rampart_net::persistence::storage::StorageHealth::default());
+    let health = Arc::new(rampart_store::storage::StorageHealth::default());
     let d = start(&dir, &clock, DeliveryConfig { health: Some(health.clone()), ..local() });
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
     // Many poll rounds (5 ms each) while the outcome cannot be written.
     thread::sleep(Duration::from_millis(500));
     let failing = health.report(clock.now_ms()).map(|r| r.0);
-    assert_eq!(failing, Some(vec![rampart_net::persistence::storage::Writer::Delivery]), "reported for /healthz");
+    assert_eq!(failing, Some(vec![rampart_store::storage::Writer::Delivery]), "reported for /healthz");
     assert_eq!(rx.requests().len(), 1, "re-sent while its outcome could not be recorded");
     assert_eq!(outbox(&store, alert)[0].attempts, 0, "nothing recorded yet");
     use std::sync::atomic::Ordering::Relaxed;

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rampart_net::cluster::{BusNames, FiringBus, DELIVERIES_MAX};
-use rampart_net::persistence::store::message_id;
+use rampart_cluster::{BusNames, FiringBus, DELIVERIES_MAX};
+use rampart_store::store::message_id;
 
 fn names(test: &str) -> BusNames {
     BusNames {

@@ -5,9 +5,9 @@
 use rampart_engine::alert::{AlertSpec, Condition, Cross};
 use rampart_engine::book::Book;
 use rampart_engine::{BookId, Market, Price, Tick, Venue};
-use rampart_net::venue::session::{Count, Session, Sink};
-use rampart_net::venue::ws::{Event, WsCodec};
 use rampart_testkit::alloc::{self, Counting};
+use rampart_venue::session::{Count, Session, Sink};
+use rampart_venue::ws::{Event, WsCodec};
 
 // The count is per thread, so the venues' tests may run side by side.
 #[global_allocator]
@@ -124,7 +124,7 @@ fn run(venue: Venue) {
     session.handle_connected(0, &mut sink);
     // Every subscription request, each at the first time the session lets it go.
     let mut now = 0;
-    while let Some(rampart_net::venue::session::Transmit::Control(_)) = session.poll_transmit(now) {
+    while let Some(rampart_venue::session::Transmit::Control(_)) = session.poll_transmit(now) {
         now += session.control_gap_ms();
     }
     if venue == Venue::Binance {

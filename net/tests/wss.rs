@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use glommio::{LocalExecutorBuilder, Placement};
-use rampart_net::venue::conn;
-use rampart_net::venue::ws::{Event, WsCodec, WsUrl};
+use rampart_venue::conn;
+use rampart_venue::ws::{Event, WsCodec, WsUrl};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha1::{Digest, Sha1};
@@ -140,12 +140,12 @@ fn client(port: u16, tls: Option<Arc<rustls::ClientConfig>>) -> Result<Vec<Strin
 fn wss_connections_verify_the_certificate_and_carry_frames() {
     let (port, got) = wss_server();
     // The bundled web roots do not know the test CA.
-    let untrusted = rampart_net::outbound::tls_config(&[]);
+    let untrusted = rampart_outbound::tls_config(&[]);
     let err = client(port, untrusted).expect_err("an untrusted certificate is refused");
     assert!(err.starts_with("TLS:"), "{err}");
     // Trusted through an extra root.
     let ca = CertificateDer::from_pem_slice(include_bytes!("fixtures/tls/ca.pem")).expect("ca");
-    let trusted = rampart_net::outbound::tls_config(&[ca.to_vec()]);
+    let trusted = rampart_outbound::tls_config(&[ca.to_vec()]);
     let seen = client(port, trusted).expect("trusted connection");
     assert_eq!(seen, [r#"text {"hello":1}"#, "ping p1", "close 1000"]);
     // The pong went back masked with the ping's payload.

@@ -1084,7 +1084,7 @@ impl SiteSession {
 pub fn pg_database() -> String {
     let server = rampart_testkit::pg::server();
     let schema = server.fresh_schema_name();
-    let admin = rampart_net::persistence::db::Db::postgres(&server.admin_url()).expect("connect as admin");
+    let admin = rampart_store::db::Db::postgres(&server.admin_url()).expect("connect as admin");
     admin.batch(&format!("CREATE SCHEMA {schema}")).expect("create the schema");
     server.url_in_schema(&schema)
 }

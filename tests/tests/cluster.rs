@@ -73,7 +73,7 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
             assert!(got.keys().all(|id| fired.contains(id)), "a webhook for an alert that did not fire: {got:?}");
             let twice: Vec<_> = got.iter().filter(|(_, n)| **n > 1).collect();
             // A repeat is a firing the killed process had sent but not yet acknowledged.
-            let in_hand_max = 2 * rampart_net::cluster::worker::IN_FLIGHT_MAX;
+            let in_hand_max = 2 * rampart_cluster::worker::IN_FLIGHT_MAX;
             assert!(twice.len() <= in_hand_max, "more repeats than the killed process could hold: {twice:?}");
             eprintln!("{} alerts fired, {at_kill} delivered when a worker process was killed", fired.len());
             break;

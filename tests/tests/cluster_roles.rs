@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_net::state::partition::of_symbol;
+use rampart_state::partition::of_symbol;
 use rampart_tests::{binance_symbols, json_receiver, pg_database, Deliver, Server, FAST};
 use serde_json::{json, Value};
 
@@ -221,7 +221,7 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     let got = arrivals(&hits);
     assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), ids, "a webhook per fired alert");
     let twice: Vec<_> = got.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(twice.len() <= 2 * rampart_net::cluster::worker::IN_FLIGHT_MAX, "repeats: {twice:?}");
+    assert!(twice.len() <= 2 * rampart_cluster::worker::IN_FLIGHT_MAX, "repeats: {twice:?}");
     eprintln!("{} alerts delivered; {} delivered twice", ids.len(), twice.len());
     drop((market0, market1));
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_net::persistence::db::Db;
+use rampart_store::db::Db;
 use rampart_tests::{
     alert_ids, allow_private_config, binance_symbols, describe_output, json_receiver as receiver,
     pg_database as database, run_with_timeout, Server, FAST,

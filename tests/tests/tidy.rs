@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Lines a runtime function may span without a written reason.
+/// Lines a function of the engine or the runtime may span without a written reason.
 const FUNCTION_LINES_MAX: usize = 100;
 /// The marker of a written reason, in a comment within the five lines above a long function.
 const LONG_REASON: &str = "Long:";
@@ -20,8 +20,30 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_owned()
 }
 
-/// Every `.rs` file under `dir` (relative to the root), sorted.
+/// The runtime's crates, floor by floor (ARCHITECTURE.md, "Floors of the runtime"): their
+/// sources are held to every rule below.
+const RUNTIME: [&str; 8] = [
+    "net/state/src",
+    "net/outbound/src",
+    "net/venue/src",
+    "net/store/src",
+    "net/delivery/src",
+    "net/shard/src",
+    "net/cluster/src",
+    "net/src",
+];
+
+/// The engine's and the runtime's source folders.
+fn engine_and_runtime() -> Vec<&'static str> {
+    std::iter::once("engine/src").chain(RUNTIME).collect()
+}
+
+/// Every `.rs` file under `dir` (relative to the root; a file names itself), sorted.
 fn sources(dir: &str) -> Vec<PathBuf> {
+    let whole = root().join(dir);
+    if whole.is_file() {
+        return vec![whole];
+    }
     let mut out = Vec::new();
     let mut stack = vec![root().join(dir)];
     while let Some(d) = stack.pop() {
@@ -190,7 +212,7 @@ fn name(path: &Path) -> String {
 #[test]
 fn library_crates_return_typed_errors() {
     let mut found = Vec::new();
-    for dir in ["engine/src", "net/src"] {
+    for dir in engine_and_runtime() {
         for p in sources(dir) {
             for (i, l) in code_lines(&p).iter().enumerate() {
                 let code = l.split("//").next().unwrap_or("");
@@ -210,12 +232,12 @@ fn library_crates_return_typed_errors() {
 #[test]
 fn the_service_reads_time_from_its_one_clock() {
     // The engine gets time as an argument; the runtime from the process's `Clock`. Only
-    // `net/src/clock.rs` may read the wall clock.
+    // `net/state/src/clock.rs` may read the wall clock.
     let idioms = ["SystemTime::now", "clock::wall_ms", "clock::wall_us", "clock::now_ms", "clock::now_us"];
     let mut found = Vec::new();
-    for dir in ["engine/src", "net/src"] {
+    for dir in engine_and_runtime() {
         for p in sources(dir) {
-            if p.ends_with("net/src/clock.rs") {
+            if p.ends_with("net/state/src/clock.rs") {
                 continue;
             }
             for (i, l) in code_lines(&p).iter().enumerate() {
@@ -233,7 +255,7 @@ fn the_service_reads_time_from_its_one_clock() {
 fn per_venue_tables_are_sized_by_the_venue_count() {
     let idioms = ["step_by(4)", "index() * 4", "* 4 + venue", "; 4]>"];
     let mut found = Vec::new();
-    for dir in ["engine/src", "net/src", "simvenue/src", "tools/src"] {
+    for dir in engine_and_runtime().into_iter().chain(["simvenue/src", "tools/src"]) {
         for p in sources(dir) {
             for (i, l) in code_lines(&p).iter().enumerate() {
                 if idioms.iter().any(|x| l.contains(x)) {
@@ -248,7 +270,8 @@ fn per_venue_tables_are_sized_by_the_venue_count() {
 /// `NAME` → (value, file) of every top-level constant.
 fn top_level_constants() -> BTreeMap<String, Vec<(String, String)>> {
     let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for dir in ["engine/src", "net/src", "simvenue/src", "tools/src", "bench/src", "tests/src", "testkit/src"] {
+    let others = ["simvenue/src", "tools/src", "bench/src", "tests/src", "testkit/src"];
+    for dir in engine_and_runtime().into_iter().chain(others) {
         for p in sources(dir) {
             for l in code_lines(&p) {
                 let rest = ["pub const ", "pub(crate) const ", "const "].iter().find_map(|k| l.strip_prefix(k));
@@ -291,7 +314,7 @@ fn a_constant_name_means_one_value_across_crates() {
 /// Functions of the engine and the runtime longer than the bound: (file, line, name, lines).
 fn long_functions() -> Vec<(String, usize, String, usize)> {
     let mut out = Vec::new();
-    for dir in ["engine/src", "net/src", "tools/src", "simvenue/src"] {
+    for dir in engine_and_runtime().into_iter().chain(["tools/src", "simvenue/src"]) {
         for p in sources(dir) {
             let lines = code_lines(&p);
             for (i, l) in lines.iter().enumerate() {
@@ -404,7 +427,133 @@ const BOUNDARIES: &[Boundary] = &[
         never: &["rampart_net", "rampart_testkit"],
         why: "the simulator is a test tool beside the service; it depends on the engine only",
     },
+    Boundary {
+        dir: "net/state/src",
+        never: &["tokio::net", "std::fs", "std::net", "glommio", "hyper"],
+        why: "the ground floor is what threads share in memory: no socket, no file, no executor",
+    },
+    Boundary {
+        dir: "net/store/src/store",
+        never: &["crate::text", "rampart_state::json"],
+        why: "persistence renders no text: it writes the bytes `text::Texts` makes, through `Render`",
+    },
+    Boundary {
+        dir: "net/store/src/store.rs",
+        never: &["crate::text", "rampart_state::json"],
+        why: "persistence renders no text: it writes the bytes `text::Texts` makes, through `Render`",
+    },
+    Boundary {
+        dir: "net/store/src/db.rs",
+        never: &["crate::text", "crate::store", "crate::storage", "crate::writer", "rampart_state::json"],
+        why: "the connection type is the store's floor: SQL in, rows out, no record and no text",
+    },
+    Boundary {
+        dir: "net/store/src/storage.rs",
+        never: &["crate::text", "crate::writer", "rampart_state::json"],
+        why: "persistence renders no text; the storage thread knows nothing of the writer",
+    },
+    Boundary {
+        dir: "net/store/src/writer.rs",
+        never: &["crate::text", "rampart_state::json"],
+        why: "the writer hands the store the `Render` it was given: it renders no text",
+    },
+    Boundary {
+        dir: "net/store/src/text",
+        never: &["crate::db", "crate::storage", "crate::writer"],
+        why: "texts are made of records; they never read or write storage",
+    },
+    Boundary {
+        dir: "net/venue/src",
+        never: &["hyper::server", "rampart_state::json"],
+        why: "venue knows nothing of serving HTTP or of the API's JSON: it speaks the venues' protocols",
+    },
+    Boundary {
+        dir: "net/src/alerts",
+        never: &["crate::api", "hyper", "http_body_util"],
+        why: "alert rules live apart from HTTP: the front turns their refusals into answers",
+    },
+    Boundary {
+        dir: "net/src/site_alerts",
+        never: &["crate::api", "hyper", "http_body_util"],
+        why: "the site's alert kinds live apart from HTTP: the site's routes and the CLI call them",
+    },
+    Boundary {
+        dir: "net/src/request.rs",
+        never: &["crate", "hyper"],
+        why: "request parsing shared by the API and the site stands on nothing of theirs",
+    },
+    Boundary {
+        dir: "net/src/board.rs",
+        never: &["crate::api", "hyper"],
+        why: "the board thread publishes for the front; it never calls it",
+    },
 ];
+
+/// A runtime crate and the crates of ours it may depend on: only floors below it. Cargo refuses
+/// a circle; this holds the order, so no crate reaches up even where no circle would close.
+const CRATE_FLOORS: &[(&str, &[&str])] = &[
+    ("engine", &[]),
+    ("net/state", &["rampart-engine"]),
+    ("net/outbound", &[]),
+    ("net/venue", &["rampart-engine", "rampart-state", "rampart-outbound"]),
+    ("net/store", &["rampart-engine", "rampart-state"]),
+    ("net/delivery", &["rampart-state", "rampart-store", "rampart-outbound"]),
+    ("net/shard", &["rampart-engine", "rampart-state", "rampart-venue"]),
+    ("net/cluster", &["rampart-engine", "rampart-state", "rampart-store", "rampart-delivery", "rampart-outbound"]),
+    (
+        "net",
+        &[
+            "rampart-engine",
+            "rampart-state",
+            "rampart-outbound",
+            "rampart-venue",
+            "rampart-store",
+            "rampart-delivery",
+            "rampart-shard",
+            "rampart-cluster",
+        ],
+    ),
+];
+
+/// The `rampart-*` names under a manifest's `[dependencies]` (not its dev-dependencies).
+fn rampart_dependencies(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        let name = line.split(['.', '=', ' ']).next().unwrap_or("");
+        if in_deps && name.starts_with("rampart-") {
+            out.push(name.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn each_runtime_crate_depends_only_on_the_floors_below() {
+    let mut found = Vec::new();
+    for (dir, allowed) in CRATE_FLOORS {
+        let manifest = read(&root().join(dir).join("Cargo.toml"));
+        for dep in rampart_dependencies(&manifest) {
+            if !allowed.contains(&dep.as_str()) {
+                found.push(format!("{dir}/Cargo.toml depends on {dep}, which is not below it"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a crate reaches up a floor:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_crate_floors_name_every_runtime_crate() {
+    let listed: BTreeSet<&str> = CRATE_FLOORS.iter().map(|(d, _)| *d).collect();
+    for dir in RUNTIME {
+        let krate = dir.strip_suffix("/src").unwrap_or(dir);
+        assert!(listed.contains(krate), "{krate} has no row in CRATE_FLOORS");
+    }
+}
 
 #[test]
 fn every_floor_keeps_its_boundary() {
@@ -491,6 +640,7 @@ fn tokens(lines: &[String]) -> Vec<(usize, Token)> {
     out
 }
 
+/// The word a token is, if it is one.
 fn word(t: Option<&(usize, Token)>) -> Option<&str> {
     match t {
         Some((_, Token::Word(w))) => Some(w),
@@ -498,6 +648,7 @@ fn word(t: Option<&(usize, Token)>) -> Option<&str> {
     }
 }
 
+/// Whether there is a token and it is `want`.
 fn is(t: Option<&(usize, Token)>, want: &Token) -> bool {
     t.is_some_and(|(_, x)| x == want)
 }
@@ -511,9 +662,11 @@ fn imports_of(text: &str, module: &[String]) -> Vec<(usize, String)> {
     let mut i = 0;
     while i < toks.len() {
         scope.step(&toks, i);
-        let continues_path = i >= 2
-            && is(toks.get(i - 1), &Token::PathSep)
-            && matches!(toks.get(i - 2), Some((_, Token::Word(_) | Token::Punct('>'))));
+        let before = |k: usize| i.checked_sub(k).and_then(|j| toks.get(j));
+        // `a::b` after `x::` or `Vec::<u8>::`, or the module of a `pub(in crate::a)`: not a reference.
+        let skipped = (is(before(1), &Token::PathSep)
+            && matches!(before(2), Some((_, Token::Word(_) | Token::Punct('>')))))
+            || (word(before(1)) == Some("in") && is(before(2), &Token::Punct('(')));
         match word(toks.get(i)) {
             Some("use") => {
                 i += 1;
@@ -522,7 +675,7 @@ fn imports_of(text: &str, module: &[String]) -> Vec<(usize, String)> {
                 let here = scope.module();
                 out.extend(trees.into_iter().map(|(line, segs)| (line, resolve(&segs, &here, &declared))));
             }
-            Some(w) if !continues_path && is(toks.get(i + 1), &Token::PathSep) && word(toks.get(i + 2)).is_some() => {
+            Some(w) if !skipped && is(toks.get(i + 1), &Token::PathSep) && word(toks.get(i + 2)).is_some() => {
                 let here = scope.module();
                 let mut child = here.clone();
                 child.push(w.to_owned());
@@ -669,4 +822,139 @@ impl Scope {
     fn module(&self) -> Vec<String> {
         self.file.iter().cloned().chain(self.inline.iter().map(|(n, _)| n.clone())).collect()
     }
+}
+
+/// The paths [`imports_of`] finds in `text`, a file that is module `module` (`crate::a::b`).
+fn paths_in(text: &str, module: &str) -> Vec<String> {
+    let module: Vec<String> = module.split("::").map(str::to_owned).collect();
+    imports_of(text, &module).into_iter().map(|(_, p)| p).collect()
+}
+
+#[test]
+fn test_items_are_skipped_and_lines_keep_their_numbers() {
+    let text = r##"fn a() {}
+#[cfg(test)]
+fn helper() -> &'static str {
+    let _ = ('{', '"', "}}}", r#"{"}"#); // }
+    /* } */ "{"
+}
+fn b() {}
+#[cfg(test)]
+mod simulation;
+#[cfg(test)]
+#[derive(Debug)]
+struct Probe { a: u8 }
+#[cfg(test)]
+mod tests {
+    fn t<'a>(x: &'a str) -> &'a str { x }
+}
+fn c() {}
+"##;
+    let (lines, _) = non_test(text);
+    let kept: Vec<(usize, &str)> =
+        lines.iter().enumerate().filter(|(_, l)| !l.is_empty()).map(|(i, l)| (i + 1, l.as_str())).collect();
+    assert_eq!(kept, [(1, "fn a() {}"), (7, "fn b() {}"), (17, "fn c() {}")]);
+}
+
+#[test]
+fn the_mask_blanks_comments_and_literals_only() {
+    let text = "let s = \"crate::x // {\"; // crate::y\nlet c = '}'; /* a /* b */ c */ f::<'a>(b'{', r#\"\"}\"#);";
+    // Literals keep their delimiters, comments go whole; the lengths are those of what is hidden.
+    let blank = |n: usize| " ".repeat(n);
+    let want = format!(
+        "let s = \"{}\"; {}\nlet c = ' '; {} f::<'a>(b' ', r#\"{}\"#);",
+        blank("crate::x // {".len()),
+        blank("// crate::y".len()),
+        blank("/* a /* b */ c */".len()),
+        blank("\"}".len())
+    );
+    assert_eq!(mask(text), want);
+}
+
+#[test]
+fn imports_expand_use_trees() {
+    let text = "use a::{b, c::{d, e as f}};\npub use crate::x::Y;\npub(crate) use std::io::{self, Write};\nuse g::*;\n";
+    assert_eq!(
+        paths_in(text, "crate"),
+        ["a::b", "a::c::d", "a::c::e", "crate::x::Y", "std::io", "std::io::Write", "g::*"]
+    );
+}
+
+#[test]
+fn imports_of_a_multi_line_use_keep_each_leaf_line() {
+    let text = "use crate::feed::{\n    int,\n    Row as R,\n};\n";
+    let module = vec!["crate".to_owned()];
+    assert_eq!(imports_of(text, &module), [(2, "crate::feed::int".to_owned()), (3, "crate::feed::Row".to_owned())]);
+}
+
+#[test]
+fn imports_find_paths_written_in_code() {
+    let text = "fn f(x: crate::a::B) -> rampart_net::x::Y {\n    let v = crate::a::b::C::new();\n    \
+                ::rampart_engine::fixed::Price(1);\n    Vec::<u8>::new();\n    std::mem::take(x)\n}\n\
+                pub(in crate::a) fn g() {}\n";
+    assert_eq!(
+        paths_in(text, "crate"),
+        ["crate::a::B", "rampart_net::x::Y", "crate::a::b::C::new", "rampart_engine::fixed::Price"]
+    );
+}
+
+#[test]
+fn imports_skip_comments_literals_and_test_items() {
+    let text = r#"// use crate::hidden;
+/// See crate::hidden::Doc.
+const S: &str = "crate::hidden::Str";
+/* rampart_net::hidden */
+#[cfg(test)]
+mod tests {
+    use crate::forbidden;
+    fn f() { rampart_testkit::x(); }
+}
+use crate::seen;
+"#;
+    let module = vec!["crate".to_owned()];
+    assert_eq!(imports_of(text, &module), [(10, "crate::seen".to_owned())]);
+}
+
+#[test]
+fn imports_resolve_self_super_and_declared_modules() {
+    let text = "mod c;\nuse super::x;\nuse super::{self, y};\nuse self::c::D;\nuse c::E;\n\
+                fn f() { super::super::api::K; c::g(); }\nmod inner {\n    use super::z;\n}\n";
+    assert_eq!(
+        paths_in(text, "crate::a::b"),
+        [
+            "crate::a::x",
+            "crate::a",
+            "crate::a::y",
+            "crate::a::b::c::D",
+            "crate::a::b::c::E",
+            "crate::api::K",
+            "crate::a::b::c::g",
+            "crate::a::b::z"
+        ]
+    );
+    // Above the crate root a `super` cannot be resolved: it stays as written.
+    assert_eq!(paths_in("use super::q;", "crate"), ["super::q"]);
+}
+
+#[test]
+fn a_file_knows_its_module() {
+    let m = |p: &str| module_of(Path::new(p)).join("::");
+    assert_eq!(m("net/src/lib.rs"), "crate");
+    assert_eq!(m("tools/src/main.rs"), "crate");
+    assert_eq!(m("tools/src/bin/sim.rs"), "crate");
+    assert_eq!(m("net/src/a.rs"), "crate::a");
+    assert_eq!(m("net/src/a/mod.rs"), "crate::a");
+    assert_eq!(m("net/src/a/b.rs"), "crate::a::b");
+    assert_eq!(m("net/src/a/lib.rs"), "crate::a::lib");
+}
+
+#[test]
+fn boundary_prefixes_match_whole_segments() {
+    assert!(starts_with_segments("crate::api", "crate::api"));
+    assert!(starts_with_segments("crate::api::x::Y", "crate::api"));
+    assert!(!starts_with_segments("crate::apis", "crate::api"));
+    assert!(!starts_with_segments("crate", "crate::api"));
+    assert!(starts_with_segments("rampart_net::x", "rampart_net"));
+    assert!(!starts_with_segments("rampart_engine::x", "rampart_"));
+    assert!(!starts_with_segments("rampart_network", "rampart_net"));
 }

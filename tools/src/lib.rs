@@ -14,34 +14,34 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use clap::{Args, Parser, Subcommand};
+use rampart_cluster::health::WorkerStats;
+use rampart_cluster::publisher::Publisher;
+use rampart_cluster::worker::DeliveryWorker;
+use rampart_cluster::BusNames;
+use rampart_delivery::{Delivery, DeliveryConfig};
 use rampart_engine::sim::{self, SimConfig};
 use rampart_engine::{Registry, Venue};
 use rampart_net::api::front::{self, Front, FrontConfig, FrontStorage};
 use rampart_net::api::keys::KeyWatcher;
 use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
 use rampart_net::board::BoardThread;
-use rampart_net::clock::{self, SharedClock};
-use rampart_net::cluster::health::WorkerStats;
-use rampart_net::cluster::publisher::Publisher;
-use rampart_net::cluster::worker::DeliveryWorker;
-use rampart_net::cluster::BusNames;
 use rampart_net::config::{FileConfig, Plans};
-use rampart_net::delivery::{Delivery, DeliveryConfig};
-use rampart_net::persistence::storage::Checkpointer;
-use rampart_net::persistence::storage::{StorageHealth, StorageThread};
-use rampart_net::persistence::store::{Revoked, Store, StoreLocation};
-use rampart_net::persistence::writer::{OnCommitted, Writer};
-use rampart_net::shard::live::LiveFeed;
-use rampart_net::shard::{ShardConfig, ShardSet};
-use rampart_net::shutdown::Shutdown;
 use rampart_net::site_alerts::market::MarketAlerts;
 use rampart_net::site_alerts::watch::SiteAlertWatcher;
-use rampart_net::state::board::Board;
-use rampart_net::state::{Command as ShardCommand, EventQueue};
-use rampart_net::text::Texts;
-use rampart_net::venue::listing::ListingChange;
-use rampart_net::venue::rest::{self, Rest, RestBooks};
-use rampart_net::venue::VenueSettings;
+use rampart_shard::live::LiveFeed;
+use rampart_shard::{ShardConfig, ShardSet};
+use rampart_state::board::Board;
+use rampart_state::clock::{self, SharedClock};
+use rampart_state::shutdown::Shutdown;
+use rampart_state::{Command as ShardCommand, EventQueue};
+use rampart_store::storage::Checkpointer;
+use rampart_store::storage::{StorageHealth, StorageThread};
+use rampart_store::store::{Revoked, Store, StoreLocation};
+use rampart_store::text::Texts;
+use rampart_store::writer::{OnCommitted, Writer};
+use rampart_venue::listing::ListingChange;
+use rampart_venue::rest::{self, Rest, RestBooks};
+use rampart_venue::VenueSettings;
 
 pub use rampart_simvenue as simvenue;
 mod node;
@@ -256,7 +256,7 @@ struct ServeArgs {
     #[arg(long, env = "RAMPART_CPUS")]
     cpus: Option<String>,
     /// Capacity of each shard's event queue (tests shrink it to exercise backpressure).
-    #[arg(long, hide = true, default_value_t = rampart_net::state::EVENTS_MAX)]
+    #[arg(long, hide = true, default_value_t = rampart_state::EVENTS_MAX)]
     events_max: usize,
 }
 
@@ -566,7 +566,7 @@ fn deliver(args: DeliverArgs) -> Result<()> {
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         tokio::select! {
-            () = rampart_net::cluster::health::serve(listener, stats) => {}
+            () = rampart_cluster::health::serve(listener, stats) => {}
             stopped = stop_signal() => stopped?,
         }
         Ok::<(), anyhow::Error>(())
@@ -607,18 +607,18 @@ struct ServeSettings {
     sim_delist: Vec<(String, u64)>,
     fault_hang_shard_stop: bool,
     events_max: usize,
-    cpus: rampart_net::shard::cpus::CpuPolicy,
+    cpus: rampart_shard::cpus::CpuPolicy,
     /// `--feed live`: each venue's endpoints and limits.
     live: Option<Vec<VenueSettings>>,
     verify_checksums: bool,
     /// `[channels.telegram]`: the bot firings are also sent through.
-    telegram: Option<rampart_net::delivery::telegram::TelegramChannel>,
+    telegram: Option<rampart_delivery::telegram::TelegramChannel>,
 }
 
 /// The Telegram bot of `[channels.telegram]`, checked (`None` without the section).
-fn telegram(file: &FileConfig) -> Result<Option<rampart_net::delivery::telegram::TelegramChannel>> {
+fn telegram(file: &FileConfig) -> Result<Option<rampart_delivery::telegram::TelegramChannel>> {
     let Some(t) = &file.channels.telegram else { return Ok(None) };
-    let channel = rampart_net::delivery::telegram::TelegramChannel::new(t.base_url.as_deref(), &t.token)
+    let channel = rampart_delivery::telegram::TelegramChannel::new(t.base_url.as_deref(), &t.token)
         .map_err(|e| anyhow::anyhow!(e))?;
     tracing::info!("Telegram channel on, through {}", channel.base_url());
     Ok(Some(channel))
@@ -710,7 +710,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,
         events_max: args.events_max,
-        cpus: rampart_net::shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
+        cpus: rampart_shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
     })
 }
 
@@ -778,7 +778,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         return node::serve_api(s, partitions);
     }
     // The shards' io_uring needs locked memory: refused here, before anything is printed.
-    rampart_net::shard::ensure_memlock(s.shards)?;
+    rampart_shard::ensure_memlock(s.shards)?;
     // One server per data directory (or PostgreSQL database; a market node: one per
     // partition), checked before anything is printed or opened.
     let _lock = s.role.lock(&s)?;
@@ -801,14 +801,14 @@ fn serve(args: ServeArgs) -> Result<()> {
     announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), s.role == node::NodeRole::Single)?;
     // Shard CPUs, claimed for the life of the process.
     let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
-    let claims = rampart_net::shard::cpus::choose(&s.cpus, s.shards, &rampart_net::shard::cpus::allowed(), &lock_dir);
+    let claims = rampart_shard::cpus::choose(&s.cpus, s.shards, &rampart_shard::cpus::allowed(), &lock_dir);
     log_cpus(&s, &claims.cpus);
     let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock)?;
     log_feed(&s, &shards, &store);
     let persistence = Persistence::start(&s, &shards, &clock)?;
     start_sim_delistings(&s, &shards)?;
     let watch_venues = match s.live.is_some() {
-        true => Some(rampart_net::venue::watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
+        true => Some(rampart_venue::watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
         false => None,
     };
     let links = match s.role {
@@ -905,7 +905,7 @@ fn log_cpus(s: &ServeSettings, cpus: &[Option<usize>]) {
             None => tracing::info!(
                 "shard {i} unpinned ({})",
                 match s.cpus {
-                    rampart_net::shard::cpus::CpuPolicy::None => "--cpus none",
+                    rampart_shard::cpus::CpuPolicy::None => "--cpus none",
                     _ => "every allowed CPU is taken by another rampart process",
                 }
             ),
@@ -944,7 +944,7 @@ fn start_feed(
         let alerts = load_alerts(store, &registry, s.role.partition())?;
         return Ok((ShardSet::start_sim(&shard_config, registry, universe, alerts)?, None));
     };
-    let tls = rampart_net::outbound::tls_config(&[]);
+    let tls = rampart_outbound::tls_config(&[]);
     let starting = starting::Starting::start(listener.try_clone()?)?;
     let listed = list_live(venues, tls.clone());
     starting.finish()?;
@@ -978,7 +978,7 @@ fn start_feed(
 fn load_alerts(
     store: &Store,
     registry: &Registry,
-    partition: rampart_net::state::partition::Partition,
+    partition: rampart_state::partition::Partition,
 ) -> Result<Vec<(rampart_engine::BookId, rampart_engine::alert::AlertSpec)>> {
     let mut alerts = Vec::new();
     let mut orphaned = 0;
@@ -1011,7 +1011,7 @@ enum Sending {
 
 struct Persistence {
     health: Arc<StorageHealth>,
-    webhooks: rampart_net::delivery::metrics::WebhookMetrics,
+    webhooks: rampart_delivery::metrics::WebhookMetrics,
     /// The sender here, or (`--nats`) the publisher to the firings stream.
     delivery: Sending,
     writer: Writer,
@@ -1025,9 +1025,9 @@ struct Persistence {
 impl Persistence {
     fn start(s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Result<Persistence> {
         // The board thread's queue of market alert firings, drained like a shard's.
-        let market_events = Arc::new(EventQueue::new(rampart_net::state::EVENTS_MAX));
+        let market_events = Arc::new(EventQueue::new(rampart_state::EVENTS_MAX));
         let health = Arc::new(StorageHealth::default());
-        let webhooks = rampart_net::delivery::metrics::WebhookMetrics::default();
+        let webhooks = rampart_delivery::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
             allow_private: s.allow_private,
             health: Some(health.clone()),
@@ -1077,7 +1077,7 @@ impl Persistence {
         s: &ServeSettings,
         shards: &ShardSet,
         clock: &SharedClock,
-        cluster: Option<Arc<rampart_net::cluster::node::NodeHealth>>,
+        cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
     ) -> Arc<Metrics> {
         let sources = MetricsSources {
             shared: shards.shared().clone(),
@@ -1132,7 +1132,7 @@ fn start_sim_delistings(s: &ServeSettings, shards: &ShardSet) -> Result<()> {
 }
 
 /// Queues a command for a book's shard, waiting out a full queue (it drains every millisecond).
-fn send_waiting(commands: &rampart_net::state::Commands, book: rampart_engine::BookId, mut cmd: ShardCommand) {
+fn send_waiting(commands: &rampart_state::Commands, book: rampart_engine::BookId, mut cmd: ShardCommand) {
     while let Err(back) = commands.send(book, cmd) {
         cmd = back;
         std::thread::sleep(Duration::from_millis(5));
@@ -1180,8 +1180,8 @@ async fn run_front(
 /// book (with the stored active alerts on it, e.g. those of a venue that joined late). Runs on
 /// the REST thread; a full command queue is waited out (it drains every millisecond).
 fn listing_hook(
-    commands: rampart_net::state::Commands,
-    shared: Arc<rampart_net::state::Shared>,
+    commands: rampart_state::Commands,
+    shared: Arc<rampart_state::Shared>,
     natives: Arc<arc_swap::ArcSwap<Vec<String>>>,
     store: Store,
 ) -> rest::OnListing {

@@ -9,28 +9,28 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
+use rampart_cluster::commands::{CommandServer, Forwarder};
+use rampart_cluster::node::{NamedLock, NodeHealth, Role};
+use rampart_cluster::snapshots::{Replica, SnapshotPublisher};
+use rampart_delivery::metrics::WebhookMetrics;
 use rampart_engine::sim;
 use rampart_engine::Registry;
 use rampart_net::api::front::{Front, FrontConfig, FrontStorage};
 use rampart_net::api::keys::KeyWatcher;
 use rampart_net::api::metrics::{Metrics, Sources as MetricsSources};
 use rampart_net::board::BoardThread;
-use rampart_net::clock::{self, SharedClock};
-use rampart_net::cluster::commands::{CommandServer, Forwarder};
-use rampart_net::cluster::node::{NamedLock, NodeHealth, Role};
-use rampart_net::cluster::snapshots::{Replica, SnapshotPublisher};
-use rampart_net::delivery::metrics::WebhookMetrics;
-use rampart_net::persistence::storage::Checkpointer;
-use rampart_net::persistence::storage::{StorageHealth, StorageThread};
-use rampart_net::persistence::store::ServerLock;
-use rampart_net::persistence::writer::Writer;
-use rampart_net::shard::ShardSet;
 use rampart_net::site_alerts::market::MarketAlerts;
 use rampart_net::site_alerts::watch::SiteAlertWatcher;
-use rampart_net::state::board::Board;
-use rampart_net::state::partition::Partition;
-use rampart_net::state::{EventQueue, Shared};
-use rampart_net::text::Texts;
+use rampart_shard::ShardSet;
+use rampart_state::board::Board;
+use rampart_state::clock::{self, SharedClock};
+use rampart_state::partition::Partition;
+use rampart_state::{EventQueue, Shared};
+use rampart_store::storage::Checkpointer;
+use rampart_store::storage::{StorageHealth, StorageThread};
+use rampart_store::store::ServerLock;
+use rampart_store::text::Texts;
+use rampart_store::writer::Writer;
 
 use super::{announce, bind, configured, serve_until_stopped, ServeSettings};
 
@@ -55,8 +55,8 @@ impl NodeRole {
             ("market", _, _) => bail!("--role market needs --partition I/N (and no --partitions)"),
             ("api", None, Some(n)) => {
                 let p = Partition { index: 0, count: n };
-                if n == 0 || n > rampart_net::state::partition::PARTITIONS_MAX {
-                    bail!("--partitions must be between 1 and {}", rampart_net::state::partition::PARTITIONS_MAX);
+                if n == 0 || n > rampart_state::partition::PARTITIONS_MAX {
+                    bail!("--partitions must be between 1 and {}", rampart_state::partition::PARTITIONS_MAX);
                 }
                 Ok(NodeRole::Api(p.count))
             }
@@ -76,7 +76,7 @@ impl NodeRole {
     /// The server lock this role takes.
     pub(crate) fn lock(self, s: &ServeSettings) -> Result<ServerLock> {
         Ok(match (self, &s.store) {
-            (NodeRole::Market(p), rampart_net::persistence::store::StoreLocation::Postgres(url)) => {
+            (NodeRole::Market(p), rampart_store::store::StoreLocation::Postgres(url)) => {
                 ServerLock::acquire_partition(url, p.index, p.count)?
             }
             _ => ServerLock::acquire(&s.store)?,
@@ -122,7 +122,7 @@ impl MarketLinks {
 /// the same list; a pair listed after an api node started is not served by it until it restarts.
 fn registry(s: &ServeSettings) -> Result<Arc<Registry>> {
     if let Some(venues) = &s.live {
-        let (registry, _) = super::list_live(venues, rampart_net::outbound::tls_config(&[]))?;
+        let (registry, _) = super::list_live(venues, rampart_outbound::tls_config(&[]))?;
         return Ok(Arc::new(registry));
     }
     let universe = sim::universe(s.seed, s.sim_pairs);
@@ -147,7 +147,7 @@ impl MarketAlertsHere {
         clock: &SharedClock,
         node: &NodeHealth,
     ) -> Result<Self> {
-        let events = Arc::new(EventQueue::new(rampart_net::state::EVENTS_MAX));
+        let events = Arc::new(EventQueue::new(rampart_state::EVENTS_MAX));
         let store = s.store.open()?.for_background()?.with_telegram(s.telegram.is_some());
         let (books, queues) = (shared.books.clone(), vec![events.clone()]);
         let writer =

@@ -4,12 +4,12 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use rampart_net::clock;
 use rampart_net::config::Plans;
-use rampart_net::json::Json;
-use rampart_net::persistence::store::{KeyRow, Store};
 use rampart_net::site_alerts::{self, SiteError};
-use rampart_net::text::site_alert::write_site_alert;
+use rampart_state::clock;
+use rampart_state::json::Json;
+use rampart_store::store::{KeyRow, Store};
+use rampart_store::text::site_alert::write_site_alert;
 
 /// The `site-alerts` commands.
 #[derive(Subcommand, Debug)]

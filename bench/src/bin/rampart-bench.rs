@@ -44,7 +44,7 @@ fn main() {
                 .flat_map(|b| {
                     [
                         rampart_bench::storage_creates(b, 64, 2_000, 1),
-                        rampart_bench::storage_creates(b, 64, 2_000, rampart_net::persistence::storage::GROUP_JOBS_MAX),
+                        rampart_bench::storage_creates(b, 64, 2_000, rampart_store::storage::GROUP_JOBS_MAX),
                     ]
                 })
                 .collect(),

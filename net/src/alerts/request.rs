@@ -241,8 +241,8 @@ fn check_url_syntax(url: &str) -> Result<(), Invalid> {
 }
 
 /// Parses the `status` filter of `GET /v1/alerts`.
-pub fn parse_status(value: Option<&str>) -> Result<crate::persistence::store::StatusFilter, Invalid> {
-    use crate::persistence::store::StatusFilter;
+pub fn parse_status(value: Option<&str>) -> Result<rampart_store::store::StatusFilter, Invalid> {
+    use rampart_store::store::StatusFilter;
     match value {
         None | Some("active") => Ok(StatusFilter::Active),
         Some("triggered") => Ok(StatusFilter::Triggered),
@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn status_filter() {
-        use crate::persistence::store::StatusFilter;
+        use rampart_store::store::StatusFilter;
         assert_eq!(parse_status(None), Ok(StatusFilter::Active));
         assert_eq!(parse_status(Some("all")), Ok(StatusFilter::All));
         assert_eq!(

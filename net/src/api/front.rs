@@ -37,13 +37,13 @@ pub use json_errors::JsonErrors;
 use crate::alerts::request as alerts;
 use crate::api::keys::KeyWatcher;
 use crate::api::limit::{Limiter, Refusal};
-use crate::clock::{self, SharedClock};
 use crate::config::Plans;
-use crate::json::error_body;
-use crate::persistence::storage::{StorageHealth, StorageThread};
-use crate::persistence::store::{hash_key, is_key_shaped, KeyRow};
-use crate::state::{Command, Commands, Shared};
 use hyper::http::request::Parts;
+use rampart_state::clock::{self, SharedClock};
+use rampart_state::json::error_body;
+use rampart_state::{Command, Commands, Shared};
+use rampart_store::storage::{StorageHealth, StorageThread};
+use rampart_store::store::{hash_key, is_key_shaped, KeyRow};
 
 /// Front limits; every one has a documented behaviour at the bound.
 #[derive(Clone, Debug)]
@@ -110,7 +110,7 @@ pub struct Front {
     storage: StorageThread,
     health: Arc<StorageHealth>,
     limiter: RefCell<Limiter>,
-    /// The site's signed-in sessions (`site_api`).
+    /// The site's signed-in sessions (`site::routes`).
     sessions: RefCell<site::session::Sessions>,
     started_ms: i64,
     /// The process's clock.
@@ -129,17 +129,17 @@ pub struct Front {
     /// and the millisecond hold.
     densities_bulk: bodies::GenerationCache,
     /// Metrics, rankings and board numbers, rebuilt by the board thread.
-    board: Arc<arc_swap::ArcSwap<crate::state::board::Board>>,
+    board: Arc<arc_swap::ArcSwap<rampart_state::board::Board>>,
     /// Answers read from the board, kept until it is rebuilt.
     board_bodies: bodies::BoardBodies,
     /// The writer's counters: live push looks at its count of inbox commits.
-    writer_stats: Arc<crate::persistence::writer::WriterStats>,
+    writer_stats: Arc<rampart_store::writer::WriterStats>,
     /// The operator configured a Telegram bot: the settings page says whether a chat id is used.
     telegram_on: bool,
     /// The site's open event streams.
     event_streams: Rc<RefCell<site::events::Streams>>,
     /// A cluster node's links (`serve --role market|api`); `None` for the single process.
-    cluster: Option<Arc<crate::cluster::node::NodeHealth>>,
+    cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
 }
 
 /// What a listener serves.
@@ -180,8 +180,8 @@ impl From<crate::request::Invalid> for ApiError {
     }
 }
 
-impl From<crate::persistence::store::StoreError> for ApiError {
-    fn from(e: crate::persistence::store::StoreError) -> ApiError {
+impl From<rampart_store::store::StoreError> for ApiError {
+    fn from(e: rampart_store::store::StoreError) -> ApiError {
         tracing::error!("storage: {e}");
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable; retry later")
     }
@@ -333,9 +333,9 @@ impl Front {
             levels_bodies: bodies::BodyCache::new(shared_capacity),
             densities_bodies: bodies::BodyCache::new(shared_capacity),
             densities_bulk: bodies::GenerationCache::new(Venue::COUNT),
-            board: Arc::new(arc_swap::ArcSwap::from_pointee(crate::state::board::Board::empty())),
+            board: Arc::new(arc_swap::ArcSwap::from_pointee(rampart_state::board::Board::empty())),
             board_bodies: bodies::BoardBodies::default(),
-            writer_stats: Arc::new(crate::persistence::writer::WriterStats::default()),
+            writer_stats: Arc::new(rampart_store::writer::WriterStats::default()),
             telegram_on: false,
             event_streams: Rc::new(RefCell::new(site::events::Streams::default())),
             cluster: None,
@@ -345,14 +345,14 @@ impl Front {
     /// Serves as a cluster node: `/healthz` reports the node's NATS links (and, on an api
     /// node, each partition's snapshot age); a market node answers `/healthz`, `/version` and
     /// `/metrics` only (its books are served by the api nodes).
-    pub fn with_cluster(mut self, health: Arc<crate::cluster::node::NodeHealth>) -> Front {
+    pub fn with_cluster(mut self, health: Arc<rampart_cluster::node::NodeHealth>) -> Front {
         self.cluster = Some(health);
         self
     }
 
     /// Pushes inbox entries to the site's open pages when `stats` (the running writer's) counts
-    /// an inbox commit; without it they are read every `site_events::RESCAN_MS`.
-    pub fn with_writer_stats(mut self, stats: Arc<crate::persistence::writer::WriterStats>) -> Front {
+    /// an inbox commit; without it they are read every `site::events::RESCAN_MS`.
+    pub fn with_writer_stats(mut self, stats: Arc<rampart_store::writer::WriterStats>) -> Front {
         self.writer_stats = stats;
         self
     }
@@ -365,7 +365,7 @@ impl Front {
 
     /// Answers metrics, rankings and the board from `board` (kept current by a
     /// [`crate::board::BoardThread`]); without it they answer an empty board.
-    pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<crate::state::board::Board>>) -> Front {
+    pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<rampart_state::board::Board>>) -> Front {
         self.board = board;
         self
     }
@@ -507,7 +507,7 @@ impl Front {
         if path == "/metrics" && !self.metrics_apart {
             return self.metrics_only(req);
         }
-        if self.cluster.as_ref().is_some_and(|c| c.role == crate::cluster::node::Role::Market) {
+        if self.cluster.as_ref().is_some_and(|c| c.role == rampart_cluster::node::Role::Market) {
             return error(
                 StatusCode::NOT_FOUND,
                 "not found: this is a market node (serve --role market), which serves /healthz, /version and /metrics; the API is served by the api nodes",

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use crate::persistence::store::{KeyRow, Store, StoreError};
+use rampart_store::store::{KeyRow, Store, StoreError};
 
 /// How often the watcher looks for key changes, milliseconds.
 pub const KEYS_POLL_MS: u64 = 20;
@@ -29,7 +29,7 @@ pub type KeyTable = HashMap<[u8; 32], Arc<KeyRow>>;
 /// The published key table and the thread that keeps it current.
 pub struct KeyWatcher {
     table: Arc<ArcSwap<KeyTable>>,
-    _thread: crate::shutdown::StoppableThread,
+    _thread: rampart_state::shutdown::StoppableThread,
 }
 
 /// What the watcher remembers between polls.
@@ -62,8 +62,9 @@ impl KeyWatcher {
         let first = reload_if_changed(&store, &mut seen)?.unwrap_or_default();
         let table = Arc::new(ArcSwap::from_pointee(first));
         let t = table.clone();
-        let thread = crate::shutdown::StoppableThread::spawn("key-watch", move |stop| watch(store, seen, &t, &stop))
-            .map_err(StoreError::Io)?;
+        let thread =
+            rampart_state::shutdown::StoppableThread::spawn("key-watch", move |stop| watch(store, seen, &t, &stop))
+                .map_err(StoreError::Io)?;
         Ok(KeyWatcher { table, _thread: thread })
     }
 
@@ -124,10 +125,10 @@ mod tests {
         assert!(reload_if_changed(&reader, &mut seen).expect("nothing").is_none(), "no commit: no reload");
         let k = writer.create_account_with_key("developer", None, 1).expect("key");
         let t = reload_if_changed(&reader, &mut seen).expect("after create").expect("reloaded");
-        assert!(t.contains_key(&crate::persistence::store::hash_key(&k.key)));
+        assert!(t.contains_key(&rampart_store::store::hash_key(&k.key)));
         writer.revoke_key(k.id, 2).expect("revoke");
         let t = reload_if_changed(&reader, &mut seen).expect("after revoke").expect("reloaded");
-        assert_eq!(t[&crate::persistence::store::hash_key(&k.key)].revoked_ms, Some(2));
+        assert_eq!(t[&rampart_store::store::hash_key(&k.key)].revoked_ms, Some(2));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -20,10 +20,10 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use rampart_engine::Venue;
 
-use crate::delivery::metrics::{duration_buckets, WebhookMetrics};
-use crate::delivery::DeliveryStats;
-use crate::persistence::storage::StorageHealth;
-use crate::state::{Command, Shared, VenueStats};
+use rampart_delivery::metrics::{duration_buckets, WebhookMetrics};
+use rampart_delivery::DeliveryStats;
+use rampart_state::{Command, Shared, VenueStats};
+use rampart_store::storage::StorageHealth;
 
 /// One HTTP request's labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -74,7 +74,7 @@ pub struct Sources {
     /// Each shard's command queue.
     pub commands: Vec<Arc<ArrayQueue<Command>>>,
     /// Each shard's event queue (firings and notices toward storage).
-    pub events: Vec<Arc<crate::state::EventQueue>>,
+    pub events: Vec<Arc<rampart_state::EventQueue>>,
     /// The webhook sender's counters.
     pub delivery: Arc<DeliveryStats>,
     /// Whether storage can be written.
@@ -82,9 +82,9 @@ pub struct Sources {
     /// When the process started, Unix milliseconds.
     pub started_ms: i64,
     /// The process's clock.
-    pub clock: crate::clock::SharedClock,
+    pub clock: rampart_state::clock::SharedClock,
     /// A cluster node's links (`rampart_cluster_*`); `None` for the single process.
-    pub cluster: Option<Arc<crate::cluster::node::NodeHealth>>,
+    pub cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
 }
 
 impl std::fmt::Debug for Sources {
@@ -162,10 +162,10 @@ impl State {
 
     fn shards(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let stats = &self.0.shared.stats;
-        let counter = |f: fn(&crate::state::ShardStats) -> u64| {
+        let counter = |f: fn(&rampart_state::ShardStats) -> u64| {
             stats.iter().enumerate().map(move |(i, s)| (State::shard_label(i), ConstCounter::new(f(s))))
         };
-        let gauge = |f: fn(&crate::state::ShardStats) -> u64| {
+        let gauge = |f: fn(&rampart_state::ShardStats) -> u64| {
             stats.iter().enumerate().map(move |(i, s)| (State::shard_label(i), ConstGauge::new(f(s) as i64)))
         };
         family(e, "shard_ticks", "Ticks applied", counter(|s| s.ticks.load(Relaxed)))?;
@@ -230,10 +230,10 @@ impl State {
             self.venue_counter(e, name, help, f)?;
         }
         let health: Vec<_> = self.0.venues.iter().map(|v| (*v, self.0.shared.venue_health(*v))).collect();
-        let gauge = |f: &dyn Fn(&crate::state::VenueHealth) -> i64| {
+        let gauge = |f: &dyn Fn(&rampart_state::VenueHealth) -> i64| {
             health.iter().map(|(v, h)| ([("venue", v.as_str())], ConstGauge::new(f(h)))).collect::<Vec<_>>()
         };
-        let down = |h: &crate::state::VenueHealth| i64::from(h.state == crate::state::VenueState::Down);
+        let down = |h: &rampart_state::VenueHealth| i64::from(h.state == rampart_state::VenueState::Down);
         family::<_, VenueLabel>(e, "venue_down", "1 while the venue has no live data", gauge(&down))?;
         family::<_, VenueLabel>(e, "venue_books_live", "Books in sync now", gauge(&|h| h.live))?;
         family::<_, VenueLabel>(e, "venue_connections_open", "Connections open now", gauge(&|h| h.open))?;
@@ -245,7 +245,7 @@ impl State {
 
     fn rest(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let Some(rest) = &self.0.shared.rest_stats else { return Ok(()) };
-        type F = fn(&crate::state::RestStats) -> u64;
+        type F = fn(&rampart_state::RestStats) -> u64;
         let table: [(&str, &str, F); 5] = [
             ("venue_rest_requests", "REST requests sent", |r| r.requests.load(Relaxed)),
             ("venue_rest_errors", "REST requests that failed", |r| r.errors.load(Relaxed)),
@@ -263,7 +263,7 @@ impl State {
 
     fn cluster(
         e: &mut DescriptorEncoder<'_>,
-        c: &crate::cluster::node::NodeHealth,
+        c: &rampart_cluster::node::NodeHealth,
         now_ms: i64,
     ) -> Result<(), std::fmt::Error> {
         let up = c.snapshots_connected.load(Relaxed) && c.commands_connected.load(Relaxed);
@@ -274,7 +274,7 @@ impl State {
         let failed = [(role(), ConstCounter::new(c.commands_failed.load(Relaxed)))];
         family::<_, VenueLabel>(e, "cluster_commands_failed", "Alert commands not sent or not applied", failed)?;
         let label = |i: usize| [("partition", i.to_string())];
-        let per = |f: fn(&crate::cluster::node::PartitionSeen) -> u64| {
+        let per = |f: fn(&rampart_cluster::node::PartitionSeen) -> u64| {
             c.partitions.iter().enumerate().map(move |(i, p)| (label(i), ConstCounter::new(f(p))))
         };
         family::<_, ShardLabel>(
@@ -351,7 +351,7 @@ pub const ROUTES: [&str; 21] = [
     "/v1/book/{symbol}",
 ];
 
-/// The site's routes (`api::front::site_api`; the site's own, not in `docs/openapi.json`).
+/// The site's routes (`api::front::site::routes`; the site's own, not in `docs/openapi.json`).
 pub const SITE_ROUTES: [&str; 11] = [
     "/",
     "/assets/{file}",

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use rampart_engine::site_alert::{MarketAlert, MarketOutcome};
 use rampart_engine::{Timeframe, Venue};
 
-use crate::state::board::BoardNumber;
-use crate::state::board::{Board, Numbers};
-use crate::state::site_alerts::SiteAlertSet;
-use crate::state::{EventQueue, EventSender, ShardEvent};
+use rampart_state::board::BoardNumber;
+use rampart_state::board::{Board, Numbers};
+use rampart_state::site_alerts::SiteAlertSet;
+use rampart_state::{EventQueue, EventSender, ShardEvent};
 
 /// The number `n` of a venue's board numbers.
 pub fn value(numbers: &Numbers, n: BoardNumber) -> f64 {

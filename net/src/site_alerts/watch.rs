@@ -12,10 +12,10 @@ use std::time::Duration;
 use rampart_engine::site_alert::{DensitySpec, MarketSpec};
 use rampart_engine::Registry;
 
-use crate::persistence::store::{SiteAlertRow, SiteCondition};
-use crate::persistence::store::{Store, StoreError};
-use crate::state::site_alerts::{DensityEntry, MarketEntry, SiteAlertSet};
-use crate::state::Shared;
+use rampart_state::site_alerts::{DensityEntry, MarketEntry, SiteAlertSet};
+use rampart_state::Shared;
+use rampart_store::store::{SiteAlertRow, SiteCondition};
+use rampart_store::store::{Store, StoreError};
 
 /// How often the watcher asks the store whether the site alerts changed.
 pub const POLL_MS: u64 = 50;
@@ -58,7 +58,7 @@ pub fn build_set(rows: &[SiteAlertRow], registry: &Registry, version: i64) -> Si
 
 /// The thread that keeps [`Shared::site_alerts`] current. Stopped on drop.
 pub struct SiteAlertWatcher {
-    _thread: crate::shutdown::StoppableThread,
+    _thread: rampart_state::shutdown::StoppableThread,
 }
 
 /// Reloads the set if the version or the registry's size moved since `seen`.
@@ -84,7 +84,7 @@ impl SiteAlertWatcher {
     pub fn start(store: Store, shared: Arc<Shared>) -> Result<SiteAlertWatcher, StoreError> {
         let mut seen = (0, usize::MAX);
         reload_if_changed(&store, &shared, &mut seen)?;
-        let thread = crate::shutdown::StoppableThread::spawn("site-alert-watch", move |stop| {
+        let thread = rampart_state::shutdown::StoppableThread::spawn("site-alert-watch", move |stop| {
             watch(&store, &shared, seen, &stop);
         })
         .map_err(StoreError::Io)?;

@@ -1,23 +1,23 @@
 //! `/v1/alerts` (create, list, delete) and `/v1/inbox`: the HTTP side of the API's alerts; their
-//! parsing and rules are in `crate::alerts`, their JSON in `crate::text`.
+//! parsing and rules are in `crate::alerts`, their JSON in `rampart_store::text`.
 
 use hyper::StatusCode;
 use rampart_engine::Venue;
 
 use super::*;
 use crate::alerts::{request as alerts, rules};
-use crate::clock;
-use crate::json::Json;
-use crate::outbound::ssrf;
-use crate::persistence::storage::Writer;
-use crate::persistence::store::{AlertStatus, KeyRow, NewAlert};
-use crate::state::Command;
-use crate::text::alert::write_alert;
 use rampart_engine::alert::AlertSpec;
+use rampart_outbound::ssrf;
+use rampart_state::clock;
+use rampart_state::json::Json;
+use rampart_state::Command;
+use rampart_store::storage::Writer;
+use rampart_store::store::{AlertStatus, KeyRow, NewAlert};
+use rampart_store::text::alert::write_alert;
 
 /// 405 with the methods the path takes in `Allow`.
 /// One inbox entry as `GET /v1/inbox` lists it (and live push sends it).
-pub(super) fn write_inbox_entry(j: &mut Json, r: &crate::persistence::store::InboxRow) {
+pub(super) fn write_inbox_entry(j: &mut Json, r: &rampart_store::store::InboxRow) {
     j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
     match r.alert_id {
         Some(a) => j.int(a),
@@ -99,7 +99,7 @@ impl Front {
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    pub(super) async fn list_alerts(&self, account: &KeyRow, filter: crate::persistence::store::StatusFilter) -> Resp {
+    pub(super) async fn list_alerts(&self, account: &KeyRow, filter: rampart_store::store::StatusFilter) -> Resp {
         let acc = account.account_id;
         let rows = match self.storage.run(move |store| store.list_alerts(acc, filter)).await {
             Ok(r) => r,

@@ -5,9 +5,9 @@ use hyper::StatusCode;
 use rampart_engine::{Timeframe, Venue};
 
 use super::*;
-use crate::json::Json;
-use crate::state::board::{Board, Category, Entry, Metric, Order};
-use crate::state::pair_metrics::PairMetrics;
+use rampart_state::board::{Board, Category, Entry, Metric, Order};
+use rampart_state::json::Json;
+use rampart_state::pair_metrics::PairMetrics;
 
 /// Most rows a ranking answers.
 pub const RANKING_LIMIT_MAX: usize = 100;
@@ -175,7 +175,7 @@ pub(super) fn candles_body(symbol: &str, venue: Venue, tf: Timeframe, bars: &[ra
 }
 
 /// The body of `GET /v1/book/{symbol}`: `[price, qty]` pairs, best first.
-pub(super) fn book_body(symbol: &str, venue: Venue, view: &crate::state::DepthView) -> String {
+pub(super) fn book_body(symbol: &str, venue: Venue, view: &rampart_state::DepthView) -> String {
     let mut j = Json::with_capacity(192 + (view.bids.len() + view.asks.len()) * 48);
     j.raw("{\"symbol\":").str(symbol).raw(",\"exchange\":").str(venue.as_str());
     j.raw(",\"ts\":").int(view.ts_ms).raw(",\"inSync\":").bool(view.in_sync);
@@ -207,12 +207,12 @@ fn has(p: &PairMetrics, m: Metric, interval: Timeframe) -> bool {
 fn write_metric(j: &mut Json, p: &PairMetrics, m: Metric, interval: Timeframe) {
     match m {
         Metric::Depth => {
-            let d = p.depth.unwrap_or(crate::state::pair_metrics::Depth { bid_usd: 0.0, ask_usd: 0.0 });
+            let d = p.depth.unwrap_or(rampart_state::pair_metrics::Depth { bid_usd: 0.0, ask_usd: 0.0 });
             j.raw("{\"bidUsd\":").float(d.bid_usd, 2).raw(",\"askUsd\":").float(d.ask_usd, 2);
             j.raw(",\"imbalance\":").float(d.imbalance(), 4).raw("}");
         }
         Metric::Walls => {
-            let w = p.walls.unwrap_or(crate::state::pair_metrics::WallsSummary { count: 0, usd: None });
+            let w = p.walls.unwrap_or(rampart_state::pair_metrics::WallsSummary { count: 0, usd: None });
             j.raw("{\"count\":").int(i64::from(w.count)).raw(",\"usd\":");
             opt(j, w.usd, 2).raw("}");
         }

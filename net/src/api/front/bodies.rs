@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::state::{DensitySnapshot, LevelSnapshot};
+use rampart_state::{DensitySnapshot, LevelSnapshot};
 
 /// What a single pair's levels body depends on.
 #[derive(Debug)]
@@ -121,7 +121,7 @@ impl GenerationCache {
 /// not kept. Spellings of one query are distinct targets (the raw path and query are the key).
 #[derive(Debug, Default)]
 pub(crate) struct BoardBodies {
-    inner: RefCell<(Option<Arc<crate::state::board::Board>>, BodiesByTarget)>,
+    inner: RefCell<(Option<Arc<rampart_state::board::Board>>, BodiesByTarget)>,
 }
 
 /// Answers by request target.
@@ -134,7 +134,7 @@ impl BoardBodies {
     /// The body for `target` on `board`, written by `build` unless kept; an error is never kept.
     pub(crate) fn get_or_build<E>(
         &self,
-        board: &Arc<crate::state::board::Board>,
+        board: &Arc<rampart_state::board::Board>,
         target: &str,
         build: impl FnOnce() -> Result<String, E>,
     ) -> Result<Bytes, E> {
@@ -209,12 +209,12 @@ mod tests {
             built.set(built.get() + 1);
             Ok::<_, ()>(text.to_owned())
         };
-        let first = Arc::new(crate::state::board::Board::empty());
+        let first = Arc::new(rampart_state::board::Board::empty());
         assert_eq!(cache.get_or_build(&first, "rankings/all?", || build("a")), Ok(Bytes::from("a")));
         assert_eq!(cache.get_or_build(&first, "rankings/all?", || build("b")), Ok(Bytes::from("a")));
         assert_eq!(built.get(), 1, "same board, same target: kept");
         assert_eq!(cache.get_or_build(&first, "rankings/usdt?", || build("c")), Ok(Bytes::from("c")));
-        let second = Arc::new(crate::state::board::Board::empty());
+        let second = Arc::new(rampart_state::board::Board::empty());
         assert_eq!(cache.get_or_build(&second, "rankings/all?", || build("d")), Ok(Bytes::from("d")), "a new board");
         assert_eq!(cache.get_or_build(&second, "bad", || Err::<String, _>(7)), Err(7));
         assert_eq!(cache.get_or_build(&second, "bad", || build("e")), Ok(Bytes::from("e")), "the error was not kept");

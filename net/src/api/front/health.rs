@@ -7,19 +7,19 @@ use hyper::StatusCode;
 use rampart_engine::Venue;
 
 use super::*;
-use crate::clock;
-use crate::json::Json;
-use crate::persistence::storage::Writer;
-use crate::persistence::store::KeyRow;
+use rampart_state::clock;
+use rampart_state::json::Json;
+use rampart_store::storage::Writer;
+use rampart_store::store::KeyRow;
 
 /// `"cluster"` in `/healthz`: the node's role and links, and (api) each partition's snapshots.
-pub(super) fn write_cluster_health(j: &mut Json, c: &crate::cluster::node::NodeHealth, now_ms: i64) {
+pub(super) fn write_cluster_health(j: &mut Json, c: &rampart_cluster::node::NodeHealth, now_ms: i64) {
     use std::sync::atomic::Ordering::Acquire;
     j.raw(",\"cluster\":{\"role\":").str(c.role.as_str());
     j.raw(",\"natsConnected\":").bool(c.snapshots_connected.load(Acquire) && c.commands_connected.load(Acquire));
     match c.role {
-        crate::cluster::node::Role::Market => j.raw(",\"partition\":").str(&c.partition.to_string()),
-        crate::cluster::node::Role::Api => j.raw(",\"marketAlerts\":").bool(c.market_alerts.load(Acquire)),
+        rampart_cluster::node::Role::Market => j.raw(",\"partition\":").str(&c.partition.to_string()),
+        rampart_cluster::node::Role::Api => j.raw(",\"marketAlerts\":").bool(c.market_alerts.load(Acquire)),
     };
     j.raw(",\"partitions\":[");
     for (i, p) in c.partitions.iter().enumerate() {
@@ -70,7 +70,7 @@ impl Front {
             return method_not_allowed("GET");
         }
         let mut r = Response::new(Full::new(Bytes::from(m.encode())));
-        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(crate::text::METRICS_CONTENT_TYPE));
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(rampart_delivery::metrics::CONTENT_TYPE));
         r
     }
 
@@ -79,7 +79,7 @@ impl Front {
     pub(super) fn served_pairs(&self, venue: Venue) -> i64 {
         let books = self.listed_books(venue);
         match self.cluster.as_deref() {
-            Some(c) if c.role == crate::cluster::node::Role::Market => {
+            Some(c) if c.role == rampart_cluster::node::Role::Market => {
                 let registry = self.shared.registry();
                 books.iter().filter(|&&b| c.partition.owns(&registry.get(b).symbol)).count() as i64
             }
@@ -95,9 +95,9 @@ impl Front {
         let started = self.shared.ready() && self.board.load().complete;
         let storage = self.health.report(now_ms);
         // Live feed: the data is dead when no venue has any; degraded when one has none.
-        let venue_health: Vec<crate::state::VenueHealth> =
+        let venue_health: Vec<rampart_state::VenueHealth> =
             self.venues.iter().map(|v| self.shared.venue_health(*v)).collect();
-        let down = |h: &crate::state::VenueHealth| h.state == crate::state::VenueState::Down;
+        let down = |h: &rampart_state::VenueHealth| h.state == rampart_state::VenueState::Down;
         let all_down = self.shared.live && venue_health.iter().all(down);
         let some_down = self.shared.live && venue_health.iter().any(down);
         let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
@@ -146,7 +146,7 @@ impl Front {
                 continue;
             }
             use std::sync::atomic::Ordering::Relaxed;
-            let sum = |f: fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64| {
+            let sum = |f: fn(&rampart_state::VenueStats) -> &std::sync::atomic::AtomicU64| {
                 self.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
             };
             let h = &venue_health[i];
@@ -167,7 +167,7 @@ impl Front {
                 j.raw("null");
             }
             for (name, f) in [
-                ("connects", (|s| &s.connects) as fn(&crate::state::VenueStats) -> &std::sync::atomic::AtomicU64),
+                ("connects", (|s| &s.connects) as fn(&rampart_state::VenueStats) -> &std::sync::atomic::AtomicU64),
                 ("connectFailures", |s| &s.connect_failures),
                 ("disconnects", |s| &s.disconnects),
                 ("messages", |s| &s.messages),
@@ -184,7 +184,7 @@ impl Front {
                 j.raw(",\"").raw(name).raw("\":").int(sum(f));
             }
             j.raw(",\"reconnects\":{");
-            for (i, r) in crate::state::Reconnect::ALL.iter().enumerate() {
+            for (i, r) in rampart_state::Reconnect::ALL.iter().enumerate() {
                 if i > 0 {
                     j.raw(",");
                 }
@@ -217,8 +217,8 @@ impl Front {
     /// `GET /v1/debug/latency`: the tick-to-decision histogram over every shard (live feed:
     /// Binance microsecond event time to the alert decision), for the latency benchmark.
     pub(super) fn latency(&self) -> Resp {
-        let mut all = crate::state::latency_histogram();
-        let mut inside = crate::state::latency_histogram();
+        let mut all = rampart_state::latency_histogram();
+        let mut inside = rampart_state::latency_histogram();
         for l in self.shared.latency.iter() {
             if let Ok(l) = l.lock() {
                 let _ = all.add(&l.tick_to_decision_us);

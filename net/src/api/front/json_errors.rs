@@ -74,7 +74,7 @@ pub fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
     if !empty {
         return None;
     }
-    let body = crate::json::error_body(text);
+    let body = rampart_state::json::error_body(text);
     let mut out = Vec::with_capacity(buf.len() + body.len() + 64);
     out.extend_from_slice(status_line);
     out.extend_from_slice(b"\r\n");

@@ -8,8 +8,8 @@ use rampart_engine::level::Level;
 use rampart_engine::{BookId, Venue};
 
 use super::*;
-use crate::json::Json;
-use crate::state::DensitySnapshot;
+use rampart_state::json::Json;
+use rampart_state::DensitySnapshot;
 
 /// Writes a Density snapshot: `{"price","ts","walls":[Wall…]}`.
 pub(super) fn write_density(j: &mut Json, snap: &DensitySnapshot) {

@@ -31,7 +31,7 @@ use hyper::{Response, StatusCode};
 use super::session;
 use crate::api::front::alerts_api::write_inbox_entry;
 use crate::api::front::{ApiError, Front, Resp};
-use crate::json::Json;
+use rampart_state::json::Json;
 
 /// How often a stream looks for new entries, in milliseconds.
 pub const POLL_MS: u64 = 100;
@@ -110,7 +110,7 @@ impl Drop for Place {
 }
 
 /// One entry as a server-sent event.
-fn message(r: &crate::persistence::store::InboxRow) -> Bytes {
+fn message(r: &rampart_store::store::InboxRow) -> Bytes {
     let mut j = Json::with_capacity(128 + r.body.len());
     write_inbox_entry(&mut j, r);
     // JSON written by this service has no raw newline, so one `data:` line holds it.
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_one_event_with_its_id() {
-        let r = crate::persistence::store::InboxRow {
+        let r = rampart_store::store::InboxRow {
             id: 7,
             kind: "density.triggered".into(),
             alert_id: Some(3),

@@ -16,7 +16,7 @@
 //!   `DELETE /site/keys/{id}`: the account's own keys (another's is 404 `unknown key`).
 //! - `GET /site/channels`, `PUT /site/channels` `{"telegramChatId"}`: the Telegram chat id
 //!   (digits with an optional `-`, or `@name`; `null` removes it).
-//! - `GET /site/events`: server-sent events, in `site_events`.
+//! - `GET /site/events`: server-sent events, in `site::events`.
 //!
 //! Every state-changing route needs the session and its token in `X-CSRF-Token` (403
 //! otherwise), checked before the body is read. Answers are `Cache-Control: no-store`.
@@ -30,10 +30,10 @@ use hyper::{Method, StatusCode};
 use super::session::{self, Session};
 use crate::api::front::{method_not_allowed, read_body, respond, ApiError, Front, Resp};
 use crate::api::limit::Refusal;
-use crate::json::Json;
-use crate::persistence::storage::Writer;
-use crate::persistence::store::{hash_key, KeyRow, Revoked, ACCOUNT_KEYS_MAX};
 use crate::site_alerts::{self, SiteError};
+use rampart_state::json::Json;
+use rampart_store::storage::Writer;
+use rampart_store::store::{hash_key, KeyRow, Revoked, ACCOUNT_KEYS_MAX};
 
 /// The fields a sign-in body may have.
 const SIGNIN_FIELDS: [&str; 1] = ["key"];
@@ -272,7 +272,7 @@ impl Front {
         let chat = match obj.get("telegramChatId") {
             None => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "telegramChatId is required")),
             Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::String(c)) if crate::delivery::telegram::is_chat_id(c.trim()) => {
+            Some(serde_json::Value::String(c)) if rampart_delivery::telegram::is_chat_id(c.trim()) => {
                 Some(c.trim().to_owned())
             }
             Some(serde_json::Value::Number(n)) if n.as_i64().is_some() => Some(n.to_string()),
@@ -316,7 +316,7 @@ impl Front {
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &SIGNIN_FIELDS)?;
         let key = crate::request::required_string(&obj, "key")?.trim();
-        let row = self.keys.get(&hash_key(key)).filter(|_| crate::persistence::store::is_key_shaped(key));
+        let row = self.keys.get(&hash_key(key)).filter(|_| rampart_store::store::is_key_shaped(key));
         let Some(row) = row else { return Err(self.unauthenticated(peer, "invalid API key", now_ms)) };
         if row.revoked_ms.is_some() {
             return Err(self.unauthenticated(peer, "revoked API key", now_ms));
@@ -346,7 +346,7 @@ impl Front {
             if i > 0 {
                 j.raw(",");
             }
-            crate::text::site_alert::write_site_alert(&mut j, row);
+            rampart_store::text::site_alert::write_site_alert(&mut j, row);
         }
         j.raw("]}");
         Ok(respond(StatusCode::OK, j.finish()))
@@ -369,7 +369,7 @@ impl Front {
         let row = created??;
         let mut j = Json::with_capacity(512);
         j.raw("{\"data\":");
-        crate::text::site_alert::write_site_alert(&mut j, &row);
+        rampart_store::text::site_alert::write_site_alert(&mut j, &row);
         j.raw("}");
         Ok(respond(StatusCode::OK, j.finish()))
     }

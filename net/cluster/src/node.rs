@@ -1,0 +1,147 @@
+//! What a cluster node reports about its links (`/healthz`, `/metrics`): whether its NATS
+//! connections are up and, on an api node, how old each partition's snapshots are.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+
+/// Snapshots older than this make an api node's `/healthz` say stale (the market node
+/// publishes every [`super::snapshots::PUBLISH_PERIOD`]).
+pub const STALE_MS: i64 = 3_000;
+
+/// A node's role in a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Owns a partition of the books, evaluates their alerts, publishes snapshots.
+    Market,
+    /// Serves the API from the market nodes' snapshots.
+    Api,
+}
+
+impl Role {
+    /// As `--role` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Market => "market",
+            Role::Api => "api",
+        }
+    }
+}
+
+/// One partition as an api node last heard of it.
+#[derive(Debug, Default)]
+pub struct PartitionSeen {
+    /// When its last snapshot message arrived, this node's Unix ms (0: never).
+    pub last_ms: AtomicI64,
+    /// A whole snapshot of it has arrived (every book's every part).
+    pub complete: AtomicBool,
+    /// Snapshot messages applied.
+    pub messages: AtomicU64,
+    /// Messages refused as malformed or of another cluster shape.
+    pub refused: AtomicU64,
+}
+
+/// A node's links, written by its cluster threads, read by the front.
+#[derive(Debug)]
+pub struct NodeHealth {
+    /// The node's role.
+    pub role: Role,
+    /// Its partition (market) or the cluster's partition count (api: `index` unused).
+    pub partition: rampart_state::partition::Partition,
+    /// The snapshot thread's NATS connection is up.
+    pub snapshots_connected: AtomicBool,
+    /// The command thread's NATS connection is up.
+    pub commands_connected: AtomicBool,
+    /// Api nodes: per partition.
+    pub partitions: Box<[PartitionSeen]>,
+    /// Alert commands sent (api) or applied (market).
+    pub commands: AtomicU64,
+    /// Alert commands that could not be sent or applied (logged).
+    pub commands_failed: AtomicU64,
+    /// Api nodes: this node holds the `site-market-alerts` lock and runs the site's market
+    /// alerts ([`NamedLock`]).
+    pub market_alerts: std::sync::Arc<AtomicBool>,
+}
+
+impl NodeHealth {
+    /// A node of `role` in `partition`.
+    pub fn new(role: Role, partition: rampart_state::partition::Partition) -> NodeHealth {
+        let seen = match role {
+            Role::Api => partition.count as usize,
+            Role::Market => 0,
+        };
+        NodeHealth {
+            role,
+            partition,
+            snapshots_connected: AtomicBool::new(false),
+            commands_connected: AtomicBool::new(false),
+            partitions: (0..seen).map(|_| PartitionSeen::default()).collect(),
+            commands: AtomicU64::new(0),
+            commands_failed: AtomicU64::new(0),
+            market_alerts: std::sync::Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Why the node cannot do its job now, if it cannot: a NATS link is down, or (api) a
+    /// partition's snapshots are older than [`STALE_MS`].
+    pub fn problem(&self, now_ms: i64) -> Option<String> {
+        if !self.snapshots_connected.load(Ordering::Acquire) || !self.commands_connected.load(Ordering::Acquire) {
+            return Some("NATS is unreachable".into());
+        }
+        let stale: Vec<String> = self
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| now_ms - p.last_ms.load(Ordering::Acquire) > STALE_MS)
+            .map(|(i, _)| i.to_string())
+            .collect();
+        match stale.is_empty() {
+            true => None,
+            false => Some(format!("market snapshots are stale for partition {}", stale.join(", "))),
+        }
+    }
+
+    /// Milliseconds since partition `i`'s last snapshot (`None`: never heard of).
+    pub fn age_ms(&self, i: usize, now_ms: i64) -> Option<i64> {
+        let last = self.partitions.get(i)?.last_ms.load(Ordering::Acquire);
+        (last > 0).then(|| (now_ms - last).max(0))
+    }
+}
+
+/// How often a [`NamedLock`] tries to take (or confirms it holds) its lock.
+pub const LOCK_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Holds a named storage lock for as long as it can, trying every [`LOCK_RETRY`]: on a
+/// cluster's api nodes, the one that runs the site's market alerts (every api node builds the
+/// same board; only the holder fires). The lock is the database connection's, so a node that
+/// dies or loses its connection lets another take it within [`LOCK_RETRY`].
+pub struct NamedLock {
+    /// True while this node holds the lock.
+    pub held: std::sync::Arc<AtomicBool>,
+    _thread: rampart_state::shutdown::StoppableThread,
+}
+
+impl NamedLock {
+    /// Starts trying to hold `name` in `store`; `held` is set while it does.
+    pub fn start(
+        store: rampart_store::store::Store,
+        name: &'static str,
+        held: std::sync::Arc<AtomicBool>,
+    ) -> std::io::Result<NamedLock> {
+        let h = held.clone();
+        let thread = rampart_state::shutdown::StoppableThread::spawn("named-lock", move |stop| {
+            let step = std::time::Duration::from_millis(100);
+            while !stop.load(Ordering::Acquire) {
+                let now = store.try_named_lock(name).unwrap_or(false);
+                if now != h.swap(now, Ordering::AcqRel) {
+                    tracing::info!("{} the lock {name:?}", if now { "took" } else { "lost" });
+                }
+                for _ in 0..(LOCK_RETRY.as_millis() / step.as_millis()) {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    std::thread::sleep(step);
+                }
+            }
+        })?;
+        Ok(NamedLock { held, _thread: thread })
+    }
+}

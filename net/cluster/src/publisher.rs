@@ -1,0 +1,113 @@
+//! Hands committed outbox rows to the firings stream (`serve --nats`): a thread reads the
+//! pending rows not yet published, publishes each (the row id as the body, the firing's id as
+//! the message id), waits for the stream's acknowledgements, then marks them published.
+//!
+//! Nothing is lost between the commit and the stream: a row is marked only after the stream
+//! stored it, so a crash or a NATS outage in between leaves it unpublished and it is published
+//! again; a repeat within the stream's duplicate window is dropped by the stream, and a worker
+//! that gets a row already settled acknowledges it without sending (`worker`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{BusNames, FiringBus};
+use rampart_state::clock::SharedClock;
+use rampart_state::shutdown::StoppableThread;
+use rampart_store::store::Store;
+
+/// Rows read and published per round at most.
+pub const PUBLISH_BATCH_MAX: u32 = 512;
+
+/// How long the thread sleeps when nothing is waiting (the latency it adds to a firing, at most).
+const IDLE_SLEEP: Duration = Duration::from_millis(2);
+
+/// How long it waits after NATS or the database refused, before trying again.
+const FAILURE_SLEEP: Duration = Duration::from_millis(200);
+
+/// The publishing thread; stopped on drop.
+pub struct Publisher {
+    _thread: StoppableThread,
+}
+
+impl Publisher {
+    /// Starts publishing `store`'s outbox to the stream at `url`.
+    pub fn start(store: Store, url: String, names: BusNames, clock: SharedClock) -> std::io::Result<Publisher> {
+        let thread = super::spawn_async("publisher", move |stop| async move {
+            run(store, &url, names, &clock, &stop).await;
+        })?;
+        Ok(Publisher { _thread: thread })
+    }
+}
+
+async fn run(mut store: Store, url: &str, names: BusNames, clock: &SharedClock, stop: &Arc<AtomicBool>) {
+    let mut bus: Option<FiringBus> = None;
+    let mut failing = false;
+    while !stop.load(Ordering::Acquire) {
+        let round = match &bus {
+            Some(b) => publish_round(&mut store, b, clock).await,
+            None => match FiringBus::connect(url, names.clone()).await {
+                Ok(b) => {
+                    tracing::info!("publisher: connected to the firings stream");
+                    bus = Some(b);
+                    continue;
+                }
+                Err(e) => Err(RoundError::Bus(e)),
+            },
+        };
+        match round {
+            Ok(0) => tokio::time::sleep(IDLE_SLEEP).await,
+            Ok(_) => failing = false,
+            Err(e) => {
+                if !failing {
+                    tracing::error!("publisher: {e}; the rows stay unpublished and are tried again");
+                }
+                failing = true;
+                // The stream may be gone with its server (a NATS restarted without its store):
+                // connect again, which makes it again, unless only the database refused.
+                if !matches!(e, RoundError::Store(_)) {
+                    bus = None;
+                }
+                tokio::time::sleep(FAILURE_SLEEP).await;
+            }
+        }
+    }
+}
+
+/// Why a round stopped.
+#[derive(Debug)]
+enum RoundError {
+    /// The database refused.
+    Store(rampart_store::store::StoreError),
+    /// NATS could not be reached.
+    Bus(super::BusError),
+    /// The stream did not store some rows (they stay unpublished).
+    Refused(String),
+}
+
+impl std::fmt::Display for RoundError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoundError::Store(e) => write!(f, "the outbox: {e}"),
+            RoundError::Bus(e) => e.fmt(f),
+            RoundError::Refused(what) => write!(f, "the firings stream: {what}"),
+        }
+    }
+}
+
+/// Publishes one batch; how many rows were published.
+async fn publish_round(store: &mut Store, bus: &FiringBus, clock: &SharedClock) -> Result<usize, RoundError> {
+    let rows = store.unpublished(PUBLISH_BATCH_MAX).map_err(RoundError::Store)?;
+    let items = rows.iter().map(|r| (r.channel.as_str(), r.message_id(), r.id.to_string().into_bytes())).collect();
+    let stored = bus.publish_batch(items).await;
+    let done: Vec<i64> = rows.iter().zip(&stored).filter(|(_, ok)| **ok).map(|(r, _)| r.id).collect();
+    if !done.is_empty() {
+        store.mark_published(&done, clock.now_ms()).map_err(RoundError::Store)?;
+    }
+    let refused =
+        (done.len() < rows.len()).then(|| format!("{} of {} rows not stored", rows.len() - done.len(), rows.len()));
+    match refused {
+        Some(e) => Err(RoundError::Refused(e)),
+        None => Ok(done.len()),
+    }
+}

@@ -1,0 +1,448 @@
+//! A market node's books as the api nodes see them. The market side (`publish`) reads what its
+//! shards publish in `Shared` and sends, every [`PUBLISH_PERIOD`], what changed (prices and
+//! trade ranges, level sets, wall scans, metrics, listing status) on
+//! `rampart.snapshots.<partition>`, and every [`FULL_PERIOD`] everything. The api side
+//! (`Replica`) applies those messages to its own `Shared`, so its front, board and rankings read
+//! exactly as they do over local shards.
+//!
+//! Core NATS, not a stream: a lost message is repaired by the next change or the next full
+//! snapshot, and a reader wants the newest state, not a backlog. Bounds: a message carries at
+//! most [`SNAPSHOT_BYTES_MAX`] (a full snapshot is cut into several; the last is marked);
+//! an api node counts a partition complete after one whole full snapshot, and its `/healthz`
+//! says stale once a partition's messages stop for [`super::node::STALE_MS`] (reads go on
+//! answering the last state).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_lite::StreamExt;
+use rampart_engine::{BookId, Registry};
+
+use super::node::NodeHealth;
+use super::wire::{self, BookName, BookUpdate, Out, PricePart, SnapshotHead};
+use super::BusError;
+use rampart_state::clock::SharedClock;
+use rampart_state::partition::Partition;
+use rampart_state::shutdown::StoppableThread;
+use rampart_state::{BookSlot, Shared};
+
+/// How often a market node sends what changed.
+pub const PUBLISH_PERIOD: Duration = Duration::from_millis(100);
+/// How often it sends everything.
+pub const FULL_PERIOD: Duration = Duration::from_secs(5);
+/// Bytes of one message at most (NATS's default payload limit is 1 MiB).
+pub const SNAPSHOT_BYTES_MAX: usize = 256 * 1024;
+
+/// The subject of a partition's snapshots.
+pub fn subject(partition: u16) -> String {
+    format!("rampart.snapshots.{partition}")
+}
+
+/// Connects a core NATS client to `url` (5 s at most), named for the server's monitoring.
+pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, BusError> {
+    async_nats::ConnectOptions::new()
+        .name(name)
+        .connection_timeout(Duration::from_secs(5))
+        .connect(url)
+        .await
+        .map_err(|e| BusError::new("connecting", e))
+}
+
+/// Connects, trying again every 500 ms until it succeeds or `stop` is set.
+pub async fn connect_until(url: &str, name: &str, stop: &AtomicBool) -> Option<async_nats::Client> {
+    let mut logged = false;
+    while !stop.load(Ordering::Acquire) {
+        match connect(url, name).await {
+            Ok(c) => return Some(c),
+            Err(e) if !logged => {
+                tracing::warn!("{name}: {e}; trying again every 500 ms");
+                logged = true;
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    None
+}
+
+/// What was last sent of one book.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Sent {
+    price: Option<PricePart>,
+    levels_ms: i64,
+    densities_ms: i64,
+    metrics_ms: i64,
+}
+
+/// The market side: a thread publishing the node's books; stopped on drop.
+pub struct SnapshotPublisher {
+    _thread: StoppableThread,
+}
+
+impl SnapshotPublisher {
+    /// Starts publishing the books of `partition` that `shared` holds.
+    pub fn start(
+        shared: Arc<Shared>,
+        partition: Partition,
+        url: String,
+        clock: SharedClock,
+        health: Arc<NodeHealth>,
+    ) -> std::io::Result<SnapshotPublisher> {
+        let thread = super::spawn_async("snapshots", move |stop| async move {
+            publish(shared, partition, &url, clock, health, &stop).await;
+        })?;
+        Ok(SnapshotPublisher { _thread: thread })
+    }
+}
+
+async fn publish(
+    shared: Arc<Shared>,
+    partition: Partition,
+    url: &str,
+    clock: SharedClock,
+    health: Arc<NodeHealth>,
+    stop: &AtomicBool,
+) {
+    let Some(client) = connect_until(url, "rampart-market-snapshots", stop).await else { return };
+    let registry = shared.registry();
+    let owned: Vec<(BookId, BookName)> = registry
+        .ids()
+        .filter(|b| partition.owns(&registry.get(*b).symbol))
+        .map(|b| (b, BookName { venue: registry.get(b).venue, symbol: registry.get(b).symbol.clone() }))
+        .collect();
+    let mut sent = vec![Sent::default(); owned.len()];
+    let mut tick = tokio::time::interval(PUBLISH_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_full = None::<std::time::Instant>;
+    let subject = subject(partition.index);
+    while !stop.load(Ordering::Acquire) {
+        tick.tick().await;
+        let connected = client.connection_state() == async_nats::connection::State::Connected;
+        health.snapshots_connected.store(connected, Ordering::Release);
+        let full = last_full.is_none_or(|t| t.elapsed() >= FULL_PERIOD);
+        let head = SnapshotHead {
+            partition: partition.index,
+            partitions: partition.count,
+            full,
+            last: false,
+            ready: shared.ready(),
+            sent_ms: clock.now_ms(),
+        };
+        let messages = round(&shared, &owned, &mut sent, head);
+        for m in messages {
+            if let Err(e) = client.publish(subject.clone(), m.into()).await {
+                tracing::debug!("snapshots: publish: {e}");
+            }
+        }
+        if full {
+            last_full = Some(std::time::Instant::now());
+        }
+    }
+}
+
+/// One round's messages: each owned book's changed parts (every part when `head.full`), cut at
+/// [`SNAPSHOT_BYTES_MAX`]; at least one message (the heartbeat that keeps api nodes current).
+fn round(shared: &Shared, owned: &[(BookId, BookName)], sent: &mut [Sent], head: SnapshotHead) -> Vec<Vec<u8>> {
+    let start = |out: &mut Out| wire::snapshot_head(out, &head);
+    let mut messages = Vec::new();
+    let mut out = Out::new(4096);
+    start(&mut out);
+    let empty_len = out.len();
+    for ((book, name), last) in owned.iter().zip(sent.iter_mut()) {
+        let Some(slot) = shared.slots.get(book.index()) else { continue };
+        let (update, now) = changes(slot, last, head.full);
+        *last = now;
+        if update.price.is_none() && update.levels.is_none() && update.densities.is_none() && update.metrics.is_none() {
+            continue;
+        }
+        wire::book_update(&mut out, name, &update);
+        if out.len() >= SNAPSHOT_BYTES_MAX {
+            messages.push(std::mem::replace(&mut out, Out::new(4096)).0);
+            start(&mut out);
+        }
+    }
+    if out.len() > empty_len || messages.is_empty() {
+        messages.push(out.0);
+    }
+    if head.full {
+        // Marks the last message: the flags byte follows the version and two u16.
+        if let Some(m) = messages.last_mut() {
+            m[5] |= 2;
+        }
+    }
+    messages
+}
+
+/// What of `slot` differs from `last` (everything when `full`), and the new `last`.
+fn changes(slot: &BookSlot, last: &Sent, full: bool) -> (BookUpdate, Sent) {
+    let price = PricePart {
+        price: slot.price.load(Ordering::Acquire),
+        ts_ms: slot.price_ts.load(Ordering::Acquire),
+        trade_high: slot.trade_high.load(Ordering::Acquire),
+        trade_low: slot.trade_low.load(Ordering::Acquire),
+        status: slot.status.load(Ordering::Acquire),
+    };
+    let (levels, densities, metrics) = (slot.levels.load_full(), slot.densities.load_full(), slot.metrics.load_full());
+    let now = Sent {
+        price: Some(price),
+        levels_ms: levels.computed_ms,
+        densities_ms: densities.ts_ms,
+        metrics_ms: metrics.ts_ms,
+    };
+    let update = BookUpdate {
+        price: (full || last.price != now.price).then_some(price),
+        levels: (full || last.levels_ms != now.levels_ms).then(|| (*levels).clone()),
+        densities: (full || last.densities_ms != now.densities_ms).then(|| (*densities).clone()),
+        metrics: (full || last.metrics_ms != now.metrics_ms).then(|| (*metrics).clone()),
+    };
+    (update, now)
+}
+
+/// The api side: a thread applying every partition's snapshots to this node's `Shared`;
+/// stopped on drop.
+pub struct Replica {
+    _thread: StoppableThread,
+}
+
+impl Replica {
+    /// Starts applying the snapshots of `health.partition.count` partitions to `shared` (made
+    /// by [`Shared::replica`]).
+    pub fn start(
+        shared: Arc<Shared>,
+        url: String,
+        clock: SharedClock,
+        health: Arc<NodeHealth>,
+    ) -> std::io::Result<Replica> {
+        let thread = super::spawn_async("snapshots", move |stop| async move {
+            replicate(shared, &url, clock, health, &stop).await;
+        })?;
+        Ok(Replica { _thread: thread })
+    }
+}
+
+async fn replicate(shared: Arc<Shared>, url: &str, clock: SharedClock, health: Arc<NodeHealth>, stop: &AtomicBool) {
+    let Some(client) = connect_until(url, "rampart-api-snapshots", stop).await else { return };
+    let mut subscription = match client.subscribe("rampart.snapshots.*").await {
+        Ok(s) => s,
+        Err(e) => return tracing::error!("snapshots: subscribing: {e}"),
+    };
+    let registry = shared.registry();
+    let mut check = tokio::time::interval(Duration::from_millis(100));
+    while !stop.load(Ordering::Acquire) {
+        tokio::select! {
+            m = subscription.next() => match m {
+                Some(m) => apply_message(&shared, &registry, &health, &m.payload, clock.now_ms()),
+                None => return tracing::error!("snapshots: subscription ended"),
+            },
+            _ = check.tick() => {
+                let connected = client.connection_state() == async_nats::connection::State::Connected;
+                health.snapshots_connected.store(connected, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// Applies one snapshot message; a malformed one, or one of another cluster shape, is counted
+/// and dropped whole.
+pub fn apply_message(shared: &Shared, registry: &Registry, health: &NodeHealth, payload: &[u8], now_ms: i64) {
+    let (head, books) = match wire::read_snapshot(payload) {
+        Ok(m) => m,
+        Err(e) => {
+            if let Some(p) = health.partitions.first() {
+                p.refused.fetch_add(1, Ordering::Relaxed);
+            }
+            return tracing::warn!("snapshots: dropped a malformed message: {e}");
+        }
+    };
+    let Some(seen) =
+        health.partitions.get(head.partition as usize).filter(|_| head.partitions == health.partition.count)
+    else {
+        if let Some(p) = health.partitions.first() {
+            p.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        return tracing::warn!(
+            "snapshots: dropped a message of partition {}/{}: this node expects {} partitions",
+            head.partition,
+            head.partitions,
+            health.partition.count
+        );
+    };
+    let mut densities_moved = false;
+    for (name, update) in books {
+        let Some(book) = registry.find(name.venue, &name.symbol) else { continue };
+        let Some(slot) = shared.slots.get(book.index()) else { continue };
+        densities_moved |= apply(slot, update);
+    }
+    if densities_moved {
+        shared.densities_generation.fetch_add(1, Ordering::Release);
+    }
+    seen.last_ms.store(now_ms, Ordering::Release);
+    seen.messages.fetch_add(1, Ordering::Relaxed);
+    if head.full && head.last && head.ready {
+        seen.complete.store(true, Ordering::Release);
+        if let Some(stats) = shared.stats.get(head.partition as usize) {
+            stats.ready.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Writes one book's update into its slot; true when its densities or status changed.
+fn apply(slot: &BookSlot, u: BookUpdate) -> bool {
+    let mut moved = false;
+    if let Some(p) = u.price {
+        slot.price.store(p.price, Ordering::Release);
+        slot.price_ts.store(p.ts_ms, Ordering::Release);
+        slot.trade_high.store(p.trade_high, Ordering::Release);
+        slot.trade_low.store(p.trade_low, Ordering::Release);
+        moved |= slot.status.swap(p.status, Ordering::AcqRel) != p.status;
+    }
+    if let Some(l) = u.levels {
+        slot.levels.store(Arc::new(l));
+    }
+    if let Some(d) = u.densities {
+        slot.densities.store(Arc::new(d));
+        moved = true;
+    }
+    if let Some(m) = u.metrics {
+        slot.metrics.store(Arc::new(m));
+    }
+    moved
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::Role;
+    use rampart_engine::sim;
+
+    fn registry() -> Arc<Registry> {
+        let universe = sim::universe(7, 12);
+        Arc::new(Registry::new(sim::instruments(&universe, &rampart_engine::Venue::ALL)).expect("registry"))
+    }
+
+    fn market(registry: &Arc<Registry>) -> Shared {
+        Shared::new(Arc::new(arc_swap::ArcSwap::new(registry.clone())), registry.len(), 1, false)
+    }
+
+    fn owned(registry: &Registry, p: Partition) -> Vec<(BookId, BookName)> {
+        registry
+            .ids()
+            .filter(|b| p.owns(&registry.get(*b).symbol))
+            .map(|b| (b, BookName { venue: registry.get(b).venue, symbol: registry.get(b).symbol.clone() }))
+            .collect()
+    }
+
+    fn head(full: bool) -> SnapshotHead {
+        SnapshotHead { partition: 1, partitions: 2, full, last: false, ready: true, sent_ms: 0 }
+    }
+
+    fn set(shared: &Shared, b: BookId, price: i64, levels_ms: i64) {
+        let slot = &shared.slots[b.index()];
+        slot.price.store(price, Ordering::Release);
+        slot.price_ts.store(price * 10, Ordering::Release);
+        let level = rampart_engine::level::Level {
+            price: rampart_engine::Price(price - 1),
+            side: rampart_engine::level::Formation::Low,
+            origin: rampart_engine::level::Origin::H1,
+            time_ms: 1,
+            strength: 2,
+        };
+        slot.levels.store(Arc::new(rampart_state::LevelSnapshot { computed_ms: levels_ms, levels: vec![level] }));
+    }
+
+    #[test]
+    fn an_api_node_holds_what_its_market_nodes_publish_full_then_changed() {
+        let registry = registry();
+        let p = Partition { index: 1, count: 2 };
+        let (source, replica) = (market(&registry), Shared::replica(registry.clone(), 2));
+        let health = NodeHealth::new(Role::Api, Partition { index: 0, count: 2 });
+        let books = owned(&registry, p);
+        assert!(books.len() >= 4, "{} books", books.len());
+        for (i, (b, _)) in books.iter().enumerate() {
+            set(&source, *b, 100 + i as i64, 5);
+        }
+        let mut sent = vec![Sent::default(); books.len()];
+        // The full snapshot: the partition is complete (and its replica shard ready) after the
+        // message marked last.
+        let messages = round(&source, &books, &mut sent, head(true));
+        assert_eq!(messages.len(), 1);
+        apply_message(&replica, &registry, &health, &messages[0], 1_000);
+        assert!(
+            health.partitions[1].complete.load(Ordering::Acquire) && replica.stats[1].ready.load(Ordering::Acquire)
+        );
+        assert!(!replica.stats[0].ready.load(Ordering::Acquire), "partition 0 sent nothing");
+        for (b, _) in &books {
+            assert_eq!(replica.price(*b), source.price(*b));
+            assert_eq!(replica.levels(*b), source.levels(*b));
+            assert_eq!(replica.slots[b.index()].shard.load(Ordering::Acquire), 1, "routed to partition 1's queue");
+        }
+        // One price moves: the next round carries that book's price alone.
+        set(&source, books[2].0, 999, 5);
+        let before = messages[0].len();
+        let messages = round(&source, &books, &mut sent, head(false));
+        assert!(messages[0].len() < before / 4, "a delta of one price: {} bytes", messages[0].len());
+        apply_message(&replica, &registry, &health, &messages[0], 2_000);
+        assert_eq!(replica.price(books[2].0).0, 999);
+        // Nothing moves: a heartbeat (the head alone) keeps the partition current.
+        let messages = round(&source, &books, &mut sent, head(false));
+        assert_eq!(
+            messages,
+            vec![{
+                let mut o = Out::new(16);
+                wire::snapshot_head(&mut o, &head(false));
+                o.0
+            }]
+        );
+        apply_message(&replica, &registry, &health, &messages[0], 3_000);
+        assert_eq!(health.age_ms(1, 3_500), Some(500));
+        assert_eq!(health.age_ms(0, 3_500), None);
+        assert_eq!(health.partitions[1].messages.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn a_full_snapshot_is_cut_at_the_message_bound_and_its_last_part_marked() {
+        let registry = registry();
+        let books = owned(&registry, Partition::default());
+        let source = market(&registry);
+        let big: Vec<_> = (0..2_000)
+            .map(|i| rampart_engine::level::Level {
+                price: rampart_engine::Price(i),
+                side: rampart_engine::level::Formation::High,
+                origin: rampart_engine::level::Origin::D1,
+                time_ms: 0,
+                strength: 1,
+            })
+            .collect();
+        for (b, _) in &books {
+            source.slots[b.index()]
+                .levels
+                .store(Arc::new(rampart_state::LevelSnapshot { computed_ms: 1, levels: big.clone() }));
+        }
+        let mut sent = vec![Sent::default(); books.len()];
+        let head = SnapshotHead { partition: 0, partitions: 1, ..head(true) };
+        let messages = round(&source, &books, &mut sent, head);
+        assert!(messages.len() > 1, "{} books of 2 000 levels in one message", books.len());
+        let mut seen = 0;
+        for (i, m) in messages.iter().enumerate() {
+            assert!(m.len() < SNAPSHOT_BYTES_MAX + 64 * 1024, "message {i}: {} bytes", m.len());
+            let (h, b) = wire::read_snapshot(m).expect("decodes");
+            assert_eq!(h.last, i == messages.len() - 1, "message {i}");
+            seen += b.len();
+        }
+        assert_eq!(seen, books.len());
+    }
+
+    #[test]
+    fn malformed_messages_and_other_cluster_shapes_are_dropped_whole() {
+        let registry = registry();
+        let replica = Shared::replica(registry.clone(), 2);
+        let health = NodeHealth::new(Role::Api, Partition { index: 0, count: 2 });
+        apply_message(&replica, &registry, &health, b"\x01\x00", 1_000);
+        let mut out = Out::new(16);
+        wire::snapshot_head(&mut out, &SnapshotHead { partition: 0, partitions: 3, ..head(true) });
+        apply_message(&replica, &registry, &health, &out.0, 1_000);
+        assert_eq!(health.partitions[0].refused.load(Ordering::Relaxed), 2);
+        assert!(health.partitions.iter().all(|p| p.last_ms.load(Ordering::Relaxed) == 0));
+    }
+}

@@ -1,0 +1,802 @@
+//! Webhook delivery: a thread with its own single-threaded executor that sends the outbox's due
+//! deliveries (`decisions.md` §6), off the tick path.
+//!
+//! The outbox in SQLite is the queue: the writer inserts a delivery in the same transaction that
+//! records the firing, so a recorded firing is delivered at least once, across restarts. Each
+//! attempt re-checks the URL with the SSRF guard (resolve, check every address, connect only to a
+//! checked one), then POSTs the stored body with `Content-Type: application/json`,
+//! `X-Service-Event: alert.triggered` and `User-Agent: rampart/<version>`, over http or https
+//! (rustls with the bundled web roots), within [`ATTEMPT_TIMEOUT`] for connect, send and the
+//! whole answer. 2xx with a complete answer is success; anything else (3xx included: redirects
+//! are not followed), an answer that ends before its declared length or a broken chunked body,
+//! a timeout or a connection error is a failure, retried at first failure + 10 s and + 60 s.
+//!
+//! Telegram messages (`telegram`) are outbox rows too and go through everything here the same
+//! way (bounds, timeout, schedule, keep-alive); only their URL is made at each attempt from the
+//! operator's configuration, they carry no `X-Service-Event`, and the bot's address may be
+//! private (it is the operator's, not a client's).
+//!
+//! Connections are kept alive between attempts ([`pool`]): an attempt reuses an idle connection
+//! to an address its own SSRF check returned, and a connection the receiver closed while it was
+//! idle costs a retry on a new one within the same attempt (so the receiver may, rarely, see a
+//! delivery twice, which at-least-once allows). An answer not read in full, or a receiver that
+//! closes the connection, leaves nothing to keep.
+//!
+//! Fairness and bounds. An attempt holds a slot under four bounds at once: `in_flight_max` in
+//! all, `per_account_max` for the alert's account, `per_address_max` for the URL's host (any
+//! port) and `per_host_max` for the host and port. At a bound the due deliveries simply stay
+//! pending in the outbox and start when a slot frees. The account bound is work-conserving: an
+//! account past it may borrow the global slots the others left idle in a round, all but a
+//! quarter of `in_flight_max`, which stays free for the other accounts (so a storm of one
+//! account's firings is sent at the sender's full width, and another account's delivery still
+//! finds a slot at once; the destination bounds are never borrowed past). The host name's bound
+//! has a reserve of its own: one account holds at most all but a quarter of it, so accounts
+//! sharing a host (a relay; loopback in tests) never wait behind one account's hanging receivers
+//! there. Due rows are read round-robin across
+//! accounts (every account's first due row, then every account's second, ...), so one account's
+//! hundreds of due rows can neither fill the scan nor the global slots: a healthy receiver of
+//! another account is sent to on time whatever that account's receivers do.
+//!
+//! Rationale for keying the destination bound by host name rather than resolved IP: the slot
+//! must be taken before the attempt starts, and resolution happens inside the attempt (under its
+//! timeout, again at every attempt, possibly to several addresses). A name with any number of
+//! ports is one destination; an account that spreads dead receivers over many names is still
+//! held by its account bound.
+//!
+//! Outcomes that cannot be recorded (a full disk, a locked or broken database) are kept in
+//! memory, at most [`UNRECORDED_MAX`] together with the attempts in flight, and recorded again
+//! each round, with the time they happened; their rows are not picked up again meanwhile, so a
+//! receiver is never sent the same delivery again because its outcome could not be written.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+use rampart_outbound::ssrf::{self, Host, WebhookUrl};
+use rampart_outbound::{tls_config, USER_AGENT_VALUE};
+use rampart_state::clock::Clock;
+
+pub mod metrics;
+pub mod pool;
+pub mod telegram;
+use pool::{Conn, Key, Pool};
+use rampart_store::store::{AttemptResult, Channel, OutboxRow, Outcome, Store};
+use rampart_store::writer::FIRING_TARGET;
+use telegram::TelegramChannel;
+
+/// Time allowed for one attempt: resolve, connect, TLS, send and the full answer.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes of a receiver's answer read at most; the rest is not read (the status decides). An
+/// answer that ends early within this bound is a failure.
+pub const RESPONSE_BYTES_MAX: usize = 64 * 1024;
+/// Due deliveries looked at per round at most; the rest are looked at in later rounds.
+const DUE_SCAN_MAX: usize = 4_096;
+/// Due deliveries looked at per round per free slot, beyond the rows in flight (at least
+/// [`DUE_SCAN_MIN`]): enough candidates when some are held back by their destination's bound,
+/// without reading thousands of rows to fill a few slots.
+const DUE_SCAN_PER_FREE_SLOT: usize = 4;
+/// Due deliveries looked at per round, at least.
+const DUE_SCAN_MIN: usize = 64;
+/// The share of `in_flight_max` an account past its own bound may never borrow: these slots stay
+/// free for the other accounts (a quarter).
+const ACCOUNT_RESERVE_DIVISOR: usize = 4;
+/// Attempts in flight plus outcomes waiting to be recorded, at most. At the bound no new attempt
+/// starts (backpressure) until outcomes are recorded again; since every outcome comes from an
+/// attempt in flight, the bound is never exceeded and no outcome is dropped. A stop with
+/// outcomes still unrecorded leaves their rows pending: they are sent again after the next
+/// start (at least once).
+pub const UNRECORDED_MAX: usize = 4_096;
+
+/// Delivery settings.
+#[derive(Clone, Debug)]
+pub struct DeliveryConfig {
+    /// Permit private and loopback targets (`webhooks.allow_private`; local testing only).
+    pub allow_private: bool,
+    /// Attempts in flight at once, over all hosts.
+    pub in_flight_max: usize,
+    /// Attempts in flight at once for one account's alerts.
+    pub per_account_max: usize,
+    /// Attempts in flight at once to one host name or IP literal, whatever the port.
+    pub per_address_max: usize,
+    /// Attempts in flight at once to one host and port.
+    pub per_host_max: usize,
+    /// Time allowed per attempt.
+    pub attempt_timeout: Duration,
+    /// How often the outbox is checked when nothing wakes the sender.
+    pub poll_interval: Duration,
+    /// Root certificates (DER) trusted in addition to the bundled web roots, for receivers
+    /// behind a private CA (and for tests).
+    pub extra_roots_der: Vec<Vec<u8>>,
+    /// Where recording outcomes is reported, for `/healthz` (`None`: not reported).
+    pub health: Option<Arc<rampart_store::storage::StorageHealth>>,
+    /// Attempt outcomes and durations, for `/metrics` (`None`: not measured).
+    pub metrics: Option<metrics::WebhookMetrics>,
+    /// The operator's Telegram bot (`None`: Telegram rows fail with "not configured").
+    pub telegram: Option<TelegramChannel>,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> DeliveryConfig {
+        DeliveryConfig {
+            allow_private: false,
+            in_flight_max: 256,
+            per_account_max: 32,
+            per_address_max: 128,
+            per_host_max: 8,
+            attempt_timeout: ATTEMPT_TIMEOUT,
+            poll_interval: Duration::from_millis(20),
+            extra_roots_der: Vec::new(),
+            health: None,
+            metrics: None,
+            telegram: None,
+        }
+    }
+}
+
+/// Counters of the sender.
+#[derive(Debug, Default)]
+pub struct DeliveryStats {
+    /// Attempts made.
+    pub attempts: AtomicU64,
+    /// Deliveries that succeeded.
+    pub delivered: AtomicU64,
+    /// Attempts that failed.
+    pub failed_attempts: AtomicU64,
+    /// Attempts in flight now.
+    pub in_flight: AtomicU64,
+    /// Outcomes waiting to be recorded now (the database refused them).
+    pub unrecorded: AtomicU64,
+    /// Times recording outcomes failed.
+    pub record_failures: AtomicU64,
+}
+
+/// The running sender.
+pub struct Delivery {
+    stop: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+    thread: Option<JoinHandle<()>>,
+    /// Its counters.
+    pub stats: Arc<DeliveryStats>,
+}
+
+impl Delivery {
+    /// Starts the sender thread over `store`'s outbox.
+    pub fn start(store: Store, config: DeliveryConfig, clock: Arc<dyn Clock>) -> std::io::Result<Delivery> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(Notify::new());
+        let stats = Arc::new(DeliveryStats::default());
+        let (s, w, st) = (stop.clone(), wake.clone(), stats.clone());
+        let thread = std::thread::Builder::new().name("delivery".into()).spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("delivery: no runtime: {e}");
+                    return;
+                }
+            };
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, run(store, config, clock, s, w, st));
+        })?;
+        Ok(Delivery { stop, wake, thread: Some(thread), stats })
+    }
+
+    /// A handle that wakes the sender at once (the writer calls it after queueing deliveries).
+    pub fn waker(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// Stops the sender. Attempts in flight are abandoned; their deliveries are still pending
+    /// in the outbox and are sent again after the next start (at least once).
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.wake.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The keys one attempt holds a slot under, freed together when it ends.
+#[derive(Clone, Debug)]
+struct Slot {
+    account: i64,
+    /// Host name or IP literal, lower case, without the port.
+    address: String,
+    /// Host and port, lower case.
+    authority: String,
+}
+
+impl Slot {
+    /// The slot of `row` at its destination (for a Telegram row, the bot's base URL).
+    fn of(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Slot {
+        let url = destination(row, telegram).unwrap_or_default();
+        match ssrf::parse(&url) {
+            Ok(u) => {
+                let authority = u.authority.to_ascii_lowercase();
+                let address = match &u.host {
+                    Host::Name(n) => n.to_ascii_lowercase(),
+                    Host::Ip(ip) => ip.to_string(),
+                };
+                Slot { account: row.account_id, address, authority }
+            }
+            // Refused at the attempt; the empty keys still bound such rows together.
+            Err(_) => Slot { account: row.account_id, address: String::new(), authority: String::new() },
+        }
+    }
+}
+
+/// The sender's state: slots held, outcomes waiting to be recorded.
+struct Sender {
+    config: DeliveryConfig,
+    target: Target,
+    stats: Arc<DeliveryStats>,
+    tx: tokio::sync::mpsc::UnboundedSender<(i64, AttemptResult)>,
+    in_flight: HashMap<i64, Slot>,
+    held: Holdings,
+    /// Outcomes not yet recorded, and their ids (rows not to pick up again meanwhile).
+    unrecorded: Vec<Outcome>,
+    unrecorded_ids: HashSet<i64>,
+    /// The last recording failed (logged once per streak, not every round).
+    record_failing: bool,
+}
+
+/// Counts one more (`up`) or one fewer slot under `key`, forgetting keys at zero.
+fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K, up: bool) {
+    if up {
+        *map.entry(key).or_insert(0) += 1;
+        return;
+    }
+    if let Some(n) = map.get_mut(&key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            map.remove(&key);
+        }
+    }
+}
+
+/// Slots held, counted under each bound's key.
+#[derive(Debug, Default)]
+struct Holdings {
+    per_account: HashMap<i64, usize>,
+    per_address: HashMap<String, usize>,
+    per_host: HashMap<String, usize>,
+    /// One account's slots at one address, held under the address's reserve.
+    per_account_address: HashMap<(i64, String), usize>,
+}
+
+impl Holdings {
+    /// Whether `slot` fits under its account's bound.
+    fn account_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
+        self.per_account.get(&slot.account).copied().unwrap_or(0) < c.per_account_max
+    }
+
+    /// Whether `slot` fits under its destination's bounds: the host name, the host and port,
+    /// and the host name's reserve. One account may hold all of an address's slots but
+    /// `per_address_max / ACCOUNT_RESERVE_DIVISOR`, which stay for the other accounts sending to
+    /// the same host (a relay shared by accounts; loopback in tests), so one account's hanging
+    /// receivers there never hold another account's delivery to the 10 s cut.
+    fn destination_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
+        let own_max = c.per_address_max - c.per_address_max / ACCOUNT_RESERVE_DIVISOR;
+        let own = self.per_account_address.get(&(slot.account, slot.address.clone())).copied().unwrap_or(0);
+        self.per_address.get(&slot.address).copied().unwrap_or(0) < c.per_address_max
+            && self.per_host.get(&slot.authority).copied().unwrap_or(0) < c.per_host_max
+            && own < own_max.max(1)
+    }
+
+    /// Takes (`up`) or frees `slot`'s counts.
+    fn hold(&mut self, slot: &Slot, up: bool) {
+        count(&mut self.per_account, slot.account, up);
+        count(&mut self.per_address, slot.address.clone(), up);
+        count(&mut self.per_host, slot.authority.clone(), up);
+        count(&mut self.per_account_address, (slot.account, slot.address.clone()), up);
+    }
+}
+
+impl Sender {
+    /// Whether `slot` fits under its account's bound.
+    fn account_fits(&self, slot: &Slot) -> bool {
+        self.held.account_fits(slot, &self.config)
+    }
+
+    /// Whether `slot` fits under its destination's bounds (see [`Holdings::destination_fits`]).
+    fn destination_fits(&self, slot: &Slot) -> bool {
+        self.held.destination_fits(slot, &self.config)
+    }
+
+    /// Whether an account past its own bound may borrow one more idle slot: all but the
+    /// reserve ([`ACCOUNT_RESERVE_DIVISOR`]) of `in_flight_max`.
+    fn may_borrow(&self) -> bool {
+        let max = self.config.in_flight_max;
+        self.room() && self.in_flight.len() + max / ACCOUNT_RESERVE_DIVISOR < max
+    }
+
+    /// Takes (`up`) or frees `slot`'s counts; taking also marks `id` in flight.
+    fn hold(&mut self, id: i64, slot: Slot, up: bool) {
+        self.held.hold(&slot, up);
+        if up {
+            self.in_flight.insert(id, slot);
+        }
+    }
+
+    /// Room for another attempt in all: the global bound and the unrecorded backpressure.
+    fn room(&self) -> bool {
+        self.in_flight.len() < self.config.in_flight_max
+            && self.in_flight.len() + self.unrecorded.len() < UNRECORDED_MAX
+    }
+
+    /// Frees an attempt's slots and keeps its outcome for the next batch write.
+    fn settle(&mut self, id: i64, result: AttemptResult, now_ms: i64) {
+        match &result {
+            AttemptResult::Delivered { .. } => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
+            AttemptResult::Failed { .. } => self.stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
+        };
+        if let Some(slot) = self.in_flight.remove(&id) {
+            self.hold(id, slot, false);
+        }
+        debug_assert!(!self.unrecorded_ids.contains(&id), "an attempt was made while its last outcome was unrecorded");
+        self.unrecorded_ids.insert(id);
+        self.unrecorded.push(Outcome { id, result, at_ms: now_ms });
+    }
+
+    /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
+    fn record(&mut self, store: &mut Store, now_ms: i64) {
+        if !self.unrecorded.is_empty() {
+            let result = store.record_attempts(&self.unrecorded);
+            if let Some(health) = &self.config.health {
+                health.record(rampart_store::storage::Writer::Delivery, &result, now_ms);
+            }
+            match result {
+                Ok(()) => {
+                    if self.record_failing {
+                        tracing::info!("delivery: recording works again ({} outcomes)", self.unrecorded.len());
+                    }
+                    self.record_failing = false;
+                    self.unrecorded.clear();
+                    self.unrecorded_ids.clear();
+                }
+                Err(e) => {
+                    self.stats.record_failures.fetch_add(1, Ordering::Relaxed);
+                    if !self.record_failing {
+                        tracing::error!(
+                            "delivery: recording {} outcomes: {e}; kept in memory and retried, not re-sent",
+                            self.unrecorded.len()
+                        );
+                    }
+                    self.record_failing = true;
+                }
+            }
+        }
+        self.stats.unrecorded.store(self.unrecorded.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Starts attempts for due rows that fit their bounds, round-robin across accounts; then,
+    /// with the slots the other accounts left idle this round (less the reserve), rows held back
+    /// only by their own account's bound: one account's storm uses the sender's whole width when
+    /// nobody else is waiting, and never the reserve kept for the others.
+    fn start_due(&mut self, store: &Store, now_ms: i64) {
+        if !self.room() {
+            return;
+        }
+        // Rows in flight are still pending in the outbox and come back in the scan: read past
+        // them.
+        let free = self.config.in_flight_max.saturating_sub(self.in_flight.len());
+        let scan = (self.in_flight.len() + free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX);
+        let due = match store.due_deliveries(now_ms, scan as u32) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::error!("delivery: reading the outbox: {e}");
+                return;
+            }
+        };
+        let mut held_by_account = Vec::new();
+        for row in due {
+            if !self.room() {
+                break;
+            }
+            if self.in_flight.contains_key(&row.id) || self.unrecorded_ids.contains(&row.id) {
+                continue;
+            }
+            let slot = Slot::of(&row, self.target.telegram.as_ref());
+            if !self.destination_fits(&slot) {
+                continue;
+            }
+            if !self.account_fits(&slot) {
+                held_by_account.push((row, slot));
+                continue;
+            }
+            self.start(row, slot);
+        }
+        for (row, slot) in held_by_account {
+            if !self.may_borrow() {
+                break;
+            }
+            if self.destination_fits(&slot) {
+                self.start(row, slot);
+            }
+        }
+        self.stats.in_flight.store(self.in_flight.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Takes `slot` and starts the attempt for `row` on the executor.
+    fn start(&mut self, row: OutboxRow, slot: Slot) {
+        self.hold(row.id, slot, true);
+        self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+        let (tx, target, metrics) = (self.tx.clone(), self.target.clone(), self.config.metrics.clone());
+        tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, delivery = row.id, "attempt started");
+        tokio::task::spawn_local(async move {
+            let started = std::time::Instant::now();
+            let result = attempt(&row, &target).await;
+            tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, outcome = outcome_label(&result), "attempt answered");
+            match (metrics, row.channel) {
+                (Some(m), Channel::Webhook) => m.observe(outcome_label(&result), started.elapsed().as_secs_f64()),
+                (Some(m), Channel::Telegram) => m.observe_telegram(outcome_label(&result)),
+                (None, _) => {}
+            }
+            let _ = tx.send((row.id, result));
+        });
+    }
+}
+
+/// An attempt's outcome as a metrics label.
+fn outcome_label(result: &AttemptResult) -> &'static str {
+    match result {
+        AttemptResult::Delivered { .. } => "delivered",
+        // A 2xx whose answer ended early is no full answer: an error, not a rejection.
+        AttemptResult::Failed { status: Some(s), .. } if !(200..300).contains(s) => "rejected",
+        AttemptResult::Failed { .. } => "error",
+    }
+}
+
+async fn run(
+    store: Store,
+    config: DeliveryConfig,
+    clock: Arc<dyn Clock>,
+    stop: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+    stats: Arc<DeliveryStats>,
+) {
+    let mut store = store;
+    let tls = tls_config(&config.extra_roots_der);
+    if tls.is_none() {
+        tracing::error!("delivery: TLS configuration failed; https webhooks will fail");
+    }
+    // One result per attempt in flight: bounded by `in_flight_max`.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult)>();
+    let target = Target {
+        allow_private: config.allow_private,
+        timeout: config.attempt_timeout,
+        tls,
+        pool: Pool::default(),
+        telegram: config.telegram.clone(),
+    };
+    let poll = config.poll_interval;
+    let mut sender = Sender {
+        config,
+        target,
+        stats,
+        tx,
+        in_flight: HashMap::new(),
+        held: Holdings::default(),
+        unrecorded: Vec::new(),
+        unrecorded_ids: HashSet::new(),
+        record_failing: false,
+    };
+    while !stop.load(Ordering::Acquire) {
+        // Results that have arrived are recorded together, in one transaction.
+        while let Ok((id, result)) = rx.try_recv() {
+            sender.settle(id, result, clock.now_ms());
+        }
+        sender.record(&mut store, clock.now_ms());
+        sender.start_due(&store, clock.now_ms());
+        // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
+        // wakes us is recorded in the next round with any others.
+        tokio::select! {
+            Some((id, result)) = rx.recv() => sender.settle(id, result, clock.now_ms()),
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(poll) => {}
+        }
+    }
+    // A last try, so a stop does not resend what was already delivered.
+    sender.record(&mut store, clock.now_ms());
+}
+
+/// What an attempt needs besides the delivery itself.
+#[derive(Clone)]
+pub struct Target {
+    /// Permit private addresses.
+    pub allow_private: bool,
+    /// Time allowed for the whole attempt.
+    pub timeout: Duration,
+    /// Client TLS configuration (`None`: https deliveries fail).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Keep-alive connections kept between attempts.
+    pub pool: Pool,
+    /// The operator's Telegram bot, for Telegram rows.
+    pub telegram: Option<TelegramChannel>,
+}
+
+/// Where `row` is sent: its webhook URL, or the bot's `sendMessage` URL for a Telegram row
+/// (`None` when Telegram is not configured).
+fn destination(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Option<String> {
+    match row.channel {
+        Channel::Webhook => Some(row.url.clone()),
+        Channel::Telegram => telegram.map(TelegramChannel::send_url),
+    }
+}
+
+/// What one request says besides its body: the event header of webhooks, and whether private
+/// addresses may be used (the operator's bot may be a local Bot API server; a client's webhook
+/// only with `webhooks.allow_private`).
+struct Sending {
+    event: Option<&'static str>,
+    allow_private: bool,
+}
+
+/// One attempt of one delivery, bounded by `target.timeout` as a whole.
+pub async fn attempt(row: &OutboxRow, target: &Target) -> AttemptResult {
+    let Some(url) = destination(row, target.telegram.as_ref()) else {
+        return failed("the Telegram channel is not configured ([channels.telegram])");
+    };
+    let how = match row.channel {
+        Channel::Webhook => Sending { event: Some("alert.triggered"), allow_private: target.allow_private },
+        Channel::Telegram => Sending { event: None, allow_private: true },
+    };
+    match tokio::time::timeout(target.timeout, send(&url, row.body.clone(), &how, target)).await {
+        Ok(r) => r,
+        Err(_) => AttemptResult::Failed {
+            status: None,
+            error: format!("no full answer within {} s", target.timeout.as_secs()),
+        },
+    }
+}
+
+fn failed(error: impl Into<String>) -> AttemptResult {
+    AttemptResult::Failed { status: None, error: error.into() }
+}
+
+async fn send(url: &str, body: String, how: &Sending, target: &Target) -> AttemptResult {
+    let parsed = match ssrf::parse(url) {
+        Ok(p) => p,
+        Err(e) => return failed(e.to_string()),
+    };
+    // Resolved and checked now, at every attempt: a name that has come to point at a private
+    // address since creation (DNS rebinding) is refused, and only a checked address is used,
+    // whether by a kept connection or a new one.
+    let addrs = match ssrf::resolve_checked(&parsed, how.allow_private).await {
+        Ok(a) => a,
+        Err(e) => return failed(e.to_string()),
+    };
+    let key = |addr| Key { https: parsed.https, authority: parsed.authority.to_ascii_lowercase(), addr };
+    for addr in &addrs {
+        let Some(conn) = target.pool.take(&key(*addr)) else { continue };
+        match exchange(conn, &parsed, body.clone(), how.event).await {
+            // The receiver closed the kept connection before answering: try a new one.
+            Exchanged::NotSent(_) => break,
+            Exchanged::Answered(result, kept) => return keep(target, key(*addr), result, kept),
+        }
+    }
+    let (addr, conn) = match connect(&addrs, &parsed, target).await {
+        Ok(x) => x,
+        Err(NoConnection(why)) => return failed(why),
+    };
+    match exchange(conn, &parsed, body, how.event).await {
+        Exchanged::NotSent(e) => failed(e),
+        Exchanged::Answered(result, kept) => keep(target, key(addr), result, kept),
+    }
+}
+
+/// Returns a connection that answered in full to the pool; passes the result on.
+fn keep(target: &Target, key: Key, result: AttemptResult, kept: Option<Conn>) -> AttemptResult {
+    if let Some(conn) = kept {
+        target.pool.put(key, conn);
+    }
+    result
+}
+
+/// Why no connection could be opened (connect, TLS or HTTP handshake), for the attempt's error.
+#[derive(Debug)]
+struct NoConnection(String);
+
+/// Opens a connection to the first checked address that accepts, with TLS for https.
+async fn connect(
+    addrs: &[std::net::SocketAddr],
+    parsed: &WebhookUrl,
+    target: &Target,
+) -> Result<(std::net::SocketAddr, Conn), NoConnection> {
+    let mut last = String::from("no address");
+    let mut stream = None;
+    for &addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(s) => {
+                stream = Some((addr, s));
+                break;
+            }
+            Err(e) => last = format!("connect {addr}: {e}"),
+        }
+    }
+    let Some((addr, stream)) = stream else { return Err(NoConnection(last)) };
+    let _ = stream.set_nodelay(true);
+    if !parsed.https {
+        return Ok((addr, handshake(TokioIo::new(stream)).await?));
+    }
+    let name = match &parsed.host {
+        Host::Name(n) => rustls::pki_types::ServerName::try_from(n.clone()),
+        Host::Ip(ip) => Ok(rustls::pki_types::ServerName::IpAddress((*ip).into())),
+    };
+    let Ok(name) = name else { return Err(NoConnection("invalid TLS server name".into())) };
+    let Some(tls) = target.tls.clone() else { return Err(NoConnection("TLS is not available".into())) };
+    match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
+        Ok(s) => Ok((addr, handshake(TokioIo::new(s)).await?)),
+        Err(e) => Err(NoConnection(format!("TLS: {e}"))),
+    }
+}
+
+/// The HTTP/1.1 handshake over `io`, its driver task started.
+async fn handshake<I>(io: I) -> Result<Conn, NoConnection>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::Builder::new()
+        .title_case_headers(true)
+        .handshake(io)
+        .await
+        .map_err(|e| NoConnection(format!("HTTP: {e}")))?;
+    let driver = tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    Ok(Conn::new(sender, driver))
+}
+
+/// How one request on a connection ended.
+enum Exchanged {
+    /// No answer began: the request may not have reached the receiver (on a kept connection,
+    /// the receiver had closed it). Why.
+    NotSent(String),
+    /// An answer came (whole or not): the result, and the connection when it can be kept (the
+    /// answer was read in full and the receiver keeps the connection open).
+    Answered(AttemptResult, Option<Conn>),
+}
+
+async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, event: Option<&'static str>) -> Exchanged {
+    let mut request = Request::new(Full::new(Bytes::from(body)));
+    *request.method_mut() = Method::POST;
+    match url.path_and_query.parse() {
+        Ok(uri) => *request.uri_mut() = uri,
+        Err(_) => return Exchanged::Answered(failed("invalid path"), None),
+    }
+    let headers = request.headers_mut();
+    match HeaderValue::from_str(&url.authority) {
+        Ok(h) => headers.insert(HOST, h),
+        Err(_) => return Exchanged::Answered(failed("invalid host"), None),
+    };
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(event) = event {
+        headers.insert("x-service-event", HeaderValue::from_static(event));
+    }
+    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+    let response = match conn.sender.send_request(request).await {
+        Ok(r) => r,
+        Err(e) => return Exchanged::NotSent(format!("HTTP: {e}")),
+    };
+    let status = response.status().as_u16();
+    // Read the whole answer (bounded) so the attempt ends only when it has arrived.
+    let whole = match read_answer(response.into_body()).await {
+        Ok(whole) => whole,
+        Err(error) => {
+            return Exchanged::Answered(AttemptResult::Failed { status: Some(status), error: error.to_string() }, None)
+        }
+    };
+    let result = if (200..300).contains(&status) {
+        AttemptResult::Delivered { status }
+    } else {
+        AttemptResult::Failed { status: Some(status), error: format!("HTTP {status}") }
+    };
+    // An answer not read to its end leaves bytes on the connection: it is not kept.
+    Exchanged::Answered(result, whole.then_some(conn))
+}
+
+/// Reads an answer's body to its end, or until [`RESPONSE_BYTES_MAX`] bytes have come (the rest
+/// is not read: the status decides). An answer that ends early (the connection closed before
+/// the declared length, a broken chunked body) is an error: no full answer is a failure.
+/// `Ok(true)` when the body was read to its end, `Ok(false)` when the bound stopped the reading.
+async fn read_answer(mut body: hyper::body::Incoming) -> Result<bool, IncompleteAnswer> {
+    let mut read = 0usize;
+    while read <= RESPONSE_BYTES_MAX {
+        match body.frame().await {
+            None => return Ok(true),
+            Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
+            Some(Err(e)) => return Err(IncompleteAnswer { read, cause: e.to_string() }),
+        }
+    }
+    Ok(false)
+}
+
+/// An answer whose body ended before it was whole.
+#[derive(Debug)]
+struct IncompleteAnswer {
+    /// Bytes of the body that came.
+    read: usize,
+    /// What hyper said.
+    cause: String,
+}
+
+impl std::fmt::Display for IncompleteAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "incomplete answer after {} bytes: {}", self.read, self.cause)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(account: i64, host: &str, port: u16) -> Slot {
+        Slot { account, address: host.to_owned(), authority: format!("{host}:{port}") }
+    }
+
+    /// Holds `slot`s for `account` on `host`, one per port, until the destination bound says no.
+    fn fill(held: &mut Holdings, c: &DeliveryConfig, account: i64, host: &str) -> usize {
+        let mut n = 0;
+        for port in 1..=u16::MAX {
+            let s = slot(account, host, port);
+            if !held.destination_fits(&s, c) {
+                break;
+            }
+            held.hold(&s, true);
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn one_account_leaves_a_quarter_of_a_host_to_the_others() {
+        let c = DeliveryConfig::default();
+        let mut held = Holdings::default();
+        let own = fill(&mut held, &c, 1, "127.0.0.1");
+        assert_eq!(own, c.per_address_max - c.per_address_max / ACCOUNT_RESERVE_DIVISOR);
+        assert!(held.destination_fits(&slot(2, "127.0.0.1", 1), &c), "another account finds room at once");
+        assert!(held.destination_fits(&slot(1, "example.com", 1), &c), "the same account, another host");
+        let others = fill(&mut held, &c, 2, "127.0.0.1");
+        assert_eq!(own + others, c.per_address_max, "the host's bound still holds in all");
+        assert!(!held.destination_fits(&slot(3, "127.0.0.1", 1), &c));
+        held.hold(&slot(1, "127.0.0.1", 1), false);
+        assert!(held.destination_fits(&slot(3, "127.0.0.1", 9), &c), "a freed slot is anyone's");
+        held.hold(&slot(3, "127.0.0.1", 9), true);
+        assert!(!held.destination_fits(&slot(1, "127.0.0.1", 10), &c), "taken: the host is full again");
+    }
+
+    #[test]
+    fn the_host_and_port_bound_and_counts_back_to_zero() {
+        let c = DeliveryConfig::default();
+        let mut held = Holdings::default();
+        let s = slot(1, "h", 80);
+        for _ in 0..c.per_host_max {
+            assert!(held.destination_fits(&s, &c));
+            held.hold(&s, true);
+        }
+        assert!(!held.destination_fits(&s, &c), "per host and port");
+        assert!(held.destination_fits(&slot(1, "h", 81), &c), "another port of the same host");
+        for _ in 0..c.per_host_max {
+            held.hold(&s, false);
+        }
+        assert!(held.per_account.is_empty() && held.per_address.is_empty(), "keys at zero are forgotten");
+        assert!(held.per_host.is_empty() && held.per_account_address.is_empty());
+    }
+
+    #[test]
+    fn a_bound_of_one_still_admits_one() {
+        let c = DeliveryConfig { per_address_max: 1, ..DeliveryConfig::default() };
+        let mut held = Holdings::default();
+        assert_eq!(fill(&mut held, &c, 1, "h"), 1);
+    }
+}

@@ -1,0 +1,898 @@
+//! The shard runtime: one pinned glommio executor per shard, each owning a fixed partition of
+//! the (venue, pair) books, applying their ticks inline and talking to the rest only through
+//! bounded queues wired once at start-up.
+//!
+//! Reads do not go through a shard: each shard publishes what readers need (last prices,
+//! readiness, counters) into [`Shared`] (`rampart_state`), plain atomics written only by the
+//! owning shard.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use crossbeam_queue::ArrayQueue;
+use glommio::{LocalExecutorBuilder, Placement};
+use rampart_engine::alert::AlertSpec;
+use rampart_engine::candle::Candle;
+use rampart_engine::level::{compute_from_set, LevelScratch};
+use rampart_engine::market::Outcome;
+use rampart_engine::sim::{PairSpec, Sim, SimConfig};
+use rampart_engine::wall::{self, Wall, WallScratch};
+use rampart_engine::{BookId, Market, Registry, Tick};
+
+use rampart_state::clock::SharedClock;
+use rampart_state::pair_metrics;
+use rampart_state::partition::Partition;
+use rampart_state::{
+    shard_of_symbol, Command, Commands, DensitySnapshot, DepthView, EventQueue, EventSender, Latency, LevelSnapshot,
+    Pong, PublishedWall, ShardEvent, Shared, BOOKS_ADDED_MAX, COMMANDS_MAX, LATENCY_PUBLISH_MS, STATUS_DELISTED,
+    STATUS_TRADING,
+};
+
+pub mod cpus;
+mod density;
+pub mod live;
+pub mod nudge;
+#[cfg(test)]
+mod simulation;
+
+/// Pairs stepped by the simulator per loop round; bounds the work between two polls.
+pub const SIM_PAIRS_PER_ROUND_MAX: usize = 64;
+/// How long a live shard spins for work before it parks its thread.
+pub const LIVE_SPIN_BEFORE_PARK: Duration = Duration::from_micros(200);
+/// Every book's level set is recomputed once per period, the books spread evenly over it.
+pub const LEVELS_PERIOD_MS: i64 = 60_000;
+/// Level recomputations per loop round at most; a shard that falls behind catches up over the
+/// following rounds instead of stalling its ticks.
+pub const LEVEL_RECOMPUTES_PER_ROUND_MAX: usize = 8;
+
+/// Every book is rescanned for walls once per period, the books spread evenly over it.
+pub const WALLS_PERIOD_MS: i64 = 2_000;
+/// Wall scans per loop round at most; a shard that falls behind catches up over the following
+/// rounds.
+pub const WALL_SCANS_PER_ROUND_MAX: usize = 32;
+
+/// How the shards are set up.
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    /// Number of shards (executors).
+    pub shards: usize,
+    /// Book capacity per side.
+    pub depth_levels_max: usize,
+    /// Candle ring capacity per timeframe.
+    pub bars_max: usize,
+    /// Simulated market tuning.
+    pub sim: SimConfig,
+    /// Sleep between two loop rounds when idle.
+    pub poll_interval: Duration,
+    /// A level is a wall at this multiple of the median level size (`walls.min_ratio`).
+    pub walls_min_ratio: f64,
+    /// Fault injection for the shutdown test: a shard told to stop blocks its thread for ever
+    /// instead (`serve --fault-hang-shard-stop`, hidden). Never set in production.
+    pub fault_hang_on_stop: bool,
+    /// Capacity of each shard's event queue ([`rampart_state::EVENTS_MAX`] in production; tests shrink it to
+    /// drive the backlog and backpressure path).
+    pub events_max: usize,
+    /// Per shard: the CPU its executor is pinned to, or `None` (unpinned; also for shards past
+    /// the list). [`cpus::choose`] decides it.
+    pub cpus: Vec<Option<usize>>,
+    /// The process's clock (the wall clock in production).
+    pub clock: SharedClock,
+    /// The pairs this process owns (`serve --role market --partition I/N`); the whole market
+    /// by default. Books of other parts get no shard: their slots stay empty here.
+    pub partition: Partition,
+}
+
+/// Locked memory glommio requires before it starts an executor (its own check, in bytes).
+pub const MEMLOCK_MIN_BYTES: u64 = 512 * 1024;
+/// Locked memory each shard's io_uring registers (`io_memory`), asked for on top of the minimum.
+const MEMLOCK_PER_SHARD_BYTES: u64 = 1 << 20;
+
+/// The locked-memory limit is below what the shards need, and the hard limit forbids raising it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemlockTooLow {
+    /// The soft limit in force, bytes.
+    pub limit: u64,
+    /// What glommio requires at least, bytes.
+    pub need: u64,
+}
+
+impl std::fmt::Display for MemlockTooLow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the locked-memory limit (RLIMIT_MEMLOCK) is {} KiB and io_uring needs at least {} KiB; raise it: \
+             `ulimit -l 65536` in the shell, LimitMEMLOCK=infinity in a systemd unit, --ulimit memlock=-1 for docker",
+            self.limit / 1024,
+            self.need / 1024
+        )
+    }
+}
+
+impl std::error::Error for MemlockTooLow {}
+
+/// Raises the soft locked-memory limit toward what `shards` executors register (as far as the
+/// hard limit allows) and refuses when it stays under glommio's minimum, so a server that cannot
+/// start its shards says so before it prints or binds anything. Returns the limit in force.
+pub fn ensure_memlock(shards: usize) -> Result<u64, MemlockTooLow> {
+    use rlimit::Resource;
+    let want = MEMLOCK_MIN_BYTES + MEMLOCK_PER_SHARD_BYTES * shards as u64;
+    let (soft, hard) = Resource::MEMLOCK.get().unwrap_or((0, 0));
+    let target = want.min(hard).max(soft);
+    if target > soft {
+        let _ = Resource::MEMLOCK.set(target, hard);
+    }
+    let (soft, _) = Resource::MEMLOCK.get().unwrap_or((soft, hard));
+    if soft < MEMLOCK_MIN_BYTES {
+        return Err(MemlockTooLow { limit: soft, need: MEMLOCK_MIN_BYTES });
+    }
+    Ok(soft)
+}
+
+/// The running shards.
+pub struct ShardSet {
+    shared: Arc<Shared>,
+    commands: Vec<Arc<ArrayQueue<Command>>>,
+    events: Vec<Arc<EventQueue>>,
+    threads: Vec<JoinHandle<()>>,
+    /// Wakes every executor from outside (see [`nudge`]).
+    nudger: Option<nudge::Nudger>,
+}
+
+impl ShardSet {
+    /// Starts `config.shards` executors pinned to cores 0.., each owning the books of the pairs
+    /// that hash to it, fed by the simulated market over `universe`.
+    pub fn start_sim(
+        config: &ShardConfig,
+        registry: Arc<Registry>,
+        universe: Arc<Vec<PairSpec>>,
+        alerts: Vec<(BookId, AlertSpec)>,
+    ) -> std::io::Result<ShardSet> {
+        let n = config.shards.max(1);
+        let books = Arc::new(ArcSwap::new(registry.clone()));
+        let shared = Arc::new(Shared::new(books, registry.len(), n, false));
+        ShardSet::start_each(config, &registry, shared, &alerts, None, |index| {
+            let pairs: Vec<usize> = (0..universe.len())
+                .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
+                .filter(|&i| config.partition.owns(&universe[i].symbol()))
+                .filter(|&i| venue_listed(&registry, &universe[i]))
+                .collect();
+            let (universe, registry) = (universe.clone(), registry.clone());
+            move |p: ShardParts| async move {
+                let sim = Sim::new(p.config.sim.clone(), &universe, &registry, &pairs);
+                drop(universe);
+                let mut shard = Shard::new(p.index, p.config, p.market, Some(sim), p.commands, p.events, p.shared);
+                shard.run().await;
+            }
+        })
+    }
+
+    /// Starts `config.shards` executors pinned to cores 0.., each owning the books of the pairs
+    /// that hash to it, fed by the live venues: each shard opens its own WebSocket connections
+    /// for its books and asks the REST thread (`feed.rest`) for their history and snapshots.
+    pub fn start_live(
+        config: &ShardConfig,
+        books: Arc<ArcSwap<Registry>>,
+        feed: live::LiveFeed,
+        alerts: Vec<(BookId, AlertSpec)>,
+    ) -> std::io::Result<ShardSet> {
+        let n = config.shards.max(1);
+        let registry = books.load_full();
+        let mut shared = Shared::new(books, registry.len() + BOOKS_ADDED_MAX, n, true);
+        shared.rest_stats = Some(feed.rest_stats.clone());
+        let shared = Arc::new(shared);
+        let feed = Arc::new(feed);
+        // Spinning briefly before parking saves the wake-up latency of a parked thread when the
+        // next frame is microseconds away (measured by the latency harness).
+        ShardSet::start_each(config, &registry, shared, &alerts, Some(LIVE_SPIN_BEFORE_PARK), |_| {
+            let feed = feed.clone();
+            move |p: ShardParts| async move {
+                let shard = Shard::new(p.index, p.config, p.market, None, p.commands, p.events, p.shared);
+                live::run(shard, feed).await;
+            }
+        })
+    }
+
+    /// Starts one pinned executor per shard: its queues, its books (with their alerts) in a new
+    /// `Market`, and the shard's life given by `make(index)`.
+    fn start_each<F, Fut>(
+        config: &ShardConfig,
+        registry: &Arc<Registry>,
+        shared: Arc<Shared>,
+        alerts: &[(BookId, AlertSpec)],
+        spin_before_park: Option<Duration>,
+        mut make: impl FnMut(usize) -> F,
+    ) -> std::io::Result<ShardSet>
+    where
+        F: FnOnce(ShardParts) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
+        let n = shared.stats.len();
+        let mut set = ShardSet {
+            shared: shared.clone(),
+            commands: Vec::new(),
+            events: Vec::new(),
+            threads: Vec::new(),
+            nudger: None,
+        };
+        let mut nudges = Vec::with_capacity(n);
+        for index in 0..n {
+            let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
+            let events = Arc::new(EventQueue::new(config.events_max));
+            set.commands.push(commands.clone());
+            set.events.push(events.clone());
+            let owner = |b: &BookId| shared.slots[b.index()].shard.load(Ordering::Relaxed) as usize;
+            let owned = |b: &BookId| owner(b) == index && config.partition.owns(&registry.get(*b).symbol);
+            let ids: Vec<BookId> = registry.ids().filter(owned).collect();
+            let my_alerts: Vec<(BookId, AlertSpec)> = alerts.iter().filter(|(b, _)| owned(b)).copied().collect();
+            let (config, shared, books) = (config.clone(), shared.clone(), shared.capacity);
+            let life = make(index);
+            let nudge = Arc::new(nudge::Nudge::default());
+            nudges.push(nudge.clone());
+            let placement = match config.cpus.get(index).copied().flatten() {
+                Some(cpu) => Placement::Fixed(cpu),
+                None => Placement::Unbound,
+            };
+            let mut builder = LocalExecutorBuilder::new(placement)
+                .name(&format!("shard-{index}"))
+                .io_memory(1 << 20)
+                .detect_stalls(Some(Box::new(glommio::DefaultStallDetectionHandler {})));
+            if let Some(spin) = spin_before_park {
+                builder = builder.spin_before_park(spin);
+            }
+            let handle = builder
+                .spawn(move || async move {
+                    glommio::spawn_local(nudge.serve()).detach();
+                    let mut market = Market::new(books, &ids, config.depth_levels_max, config.bars_max);
+                    for (book, spec) in my_alerts {
+                        market.insert_alert(book, spec);
+                    }
+                    life(ShardParts { index, config, market, commands, events, shared }).await;
+                })
+                .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
+            set.threads.push(std::thread::spawn(move || {
+                // glommio reports some set-up failures (a too-low memlock limit) only here. A
+                // shard that dies takes its books with it, so the process stops rather than
+                // serve a partial market.
+                if let Err(e) = handle.join() {
+                    tracing::error!("shard {index} failed: {e}");
+                    std::process::exit(1);
+                }
+            }));
+        }
+        set.nudger = Some(nudge::Nudger::start(nudges)?);
+        Ok(set)
+    }
+
+    /// What the shards publish.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Number of shards.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// True when there are no shards.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    /// Queues a command for a shard; at the bound the command is handed back.
+    pub fn send(&self, shard: usize, cmd: Command) -> Result<(), Command> {
+        self.commands[shard].push(cmd)
+    }
+
+    /// A command handle for the front.
+    pub fn commands(&self) -> Commands {
+        Commands::new(self.commands.clone(), self.shared.clone())
+    }
+
+    /// The command queues, one per shard (their depth is a metric).
+    pub fn command_queues(&self) -> Vec<Arc<ArrayQueue<Command>>> {
+        self.commands.clone()
+    }
+
+    /// The event queues, one per shard, for the persistence side.
+    pub fn event_queues(&self) -> Vec<Arc<EventQueue>> {
+        self.events.clone()
+    }
+
+    /// Stops every shard and waits for its executor to exit.
+    pub fn stop(self) {
+        for q in &self.commands {
+            // A full queue still gets the stop: spin until it is taken.
+            let mut cmd = Command::Stop;
+            while let Err(back) = q.push(cmd) {
+                cmd = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        // Woken now, and every NUDGE_PERIOD until they have exited, so no parked executor can
+        // miss its stop.
+        if let Some(n) = &self.nudger {
+            n.wake_all();
+        }
+        for t in self.threads {
+            let _ = t.join();
+        }
+        if let Some(n) = self.nudger {
+            n.stop();
+        }
+    }
+}
+
+fn venue_listed(registry: &Registry, spec: &PairSpec) -> bool {
+    rampart_engine::Venue::ALL.iter().any(|&v| registry.find(v, &spec.symbol()).is_some())
+}
+
+/// What a shard is built from, on its own executor.
+struct ShardParts {
+    index: usize,
+    config: ShardConfig,
+    market: Market,
+    commands: Arc<ArrayQueue<Command>>,
+    events: Arc<EventQueue>,
+    shared: Arc<Shared>,
+}
+
+/// One shard's state, owned by its executor.
+pub(crate) struct Shard {
+    index: usize,
+    config: ShardConfig,
+    market: Market,
+    sim: Option<Sim>,
+    ticks: Vec<Tick>,
+    commands: Arc<ArrayQueue<Command>>,
+    events: EventSender,
+    /// Ticks of the current batch already applied (the rest wait while the backlog drains).
+    ticks_done: usize,
+    shared: Arc<Shared>,
+    applied: u64,
+    level_scratch: LevelScratch,
+    level_bars: [Vec<Candle>; 5],
+    levels_epoch_ms: i64,
+    levels_done: u64,
+    wall_scratch: WallScratch,
+    wall_out: Vec<Wall>,
+    walls_done: u64,
+    /// The site's density alerts on this shard's books, run at each wall scan.
+    density: density::DensityAlerts,
+    metrics_done: u64,
+    /// Per local book: the book whose last price converts its quote to USD (`None` for USD
+    /// quotes and quotes with no USDT pair on any venue).
+    quote_usd: Vec<QuoteUsd>,
+    /// Latencies recorded since the last merge into [`Shared::latency`].
+    latency: Latency,
+    latency_merged_ms: i64,
+    /// When the connection task's last socket read completed, Unix microseconds.
+    pub(crate) read_at_us: i64,
+    /// Books whose levels are due for a recompute at the next round (their first trade since
+    /// start or relisting). Capacity: the shard's book count; at the bound a book waits for its
+    /// turn in the periodic recompute (at most [`LEVELS_PERIOD_MS`]).
+    levels_soon: Vec<BookId>,
+    /// Books listed again by their venue, for the live feed to rebuild and backfill. Capacity:
+    /// the shard's book count (a book is in it at most once: it must be delisted again first).
+    pub(crate) relisted: Vec<BookId>,
+    /// Books added after start, with their venue's names, for the live feed to connect and
+    /// backfill (taken at its next round).
+    pub(crate) added: Vec<(BookId, String)>,
+    /// Books that lost sync, logged at most once per [`live::DESYNC_LOG_PERIOD_MS`] per venue.
+    pub(crate) desyncs: live::DesyncLog,
+}
+
+/// How a book's quote asset converts to USD.
+#[derive(Clone, Copy, Debug)]
+enum QuoteUsd {
+    /// A USD stablecoin.
+    One,
+    /// Through this `QUOTEUSDT` book's last price (the same venue's when it lists one).
+    Via(BookId),
+    /// No conversion known.
+    Unknown,
+}
+
+impl QuoteUsd {
+    fn of(registry: &Registry, id: BookId) -> QuoteUsd {
+        let ins = registry.get(id);
+        if wall::is_usd_quote(&ins.quote) {
+            return QuoteUsd::One;
+        }
+        let pair = format!("{}USDT", ins.quote);
+        let same = registry.find(ins.venue, &pair);
+        let any = rampart_engine::Venue::ALL.iter().find_map(|&v| registry.find(v, &pair));
+        same.or(any).map_or(QuoteUsd::Unknown, QuoteUsd::Via)
+    }
+}
+
+impl Shard {
+    pub(crate) fn new(
+        index: usize,
+        config: ShardConfig,
+        market: Market,
+        sim: Option<Sim>,
+        commands: Arc<ArrayQueue<Command>>,
+        events: Arc<EventQueue>,
+        shared: Arc<Shared>,
+    ) -> Shard {
+        let books = market.books().len();
+        let ticks_max = sim.as_ref().map_or(1024, |s| s.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
+        let level_bars = std::array::from_fn(|_| Vec::with_capacity(config.bars_max));
+        let registry = shared.registry();
+        let quote_usd = market.books().iter().map(|b| QuoteUsd::of(&registry, b.id)).collect();
+        Shard {
+            wall_scratch: WallScratch::new(config.depth_levels_max),
+            wall_out: Vec::with_capacity(wall::WALLS_MAX),
+            walls_done: 0,
+            density: density::DensityAlerts::new(),
+            metrics_done: 0,
+            quote_usd,
+            level_bars,
+            index,
+            config,
+            market,
+            sim,
+            ticks: Vec::with_capacity(ticks_max),
+            commands,
+            events: EventSender::new(events, 64),
+            ticks_done: 0,
+            shared,
+            applied: 0,
+            level_scratch: LevelScratch::default(),
+            levels_epoch_ms: 0,
+            levels_done: 0,
+            latency: Latency::new(),
+            latency_merged_ms: 0,
+            read_at_us: 0,
+            levels_soon: Vec::with_capacity(books),
+            relisted: Vec::with_capacity(books),
+            added: Vec::new(),
+            desyncs: live::DesyncLog::default(),
+        }
+    }
+
+    async fn run(&mut self) {
+        self.shared.stats[self.index].books.store(self.market.books().len() as u64, Ordering::Relaxed);
+        self.load_sim().await;
+        let now = self.config.clock.now_ms();
+        for k in 0..self.market.books().len() {
+            self.recompute_levels(k, now);
+            if k % 32 == 0 {
+                glommio::yield_if_needed().await;
+            }
+        }
+        self.levels_epoch_ms = self.config.clock.now_ms();
+        // Every book's metrics are published before the shard says it is ready.
+        for k in 0..self.market.books().len() {
+            self.publish_metrics(k, self.levels_epoch_ms);
+        }
+        self.shared.stats[self.index].ready.store(true, Ordering::Release);
+        self.emit(ShardEvent::Ready { shard: self.index });
+        self.reserve_backlog();
+        loop {
+            if self.take_commands() {
+                return;
+            }
+            let now = self.config.clock.now_ms();
+            self.flush_backlog();
+            if !self.events.has_backlog() {
+                // Take new ticks only when the previous batch is fully applied.
+                if self.ticks_done == self.ticks.len() {
+                    self.ticks.clear();
+                    self.ticks_done = 0;
+                    if let Some(sim) = self.sim.as_mut() {
+                        sim.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut self.ticks);
+                    }
+                }
+                self.apply_ticks();
+            } else {
+                self.shared.stats[self.index].backpressure_rounds.fetch_add(1, Ordering::Relaxed);
+            }
+            self.levels_soon_due(now);
+            self.levels_due(now);
+            self.walls_due(now);
+            self.metrics_due(now);
+            self.publish_counters();
+            glommio::timer::sleep(self.config.poll_interval).await;
+        }
+    }
+
+    /// Carries out the queued commands; true when told to stop.
+    pub(crate) fn take_commands(&mut self) -> bool {
+        while let Some(cmd) = self.commands.pop() {
+            match cmd {
+                Command::Stop => {
+                    if self.config.fault_hang_on_stop {
+                        // Fault injection: this thread never finishes stopping.
+                        loop {
+                            std::thread::sleep(Duration::from_secs(1));
+                        }
+                    }
+                    return true;
+                }
+                Command::Ping { reply } => {
+                    let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
+                }
+                Command::Candles { book, tf, limit, reply } => {
+                    let bars = self.market.get(book).map_or_else(Vec::new, |s| {
+                        let ring = s.candles.ring(tf);
+                        ring.iter().skip(ring.len().saturating_sub(limit)).copied().collect()
+                    });
+                    let _ = reply.send(bars);
+                }
+                Command::Depth { book, limit, reply } => {
+                    let now = self.config.clock.now_ms();
+                    let view = self.market.get(book).map_or_else(DepthView::default, |s| DepthView {
+                        ts_ms: now,
+                        bids: s.book.bids().iter().take(limit).copied().collect(),
+                        asks: s.book.asks().iter().take(limit).copied().collect(),
+                        in_sync: !s.stale && !s.crossed,
+                    });
+                    let _ = reply.send(view);
+                }
+                Command::AddAlert { book, spec } => {
+                    if self.market.insert_alert(book, spec) {
+                        self.reserve_backlog();
+                    }
+                }
+                Command::RemoveAlert { book, id } => {
+                    self.market.remove_alert(book, id);
+                }
+                Command::Delist { book } => {
+                    if self.market.get(book).is_some_and(|b| !b.delisted) {
+                        let ids = self.market.delist(book);
+                        self.shared.set_status(book, STATUS_DELISTED);
+                        self.emit(ShardEvent::Delisted { book, ids });
+                    }
+                }
+                Command::AddBook { book, native } => self.add_book(book, native),
+                Command::Relist { book } => {
+                    if self.market.relist(book) {
+                        self.shared.set_status(book, STATUS_TRADING);
+                        debug_assert!(self.relisted.len() < self.relisted.capacity());
+                        self.relisted.push(book);
+                    }
+                }
+            }
+            self.shared.stats[self.index].alerts.store(self.market.alert_count() as u64, Ordering::Relaxed);
+        }
+        false
+    }
+
+    /// Takes a book listed after start: allocates it (a command, not a tick), serves it, and
+    /// hands it to the live feed. A book this shard cannot own (beyond the capacity, owned
+    /// already) is left out and reported.
+    fn add_book(&mut self, book: BookId, native: String) {
+        if !self.market.add_book(book, self.config.depth_levels_max, self.config.bars_max) {
+            tracing::error!("shard {}: book {} cannot be added here", self.index, book.0);
+            return;
+        }
+        let registry = self.shared.registry();
+        self.quote_usd.push(QuoteUsd::of(&registry, book));
+        self.levels_soon.reserve_exact(1);
+        self.relisted.reserve_exact(1);
+        if let Some(state) = self.market.get_mut(book) {
+            state.stale = true;
+        }
+        self.shared.stats[self.index].books.fetch_add(1, Ordering::Relaxed);
+        self.shared.set_status(book, STATUS_TRADING);
+        self.added.push((book, native));
+    }
+
+    /// Loads history and initial books for every simulated pair, yielding between pairs.
+    async fn load_sim(&mut self) {
+        let Some(mut sim) = self.sim.take() else {
+            return;
+        };
+        let now = self.config.clock.now_ms();
+        let started = Instant::now();
+        for i in 0..sim.pair_count() {
+            let set = sim.history(i, now, self.config.bars_max);
+            let close = set.ring(rampart_engine::Timeframe::M5).newest().map_or(0, |c| c.close.0);
+            let ids: Vec<BookId> = sim.pair_books(i).collect();
+            for id in ids {
+                if let Some(state) = self.market.get_mut(id) {
+                    state.candles = set.clone();
+                    state.last_price = rampart_engine::Price(close);
+                }
+                self.shared.slots[id.index()].price.store(close, Ordering::Relaxed);
+                self.shared.slots[id.index()].price_ts.store(now, Ordering::Relaxed);
+            }
+            sim.start_pair(i, now, &mut self.ticks);
+            self.apply_ticks();
+            // No alert is evaluated against the initial books (they hold no trades), so the
+            // whole batch was applied.
+            debug_assert_eq!(self.ticks_done, self.ticks.len());
+            self.ticks.clear();
+            self.ticks_done = 0;
+            glommio::yield_if_needed().await;
+        }
+        tracing::info!(
+            "shard {}: {} books, {} pairs loaded in {} ms",
+            self.index,
+            self.market.books().len(),
+            sim.pair_count(),
+            started.elapsed().as_millis()
+        );
+        self.sim = Some(sim);
+    }
+
+    /// Recomputes the level sets that are due: book `k` of `n` at `k/n` of each period, so the
+    /// work is spread evenly over the minute.
+    pub(crate) fn levels_due(&mut self, now: i64) {
+        let n = self.market.books().len() as u64;
+        if n == 0 {
+            return;
+        }
+        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
+        let target = (elapsed * u128::from(n) / LEVELS_PERIOD_MS as u128) as u64;
+        let mut budget = LEVEL_RECOMPUTES_PER_ROUND_MAX;
+        while self.levels_done < target && budget > 0 {
+            self.recompute_levels((self.levels_done % n) as usize, now);
+            self.levels_done += 1;
+            budget -= 1;
+        }
+    }
+
+    /// Recomputes the levels of books that saw their first trade, a few per round.
+    pub(crate) fn levels_soon_due(&mut self, now: i64) {
+        let take = self.levels_soon.len().min(LEVEL_RECOMPUTES_PER_ROUND_MAX);
+        for j in 0..take {
+            let id = self.levels_soon[j];
+            if let Some(k) = self.market.books().iter().position(|b| b.id == id) {
+                self.recompute_levels(k, now);
+            }
+        }
+        self.levels_soon.drain(..take);
+    }
+
+    /// The price a book's levels and walls are measured against: its last trade, else (before
+    /// the first trade) the backfilled close it was given, else the book's mid; zero when none
+    /// is known yet.
+    fn reference_price(state: &rampart_engine::market::BookState) -> rampart_engine::Price {
+        if state.last_price.0 > 0 {
+            return state.last_price;
+        }
+        state.book.mid().unwrap_or_default()
+    }
+
+    /// Rescans the books that are due for walls, each once per [`WALLS_PERIOD_MS`], spread.
+    pub(crate) fn walls_due(&mut self, now: i64) {
+        let n = self.market.books().len() as u64;
+        if n == 0 {
+            return;
+        }
+        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
+        let target = (elapsed * u128::from(n) / WALLS_PERIOD_MS as u128) as u64;
+        let mut budget = WALL_SCANS_PER_ROUND_MAX;
+        while self.walls_done < target && budget > 0 {
+            self.scan_walls((self.walls_done % n) as usize, now);
+            self.walls_done += 1;
+            budget -= 1;
+        }
+    }
+
+    /// Recomputes the metrics of the books that are due, each once per
+    /// [`pair_metrics::METRICS_PERIOD_MS`], spread over the period.
+    pub(crate) fn metrics_due(&mut self, now: i64) {
+        let n = self.market.books().len() as u64;
+        if n == 0 {
+            return;
+        }
+        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
+        let target = (elapsed * u128::from(n) / pair_metrics::METRICS_PERIOD_MS as u128) as u64;
+        let mut budget = pair_metrics::METRICS_PER_ROUND_MAX;
+        while self.metrics_done < target && budget > 0 {
+            self.publish_metrics((self.metrics_done % n) as usize, now);
+            self.metrics_done += 1;
+            budget -= 1;
+        }
+    }
+
+    /// The USD price of local book `k`'s quote asset, when known.
+    fn quote_usd(&self, k: usize) -> Option<f64> {
+        match self.quote_usd[k] {
+            QuoteUsd::One => Some(1.0),
+            QuoteUsd::Via(book) => {
+                let p = self.shared.slots[book.index()].price.load(Ordering::Relaxed);
+                (p > 0).then(|| rampart_engine::Price(p).to_f64())
+            }
+            QuoteUsd::Unknown => None,
+        }
+    }
+
+    /// Computes one book's metrics and publishes them. Not on the tick path: one small
+    /// allocation per book per period, like the wall scans.
+    pub(crate) fn publish_metrics(&mut self, k: usize, now: i64) {
+        let quote_usd = self.quote_usd(k);
+        let state = &self.market.books()[k];
+        let slot = &self.shared.slots[state.id.index()];
+        let walls = slot.densities.load();
+        let m = pair_metrics::PairMetrics::compute(state, Self::reference_price(state), now, &walls, quote_usd);
+        slot.metrics.store(Arc::new(m));
+    }
+
+    /// Scans one book for walls against its last price and publishes the result. A crossed
+    /// book publishes no walls until it is rebuilt.
+    pub(crate) fn scan_walls(&mut self, k: usize, now: i64) {
+        let min_ratio = self.config.walls_min_ratio;
+        let state = &mut self.market.books_mut()[k];
+        let price = Self::reference_price(state);
+        let usable = !(state.crossed || state.stale);
+        if !usable {
+            self.wall_out.clear();
+        } else {
+            wall::scan(
+                &state.book,
+                price,
+                now,
+                min_ratio,
+                &mut state.walls,
+                &mut self.wall_scratch,
+                &mut self.wall_out,
+            );
+        }
+        let id = state.id;
+        let quote_usd = self.quote_usd(k);
+        let walls = self
+            .wall_out
+            .iter()
+            .map(|w| PublishedWall { wall: *w, usd: quote_usd.map(|q| wall::usd_value(w.qty, w.price, q)) })
+            .collect();
+        self.shared.publish_densities(id, DensitySnapshot { ts_ms: now, price: price.0, walls });
+        self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
+        // A book not served (crossed, stale) says nothing about its walls: the density alerts
+        // neither fire nor forget what they fired for until it is served again.
+        if usable {
+            self.run_density_alerts(id, quote_usd, now);
+        }
+    }
+
+    /// Takes the newest site alert set, then runs the scan just made of `book` through the
+    /// density alerts watching it; firings go to the event queue like price alerts' (never
+    /// dropped: behind the backlog when the queue is full).
+    fn run_density_alerts(&mut self, book: BookId, quote_usd: Option<f64>, now: i64) {
+        let (shared, index) = (&self.shared, self.index);
+        self.density.sync(&shared.site_alerts.load(), |b| {
+            shared.slots.get(b.index()).is_some_and(|s| s.shard.load(Ordering::Acquire) as usize == index)
+        });
+        if self.density.is_empty() {
+            return;
+        }
+        let venue = self.shared.registry().get(book).venue;
+        let n = self.density.on_scan(venue, book, &self.wall_out, quote_usd, now).len();
+        for i in 0..n {
+            let firing = self.density.fired(i);
+            self.emit(ShardEvent::DensityFired { book, firing });
+        }
+    }
+
+    /// Recomputes one book's levels from its candles and publishes them, then resets the
+    /// book's trade watermarks (after the snapshot, so readers never pair a new watermark with
+    /// an old snapshot).
+    /// Without any price (no trade, no history, no book yet) nothing is computed: levels typed
+    /// against zero would all be resistance; the first trade or the history brings a recompute.
+    pub(crate) fn recompute_levels(&mut self, k: usize, now: i64) {
+        let state = &mut self.market.books_mut()[k];
+        let price = Self::reference_price(state);
+        if price.0 <= 0 {
+            return;
+        }
+        compute_from_set(&state.candles, now, price, &mut self.level_bars, &mut self.level_scratch, &mut state.levels);
+        let i = state.id.index();
+        let snapshot = LevelSnapshot { computed_ms: now, levels: state.levels.levels().to_vec() };
+        let slot = &self.shared.slots[i];
+        slot.levels.store(Arc::new(snapshot));
+        slot.trade_high.store(i64::MIN, Ordering::Release);
+        slot.trade_low.store(i64::MAX, Ordering::Release);
+        self.shared.stats[self.index].level_recomputes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The hot path: applies buffered ticks and publishes what changed. No allocation. Stops
+    /// early when an alert firing could not be queued (backpressure): the remaining ticks wait
+    /// until the backlog has drained.
+    fn apply_ticks(&mut self) {
+        while self.ticks_done < self.ticks.len() {
+            let tick = self.ticks[self.ticks_done];
+            self.ticks_done += 1;
+            self.apply_tick(&tick);
+            if self.events.has_backlog() {
+                break;
+            }
+        }
+        self.shared.stats[self.index].ticks.store(self.applied, Ordering::Relaxed);
+    }
+
+    /// Applies one tick and publishes what it changed; firings the queue cannot take go to the
+    /// backlog (the caller stops taking ticks while it is not empty). No allocation.
+    pub(crate) fn apply_tick(&mut self, tick: &Tick) {
+        let tick = *tick;
+        self.applied += 1;
+        {
+            match self.market.apply(&tick) {
+                Outcome::Trade { price, levels_consumed, first } => {
+                    if first && self.levels_soon.len() < self.levels_soon.capacity() {
+                        self.levels_soon.push(tick.book);
+                    }
+                    let slot = &self.shared.slots[tick.book.index()];
+                    slot.price.store(price.0, Ordering::Relaxed);
+                    slot.price_ts.store(tick.ts_ms, Ordering::Relaxed);
+                    if price.0 > slot.trade_high.load(Ordering::Relaxed) {
+                        slot.trade_high.store(price.0, Ordering::Relaxed);
+                    }
+                    if price.0 < slot.trade_low.load(Ordering::Relaxed) {
+                        slot.trade_low.store(price.0, Ordering::Relaxed);
+                    }
+                    if levels_consumed > 0 {
+                        self.shared.stats[self.index]
+                            .levels_consumed
+                            .fetch_add(levels_consumed as u64, Ordering::Relaxed);
+                    }
+                    if !self.market.firings().is_empty() {
+                        self.forward_firings(tick.book);
+                    }
+                }
+                Outcome::Crossed => self.emit(ShardEvent::BookCrossed { book: tick.book, ts_ms: tick.ts_ms }),
+                Outcome::Level(_) => {}
+                Outcome::NotOwned => debug_assert!(false, "tick routed to the wrong shard"),
+                Outcome::Delisted => {}
+            }
+        }
+    }
+
+    /// Sends the last tick's firings to the persistence side, in order; what the queue cannot
+    /// take goes to the backlog (whose room is reserved, so this does not allocate).
+    fn forward_firings(&mut self, book: BookId) {
+        let n = self.market.firings().len();
+        for k in 0..n {
+            let ev = ShardEvent::Fired { book, firing: self.market.firings()[k] };
+            self.events.enqueue(ev);
+        }
+        self.shared.stats[self.index].firings.fetch_add(n as u64, Ordering::Relaxed);
+        self.market.clear_firings();
+        self.events.wake();
+    }
+
+    /// Keeps room in the backlog for one tick's firings on the largest alert book, plus slack.
+    pub(crate) fn reserve_backlog(&mut self) {
+        let want = self.market.books().iter().map(|b| b.alerts.len()).max().unwrap_or(0) + 64;
+        self.events.reserve(want);
+    }
+
+    /// Queues an event for the persistence side, behind anything already waiting, and wakes it.
+    pub(crate) fn emit(&mut self, ev: ShardEvent) {
+        self.events.send(ev);
+    }
+
+    /// Merges the latencies recorded since the last call into [`Shared::latency`], at most every
+    /// [`LATENCY_PUBLISH_MS`] (the only place the lock is taken, never on the tick path).
+    pub(crate) fn merge_latency(&mut self, now_ms: i64) {
+        if now_ms - self.latency_merged_ms < LATENCY_PUBLISH_MS || self.latency.tick_to_decision_us.is_empty() {
+            return;
+        }
+        self.latency_merged_ms = now_ms;
+        if let Ok(mut shared) = self.shared.latency[self.index].lock() {
+            let _ = shared.tick_to_decision_us.add(&self.latency.tick_to_decision_us);
+            let _ = shared.read_to_decision_us.add(&self.latency.read_to_decision_us);
+        }
+        self.latency.tick_to_decision_us.reset();
+        self.latency.read_to_decision_us.reset();
+    }
+
+    pub(crate) fn publish_counters(&mut self) {
+        let crossed = self.market.books().iter().filter(|b| b.crossed).count() as u64;
+        self.shared.stats[self.index].crossed_books.store(crossed, Ordering::Relaxed);
+    }
+
+    /// True while events wait for room on the queue to the writer (no new tick is taken).
+    pub(crate) fn has_backlog(&self) -> bool {
+        self.events.has_backlog()
+    }
+
+    pub(crate) fn flush_backlog(&mut self) {
+        self.events.flush();
+    }
+}

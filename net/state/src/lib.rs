@@ -1,0 +1,21 @@
+//! The ground floor: what the shards and the board thread publish and every other part reads
+//! (`Shared` and its per-book records, the board, per-pair metrics, counters), the commands and
+//! events that cross between threads with their bounded queues, which shard and which cluster
+//! partition own a pair, and the active site alerts; beside them the process's one clock
+//! (`clock`), its one JSON writer (`json`) and the bounded stop sequence (`shutdown`). It
+//! depends on no other crate of the runtime.
+
+pub mod board;
+pub mod clock;
+pub mod commands;
+pub mod events;
+pub mod json;
+pub mod pair_metrics;
+pub mod partition;
+pub mod shared;
+pub mod shutdown;
+pub mod site_alerts;
+
+pub use commands::*;
+pub use events::*;
+pub use shared::*;

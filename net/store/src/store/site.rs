@@ -1,0 +1,575 @@
+//! The site's density and market alerts (`site_alerts`, SQLite schema version 6): typed
+//! rows with a strict mapping (an unknown stored value is an error naming its column), the
+//! per-kind caps counted in the same statement group as the insert, and the firings the writer
+//! records (inbox entry, count, status). Every change bumps `site_alerts_version`, which the
+//! running service watches (`site_alerts::watch`).
+
+use super::{queue_telegram, unknown, AlertStatus, Render, Store, StoreError};
+use crate::db::{vals, Column, Db, Row};
+use rampart_engine::book::Side;
+use rampart_engine::site_alert::{Direction, WallSide};
+use rampart_engine::{Timeframe, Venue};
+use rampart_state::board::BoardNumber;
+
+/// The stored spelling of a wall side.
+pub fn side_str(side: WallSide) -> &'static str {
+    match side {
+        WallSide::Bid => "bid",
+        WallSide::Ask => "ask",
+        WallSide::Any => "any",
+    }
+}
+
+/// The side spelled `s`.
+pub fn parse_side(s: &str) -> Option<WallSide> {
+    [WallSide::Bid, WallSide::Ask, WallSide::Any].into_iter().find(|w| side_str(*w) == s)
+}
+
+/// The stored spelling of a direction.
+pub fn direction_str(d: Direction) -> &'static str {
+    match d {
+        Direction::Above => "above",
+        Direction::Below => "below",
+    }
+}
+
+/// The direction spelled `s`.
+pub fn parse_direction(s: &str) -> Option<Direction> {
+    [Direction::Above, Direction::Below].into_iter().find(|d| direction_str(*d) == s)
+}
+
+/// What a site alert watches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SiteCondition {
+    /// A wall appears.
+    Density {
+        /// The pair; `None`: every pair of the venue.
+        symbol: Option<String>,
+        /// Sides watched.
+        side: WallSide,
+        /// Smallest wall value, USD.
+        min_usd: f64,
+        /// Largest distance from the price, percent.
+        max_dist_pct: f64,
+        /// Youngest wall that counts, seconds.
+        min_age_s: u32,
+    },
+    /// A board number crosses a threshold.
+    Market {
+        /// The number.
+        number: BoardNumber,
+        /// Its interval.
+        interval: Timeframe,
+        /// Which way.
+        direction: Direction,
+        /// The threshold.
+        threshold: f64,
+    },
+}
+
+impl SiteCondition {
+    /// `density` or `market`, as stored and answered.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SiteCondition::Density { .. } => "density",
+            SiteCondition::Market { .. } => "market",
+        }
+    }
+}
+
+/// A create request whose fields are well-formed (the pair and the caps are checked after).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteRequest {
+    /// The venue.
+    pub exchange: Venue,
+    /// The condition.
+    pub condition: SiteCondition,
+    /// Fire again (density: for each new appearance; market: after crossing back).
+    pub repeat: bool,
+    /// Label (empty when absent).
+    pub note: String,
+}
+
+/// A new site alert, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewSiteAlert {
+    /// Owning account.
+    pub account_id: i64,
+    /// The request.
+    pub request: SiteRequest,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: i64,
+}
+
+/// A stored site alert.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteAlertRow {
+    /// Id (its own sequence, apart from the API's alerts).
+    pub id: i64,
+    /// Owning account.
+    pub account_id: i64,
+    /// The venue.
+    pub exchange: Venue,
+    /// The condition.
+    pub condition: SiteCondition,
+    /// Repeating.
+    pub repeat: bool,
+    /// Label.
+    pub note: String,
+    /// Active, or triggered (a non-repeating alert that fired).
+    pub status: AlertStatus,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: i64,
+    /// Last firing, Unix milliseconds.
+    pub last_triggered_ms: Option<i64>,
+    /// Firings so far.
+    pub trigger_count: i64,
+}
+
+const SITE_COLUMNS: &str = "id, account_id, kind, exchange, symbol, side, min_usd, max_dist_pct, min_age_s, number, \
+     interval, direction, threshold, repeat, note, status, trigger_count, last_triggered_ms, created_ms";
+
+/// One firing of a site alert, as the writer records it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteFiringRecord {
+    /// Alert id.
+    pub alert_id: i64,
+    /// When, Unix milliseconds.
+    pub ts_ms: i64,
+    /// The alert does not repeat: this was its only firing.
+    pub last: bool,
+    /// What fired it.
+    pub detail: SiteFiringDetail,
+}
+
+/// What fired a site alert.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SiteFiringDetail {
+    /// A wall.
+    Density {
+        /// Its pair.
+        symbol: String,
+        /// Its side.
+        side: Side,
+        /// Its price (fixed point, 10^-8).
+        price: i64,
+        /// Its size (fixed point, 10^-8).
+        qty: u64,
+        /// Its USD value.
+        usd: f64,
+        /// Signed distance from the price, percent.
+        dist_pct: f64,
+        /// How long it has stood, milliseconds.
+        age_ms: i64,
+    },
+    /// A board number.
+    Market {
+        /// Its value.
+        value: f64,
+    },
+}
+
+fn site_row(r: &Row<'_>) -> Result<SiteAlertRow, StoreError> {
+    let kind: String = r.get(2)?;
+    let exchange: String = r.get(3)?;
+    let exchange = Venue::ALL
+        .into_iter()
+        .find(|v| v.as_str() == exchange)
+        .ok_or_else(|| unknown(format!("exchange '{exchange}'")))?;
+    let condition = match kind.as_str() {
+        "density" => density_condition(r)?,
+        "market" => market_condition(r)?,
+        other => return Err(unknown(format!("kind '{other}'"))),
+    };
+    let status: String = r.get(15)?;
+    Ok(SiteAlertRow {
+        id: r.get(0)?,
+        account_id: r.get(1)?,
+        exchange,
+        condition,
+        repeat: r.get(13)?,
+        note: r.get(14)?,
+        status: AlertStatus::parse(&status).ok_or_else(|| unknown(format!("status '{status}'")))?,
+        trigger_count: r.get(16)?,
+        last_triggered_ms: r.get(17)?,
+        created_ms: r.get(18)?,
+    })
+}
+
+/// A required column of one kind: NULL is an error naming it.
+fn need<T>(r: &Row<'_>, col: usize, name: &str) -> Result<T, StoreError>
+where
+    Option<T>: Column,
+{
+    r.get::<Option<T>>(col)?.ok_or_else(|| unknown(format!("{name} NULL")))
+}
+
+fn density_condition(r: &Row<'_>) -> Result<SiteCondition, StoreError> {
+    let side: String = need(r, 5, "side")?;
+    let min_age: i64 = need(r, 8, "min_age_s")?;
+    Ok(SiteCondition::Density {
+        symbol: r.get(4)?,
+        side: parse_side(&side).ok_or_else(|| unknown(format!("side '{side}'")))?,
+        min_usd: need(r, 6, "min_usd")?,
+        max_dist_pct: need(r, 7, "max_dist_pct")?,
+        min_age_s: u32::try_from(min_age).map_err(|_| unknown(format!("min_age_s {min_age}")))?,
+    })
+}
+
+fn market_condition(r: &Row<'_>) -> Result<SiteCondition, StoreError> {
+    let (number, interval, direction): (String, String, String) =
+        (need(r, 9, "number")?, need(r, 10, "interval")?, need(r, 11, "direction")?);
+    Ok(SiteCondition::Market {
+        number: BoardNumber::parse(&number).ok_or_else(|| unknown(format!("number '{number}'")))?,
+        interval: Timeframe::parse(&interval).ok_or_else(|| unknown(format!("interval '{interval}'")))?,
+        direction: parse_direction(&direction).ok_or_else(|| unknown(format!("direction '{direction}'")))?,
+        threshold: need(r, 12, "threshold")?,
+    })
+}
+
+fn bump(db: &Db) -> Result<(), StoreError> {
+    db.execute("UPDATE meta SET value = value + 1 WHERE key = 'site_alerts_version'", &[])?;
+    Ok(())
+}
+
+impl Store {
+    /// Stores a site alert unless the account already has `cap` active ones of its kind, and
+    /// returns its row (`None` at the cap). Count, insert and version bump are one savepoint
+    /// (committed when this returns, or with the storage thread's group), under the account's
+    /// lock on PostgreSQL so the cap holds across nodes.
+    pub fn insert_site_alert(&self, a: &NewSiteAlert, cap: u32) -> Result<Option<SiteAlertRow>, StoreError> {
+        self.db.in_savepoint("site_insert", || self.insert_site_alert_inner(a, cap))
+    }
+
+    fn insert_site_alert_inner(&self, a: &NewSiteAlert, cap: u32) -> Result<Option<SiteAlertRow>, StoreError> {
+        let req = &a.request;
+        let kind = req.condition.kind();
+        self.lock_account(a.account_id)?;
+        let active: i64 = self.db.query_one(
+            "SELECT COUNT(*) FROM site_alerts WHERE account_id = ?1 AND kind = ?2 AND status = 'active' AND deleted_ms IS NULL",
+            vals![a.account_id, kind],
+            |r| r.get(0),
+        )?;
+        if active >= i64::from(cap) {
+            return Ok(None);
+        }
+        let (symbol, side, min_usd, max_dist, min_age) = match &req.condition {
+            SiteCondition::Density { symbol, side, min_usd, max_dist_pct, min_age_s } => (
+                symbol.as_deref(),
+                Some(side_str(*side)),
+                Some(*min_usd),
+                Some(*max_dist_pct),
+                Some(i64::from(*min_age_s)),
+            ),
+            SiteCondition::Market { .. } => (None, None, None, None, None),
+        };
+        let (number, interval, direction, threshold) = match &req.condition {
+            SiteCondition::Market { number, interval, direction, threshold } => {
+                (Some(number.as_str()), Some(interval.as_str()), Some(direction_str(*direction)), Some(*threshold))
+            }
+            SiteCondition::Density { .. } => (None, None, None, None),
+        };
+        let sql = format!(
+            "INSERT INTO site_alerts (account_id, kind, exchange, symbol, side, min_usd, max_dist_pct, min_age_s, number,
+                interval, direction, threshold, repeat, note, status, created_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', ?15) RETURNING {SITE_COLUMNS}"
+        );
+        let params = vals![
+            a.account_id,
+            kind,
+            req.exchange.as_str(),
+            symbol,
+            side,
+            min_usd,
+            max_dist,
+            min_age,
+            number,
+            interval,
+            direction,
+            threshold,
+            req.repeat,
+            &req.note,
+            a.created_ms
+        ];
+        let row = self.db.query_one(&sql, params, site_row)?;
+        bump(&self.db)?;
+        Ok(Some(row))
+    }
+
+    /// One site alert by id (deleted ones excluded).
+    pub fn site_alert(&self, id: i64) -> Result<Option<SiteAlertRow>, StoreError> {
+        let sql = format!("SELECT {SITE_COLUMNS} FROM site_alerts WHERE id = ?1 AND deleted_ms IS NULL");
+        self.db.query_opt(&sql, vals![id], site_row)
+    }
+
+    /// An account's site alerts (active and triggered), by id.
+    pub fn list_site_alerts(&self, account_id: i64) -> Result<Vec<SiteAlertRow>, StoreError> {
+        let sql =
+            format!("SELECT {SITE_COLUMNS} FROM site_alerts WHERE account_id = ?1 AND deleted_ms IS NULL ORDER BY id");
+        self.db.query(&sql, vals![account_id], site_row)
+    }
+
+    /// Every active site alert, by id (what the running service evaluates).
+    pub fn active_site_alerts(&self) -> Result<Vec<SiteAlertRow>, StoreError> {
+        let sql = format!(
+            "SELECT {SITE_COLUMNS} FROM site_alerts WHERE status = 'active' AND deleted_ms IS NULL ORDER BY id"
+        );
+        self.db.query(&sql, &[], site_row)
+    }
+
+    /// Deletes an account's site alert; `None` when it has no such (undeleted) alert. The
+    /// conditional update and the version bump are one savepoint.
+    pub fn delete_site_alert(&self, account_id: i64, id: i64, now_ms: i64) -> Result<Option<SiteAlertRow>, StoreError> {
+        let sql = format!(
+            "UPDATE site_alerts SET deleted_ms = ?3 WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL
+             RETURNING {SITE_COLUMNS}"
+        );
+        self.db.in_savepoint("site_delete", || {
+            let row = self.db.query_opt(&sql, vals![id, account_id, now_ms], site_row)?;
+            if row.is_some() {
+                bump(&self.db)?;
+            }
+            Ok(row)
+        })
+    }
+
+    /// The counter every site-alert change bumps.
+    pub fn site_alerts_version(&self) -> Result<i64, StoreError> {
+        self.db.query_one("SELECT value FROM meta WHERE key = 'site_alerts_version'", &[], |r| r.get(0))
+    }
+
+    /// Records site firings in one transaction: each alert's count, last time and status, and
+    /// a `density.triggered` or `market.triggered` inbox entry. Firings of alerts no longer
+    /// active (deleted, or a non-repeating one that already fired on another shard) are
+    /// skipped: the count and status change in one conditional statement, so of two firings
+    /// racing to end an alert one is recorded. A firing that ends an alert bumps the version,
+    /// so every evaluator drops it. With Telegram on, each recorded firing also queues a
+    /// message to the account's chat. Returns how many were recorded.
+    pub fn record_site_firings(
+        &mut self,
+        firings: &[SiteFiringRecord],
+        texts: &dyn Render,
+    ) -> Result<usize, StoreError> {
+        let (db, telegram) = (&self.db, self.telegram);
+        let update = format!(
+            "UPDATE site_alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2,
+                status = CASE WHEN ?3 THEN 'triggered' ELSE status END
+             WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL RETURNING {SITE_COLUMNS}"
+        );
+        db.in_transaction_of(|| {
+            let mut recorded = 0;
+            let mut ended = false;
+            for f in firings {
+                let Some(row) = db.query_opt(&update, vals![f.alert_id, f.ts_ms, f.last], site_row)? else {
+                    continue;
+                };
+                let (kind, body) = texts.site_fired(&row, f);
+                db.execute(
+                    "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    vals![row.account_id, kind, row.id, &body, f.ts_ms],
+                )?;
+                if telegram {
+                    let text = || texts.telegram_site_fired(&row, f);
+                    queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
+                }
+                recorded += 1;
+                ended |= f.last;
+            }
+            if ended {
+                bump(db)?;
+            }
+            Ok(recorded)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SiteRequest;
+    use super::*;
+    use crate::text::Texts;
+    use rampart_engine::site_alert::WallSide;
+
+    use crate::store::on_each_backend;
+
+    fn density(account_id: i64, repeat: bool) -> NewSiteAlert {
+        let condition = SiteCondition::Density {
+            symbol: None,
+            side: WallSide::Bid,
+            min_usd: 1_000.5,
+            max_dist_pct: 2.0,
+            min_age_s: 30,
+        };
+        NewSiteAlert {
+            account_id,
+            request: SiteRequest { exchange: Venue::Okx, condition, repeat, note: "n".into() },
+            created_ms: 5,
+        }
+    }
+
+    fn market(account_id: i64) -> NewSiteAlert {
+        let condition = SiteCondition::Market {
+            number: BoardNumber::Up5,
+            interval: Timeframe::H4,
+            direction: rampart_engine::site_alert::Direction::Below,
+            threshold: 2.5,
+        };
+        NewSiteAlert {
+            account_id,
+            request: SiteRequest { exchange: Venue::Bitget, condition, repeat: true, note: String::new() },
+            created_ms: 6,
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_and_caps_are_per_kind() {
+        on_each_backend("site-caps", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("free", None, 1).expect("key").account_id;
+            let v0 = s.site_alerts_version().expect("version");
+            let d = s.insert_site_alert(&density(a, false), 1).expect("insert").expect("room");
+            assert_eq!(
+                (d.exchange, &d.condition, d.repeat, d.status),
+                (Venue::Okx, &density(a, false).request.condition, false, AlertStatus::Active)
+            );
+            assert!(s.insert_site_alert(&density(a, false), 1).expect("insert").is_none(), "density cap 1 reached");
+            let m = s.insert_site_alert(&market(a), 1).expect("insert").expect("the market cap is its own");
+            assert_eq!(m.condition, market(a).request.condition);
+            assert_eq!(s.site_alerts_version().expect("version"), v0 + 2);
+            assert_eq!(s.list_site_alerts(a).expect("list").len(), 2);
+            assert_eq!(s.active_site_alerts().expect("active").len(), 2);
+            // Another account cannot delete it; its owner can, and it is gone from every list.
+            assert!(s.delete_site_alert(a + 1, d.id, 9).expect("delete").is_none());
+            assert!(s.delete_site_alert(a, d.id, 9).expect("delete").is_some());
+            assert!(s.delete_site_alert(a, d.id, 9).expect("delete").is_none(), "already deleted");
+            assert_eq!(s.list_site_alerts(a).expect("list").len(), 1);
+            assert_eq!(s.site_alerts_version().expect("version"), v0 + 3);
+            assert!(s.insert_site_alert(&density(a, false), 1).expect("insert").is_some(), "room again");
+            // A stored value this build does not know is an error naming its column.
+            s.db.execute("UPDATE site_alerts SET side = 'middle' WHERE id = ?1", vals![d.id]).expect("corrupt");
+            s.db.execute("UPDATE site_alerts SET deleted_ms = NULL WHERE id = ?1", vals![d.id]).expect("undelete");
+            let e = s.list_site_alerts(a).expect_err("unknown side");
+            assert!(e.to_string().contains("side 'middle'"), "{e}");
+        });
+    }
+
+    #[test]
+    fn firings_reach_the_inbox_once_and_end_a_non_repeating_alert() {
+        on_each_backend("site-firings", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("key").account_id;
+            let once = s.insert_site_alert(&density(a, false), 10).expect("insert").expect("room");
+            let rep = s.insert_site_alert(&market(a), 10).expect("insert").expect("room");
+            let wall = SiteFiringDetail::Density {
+                symbol: "BTCUSDT".into(),
+                side: Side::Bid,
+                price: 6_400_000_000_000,
+                qty: 250_000_000,
+                usd: 160_000.0,
+                dist_pct: -1.25,
+                age_ms: 31_000,
+            };
+            let f = |id, ts_ms, last, detail: &SiteFiringDetail| SiteFiringRecord {
+                alert_id: id,
+                ts_ms,
+                last,
+                detail: detail.clone(),
+            };
+            let v0 = s.site_alerts_version().expect("version");
+            // The same non-repeating alert firing on two shards at once: the first is recorded.
+            let n = s
+                .record_site_firings(
+                    &[
+                        f(once.id, 100, true, &wall),
+                        f(once.id, 101, true, &wall),
+                        f(rep.id, 102, false, &SiteFiringDetail::Market { value: 2.0 }),
+                    ],
+                    &Texts,
+                )
+                .expect("record");
+            assert_eq!(n, 2);
+            assert_eq!(s.site_alerts_version().expect("version"), v0 + 1, "an alert ended");
+            let rows = s.list_site_alerts(a).expect("list");
+            assert_eq!(
+                (rows[0].status, rows[0].trigger_count, rows[0].last_triggered_ms),
+                (AlertStatus::Triggered, 1, Some(100))
+            );
+            assert_eq!((rows[1].status, rows[1].trigger_count), (AlertStatus::Active, 1));
+            assert_eq!(s.active_site_alerts().expect("active").len(), 1);
+            let inbox = s.inbox(a, 10).expect("inbox");
+            assert_eq!(
+                inbox.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+                ["market.triggered", "density.triggered"]
+            );
+            let body: serde_json::Value = serde_json::from_str(&inbox[1].body).expect("json");
+            assert_eq!(body["wall"]["price"], 64_000.0);
+            assert_eq!(body["wall"]["qty"], 2.5);
+            assert_eq!(body["wall"]["ageS"], 31);
+            assert_eq!(body["alert"]["status"], "triggered");
+            assert_eq!(body["alert"]["minUsd"], 1_000.5);
+            assert_eq!(body["alert"]["symbol"], serde_json::Value::Null);
+            let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("json");
+            assert_eq!((body["value"].as_f64(), body["alert"]["interval"].as_str()), (Some(2.0), Some("4h")));
+            // A deleted alert's firing is not recorded.
+            s.delete_site_alert(a, rep.id, 200).expect("delete");
+            assert_eq!(
+                s.record_site_firings(&[f(rep.id, 201, false, &SiteFiringDetail::Market { value: 1.0 })], &Texts)
+                    .expect("record"),
+                0
+            );
+        });
+    }
+
+    #[test]
+    fn site_firings_reach_the_accounts_telegram_chat() {
+        on_each_backend("site-telegram", |at| {
+            let mut s = at.open().with_telegram(true);
+            let a = s.create_account_with_key("developer", None, 1).expect("key").account_id;
+            let b = s.create_account_with_key("developer", None, 1).expect("key").account_id;
+            s.set_telegram_chat(a, Some("@desk_alerts")).expect("chat");
+            let dens = s.insert_site_alert(&density(a, true), 10).expect("insert").expect("room");
+            let mark = s.insert_site_alert(&market(a), 10).expect("insert").expect("room");
+            let other = s.insert_site_alert(&market(b), 10).expect("insert").expect("room");
+            let wall = SiteFiringDetail::Density {
+                symbol: "ETHUSDT".into(),
+                side: Side::Ask,
+                price: 300_000_000_000,
+                qty: 1_000_000_000,
+                usd: 30_000.0,
+                dist_pct: 0.5,
+                age_ms: 45_000,
+            };
+            let market_fired = SiteFiringDetail::Market { value: 2.0 };
+            let f = |id, detail: &SiteFiringDetail| SiteFiringRecord {
+                alert_id: id,
+                ts_ms: 50,
+                last: false,
+                detail: detail.clone(),
+            };
+            let n = s.record_site_firings(
+                &[f(dens.id, &wall), f(mark.id, &market_fired), f(other.id, &market_fired)],
+                &Texts,
+            );
+            assert_eq!(n.expect("record"), 3);
+            let due = s.due_deliveries(50, 100).expect("due");
+            assert_eq!(due.len(), 2, "b has no chat: {due:?}");
+            let texts: Vec<String> = due
+                .iter()
+                .map(|r| {
+                    assert_eq!(
+                        (r.channel, r.url.as_str(), r.account_id),
+                        (super::super::Channel::Telegram, "@desk_alerts", a)
+                    );
+                    let v: serde_json::Value = serde_json::from_str(&r.body).expect("json");
+                    assert_eq!(v["chat_id"], "@desk_alerts");
+                    v["text"].as_str().unwrap_or_default().to_owned()
+                })
+                .collect();
+            assert_eq!(
+                texts[0],
+                format!("ETHUSDT · okx\nWall: ask 10 at 3000 ($30000), 0.50% from the price, 45 s old\ndensity alert #{}\nNote: n", dens.id)
+            );
+            assert_eq!(texts[1], format!("bitget market\nup5 (4h) is below 2.5: now 2.0\nmarket alert #{}", mark.id));
+        });
+    }
+}

@@ -1,0 +1,141 @@
+//! The texts of the API's price and percent alerts: the Alert resource's JSON, the
+//! `alert.triggered` event body (the webhook's body and the inbox entry, byte for byte) and the
+//! `alert.delisted` notice.
+
+use rampart_engine::alert::Condition;
+
+use crate::store::{condition_columns, AlertRow, FiringRecord};
+use rampart_state::clock;
+use rampart_state::json::Json;
+
+/// Writes one Alert resource exactly as the spec names its fields.
+pub fn write_alert(j: &mut Json, a: &AlertRow) {
+    j.raw("{\"id\":").int(a.id);
+    j.raw(",\"exchange\":").str(a.exchange.as_str()).raw(",\"symbol\":").str(&a.symbol);
+    write_condition(j, &a.condition);
+    j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
+    j.raw(",\"webhookUrl\":");
+    match &a.webhook_url {
+        Some(u) => j.str(u),
+        None => j.raw("null"),
+    };
+    j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":").fixed(a.created_price);
+    write_firing_tail(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
+}
+
+/// The fields every alert record ends with, and its closing brace:
+/// `,"lastTriggeredAt","triggerCount","createdAt"}`.
+pub fn write_firing_tail(j: &mut Json, last_triggered_ms: Option<i64>, trigger_count: i64, created_ms: i64) {
+    j.raw(",\"lastTriggeredAt\":");
+    match last_triggered_ms {
+        Some(ms) => j.str(&clock::iso8601(ms)),
+        None => j.raw("null"),
+    };
+    j.raw(",\"triggerCount\":").int(trigger_count);
+    j.raw(",\"createdAt\":").str(&clock::iso8601(created_ms)).raw("}");
+}
+
+/// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
+pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
+    let mut j = Json::with_capacity(384);
+    j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
+    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
+    write_condition(&mut j, &row.condition);
+    j.raw(",\"repeat\":").bool(row.repeat).raw(",\"note\":").str(&row.note);
+    j.raw("},\"trigger\":{\"price\":").fixed(f.price).raw(",\"move\":");
+    match f.move_hundredths {
+        Some(m) => j.fixed(m * 1_000_000),
+        None => j.raw("null"),
+    };
+    j.raw(",\"time\":").int(f.ts_ms).raw("}}");
+    j.finish()
+}
+
+/// The `alert.delisted` inbox body: `{"event","alert":{"id","exchange","symbol"},"time"}`,
+/// written with the same escaping JSON writer as every other stored body.
+pub fn delisted_body(row: &AlertRow, now_ms: i64) -> String {
+    let mut j = Json::with_capacity(128);
+    j.raw("{\"event\":\"alert.delisted\",\"alert\":{\"id\":").int(row.id);
+    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
+    j.raw("},\"time\":").int(now_ms).raw("}");
+    j.finish()
+}
+
+/// Writes a condition's fields the way every body spells them:
+/// `,"type","direction","price","pct","window"` (null for the other type's fields).
+pub fn write_condition(j: &mut Json, c: &Condition) {
+    let (kind, direction, price, pct, window) = condition_columns(c);
+    j.raw(",\"type\":").str(kind).raw(",\"direction\":").str(direction);
+    j.raw(",\"price\":");
+    match price {
+        Some(p) => j.fixed(p),
+        None => j.raw("null"),
+    };
+    // Millionths of a percent, written through the 10^-8 writer.
+    j.raw(",\"pct\":");
+    match pct {
+        Some(m) => j.fixed(m * 100),
+        None => j.raw("null"),
+    };
+    j.raw(",\"window\":");
+    match window {
+        Some(w) => j.str(w),
+        None => j.raw("null"),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rampart_engine::alert::Move;
+    use rampart_engine::{Timeframe, Venue};
+    use serde_json::Value;
+
+    #[test]
+    fn alert_json_has_the_spec_field_names() {
+        let row = AlertRow {
+            id: 7,
+            account_id: 1,
+            exchange: Venue::Binance,
+            symbol: "BTCUSDT".into(),
+            condition: Condition::Pct { dir: Move::Up, millionths: 2_500_000, window: Timeframe::H1 },
+            repeat: true,
+            note: "n".into(),
+            webhook_url: None,
+            status: crate::store::AlertStatus::Active,
+            created_price: 9_500_012_000_000,
+            created_ms: 1_795_183_387_123,
+            last_triggered_ms: None,
+            trigger_count: 0,
+        };
+        let mut j = Json::default();
+        write_alert(&mut j, &row);
+        let v: Value = serde_json::from_str(&j.finish()).expect("json");
+        let keys: Vec<&str> = v.as_object().expect("object").keys().map(String::as_str).collect();
+        for k in [
+            "id",
+            "exchange",
+            "symbol",
+            "type",
+            "direction",
+            "price",
+            "pct",
+            "window",
+            "repeat",
+            "note",
+            "webhookUrl",
+            "status",
+            "createdPrice",
+            "lastTriggeredAt",
+            "triggerCount",
+            "createdAt",
+        ] {
+            assert!(keys.contains(&k), "{k} missing");
+        }
+        assert_eq!(v["pct"], 2.5);
+        assert_eq!(v["price"], Value::Null);
+        assert_eq!(v["createdPrice"], 95000.12);
+        assert_eq!(v["createdAt"], "2026-11-20T14:03:07.123+00:00");
+        assert_eq!(v["lastTriggeredAt"], Value::Null);
+    }
+}

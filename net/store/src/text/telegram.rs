@@ -1,0 +1,133 @@
+//! The Telegram messages (`decisions.md` §10): the text of every firing and delisting notice,
+//! and the `sendMessage` body the outbox holds for an account's chat.
+
+use rampart_engine::alert::Condition;
+
+use crate::store::{direction_str, AlertRow, FiringRecord, SiteAlertRow, SiteCondition};
+use crate::store::{SiteFiringDetail, SiteFiringRecord};
+use rampart_state::json::Json;
+
+/// Longest message text sent, in characters; a longer one (a long note) is cut, with `…`.
+/// Telegram's own limit is 4 096.
+pub const TEXT_MAX_CHARS: usize = 1_000;
+
+/// The `sendMessage` body: `{"chat_id":…,"text":…}`, the chat id a number when it is one
+/// (`-100…` for a group) and a string otherwise (`@channel`).
+pub fn message_body(chat: &str, text: &str) -> String {
+    let mut j = Json::with_capacity(text.len() + 64);
+    j.raw("{\"chat_id\":");
+    match chat.parse::<i64>() {
+        Ok(n) => j.int(n),
+        Err(_) => j.str(chat),
+    };
+    j.raw(",\"text\":").str(&cut(text)).raw("}");
+    j.finish()
+}
+
+/// `text` cut to [`TEXT_MAX_CHARS`] characters.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(TEXT_MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// A fixed-point value (1e-8) as the API prints it.
+fn fixed(v: i64) -> String {
+    let mut j = Json::with_capacity(24);
+    j.fixed(v);
+    j.finish()
+}
+
+/// `\nNote: …` when there is a note.
+fn note_line(note: &str) -> String {
+    if note.is_empty() {
+        String::new()
+    } else {
+        format!("\nNote: {note}")
+    }
+}
+
+/// The text of a price or pct alert's firing.
+pub fn firing_text(row: &AlertRow, f: &FiringRecord) -> String {
+    let head = format!("{} · {}", row.symbol, row.exchange.as_str());
+    let what = match row.condition {
+        Condition::Price { level, .. } => {
+            format!(
+                "price alert #{}: {} {} — traded at {}",
+                row.id,
+                row.condition.direction(),
+                fixed(level.0),
+                fixed(f.price)
+            )
+        }
+        Condition::Pct { millionths, window, .. } => {
+            let moved = f.move_hundredths.map(|m| format!(", move {}%", fixed(m * 1_000_000))).unwrap_or_default();
+            format!(
+                "pct alert #{}: {} {}% within {} — price {}{moved}",
+                row.id,
+                row.condition.direction(),
+                fixed(i64::from(millionths) * 100),
+                window.as_str(),
+                fixed(f.price)
+            )
+        }
+    };
+    format!("{head}\n{what}{}", note_line(&row.note))
+}
+
+/// The text of a density or market alert's firing.
+pub fn site_firing_text(row: &SiteAlertRow, f: &SiteFiringRecord) -> String {
+    let venue = row.exchange.as_str();
+    let what = match (&f.detail, &row.condition) {
+        (SiteFiringDetail::Density { symbol, side, price, qty, usd, dist_pct, age_ms }, _) => {
+            let side = if *side == rampart_engine::Side::Bid { "bid" } else { "ask" };
+            let qty = fixed(i64::try_from(*qty).unwrap_or(i64::MAX));
+            format!(
+                "{symbol} · {venue}\nWall: {side} {qty} at {} (${usd:.0}), {dist_pct:.2}% from the price, {} s old\n\
+                 density alert #{}",
+                fixed(*price),
+                age_ms / 1000,
+                row.id
+            )
+        }
+        (SiteFiringDetail::Market { value }, SiteCondition::Market { number, interval, direction, threshold }) => {
+            let dir = direction_str(*direction);
+            format!(
+                "{venue} market\n{} ({}) is {dir} {threshold}: now {value:.1}\nmarket alert #{}",
+                number.as_str(),
+                interval.as_str(),
+                row.id
+            )
+        }
+        (SiteFiringDetail::Market { value }, _) => format!("{venue} market\nnow {value:.1}\nmarket alert #{}", row.id),
+    };
+    format!("{what}{}", note_line(&row.note))
+}
+
+/// The text of a delisting notice.
+pub fn delisted_text(row: &AlertRow) -> String {
+    format!(
+        "{} · {}\nThe pair was delisted: price alert #{} was removed.{}",
+        row.symbol,
+        row.exchange.as_str(),
+        row.id,
+        note_line(&row.note)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_bodies_carry_the_chat_as_telegram_reads_it() {
+        let v: serde_json::Value = serde_json::from_str(&message_body("-1001234", "a \"b\"\n")).expect("json");
+        assert_eq!(v, serde_json::json!({"chat_id": -1001234, "text": "a \"b\"\n"}));
+        let v: serde_json::Value = serde_json::from_str(&message_body("@chan", "x")).expect("json");
+        assert_eq!(v["chat_id"], "@chan");
+        let long = "é".repeat(TEXT_MAX_CHARS + 5);
+        let v: serde_json::Value = serde_json::from_str(&message_body("1", &long)).expect("json");
+        assert_eq!(v["text"].as_str().map(|t| t.chars().count()), Some(TEXT_MAX_CHARS + 1));
+    }
+}

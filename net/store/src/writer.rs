@@ -1,0 +1,261 @@
+//! The persistence side of the shards' event queues: one thread that drains every shard's
+//! queue (and the board thread's) and writes firings (alert status, count, last time, inbox
+//! entry; site alerts' too) to SQLite in batches, off the tick path.
+//!
+//! Nothing taken from a queue is dropped: a batch that fails to commit (a busy database, a full
+//! disk) is retried, with a pause, until it commits; meanwhile the queues fill and the shards
+//! apply backpressure (see `shard::EVENTS_MAX`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rampart_engine::Registry;
+
+use crate::storage::{StorageHealth, Writer as StorageWriter};
+use crate::store::{AlertRow, FiringRecord, Render, SiteFiringDetail, SiteFiringRecord, Store};
+use rampart_state::clock::{Clock, SharedClock};
+use rampart_state::{EventQueue, QueuedEvent, ShardEvent};
+
+/// Firings written per transaction at most.
+pub const BATCH_MAX: usize = 4_096;
+/// Longest park when every queue is empty. Producers wake the writer as they push
+/// ([`EventQueue::wake`]), so this only bounds the wait for an event whose wake-up was missed
+/// (one pushed between the writer's last look and its park is still seen: an unpark before the
+/// park makes the park return at once).
+const IDLE: Duration = Duration::from_millis(2);
+/// Log target of a firing's way to its webhook, one trace line per stage and alert (taken from
+/// the shard's queue, committed; the delivery side adds attempt started and answered): off
+/// unless asked for (`RUST_LOG=info,rampart::firing=trace`), it times the stages of one firing.
+pub const FIRING_TARGET: &str = "rampart::firing";
+/// Pause before retrying a batch that failed to commit.
+const RETRY: Duration = Duration::from_millis(100);
+
+/// Counters of the writer, readable by anyone.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    /// Firings persisted.
+    pub firings: AtomicU64,
+    /// Batches committed.
+    pub batches: AtomicU64,
+    /// Commits that failed and were retried.
+    pub retries: AtomicU64,
+    /// Site alert firings recorded (density and market; those of alerts no longer active are
+    /// not counted).
+    pub site_firings: AtomicU64,
+    /// Commits that wrote inbox entries (firings of any kind, delistings): live push to the
+    /// site's open pages reads the inbox again when this moves.
+    pub inbox_writes: AtomicU64,
+}
+
+/// Called with every committed batch (the delivery side hooks in here).
+pub type OnCommitted = Box<dyn FnMut(&[(AlertRow, FiringRecord)]) + Send>;
+
+/// The running writer.
+pub struct Writer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// Its counters.
+    pub stats: Arc<WriterStats>,
+}
+
+impl Writer {
+    /// Starts the writer thread over `queues`, writing through `store` the bodies and messages
+    /// `texts` makes.
+    pub fn start(
+        mut store: Store,
+        texts: Box<dyn Render + Send>,
+        queues: Vec<Arc<EventQueue>>,
+        registry: Arc<arc_swap::ArcSwap<Registry>>,
+        health: Arc<StorageHealth>,
+        clock: SharedClock,
+        mut on_committed: OnCommitted,
+    ) -> std::io::Result<Writer> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(WriterStats::default());
+        let (stop2, stats2) = (stop.clone(), stats.clone());
+        let thread = std::thread::Builder::new().name("writer".into()).spawn(move || {
+            for q in &queues {
+                q.set_reader(std::thread::current());
+            }
+            let mut batch: Vec<FiringRecord> = Vec::with_capacity(BATCH_MAX);
+            let mut site: Vec<SiteFiringRecord> = Vec::new();
+            // The number each shard's next event must carry (paired with the shard's own count).
+            let mut expected: Vec<u64> = vec![0; queues.len()];
+            loop {
+                let stopping = stop2.load(Ordering::Acquire);
+                for (i, q) in queues.iter().enumerate() {
+                    while batch.len() < BATCH_MAX && site.len() < BATCH_MAX {
+                        let Some(QueuedEvent { seq, event: ev }) = q.pop() else { break };
+                        debug_assert_eq!(seq, expected[i], "shard {i}'s events arrive once each and in order");
+                        expected[i] = seq + 1;
+                        if let Some(f) = site_firing(&ev, &registry) {
+                            site.push(f);
+                            continue;
+                        }
+                        match ev {
+                            ShardEvent::Fired { firing, .. } => {
+                                tracing::trace!(target: FIRING_TARGET, alert = firing.id, "taken from its shard's queue");
+                                batch.push(FiringRecord {
+                                alert_id: firing.id as i64,
+                                price: firing.price.0,
+                                move_hundredths: firing.move_hundredths,
+                                ts_ms: firing.ts_ms,
+                                    last: firing.last,
+                                });
+                            }
+                            ShardEvent::Delisted { book, ids } => {
+                                // Earlier firings first, so nothing is recorded out of order.
+                                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, &mut on_committed);
+                                let registry = registry.load();
+                                let ins = registry.get(book);
+                                loop {
+                                    match store.delist(ins.venue, &ins.symbol, clock.now_ms(), &*texts) {
+                                        Ok(done) => {
+                                            stats2.inbox_writes.fetch_add(1, Ordering::Release);
+                                            tracing::info!(
+                                                "{} {} delisted: {} alerts removed (shard held {})",
+                                                ins.venue,
+                                                ins.symbol,
+                                                done.len(),
+                                                ids.len()
+                                            );
+                                            break;
+                                        }
+                                        Err(e) => {
+                                            tracing::error!("writer: delisting {}: {e}; retrying", ins.symbol);
+                                            std::thread::sleep(RETRY);
+                                        }
+                                    }
+                                }
+                            }
+                            ShardEvent::Ready { shard } => tracing::info!("shard {shard} ready"),
+                            ShardEvent::DensityFired { .. } | ShardEvent::MarketFired { .. } => {}
+                            ShardEvent::BookCrossed { book, ts_ms } => {
+                                let registry = registry.load();
+                                let ins = registry.get(book);
+                                tracing::warn!(
+                                    "book {} {} crossed at {ts_ms}; no walls from it until rebuilt (alerts still fire on its trades)",
+                                    ins.venue, ins.symbol
+                                );
+                            }
+                        }
+                    }
+                }
+                if batch.is_empty() && site.is_empty() {
+                    if stopping {
+                        break;
+                    }
+                    std::thread::park_timeout(IDLE);
+                    continue;
+                }
+                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, &mut on_committed);
+                commit_site(&mut store, &*texts, &mut site, &stats2, &health, &*clock);
+            }
+        })?;
+        Ok(Writer { stop, thread: Some(thread), stats })
+    }
+
+    /// Drains what the queues hold, then stops. Call after the shards have stopped.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The record of a site alert's firing (`None` for every other event). A density firing's
+/// pair is named from the registry here, off the shard.
+fn site_firing(ev: &ShardEvent, registry: &arc_swap::ArcSwap<Registry>) -> Option<SiteFiringRecord> {
+    match *ev {
+        ShardEvent::DensityFired { book, firing } => {
+            let w = firing.wall;
+            let detail = SiteFiringDetail::Density {
+                symbol: registry.load().get(book).symbol.clone(),
+                side: w.side,
+                price: w.price.0,
+                qty: w.qty.0,
+                usd: firing.usd,
+                dist_pct: w.dist_pct,
+                age_ms: w.age_ms,
+            };
+            Some(SiteFiringRecord { alert_id: firing.id as i64, ts_ms: firing.ts_ms, last: firing.last, detail })
+        }
+        ShardEvent::MarketFired { id, value, ts_ms, last } => {
+            Some(SiteFiringRecord { alert_id: id as i64, ts_ms, last, detail: SiteFiringDetail::Market { value } })
+        }
+        _ => None,
+    }
+}
+
+/// Commits the site firings, retrying until it succeeds, then empties them.
+fn commit_site(
+    store: &mut Store,
+    texts: &dyn Render,
+    site: &mut Vec<SiteFiringRecord>,
+    stats: &WriterStats,
+    health: &StorageHealth,
+    clock: &dyn Clock,
+) {
+    if site.is_empty() {
+        return;
+    }
+    loop {
+        let result = store.record_site_firings(site, texts);
+        health.record(StorageWriter::Firings, &result, clock.now_ms());
+        match result {
+            Ok(n) => {
+                stats.site_firings.fetch_add(n as u64, Ordering::Relaxed);
+                stats.inbox_writes.fetch_add(1, Ordering::Release);
+                site.clear();
+                return;
+            }
+            Err(e) => {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("writer: committing {} site alert firings: {e}; retrying", site.len());
+                std::thread::sleep(RETRY);
+            }
+        }
+    }
+}
+
+/// Commits `batch`, retrying until it succeeds, then empties it.
+fn commit(
+    store: &mut Store,
+    texts: &dyn Render,
+    batch: &mut Vec<FiringRecord>,
+    stats: &WriterStats,
+    health: &StorageHealth,
+    clock: &dyn Clock,
+    on_committed: &mut OnCommitted,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    loop {
+        let result = store.record_firings(batch, texts);
+        health.record(StorageWriter::Firings, &result, clock.now_ms());
+        match result {
+            Ok(done) => {
+                if tracing::enabled!(target: FIRING_TARGET, tracing::Level::TRACE) {
+                    for f in batch.iter() {
+                        tracing::trace!(target: FIRING_TARGET, alert = f.alert_id, "committed");
+                    }
+                }
+                stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                stats.batches.fetch_add(1, Ordering::Relaxed);
+                stats.inbox_writes.fetch_add(1, Ordering::Release);
+                on_committed(&done);
+                batch.clear();
+                return;
+            }
+            Err(e) => {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("writer: committing {} firings: {e}; retrying", batch.len());
+                std::thread::sleep(RETRY);
+            }
+        }
+    }
+}
