@@ -472,6 +472,7 @@ pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_m
                         webhook_url: None,
                         created_price: 1,
                         created_ms: 1,
+                        expires_ms: None,
                     };
                     let t = Instant::now();
                     thread.run(move |s| s.insert_alert(&alert)).await.expect("an insert");
@@ -578,6 +579,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
                 webhook_url: Some(format!("http://127.0.0.1:{port}/a/{}", i + 1)),
                 created_price: 0,
                 created_ms: 0,
+                expires_ms: None,
             })
             .expect("alert");
         ids.push(row.id);

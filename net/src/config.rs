@@ -178,7 +178,14 @@ pub struct WebhookSettings {
     /// Permit private and loopback targets (local testing only; logged loudly).
     #[serde(default)]
     pub allow_private: bool,
+    /// How long a rotated-out signing secret goes on signing, seconds (`decisions.md` §13: a
+    /// day; shorter only to test it). Absent: 86 400.
+    #[serde(default)]
+    pub previous_secret_s: Option<u32>,
 }
+
+/// How long a rotated-out signing secret signs unless configured: 24 h.
+pub const PREVIOUS_SECRET_S: u32 = 86_400;
 
 /// Channels besides the inbox and live push (`[channels]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]

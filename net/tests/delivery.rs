@@ -158,6 +158,7 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
             webhook_url: Some(url.to_owned()),
             created_price: 9_500_000_000_000,
             created_ms: T0 - 1_000,
+            expires_ms: None,
         })
         .expect("alert");
     let firing =
@@ -360,6 +361,7 @@ fn slow_receivers_do_not_delay_healthy_ones() {
                 webhook_url: Some(format!("http://127.0.0.1:{port}/{i}")),
                 created_price: 2_000,
                 created_ms: T0,
+                expires_ms: None,
             })
             .expect("alert");
         ids.push(row.id);
@@ -607,6 +609,7 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
                 webhook_url: Some(urls[i % urls.len()].clone()),
                 created_price: 2_000,
                 created_ms: T0,
+                expires_ms: None,
             })
             .expect("alert");
         ids.push(row.id);

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -935,6 +935,73 @@ impl Drop for SimVenue {
 // Rationale: helpers are appended after this module, at the end of the file, so that parallel
 // branches adding helpers do not conflict.
 #[allow(clippy::items_after_test_module)]
+/// One request a [`hook_receiver`] got.
+#[derive(Clone, Debug)]
+pub struct Hit {
+    /// `POST /path HTTP/1.1`.
+    pub request_line: String,
+    /// Every header, as sent.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: String,
+    /// When it arrived, Unix ms.
+    pub at_ms: i64,
+}
+
+impl Hit {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A receiver that answers 200 to everything and records what it got.
+pub fn hook_receiver() -> (u16, Arc<Mutex<Vec<Hit>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let hits = Arc::new(Mutex::new(Vec::new()));
+    let h = hits.clone();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let h = h.clone();
+            thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut request_line = String::new();
+                let _ = reader.read_line(&mut request_line);
+                let mut headers = Vec::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.trim_end().split_once(": ") {
+                        headers.push((k.to_owned(), v.to_owned()));
+                    }
+                }
+                let len: usize = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v): &(String, String)| v.parse().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0u8; len];
+                let _ = reader.read_exact(&mut body);
+                let at_ms = now_ms();
+                if let Ok(mut g) = h.lock() {
+                    g.push(Hit {
+                        request_line: request_line.trim_end().to_owned(),
+                        headers,
+                        body: String::from_utf8_lossy(&body).into_owned(),
+                        at_ms,
+                    });
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            });
+        }
+    });
+    (port, hits)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

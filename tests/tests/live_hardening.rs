@@ -138,6 +138,30 @@ fn an_absurd_retry_after_loses_no_book() {
     fire_through(&sim, &server, "binance", "BTCUSDT", "after the rate limit");
 }
 
+/// The bound on `Retry-After` bounds how long a book stays stale: with the default
+/// `retry_after_max_s` (300 s) a 429 with an absurd `Retry-After` is probed every 10 s, so once
+/// the venue answers again its books are rebuilt and live within 30 s.
+#[test]
+fn books_are_live_again_within_30_s_of_a_rate_limited_venue_recovering() {
+    let sim = sim(&["binance"], &[]);
+    let server = serve(&sim, &["binance"], "");
+    wait_ok(&server, "binance");
+    let absurd = json!({"fault":"status","status":429,"retry_after":"18446744073709551615"});
+    rest_fault(&sim, "binance", "depth", absurd);
+    sim.control("fault", &json!({"venue":"binance","symbol":"BTCUSDT","kind":"gap"}));
+    server.wait_venue("binance", "a rate-limit answer", 20, |h| int(h, &["rest", "rateLimited"]) >= 1);
+    // Still limited a while later: the probe meets the 429 again.
+    server.wait_venue("binance", "a probe limited again", 30, |h| int(h, &["rest", "rateLimited"]) >= 2);
+    rest_fault(&sim, "binance", "depth", json!({"fault":"none"}));
+    let recovered = Instant::now();
+    let h = wait_ok(&server, "binance");
+    let took = recovered.elapsed();
+    eprintln!("books live again {took:?} after the venue recovered");
+    assert!(took < Duration::from_secs(30), "books live {took:?} after the venue recovered: {h}");
+    assert_eq!(int(&h, &["rest", "tasksLost"]), 0, "{h}");
+    fire_through(&sim, &server, "binance", "BTCUSDT", "after the rate limit");
+}
+
 /// Item 7: an empty listing is a venue fault (nothing is delisted, no alert removed); a real
 /// delisting needs two refreshes in a row; a pair listed again is served again, book and all.
 #[test]
@@ -249,6 +273,25 @@ fn before_the_first_trade_the_price_is_the_backfilled_close() {
     let minor = data.iter().filter(|l| matches!(l["timeframe"].as_str(), Some("15m" | "1h"))).count();
     assert!(minor > 0, "15m/1h zones are kept: {}", levels.text);
     create_alert(&server, "okx", "BTCUSDT", p * 1.5);
+}
+
+/// Before a pair's first trade its price is the backfilled close whether its book or its
+/// history arrives first: here the book comes first (the history route hangs, then answers),
+/// and the close replaces the book's mid once the history is in.
+#[test]
+fn the_backfilled_close_is_the_price_even_when_the_book_came_first() {
+    let sim = sim(&["okx"], &["--step-ms", "600000"]);
+    rest_fault(&sim, "okx", "candles", json!({"fault":"hang"}));
+    let server = serve(&sim, &["okx"], "");
+    wait_ok(&server, "okx");
+    let h = server.venue_health("okx");
+    assert_eq!(int(&h, &["booksWithHistory"]), 0, "no history yet: {h}");
+    rest_fault(&sim, "okx", "candles", json!({"fault":"none"}));
+    server.wait_venue("okx", "every book's history", 90, |h| int(h, &["booksWithHistory"]) == 8);
+    let price = price_now(&server, "okx", "BTCUSDT");
+    let bars = server.get_authed("/v1/candles/BTCUSDT?exchange=okx&interval=5m&limit=1");
+    let close = bars.ok("candles")["data"][0]["close"].as_f64().unwrap_or_else(|| panic!("a close: {}", bars.text));
+    assert_eq!(price, close, "the price before the first trade is the backfilled close");
 }
 
 /// Item 7: a pair the venue lists after start (here: not trading when the server listed the

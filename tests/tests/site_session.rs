@@ -3,7 +3,9 @@
 //! never the key; every state change needs the session's CSRF token; sign-out and revoking the
 //! key end the session; one account never sees another's alerts; every refusal.
 
-use rampart_tests::{Reply, Server, SiteSession};
+use std::time::Duration;
+
+use rampart_tests::{raw_exchange, Reply, Server, SiteSession};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -125,4 +127,56 @@ fn bad_sign_ins_and_routes_are_refused() {
     server.request_with("DELETE", "/site/site-alerts/1", &[], None).assert_error(401, "not signed in", "delete");
     server.request_with("PUT", "/site/site-alerts", &[], None).assert_error(405, "method not allowed", "put");
     server.request_with("GET", "/site/nothing", &[], None).assert_error(404, "not found", "unknown route");
+}
+
+/// Login CSRF: a page on another origin (another port of the same host included) cannot sign a
+/// visitor's browser in. Sign-in takes a JSON body only (a cross-site form or "simple" request
+/// can send `text/plain`, never `application/json` without a preflight), and the browser's
+/// `Sec-Fetch-Site` and `Origin` must say this site; clients that send neither (curl, bots) are
+/// unaffected. The requests carry exactly the headers a browser would.
+#[test]
+fn a_sign_in_from_another_site_is_refused() {
+    let server = Server::start(BIN, &["--sim-pairs", "4"]);
+    let key = server.key.clone();
+    let this = format!("http://127.0.0.1:{}", server.port);
+    let other = format!("http://127.0.0.1:{}", server.port.wrapping_add(1));
+    let post = |content_type: &str, headers: &[(&str, &str)], body: &str| {
+        let mut head = format!(
+            "POST /site/signin HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            server.port,
+            body.len()
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        let out = raw_exchange(server.port, format!("{head}\r\n{body}").as_bytes(), false, Duration::from_secs(5));
+        let responses = out.responses();
+        let r = responses.first().unwrap_or_else(|| panic!("an answer to {content_type} {headers:?}"));
+        (r.status, r.body.clone(), r.header("set-cookie").map(str::to_owned))
+    };
+    let json = format!(r#"{{"key":"{key}"}}"#);
+    // The form another page's script or <form enctype=text/plain> can send.
+    let (status, body, cookie) = post("text/plain", &[("Origin", &other), ("Sec-Fetch-Site", "same-site")], &json);
+    assert_eq!((status, cookie), (415, None), "a text/plain sign-in from another port: {body}");
+    assert!(body.contains("sign-in takes a JSON body"), "{body}");
+    let (status, _, cookie) = post("text/plain", &[], &json);
+    assert_eq!((status, cookie), (415, None), "text/plain even without Origin");
+    // JSON, but from another origin (after a preflight the front never grants, or a bad client).
+    for headers in [
+        vec![("Origin", other.as_str())],
+        vec![("Origin", other.as_str()), ("Sec-Fetch-Site", "same-site")],
+        vec![("Sec-Fetch-Site", "cross-site")],
+        vec![("Origin", "null")],
+    ] {
+        let (status, body, cookie) = post("application/json", &headers, &json);
+        assert_eq!((status, cookie), (403, None), "{headers:?}: {body}");
+        assert!(body.contains("sign-in from another site is refused"), "{body}");
+    }
+    // The site's own page, and a client that is not a browser.
+    let (status, body, cookie) =
+        post("application/json; charset=utf-8", &[("Origin", &this), ("Sec-Fetch-Site", "same-origin")], &json);
+    assert_eq!(status, 200, "the site's own sign-in: {body}");
+    assert!(cookie.is_some_and(|c| c.starts_with("rampart_session=")), "a session cookie");
+    let (status, body, _) = post("application/json", &[], &json);
+    assert_eq!(status, 200, "a client without Origin: {body}");
 }

@@ -2,70 +2,13 @@
 //! on loopback within a second, with the exact headers and body; and every non-public target is
 //! refused at creation (the SSRF matrix).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_tests::{now_ms, Server, FAST};
+use rampart_tests::{hook_receiver as receiver, Server, FAST};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
-
-struct Hit {
-    request_line: String,
-    headers: Vec<(String, String)>,
-    body: String,
-    at_ms: i64,
-}
-
-/// A receiver that answers 200 to everything and records what it got.
-fn receiver() -> (u16, Arc<Mutex<Vec<Hit>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let hits = Arc::new(Mutex::new(Vec::new()));
-    let h = hits.clone();
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let h = h.clone();
-            thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut request_line = String::new();
-                let _ = reader.read_line(&mut request_line);
-                let mut headers = Vec::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some((k, v)) = line.trim_end().split_once(": ") {
-                        headers.push((k.to_owned(), v.to_owned()));
-                    }
-                }
-                let len: usize = headers
-                    .iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                    .and_then(|(_, v): &(String, String)| v.parse().ok())
-                    .unwrap_or(0);
-                let mut body = vec![0u8; len];
-                let _ = reader.read_exact(&mut body);
-                let at_ms = now_ms();
-                if let Ok(mut g) = h.lock() {
-                    g.push(Hit {
-                        request_line: request_line.trim_end().to_owned(),
-                        headers,
-                        body: String::from_utf8_lossy(&body).into_owned(),
-                        at_ms,
-                    });
-                }
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-            });
-        }
-    });
-    (port, hits)
-}
 
 fn config(allow_private: bool) -> String {
     let path = std::env::temp_dir().join(format!("rampart-webhooks-{}-{allow_private}.toml", std::process::id()));

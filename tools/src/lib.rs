@@ -38,7 +38,7 @@ use rampart_store::storage::Checkpointer;
 use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::{Revoked, Store, StoreLocation};
 use rampart_store::text::Texts;
-use rampart_store::writer::{OnCommitted, Writer};
+use rampart_store::writer::{OnCommitted, Writer, WriterHooks};
 use rampart_venue::listing::ListingChange;
 use rampart_venue::rest::{self, Rest, RestBooks};
 use rampart_venue::VenueSettings;
@@ -432,6 +432,7 @@ fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
                 bail!("unknown plan '{plan}'. Allowed: {}", plans.allowed());
             }
             let k = store.create_account_with_key(&plan, label.as_deref(), clock::wall_ms())?;
+            keys_applied(&store)?;
             println!("created key {} (account {}, plan {plan})", k.id, k.account_id);
             println!("{}", k.key);
         }
@@ -449,10 +450,31 @@ fn keys(command: KeysCommand, args: KeysArgs) -> Result<()> {
             }
         }
         KeysCommand::Revoke { id } => match store.revoke_key(id, clock::wall_ms())? {
-            Revoked::Now => println!("revoked key {id}"),
+            Revoked::Now => {
+                keys_applied(&store)?;
+                println!("revoked key {id}")
+            }
             Revoked::Already => println!("key {id} was already revoked"),
             Revoked::NotFound => bail!("no key with id {id}"),
         },
+    }
+    Ok(())
+}
+
+/// Longest `rampart keys create|revoke` waits for the running servers to apply its change.
+const KEYS_APPLIED_WAIT: Duration = Duration::from_secs(3);
+
+/// Returns once every running server's key table holds the change just committed, so the key
+/// works (or is refused) on its very next request (`decisions.md` §1); says so on stderr when a
+/// server had not applied it within [`KEYS_APPLIED_WAIT`] (it does at its next poll).
+fn keys_applied(store: &Store) -> Result<()> {
+    let version = store.keys_version()?;
+    let behind = store.wait_keys_seen(version, KEYS_APPLIED_WAIT, &clock::wall_ms)?;
+    if behind > 0 {
+        eprintln!(
+            "note: {behind} running server(s) had not applied the change within {} s; they apply it at their next look",
+            KEYS_APPLIED_WAIT.as_secs()
+        );
     }
     Ok(())
 }
@@ -604,6 +626,8 @@ struct ServeSettings {
     plans: Plans,
     walls_min_ratio: f64,
     allow_private: bool,
+    /// `webhooks.previous_secret_s`: how long a rotated-out signing secret signs.
+    previous_secret_s: u32,
     sim_delist: Vec<(String, u64)>,
     fault_hang_shard_stop: bool,
     events_max: usize,
@@ -706,6 +730,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         plans: plans(&file),
         walls_min_ratio,
         allow_private: file.webhooks.allow_private,
+        previous_secret_s: file.webhooks.previous_secret_s.unwrap_or(rampart_net::config::PREVIOUS_SECRET_S),
         telegram: telegram(&file)?,
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,
@@ -825,7 +850,11 @@ fn serve(args: ServeArgs) -> Result<()> {
         s.venues.clone(),
         if s.live.is_some() { "live" } else { "sim" },
         s.plans.clone(),
-        FrontStorage { keys: KeyWatcher::start(store)?, thread: storage_thread, health: persistence.health.clone() },
+        FrontStorage {
+            keys: KeyWatcher::start(store, clock.clone())?,
+            thread: storage_thread,
+            health: persistence.health.clone(),
+        },
         s.allow_private,
     )
     .with_writer_stats(persistence.writer.stats.clone());
@@ -872,6 +901,7 @@ fn configured(
         .with_clock(clock.clone())
         .with_board(board)
         .with_telegram(s.telegram.is_some())
+        .with_previous_secret_ms(i64::from(s.previous_secret_s) * 1000)
 }
 
 /// Serves HTTP until a stop signal, then starts the stop sequence with its first stage: the
@@ -1056,14 +1086,28 @@ impl Persistence {
                 wake.notify_one();
             }
         });
+        // Alerts end at their expiry where their shard runs (a market node: its partition's),
+        // and leave the shard at once.
+        let partition = s.role.partition();
+        let (commands, shared) = (shards.commands(), shards.shared().clone());
+        let hooks = WriterHooks {
+            owns: Box::new(move |row| partition.owns(&row.symbol)),
+            on_expired: Box::new(move |rows| {
+                for row in rows {
+                    if let Some(book) = shared.registry().find(row.exchange, &row.symbol) {
+                        let _ = commands.send(book, ShardCommand::RemoveAlert { book, id: row.id as u64 });
+                    }
+                }
+            }),
+            ..WriterHooks::new(Box::new(Texts), on_committed)
+        };
         let writer = Writer::start(
             s.store.open()?.for_background()?.with_telegram(telegram),
-            Box::new(Texts),
             shards.event_queues().into_iter().chain([market_events.clone()]).collect(),
             shards.shared().books.clone(),
             health.clone(),
             clock.clone(),
-            on_committed,
+            hooks,
         )?;
         let period = Duration::from_secs(1);
         let checkpointer = Checkpointer::start(s.store.open()?, period, health.clone(), clock.clone())?;

@@ -30,7 +30,7 @@ use rampart_store::storage::Checkpointer;
 use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::ServerLock;
 use rampart_store::text::Texts;
-use rampart_store::writer::Writer;
+use rampart_store::writer::{Writer, WriterHooks};
 
 use super::{announce, bind, configured, serve_until_stopped, ServeSettings};
 
@@ -150,8 +150,10 @@ impl MarketAlertsHere {
         let events = Arc::new(EventQueue::new(rampart_state::EVENTS_MAX));
         let store = s.store.open()?.for_background()?.with_telegram(s.telegram.is_some());
         let (books, queues) = (shared.books.clone(), vec![events.clone()]);
-        let writer =
-            Writer::start(store, Box::new(Texts), queues, books, health.clone(), clock.clone(), Box::new(|_| {}))?;
+        // This writer records the site's market alert firings only: alerts expire on the
+        // market nodes, where their shards run.
+        let hooks = WriterHooks { owns: Box::new(|_| false), ..WriterHooks::new(Box::new(Texts), Box::new(|_| {})) };
+        let writer = Writer::start(store, queues, books, health.clone(), clock.clone(), hooks)?;
         let watcher = SiteAlertWatcher::start(s.store.open()?, shared.clone())?;
         let lock = NamedLock::start(s.store.open()?, "site-market-alerts", node.market_alerts.clone())?;
         Ok(MarketAlertsHere { events, lock, writer, _watcher: watcher })
@@ -209,7 +211,7 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
         s.venues.clone(),
         if s.live.is_some() { "live" } else { "sim" },
         s.plans.clone(),
-        FrontStorage { keys: KeyWatcher::start(store)?, thread: storage_thread, health: storage_health },
+        FrontStorage { keys: KeyWatcher::start(store, clock.clone())?, thread: storage_thread, health: storage_health },
         s.allow_private,
     );
     let front = Rc::new(configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health));

@@ -160,7 +160,17 @@ async fn handle(store: &Store, target: &Target, firing: Firing, clock: &SharedCl
             return answer(firing.retry_in(STORAGE_RETRY).await);
         }
     };
-    let result = attempt(&row, target).await;
+    let now = clock.now_ms();
+    let secrets = match row.channel {
+        rampart_store::store::Channel::Webhook => store.webhook_secrets(row.account_id, now),
+        rampart_store::store::Channel::Telegram => Ok(Vec::new()),
+    };
+    let Ok(secrets) =
+        secrets.inspect_err(|e| tracing::warn!(delivery = id, "deliver: reading the signing secret: {e}"))
+    else {
+        return answer(firing.retry_in(STORAGE_RETRY).await);
+    };
+    let result = attempt(&row, target, &secrets, now).await;
     let now = clock.now_ms();
     let recorded = store.record_attempt(id, &result, now);
     stats.storage(recorded.is_ok(), now);

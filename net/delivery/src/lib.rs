@@ -68,9 +68,10 @@ use rampart_state::clock::Clock;
 
 pub mod metrics;
 pub mod pool;
+pub mod signing;
 pub mod telegram;
 use pool::{Conn, Key, Pool};
-use rampart_store::store::{AttemptResult, Channel, OutboxRow, Outcome, Store};
+use rampart_store::store::{message_id, AttemptResult, Channel, OutboxRow, Outcome, Store};
 use rampart_store::writer::FIRING_TARGET;
 use telegram::TelegramChannel;
 
@@ -399,6 +400,7 @@ impl Sender {
             }
         };
         let mut held_by_account = Vec::new();
+        let mut secrets = Secrets::new(store, now_ms);
         for row in due {
             if !self.room() {
                 break;
@@ -414,28 +416,30 @@ impl Sender {
                 held_by_account.push((row, slot));
                 continue;
             }
-            self.start(row, slot);
+            let signing = secrets.of(&row);
+            self.start(row, slot, signing, now_ms);
         }
         for (row, slot) in held_by_account {
             if !self.may_borrow() {
                 break;
             }
             if self.destination_fits(&slot) {
-                self.start(row, slot);
+                let signing = secrets.of(&row);
+                self.start(row, slot, signing, now_ms);
             }
         }
         self.stats.in_flight.store(self.in_flight.len() as u64, Ordering::Relaxed);
     }
 
-    /// Takes `slot` and starts the attempt for `row` on the executor.
-    fn start(&mut self, row: OutboxRow, slot: Slot) {
+    /// Takes `slot` and starts the attempt for `row` on the executor, signed with `signing`.
+    fn start(&mut self, row: OutboxRow, slot: Slot, signing: Vec<String>, now_ms: i64) {
         self.hold(row.id, slot, true);
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
         let (tx, target, metrics) = (self.tx.clone(), self.target.clone(), self.config.metrics.clone());
         tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, delivery = row.id, "attempt started");
         tokio::task::spawn_local(async move {
             let started = std::time::Instant::now();
-            let result = attempt(&row, &target).await;
+            let result = attempt(&row, &target, &signing, now_ms).await;
             tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, outcome = outcome_label(&result), "attempt answered");
             match (metrics, row.channel) {
                 (Some(m), Channel::Webhook) => m.observe(outcome_label(&result), started.elapsed().as_secs_f64()),
@@ -444,6 +448,37 @@ impl Sender {
             }
             let _ = tx.send((row.id, result));
         });
+    }
+}
+
+/// The signing secrets of the accounts in one scan, each read once (`decisions.md` §13). A
+/// failed read sends that account's webhooks unsigned this round, logged.
+struct Secrets<'a> {
+    store: &'a Store,
+    now_ms: i64,
+    by_account: HashMap<i64, Vec<String>>,
+}
+
+impl<'a> Secrets<'a> {
+    fn new(store: &'a Store, now_ms: i64) -> Secrets<'a> {
+        Secrets { store, now_ms, by_account: HashMap::new() }
+    }
+
+    /// The secrets that sign `row` (none for a Telegram message).
+    fn of(&mut self, row: &OutboxRow) -> Vec<String> {
+        if row.channel != Channel::Webhook {
+            return Vec::new();
+        }
+        let (store, now_ms) = (self.store, self.now_ms);
+        self.by_account
+            .entry(row.account_id)
+            .or_insert_with(|| {
+                store.webhook_secrets(row.account_id, now_ms).unwrap_or_else(|e| {
+                    tracing::error!("delivery: reading account {}'s signing secret: {e}", row.account_id);
+                    Vec::new()
+                })
+            })
+            .clone()
     }
 }
 
@@ -540,16 +575,23 @@ fn destination(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Option<St
 struct Sending {
     event: Option<&'static str>,
     allow_private: bool,
+    /// The Standard Webhooks headers, when the account signs its webhooks.
+    signature: Option<signing::Signature>,
 }
 
-/// One attempt of one delivery, bounded by `target.timeout` as a whole.
-pub async fn attempt(row: &OutboxRow, target: &Target) -> AttemptResult {
+/// One attempt of one delivery at `now_ms`, bounded by `target.timeout` as a whole; a webhook is
+/// signed with `secrets` (the account's, current first; none: unsigned, byte for byte as before).
+pub async fn attempt(row: &OutboxRow, target: &Target, secrets: &[String], now_ms: i64) -> AttemptResult {
     let Some(url) = destination(row, target.telegram.as_ref()) else {
         return failed("the Telegram channel is not configured ([channels.telegram])");
     };
     let how = match row.channel {
-        Channel::Webhook => Sending { event: Some("alert.triggered"), allow_private: target.allow_private },
-        Channel::Telegram => Sending { event: None, allow_private: true },
+        Channel::Webhook => Sending {
+            event: Some("alert.triggered"),
+            allow_private: target.allow_private,
+            signature: signing::sign(secrets, &message_id(row.alert_id, row.trigger_ms), now_ms / 1000, &row.body),
+        },
+        Channel::Telegram => Sending { event: None, allow_private: true, signature: None },
     };
     match tokio::time::timeout(target.timeout, send(&url, row.body.clone(), &how, target)).await {
         Ok(r) => r,
@@ -579,7 +621,7 @@ async fn send(url: &str, body: String, how: &Sending, target: &Target) -> Attemp
     let key = |addr| Key { https: parsed.https, authority: parsed.authority.to_ascii_lowercase(), addr };
     for addr in &addrs {
         let Some(conn) = target.pool.take(&key(*addr)) else { continue };
-        match exchange(conn, &parsed, body.clone(), how.event).await {
+        match exchange(conn, &parsed, body.clone(), how).await {
             // The receiver closed the kept connection before answering: try a new one.
             Exchanged::NotSent(_) => break,
             Exchanged::Answered(result, kept) => return keep(target, key(*addr), result, kept),
@@ -589,7 +631,7 @@ async fn send(url: &str, body: String, how: &Sending, target: &Target) -> Attemp
         Ok(x) => x,
         Err(NoConnection(why)) => return failed(why),
     };
-    match exchange(conn, &parsed, body, how.event).await {
+    match exchange(conn, &parsed, body, how).await {
         Exchanged::NotSent(e) => failed(e),
         Exchanged::Answered(result, kept) => keep(target, key(addr), result, kept),
     }
@@ -667,7 +709,7 @@ enum Exchanged {
     Answered(AttemptResult, Option<Conn>),
 }
 
-async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, event: Option<&'static str>) -> Exchanged {
+async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, how: &Sending) -> Exchanged {
     let mut request = Request::new(Full::new(Bytes::from(body)));
     *request.method_mut() = Method::POST;
     match url.path_and_query.parse() {
@@ -680,10 +722,23 @@ async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, event: Option<
         Err(_) => return Exchanged::Answered(failed("invalid host"), None),
     };
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(event) = event {
+    if let Some(event) = how.event {
         headers.insert("x-service-event", HeaderValue::from_static(event));
     }
     headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+    if let Some(s) = &how.signature {
+        // Base64, digits, ':' and ',' only: valid header values.
+        for (name, value) in [
+            ("webhook-id", s.id.clone()),
+            ("webhook-timestamp", s.timestamp_s.to_string()),
+            ("webhook-signature", s.signature.clone()),
+        ] {
+            match HeaderValue::from_str(&value) {
+                Ok(v) => headers.insert(name, v),
+                Err(_) => return Exchanged::Answered(failed("invalid signature header"), None),
+            };
+        }
+    }
     let response = match conn.sender.send_request(request).await {
         Ok(r) => r,
         Err(e) => return Exchanged::NotSent(format!("HTTP: {e}")),

@@ -415,12 +415,14 @@ fn rebuilds(shard: &mut Shard, sessions: &mut [Session], rest: &RestHandle, asks
 }
 
 /// Installs a book's fetched history: the bars, then (before its first trade) the last close
-/// as its price, and its levels computed against it.
+/// as its price, and its levels computed against it. The close wins over a price taken from
+/// the book's mid before the history came: which of the two arrives first is timing, and the
+/// price before the first trade is the backfilled close either way.
 fn history_loaded(shard: &mut Shard, k: usize, mut candles: Box<rampart_engine::candle::CandleSet>, now: i64) {
     let state = &mut shard.market.books_mut()[k];
     candles.merge_live(&state.candles);
     state.candles = *candles;
-    if state.last_price.0 == 0 {
+    if state.last_trade_ms == 0 {
         let newest = rampart_engine::Timeframe::ALL.iter().find_map(|tf| state.candles.ring(*tf).newest());
         if let Some(c) = newest.filter(|c| c.close.0 > 0) {
             state.last_price = c.close;

@@ -40,6 +40,9 @@ pub struct CreateRequest {
     pub webhook_url: Option<String>,
     /// Venue, when given.
     pub exchange: Option<Venue>,
+    /// When it ends by itself (`expires_at`), Unix milliseconds; its range is a rule
+    /// (`rules::check_expiry`).
+    pub expires_ms: Option<i64>,
 }
 
 impl CreateRequest {
@@ -153,8 +156,19 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
 }
 
 /// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
-pub const CREATE_FIELDS: [&str; 10] =
-    ["symbol", "exchange", "type", "direction", "price", "pct", "window", "repeat", "note", "webhook_url"];
+pub const CREATE_FIELDS: [&str; 11] = [
+    "symbol",
+    "exchange",
+    "type",
+    "direction",
+    "price",
+    "pct",
+    "window",
+    "repeat",
+    "note",
+    "webhook_url",
+    "expires_at",
+];
 
 /// Parses and checks a `POST /v1/alerts` body.
 pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
@@ -209,7 +223,24 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
                 .ok_or_else(|| invalid(format!("invalid exchange '{}'. Allowed: {}", clip(e, 32), Venue::ALLOWED)))?,
         ),
     };
-    Ok(CreateRequest { symbol: symbol.to_ascii_uppercase(), condition, repeat, note, webhook_url, exchange })
+    let expires_ms = match string(&obj, "expires_at")? {
+        None => None,
+        Some(t) => Some(rampart_state::clock::parse_iso8601(t).ok_or_else(|| {
+            invalid(format!(
+                "invalid expires_at '{}': an ISO 8601 date-time with its offset, such as 2026-12-01T00:00:00Z",
+                clip(t, 40)
+            ))
+        })?),
+    };
+    Ok(CreateRequest {
+        symbol: symbol.to_ascii_uppercase(),
+        condition,
+        repeat,
+        note,
+        webhook_url,
+        exchange,
+        expires_ms,
+    })
 }
 
 /// The URL must be absolute `http` or `https` with a host and no whitespace or control bytes.
@@ -342,11 +373,11 @@ mod tests {
     fn the_validation_matrix() {
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","webhookUrl":"https://x.example.com/h"}"#,
-            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url",
+            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url, expires_at",
         );
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","extra":null}"#,
-            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url",
+            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url, expires_at",
         );
         let r = parse_create(br#"{"type":"price","direction":"above","price":1,"symbol":"a","exchange":"OKX"}"#);
         assert_eq!(r.map(|r| r.exchange), Ok(Some(Venue::Okx)), "exchange is case-insensitive");

@@ -38,6 +38,21 @@ pub fn check_side(condition: &Condition, current: i64) -> Result<(), Invalid> {
     }
 }
 
+/// Shortest time from now an alert may expire at (`decisions.md` §13).
+pub const EXPIRY_MIN_MS: i64 = 60_000;
+/// Longest: 365 days.
+pub const EXPIRY_MAX_MS: i64 = 365 * 86_400_000;
+
+/// `expires_at` must lie 1 minute to 365 days after `now_ms`.
+pub fn check_expiry(expires_ms: Option<i64>, now_ms: i64) -> Result<(), Invalid> {
+    match expires_ms {
+        Some(at) if at < now_ms + EXPIRY_MIN_MS || at > now_ms + EXPIRY_MAX_MS => {
+            Err(invalid("expires_at must be between 1 minute and 365 days from now"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The refusal when the account already holds the plan's cap of active price and percent
 /// alerts (one cap for both).
 pub fn cap_reached(plan: &Plan) -> Invalid {
@@ -59,6 +74,7 @@ mod tests {
             note: String::new(),
             webhook_url: None,
             exchange: None,
+            expires_ms: None,
         }
     }
 
@@ -94,6 +110,21 @@ mod tests {
         assert_eq!(e.message, "price must be below the current price 1.5 for a 'below' alert");
         let pct = Condition::Pct { dir: Move::Any, millionths: 100_000, window: Timeframe::M5 };
         assert!(check_side(&pct, 100).is_ok(), "a pct alert has no side");
+    }
+
+    #[test]
+    fn an_expiry_lies_a_minute_to_a_year_ahead() {
+        let now = 1_795_183_387_000;
+        assert!(check_expiry(None, now).is_ok());
+        assert!(check_expiry(Some(now + EXPIRY_MIN_MS), now).is_ok());
+        assert!(check_expiry(Some(now + EXPIRY_MAX_MS), now).is_ok());
+        for bad in [now, now + EXPIRY_MIN_MS - 1, now + EXPIRY_MAX_MS + 1, now - 1] {
+            let e = check_expiry(Some(bad), now).expect_err("out of range");
+            assert_eq!(
+                (e.status, e.message.as_str()),
+                (422, "expires_at must be between 1 minute and 365 days from now")
+            );
+        }
     }
 
     #[test]

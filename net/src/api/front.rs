@@ -31,12 +31,13 @@ mod health;
 mod json_errors;
 mod market_api;
 pub mod site;
+mod webhooks_api;
 
 pub use json_errors::JsonErrors;
 
 use crate::alerts::request as alerts;
 use crate::api::keys::KeyWatcher;
-use crate::api::limit::{Limiter, Refusal};
+use crate::api::limit::{Limiter, Refusal, Usage};
 use crate::config::Plans;
 use hyper::http::request::Parts;
 use rampart_state::clock::{self, SharedClock};
@@ -140,6 +141,8 @@ pub struct Front {
     event_streams: Rc<RefCell<site::events::Streams>>,
     /// A cluster node's links (`serve --role market|api`); `None` for the single process.
     cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
+    /// How long a rotated-out webhook signing secret goes on signing.
+    previous_secret_ms: i64,
 }
 
 /// What a listener serves.
@@ -172,6 +175,8 @@ struct ApiError {
     status: StatusCode,
     message: String,
     retry_after_s: Option<i64>,
+    /// The key's standing, on a 429 of the key's own limits (`X-RateLimit-*`).
+    usage: Option<Usage>,
 }
 
 impl From<crate::request::Invalid> for ApiError {
@@ -189,11 +194,22 @@ impl From<rampart_store::store::StoreError> for ApiError {
 
 impl ApiError {
     fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
-        ApiError { status, message: message.into(), retry_after_s: None }
+        ApiError { status, message: message.into(), retry_after_s: None, usage: None }
     }
 
     fn too_many(message: impl Into<String>, retry_after_s: i64) -> ApiError {
-        ApiError { status: StatusCode::TOO_MANY_REQUESTS, message: message.into(), retry_after_s: Some(retry_after_s) }
+        ApiError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            message: message.into(),
+            retry_after_s: Some(retry_after_s),
+            usage: None,
+        }
+    }
+
+    /// A 429 of the key's own burst or quota: the headers say where the key stands.
+    fn over_limit(message: impl Into<String>, retry_after_s: i64, limit: u32) -> ApiError {
+        let usage = Usage { limit, remaining: 0, reset_s: retry_after_s.max(1) };
+        ApiError { usage: Some(usage), ..ApiError::too_many(message, retry_after_s) }
     }
 
     fn into_response(self) -> Resp {
@@ -201,8 +217,25 @@ impl ApiError {
         if let Some(s) = self.retry_after_s {
             r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s.max(1)));
         }
+        if let Some(u) = self.usage {
+            with_usage(&mut r, u);
+        }
         r
     }
+}
+
+/// Longest a key change made through the site waits for every running server to apply it
+/// (as `rampart keys` does); past it the answer goes anyway and the servers behind apply it at
+/// their next poll.
+const KEYS_APPLIED_WAIT: Duration = Duration::from_secs(3);
+
+/// Adds `X-RateLimit-Limit`, `-Remaining` and `-Reset` (`decisions.md` §13) to an answer to a
+/// request the key's limits counted.
+fn with_usage<B>(r: &mut Response<B>, u: Usage) {
+    let h = r.headers_mut();
+    h.insert("x-ratelimit-limit", HeaderValue::from(u.limit));
+    h.insert("x-ratelimit-remaining", HeaderValue::from(u.remaining));
+    h.insert("x-ratelimit-reset", HeaderValue::from(u.reset_s));
 }
 
 fn error(status: StatusCode, message: &str) -> Resp {
@@ -262,7 +295,6 @@ fn clip(s: &str, n: usize) -> &str {
     &s[..end]
 }
 
-/// The `exchange` query parameter: binance when absent, 422 when not a venue.
 /// Most symbols a bulk `symbols=` filter may name.
 pub const SYMBOLS_FILTER_MAX: usize = 100;
 
@@ -278,6 +310,7 @@ fn symbols_param(query: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
     Ok((!list.is_empty()).then_some(list))
 }
 
+/// The `exchange` query parameter: binance when absent, 422 when not a venue.
 fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
     match query_param(query, "exchange") {
         None => Ok(Venue::Binance),
@@ -339,6 +372,7 @@ impl Front {
             telegram_on: false,
             event_streams: Rc::new(RefCell::new(site::events::Streams::default())),
             cluster: None,
+            previous_secret_ms: i64::from(crate::config::PREVIOUS_SECRET_S) * 1000,
         }
     }
 
@@ -354,6 +388,12 @@ impl Front {
     /// an inbox commit; without it they are read every `site::events::RESCAN_MS`.
     pub fn with_writer_stats(mut self, stats: Arc<rampart_store::writer::WriterStats>) -> Front {
         self.writer_stats = stats;
+        self
+    }
+
+    /// A rotated-out webhook signing secret signs for `ms` more (default 24 h).
+    pub fn with_previous_secret_ms(mut self, ms: i64) -> Front {
+        self.previous_secret_ms = ms;
         self
     }
 
@@ -397,9 +437,41 @@ impl Front {
         self
     }
 
-    /// Looks a presented key up in the in-memory table (no storage on the request path).
-    fn lookup(&self, key: &str) -> Option<Arc<KeyRow>> {
-        self.keys.get(&hash_key(key))
+    /// The key whose text is `token`: the in-memory table's entry, else storage's (a key made
+    /// a moment ago, by the CLI or on another api node), which the table keeps until its next
+    /// reload. A miss in the table is never the last word (`decisions.md` §1); an address that
+    /// has spent its unauthenticated budget gets no lookup. `None`: unknown, or storage could
+    /// not answer.
+    async fn find_key(&self, token: &str, peer: IpAddr, now_ms: i64) -> Option<Arc<KeyRow>> {
+        let hash = hash_key(token);
+        if let Some(row) = self.keys.get(&hash) {
+            return Some(row);
+        }
+        if self.limiter.borrow().unauthenticated_spent(peer, now_ms) {
+            return None;
+        }
+        let text = token.to_owned();
+        let row = Arc::new(self.storage.run(move |store| store.lookup_key(&text)).await.ok()??);
+        self.keys.learn(hash, row.clone());
+        Some(row)
+    }
+
+    /// Waits, at most [`KEYS_APPLIED_WAIT`], until every running server's key table holds the
+    /// key change just committed (a key made or revoked through the site), so the change is in
+    /// force on every api node once the answer is sent. Storage failing ends the wait.
+    async fn keys_applied(&self) {
+        let Ok(version) = self.storage.run(|store| store.keys_version()).await else { return };
+        let deadline = std::time::Instant::now() + KEYS_APPLIED_WAIT;
+        loop {
+            let alive_since = self.clock.now_ms() - rampart_store::store::KEY_WATCHER_ALIVE_MS;
+            let behind = self.storage.run(move |store| store.key_watchers_behind(version, alive_since)).await;
+            match behind {
+                Ok(n) if n > 0 && std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                _ => return,
+            }
+        }
     }
 
     /// Refuses a request with no valid key: 401, or 429 once the address has sent too many.
@@ -413,7 +485,7 @@ impl Front {
     }
 
     /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
-    fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<Arc<KeyRow>, ApiError> {
+    async fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<(Arc<KeyRow>, Usage), ApiError> {
         let Some(header) = req.headers.get(AUTHORIZATION) else {
             return Err(self.unauthenticated(peer, "missing API key", now_ms));
         };
@@ -427,7 +499,7 @@ impl Front {
         let Some(token) = token else {
             return Err(self.unauthenticated(peer, "invalid API key", now_ms));
         };
-        let Some(row) = self.lookup(token) else {
+        let Some(row) = self.find_key(token, peer, now_ms).await else {
             return Err(self.unauthenticated(peer, "invalid API key", now_ms));
         };
         if row.revoked_ms.is_some() {
@@ -437,14 +509,16 @@ impl Front {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
         match self.limiter.borrow_mut().admit_key(row.id, plan.burst_per_min, plan.daily_quota, now_ms) {
-            Ok(()) => Ok(row),
-            Err(Refusal::Burst { retry_after_s }) => Err(ApiError::too_many(
+            Ok(usage) => Ok((row, usage)),
+            Err(Refusal::Burst { retry_after_s }) => Err(ApiError::over_limit(
                 format!("rate limit exceeded: {} requests per minute", plan.burst_per_min),
                 retry_after_s,
+                plan.burst_per_min,
             )),
-            Err(Refusal::Quota { retry_after_s }) => Err(ApiError::too_many(
+            Err(Refusal::Quota { retry_after_s }) => Err(ApiError::over_limit(
                 format!("daily quota exceeded ({} requests per day on plan {})", plan.daily_quota, plan.name),
                 retry_after_s,
+                plan.burst_per_min,
             )),
         }
     }
@@ -529,7 +603,7 @@ impl Front {
         // arrived with it in its first read), and the connection is closed after the answer.
         // A client sending a large body with a bad key may see a reset instead of the 401;
         // an ordinary body arrives with the head and is unaffected.
-        let account = match self.admit(req, peer, now_ms) {
+        let (account, usage) = match self.admit(req, peer, now_ms).await {
             Ok(k) => k,
             Err(e) => return e.into_response(),
         };
@@ -537,32 +611,39 @@ impl Front {
         let bytes = if has_body {
             match read_body(body, waits_for_continue).await {
                 Ok(b) => b,
-                Err(e) => return e.into_response(),
+                Err(e) => {
+                    let mut r = e.into_response();
+                    with_usage(&mut r, usage);
+                    return r;
+                }
             }
         } else {
             Bytes::new()
         };
-        let resp = self.handle(&req.method, path, req.uri.query(), &bytes, &account, now_ms).await;
-        encoding::negotiate(resp, encoding::accepts_gzip(&req.headers)).await
+        let resp = self.handle(req, path, &bytes, &account, now_ms).await;
+        let mut resp = encoding::negotiate(resp, encoding::accepts_gzip(&req.headers)).await;
+        with_usage(&mut resp, usage);
+        resp
     }
 
     /// Answers one authenticated `/v1` request whose body has been read (the site's
     /// `/site/v1/` requests too, with the path's `/site` taken off).
-    async fn handle(
-        &self,
-        method: &Method,
-        path: &str,
-        query: Option<&str>,
-        body: &[u8],
-        account: &Arc<KeyRow>,
-        now_ms: i64,
-    ) -> Resp {
+    async fn handle(&self, req: &Parts, path: &str, body: &[u8], account: &Arc<KeyRow>, now_ms: i64) -> Resp {
+        let (method, query) = (&req.method, req.uri.query());
         let account = account.clone();
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         if method == Method::POST && segments == ["v1", "alerts"] {
-            return match self.try_create_alert(&account, body, now_ms).await {
+            let idempotency = req.headers.get("idempotency-key");
+            return match self.try_create_alert(&account, body, idempotency, now_ms).await {
                 Ok(r) => r,
                 Err(e) => e.into_response(),
+            };
+        }
+        if segments == ["v1", "webhook-secret"] {
+            return match *method {
+                Method::POST => self.rotate_webhook_secret(&account, now_ms).await,
+                Method::DELETE => self.end_webhook_secret(&account, now_ms).await,
+                _ => method_not_allowed("POST, DELETE"),
             };
         }
         let get = matches!(*method, Method::GET | Method::HEAD);
@@ -628,6 +709,7 @@ impl Front {
     }
 }
 
+/// 405 with the methods the path takes in `Allow`.
 fn method_not_allowed(allow: &'static str) -> Resp {
     let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
     r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));

@@ -4,8 +4,15 @@
 //! The watcher asks its own connection every [`KEYS_POLL_MS`] whether any connection has
 //! committed (`PRAGMA data_version`) and, if so, whether the key table changed (the `keys`
 //! CLI bumps `keys_version` with every create and revoke); only then does it reload the table
-//! and publish it whole (`ArcSwap`). A new or revoked key therefore takes effect on a running
-//! server within one poll period plus the reload. Readers take no lock.
+//! and publish it whole (`ArcSwap`). Readers take no lock.
+//!
+//! A change takes effect at once (`decisions.md` §1), not at the next poll: the watcher writes
+//! how far it has read (`Store::key_watcher_beat`: the `keys_version` it applied, after every
+//! reload and at least every [`BEAT_MS`]), and `rampart keys create|revoke` and the site's key
+//! routes return only once every running watcher has applied their change
+//! (`Store::wait_keys_seen`). A key the table does not know yet is looked up in storage before
+//! it is refused ([`KeyWatcher::learn`] keeps what that finds until the next reload), so a key
+//! made by another api node works on its very next request.
 //!
 //! Bounds: one table of every key (its size is the number of keys issued); one reload at a time
 //! on the watcher's thread. A failed poll or reload keeps the last table and is logged once per
@@ -18,10 +25,15 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use rampart_store::store::{KeyRow, Store, StoreError};
+use rampart_state::clock::SharedClock;
+use rampart_store::store::{generate_key, KeyRow, Store, StoreError};
 
 /// How often the watcher looks for key changes, milliseconds.
 pub const KEYS_POLL_MS: u64 = 20;
+/// The watcher writes its beat (the version it applied, and that it is alive) at least this
+/// often, milliseconds: well within `rampart_store::store::KEY_WATCHER_ALIVE_MS`, so a running server is always
+/// waited for.
+pub const BEAT_MS: i64 = 1_000;
 
 /// Every key by the SHA-256 hash of its text.
 pub type KeyTable = HashMap<[u8; 32], Arc<KeyRow>>;
@@ -30,6 +42,13 @@ pub type KeyTable = HashMap<[u8; 32], Arc<KeyRow>>;
 pub struct KeyWatcher {
     table: Arc<ArcSwap<KeyTable>>,
     _thread: rampart_state::shutdown::StoppableThread,
+}
+
+/// The watcher's name in `key_watchers`, and when it last wrote its beat.
+struct Beat {
+    id: String,
+    written_ms: i64,
+    version: i64,
 }
 
 /// What the watcher remembers between polls.
@@ -57,15 +76,32 @@ fn reload_if_changed(store: &Store, seen: &mut Versions) -> Result<Option<KeyTab
 impl KeyWatcher {
     /// Loads the table from `store` (an error here is the caller's: the server cannot check
     /// keys) and starts the thread that keeps it current.
-    pub fn start(store: Store) -> Result<KeyWatcher, StoreError> {
+    pub fn start(store: Store, clock: SharedClock) -> Result<KeyWatcher, StoreError> {
         let mut seen = Versions { data: None, keys: None };
         let first = reload_if_changed(&store, &mut seen)?.unwrap_or_default();
+        // Its beats are small writes off every client's path: not waited for on disk.
+        store.relax_sync()?;
+        let id = format!("kw_{}", generate_key()?.trim_start_matches("rk_"));
+        let mut beat = Beat { id, written_ms: i64::MIN, version: 0 };
+        write_beat(&store, &mut beat, seen.keys.unwrap_or(0), clock.now_ms());
         let table = Arc::new(ArcSwap::from_pointee(first));
         let t = table.clone();
-        let thread =
-            rampart_state::shutdown::StoppableThread::spawn("key-watch", move |stop| watch(store, seen, &t, &stop))
-                .map_err(StoreError::Io)?;
+        let thread = rampart_state::shutdown::StoppableThread::spawn("key-watch", move |stop| {
+            watch(&store, seen, &t, &stop, &mut beat, &clock);
+            let _ = store.key_watcher_end(&beat.id, clock.now_ms() - 24 * 3_600_000);
+        })
+        .map_err(StoreError::Io)?;
         Ok(KeyWatcher { table, _thread: thread })
+    }
+
+    /// Adds `row` under `hash` to the published table, as storage had it just now (a key the
+    /// table did not know yet, found by a lookup); the next reload replaces the whole table.
+    pub fn learn(&self, hash: [u8; 32], row: Arc<KeyRow>) {
+        self.table.rcu(|t| {
+            let mut t = KeyTable::clone(t);
+            t.insert(hash, row.clone());
+            t
+        });
     }
 
     /// The key whose text hashes to `hash`, if any (revoked keys included: the caller says 401).
@@ -84,11 +120,30 @@ impl KeyWatcher {
     }
 }
 
-fn watch(store: Store, mut seen: Versions, table: &ArcSwap<KeyTable>, stop: &AtomicBool) {
+/// Writes the watcher's beat when it applied a newer version or the last is [`BEAT_MS`] old. A
+/// failed write is tried again at the next poll (the table itself is unaffected).
+fn write_beat(store: &Store, beat: &mut Beat, version: i64, now_ms: i64) {
+    if version == beat.version && now_ms - beat.written_ms < BEAT_MS {
+        return;
+    }
+    match store.key_watcher_beat(&beat.id, version, now_ms) {
+        Ok(()) => *beat = Beat { id: std::mem::take(&mut beat.id), written_ms: now_ms, version },
+        Err(e) => tracing::warn!("keys: cannot record the key table's version ({e}); trying again"),
+    }
+}
+
+fn watch(
+    store: &Store,
+    mut seen: Versions,
+    table: &ArcSwap<KeyTable>,
+    stop: &AtomicBool,
+    beat: &mut Beat,
+    clock: &SharedClock,
+) {
     let mut failing = false;
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(KEYS_POLL_MS));
-        match reload_if_changed(&store, &mut seen) {
+        match reload_if_changed(store, &mut seen) {
             Ok(Some(t)) => {
                 tracing::info!("keys: table reloaded ({} keys)", t.len());
                 table.store(Arc::new(t));
@@ -102,6 +157,7 @@ fn watch(store: Store, mut seen: Versions, table: &ArcSwap<KeyTable>, stop: &Ato
                 failing = true;
             }
         }
+        write_beat(store, beat, seen.keys.unwrap_or(0), clock.now_ms());
     }
 }
 

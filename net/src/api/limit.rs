@@ -38,6 +38,19 @@ pub enum Refusal {
     },
 }
 
+/// Where a key stands once a request was admitted: the `X-RateLimit-*` headers
+/// (`decisions.md` §13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    /// The burst limit, requests per window (`X-RateLimit-Limit`).
+    pub limit: u32,
+    /// Requests still admitted now: the fewer of the window's and the day's
+    /// (`X-RateLimit-Remaining`).
+    pub remaining: u64,
+    /// Whole seconds until one more request is admitted: 0 while `remaining` is not (`X-RateLimit-Reset`).
+    pub reset_s: i64,
+}
+
 /// A sliding window log of admitted request times, bounded by the limit itself.
 #[derive(Debug)]
 struct Window {
@@ -61,6 +74,17 @@ impl Window {
         }
         self.times.push_back(now_ms);
         Ok(())
+    }
+
+    /// Requests the window still admits at `now_ms` (after [`Window::admit`] dropped the old
+    /// ones), and whole seconds until it admits one more when it admits none.
+    fn room(&self, now_ms: i64, limit: usize) -> (u64, i64) {
+        let left = limit.saturating_sub(self.times.len()) as u64;
+        let wait_s = match (left, self.times.front()) {
+            (0, Some(&oldest)) => ((oldest + WINDOW_MS - now_ms + 999) / 1000).max(1),
+            _ => 0,
+        };
+        (left, wait_s)
     }
 
     fn idle(&self, now_ms: i64) -> bool {
@@ -100,9 +124,9 @@ impl Limiter {
         }
     }
 
-    /// Admits a request by key `key_id` on a plan with `burst` per window and `quota` per day.
-    /// A refused request is not counted.
-    pub fn admit_key(&mut self, key_id: i64, burst: u32, quota: u64, now_ms: i64) -> Result<(), Refusal> {
+    /// Admits a request by key `key_id` on a plan with `burst` per window and `quota` per day,
+    /// and says where the key stands after it. A refused request is not counted.
+    pub fn admit_key(&mut self, key_id: i64, burst: u32, quota: u64, now_ms: i64) -> Result<Usage, Refusal> {
         if self.keys.len() >= KEYS_MAX && !self.keys.contains_key(&key_id) {
             self.keys.retain(|_, k| !k.window.idle(now_ms));
         }
@@ -122,7 +146,22 @@ impl Limiter {
         }
         k.window.admit(now_ms, burst as usize).map_err(|s| Refusal::Burst { retry_after_s: s })?;
         k.used_today += 1;
-        Ok(())
+        let (window_left, window_wait_s) = k.window.room(now_ms, burst as usize);
+        let quota_left = quota.saturating_sub(k.used_today);
+        let reset_s = match (window_left, quota_left) {
+            (_, 0) => (((day + 1) * DAY_MS - now_ms + 999) / 1000).max(1),
+            (0, _) => window_wait_s,
+            _ => 0,
+        };
+        Ok(Usage { limit: burst, remaining: window_left.min(quota_left), reset_s })
+    }
+
+    /// True when `addr` has sent its limit of requests without a valid key in the window: its
+    /// next one is refused (429) whatever it carries, so it earns no storage lookup.
+    pub fn unauthenticated_spent(&self, addr: IpAddr, now_ms: i64) -> bool {
+        self.addrs
+            .get(&addr)
+            .is_some_and(|w| w.times.iter().filter(|&&t| t > now_ms - WINDOW_MS).count() >= self.unauth_per_window)
     }
 
     /// Records a request from `addr` that had no valid key; refuses once the address has sent
@@ -150,13 +189,28 @@ mod tests {
     fn burst_admits_120_in_any_minute() {
         let mut l = Limiter::default();
         for i in 0..120 {
-            assert_eq!(l.admit_key(1, 120, 100_000, T0 + i * 100), Ok(()));
+            assert!(l.admit_key(1, 120, 100_000, T0 + i * 100).is_ok());
         }
         // The 121st, 12 s after the first: wait until the first leaves the window.
         assert_eq!(l.admit_key(1, 120, 100_000, T0 + 12_000), Err(Refusal::Burst { retry_after_s: 48 }));
-        assert_eq!(l.admit_key(2, 120, 100_000, T0 + 12_000), Ok(()), "other keys unaffected");
+        assert!(l.admit_key(2, 120, 100_000, T0 + 12_000).is_ok(), "other keys unaffected");
         assert_eq!(l.admit_key(1, 120, 100_000, T0 + 59_999), Err(Refusal::Burst { retry_after_s: 1 }));
-        assert_eq!(l.admit_key(1, 120, 100_000, T0 + 60_000), Ok(()));
+        assert!(l.admit_key(1, 120, 100_000, T0 + 60_000).is_ok());
+    }
+
+    #[test]
+    fn usage_counts_down_to_the_refusal_and_says_when_one_more_is_admitted() {
+        let mut l = Limiter::default();
+        for i in 0..5u64 {
+            let u = l.admit_key(1, 5, 100, T0 + i as i64 * 1_000).expect("admitted");
+            assert_eq!(u, Usage { limit: 5, remaining: 4 - i, reset_s: if i == 4 { 56 } else { 0 } });
+        }
+        // The refusal's Retry-After is the last answer's Reset, a moment later.
+        assert_eq!(l.admit_key(1, 5, 100, T0 + 4_000), Err(Refusal::Burst { retry_after_s: 56 }));
+        // The day's quota binds when it is the smaller.
+        let midnight = (T0.div_euclid(DAY_MS) + 1) * DAY_MS;
+        let u = l.admit_key(2, 120, 1, midnight - 10_000).expect("admitted");
+        assert_eq!(u, Usage { limit: 120, remaining: 0, reset_s: 10 });
     }
 
     #[test]
@@ -165,10 +219,10 @@ mod tests {
         let midnight = (T0.div_euclid(DAY_MS) + 1) * DAY_MS;
         let t = midnight - 3_600_000;
         for i in 0..3 {
-            assert_eq!(l.admit_key(7, 120, 3, t + i), Ok(()));
+            assert!(l.admit_key(7, 120, 3, t + i).is_ok());
         }
         assert_eq!(l.admit_key(7, 120, 3, t + 10), Err(Refusal::Quota { retry_after_s: 3600 }));
-        assert_eq!(l.admit_key(7, 120, 3, midnight), Ok(()));
+        assert!(l.admit_key(7, 120, 3, midnight).is_ok());
     }
 
     #[test]

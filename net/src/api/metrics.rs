@@ -327,7 +327,7 @@ impl Collector for State {
 
 /// Every route the front serves, as path templates (the `route` label's values besides `other`;
 /// `docs/openapi.json` documents exactly these paths).
-pub const ROUTES: [&str; 21] = [
+pub const ROUTES: [&str; 22] = [
     "/healthz",
     "/metrics",
     "/version",
@@ -349,6 +349,7 @@ pub const ROUTES: [&str; 21] = [
     "/v1/market",
     "/v1/candles/{symbol}",
     "/v1/book/{symbol}",
+    "/v1/webhook-secret",
 ];
 
 /// The site's routes (`api::front::site::routes`; the site's own, not in `docs/openapi.json`).
@@ -391,6 +392,7 @@ pub fn route(path: &str) -> &'static str {
         ["v1", "market"] => "/v1/market",
         ["v1", "candles", _] => "/v1/candles/{symbol}",
         ["v1", "book", _] => "/v1/book/{symbol}",
+        ["v1", "webhook-secret"] => "/v1/webhook-secret",
         ["site", "signin"] => "/site/signin",
         ["site", "session"] => "/site/session",
         ["site", "signout"] => "/site/signout",

@@ -415,6 +415,7 @@ mod tests {
             webhook_url: None,
             created_price: 1,
             created_ms: 1,
+            expires_ms: None,
         }
     }
 

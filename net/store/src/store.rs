@@ -146,6 +146,28 @@ const MIGRATIONS: &[&str] = &[
     // 10: alerts by creation time, for a cluster's market nodes, which look for recent alerts
     // whose command they may have missed ([`Store::recent_active_alerts`]).
     "CREATE INDEX alerts_recent ON alerts(created_ms) WHERE deleted_ms IS NULL;",
+    // 11: the key tables of running servers and how far each has read (`Store::key_watcher_beat`):
+    // `rampart keys create|revoke` returns once every running server applied its change; and the
+    // `Idempotency-Key`s of alert creates, kept 24 h (`decisions.md` §13).
+    "CREATE TABLE key_watchers (id TEXT PRIMARY KEY, seen_version INTEGER NOT NULL, beat_ms INTEGER NOT NULL);
+    CREATE TABLE idempotency (
+        account_id INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        body_hash BLOB NOT NULL,
+        alert_id INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (account_id, key)
+    );
+    CREATE INDEX idempotency_age ON idempotency(created_ms);
+    ALTER TABLE alerts ADD COLUMN expires_ms INTEGER;
+    CREATE INDEX alerts_expiry ON alerts(expires_ms) WHERE deleted_ms IS NULL AND expires_ms IS NOT NULL;
+    CREATE TABLE webhook_secrets (
+        account_id INTEGER PRIMARY KEY REFERENCES accounts(id),
+        secret TEXT NOT NULL,
+        previous TEXT,
+        previous_until_ms INTEGER,
+        created_ms INTEGER NOT NULL
+    );",
 ];
 
 /// The PostgreSQL schema, in order; index + 1 is the `meta.schema_version` after each. Its
@@ -253,6 +275,26 @@ const PG_MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_unpublished ON outbox(id) WHERE published_ms IS NULL AND state = 'pending';",
     // 3: SQLite's version 10 (alerts by creation time).
     "CREATE INDEX alerts_recent ON alerts(created_ms) WHERE deleted_ms IS NULL;",
+    // 4: SQLite's version 11 (the key watchers of running servers; idempotency keys).
+    "CREATE TABLE key_watchers (id TEXT PRIMARY KEY, seen_version BIGINT NOT NULL, beat_ms BIGINT NOT NULL);
+    CREATE TABLE idempotency (
+        account_id BIGINT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash BYTEA NOT NULL,
+        alert_id BIGINT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        PRIMARY KEY (account_id, key)
+    );
+    CREATE INDEX idempotency_age ON idempotency(created_ms);
+    ALTER TABLE alerts ADD COLUMN expires_ms BIGINT;
+    CREATE INDEX alerts_expiry ON alerts(expires_ms) WHERE deleted_ms IS NULL AND expires_ms IS NOT NULL;
+    CREATE TABLE webhook_secrets (
+        account_id BIGINT PRIMARY KEY REFERENCES accounts(id),
+        secret TEXT NOT NULL,
+        previous TEXT,
+        previous_until_ms BIGINT,
+        created_ms BIGINT NOT NULL
+    );",
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -263,6 +305,10 @@ const PG_MIGRATION_LOCK: i64 = 0x7261_6d70_6d69_6772;
 /// many accounts share the scan), so one account's backlog cannot fill a scan; its further rows
 /// come in later scans, as earlier ones are settled.
 pub const DUE_PER_ACCOUNT_MAX: u32 = 256;
+
+/// A key watcher that has not written its beat for this long is taken for stopped: a key change
+/// does not wait for it (its server applies the change at its next poll once it runs again).
+pub const KEY_WATCHER_ALIVE_MS: i64 = 3_000;
 
 /// One webhook delivery (a firing of an alert with a webhook), as the outbox holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -291,6 +337,8 @@ pub struct OutboxRow {
     pub account_id: i64,
     /// Where it goes: the webhook URL, or the account's Telegram chat (`url` is then the chat id).
     pub channel: Channel,
+    /// The firing's trigger time (with `alert_id`, the pair that identifies it: [`message_id`]).
+    pub trigger_ms: i64,
 }
 
 /// The texts the store writes but never makes: every body and message that leaves the process
@@ -301,12 +349,16 @@ pub trait Render {
     fn alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String;
     /// The `alert.delisted` inbox body.
     fn alert_delisted(&self, row: &AlertRow, now_ms: i64) -> String;
+    /// The `alert.expired` inbox body.
+    fn alert_expired(&self, row: &AlertRow, now_ms: i64) -> String;
     /// A site alert firing's inbox kind and body.
     fn site_fired(&self, row: &SiteAlertRow, f: &SiteFiringRecord) -> (&'static str, String);
     /// The Telegram text of a price or pct alert's firing.
     fn telegram_alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String;
     /// The Telegram text of a delisting notice.
     fn telegram_alert_delisted(&self, row: &AlertRow) -> String;
+    /// The Telegram text of an expiry notice.
+    fn telegram_alert_expired(&self, row: &AlertRow) -> String;
     /// The Telegram text of a site alert's firing.
     fn telegram_site_fired(&self, row: &SiteAlertRow, f: &SiteFiringRecord) -> String;
     /// The `sendMessage` body for `chat`.
@@ -437,7 +489,7 @@ const DELIVERED_SQL: &str = "UPDATE outbox SET state = 'delivered', attempts = a
     last_error = NULL, done_ms = ?3 WHERE id = ?1";
 
 const OUTBOX_COLUMNS: &str = "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, \
-     last_status, last_error, account_id, channel";
+     last_status, last_error, account_id, channel, trigger_ms";
 
 fn outbox_row(r: &Row<'_>) -> Result<OutboxRow, StoreError> {
     Ok(OutboxRow {
@@ -453,6 +505,7 @@ fn outbox_row(r: &Row<'_>) -> Result<OutboxRow, StoreError> {
         last_error: r.get(9)?,
         account_id: r.get(10)?,
         channel: channel_column(r, 11)?,
+        trigger_ms: r.get(12)?,
     })
 }
 
@@ -485,6 +538,8 @@ pub struct AlertRow {
     pub last_triggered_ms: Option<i64>,
     /// Firings so far.
     pub trigger_count: i64,
+    /// When it ends by itself, Unix milliseconds; `None`: never.
+    pub expires_ms: Option<i64>,
 }
 
 impl AlertRow {
@@ -594,6 +649,8 @@ pub struct NewAlert {
     pub created_price: i64,
     /// Creation time.
     pub created_ms: i64,
+    /// When it ends by itself, Unix milliseconds (`expires_at`); `None`: never.
+    pub expires_ms: Option<i64>,
 }
 
 /// One firing to persist.
@@ -626,6 +683,17 @@ pub struct InboxRow {
     pub created_ms: i64,
 }
 
+/// What an alert create's `Idempotency-Key` was used for before ([`Store::idempotent_alert`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Idempotent {
+    /// Not used (or not within 24 h): create.
+    New,
+    /// Used with the same body: the alert it made, as it is now.
+    Same(AlertRow),
+    /// Used with another body.
+    Other,
+}
+
 /// Which alerts a listing shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusFilter {
@@ -639,7 +707,7 @@ pub enum StatusFilter {
 
 const ALERT_COLUMNS: &str =
     "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat, \
-     note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count";
+     note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms";
 
 fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     let exchange: String = r.get(2)?;
@@ -665,6 +733,7 @@ fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
         created_ms: r.get(14)?,
         last_triggered_ms: r.get(15)?,
         trigger_count: r.get(16)?,
+        expires_ms: r.get(17)?,
     })
 }
 
@@ -1016,7 +1085,7 @@ impl Store {
     /// NORMAL` in WAL mode (durable against a crash of the process, not a power loss), or
     /// PostgreSQL's `synchronous_commit = off` (durable against a crash of rampart, not of the
     /// database server: its last moments of commits may be lost).
-    pub(crate) fn relax_sync(&self) -> Result<(), StoreError> {
+    pub fn relax_sync(&self) -> Result<(), StoreError> {
         match self.db.lite() {
             Some(c) => Ok(c.pragma_update(None, "synchronous", "NORMAL")?),
             None => self.db.set_session("synchronous_commit", "off"),
@@ -1174,6 +1243,49 @@ impl Store {
         Ok(if exists.is_some() { Revoked::Already } else { Revoked::NotFound })
     }
 
+    /// Records that the key watcher `id` has applied the key table up to `version` and is alive
+    /// at `now_ms` (its server's front checks keys against that table).
+    pub fn key_watcher_beat(&self, id: &str, version: i64, now_ms: i64) -> Result<(), StoreError> {
+        self.db.execute(
+            "INSERT INTO key_watchers (id, seen_version, beat_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(id) DO UPDATE SET seen_version = excluded.seen_version, beat_ms = excluded.beat_ms",
+            vals![id, version, now_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets the key watcher `id` (its server stops) and every watcher not heard from since
+    /// `stale_before_ms`.
+    pub fn key_watcher_end(&self, id: &str, stale_before_ms: i64) -> Result<(), StoreError> {
+        self.db.execute("DELETE FROM key_watchers WHERE id = ?1 OR beat_ms < ?2", vals![id, stale_before_ms])?;
+        Ok(())
+    }
+
+    /// Key watchers heard from since `alive_since_ms` that have not yet applied `version`.
+    pub fn key_watchers_behind(&self, version: i64, alive_since_ms: i64) -> Result<i64, StoreError> {
+        self.db.query_one(
+            "SELECT COUNT(*) FROM key_watchers WHERE beat_ms >= ?1 AND seen_version < ?2",
+            vals![alive_since_ms, version],
+            |r| r.get(0),
+        )
+    }
+
+    /// Waits until every running server's key table holds `version` (a key created or revoked
+    /// at it): every key watcher heard from in the last [`KEY_WATCHER_ALIVE_MS`] has applied
+    /// it, polling every 5 ms for at most `wait`. Returns how many still had not when it gave up
+    /// (0: all have). `now_ms` reads the caller's clock.
+    pub fn wait_keys_seen(&self, version: i64, wait: Duration, now_ms: &dyn Fn() -> i64) -> Result<i64, StoreError> {
+        let deadline = now_ms() + wait.as_millis() as i64;
+        loop {
+            let now = now_ms();
+            let behind = self.key_watchers_behind(version, now - KEY_WATCHER_ALIVE_MS)?;
+            if behind == 0 || now >= deadline {
+                return Ok(behind);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// A counter bumped by every key creation and revocation, so a server can tell cheaply
     /// whether its cached key table is stale.
     pub fn keys_version(&self) -> Result<i64, StoreError> {
@@ -1209,8 +1321,8 @@ impl Store {
         let (kind, direction, price, pct, window) = condition_columns(&a.condition);
         let sql = format!(
             "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat,
-                note, webhook_url, status, created_price, created_ms, trigger_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0) RETURNING {ALERT_COLUMNS}"
+                note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14) RETURNING {ALERT_COLUMNS}"
         );
         let params = vals![
             a.account_id,
@@ -1225,7 +1337,8 @@ impl Store {
             &a.note,
             a.webhook_url.as_deref(),
             a.created_price,
-            a.created_ms
+            a.created_ms,
+            a.expires_ms
         ];
         self.db.query_one(&sql, params, alert_row)
     }
@@ -1257,6 +1370,94 @@ impl Store {
             |r| r.get(0),
         )?;
         Ok(n.unsigned_abs())
+    }
+
+    /// What an earlier create with `key` made, when `account_id` used it since `since_ms`:
+    /// [`Idempotent::Same`] with the alert as it is now when `body_hash` matches,
+    /// [`Idempotent::Other`] when it came with another body, [`Idempotent::New`] when unused
+    /// (keys older than `since_ms` are forgotten here).
+    pub fn idempotent_alert(
+        &self,
+        account_id: i64,
+        key: &str,
+        body_hash: &[u8; 32],
+        since_ms: i64,
+    ) -> Result<Idempotent, StoreError> {
+        self.db.execute("DELETE FROM idempotency WHERE created_ms < ?1", vals![since_ms])?;
+        let earlier = self.db.query_opt(
+            "SELECT body_hash, alert_id FROM idempotency WHERE account_id = ?1 AND key = ?2",
+            vals![account_id, key],
+            |r| Ok((r.get::<Vec<u8>>(0)?, r.get::<i64>(1)?)),
+        )?;
+        let Some((hash, alert_id)) = earlier else { return Ok(Idempotent::New) };
+        if hash.as_slice() != body_hash.as_slice() {
+            return Ok(Idempotent::Other);
+        }
+        let sql = format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1");
+        match self.db.query_opt(&sql, vals![alert_id], alert_row)? {
+            Some(row) => Ok(Idempotent::Same(row)),
+            None => Ok(Idempotent::New),
+        }
+    }
+
+    /// Remembers that `account_id`'s create with `key` and `body_hash` made `alert_id`.
+    pub fn remember_idempotent(
+        &self,
+        account_id: i64,
+        key: &str,
+        body_hash: &[u8; 32],
+        alert_id: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.db.execute(
+            "INSERT INTO idempotency (account_id, key, body_hash, alert_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(account_id, key) DO UPDATE SET body_hash = excluded.body_hash, alert_id = excluded.alert_id,
+                created_ms = excluded.created_ms",
+            vals![account_id, key, &body_hash[..], alert_id, now_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Makes `secret` the account's webhook signing secret (`decisions.md` §13); the one it
+    /// replaces, if any, goes on signing until `now_ms + previous_for_ms`.
+    pub fn set_webhook_secret(
+        &self,
+        account_id: i64,
+        secret: &str,
+        now_ms: i64,
+        previous_for_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.db.execute(
+            "INSERT INTO webhook_secrets (account_id, secret, previous, previous_until_ms, created_ms)
+             VALUES (?1, ?2, NULL, NULL, ?3)
+             ON CONFLICT(account_id) DO UPDATE SET previous = webhook_secrets.secret,
+                previous_until_ms = ?4, secret = excluded.secret, created_ms = excluded.created_ms",
+            vals![account_id, secret, now_ms, now_ms + previous_for_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Ends signing for the account: its secrets are forgotten. Whether it had one.
+    pub fn end_webhook_secret(&self, account_id: i64) -> Result<bool, StoreError> {
+        Ok(self.db.execute("DELETE FROM webhook_secrets WHERE account_id = ?1", vals![account_id])? > 0)
+    }
+
+    /// The secrets that sign the account's webhooks at `now_ms`: the current one, then the one
+    /// it replaced while that still signs. Empty: deliveries are not signed.
+    pub fn webhook_secrets(&self, account_id: i64, now_ms: i64) -> Result<Vec<String>, StoreError> {
+        let row = self.db.query_opt(
+            "SELECT secret, previous, previous_until_ms FROM webhook_secrets WHERE account_id = ?1",
+            vals![account_id],
+            |r| Ok((r.get::<String>(0)?, r.get::<Option<String>>(1)?, r.get::<Option<i64>>(2)?)),
+        )?;
+        let Some((secret, previous, until)) = row else { return Ok(Vec::new()) };
+        let mut out = vec![secret];
+        if let (Some(p), Some(until)) = (previous, until) {
+            if until > now_ms {
+                out.push(p);
+            }
+        }
+        Ok(out)
     }
 
     /// Locks `account_id`'s row until the transaction ends (PostgreSQL; SQLite's write lock
@@ -1505,6 +1706,43 @@ impl Store {
         let sql =
             format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE alert_id = ?1 AND channel = 'webhook' ORDER BY id");
         self.db.query(&sql, vals![alert_id], outbox_row)
+    }
+
+    /// Active alerts whose `expires_at` has passed at `now_ms`, oldest expiry first, at most
+    /// `limit` (the writer ends them with [`Store::expire`]).
+    pub fn expired_alerts(&self, now_ms: i64, limit: u32) -> Result<Vec<AlertRow>, StoreError> {
+        let sql = format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE expires_ms <= ?1 AND status = 'active' AND deleted_ms IS NULL
+             ORDER BY expires_ms, id LIMIT ?2"
+        );
+        self.db.query(&sql, vals![now_ms, i64::from(limit)], alert_row)
+    }
+
+    /// Ends the alerts `ids` that are still active (`decisions.md` §13: removed like a delisted
+    /// one) and writes an `alert.expired` notice to each owner's inbox (and, with Telegram on,
+    /// their chat), in one transaction; never a webhook. Returns the alerts ended.
+    pub fn expire(&mut self, ids: &[i64], now_ms: i64, texts: &dyn Render) -> Result<Vec<AlertRow>, StoreError> {
+        let (db, telegram) = (&self.db, self.telegram);
+        let sql = format!(
+            "UPDATE alerts SET deleted_ms = ?2
+             WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
+        );
+        db.in_transaction_of(|| {
+            let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
+            let rows: Vec<AlertRow> = db.query_opt_each(&sql, &sets, alert_row)?.into_iter().flatten().collect();
+            for row in &rows {
+                let body = texts.alert_expired(row, now_ms);
+                db.execute(
+                    "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.expired', ?2, ?3, ?4)",
+                    vals![row.account_id, row.id, &body, now_ms],
+                )?;
+                if telegram {
+                    let text = || texts.telegram_alert_expired(row);
+                    queue_telegram(db, texts, row.account_id, row.id, text, now_ms)?;
+                }
+            }
+            Ok(rows)
+        })
     }
 
     /// Removes every active alert of a delisted pair and writes an `alert.delisted` notice to
@@ -1767,6 +2005,7 @@ mod tests {
             webhook_url: None,
             created_price: 100,
             created_ms: 1,
+            expires_ms: None,
         }
     }
 

@@ -23,6 +23,10 @@ impl Render for Texts {
         alert::delisted_body(row, now_ms)
     }
 
+    fn alert_expired(&self, row: &AlertRow, now_ms: i64) -> String {
+        alert::expired_body(row, now_ms)
+    }
+
     fn site_fired(&self, row: &SiteAlertRow, f: &SiteFiringRecord) -> (&'static str, String) {
         site_alert::firing_body(row, f)
     }
@@ -33,6 +37,10 @@ impl Render for Texts {
 
     fn telegram_alert_delisted(&self, row: &AlertRow) -> String {
         telegram::delisted_text(row)
+    }
+
+    fn telegram_alert_expired(&self, row: &AlertRow) -> String {
+        telegram::expired_text(row)
     }
 
     fn telegram_site_fired(&self, row: &SiteAlertRow, f: &SiteFiringRecord) -> String {

@@ -52,6 +52,36 @@ pub struct WriterStats {
 /// Called with every committed batch (the delivery side hooks in here).
 pub type OnCommitted = Box<dyn FnMut(&[(AlertRow, FiringRecord)]) + Send>;
 
+/// Which alerts this process ends at their expiry ([`WriterHooks::owns`]).
+pub type Owns = Box<dyn Fn(&AlertRow) -> bool + Send>;
+/// Called with the alerts ended at their expiry ([`WriterHooks::on_expired`]).
+pub type OnExpired = Box<dyn FnMut(&[AlertRow]) + Send>;
+
+/// How often the writer looks for alerts whose `expires_at` has passed.
+pub const EXPIRY_SCAN_MS: i64 = 1_000;
+/// Alerts ended per scan at most; the rest at the next scans.
+pub const EXPIRED_PER_SCAN_MAX: u32 = 512;
+
+/// What the writer is handed besides the store and the queues.
+pub struct WriterHooks {
+    /// Makes the bodies and messages the store writes.
+    pub texts: Box<dyn Render + Send>,
+    /// Called with every committed batch (the delivery side hooks in here).
+    pub on_committed: OnCommitted,
+    /// Which alerts this process ends at their expiry: their pair's shard is here (a market
+    /// node ends its partition's; a single process every alert).
+    pub owns: Owns,
+    /// Called with the alerts ended at their expiry, once committed, so their shards drop them.
+    pub on_expired: OnExpired,
+}
+
+impl WriterHooks {
+    /// `texts` and `on_committed`; every alert's expiry, with nothing told of it.
+    pub fn new(texts: Box<dyn Render + Send>, on_committed: OnCommitted) -> WriterHooks {
+        WriterHooks { texts, on_committed, owns: Box::new(|_| true), on_expired: Box::new(|_| {}) }
+    }
+}
+
 /// The running writer.
 pub struct Writer {
     stop: Arc<AtomicBool>,
@@ -62,16 +92,16 @@ pub struct Writer {
 
 impl Writer {
     /// Starts the writer thread over `queues`, writing through `store` the bodies and messages
-    /// `texts` makes.
+    /// `hooks.texts` makes; it also ends the alerts whose `expires_at` has passed.
     pub fn start(
         mut store: Store,
-        texts: Box<dyn Render + Send>,
         queues: Vec<Arc<EventQueue>>,
         registry: Arc<arc_swap::ArcSwap<Registry>>,
         health: Arc<StorageHealth>,
         clock: SharedClock,
-        mut on_committed: OnCommitted,
+        hooks: WriterHooks,
     ) -> std::io::Result<Writer> {
+        let WriterHooks { texts, mut on_committed, owns, mut on_expired } = hooks;
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(WriterStats::default());
         let (stop2, stats2) = (stop.clone(), stats.clone());
@@ -82,6 +112,7 @@ impl Writer {
             let mut batch: Vec<FiringRecord> = Vec::with_capacity(BATCH_MAX);
             let mut site: Vec<SiteFiringRecord> = Vec::new();
             // The number each shard's next event must carry (paired with the shard's own count).
+            let mut expiry_scanned_ms = 0;
             let mut expected: Vec<u64> = vec![0; queues.len()];
             loop {
                 let stopping = stop2.load(Ordering::Acquire);
@@ -143,6 +174,11 @@ impl Writer {
                         }
                     }
                 }
+                let now = clock.now_ms();
+                if now - expiry_scanned_ms >= EXPIRY_SCAN_MS {
+                    expiry_scanned_ms = now;
+                    expire_due(&mut store, &*texts, &*owns, &mut *on_expired, &stats2, now);
+                }
                 if batch.is_empty() && site.is_empty() {
                     if stopping {
                         break;
@@ -163,6 +199,39 @@ impl Writer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// Ends the owned alerts whose `expires_at` has passed (`decisions.md` §13): removed, their
+/// owners told in the inbox (and Telegram), never by webhook; then `on_expired` drops them from
+/// their shards. A failure is logged and tried again at the next scan.
+fn expire_due(
+    store: &mut Store,
+    texts: &dyn Render,
+    owns: &dyn Fn(&AlertRow) -> bool,
+    on_expired: &mut dyn FnMut(&[AlertRow]),
+    stats: &WriterStats,
+    now: i64,
+) {
+    let due = match store.expired_alerts(now, EXPIRED_PER_SCAN_MAX) {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::warn!("writer: looking for expired alerts: {e}; trying again");
+            return;
+        }
+    };
+    let ids: Vec<i64> = due.iter().filter(|r| owns(r)).map(|r| r.id).collect();
+    if ids.is_empty() {
+        return;
+    }
+    match store.expire(&ids, now, texts) {
+        Ok(ended) if !ended.is_empty() => {
+            stats.inbox_writes.fetch_add(1, Ordering::Release);
+            tracing::info!("{} alerts expired", ended.len());
+            on_expired(&ended);
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("writer: ending {} expired alerts: {e}; trying again", ids.len()),
     }
 }
 

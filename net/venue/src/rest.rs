@@ -16,7 +16,11 @@
 //!   then the book is reported failed (it starts with the candles its trades build);
 //! - every request waits for its venue's weight budget ([`super::VenueSettings::rest_weight_per_s`]);
 //!   a 429, 418 or 403 answer pauses the venue for its `Retry-After` (or 60 s), at most the
-//!   venue's `retry_after_max_s` whatever the venue says;
+//!   venue's `retry_after_max_s` whatever the venue says; during a 429 or 403 pause longer than
+//!   [`PROBE_EVERY`] one request goes every [`PROBE_EVERY`], and the first that is answered
+//!   ends the pause, so a venue that recovers before its word is used again within that (the
+//!   bound on how long a book waits for its snapshot, not the venue's `Retry-After`); a 418 (an
+//!   IP ban) is waited out, up to `retry_after_max_s`;
 //! - one book's whole backfill (every timeframe, every page, every retry) gets
 //!   [`BACKFILL_BOOK_TIMEOUT`]; after it the book is reported failed and its shard asks again
 //!   later, with backoff, forever;
@@ -75,6 +79,9 @@ pub const BACKFILL_ATTEMPTS_MAX: u32 = 4;
 pub const BACKFILL_PAGES_MAX: usize = 8;
 /// Pause of a venue after a rate-limit answer without `Retry-After`.
 pub const RATE_LIMIT_PAUSE: Duration = Duration::from_secs(60);
+/// During a longer 429 or 403 pause, one request goes every this often; the first answered
+/// ends the pause. A recovered venue's books are rebuilt within this plus one request.
+pub const PROBE_EVERY: Duration = Duration::from_secs(10);
 
 /// Work a shard asks of the REST thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,7 +245,8 @@ impl Rest {
                 }
             };
             let local = tokio::task::LocalSet::new();
-            let ctx = Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
+            let ctx =
+                Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default(), limited: Default::default() });
             let hooks = Hooks { on_listing, grow };
             local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, hooks));
         })?;
@@ -262,6 +270,8 @@ struct Ctx {
     tls: Option<Arc<rustls::ClientConfig>>,
     stats: Arc<[RestStats; Venue::COUNT]>,
     pacers: [std::cell::Cell<Option<Instant>>; Venue::COUNT],
+    /// Per venue: the end of a rate-limit pause being probed ([`PROBE_EVERY`]).
+    limited: [std::cell::Cell<Option<Instant>>; Venue::COUNT],
 }
 
 impl Ctx {
@@ -275,18 +285,37 @@ impl Ctx {
         let now = Instant::now();
         let cell = &self.pacers[venue.index()];
         let slot = cell.get().map_or(now, |t| t.max(now));
-        cell.set(Some(slot + Duration::from_secs_f64(weight / rate)));
+        // While a pause is probed, this request is the probe: the next waits a step.
+        let probing = self.limited[venue.index()].get().is_some_and(|t| t > slot);
+        let next = if probing { slot + PROBE_EVERY } else { slot + Duration::from_secs_f64(weight / rate) };
+        cell.set(Some(next));
         if slot > now {
             tokio::time::sleep_until(slot.into()).await;
         }
     }
 
-    fn pause(&self, venue: Venue, d: Duration) {
+    /// Pauses `venue` for `d`, at most its `retry_after_max_s`; a pause longer than
+    /// [`PROBE_EVERY`] after a 429 or 403 (`probe`) is probed instead of waited out.
+    fn pause(&self, venue: Venue, d: Duration, probe: bool) {
         let cell = &self.pacers[venue.index()];
         let most = self.settings(venue).map_or(RETRY_AFTER_MAX, |s| Duration::from_secs(s.retry_after_max_s));
         let now = Instant::now();
-        let until = now.checked_add(d.min(most).min(RETRY_AFTER_MAX)).unwrap_or(now);
+        let wait = d.min(most).min(RETRY_AFTER_MAX);
+        let until = now.checked_add(wait).unwrap_or(now);
+        let until = if probe && wait > PROBE_EVERY {
+            self.limited[venue.index()].set(Some(until));
+            now + PROBE_EVERY
+        } else {
+            until
+        };
         cell.set(Some(cell.get().map_or(until, |t| t.max(until))));
+    }
+
+    /// The venue answered: a probed pause is over, and the next request need not wait for it.
+    fn answered(&self, venue: Venue) {
+        if self.limited[venue.index()].take().is_some() {
+            self.pacers[venue.index()].set(Some(Instant::now()));
+        }
     }
 
     /// A paced GET; rate-limit answers pause the venue and count as errors.
@@ -298,12 +327,15 @@ impl Ctx {
             Ok(r) => r,
             Err(_) => Err(fail("timed out")),
         };
+        if r.is_ok() {
+            self.answered(venue);
+        }
         r.map_err(|e| {
             stats.errors.fetch_add(1, Ordering::Relaxed);
             match e.error {
-                RestError::Status { status: 429 | 418 | 403, .. } => {
+                RestError::Status { status: status @ (429 | 418 | 403), .. } => {
                     stats.rate_limited.fetch_add(1, Ordering::Relaxed);
-                    self.pause(venue, e.retry_after.unwrap_or(RATE_LIMIT_PAUSE));
+                    self.pause(venue, e.retry_after.unwrap_or(RATE_LIMIT_PAUSE), status != 418);
                     e.error
                 }
                 RestError::Transport(t) => RestError::Transport(format!("GET {url}: {t}")),
@@ -564,6 +596,7 @@ pub fn list_venues(
         tls,
         stats: Arc::new(Default::default()),
         pacers: Default::default(),
+        limited: Default::default(),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
@@ -774,7 +807,14 @@ mod tests {
         let mut s = VenueSettings::default_for(Venue::Binance);
         s.retry_after_max_s = retry_after_max_s;
         let books = RestBooks::empty();
-        Ctx { venues: vec![s], books, tls: None, stats: Arc::new(Default::default()), pacers: Default::default() }
+        Ctx {
+            venues: vec![s],
+            books,
+            tls: None,
+            stats: Arc::new(Default::default()),
+            pacers: Default::default(),
+            limited: Default::default(),
+        }
     }
 
     /// `Retry-After: 18446744073709551615` once panicked the task ("overflow when adding
@@ -783,15 +823,41 @@ mod tests {
     fn a_venue_pause_is_bounded_whatever_the_venue_says() {
         let c = ctx(7);
         let before = Instant::now();
-        c.pause(Venue::Binance, Duration::from_secs(u64::MAX));
-        c.pause(Venue::Binance, Duration::MAX);
+        c.pause(Venue::Binance, Duration::from_secs(u64::MAX), false);
+        c.pause(Venue::Binance, Duration::MAX, true);
         let until = c.pacers[Venue::Binance.index()].get().expect("paused");
         assert!(until <= Instant::now() + Duration::from_secs(7), "cut to retry_after_max_s");
         assert!(until >= before + Duration::from_secs(7));
         // A venue not configured is cut to the hard bound.
-        c.pause(Venue::Okx, Duration::MAX);
+        c.pause(Venue::Okx, Duration::MAX, false);
         let until = c.pacers[Venue::Okx.index()].get().expect("paused");
         assert!(until <= Instant::now() + RETRY_AFTER_MAX);
+    }
+
+    /// A long 429 pause is probed: one request after [`PROBE_EVERY`], the next a step later,
+    /// and an answer ends the pause; a 418 (a ban) is waited out.
+    #[test]
+    fn a_long_rate_limit_pause_is_probed_and_an_answer_ends_it() {
+        let c = ctx(300);
+        let slot = |c: &Ctx| c.pacers[Venue::Binance.index()].get().expect("a slot");
+        let before = Instant::now();
+        c.pause(Venue::Binance, Duration::from_secs(u64::MAX), true);
+        let probe_at = slot(&c);
+        assert!(probe_at >= before + PROBE_EVERY && probe_at <= Instant::now() + PROBE_EVERY, "a probe after a step");
+        // The step has passed (the slot is moved, not slept through): this request is the probe,
+        // and the next one waits another step while the venue is still limited.
+        c.pacers[Venue::Binance.index()].set(Some(Instant::now()));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        runtime.block_on(c.pace(Venue::Binance, 1.0));
+        assert!(slot(&c) >= Instant::now() + PROBE_EVERY - Duration::from_millis(100), "one probe per step");
+        // The probe is answered: the pause is over.
+        c.answered(Venue::Binance);
+        assert!(slot(&c) <= Instant::now(), "an answer ends the pause");
+        runtime.block_on(c.pace(Venue::Binance, 1.0));
+        assert!(slot(&c) < Instant::now() + PROBE_EVERY, "paced by weight again");
+        // A ban (418) is waited out, up to the venue's bound.
+        c.pause(Venue::Binance, Duration::from_secs(120), false);
+        assert!(slot(&c) >= Instant::now() + Duration::from_secs(119), "a ban is waited out");
     }
 
     /// A job task that panics still answers: a failure for the shard, its slot released.

@@ -12,10 +12,9 @@ use rampart_state::clock;
 use rampart_state::json::Json;
 use rampart_state::Command;
 use rampart_store::storage::Writer;
-use rampart_store::store::{AlertStatus, KeyRow, NewAlert};
+use rampart_store::store::{AlertRow, AlertStatus, Idempotent, KeyRow, NewAlert};
 use rampart_store::text::alert::write_alert;
 
-/// 405 with the methods the path takes in `Allow`.
 /// One inbox entry as `GET /v1/inbox` lists it (and live push sends it).
 pub(super) fn write_inbox_entry(j: &mut Json, r: &rampart_store::store::InboxRow) {
     j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
@@ -27,10 +26,85 @@ pub(super) fn write_inbox_entry(j: &mut Json, r: &rampart_store::store::InboxRow
     j.raw(",\"createdAt\":").str(&clock::iso8601(r.created_ms)).raw(",\"event\":").raw(&r.body).raw("}");
 }
 
+/// How long an `Idempotency-Key` answers the alert it created (`decisions.md` §13).
+pub const IDEMPOTENCY_KEEP_MS: i64 = 24 * 3_600_000;
+/// Longest `Idempotency-Key`, in characters (visible ASCII).
+pub const IDEMPOTENCY_KEY_CHARS_MAX: usize = 255;
+
+/// The `Idempotency-Key` header of a create, checked (1 to 255 visible ASCII characters), and
+/// the SHA-256 of the body it came with.
+fn idempotency(header: &HeaderValue, body: &[u8]) -> Result<(String, [u8; 32]), ApiError> {
+    let bytes = header.as_bytes();
+    if bytes.is_empty() || bytes.len() > IDEMPOTENCY_KEY_CHARS_MAX || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_CHARS_MAX} visible ASCII characters"),
+        ));
+    }
+    use sha2::Digest;
+    let key = String::from_utf8_lossy(bytes).into_owned();
+    Ok((key, sha2::Sha256::digest(body).into()))
+}
+
+fn reused_with_another_body() -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Idempotency-Key was already used with another body")
+}
+
+/// `{"data":<Alert>}`.
+fn alert_answer(row: &AlertRow) -> Resp {
+    let mut j = Json::with_capacity(512);
+    j.raw("{\"data\":");
+    write_alert(&mut j, row);
+    j.raw("}");
+    respond(StatusCode::OK, j.finish())
+}
+
+/// What the create's storage job did.
+enum Created {
+    /// Inserted: a new alert.
+    New(AlertRow),
+    /// The `Idempotency-Key` had made this alert already.
+    Replay(AlertRow),
+    /// The `Idempotency-Key` had come with another body.
+    Conflict,
+    /// The plan's cap is reached.
+    Full,
+}
+
 impl Front {
-    // Long: the creation rules in the order the API applies them (validate, plan, cap, price,
-    // store, hand to the shard); each step is a few lines and they share the request's state.
-    pub(super) async fn try_create_alert(&self, account: &KeyRow, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
+    /// The alert an earlier create with the same `Idempotency-Key` and body made, if any (a
+    /// retry after a timeout or a 5xx answers it, whatever the market did since).
+    async fn replayed(
+        &self,
+        account_id: i64,
+        key: &(String, [u8; 32]),
+        now_ms: i64,
+    ) -> Result<Option<AlertRow>, ApiError> {
+        let (k, hash) = key.clone();
+        let since = now_ms - IDEMPOTENCY_KEEP_MS;
+        match self.storage.run(move |store| store.idempotent_alert(account_id, &k, &hash, since)).await? {
+            Idempotent::Same(row) => Ok(Some(row)),
+            Idempotent::Other => Err(reused_with_another_body()),
+            Idempotent::New => Ok(None),
+        }
+    }
+
+    // Long: the creation rules in the order the API applies them (idempotency, validate, plan,
+    // cap, price, store, hand to the shard); each step is a few lines and they share the
+    // request's state.
+    pub(super) async fn try_create_alert(
+        &self,
+        account: &KeyRow,
+        body: &[u8],
+        idempotency_key: Option<&HeaderValue>,
+        now_ms: i64,
+    ) -> Result<Resp, ApiError> {
+        let idem = idempotency_key.map(|h| idempotency(h, body)).transpose()?;
+        if let Some(key) = &idem {
+            if let Some(row) = self.replayed(account.account_id, key, now_ms).await? {
+                return Ok(alert_answer(&row));
+            }
+        }
         let req = alerts::parse_create(body)?;
         let (venue, book) = match req.exchange {
             Some(v) => (v, self.book(v, &req.symbol)?),
@@ -48,6 +122,7 @@ impl Front {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
         rules::check_plan(plan, &req)?;
+        rules::check_expiry(req.expires_ms, now_ms)?;
         let (current, _) = self.shared.price(book);
         if current <= 0 {
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
@@ -69,22 +144,42 @@ impl Front {
             webhook_url: req.webhook_url.clone(),
             created_price: current,
             created_ms: now_ms,
+            expires_ms: req.expires_ms,
         };
         // Price and percent alerts share the plan's cap (decisions.md §2), counted and inserted
         // in one storage job so two concurrent requests cannot both take the last place.
         // Committed before the answer: a crash after the 200 loses nothing acknowledged.
+        // A concurrent create with the same Idempotency-Key is looked for again under the
+        // account's lock, so two at once make one alert.
         let cap = u64::from(plan.price_alert_cap);
         let inserted = self
             .storage
             .run(move |store| {
-                if store.active_price_alerts(new.account_id)? >= cap {
-                    return Ok(None);
+                let active = store.active_price_alerts(new.account_id)?;
+                if let Some((key, hash)) = &idem {
+                    match store.idempotent_alert(new.account_id, key, hash, now_ms - IDEMPOTENCY_KEEP_MS)? {
+                        Idempotent::Same(row) => return Ok(Created::Replay(row)),
+                        Idempotent::Other => return Ok(Created::Conflict),
+                        Idempotent::New => {}
+                    }
                 }
-                store.insert_alert(&new).map(Some)
+                if active >= cap {
+                    return Ok(Created::Full);
+                }
+                let row = store.insert_alert(&new)?;
+                if let Some((key, hash)) = &idem {
+                    store.remember_idempotent(new.account_id, key, hash, row.id, now_ms)?;
+                }
+                Ok(Created::New(row))
             })
             .await;
         self.health.record(Writer::Front, &inserted, now_ms);
-        let Some(row) = inserted? else { return Err(rules::cap_reached(plan).into()) };
+        let row = match inserted? {
+            Created::New(row) => row,
+            Created::Replay(row) => return Ok(alert_answer(&row)),
+            Created::Conflict => return Err(reused_with_another_body()),
+            Created::Full => return Err(rules::cap_reached(plan).into()),
+        };
         let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
         if self.commands.send(book, Command::AddAlert { book, spec }).is_err() {
             // The shard's queue is full: undo, so nothing unacknowledged stays behind.
@@ -92,11 +187,7 @@ impl Front {
             let _ = self.storage.run(move |store| store.forget_alert(id)).await;
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
         }
-        let mut j = Json::with_capacity(512);
-        j.raw("{\"data\":");
-        write_alert(&mut j, &row);
-        j.raw("}");
-        Ok(respond(StatusCode::OK, j.finish()))
+        Ok(alert_answer(&row))
     }
 
     pub(super) async fn list_alerts(&self, account: &KeyRow, filter: rampart_store::store::StatusFilter) -> Resp {

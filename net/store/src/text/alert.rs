@@ -20,19 +20,31 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
         None => j.raw("null"),
     };
     j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":").fixed(a.created_price);
-    write_firing_tail(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
+    write_firing_fields(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
+    j.raw(",\"expiresAt\":");
+    match a.expires_ms {
+        Some(ms) => j.str(&clock::iso8601(ms)),
+        None => j.raw("null"),
+    };
+    j.raw("}");
 }
 
 /// The fields every alert record ends with, and its closing brace:
 /// `,"lastTriggeredAt","triggerCount","createdAt"}`.
 pub fn write_firing_tail(j: &mut Json, last_triggered_ms: Option<i64>, trigger_count: i64, created_ms: i64) {
+    write_firing_fields(j, last_triggered_ms, trigger_count, created_ms);
+    j.raw("}");
+}
+
+/// `,"lastTriggeredAt","triggerCount","createdAt"`, the record left open.
+fn write_firing_fields(j: &mut Json, last_triggered_ms: Option<i64>, trigger_count: i64, created_ms: i64) {
     j.raw(",\"lastTriggeredAt\":");
     match last_triggered_ms {
         Some(ms) => j.str(&clock::iso8601(ms)),
         None => j.raw("null"),
     };
     j.raw(",\"triggerCount\":").int(trigger_count);
-    j.raw(",\"createdAt\":").str(&clock::iso8601(created_ms)).raw("}");
+    j.raw(",\"createdAt\":").str(&clock::iso8601(created_ms));
 }
 
 /// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
@@ -54,8 +66,19 @@ pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
 /// The `alert.delisted` inbox body: `{"event","alert":{"id","exchange","symbol"},"time"}`,
 /// written with the same escaping JSON writer as every other stored body.
 pub fn delisted_body(row: &AlertRow, now_ms: i64) -> String {
+    notice_body("alert.delisted", row, now_ms)
+}
+
+/// The `alert.expired` inbox body (`decisions.md` §13), shaped as the delisting notice:
+/// `{"event","alert":{"id","exchange","symbol"},"time"}`.
+pub fn expired_body(row: &AlertRow, now_ms: i64) -> String {
+    notice_body("alert.expired", row, now_ms)
+}
+
+/// A notice that an alert ended without firing: `event`, the alert named, and when.
+fn notice_body(event: &str, row: &AlertRow, now_ms: i64) -> String {
     let mut j = Json::with_capacity(128);
-    j.raw("{\"event\":\"alert.delisted\",\"alert\":{\"id\":").int(row.id);
+    j.raw("{\"event\":").str(event).raw(",\"alert\":{\"id\":").int(row.id);
     j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
     j.raw("},\"time\":").int(now_ms).raw("}");
     j.finish()
@@ -107,6 +130,7 @@ mod tests {
             created_ms: 1_795_183_387_123,
             last_triggered_ms: None,
             trigger_count: 0,
+            expires_ms: None,
         };
         let mut j = Json::default();
         write_alert(&mut j, &row);
@@ -129,6 +153,7 @@ mod tests {
             "lastTriggeredAt",
             "triggerCount",
             "createdAt",
+            "expiresAt",
         ] {
             assert!(keys.contains(&k), "{k} missing");
         }
@@ -137,5 +162,6 @@ mod tests {
         assert_eq!(v["createdPrice"], 95000.12);
         assert_eq!(v["createdAt"], "2026-11-20T14:03:07.123+00:00");
         assert_eq!(v["lastTriggeredAt"], Value::Null);
+        assert_eq!(v["expiresAt"], Value::Null);
     }
 }

@@ -116,6 +116,17 @@ pub fn delisted_text(row: &AlertRow) -> String {
     )
 }
 
+/// The text of an expiry notice.
+pub fn expired_text(row: &AlertRow) -> String {
+    format!(
+        "{} · {}\nprice alert #{} expired and was removed.{}",
+        row.symbol,
+        row.exchange.as_str(),
+        row.id,
+        note_line(&row.note)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@
 
 use std::net::IpAddr;
 
-use hyper::header::{HeaderValue, CACHE_CONTROL, COOKIE, SET_COOKIE};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use hyper::http::request::Parts;
 use hyper::{Method, StatusCode};
 
@@ -56,6 +56,34 @@ impl From<SiteError> for ApiError {
             SiteError::Store(s) => ApiError::from(s),
         }
     }
+}
+
+/// Refuses a sign-in another site's page could have sent (login CSRF, `decisions.md` §10): its
+/// body must be JSON (`Content-Type: application/json`, which a cross-site form or a "simple"
+/// cross-origin request cannot send without the browser's preflight, which the front never
+/// grants), and a browser's `Sec-Fetch-Site` and `Origin`, when present, must say this site.
+/// Clients that are not browsers send neither and are unaffected.
+pub(in crate::api::front) fn signin_from_this_site(req: &Parts) -> Result<(), ApiError> {
+    let header = |name: &str| req.headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let json = header(CONTENT_TYPE.as_str()).and_then(|t| t.split(';').next()).map(str::trim);
+    if !json.is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "sign-in takes a JSON body (Content-Type: application/json)",
+        ));
+    }
+    let cross = || Err(ApiError::new(StatusCode::FORBIDDEN, "sign-in from another site is refused"));
+    if header("sec-fetch-site").is_some_and(|s| s != "same-origin" && s != "none") {
+        return cross();
+    }
+    if let Some(origin) = header("origin") {
+        let host = header("host").unwrap_or("");
+        let authority = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+        if host.is_empty() || authority != Some(host) {
+            return cross();
+        }
+    }
+    Ok(())
 }
 
 fn no_store(mut r: Resp) -> Resp {
@@ -126,7 +154,7 @@ impl Front {
         let segments: Vec<&str> = req.uri.path().trim_start_matches('/').split('/').collect();
         let post = req.method == Method::POST;
         let answer = match segments.as_slice() {
-            ["site", "signin"] if post => self.signin(body, peer, now_ms).await,
+            ["site", "signin"] if post => self.signin(req, body, peer, now_ms).await,
             ["site", "signout"] if post => self.signout(req, now_ms),
             ["site", "signin"] | ["site", "signout"] => Ok(method_not_allowed("POST")),
             ["site", "session"] if matches!(req.method, Method::GET | Method::HEAD) => {
@@ -179,14 +207,14 @@ impl Front {
                 "an alert created on the site has no webhook URL; create one with a webhook_url through the API",
             ));
         }
-        let resp = self.handle(&req.method, path, req.uri.query(), &bytes, &key, now_ms).await;
+        let resp = self.handle(req, path, &bytes, &key, now_ms).await;
         Ok(crate::api::front::encoding::negotiate(resp, crate::api::front::encoding::accepts_gzip(&req.headers)).await)
     }
 
     /// The site's budget of `account` (kept apart from its keys' by a negative id).
     fn admit_site(&self, account: i64, now_ms: i64) -> Result<(), ApiError> {
         match self.limiter.borrow_mut().admit_key(-account, SITE_BURST_PER_MIN, SITE_DAILY_QUOTA, now_ms) {
-            Ok(()) => Ok(()),
+            Ok(_) => Ok(()),
             Err(Refusal::Burst { retry_after_s }) => Err(ApiError::too_many(
                 format!("site rate limit exceeded: {SITE_BURST_PER_MIN} requests per minute"),
                 retry_after_s,
@@ -238,6 +266,7 @@ impl Front {
                 format!("active key limit reached ({ACCOUNT_KEYS_MAX} per account); revoke one first"),
             ));
         };
+        self.keys_applied().await;
         let plan = self.plan_of(&s);
         let mut j = Json::with_capacity(256);
         j.raw("{\"data\":{\"id\":").int(created.id).raw(",\"key\":").str(&created.key);
@@ -254,6 +283,7 @@ impl Front {
         if matches!(revoked?, Revoked::NotFound) {
             return Err(unknown());
         }
+        self.keys_applied().await;
         let mut j = Json::with_capacity(64);
         j.raw("{\"data\":{\"id\":").int(id).raw(",\"revoked\":true}}");
         Ok(respond(StatusCode::OK, j.finish()))
@@ -312,11 +342,21 @@ impl Front {
         Ok(s)
     }
 
-    async fn signin(&self, body: hyper::body::Incoming, peer: IpAddr, now_ms: i64) -> Result<Resp, ApiError> {
+    async fn signin(
+        &self,
+        req: &Parts,
+        body: hyper::body::Incoming,
+        peer: IpAddr,
+        now_ms: i64,
+    ) -> Result<Resp, ApiError> {
+        signin_from_this_site(req)?;
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &SIGNIN_FIELDS)?;
         let key = crate::request::required_string(&obj, "key")?.trim();
-        let row = self.keys.get(&hash_key(key)).filter(|_| rampart_store::store::is_key_shaped(key));
+        let row = match rampart_store::store::is_key_shaped(key) {
+            true => self.find_key(key, peer, now_ms).await,
+            false => None,
+        };
         let Some(row) = row else { return Err(self.unauthenticated(peer, "invalid API key", now_ms)) };
         if row.revoked_ms.is_some() {
             return Err(self.unauthenticated(peer, "revoked API key", now_ms));

@@ -1,0 +1,43 @@
+//! `POST /v1/webhook-secret` (create or rotate the account's webhook signing secret, shown in
+//! this answer only) and `DELETE /v1/webhook-secret` (end signing), `decisions.md` §13. The
+//! signing itself is the sender's (`rampart_delivery::signing`); a secret is never logged.
+
+use hyper::header::{HeaderValue, CACHE_CONTROL};
+use hyper::StatusCode;
+
+use super::*;
+use rampart_state::json::Json;
+use rampart_store::storage::Writer;
+use rampart_store::store::KeyRow;
+
+impl Front {
+    /// Makes a new secret the account's; the one it replaces goes on signing for
+    /// `previous_secret_ms` (24 h), so receivers can move to the new one.
+    pub(super) async fn rotate_webhook_secret(&self, account: &KeyRow, now_ms: i64) -> Resp {
+        let Ok(secret) = rampart_delivery::signing::new_secret() else {
+            return error(StatusCode::SERVICE_UNAVAILABLE, "no randomness for a secret; retry");
+        };
+        let (acc, keep, stored) = (account.account_id, self.previous_secret_ms, secret.clone());
+        let set = self.storage.run(move |store| store.set_webhook_secret(acc, &stored, now_ms, keep)).await;
+        self.health.record(Writer::Front, &set, now_ms);
+        if let Err(e) = set {
+            return ApiError::from(e).into_response();
+        }
+        let mut j = Json::with_capacity(96);
+        j.raw("{\"data\":{\"secret\":").str(&secret).raw("}}");
+        let mut r = respond(StatusCode::OK, j.finish());
+        r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        r
+    }
+
+    /// Ends signing: the account's secrets are forgotten and its webhooks go unsigned.
+    pub(super) async fn end_webhook_secret(&self, account: &KeyRow, now_ms: i64) -> Resp {
+        let acc = account.account_id;
+        let ended = self.storage.run(move |store| store.end_webhook_secret(acc)).await;
+        self.health.record(Writer::Front, &ended, now_ms);
+        match ended {
+            Ok(_) => respond(StatusCode::OK, "{\"data\":{\"signing\":false}}".to_owned()),
+            Err(e) => ApiError::from(e).into_response(),
+        }
+    }
+}
