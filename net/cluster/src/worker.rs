@@ -170,9 +170,10 @@ async fn handle(store: &Store, target: &Target, firing: Firing, clock: &SharedCl
     else {
         return answer(firing.retry_in(STORAGE_RETRY).await);
     };
+    let started = std::time::Instant::now();
     let result = attempt(&row, target, &secrets, now).await;
     let now = clock.now_ms();
-    let recorded = store.record_attempt(id, &result, now);
+    let recorded = store.record_attempt(id, &result, now, started.elapsed().as_millis() as i64);
     stats.storage(recorded.is_ok(), now);
     if let Err(e) = recorded {
         // Not recorded: sent again (at least once), after a short wait.

@@ -71,7 +71,7 @@ pub mod pool;
 pub mod signing;
 pub mod telegram;
 use pool::{Conn, Key, Pool};
-use rampart_store::store::{message_id, AttemptResult, Channel, OutboxRow, Outcome, Store};
+use rampart_store::store::{message_id, AttemptResult, Channel, FailKind, OutboxRow, Outcome, Store};
 use rampart_store::writer::FIRING_TARGET;
 use telegram::TelegramChannel;
 
@@ -241,7 +241,7 @@ struct Sender {
     config: DeliveryConfig,
     target: Target,
     stats: Arc<DeliveryStats>,
-    tx: tokio::sync::mpsc::UnboundedSender<(i64, AttemptResult)>,
+    tx: tokio::sync::mpsc::UnboundedSender<(i64, AttemptResult, i64)>,
     in_flight: HashMap<i64, Slot>,
     held: Holdings,
     /// Outcomes not yet recorded, and their ids (rows not to pick up again meanwhile).
@@ -336,7 +336,7 @@ impl Sender {
     }
 
     /// Frees an attempt's slots and keeps its outcome for the next batch write.
-    fn settle(&mut self, id: i64, result: AttemptResult, now_ms: i64) {
+    fn settle(&mut self, id: i64, result: AttemptResult, latency_ms: i64, now_ms: i64) {
         match &result {
             AttemptResult::Delivered { .. } => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
             AttemptResult::Failed { .. } => self.stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
@@ -346,7 +346,7 @@ impl Sender {
         }
         debug_assert!(!self.unrecorded_ids.contains(&id), "an attempt was made while its last outcome was unrecorded");
         self.unrecorded_ids.insert(id);
-        self.unrecorded.push(Outcome { id, result, at_ms: now_ms });
+        self.unrecorded.push(Outcome { id, result, at_ms: now_ms, latency_ms });
     }
 
     /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
@@ -446,7 +446,7 @@ impl Sender {
                 (Some(m), Channel::Telegram) => m.observe_telegram(outcome_label(&result)),
                 (None, _) => {}
             }
-            let _ = tx.send((row.id, result));
+            let _ = tx.send((row.id, result, started.elapsed().as_millis() as i64));
         });
     }
 }
@@ -506,7 +506,7 @@ async fn run(
         tracing::error!("delivery: TLS configuration failed; https webhooks will fail");
     }
     // One result per attempt in flight: bounded by `in_flight_max`.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult)>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult, i64)>();
     let target = Target {
         allow_private: config.allow_private,
         timeout: config.attempt_timeout,
@@ -528,15 +528,15 @@ async fn run(
     };
     while !stop.load(Ordering::Acquire) {
         // Results that have arrived are recorded together, in one transaction.
-        while let Ok((id, result)) = rx.try_recv() {
-            sender.settle(id, result, clock.now_ms());
+        while let Ok((id, result, latency_ms)) = rx.try_recv() {
+            sender.settle(id, result, latency_ms, clock.now_ms());
         }
         sender.record(&mut store, clock.now_ms());
         sender.start_due(&store, clock.now_ms());
         // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
         // wakes us is recorded in the next round with any others.
         tokio::select! {
-            Some((id, result)) = rx.recv() => sender.settle(id, result, clock.now_ms()),
+            Some((id, result, latency_ms)) = rx.recv() => sender.settle(id, result, latency_ms, clock.now_ms()),
             _ = wake.notified() => {}
             _ = tokio::time::sleep(poll) => {}
         }
@@ -583,7 +583,7 @@ struct Sending {
 /// signed with `secrets` (the account's, current first; none: unsigned, byte for byte as before).
 pub async fn attempt(row: &OutboxRow, target: &Target, secrets: &[String], now_ms: i64) -> AttemptResult {
     let Some(url) = destination(row, target.telegram.as_ref()) else {
-        return failed("the Telegram channel is not configured ([channels.telegram])");
+        return failed(FailKind::Refused, "the Telegram channel is not configured ([channels.telegram])");
     };
     let how = match row.channel {
         Channel::Webhook => Sending {
@@ -598,25 +598,27 @@ pub async fn attempt(row: &OutboxRow, target: &Target, secrets: &[String], now_m
         Err(_) => AttemptResult::Failed {
             status: None,
             error: format!("no full answer within {} s", target.timeout.as_secs()),
+            kind: FailKind::Timeout,
         },
     }
 }
 
-fn failed(error: impl Into<String>) -> AttemptResult {
-    AttemptResult::Failed { status: None, error: error.into() }
+fn failed(kind: FailKind, error: impl Into<String>) -> AttemptResult {
+    AttemptResult::Failed { status: None, error: error.into(), kind }
 }
 
 async fn send(url: &str, body: String, how: &Sending, target: &Target) -> AttemptResult {
     let parsed = match ssrf::parse(url) {
         Ok(p) => p,
-        Err(e) => return failed(e.to_string()),
+        Err(e) => return failed(FailKind::Blocked, e.to_string()),
     };
     // Resolved and checked now, at every attempt: a name that has come to point at a private
     // address since creation (DNS rebinding) is refused, and only a checked address is used,
     // whether by a kept connection or a new one.
     let addrs = match ssrf::resolve_checked(&parsed, how.allow_private).await {
         Ok(a) => a,
-        Err(e) => return failed(e.to_string()),
+        Err(e @ ssrf::SsrfError::NotPublic(_)) => return failed(FailKind::Blocked, e.to_string()),
+        Err(e) => return failed(FailKind::Refused, e.to_string()),
     };
     let key = |addr| Key { https: parsed.https, authority: parsed.authority.to_ascii_lowercase(), addr };
     for addr in &addrs {
@@ -629,10 +631,10 @@ async fn send(url: &str, body: String, how: &Sending, target: &Target) -> Attemp
     }
     let (addr, conn) = match connect(&addrs, &parsed, target).await {
         Ok(x) => x,
-        Err(NoConnection(why)) => return failed(why),
+        Err(NoConnection(why)) => return failed(FailKind::Refused, why),
     };
     match exchange(conn, &parsed, body, how).await {
-        Exchanged::NotSent(e) => failed(e),
+        Exchanged::NotSent(e) => failed(FailKind::Refused, e),
         Exchanged::Answered(result, kept) => keep(target, key(addr), result, kept),
     }
 }
@@ -714,12 +716,12 @@ async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, how: &Sending)
     *request.method_mut() = Method::POST;
     match url.path_and_query.parse() {
         Ok(uri) => *request.uri_mut() = uri,
-        Err(_) => return Exchanged::Answered(failed("invalid path"), None),
+        Err(_) => return Exchanged::Answered(failed(FailKind::Blocked, "invalid path"), None),
     }
     let headers = request.headers_mut();
     match HeaderValue::from_str(&url.authority) {
         Ok(h) => headers.insert(HOST, h),
-        Err(_) => return Exchanged::Answered(failed("invalid host"), None),
+        Err(_) => return Exchanged::Answered(failed(FailKind::Blocked, "invalid host"), None),
     };
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(event) = how.event {
@@ -735,7 +737,7 @@ async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, how: &Sending)
         ] {
             match HeaderValue::from_str(&value) {
                 Ok(v) => headers.insert(name, v),
-                Err(_) => return Exchanged::Answered(failed("invalid signature header"), None),
+                Err(_) => return Exchanged::Answered(failed(FailKind::Refused, "invalid signature header"), None),
             };
         }
     }
@@ -748,13 +750,17 @@ async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, how: &Sending)
     let whole = match read_answer(response.into_body()).await {
         Ok(whole) => whole,
         Err(error) => {
-            return Exchanged::Answered(AttemptResult::Failed { status: Some(status), error: error.to_string() }, None)
+            let kind = FailKind::Answer;
+            return Exchanged::Answered(
+                AttemptResult::Failed { status: Some(status), error: error.to_string(), kind },
+                None,
+            );
         }
     };
     let result = if (200..300).contains(&status) {
         AttemptResult::Delivered { status }
     } else {
-        AttemptResult::Failed { status: Some(status), error: format!("HTTP {status}") }
+        AttemptResult::Failed { status: Some(status), error: format!("HTTP {status}"), kind: FailKind::Answer }
     };
     // An answer not read to its end leaves bytes on the connection: it is not kept.
     Exchanged::Answered(result, whole.then_some(conn))

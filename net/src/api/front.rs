@@ -681,6 +681,10 @@ impl Front {
                 Err(e) => ApiError::from(e).into_response(),
             },
             ["v1", "alerts", id] if method == Method::DELETE => self.delete_alert(&account, id, now_ms).await,
+            ["v1", "alerts", id, "deliveries"] if get => self.delivery_log(&account, id, query).await,
+            ["v1", "alerts", id, "deliveries", at, "redeliver"] if method == Method::POST => {
+                self.redeliver(&account, id, at, now_ms).await
+            }
             ["v1", "inbox"] if get => self.inbox(&account, query).await,
             ["v1", "debug", "latency"] if get => self.latency(),
             ["v1", "debug", "latency"] if method == Method::DELETE => match self.operator(&account) {
@@ -690,6 +694,8 @@ impl Front {
             ["v1", "debug", "latency"] => method_not_allowed("GET, DELETE"),
             ["v1", "alerts"] => method_not_allowed("GET, POST"),
             ["v1", "alerts", _] => method_not_allowed("DELETE"),
+            ["v1", "alerts", _, "deliveries"] => method_not_allowed("GET"),
+            ["v1", "alerts", _, "deliveries", _, "redeliver"] => method_not_allowed("POST"),
             ["v1", "densities"]
             | ["v1", "densities", _]
             | ["v1", "exchanges"]

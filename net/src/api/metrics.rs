@@ -327,7 +327,7 @@ impl Collector for State {
 
 /// Every route the front serves, as path templates (the `route` label's values besides `other`;
 /// `docs/openapi.json` documents exactly these paths).
-pub const ROUTES: [&str; 22] = [
+pub const ROUTES: [&str; 24] = [
     "/healthz",
     "/metrics",
     "/version",
@@ -350,6 +350,8 @@ pub const ROUTES: [&str; 22] = [
     "/v1/candles/{symbol}",
     "/v1/book/{symbol}",
     "/v1/webhook-secret",
+    "/v1/alerts/{id}/deliveries",
+    "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
 ];
 
 /// The site's routes (`api::front::site::routes`; the site's own, not in `docs/openapi.json`).
@@ -393,6 +395,8 @@ pub fn route(path: &str) -> &'static str {
         ["v1", "candles", _] => "/v1/candles/{symbol}",
         ["v1", "book", _] => "/v1/book/{symbol}",
         ["v1", "webhook-secret"] => "/v1/webhook-secret",
+        ["v1", "alerts", _, "deliveries"] => "/v1/alerts/{id}/deliveries",
+        ["v1", "alerts", _, "deliveries", _, "redeliver"] => "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
         ["site", "signin"] => "/site/signin",
         ["site", "session"] => "/site/session",
         ["site", "signout"] => "/site/signout",

@@ -12,7 +12,7 @@ use rampart_state::clock;
 use rampart_state::json::Json;
 use rampart_state::Command;
 use rampart_store::storage::Writer;
-use rampart_store::store::{AlertRow, AlertStatus, Idempotent, KeyRow, NewAlert};
+use rampart_store::store::{AlertRow, AlertStatus, DeliveryLogRow, Idempotent, KeyRow, NewAlert, Redelivery};
 use rampart_store::text::alert::write_alert;
 
 /// One inbox entry as `GET /v1/inbox` lists it (and live push sends it).
@@ -24,6 +24,33 @@ pub(super) fn write_inbox_entry(j: &mut Json, r: &rampart_store::store::InboxRow
     };
     // The body was written by this service as JSON.
     j.raw(",\"createdAt\":").str(&clock::iso8601(r.created_ms)).raw(",\"event\":").raw(&r.body).raw("}");
+}
+
+/// Delivery log rows a request answers unless told, and at most.
+pub const DELIVERY_LOG_LIMIT_DEFAULT: u32 = 20;
+/// See [`DELIVERY_LOG_LIMIT_DEFAULT`].
+pub const DELIVERY_LOG_LIMIT_MAX: u32 = 100;
+
+/// One delivery log row: `{"triggerTime","attempt","at","outcome","status","latencyMs","error"}`.
+fn write_delivery(j: &mut Json, r: &DeliveryLogRow) {
+    j.raw("{\"triggerTime\":").int(r.trigger_ms).raw(",\"attempt\":").int(r.attempt);
+    j.raw(",\"at\":").str(&clock::iso8601(r.at_ms)).raw(",\"outcome\":").str(&r.outcome);
+    j.raw(",\"status\":");
+    match r.status {
+        Some(s) => j.int(s),
+        None => j.raw("null"),
+    };
+    j.raw(",\"latencyMs\":");
+    match r.latency_ms {
+        Some(ms) => j.int(ms),
+        None => j.raw("null"),
+    };
+    j.raw(",\"error\":");
+    match &r.error {
+        Some(e) => j.str(e),
+        None => j.raw("null"),
+    };
+    j.raw("}");
 }
 
 /// How long an `Idempotency-Key` answers the alert it created (`decisions.md` §13).
@@ -255,5 +282,55 @@ impl Front {
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
+    }
+
+    /// `GET /v1/alerts/{id}/deliveries?limit=` (1–100, default 20): the alert's delivery log,
+    /// newest first (`decisions.md` §13). Another account's alert, or none, is 404.
+    pub(super) async fn delivery_log(&self, account: &KeyRow, id: &str, query: Option<&str>) -> Resp {
+        let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
+        let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };
+        let (default, max) = (DELIVERY_LOG_LIMIT_DEFAULT as usize, DELIVERY_LOG_LIMIT_MAX as usize);
+        let limit = match super::board_api::count_param(query, "limit", default, max) {
+            Ok(n) => n as u32,
+            Err(e) => return e.into_response(),
+        };
+        let acc = account.account_id;
+        let rows = match self.storage.run(move |store| store.delivery_log(acc, id, limit)).await {
+            Ok(Some(rows)) => rows,
+            Ok(None) => return unknown(),
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        let mut j = Json::with_capacity(64 + rows.len() * 200);
+        j.raw("{\"data\":[");
+        for (i, r) in rows.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            write_delivery(&mut j, r);
+        }
+        j.raw("]}");
+        respond(StatusCode::OK, j.finish())
+    }
+
+    /// `POST /v1/alerts/{id}/deliveries/{triggerTime}/redeliver`: the firing's webhook again,
+    /// same body and pair, on the §6 schedule; within 7 days; a pending delivery is a 422.
+    pub(super) async fn redeliver(&self, account: &KeyRow, id: &str, at: &str, now_ms: i64) -> Resp {
+        let unknown = || error(StatusCode::NOT_FOUND, "unknown delivery");
+        let (Some(id), Some(at)) = (id.parse::<i64>().ok().filter(|&i| i > 0), at.parse::<i64>().ok()) else {
+            return unknown();
+        };
+        let acc = account.account_id;
+        let queued = self.storage.run(move |store| store.redeliver(acc, id, at, now_ms)).await;
+        self.health.record(Writer::Front, &queued, now_ms);
+        match queued {
+            Ok(Redelivery::Queued) => {
+                let mut j = Json::with_capacity(96);
+                j.raw("{\"data\":{\"alertId\":").int(id).raw(",\"triggerTime\":").int(at).raw(",\"queued\":true}}");
+                respond(StatusCode::OK, j.finish())
+            }
+            Ok(Redelivery::Unknown) => unknown(),
+            Ok(Redelivery::Pending) => error(StatusCode::UNPROCESSABLE_ENTITY, "the delivery is still pending"),
+            Err(e) => ApiError::from(e).into_response(),
+        }
     }
 }
