@@ -175,6 +175,10 @@ fn the_log_shows_every_attempt_and_a_firing_failed_for_good_is_redelivered() {
         "unknown delivery",
         "unknown firing",
     );
+    let deleted =
+        server.request("DELETE", &format!("/v1/alerts/{twice}"), Some(&format!("Bearer {}", server.key)), None);
+    deleted.ok("delete");
+    server.get_authed(&format!("/v1/alerts/{twice}/deliveries")).assert_error(404, "unknown alert", "a deleted alert");
     let other = server.create_key("developer", None);
     let r = server.get(&format!("/v1/alerts/{always}/deliveries"), Some(&other));
     r.assert_error(404, "unknown alert", "another account's alert");

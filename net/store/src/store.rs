@@ -1762,7 +1762,8 @@ impl Store {
 
     /// The delivery log of `account_id`'s alert `alert_id`, newest first, at most `limit` rows:
     /// every attempt of the last 7 days and every delivery not attempted yet (`pending`, at its
-    /// due time). `None` when the account has no such alert.
+    /// due time). `None` when the account has no such alert (or it was deleted, expired or
+    /// delisted: a deleted alert is gone, its log with it).
     pub fn delivery_log(
         &self,
         account_id: i64,
@@ -1770,7 +1771,7 @@ impl Store {
         limit: u32,
     ) -> Result<Option<Vec<DeliveryLogRow>>, StoreError> {
         let owned = self.db.query_opt(
-            "SELECT id FROM alerts WHERE id = ?1 AND account_id = ?2",
+            "SELECT id FROM alerts WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL",
             vals![alert_id, account_id],
             |r| r.get::<i64>(0),
         )?;
@@ -1817,7 +1818,8 @@ impl Store {
     ) -> Result<Redelivery, StoreError> {
         let rows = self.db.query(
             "SELECT o.state, o.url, o.body FROM outbox o JOIN alerts a ON a.id = o.alert_id
-             WHERE o.alert_id = ?1 AND a.account_id = ?2 AND o.trigger_ms = ?3 AND o.channel = 'webhook'
+             WHERE o.alert_id = ?1 AND a.account_id = ?2 AND a.deleted_ms IS NULL AND o.trigger_ms = ?3
+                AND o.channel = 'webhook'
              ORDER BY o.id DESC",
             vals![alert_id, account_id, trigger_ms],
             |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<String>(2)?)),
