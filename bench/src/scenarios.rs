@@ -50,6 +50,9 @@ pub struct Opts {
     pub storm_alerts: usize,
     /// Receivers in `storm` (the first hangs).
     pub storm_receivers: usize,
+    /// `storm` with the account's webhooks signed (`POST /v1/webhook-secret` before the alerts
+    /// are made); every healthy delivery's signature is then verified after the run.
+    pub signed: bool,
     /// Interval between two probes (quiet, burst).
     pub probe_every: Duration,
     /// Messages of the in-process ingest run.
@@ -476,6 +479,12 @@ pub fn run(o: &Opts) -> Res<Value> {
             let receivers = o.storm_receivers.max(2);
             let rx = Receivers::start(receivers, 1).map_err(|e| e.to_string())?;
             let rate = env.load_alerts(o.alerts)?;
+            let secret = if o.signed {
+                let made = env.api.post("/v1/webhook-secret", &json!({}))?;
+                Some(made["data"]["secret"].as_str().ok_or("no secret in the answer")?.to_owned())
+            } else {
+                None
+            };
             let symbol = "BTCUSDT";
             let p = env.price(symbol)?;
             let n = o.storm_alerts;
@@ -527,13 +536,18 @@ pub fn run(o: &Opts) -> Res<Value> {
             let below =
                 got.iter().filter(|r| level_of.get(&r.alert_id).is_some_and(|l| r.trigger_price + 1e-9 < *l)).count();
             let hanging = got.iter().filter(|r| r.receiver == 0).count();
+            let signing = signing_check(&got, secret.as_deref());
+            let last_us = first.values().max().map_or(0, |at| at - t0_us);
+            result["deliveriesPerS"] = json!(first.len() as f64 / (last_us.max(1) as f64 / 1e6));
+            result["signed"] = json!(o.signed);
             result["alerts"] = json!({"loaded": o.alerts, "createdPerS": rate, "storm": n, "stormCreateS": create_s});
             let (decision, inside) = env.latency()?;
             result["tickToDecisionUs"] = decision;
             result["readToDecisionUs"] = inside;
             result["tickToWebhookUs"] = pct(&h);
             result["requestToWebhookUs"] = pct(&from_request);
-            result["correctness"] = json!({"expectedHealthy": healthy.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "duplicates": dups.len(), "hangingReceiverRequests": hanging, "ok": missing == 0 && early == 0 && below == 0 && dups.is_empty()});
+            let signing_ok = signing["wrong"] == 0;
+            result["correctness"] = json!({"expectedHealthy": healthy.len(), "firings": distinct, "missing": missing, "early": early, "belowLevel": below, "duplicates": dups.len(), "hangingReceiverRequests": hanging, "signatures": signing, "ok": missing == 0 && early == 0 && below == 0 && dups.is_empty() && signing_ok});
             env.describe(&mut result)?;
             notes.push(format!(
                 "{receivers} receivers on their own ports; receiver 0 ({:.0}% of the alerts) reads each request and never answers.",
@@ -547,6 +561,20 @@ pub fn run(o: &Opts) -> Res<Value> {
     result["notes"] = json!(notes);
     write(o, started_ms, &result)?;
     Ok(result)
+}
+
+/// The storm's signatures: with a secret every healthy delivery must carry one that verifies
+/// under it, without one none may carry any. `{"verified","unsigned","wrong"}`.
+fn signing_check(got: &[harness::Received], secret: Option<&str>) -> Value {
+    let (mut verified, mut unsigned, mut wrong) = (0, 0, 0);
+    for r in got.iter().filter(|r| r.receiver != 0) {
+        match (&r.signed, secret) {
+            (Some(s), Some(k)) if s.verifies(k) => verified += 1,
+            (None, None) => unsigned += 1,
+            _ => wrong += 1,
+        }
+    }
+    json!({"verified": verified, "unsigned": unsigned, "wrong": wrong})
 }
 
 /// Keep-alive connections of the HTTP scenario's load (the figure issue #15's read targets name).
@@ -827,6 +855,12 @@ fn markdown(r: &Value) -> String {
     }
     if let Some(v) = r.get("alerts") {
         s.push_str(&format!("Alerts: {v}\n\n"));
+    }
+    if let Some(v) = r.get("deliveriesPerS").and_then(Value::as_f64) {
+        let signed = if r["signed"] == true { "signed" } else { "unsigned" };
+        s.push_str(&format!(
+            "Deliveries ({signed}): {v:.0}/s (healthy firings over the time from the trade to the last one's arrival)\n\n"
+        ));
     }
     if let Some(v) = r.get("correctness") {
         s.push_str(&format!("Correctness: {v}\n\n"));

@@ -1129,7 +1129,8 @@
     const siteT = table('site-alerts-table', 'Wall (density) and market alerts (site only)',
       ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action']);
     const historyT = table('alerts-history', 'Alerts that have fired, most recent first',
-      ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num']]);
+      ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num'], 'Webhook']);
+    const log = deliveryLog(gen);
     const apiError = errorBox('alerts-list-error');
     const siteError = errorBox('site-alerts-list-error');
     let api = null;
@@ -1162,15 +1163,16 @@
     function drawHistory() {
       if (!current(gen) || api === null || site === null) return;
       const fired = [];
-      api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.symbol + ' on ' + a.exchange + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id }); });
-      site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: a.type + ' alert #' + a.id }); });
+      api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.symbol + ' on ' + a.exchange + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id, hook: !!a.webhookUrl, attr: 'data-alert-id' }); });
+      site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: a.type + ' alert #' + a.id, hook: false, attr: 'data-site-alert-id' }); });
       fired.sort((x, y) => String(y.a.lastTriggeredAt || '').localeCompare(String(x.a.lastTriggeredAt || '')));
-      fillTable(historyT, fired.map((f) => h('tr', null,
+      fillTable(historyT, fired.map((f) => h('tr', { [f.attr]: f.a.id },
         h('td', null, f.a.lastTriggeredAt ? timeEl(f.a.lastTriggeredAt) : '–'),
         h('th', { scope: 'row', text: f.label }),
         h('td', { class: 'wrap', text: f.what }),
         h('td', { text: f.a.status }),
-        h('td', { class: 'num', text: fmtInt(f.a.triggerCount) }))), 'No alert has fired yet. Every firing is also in Notifications.');
+        h('td', { class: 'num', text: fmtInt(f.a.triggerCount) }),
+        h('td', null, f.hook ? log.button(f.a) : 'none'))), 'No alert has fired yet. Every firing is also in Notifications.');
     }
 
     mount('Alerts', [
@@ -1180,10 +1182,94 @@
       h('section', { class: 'panel', 'aria-labelledby': 'sa-h' },
         h('h2', { id: 'sa-h', text: 'Wall and market alerts' }), siteT.wrap, siteError, siteAlertForm(loadSite)),
       h('section', { class: 'panel', 'aria-labelledby': 'hi-h' },
-        h('h2', { id: 'hi-h', text: 'Firing history' }), historyT.wrap),
+        h('h2', { id: 'hi-h', text: 'Firing history' }), historyT.wrap, log.panel),
     ]);
     loadApi();
     loadSite();
+  }
+
+  // The delivery log of one alert with a webhook (GET /site/v1/alerts/{id}/deliveries), opened
+  // from the firing history: every attempt of 7 days, refreshed while the panel is open, and a
+  // Redeliver button on each firing whose deliveries have ended. {button(alert), panel}.
+  function deliveryLog(gen) {
+    const caption = h('h3', { id: 'dl-h' });
+    const t = table('deliveries-table', 'Webhook deliveries, newest first',
+      ['Firing', ['Attempt', 'num'], 'At', 'Outcome', ['HTTP', 'num'], ['Latency', 'num'], 'Error', 'Action']);
+    const error = errorBox('deliveries-error');
+    const status = statusBox('deliveries-status');
+    const panel = h('div', { class: 'deliveries', testid: 'deliveries', hidden: true, 'aria-labelledby': 'dl-h' },
+      caption, h('p', { class: 'hint', text: 'Kept 7 days, at most 100 rows per alert; a redelivery sends the same body with the same webhook-id.' }),
+      t.wrap, error, status);
+    let open = null;
+
+    async function load() {
+      if (open === null) return;
+      const id = open.id;
+      try {
+        const r = await call('GET', v1('alerts/' + enc(id) + '/deliveries'));
+        if (!current(gen) || open === null || open.id !== id) return;
+        fillTable(t, rows(id, r.data || []), 'No delivery yet.');
+      } catch (e) {
+        if (current(gen) && open !== null && open.id === id) failTable(t, errText(e));
+      }
+    }
+
+    function rows(id, data) {
+      const ended = new Set();
+      const pending = new Set(data.filter((d) => d.outcome === 'pending').map((d) => d.triggerTime));
+      return data.map((d) => {
+        let action = '';
+        if (!pending.has(d.triggerTime) && !ended.has(d.triggerTime)) {
+          ended.add(d.triggerTime);
+          action = redeliverButton(id, d.triggerTime);
+        }
+        return h('tr', { 'data-trigger-time': d.triggerTime, 'data-attempt': d.attempt, 'data-outcome': d.outcome },
+          h('td', null, timeEl(d.triggerTime)),
+          h('td', { class: 'num', text: d.attempt }),
+          h('td', null, timeEl(d.at)),
+          h('td', { class: 'outcome-' + d.outcome, text: d.outcome }),
+          h('td', { class: 'num', text: d.status === null ? '–' : d.status }),
+          h('td', { class: 'num', text: d.latencyMs === null ? '–' : d.latencyMs + ' ms' }),
+          h('td', { class: 'wrap', text: d.error || '' }),
+          h('td', null, action));
+      });
+    }
+
+    function redeliverButton(id, at) {
+      const b = h('button', { type: 'button', class: 'secondary', testid: 'redeliver', 'aria-label': 'Redeliver the firing of ' + fmtTime(at), text: 'Redeliver' });
+      b.addEventListener('click', async () => {
+        b.disabled = true;
+        say(error, '');
+        say(status, '');
+        try {
+          await call('POST', v1('alerts/' + enc(id) + '/deliveries/' + enc(at) + '/redeliver'));
+          say(status, 'The firing of ' + fmtTime(at) + ' is queued for delivery again.');
+          await load();
+        } catch (e) {
+          b.disabled = false;
+          say(error, 'Could not redeliver: ' + errText(e));
+        }
+      });
+      return b;
+    }
+
+    function button(a) {
+      const b = h('button', { type: 'button', class: 'secondary', testid: 'deliveries-open', 'aria-label': 'Deliveries of alert ' + a.id, text: 'Deliveries' });
+      b.addEventListener('click', () => {
+        open = a;
+        say(error, '');
+        say(status, '');
+        caption.textContent = 'Deliveries of alert #' + a.id + ' (' + a.symbol + ' on ' + a.exchange + ')';
+        t.table.setAttribute('aria-busy', 'true');
+        t.table.setAttribute('data-alert-id', a.id);
+        panel.hidden = false;
+        load();
+      });
+      return b;
+    }
+
+    poll(3000, load);
+    return { button: button, panel: panel };
   }
 
   /** Create form of price and percent alerts (POST /site/v1/alerts, the API's body without webhook_url). */
@@ -1407,8 +1493,93 @@
       h('section', { class: 'panel', 'aria-labelledby': 'tg-h' }, h('h2', { id: 'tg-h', text: 'Telegram' }), telegramForm(gen)),
       h('section', { class: 'panel', 'aria-labelledby': 'ky-h' },
         h('h2', { id: 'ky-h', text: 'API keys' }), keysT.wrap, keysError, keyCreateForm(newKey, loadKeys), newKey),
+      h('section', { class: 'panel', 'aria-labelledby': 'ws-h' }, h('h2', { id: 'ws-h', text: 'Webhook signing' }), signingPanel(gen)),
     ]);
     loadKeys();
+  }
+
+  // The account's webhook signing secret (GET/POST/DELETE /site/v1/webhook-secret): its state,
+  // create, rotate and end, the last two after a confirmation; a new secret is shown once.
+  function signingPanel(gen) {
+    const state_ = h('p', { testid: 'signing-state', 'aria-live': 'polite' });
+    const error = errorBox('signing-error');
+    const out = h('div', { class: 'new-key', testid: 'signing-new', 'aria-live': 'polite' });
+    const make = h('button', { type: 'button', testid: 'signing-rotate' });
+    const end = h('button', { type: 'button', class: 'danger', testid: 'signing-end', text: 'End signing', hidden: true });
+    const confirmText = h('span', { class: 'hint' });
+    const yes = h('button', { type: 'button', class: 'danger', testid: 'signing-confirm' });
+    const no = h('button', { type: 'button', class: 'secondary', text: 'Cancel' });
+    const confirmRow = h('div', { class: 'actions', hidden: true, role: 'group', 'aria-label': 'Confirm' }, confirmText, yes, no);
+    const wrap = h('div', { testid: 'signing', 'aria-busy': 'true' },
+      h('p', { class: 'hint', text: 'With a secret, every webhook carries webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks v1), which any Standard Webhooks library verifies. Without one, deliveries are unsigned.' }),
+      state_, h('div', { class: 'actions' }, make, end), confirmRow, error, out);
+    let signing = false;
+    let pending = null;
+
+    function show(d) {
+      signing = !!d.signing;
+      let text = 'Webhooks are not signed.';
+      if (signing) {
+        text = 'Webhooks are signed with a secret made ' + fmtTime(d.createdAt) + '.';
+        if (d.previousUntil) text += ' The secret it replaced also signs until ' + fmtTime(d.previousUntil) + '.';
+      }
+      say(state_, text);
+      state_.setAttribute('data-signing', signing ? 'true' : 'false');
+      make.textContent = signing ? 'Rotate secret' : 'Create secret';
+      end.hidden = !signing;
+      wrap.setAttribute('aria-busy', 'false');
+    }
+
+    async function load() {
+      try {
+        const r = await call('GET', v1('webhook-secret'));
+        if (current(gen)) show(r.data || {});
+      } catch (e) {
+        if (current(gen)) say(error, errText(e));
+      }
+    }
+
+    function ask(what, text, label) {
+      pending = what;
+      say(confirmText, text);
+      yes.textContent = label;
+      confirmRow.hidden = false;
+    }
+
+    async function run(what) {
+      confirmRow.hidden = true;
+      pending = null;
+      [make, end, yes].forEach((b) => { b.disabled = true; });
+      say(error, '');
+      out.replaceChildren();
+      try {
+        if (what === 'end') {
+          await call('DELETE', v1('webhook-secret'));
+        } else {
+          const r = await call('POST', v1('webhook-secret'));
+          showSecret(out, (r.data && r.data.secret) || '');
+        }
+        await load();
+      } catch (e) {
+        say(error, errText(e));
+      } finally {
+        [make, end, yes].forEach((b) => { b.disabled = false; });
+      }
+    }
+
+    make.addEventListener('click', () => {
+      if (!signing) run('rotate');
+      else ask('rotate', 'A new secret signs from now on; the current one also signs for 24 hours, time for your receivers to move.', 'Rotate now');
+    });
+    end.addEventListener('click', () => ask('end', 'Both secrets are forgotten at once and webhooks go out unsigned.', 'End signing now'));
+    yes.addEventListener('click', () => { if (pending) run(pending); });
+    no.addEventListener('click', () => { confirmRow.hidden = true; pending = null; });
+    load();
+    return wrap;
+  }
+
+  function showSecret(out, secret) {
+    showOnce(out, 'New signing secret:', secret, 'signing-secret', 'Copy it now into your receivers: it is not shown again.');
   }
 
   function telegramForm(gen) {
@@ -1499,21 +1670,24 @@
   }
 
   function showNewKey(out, k) {
-    const code = h('code', { testid: 'key-new-value', text: k.key || '' });
+    showOnce(out, 'New key #' + k.id + (k.label ? ' (' + k.label + ')' : '') + ', plan ' + k.plan + ':', k.key || '',
+      'key-new-value', 'Copy it now: it is not shown again (the server keeps only its hash).');
+  }
+
+  // A credential shown once (a new key, a signing secret), with a Copy button.
+  function showOnce(out, heading, value, testid, hint) {
+    const code = h('code', { testid: testid, text: value });
     const copy = h('button', { type: 'button', class: 'secondary', text: 'Copy' });
     const copied = h('span', { class: 'hint', role: 'status' });
     copy.addEventListener('click', async () => {
       try {
-        await navigator.clipboard.writeText(k.key || '');
+        await navigator.clipboard.writeText(value);
         say(copied, 'Copied.');
       } catch (e) {
-        say(copied, 'Select the key and copy it by hand.');
+        say(copied, 'Select it and copy it by hand.');
       }
     });
-    out.replaceChildren(
-      h('p', null, h('strong', { text: 'New key #' + k.id + (k.label ? ' (' + k.label + ')' : '') + ', plan ' + k.plan + ':' })),
-      code,
-      h('p', { class: 'hint', text: 'Copy it now: it is not shown again (the server keeps only its hash).' }),
+    out.replaceChildren(h('p', null, h('strong', { text: heading })), code, h('p', { class: 'hint', text: hint }),
       h('div', { class: 'actions' }, copy, copied));
   }
 

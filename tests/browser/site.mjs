@@ -1,4 +1,4 @@
-// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, the chart's levels, isolation of accounts.
+// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, the chart's levels, webhook signing and the delivery log, isolation of accounts.
 //
 // Run from the repository root as `node tests/browser/site.mjs` (after `npm ci` in tests/browser).
 // Environment: RAMPART_URL, SIM_URL, KEY_A, KEY_B, SYMBOL, WALL_QTY; optional SHOTS (a directory
@@ -6,7 +6,9 @@
 // Prints one line per step; exits 1 on the first failure.
 
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -75,6 +77,40 @@ async function placeWall() {
   const price = Number(JSON.parse(text).price);
   assert.ok(Number.isFinite(price), `the simulator answered no wall price: ${text}`);
   return price;
+}
+
+/** Moves the simulated venue's price with one trade. */
+async function trade(price) {
+  const res = await fetch(`${SIM}/sim/trade`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ venue: VENUE, symbol: SYMBOL, price: String(price) }),
+    signal: AbortSignal.timeout(WAIT),
+  });
+  assert.equal(res.status, 200, `POST ${SIM}/sim/trade answered ${res.status}: ${await res.text()}`);
+}
+
+// ---- A webhook receiver on loopback: answers 500 to its first delivery, 200 after ----
+function receiver() {
+  const got = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(got.length === 1 ? 500 : 200, { 'Content-Length': '0', Connection: 'close' });
+      res.end();
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, got, port: server.address().port })));
+}
+
+/** The Standard Webhooks v1 signatures `secret` makes for a delivery (our own reading of the
+ * format, through node's HMAC; tests/tests/signing.rs checks the same against the reference library). */
+function signature(secret, d) {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const signed = `${d.headers['webhook-id']}.${d.headers['webhook-timestamp']}.${d.body}`;
+  return 'v1,' + createHmac('sha256', key).update(signed).digest('base64');
 }
 
 // ---- Waiting ----
@@ -368,6 +404,109 @@ async function main(browser) {
     assert.ok(all.some((x) => x.id === A.apiAlertId), 'the other alert went too');
   }
 
+  step('Settings: webhook signing is off, "Create secret" shows a whsec_ secret once and GET /v1/webhook-secret agrees');
+  {
+    await nav(a.page, 'settings');
+    await visible(a.page, `${tid('signing')}[aria-busy="false"]`, 'the signing panel did not load');
+    assert.equal(await a.page.getAttribute(tid('signing-state'), 'data-signing'), 'false');
+    assert.equal((await a.page.textContent(tid('signing-rotate'))).trim(), 'Create secret');
+    await a.page.click(tid('signing-rotate'));
+    await visible(a.page, tid('signing-secret'), 'no secret was shown');
+    A.secret = (await a.page.textContent(tid('signing-secret'))).trim();
+    assert.match(A.secret, /^whsec_[A-Za-z0-9+/]{43}=$/, `the shown secret: ${A.secret}`);
+    await visible(a.page, `${tid('signing-state')}[data-signing="true"]`, 'the state did not turn to signing');
+    const state = (await apiOk(KEY_A, 'GET', '/v1/webhook-secret')).data;
+    assert.equal(state.signing, true);
+    assert.equal(state.previousUntil, null);
+    note(`state: "${(await a.page.textContent(tid('signing-state'))).trim()}"`);
+  }
+
+  step('Alerts: the firing history opens the delivery log of an alert whose receiver failed once then answered');
+  {
+    A.hook = await receiver();
+    const p = (await apiOk(KEY_A, 'GET', `/v1/symbols/${SYMBOL}?exchange=${VENUE}`)).data.price;
+    const level = Number((p * 1.02).toFixed(A.decimals));
+    const made = await apiOk(KEY_A, 'POST', '/v1/alerts', { symbol: SYMBOL, exchange: VENUE, type: 'price', direction: 'above', price: level,
+      webhook_url: `http://127.0.0.1:${A.hook.port}/hook` });
+    A.hookAlertId = made.data.id;
+    await trade((p * 1.03).toFixed(A.decimals));
+    // The §6 schedule retries 10 s after the first failure.
+    await until('the receiver did not get the failed delivery and its retry', async () => A.hook.got.length >= 2, WAIT + 15_000);
+    const [first, second] = A.hook.got;
+    assert.equal(first.body, second.body, 'the retry carries another body');
+    for (const d of [first, second]) {
+      assert.equal(d.headers['webhook-id'], `${A.hookAlertId}:${JSON.parse(d.body).trigger.time}`);
+      assert.equal(d.headers['webhook-signature'], signature(A.secret, d), 'the signature is not the secret\'s');
+    }
+    await nav(a.page, 'alerts');
+    const open = `${tid('alerts-history')} tr[data-alert-id="${A.hookAlertId}"] ${tid('deliveries-open')}`;
+    await visible(a.page, open, `alert ${A.hookAlertId} has no Deliveries button in the firing history`);
+    await a.page.click(open);
+    const rows = `${tid('deliveries-table')}[data-alert-id="${A.hookAlertId}"] tbody tr[data-outcome]`;
+    const seen = await until('the log does not show the failed attempt and the delivered retry', async () => {
+      const r = await a.page.$$eval(rows, (trs) => trs.map((t) => [t.getAttribute('data-attempt'), t.getAttribute('data-outcome'), t.cells[4].textContent]));
+      return r.length === 2 && r[0][1] === 'delivered' ? r : null;
+    });
+    assert.deepEqual(seen, [['2', 'delivered', '200'], ['1', 'failed', '500']]);
+    note(`log rows: ${JSON.stringify(seen)}`);
+  }
+
+  step('Settings: rotating (after a confirmation) shows a new secret and the old one\'s 24 h');
+  {
+    await nav(a.page, 'settings');
+    await visible(a.page, `${tid('signing-state')}[data-signing="true"]`, 'the signing panel did not load');
+    await a.page.click(tid('signing-rotate'));
+    await visible(a.page, tid('signing-confirm'), 'rotating asked no confirmation');
+    await a.page.click(tid('signing-confirm'));
+    await pageTrue(a.page, ([s, old]) => {
+      const el = document.querySelector(s);
+      return el && el.textContent.trim().startsWith('whsec_') && el.textContent.trim() !== old;
+    }, [tid('signing-secret'), A.secret], 'no new secret was shown after rotating');
+    A.oldSecret = A.secret;
+    A.secret = (await a.page.textContent(tid('signing-secret'))).trim();
+    await pageTrue(a.page, (s) => /also signs until/.test(document.querySelector(s)?.textContent || ''), tid('signing-state'),
+      'the state does not say until when the previous secret signs');
+    const state = (await apiOk(KEY_A, 'GET', '/v1/webhook-secret')).data;
+    const left = Date.parse(state.previousUntil) - Date.now();
+    assert.ok(left > 23.9 * 3600e3 && left <= 24 * 3600e3, `previousUntil ${state.previousUntil} is not 24 h ahead`);
+  }
+
+  step('Alerts: Redeliver sends the same body again, signed by the new secret and the old one');
+  {
+    await nav(a.page, 'alerts');
+    const open = `${tid('alerts-history')} tr[data-alert-id="${A.hookAlertId}"] ${tid('deliveries-open')}`;
+    await visible(a.page, open, 'no Deliveries button');
+    await a.page.click(open);
+    const button = `${tid('deliveries-table')}[data-alert-id="${A.hookAlertId}"] ${tid('redeliver')}`;
+    await visible(a.page, button, 'no Redeliver button on the ended firing');
+    await a.page.click(button);
+    await visible(a.page, tid('deliveries-status'), 'no word that the firing was queued');
+    await until('the receiver did not get the redelivery', async () => A.hook.got.length >= 3);
+    const [first, , again] = A.hook.got;
+    assert.equal(again.body, first.body, 'the redelivery carries another body');
+    assert.equal(again.headers['webhook-id'], first.headers['webhook-id'], 'the redelivery carries another webhook-id');
+    assert.equal(again.headers['webhook-signature'], `${signature(A.secret, again)} ${signature(A.oldSecret, again)}`);
+    const rows = `${tid('deliveries-table')}[data-alert-id="${A.hookAlertId}"] tbody tr[data-outcome]`;
+    await until('the log does not show the redelivery', async () => {
+      const r = await a.page.$$eval(rows, (trs) => trs.map((t) => t.getAttribute('data-outcome')));
+      return r.length === 3 && r[0] === 'delivered';
+    });
+    const err = (await a.page.textContent(tid('deliveries-error'))).trim();
+    assert.equal(err, '', `the log shows an error: ${err}`);
+  }
+
+  step('Settings: "End signing" (after a confirmation) turns signing off, and the API agrees');
+  {
+    await nav(a.page, 'settings');
+    await visible(a.page, `${tid('signing-state')}[data-signing="true"]`, 'the signing panel did not load');
+    await a.page.click(tid('signing-end'));
+    await visible(a.page, tid('signing-confirm'), 'ending asked no confirmation');
+    await a.page.click(tid('signing-confirm'));
+    await visible(a.page, `${tid('signing-state')}[data-signing="false"]`, 'the state did not turn to unsigned');
+    assert.equal((await apiOk(KEY_A, 'GET', '/v1/webhook-secret')).data.signing, false);
+    A.hook.server.close();
+  }
+
   step('sign out: the session is over and the sign-in form shows');
   {
     await a.page.click(tid('signout'));
@@ -430,9 +569,15 @@ async function main(browser) {
         ['alerts', '#/alerts', async () => {
           await visible(s.page, loaded('alerts-table'), 'the alerts did not load');
           await visible(s.page, loaded('site-alerts-table'), 'the site alerts did not load');
+          await visible(s.page, tid('deliveries-open'), 'the firing history has no delivery log');
+          await s.page.click(tid('deliveries-open'));
+          await visible(s.page, loaded('deliveries-table'), 'the delivery log did not load');
         }],
         ['notifications', '#/notifications', () => visible(s.page, loaded('inbox-list'), 'the inbox did not load')],
-        ['settings', '#/settings', () => visible(s.page, loaded('keys-table'), 'the keys did not load')],
+        ['settings', '#/settings', async () => {
+          await visible(s.page, loaded('keys-table'), 'the keys did not load');
+          await visible(s.page, loaded('signing'), 'the signing panel did not load');
+        }],
       ];
       for (const [name, hash, ready] of pages) {
         await setHash(s.page, hash);

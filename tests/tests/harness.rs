@@ -1,6 +1,7 @@
 //! The latency benchmark harness's scenarios at a small scale, against the real binary: each
 //! runs end to end (simulator, live feed, alerts, webhook receivers), passes its correctness
-//! checks (every expected firing arrived exactly once, none early) and writes its result files.
+//! checks (every expected firing arrived exactly once, none early; the storm's webhooks signed,
+//! each signature verified) and writes its result files.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,6 +20,8 @@ fn opts(scenario: &str, out: &std::path::Path) -> Opts {
         secs: 3,
         storm_alerts: 300,
         storm_receivers: 10,
+        // The storm here runs signed, so the harness's check of signatures is exercised too.
+        signed: scenario == "storm",
         probe_every: Duration::from_millis(200),
         ingest_messages: 2_000,
         command: format!("tests/harness.rs {scenario}"),
@@ -46,6 +49,11 @@ fn quiet_and_storm_scenarios_run_and_check_out() {
         }
         assert!(r["tickToDecisionUs"]["count"].as_u64().is_some_and(|n| n > 0), "{scenario}: trades were timed: {r}");
         assert!(r["machine"]["cores"].as_u64().is_some_and(|c| c > 0));
+        if scenario == "storm" {
+            let healthy = &r["correctness"]["expectedHealthy"];
+            assert_eq!(&r["correctness"]["signatures"]["verified"], healthy, "every delivery verified: {r}");
+            assert!(r["deliveriesPerS"].as_f64().is_some_and(|d| d > 0.0), "{r}");
+        }
     }
     let files: Vec<String> = std::fs::read_dir(&out)
         .expect("result dir")

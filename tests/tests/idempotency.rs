@@ -1,7 +1,7 @@
 //! `Idempotency-Key` on `POST /v1/alerts` (`decisions.md` §13), through the real binary: a retried
 //! create answers the alert the first made (same id, one record, one cap slot), even when both
-//! arrive at once; the same key with another body is a 422; a malformed key is a 422; without
-//! the header nothing changes.
+//! arrive at once; the same key with another body is a 422, and so is a retry after its alert
+//! was deleted; a malformed key is a 422; without the header nothing changes.
 
 use std::sync::Arc;
 use std::thread;
@@ -51,6 +51,13 @@ fn a_retried_create_answers_the_same_alert_and_another_body_is_refused() {
     create(&server, Some("order-7f3b"), &first).ok("another key");
     create(&server, None, &first).ok("no key");
     assert_eq!(active(&server).len(), 3);
+    // The alert a key made, deleted since: a retry neither answers it nor makes it again.
+    let auth = format!("Bearer {}", server.key);
+    server.request("DELETE", &format!("/v1/alerts/{id}"), Some(&auth), None).ok("delete");
+    let late = create(&server, Some("order-7f3a"), &first);
+    let said = format!("Idempotency-Key already created alert {id}, which has been deleted since");
+    late.assert_error(422, &said, "a retry after the delete");
+    assert_eq!(active(&server).len(), 2, "nothing made again");
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! time. A delivery before any secret is unsigned, byte for byte as before; after
 //! `POST /v1/webhook-secret` it verifies under the secret; after a rotation under both secrets
 //! while the old one still signs (here `webhooks.previous_secret_s = 4`), then under the new one
-//! only; after `DELETE /v1/webhook-secret` it is unsigned again.
+//! only; after `DELETE /v1/webhook-secret` it is unsigned again. `GET /v1/webhook-secret` tells
+//! each state and never the secret.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -118,9 +119,14 @@ fn signed_webhooks_verify_with_the_reference_library_across_a_rotation() {
     // No secret: byte for byte as before.
     let plain = rig.fire(0);
     unsigned(&plain);
+    assert_eq!(rig.secret("GET"), json!({"signing": false, "createdAt": null, "previousUntil": null}));
 
     let a = rig.secret("POST")["secret"].as_str().expect("a secret").to_owned();
     assert!(a.starts_with("whsec_"), "{a}");
+    let state = rig.secret("GET");
+    assert_eq!((&state["signing"], &state["previousUntil"]), (&json!(true), &Value::Null), "{state}");
+    assert!(rampart_tests::is_iso8601(state["createdAt"].as_str().unwrap_or("")), "{state}");
+    assert!(!state.to_string().contains(&a), "GET never shows the secret");
     let first = rig.fire(1);
     let v: Value = serde_json::from_str(&first.body).expect("body");
     assert_eq!(first.header("webhook-id"), Some(format!("{}:{}", v["alert"]["id"], v["trigger"]["time"]).as_str()));
@@ -129,14 +135,18 @@ fn signed_webhooks_verify_with_the_reference_library_across_a_rotation() {
 
     let b = rig.secret("POST")["secret"].as_str().expect("a new secret").to_owned();
     assert_ne!(a, b);
+    let rotated = rig.secret("GET");
+    assert!(rampart_tests::is_iso8601(rotated["previousUntil"].as_str().unwrap_or("")), "{rotated}");
     let both = rig.fire(2);
     assert!(verifies(&python, &b, &both), "the new secret signs");
     assert!(verifies(&python, &a, &both), "the old one too, while it still signs");
     thread::sleep(Duration::from_secs(5));
+    assert_eq!(rig.secret("GET")["previousUntil"], Value::Null, "the old secret's time is over");
     let later = rig.fire(3);
     assert!(verifies(&python, &b, &later), "the new secret signs");
     assert!(!verifies(&python, &a, &later), "the old one no longer does");
 
     assert_eq!(rig.secret("DELETE"), json!({"signing": false}));
+    assert_eq!(rig.secret("GET"), json!({"signing": false, "createdAt": null, "previousUntil": null}));
     unsigned(&rig.fire(4));
 }

@@ -4,7 +4,10 @@
 //! them against `/v1`, sees a density alert fire on the notifications page without a reload when
 //! the simulator places a wall, checks the chart's price lines against `/v1/levels`, signs out,
 //! and checks that a second account sees none of the first's data, the cookie's flags, CSRF and
-//! the Content-Security-Policy. `tools/browser-deps.sh` installs what it needs.
+//! the Content-Security-Policy; on the settings page it creates, rotates and ends the webhook
+//! signing secret, and on the alerts page it reads the delivery log of an alert whose receiver
+//! (in the script, on loopback) failed once, and redelivers that firing.
+//! `tools/browser-deps.sh` installs what it needs.
 //!
 //! With `RAMPART_SHOTS=<dir>` the script also saves screenshots of every page at desktop and
 //! phone width (how `docs/screenshots/` is made).
@@ -24,7 +27,8 @@ fn the_site_works_in_chromium() {
         "playwright-core is not installed: run `bash tools/browser-deps.sh` (tools/check.sh does)"
     );
     let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
-    let config = sim.config(&["binance"], 8, "").display().to_string();
+    // The webhook receiver of the delivery-log steps is on loopback.
+    let config = sim.config(&["binance"], 8, "[webhooks]\nallow_private = true\n").display().to_string();
     let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
     server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
     let key_b = server.create_key("developer", Some("second account"));

@@ -3,7 +3,8 @@
 //! a load of alerts, runs one scenario and writes `perf/runs/<date>-<scenario>.{json,md}`.
 //!
 //! Usage: `rampart-harness quiet|burst|storm|http|writes|ingest [--rampart PATH] [--out DIR]
-//! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--backend sqlite|postgres|cluster|roles]`
+//! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--backend sqlite|postgres|cluster|roles]`
+//! (`--signed`: storm with the account's webhooks signed, each signature verified after the run)
 //! (`--backend` as `scenarios::Opts::backend` says; `--rampart` defaults to the
 //! `rampart` binary beside this one: build both with `cargo build --release -p rampart -p
 //! rampart-bench`).
@@ -21,7 +22,7 @@ fn opts() -> Result<Opts, String> {
     let scenario = args.get(1).cloned().unwrap_or_default();
     if !SCENARIOS.contains(&scenario.as_str()) {
         return Err(format!(
-            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N]",
+            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed]",
             SCENARIOS.join("|")
         ));
     }
@@ -40,6 +41,7 @@ fn opts() -> Result<Opts, String> {
         secs: num("--secs", 30)? as u64,
         storm_alerts: num("--storm-alerts", 10_000)?,
         storm_receivers: 100,
+        signed: args.iter().any(|a| a == "--signed"),
         probe_every: Duration::from_millis(200),
         ingest_messages: 1_000_000,
         command: args.join(" "),

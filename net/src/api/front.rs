@@ -641,9 +641,10 @@ impl Front {
         }
         if segments == ["v1", "webhook-secret"] {
             return match *method {
+                Method::GET | Method::HEAD => self.webhook_signing(&account, now_ms).await,
                 Method::POST => self.rotate_webhook_secret(&account, now_ms).await,
                 Method::DELETE => self.end_webhook_secret(&account, now_ms).await,
-                _ => method_not_allowed("POST, DELETE"),
+                _ => method_not_allowed("GET, POST, DELETE"),
             };
         }
         let get = matches!(*method, Method::GET | Method::HEAD);

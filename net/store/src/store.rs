@@ -546,6 +546,15 @@ pub const ATTEMPTS_PER_ALERT_MAX: i64 = 100;
 /// How long delivery log rows are kept, and how long a firing can be redelivered: 7 days.
 pub const DELIVERY_LOG_KEEP_MS: i64 = 7 * 86_400_000;
 
+/// An account's webhook signing, as `GET /v1/webhook-secret` shows it (never the secrets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SigningState {
+    /// When the current secret was made.
+    pub created_ms: i64,
+    /// Until when the secret it replaced signs too; `None` when none does any more.
+    pub previous_until_ms: Option<i64>,
+}
+
 /// One row of an alert's delivery log (`GET /v1/alerts/{id}/deliveries`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeliveryLogRow {
@@ -794,6 +803,8 @@ pub enum Idempotent {
     Same(AlertRow),
     /// Used with another body.
     Other,
+    /// Used with the same body for this alert, deleted since.
+    Deleted(i64),
 }
 
 /// Which alerts a listing shows.
@@ -1475,9 +1486,10 @@ impl Store {
     }
 
     /// What an earlier create with `key` made, when `account_id` used it since `since_ms`:
-    /// [`Idempotent::Same`] with the alert as it is now when `body_hash` matches,
-    /// [`Idempotent::Other`] when it came with another body, [`Idempotent::New`] when unused
-    /// (keys older than `since_ms` are forgotten here).
+    /// [`Idempotent::Same`] with the alert as it is now when `body_hash` matches (or
+    /// [`Idempotent::Deleted`] when that alert was deleted since), [`Idempotent::Other`] when it
+    /// came with another body, [`Idempotent::New`] when unused (keys older than `since_ms` are
+    /// forgotten here).
     pub fn idempotent_alert(
         &self,
         account_id: i64,
@@ -1495,11 +1507,14 @@ impl Store {
         if hash.as_slice() != body_hash.as_slice() {
             return Ok(Idempotent::Other);
         }
-        let sql = format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1");
-        match self.db.query_opt(&sql, vals![alert_id], alert_row)? {
-            Some(row) => Ok(Idempotent::Same(row)),
-            None => Ok(Idempotent::New),
+        let sql = format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1 AND deleted_ms IS NULL");
+        if let Some(row) = self.db.query_opt(&sql, vals![alert_id], alert_row)? {
+            return Ok(Idempotent::Same(row));
         }
+        // Deleted since (by its owner, expiry or a delisting): a retry must not make it again.
+        // No row at all: the create was undone before it was acknowledged.
+        let kept = self.db.query_opt("SELECT id FROM alerts WHERE id = ?1", vals![alert_id], |r| r.get::<i64>(0))?;
+        Ok(if kept.is_some() { Idempotent::Deleted(alert_id) } else { Idempotent::New })
     }
 
     /// Remembers that `account_id`'s create with `key` and `body_hash` made `alert_id`.
@@ -1537,6 +1552,17 @@ impl Store {
             vals![account_id, secret, now_ms, now_ms + previous_for_ms],
         )?;
         Ok(())
+    }
+
+    /// Whether the account signs its webhooks, without the secrets: when the current secret was
+    /// made, and until when the one it replaced still signs (`None` once that time is past).
+    pub fn webhook_signing(&self, account_id: i64, now_ms: i64) -> Result<Option<SigningState>, StoreError> {
+        let row = self.db.query_opt(
+            "SELECT created_ms, previous_until_ms FROM webhook_secrets WHERE account_id = ?1",
+            vals![account_id],
+            |r| Ok((r.get::<i64>(0)?, r.get::<Option<i64>>(1)?)),
+        )?;
+        Ok(row.map(|(created_ms, until)| SigningState { created_ms, previous_until_ms: until.filter(|&u| u > now_ms) }))
     }
 
     /// Ends signing for the account: its secrets are forgotten. Whether it had one.

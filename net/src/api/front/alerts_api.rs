@@ -77,6 +77,13 @@ fn reused_with_another_body() -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Idempotency-Key was already used with another body")
 }
 
+fn created_alert_deleted(id: i64) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!("Idempotency-Key already created alert {id}, which has been deleted since"),
+    )
+}
+
 /// `{"data":<Alert>}`.
 fn alert_answer(row: &AlertRow) -> Resp {
     let mut j = Json::with_capacity(512);
@@ -94,6 +101,8 @@ enum Created {
     Replay(AlertRow),
     /// The `Idempotency-Key` had come with another body.
     Conflict,
+    /// The `Idempotency-Key` had made this alert, deleted since.
+    Deleted(i64),
     /// The plan's cap is reached.
     Full,
 }
@@ -112,6 +121,7 @@ impl Front {
         match self.storage.run(move |store| store.idempotent_alert(account_id, &k, &hash, since)).await? {
             Idempotent::Same(row) => Ok(Some(row)),
             Idempotent::Other => Err(reused_with_another_body()),
+            Idempotent::Deleted(id) => Err(created_alert_deleted(id)),
             Idempotent::New => Ok(None),
         }
     }
@@ -187,6 +197,7 @@ impl Front {
                     match store.idempotent_alert(new.account_id, key, hash, now_ms - IDEMPOTENCY_KEEP_MS)? {
                         Idempotent::Same(row) => return Ok(Created::Replay(row)),
                         Idempotent::Other => return Ok(Created::Conflict),
+                        Idempotent::Deleted(id) => return Ok(Created::Deleted(id)),
                         Idempotent::New => {}
                     }
                 }
@@ -205,6 +216,7 @@ impl Front {
             Created::New(row) => row,
             Created::Replay(row) => return Ok(alert_answer(&row)),
             Created::Conflict => return Err(reused_with_another_body()),
+            Created::Deleted(id) => return Err(created_alert_deleted(id)),
             Created::Full => return Err(rules::cap_reached(plan).into()),
         };
         let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };

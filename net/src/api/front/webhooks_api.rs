@@ -1,4 +1,5 @@
-//! `POST /v1/webhook-secret` (create or rotate the account's webhook signing secret, shown in
+//! `GET /v1/webhook-secret` (whether webhooks are signed, since when, and until when the previous
+//! secret signs too; never a secret), `POST /v1/webhook-secret` (create or rotate the account's webhook signing secret, shown in
 //! this answer only) and `DELETE /v1/webhook-secret` (end signing), `decisions.md` §13. The
 //! signing itself is the sender's (`rampart_delivery::signing`); a secret is never logged.
 
@@ -11,6 +12,28 @@ use rampart_store::storage::Writer;
 use rampart_store::store::KeyRow;
 
 impl Front {
+    /// `{"data":{"signing","createdAt","previousUntil"}}`: the account's signing as it stands.
+    pub(super) async fn webhook_signing(&self, account: &KeyRow, now_ms: i64) -> Resp {
+        let acc = account.account_id;
+        let state = match self.storage.run(move |store| store.webhook_signing(acc, now_ms)).await {
+            Ok(s) => s,
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        let mut j = Json::with_capacity(128);
+        let time = |j: &mut Json, ms: Option<i64>| {
+            match ms {
+                Some(t) => j.str(&clock::iso8601(t)),
+                None => j.raw("null"),
+            };
+        };
+        j.raw("{\"data\":{\"signing\":").bool(state.is_some()).raw(",\"createdAt\":");
+        time(&mut j, state.map(|s| s.created_ms));
+        j.raw(",\"previousUntil\":");
+        time(&mut j, state.and_then(|s| s.previous_until_ms));
+        j.raw("}}");
+        respond(StatusCode::OK, j.finish())
+    }
+
     /// Makes a new secret the account's; the one it replaces goes on signing for
     /// `previous_secret_ms` (24 h), so receivers can move to the new one.
     pub(super) async fn rotate_webhook_secret(&self, account: &KeyRow, now_ms: i64) -> Resp {
