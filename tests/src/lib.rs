@@ -1244,3 +1244,67 @@ impl Drop for Deliver {
         self.kill();
     }
 }
+
+/// Cluster tests' helpers: alerts that fire at a pair's next trade, and who received what.
+pub mod cluster {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{json, Value};
+
+    use super::{binance_symbols, Server};
+
+    /// Alert id → times its webhook arrived at a [`super::json_receiver`].
+    pub fn arrivals(hits: &Arc<Mutex<Vec<Value>>>) -> BTreeMap<i64, usize> {
+        let mut m = BTreeMap::new();
+        for h in hits.lock().map(|g| g.clone()).unwrap_or_default() {
+            *m.entry(h["alert"]["id"].as_i64().unwrap_or(-1)).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// Creates through `node` a one-shot alert that fires at the pair's next trade on Binance
+    /// (a 0.1 % move since the day's open: the pairs are chosen 0.3 % or more away from it, see
+    /// [`movers`]) with its webhook on loopback port `hook`; its id.
+    pub fn create_firing(node: &Server, key: &str, symbol: &str, hook: u16) -> i64 {
+        let body = json!({"symbol": symbol, "type": "pct", "direction": "any", "pct": 0.1, "window": "1d",
+                          "webhook_url": format!("http://127.0.0.1:{hook}/hook")});
+        let reply = node.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&body.to_string()));
+        reply.ok("create")["data"]["id"].as_i64().expect("an id")
+    }
+
+    /// The Binance pairs whose price is 0.3 % or more from the day's open (so a 0.1 % alert
+    /// over the day fires at their next trade: a pair near its open may not move 0.1 % for
+    /// minutes).
+    pub fn movers(node: &Server, key: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in binance_symbols(node, 200) {
+            let bars = node.get(&format!("/v1/candles/{s}?exchange=binance&interval=1d&limit=1"), Some(key));
+            let bar = &bars.ok("candles")["data"][0];
+            let (open, close) = (bar["open"].as_f64().unwrap_or(0.0), bar["close"].as_f64().unwrap_or(0.0));
+            if open > 0.0 && (close / open - 1.0).abs() >= 0.003 {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// A key on the config's `roomy` plan (no developer limit of 120 requests a minute: the
+    /// tests read often), made with `bin keys create`.
+    pub fn unlimited_key(bin: &str, config: &str, postgres: &str) -> String {
+        let out = std::process::Command::new(bin)
+            .args(["keys", "create", "--plan", "roomy", "--config", config, "--postgres", postgres])
+            .output()
+            .expect("keys create");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned()
+    }
+
+    /// A config file for cluster tests: webhooks to loopback, and the `roomy` plan.
+    pub fn roomy_config(name: &str) -> String {
+        let cfg = std::env::temp_dir().join(format!("rampart-{name}-{}.toml", std::process::id()));
+        let plan = "[plans.roomy]\napi = true\nprice_alert_cap = 1000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000\ndaily_quota = 100000000\n";
+        std::fs::write(&cfg, format!("[webhooks]\nallow_private = true\n\n{plan}")).expect("write the config");
+        cfg.display().to_string()
+    }
+}

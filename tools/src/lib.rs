@@ -36,7 +36,7 @@ use rampart_state::shutdown::Shutdown;
 use rampart_state::{Command as ShardCommand, EventQueue};
 use rampart_store::storage::Checkpointer;
 use rampart_store::storage::{StorageHealth, StorageThread};
-use rampart_store::store::{Revoked, Store, StoreLocation};
+use rampart_store::store::{Fence, Revoked, Store, StoreLocation};
 use rampart_store::text::Texts;
 use rampart_store::writer::{OnCommitted, Writer, WriterHooks};
 use rampart_venue::listing::ListingChange;
@@ -809,6 +809,8 @@ fn serve(args: ServeArgs) -> Result<()> {
     let _lock = s.role.lock(&s)?;
     // The one clock every part of the process reads.
     let clock = clock::system();
+    // A market node on PostgreSQL waits here, as a standby, until it owns its partition.
+    let owner = s.role.own(&s, &clock)?;
     let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
     tracing::info!(
         "descriptor limit {descriptors}: up to {} HTTP connections, {} per address",
@@ -830,14 +832,14 @@ fn serve(args: ServeArgs) -> Result<()> {
     log_cpus(&s, &claims.cpus);
     let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock)?;
     log_feed(&s, &shards, &store);
-    let persistence = Persistence::start(&s, &shards, &clock)?;
+    let persistence = Persistence::start(&s, &shards, &clock, owner.as_ref().map(|o| o.ownership.fence()))?;
     start_sim_delistings(&s, &shards)?;
     let watch_venues = match s.live.is_some() {
         true => Some(rampart_venue::watch::VenueWatch::start(shards.shared().clone(), s.venues.clone())?),
         false => None,
     };
     let links = match s.role {
-        node::NodeRole::Market(p) => Some(node::MarketLinks::start(&s, p, &shards, &clock)?),
+        node::NodeRole::Market(p) => Some(node::MarketLinks::start(&s, p, &shards, &clock, owner.as_ref())?),
         _ => None,
     };
     let metrics = persistence.metrics(&s, &shards, &clock, links.as_ref().map(|l| l.health.clone()));
@@ -881,6 +883,11 @@ fn serve(args: ServeArgs) -> Result<()> {
     watch.stage("stopping the shards");
     shards.stop();
     persistence.stop(&watch);
+    if let Some(o) = owner {
+        // Last: every firing of this node is committed before a standby takes over.
+        watch.stage("releasing the partition");
+        drop(o);
+    }
     watch.finish();
     served
 }
@@ -1053,7 +1060,7 @@ struct Persistence {
 }
 
 impl Persistence {
-    fn start(s: &ServeSettings, shards: &ShardSet, clock: &SharedClock) -> Result<Persistence> {
+    fn start(s: &ServeSettings, shards: &ShardSet, clock: &SharedClock, fence: Option<Fence>) -> Result<Persistence> {
         // The board thread's queue of market alert firings, drained like a shard's.
         let market_events = Arc::new(EventQueue::new(rampart_state::EVENTS_MAX));
         let health = Arc::new(StorageHealth::default());
@@ -1101,8 +1108,13 @@ impl Persistence {
             }),
             ..WriterHooks::new(Box::new(Texts), on_committed)
         };
+        // A market node's writer writes only while its partition is this node's (`owner`).
+        let writer_store = s.store.open()?.for_background()?.with_telegram(telegram);
         let writer = Writer::start(
-            s.store.open()?.for_background()?.with_telegram(telegram),
+            match fence {
+                Some(f) => writer_store.with_fence(f),
+                None => writer_store,
+            },
             shards.event_queues().into_iter().chain([market_events.clone()]).collect(),
             shards.shared().books.clone(),
             health.clone(),

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use rampart_cluster::commands::{CommandServer, Forwarder};
 use rampart_cluster::node::{NamedLock, NodeHealth, Role};
+use rampart_cluster::owner::{Keeper, Ownership};
 use rampart_cluster::snapshots::{Replica, SnapshotPublisher};
 use rampart_delivery::metrics::WebhookMetrics;
 use rampart_engine::sim;
@@ -77,11 +78,39 @@ impl NodeRole {
     pub(crate) fn lock(self, s: &ServeSettings) -> Result<ServerLock> {
         Ok(match (self, &s.store) {
             (NodeRole::Market(p), rampart_store::store::StoreLocation::Postgres(url)) => {
-                ServerLock::acquire_partition(url, p.index, p.count)?
+                ServerLock::acquire_partition(url, p.count)?
             }
             _ => ServerLock::acquire(&s.store)?,
         })
     }
+
+    /// A market node on PostgreSQL: waits as its partition's standby until it owns it, then
+    /// keeps the lease renewed (`rampart_cluster::owner`) for the life of the returned value;
+    /// if another node claims the partition, the process ends with
+    /// [`EXIT_OWNERSHIP_LOST`]. Other roles: `None`.
+    pub(crate) fn own(self, s: &ServeSettings, clock: &SharedClock) -> Result<Option<Owner>> {
+        let (NodeRole::Market(p), rampart_store::store::StoreLocation::Postgres(url)) = (self, &s.store) else {
+            return Ok(None);
+        };
+        let store = rampart_store::store::Store::open_postgres(url).context("opening PostgreSQL for the lease")?;
+        let ownership = rampart_cluster::owner::claim(&store, &p.to_string(), clock);
+        let on_lost = Box::new(|| {
+            tracing::error!("exiting: this node no longer owns its partition (status {EXIT_OWNERSHIP_LOST})");
+            std::process::exit(EXIT_OWNERSHIP_LOST);
+        });
+        let keeper = Keeper::start(store, ownership.clone(), clock.clone(), on_lost)?;
+        Ok(Some(Owner { ownership, _keeper: keeper }))
+    }
+}
+
+/// The exit status of a market node that lost its partition to another node (a supervisor
+/// starts it again, and it waits as a standby).
+pub(crate) const EXIT_OWNERSHIP_LOST: i32 = 75;
+
+/// A market node's ownership of its partition; the lease is released when this is dropped.
+pub(crate) struct Owner {
+    pub(crate) ownership: Arc<Ownership>,
+    _keeper: Keeper,
 }
 
 /// A market node's cluster threads: snapshots out, commands in.
@@ -98,9 +127,14 @@ impl MarketLinks {
         p: Partition,
         shards: &ShardSet,
         clock: &SharedClock,
+        owner: Option<&Owner>,
     ) -> Result<MarketLinks> {
         let Some(url) = s.nats.clone() else { bail!("--role market needs --nats") };
-        let health = Arc::new(NodeHealth::new(Role::Market, p));
+        let health = NodeHealth::new(Role::Market, p);
+        let health = Arc::new(match owner {
+            Some(o) => health.with_ownership(o.ownership.clone()),
+            None => health,
+        });
         let shared = shards.shared().clone();
         let snapshots = SnapshotPublisher::start(shared.clone(), p, url.clone(), clock.clone(), health.clone())?;
         let store = s.store.open()?;

@@ -15,7 +15,8 @@
 //!
 //! The other roles of a cluster live beside it: `partition` (which market node owns a pair),
 //! `snapshots` (market → api state), `commands` (api → market alert commands and queries),
-//! `wire` (their bytes) and `node` (a node's links, for `/healthz` and `/metrics`).
+//! `wire` (their bytes), `node` (a node's links, for `/healthz` and `/metrics`) and `owner` (a
+//! market node's lease of its partition, and the standby that takes it over).
 
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use futures_lite::StreamExt;
 pub mod commands;
 pub mod health;
 pub mod node;
+pub mod owner;
 pub mod publisher;
 pub mod snapshots;
 pub mod wire;

@@ -26,6 +26,15 @@ impl Role {
     }
 }
 
+/// What [`NodeHealth::problem`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// What, as `/healthz` says it.
+    pub why: String,
+    /// The node still serves (`/healthz` 200 "degraded"); false: 503.
+    pub serving: bool,
+}
+
 /// One partition as an api node last heard of it.
 #[derive(Debug, Default)]
 pub struct PartitionSeen {
@@ -59,6 +68,8 @@ pub struct NodeHealth {
     /// Api nodes: this node holds the `site-market-alerts` lock and runs the site's market
     /// alerts ([`NamedLock`]).
     pub market_alerts: std::sync::Arc<AtomicBool>,
+    /// Market nodes on PostgreSQL: the partition's lease ([`super::owner`]).
+    pub ownership: Option<std::sync::Arc<super::owner::Ownership>>,
 }
 
 impl NodeHealth {
@@ -77,14 +88,31 @@ impl NodeHealth {
             commands: AtomicU64::new(0),
             commands_failed: AtomicU64::new(0),
             market_alerts: std::sync::Arc::new(AtomicBool::new(false)),
+            ownership: None,
         }
     }
 
-    /// Why the node cannot do its job now, if it cannot: a NATS link is down, or (api) a
-    /// partition's snapshots are older than [`STALE_MS`].
-    pub fn problem(&self, now_ms: i64) -> Option<String> {
+    /// The same node, holding `ownership` of its partition (a market node on PostgreSQL).
+    pub fn with_ownership(mut self, ownership: std::sync::Arc<super::owner::Ownership>) -> NodeHealth {
+        self.ownership = Some(ownership);
+        self
+    }
+
+    /// What is wrong with the node now, if anything: a NATS link is down, (market) its
+    /// partition's lease is not renewed, or (api) a partition's snapshots are older than
+    /// [`STALE_MS`]. Only the last leaves the node serving ([`Problem::serving`]): every api
+    /// node sees a dead market node alike and still answers every other partition's pairs and
+    /// every write, so a load balancer should keep it.
+    pub fn problem(&self, now_ms: i64) -> Option<Problem> {
+        let down = |why: String| Some(Problem { why, serving: false });
         if !self.snapshots_connected.load(Ordering::Acquire) || !self.commands_connected.load(Ordering::Acquire) {
-            return Some("NATS is unreachable".into());
+            return down("NATS is unreachable".into());
+        }
+        if self.ownership.as_ref().is_some_and(|o| !o.is_owner(now_ms)) {
+            return down(format!(
+                "the lease of partition {} is not renewed (PostgreSQL unreachable, or lost)",
+                self.partition
+            ));
         }
         let stale: Vec<String> = self
             .partitions
@@ -95,7 +123,10 @@ impl NodeHealth {
             .collect();
         match stale.is_empty() {
             true => None,
-            false => Some(format!("market snapshots are stale for partition {}", stale.join(", "))),
+            false => Some(Problem {
+                why: format!("market snapshots are stale for partition {}", stale.join(", ")),
+                serving: true,
+            }),
         }
     }
 

@@ -120,6 +120,12 @@ async fn publish(
         tick.tick().await;
         let connected = client.connection_state() == async_nats::connection::State::Connected;
         health.snapshots_connected.store(connected, Ordering::Release);
+        // A node that cannot renew its partition's lease stops publishing before a standby may
+        // claim it (`owner`): api nodes never hear two owners of one partition.
+        if health.ownership.as_ref().is_some_and(|o| !o.is_owner(clock.now_ms())) {
+            last_full = None;
+            continue;
+        }
         let full = last_full.is_none_or(|t| t.elapsed() >= FULL_PERIOD);
         let head = SnapshotHead {
             partition: partition.index,

@@ -605,6 +605,9 @@ pub enum StoreError {
     Random,
     /// Storage could not take the request in time (a lock held elsewhere, a full queue).
     Unavailable(&'static str),
+    /// The write was for a market partition this node no longer owns (`store::Fence`): another
+    /// node claimed it, and the write must not be retried.
+    Fenced,
 }
 
 impl StoreError {
@@ -636,6 +639,7 @@ impl fmt::Display for StoreError {
             }
             StoreError::Random => f.write_str("random source unavailable"),
             StoreError::Unavailable(why) => f.write_str(why),
+            StoreError::Fenced => f.write_str("this node no longer owns its partition (another node claimed it)"),
         }
     }
 }

@@ -21,8 +21,11 @@ pub use super::db::StoreError;
 use super::db::{vals, Db, Row};
 
 mod account;
+mod owner;
 mod site;
+
 pub use account::ACCOUNT_KEYS_MAX;
+pub use owner::{Fence, Lease};
 pub use site::{
     direction_str, parse_direction, parse_side, side_str, NewSiteAlert, SiteAlertRow, SiteCondition, SiteFiringDetail,
     SiteFiringRecord, SiteRequest,
@@ -323,6 +326,13 @@ const PG_MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX attempts_alert ON attempts(alert_id, id);
     CREATE INDEX attempts_age ON attempts(at_ms);",
+    // 5: market partitions' owners (leases with epochs; PostgreSQL only, see `owner`).
+    "CREATE TABLE partition_owners (
+        partition TEXT PRIMARY KEY,
+        epoch BIGINT NOT NULL,
+        holder TEXT NOT NULL,
+        expires_ms BIGINT NOT NULL
+    );",
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -898,6 +908,8 @@ pub struct Store {
     /// Firings and delistings also queue a Telegram message for accounts with a chat
     /// ([`Store::with_telegram`]; the writer's store, when the operator configured the bot).
     telegram: bool,
+    /// The partition owner a market node's writer writes for ([`Store::with_fence`]).
+    fence: Option<Fence>,
 }
 
 /// Waits for a lock held by another connection: 100 µs at a time, for up to 5 s.
@@ -929,8 +941,11 @@ pub enum LockError {
     Held(PathBuf),
     /// The lock file could not be created or locked.
     Io(PathBuf, std::io::Error),
-    /// Another server holds the PostgreSQL database's server lock.
+    /// Another server holds the PostgreSQL database's server lock (a single process), or
+    /// market nodes hold it shared (a single process is refused).
     HeldPostgres,
+    /// A market node is refused: a single-process server uses the database.
+    SingleServerRunning,
     /// Market nodes that split the pairs into another number of partitions use the database
     /// (two such nodes could own the same book).
     OtherPartitionCount,
@@ -948,8 +963,12 @@ impl fmt::Display for LockError {
             ),
             LockError::Io(p, e) => write!(f, "locking {}: {e}", p.display()),
             LockError::HeldPostgres => f.write_str(
-                "another rampart server is using this PostgreSQL database (a single-process server holds the server lock, \
-                 or a market node holds it shared or owns the same partition); stop it first",
+                "another rampart server is using this PostgreSQL database (a single-process server, or a cluster's \
+                 market nodes); stop it first, or start this one as a cluster node (--role)",
+            ),
+            LockError::SingleServerRunning => f.write_str(
+                "a single-process rampart server is using this PostgreSQL database; stop it before starting a \
+                 cluster's market nodes on it",
             ),
             LockError::OtherPartitionCount => f.write_str(
                 "market nodes with another partition count (the N of --partition I/N) are using this PostgreSQL \
@@ -1086,21 +1105,19 @@ impl ServerLock {
     }
 
     /// A market node's lock on the PostgreSQL database at `url` (`serve --role market`): the
-    /// server lock shared (so no single-process server runs on the database, and any number of
-    /// market nodes may) and partition `index`'s lock exclusive (so two nodes never own the same
-    /// books). [`LockError::HeldPostgres`] when either is held against it.
+    /// server lock shared, so no single-process server runs on the database and any number of
+    /// market nodes may ([`LockError::SingleServerRunning`] otherwise). Which node of a
+    /// partition owns it is not a lock but a lease (`owner`): a second node of a partition
+    /// waits as its standby.
     ///
     /// The partition count is held too (shared, keyed by the schema with the count as the
     /// second key), and a node is refused with [`LockError::OtherPartitionCount`] while any node
     /// holds another count: nodes of `0/2` and `0/3` would own some books twice.
-    pub fn acquire_partition(url: &str, index: u16, count: u16) -> Result<ServerLock, LockError> {
+    pub fn acquire_partition(url: &str, count: u16) -> Result<ServerLock, LockError> {
         let store = Store::open_postgres(url).map_err(LockError::Store)?;
-        let sql = format!(
-            "SELECT pg_try_advisory_lock_shared({PG_SERVER_LOCK}, hashtext(current_schema())) \
-             AND pg_try_advisory_lock({PG_PARTITION_LOCK}, hashtext(current_schema() || ':{index}'))"
-        );
+        let sql = format!("SELECT pg_try_advisory_lock_shared({PG_SERVER_LOCK}, hashtext(current_schema()))");
         if !store.db.query_one(&sql, &[], |r| r.get::<bool>(0)).map_err(LockError::Store)? {
-            return Err(LockError::HeldPostgres);
+            return Err(LockError::SingleServerRunning);
         }
         // Taken before looking, so of two nodes starting at once with different counts each
         // sees the other (both are refused, never both admitted).
@@ -1135,10 +1152,6 @@ impl Store {
 /// Named advisory locks ([`Store::try_named_lock`]).
 const PG_NAMED_LOCK: i32 = 0x7261_6d72;
 
-/// The advisory lock of one market node's partition (with a hash of the schema and the
-/// partition's index).
-const PG_PARTITION_LOCK: i32 = 0x7261_6d71;
-
 impl Store {
     /// Whether `data_dir` holds a database.
     pub fn exists(data_dir: &Path) -> bool {
@@ -1154,7 +1167,7 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        let mut store = Store { db: Db::sqlite(conn), path, telegram: false };
+        let mut store = Store { db: Db::sqlite(conn), path, telegram: false, fence: None };
         store.migrate()?;
         Ok(store)
     }
@@ -1166,7 +1179,7 @@ impl Store {
     pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
         let db = Db::postgres(url)?;
         db.set_session("lock_timeout", "'5s'")?;
-        let mut store = Store { db, path: PathBuf::from("postgres"), telegram: false };
+        let mut store = Store { db, path: PathBuf::from("postgres"), telegram: false, fence: None };
         store.migrate()?;
         Ok(store)
     }
@@ -1651,6 +1664,7 @@ impl Store {
         );
         // Each step's statements go as one pipelined batch (one round trip on PostgreSQL).
         db.in_transaction_of(|| {
+            self.check_fence()?;
             let sets: Vec<_> = firings.iter().map(|f| vals![f.alert_id, f.ts_ms, f.last].to_vec()).collect();
             let rows = db.query_opt_each(&update, &sets, alert_row)?;
             let done: Vec<(AlertRow, FiringRecord)> =
@@ -1970,6 +1984,7 @@ impl Store {
              WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         db.in_transaction_of(|| {
+            self.check_fence()?;
             let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
             let rows: Vec<AlertRow> = db.query_opt_each(&sql, &sets, alert_row)?.into_iter().flatten().collect();
             for row in &rows {
@@ -2002,6 +2017,7 @@ impl Store {
              WHERE exchange = ?1 AND symbol = ?2 AND status = 'active' AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         db.in_transaction_of(|| {
+            self.check_fence()?;
             let mut rows = db.query(&sql, vals![exchange.as_str(), symbol, now_ms], alert_row)?;
             rows.sort_by_key(|r| r.id);
             for row in &rows {
@@ -2421,23 +2437,61 @@ mod tests {
         s.insert_alert(&alert(a, "binance", "BTCUSDT")).expect("insert after the failed group");
     }
 
-    /// Market nodes: one per partition, and all of one partition count.
+    /// Market nodes: any number (a partition's standbys too), all of one partition count, and
+    /// never beside a single-process server; each refusal says which it is.
     #[test]
-    fn market_nodes_own_distinct_partitions_of_one_count() {
+    fn market_nodes_share_the_database_with_one_partition_count() {
         let url = fresh_postgres_schema();
         let refused = |r: Result<ServerLock, LockError>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        let _zero = ServerLock::acquire_partition(&url, 0, 2).expect("0/2");
-        let _one = ServerLock::acquire_partition(&url, 1, 2).expect("1/2 beside it");
-        assert!(refused(ServerLock::acquire_partition(&url, 1, 2)).contains("owns the same partition"));
-        assert!(refused(ServerLock::acquire_partition(&url, 2, 3)).contains("another partition count"));
-        assert!(refused(ServerLock::acquire(&StoreLocation::Postgres(url.clone()))).contains("another rampart server"));
-        drop((_zero, _one));
+        let _zero = ServerLock::acquire_partition(&url, 2).expect("0/2");
+        let _one = ServerLock::acquire_partition(&url, 2).expect("1/2 beside it");
+        let _standby = ServerLock::acquire_partition(&url, 2).expect("a standby of 1/2");
+        assert!(refused(ServerLock::acquire_partition(&url, 3)).contains("another partition count"));
+        assert!(refused(ServerLock::acquire(&StoreLocation::Postgres(url.clone()))).contains("market nodes"));
+        drop((_zero, _one, _standby));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let single = loop {
+            match ServerLock::acquire(&StoreLocation::Postgres(url.clone())) {
+                Ok(l) => break l,
+                Err(e) => assert!(std::time::Instant::now() < deadline, "a single process alone: {e}"),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(refused(ServerLock::acquire_partition(&url, 2)).contains("single-process"));
+        drop(single);
         // The server lets go of a closed connection's locks a moment after it closed.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while let Err(e) = ServerLock::acquire_partition(&url, 2, 3) {
+        while let Err(e) = ServerLock::acquire_partition(&url, 3) {
             assert!(std::time::Instant::now() < deadline, "a new count once the old nodes are gone: {e}");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// A partition's lease: one holder at a time, renewed by it, claimed by another only once
+    /// expired (with the next epoch), and the old holder's writes fenced from then on.
+    #[test]
+    fn a_partition_lease_has_one_holder_and_fences_the_one_it_replaced() {
+        let url = fresh_postgres_schema();
+        let (a, b) = (Store::open_postgres(&url).expect("a"), Store::open_postgres(&url).expect("b"));
+        assert_eq!(a.claim_partition("0/2", "a", 300).expect("claim"), Some(1));
+        assert_eq!(b.claim_partition("0/2", "b", 300).expect("claim"), None, "held");
+        assert_eq!(b.claim_partition("1/2", "b", 300).expect("claim"), Some(1), "another partition");
+        assert!(a.renew_partition("0/2", "a", 1, 300).expect("renew"));
+        let lease = b.partition_lease("0/2").expect("read").expect("a lease");
+        assert!(lease.epoch == 1 && lease.holder == "a" && lease.expires_in_ms > 0, "{lease:?}");
+        let mut old =
+            Store::open_postgres(&url).expect("writer").with_fence(Fence { partition: "0/2".into(), epoch: 1 });
+        let acc = old.create_account_with_key("developer", None, 1).expect("account").account_id;
+        let id = old.insert_alert(&alert(acc, "binance", "BTCUSDT")).expect("insert").id;
+        let firing = FiringRecord { alert_id: id, price: 100_000_000, move_hundredths: None, ts_ms: 1, last: false };
+        old.record_firings(&[firing], &crate::text::Texts).expect("the owner records");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(b.claim_partition("0/2", "b", 300).expect("claim"), Some(2), "expired: the next epoch");
+        assert!(!a.renew_partition("0/2", "a", 1, 300).expect("renew"), "the old holder learns it lost");
+        let refused = old.record_firings(&[FiringRecord { ts_ms: 2, ..firing }], &crate::text::Texts);
+        assert!(matches!(refused, Err(StoreError::Fenced)), "{refused:?}");
+        b.release_partition("0/2", "b", 2).expect("release");
+        assert!(b.partition_lease("0/2").expect("read").expect("a lease").expires_in_ms < 0, "released");
     }
 
     /// Two api nodes creating for one account at once: the second counts after the first

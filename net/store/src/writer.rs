@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use rampart_engine::Registry;
 
+use crate::db::StoreError;
 use crate::storage::{StorageHealth, Writer as StorageWriter};
 use crate::store::{AlertRow, FiringRecord, Render, SiteFiringDetail, SiteFiringRecord, Store};
 use rampart_state::clock::{Clock, SharedClock};
@@ -140,26 +141,7 @@ impl Writer {
                                 // Earlier firings first, so nothing is recorded out of order.
                                 commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, &mut on_committed);
                                 let registry = registry.load();
-                                let ins = registry.get(book);
-                                loop {
-                                    match store.delist(ins.venue, &ins.symbol, clock.now_ms(), &*texts) {
-                                        Ok(done) => {
-                                            stats2.inbox_writes.fetch_add(1, Ordering::Release);
-                                            tracing::info!(
-                                                "{} {} delisted: {} alerts removed (shard held {})",
-                                                ins.venue,
-                                                ins.symbol,
-                                                done.len(),
-                                                ids.len()
-                                            );
-                                            break;
-                                        }
-                                        Err(e) => {
-                                            tracing::error!("writer: delisting {}: {e}; retrying", ins.symbol);
-                                            std::thread::sleep(RETRY);
-                                        }
-                                    }
-                                }
+                                delist(&mut store, &*texts, registry.get(book), ids.len(), &stats2, &*clock);
                             }
                             ShardEvent::Ready { shard } => tracing::info!("shard {shard} ready"),
                             ShardEvent::DensityFired { .. } | ShardEvent::MarketFired { .. } => {}
@@ -198,6 +180,40 @@ impl Writer {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+/// Removes a delisted pair's alerts (retrying until storage takes it, unless this node no
+/// longer owns the partition), with a notice to each owner.
+fn delist(
+    store: &mut Store,
+    texts: &dyn Render,
+    ins: &rampart_engine::Instrument,
+    held: usize,
+    stats: &WriterStats,
+    clock: &dyn Clock,
+) {
+    loop {
+        match store.delist(ins.venue, &ins.symbol, clock.now_ms(), texts) {
+            Ok(done) => {
+                stats.inbox_writes.fetch_add(1, Ordering::Release);
+                tracing::info!(
+                    "{} {} delisted: {} alerts removed (shard held {held})",
+                    ins.venue,
+                    ins.symbol,
+                    done.len()
+                );
+                return;
+            }
+            Err(StoreError::Fenced) => {
+                tracing::error!("writer: delisting {}: {}", ins.symbol, StoreError::Fenced);
+                return;
+            }
+            Err(e) => {
+                tracing::error!("writer: delisting {}: {e}; retrying", ins.symbol);
+                std::thread::sleep(RETRY);
+            }
         }
     }
 }
@@ -281,6 +297,11 @@ fn commit_site(
                 site.clear();
                 return;
             }
+            Err(StoreError::Fenced) => {
+                tracing::error!("writer: {} site alert firings dropped: {}", site.len(), StoreError::Fenced);
+                site.clear();
+                return;
+            }
             Err(e) => {
                 stats.retries.fetch_add(1, Ordering::Relaxed);
                 tracing::error!("writer: committing {} site alert firings: {e}; retrying", site.len());
@@ -317,6 +338,13 @@ fn commit(
                 stats.batches.fetch_add(1, Ordering::Relaxed);
                 stats.inbox_writes.fetch_add(1, Ordering::Release);
                 on_committed(&done);
+                batch.clear();
+                return;
+            }
+            Err(StoreError::Fenced) => {
+                // Another node owns the partition now and evaluates these alerts itself
+                // (`decisions.md` §14): recording them here would record a firing twice.
+                tracing::error!("writer: {} firings dropped: {}", batch.len(), StoreError::Fenced);
                 batch.clear();
                 return;
             }

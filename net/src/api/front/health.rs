@@ -18,9 +18,17 @@ pub(super) fn write_cluster_health(j: &mut Json, c: &rampart_cluster::node::Node
     j.raw(",\"cluster\":{\"role\":").str(c.role.as_str());
     j.raw(",\"natsConnected\":").bool(c.snapshots_connected.load(Acquire) && c.commands_connected.load(Acquire));
     match c.role {
-        rampart_cluster::node::Role::Market => j.raw(",\"partition\":").str(&c.partition.to_string()),
-        rampart_cluster::node::Role::Api => j.raw(",\"marketAlerts\":").bool(c.market_alerts.load(Acquire)),
-    };
+        rampart_cluster::node::Role::Market => {
+            j.raw(",\"partition\":").str(&c.partition.to_string());
+            if let Some(o) = &c.ownership {
+                j.raw(",\"owner\":{\"epoch\":").int(o.epoch).raw(",\"holder\":").str(&o.holder);
+                j.raw(",\"current\":").bool(o.is_owner(now_ms)).raw("}");
+            }
+        }
+        rampart_cluster::node::Role::Api => {
+            j.raw(",\"marketAlerts\":").bool(c.market_alerts.load(Acquire));
+        }
+    }
     j.raw(",\"partitions\":[");
     for (i, p) in c.partitions.iter().enumerate() {
         if i > 0 {
@@ -101,12 +109,13 @@ impl Front {
         let all_down = self.shared.live && venue_health.iter().all(down);
         let some_down = self.shared.live && venue_health.iter().any(down);
         let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
-        let ready = started && storage.is_none() && !all_down && cluster.is_none();
+        let cluster_down = cluster.as_ref().is_some_and(|p| !p.serving);
+        let ready = started && storage.is_none() && !all_down && !cluster_down;
         let mut j = Json::with_capacity(512);
         if !started {
             j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
-        } else if let Some(why) = &cluster {
-            j.raw("{\"error\":").str(why).raw(",\"status\":\"degraded\"");
+        } else if let Some(p) = &cluster {
+            j.raw("{\"error\":").str(&p.why).raw(",\"status\":\"degraded\"");
         } else if storage.is_some() {
             j.raw("{\"error\":\"storage cannot be written\",\"status\":\"degraded\"");
         } else if all_down {

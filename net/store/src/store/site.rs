@@ -357,6 +357,7 @@ impl Store {
              WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL RETURNING {SITE_COLUMNS}"
         );
         db.in_transaction_of(|| {
+            self.check_fence()?;
             let mut recorded = 0;
             let mut ended = false;
             for f in firings {

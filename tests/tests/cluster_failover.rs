@@ -1,0 +1,128 @@
+//! A partition's standby and its fencing (`decisions.md` §14, issue #33): two market nodes of
+//! one partition on PostgreSQL and NATS, with an api node and a delivery process (Debian's
+//! servers, started by the test on loopback ports). The second market node waits as the
+//! standby. Every PostgreSQL session is then ended at once (what a restart of PostgreSQL does to
+//! sessions: the session advisory lock that used to mark the owner vanished with it, and a
+//! second owner was admitted): the owner keeps its partition and the standby stays a standby.
+//! The owner is then killed with SIGKILL: the standby owns and serves the partition within the
+//! bound, alerts made before and during the hand-over fire, and every firing is recorded and
+//! delivered exactly once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rampart_store::db::Db;
+use rampart_tests::cluster::{arrivals, create_firing as create, movers, roomy_config, unlimited_key};
+use rampart_tests::{json_receiver, pg_database, Deliver, Server, FAST};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+/// How long after the owner's death the standby must serve the partition: the lease (2 s),
+/// the standby's wait on an expired lease (1 s), its poll (0.25 s) and the node's start (the
+/// simulated market, alerts loaded, books built), with room for a loaded 2-core machine.
+const TAKE_OVER_BOUND: Duration = Duration::from_secs(15);
+
+fn triggered(node: &Server, key: &str) -> BTreeMap<i64, i64> {
+    let list = node.get("/v1/alerts?status=all", Some(key));
+    let rows = list.ok("alerts")["data"].as_array().cloned().unwrap_or_default();
+    rows.iter()
+        .filter(|a| a["triggerCount"].as_i64().unwrap_or(0) > 0)
+        .filter_map(|a| Some((a["id"].as_i64()?, a["triggerCount"].as_i64()?)))
+        .collect()
+}
+
+fn wait_delivered(api: &Server, key: &str, hits: &Arc<Mutex<Vec<Value>>>, ids: &BTreeSet<i64>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let (fired, got) = (triggered(api, key), arrivals(hits));
+        if ids.iter().all(|id| fired.contains_key(id) && got.contains_key(id)) {
+            return;
+        }
+        let missing: Vec<_> = ids.iter().filter(|id| !got.contains_key(id)).collect();
+        assert!(Instant::now() < deadline, "{what}: not delivered {missing:?} (fired {fired:?})");
+        thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The market node's view of its lease in `/healthz`.
+fn owner(node: &Server) -> Value {
+    node.get("/healthz", None).body["cluster"]["owner"].clone()
+}
+
+/// Ends every client session of this test's PostgreSQL server but the one asking.
+fn end_every_session() -> usize {
+    let admin = Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("connect as admin");
+    let sql = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+               WHERE pid <> pg_backend_pid() AND backend_type = 'client backend') ended";
+    admin.query_one(sql, &[], |r| r.get::<i64>(0)).expect("end the sessions") as usize
+}
+
+#[test]
+fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_owners() {
+    let postgres = pg_database();
+    let nats = rampart_testkit::nats::server().url();
+    let (hook, hits) = json_receiver();
+    let cfg = roomy_config("failover");
+    let common = [FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
+    let market_args: Vec<String> = [common.as_slice(), &["--role", "market", "--partition", "0/1"]]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let first_args: Vec<&str> = market_args.iter().map(String::as_str).collect();
+    let first = Server::start_with_key(BIN, &first_args, "");
+    let api = Server::start(BIN, &[common.as_slice(), &["--role", "api", "--partitions", "1"]].concat());
+    let key = unlimited_key(BIN, &cfg, &postgres);
+    let _deliver = Deliver::start(BIN, &postgres, &nats, &cfg);
+    let owned = owner(&first);
+    assert_eq!((&owned["epoch"], &owned["current"]), (&json!(1), &json!(true)), "the first node owns: {owned}");
+
+    // The second node of the partition waits as its standby (its start returns once it owns).
+    let standby = {
+        let market_args = market_args.clone();
+        thread::spawn(move || {
+            let a: Vec<&str> = market_args.iter().map(String::as_str).collect();
+            let node = Server::start_with_key(BIN, &a, "");
+            (node, Instant::now())
+        })
+    };
+    let symbols = movers(&api, &key);
+    assert!(symbols.len() >= 8, "moving pairs: {symbols:?}");
+    let before: BTreeSet<i64> = symbols.iter().take(3).map(|s| create(&api, &key, s, hook)).collect();
+    wait_delivered(&api, &key, &hits, &before, "before any fault");
+
+    // A PostgreSQL restart, as sessions see it: every one of them ends at once.
+    let ended = end_every_session();
+    assert!(ended >= 4, "the nodes' sessions ended: {ended}");
+    thread::sleep(Duration::from_secs(6));
+    let owned = owner(&first);
+    assert_eq!((&owned["epoch"], &owned["current"]), (&json!(1), &json!(true)), "still the owner: {owned}");
+    assert!(!standby.is_finished(), "the standby was admitted while the owner lives");
+    let after_restart: BTreeSet<i64> = symbols.iter().skip(3).take(2).map(|s| create(&api, &key, s, hook)).collect();
+    wait_delivered(&api, &key, &hits, &after_restart, "after the sessions ended");
+
+    // The owner dies; alerts made meanwhile are acknowledged (stored) and fire on the standby.
+    first.kill();
+    let killed = Instant::now();
+    let during: BTreeSet<i64> = symbols.iter().skip(5).take(3).map(|s| create(&api, &key, s, hook)).collect();
+    let (second, ready_at) = standby.join().expect("the standby's start");
+    let took = ready_at.duration_since(killed);
+    eprintln!("the standby served the partition {took:?} after the owner was killed");
+    assert!(took <= TAKE_OVER_BOUND, "the standby took {took:?}");
+    let owned = owner(&second);
+    assert_eq!((&owned["epoch"], &owned["current"]), (&json!(2), &json!(true)), "the standby owns: {owned}");
+    wait_delivered(&api, &key, &hits, &during, "alerts made during the hand-over");
+
+    // Every alert fired and was recorded once, and delivered once.
+    let all: BTreeSet<i64> = before.iter().chain(&after_restart).chain(&during).copied().collect();
+    let fired = triggered(&api, &key);
+    assert_eq!(fired.keys().copied().collect::<BTreeSet<_>>(), all, "every alert fired");
+    assert!(fired.values().all(|&n| n == 1), "each once: {fired:?}");
+    let got = arrivals(&hits);
+    assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), all, "a webhook per alert");
+    assert!(got.values().all(|&n| n == 1), "each delivered once: {got:?}");
+    drop(second);
+}
