@@ -4,7 +4,8 @@
 //! Alerts created through either api node fire on the market node that owns their pair and are
 //! delivered once per firing; both api nodes answer reads alike; a market node, an api node and
 //! a delivery process are each killed with SIGKILL in turn, and no acknowledged alert and no
-//! firing is lost (the only repeats allowed are firings the killed delivery process held).
+//! firing is lost (the only repeats allowed are firings the killed delivery process held). A
+//! site session made on one api node is served by the other, and signed out there.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -13,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use rampart_state::partition::of_symbol;
 use rampart_tests::cluster::{arrivals, create_firing as create, movers, roomy_config, unlimited_key};
-use rampart_tests::{json_receiver, pg_database, Deliver, Server, FAST};
-use serde_json::Value;
+use rampart_tests::{json_receiver, pg_database, Deliver, Server, SiteSession, FAST};
+use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
@@ -84,6 +85,19 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     let key = unlimited_key(BIN, &cfg, &postgres);
     let _first = deliver(&postgres, &nats, &cfg);
     let mut second = Some(deliver(&postgres, &nats, &cfg));
+
+    // A site session made on one api node is served by the other (sessions are stored), and a
+    // sign-out on the other ends it on the first within a second (its copy's recheck).
+    let (reply, signed) = SiteSession::signin(&api_a, &api_a.key);
+    let session = signed.unwrap_or_else(|| panic!("signed in on api node a: {reply:?}"));
+    assert_eq!(
+        session.get(&api_b, "/site/session").ok("the session on api node b")["data"]["csrf"],
+        session.csrf.as_str()
+    );
+    session.change(&api_b, "PUT", "/site/channels", Some(&json!({"telegramChatId": null}))).ok("a change on b");
+    session.change(&api_b, "POST", "/site/signout", None).ok("sign out on b");
+    thread::sleep(Duration::from_millis(1_100));
+    session.get(&api_a, "/site/session").assert_error(401, "not signed in", "signed out elsewhere");
 
     // A market node serves no API; an api node says it is one.
     market0.get("/v1/alerts", Some(&key)).assert_some_error(404, "the API on a market node");

@@ -1,7 +1,8 @@
 //! The site's sessions and its JSON routes through the real binary (`decisions.md` §10): sign in
 //! with a key (any plan, `free` included) for a cookie that is HttpOnly and SameSite=Strict and
 //! never the key; every state change needs the session's CSRF token; sign-out and revoking the
-//! key end the session; one account never sees another's alerts; every refusal.
+//! key end the session; a restart signs nobody out; one account never sees another's alerts;
+//! every refusal.
 
 use std::time::Duration;
 
@@ -179,4 +180,18 @@ fn a_sign_in_from_another_site_is_refused() {
     assert!(cookie.is_some_and(|c| c.starts_with("rampart_session=")), "a session cookie");
     let (status, body, _) = post("application/json", &[], &json);
     assert_eq!(status, 200, "a client without Origin: {body}");
+}
+
+#[test]
+fn a_session_outlives_a_restart() {
+    let server = Server::start(BIN, &["--sim-pairs", "4"]);
+    let key = server.create_key("free", Some("site"));
+    let s = signin(&server, &key).1.expect("signed in");
+    let server = server.restart(&["--sim-pairs", "4"]);
+    let again = s.get(&server, "/site/session");
+    assert_eq!(again.ok("the session after a restart")["data"]["csrf"], s.csrf.as_str());
+    s.change(&server, "PUT", "/site/channels", Some(&json!({"telegramChatId": "@trading_desk"})))
+        .ok("a change after it");
+    s.change(&server, "POST", "/site/signout", None).ok("sign out");
+    s.get(&server, "/site/session").assert_error(401, "not signed in", "signed out");
 }

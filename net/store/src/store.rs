@@ -22,10 +22,12 @@ use super::db::{vals, Db, Row};
 
 mod account;
 mod owner;
+mod session;
 mod site;
 
 pub use account::ACCOUNT_KEYS_MAX;
 pub use owner::{Fence, Lease};
+pub use session::SessionRecord;
 pub use site::{
     direction_str, parse_direction, parse_side, side_str, NewSiteAlert, SiteAlertRow, SiteCondition, SiteFiringDetail,
     SiteFiringRecord, SiteRequest,
@@ -185,6 +187,18 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX attempts_alert ON attempts(alert_id, id);
     CREATE INDEX attempts_age ON attempts(at_ms);",
+    // 12: the site's sign-in sessions, so any server on the database serves any session and a
+    // restart signs nobody out (`store::session`).
+    "CREATE TABLE site_sessions (
+        id_hash BLOB PRIMARY KEY,
+        account_id INTEGER NOT NULL,
+        key_id INTEGER NOT NULL,
+        key_hash BLOB NOT NULL,
+        csrf TEXT NOT NULL,
+        opened_ms INTEGER NOT NULL,
+        used_ms INTEGER NOT NULL
+    );
+    CREATE INDEX site_sessions_used ON site_sessions(used_ms);",
 ];
 
 /// The PostgreSQL schema, in order; index + 1 is the `meta.schema_version` after each. Its
@@ -333,6 +347,17 @@ const PG_MIGRATIONS: &[&str] = &[
         holder TEXT NOT NULL,
         expires_ms BIGINT NOT NULL
     );",
+    // 6: SQLite's version 12 (the site's sign-in sessions).
+    "CREATE TABLE site_sessions (
+        id_hash BYTEA PRIMARY KEY,
+        account_id BIGINT NOT NULL,
+        key_id BIGINT NOT NULL,
+        key_hash BYTEA NOT NULL,
+        csrf TEXT NOT NULL,
+        opened_ms BIGINT NOT NULL,
+        used_ms BIGINT NOT NULL
+    );
+    CREATE INDEX site_sessions_used ON site_sessions(used_ms);",
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one

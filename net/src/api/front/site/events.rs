@@ -127,7 +127,7 @@ impl Front {
     /// bound, 503 if storage cannot be read).
     pub(in crate::api::front) async fn site_events(self: &Rc<Self>, req: &Parts) -> Result<Response<EventBody>, Resp> {
         let now_ms = self.clock.now_ms();
-        let s = self.signed_in(req, now_ms).map_err(ApiError::into_response)?;
+        let s = self.signed_in(req, now_ms).await.map_err(ApiError::into_response)?;
         let cookie = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
         let Some(cookie) = cookie.map(str::to_owned) else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in").into_response());
@@ -169,8 +169,7 @@ impl Front {
         loop {
             tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
             let now_ms = self.clock.now_ms();
-            let revoked = |s: &session::Session| self.keys.get(&s.key_hash).is_none_or(|k| k.revoked_ms.is_some());
-            let live = self.sessions.borrow_mut().get(&cookie, now_ms, revoked).is_some_and(|s| s.account_id == acc);
+            let live = self.session_of(&cookie, now_ms).await.ok().flatten().is_some_and(|s| s.account_id == acc);
             if !live || tx.is_closed() {
                 return;
             }

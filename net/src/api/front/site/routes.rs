@@ -155,10 +155,10 @@ impl Front {
         let post = req.method == Method::POST;
         let answer = match segments.as_slice() {
             ["site", "signin"] if post => self.signin(req, body, peer, now_ms).await,
-            ["site", "signout"] if post => self.signout(req, now_ms),
+            ["site", "signout"] if post => self.signout(req, now_ms).await,
             ["site", "signin"] | ["site", "signout"] => Ok(method_not_allowed("POST")),
             ["site", "session"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.signed_in(req, now_ms).map(|s| respond(StatusCode::OK, session_body(&s, &self.plan_of(&s))))
+                self.signed_in(req, now_ms).await.map(|s| respond(StatusCode::OK, session_body(&s, &self.plan_of(&s))))
             }
             ["site", "session"] => Ok(method_not_allowed("GET")),
             ["site", "site-alerts"] if matches!(req.method, Method::GET | Method::HEAD) => {
@@ -190,7 +190,7 @@ impl Front {
     /// `/site/v1/...`: the `/v1` route with the session's key, on the site's own budget.
     async fn site_v1(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
         let reading = matches!(req.method, Method::GET | Method::HEAD);
-        let s = if reading { self.signed_in(req, now_ms)? } else { self.changing(req, now_ms)? };
+        let s = if reading { self.signed_in(req, now_ms).await? } else { self.changing(req, now_ms).await? };
         let path = req.uri.path().strip_prefix("/site").unwrap_or("/");
         if path.starts_with("/v1/debug") {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "not found"));
@@ -227,7 +227,7 @@ impl Front {
     }
 
     async fn list_keys(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        let s = self.signed_in(req, now_ms)?;
+        let s = self.signed_in(req, now_ms).await?;
         let acc = s.account_id;
         let rows = self.storage.run(move |store| store.account_keys(acc)).await?;
         let mut j = Json::with_capacity(64 + rows.len() * 160);
@@ -243,7 +243,7 @@ impl Front {
     }
 
     async fn add_key(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
-        let s = self.changing(req, now_ms)?;
+        let s = self.changing(req, now_ms).await?;
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &KEY_FIELDS)?;
         let label = match obj.get("label") {
@@ -275,7 +275,7 @@ impl Front {
     }
 
     async fn revoke_key(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.changing(req, now_ms)?.account_id;
+        let acc = self.changing(req, now_ms).await?.account_id;
         let unknown = || ApiError::new(StatusCode::NOT_FOUND, "unknown key");
         let id = id.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(unknown)?;
         let revoked = self.storage.run(move |store| store.revoke_account_key(acc, id, now_ms)).await;
@@ -290,13 +290,13 @@ impl Front {
     }
 
     async fn channels(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.signed_in(req, now_ms)?.account_id;
+        let acc = self.signed_in(req, now_ms).await?.account_id;
         let chat = self.storage.run(move |store| store.telegram_chat(acc)).await?;
         Ok(respond(StatusCode::OK, channels_body(chat.as_deref(), self.telegram_on)))
     }
 
     async fn set_channels(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.changing(req, now_ms)?.account_id;
+        let acc = self.changing(req, now_ms).await?.account_id;
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &CHANNEL_FIELDS)?;
         let chat = match obj.get("telegramChatId") {
@@ -325,16 +325,34 @@ impl Front {
     }
 
     /// The request's session: 401 without one (none, ended, idle too long, its key revoked).
-    pub(in crate::api::front) fn signed_in(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
+    pub(in crate::api::front) async fn signed_in(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
         let id = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
+        let Some(id) = id else { return Err(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in")) };
+        self.session_of(id, now_ms).await?.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))
+    }
+
+    /// The session named `id` at `now_ms`: this front's copy while fresh, else the database's
+    /// (`session`); `None` when it ended (signed out anywhere, idle too long, its key revoked).
+    pub(in crate::api::front) async fn session_of(&self, id: &str, now_ms: i64) -> Result<Option<Session>, ApiError> {
+        let h = session::hash(id);
         let revoked = |s: &Session| self.keys.get(&s.key_hash).is_none_or(|k| k.revoked_ms.is_some());
-        id.and_then(|id| self.sessions.borrow_mut().get(id, now_ms, revoked))
-            .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))
+        if let Some(s) = self.sessions.borrow_mut().fresh(&h, now_ms, revoked) {
+            return Ok(Some(s));
+        }
+        let stored = self.storage.run(move |store| store.site_session(&h, now_ms, session::SESSION_IDLE_MS)).await?;
+        let found = stored.map(|r| Session::from_record(&r)).filter(|s| !revoked(s));
+        match &found {
+            Some(s) => self.sessions.borrow_mut().put(h, s.clone(), now_ms),
+            None => {
+                self.sessions.borrow_mut().close(&h);
+            }
+        }
+        Ok(found)
     }
 
     /// The session of a state-changing request, whose `X-CSRF-Token` must be its token (403).
-    fn changing(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
-        let s = self.signed_in(req, now_ms)?;
+    async fn changing(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
+        let s = self.signed_in(req, now_ms).await?;
         let sent = req.headers.get(session::CSRF_HEADER).and_then(|v| v.to_str().ok());
         if !session::csrf_ok(&s, sent) {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "missing or wrong CSRF token"));
@@ -364,21 +382,31 @@ impl Front {
         let mut random = [0u8; session::RANDOM_BYTES];
         getrandom::getrandom(&mut random)
             .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no randomness for a session; retry"))?;
-        let (id, s) = self.sessions.borrow_mut().open((row.account_id, row.id, hash_key(key)), now_ms, &random);
+        let (id, s) = session::new_session((row.account_id, row.id, hash_key(key)), now_ms, &random);
+        let (h, record) = (session::hash(&id), s.record(session::hash(&id)));
+        let (idle, max) = (session::SESSION_IDLE_MS, session::SESSIONS_MAX as i64);
+        let stored = self.storage.run(move |store| store.open_site_session(&record, idle, max)).await;
+        self.health.record(Writer::Front, &stored, now_ms);
+        stored?;
+        self.sessions.borrow_mut().put(h, s.clone(), now_ms);
         Ok(with_cookie(respond(StatusCode::OK, session_body(&s, &row.plan)), Some(&id)))
     }
 
-    fn signout(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        self.changing(req, now_ms)?;
+    async fn signout(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+        self.changing(req, now_ms).await?;
         let id = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
         if let Some(id) = id {
-            self.sessions.borrow_mut().close(id);
+            let h = session::hash(id);
+            self.sessions.borrow_mut().close(&h);
+            let closed = self.storage.run(move |store| store.close_site_session(&h)).await;
+            self.health.record(Writer::Front, &closed, now_ms);
+            closed?;
         }
         Ok(with_cookie(respond(StatusCode::OK, "{\"data\":{\"signedOut\":true}}".to_owned()), None))
     }
 
     async fn list_site_alerts(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.signed_in(req, now_ms)?.account_id;
+        let acc = self.signed_in(req, now_ms).await?.account_id;
         let rows = self.storage.run(move |store| store.list_site_alerts(acc)).await?;
         let mut j = Json::with_capacity(64 + rows.len() * 400);
         j.raw("{\"data\":[");
@@ -393,7 +421,7 @@ impl Front {
     }
 
     async fn create_site_alert(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
-        let s = self.changing(req, now_ms)?;
+        let s = self.changing(req, now_ms).await?;
         let plan_name = self.plan_of(&s);
         let plan = self.plans.get(&plan_name).cloned().ok_or_else(|| {
             ApiError::new(StatusCode::FORBIDDEN, format!("the account's plan '{plan_name}' is not configured"))
@@ -415,7 +443,7 @@ impl Front {
     }
 
     async fn delete_site_alert(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.changing(req, now_ms)?.account_id;
+        let acc = self.changing(req, now_ms).await?.account_id;
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown alert"));
         };

@@ -3,19 +3,26 @@
 //! key), with a CSRF token of its own that every state-changing request must echo in the
 //! `X-CSRF-Token` header. A session ends when it is signed out, after
 //! [`SESSION_IDLE_MS`] without use, or as soon as the key it was opened with is revoked.
-//! Pure logic: time and randomness are arguments; the front holds the table.
+//! Pure logic: time and randomness are arguments.
 //!
-//! Bound: [`SESSIONS_MAX`] sessions; opening one more ends the least recently used. Sessions
-//! live in memory: a restart signs everyone out.
+//! Sessions are stored in the database (`rampart_store::store::SessionRecord`), so any server on
+//! it serves any session and a restart signs nobody out; [`Sessions`] is each front's copy of
+//! the ones it served lately, trusted for [`SESSION_RECHECK_MS`] before the database is asked
+//! again (a sign-out on another server takes effect here within that time; on this server, and
+//! a key's revocation anywhere, at once). Bound: [`SESSIONS_MAX`] sessions in the database and in
+//! each copy; one more ends the least recently used.
 
 use std::collections::HashMap;
 
+use rampart_store::store::SessionRecord;
 use sha2::{Digest, Sha256};
 
 /// A session unused this long ends (7 days).
 pub const SESSION_IDLE_MS: i64 = 7 * 86_400_000;
 /// Sessions held at most; one more ends the least recently used.
 pub const SESSIONS_MAX: usize = 100_000;
+/// How long a front trusts its copy of a session before asking the database again.
+pub const SESSION_RECHECK_MS: i64 = 1_000;
 /// The cookie's name.
 pub const COOKIE: &str = "rampart_session";
 /// The header a state-changing request carries its CSRF token in.
@@ -39,10 +46,38 @@ pub struct Session {
     last_used_ms: i64,
 }
 
-/// Every open session, by the SHA-256 of its id (the id itself is kept nowhere).
+impl Session {
+    /// The session a stored record describes.
+    pub fn from_record(r: &SessionRecord) -> Session {
+        Session {
+            account_id: r.account_id,
+            key_id: r.key_id,
+            key_hash: r.key_hash,
+            csrf: r.csrf.clone(),
+            opened_ms: r.opened_ms,
+            last_used_ms: r.used_ms,
+        }
+    }
+
+    /// The record that stores it under `id_hash`.
+    pub fn record(&self, id_hash: [u8; 32]) -> SessionRecord {
+        SessionRecord {
+            id_hash,
+            account_id: self.account_id,
+            key_id: self.key_id,
+            key_hash: self.key_hash,
+            csrf: self.csrf.clone(),
+            opened_ms: self.opened_ms,
+            used_ms: self.last_used_ms,
+        }
+    }
+}
+
+/// A front's copy of the sessions it served lately, by the SHA-256 of their ids, each with
+/// when the database last confirmed it.
 #[derive(Debug, Default)]
 pub struct Sessions {
-    by_hash: HashMap<[u8; 32], Session>,
+    by_hash: HashMap<[u8; 32], (Session, i64)>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -50,8 +85,21 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().flat_map(|b| [DIGITS[usize::from(b >> 4)] as char, DIGITS[usize::from(b & 15)] as char]).collect()
 }
 
-fn hash(id: &str) -> [u8; 32] {
+/// The SHA-256 a session is stored under, of its id.
+pub fn hash(id: &str) -> [u8; 32] {
     Sha256::digest(id.as_bytes()).into()
+}
+
+/// A new session for `account_id` signed in with key `key_id` at `now_ms`, from `random`
+/// (fresh bytes from the OS): its id (for the cookie) and the session.
+pub fn new_session(
+    (account_id, key_id, key_hash): (i64, i64, [u8; 32]),
+    now_ms: i64,
+    random: &[u8; RANDOM_BYTES],
+) -> (String, Session) {
+    let id = hex(&random[..32]);
+    let csrf = hex(&random[32..]);
+    (id, Session { account_id, key_id, key_hash, csrf, opened_ms: now_ms, last_used_ms: now_ms })
 }
 
 impl Sessions {
@@ -60,60 +108,51 @@ impl Sessions {
         Sessions::default()
     }
 
-    /// Open sessions.
+    /// Sessions held.
     pub fn len(&self) -> usize {
         self.by_hash.len()
     }
 
-    /// True when none is open.
+    /// True when none is held.
     pub fn is_empty(&self) -> bool {
         self.by_hash.is_empty()
     }
 
-    /// Opens a session for `account_id` signed in with key `key_id` at `now_ms`, from
-    /// `random` (fresh bytes from the OS); returns its id (for the cookie) and the session.
-    pub fn open(
-        &mut self,
-        (account_id, key_id, key_hash): (i64, i64, [u8; 32]),
-        now_ms: i64,
-        random: &[u8; RANDOM_BYTES],
-    ) -> (String, Session) {
-        self.expire(now_ms);
-        if self.by_hash.len() >= SESSIONS_MAX {
-            let oldest = self.by_hash.iter().min_by_key(|(_, s)| s.last_used_ms).map(|(h, _)| *h);
-            if let Some(h) = oldest {
-                self.by_hash.remove(&h);
+    /// Holds `session` (stored under `id_hash`) as confirmed at `now_ms`; at the bound, the
+    /// least recently used one goes first.
+    pub fn put(&mut self, id_hash: [u8; 32], session: Session, now_ms: i64) {
+        if self.by_hash.len() >= SESSIONS_MAX && !self.by_hash.contains_key(&id_hash) {
+            self.by_hash.retain(|_, (s, _)| now_ms - s.last_used_ms <= SESSION_IDLE_MS);
+            if self.by_hash.len() >= SESSIONS_MAX {
+                let oldest = self.by_hash.iter().min_by_key(|(_, (s, _))| s.last_used_ms).map(|(h, _)| *h);
+                if let Some(h) = oldest {
+                    self.by_hash.remove(&h);
+                }
             }
         }
-        let id = hex(&random[..32]);
-        let csrf = hex(&random[32..]);
-        let session = Session { account_id, key_id, key_hash, csrf, opened_ms: now_ms, last_used_ms: now_ms };
-        self.by_hash.insert(hash(&id), session.clone());
-        debug_assert!(self.by_hash.len() <= SESSIONS_MAX, "the table stays within its bound");
-        (id, session)
+        self.by_hash.insert(id_hash, (session, now_ms));
+        debug_assert!(self.by_hash.len() <= SESSIONS_MAX, "the copy stays within its bound");
     }
 
-    /// The session named `id` at `now_ms`, marked used; `None` when there is none, it was idle
-    /// too long, or `revoked` says its key is revoked (either way it ends here).
-    pub fn get(&mut self, id: &str, now_ms: i64, revoked: impl Fn(&Session) -> bool) -> Option<Session> {
-        let h = hash(id);
-        let s = self.by_hash.get_mut(&h)?;
+    /// The held session stored under `id_hash`, if the database confirmed it less than
+    /// [`SESSION_RECHECK_MS`] ago, marked used; `None` otherwise (ask the database). One that
+    /// was idle too long, or whose key `revoked` says is revoked, is dropped.
+    pub fn fresh(&mut self, id_hash: &[u8; 32], now_ms: i64, revoked: impl Fn(&Session) -> bool) -> Option<Session> {
+        let (s, checked_ms) = self.by_hash.get_mut(id_hash)?;
         if now_ms - s.last_used_ms > SESSION_IDLE_MS || revoked(s) {
-            self.by_hash.remove(&h);
+            self.by_hash.remove(id_hash);
+            return None;
+        }
+        if now_ms - *checked_ms >= SESSION_RECHECK_MS {
             return None;
         }
         s.last_used_ms = s.last_used_ms.max(now_ms);
         Some(s.clone())
     }
 
-    /// Ends the session named `id` (signing out); true when there was one.
-    pub fn close(&mut self, id: &str) -> bool {
-        self.by_hash.remove(&hash(id)).is_some()
-    }
-
-    /// Ends every session idle too long at `now_ms`.
-    pub fn expire(&mut self, now_ms: i64) {
-        self.by_hash.retain(|_, s| now_ms - s.last_used_ms <= SESSION_IDLE_MS);
+    /// Drops the session stored under `id_hash`; true when one was held.
+    pub fn close(&mut self, id_hash: &[u8; 32]) -> bool {
+        self.by_hash.remove(id_hash).is_some()
     }
 }
 
@@ -169,30 +208,31 @@ mod tests {
     }
 
     #[test]
-    fn a_session_is_found_by_its_id_until_signed_out() {
+    fn a_held_session_is_trusted_for_a_second_then_asked_again() {
         let mut t = Sessions::new();
-        let (id, s) = t.open((7, 70, [7; 32]), 1_000, &random(1));
+        let (id, s) = new_session((7, 70, [7; 32]), 1_000, &random(1));
         assert_eq!((id.len(), s.csrf.len(), s.account_id), (64, 64, 7));
         assert_ne!(id, s.csrf, "the CSRF token is not the id");
-        assert_eq!(t.get(&id, 2_000, |_| false).map(|s| s.key_id), Some(70));
-        assert!(t.get(&"0".repeat(64), 2_000, |_| false).is_none(), "an unknown id");
-        assert!(t.close(&id));
-        assert!(t.get(&id, 3_000, |_| false).is_none(), "signed out");
-        assert!(!t.close(&id));
+        assert_eq!(s.clone(), Session::from_record(&s.record(hash(&id))), "a record round-trips");
+        t.put(hash(&id), s, 1_000);
+        assert_eq!(t.fresh(&hash(&id), 1_500, |_| false).map(|s| s.key_id), Some(70));
+        assert!(t.fresh(&hash(&id), 1_000 + SESSION_RECHECK_MS, |_| false).is_none(), "ask the database again");
+        assert!(t.fresh(&hash(&"0".repeat(64)), 1_500, |_| false).is_none(), "an unknown id");
+        assert!(t.close(&hash(&id)));
+        assert!(t.fresh(&hash(&id), 1_500, |_| false).is_none(), "signed out");
+        assert!(!t.close(&hash(&id)));
     }
 
     #[test]
-    fn a_session_ends_when_idle_too_long_or_when_its_key_is_revoked() {
+    fn a_held_session_ends_when_idle_too_long_or_when_its_key_is_revoked() {
         let mut t = Sessions::new();
-        let (a, _) = t.open((1, 10, [1; 32]), 0, &random(1));
-        let (b, _) = t.open((2, 20, [2; 32]), 0, &random(2));
-        // Used within the idle limit: it lasts past 7 days from its opening.
-        assert!(t.get(&a, SESSION_IDLE_MS, |_| false).is_some());
-        assert!(t.get(&a, 2 * SESSION_IDLE_MS, |_| false).is_some());
-        assert!(t.get(&a, 3 * SESSION_IDLE_MS + 1, |_| false).is_none(), "idle for more than 7 days");
-        assert!(t.get(&b, 1, |s| s.key_id == 20).is_none(), "its key was revoked");
-        assert!(t.get(&b, 2, |_| false).is_none(), "and it stays ended");
-        assert!(t.is_empty());
+        let (a, sa) = new_session((1, 10, [1; 32]), 0, &random(1));
+        let (b, sb) = new_session((2, 20, [2; 32]), 0, &random(2));
+        t.put(hash(&a), sa, 3 * SESSION_IDLE_MS);
+        t.put(hash(&b), sb, 0);
+        assert!(t.fresh(&hash(&a), 3 * SESSION_IDLE_MS + 1, |_| false).is_none(), "idle for more than 7 days");
+        assert!(t.fresh(&hash(&b), 1, |s| s.key_id == 20).is_none(), "its key was revoked");
+        assert!(t.is_empty(), "both dropped");
     }
 
     #[test]
@@ -206,8 +246,7 @@ mod tests {
             assert!(set.contains(flag), "{set}");
         }
         assert!(set_cookie(None).contains("Max-Age=0"));
-        let mut t = Sessions::new();
-        let (_, s) = t.open((1, 1, [1; 32]), 0, &random(3));
+        let (_, s) = new_session((1, 1, [1; 32]), 0, &random(3));
         assert!(csrf_ok(&s, Some(&s.csrf)));
         assert!(!csrf_ok(&s, None));
         assert!(!csrf_ok(&s, Some(&s.csrf[1..])));
