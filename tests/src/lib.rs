@@ -1156,6 +1156,34 @@ pub fn pg_database() -> String {
     server.url_in_schema(&schema)
 }
 
+/// A fresh schema on the test process's PostgreSQL server owned by a role of its own, so the
+/// test can cut that role off ([`pg_cut_off`]): the connection string and the role.
+pub fn pg_database_with_role() -> (String, String) {
+    let server = rampart_testkit::pg::server();
+    let schema = server.fresh_schema_name();
+    let role = format!("r_{schema}");
+    let admin = rampart_store::db::Db::postgres(&server.admin_url()).expect("connect as admin");
+    admin
+        .batch(&format!("CREATE ROLE {role} LOGIN; CREATE SCHEMA {schema} AUTHORIZATION {role};"))
+        .expect("the role and its schema");
+    let url =
+        format!("host=127.0.0.1 port={} user={role} dbname=postgres options='-c search_path={schema}'", server.port());
+    (url, role)
+}
+
+/// Ends the role's connections and refuses new ones (`off`), or allows them again: PostgreSQL
+/// unreachable for whoever uses the role, as far as it can tell.
+pub fn pg_cut_off(role: &str, off: bool) {
+    let admin = rampart_store::db::Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("connect as admin");
+    let login = if off { "NOLOGIN" } else { "LOGIN" };
+    admin.batch(&format!("ALTER ROLE {role} {login}")).expect("alter the role");
+    if off {
+        admin
+            .batch(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"))
+            .expect("end its connections");
+    }
+}
+
 /// A webhook receiver on loopback that answers 200 and keeps each request's JSON body.
 pub fn json_receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

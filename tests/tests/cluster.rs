@@ -10,7 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rampart_tests::{
-    alert_ids, allow_private_config, binance_symbols, json_receiver, pg_database, Deliver, Server, FAST,
+    alert_ids, allow_private_config, binance_symbols, json_receiver, pg_cut_off, pg_database, pg_database_with_role,
+    Deliver, Server, FAST,
 };
 use serde_json::{json, Value};
 
@@ -122,8 +123,10 @@ fn firings_wait_out_a_nats_outage_in_the_outbox() {
         assert!(Instant::now() < deadline, "no webhook in 60 s");
         thread::sleep(Duration::from_millis(20));
     }
-    // NATS away until more alerts have fired.
+    // NATS away until more alerts have fired; the delivery process says so.
     drop(nats_server);
+    let health = wait_health(&format!("{}/healthz", worker.health), 503);
+    assert!(health.contains("not every worker is connected"), "{health}");
     let fired_before = alert_ids(&server, "triggered").len();
     let deadline = Instant::now() + Duration::from_secs(60);
     // Polled once a second: the account's plan allows 120 requests a minute.
@@ -142,5 +145,36 @@ fn firings_wait_out_a_nats_outage_in_the_outbox() {
         assert!(Instant::now() < deadline, "after the outage: fired {fired:?}, delivered {got:?}");
         thread::sleep(Duration::from_secs(1));
     }
+    wait_health(&format!("{}/healthz", worker.health), 200);
     worker.kill();
+}
+
+/// `GET url` until it answers `status` (at most 30 s); the body.
+fn wait_health(url: &str, status: u16) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (s, body) = get(url);
+        if s == status {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "{url} not {status} in 30 s: {body}");
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `rampart deliver` says in `/healthz` when PostgreSQL is away, though no firing needs it,
+/// and is healthy again when it is back.
+#[test]
+fn the_delivery_process_says_when_postgres_is_away() {
+    let (postgres, role) = pg_database_with_role();
+    let nats = rampart_testkit::nats::server().url();
+    let cfg = allow_private_config("deliver-health");
+    let worker = Deliver::start(BIN, &postgres, &nats, &cfg);
+    let url = format!("{}/healthz", worker.health);
+    wait_health(&url, 200);
+    pg_cut_off(&role, true);
+    let body = wait_health(&url, 503);
+    assert!(body.contains("storage cannot be read or written"), "{body}");
+    pg_cut_off(&role, false);
+    wait_health(&url, 200);
 }

@@ -9,10 +9,9 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_store::db::Db;
 use rampart_tests::{
-    alert_ids, allow_private_config, binance_symbols, describe_output, json_receiver as receiver,
-    pg_database as database, run_with_timeout, Server, FAST,
+    alert_ids, allow_private_config, binance_symbols, describe_output, json_receiver as receiver, pg_cut_off,
+    pg_database as database, pg_database_with_role, run_with_timeout, Server, FAST,
 };
 use serde_json::{json, Value};
 
@@ -77,41 +76,13 @@ fn a_server_on_postgres_fires_delivers_and_survives_a_crash() {
     wait_for_hits(&hits, before + 1, "after the restart");
 }
 
-/// A fresh schema and a role of its own that owns what the server creates in it (so the test
-/// can cut that role off without touching the superuser); the role's connection string.
-fn database_with_role() -> (String, String) {
-    let server = rampart_testkit::pg::server();
-    let schema = server.fresh_schema_name();
-    let role = format!("r_{schema}");
-    let admin = Db::postgres(&server.admin_url()).expect("connect as admin");
-    admin
-        .batch(&format!("CREATE ROLE {role} LOGIN; CREATE SCHEMA {schema} AUTHORIZATION {role};"))
-        .expect("the role and its schema");
-    let url =
-        format!("host=127.0.0.1 port={} user={role} dbname=postgres options='-c search_path={schema}'", server.port());
-    (url, role)
-}
-
-/// Ends the role's connections and allows (or refuses) new ones: PostgreSQL unreachable for
-/// the server, as far as it can tell.
-fn cut_off(role: &str, off: bool) {
-    let admin = Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("connect as admin");
-    let login = if off { "NOLOGIN" } else { "LOGIN" };
-    admin.batch(&format!("ALTER ROLE {role} {login}")).expect("alter the role");
-    if off {
-        admin
-            .batch(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"))
-            .expect("end its connections");
-    }
-}
-
 fn storage_writable(server: &Server) -> bool {
     server.get("/healthz", None).body["storage"]["writable"].as_bool().unwrap_or(false)
 }
 
 #[test]
 fn while_postgres_is_unreachable_writes_fail_with_503_reads_go_on_and_then_it_recovers() {
-    let (url, role) = database_with_role();
+    let (url, role) = pg_database_with_role();
     let args: Vec<&str> = [FAST, &["--postgres", &url]].concat();
     let server = Server::start(BIN, &args);
     let auth = format!("Bearer {}", server.key);
@@ -126,7 +97,7 @@ fn while_postgres_is_unreachable_writes_fail_with_503_reads_go_on_and_then_it_re
     create(&server).ok("a create before the outage");
     let before = alert_ids(&server, "all");
 
-    cut_off(&role, true);
+    pg_cut_off(&role, true);
     let deadline = Instant::now() + Duration::from_secs(10);
     let refused = loop {
         let r = create(&server);
@@ -145,7 +116,7 @@ fn while_postgres_is_unreachable_writes_fail_with_503_reads_go_on_and_then_it_re
         thread::sleep(Duration::from_millis(100));
     }
 
-    cut_off(&role, false);
+    pg_cut_off(&role, false);
     let deadline = Instant::now() + Duration::from_secs(15);
     while create(&server).status != 200 {
         assert!(Instant::now() < deadline, "creates still fail 15 s after PostgreSQL came back");

@@ -573,6 +573,8 @@ fn deliver(args: DeliverArgs) -> Result<()> {
             (args.nats.clone(), BusNames::default(), config.clone(), clock.clone(), stats.clone());
         workers.push(DeliveryWorker::start(store, nats, names, config, clock, stats)?);
     }
+    let _probe =
+        storage_probe(at.open().with_context(|| format!("opening {}", at.describe()))?, stats.clone(), clock.clone())?;
     {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
@@ -606,6 +608,31 @@ fn deliver(args: DeliverArgs) -> Result<()> {
         tracing::warn!("deliver: workers did not stop within 5 s; exiting anyway");
     }
     Ok(())
+}
+
+/// `rampart deliver`'s check of PostgreSQL: a write every second, so `/healthz` says when the
+/// database is away even while no firing needs it (the workers' own calls count too).
+fn storage_probe(
+    mut store: Store,
+    stats: Arc<WorkerStats>,
+    clock: SharedClock,
+) -> std::io::Result<rampart_state::shutdown::StoppableThread> {
+    rampart_state::shutdown::StoppableThread::spawn("deliver-probe", move |stop| {
+        let mut was_ok = true;
+        while !stop.load(std::sync::atomic::Ordering::Acquire) {
+            let now = clock.now_ms();
+            let result = store.probe_write(now);
+            if result.is_ok() != was_ok {
+                match &result {
+                    Ok(()) => tracing::info!("deliver: storage answers again"),
+                    Err(e) => tracing::warn!("deliver: storage cannot be written: {e}"),
+                }
+                was_ok = result.is_ok();
+            }
+            stats.storage(result.is_ok(), now);
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    })
 }
 
 /// Settings of one `serve` run, after flags, environment, file and defaults are merged.

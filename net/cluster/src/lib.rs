@@ -124,6 +124,7 @@ pub struct Published {
 
 /// A connection to the firings stream.
 pub struct FiringBus {
+    client: async_nats::Client,
     js: jetstream::Context,
     stream: jetstream::stream::Stream,
     names: BusNames,
@@ -137,7 +138,7 @@ impl FiringBus {
             .connect(url)
             .await
             .map_err(|e| BusError::new("connecting", e))?;
-        let js = jetstream::new(client);
+        let js = jetstream::new(client.clone());
         let config = jetstream::stream::Config {
             name: names.stream.clone(),
             subjects: vec![format!("{}.>", names.subject_root)],
@@ -149,7 +150,7 @@ impl FiringBus {
             ..Default::default()
         };
         let stream = js.get_or_create_stream(config).await.map_err(|e| BusError::new("the stream", e))?;
-        Ok(FiringBus { js, stream, names })
+        Ok(FiringBus { client, js, stream, names })
     }
 
     fn subject(&self, leaf: &str) -> String {
@@ -202,16 +203,22 @@ impl FiringBus {
             .get_or_create_consumer(&self.names.consumer, config)
             .await
             .map_err(|e| BusError::new("the consumer", e))?;
-        Ok(FiringWorker { consumer })
+        Ok(FiringWorker { consumer, client: self.client.clone() })
     }
 }
 
 /// One worker's handle on the shared consumer.
 pub struct FiringWorker {
     consumer: jetstream::consumer::Consumer<pull::Config>,
+    client: async_nats::Client,
 }
 
 impl FiringWorker {
+    /// Whether its connection to NATS is up now (the client reconnects by itself meanwhile).
+    pub fn connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+
     /// The next firing due, waiting at most `wait` (at least 1 ms) for one.
     pub async fn next(&self, wait: Duration) -> Result<Option<Firing>, BusError> {
         Ok(self.next_batch(1, wait).await?.pop())

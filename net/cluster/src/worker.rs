@@ -86,11 +86,14 @@ async fn run(
     let mut worker: Option<FiringWorker> = None;
     let mut failing = false;
     let mut checked = std::time::Instant::now();
+    // The worker's link counted in `stats.connected`.
+    let mut linked = false;
     while !stop.load(Ordering::Acquire) {
         let Some(w) = &mut worker else {
             match connect(url, &names).await {
                 Ok(w) => {
                     stats.connected.inc();
+                    linked = true;
                     worker = Some(w);
                 }
                 Err(e) => {
@@ -103,6 +106,17 @@ async fn run(
             }
             continue;
         };
+        // `/healthz` counts a worker connected only while its NATS link is up.
+        let up = w.connected();
+        if up != linked {
+            linked = up;
+            if up {
+                stats.connected.inc();
+            } else {
+                tracing::warn!("deliver: NATS is unreachable; the client reconnects");
+                stats.connected.dec();
+            }
+        }
         // Wait for room, then take as many firings as there is room for.
         let Ok(first) = slots.clone().acquire_owned().await else { return };
         let room = slots.available_permits() + 1;
@@ -112,7 +126,9 @@ async fn run(
                 checked = std::time::Instant::now();
                 if let Err(e) = w.check().await {
                     tracing::warn!("deliver: {e}; reconnecting");
-                    stats.connected.dec();
+                    if std::mem::take(&mut linked) {
+                        stats.connected.dec();
+                    }
                     worker = None;
                 }
             }
@@ -132,7 +148,9 @@ async fn run(
             }
             Err(e) => {
                 tracing::warn!("deliver: {e}; reconnecting");
-                stats.connected.dec();
+                if std::mem::take(&mut linked) {
+                    stats.connected.dec();
+                }
                 worker = None;
             }
         }
