@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rampart_tests::{
     alert_ids, allow_private_config, binance_symbols, json_receiver, pg_cut_off, pg_database, pg_database_with_role,
-    Deliver, Server, FAST,
+    Deliver, Server, SimVenue, FAST,
 };
 use serde_json::{json, Value};
 
@@ -177,4 +177,39 @@ fn the_delivery_process_says_when_postgres_is_away() {
     assert!(body.contains("storage cannot be read or written"), "{body}");
     pg_cut_off(&role, false);
     wait_health(&url, 200);
+}
+
+/// A pair the venue lists after the cluster started (here: not trading when the nodes listed
+/// it) is served through a running api node without a restart (its listing watch adds the pair,
+/// and the market node publishes the book it added), with its live price, and through an api
+/// node started after it.
+#[test]
+fn a_pair_listed_after_start_is_served_through_the_api_nodes() {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance", "--delist", "binance:SOLUSDT@0"]);
+    let config = sim.config(&["binance"], 4, "").display().to_string();
+    let postgres = pg_database();
+    let nats = rampart_testkit::nats::server().url();
+    let live = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
+    let common = [live.as_slice(), &["--postgres", &postgres, "--nats", &nats]].concat();
+    let api_args = [common.as_slice(), &["--role", "api", "--partitions", "1"]].concat();
+    let _market =
+        Server::start_with_key(BIN, &[common.as_slice(), &["--role", "market", "--partition", "0/1"]].concat(), "");
+    let api = Server::start(BIN, &api_args);
+    let path = "/v1/symbols/SOLUSDT?exchange=binance";
+    assert_eq!(api.get_authed(path).status, 404, "not trading at start");
+    sim.control("relist", &json!({"venue": "binance", "symbol": "SOLUSDT"}));
+    let live_price = |node: &Server, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let r = node.get(path, Some(&api.key));
+            if r.status == 200 && r.body["data"]["price"].as_f64().is_some_and(|p| p > 0.0) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: {} {}", r.status, r.text);
+            thread::sleep(Duration::from_millis(500));
+        }
+    };
+    live_price(&api, "the running api node serves the new pair");
+    let later = Server::start_with_key(BIN, &api_args, &api.key);
+    live_price(&later, "an api node started after the listing serves it");
 }

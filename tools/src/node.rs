@@ -163,6 +163,70 @@ fn registry(s: &ServeSettings) -> Result<Arc<Registry>> {
     Ok(Arc::new(Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?))
 }
 
+/// A live api node's watch of the venues' listings: every venue's refresh period (as the
+/// market nodes refresh theirs), the pairs listed since are added to the replica's registry, so
+/// the snapshots that carry them (their market node adds them too) are applied and the API
+/// serves them without a restart. Delistings need nothing here: a book's status comes with its
+/// snapshots. Beyond `BOOKS_ADDED_MAX` added books, new pairs are logged and not served.
+struct ListingWatch {
+    _thread: Option<rampart_state::shutdown::StoppableThread>,
+}
+
+impl ListingWatch {
+    fn start(s: &ServeSettings, shared: &Arc<Shared>, partitions: u16) -> Result<ListingWatch> {
+        let Some(venues) = s.live.clone() else { return Ok(ListingWatch { _thread: None }) };
+        let period = Duration::from_secs(venues.iter().map(|v| v.refresh_s.max(10)).min().unwrap_or(300));
+        let shared = shared.clone();
+        let thread = rampart_state::shutdown::StoppableThread::spawn("listings", move |stop| {
+            let tls = rampart_outbound::tls_config(&[]);
+            let mut next = std::time::Instant::now() + period;
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                if std::time::Instant::now() < next {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+                next = std::time::Instant::now() + period;
+                add_listed(&shared, &venues, tls.clone(), partitions);
+            }
+        })?;
+        Ok(ListingWatch { _thread: Some(thread) })
+    }
+}
+
+/// Adds to `shared`'s registry the trading pairs `venues` list that it does not have.
+fn add_listed(
+    shared: &Shared,
+    venues: &[rampart_venue::VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+    partitions: u16,
+) {
+    let registry = shared.registry();
+    let mut new = Vec::new();
+    for (v, listed) in venues.iter().zip(rampart_venue::rest::list_venues(venues, tls)) {
+        match listed {
+            Ok(list) => new.extend(
+                list.into_iter()
+                    .map(|l| l.instrument)
+                    .filter(|i| i.status == rampart_engine::instrument::Status::Trading)
+                    .filter(|i| registry.find(i.venue, &i.symbol).is_none()),
+            ),
+            Err(e) => tracing::warn!("{}: refreshing the listing: {e}", v.venue.as_str()),
+        }
+    }
+    if new.is_empty() {
+        return;
+    }
+    let count = new.len();
+    let grown = match registry.with_added(new) {
+        Ok(r) => r,
+        Err(e) => return tracing::warn!("{count} new pairs not served: {e:?}"),
+    };
+    match shared.grow_replica(grown, partitions) {
+        Ok(ids) => tracing::info!("{} pairs listed since start, now served", ids.len()),
+        Err(e) => tracing::warn!("{count} new pairs not served: {e}"),
+    }
+}
+
 /// The site's market alerts on an api node: evaluated by its board thread while it holds the
 /// `site-market-alerts` lock (one api node of the cluster at a time), their firings written by
 /// a writer of its own.
@@ -215,7 +279,8 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     };
     let registry = registry(&s)?;
     announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), true)?;
-    let shared = Arc::new(Shared::replica(registry, partitions));
+    let shared = Arc::new(Shared::replica(registry, partitions, rampart_state::BOOKS_ADDED_MAX));
+    let _listings = ListingWatch::start(&s, &shared, partitions)?;
     let health = Arc::new(NodeHealth::new(Role::Api, Partition { index: 0, count: partitions }));
     let replica = Replica::start(shared.clone(), url.clone(), clock.clone(), health.clone())?;
     let forwarder = Forwarder::start(shared.clone(), url, health.clone())?;

@@ -105,19 +105,28 @@ async fn publish(
     stop: &AtomicBool,
 ) {
     let Some(client) = connect_until(url, "rampart-market-snapshots", stop).await else { return };
-    let registry = shared.registry();
-    let owned: Vec<(BookId, BookName)> = registry
-        .ids()
-        .filter(|b| partition.owns(&registry.get(*b).symbol))
-        .map(|b| (b, BookName { venue: registry.get(b).venue, symbol: registry.get(b).symbol.clone() }))
-        .collect();
-    let mut sent = vec![Sent::default(); owned.len()];
+    let (mut owned, mut known) = (Vec::new(), 0);
+    let mut sent = Vec::new();
     let mut tick = tokio::time::interval(PUBLISH_PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_full = None::<std::time::Instant>;
     let subject = subject(partition.index);
     while !stop.load(Ordering::Acquire) {
         tick.tick().await;
+        // Books listed since the last round (the venue's listing watch grows the registry) are
+        // published from now on, in full at their first round.
+        let registry = shared.registry();
+        if registry.len() > known {
+            owned.extend(
+                registry
+                    .ids()
+                    .skip(known)
+                    .filter(|b| partition.owns(&registry.get(*b).symbol))
+                    .map(|b| (b, BookName { venue: registry.get(b).venue, symbol: registry.get(b).symbol.clone() })),
+            );
+            sent.resize(owned.len(), Sent::default());
+            known = registry.len();
+        }
         let connected = client.connection_state() == async_nats::connection::State::Connected;
         health.snapshots_connected.store(connected, Ordering::Release);
         // A node that cannot renew its partition's lease stops publishing before a standby may
@@ -233,12 +242,12 @@ async fn replicate(shared: Arc<Shared>, url: &str, clock: SharedClock, health: A
         Ok(s) => s,
         Err(e) => return tracing::error!("snapshots: subscribing: {e}"),
     };
-    let registry = shared.registry();
     let mut check = tokio::time::interval(Duration::from_millis(100));
     while !stop.load(Ordering::Acquire) {
         tokio::select! {
+            // The registry of the moment: an api node's listing watch adds books as venues list them.
             m = subscription.next() => match m {
-                Some(m) => apply_message(&shared, &registry, &health, &m.payload, clock.now_ms()),
+                Some(m) => apply_message(&shared, &shared.registry(), &health, &m.payload, clock.now_ms()),
                 None => return tracing::error!("snapshots: subscription ended"),
             },
             _ = check.tick() => {
@@ -361,7 +370,7 @@ mod tests {
     fn an_api_node_holds_what_its_market_nodes_publish_full_then_changed() {
         let registry = registry();
         let p = Partition { index: 1, count: 2 };
-        let (source, replica) = (market(&registry), Shared::replica(registry.clone(), 2));
+        let (source, replica) = (market(&registry), Shared::replica(registry.clone(), 2, 0));
         let health = NodeHealth::new(Role::Api, Partition { index: 0, count: 2 });
         let books = owned(&registry, p);
         assert!(books.len() >= 4, "{} books", books.len());
@@ -442,7 +451,7 @@ mod tests {
     #[test]
     fn malformed_messages_and_other_cluster_shapes_are_dropped_whole() {
         let registry = registry();
-        let replica = Shared::replica(registry.clone(), 2);
+        let replica = Shared::replica(registry.clone(), 2, 0);
         let health = NodeHealth::new(Role::Api, Partition { index: 0, count: 2 });
         apply_message(&replica, &registry, &health, b"\x01\x00", 1_000);
         let mut out = Out::new(16);

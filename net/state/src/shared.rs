@@ -255,10 +255,11 @@ impl Shared {
     /// cluster's snapshot replica does (its snapshot replica). A book's
     /// `shard` is its partition, so [`Commands`](super::Commands) route to the owning market node's queue, and
     /// `stats` has one entry per partition (ready once its first whole snapshot arrived).
-    pub fn replica(registry: Arc<Registry>, partitions: u16) -> Shared {
+    pub fn replica(registry: Arc<Registry>, partitions: u16, room: usize) -> Shared {
         let books = Arc::new(ArcSwap::new(registry.clone()));
-        let mut shared = Shared::new(books, registry.len(), usize::from(partitions.max(1)), false);
-        for (i, slot) in shared.slots.iter_mut().enumerate() {
+        let mut shared = Shared::new(books, registry.len() + room, usize::from(partitions.max(1)), false);
+        // The slots past the registry wait for books listed later (`grow_replica`).
+        for (i, slot) in shared.slots.iter_mut().enumerate().take(registry.len()) {
             let symbol = &registry.get(BookId(i as u32)).symbol;
             *slot.shard.get_mut() = super::partition::of_symbol(symbol, partitions);
         }
@@ -420,6 +421,17 @@ impl Shared {
     /// books get their shard and stay [`STATUS_PENDING`] until their shard takes them
     /// ([`Command::AddBook`](super::Command::AddBook)). Returns the new ids; refused beyond [`Shared::capacity`].
     pub fn grow(&self, grown: Registry) -> Result<Vec<BookId>, GrowError> {
+        let shards = self.stats.len();
+        self.grow_with(grown, |symbol| shard_of_symbol(symbol, shards) as u16)
+    }
+
+    /// [`Shared::grow`] for an api node's replica ([`Shared::replica`]): a new book's "shard" is
+    /// the partition that owns it, whose snapshots will carry it.
+    pub fn grow_replica(&self, grown: Registry, partitions: u16) -> Result<Vec<BookId>, GrowError> {
+        self.grow_with(grown, |symbol| super::partition::of_symbol(symbol, partitions))
+    }
+
+    fn grow_with(&self, grown: Registry, shard_of: impl Fn(&str) -> u16) -> Result<Vec<BookId>, GrowError> {
         let now = self.registry();
         if grown.len() > self.capacity {
             return Err(GrowError::NoRoom { room: self.capacity, wanted: grown.len() });
@@ -427,11 +439,9 @@ impl Shared {
         if grown.len() < now.len() || now.ids().any(|id| grown.get(id).symbol != now.get(id).symbol) {
             return Err(GrowError::NotAnExtension);
         }
-        let shards = self.stats.len();
         let added: Vec<BookId> = (now.len()..grown.len()).map(|i| BookId(i as u32)).collect();
         for id in &added {
-            let shard = shard_of_symbol(&grown.get(*id).symbol, shards) as u16;
-            self.slots[id.index()].shard.store(shard, Ordering::Release);
+            self.slots[id.index()].shard.store(shard_of(&grown.get(*id).symbol), Ordering::Release);
         }
         self.books.store(Arc::new(grown));
         Ok(added)
