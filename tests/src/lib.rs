@@ -531,7 +531,7 @@ impl Server {
     }
 
     /// The exit status if the process has exited.
-    fn exit_status(&self) -> Option<ExitStatus> {
+    pub fn exit_status(&self) -> Option<ExitStatus> {
         let mut child = lock(&self.child);
         child.as_mut().and_then(|c| c.try_wait().ok().flatten())
     }

@@ -6,7 +6,8 @@
 //! second owner was admitted): the owner keeps its partition and the standby stays a standby.
 //! The owner is then killed with SIGKILL: the standby owns and serves the partition within the
 //! bound, alerts made before and during the hand-over fire, and every firing is recorded and
-//! delivered exactly once.
+//! delivered exactly once. And an owner cut off from PostgreSQL (while it still runs) gives way
+//! to its standby and ends when it can reach PostgreSQL again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rampart_store::db::Db;
 use rampart_tests::cluster::{arrivals, create_firing as create, movers, roomy_config, unlimited_key};
-use rampart_tests::{json_receiver, pg_database, Deliver, Server, FAST};
+use rampart_tests::{json_receiver, pg_cut_off, pg_database, pg_database_with_role, Deliver, Server, FAST};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -60,8 +61,12 @@ fn end_every_session() -> usize {
     admin.query_one(sql, &[], |r| r.get::<i64>(0)).expect("end the sessions") as usize
 }
 
+/// The tests here take turns: the first ends every PostgreSQL session of the test's server.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_owners() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let postgres = pg_database();
     let nats = rampart_testkit::nats::server().url();
     let (hook, hits) = json_receiver();
@@ -124,5 +129,92 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     let got = arrivals(&hits);
     assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), all, "a webhook per alert");
     assert!(got.values().all(|&n| n == 1), "each delivered once: {got:?}");
+    drop(second);
+}
+
+/// Waits (at most 20 s) until `node`'s `/healthz` answers `status` with a body `done` accepts;
+/// the body.
+fn health_becomes(node: &Server, status: u16, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let h = node.get("/healthz", None);
+        if h.status == status && done(&h.body) {
+            return h.body;
+        }
+        assert!(Instant::now() < deadline, "{what}: /healthz {} {}", h.status, h.text);
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An owner cut off from PostgreSQL (its database role refused, its sessions ended) while it
+/// still runs and reaches NATS: it says in `/healthz` that its lease is not renewed, the standby
+/// takes the partition, alerts made meanwhile fire on the standby, and when the old owner can
+/// reach PostgreSQL again it finds another epoch and ends with status 75, having recorded
+/// nothing twice.
+#[test]
+fn an_owner_cut_off_from_postgres_gives_way_and_ends_when_it_returns() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (url_a, role_a) = pg_database_with_role();
+    // A second role with the first one's rights, for every node but the owner.
+    let role_b = format!("{role_a}_b");
+    let admin = Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("connect as admin");
+    admin.batch(&format!("CREATE ROLE {role_b} LOGIN IN ROLE {role_a}")).expect("the second role");
+    let url_b = url_a.replace(&format!("user={role_a} "), &format!("user={role_b} "));
+    let nats = rampart_testkit::nats::server().url();
+    let (hook, hits) = json_receiver();
+    let cfg = roomy_config("fencing");
+    let node = |url: &str, role: &[&str]| -> Vec<String> {
+        [FAST, &["--config", &cfg, "--postgres", url, "--nats", &nats], role]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let market = ["--role", "market", "--partition", "0/1"];
+    let owner_args = node(&url_a, &market);
+    let first = Server::start_with_key(BIN, &owner_args.iter().map(String::as_str).collect::<Vec<_>>(), "");
+    let api_args = node(&url_b, &["--role", "api", "--partitions", "1"]);
+    let api = Server::start(BIN, &api_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let key = unlimited_key(BIN, &cfg, &url_b);
+    let _deliver = Deliver::start(BIN, &url_b, &nats, &cfg);
+    let standby_args = node(&url_b, &market);
+    let standby = thread::spawn(move || {
+        let a: Vec<&str> = standby_args.iter().map(String::as_str).collect();
+        Server::start_with_key(BIN, &a, "")
+    });
+    let symbols = movers(&api, &key);
+    assert!(symbols.len() >= 5, "moving pairs: {symbols:?}");
+    let before: BTreeSet<i64> = symbols.iter().take(2).map(|s| create(&api, &key, s, hook)).collect();
+    wait_delivered(&api, &key, &hits, &before, "before the cut");
+
+    pg_cut_off(&role_a, true);
+    // Storage fails first (its probe), then the lease runs out: the owner no longer believes it
+    // owns the partition, and says why once storage is not the first thing to say.
+    let body = health_becomes(&first, 503, "the cut-off owner gives up its lease", |b| {
+        b["cluster"]["owner"]["current"] == false
+    });
+    assert_eq!(body["cluster"]["owner"]["epoch"], 1, "{body}");
+    let second = standby.join().expect("the standby's start");
+    assert_eq!(owner(&second)["epoch"], 2, "the standby owns");
+    let during: BTreeSet<i64> = symbols.iter().skip(2).take(3).map(|s| create(&api, &key, s, hook)).collect();
+    wait_delivered(&api, &key, &hits, &during, "alerts made while the owner was cut off");
+
+    pg_cut_off(&role_a, false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = first.exit_status() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the old owner still runs 20 s after PostgreSQL came back");
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(75), "the old owner ends with status 75");
+
+    let all: BTreeSet<i64> = before.iter().chain(&during).copied().collect();
+    let fired = triggered(&api, &key);
+    assert_eq!(fired.keys().copied().collect::<BTreeSet<_>>(), all, "every alert fired");
+    assert!(fired.values().all(|&n| n == 1), "each once: {fired:?}");
+    let got = arrivals(&hits);
+    assert!(all.iter().all(|id| got.get(id) == Some(&1)), "each delivered once: {got:?}");
     drop(second);
 }
