@@ -280,7 +280,7 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let registry = registry(&s)?;
     announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), true)?;
     let shared = Arc::new(Shared::replica(registry, partitions, rampart_state::BOOKS_ADDED_MAX));
-    let _listings = ListingWatch::start(&s, &shared, partitions)?;
+    let listings = ListingWatch::start(&s, &shared, partitions)?;
     let health = Arc::new(NodeHealth::new(Role::Api, Partition { index: 0, count: partitions }));
     let replica = Replica::start(shared.clone(), url.clone(), clock.clone(), health.clone())?;
     let forwarder = Forwarder::start(shared.clone(), url, health.clone())?;
@@ -322,6 +322,10 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     watch.stage("stopping the cluster threads");
     drop(forwarder);
     drop(replica);
+    // A listing in flight to a venue that hangs could hold this past the stop's bound, which
+    // then ends the process anyway.
+    watch.stage("stopping the listing watch");
+    drop(listings);
     watch.stage("stopping the checkpoint thread");
     drop(checkpointer);
     watch.finish();

@@ -27,7 +27,7 @@ mod site;
 
 pub use account::ACCOUNT_KEYS_MAX;
 pub use owner::{Fence, Lease};
-pub use session::SessionRecord;
+pub use session::{SessionRecord, SESSION_TOUCH_MS};
 pub use site::{
     direction_str, parse_direction, parse_side, side_str, NewSiteAlert, SiteAlertRow, SiteCondition, SiteFiringDetail,
     SiteFiringRecord, SiteRequest,
