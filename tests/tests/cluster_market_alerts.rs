@@ -1,8 +1,9 @@
 //! The site's market alerts in a cluster: every api node builds the same board from the
 //! snapshots, and exactly one of them (the holder of the `site-market-alerts` lock in
 //! PostgreSQL) evaluates the alerts against it. A board number crossed by a trade fires once;
-//! when the holder is killed (SIGKILL) the other api node takes the lock and the next crossing
-//! fires once on it. Live feed from the venue simulator (its `/sim/trade` moves the board), one
+//! every PostgreSQL session ended at once (a restart, as sessions see it) leaves the lock with
+//! its holder and fires nothing twice; when the holder is killed (SIGKILL) the other api node
+//! takes the lock and the next crossing fires once on it. Live feed from the venue simulator (its `/sim/trade` moves the board), one
 //! market node, two api nodes, PostgreSQL and NATS on loopback.
 
 use std::thread;
@@ -93,6 +94,18 @@ fn one_api_node_runs_the_market_alerts_and_another_takes_over_when_it_dies() {
     let api_b = Server::start_with_key(BIN, &api, &api_a.key);
     let first = holder(&[&api_a, &api_b]);
     let other = if std::ptr::eq(first, &api_a) { &api_b } else { &api_a };
+    crossing_fires_once(&sim, other, &postgres);
+    // A PostgreSQL restart, as sessions see it: every one ends at once. The lease outlives them:
+    // the holder keeps it and the other never holds it too.
+    let admin = rampart_store::db::Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("connect as admin");
+    admin
+        .batch("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
+        .expect("end every session");
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
+        assert!(std::ptr::eq(holder(&[&api_a, &api_b]), first), "the lock changed hands after the sessions ended");
+        thread::sleep(Duration::from_millis(300));
+    }
     crossing_fires_once(&sim, other, &postgres);
     first.kill();
     assert!(std::ptr::eq(holder(&[&api_a, &api_b]), other), "the surviving api node took the lock");

@@ -253,7 +253,7 @@ impl MarketAlertsHere {
         let hooks = WriterHooks { owns: Box::new(|_| false), ..WriterHooks::new(Box::new(Texts), Box::new(|_| {})) };
         let writer = Writer::start(store, queues, books, health.clone(), clock.clone(), hooks)?;
         let watcher = SiteAlertWatcher::start(s.store.open()?, shared.clone())?;
-        let lock = NamedLock::start(s.store.open()?, "site-market-alerts", node.market_alerts.clone())?;
+        let lock = NamedLock::start(s.store.open()?, "site-market-alerts", node.market_alerts.clone(), clock.clone())?;
         Ok(MarketAlertsHere { events, lock, writer, _watcher: watcher })
     }
 

@@ -137,13 +137,14 @@ impl NodeHealth {
     }
 }
 
-/// How often a [`NamedLock`] tries to take (or confirms it holds) its lock.
-pub const LOCK_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Holds a named storage lock for as long as it can, trying every [`LOCK_RETRY`]: on a
-/// cluster's api nodes, the one that runs the site's market alerts (every api node builds the
-/// same board; only the holder fires). The lock is the database connection's, so a node that
-/// dies or loses its connection lets another take it within [`LOCK_RETRY`].
+/// Holds a named lease (`rampart_store::store::owner`, the `partition_owners` table, as a
+/// partition's) for as long as it can: on a cluster's api nodes, the one that runs the site's
+/// market alerts (every api node builds the same board; only the holder fires). It renews every
+/// [`super::owner::RENEW_EVERY`]; `held` turns false when a renewal finds another holder, or
+/// when renewals have failed for [`super::owner::LEASE_MS`]; another node takes it only once it
+/// has seen the lease expired for [`super::owner::CLAIM_AFTER_MS`], so two nodes never both hold
+/// it, a PostgreSQL restart included (the session advisory lock used before did not survive one).
+/// A holder that dies is replaced about 3 s after its last renewal.
 pub struct NamedLock {
     /// True while this node holds the lock.
     pub held: std::sync::Arc<AtomicBool>,
@@ -151,25 +152,43 @@ pub struct NamedLock {
 }
 
 impl NamedLock {
-    /// Starts trying to hold `name` in `store`; `held` is set while it does.
+    /// Starts trying to hold `name` in `store`; `held` is set while it does. A clean stop
+    /// releases it.
     pub fn start(
         store: rampart_store::store::Store,
         name: &'static str,
         held: std::sync::Arc<AtomicBool>,
+        clock: rampart_state::clock::SharedClock,
     ) -> std::io::Result<NamedLock> {
+        use super::owner::{Standby, LEASE_MS, RENEW_EVERY};
         let h = held.clone();
         let thread = rampart_state::shutdown::StoppableThread::spawn("named-lock", move |stop| {
-            let step = std::time::Duration::from_millis(100);
+            let mut standby = Standby::new(name, name);
+            // The epoch held, and until when (this node's clock) it counts as held.
+            let mut holding: Option<(i64, i64)> = None;
             while !stop.load(Ordering::Acquire) {
-                let now = store.try_named_lock(name).unwrap_or(false);
+                let start = clock.now_ms();
+                holding = match holding {
+                    None => standby.try_claim(&store, start).map(|epoch| (epoch, start + LEASE_MS)),
+                    Some((epoch, until)) => match store.renew_partition(name, &standby.holder, epoch, LEASE_MS) {
+                        Ok(true) => Some((epoch, start + LEASE_MS)),
+                        Ok(false) => None,
+                        Err(e) => {
+                            tracing::warn!("{name}: renewing: {e}");
+                            Some((epoch, until))
+                        }
+                    },
+                };
+                let now = holding.is_some_and(|(_, until)| clock.now_ms() < until);
                 if now != h.swap(now, Ordering::AcqRel) {
                     tracing::info!("{} the lock {name:?}", if now { "took" } else { "lost" });
                 }
-                for _ in 0..(LOCK_RETRY.as_millis() / step.as_millis()) {
-                    if stop.load(Ordering::Acquire) {
-                        return;
-                    }
-                    std::thread::sleep(step);
+                std::thread::sleep(RENEW_EVERY);
+            }
+            if let Some((epoch, _)) = holding {
+                h.store(false, Ordering::Release);
+                if let Err(e) = store.release_partition(name, &standby.holder, epoch) {
+                    tracing::warn!("{name}: releasing: {e}");
                 }
             }
         })?;

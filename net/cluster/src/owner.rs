@@ -77,62 +77,94 @@ fn holder_id() -> String {
     format!("{}-{n:016x}", std::process::id())
 }
 
-/// Waits, as a standby, until this node owns `partition` (`index/count`) in `store`; logs what
-/// it waits for, and every storage error (it keeps trying).
-pub fn claim(store: &Store, partition: &str, clock: &SharedClock) -> Arc<Ownership> {
-    let holder = holder_id();
-    let mut seen_expired: Option<(i64, i64)> = None;
-    let mut told = false;
-    loop {
-        let now = clock.now_ms();
-        let lease = match store.partition_lease(partition) {
+/// A standby's watch of one lease: it claims the lease only once it has seen the same lease
+/// expired for [`CLAIM_AFTER_MS`] of its own reads (or when there is none).
+pub struct Standby {
+    name: String,
+    /// How the logs name it.
+    label: String,
+    /// This process's id in the lease.
+    pub holder: String,
+    /// The expired lease seen: its epoch and when it was first seen so, this node's clock.
+    seen_expired: Option<(i64, i64)>,
+    told: bool,
+}
+
+impl Standby {
+    /// A standby of the lease `name` (`label` in the logs) with a fresh holder id.
+    pub fn new(name: &str, label: &str) -> Standby {
+        Standby { name: name.to_owned(), label: label.to_owned(), holder: holder_id(), seen_expired: None, told: false }
+    }
+
+    /// One look at the lease at `now_ms`: the epoch when this claimed it now. Storage errors
+    /// are logged and forget what was seen (an expiry must be seen across successful reads).
+    pub fn try_claim(&mut self, store: &Store, now_ms: i64) -> Option<i64> {
+        let (name, label) = (self.name.as_str(), self.label.as_str());
+        let lease = match store.partition_lease(name) {
             Ok(l) => l,
             Err(e) => {
-                tracing::warn!("partition {partition}: reading its lease: {e}; waiting");
-                seen_expired = None;
-                std::thread::sleep(STANDBY_POLL);
-                continue;
+                tracing::warn!("{label}: reading its lease: {e}; waiting");
+                self.seen_expired = None;
+                return None;
             }
         };
         let due = match &lease {
             None => true,
-            Some(l) if l.expires_in_ms < 0 => match seen_expired {
-                Some((epoch, since)) if epoch == l.epoch => now - since >= CLAIM_AFTER_MS,
+            Some(l) if l.expires_in_ms < 0 => match self.seen_expired {
+                Some((epoch, since)) if epoch == l.epoch => now_ms - since >= CLAIM_AFTER_MS,
                 _ => {
-                    seen_expired = Some((l.epoch, now));
+                    self.seen_expired = Some((l.epoch, now_ms));
                     false
                 }
             },
             Some(_) => {
-                seen_expired = None;
+                self.seen_expired = None;
                 false
             }
         };
-        if due {
-            let start = clock.now_ms();
-            match store.claim_partition(partition, &holder, LEASE_MS) {
-                Ok(Some(epoch)) => {
-                    tracing::info!("partition {partition}: owned by this node (epoch {epoch})");
-                    return Arc::new(Ownership {
-                        partition: partition.to_owned(),
-                        holder,
-                        epoch,
-                        valid_until_ms: AtomicI64::new(start + LEASE_MS),
-                        lost: AtomicBool::new(false),
-                    });
-                }
-                Ok(None) => seen_expired = None,
-                Err(e) => tracing::warn!("partition {partition}: claiming it: {e}; waiting"),
-            }
-        } else if !told {
-            if let Some(l) = &lease {
+        if !due {
+            if let (Some(l), false) = (&lease, self.told) {
                 tracing::info!(
-                    "partition {partition}: standby (owned by {}, epoch {}); taking over when its lease ends",
+                    "{label}: standby (held by {}, epoch {}); taking over when its lease ends",
                     l.holder,
                     l.epoch
                 );
-                told = true;
+                self.told = true;
             }
+            return None;
+        }
+        match store.claim_partition(name, &self.holder, LEASE_MS) {
+            Ok(Some(epoch)) => {
+                tracing::info!("{label}: held by this node (epoch {epoch})");
+                self.told = false;
+                Some(epoch)
+            }
+            Ok(None) => {
+                self.seen_expired = None;
+                None
+            }
+            Err(e) => {
+                tracing::warn!("{label}: claiming it: {e}; waiting");
+                None
+            }
+        }
+    }
+}
+
+/// Waits, as a standby, until this node owns `partition` (`index/count`) in `store`; logs what
+/// it waits for, and every storage error (it keeps trying).
+pub fn claim(store: &Store, partition: &str, clock: &SharedClock) -> Arc<Ownership> {
+    let mut standby = Standby::new(partition, &format!("partition {partition}"));
+    loop {
+        let start = clock.now_ms();
+        if let Some(epoch) = standby.try_claim(store, start) {
+            return Arc::new(Ownership {
+                partition: partition.to_owned(),
+                holder: standby.holder,
+                epoch,
+                valid_until_ms: AtomicI64::new(start + LEASE_MS),
+                lost: AtomicBool::new(false),
+            });
         }
         std::thread::sleep(STANDBY_POLL);
     }

@@ -1161,23 +1161,6 @@ impl ServerLock {
 }
 
 impl Store {
-    /// Takes (or, when this connection already holds it, keeps) the PostgreSQL advisory lock
-    /// named `name` in this store's schema, without waiting; false when another connection
-    /// holds it. The lock lives as long as the connection: a node that dies, or whose
-    /// connection is lost, lets another take it. On SQLite (one process) always true.
-    pub fn try_named_lock(&self, name: &str) -> Result<bool, StoreError> {
-        if !self.is_postgres() {
-            return Ok(true);
-        }
-        let sql = format!("SELECT pg_try_advisory_lock({PG_NAMED_LOCK}, hashtext(current_schema() || ':' || ?1))");
-        self.db.query_one(&sql, vals![name], |r| r.get::<bool>(0))
-    }
-}
-
-/// Named advisory locks ([`Store::try_named_lock`]).
-const PG_NAMED_LOCK: i32 = 0x7261_6d72;
-
-impl Store {
     /// Whether `data_dir` holds a database.
     pub fn exists(data_dir: &Path) -> bool {
         data_dir.join("rampart.db").is_file()
