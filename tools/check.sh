@@ -30,6 +30,9 @@ bash tools/postgres-deps.sh
 echo "== NATS server for the cluster tests (Debian's nats-server)"
 bash tools/nats-deps.sh
 
+echo "== network namespaces for the cluster's fault test (iproute2, util-linux)"
+bash tools/netns-deps.sh
+
 echo "== cargo test"
 cargo test --workspace
 

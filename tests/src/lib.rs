@@ -19,6 +19,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+pub mod netns;
+
 /// Arguments that keep a test server small and quick to start: 60 simulated pairs, one shard.
 pub const FAST: &[&str] = &["--sim-pairs", "60", "--shards", "1"];
 
@@ -1191,27 +1193,34 @@ pub fn json_receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let b = bodies.clone();
     thread::spawn(move || {
-        for mut stream in listener.incoming().map_while(Result::ok) {
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; len];
-            let _ = reader.read_exact(&mut body);
-            if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                lock(&b).push(v);
-            }
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        for stream in listener.incoming().map_while(Result::ok) {
+            receive_json(stream, &b);
         }
     });
     (port, bodies)
+}
+
+/// Reads one HTTP request from `stream`, keeps its body in `kept` when it is JSON, then
+/// answers 200 (after keeping it: a sender that saw the 200 has its body kept).
+pub fn receive_json(mut stream: TcpStream, kept: &Mutex<Vec<Value>>) {
+    let Ok(clone) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(clone);
+    let mut len = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0u8; len];
+    let _ = reader.read_exact(&mut body);
+    if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+        lock(kept).push(v);
+    }
+    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 }
 
 /// The ids of the server's first account's alerts with `status` (`all`, `active`, `triggered`).
