@@ -1107,9 +1107,10 @@ impl Persistence {
             }
             Some(url) => {
                 let store = s.store.open()?.for_background()?;
-                let p = Publisher::start(store, url.clone(), BusNames::default(), clock.clone())?;
+                let wake = Arc::new(tokio::sync::Notify::new());
+                let p = Publisher::start(store, url.clone(), BusNames::default(), clock.clone(), wake.clone())?;
                 tracing::info!("deliveries go to the NATS firings stream; `rampart deliver` sends them");
-                (Sending::Stream(p), Arc::new(tokio::sync::Notify::new()))
+                (Sending::Stream(p), wake)
             }
         };
         // With Telegram on, any firing may have queued a message (the account's chat is looked

@@ -19,8 +19,11 @@ use rampart_store::store::Store;
 /// Rows read and published per round at most.
 pub const PUBLISH_BATCH_MAX: u32 = 512;
 
-/// How long the thread sleeps when nothing is waiting (the latency it adds to a firing, at most).
-const IDLE_SLEEP: Duration = Duration::from_millis(2);
+/// How long the thread waits, when nothing is waiting, before it looks again without being
+/// woken: the latency it adds, at most, to rows another process wrote (another market node's,
+/// an api node's site market alerts). This process's writer wakes it at each commit of rows
+/// to deliver, so its own firings wait for no poll.
+pub const IDLE_POLL: Duration = Duration::from_millis(50);
 
 /// How long it waits after NATS or the database refused, before trying again.
 const FAILURE_SLEEP: Duration = Duration::from_millis(200);
@@ -31,16 +34,30 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// Starts publishing `store`'s outbox to the stream at `url`.
-    pub fn start(store: Store, url: String, names: BusNames, clock: SharedClock) -> std::io::Result<Publisher> {
+    /// Starts publishing `store`'s outbox to the stream at `url`; `wake` is notified by the
+    /// process's writer when it has committed rows to deliver.
+    pub fn start(
+        store: Store,
+        url: String,
+        names: BusNames,
+        clock: SharedClock,
+        wake: Arc<tokio::sync::Notify>,
+    ) -> std::io::Result<Publisher> {
         let thread = super::spawn_async("publisher", move |stop| async move {
-            run(store, &url, names, &clock, &stop).await;
+            run(store, &url, names, &clock, &stop, &wake).await;
         })?;
         Ok(Publisher { _thread: thread })
     }
 }
 
-async fn run(mut store: Store, url: &str, names: BusNames, clock: &SharedClock, stop: &Arc<AtomicBool>) {
+async fn run(
+    mut store: Store,
+    url: &str,
+    names: BusNames,
+    clock: &SharedClock,
+    stop: &Arc<AtomicBool>,
+    wake: &tokio::sync::Notify,
+) {
     let mut bus: Option<FiringBus> = None;
     let mut failing = false;
     while !stop.load(Ordering::Acquire) {
@@ -56,7 +73,7 @@ async fn run(mut store: Store, url: &str, names: BusNames, clock: &SharedClock, 
             },
         };
         match round {
-            Ok(0) => tokio::time::sleep(IDLE_SLEEP).await,
+            Ok(0) => futures_lite::future::or(wake.notified(), tokio::time::sleep(IDLE_POLL)).await,
             Ok(_) => failing = false,
             Err(e) => {
                 if !failing {

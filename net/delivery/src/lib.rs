@@ -357,7 +357,7 @@ impl Sender {
                 health.record(rampart_store::storage::Writer::Delivery, &result, now_ms);
             }
             match result {
-                Ok(()) => {
+                Ok(_) => {
                     if self.record_failing {
                         tracing::info!("delivery: recording works again ({} outcomes)", self.unrecorded.len());
                     }

@@ -148,6 +148,14 @@ struct Pg {
     /// Open savepoints, innermost last: `true` for one that opened the transaction itself
     /// (PostgreSQL has no savepoint outside a transaction).
     savepoints: Vec<bool>,
+    /// Statements without parameters or answers (`BEGIN`, `SAVEPOINT`, `RELEASE`, a row lock)
+    /// not sent yet: they go ahead of the next statement, pipelined with it (one round trip for
+    /// both), or with the commit. Bound: what one transaction queues between two round trips
+    /// (a few short statements).
+    pending: String,
+    /// Something of the open transaction has been sent to the server: until then it can move
+    /// to a new connection whole (it is all in `pending`).
+    tx_sent: bool,
 }
 
 impl Pg {
@@ -165,12 +173,20 @@ impl Pg {
     /// on another connection (its writes so far are gone; it fails and is rolled back).
     fn run<T>(&mut self, f: impl FnOnce(&mut Pg) -> Result<T, tokio_postgres::Error>) -> Result<T, StoreError> {
         if self.client.is_closed() {
-            if self.in_tx {
+            if self.in_tx && self.tx_sent {
                 self.poisoned = true;
                 return Err(StoreError::Unavailable("the PostgreSQL connection was lost mid-transaction"));
             }
-            self.reconnect()?;
+            // Nothing of an open transaction was sent yet: it moves to the new connection.
+            let kept = (std::mem::take(&mut self.pending), self.in_tx, std::mem::take(&mut self.savepoints));
+            let connected = self.reconnect();
+            (self.pending, self.in_tx, self.savepoints) = kept;
+            if let Err(e) = connected {
+                self.poisoned |= self.in_tx;
+                return Err(e);
+            }
         }
+        self.tx_sent |= self.in_tx;
         let out = f(self);
         if out.is_err() && self.in_tx {
             self.poisoned = true;
@@ -187,8 +203,9 @@ impl Pg {
         self.reconnected_at = Some(now);
         self.client = connect(&self.config)?;
         self.stmts.clear();
-        (self.in_tx, self.poisoned) = (false, false);
+        (self.in_tx, self.poisoned, self.tx_sent) = (false, false, false);
         self.savepoints.clear();
+        self.pending.clear();
         for (name, value) in &self.session {
             wait(self.client.batch_execute(&format!("SET {name} = {value}")))?;
         }
@@ -242,6 +259,22 @@ fn wait<F: std::future::Future>(f: F) -> F::Output {
     futures_lite::future::block_on(f)
 }
 
+/// `main` with the statements queued in `pending` sent ahead of it on the same connection, in
+/// one round trip (both requests are written before either answer is read; the server runs
+/// them in order). An error of the queued statements is the answer, else `main`'s.
+async fn ahead<T>(
+    client: &tokio_postgres::Client,
+    pending: &str,
+    main: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, tokio_postgres::Error> {
+    if pending.is_empty() {
+        return main.await;
+    }
+    let (queued, out) = futures_lite::future::zip(client.batch_execute(pending), main).await;
+    queued?;
+    out
+}
+
 /// `?N` parameters as PostgreSQL's `$N`. The store's SQL has no `?` anywhere else (no string
 /// literal in it holds one).
 fn dollar_params(sql: &str) -> String {
@@ -288,6 +321,8 @@ impl Db {
             in_tx: false,
             poisoned: false,
             savepoints: Vec::new(),
+            pending: String::new(),
+            tx_sent: false,
         };
         let db = Db { conn: Conn::Pg(Box::new(RefCell::new(pg))) };
         db.set_session("client_min_messages", "warning")?;
@@ -326,7 +361,8 @@ impl Db {
             Conn::Pg(p) => p.borrow_mut().run(|p| {
                 let s = p.statement(sql)?;
                 let ps: Vec<_> = params.iter().map(Val::pg).collect();
-                wait(p.client.execute(&s, &ps))
+                let queued = std::mem::take(&mut p.pending);
+                wait(ahead(&p.client, &queued, p.client.execute(&s, &ps)))
             }),
         }
     }
@@ -376,7 +412,8 @@ impl Db {
                 let rows = p.borrow_mut().run(|p| {
                     let s = p.statement(sql)?;
                     let ps: Vec<_> = params.iter().map(Val::pg).collect();
-                    wait(p.client.query(&s, &ps))
+                    let queued = std::mem::take(&mut p.pending);
+                    wait(ahead(&p.client, &queued, p.client.query(&s, &ps)))
                 })?;
                 rows.iter().take(max).map(|r| f(&Row::Pg(r))).collect()
             }
@@ -399,9 +436,10 @@ impl Db {
                 let rows = p.borrow_mut().run(|p| {
                     let s = p.statement(sql)?;
                     let params: Vec<Vec<_>> = sets.iter().map(|set| set.iter().map(Val::pg).collect()).collect();
+                    let queued = std::mem::take(&mut p.pending);
                     let client = &p.client;
                     let calls = params.iter().map(|ps| client.query_opt(&s, ps));
-                    wait(futures_util::future::try_join_all(calls))
+                    wait(ahead(client, &queued, futures_util::future::try_join_all(calls)))
                 })?;
                 rows.iter().map(|r| r.as_ref().map(|r| f(&Row::Pg(r))).transpose()).collect()
             }
@@ -416,8 +454,10 @@ impl Db {
             Conn::Pg(p) => p.borrow_mut().run(|p| {
                 let s = p.statement(sql)?;
                 let params: Vec<Vec<_>> = sets.iter().map(|set| set.iter().map(Val::pg).collect()).collect();
+                let queued = std::mem::take(&mut p.pending);
                 let client = &p.client;
-                wait(futures_util::future::try_join_all(params.iter().map(|ps| client.execute(&s, ps))))
+                let calls = params.iter().map(|ps| client.execute(&s, ps));
+                wait(ahead(client, &queued, futures_util::future::try_join_all(calls)))
             }),
         }
     }
@@ -432,11 +472,29 @@ impl Db {
         self.query_opt(sql, params, f)?.ok_or(StoreError::Corrupt(format!("no row from: {sql}")))
     }
 
+    /// Queues `sql` (a statement without parameters whose answer is not needed, such as a row
+    /// lock) to run, on PostgreSQL, ahead of the next statement in the same round trip; it
+    /// must not fail but for the reasons the next statement would. Runs it now on SQLite.
+    pub fn ahead_of_next(&self, sql: &str) -> Result<(), StoreError> {
+        match &self.conn {
+            Conn::Lite(c) => Ok(c.execute_batch(sql)?),
+            Conn::Pg(p) => {
+                let mut p = p.borrow_mut();
+                p.pending.push_str(sql);
+                p.pending.push(';');
+                Ok(())
+            }
+        }
+    }
+
     /// Runs statements without parameters (DDL, `PRAGMA`s).
     pub fn batch(&self, sql: &str) -> Result<(), StoreError> {
         match &self.conn {
             Conn::Lite(c) => Ok(c.execute_batch(sql)?),
-            Conn::Pg(p) => p.borrow_mut().run(|p| wait(p.client.batch_execute(sql))),
+            Conn::Pg(p) => p.borrow_mut().run(|p| {
+                let queued = std::mem::take(&mut p.pending) + sql;
+                wait(p.client.batch_execute(&queued))
+            }),
         }
     }
 
@@ -446,11 +504,12 @@ impl Db {
         match &self.conn {
             Conn::Lite(c) => Ok(c.execute_batch(if immediate { "BEGIN IMMEDIATE" } else { "BEGIN" })?),
             Conn::Pg(p) => {
+                // Sent with the transaction's first statement, in its round trip.
                 let mut p = p.borrow_mut();
                 debug_assert!(!p.in_tx, "no nested transactions");
-                p.run(|p| wait(p.client.batch_execute("BEGIN")))?;
-                p.in_tx = true;
-                p.poisoned = false;
+                debug_assert!(p.pending.is_empty(), "nothing queued outside a transaction");
+                p.pending.push_str("BEGIN;");
+                (p.in_tx, p.poisoned, p.tx_sent) = (true, false, false);
                 Ok(())
             }
         }
@@ -471,11 +530,16 @@ impl Db {
             },
             Conn::Pg(p) => {
                 let mut p = p.borrow_mut();
-                let poisoned = p.poisoned;
-                let sql = if poisoned { "ROLLBACK" } else { "COMMIT" };
-                let done = wait(p.client.batch_execute(sql));
-                (p.in_tx, p.poisoned) = (false, false);
+                let (poisoned, sent) = (p.poisoned, p.tx_sent);
+                let queued = std::mem::take(&mut p.pending);
+                (p.in_tx, p.poisoned, p.tx_sent) = (false, false, false);
                 p.savepoints.clear();
+                if !sent && !poisoned {
+                    // Nothing was sent: there is nothing to commit.
+                    return Ok(());
+                }
+                let sql = if poisoned { "ROLLBACK".to_owned() } else { queued + "COMMIT" };
+                let done = wait(p.client.batch_execute(&sql));
                 if poisoned {
                     return Err(StoreError::Unavailable(
                         "a statement of the transaction failed: nothing of it was kept",
@@ -495,8 +559,13 @@ impl Db {
             Conn::Lite(c) => Ok(c.execute_batch("ROLLBACK")?),
             Conn::Pg(p) => {
                 let mut p = p.borrow_mut();
-                (p.in_tx, p.poisoned) = (false, false);
+                let sent = p.tx_sent;
+                (p.in_tx, p.poisoned, p.tx_sent) = (false, false, false);
                 p.savepoints.clear();
+                p.pending.clear();
+                if !sent {
+                    return Ok(());
+                }
                 Ok(wait(p.client.batch_execute("ROLLBACK"))?)
             }
         }
@@ -520,7 +589,7 @@ impl Db {
                     self.begin(false)?;
                 }
                 let mut p = p.borrow_mut();
-                p.run(|p| wait(p.client.batch_execute(&format!("SAVEPOINT {name}"))))?;
+                p.pending.push_str(&format!("SAVEPOINT {name};"));
                 p.savepoints.push(opens);
                 Ok(())
             }
@@ -540,10 +609,15 @@ impl Db {
                 match (opened, keep) {
                     (true, true) => self.commit(),
                     (true, false) => self.rollback(),
-                    (false, true) => p.borrow_mut().run(|p| wait(p.client.batch_execute(&format!("RELEASE {name}")))),
+                    (false, true) => {
+                        p.borrow_mut().pending.push_str(&format!("RELEASE {name};"));
+                        Ok(())
+                    }
                     (false, false) => {
+                        // Sent ahead of the next statement (or the commit): it ends the failed
+                        // statement's abort of the transaction.
                         let mut p = p.borrow_mut();
-                        wait(p.client.batch_execute(&format!("ROLLBACK TO {name}; RELEASE {name}")))?;
+                        p.pending.push_str(&format!("ROLLBACK TO {name}; RELEASE {name};"));
                         p.poisoned = false;
                         Ok(())
                     }

@@ -248,7 +248,7 @@ fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>, groups: &Atomic
         return;
     };
     let mut answers: Vec<Answer> = Vec::with_capacity(group.len());
-    let began = store.set_busy_timeout(earliest.saturating_duration_since(now)).and_then(|()| store.begin_group());
+    let began = store.begin_group_within(earliest.saturating_duration_since(now));
     let outcome = match began {
         Ok(()) => {
             for (_, job) in group.drain(..) {

@@ -1433,6 +1433,23 @@ impl Store {
         self.db.begin(true)
     }
 
+    /// [`Store::begin_group`], with every lock wait of the group ending within `wait`: SQLite's
+    /// busy timeout (set before `BEGIN IMMEDIATE`, which takes the lock), PostgreSQL's `SET
+    /// LOCAL lock_timeout` (sent with the group's first statement, in its round trip).
+    pub fn begin_group_within(&mut self, wait: Duration) -> Result<(), StoreError> {
+        let ms = wait.as_millis().max(1);
+        match self.db.lite() {
+            Some(c) => {
+                c.busy_timeout(wait)?;
+                self.db.begin(true)
+            }
+            None => {
+                self.db.begin(true)?;
+                self.db.ahead_of_next(&format!("SET LOCAL lock_timeout = '{ms}ms'"))
+            }
+        }
+    }
+
     /// Starts one job of the open group.
     pub fn begin_job(&mut self) -> Result<(), StoreError> {
         debug_assert!(self.db.in_transaction(), "a job runs inside a group");
@@ -1594,26 +1611,38 @@ impl Store {
     /// The secrets that sign the account's webhooks at `now_ms`: the current one, then the one
     /// it replaced while that still signs. Empty: deliveries are not signed.
     pub fn webhook_secrets(&self, account_id: i64, now_ms: i64) -> Result<Vec<String>, StoreError> {
-        let row = self.db.query_opt(
+        Ok(self.webhook_secrets_of(&[account_id], now_ms)?.pop().unwrap_or_default())
+    }
+
+    /// [`Store::webhook_secrets`] of several accounts, in order (one pipelined round trip on
+    /// PostgreSQL).
+    pub fn webhook_secrets_of(&self, account_ids: &[i64], now_ms: i64) -> Result<Vec<Vec<String>>, StoreError> {
+        let sets: Vec<_> = account_ids.iter().map(|id| vals![*id].to_vec()).collect();
+        let rows = self.db.query_opt_each(
             "SELECT secret, previous, previous_until_ms FROM webhook_secrets WHERE account_id = ?1",
-            vals![account_id],
+            &sets,
             |r| Ok((r.get::<String>(0)?, r.get::<Option<String>>(1)?, r.get::<Option<i64>>(2)?)),
         )?;
-        let Some((secret, previous, until)) = row else { return Ok(Vec::new()) };
-        let mut out = vec![secret];
-        if let (Some(p), Some(until)) = (previous, until) {
-            if until > now_ms {
-                out.push(p);
+        let secrets = |row: Option<(String, Option<String>, Option<i64>)>| {
+            let Some((secret, previous, until)) = row else { return Vec::new() };
+            let mut out = vec![secret];
+            if let (Some(p), Some(until)) = (previous, until) {
+                if until > now_ms {
+                    out.push(p);
+                }
             }
-        }
-        Ok(out)
+            out
+        };
+        Ok(rows.into_iter().map(secrets).collect())
     }
 
     /// Locks `account_id`'s row until the transaction ends (PostgreSQL; SQLite's write lock
     /// already serializes every writer).
     pub(crate) fn lock_account(&self, account_id: i64) -> Result<(), StoreError> {
         if self.db.is_postgres() {
-            self.db.query_opt("SELECT id FROM accounts WHERE id = ?1 FOR UPDATE", vals![account_id], |_| Ok(()))?;
+            // Pipelined with the next statement (the cap's count): that one runs after the lock
+            // is granted, with a snapshot of its own, so it sees the previous holder's insert.
+            self.db.ahead_of_next(&format!("SELECT id FROM accounts WHERE id = {account_id} FOR UPDATE"))?;
         }
         Ok(())
     }
@@ -1760,9 +1789,11 @@ impl Store {
     }
 
     /// Records several attempts' outcomes in one transaction, each at its own time (see
-    /// [`Store::record_attempt`]). On an error nothing is recorded.
-    pub fn record_attempts(&mut self, outcomes: &[Outcome]) -> Result<(), StoreError> {
+    /// [`Store::record_attempt`]): for each outcome, in order, the time its delivery is due
+    /// again when it was rescheduled. On an error nothing is recorded.
+    pub fn record_attempts(&self, outcomes: &[Outcome]) -> Result<Vec<Option<i64>>, StoreError> {
         self.db.in_transaction_of(|| {
+            self.lock_outbox_rows(outcomes.iter().map(|o| o.id))?;
             // Deliveries are one statement each, sent as one pipelined batch; failures read the
             // row's attempts first, so they go one by one.
             let delivered: Vec<_> = outcomes
@@ -1773,38 +1804,80 @@ impl Store {
                 })
                 .collect();
             self.db.execute_each(DELIVERED_SQL, &delivered)?;
-            for o in outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Failed { .. })) {
-                self.record_attempt(o.id, &o.result, o.at_ms, o.latency_ms)?;
+            let mut due = Vec::with_capacity(outcomes.len());
+            for o in outcomes {
+                due.push(match &o.result {
+                    AttemptResult::Failed { status, error, .. } => {
+                        self.record_failure(o.id, *status, error, o.at_ms)?
+                    }
+                    AttemptResult::Delivered { .. } => None,
+                });
             }
-            for o in outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Delivered { .. })) {
-                self.log_attempt(o.id, &o.result, o.at_ms, o.latency_ms)?;
-            }
-            Ok(())
+            let failed_first = outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Failed { .. }));
+            let logged: Vec<&Outcome> = failed_first
+                .chain(outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Delivered { .. })))
+                .collect();
+            self.log_attempts(&logged)?;
+            Ok(due)
         })
     }
 
-    /// Adds an attempt of webhook delivery `id` (already counted in its `attempts`) to its
-    /// alert's delivery log, keeping the newest [`ATTEMPTS_PER_ALERT_MAX`] of the alert and
-    /// nothing older than [`DELIVERY_LOG_KEEP_MS`]. Telegram messages have no log.
-    fn log_attempt(&self, id: i64, result: &AttemptResult, at_ms: i64, latency_ms: i64) -> Result<(), StoreError> {
-        let (status, error) = match result {
-            AttemptResult::Delivered { status } => (Some(i64::from(*status)), None),
-            AttemptResult::Failed { status, error, .. } => (status.map(i64::from), Some(error.as_str())),
-        };
-        let n = self.db.execute(
+    /// Locks outbox rows (PostgreSQL; SQLite's write lock serializes every writer) in ascending
+    /// id order, as every other multi-row writer of the outbox (the publisher's marks) takes
+    /// them: two transactions that both change rows of one batch wait for each other instead of
+    /// deadlocking (which aborted one, and a worker's outcomes were then sent again).
+    fn lock_outbox_rows(&self, ids: impl Iterator<Item = i64>) -> Result<(), StoreError> {
+        if !self.db.is_postgres() {
+            return Ok(());
+        }
+        let mut ids: Vec<i64> = ids.collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
+        self.db.query_opt_each("SELECT id FROM outbox WHERE id = ?1 FOR UPDATE", &sets, |r| r.get::<i64>(0))?;
+        Ok(())
+    }
+
+    /// Adds attempts of webhook deliveries (each already counted in its delivery's `attempts`)
+    /// to their alerts' delivery logs, keeping the newest [`ATTEMPTS_PER_ALERT_MAX`] of each
+    /// alert and nothing older than [`DELIVERY_LOG_KEEP_MS`]; each step's statements pipelined
+    /// (three round trips for the lot on PostgreSQL). Telegram messages have no log.
+    fn log_attempts(&self, outcomes: &[&Outcome]) -> Result<(), StoreError> {
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<_> = outcomes
+            .iter()
+            .map(|o| {
+                let (status, error) = match &o.result {
+                    AttemptResult::Delivered { status } => (Some(i64::from(*status)), None),
+                    AttemptResult::Failed { status, error, .. } => (status.map(i64::from), Some(error.as_str())),
+                };
+                vals![o.id, o.at_ms, o.result.outcome(), status, o.latency_ms, error].to_vec()
+            })
+            .collect();
+        let added = self.db.execute_each(
             "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error)
              SELECT id, alert_id, trigger_ms, attempts, ?2, ?3, ?4, ?5, ?6 FROM outbox WHERE id = ?1 AND channel = 'webhook'",
-            vals![id, at_ms, result.outcome(), status, latency_ms, error],
+            &rows,
         )?;
-        if n > 0 {
-            self.db.execute(
-                "DELETE FROM attempts WHERE alert_id = (SELECT alert_id FROM outbox WHERE id = ?1) AND id <= (
-                    SELECT a.id FROM attempts a WHERE a.alert_id = (SELECT alert_id FROM outbox WHERE id = ?1)
-                    ORDER BY a.id DESC LIMIT 1 OFFSET ?2)",
-                vals![id, ATTEMPTS_PER_ALERT_MAX],
-            )?;
-            self.db.execute("DELETE FROM attempts WHERE at_ms < ?1", vals![at_ms - DELIVERY_LOG_KEEP_MS])?;
+        let trims: Vec<_> = outcomes
+            .iter()
+            .zip(&added)
+            .filter(|(_, &n)| n > 0)
+            .map(|(o, _)| vals![o.id, ATTEMPTS_PER_ALERT_MAX].to_vec())
+            .collect();
+        if trims.is_empty() {
+            return Ok(());
         }
+        self.db.execute_each(
+            "DELETE FROM attempts WHERE alert_id = (SELECT alert_id FROM outbox WHERE id = ?1) AND id <= (
+                SELECT a.id FROM attempts a WHERE a.alert_id = (SELECT alert_id FROM outbox WHERE id = ?1)
+                ORDER BY a.id DESC LIMIT 1 OFFSET ?2)",
+            &trims,
+        )?;
+        let newest = outcomes.iter().map(|o| o.at_ms).max().unwrap_or(0);
+        self.db.execute("DELETE FROM attempts WHERE at_ms < ?1", vals![newest - DELIVERY_LOG_KEEP_MS])?;
         Ok(())
     }
 
@@ -1895,40 +1968,46 @@ impl Store {
         result: &AttemptResult,
         now_ms: i64,
         latency_ms: i64,
-    ) -> Result<(), StoreError> {
-        match result {
-            AttemptResult::Delivered { status } => {
-                self.db.execute(DELIVERED_SQL, vals![id, i64::from(*status), now_ms])?;
-            }
-            AttemptResult::Failed { status, error, .. } => {
-                let (attempts, first): (i64, Option<i64>) = self.db.query_one(
-                    "SELECT attempts, first_failure_ms FROM outbox WHERE id = ?1",
-                    vals![id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+    ) -> Result<Option<i64>, StoreError> {
+        let outcome = Outcome { id, result: result.clone(), at_ms: now_ms, latency_ms };
+        Ok(self.record_attempts(std::slice::from_ref(&outcome))?.pop().flatten())
+    }
+
+    /// Records a failed attempt of delivery `id` at `now_ms`: rescheduled (the time it is due
+    /// again) or failed for good (`None`).
+    fn record_failure(
+        &self,
+        id: i64,
+        status: Option<u16>,
+        error: &str,
+        now_ms: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let (attempts, first): (i64, Option<i64>) =
+            self.db.query_one("SELECT attempts, first_failure_ms FROM outbox WHERE id = ?1", vals![id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        let attempts = attempts + 1;
+        let first = first.unwrap_or(now_ms);
+        let status = status.map(i64::from);
+        match next_attempt_ms(attempts, first) {
+            Some(next) => {
+                self.db.execute(
+                    "UPDATE outbox SET attempts = ?2, first_failure_ms = ?3, next_attempt_ms = ?4, last_status = ?5,
+                        last_error = ?6 WHERE id = ?1",
+                    vals![id, attempts, first, next, status, error],
                 )?;
-                let attempts = attempts + 1;
-                let first = first.unwrap_or(now_ms);
-                let status = status.map(i64::from);
-                match next_attempt_ms(attempts, first) {
-                    Some(next) => self.db.execute(
-                        "UPDATE outbox SET attempts = ?2, first_failure_ms = ?3, next_attempt_ms = ?4, last_status = ?5,
-                            last_error = ?6 WHERE id = ?1",
-                        vals![id, attempts, first, next, status, error],
-                    )?,
-                    None => {
-                        let n = self.db.execute(
-                            "UPDATE outbox SET state = 'failed', attempts = ?2, first_failure_ms = ?3, last_status = ?4,
-                                last_error = ?5, done_ms = ?6 WHERE id = ?1",
-                            vals![id, attempts, first, status, error, now_ms],
-                        )?;
-                        tracing::warn!(delivery = id, attempts, "webhook failed for good: {error}");
-                        n
-                    }
-                };
+                Ok(Some(next))
+            }
+            None => {
+                self.db.execute(
+                    "UPDATE outbox SET state = 'failed', attempts = ?2, first_failure_ms = ?3, last_status = ?4,
+                        last_error = ?5, done_ms = ?6 WHERE id = ?1",
+                    vals![id, attempts, first, status, error, now_ms],
+                )?;
+                tracing::warn!(delivery = id, attempts, "webhook failed for good: {error}");
+                Ok(None)
             }
         }
-        self.log_attempt(id, result, now_ms, latency_ms)?;
-        Ok(())
     }
 
     /// Pending outbox rows not yet handed to the firings stream, oldest first, at most `limit`.
@@ -1950,10 +2029,13 @@ impl Store {
 
     /// Marks rows as handed to the firings stream at `now_ms`, in one transaction.
     pub fn mark_published(&mut self, ids: &[i64], now_ms: i64) -> Result<(), StoreError> {
+        // One statement per row, pipelined (one round trip for the lot on PostgreSQL), in
+        // ascending id order (see `lock_outbox_rows`).
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
         self.db.in_transaction_of(|| {
-            for id in ids {
-                self.db.execute("UPDATE outbox SET published_ms = ?2 WHERE id = ?1", vals![*id, now_ms])?;
-            }
+            self.db.execute_each("UPDATE outbox SET published_ms = ?2 WHERE id = ?1", &sets)?;
             Ok(())
         })
     }
@@ -1962,6 +2044,13 @@ impl Store {
     pub fn outbox_row(&self, id: i64) -> Result<Option<OutboxRow>, StoreError> {
         let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE id = ?1");
         self.db.query_opt(&sql, vals![id], outbox_row)
+    }
+
+    /// Several deliveries by id, in order (one pipelined round trip on PostgreSQL).
+    pub fn outbox_rows(&self, ids: &[i64]) -> Result<Vec<Option<OutboxRow>>, StoreError> {
+        let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE id = ?1");
+        let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
+        self.db.query_opt_each(&sql, &sets, outbox_row)
     }
 
     /// Every webhook delivery of an API alert, by id (tests and diagnostics; Telegram rows are
@@ -2422,6 +2511,49 @@ mod tests {
                 assert_eq!(s.list_alerts(a, StatusFilter::All).expect("restored").len(), 1);
             }
         });
+    }
+
+    /// On PostgreSQL a group's `BEGIN`, savepoints and releases go with the next statement (one
+    /// round trip): a failed job in the middle is still undone alone, the jobs around it kept.
+    #[test]
+    fn a_postgres_group_undoes_a_failed_job_alone_with_its_statements_pipelined() {
+        let at = TestDb::Postgres(fresh_postgres_schema());
+        let mut s = at.open();
+        let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+        s.begin_group_within(Duration::from_secs(2)).expect("group");
+        let mut kept = Vec::new();
+        for job in 0..3 {
+            s.begin_job().expect("job");
+            let id = s.insert_alert(&alert(a, "binance", "BTCUSDT")).expect("insert").id;
+            let failed = job == 1 && s.db.execute("INSERT INTO no_such_table (x) VALUES (1)", &[]).is_err();
+            if !failed {
+                kept.push(id);
+            }
+            s.end_job(!failed).expect("end");
+        }
+        s.commit_group().expect("commit");
+        let ids: Vec<i64> = at.open().list_alerts(a, StatusFilter::All).expect("list").iter().map(|r| r.id).collect();
+        assert_eq!(ids, kept, "the first and the third job");
+        assert_eq!(kept.len(), 2);
+    }
+
+    /// A transaction that has sent nothing yet (its `BEGIN` waits for its first statement)
+    /// moves whole to a new connection when the old one was lost.
+    #[test]
+    fn a_postgres_transaction_not_yet_sent_survives_a_lost_connection() {
+        let at = TestDb::Postgres(fresh_postgres_schema());
+        let mut s = at.open();
+        let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+        let pid: i64 = s.db.query_one("SELECT pg_backend_pid()::bigint", &[], |r| r.get(0)).expect("pid");
+        let admin = Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("admin");
+        admin.query_one(&format!("SELECT pg_terminate_backend({pid})"), &[], |r| r.get::<bool>(0)).expect("end it");
+        std::thread::sleep(Duration::from_millis(300));
+        s.begin_group().expect("group");
+        s.begin_job().expect("job");
+        let id = s.insert_alert(&alert(a, "binance", "BTCUSDT")).expect("insert on a new connection").id;
+        s.end_job(true).expect("end");
+        s.commit_group().expect("commit");
+        assert_eq!(at.open().alert(id).expect("read").map(|r| r.id), Some(id));
     }
 
     /// PostgreSQL keeps nothing of a transaction after a failed statement, and its `COMMIT`
