@@ -1788,9 +1788,10 @@ impl Store {
         self.db.query_one("SELECT MIN(next_attempt_ms) FROM outbox WHERE state = 'pending'", &[], |r| r.get(0))
     }
 
-    /// Records several attempts' outcomes in one transaction, each at its own time (see
-    /// [`Store::record_attempt`]): for each outcome, in order, the time its delivery is due
-    /// again when it was rescheduled. On an error nothing is recorded.
+    /// Records several attempts' outcomes in one transaction, each at its own time: delivered,
+    /// rescheduled per [`next_attempt_ms`], or failed for good after the third attempt. For each
+    /// outcome, in order, the time its delivery is due again when it was rescheduled. On an
+    /// error nothing is recorded.
     pub fn record_attempts(&self, outcomes: &[Outcome]) -> Result<Vec<Option<i64>>, StoreError> {
         self.db.in_transaction_of(|| {
             self.lock_outbox_rows(outcomes.iter().map(|o| o.id))?;
@@ -1958,19 +1959,6 @@ impl Store {
             vals![alert_id, account_id, url, body, trigger_ms, now_ms],
         )?;
         Ok(Redelivery::Queued)
-    }
-
-    /// Records an attempt's result at `now_ms`: delivered, rescheduled per
-    /// [`next_attempt_ms`], or failed for good after the third attempt.
-    pub fn record_attempt(
-        &self,
-        id: i64,
-        result: &AttemptResult,
-        now_ms: i64,
-        latency_ms: i64,
-    ) -> Result<Option<i64>, StoreError> {
-        let outcome = Outcome { id, result: result.clone(), at_ms: now_ms, latency_ms };
-        Ok(self.record_attempts(std::slice::from_ref(&outcome))?.pop().flatten())
     }
 
     /// Records a failed attempt of delivery `id` at `now_ms`: rescheduled (the time it is due
