@@ -95,6 +95,8 @@ struct Env {
     /// `rampart deliver` processes (`cluster`).
     _workers: Vec<Proc>,
     _dir: TempDir,
+    /// Where the service keeps its state: its PostgreSQL URL, or its SQLite data directory.
+    store: Result<String, PathBuf>,
     sim: Http,
     api: Http,
     /// `http://127.0.0.1:PORT` of the service.
@@ -190,6 +192,7 @@ impl Env {
             _nodes: nodes,
             api2,
             _workers: workers,
+            store: postgres.clone().ok_or_else(|| dir.0.join("data")),
             _dir: dir,
             sim: Http::new(&format!("{sim_url}/sim"), None),
             api: Http::new(&base, Some(&key)),
@@ -296,6 +299,38 @@ impl Env {
             h.join().map_err(|_| "alert loader panicked".to_owned())??;
         }
         Ok(n as f64 / started.elapsed().as_secs_f64())
+    }
+
+    /// Where a storm's deliveries spent their time, from the service's own rows: for each
+    /// webhook delivery of the firings at `trigger_ms`, milliseconds from the trade to its
+    /// hand-over to the firings stream (a cluster's publisher: `published_ms`), to its first
+    /// attempt's start, and to its settling (`done_ms`, when the outcome was recorded).
+    fn stages(&self, trigger_ms: i64) -> Res<Value> {
+        let db = match &self.store {
+            Ok(url) => rampart_store::db::Db::postgres(url),
+            Err(dir) => rusqlite::Connection::open(dir.join("rampart.db"))
+                .map(rampart_store::db::Db::sqlite)
+                .map_err(rampart_store::store::StoreError::from),
+        }
+        .map_err(|e| e.to_string())?;
+        let sql = "SELECT o.published_ms, (SELECT MIN(a.at_ms) FROM attempts a WHERE a.outbox_id = o.id), o.done_ms
+                   FROM outbox o WHERE o.trigger_ms = ?1 AND o.channel = 'webhook'";
+        type Times = (Option<i64>, Option<i64>, Option<i64>);
+        let rows: Vec<Times> = db
+            .query(sql, &[rampart_store::db::Val::I64(trigger_ms)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| e.to_string())?;
+        let mut out = json!({"deliveries": rows.len()});
+        let names = ["toPublishedMs", "toFirstAttemptMs", "toSettledMs"];
+        for (i, name) in names.into_iter().enumerate() {
+            let mut h = hist();
+            for r in &rows {
+                if let Some(at) = [r.0, r.1, r.2][i] {
+                    let _ = h.record((at - trigger_ms).max(1) as u64);
+                }
+            }
+            out[name] = pct(&h);
+        }
+        Ok(out)
     }
 
     fn reset_latency(&self) -> Res<()> {
@@ -539,6 +574,9 @@ pub fn run(o: &Opts) -> Res<Value> {
             let signing = signing_check(&got, secret.as_deref());
             let last_us = first.values().max().map_or(0, |at| at - t0_us);
             result["deliveriesPerS"] = json!(first.len() as f64 / (last_us.max(1) as f64 / 1e6));
+            if let Some(trigger_ms) = got.iter().find(|r| r.receiver != 0).map(|r| r.trigger_ms) {
+                result["stages"] = env.stages(trigger_ms)?;
+            }
             result["signed"] = json!(o.signed);
             result["alerts"] = json!({"loaded": o.alerts, "createdPerS": rate, "storm": n, "stormCreateS": create_s});
             let (decision, inside) = env.latency()?;
