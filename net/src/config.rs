@@ -34,6 +34,14 @@ pub struct Plan {
     /// Active market alerts of the site; a plan from the file that omits it gets `free`'s.
     #[serde(default = "market_cap_default")]
     pub market_alert_cap: u32,
+    /// Open `GET /v1/stream` connections per key (`decisions.md` §12); a plan from the file
+    /// that omits it gets `developer-lite`'s.
+    #[serde(default = "stream_connections_default")]
+    pub stream_connections: u32,
+}
+
+fn stream_connections_default() -> u32 {
+    2
 }
 
 fn density_cap_default() -> u32 {
@@ -52,7 +60,7 @@ pub struct Plans {
 
 impl Default for Plans {
     fn default() -> Plans {
-        let plan = |name: &str, api, cap, pct, repeat, quota, (density, market)| Plan {
+        let plan = |name: &str, api, cap, pct, repeat, quota, (density, market), streams| Plan {
             name: name.to_owned(),
             api,
             price_alert_cap: cap,
@@ -63,12 +71,13 @@ impl Default for Plans {
             operator: false,
             density_alert_cap: density,
             market_alert_cap: market,
+            stream_connections: streams,
         };
         Plans {
             plans: vec![
-                plan("free", false, 10, false, false, 1_000, (density_cap_default(), market_cap_default())),
-                plan("developer", true, 200, true, true, 100_000, (50, 20)),
-                plan("developer-lite", true, 50, false, false, 20_000, (10, 5)),
+                plan("free", false, 10, false, false, 1_000, (density_cap_default(), market_cap_default()), 0),
+                plan("developer", true, 200, true, true, 100_000, (50, 20), 5),
+                plan("developer-lite", true, 50, false, false, 20_000, (10, 5), stream_connections_default()),
             ],
         }
     }
@@ -405,6 +414,11 @@ mod tests {
         assert_eq!((dev.price_alert_cap, dev.burst_per_min, dev.daily_quota), (200, 120, 100_000));
         assert!(!p.get("free").expect("free").api);
         assert_eq!(p.get("developer-lite").expect("lite").daily_quota, 20_000);
+        let streams: Vec<u32> = ["free", "developer", "developer-lite"]
+            .iter()
+            .map(|n| p.get(n).map_or(99, |plan| plan.stream_connections))
+            .collect();
+        assert_eq!(streams, [0, 5, 2], "decisions.md §12");
     }
 
     #[test]

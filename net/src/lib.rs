@@ -1,7 +1,8 @@
 //! rampart's runtime, top floor: the HTTP front and the web application (`api`), the API's price
 //! and percent alerts apart from HTTP (`alerts`), the site's density and market alerts
 //! (`site_alerts`), the board thread (`board`), request parsing shared by the API and the site
-//! (`request`) and the configuration (`config`).
+//! (`request`), streams' messages and per-connection state apart from HTTP (`stream`) and the
+//! configuration (`config`).
 //!
 //! The floors below are crates of their own, so an import back up does not compile
 //! (ARCHITECTURE.md, "Floors of the runtime"): `rampart-state` (the ground floor),
@@ -14,3 +15,4 @@ pub mod board;
 pub mod config;
 pub mod request;
 pub mod site_alerts;
+pub mod stream;

@@ -192,6 +192,22 @@ enum Startup {
 }
 
 impl Server {
+    /// The simulated market's more volatile Binance USDT pairs (the 41st to the 55th listed),
+    /// where 0.1 % moves from the 5-minute open happen within seconds: what tests that need an
+    /// alert to fire soon create their alerts on.
+    pub fn volatile_pairs(&self) -> Vec<String> {
+        let symbols = self.get_authed("/v1/exchanges/binance/symbols");
+        symbols.ok("symbols")["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .filter(|s| s["quote"] == "USDT")
+            .filter_map(|s| s["symbol"].as_str().map(str::to_owned))
+            .skip(40)
+            .take(15)
+            .collect()
+    }
+
     /// Starts `rampart serve --listen 127.0.0.1:0 --data-dir <fresh dir> <extra_args>` and waits
     /// until it has printed its API key and port and `/healthz` answers 200.
     pub fn start(bin: &str, extra_args: &[&str]) -> Server {

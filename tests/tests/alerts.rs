@@ -230,17 +230,7 @@ fn accounts_are_isolated() {
 fn alerts_fire_on_the_simulated_market_and_reach_the_inbox() {
     let server = Server::start(BIN, FAST);
     let key = server.key.clone();
-    // 0.1% moves from the 5-minute open happen within seconds on the more volatile pairs.
-    let symbols = server.get_authed("/v1/exchanges/binance/symbols");
-    let names: Vec<String> = symbols.ok("symbols")["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .filter(|s| s["quote"] == "USDT")
-        .filter_map(|s| s["symbol"].as_str().map(str::to_owned))
-        .skip(40)
-        .take(15)
-        .collect();
+    let names = server.volatile_pairs();
     for s in &names {
         post(&server, &key, &json!({"symbol":s,"type":"pct","direction":"any","pct":0.1,"window":"5m"}))
             .ok("create pct");

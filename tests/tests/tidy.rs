@@ -483,6 +483,16 @@ const BOUNDARIES: &[Boundary] = &[
         why: "request parsing shared by the API and the site stands on nothing of theirs",
     },
     Boundary {
+        dir: "net/src/stream",
+        never: &["crate::api", "hyper", "http_body_util", "tokio_tungstenite"],
+        why: "streams' ops and state live apart from HTTP and sockets: the front's stream_api moves their frames",
+    },
+    Boundary {
+        dir: "net/src/stream.rs",
+        never: &["crate::api", "hyper", "http_body_util", "tokio_tungstenite"],
+        why: "streams' ops and state live apart from HTTP and sockets: the front's stream_api moves their frames",
+    },
+    Boundary {
         dir: "net/src/board.rs",
         never: &["crate::api", "hyper"],
         why: "the board thread publishes for the front; it never calls it",

@@ -22,16 +22,7 @@ fn a_firing_reaches_the_receiver_within_a_second() {
     let cfg = config(true);
     let server = Server::start(BIN, &[FAST, &["--config", cfg.as_str()]].concat());
     let key = server.key.clone();
-    let symbols = server.get_authed("/v1/exchanges/binance/symbols");
-    let names: Vec<String> = symbols.ok("symbols")["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .filter(|s| s["quote"] == "USDT")
-        .filter_map(|s| s["symbol"].as_str().map(str::to_owned))
-        .skip(40)
-        .take(15)
-        .collect();
+    let names = server.volatile_pairs();
     for (i, s) in names.iter().enumerate() {
         let body = json!({"symbol": s, "type": "pct", "direction": "any", "pct": 0.1, "window": "5m",
                           "note": format!("n{i}"), "webhook_url": format!("http://127.0.0.1:{port}/hook/{i}?secret=x{i}")});

@@ -31,6 +31,7 @@ mod health;
 mod json_errors;
 mod market_api;
 pub mod site;
+mod stream_api;
 mod webhooks_api;
 
 pub use json_errors::JsonErrors;
@@ -139,6 +140,8 @@ pub struct Front {
     telegram_on: bool,
     /// The site's open event streams.
     event_streams: Rc<RefCell<site::events::Streams>>,
+    /// The open `GET /v1/stream` connections, per key.
+    streams: Rc<RefCell<stream_api::OpenStreams>>,
     /// A cluster node's links (`serve --role market|api`); `None` for the single process.
     cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
     /// How long a rotated-out webhook signing secret goes on signing.
@@ -371,6 +374,7 @@ impl Front {
             writer_stats: Arc::new(rampart_store::writer::WriterStats::default()),
             telegram_on: false,
             event_streams: Rc::new(RefCell::new(site::events::Streams::default())),
+            streams: Rc::new(RefCell::new(stream_api::OpenStreams::default())),
             cluster: None,
             previous_secret_ms: i64::from(crate::config::PREVIOUS_SECRET_S) * 1000,
         }
@@ -523,6 +527,23 @@ impl Front {
         }
     }
 
+    /// Counts an answer in `/metrics` (`rampart_http_requests`, by route template).
+    fn observe(&self, method: &Method, path: &str, status: StatusCode, started: std::time::Instant) {
+        if let Some(m) = &self.metrics {
+            let labels = crate::api::metrics::HttpLabels {
+                route: crate::api::metrics::route(path),
+                method: crate::api::metrics::method(method),
+                status: status.as_u16(),
+            };
+            m.http.observe(labels, started.elapsed().as_secs_f64());
+        }
+    }
+
+    /// A cluster's market node, which serves no API.
+    fn is_market_node(&self) -> bool {
+        self.cluster.as_ref().is_some_and(|c| c.role == rampart_cluster::node::Role::Market)
+    }
+
     /// Answers one request and writes its access log line (target [`ACCESS_LOG_TARGET`]: method,
     /// path without the query, status, duration, the key's id, never the key).
     pub async fn serve_request(&self, req: Parts, body: Incoming, peer: IpAddr, role: Role) -> Resp {
@@ -532,14 +553,7 @@ impl Front {
             Role::Api => self.answer(&req, body, peer, &key).await,
             Role::Metrics => self.metrics_only(&req),
         };
-        if let Some(m) = &self.metrics {
-            let labels = crate::api::metrics::HttpLabels {
-                route: crate::api::metrics::route(req.uri.path()),
-                method: crate::api::metrics::method(&req.method),
-                status: resp.status().as_u16(),
-            };
-            m.http.observe(labels, started.elapsed().as_secs_f64());
-        }
+        self.observe(&req.method, req.uri.path(), resp.status(), started);
         tracing::info!(
             target: ACCESS_LOG_TARGET,
             method = %req.method,
@@ -581,7 +595,7 @@ impl Front {
         if path == "/metrics" && !self.metrics_apart {
             return self.metrics_only(req);
         }
-        if self.cluster.as_ref().is_some_and(|c| c.role == rampart_cluster::node::Role::Market) {
+        if self.is_market_node() {
             return error(
                 StatusCode::NOT_FOUND,
                 "not found: this is a market node (serve --role market), which serves /healthz, /version and /metrics; the API is served by the api nodes",
@@ -858,6 +872,11 @@ pub async fn serve(
             let svc = service_fn(|req: Request<Incoming>| {
                 let front = front.clone();
                 async move {
+                    let api = role == Role::Api && !front.is_market_node();
+                    if api && req.uri().path() == "/v1/stream" {
+                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "stream requested");
+                        return Ok::<_, Infallible>(front.stream(req, peer.ip()).await.map(Either::Left));
+                    }
                     let (parts, body) = req.into_parts();
                     if role == Role::Api && parts.method == Method::GET && parts.uri.path() == "/site/events" {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");
@@ -870,7 +889,7 @@ pub async fn serve(
                     Ok(front.serve_request(parts, body, peer.ip(), role).await.map(Either::Left))
                 }
             });
-            let _ = builder.serve_connection(JsonErrors::new(TokioIo::new(stream)), svc).await;
+            let _ = builder.serve_connection(JsonErrors::new(TokioIo::new(stream)), svc).with_upgrades().await;
             active.borrow_mut().close(peer.ip());
         });
     }

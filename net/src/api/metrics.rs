@@ -327,7 +327,7 @@ impl Collector for State {
 
 /// Every route the front serves, as path templates (the `route` label's values besides `other`;
 /// `docs/openapi.json` documents exactly these paths).
-pub const ROUTES: [&str; 24] = [
+pub const ROUTES: [&str; 25] = [
     "/healthz",
     "/metrics",
     "/version",
@@ -335,6 +335,7 @@ pub const ROUTES: [&str; 24] = [
     "/v1/exchanges",
     "/v1/exchanges/{exchange}/symbols",
     "/v1/symbols/{symbol}",
+    "/v1/stream",
     "/v1/levels",
     "/v1/levels/{symbol}",
     "/v1/densities",
@@ -387,6 +388,7 @@ pub fn route(path: &str) -> &'static str {
         ["v1", "alerts"] => "/v1/alerts",
         ["v1", "alerts", _] => "/v1/alerts/{id}",
         ["v1", "inbox"] => "/v1/inbox",
+        ["v1", "stream"] => "/v1/stream",
         ["v1", "debug", "latency"] => "/v1/debug/latency",
         ["v1", "metrics"] => "/v1/metrics",
         ["v1", "metrics", _] => "/v1/metrics/{symbol}",

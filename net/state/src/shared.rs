@@ -16,7 +16,7 @@ use rampart_engine::{BookId, Registry};
 use super::pair_metrics;
 
 /// One wall as published: the engine's wall plus its USD value.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PublishedWall {
     /// The wall.
     pub wall: Wall,

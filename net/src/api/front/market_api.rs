@@ -9,33 +9,7 @@ use rampart_engine::{BookId, Venue};
 
 use super::*;
 use rampart_state::json::Json;
-use rampart_state::DensitySnapshot;
-
-/// Writes a Density snapshot: `{"price","ts","walls":[Wall…]}`.
-pub(super) fn write_density(j: &mut Json, snap: &DensitySnapshot) {
-    j.raw("{\"price\":").fixed(snap.price).raw(",\"ts\":").int(snap.ts_ms).raw(",\"walls\":[");
-    for (i, w) in snap.walls.iter().enumerate() {
-        if i > 0 {
-            j.raw(",");
-        }
-        let side = match w.wall.side {
-            rampart_engine::Side::Bid => "bid",
-            rampart_engine::Side::Ask => "ask",
-        };
-        j.raw("{\"side\":").str(side);
-        j.raw(",\"price\":").fixed(w.wall.price.0);
-        j.raw(",\"qty\":").fixed(i64::try_from(w.wall.qty.0).unwrap_or(i64::MAX));
-        j.raw(",\"usd\":");
-        match w.usd {
-            Some(usd) => j.float(usd, 2),
-            None => j.raw("null"),
-        };
-        j.raw(",\"dist\":").float(w.wall.dist_pct, 4);
-        j.raw(",\"ratio\":").float(w.wall.ratio, 2);
-        j.raw(",\"age\":").int(w.wall.age_ms / 1000).raw("}");
-    }
-    j.raw("]}");
-}
+use rampart_state::market_json::{write_density, write_levels};
 
 /// A bulk answer, `{"exchange":..,"ts":..,"data":[part,..]}`, from per-pair bodies already
 /// written (copied once into the answer).
@@ -53,25 +27,6 @@ pub(super) fn bulk_body(venue: Venue, now_ms: i64, parts: &[Bytes]) -> Bytes {
     }
     out.extend_from_slice(b"]}");
     Bytes::from(out)
-}
-
-/// Writes levels as the API's Level array, nearest to `current` first, `type` against it.
-pub(super) fn write_levels(j: &mut Json, levels: &mut [Level], current: i64) {
-    levels.sort_by_key(|l| l.price.0.abs_diff(current));
-    j.raw("[");
-    for (i, l) in levels.iter().enumerate() {
-        if i > 0 {
-            j.raw(",");
-        }
-        let kind = if l.is_resistance(rampart_engine::Price(current)) { "resistance" } else { "support" };
-        j.raw("{\"price\":").fixed(l.price.0);
-        j.raw(",\"type\":").str(kind);
-        j.raw(",\"side\":").str(l.side.as_str());
-        j.raw(",\"timeframe\":").str(l.origin.as_str());
-        j.raw(",\"time\":").int(l.time_ms);
-        j.raw(",\"strength\":").int(i64::from(l.strength)).raw("}");
-    }
-    j.raw("]");
 }
 
 impl Front {

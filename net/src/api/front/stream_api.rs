@@ -1,0 +1,408 @@
+//! `GET /v1/stream` (`decisions.md` §12): a WebSocket on the API port. The upgrade request is
+//! admitted exactly like every `/v1` request (key, plan, burst and quota: 401/403/429 before
+//! any upgrade) and then against the key's open streams (`Plan::stream_connections`: 429 with
+//! `Retry-After`). A request that is not a WebSocket upgrade is answered 426.
+//!
+//! One task per connection (on the front's thread) reads the client's ops
+//! (`crate::stream::ops`), answers each, and every [`TICK`] sends what changed: the newest
+//! price of each `price` channel (conflated: a slow client gets the newest, never a queue), the
+//! account's new inbox entries on `alerts` (read when the writer's count of inbox commits moved,
+//! or every [`ALERTS_RESCAN_MS`], which also covers entries written by another process of a
+//! cluster), and a heartbeat after a second of silence (`crate::stream::session`).
+//!
+//! Bounds: a client frame of at most `ops::FRAME_BYTES_MAX` bytes (longer: closed 1009);
+//! [`UNSENT_BYTES_MAX`] bytes waiting to be written to a client, and a write that cannot finish
+//! within [`SEND_WAIT`] closes the connection 4008 ("slow consumer"): an alert entry is then not
+//! lost, the client resumes with `since` from the last `id` it read; ten error answers in a
+//! minute close it 1008.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_VERSION, UPGRADE};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role as WsRole, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use super::{error, method_not_allowed, ApiError, Front, Resp};
+use crate::stream::ops::{self, Channel, Op};
+use crate::stream::session::{Session, Trades, BACKLOG_MAX, PRICE_EVERY_MS};
+use rampart_engine::BookId;
+
+/// How often a connection's task looks for changes (prices are sent at most every
+/// `PRICE_EVERY_MS`, a multiple of it).
+pub const TICK: Duration = Duration::from_millis(25);
+/// How often `alerts` reads the inbox even when this process's writer committed nothing.
+pub const ALERTS_RESCAN_MS: i64 = 1_000;
+/// Bytes waiting to be written to one client at most.
+pub const UNSENT_BYTES_MAX: usize = 4 << 20;
+/// How long one write may wait for the client to read.
+pub const SEND_WAIT: Duration = Duration::from_secs(5);
+/// Inbox entries read per look.
+const READ_MAX: u32 = 100;
+
+/// Open streams per key.
+#[derive(Debug, Default)]
+pub struct OpenStreams {
+    by_key: HashMap<i64, u32>,
+}
+
+impl OpenStreams {
+    fn open(&mut self, key: i64, max: u32) -> bool {
+        let n = self.by_key.entry(key).or_insert(0);
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn close(&mut self, key: i64) {
+        if let Some(n) = self.by_key.get_mut(&key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.by_key.remove(&key);
+            }
+        }
+    }
+}
+
+/// The key's place among the open streams, given back when the connection ends.
+struct Place {
+    open: Rc<RefCell<OpenStreams>>,
+    key: i64,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.open.borrow_mut().close(self.key);
+    }
+}
+
+/// Whether the request asks for a WebSocket (RFC 6455 §4.2.1); its `Sec-WebSocket-Key`.
+fn websocket_key(req: &Request<Incoming>) -> Option<HeaderValue> {
+    let has = |name, token: &str| {
+        req.headers()
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    };
+    let version = req.headers().get(SEC_WEBSOCKET_VERSION).is_some_and(|v| v == "13");
+    (has(CONNECTION, "upgrade") && has(UPGRADE, "websocket") && version)
+        .then(|| req.headers().get(SEC_WEBSOCKET_KEY).cloned())
+        .flatten()
+}
+
+impl Front {
+    /// Answers `GET /v1/stream` and counts the answer (the access log line says the stream was
+    /// asked for; its status is in `/metrics`).
+    pub(super) async fn stream(self: &Rc<Self>, req: Request<Incoming>, peer: IpAddr) -> Resp {
+        let started = std::time::Instant::now();
+        let method = req.method().clone();
+        let resp = self.stream_answer(req, peer).await;
+        self.observe(&method, "/v1/stream", resp.status(), started);
+        resp
+    }
+
+    /// 101 and the connection's task, or the refusal.
+    async fn stream_answer(self: &Rc<Self>, mut req: Request<Incoming>, peer: IpAddr) -> Resp {
+        if req.method() != Method::GET {
+            return method_not_allowed("GET");
+        }
+        let now_ms = self.clock.now_ms();
+        let (parts, body) = req.into_parts();
+        let admitted = self.admit(&parts, peer, now_ms).await;
+        req = Request::from_parts(parts, body);
+        let (account, usage) = match admitted {
+            Ok(k) => k,
+            Err(e) => return e.into_response(),
+        };
+        let Some(key) = websocket_key(&req) else {
+            let mut r = error(
+                StatusCode::UPGRADE_REQUIRED,
+                "GET /v1/stream is a WebSocket: send Connection: Upgrade, Upgrade: websocket and Sec-WebSocket-Version: 13 with a Sec-WebSocket-Key",
+            );
+            r.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
+            super::with_usage(&mut r, usage);
+            return r;
+        };
+        let max = self.plans.get(&account.plan).map_or(0, |p| p.stream_connections);
+        if !self.streams.borrow_mut().open(account.id, max) {
+            let refused = ApiError::too_many(format!("at most {max} open streams per key on this plan; close one"), 5);
+            let mut r = refused.into_response();
+            super::with_usage(&mut r, usage);
+            return r;
+        }
+        let place = Place { open: self.streams.clone(), key: account.id };
+        let upgrade = hyper::upgrade::on(&mut req);
+        let front = self.clone();
+        let account_id = account.account_id;
+        tokio::task::spawn_local(async move {
+            let _place = place;
+            let Ok(upgraded) = upgrade.await else { return };
+            let config = WebSocketConfig::default()
+                .max_message_size(Some(ops::FRAME_BYTES_MAX))
+                .max_frame_size(Some(ops::FRAME_BYTES_MAX))
+                .max_write_buffer_size(UNSENT_BYTES_MAX);
+            let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config)).await;
+            front.run_stream(ws, account_id).await;
+        });
+        let accept = derive_accept_key(key.as_bytes());
+        let mut r = Resp::new(http_body_util::Full::new(bytes::Bytes::new()));
+        *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let h = r.headers_mut();
+        h.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+        h.insert(UPGRADE, HeaderValue::from_static("websocket"));
+        if let Ok(v) = HeaderValue::from_str(&accept) {
+            h.insert(SEC_WEBSOCKET_ACCEPT, v);
+        }
+        super::with_usage(&mut r, usage);
+        r
+    }
+}
+
+type Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+
+/// Why a connection ends.
+enum End {
+    /// The client closed or went away.
+    Gone,
+    /// Close with this code and reason.
+    Close(CloseCode, &'static str),
+}
+
+impl Front {
+    /// One connection until it ends.
+    async fn run_stream(self: Rc<Self>, mut ws: Ws, account: i64) {
+        let mut session = Session::new(self.clock.now_ms());
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut looked = Looks { prices_ms: 0, inbox_writes: u64::MAX, inbox_ms: 0 };
+        let end = loop {
+            let step = tokio::select! {
+                frame = ws.next() => match frame {
+                    Some(Ok(Message::Text(t))) => self.answer_op(&mut ws, &mut session, account, t.as_bytes()).await,
+                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut ws, &mut session, account, &b).await,
+                    Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => Ok(()),
+                    Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => Err(End::Close(CloseCode::Size, "message too long")),
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => Err(End::Gone),
+                },
+                _ = tick.tick() => self.push_changes(&mut ws, &mut session, account, &mut looked).await,
+            };
+            if let Err(end) = step {
+                break end;
+            }
+        };
+        if let End::Close(code, reason) = end {
+            let frame = CloseFrame { code, reason: reason.into() };
+            let _ = tokio::time::timeout(SEND_WAIT, ws.close(Some(frame))).await;
+        }
+    }
+
+    /// Parses and answers one client frame.
+    async fn answer_op(&self, ws: &mut Ws, s: &mut Session, account: i64, frame: &[u8]) -> Result<(), End> {
+        let now_ms = self.clock.now_ms();
+        let op = match ops::parse(frame) {
+            Ok(op) => op,
+            Err(e) => return refuse(ws, s, e.id, &e.message, now_ms).await,
+        };
+        match op {
+            Op::Ping { id } => send(ws, s.ack(id, now_ms)).await,
+            Op::Unsubscribe { id, channels } => {
+                s.unsubscribe(&channels);
+                send(ws, s.ack(id, now_ms)).await
+            }
+            Op::Subscribe { id, channels, since, min_usd } => {
+                if let Some(unknown) = channels.iter().find_map(|c| self.unknown_channel(c)) {
+                    return refuse(ws, s, Some(id), &unknown, now_ms).await;
+                }
+                let fresh = match s.subscribe(&channels, min_usd) {
+                    Ok(f) => f,
+                    Err(e) => return refuse(ws, s, Some(id), &e.to_string(), now_ms).await,
+                };
+                send(ws, s.ack(id, now_ms)).await?;
+                for c in &fresh {
+                    self.first_message(ws, s, account, c, since, now_ms).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Why `c` cannot be subscribed on this server, if it cannot.
+    fn unknown_channel(&self, c: &Channel) -> Option<String> {
+        match c {
+            Channel::Price { venue, symbol }
+            | Channel::Levels { venue, symbol: Some(symbol) }
+            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).err().map(|e| e.message),
+            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
+                self.venue_or_404(venue.as_str()).err().map(|e| e.message)
+            }
+            Channel::Alerts => None,
+        }
+    }
+
+    /// The books a levels or walls channel covers now (a `*` channel: the venue's listed pairs,
+    /// so a pair listed later joins it).
+    fn books_of(&self, c: &Channel) -> Vec<BookId> {
+        match c {
+            Channel::Levels { venue, symbol: Some(symbol) } | Channel::Walls { venue, symbol: Some(symbol) } => {
+                self.book(*venue, symbol).ok().into_iter().collect()
+            }
+            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
+                self.listed_books(*venue)
+            }
+            Channel::Price { .. } | Channel::Alerts => Vec::new(),
+        }
+    }
+
+    /// Looks at the levels or walls of every book `c` covers; the frames to send.
+    fn market_look(&self, s: &mut Session, c: &Channel, now_ms: i64) -> Vec<String> {
+        let registry = self.shared.registry();
+        let mut out = Vec::new();
+        for book in self.books_of(c) {
+            let symbol = &registry.get(book).symbol;
+            let (levels, high, low) = self.shared.levels_view(book);
+            let (price, price_ts) = self.shared.price(book);
+            let t = Trades { price, price_ts, high, low, computed_ms: levels.computed_ms };
+            if matches!(c, Channel::Levels { .. }) {
+                out.extend(s.levels_look(c, book, symbol, &levels, t, now_ms));
+            } else {
+                let walls = self.shared.slots[book.index()].densities.load_full();
+                out.extend(s.walls_look(c, book, symbol, &walls, t, now_ms));
+            }
+        }
+        out
+    }
+
+    /// A new subscription's first message: a price's snapshot; for `alerts`, the entries after
+    /// `since` (oldest first, at most `BACKLOG_MAX`), or nothing but the cursor at the newest.
+    async fn first_message(
+        &self,
+        ws: &mut Ws,
+        s: &mut Session,
+        account: i64,
+        c: &Channel,
+        since: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), End> {
+        match c {
+            Channel::Levels { .. } | Channel::Walls { .. } => {
+                for m in self.market_look(s, c, now_ms) {
+                    send(ws, m).await?;
+                }
+                Ok(())
+            }
+            Channel::Price { venue, symbol } => {
+                let Ok(book) = self.book(*venue, symbol) else { return Ok(()) };
+                let (price, ts) = self.shared.price(book);
+                match s.price(c, price, ts, now_ms) {
+                    Some(m) => send(ws, m).await,
+                    None => Ok(()),
+                }
+            }
+            Channel::Alerts => {
+                let Some(after) = since else {
+                    let last = self.storage.run(move |store| store.inbox_last_id(account)).await;
+                    s.start_alerts(last.map_err(|_| End::Close(CloseCode::Again, "storage unavailable; retry later"))?);
+                    return Ok(());
+                };
+                s.start_alerts(after);
+                let rows = self.storage.run(move |store| store.inbox_after(account, after, BACKLOG_MAX)).await;
+                let rows = rows.map_err(|_| End::Close(CloseCode::Again, "storage unavailable; retry later"))?;
+                for r in &rows {
+                    if let Some(m) = s.alert_entry(r.id, &r.kind, &r.body, now_ms) {
+                        send(ws, m).await?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// What changed since the last look: prices, inbox entries, a heartbeat.
+    async fn push_changes(&self, ws: &mut Ws, s: &mut Session, account: i64, looked: &mut Looks) -> Result<(), End> {
+        let now_ms = self.clock.now_ms();
+        if now_ms - looked.prices_ms >= PRICE_EVERY_MS {
+            looked.prices_ms = now_ms;
+            let books: Vec<(Channel, Option<rampart_engine::BookId>)> = s
+                .price_channels()
+                .map(|c| match c {
+                    Channel::Price { venue, symbol } => (c.clone(), self.book(*venue, symbol).ok()),
+                    _ => (c.clone(), None),
+                })
+                .collect();
+            for (c, book) in books {
+                let Some(book) = book else { continue };
+                let (price, ts) = self.shared.price(book);
+                if let Some(m) = s.price(&c, price, ts, now_ms) {
+                    send(ws, m).await?;
+                }
+            }
+        }
+        for c in s.market_channels() {
+            for m in self.market_look(s, &c, now_ms) {
+                send(ws, m).await?;
+            }
+        }
+        if let Some(after) = s.alerts_after() {
+            let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
+            if writes != looked.inbox_writes || now_ms - looked.inbox_ms >= ALERTS_RESCAN_MS {
+                looked.inbox_writes = writes;
+                looked.inbox_ms = now_ms;
+                let rows = self.storage.run(move |store| store.inbox_after(account, after, READ_MAX)).await;
+                // A failed read is tried again at the next look.
+                let rows = rows.unwrap_or_default();
+                if rows.len() == READ_MAX as usize {
+                    looked.inbox_writes = u64::MAX;
+                }
+                for r in &rows {
+                    if let Some(m) = s.alert_entry(r.id, &r.kind, &r.body, now_ms) {
+                        send(ws, m).await?;
+                    }
+                }
+            }
+        }
+        match s.heartbeat(now_ms) {
+            Some(m) => send(ws, m).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// When a connection last looked at prices and the inbox, and the writer's count it saw.
+struct Looks {
+    prices_ms: i64,
+    inbox_writes: u64,
+    inbox_ms: i64,
+}
+
+/// Sends one text frame, closing 4008 when the client does not take it within [`SEND_WAIT`].
+async fn send(ws: &mut Ws, text: String) -> Result<(), End> {
+    match tokio::time::timeout(SEND_WAIT, ws.send(Message::text(text))).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(End::Gone),
+        Err(_) => Err(End::Close(CloseCode::from(4008), "slow consumer")),
+    }
+}
+
+/// Sends an error answer; past ten in a minute, closes 1008.
+async fn refuse(ws: &mut Ws, s: &mut Session, id: Option<u64>, message: &str, now_ms: i64) -> Result<(), End> {
+    let r = s.error(id, message, now_ms);
+    send(ws, r.frame).await?;
+    if r.close {
+        return Err(End::Close(CloseCode::Policy, "too many errors"));
+    }
+    Ok(())
+}

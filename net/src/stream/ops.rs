@@ -1,0 +1,348 @@
+//! A stream client's messages (`decisions.md` §12): one JSON text frame is one op, parsed here
+//! into [`Op`] or refused with the [`OpError`] whose text the connection sends back. Untrusted
+//! bytes: nothing here panics, every refusal names what was wrong (§3, §11: a fixed set is
+//! answered with its `Allowed:` list), and sizes are bounded before anything is kept.
+
+use rampart_engine::Venue;
+use serde_json::{Map, Value};
+
+use crate::request::{body_object, clip};
+
+/// Longest frame a client may send, in bytes (a subscribe of [`CHANNELS_PER_OP_MAX`] channels
+/// fits with room).
+pub const FRAME_BYTES_MAX: usize = 64 * 1024;
+/// Channels one op may name.
+pub const CHANNELS_PER_OP_MAX: usize = 500;
+
+/// The ops a client may send.
+pub const OPS: [&str; 3] = ["subscribe", "unsubscribe", "ping"];
+/// The fields an op may carry.
+const FIELDS: [&str; 5] = ["op", "id", "channels", "since", "minUsd"];
+/// The channels served, as a client spells them.
+pub const CHANNEL_FORMS: &str =
+    "price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, alerts";
+
+/// A channel a client can subscribe to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Channel {
+    /// `price:<venue>:<symbol>`: the pair's last price (symbol in uppercase).
+    Price {
+        /// The venue.
+        venue: Venue,
+        /// The pair, uppercase.
+        symbol: String,
+    },
+    /// `levels:<venue>:<symbol|*>`: the pair's levels (`None`: every pair of the venue).
+    Levels {
+        /// The venue.
+        venue: Venue,
+        /// The pair, uppercase; `None` for `*`.
+        symbol: Option<String>,
+    },
+    /// `walls:<venue>:<symbol|*>`: the pair's walls (`None`: every pair of the venue).
+    Walls {
+        /// The venue.
+        venue: Venue,
+        /// The pair, uppercase; `None` for `*`.
+        symbol: Option<String>,
+    },
+    /// `alerts`: the key's account's firings and notices.
+    Alerts,
+}
+
+impl Channel {
+    /// The channel's name in messages (`price:binance:BTCUSDT`, `alerts`).
+    pub fn name(&self) -> String {
+        match self {
+            Channel::Price { venue, symbol } => format!("price:{venue}:{symbol}"),
+            Channel::Levels { venue, symbol } => format!("levels:{venue}:{}", symbol.as_deref().unwrap_or("*")),
+            Channel::Walls { venue, symbol } => format!("walls:{venue}:{}", symbol.as_deref().unwrap_or("*")),
+            Channel::Alerts => "alerts".to_owned(),
+        }
+    }
+}
+
+/// One client message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Start the channels (each answers its first message); `since` resumes `alerts` after an
+    /// inbox id.
+    Subscribe {
+        /// The client's id, echoed in the answer.
+        id: u64,
+        /// The channels, in the order named, without repeats.
+        channels: Vec<Channel>,
+        /// `alerts` only: the inbox id after which entries are sent first.
+        since: Option<i64>,
+        /// `walls` only: walls worth less than this many USD are left out.
+        min_usd: Option<f64>,
+    },
+    /// Stop the channels.
+    Unsubscribe {
+        /// The client's id, echoed in the answer.
+        id: u64,
+        /// The channels.
+        channels: Vec<Channel>,
+    },
+    /// Answered with an ack, nothing else.
+    Ping {
+        /// The client's id, echoed in the answer.
+        id: u64,
+    },
+}
+
+/// A refused message: the id to answer (when the frame had a usable one) and the error text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpError {
+    /// The frame's `id`, if it had a valid one.
+    pub id: Option<u64>,
+    /// The `error` text.
+    pub message: String,
+}
+
+fn refuse(id: Option<u64>, message: impl Into<String>) -> OpError {
+    OpError { id, message: message.into() }
+}
+
+/// Parses one text frame.
+pub fn parse(frame: &[u8]) -> Result<Op, OpError> {
+    if frame.len() > FRAME_BYTES_MAX {
+        return Err(refuse(None, format!("message longer than {FRAME_BYTES_MAX} bytes")));
+    }
+    let obj = body_object(frame, &FIELDS).map_err(|e| refuse(None, e.message))?;
+    let id = match obj.get("id") {
+        Some(Value::Number(n)) => {
+            n.as_u64().ok_or_else(|| refuse(None, "field 'id' must be a non-negative integer"))?
+        }
+        Some(_) => return Err(refuse(None, "field 'id' must be a non-negative integer")),
+        None => return Err(refuse(None, "missing field 'id'")),
+    };
+    let op = match obj.get("op") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err(refuse(Some(id), "field 'op' must be a string")),
+        None => return Err(refuse(Some(id), "missing field 'op'")),
+    };
+    let only = |allowed: &[&str]| -> Result<(), OpError> {
+        match FIELDS.iter().find(|f| !allowed.contains(f) && obj.contains_key(**f)) {
+            Some(f) => Err(refuse(Some(id), format!("field '{f}' does not apply to op '{op}'"))),
+            None => Ok(()),
+        }
+    };
+    match op {
+        "ping" => {
+            only(&["op", "id"])?;
+            Ok(Op::Ping { id })
+        }
+        "subscribe" => {
+            let channels = channels(&obj, id)?;
+            let since = since(&obj, id)?;
+            if since.is_some() && !channels.contains(&Channel::Alerts) {
+                return Err(refuse(Some(id), "field 'since' applies to the 'alerts' channel only"));
+            }
+            let min_usd = min_usd(&obj, id)?;
+            if min_usd.is_some() && !channels.iter().any(|c| matches!(c, Channel::Walls { .. })) {
+                return Err(refuse(Some(id), "field 'minUsd' applies to 'walls' channels only"));
+            }
+            Ok(Op::Subscribe { id, channels, since, min_usd })
+        }
+        "unsubscribe" => {
+            only(&["op", "id", "channels"])?;
+            Ok(Op::Unsubscribe { id, channels: channels(&obj, id)? })
+        }
+        other => Err(refuse(Some(id), format!("unknown op '{}'. Allowed: {}", clip(other, 32), OPS.join(", ")))),
+    }
+}
+
+/// `channels`: a non-empty array of channel names, at most [`CHANNELS_PER_OP_MAX`], repeats
+/// dropped.
+fn channels(obj: &Map<String, Value>, id: u64) -> Result<Vec<Channel>, OpError> {
+    let list = match obj.get("channels") {
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(refuse(Some(id), "field 'channels' must be an array of channel names")),
+        None => return Err(refuse(Some(id), "missing field 'channels'")),
+    };
+    if list.is_empty() {
+        return Err(refuse(Some(id), "field 'channels' must name at least one channel"));
+    }
+    if list.len() > CHANNELS_PER_OP_MAX {
+        return Err(refuse(Some(id), format!("too many channels in one message (max {CHANNELS_PER_OP_MAX})")));
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for v in list {
+        let Value::String(name) = v else {
+            return Err(refuse(Some(id), "field 'channels' must be an array of channel names"));
+        };
+        let c = channel(name).map_err(|e| OpError { id: Some(id), ..e })?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// One channel name (the error's `id` is the caller's to set).
+fn channel(name: &str) -> Result<Channel, OpError> {
+    if name == "alerts" {
+        return Ok(Channel::Alerts);
+    }
+    let mut parts = name.splitn(3, ':');
+    let (kind, venue, symbol) = (parts.next().unwrap_or(""), parts.next(), parts.next());
+    let unknown = || refuse(None, format!("unknown channel '{}'. Allowed: {CHANNEL_FORMS}", clip(name, 64)));
+    if !matches!(kind, "price" | "levels" | "walls") {
+        return Err(unknown());
+    }
+    let (Some(venue), Some(symbol)) = (venue, symbol) else { return Err(unknown()) };
+    let Some(venue) = Venue::parse(venue) else {
+        let all: Vec<&str> = Venue::ALL.iter().map(|v| v.as_str()).collect();
+        return Err(refuse(None, format!("invalid exchange '{}'. Allowed: {}", clip(venue, 32), all.join(", "))));
+    };
+    if symbol == "*" && kind != "price" {
+        return Ok(if kind == "levels" {
+            Channel::Levels { venue, symbol: None }
+        } else {
+            Channel::Walls { venue, symbol: None }
+        });
+    }
+    if symbol.is_empty() || symbol.len() > 64 || !symbol.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        let message = format!("channel '{}': the symbol must be a pair symbol such as BTCUSDT", clip(name, 64));
+        return Err(refuse(None, message));
+    }
+    let symbol = symbol.to_ascii_uppercase();
+    Ok(match kind {
+        "levels" => Channel::Levels { venue, symbol: Some(symbol) },
+        "walls" => Channel::Walls { venue, symbol: Some(symbol) },
+        _ => Channel::Price { venue, symbol },
+    })
+}
+
+/// `minUsd`: a positive number of USD, if present.
+fn min_usd(obj: &Map<String, Value>, id: u64) -> Result<Option<f64>, OpError> {
+    match obj.get("minUsd") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .map(Some)
+            .ok_or_else(|| refuse(Some(id), "field 'minUsd' must be a positive number of USD")),
+        Some(_) => Err(refuse(Some(id), "field 'minUsd' must be a positive number of USD")),
+    }
+}
+
+/// `since`: a non-negative inbox id, if present.
+fn since(obj: &Map<String, Value>, id: u64) -> Result<Option<i64>, OpError> {
+    match obj.get("since") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .filter(|s| *s >= 0)
+            .map(Some)
+            .ok_or_else(|| refuse(Some(id), "field 'since' must be a non-negative integer (an inbox id)")),
+        Some(_) => Err(refuse(Some(id), "field 'since' must be a non-negative integer (an inbox id)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(frame: &str) -> OpError {
+        match parse(frame.as_bytes()) {
+            Err(e) => e,
+            Ok(op) => panic!("{frame} was taken as {op:?}"),
+        }
+    }
+
+    #[test]
+    fn the_three_ops_parse() {
+        let sub =
+            parse(br#"{"op":"subscribe","id":1,"channels":["price:BINANCE:btcusdt","alerts","alerts"],"since":7}"#);
+        let price = Channel::Price { venue: Venue::Binance, symbol: "BTCUSDT".into() };
+        assert_eq!(
+            sub,
+            Ok(Op::Subscribe { id: 1, channels: vec![price.clone(), Channel::Alerts], since: Some(7), min_usd: None })
+        );
+        let walls =
+            parse(br#"{"op":"subscribe","id":2,"channels":["walls:okx:*","levels:bybit:ethusdt"],"minUsd":50000}"#);
+        let (all_okx, eth) = (
+            Channel::Walls { venue: Venue::Okx, symbol: None },
+            Channel::Levels { venue: Venue::Bybit, symbol: Some("ETHUSDT".into()) },
+        );
+        assert_eq!(
+            walls,
+            Ok(Op::Subscribe {
+                id: 2,
+                channels: vec![all_okx.clone(), eth.clone()],
+                since: None,
+                min_usd: Some(50_000.0)
+            })
+        );
+        assert_eq!((all_okx.name(), eth.name()), ("walls:okx:*".to_owned(), "levels:bybit:ETHUSDT".to_owned()));
+        assert_eq!(price.name(), "price:binance:BTCUSDT");
+        let unsub = parse(br#"{"op":"unsubscribe","id":2,"channels":["alerts"]}"#);
+        assert_eq!(unsub, Ok(Op::Unsubscribe { id: 2, channels: vec![Channel::Alerts] }));
+        assert_eq!(parse(br#"{"op":"ping","id":0}"#), Ok(Op::Ping { id: 0 }));
+    }
+
+    /// Every malformed frame gets its own error, with the id when the frame had one.
+    #[test]
+    fn malformed_frames_are_refused_with_what_was_wrong() {
+        let cases: &[(&str, Option<u64>, &str)] = &[
+            ("", None, "malformed JSON"),
+            ("{", None, "malformed JSON"),
+            ("[1]", None, "request body must be a JSON object"),
+            ("\"ping\"", None, "request body must be a JSON object"),
+            (r#"{"op":"ping"}"#, None, "missing field 'id'"),
+            (r#"{"op":"ping","id":-1}"#, None, "field 'id' must be a non-negative integer"),
+            (r#"{"op":"ping","id":1.5}"#, None, "field 'id' must be a non-negative integer"),
+            (r#"{"op":"ping","id":"1"}"#, None, "field 'id' must be a non-negative integer"),
+            (r#"{"id":3}"#, Some(3), "missing field 'op'"),
+            (r#"{"op":5,"id":3}"#, Some(3), "field 'op' must be a string"),
+            (r#"{"op":"PING","id":3}"#, Some(3), "unknown op 'PING'. Allowed: subscribe, unsubscribe, ping"),
+            (r#"{"op":"ping","id":3,"extra":1}"#, None, "unknown field 'extra'. Allowed: op, id, channels, since, minUsd"),
+            (r#"{"op":"ping","id":3,"channels":["alerts"]}"#, Some(3), "field 'channels' does not apply to op 'ping'"),
+            (r#"{"op":"subscribe","id":3}"#, Some(3), "missing field 'channels'"),
+            (r#"{"op":"subscribe","id":3,"channels":"alerts"}"#, Some(3), "field 'channels' must be an array"),
+            (r#"{"op":"subscribe","id":3,"channels":[]}"#, Some(3), "must name at least one channel"),
+            (r#"{"op":"subscribe","id":3,"channels":[1]}"#, Some(3), "field 'channels' must be an array"),
+            (r#"{"op":"subscribe","id":3,"channels":["news"]}"#, Some(3), "unknown channel 'news'. Allowed: price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, alerts"),
+            (r#"{"op":"subscribe","id":3,"channels":["price:binance"]}"#, Some(3), "unknown channel 'price:binance'"),
+            (r#"{"op":"subscribe","id":3,"channels":["price:kraken:BTCUSD"]}"#, Some(3), "invalid exchange 'kraken'. Allowed: binance, bybit, okx, bitget"),
+            (r#"{"op":"subscribe","id":3,"channels":["price:okx:BTC-USDT"]}"#, Some(3), "the symbol must be a pair symbol"),
+            (r#"{"op":"subscribe","id":3,"channels":["price:okx:"]}"#, Some(3), "the symbol must be a pair symbol"),
+            (r#"{"op":"subscribe","id":3,"channels":["price:binance:BTCUSDT"],"since":1}"#, Some(3), "field 'since' applies to the 'alerts' channel only"),
+            (r#"{"op":"subscribe","id":3,"channels":["alerts"],"since":-2}"#, Some(3), "field 'since' must be a non-negative integer"),
+            (r#"{"op":"subscribe","id":3,"channels":["alerts"],"since":"x"}"#, Some(3), "field 'since' must be a non-negative integer"),
+            (r#"{"op":"subscribe","id":3,"channels":["alerts"],"minUsd":5}"#, Some(3), "field 'minUsd' applies to 'walls' channels only"),
+            (r#"{"op":"subscribe","id":3,"channels":["walls:okx:*"],"minUsd":0}"#, Some(3), "field 'minUsd' must be a positive number"),
+            (r#"{"op":"subscribe","id":3,"channels":["walls:okx:*"],"minUsd":"5"}"#, Some(3), "field 'minUsd' must be a positive number"),
+            (r#"{"op":"subscribe","id":3,"channels":["price:okx:*"]}"#, Some(3), "the symbol must be a pair symbol"),
+            (r#"{"op":"subscribe","id":3,"channels":["board:okx"]}"#, Some(3), "unknown channel 'board:okx'"),
+            (r#"{"op":"unsubscribe","id":3,"channels":["walls:okx:*"],"minUsd":1}"#, Some(3), "field 'minUsd' does not apply to op 'unsubscribe'"),
+            (r#"{"op":"unsubscribe","id":3,"channels":["alerts"],"since":1}"#, Some(3), "field 'since' does not apply to op 'unsubscribe'"),
+        ];
+        for (frame, id, text) in cases {
+            let e = err(frame);
+            assert_eq!(e.id, *id, "{frame}: {e:?}");
+            assert!(e.message.contains(text), "{frame}: {:?} lacks {text:?}", e.message);
+        }
+    }
+
+    #[test]
+    fn sizes_are_bounded_before_parsing() {
+        let long = format!(r#"{{"op":"ping","id":1,"pad":"{}"}}"#, "x".repeat(FRAME_BYTES_MAX));
+        assert!(err(&long).message.starts_with("message longer than"));
+        let names: Vec<String> = (0..=CHANNELS_PER_OP_MAX).map(|i| format!("\"price:okx:P{i}\"")).collect();
+        let many = format!(r#"{{"op":"subscribe","id":9,"channels":[{}]}}"#, names.join(","));
+        assert!(err(&many).message.starts_with("too many channels"), "{:?}", err(&many));
+    }
+
+    /// Bytes that are not UTF-8, deep nesting and huge numbers are refused, never a panic.
+    #[test]
+    fn hostile_bytes_are_refused() {
+        for frame in
+            [&b"\xff\xfe"[..], b"{\"op\":\"ping\",\"id\":1e999}", &[b'['; 4096][..], b"{\"id\":18446744073709551616}"]
+        {
+            assert!(parse(frame).is_err());
+        }
+    }
+}

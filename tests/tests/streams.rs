@@ -1,0 +1,301 @@
+//! `GET /v1/stream` through the real binary on the simulated market (`decisions.md` §12): the
+//! refusals before the upgrade, every op's answer and every malformed op's error, the price
+//! channel's snapshot and changes with `seq` rising by one, heartbeats, an alert's firing pushed
+//! on `alerts` with the webhook's body and the inbox id to resume from, a resume with `since`,
+//! the bound on a key's open streams, and on the live feed against the venue simulator a level
+//! broken by a trade and walls placed, pulled and filled.
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use rampart_tests::{Server, SimVenue, FAST};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+type Ws = WebSocket<TcpStream>;
+
+/// Opens a stream with `key`; the handshake's error (an HTTP refusal) otherwise.
+fn connect(server: &Server, key: &str) -> Result<Ws, tungstenite::Error> {
+    let mut req = format!("ws://127.0.0.1:{}/v1/stream", server.port).into_client_request()?;
+    let auth = format!("Bearer {key}").parse().map_err(|_| tungstenite::Error::Utf8("header".into()))?;
+    req.headers_mut().insert("authorization", auth);
+    let tcp = TcpStream::connect(("127.0.0.1", server.port)).map_err(tungstenite::Error::Io)?;
+    tcp.set_read_timeout(Some(Duration::from_millis(200))).map_err(tungstenite::Error::Io)?;
+    tungstenite::client(req, tcp).map(|(ws, _)| ws).map_err(|e| match e {
+        tungstenite::HandshakeError::Failure(e) => e,
+        tungstenite::HandshakeError::Interrupted(_) => tungstenite::Error::ConnectionClosed,
+    })
+}
+
+fn send(ws: &mut Ws, v: &Value) {
+    ws.send(Message::text(v.to_string())).expect("send");
+}
+
+/// The next message within `limit` (a read that times out is tried again until then).
+fn next(ws: &mut Ws, limit: Duration) -> Option<Result<Value, Option<CloseCode>>> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        match ws.read() {
+            Ok(Message::Text(t)) => return Some(Ok(serde_json::from_str(t.as_str()).expect("a JSON message"))),
+            Ok(Message::Close(frame)) => return Some(Err(frame.map(|f| f.code))),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => return Some(Err(None)),
+            Err(e) => panic!("reading the stream: {e}"),
+        }
+    }
+    None
+}
+
+/// Messages until one satisfies `want` (heartbeats and other channels skipped), within `limit`.
+fn wait_for(ws: &mut Ws, limit: Duration, want: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match next(ws, left) {
+            Some(Ok(m)) if want(&m) => return m,
+            Some(Ok(_)) => {}
+            Some(Err(code)) => panic!("closed ({code:?}) while waiting"),
+            None => panic!("nothing wanted within {limit:?}"),
+        }
+    }
+}
+
+#[test]
+fn refusals_come_before_the_upgrade() {
+    let server = Server::start(BIN, FAST);
+    server.get("/v1/stream", None).assert_error(401, "missing API key", "no key");
+    server.get("/v1/stream", Some("rk_live_not_a_key_at_all_0000000000")).assert_some_error(401, "a wrong key");
+    let plain = server.get("/v1/stream", Some(&server.key));
+    plain.assert_some_error(426, "not a WebSocket");
+    assert_eq!(plain.header("upgrade"), Some("websocket"));
+    server.request("POST", "/v1/stream", Some(&format!("Bearer {}", server.key)), None).assert_some_error(405, "POST");
+    let free = server.create_key("free", None);
+    match connect(&server, &free) {
+        Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 403),
+        other => panic!("a free key streamed: {:?}", other.map(|_| ())),
+    }
+    // A developer key holds five streams; the sixth is refused with a wait.
+    let open: Vec<Ws> = (0..5).map(|_| connect(&server, &server.key).expect("within the bound")).collect();
+    match connect(&server, &server.key) {
+        Err(tungstenite::Error::Http(r)) => {
+            assert_eq!(r.status(), 429);
+            assert!(r.headers().get("retry-after").is_some(), "{r:?}");
+        }
+        other => panic!("a sixth stream: {:?}", other.map(|_| ())),
+    }
+    drop(open);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while connect(&server, &server.key).is_err() {
+        assert!(Instant::now() < deadline, "closed streams give their places back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn every_op_is_answered_and_malformed_ones_refused() {
+    let server = Server::start(BIN, FAST);
+    let mut ws = connect(&server, &server.key).expect("connect");
+    send(&mut ws, &json!({"op":"ping","id":1}));
+    assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":1}))));
+    let refused: &[(&str, Value)] = &[
+        ("{not json", Value::Null),
+        (r#"{"op":"jump","id":2}"#, json!(2)),
+        (r#"{"op":"subscribe","id":3,"channels":["price:binance:NOPEUSDT"]}"#, json!(3)),
+        (r#"{"op":"subscribe","id":4,"channels":["board:binance"]}"#, json!(4)),
+        (r#"{"op":"subscribe","id":5,"channels":["price:kraken:BTCUSD"]}"#, json!(5)),
+    ];
+    for (frame, id) in refused {
+        ws.send(Message::text(*frame)).expect("send");
+        let m = wait_for(&mut ws, Duration::from_secs(5), |m| m["type"] != "heartbeat");
+        assert_eq!((&m["type"], &m["id"]), (&json!("error"), id), "{frame}: {m}");
+        assert!(m["error"].as_str().is_some_and(|e| !e.is_empty()), "{m}");
+    }
+    let unknown = r#"{"op":"subscribe","id":3,"channels":["price:binance:NOPEUSDT"]}"#;
+    ws.send(Message::text(unknown)).expect("send");
+    let m = wait_for(&mut ws, Duration::from_secs(5), |m| m["type"] == "error");
+    assert_eq!(m["error"], "unknown symbol 'NOPEUSDT' on binance");
+    send(&mut ws, &json!({"op":"unsubscribe","id":6,"channels":["alerts"]}));
+    assert_eq!(wait_for(&mut ws, Duration::from_secs(5), |m| m["type"] != "heartbeat"), json!({"type":"ack","id":6}));
+    // Six errors so far; the eleventh in a minute closes the connection (1008).
+    for i in 0..5 {
+        ws.send(Message::text(format!("bad {i}"))).expect("send");
+    }
+    let closed = loop {
+        match next(&mut ws, Duration::from_secs(5)) {
+            Some(Ok(m)) => assert!(m["type"] == "error" || m["type"] == "heartbeat", "{m}"),
+            Some(Err(code)) => break code,
+            None => panic!("still open after eleven errors"),
+        }
+    };
+    assert_eq!(closed, Some(CloseCode::Policy));
+}
+
+#[test]
+fn a_price_channel_sends_its_snapshot_then_every_change_in_order() {
+    let server = Server::start(BIN, FAST);
+    let mut ws = connect(&server, &server.key).expect("connect");
+    send(&mut ws, &json!({"op":"subscribe","id":1,"channels":["price:BINANCE:btcusdt"]}));
+    assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":1}))));
+    let snap = wait_for(&mut ws, Duration::from_secs(5), |m| m["type"] != "heartbeat");
+    assert_eq!(
+        (&snap["channel"], &snap["type"], &snap["seq"]),
+        (&json!("price:binance:BTCUSDT"), &json!("snapshot"), &json!(1))
+    );
+    assert!(snap["data"]["price"].as_f64().is_some_and(|p| p > 0.0), "{snap}");
+    let rest = server.get_authed("/v1/symbols/BTCUSDT?exchange=binance");
+    assert!(rest.ok("price")["data"]["price"].as_f64().is_some_and(|p| p > 0.0));
+    // The simulated market moves within seconds; each change is one message, seq without gaps,
+    // at most one per 100 ms.
+    let mut last = (1, snap["ts"].as_i64().expect("ts"));
+    for _ in 0..5 {
+        let m = wait_for(&mut ws, Duration::from_secs(20), |m| m["channel"] == "price:binance:BTCUSDT");
+        assert_eq!(m["type"], "price", "{m}");
+        let (seq, ts) = (m["seq"].as_i64().expect("seq"), m["ts"].as_i64().expect("ts"));
+        assert_eq!(seq, last.0 + 1, "{m}");
+        assert!(ts - last.1 >= 90, "conflated to one per 100 ms: {} ms apart", ts - last.1);
+        last = (seq, ts);
+    }
+    send(&mut ws, &json!({"op":"unsubscribe","id":2,"channels":["price:binance:BTCUSDT"]}));
+    wait_for(&mut ws, Duration::from_secs(5), |m| m == &json!({"type":"ack","id":2}));
+    // Nothing but heartbeats now, one after each quiet second.
+    let started = Instant::now();
+    let mut beats = 0;
+    while started.elapsed() < Duration::from_millis(2_600) {
+        if let Some(Ok(m)) = next(&mut ws, Duration::from_millis(300)) {
+            assert_eq!(m["type"], "heartbeat", "after unsubscribing: {m}");
+            beats += 1;
+        }
+    }
+    assert!((2..=3).contains(&beats), "{beats} heartbeats in 2.6 quiet seconds");
+}
+
+#[test]
+fn a_firing_arrives_on_alerts_with_its_body_and_a_resume_misses_nothing() {
+    let server = Server::start(BIN, FAST);
+    let key = server.key.clone();
+    let mut ws = connect(&server, &key).expect("connect");
+    send(&mut ws, &json!({"op":"subscribe","id":1,"channels":["alerts"]}));
+    assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":1}))));
+    let names = server.volatile_pairs();
+    for s in &names {
+        let body = json!({"symbol":s,"type":"pct","direction":"any","pct":0.1,"window":"5m"}).to_string();
+        server.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&body)).ok("create pct");
+    }
+    let fired = wait_for(&mut ws, Duration::from_secs(120), |m| m["channel"] == "alerts");
+    assert_eq!((&fired["type"], &fired["seq"]), (&json!("alert.triggered"), &json!(1)), "{fired}");
+    let inbox = server.get("/v1/inbox", Some(&key));
+    let entries = inbox.ok("inbox")["data"].as_array().cloned().expect("data");
+    let entry = entries.iter().find(|e| e["id"] == fired["id"]).expect("the pushed entry is in the inbox");
+    assert_eq!(fired["data"], entry["event"], "the webhook's body, as the inbox keeps it");
+    assert_eq!(fired["data"]["event"], "alert.triggered");
+    // Resume from before it on a new connection: everything after `since`, oldest first, seq 1..
+    drop(ws);
+    let mut again = connect(&server, &key).expect("reconnect");
+    send(&mut again, &json!({"op":"subscribe","id":7,"channels":["alerts"],"since":0}));
+    assert_eq!(next(&mut again, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":7}))));
+    let first = wait_for(&mut again, Duration::from_secs(5), |m| m["channel"] == "alerts");
+    assert_eq!(first["seq"], 1);
+    let oldest = server.get("/v1/inbox", Some(&key)).ok("inbox")["data"]
+        .as_array()
+        .and_then(|a| a.iter().filter_map(|e| e["id"].as_i64()).min())
+        .expect("an entry");
+    assert_eq!(first["id"].as_i64(), Some(oldest), "oldest first");
+    let mut seq = 1;
+    let mut ids = vec![oldest];
+    while !ids.contains(&fired["id"].as_i64().unwrap_or(-1)) {
+        let m = wait_for(&mut again, Duration::from_secs(5), |m| m["channel"] == "alerts");
+        seq += 1;
+        assert_eq!(m["seq"], seq, "{m}");
+        assert!(m["id"].as_i64() > ids.last().copied(), "ids rise: {m}");
+        ids.push(m["id"].as_i64().expect("id"));
+    }
+}
+
+/// The live feed from the simulator, one venue.
+fn live() -> (SimVenue, Server) {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 8, "").display().to_string();
+    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
+    server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
+    (sim, server)
+}
+
+fn subscribed(server: &Server, channel: &str) -> Ws {
+    let mut ws = connect(server, &server.key).expect("connect");
+    send(&mut ws, &json!({"op":"subscribe","id":1,"channels":[channel]}));
+    assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":1}))));
+    ws
+}
+
+#[test]
+fn a_level_broken_by_a_trade_is_pushed_before_rest_shows_it_gone() {
+    let (sim, server) = live();
+    let mut ws = subscribed(&server, "levels:binance:BTCUSDT");
+    let snap = wait_for(&mut ws, Duration::from_secs(5), |m| m["channel"] == "levels:binance:BTCUSDT");
+    assert_eq!(
+        (&snap["type"], &snap["seq"], &snap["data"]["symbol"]),
+        (&json!("snapshot"), &json!(1), &json!("BTCUSDT"))
+    );
+    let rest = server.get_authed("/v1/levels/BTCUSDT?exchange=binance");
+    assert_eq!(snap["data"]["levels"], rest.ok("levels")["data"], "the Level list of GET /v1/levels");
+    let levels = snap["data"]["levels"].as_array().cloned().unwrap_or_default();
+    let resistance = levels
+        .iter()
+        .filter(|l| l["type"] == "resistance" && l["side"] == "high")
+        .min_by(|a, b| a["price"].as_f64().partial_cmp(&b["price"].as_f64()).unwrap_or(std::cmp::Ordering::Equal))
+        .cloned()
+        .expect("a resistance above the price");
+    let through = resistance["price"].as_f64().expect("price") * 1.001;
+    sim.control("trade", &json!({"venue":"binance","symbol":"BTCUSDT","price":format!("{through:.2}")}));
+    let broken = wait_for(&mut ws, Duration::from_secs(10), |m| m["type"] == "level.broken");
+    assert_eq!(broken["data"]["level"]["price"], resistance["price"], "{broken}");
+    assert_eq!(broken["seq"], 2, "{broken}");
+    assert!(broken["data"]["price"].as_f64().is_some_and(|p| p > resistance["price"].as_f64().unwrap_or(f64::MAX)));
+    let now = server.get_authed("/v1/levels/BTCUSDT?exchange=binance");
+    let still = now.ok("levels")["data"].as_array().cloned().unwrap_or_default();
+    assert!(still.iter().all(|l| l["price"] != resistance["price"]), "REST shows it gone too");
+}
+
+#[test]
+fn walls_appear_then_go_pulled_or_filled() {
+    let (sim, server) = live();
+    let mut ws = subscribed(&server, "walls:binance:BTCUSDT");
+    let snap = wait_for(&mut ws, Duration::from_secs(5), |m| m["channel"] == "walls:binance:BTCUSDT");
+    assert_eq!((&snap["type"], &snap["data"]["symbol"]), (&json!("snapshot"), &json!("BTCUSDT")));
+    assert!(snap["data"]["snapshot"]["walls"].is_array(), "{snap}");
+    let truth = sim.get("book?venue=binance&symbol=BTCUSDT");
+    let size = |side: &str| -> f64 { truth[side][3][1].as_str().and_then(|s| s.parse().ok()).expect("a true size") };
+    let mut seq = snap["seq"].as_i64().expect("seq");
+    let mut next_event = |ws: &mut Ws, kind: &str, price: &str| -> Value {
+        let m = wait_for(ws, Duration::from_secs(20), |m| {
+            m["channel"] == "walls:binance:BTCUSDT" && m["data"]["wall"]["price"].as_f64() == price.parse::<f64>().ok()
+        });
+        assert_eq!(m["type"], kind, "{m}");
+        seq += 1;
+        assert!(m["seq"].as_i64() >= Some(seq), "seq rises: {m}");
+        seq = m["seq"].as_i64().unwrap_or(seq);
+        m
+    };
+    // A bid far below the price, placed and removed with no trade near it: pulled.
+    let placed = sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"bid","depth":5,"qty":format!("{}", (size("bids") * 300.0).ceil())}));
+    let bid = placed["price"].as_str().expect("placed price").to_owned();
+    next_event(&mut ws, "wall.appeared", &bid);
+    sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"bid","price":bid,"qty":"0"}));
+    let gone = next_event(&mut ws, "wall.gone", &bid);
+    assert_eq!(gone["data"]["reason"], "pulled", "{gone}");
+    // An ask that a trade reaches before it goes: filled.
+    let placed = sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"ask","depth":5,"qty":format!("{}", (size("asks") * 300.0).ceil())}));
+    let ask = placed["price"].as_str().expect("placed price").to_owned();
+    next_event(&mut ws, "wall.appeared", &ask);
+    sim.control("trade", &json!({"venue":"binance","symbol":"BTCUSDT","price":ask}));
+    std::thread::sleep(Duration::from_millis(300));
+    sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"ask","price":ask,"qty":"0"}));
+    let gone = next_event(&mut ws, "wall.gone", &ask);
+    assert_eq!(gone["data"]["reason"], "filled", "{gone}");
+}
