@@ -5,6 +5,7 @@
 //! the bound on a key's open streams, and on the live feed against the venue simulator a level
 //! broken by a trade and walls placed, pulled and filled.
 
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -75,6 +76,9 @@ fn refusals_come_before_the_upgrade() {
     plain.assert_some_error(426, "not a WebSocket");
     assert_eq!(plain.header("upgrade"), Some("websocket"));
     server.request("POST", "/v1/stream", Some(&format!("Bearer {}", server.key)), None).assert_some_error(405, "POST");
+    let bad = server.get("/v1/stream?since=-1", Some(&server.key));
+    bad.assert_error(422, "'since' must be a non-negative integer (an inbox id)", "a bad since, whatever the form");
+    server.get("/v1/stream?minUsd=0", Some(&server.key)).assert_some_error(422, "a bad minUsd");
     let free = server.create_key("free", None);
     match connect(&server, &free) {
         Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 403),
@@ -107,7 +111,7 @@ fn every_op_is_answered_and_malformed_ones_refused() {
         ("{not json", Value::Null),
         (r#"{"op":"jump","id":2}"#, json!(2)),
         (r#"{"op":"subscribe","id":3,"channels":["price:binance:NOPEUSDT"]}"#, json!(3)),
-        (r#"{"op":"subscribe","id":4,"channels":["board:binance"]}"#, json!(4)),
+        (r#"{"op":"subscribe","id":4,"channels":["news:binance"]}"#, json!(4)),
         (r#"{"op":"subscribe","id":5,"channels":["price:kraken:BTCUSD"]}"#, json!(5)),
     ];
     for (frame, id) in refused {
@@ -298,4 +302,106 @@ fn walls_appear_then_go_pulled_or_filled() {
     sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"ask","price":ask,"qty":"0"}));
     let gone = next_event(&mut ws, "wall.gone", &ask);
     assert_eq!(gone["data"]["reason"], "filled", "{gone}");
+}
+
+/// Opens `GET /v1/stream?<query>` as server-sent events; the status line and headers, and the
+/// reader of the events that follow.
+fn events(server: &Server, query: &str, extra: &str) -> (String, BufReader<TcpStream>) {
+    let mut tcp = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
+    let head = format!(
+        "GET /v1/stream?{query} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n{extra}\r\n",
+        server.key
+    );
+    tcp.write_all(head.as_bytes()).expect("send");
+    let mut reader = BufReader::new(tcp);
+    let mut head = String::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !head.ends_with("\r\n\r\n") {
+        assert!(Instant::now() < deadline, "no head: {head}");
+        let _ = reader.read_line(&mut head);
+    }
+    (head, reader)
+}
+
+/// The next event's `id` and parsed `data` (chunked framing lines skipped), within `limit`.
+fn next_event(reader: &mut BufReader<TcpStream>, limit: Duration) -> Option<(Option<i64>, Value)> {
+    let deadline = Instant::now() + limit;
+    let mut id = None;
+    while Instant::now() < deadline {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(_) => continue,
+        }
+        let line = line.trim_end();
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = v.parse().ok();
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            return Some((id, serde_json::from_str(v).expect("JSON data")));
+        }
+    }
+    None
+}
+
+#[test]
+fn the_same_messages_come_as_server_sent_events_and_resume_from_the_last_id() {
+    let server = Server::start(BIN, FAST);
+    let (head, _) = events(&server, "channels=price:binance:NOPEUSDT", "");
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    let (head, _) = events(&server, "channels=price:binance:BTCUSDT&since=3", "");
+    assert!(head.starts_with("HTTP/1.1 422"), "since without alerts: {head}");
+    let (head, _) = events(&server, "x=1", "");
+    assert!(head.starts_with("HTTP/1.1 422"), "no channels: {head}");
+    let (head, mut reader) = events(&server, "channels=price:binance:BTCUSDT,alerts,board:binance", "");
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.to_ascii_lowercase().contains("content-type: text/event-stream"),
+        "{head}"
+    );
+    let mut seen = std::collections::HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.len() < 2 || !seen.contains_key("price:binance:BTCUSDT") {
+        assert!(Instant::now() < deadline, "first messages: {seen:?}");
+        if let Some((_, m)) = next_event(&mut reader, Duration::from_secs(2)) {
+            if let Some(c) = m["channel"].as_str() {
+                seen.entry(c.to_owned()).or_insert(m.clone());
+            }
+        }
+    }
+    assert_eq!(
+        (&seen["price:binance:BTCUSDT"]["type"], &seen["price:binance:BTCUSDT"]["seq"]),
+        (&json!("snapshot"), &json!(1))
+    );
+    assert_eq!(seen["board:binance"]["type"], "snapshot");
+    let board = server.get_authed("/v1/market?exchange=binance&interval=1h");
+    assert_eq!(
+        seen["board:binance"]["data"]["intervals"]["1h"].as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        board.ok("market")["data"].as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        "each interval as GET /v1/market has it"
+    );
+    drop(reader);
+    // A firing, then a reconnect with Last-Event-ID before it: it comes with its inbox id.
+    let key = server.key.clone();
+    for s in server.volatile_pairs() {
+        let body = json!({"symbol":s,"type":"pct","direction":"any","pct":0.1,"window":"5m"}).to_string();
+        server.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&body)).ok("create pct");
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let entry = loop {
+        let inbox = server.get("/v1/inbox", Some(&key));
+        if let Some(e) = inbox.ok("inbox")["data"].as_array().and_then(|a| a.last().cloned()) {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "no firing in 120 s");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let before = entry["id"].as_i64().expect("id") - 1;
+    let (_, mut reader) = events(&server, "channels=alerts", &format!("Last-Event-ID: {before}\r\n"));
+    let (id, m) = next_event(&mut reader, Duration::from_secs(5)).expect("the entry after Last-Event-ID");
+    assert_eq!(
+        (id, m["id"].as_i64(), &m["channel"], &m["seq"]),
+        (entry["id"].as_i64(), entry["id"].as_i64(), &json!("alerts"), &json!(1))
+    );
+    assert_eq!(m["data"], entry["event"]);
 }

@@ -875,7 +875,7 @@ pub async fn serve(
                     let api = role == Role::Api && !front.is_market_node();
                     if api && req.uri().path() == "/v1/stream" {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "stream requested");
-                        return Ok::<_, Infallible>(front.stream(req, peer.ip()).await.map(Either::Left));
+                        return Ok::<_, Infallible>(front.stream(req, peer.ip()).await);
                     }
                     let (parts, body) = req.into_parts();
                     if role == Role::Api && parts.method == Method::GET && parts.uri.path() == "/site/events" {

@@ -20,7 +20,7 @@ pub const OPS: [&str; 3] = ["subscribe", "unsubscribe", "ping"];
 const FIELDS: [&str; 5] = ["op", "id", "channels", "since", "minUsd"];
 /// The channels served, as a client spells them.
 pub const CHANNEL_FORMS: &str =
-    "price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, alerts";
+    "price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, board:<exchange>, alerts";
 
 /// A channel a client can subscribe to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -46,6 +46,11 @@ pub enum Channel {
         /// The pair, uppercase; `None` for `*`.
         symbol: Option<String>,
     },
+    /// `board:<venue>`: the venue's board numbers, every interval.
+    Board {
+        /// The venue.
+        venue: Venue,
+    },
     /// `alerts`: the key's account's firings and notices.
     Alerts,
 }
@@ -57,6 +62,7 @@ impl Channel {
             Channel::Price { venue, symbol } => format!("price:{venue}:{symbol}"),
             Channel::Levels { venue, symbol } => format!("levels:{venue}:{}", symbol.as_deref().unwrap_or("*")),
             Channel::Walls { venue, symbol } => format!("walls:{venue}:{}", symbol.as_deref().unwrap_or("*")),
+            Channel::Board { venue } => format!("board:{venue}"),
             Channel::Alerts => "alerts".to_owned(),
         }
     }
@@ -153,6 +159,38 @@ pub fn parse(frame: &[u8]) -> Result<Op, OpError> {
     }
 }
 
+/// The subscription of a server-sent-events request (`GET /v1/stream?channels=a,b&since=N&minUsd=X`,
+/// channels fixed at connect): the same rules and errors as a `subscribe` op.
+pub fn from_query(channels: &str, since: Option<&str>, min_usd: Option<&str>) -> Result<Op, OpError> {
+    let mut obj = Map::new();
+    obj.insert("op".into(), Value::from("subscribe"));
+    obj.insert("id".into(), Value::from(0));
+    let names: Vec<Value> = channels.split(',').map(|c| Value::from(c.trim())).collect();
+    obj.insert("channels".into(), Value::Array(names));
+    let (since, min_usd) = query_numbers(since, min_usd)?;
+    if let Some(n) = since {
+        obj.insert("since".into(), Value::from(n));
+    }
+    if let Some(x) = min_usd.and_then(serde_json::Number::from_f64) {
+        obj.insert("minUsd".into(), Value::Number(x));
+    }
+    parse(Value::Object(obj).to_string().as_bytes())
+}
+
+/// The query's `since` (a non-negative inbox id) and `minUsd` (a positive number of USD), when
+/// present; refused whichever form the request asks for.
+pub fn query_numbers(since: Option<&str>, min_usd: Option<&str>) -> Result<(Option<i64>, Option<f64>), OpError> {
+    let since = since
+        .map(|t| t.trim().parse::<i64>().ok().filter(|n| *n >= 0))
+        .map(|n| n.ok_or_else(|| refuse(None, "'since' must be a non-negative integer (an inbox id)")))
+        .transpose()?;
+    let min_usd = min_usd
+        .map(|t| t.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0))
+        .map(|x| x.ok_or_else(|| refuse(None, "'minUsd' must be a positive number of USD")))
+        .transpose()?;
+    Ok((since, min_usd))
+}
+
 /// `channels`: a non-empty array of channel names, at most [`CHANNELS_PER_OP_MAX`], repeats
 /// dropped.
 fn channels(obj: &Map<String, Value>, id: u64) -> Result<Vec<Channel>, OpError> {
@@ -185,6 +223,9 @@ fn channel(name: &str) -> Result<Channel, OpError> {
     if name == "alerts" {
         return Ok(Channel::Alerts);
     }
+    if let Some(venue) = name.strip_prefix("board:") {
+        return venue_of(venue).map(|venue| Channel::Board { venue });
+    }
     let mut parts = name.splitn(3, ':');
     let (kind, venue, symbol) = (parts.next().unwrap_or(""), parts.next(), parts.next());
     let unknown = || refuse(None, format!("unknown channel '{}'. Allowed: {CHANNEL_FORMS}", clip(name, 64)));
@@ -192,10 +233,7 @@ fn channel(name: &str) -> Result<Channel, OpError> {
         return Err(unknown());
     }
     let (Some(venue), Some(symbol)) = (venue, symbol) else { return Err(unknown()) };
-    let Some(venue) = Venue::parse(venue) else {
-        let all: Vec<&str> = Venue::ALL.iter().map(|v| v.as_str()).collect();
-        return Err(refuse(None, format!("invalid exchange '{}'. Allowed: {}", clip(venue, 32), all.join(", "))));
-    };
+    let venue = venue_of(venue)?;
     if symbol == "*" && kind != "price" {
         return Ok(if kind == "levels" {
             Channel::Levels { venue, symbol: None }
@@ -212,6 +250,14 @@ fn channel(name: &str) -> Result<Channel, OpError> {
         "levels" => Channel::Levels { venue, symbol: Some(symbol) },
         "walls" => Channel::Walls { venue, symbol: Some(symbol) },
         _ => Channel::Price { venue, symbol },
+    })
+}
+
+/// An exchange as a channel names it.
+fn venue_of(name: &str) -> Result<Venue, OpError> {
+    Venue::parse(name).ok_or_else(|| {
+        let all: Vec<&str> = Venue::ALL.iter().map(|v| v.as_str()).collect();
+        refuse(None, format!("invalid exchange '{}'. Allowed: {}", clip(name, 32), all.join(", ")))
     })
 }
 
@@ -277,6 +323,8 @@ mod tests {
             })
         );
         assert_eq!((all_okx.name(), eth.name()), ("walls:okx:*".to_owned(), "levels:bybit:ETHUSDT".to_owned()));
+        let board = parse(br#"{"op":"unsubscribe","id":3,"channels":["board:OKX"]}"#);
+        assert_eq!(board, Ok(Op::Unsubscribe { id: 3, channels: vec![Channel::Board { venue: Venue::Okx }] }));
         assert_eq!(price.name(), "price:binance:BTCUSDT");
         let unsub = parse(br#"{"op":"unsubscribe","id":2,"channels":["alerts"]}"#);
         assert_eq!(unsub, Ok(Op::Unsubscribe { id: 2, channels: vec![Channel::Alerts] }));
@@ -304,7 +352,7 @@ mod tests {
             (r#"{"op":"subscribe","id":3,"channels":"alerts"}"#, Some(3), "field 'channels' must be an array"),
             (r#"{"op":"subscribe","id":3,"channels":[]}"#, Some(3), "must name at least one channel"),
             (r#"{"op":"subscribe","id":3,"channels":[1]}"#, Some(3), "field 'channels' must be an array"),
-            (r#"{"op":"subscribe","id":3,"channels":["news"]}"#, Some(3), "unknown channel 'news'. Allowed: price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, alerts"),
+            (r#"{"op":"subscribe","id":3,"channels":["news"]}"#, Some(3), "unknown channel 'news'. Allowed: price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, board:<exchange>, alerts"),
             (r#"{"op":"subscribe","id":3,"channels":["price:binance"]}"#, Some(3), "unknown channel 'price:binance'"),
             (r#"{"op":"subscribe","id":3,"channels":["price:kraken:BTCUSD"]}"#, Some(3), "invalid exchange 'kraken'. Allowed: binance, bybit, okx, bitget"),
             (r#"{"op":"subscribe","id":3,"channels":["price:okx:BTC-USDT"]}"#, Some(3), "the symbol must be a pair symbol"),
@@ -316,7 +364,8 @@ mod tests {
             (r#"{"op":"subscribe","id":3,"channels":["walls:okx:*"],"minUsd":0}"#, Some(3), "field 'minUsd' must be a positive number"),
             (r#"{"op":"subscribe","id":3,"channels":["walls:okx:*"],"minUsd":"5"}"#, Some(3), "field 'minUsd' must be a positive number"),
             (r#"{"op":"subscribe","id":3,"channels":["price:okx:*"]}"#, Some(3), "the symbol must be a pair symbol"),
-            (r#"{"op":"subscribe","id":3,"channels":["board:okx"]}"#, Some(3), "unknown channel 'board:okx'"),
+            (r#"{"op":"subscribe","id":3,"channels":["board:kraken"]}"#, Some(3), "invalid exchange 'kraken'"),
+            (r#"{"op":"subscribe","id":3,"channels":["boards:okx"]}"#, Some(3), "unknown channel 'boards:okx'"),
             (r#"{"op":"unsubscribe","id":3,"channels":["walls:okx:*"],"minUsd":1}"#, Some(3), "field 'minUsd' does not apply to op 'unsubscribe'"),
             (r#"{"op":"unsubscribe","id":3,"channels":["alerts"],"since":1}"#, Some(3), "field 'since' does not apply to op 'unsubscribe'"),
         ];
@@ -324,6 +373,29 @@ mod tests {
             let e = err(frame);
             assert_eq!(e.id, *id, "{frame}: {e:?}");
             assert!(e.message.contains(text), "{frame}: {:?} lacks {text:?}", e.message);
+        }
+    }
+
+    #[test]
+    fn a_query_subscribes_by_the_same_rules() {
+        let alerts = from_query("alerts,price:okx:btcusdt", Some("12"), None);
+        let price = Channel::Price { venue: Venue::Okx, symbol: "BTCUSDT".into() };
+        assert_eq!(
+            alerts,
+            Ok(Op::Subscribe { id: 0, channels: vec![Channel::Alerts, price], since: Some(12), min_usd: None })
+        );
+        let walls = from_query("walls:binance:*", None, Some("250000"));
+        assert!(matches!(walls, Ok(Op::Subscribe { min_usd: Some(m), .. }) if m == 250_000.0), "{walls:?}");
+        for (channels, since, min_usd, text) in [
+            ("", None, None, "unknown channel ''"),
+            ("alerts", Some("x"), None, "'since' must be a non-negative integer"),
+            ("alerts", Some("-1"), None, "'since' must be a non-negative integer"),
+            ("walls:okx:*", None, Some("NaN"), "'minUsd' must be a positive number"),
+            ("walls:okx:*", None, Some("-5"), "'minUsd' must be a positive number"),
+            ("price:okx:BTCUSDT", Some("1"), None, "field 'since' applies to the 'alerts' channel only"),
+        ] {
+            let e = from_query(channels, since, min_usd).expect_err(channels);
+            assert!(e.message.contains(text), "{channels}: {e:?}");
         }
     }
 

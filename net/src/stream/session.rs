@@ -7,8 +7,9 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use rampart_engine::BookId;
+use rampart_state::board::Numbers;
 use rampart_state::json::Json;
-use rampart_state::market_json::{write_density, write_level, write_levels, write_wall};
+use rampart_state::market_json::{write_board_numbers, write_density, write_level, write_levels, write_wall};
 use rampart_state::shared::{DensitySnapshot, LevelSnapshot};
 
 use super::ops::Channel;
@@ -32,6 +33,7 @@ struct Sub {
     seq: u64,
     price: Option<(i64, i64)>,
     price_sent_ms: i64,
+    board_ts: i64,
     min_usd: Option<f64>,
     levels: HashMap<BookId, Option<LevelsSeen>>,
     walls: HashMap<BookId, Option<WallsSeen>>,
@@ -225,6 +227,34 @@ impl Session {
             .collect()
     }
 
+    /// The board channels held.
+    pub fn board_channels(&self) -> Vec<Channel> {
+        self.subs.keys().filter(|c| matches!(c, Channel::Board { .. })).cloned().collect()
+    }
+
+    /// The venue's board built at `board_ts` as its channel's next message: a `snapshot` first,
+    /// then `board` at each new build (once a second); `data` is `{"ts","intervals":{"5m":…}}`,
+    /// each interval's numbers as `GET /v1/market` answers them. `None` when nothing is new.
+    pub fn board(&mut self, channel: &Channel, board_ts: i64, numbers: &[Numbers], now_ms: i64) -> Option<String> {
+        let sub = self.subs.get_mut(channel)?;
+        let first = sub.seq == 0;
+        if !first && sub.board_ts == board_ts {
+            return None;
+        }
+        sub.board_ts = board_ts;
+        let mut j = self.head(channel, if first { "snapshot" } else { "board" }, now_ms)?;
+        j.raw(",\"data\":{\"ts\":").int(board_ts).raw(",\"intervals\":{");
+        for (i, (tf, n)) in rampart_engine::Timeframe::ALL.iter().zip(numbers).enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            j.str(tf.as_str()).raw(":");
+            write_board_numbers(&mut j, n);
+        }
+        j.raw("}}}");
+        Some(j.finish())
+    }
+
     /// The inbox id after which `alerts` sends next; `None` when not subscribed (or not started).
     pub fn alerts_after(&self) -> Option<i64> {
         self.alerts_after.filter(|_| self.subs.contains_key(&Channel::Alerts))
@@ -397,6 +427,27 @@ mod tests {
         for i in 0..=ERRORS_PER_MINUTE_MAX as i64 {
             assert!(!later.error(None, "spread out", i * 7_000).close, "at most ten in any minute");
         }
+    }
+
+    #[test]
+    fn a_board_channel_sends_each_build_once() {
+        let mut s = Session::new(0);
+        let okx = Channel::Board { venue: Venue::Okx };
+        s.subscribe(std::slice::from_ref(&okx), None).expect("fits");
+        let numbers = [Numbers { pairs: 3, advancing: 2, ..Numbers::default() }; 6];
+        let first = json(&s.board(&okx, 1_000, &numbers, 1_010).expect("snapshot"));
+        assert_eq!(
+            (first["channel"].as_str(), first["type"].as_str(), first["seq"].as_u64()),
+            (Some("board:okx"), Some("snapshot"), Some(1))
+        );
+        assert_eq!(
+            (first["data"]["ts"].as_i64(), first["data"]["intervals"]["1h"]["advancing"].as_u64()),
+            (Some(1_000), Some(2))
+        );
+        assert_eq!(first["data"]["intervals"].as_object().map(|o| o.len()), Some(6));
+        assert_eq!(s.board(&okx, 1_000, &numbers, 1_500), None, "the same build");
+        let next = json(&s.board(&okx, 2_000, &numbers, 2_010).expect("the next build"));
+        assert_eq!((next["type"].as_str(), next["seq"].as_u64()), (Some("board"), Some(2)));
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! The API's Level and Wall objects as JSON, written in one place for every answer that carries
-//! them: `GET /v1/levels` and `GET /v1/densities` and the streams' snapshots and events.
+//! The API's Level, Wall and board objects as JSON, written in one place for every answer that
+//! carries them: `GET /v1/levels`, `GET /v1/densities`, `GET /v1/market` and the streams'
+//! snapshots and events.
 
 use rampart_engine::level::Level;
 use rampart_engine::wall::Wall;
 
+use crate::board::Numbers;
 use crate::json::Json;
 use crate::shared::{DensitySnapshot, PublishedWall};
 
@@ -61,4 +63,14 @@ pub fn write_level(j: &mut Json, l: &Level, current: i64) {
     j.raw(",\"timeframe\":").str(l.origin.as_str());
     j.raw(",\"time\":").int(l.time_ms);
     j.raw(",\"strength\":").int(i64::from(l.strength)).raw("}");
+}
+
+/// Writes a venue's board numbers over one interval (the `data` of `GET /v1/market`).
+pub fn write_board_numbers(j: &mut Json, n: &Numbers) {
+    j.raw("{\"pairs\":").int(i64::from(n.pairs));
+    j.raw(",\"advancing\":").int(i64::from(n.advancing)).raw(",\"declining\":").int(i64::from(n.declining));
+    j.raw(",\"unchanged\":").int(i64::from(n.unchanged)).raw(",\"up5\":").int(i64::from(n.up5));
+    j.raw(",\"down5\":").int(i64::from(n.down5)).raw(",\"walls\":").int(i64::from(n.walls));
+    j.raw(",\"atLevel\":").int(i64::from(n.at_level)).raw(",\"sentiment\":").float(n.sentiment, 1);
+    j.raw("}");
 }

@@ -48,6 +48,17 @@ pub struct WriterStats {
     /// Commits that wrote inbox entries (firings of any kind, delistings): live push to the
     /// site's open pages reads the inbox again when this moves.
     pub inbox_writes: AtomicU64,
+    /// Woken at each such commit: a stream's `alerts` waiting on it reads the inbox at once
+    /// (one that was not waiting sees `inbox_writes` move at its next look).
+    pub inbox_written: tokio::sync::Notify,
+}
+
+impl WriterStats {
+    /// Counts a commit that wrote inbox entries and wakes whoever waits for one.
+    pub fn note_inbox_write(&self) {
+        self.inbox_writes.fetch_add(1, Ordering::Release);
+        self.inbox_written.notify_waiters();
+    }
 }
 
 /// Called with every committed batch (the delivery side hooks in here).
@@ -197,7 +208,7 @@ fn delist(
     loop {
         match store.delist(ins.venue, &ins.symbol, clock.now_ms(), texts) {
             Ok(done) => {
-                stats.inbox_writes.fetch_add(1, Ordering::Release);
+                stats.note_inbox_write();
                 tracing::info!(
                     "{} {} delisted: {} alerts removed (shard held {held})",
                     ins.venue,
@@ -242,7 +253,7 @@ fn expire_due(
     }
     match store.expire(&ids, now, texts) {
         Ok(ended) if !ended.is_empty() => {
-            stats.inbox_writes.fetch_add(1, Ordering::Release);
+            stats.note_inbox_write();
             tracing::info!("{} alerts expired", ended.len());
             on_expired(&ended);
         }
@@ -293,7 +304,7 @@ fn commit_site(
         match result {
             Ok(n) => {
                 stats.site_firings.fetch_add(n as u64, Ordering::Relaxed);
-                stats.inbox_writes.fetch_add(1, Ordering::Release);
+                stats.note_inbox_write();
                 site.clear();
                 return;
             }
@@ -336,7 +347,7 @@ fn commit(
                 }
                 stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);
-                stats.inbox_writes.fetch_add(1, Ordering::Release);
+                stats.note_inbox_write();
                 on_committed(&done);
                 batch.clear();
                 return;

@@ -277,12 +277,9 @@ pub(super) fn market_body(board: &Board, venue: Venue, query: Option<&str>) -> R
     let n = board.venue(venue).numbers[interval.index()];
     let mut j = Json::with_capacity(256);
     j.raw("{\"exchange\":").str(venue.as_str()).raw(",\"interval\":").str(interval.as_str());
-    j.raw(",\"ts\":").int(board.ts_ms).raw(",\"data\":{\"pairs\":").int(i64::from(n.pairs));
-    j.raw(",\"advancing\":").int(i64::from(n.advancing)).raw(",\"declining\":").int(i64::from(n.declining));
-    j.raw(",\"unchanged\":").int(i64::from(n.unchanged)).raw(",\"up5\":").int(i64::from(n.up5));
-    j.raw(",\"down5\":").int(i64::from(n.down5)).raw(",\"walls\":").int(i64::from(n.walls));
-    j.raw(",\"atLevel\":").int(i64::from(n.at_level)).raw(",\"sentiment\":").float(n.sentiment, 1);
-    j.raw("}}");
+    j.raw(",\"ts\":").int(board.ts_ms).raw(",\"data\":");
+    rampart_state::market_json::write_board_numbers(&mut j, &n);
+    j.raw("}");
     Ok(j.finish())
 }
 impl Front {

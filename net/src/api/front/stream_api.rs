@@ -1,14 +1,17 @@
-//! `GET /v1/stream` (`decisions.md` §12): a WebSocket on the API port. The upgrade request is
-//! admitted exactly like every `/v1` request (key, plan, burst and quota: 401/403/429 before
-//! any upgrade) and then against the key's open streams (`Plan::stream_connections`: 429 with
-//! `Retry-After`). A request that is not a WebSocket upgrade is answered 426.
+//! `GET /v1/stream` (`decisions.md` §12): a WebSocket on the API port, or server-sent events
+//! for a request with `Accept: text/event-stream` (channels, `since` and `minUsd` in the query,
+//! `Last-Event-ID` resuming `alerts`). The request is admitted exactly like every `/v1` request
+//! (key, plan, burst and quota: 401/403/429 before any upgrade) and then against the key's open
+//! streams (`Plan::stream_connections`: 429 with `Retry-After`). A request that is neither an
+//! upgrade nor asks for events is answered 426.
 //!
 //! One task per connection (on the front's thread) reads the client's ops
 //! (`crate::stream::ops`), answers each, and every [`TICK`] sends what changed: the newest
 //! price of each `price` channel (conflated: a slow client gets the newest, never a queue), the
-//! account's new inbox entries on `alerts` (read when the writer's count of inbox commits moved,
-//! or every [`ALERTS_RESCAN_MS`], which also covers entries written by another process of a
-//! cluster), and a heartbeat after a second of silence (`crate::stream::session`).
+//! account's new inbox entries on `alerts` (read at once when the writer commits inbox entries,
+//! `WriterStats::inbox_written`, else when its count moved or every [`ALERTS_RESCAN_MS`], which
+//! also covers entries written by another process of a cluster), and a heartbeat after a second
+//! of silence (`crate::stream::session`).
 //!
 //! Bounds: a client frame of at most `ops::FRAME_BYTES_MAX` bytes (longer: closed 1009);
 //! [`UNSENT_BYTES_MAX`] bytes waiting to be written to a client, and a write that cannot finish
@@ -23,10 +26,15 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use http_body_util::{Either, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_VERSION, UPGRADE};
-use hyper::{Method, Request, StatusCode};
+use hyper::header::{
+    HeaderValue, ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY,
+    SEC_WEBSOCKET_VERSION, UPGRADE,
+};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -34,10 +42,13 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role as WsRole, WebSo
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
+use super::site::events::EventBody;
 use super::{error, method_not_allowed, ApiError, Front, Resp};
+use crate::api::limit::Usage;
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, Trades, BACKLOG_MAX, PRICE_EVERY_MS};
 use rampart_engine::BookId;
+use rampart_store::store::KeyRow;
 
 /// How often a connection's task looks for changes (prices are sent at most every
 /// `PRICE_EVERY_MS`, a multiple of it).
@@ -50,6 +61,9 @@ pub const UNSENT_BYTES_MAX: usize = 4 << 20;
 pub const SEND_WAIT: Duration = Duration::from_secs(5);
 /// Inbox entries read per look.
 const READ_MAX: u32 = 100;
+/// Server-sent events waiting for the client's socket at most (a message waits [`SEND_WAIT`]
+/// for room, then the stream ends and the client reconnects with `Last-Event-ID`).
+pub const EVENTS_QUEUED_MAX: usize = 64;
 
 /// Open streams per key.
 #[derive(Debug, Default)]
@@ -89,6 +103,15 @@ impl Drop for Place {
     }
 }
 
+/// Whether the request asks for server-sent events (`Accept: text/event-stream`).
+fn wants_events(req: &Request<Incoming>) -> bool {
+    req.headers()
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|t| t.trim().to_ascii_lowercase().starts_with("text/event-stream")))
+}
+
 /// Whether the request asks for a WebSocket (RFC 6455 §4.2.1); its `Sec-WebSocket-Key`.
 fn websocket_key(req: &Request<Incoming>) -> Option<HeaderValue> {
     let has = |name, token: &str| {
@@ -107,7 +130,11 @@ fn websocket_key(req: &Request<Incoming>) -> Option<HeaderValue> {
 impl Front {
     /// Answers `GET /v1/stream` and counts the answer (the access log line says the stream was
     /// asked for; its status is in `/metrics`).
-    pub(super) async fn stream(self: &Rc<Self>, req: Request<Incoming>, peer: IpAddr) -> Resp {
+    pub(super) async fn stream(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+        peer: IpAddr,
+    ) -> Response<Either<Full<Bytes>, EventBody>> {
         let started = std::time::Instant::now();
         let method = req.method().clone();
         let resp = self.stream_answer(req, peer).await;
@@ -115,10 +142,14 @@ impl Front {
         resp
     }
 
-    /// 101 and the connection's task, or the refusal.
-    async fn stream_answer(self: &Rc<Self>, mut req: Request<Incoming>, peer: IpAddr) -> Resp {
+    /// 101 and the connection's task, the event stream, or the refusal.
+    async fn stream_answer(
+        self: &Rc<Self>,
+        mut req: Request<Incoming>,
+        peer: IpAddr,
+    ) -> Response<Either<Full<Bytes>, EventBody>> {
         if req.method() != Method::GET {
-            return method_not_allowed("GET");
+            return method_not_allowed("GET").map(Either::Left);
         }
         let now_ms = self.clock.now_ms();
         let (parts, body) = req.into_parts();
@@ -126,8 +157,31 @@ impl Front {
         req = Request::from_parts(parts, body);
         let (account, usage) = match admitted {
             Ok(k) => k,
-            Err(e) => return e.into_response(),
+            Err(e) => return e.into_response().map(Either::Left),
         };
+        let query = req.uri().query();
+        let numbers = ops::query_numbers(
+            super::query_param(query, "since").as_deref(),
+            super::query_param(query, "minUsd").as_deref(),
+        );
+        if let Err(e) = numbers {
+            let mut r = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.message).into_response();
+            super::with_usage(&mut r, usage);
+            return r.map(Either::Left);
+        }
+        if wants_events(&req) {
+            let mut r = match self.stream_events(&req, &account).await {
+                Ok(r) => r.map(Either::Right),
+                Err(e) => e.into_response().map(Either::Left),
+            };
+            super::with_usage(&mut r, usage);
+            return r;
+        }
+        self.upgrade(req, &account, usage).map(Either::Left)
+    }
+
+    /// The WebSocket upgrade: 101 and the connection's task, or 426 / 429.
+    fn upgrade(self: &Rc<Self>, mut req: Request<Incoming>, account: &KeyRow, usage: Usage) -> Resp {
         let Some(key) = websocket_key(&req) else {
             let mut r = error(
                 StatusCode::UPGRADE_REQUIRED,
@@ -156,10 +210,11 @@ impl Front {
                 .max_frame_size(Some(ops::FRAME_BYTES_MAX))
                 .max_write_buffer_size(UNSENT_BYTES_MAX);
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config)).await;
-            front.run_stream(ws, account_id).await;
+            let session = Session::new(front.clock.now_ms());
+            front.run_stream(Out::Ws(Box::new(ws)), session, account_id).await;
         });
         let accept = derive_accept_key(key.as_bytes());
-        let mut r = Resp::new(http_body_util::Full::new(bytes::Bytes::new()));
+        let mut r = Resp::new(Full::new(Bytes::new()));
         *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
         let h = r.headers_mut();
         h.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
@@ -169,6 +224,61 @@ impl Front {
         }
         super::with_usage(&mut r, usage);
         r
+    }
+}
+
+impl Front {
+    /// `GET /v1/stream?channels=…` as server-sent events: the channels, `since` (or the
+    /// `Last-Event-ID` a reconnecting browser sends) and `minUsd` checked like a `subscribe`
+    /// (422, 404 for an unknown pair), the key's open streams counted (429); then 200 and the
+    /// stream's task, which sends each channel's first messages and then every change.
+    async fn stream_events(
+        self: &Rc<Self>,
+        req: &Request<Incoming>,
+        account: &KeyRow,
+    ) -> Result<Response<EventBody>, ApiError> {
+        let query = req.uri().query();
+        let Some(channels) = super::query_param(query, "channels") else {
+            return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
+        };
+        let last = req.headers().get("last-event-id").and_then(|v| super::site::session::last_event_id(v.as_bytes()));
+        let since = last.map(|i| i.to_string()).or_else(|| super::query_param(query, "since"));
+        let op = ops::from_query(&channels, since.as_deref(), super::query_param(query, "minUsd").as_deref())
+            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.message))?;
+        let Op::Subscribe { channels, since, min_usd, .. } = op else {
+            return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
+        };
+        if let Some(unknown) = channels.iter().find_map(|c| self.unknown_channel(c)) {
+            return Err(ApiError::new(StatusCode::NOT_FOUND, unknown));
+        }
+        let now_ms = self.clock.now_ms();
+        let mut session = Session::new(now_ms);
+        session
+            .subscribe(&channels, min_usd)
+            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+        let max = self.plans.get(&account.plan).map_or(0, |p| p.stream_connections);
+        if !self.streams.borrow_mut().open(account.id, max) {
+            return Err(ApiError::too_many(format!("at most {max} open streams per key on this plan; close one"), 5));
+        }
+        let place = Place { open: self.streams.clone(), key: account.id };
+        let (tx, rx) = tokio::sync::mpsc::channel(EVENTS_QUEUED_MAX);
+        let (front, account_id) = (self.clone(), account.account_id);
+        tokio::task::spawn_local(async move {
+            let _place = place;
+            let mut out = Out::Sse(tx);
+            for c in &channels {
+                if front.first_message(&mut out, &mut session, account_id, c, since, now_ms).await.is_err() {
+                    return;
+                }
+            }
+            front.run_stream(out, session, account_id).await;
+        });
+        let mut r = Response::new(EventBody::new(rx));
+        let h = r.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        Ok(r)
     }
 }
 
@@ -184,56 +294,59 @@ enum End {
 
 impl Front {
     /// One connection until it ends.
-    async fn run_stream(self: Rc<Self>, mut ws: Ws, account: i64) {
-        let mut session = Session::new(self.clock.now_ms());
+    async fn run_stream(self: Rc<Self>, mut out: Out, mut session: Session, account: i64) {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut looked = Looks { prices_ms: 0, inbox_writes: u64::MAX, inbox_ms: 0 };
         let end = loop {
             let step = tokio::select! {
-                frame = ws.next() => match frame {
-                    Some(Ok(Message::Text(t))) => self.answer_op(&mut ws, &mut session, account, t.as_bytes()).await,
-                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut ws, &mut session, account, &b).await,
+                frame = out.next_frame() => match frame {
+                    Some(Ok(Message::Text(t))) => self.answer_op(&mut out, &mut session, account, t.as_bytes()).await,
+                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut out, &mut session, account, &b).await,
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => Ok(()),
                     Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => Err(End::Close(CloseCode::Size, "message too long")),
                     Some(Ok(Message::Close(_)) | Err(_)) | None => Err(End::Gone),
                 },
-                _ = tick.tick() => self.push_changes(&mut ws, &mut session, account, &mut looked).await,
+                _ = tick.tick() => self.push_changes(&mut out, &mut session, account, &mut looked).await,
+                _ = self.writer_stats.inbox_written.notified(), if session.alerts_after().is_some() => {
+                    let now_ms = self.clock.now_ms();
+                    self.push_alerts(&mut out, &mut session, account, &mut looked, now_ms).await
+                }
             };
             if let Err(end) = step {
                 break end;
             }
         };
-        if let End::Close(code, reason) = end {
+        if let (End::Close(code, reason), Out::Ws(ws)) = (end, &mut out) {
             let frame = CloseFrame { code, reason: reason.into() };
-            let _ = tokio::time::timeout(SEND_WAIT, ws.close(Some(frame))).await;
+            let _ = tokio::time::timeout(SEND_WAIT, ws.as_mut().close(Some(frame))).await;
         }
     }
 
     /// Parses and answers one client frame.
-    async fn answer_op(&self, ws: &mut Ws, s: &mut Session, account: i64, frame: &[u8]) -> Result<(), End> {
+    async fn answer_op(&self, out: &mut Out, s: &mut Session, account: i64, frame: &[u8]) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
         let op = match ops::parse(frame) {
             Ok(op) => op,
-            Err(e) => return refuse(ws, s, e.id, &e.message, now_ms).await,
+            Err(e) => return refuse(out, s, e.id, &e.message, now_ms).await,
         };
         match op {
-            Op::Ping { id } => send(ws, s.ack(id, now_ms)).await,
+            Op::Ping { id } => out.send(s.ack(id, now_ms), None).await,
             Op::Unsubscribe { id, channels } => {
                 s.unsubscribe(&channels);
-                send(ws, s.ack(id, now_ms)).await
+                out.send(s.ack(id, now_ms), None).await
             }
             Op::Subscribe { id, channels, since, min_usd } => {
                 if let Some(unknown) = channels.iter().find_map(|c| self.unknown_channel(c)) {
-                    return refuse(ws, s, Some(id), &unknown, now_ms).await;
+                    return refuse(out, s, Some(id), &unknown, now_ms).await;
                 }
                 let fresh = match s.subscribe(&channels, min_usd) {
                     Ok(f) => f,
-                    Err(e) => return refuse(ws, s, Some(id), &e.to_string(), now_ms).await,
+                    Err(e) => return refuse(out, s, Some(id), &e.to_string(), now_ms).await,
                 };
-                send(ws, s.ack(id, now_ms)).await?;
+                out.send(s.ack(id, now_ms), None).await?;
                 for c in &fresh {
-                    self.first_message(ws, s, account, c, since, now_ms).await?;
+                    self.first_message(out, s, account, c, since, now_ms).await?;
                 }
                 Ok(())
             }
@@ -249,8 +362,25 @@ impl Front {
             Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
                 self.venue_or_404(venue.as_str()).err().map(|e| e.message)
             }
+            Channel::Board { venue } => self.venue_or_404(venue.as_str()).err().map(|e| e.message),
             Channel::Alerts => None,
         }
+    }
+
+    /// The board channels' next messages (a snapshot on the first look, then each new build).
+    fn board_look(&self, s: &mut Session, now_ms: i64) -> Vec<String> {
+        let channels = s.board_channels();
+        if channels.is_empty() {
+            return Vec::new();
+        }
+        let board = self.board.load();
+        channels
+            .iter()
+            .filter_map(|c| match c {
+                Channel::Board { venue } => s.board(c, board.ts_ms, &board.venue(*venue).numbers, now_ms),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The books a levels or walls channel covers now (a `*` channel: the venue's listed pairs,
@@ -263,7 +393,7 @@ impl Front {
             Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
                 self.listed_books(*venue)
             }
-            Channel::Price { .. } | Channel::Alerts => Vec::new(),
+            Channel::Price { .. } | Channel::Board { .. } | Channel::Alerts => Vec::new(),
         }
     }
 
@@ -290,7 +420,7 @@ impl Front {
     /// `since` (oldest first, at most `BACKLOG_MAX`), or nothing but the cursor at the newest.
     async fn first_message(
         &self,
-        ws: &mut Ws,
+        out: &mut Out,
         s: &mut Session,
         account: i64,
         c: &Channel,
@@ -298,9 +428,15 @@ impl Front {
         now_ms: i64,
     ) -> Result<(), End> {
         match c {
+            Channel::Board { .. } => {
+                for m in self.board_look(s, now_ms) {
+                    out.send(m, None).await?;
+                }
+                Ok(())
+            }
             Channel::Levels { .. } | Channel::Walls { .. } => {
                 for m in self.market_look(s, c, now_ms) {
-                    send(ws, m).await?;
+                    out.send(m, None).await?;
                 }
                 Ok(())
             }
@@ -308,7 +444,7 @@ impl Front {
                 let Ok(book) = self.book(*venue, symbol) else { return Ok(()) };
                 let (price, ts) = self.shared.price(book);
                 match s.price(c, price, ts, now_ms) {
-                    Some(m) => send(ws, m).await,
+                    Some(m) => out.send(m, None).await,
                     None => Ok(()),
                 }
             }
@@ -323,7 +459,7 @@ impl Front {
                 let rows = rows.map_err(|_| End::Close(CloseCode::Again, "storage unavailable; retry later"))?;
                 for r in &rows {
                     if let Some(m) = s.alert_entry(r.id, &r.kind, &r.body, now_ms) {
-                        send(ws, m).await?;
+                        out.send(m, Some(r.id)).await?;
                     }
                 }
                 Ok(())
@@ -332,7 +468,7 @@ impl Front {
     }
 
     /// What changed since the last look: prices, inbox entries, a heartbeat.
-    async fn push_changes(&self, ws: &mut Ws, s: &mut Session, account: i64, looked: &mut Looks) -> Result<(), End> {
+    async fn push_changes(&self, out: &mut Out, s: &mut Session, account: i64, looked: &mut Looks) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
         if now_ms - looked.prices_ms >= PRICE_EVERY_MS {
             looked.prices_ms = now_ms;
@@ -347,37 +483,56 @@ impl Front {
                 let Some(book) = book else { continue };
                 let (price, ts) = self.shared.price(book);
                 if let Some(m) = s.price(&c, price, ts, now_ms) {
-                    send(ws, m).await?;
+                    out.send(m, None).await?;
                 }
             }
+        }
+        for m in self.board_look(s, now_ms) {
+            out.send(m, None).await?;
         }
         for c in s.market_channels() {
             for m in self.market_look(s, &c, now_ms) {
-                send(ws, m).await?;
+                out.send(m, None).await?;
             }
         }
-        if let Some(after) = s.alerts_after() {
-            let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
-            if writes != looked.inbox_writes || now_ms - looked.inbox_ms >= ALERTS_RESCAN_MS {
-                looked.inbox_writes = writes;
-                looked.inbox_ms = now_ms;
-                let rows = self.storage.run(move |store| store.inbox_after(account, after, READ_MAX)).await;
-                // A failed read is tried again at the next look.
-                let rows = rows.unwrap_or_default();
-                if rows.len() == READ_MAX as usize {
-                    looked.inbox_writes = u64::MAX;
-                }
-                for r in &rows {
-                    if let Some(m) = s.alert_entry(r.id, &r.kind, &r.body, now_ms) {
-                        send(ws, m).await?;
-                    }
-                }
-            }
-        }
+        self.push_alerts(out, s, account, looked, now_ms).await?;
         match s.heartbeat(now_ms) {
-            Some(m) => send(ws, m).await,
+            Some(m) => out.send(m, None).await,
             None => Ok(()),
         }
+    }
+}
+
+impl Front {
+    /// The account's new inbox entries on `alerts`, read when the writer's count of inbox commits
+    /// moved or every [`ALERTS_RESCAN_MS`].
+    async fn push_alerts(
+        &self,
+        out: &mut Out,
+        s: &mut Session,
+        account: i64,
+        looked: &mut Looks,
+        now_ms: i64,
+    ) -> Result<(), End> {
+        let Some(after) = s.alerts_after() else { return Ok(()) };
+        let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
+        if writes == looked.inbox_writes && now_ms - looked.inbox_ms < ALERTS_RESCAN_MS {
+            return Ok(());
+        }
+        looked.inbox_writes = writes;
+        looked.inbox_ms = now_ms;
+        let rows = self.storage.run(move |store| store.inbox_after(account, after, READ_MAX)).await;
+        // A failed read is tried again at the next look.
+        let rows = rows.unwrap_or_default();
+        if rows.len() == READ_MAX as usize {
+            looked.inbox_writes = u64::MAX;
+        }
+        for r in &rows {
+            if let Some(m) = s.alert_entry(r.id, &r.kind, &r.body, now_ms) {
+                out.send(m, Some(r.id)).await?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -388,19 +543,52 @@ struct Looks {
     inbox_ms: i64,
 }
 
-/// Sends one text frame, closing 4008 when the client does not take it within [`SEND_WAIT`].
-async fn send(ws: &mut Ws, text: String) -> Result<(), End> {
-    match tokio::time::timeout(SEND_WAIT, ws.send(Message::text(text))).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(_)) => Err(End::Gone),
-        Err(_) => Err(End::Close(CloseCode::from(4008), "slow consumer")),
+/// Where a connection's messages go: a WebSocket, or the body of a server-sent-events answer.
+enum Out {
+    /// Text frames.
+    Ws(Box<Ws>),
+    /// Events (`id:` for an `alerts` entry, `data:` the message), read by [`EventBody`].
+    Sse(tokio::sync::mpsc::Sender<Bytes>),
+}
+
+impl Out {
+    /// Sends one message (`event_id`: the inbox id of an `alerts` entry, for an SSE client's
+    /// `Last-Event-ID`); a client that does not take it within [`SEND_WAIT`] ends the connection
+    /// (a WebSocket is closed 4008 "slow consumer").
+    async fn send(&mut self, text: String, event_id: Option<i64>) -> Result<(), End> {
+        match self {
+            Out::Ws(ws) => match tokio::time::timeout(SEND_WAIT, ws.send(Message::text(text))).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(_)) => Err(End::Gone),
+                Err(_) => Err(End::Close(CloseCode::from(4008), "slow consumer")),
+            },
+            Out::Sse(tx) => {
+                let id = event_id.map(|i| format!("id: {i}\n")).unwrap_or_default();
+                let event = Bytes::from(format!("{id}data: {text}\n\n"));
+                match tokio::time::timeout(SEND_WAIT, tx.send(event)).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(_)) | Err(_) => Err(End::Gone),
+                }
+            }
+        }
+    }
+
+    /// The client's next frame (an SSE client sends none: this waits until it goes).
+    async fn next_frame(&mut self) -> Option<Result<Message, tokio_tungstenite::tungstenite::Error>> {
+        match self {
+            Out::Ws(ws) => ws.next().await,
+            Out::Sse(tx) => {
+                tx.closed().await;
+                None
+            }
+        }
     }
 }
 
 /// Sends an error answer; past ten in a minute, closes 1008.
-async fn refuse(ws: &mut Ws, s: &mut Session, id: Option<u64>, message: &str, now_ms: i64) -> Result<(), End> {
+async fn refuse(out: &mut Out, s: &mut Session, id: Option<u64>, message: &str, now_ms: i64) -> Result<(), End> {
     let r = s.error(id, message, now_ms);
-    send(ws, r.frame).await?;
+    out.send(r.frame, None).await?;
     if r.close {
         return Err(End::Close(CloseCode::Policy, "too many errors"));
     }

@@ -53,6 +53,13 @@ pub struct EventBody {
     rx: tokio::sync::mpsc::Receiver<Bytes>,
 }
 
+impl EventBody {
+    /// A body of the messages `rx` receives (`GET /v1/stream` as server-sent events too).
+    pub(in crate::api::front) fn new(rx: tokio::sync::mpsc::Receiver<Bytes>) -> EventBody {
+        EventBody { rx }
+    }
+}
+
 impl Body for EventBody {
     type Data = Bytes;
     type Error = Infallible;
