@@ -9,7 +9,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use rampart_tests::{Server, SimVenue, FAST};
+use rampart_tests::cluster::{create_firing, movers, roomy_config, unlimited_key};
+use rampart_tests::{json_receiver, pg_database, Server, SimVenue, FAST};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -404,4 +405,41 @@ fn the_same_messages_come_as_server_sent_events_and_resume_from_the_last_id() {
         (entry["id"].as_i64(), entry["id"].as_i64(), &json!("alerts"), &json!(1))
     );
     assert_eq!(m["data"], entry["event"]);
+}
+
+/// In a cluster a firing recorded by a market node reaches a stream on any api node at once:
+/// the market node announces its inbox commits on NATS and each api node's streams read the
+/// inbox when they hear it, not at their one-second look.
+#[test]
+fn a_cluster_pushes_firings_to_streams_on_every_api_node() {
+    let postgres = pg_database();
+    let nats = rampart_testkit::nats::server().url();
+    let (hook, _hits) = json_receiver();
+    let cfg = roomy_config("cluster-streams");
+    let common = [FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
+    let _market =
+        Server::start_with_key(BIN, &[common.as_slice(), &["--role", "market", "--partition", "0/1"]].concat(), "");
+    let api_args = [common.as_slice(), &["--role", "api", "--partitions", "1"]].concat();
+    let api_a = Server::start(BIN, &api_args);
+    let api_b = Server::start_with_key(BIN, &api_args, &api_a.key);
+    let key = unlimited_key(BIN, &cfg, &postgres);
+    let mut ws = connect(&api_b, &key).expect("a stream on api node b");
+    send(&mut ws, &json!({"op":"subscribe","id":1,"channels":["alerts"]}));
+    assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":1}))));
+    let symbols = movers(&api_a, &key);
+    assert!(symbols.len() >= 5, "moving pairs: {symbols:?}");
+    let ids: Vec<i64> = symbols.iter().take(5).map(|s| create_firing(&api_a, &key, s, hook)).collect();
+    let mut lags = Vec::new();
+    while lags.len() < ids.len() {
+        let m = wait_for(&mut ws, Duration::from_secs(60), |m| m["channel"] == "alerts");
+        assert_eq!(m["type"], "alert.triggered", "{m}");
+        assert!(ids.contains(&m["data"]["alert"]["id"].as_i64().unwrap_or(-1)), "{m}");
+        let lag = m["ts"].as_i64().unwrap_or(0) - m["data"]["trigger"]["time"].as_i64().unwrap_or(0);
+        lags.push(lag);
+    }
+    lags.sort_unstable();
+    eprintln!("trade -> the alerts message on another api node, ms: {lags:?}");
+    // Each firing's own round: the trade, the market node's commit, NATS, the inbox read. The
+    // one-second look alone would put the median near 500 ms.
+    assert!(lags[lags.len() / 2] < 400, "median {} ms: {lags:?}", lags[lags.len() / 2]);
 }

@@ -866,7 +866,10 @@ fn serve(args: ServeArgs) -> Result<()> {
         false => None,
     };
     let links = match s.role {
-        node::NodeRole::Market(p) => Some(node::MarketLinks::start(&s, p, &shards, &clock, owner.as_ref())?),
+        node::NodeRole::Market(p) => {
+            let stats = persistence.writer.stats.clone();
+            Some(node::MarketLinks::start(&s, p, &shards, &clock, owner.as_ref(), stats)?)
+        }
         _ => None,
     };
     let metrics = persistence.metrics(&s, &shards, &clock, links.as_ref().map(|l| l.health.clone()));

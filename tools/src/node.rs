@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use rampart_cluster::commands::{CommandServer, Forwarder};
+use rampart_cluster::inbox::{Beacon, Listener};
 use rampart_cluster::node::{NamedLock, NodeHealth, Role};
 use rampart_cluster::owner::{Keeper, Ownership};
 use rampart_cluster::snapshots::{Replica, SnapshotPublisher};
@@ -118,6 +119,8 @@ pub(crate) struct MarketLinks {
     pub(crate) health: Arc<NodeHealth>,
     snapshots: SnapshotPublisher,
     commands: CommandServer,
+    /// Announces the writer's inbox commits to the api nodes' streams.
+    inbox: Beacon,
 }
 
 impl MarketLinks {
@@ -128,6 +131,7 @@ impl MarketLinks {
         shards: &ShardSet,
         clock: &SharedClock,
         owner: Option<&Owner>,
+        writer_stats: Arc<rampart_store::writer::WriterStats>,
     ) -> Result<MarketLinks> {
         let Some(url) = s.nats.clone() else { bail!("--role market needs --nats") };
         let health = NodeHealth::new(Role::Market, p);
@@ -138,15 +142,17 @@ impl MarketLinks {
         let shared = shards.shared().clone();
         let snapshots = SnapshotPublisher::start(shared.clone(), p, url.clone(), clock.clone(), health.clone())?;
         let store = s.store.open()?;
+        let inbox = Beacon::start(url.clone(), writer_stats)?;
         let commands = CommandServer::start(shared, shards.commands(), p, store, url, clock.clone(), health.clone())?;
         tracing::info!("market node of partition {p}: snapshots and commands on NATS");
-        Ok(MarketLinks { health, snapshots, commands })
+        Ok(MarketLinks { health, snapshots, commands, inbox })
     }
 
     /// Stops both threads (before the shards).
     pub(crate) fn stop(self) {
         drop(self.commands);
         drop(self.snapshots);
+        drop(self.inbox);
     }
 }
 
@@ -257,6 +263,11 @@ impl MarketAlertsHere {
         Ok(MarketAlertsHere { events, lock, writer, _watcher: watcher })
     }
 
+    /// Its writer's counters (the beacon announces its inbox commits).
+    fn writer_stats(&self) -> Arc<rampart_store::writer::WriterStats> {
+        self.writer.stats.clone()
+    }
+
     fn alerts(&self) -> MarketAlerts {
         MarketAlerts::new(self.events.clone()).with_gate(self.lock.held.clone())
     }
@@ -283,7 +294,7 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let listings = ListingWatch::start(&s, &shared, partitions)?;
     let health = Arc::new(NodeHealth::new(Role::Api, Partition { index: 0, count: partitions }));
     let replica = Replica::start(shared.clone(), url.clone(), clock.clone(), health.clone())?;
-    let forwarder = Forwarder::start(shared.clone(), url, health.clone())?;
+    let forwarder = Forwarder::start(shared.clone(), url.clone(), health.clone())?;
     tracing::info!("api node over {partitions} partitions, {} books", shared.registry().len());
     let storage_health = Arc::new(StorageHealth::default());
     let checkpointer =
@@ -304,6 +315,12 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let market = MarketAlertsHere::start(&s, &shared, &storage_health, &clock, &health)?;
     let board = Arc::new(ArcSwap::from_pointee(Board::empty()));
     let board_thread = BoardThread::start(shared.clone(), board.clone(), clock.clone(), Some(market.alerts()))?;
+    // Streams wake on every node's inbox commits, announced on NATS (this node's site market
+    // alerts' writer among them); the front's count is the listener's alone, so an announcement
+    // heard is never announced again.
+    let inbox_beacon = Beacon::start(url.clone(), market.writer_stats())?;
+    let heard = Arc::new(rampart_store::writer::WriterStats::default());
+    let inbox_listener = Listener::start(url.clone(), heard.clone())?;
     let front = Front::new(
         shared.clone(),
         forwarder.commands(shared.clone()),
@@ -312,7 +329,8 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
         s.plans.clone(),
         FrontStorage { keys: KeyWatcher::start(store, clock.clone())?, thread: storage_thread, health: storage_health },
         s.allow_private,
-    );
+    )
+    .with_writer_stats(heard);
     let front = Rc::new(configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health));
     let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
     watch.stage("stopping the storage thread");
@@ -320,6 +338,8 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     watch.stage("stopping the market alerts' writer");
     market.stop();
     watch.stage("stopping the cluster threads");
+    drop(inbox_listener);
+    drop(inbox_beacon);
     drop(forwarder);
     drop(replica);
     // A listing in flight to a venue that hangs could hold this past the stop's bound, which

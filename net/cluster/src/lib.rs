@@ -25,6 +25,7 @@ use futures_lite::StreamExt;
 
 pub mod commands;
 pub mod health;
+pub mod inbox;
 pub mod node;
 pub mod owner;
 pub mod publisher;
