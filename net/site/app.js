@@ -327,6 +327,33 @@
 
   function onLeave(fn) { state.cleanups.push(fn); }
 
+  /**
+   * The page's market stream (`GET /site/v1/stream`, server-sent events with the session):
+   * `onMessage` gets each message of `channels` while the page stays; `live()` says whether it
+   * is open now (the page polls what it would otherwise push while it is not). Closed when the
+   * page is left; a dropped stream is reopened by the browser and starts from new snapshots.
+   */
+  function marketStream(channels, onMessage) {
+    const status = { live: () => false, close: () => {}, messages: 0 };
+    window.rampartStream = status;
+    if (typeof EventSource === 'undefined') return status;
+    const es = new EventSource('/site/v1/stream' + q({ channels: channels.join(',') }));
+    status.live = () => es.readyState === EventSource.OPEN;
+    status.close = () => es.close();
+    es.onmessage = (ev) => {
+      let m = null;
+      try { m = JSON.parse(ev.data); } catch (e) { return; }
+      if (!m || typeof m !== 'object' || !m.channel) return;
+      status.messages += 1;
+      onMessage(m);
+    };
+    onLeave(() => {
+      es.close();
+      if (window.rampartStream === status) window.rampartStream = null;
+    });
+    return status;
+  }
+
   function mount(title, nodes) {
     document.title = title + ' · rampart';
     const main = document.getElementById('main');
@@ -660,18 +687,35 @@
     const rankings = h('section', { class: 'panel', 'aria-labelledby': 'rank-h' }, rankTitle, t.wrap);
 
     let seq = 0;
+    let stream = null;
+    let streamed = null;
+    // The board comes from the stream (each build, once a second) while it is open.
+    function follow() {
+      if (stream && streamed === m.exchange) return;
+      if (stream) stream.close();
+      streamed = m.exchange;
+      const gen2 = state.gen;
+      stream = marketStream(['board:' + m.exchange], (msg) => {
+        if (!current(gen2) || msg.channel !== 'board:' + m.exchange || !msg.data || !msg.data.intervals) return;
+        const numbers = msg.data.intervals[m.interval];
+        if (numbers) drawBoard({ exchange: m.exchange, interval: m.interval, ts: msg.data.ts, data: numbers }, true);
+      });
+    }
+
     async function refresh() {
+      follow();
       const mine = Object.assign({}, m);
       const my = ++seq;
+      const live = stream && stream.live();
       const [market, ranking] = await Promise.allSettled([
-        call('GET', v1('market', { exchange: mine.exchange, interval: mine.interval })),
+        live ? Promise.resolve(null) : call('GET', v1('market', { exchange: mine.exchange, interval: mine.interval })),
         call('GET', v1('rankings/' + enc(mine.category), {
           exchange: mine.exchange, metric: mine.metric, interval: mine.interval, order: mine.order, limit: RANKING_LIMIT,
         })),
       ]);
       if (!current(gen) || my !== seq) return;
       const problems = [];
-      if (market.status === 'fulfilled') drawBoard(market.value);
+      if (market.status === 'fulfilled') { if (market.value) drawBoard(market.value, false); }
       else {
         problems.push('Board: ' + errText(market.reason));
         board.setAttribute('aria-busy', 'false');
@@ -684,13 +728,14 @@
       say(error, problems.join(' '));
     }
 
-    function drawBoard(r) {
+    function drawBoard(r, live) {
       const d = r.data || {};
       BOARD_FIELDS.forEach(([k]) => say(values[k], fmtInt(d[k])));
       say(values.sentiment, isNum(d.sentiment) ? numberFmt.format(d.sentiment) : '–');
       if (isNum(d.sentiment)) meter.value = d.sentiment;
       say(boardTitle, 'Market board · ' + (r.exchange || m.exchange) + ' · ' + (r.interval || m.interval));
-      say(updated, 'Updated ' + fmtTime(isNum(r.ts) ? r.ts : Date.now()) + '; refreshes every ' + MARKET_REFRESH_MS / 1000 + ' s.');
+      const how = live ? 'live.' : 'refreshes every ' + MARKET_REFRESH_MS / 1000 + ' s.';
+      say(updated, 'Updated ' + fmtTime(isNum(r.ts) ? r.ts : Date.now()) + '; ' + how);
       board.setAttribute('aria-busy', 'false');
     }
 
@@ -806,6 +851,38 @@
     let lastLevels = [];
     let lastWalls = [];
 
+    function redraw() {
+      if (chart) chart.lines(lastLevels, lastWalls);
+      drawLevelTable(levelsT, lastLevels, drawn.levels);
+      drawWallTable(wallsT, lastWalls);
+      if (chart && drawn.candles && drawn.levels) handle.ready = true;
+    }
+
+    // Price, levels and walls come from the stream while it is open (a level broken by a trade
+    // leaves the chart at once, walls move with each scan); candles and metrics are polled.
+    const sameWall = (a, b) => a.side === b.side && a.price === b.price;
+    const stream = marketStream(['price', 'levels', 'walls'].map((c) => c + ':' + exchange + ':' + symbol), (m) => {
+      if (!current(gen) || !m.data) return;
+      const d = m.data;
+      if (m.channel.startsWith('price:')) {
+        if (isNum(d.price)) say(price, fmtPrice(d.price));
+        return;
+      }
+      if (m.type === 'snapshot' && Array.isArray(d.levels)) {
+        lastLevels = d.levels;
+        drawn.levels = true;
+      } else if (m.type === 'level.broken' && d.level) {
+        lastLevels = lastLevels.filter((l) => l.price !== d.level.price);
+      } else if (m.type === 'snapshot' && d.snapshot) {
+        lastWalls = Array.isArray(d.snapshot.walls) ? d.snapshot.walls : [];
+      } else if ((m.type === 'wall.appeared' || m.type === 'wall.changed') && d.wall) {
+        lastWalls = lastWalls.filter((w) => !sameWall(w, d.wall)).concat([d.wall]);
+      } else if (m.type === 'wall.gone' && d.wall) {
+        lastWalls = lastWalls.filter((w) => !sameWall(w, d.wall));
+      } else return;
+      redraw();
+    });
+
     interval.input.addEventListener('change', () => {
       state.pairInterval = interval.input.value;
       savePrefs('pairInterval', state.pairInterval);
@@ -824,10 +901,11 @@
     async function refresh(full) {
       const tf = state.pairInterval;
       const wantAll = full || !drawn.candles;
+      const live = stream.live();
       const [candles, levels, dens, metrics] = await Promise.allSettled([
         call('GET', v1('candles/' + enc(symbol), { exchange: exchange, interval: tf, limit: wantAll ? CANDLE_LIMIT : 3 })),
-        call('GET', v1('levels/' + enc(symbol), { exchange: exchange })),
-        call('GET', v1('densities/' + enc(symbol), { exchange: exchange })),
+        live ? Promise.resolve(null) : call('GET', v1('levels/' + enc(symbol), { exchange: exchange })),
+        live ? Promise.resolve(null) : call('GET', v1('densities/' + enc(symbol), { exchange: exchange })),
         call('GET', v1('metrics/' + enc(symbol), { exchange: exchange, interval: tf })),
       ]);
       if (!current(gen) || tf !== state.pairInterval) return;
@@ -838,23 +916,22 @@
         const last = bars[bars.length - 1];
         if (last && isNum(last.close)) say(price, fmtPrice(last.close));
       } else problems.push('Candles: ' + errText(candles.reason));
-      if (dens.status === 'fulfilled') {
+      if (dens.status === 'fulfilled' && dens.value === null) {
+        // the stream keeps the walls
+      } else if (dens.status === 'fulfilled') {
         const d = dens.value.data || {};
         lastWalls = Array.isArray(d.walls) ? d.walls : [];
       } else if (dens.reason && dens.reason.status === 404) {
         lastWalls = []; // no wall at this moment (or an unknown pair, which the levels call reports)
       } else problems.push('Walls: ' + errText(dens.reason));
-      if (levels.status === 'fulfilled') {
+      if (levels.status === 'fulfilled' && levels.value !== null) {
         lastLevels = Array.isArray(levels.value.data) ? levels.value.data : [];
         drawn.levels = true;
-      } else problems.push('Levels: ' + errText(levels.reason));
-      if (chart) chart.lines(lastLevels, lastWalls);
-      drawLevelTable(levelsT, lastLevels, drawn.levels);
-      drawWallTable(wallsT, lastWalls);
+      } else if (levels.status !== 'fulfilled') problems.push('Levels: ' + errText(levels.reason));
+      redraw();
       if (metrics.status === 'fulfilled') drawMetrics(metricsBox, metrics.value, tf);
       else problems.push('Metrics: ' + errText(metrics.reason));
       say(error, problems.join(' '));
-      if (chart && drawn.candles && drawn.levels) handle.ready = true;
     }
 
     async function loadAlerts() {

@@ -392,6 +392,58 @@ async function main(browser) {
     assert.deepEqual(tfs, ['5m', '15m', '1h', '4h', '1d', '1w']);
   }
 
+  step('pair page is live: a wall the simulator removes leaves the chart and one it places appears, with no levels or walls request and no reload');
+  {
+    await pageTrue(a.page, () => window.rampartStream && window.rampartStream.live(), null, 'the pair page opened no stream');
+    const asked = [];
+    const count = (req) => {
+      const u = req.url();
+      if (u.includes('/site/v1/levels') || u.includes('/site/v1/densities')) asked.push(u);
+    };
+    a.page.on('request', count);
+    await a.page.evaluate(() => {
+      window.__marker = 2;
+    });
+    const removed = await fetch(`${SIM}/sim/level`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ venue: VENUE, symbol: SYMBOL, side: 'bid', price: String(A.wallPrice), qty: '0' }),
+      signal: AbortSignal.timeout(WAIT),
+    });
+    assert.equal(removed.status, 200, `removing the wall answered ${removed.status}: ${await removed.text()}`);
+    await until(`the removed wall at ${A.wallPrice} is still a chart line`, async () => {
+      const lines = await a.page.evaluate(() => window.rampartChart.priceLines());
+      return !lines.some((p) => p.title === 'wall bid' && close(p.price, A.wallPrice));
+    });
+    A.wallPrice = await placeWall();
+    await until(`the new wall at ${A.wallPrice} did not become a chart line`, async () => {
+      const lines = await a.page.evaluate(() => window.rampartChart.priceLines());
+      return lines.some((p) => p.title === 'wall bid' && close(p.price, A.wallPrice));
+    });
+    a.page.off('request', count);
+    assert.deepEqual(asked, [], 'the pair page polled what the stream pushes');
+    assert.equal(await a.page.evaluate(() => window.__marker), 2, 'the page was reloaded');
+    note(`stream messages on the pair page: ${await a.page.evaluate(() => window.rampartStream.messages)}`);
+  }
+
+  step('market page is live: the board is rebuilt on the page every second with no /site/v1/market request');
+  {
+    await nav(a.page, 'market');
+    await visible(a.page, loaded('market-board'), 'the board did not load');
+    const updated = `${tid('market-board')} .updated`;
+    await until('the board does not say it is live', async () => (await a.page.textContent(updated)).includes('live.'));
+    const asked = [];
+    const count = (req) => {
+      if (req.url().includes('/site/v1/market')) asked.push(req.url());
+    };
+    a.page.on('request', count);
+    const first = await a.page.textContent(updated);
+    await until('the board was not rebuilt on the page', async () => (await a.page.textContent(updated)) !== first);
+    await new Promise((r) => setTimeout(r, 6000)); // longer than the page's 5 s poll
+    a.page.off('request', count);
+    assert.deepEqual(asked, [], 'the market page polled the board the stream pushes');
+  }
+
   step('delete the site-made price alert with its row button; GET /v1/alerts no longer lists it');
   {
     await nav(a.page, 'alerts');

@@ -80,6 +80,9 @@ fn refusals_come_before_the_upgrade() {
     let bad = server.get("/v1/stream?since=-1", Some(&server.key));
     bad.assert_error(422, "'since' must be a non-negative integer (an inbox id)", "a bad since, whatever the form");
     server.get("/v1/stream?minUsd=0", Some(&server.key)).assert_some_error(422, "a bad minUsd");
+    // The site's form takes its session, not a key.
+    server.get("/site/v1/stream?channels=alerts", Some(&server.key)).assert_error(401, "not signed in", "no session");
+    server.request("POST", "/site/v1/stream", None, None).assert_some_error(405, "POST on the site's stream");
     let free = server.create_key("free", None);
     match connect(&server, &free) {
         Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 403),

@@ -877,6 +877,10 @@ pub async fn serve(
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "stream requested");
                         return Ok::<_, Infallible>(front.stream(req, peer.ip()).await);
                     }
+                    if api && req.uri().path() == "/site/v1/stream" {
+                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "site stream requested");
+                        return Ok::<_, Infallible>(front.site_stream(req).await);
+                    }
                     let (parts, body) = req.into_parts();
                     if role == Role::Api && parts.method == Method::GET && parts.uri.path() == "/site/events" {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");

@@ -47,6 +47,7 @@ use super::{error, method_not_allowed, ApiError, Front, Resp};
 use crate::api::limit::Usage;
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, Trades, BACKLOG_MAX, PRICE_EVERY_MS};
+use hyper::http::request::Parts;
 use rampart_engine::BookId;
 use rampart_store::store::KeyRow;
 
@@ -104,8 +105,8 @@ impl Drop for Place {
 }
 
 /// Whether the request asks for server-sent events (`Accept: text/event-stream`).
-fn wants_events(req: &Request<Incoming>) -> bool {
-    req.headers()
+fn wants_events(headers: &hyper::HeaderMap) -> bool {
+    headers
         .get_all(ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -169,8 +170,9 @@ impl Front {
             super::with_usage(&mut r, usage);
             return r.map(Either::Left);
         }
-        if wants_events(&req) {
-            let mut r = match self.stream_events(&req, &account).await {
+        if wants_events(req.headers()) {
+            let (parts, _) = req.into_parts();
+            let mut r = match self.stream_events(&parts, &account).await {
                 Ok(r) => r.map(Either::Right),
                 Err(e) => e.into_response().map(Either::Left),
             };
@@ -232,16 +234,12 @@ impl Front {
     /// `Last-Event-ID` a reconnecting browser sends) and `minUsd` checked like a `subscribe`
     /// (422, 404 for an unknown pair), the key's open streams counted (429); then 200 and the
     /// stream's task, which sends each channel's first messages and then every change.
-    async fn stream_events(
-        self: &Rc<Self>,
-        req: &Request<Incoming>,
-        account: &KeyRow,
-    ) -> Result<Response<EventBody>, ApiError> {
-        let query = req.uri().query();
+    async fn stream_events(self: &Rc<Self>, req: &Parts, account: &KeyRow) -> Result<Response<EventBody>, ApiError> {
+        let query = req.uri.query();
         let Some(channels) = super::query_param(query, "channels") else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
         };
-        let last = req.headers().get("last-event-id").and_then(|v| super::site::session::last_event_id(v.as_bytes()));
+        let last = req.headers.get("last-event-id").and_then(|v| super::site::session::last_event_id(v.as_bytes()));
         let since = last.map(|i| i.to_string()).or_else(|| super::query_param(query, "since"));
         let op = ops::from_query(&channels, since.as_deref(), super::query_param(query, "minUsd").as_deref())
             .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.message))?;
@@ -279,6 +277,36 @@ impl Front {
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         h.insert("x-accel-buffering", HeaderValue::from_static("no"));
         Ok(r)
+    }
+}
+
+impl Front {
+    /// `GET /site/v1/stream`: the event stream of the site's pages, with their session (its key's
+    /// plan and open streams, the site's own request budget); refusals as the site gives them.
+    pub(super) async fn site_stream(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+    ) -> Response<Either<Full<Bytes>, EventBody>> {
+        let now_ms = self.clock.now_ms();
+        let (parts, _) = req.into_parts();
+        let refused = |e: ApiError| super::site::assets::secure(e.into_response()).map(Either::Left);
+        if parts.method != Method::GET {
+            return super::site::assets::secure(method_not_allowed("GET")).map(Either::Left);
+        }
+        let session = match self.signed_in(&parts, now_ms).await {
+            Ok(s) => s,
+            Err(e) => return refused(e),
+        };
+        let Some(key) = self.keys.get(&session.key_hash) else {
+            return refused(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"));
+        };
+        if let Err(e) = self.admit_site(session.account_id, now_ms) {
+            return refused(e);
+        }
+        match self.stream_events(&parts, &key).await {
+            Ok(r) => r.map(Either::Right),
+            Err(e) => refused(e),
+        }
     }
 }
 

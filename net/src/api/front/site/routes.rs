@@ -212,7 +212,7 @@ impl Front {
     }
 
     /// The site's budget of `account` (kept apart from its keys' by a negative id).
-    fn admit_site(&self, account: i64, now_ms: i64) -> Result<(), ApiError> {
+    pub(in crate::api::front) fn admit_site(&self, account: i64, now_ms: i64) -> Result<(), ApiError> {
         match self.limiter.borrow_mut().admit_key(-account, SITE_BURST_PER_MIN, SITE_DAILY_QUOTA, now_ms) {
             Ok(_) => Ok(()),
             Err(Refusal::Burst { retry_after_s }) => Err(ApiError::too_many(
