@@ -31,6 +31,13 @@ pub struct Proc {
     pub lines: Arc<Mutex<Vec<String>>>,
 }
 
+impl Proc {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();

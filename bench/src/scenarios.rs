@@ -63,6 +63,8 @@ pub struct Opts {
     pub backend: String,
     /// The command line, for the result file.
     pub command: String,
+    /// `streams`: the stream connections opened.
+    pub streams: usize,
 }
 
 /// The `--backend` values.
@@ -82,12 +84,12 @@ fn postgres_schema() -> String {
 }
 
 /// The scenarios, by name.
-pub const SCENARIOS: [&str; 6] = ["quiet", "burst", "storm", "http", "writes", "ingest"];
+pub const SCENARIOS: [&str; 7] = ["quiet", "burst", "storm", "http", "writes", "ingest", "streams"];
 
 /// The processes of one run.
-struct Env {
+pub(crate) struct Env {
     _sim_proc: Proc,
-    _srv_proc: Proc,
+    pub(crate) srv_proc: Proc,
     /// `roles`: the market nodes and the second api node.
     _nodes: Vec<Proc>,
     /// `roles`: the second api node's base URL.
@@ -97,17 +99,17 @@ struct Env {
     _dir: TempDir,
     /// Where the service keeps its state: its PostgreSQL URL, or its SQLite data directory.
     store: Result<String, PathBuf>,
-    sim: Http,
-    api: Http,
+    pub(crate) sim: Http,
+    pub(crate) api: Http,
     /// `http://127.0.0.1:PORT` of the service.
-    base: String,
-    key: String,
+    pub(crate) base: String,
+    pub(crate) key: String,
 }
 
 const VENUES: [&str; 4] = ["binance", "bybit", "okx", "bitget"];
 
 impl Env {
-    fn start(o: &Opts) -> Res<Env> {
+    pub(crate) fn start(o: &Opts) -> Res<Env> {
         let dir = TempDir::new(&o.scenario).map_err(|e| e.to_string())?;
         let pairs = o.pairs.to_string();
         let (sim_proc, found) = harness::spawn(
@@ -119,7 +121,7 @@ impl Env {
         let sim_url = found[0].clone();
         let ws = sim_url.replacen("http://", "ws://", 1);
         let mut cfg = String::from(
-            "[plans.bench]\napi = true\nprice_alert_cap = 10000000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000000\ndaily_quota = 1000000000000\noperator = true\n\n[webhooks]\nallow_private = true\n\n",
+            "[plans.bench]\napi = true\nprice_alert_cap = 10000000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000000\ndaily_quota = 1000000000000\noperator = true\nstream_connections = 100000\n\n[webhooks]\nallow_private = true\n\n",
         );
         for v in VENUES {
             cfg.push_str(&format!(
@@ -188,7 +190,7 @@ impl Env {
         let base = format!("http://{}", found[0]);
         let env = Env {
             _sim_proc: sim_proc,
-            _srv_proc: srv_proc,
+            srv_proc,
             _nodes: nodes,
             api2,
             _workers: workers,
@@ -210,7 +212,7 @@ impl Env {
     /// Ends a scenario's result: the service's `/healthz` after the run, and the `/version` of
     /// the binary measured (its build's revision: the harness's own `commit` is the checkout it
     /// runs in, which need not be the binary's).
-    fn describe(&self, result: &mut Value) -> Res<()> {
+    pub(crate) fn describe(&self, result: &mut Value) -> Res<()> {
         result["health"] = self.health()?;
         result["rampartVersion"] = Http::new(&self.base, None).get("/version")?;
         Ok(())
@@ -248,7 +250,7 @@ impl Env {
         Ok(n)
     }
 
-    fn binance_symbols(&self) -> Res<Vec<String>> {
+    pub(crate) fn binance_symbols(&self) -> Res<Vec<String>> {
         let v = self.api.get("/v1/exchanges/binance/symbols")?;
         Ok(v["data"]
             .as_array()
@@ -261,14 +263,14 @@ impl Env {
             .unwrap_or_default())
     }
 
-    fn price(&self, symbol: &str) -> Res<f64> {
+    pub(crate) fn price(&self, symbol: &str) -> Res<f64> {
         let v = self.api.get(&format!("/v1/symbols/{symbol}?exchange=binance"))?;
         v["data"]["price"].as_f64().filter(|p| *p > 0.0).ok_or_else(|| format!("{symbol}: no price: {v}"))
     }
 
     /// Creates `n` alerts spread over the Binance pairs, far from their prices (they never fire:
     /// they are the load every trade is checked against). Returns the creation rate.
-    fn load_alerts(&self, n: usize) -> Res<f64> {
+    pub(crate) fn load_alerts(&self, n: usize) -> Res<f64> {
         let symbols = self.binance_symbols()?;
         let mut prices = Vec::with_capacity(symbols.len());
         for s in &symbols {
@@ -333,13 +335,13 @@ impl Env {
         Ok(out)
     }
 
-    fn reset_latency(&self) -> Res<()> {
+    pub(crate) fn reset_latency(&self) -> Res<()> {
         self.api.delete("/v1/debug/latency").map(|_| ())
     }
 
     /// (venue send → decision, socket read → decision), µs. Waits for the shards' next merge
     /// of their histograms first.
-    fn latency(&self) -> Res<(Value, Value)> {
+    pub(crate) fn latency(&self) -> Res<(Value, Value)> {
         thread::sleep(Duration::from_millis(2 * rampart_state::LATENCY_PUBLISH_MS as u64));
         let v = self.api.get("/v1/debug/latency")?;
         Ok((v["tickToDecisionUs"].clone(), v["readToDecisionUs"].clone()))
@@ -348,7 +350,7 @@ impl Env {
 
 /// `x` to 6 significant digits and at most 8 decimal places (the API keeps prices exactly and
 /// refuses more decimals than the finest venue price step).
-fn sig(x: f64) -> f64 {
+pub(crate) fn sig(x: f64) -> f64 {
     if x <= 0.0 {
         return x;
     }
@@ -356,11 +358,11 @@ fn sig(x: f64) -> f64 {
     (x * scale).round() / scale
 }
 
-fn hist() -> Histogram<u64> {
+pub(crate) fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
 }
 
-fn pct(h: &Histogram<u64>) -> Value {
+pub(crate) fn pct(h: &Histogram<u64>) -> Value {
     json!({"count": h.len(), "p50": h.value_at_quantile(0.5), "p90": h.value_at_quantile(0.9), "p99": h.value_at_quantile(0.99), "p999": h.value_at_quantile(0.999), "max": h.max()})
 }
 
@@ -592,6 +594,7 @@ pub fn run(o: &Opts) -> Res<Value> {
                 100.0 / receivers as f64
             ));
         }
+        "streams" => crate::streams::run(o, &mut result, &mut notes)?,
         "http" => http(o, &mut result, &mut notes)?,
         "writes" => reads_under_creates(o, &mut result, &mut notes)?,
         _ => return Err("unknown scenario".into()),

@@ -26,6 +26,7 @@ fn opts(scenario: &str, out: &std::path::Path) -> Opts {
         ingest_messages: 2_000,
         command: format!("tests/harness.rs {scenario}"),
         backend: "sqlite".to_owned(),
+        streams: 20,
     }
 }
 

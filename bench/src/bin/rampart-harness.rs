@@ -22,7 +22,7 @@ fn opts() -> Result<Opts, String> {
     let scenario = args.get(1).cloned().unwrap_or_default();
     if !SCENARIOS.contains(&scenario.as_str()) {
         return Err(format!(
-            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed]",
+            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N]",
             SCENARIOS.join("|")
         ));
     }
@@ -45,6 +45,7 @@ fn opts() -> Result<Opts, String> {
         probe_every: Duration::from_millis(200),
         ingest_messages: 1_000_000,
         command: args.join(" "),
+        streams: num("--streams", 1_000)?,
         backend,
         scenario,
     })

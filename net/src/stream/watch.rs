@@ -36,16 +36,17 @@ pub enum LevelsChange {
 
 /// Looks at `snap` under the watermarks `high`/`low`; `seen` is `None` before the first look.
 pub fn look_levels(seen: &mut Option<LevelsSeen>, snap: &LevelSnapshot, high: i64, low: i64) -> Option<LevelsChange> {
+    // The common look: the same computation, nothing newly broken; it allocates nothing.
+    if let Some(s) = seen.as_mut().filter(|s| s.computed_ms == snap.computed_ms) {
+        if s.alive.iter().all(|l| l.survives(high, low)) {
+            return None;
+        }
+        let broken: Vec<Level> = s.alive.iter().filter(|l| !l.survives(high, low)).copied().collect();
+        s.alive.retain(|l| l.survives(high, low));
+        return Some(LevelsChange::Broken(broken));
+    }
     let alive: Vec<Level> = snap.levels.iter().filter(|l| l.survives(high, low)).copied().collect();
     match seen {
-        Some(s) if s.computed_ms == snap.computed_ms => {
-            let broken: Vec<Level> = s.alive.iter().filter(|l| !l.survives(high, low)).copied().collect();
-            if broken.is_empty() {
-                return None;
-            }
-            s.alive.retain(|l| l.survives(high, low));
-            Some(LevelsChange::Broken(broken))
-        }
         Some(s) if s.alive == alive => {
             s.computed_ms = snap.computed_ms;
             None
@@ -129,15 +130,15 @@ pub fn look_walls(
     snap: &DensitySnapshot,
     min_usd: Option<f64>,
 ) -> Option<Vec<WallEvent>> {
+    if seen.as_ref().is_some_and(|s| s.scan_ms == snap.ts_ms) {
+        return None;
+    }
     let walls: Vec<PublishedWall> = snap.walls.iter().filter(|w| passes(w, min_usd)).cloned().collect();
     let Some(s) = seen else {
         let fresh = (snap.price, snap.price);
         *seen = Some(WallsSeen { scan_ms: snap.ts_ms, walls, reached: fresh, marks: (i64::MIN, i64::MAX, 0) });
         return Some(Vec::new());
     };
-    if s.scan_ms == snap.ts_ms {
-        return None;
-    }
     let same = |a: &PublishedWall, b: &PublishedWall| a.wall.side == b.wall.side && a.wall.price == b.wall.price;
     let mut events = Vec::new();
     for old in &s.walls {

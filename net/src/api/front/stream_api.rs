@@ -6,8 +6,9 @@
 //! upgrade nor asks for events is answered 426.
 //!
 //! One task per connection (on the front's thread) reads the client's ops
-//! (`crate::stream::ops`), answers each, and every [`TICK`] sends what changed: the newest
-//! price of each `price` channel (conflated: a slow client gets the newest, never a queue), the
+//! (`crate::stream::ops`), answers each, and sends what changed: every `PRICE_EVERY_MS` the
+//! newest price of each `price` channel (conflated: a slow client gets the newest, never a
+//! queue) and its pairs' levels and walls (`crate::stream::watch`), and every [`TICK`] the
 //! account's new inbox entries on `alerts` (read at once when the writer commits inbox entries,
 //! `WriterStats::inbox_written`, else when its count moved or every [`ALERTS_RESCAN_MS`], which
 //! also covers entries written by another process of a cluster), and a heartbeat after a second
@@ -62,6 +63,10 @@ pub const UNSENT_BYTES_MAX: usize = 4 << 20;
 pub const SEND_WAIT: Duration = Duration::from_secs(5);
 /// Inbox entries read per look.
 const READ_MAX: u32 = 100;
+/// How long a connection keeps the books it resolved for its channels.
+const BOOKS_REFRESH_MS: i64 = 1_000;
+/// A connection's read buffer (a frame longer than it is still read, in more than one go).
+const WS_READ_BUFFER_BYTES: usize = 4 << 10;
 /// Server-sent events waiting for the client's socket at most (a message waits [`SEND_WAIT`]
 /// for room, then the stream ends and the client reconnects with `Last-Event-ID`).
 pub const EVENTS_QUEUED_MAX: usize = 64;
@@ -207,7 +212,12 @@ impl Front {
         tokio::task::spawn_local(async move {
             let _place = place;
             let Ok(upgraded) = upgrade.await else { return };
+            // Small buffers: a stream's client sends a few small ops, and each message is
+            // written out at once (the default 128 KiB for each would be most of an idle
+            // connection's memory).
             let config = WebSocketConfig::default()
+                .read_buffer_size(WS_READ_BUFFER_BYTES)
+                .write_buffer_size(0)
                 .max_message_size(Some(ops::FRAME_BYTES_MAX))
                 .max_frame_size(Some(ops::FRAME_BYTES_MAX))
                 .max_write_buffer_size(UNSENT_BYTES_MAX);
@@ -325,7 +335,8 @@ impl Front {
     async fn run_stream(self: Rc<Self>, mut out: Out, mut session: Session, account: i64) {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut looked = Looks { prices_ms: 0, inbox_writes: u64::MAX, inbox_ms: 0 };
+        let mut looked =
+            Looks { prices_ms: 0, inbox_writes: u64::MAX, inbox_ms: 0, books: HashMap::new(), books_ms: 0 };
         let end = loop {
             let step = tokio::select! {
                 frame = out.next_frame() => match frame {
@@ -411,25 +422,40 @@ impl Front {
             .collect()
     }
 
-    /// The books a levels or walls channel covers now (a `*` channel: the venue's listed pairs,
-    /// so a pair listed later joins it).
+    /// The books a price, levels or walls channel covers now (a `*` channel: the venue's listed
+    /// pairs, so a pair listed later joins it).
     fn books_of(&self, c: &Channel) -> Vec<BookId> {
         match c {
-            Channel::Levels { venue, symbol: Some(symbol) } | Channel::Walls { venue, symbol: Some(symbol) } => {
-                self.book(*venue, symbol).ok().into_iter().collect()
-            }
+            Channel::Price { venue, symbol }
+            | Channel::Levels { venue, symbol: Some(symbol) }
+            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).ok().into_iter().collect(),
             Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
                 self.listed_books(*venue)
             }
-            Channel::Price { .. } | Channel::Board { .. } | Channel::Alerts => Vec::new(),
+            Channel::Board { .. } | Channel::Alerts => Vec::new(),
         }
     }
 
-    /// Looks at the levels or walls of every book `c` covers; the frames to send.
-    fn market_look(&self, s: &mut Session, c: &Channel, now_ms: i64) -> Vec<String> {
+    /// The books of `c` as this connection last resolved them (again every [`BOOKS_REFRESH_MS`],
+    /// for listings and delistings): a look does not parse a symbol or walk a venue's listing.
+    fn cached_books(&self, looked: &mut Looks, c: &Channel, now_ms: i64) -> Rc<[BookId]> {
+        if now_ms - looked.books_ms >= BOOKS_REFRESH_MS {
+            looked.books.clear();
+            looked.books_ms = now_ms;
+        }
+        if let Some(b) = looked.books.get(c) {
+            return b.clone();
+        }
+        let books: Rc<[BookId]> = self.books_of(c).into();
+        looked.books.insert(c.clone(), books.clone());
+        books
+    }
+
+    /// Looks at the levels or walls of `books` for `c`; the frames to send.
+    fn market_look(&self, s: &mut Session, c: &Channel, books: &[BookId], now_ms: i64) -> Vec<String> {
         let registry = self.shared.registry();
         let mut out = Vec::new();
-        for book in self.books_of(c) {
+        for &book in books {
             let symbol = &registry.get(book).symbol;
             let (levels, high, low) = self.shared.levels_view(book);
             let (price, price_ts) = self.shared.price(book);
@@ -463,7 +489,7 @@ impl Front {
                 Ok(())
             }
             Channel::Levels { .. } | Channel::Walls { .. } => {
-                for m in self.market_look(s, c, now_ms) {
+                for m in self.market_look(s, c, &self.books_of(c), now_ms) {
                     out.send(m, None).await?;
                 }
                 Ok(())
@@ -498,30 +524,28 @@ impl Front {
     /// What changed since the last look: prices, inbox entries, a heartbeat.
     async fn push_changes(&self, out: &mut Out, s: &mut Session, account: i64, looked: &mut Looks) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
+        // Prices, levels and walls every `PRICE_EVERY_MS` (a level broken, a wall scan reach the
+        // client within it); the inbox and heartbeats at every tick.
         if now_ms - looked.prices_ms >= PRICE_EVERY_MS {
             looked.prices_ms = now_ms;
-            let books: Vec<(Channel, Option<rampart_engine::BookId>)> = s
-                .price_channels()
-                .map(|c| match c {
-                    Channel::Price { venue, symbol } => (c.clone(), self.book(*venue, symbol).ok()),
-                    _ => (c.clone(), None),
-                })
-                .collect();
-            for (c, book) in books {
-                let Some(book) = book else { continue };
-                let (price, ts) = self.shared.price(book);
-                if let Some(m) = s.price(&c, price, ts, now_ms) {
+            let prices: Vec<Channel> = s.price_channels().cloned().collect();
+            for c in prices {
+                for &book in self.cached_books(looked, &c, now_ms).iter() {
+                    let (price, ts) = self.shared.price(book);
+                    if let Some(m) = s.price(&c, price, ts, now_ms) {
+                        out.send(m, None).await?;
+                    }
+                }
+            }
+            for c in s.market_channels() {
+                let books = self.cached_books(looked, &c, now_ms);
+                for m in self.market_look(s, &c, &books, now_ms) {
                     out.send(m, None).await?;
                 }
             }
         }
         for m in self.board_look(s, now_ms) {
             out.send(m, None).await?;
-        }
-        for c in s.market_channels() {
-            for m in self.market_look(s, &c, now_ms) {
-                out.send(m, None).await?;
-            }
         }
         self.push_alerts(out, s, account, looked, now_ms).await?;
         match s.heartbeat(now_ms) {
@@ -569,6 +593,8 @@ struct Looks {
     prices_ms: i64,
     inbox_writes: u64,
     inbox_ms: i64,
+    books: HashMap<Channel, Rc<[BookId]>>,
+    books_ms: i64,
 }
 
 /// Where a connection's messages go: a WebSocket, or the body of a server-sent-events answer.
