@@ -23,10 +23,8 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, Message, WebSocket};
 
+use crate::env::{hist, pct, sig, Env, Opts, Res};
 use crate::harness::{now_us, Receivers};
-use crate::scenarios::{hist, pct, sig, Env, Opts};
-
-type Res<T> = Result<T, String>;
 type Ws = WebSocket<TcpStream>;
 
 /// Pairs each load connection follows (walls and levels).
