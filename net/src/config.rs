@@ -238,6 +238,19 @@ pub struct LimitSettings {
     pub unauthenticated_per_min: Option<usize>,
 }
 
+/// `GET /v1/stream` bounds per connection (`decisions.md` §12); connections per key are the
+/// plans' `stream_connections`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSettings {
+    /// Subscriptions one connection holds at most (default 500, at most 10 000); a subscribe
+    /// past it is refused whole.
+    pub subscriptions_max: Option<usize>,
+    /// Bytes waiting to be written to one client at most (default 4 MiB, 256 KiB to 256 MiB):
+    /// market events past a quarter of it are conflated into snapshots.
+    pub unsent_bytes_max: Option<usize>,
+}
+
 /// Metrics settings.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -287,6 +300,9 @@ pub struct FileConfig {
     /// Limits beyond the plans'.
     #[serde(default)]
     pub limits: LimitSettings,
+    /// Stream bounds.
+    #[serde(default)]
+    pub streams: StreamSettings,
 }
 
 /// A configuration file or section that cannot be used: the message names the key and what is

@@ -639,6 +639,7 @@ fn storage_probe(
 struct ServeSettings {
     listen: String,
     unauthenticated_per_min: usize,
+    stream_bounds: rampart_net::stream::Bounds,
     metrics_listen: Option<String>,
     store: StoreLocation,
     /// The firings stream (`--nats`): deliveries go there instead of being sent here.
@@ -675,6 +676,26 @@ fn telegram(file: &FileConfig) -> Result<Option<rampart_delivery::telegram::Tele
     Ok(Some(channel))
 }
 
+/// `[streams]`, checked against its limits.
+fn stream_bounds(file: &FileConfig) -> Result<rampart_net::stream::Bounds> {
+    use rampart_net::stream::{Bounds, SUBSCRIPTIONS_LIMIT, UNSENT_BYTES_LIMIT, UNSENT_BYTES_MIN};
+    let d = Bounds::default();
+    let b = Bounds {
+        subscriptions_max: file.streams.subscriptions_max.unwrap_or(d.subscriptions_max),
+        unsent_bytes_max: file.streams.unsent_bytes_max.unwrap_or(d.unsent_bytes_max),
+    };
+    if !(1..=SUBSCRIPTIONS_LIMIT).contains(&b.subscriptions_max) {
+        bail!("streams.subscriptions_max must be between 1 and {SUBSCRIPTIONS_LIMIT}, not {}", b.subscriptions_max);
+    }
+    if !(UNSENT_BYTES_MIN..=UNSENT_BYTES_LIMIT).contains(&b.unsent_bytes_max) {
+        bail!(
+            "streams.unsent_bytes_max must be between {UNSENT_BYTES_MIN} and {UNSENT_BYTES_LIMIT}, not {}",
+            b.unsent_bytes_max
+        );
+    }
+    Ok(b)
+}
+
 fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let file = load_file(&args.common)?;
     let role = node::NodeRole::parse(args.role.as_deref(), args.partition.as_deref(), args.partitions)?;
@@ -706,6 +727,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
             rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX
         );
     }
+    let stream_bounds = stream_bounds(&file)?;
     let walls_min_ratio = file.walls.min_ratio.unwrap_or(f64::from(rampart_engine::wall::MIN_RATIO_DEFAULT));
     if !(walls_min_ratio > 1.0 && walls_min_ratio.is_finite()) {
         bail!("walls.min_ratio must be a number above 1, not {walls_min_ratio}");
@@ -739,6 +761,7 @@ fn settings(args: ServeArgs) -> Result<ServeSettings> {
         listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
         metrics_listen: args.metrics_listen.or(file.metrics.listen.clone()),
         unauthenticated_per_min,
+        stream_bounds,
         store: store_location(&args.common, &file),
         nats: match (&args.nats, &args.common.postgres) {
             (Some(_), None) => {
@@ -935,6 +958,7 @@ fn configured(
         .with_metrics(metrics, metrics_apart)
         .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
         .with_unauthenticated_per_min(s.unauthenticated_per_min)
+        .with_stream_bounds(s.stream_bounds)
         .with_clock(clock.clone())
         .with_board(board)
         .with_telegram(s.telegram.is_some())
@@ -1366,5 +1390,28 @@ mod tests {
         ));
         assert_eq!(line, "[stall-detector -- executor 1] task queue default went over-budget: 25ms (budget: 110ms)");
         assert_eq!(super::stall_summary(&format_args!("no trace here")), "no trace here");
+    }
+
+    #[test]
+    fn stream_bounds_come_from_the_file_within_their_limits() {
+        let file = |text: &str| crate::FileConfig::parse_with_env(text, std::iter::empty()).expect("a config");
+        let d = super::stream_bounds(&file("")).expect("defaults");
+        assert_eq!(d, rampart_net::stream::Bounds::default());
+        assert_eq!((d.subscriptions_max, d.unsent_bytes_max), (500, 4 << 20));
+        let set = super::stream_bounds(&file("[streams]\nsubscriptions_max = 20\nunsent_bytes_max = 262144\n"));
+        let set = set.expect("in range");
+        assert_eq!((set.subscriptions_max, set.outbox_bytes_max(), set.socket_bytes_max()), (20, 65_536, 131_072));
+        for (text, says) in [
+            ("[streams]\nsubscriptions_max = 0\n", "streams.subscriptions_max must be between 1 and 10000, not 0"),
+            (
+                "[streams]\nunsent_bytes_max = 1024\n",
+                "streams.unsent_bytes_max must be between 262144 and 268435456, not 1024",
+            ),
+        ] {
+            let e = super::stream_bounds(&file(text)).expect_err("out of range");
+            assert_eq!(e.to_string(), says);
+        }
+        let unknown = crate::FileConfig::parse_with_env("[streams]\nsubscriptions = 5\n", std::iter::empty());
+        assert!(unknown.is_err(), "an unknown key is refused");
     }
 }

@@ -32,6 +32,7 @@ mod json_errors;
 mod market_api;
 pub mod site;
 mod stream_api;
+mod stream_fanout;
 mod webhooks_api;
 
 pub use json_errors::JsonErrors;
@@ -142,6 +143,10 @@ pub struct Front {
     event_streams: Rc<RefCell<site::events::Streams>>,
     /// The open `GET /v1/stream` connections, per key.
     streams: Rc<RefCell<stream_api::OpenStreams>>,
+    /// The streams' fan-out: their market subscriptions and outboxes.
+    fanout: Rc<RefCell<stream_fanout::Hub>>,
+    /// `[streams]`: subscriptions and unsent bytes per connection.
+    stream_bounds: crate::stream::Bounds,
     /// A cluster node's links (`serve --role market|api`); `None` for the single process.
     cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
     /// How long a rotated-out webhook signing secret goes on signing.
@@ -375,6 +380,8 @@ impl Front {
             telegram_on: false,
             event_streams: Rc::new(RefCell::new(site::events::Streams::default())),
             streams: Rc::new(RefCell::new(stream_api::OpenStreams::default())),
+            fanout: Rc::new(RefCell::new(stream_fanout::Hub::new(&crate::stream::Bounds::default()))),
+            stream_bounds: crate::stream::Bounds::default(),
             cluster: None,
             previous_secret_ms: i64::from(crate::config::PREVIOUS_SECRET_S) * 1000,
         }
@@ -417,6 +424,13 @@ impl Front {
     /// Admits `n` requests without a valid key per client address in any 60 s (default 60).
     pub fn with_unauthenticated_per_min(self, n: usize) -> Front {
         *self.limiter.borrow_mut() = Limiter::new(n);
+        self
+    }
+
+    /// Bounds every stream connection as `bounds` says (the configuration's `[streams]`).
+    pub fn with_stream_bounds(mut self, bounds: crate::stream::Bounds) -> Front {
+        self.fanout = Rc::new(RefCell::new(stream_fanout::Hub::new(&bounds)));
+        self.stream_bounds = bounds;
         self
     }
 

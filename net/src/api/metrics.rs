@@ -15,7 +15,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use rampart_engine::Venue;
@@ -43,11 +43,20 @@ pub struct RouteLabels {
     pub route: &'static str,
 }
 
-/// The HTTP front's instruments (updated on the front's thread, once per request).
+/// The HTTP front's instruments (updated on the front's thread, once per request, and by the
+/// stream fan-out every 100 ms).
 #[derive(Clone, Debug)]
 pub struct HttpMetrics {
     requests: Family<HttpLabels, Counter>,
     duration: Family<RouteLabels, Histogram>,
+    /// `GET /v1/stream` connections open (WebSocket and server-sent events).
+    pub streams_open: Gauge,
+    /// Bytes of market events queued for stream clients, all connections.
+    pub stream_queued_bytes: Gauge,
+    /// Times a slow stream client's queued market events were conflated into snapshots.
+    pub stream_conflations: Counter,
+    /// Market changes the fan-out handed to stream connections.
+    pub stream_handed: Counter,
 }
 
 impl HttpMetrics {
@@ -55,6 +64,10 @@ impl HttpMetrics {
         HttpMetrics {
             requests: Family::default(),
             duration: Family::new_with_constructor(|| Histogram::new(duration_buckets())),
+            streams_open: Gauge::default(),
+            stream_queued_bytes: Gauge::default(),
+            stream_conflations: Counter::default(),
+            stream_handed: Counter::default(),
         }
     }
 
@@ -108,6 +121,18 @@ impl Metrics {
         let http = HttpMetrics::new();
         registry.register("http_requests", "HTTP requests answered", http.requests.clone());
         registry.register("http_request_duration_seconds", "Time to answer a request", http.duration.clone());
+        registry.register("streams_open", "GET /v1/stream connections open", http.streams_open.clone());
+        registry.register(
+            "stream_queued_bytes",
+            "Bytes of market events queued for stream clients",
+            http.stream_queued_bytes.clone(),
+        );
+        registry.register(
+            "stream_conflations",
+            "Slow stream clients' queued market events conflated into snapshots",
+            http.stream_conflations.clone(),
+        );
+        registry.register("stream_handed", "Market changes handed to stream connections", http.stream_handed.clone());
         webhooks.register(&mut registry);
         registry.register_collector(Box::new(State(sources)));
         Metrics { registry, http }

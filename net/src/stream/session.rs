@@ -1,58 +1,36 @@
 //! One stream connection's state apart from its socket (sans-I/O; time is an argument): its
-//! subscriptions, each channel's `seq`, the last state sent on each market channel (so only a
-//! change is sent), the `alerts` cursor, the error answers of the last minute and when anything
-//! was last sent (for heartbeats). It turns ops and published state into the exact text frames
-//! of `decisions.md` §12; the front's connection task only moves them.
+//! subscriptions, each channel's `seq`, the board build last sent, the `alerts` cursor, the
+//! error answers of the last minute and when anything was last sent (for heartbeats). It wraps
+//! the fan-out's shared `data` (`super::fanout`) and its own board and inbox entries in the exact
+//! text frames of `decisions.md` §12; the front's connection task only moves them.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
 
-use rampart_engine::BookId;
 use rampart_state::board::Numbers;
 use rampart_state::json::Json;
-use rampart_state::market_json::{write_board_numbers, write_density, write_level, write_levels, write_wall};
-use rampart_state::shared::{DensitySnapshot, LevelSnapshot};
+use rampart_state::market_json::write_board_numbers;
 
+use super::fanout::Target;
 use super::ops::Channel;
-use super::watch::{self, LevelsChange, LevelsSeen, WallEvent, WallsSeen};
 
-/// Subscriptions one connection holds at most; a subscribe past it is refused whole.
+/// Subscriptions one connection holds at most unless configured (`Bounds::subscriptions_max`); a
+/// subscribe past it is refused whole.
 pub const SUBSCRIPTIONS_MAX: usize = 500;
 /// Error answers in any minute after which the connection is closed (1008).
 pub const ERRORS_PER_MINUTE_MAX: usize = 10;
 /// A heartbeat follows this long without any other message.
 pub const HEARTBEAT_MS: i64 = 1_000;
-/// A pair's price is sent at most once per this many milliseconds (conflated: the newest).
-pub const PRICE_EVERY_MS: i64 = 100;
 /// Inbox entries sent on an `alerts` subscribe with `since`, at most (the oldest first).
 pub const BACKLOG_MAX: u32 = 1_000;
 
-/// A subscription: its channel's `seq` so far, the last price sent and when, and per book the
-/// levels and walls last sent (a `*` channel holds every pair of its venue).
-#[derive(Debug, Default)]
+/// A subscription: its target (shared with the fan-out), its channel's `seq` so far and the
+/// board build last sent.
+#[derive(Debug)]
 struct Sub {
+    target: Rc<Target>,
     seq: u64,
-    price: Option<(i64, i64)>,
-    price_sent_ms: i64,
     board_ts: i64,
-    min_usd: Option<f64>,
-    levels: HashMap<BookId, Option<LevelsSeen>>,
-    walls: HashMap<BookId, Option<WallsSeen>>,
-}
-
-/// The trades a look saw on a book: its last price and the shard's trade watermarks (the
-/// highest and lowest trade since the levels computed at `computed_ms`).
-#[derive(Clone, Copy, Debug)]
-pub struct Trades {
-    /// Last price (fixed-point).
-    pub price: i64,
-    /// Its time, Unix milliseconds.
-    pub price_ts: i64,
-    /// Highest trade since the levels were computed (`i64::MIN`: none).
-    pub high: i64,
-    /// Lowest trade since then (`i64::MAX`: none).
-    pub low: i64,
-    /// When the levels were computed.
-    pub computed_ms: i64,
 }
 
 /// What a connection has asked for and been sent.
@@ -62,23 +40,26 @@ pub struct Session {
     errors: VecDeque<i64>,
     last_sent_ms: i64,
     alerts_after: Option<i64>,
+    subscriptions_max: usize,
 }
 
-/// A subscribe that would pass [`SUBSCRIPTIONS_MAX`]: refused whole.
+/// A subscribe that would pass the connection's subscriptions bound: refused whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TooManySubscriptions {
     /// Subscriptions the connection holds.
     pub held: usize,
     /// New ones the subscribe asked for.
     pub asked: usize,
+    /// The bound.
+    pub max: usize,
 }
 
 impl std::fmt::Display for TooManySubscriptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "too many subscriptions: {} held, {} more asked (max {SUBSCRIPTIONS_MAX} per connection)",
-            self.held, self.asked
+            "too many subscriptions: {} held, {} more asked (max {} per connection)",
+            self.held, self.asked, self.max
         )
     }
 }
@@ -93,138 +74,77 @@ pub struct Refused {
 }
 
 impl Session {
-    /// A connection opened at `now_ms`, subscribed to nothing.
-    pub fn new(now_ms: i64) -> Session {
-        Session { subs: BTreeMap::new(), errors: VecDeque::new(), last_sent_ms: now_ms, alerts_after: None }
+    /// A connection opened at `now_ms`, subscribed to nothing, holding `subscriptions_max` at most.
+    pub fn new(now_ms: i64, subscriptions_max: usize) -> Session {
+        Session {
+            subs: BTreeMap::new(),
+            errors: VecDeque::new(),
+            last_sent_ms: now_ms,
+            alerts_after: None,
+            subscriptions_max,
+        }
     }
 
-    /// Adds `channels` (those held already stay as they are, `minUsd` too); the ones new to this
-    /// connection, which each get their first message. Refused whole past [`SUBSCRIPTIONS_MAX`].
+    /// Adds `channels` (those held already stay as they are, `minUsd` too); the subscriptions
+    /// new to this connection, which each get their first message. Refused whole past
+    /// the connection's bound.
     pub fn subscribe(
         &mut self,
         channels: &[Channel],
         min_usd: Option<f64>,
-    ) -> Result<Vec<Channel>, TooManySubscriptions> {
-        let mut fresh: Vec<Channel> = Vec::with_capacity(channels.len());
+    ) -> Result<Vec<Rc<Target>>, TooManySubscriptions> {
+        let mut fresh: Vec<&Channel> = Vec::with_capacity(channels.len());
         for c in channels {
-            if !self.subs.contains_key(c) && !fresh.contains(c) {
-                fresh.push(c.clone());
+            if !self.subs.contains_key(c) && !fresh.contains(&c) {
+                fresh.push(c);
             }
         }
-        if self.subs.len() + fresh.len() > SUBSCRIPTIONS_MAX {
-            return Err(TooManySubscriptions { held: self.subs.len(), asked: fresh.len() });
+        if self.subs.len() + fresh.len() > self.subscriptions_max {
+            let max = self.subscriptions_max;
+            return Err(TooManySubscriptions { held: self.subs.len(), asked: fresh.len(), max });
         }
-        for c in &fresh {
-            let min_usd = min_usd.filter(|_| matches!(c, Channel::Walls { .. }));
-            self.subs.insert(c.clone(), Sub { min_usd, ..Sub::default() });
+        let targets: Vec<Rc<Target>> = fresh
+            .into_iter()
+            .map(|c| {
+                let min_usd = min_usd.filter(|_| matches!(c, Channel::Walls { .. }));
+                Rc::new(Target { channel: c.clone(), min_usd })
+            })
+            .collect();
+        for t in &targets {
+            self.subs.insert(t.channel.clone(), Sub { target: t.clone(), seq: 0, board_ts: 0 });
         }
-        Ok(fresh)
+        Ok(targets)
     }
 
-    /// Removes `channels` (one not held is no error); a channel subscribed again starts at
-    /// `seq` 1 with a new first message.
-    pub fn unsubscribe(&mut self, channels: &[Channel]) {
+    /// Removes `channels` (one not held is no error), returning the subscriptions ended; a
+    /// channel subscribed again starts at `seq` 1 with a new first message.
+    pub fn unsubscribe(&mut self, channels: &[Channel]) -> Vec<Rc<Target>> {
+        let mut ended = Vec::new();
         for c in channels {
-            self.subs.remove(c);
+            if let Some(sub) = self.subs.remove(c) {
+                ended.push(sub.target);
+            }
             if *c == Channel::Alerts {
                 self.alerts_after = None;
             }
         }
+        ended
     }
 
-    /// The price channels held, with the book they name.
-    pub fn price_channels(&self) -> impl Iterator<Item = &Channel> {
-        self.subs.keys().filter(|c| matches!(c, Channel::Price { .. }))
-    }
-
-    /// The levels and walls channels held.
-    pub fn market_channels(&self) -> Vec<Channel> {
-        self.subs.keys().filter(|c| matches!(c, Channel::Levels { .. } | Channel::Walls { .. })).cloned().collect()
-    }
-
-    /// A look at `book`'s levels for `channel` (its first: a `snapshot`; then `level.broken` for
-    /// each level a trade went through, and a `snapshot` when a recompute changed the set).
-    pub fn levels_look(
-        &mut self,
-        channel: &Channel,
-        book: BookId,
-        symbol: &str,
-        snap: &LevelSnapshot,
-        t: Trades,
-        now_ms: i64,
-    ) -> Vec<String> {
-        let Some(sub) = self.subs.get_mut(channel) else { return Vec::new() };
-        let seen = sub.levels.entry(book).or_default();
-        let Some(change) = watch::look_levels(seen, snap, t.high, t.low) else { return Vec::new() };
-        match change {
-            LevelsChange::Snapshot(mut levels) => {
-                let Some(mut j) = self.head(channel, "snapshot", now_ms) else { return Vec::new() };
-                j.raw(",\"data\":{\"symbol\":").str(symbol).raw(",\"levels\":");
-                write_levels(&mut j, &mut levels, t.price);
-                j.raw("}}");
-                vec![j.finish()]
-            }
-            LevelsChange::Broken(levels) => levels
-                .iter()
-                .filter_map(|l| {
-                    let mut j = self.head(channel, "level.broken", now_ms)?;
-                    j.raw(",\"data\":{\"symbol\":").str(symbol).raw(",\"level\":");
-                    write_level(&mut j, l, t.price);
-                    j.raw(",\"price\":").fixed(t.price).raw(",\"ts\":").int(t.price_ts).raw("}}");
-                    Some(j.finish())
-                })
-                .collect(),
+    /// A market channel's message around the fan-out's `data`; `None` when `target` is no
+    /// longer this connection's subscription (unsubscribed since it was queued).
+    pub fn message(&mut self, target: &Rc<Target>, kind: &str, data: &str, now_ms: i64) -> Option<String> {
+        if !self.subs.get(&target.channel).is_some_and(|s| Rc::ptr_eq(&s.target, target)) {
+            return None;
         }
+        let mut j = self.head(&target.channel, kind, now_ms)?;
+        j.raw(",\"data\":").raw(data).raw("}");
+        Some(j.finish())
     }
 
-    /// A look at `book`'s walls for `channel`: notes the trades, then on a new scan (its first:
-    /// a `snapshot`) `wall.appeared`, `wall.changed` and `wall.gone` with its `reason`.
-    pub fn walls_look(
-        &mut self,
-        channel: &Channel,
-        book: BookId,
-        symbol: &str,
-        snap: &DensitySnapshot,
-        t: Trades,
-        now_ms: i64,
-    ) -> Vec<String> {
-        let Some(sub) = self.subs.get_mut(channel) else { return Vec::new() };
-        let min_usd = sub.min_usd;
-        let seen = sub.walls.entry(book).or_default();
-        let first = seen.is_none();
-        if let Some(s) = seen.as_mut() {
-            s.note_trades(t.price, t.high, t.low, t.computed_ms);
-        }
-        let Some(events) = watch::look_walls(seen, snap, min_usd) else { return Vec::new() };
-        if first {
-            let Some(mut j) = self.head(channel, "snapshot", now_ms) else { return Vec::new() };
-            let kept = DensitySnapshot {
-                walls: snap.walls.iter().filter(|w| watch::passes(w, min_usd)).copied().collect(),
-                ..*snap
-            };
-            j.raw(",\"data\":{\"symbol\":").str(symbol).raw(",\"snapshot\":");
-            write_density(&mut j, &kept);
-            j.raw("}}");
-            return vec![j.finish()];
-        }
-        events
-            .iter()
-            .filter_map(|e| {
-                let (kind, w, reason) = match e {
-                    WallEvent::Appeared(w) => ("wall.appeared", w, None),
-                    WallEvent::Changed(w) => ("wall.changed", w, None),
-                    WallEvent::Gone(w, why) => ("wall.gone", w, Some(why.as_str())),
-                };
-                let mut j = self.head(channel, kind, now_ms)?;
-                j.raw(",\"data\":{\"symbol\":").str(symbol).raw(",\"wall\":");
-                write_wall(&mut j, w);
-                if let Some(r) = reason {
-                    j.raw(",\"reason\":").str(r);
-                }
-                j.raw("}}");
-                Some(j.finish())
-            })
-            .collect()
+    /// Subscriptions held.
+    pub fn subscriptions(&self) -> usize {
+        self.subs.len()
     }
 
     /// The board channels held.
@@ -293,33 +213,10 @@ impl Session {
         let sub = self.subs.get_mut(channel)?;
         sub.seq += 1;
         self.last_sent_ms = now_ms;
-        let mut j = Json::with_capacity(160);
+        let mut j = Json::with_capacity(160 + 32);
         j.raw("{\"channel\":").str(&channel.name()).raw(",\"type\":").str(kind);
         j.raw(",\"seq\":").int(sub.seq as i64).raw(",\"ts\":").int(now_ms);
         Some(j)
-    }
-
-    /// The pair's price at `price_ts` as its channel's next message: a `snapshot` first, then a
-    /// `price` only when it changed and [`PRICE_EVERY_MS`] have passed since the last one (a
-    /// change within them waits for the next look, which sends the newest); `None` when nothing
-    /// is to be sent.
-    pub fn price(&mut self, channel: &Channel, price: i64, price_ts: i64, now_ms: i64) -> Option<String> {
-        let sub = self.subs.get_mut(channel)?;
-        let first = sub.price.is_none();
-        if sub.price == Some((price, price_ts)) || (!first && now_ms - sub.price_sent_ms < PRICE_EVERY_MS) {
-            return None;
-        }
-        sub.price = Some((price, price_ts));
-        sub.price_sent_ms = now_ms;
-        let mut j = self.head(channel, if first { "snapshot" } else { "price" }, now_ms)?;
-        j.raw(",\"data\":{\"price\":");
-        if price > 0 {
-            j.fixed(price);
-        } else {
-            j.raw("null");
-        }
-        j.raw(",\"ts\":").int(price_ts).raw("}}");
-        Some(j.finish())
     }
 
     /// An inbox entry of the account as the `alerts` channel's next message (`type` its kind,
@@ -357,34 +254,32 @@ mod tests {
     }
 
     #[test]
-    fn a_price_channel_sends_a_snapshot_then_changes_with_seq_rising_by_one() {
-        let mut s = Session::new(0);
-        assert_eq!(s.subscribe(&[btc(), btc()], None).expect("fits"), [btc()]);
-        let first = json(&s.price(&btc(), 6_512_345_000_000, 10, 20).expect("snapshot"));
+    fn messages_wrap_shared_data_with_seq_rising_by_one_per_subscription() {
+        let mut s = Session::new(0, SUBSCRIPTIONS_MAX);
+        let t = s.subscribe(&[btc(), btc()], None).expect("fits");
+        assert_eq!(t.len(), 1, "one subscription for a channel named twice");
+        let first = json(&s.message(&t[0], "snapshot", "{\"price\":1.5,\"ts\":10}", 20).expect("held"));
         assert_eq!(
             (first["channel"].as_str(), first["type"].as_str(), first["seq"].as_u64()),
             (Some("price:binance:BTCUSDT"), Some("snapshot"), Some(1))
         );
-        assert_eq!(
-            (first["data"]["price"].as_f64(), first["data"]["ts"].as_i64(), first["ts"].as_i64()),
-            (Some(65_123.45), Some(10), Some(20))
-        );
-        assert_eq!(s.price(&btc(), 6_512_345_000_000, 10, 120), None, "nothing changed");
-        assert_eq!(s.price(&btc(), 6_512_346_000_000, 11, 119), None, "within 100 ms of the last");
-        let next = json(&s.price(&btc(), 6_512_346_000_000, 11, 220).expect("a change"));
+        assert_eq!((first["data"]["price"].as_f64(), first["ts"].as_i64()), (Some(1.5), Some(20)));
+        let next = json(&s.message(&t[0], "price", "{}", 120).expect("held"));
         assert_eq!((next["type"].as_str(), next["seq"].as_u64()), (Some("price"), Some(2)));
-        s.unsubscribe(&[btc()]);
-        assert_eq!(s.price(&btc(), 1, 12, 300), None, "not subscribed");
-        s.subscribe(&[btc()], None).expect("again");
-        let again = json(&s.price(&btc(), 1, 12, 300).expect("snapshot"));
-        assert_eq!((again["type"].as_str(), again["seq"].as_u64()), (Some("snapshot"), Some(1)));
-        let none = json(&s.price(&btc(), 0, 13, 400).expect("no price"));
-        assert!(none["data"]["price"].is_null());
+        assert_eq!(s.unsubscribe(&[btc()]).len(), 1);
+        assert_eq!(s.message(&t[0], "price", "{}", 130), None, "not subscribed");
+        let again = s.subscribe(&[btc()], None).expect("again");
+        assert_eq!(s.message(&t[0], "price", "{}", 140), None, "queued for the old subscription");
+        let m = json(&s.message(&again[0], "snapshot", "{}", 150).expect("held"));
+        assert_eq!((m["type"].as_str(), m["seq"].as_u64()), (Some("snapshot"), Some(1)));
+        let walls = Channel::Walls { venue: Venue::Okx, symbol: None };
+        let w = s.subscribe(&[walls, btc()], Some(1e6)).expect("fits");
+        assert_eq!((w.len(), w[0].min_usd), (1, Some(1e6)), "minUsd kept for walls only");
     }
 
     #[test]
     fn alerts_move_their_cursor_and_carry_the_body() {
-        let mut s = Session::new(0);
+        let mut s = Session::new(0, SUBSCRIPTIONS_MAX);
         assert_eq!(s.alert_entry(5, "alert.triggered", "{}", 1), None, "not subscribed");
         s.subscribe(&[Channel::Alerts], None).expect("fits");
         assert_eq!(s.alerts_after(), None, "not started");
@@ -402,28 +297,28 @@ mod tests {
 
     #[test]
     fn subscriptions_are_bounded_and_refused_whole() {
-        let mut s = Session::new(0);
+        let mut s = Session::new(0, SUBSCRIPTIONS_MAX);
         let names: Vec<Channel> =
             (0..SUBSCRIPTIONS_MAX).map(|i| Channel::Price { venue: Venue::Okx, symbol: format!("P{i}") }).collect();
         s.subscribe(&names, None).expect("exactly the bound");
         s.subscribe(&names[..3], None).expect("held already: nothing new");
         let e = s.subscribe(&[Channel::Alerts, btc()], None).expect_err("past the bound");
-        assert_eq!(e, TooManySubscriptions { held: SUBSCRIPTIONS_MAX, asked: 2 });
+        assert_eq!(e, TooManySubscriptions { held: SUBSCRIPTIONS_MAX, asked: 2, max: SUBSCRIPTIONS_MAX });
         assert!(e.to_string().contains("max 500"), "{e}");
         assert_eq!(s.alerts_after(), None);
-        assert_eq!(s.price_channels().count(), SUBSCRIPTIONS_MAX);
+        assert_eq!(s.subscriptions(), SUBSCRIPTIONS_MAX);
     }
 
     #[test]
     fn the_eleventh_error_in_a_minute_closes() {
-        let mut s = Session::new(0);
+        let mut s = Session::new(0, SUBSCRIPTIONS_MAX);
         for i in 0..ERRORS_PER_MINUTE_MAX as i64 {
             let r = s.error(Some(1), "bad \"op\"", i * 1_000);
             assert!(!r.close);
             assert_eq!(json(&r.frame)["error"], "bad \"op\"");
         }
         assert!(s.error(None, "one more", 30_000).close);
-        let mut later = Session::new(0);
+        let mut later = Session::new(0, SUBSCRIPTIONS_MAX);
         for i in 0..=ERRORS_PER_MINUTE_MAX as i64 {
             assert!(!later.error(None, "spread out", i * 7_000).close, "at most ten in any minute");
         }
@@ -431,7 +326,7 @@ mod tests {
 
     #[test]
     fn a_board_channel_sends_each_build_once() {
-        let mut s = Session::new(0);
+        let mut s = Session::new(0, SUBSCRIPTIONS_MAX);
         let okx = Channel::Board { venue: Venue::Okx };
         s.subscribe(std::slice::from_ref(&okx), None).expect("fits");
         let numbers = [Numbers { pairs: 3, advancing: 2, ..Numbers::default() }; 6];
@@ -452,7 +347,7 @@ mod tests {
 
     #[test]
     fn heartbeats_follow_a_second_of_silence() {
-        let mut s = Session::new(0);
+        let mut s = Session::new(0, SUBSCRIPTIONS_MAX);
         assert_eq!(s.heartbeat(999), None);
         assert_eq!(json(&s.heartbeat(1_000).expect("due"))["type"], "heartbeat");
         assert_eq!(s.heartbeat(1_500), None);

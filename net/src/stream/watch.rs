@@ -25,6 +25,13 @@ pub struct LevelsSeen {
     alive: Vec<Level>,
 }
 
+impl LevelsSeen {
+    /// The levels as last sent, without those broken since.
+    pub fn alive(&self) -> &[Level] {
+        &self.alive
+    }
+}
+
 /// What one look at a book's levels found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LevelsChange {

@@ -6,19 +6,23 @@
 //! upgrade nor asks for events is answered 426.
 //!
 //! One task per connection (on the front's thread) reads the client's ops
-//! (`crate::stream::ops`), answers each, and sends what changed: every `PRICE_EVERY_MS` the
-//! newest price of each `price` channel (conflated: a slow client gets the newest, never a
-//! queue) and its pairs' levels and walls (`crate::stream::watch`), and every [`TICK`] the
-//! account's new inbox entries on `alerts` (read at once when the writer commits inbox entries,
+//! (`crate::stream::ops`), answers each, and writes what the fan-out queued for it
+//! (`super::stream_fanout`: one look per followed book every 2 ms, each change encoded once,
+//! `crate::stream::fanout`) when woken; every [`TICK`] it sends the board, the account's new
+//! inbox entries on `alerts` (read at once when the writer commits inbox entries,
 //! `WriterStats::inbox_written`, else when its count moved or every [`ALERTS_RESCAN_MS`], which
 //! also covers entries written by another process of a cluster), and a heartbeat after a second
 //! of silence (`crate::stream::session`).
 //!
-//! Bounds: a client frame of at most `ops::FRAME_BYTES_MAX` bytes (longer: closed 1009);
-//! [`UNSENT_BYTES_MAX`] bytes waiting to be written to a client, and a write that cannot finish
-//! within [`SEND_WAIT`] closes the connection 4008 ("slow consumer"): an alert entry is then not
-//! lost, the client resumes with `since` from the last `id` it read; ten error answers in a
-//! minute close it 1008.
+//! Bounds (`crate::stream::Bounds`, from the configuration's `[streams]`): a client frame of at
+//! most `ops::FRAME_BYTES_MAX` bytes (longer: closed 1009); subscriptions per connection (past
+//! them a subscribe is refused whole); `unsent_bytes_max` bytes waiting for a client: queued
+//! market events past their share are conflated (a snapshot of each book replaces them), so a
+//! client that stops reading holds no more than the bound and delays nobody else; a batch of
+//! market messages that cannot be written within [`MARKET_SEND_WAIT`], and an answer or `alerts`
+//! entry not taken within [`SEND_WAIT`], close the connection 4008 ("slow consumer"): an alert
+//! entry is then not lost, the client resumes with `since` from the last `id` it read; ten error
+//! answers in a minute close it 1008.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -44,10 +48,12 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::site::events::EventBody;
+use super::stream_fanout::Joined;
 use super::{error, method_not_allowed, ApiError, Front, Resp};
 use crate::api::limit::Usage;
+use crate::stream::fanout::{ConnId, Item, Target};
 use crate::stream::ops::{self, Channel, Op};
-use crate::stream::session::{Session, Trades, BACKLOG_MAX, PRICE_EVERY_MS};
+use crate::stream::session::{Session, BACKLOG_MAX};
 use hyper::http::request::Parts;
 use rampart_engine::BookId;
 use rampart_store::store::KeyRow;
@@ -57,14 +63,12 @@ use rampart_store::store::KeyRow;
 pub const TICK: Duration = Duration::from_millis(25);
 /// How often `alerts` reads the inbox even when this process's writer committed nothing.
 pub const ALERTS_RESCAN_MS: i64 = 1_000;
-/// Bytes waiting to be written to one client at most.
-pub const UNSENT_BYTES_MAX: usize = 4 << 20;
-/// How long one write may wait for the client to read.
+/// How long one write of an answer or an `alerts` entry may wait for the client to read.
 pub const SEND_WAIT: Duration = Duration::from_secs(5);
+/// How long a batch of (conflated) market messages may wait for the client to read.
+pub const MARKET_SEND_WAIT: Duration = Duration::from_secs(30);
 /// Inbox entries read per look.
 const READ_MAX: u32 = 100;
-/// How long a connection keeps the books it resolved for its channels.
-const BOOKS_REFRESH_MS: i64 = 1_000;
 /// A connection's read buffer (a frame longer than it is still read, in more than one go).
 const WS_READ_BUFFER_BYTES: usize = 4 << 10;
 /// Server-sent events waiting for the client's socket at most (a message waits [`SEND_WAIT`]
@@ -220,10 +224,10 @@ impl Front {
                 .write_buffer_size(0)
                 .max_message_size(Some(ops::FRAME_BYTES_MAX))
                 .max_frame_size(Some(ops::FRAME_BYTES_MAX))
-                .max_write_buffer_size(UNSENT_BYTES_MAX);
+                .max_write_buffer_size(front.stream_bounds.socket_bytes_max());
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config)).await;
-            let session = Session::new(front.clock.now_ms());
-            front.run_stream(Out::Ws(Box::new(ws)), session, account_id).await;
+            let session = Session::new(front.clock.now_ms(), front.stream_bounds.subscriptions_max);
+            front.run_stream(Out::Ws(Box::new(ws)), session, account_id, Vec::new(), None).await;
         });
         let accept = derive_accept_key(key.as_bytes());
         let mut r = Resp::new(Full::new(Bytes::new()));
@@ -260,8 +264,8 @@ impl Front {
             return Err(ApiError::new(StatusCode::NOT_FOUND, unknown));
         }
         let now_ms = self.clock.now_ms();
-        let mut session = Session::new(now_ms);
-        session
+        let mut session = Session::new(now_ms, self.stream_bounds.subscriptions_max);
+        let targets = session
             .subscribe(&channels, min_usd)
             .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
         let max = self.plans.get(&account.plan).map_or(0, |p| p.stream_connections);
@@ -273,13 +277,7 @@ impl Front {
         let (front, account_id) = (self.clone(), account.account_id);
         tokio::task::spawn_local(async move {
             let _place = place;
-            let mut out = Out::Sse(tx);
-            for c in &channels {
-                if front.first_message(&mut out, &mut session, account_id, c, since, now_ms).await.is_err() {
-                    return;
-                }
-            }
-            front.run_stream(out, session, account_id).await;
+            front.run_stream(Out::Sse(tx), session, account_id, targets, since).await;
         });
         let mut r = Response::new(EventBody::new(rx));
         let h = r.headers_mut();
@@ -331,31 +329,49 @@ enum End {
 }
 
 impl Front {
-    /// One connection until it ends.
-    async fn run_stream(self: Rc<Self>, mut out: Out, mut session: Session, account: i64) {
+    /// One connection until it ends: `initial` are the subscriptions of a server-sent-events
+    /// request (their first messages go first), `since` its `alerts` resume point.
+    async fn run_stream(
+        self: Rc<Self>,
+        mut out: Out,
+        mut session: Session,
+        account: i64,
+        initial: Vec<Rc<Target>>,
+        since: Option<i64>,
+    ) {
+        let joined = self.join_fanout();
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut looked =
-            Looks { prices_ms: 0, inbox_writes: u64::MAX, inbox_ms: 0, books: HashMap::new(), books_ms: 0 };
+        let mut looked = Looks { inbox_writes: u64::MAX, inbox_ms: 0 };
+        let now_ms = self.clock.now_ms();
+        let mut first = Ok(());
+        for t in &initial {
+            first = self.first_message(&mut out, &mut session, &joined, account, t, since, now_ms).await;
+            if first.is_err() {
+                break;
+            }
+        }
         let end = loop {
-            let step = tokio::select! {
+            if let Err(end) = first {
+                break end;
+            }
+            first = tokio::select! {
                 frame = out.next_frame() => match frame {
-                    Some(Ok(Message::Text(t))) => self.answer_op(&mut out, &mut session, account, t.as_bytes()).await,
-                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut out, &mut session, account, &b).await,
+                    Some(Ok(Message::Text(t))) => self.answer_op(&mut out, &mut session, &joined, account, t.as_bytes()).await,
+                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut out, &mut session, &joined, account, &b).await,
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => Ok(()),
                     Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => Err(End::Close(CloseCode::Size, "message too long")),
                     Some(Ok(Message::Close(_)) | Err(_)) | None => Err(End::Gone),
                 },
+                _ = joined.woken.notified() => self.write_market(&mut out, &mut session, joined.conn).await,
                 _ = tick.tick() => self.push_changes(&mut out, &mut session, account, &mut looked).await,
                 _ = self.writer_stats.inbox_written.notified(), if session.alerts_after().is_some() => {
                     let now_ms = self.clock.now_ms();
                     self.push_alerts(&mut out, &mut session, account, &mut looked, now_ms).await
                 }
             };
-            if let Err(end) = step {
-                break end;
-            }
         };
+        drop(joined);
         if let (End::Close(code, reason), Out::Ws(ws)) = (end, &mut out) {
             let frame = CloseFrame { code, reason: reason.into() };
             let _ = tokio::time::timeout(SEND_WAIT, ws.as_mut().close(Some(frame))).await;
@@ -363,7 +379,14 @@ impl Front {
     }
 
     /// Parses and answers one client frame.
-    async fn answer_op(&self, out: &mut Out, s: &mut Session, account: i64, frame: &[u8]) -> Result<(), End> {
+    async fn answer_op(
+        &self,
+        out: &mut Out,
+        s: &mut Session,
+        joined: &Joined,
+        account: i64,
+        frame: &[u8],
+    ) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
         let op = match ops::parse(frame) {
             Ok(op) => op,
@@ -372,7 +395,9 @@ impl Front {
         match op {
             Op::Ping { id } => out.send(s.ack(id, now_ms), None).await,
             Op::Unsubscribe { id, channels } => {
-                s.unsubscribe(&channels);
+                for t in s.unsubscribe(&channels) {
+                    self.fanout.borrow_mut().fanout.unsubscribe(joined.conn, &t);
+                }
                 out.send(s.ack(id, now_ms), None).await
             }
             Op::Subscribe { id, channels, since, min_usd } => {
@@ -384,8 +409,8 @@ impl Front {
                     Err(e) => return refuse(out, s, Some(id), &e.to_string(), now_ms).await,
                 };
                 out.send(s.ack(id, now_ms), None).await?;
-                for c in &fresh {
-                    self.first_message(out, s, account, c, since, now_ms).await?;
+                for t in &fresh {
+                    self.first_message(out, s, joined, account, t, since, now_ms).await?;
                 }
                 Ok(())
             }
@@ -423,7 +448,7 @@ impl Front {
     }
 
     /// The books a price, levels or walls channel covers now (a `*` channel: the venue's listed
-    /// pairs, so a pair listed later joins it).
+    /// pairs; the fan-out follows the venue's listing from then on).
     fn books_of(&self, c: &Channel) -> Vec<BookId> {
         match c {
             Channel::Price { venue, symbol }
@@ -436,71 +461,35 @@ impl Front {
         }
     }
 
-    /// The books of `c` as this connection last resolved them (again every [`BOOKS_REFRESH_MS`],
-    /// for listings and delistings): a look does not parse a symbol or walk a venue's listing.
-    fn cached_books(&self, looked: &mut Looks, c: &Channel, now_ms: i64) -> Rc<[BookId]> {
-        if now_ms - looked.books_ms >= BOOKS_REFRESH_MS {
-            looked.books.clear();
-            looked.books_ms = now_ms;
-        }
-        if let Some(b) = looked.books.get(c) {
-            return b.clone();
-        }
-        let books: Rc<[BookId]> = self.books_of(c).into();
-        looked.books.insert(c.clone(), books.clone());
-        books
-    }
-
-    /// Looks at the levels or walls of `books` for `c`; the frames to send.
-    fn market_look(&self, s: &mut Session, c: &Channel, books: &[BookId], now_ms: i64) -> Vec<String> {
-        let registry = self.shared.registry();
-        let mut out = Vec::new();
-        for &book in books {
-            let symbol = &registry.get(book).symbol;
-            let (levels, high, low) = self.shared.levels_view(book);
-            let (price, price_ts) = self.shared.price(book);
-            let t = Trades { price, price_ts, high, low, computed_ms: levels.computed_ms };
-            if matches!(c, Channel::Levels { .. }) {
-                out.extend(s.levels_look(c, book, symbol, &levels, t, now_ms));
-            } else {
-                let walls = self.shared.slots[book.index()].densities.load_full();
-                out.extend(s.walls_look(c, book, symbol, &walls, t, now_ms));
-            }
-        }
-        out
-    }
-
-    /// A new subscription's first message: a price's snapshot; for `alerts`, the entries after
-    /// `since` (oldest first, at most `BACKLOG_MAX`), or nothing but the cursor at the newest.
+    /// A new subscription's first message: for a market channel, the fan-out follows it and
+    /// queues a snapshot of each of its books (written with the connection's next batch); for
+    /// `alerts`, the entries after `since` (oldest first, at most `BACKLOG_MAX`), or nothing but
+    /// the cursor at the newest.
+    #[allow(clippy::too_many_arguments)]
     async fn first_message(
         &self,
         out: &mut Out,
         s: &mut Session,
+        joined: &Joined,
         account: i64,
-        c: &Channel,
+        t: &Rc<Target>,
         since: Option<i64>,
         now_ms: i64,
     ) -> Result<(), End> {
-        match c {
+        match &t.channel {
             Channel::Board { .. } => {
                 for m in self.board_look(s, now_ms) {
                     out.send(m, None).await?;
                 }
                 Ok(())
             }
-            Channel::Levels { .. } | Channel::Walls { .. } => {
-                for m in self.market_look(s, c, &self.books_of(c), now_ms) {
-                    out.send(m, None).await?;
-                }
+            Channel::Levels { .. } | Channel::Walls { .. } | Channel::Price { .. } => {
+                let books = self.books_of(&t.channel);
+                let mut hub = self.fanout.borrow_mut();
+                hub.fanout.subscribe(joined.conn, t, &books);
+                self.look_books(&mut hub.fanout, &books, now_ms);
+                joined.woken.notify_one();
                 Ok(())
-            }
-            Channel::Price { venue, symbol } => {
-                let Ok(book) = self.book(*venue, symbol) else { return Ok(()) };
-                let (price, ts) = self.shared.price(book);
-                match s.price(c, price, ts, now_ms) {
-                    Some(m) => out.send(m, None).await,
-                    None => Ok(()),
-                }
             }
             Channel::Alerts => {
                 let Some(after) = since else {
@@ -521,29 +510,32 @@ impl Front {
         }
     }
 
-    /// What changed since the last look: prices, inbox entries, a heartbeat.
+    /// Writes what the fan-out queued for the connection, in one batch (a snapshot marker
+    /// becomes the book's newest state now).
+    async fn write_market(&self, out: &mut Out, s: &mut Session, conn: ConnId) -> Result<(), End> {
+        let now_ms = self.clock.now_ms();
+        let frames: Vec<String> = {
+            let mut hub = self.fanout.borrow_mut();
+            let items = hub.fanout.take(conn);
+            let registry = self.shared.registry();
+            items
+                .into_iter()
+                .filter_map(|item| match item {
+                    Item::Event { target, kind, data, .. } => s.message(&target, kind, &data, now_ms),
+                    Item::Snapshot { target, book } => {
+                        let symbol = &registry.get(book).symbol;
+                        let data = hub.fanout.snapshot(&target, book, symbol)?;
+                        s.message(&target, "snapshot", &data, now_ms)
+                    }
+                })
+                .collect()
+        };
+        out.send_market(frames).await
+    }
+
+    /// What changed since the last look: the board, inbox entries, a heartbeat.
     async fn push_changes(&self, out: &mut Out, s: &mut Session, account: i64, looked: &mut Looks) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
-        // Prices, levels and walls every `PRICE_EVERY_MS` (a level broken, a wall scan reach the
-        // client within it); the inbox and heartbeats at every tick.
-        if now_ms - looked.prices_ms >= PRICE_EVERY_MS {
-            looked.prices_ms = now_ms;
-            let prices: Vec<Channel> = s.price_channels().cloned().collect();
-            for c in prices {
-                for &book in self.cached_books(looked, &c, now_ms).iter() {
-                    let (price, ts) = self.shared.price(book);
-                    if let Some(m) = s.price(&c, price, ts, now_ms) {
-                        out.send(m, None).await?;
-                    }
-                }
-            }
-            for c in s.market_channels() {
-                let books = self.cached_books(looked, &c, now_ms);
-                for m in self.market_look(s, &c, &books, now_ms) {
-                    out.send(m, None).await?;
-                }
-            }
-        }
         for m in self.board_look(s, now_ms) {
             out.send(m, None).await?;
         }
@@ -588,13 +580,10 @@ impl Front {
     }
 }
 
-/// When a connection last looked at prices and the inbox, and the writer's count it saw.
+/// When a connection last read the inbox, and the writer's count it saw.
 struct Looks {
-    prices_ms: i64,
     inbox_writes: u64,
     inbox_ms: i64,
-    books: HashMap<Channel, Rc<[BookId]>>,
-    books_ms: i64,
 }
 
 /// Where a connection's messages go: a WebSocket, or the body of a server-sent-events answer.
@@ -623,6 +612,37 @@ impl Out {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(_)) | Err(_) => Err(End::Gone),
                 }
+            }
+        }
+    }
+
+    /// Sends a batch of market messages. A market channel is conflated upstream (the fan-out's
+    /// outbox), so a slow client only delays its own batches: the batch may wait
+    /// [`MARKET_SEND_WAIT`] for the client to read before the connection is closed 4008.
+    async fn send_market(&mut self, frames: Vec<String>) -> Result<(), End> {
+        match self {
+            Out::Ws(ws) => {
+                let batch = async {
+                    for f in frames {
+                        ws.feed(Message::text(f)).await?;
+                    }
+                    ws.flush().await
+                };
+                match tokio::time::timeout(MARKET_SEND_WAIT, batch).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(_)) => Err(End::Gone),
+                    Err(_) => Err(End::Close(CloseCode::from(4008), "slow consumer")),
+                }
+            }
+            Out::Sse(tx) => {
+                for f in frames {
+                    let event = Bytes::from(format!("data: {f}\n\n"));
+                    match tokio::time::timeout(MARKET_SEND_WAIT, tx.send(event)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) | Err(_) => return Err(End::Gone),
+                    }
+                }
+                Ok(())
             }
         }
     }

@@ -1,0 +1,169 @@
+//! The front's stream fan-out task (issue #34): every [`ROUND`] it looks once at each book some
+//! `GET /v1/stream` connection follows (`crate::stream::fanout`), reading what the shards
+//! published (atomics and `ArcSwap` loads: the shards do nothing per subscriber), and wakes the
+//! connections it handed something. It runs on the front's thread while any stream is open.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rampart_engine::{BookId, Venue};
+use tokio::sync::Notify;
+
+use super::Front;
+use crate::stream::fanout::{ConnId, Fanout, View};
+use crate::stream::Bounds;
+
+/// How often the fan-out looks at the followed books: a publication reaches a connection's
+/// outbox within it.
+pub const ROUND: Duration = Duration::from_millis(2);
+/// How often the `/metrics` stream instruments are set.
+const FIGURES_EVERY_MS: i64 = 100;
+/// How often the books of a `*` channel (its venue's listed pairs) are listed again.
+const STARS_REFRESH_MS: i64 = 1_000;
+
+/// The fan-out and the wakers of the connections it hands to.
+pub struct Hub {
+    /// Subscriptions, per-book state and outboxes.
+    pub fanout: Fanout,
+    wakers: HashMap<ConnId, Rc<Notify>>,
+    running: bool,
+    /// When the `/metrics` instruments were last set, and the fan-out's counters then.
+    shown: (i64, u64, u64),
+}
+
+/// A connection's place in the hub, given back when it ends.
+pub struct Joined {
+    hub: Rc<RefCell<Hub>>,
+    /// The connection's id.
+    pub conn: ConnId,
+    /// Woken when its outbox has something.
+    pub woken: Rc<Notify>,
+}
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        let mut hub = self.hub.borrow_mut();
+        hub.fanout.close(self.conn);
+        hub.wakers.remove(&self.conn);
+    }
+}
+
+impl Hub {
+    /// No connection yet; outboxes bounded as `bounds` say.
+    pub fn new(bounds: &Bounds) -> Hub {
+        Hub { fanout: Fanout::new(bounds.outbox_bytes_max()), wakers: HashMap::new(), running: false, shown: (0, 0, 0) }
+    }
+}
+
+impl Front {
+    /// Opens a connection in the hub, starting the fan-out task if it is not running.
+    pub(super) fn join_fanout(self: &Rc<Self>) -> Joined {
+        let woken = Rc::new(Notify::new());
+        let mut hub = self.fanout.borrow_mut();
+        let conn = hub.fanout.open();
+        hub.wakers.insert(conn, woken.clone());
+        if !hub.running {
+            hub.running = true;
+            tokio::task::spawn_local(self.clone().run_fanout());
+        }
+        Joined { hub: self.fanout.clone(), conn, woken }
+    }
+
+    /// The fan-out task: a round every [`ROUND`] until no connection is left.
+    async fn run_fanout(self: Rc<Self>) {
+        let mut tick = tokio::time::interval(ROUND);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let (mut books, mut woken) = (Vec::new(), Vec::new());
+        let mut stars = Stars::default();
+        loop {
+            tick.tick().await;
+            let now_ms = self.clock.now_ms();
+            let mut hub = self.fanout.borrow_mut();
+            if hub.wakers.is_empty() {
+                hub.running = false;
+                hub.shown = self.show_figures(&hub.fanout, now_ms, hub.shown);
+                return;
+            }
+            hub.fanout.books(&mut books);
+            stars.refresh(&self, &hub.fanout, now_ms);
+            books.extend_from_slice(&stars.books);
+            books.sort_unstable();
+            books.dedup();
+            self.look_books(&mut hub.fanout, &books, now_ms);
+            hub.fanout.woken(&mut woken);
+            for c in &woken {
+                if let Some(w) = hub.wakers.get(c) {
+                    w.notify_one();
+                }
+            }
+            if now_ms - hub.shown.0 >= FIGURES_EVERY_MS {
+                hub.shown = self.show_figures(&hub.fanout, now_ms, hub.shown);
+            }
+        }
+    }
+
+    /// Sets the stream instruments of `/metrics` (`shown`: when last, and the counters then).
+    fn show_figures(&self, fanout: &Fanout, now_ms: i64, shown: (i64, u64, u64)) -> (i64, u64, u64) {
+        let f = fanout.figures();
+        if let Some(m) = &self.metrics {
+            m.http.streams_open.set(f.connections as i64);
+            m.http.stream_queued_bytes.set(f.queued_bytes as i64);
+            m.http.stream_conflations.inc_by(f.conflations - shown.1);
+            m.http.stream_handed.inc_by(f.handed - shown.2);
+        }
+        (now_ms, f.conflations, f.handed)
+    }
+
+    /// One look at each of `books` whose published state moved since its last look (a book no
+    /// longer in the registry is skipped).
+    pub(super) fn look_books(&self, fanout: &mut Fanout, books: &[BookId], now_ms: i64) {
+        let registry = self.shared.registry();
+        for &book in books {
+            if book.index() >= registry.len() || book.index() >= self.shared.slots.len() {
+                continue;
+            }
+            let slot = &self.shared.slots[book.index()];
+            let (price, price_ts) = self.shared.price(book);
+            let (high, low) = (slot.trade_high.load(Ordering::Acquire), slot.trade_low.load(Ordering::Acquire));
+            let stamp = [price, price_ts, high, low, slot.levels.load().computed_ms, slot.densities.load().ts_ms];
+            if fanout.unchanged(book, &stamp) {
+                continue;
+            }
+            let info = registry.get(book);
+            let (levels, high, low) = self.shared.levels_view(book);
+            let walls = slot.densities.load_full();
+            let view = View { price, price_ts, high, low, levels, walls };
+            fanout.look(book, info.venue, &info.symbol, &view, stamp, now_ms);
+        }
+    }
+}
+
+/// The listed books of the venues followed with a `*` channel, listed again every
+/// [`STARS_REFRESH_MS`] or when that set of venues changes.
+#[derive(Default)]
+struct Stars {
+    venues: [bool; Venue::COUNT],
+    books: Vec<BookId>,
+    listed_ms: i64,
+}
+
+impl Stars {
+    fn refresh(&mut self, front: &Front, fanout: &Fanout, now_ms: i64) {
+        let mut venues = [false; Venue::COUNT];
+        for v in fanout.star_venues() {
+            venues[v.index()] = true;
+        }
+        if venues == self.venues && now_ms - self.listed_ms < STARS_REFRESH_MS {
+            return;
+        }
+        self.venues = venues;
+        self.listed_ms = now_ms;
+        self.books.clear();
+        for v in Venue::ALL.into_iter().filter(|v| venues[v.index()]) {
+            self.books.extend(front.listed_books(v));
+        }
+    }
+}
