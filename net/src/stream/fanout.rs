@@ -69,12 +69,23 @@ pub enum Item {
         /// The book.
         book: BookId,
     },
+    /// An inbox entry of the connection's account for `alerts`: never conflated, never dropped.
+    Alert {
+        /// Its inbox id.
+        id: i64,
+        /// `alert.triggered`, `alert.delisted`, ...
+        kind: Rc<str>,
+        /// Its body (the webhook's, for a firing).
+        body: Rc<str>,
+    },
 }
 
 impl Item {
-    fn key(&self) -> (*const Target, BookId) {
+    /// The subscription and book of a market item (`None`: an `alerts` entry).
+    fn key(&self) -> Option<(*const Target, BookId)> {
         match self {
-            Item::Event { target, book, .. } | Item::Snapshot { target, book } => (Rc::as_ptr(target), *book),
+            Item::Event { target, book, .. } | Item::Snapshot { target, book } => Some((Rc::as_ptr(target), *book)),
+            Item::Alert { .. } => None,
         }
     }
 }
@@ -84,6 +95,9 @@ impl Item {
 pub struct Outbox {
     items: VecDeque<Item>,
     bytes: usize,
+    alert_bytes: usize,
+    /// Its `alerts` entries passed the bound: the connection is to be closed 4008.
+    overflowed: bool,
     /// Times the outbox was conflated (a slow client).
     pub conflations: u64,
 }
@@ -101,14 +115,31 @@ impl Outbox {
         conflate
     }
 
-    /// Every queued event becomes one snapshot marker per subscription and book.
+    /// Queues an `alerts` entry; past `max` bytes of them the outbox is marked overflowed and
+    /// takes no more (the connection is closed 4008 at its next write and its client resumes
+    /// with `since`, reading them from storage).
+    fn push_alert(&mut self, id: i64, kind: &Rc<str>, body: &Rc<str>, max: usize) {
+        if self.overflowed {
+            return;
+        }
+        self.alert_bytes += body.len();
+        self.overflowed = self.alert_bytes > max;
+        self.items.push_back(Item::Alert { id, kind: kind.clone(), body: body.clone() });
+    }
+
+    /// Every queued market event becomes one snapshot marker per subscription and book; the
+    /// `alerts` entries stay, in their order.
     fn conflate(&mut self) {
         let mut seen = HashSet::new();
         let old = std::mem::take(&mut self.items);
         for item in old {
-            if seen.insert(item.key()) {
-                let (Item::Event { target, book, .. } | Item::Snapshot { target, book }) = item;
-                self.items.push_back(Item::Snapshot { target, book });
+            match item {
+                Item::Alert { .. } => self.items.push_back(item),
+                Item::Event { target, book, .. } | Item::Snapshot { target, book } => {
+                    if seen.insert((Rc::as_ptr(&target), book)) {
+                        self.items.push_back(Item::Snapshot { target, book });
+                    }
+                }
             }
         }
         self.bytes = 0;
@@ -118,16 +149,18 @@ impl Outbox {
     /// Everything queued, oldest first, without the events a snapshot in the batch supersedes.
     fn take(&mut self) -> Vec<Item> {
         let marked: HashSet<_> =
-            self.items.iter().filter(|i| matches!(i, Item::Snapshot { .. })).map(Item::key).collect();
+            self.items.iter().filter(|i| matches!(i, Item::Snapshot { .. })).filter_map(Item::key).collect();
         let mut written = HashSet::new();
         let items = std::mem::take(&mut self.items)
             .into_iter()
-            .filter(|i| match i {
-                Item::Event { .. } => !marked.contains(&i.key()),
-                Item::Snapshot { .. } => written.insert(i.key()),
+            .filter(|i| match (i, i.key()) {
+                (Item::Event { .. }, Some(k)) => !marked.contains(&k),
+                (Item::Snapshot { .. }, Some(k)) => written.insert(k),
+                _ => true,
             })
             .collect();
         self.bytes = 0;
+        self.alert_bytes = 0;
         items
     }
 
@@ -190,6 +223,8 @@ struct WallsWatch {
     min_usd: Option<f64>,
     seen: Option<WallsSeen>,
     scan: Arc<DensitySnapshot>,
+    /// The scan's snapshot `data` as last encoded (its scan time, the bytes).
+    snap: Option<(i64, Rc<str>)>,
 }
 
 /// One book's subscribers (not those of a `*` channel) and what they were last handed.
@@ -202,7 +237,14 @@ struct Watch {
     price_sent_ms: i64,
     last: Option<(i64, i64)>,
     levels: Option<LevelsSeen>,
+    /// Moves with every change of `levels` (a snapshot or a break).
+    levels_gen: u64,
     walls: Vec<WallsWatch>,
+    /// Snapshots' `data` as last encoded, shared by every connection that takes one until the
+    /// state moves: the price's (keyed by price and time), the levels' (by `levels_gen` and
+    /// price).
+    price_snap: Option<((i64, i64), Rc<str>)>,
+    levels_snap: Option<((u64, i64), Rc<str>)>,
 }
 
 /// Every connection's outbox and every followed book's subscribers.
@@ -213,6 +255,8 @@ pub struct Fanout {
     books: HashMap<BookId, Watch>,
     /// `levels:<venue>:*` and `walls:<venue>:*` subscribers, per venue.
     stars: [Vec<Sub>; Venue::COUNT],
+    /// `alerts` subscribers, per account.
+    alerts: HashMap<i64, Vec<ConnId>>,
     next_conn: ConnId,
     woken: Vec<ConnId>,
     handed: u64,
@@ -228,6 +272,7 @@ impl Fanout {
             outboxes: HashMap::new(),
             books: HashMap::new(),
             stars: Default::default(),
+            alerts: HashMap::new(),
             next_conn: 0,
             woken: Vec::new(),
             handed: 0,
@@ -246,6 +291,46 @@ impl Fanout {
     pub fn close(&mut self, conn: ConnId) {
         self.outboxes.remove(&conn);
         self.drop_subs(|s| s.conn == conn);
+        self.unsubscribe_alerts(conn);
+    }
+
+    /// Hands `account`'s new inbox entries to `conn` from now on.
+    pub fn subscribe_alerts(&mut self, conn: ConnId, account: i64) {
+        let conns = self.alerts.entry(account).or_default();
+        if !conns.contains(&conn) {
+            conns.push(conn);
+        }
+    }
+
+    /// Stops handing inbox entries to `conn`.
+    pub fn unsubscribe_alerts(&mut self, conn: ConnId) {
+        self.alerts.retain(|_, conns| {
+            conns.retain(|&c| c != conn);
+            !conns.is_empty()
+        });
+    }
+
+    /// Whether any connection follows `alerts`.
+    pub fn wants_alerts(&self) -> bool {
+        !self.alerts.is_empty()
+    }
+
+    /// Hands a new inbox entry of `account` to each of its `alerts` connections (the same
+    /// bytes to each).
+    pub fn hand_alert(&mut self, account: i64, id: i64, kind: &Rc<str>, body: &Rc<str>) {
+        let Some(conns) = self.alerts.get(&account) else { return };
+        for c in conns {
+            if let Some(o) = self.outboxes.get_mut(c) {
+                o.push_alert(id, kind, body, self.outbox_bytes_max);
+                self.woken.push(*c);
+            }
+        }
+    }
+
+    /// Whether `conn`'s unsent `alerts` entries passed the bound (it is to be closed 4008, and
+    /// its client resumes with `since`).
+    pub fn overflowed(&self, conn: ConnId) -> bool {
+        self.outboxes.get(&conn).is_some_and(|o| o.overflowed)
     }
 
     /// Follows `target` on `books` (a `*` channel: its venue's books, looked at while listed)
@@ -355,7 +440,9 @@ impl Fanout {
         let is_levels = |t: &Target| matches!(t.channel, Channel::Levels { .. });
         if subs_want(&watch.subs, stars, is_levels) {
             let fresh = watch.levels.is_none();
-            match watch::look_levels(&mut watch.levels, &v.levels, v.high, v.low) {
+            let change = watch::look_levels(&mut watch.levels, &v.levels, v.high, v.low);
+            watch.levels_gen += u64::from(change.is_some());
+            match change {
                 Some(LevelsChange::Snapshot(mut levels)) if !fresh => {
                     hand("snapshot", levels_data(symbol, &mut levels, v.price).into(), &is_levels);
                 }
@@ -377,7 +464,7 @@ impl Fanout {
             let at = match watch.walls.iter().position(|w| w.min_usd == m) {
                 Some(i) => i,
                 None => {
-                    watch.walls.push(WallsWatch { min_usd: m, seen: None, scan: v.walls.clone() });
+                    watch.walls.push(WallsWatch { min_usd: m, seen: None, scan: v.walls.clone(), snap: None });
                     watch.walls.len() - 1
                 }
             };
@@ -400,21 +487,22 @@ impl Fanout {
         watch.stamp = (watch.price == Some((v.price, v.price_ts))).then_some(stamp);
     }
 
-    /// The newest state of `book` for `target` as a snapshot's `data` (`None`: not looked at).
-    pub fn snapshot(&self, target: &Target, book: BookId, symbol: &str) -> Option<String> {
-        let w = self.books.get(&book)?;
+    /// The newest state of `book` for `target` as a snapshot's `data` (`None`: not looked at),
+    /// encoded once for every connection that takes it before the state moves.
+    pub fn snapshot(&mut self, target: &Target, book: BookId, symbol: &str) -> Option<Rc<str>> {
+        let w = self.books.get_mut(&book)?;
+        let last = w.last?;
         match &target.channel {
-            Channel::Price { .. } => {
-                let (price, ts) = w.last?;
-                Some(price_data(price, ts))
-            }
+            Channel::Price { .. } => Some(cached(&mut w.price_snap, last, || price_data(last.0, last.1))),
             Channel::Levels { .. } => {
-                let mut alive = w.levels.as_ref()?.alive().to_vec();
-                Some(levels_data(symbol, &mut alive, w.last?.0))
+                let alive = w.levels.as_ref()?.alive();
+                let key = (w.levels_gen, last.0);
+                Some(cached(&mut w.levels_snap, key, || levels_data(symbol, &mut alive.to_vec(), last.0)))
             }
             Channel::Walls { .. } => {
-                let ww = w.walls.iter().find(|ww| ww.min_usd == target.min_usd)?;
-                Some(walls_data(symbol, &ww.scan, target.min_usd))
+                let ww = w.walls.iter_mut().find(|ww| ww.min_usd == target.min_usd)?;
+                let scan = ww.scan.clone();
+                Some(cached(&mut ww.snap, scan.ts_ms, || walls_data(symbol, &scan, target.min_usd)))
             }
             Channel::Board { .. } | Channel::Alerts => None,
         }
@@ -447,6 +535,18 @@ impl Fanout {
     /// A connection's outbox (tests and figures).
     pub fn outbox(&self, conn: ConnId) -> Option<&Outbox> {
         self.outboxes.get(&conn)
+    }
+}
+
+/// The bytes kept under `key`, or `encode()`'s, kept from now on.
+fn cached<K: PartialEq + Copy>(slot: &mut Option<(K, Rc<str>)>, key: K, encode: impl FnOnce() -> String) -> Rc<str> {
+    match slot {
+        Some((k, data)) if *k == key => data.clone(),
+        _ => {
+            let data: Rc<str> = encode().into();
+            *slot = Some((key, data.clone()));
+            data
+        }
     }
 }
 
@@ -557,6 +657,7 @@ mod tests {
             .map(|i| match i {
                 Item::Event { kind, .. } => *kind,
                 Item::Snapshot { .. } => "(snapshot)",
+                Item::Alert { .. } => "(alert)",
             })
             .collect()
     }
@@ -572,6 +673,8 @@ mod tests {
         assert_eq!((kinds(&f.take(a)), kinds(&f.take(b))), (vec!["(snapshot)"], vec!["(snapshot)"]));
         let snap = f.snapshot(&ta, BOOK, "BTCUSDT").expect("looked at");
         assert!(snap.contains("\"levels\":[") && snap.contains("BTCUSDT"), "{snap}");
+        let again = f.snapshot(&tb, BOOK, "BTCUSDT").expect("looked at");
+        assert!(Rc::ptr_eq(&snap, &again), "encoded once while nothing moved");
         f.look(BOOK, Venue::Binance, "BTCUSDT", &view(111, 2, 111, vec![], 0), [0; 6], 20);
         let (ia, ib) = (f.take(a), f.take(b));
         let (Some(Item::Event { data: da, kind: "level.broken", .. }), Some(Item::Event { data: db, .. })) =
@@ -656,6 +759,39 @@ mod tests {
         );
         assert_eq!(items.len(), 1);
         assert!(f.take(c).is_empty());
+    }
+
+    #[test]
+    fn alerts_entries_go_to_their_account_are_never_conflated_and_overflow_closes() {
+        let mut f = Fanout::new(1_000);
+        let (mine, theirs, market) = (f.open(), f.open(), f.open());
+        f.subscribe_alerts(mine, 1);
+        f.subscribe_alerts(theirs, 2);
+        let (kind, body): (Rc<str>, Rc<str>) = ("alert.triggered".into(), "{\"x\":1}".into());
+        f.hand_alert(1, 10, &kind, &body);
+        assert!(f.take(theirs).is_empty(), "another account's entry");
+        let t = target(Channel::Price { venue: Venue::Okx, symbol: "ETHUSDT".into() }, None);
+        f.subscribe(mine, &t, &[BOOK]);
+        f.subscribe(market, &t, &[BOOK]);
+        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 6], 0);
+        // Enough prices to conflate twice: the alert entry stays, in its place.
+        for i in 1..200 {
+            f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100 + i, i, i64::MIN, vec![], 0), [0; 6], i * 100);
+        }
+        assert!(f.figures().conflations >= 2);
+        assert_eq!(kinds(&f.take(mine)), ["(alert)", "(snapshot)"]);
+        assert!(!f.overflowed(mine));
+        for id in 11..200 {
+            f.hand_alert(1, id, &kind, &body);
+        }
+        assert!(f.overflowed(mine), "past the bound: closed 4008, resumed with since");
+        let taken = f.take(mine);
+        assert!((142..=143).contains(&taken.len()), "the entries up to the bound: {}", taken.len());
+        f.unsubscribe_alerts(mine);
+        f.hand_alert(1, 300, &kind, &body);
+        assert!(f.take(mine).is_empty() && f.wants_alerts(), "the other account still follows");
+        f.close(theirs);
+        assert!(!f.wants_alerts());
     }
 
     #[test]

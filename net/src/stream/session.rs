@@ -221,9 +221,14 @@ impl Session {
 
     /// An inbox entry of the account as the `alerts` channel's next message (`type` its kind,
     /// `id` the entry's inbox id to resume after, `data` its body: the webhook's for a firing);
-    /// moves the cursor past it. `None` when not subscribed.
+    /// moves the cursor past it. `None` when not subscribed, or sent already (at or below the
+    /// cursor).
     pub fn alert_entry(&mut self, inbox_id: i64, kind: &str, body: &str, now_ms: i64) -> Option<String> {
-        self.alerts_after()?;
+        // An entry at or below the cursor was sent already (read from storage and handed by the
+        // inbox reader both).
+        if inbox_id <= self.alerts_after()? {
+            return None;
+        }
         let mut j = self.head(&Channel::Alerts, kind, now_ms)?;
         j.raw(",\"id\":").int(inbox_id).raw(",\"data\":").raw(body).raw("}");
         self.alerts_after = Some(inbox_id);
@@ -291,6 +296,8 @@ mod tests {
         );
         assert_eq!(m["data"]["event"], "alert.triggered");
         assert_eq!(s.alerts_after(), Some(5));
+        assert_eq!(s.alert_entry(5, "alert.triggered", "{}", 10), None, "sent already");
+        assert_eq!(s.alert_entry(3, "alert.triggered", "{}", 10), None, "below the cursor");
         s.unsubscribe(&[Channel::Alerts]);
         assert_eq!(s.alerts_after(), None);
     }

@@ -2175,6 +2175,21 @@ impl Store {
         )
     }
 
+    /// Every account's inbox entries with an id above `after`, oldest first, at most `limit`, each
+    /// with its account (the streams' one reader of new entries, `decisions.md` §12).
+    pub fn inbox_all_after(&self, after: i64, limit: u32) -> Result<Vec<(i64, InboxRow)>, StoreError> {
+        self.db.query(
+            "SELECT id, kind, alert_id, body, created_ms, account_id FROM inbox WHERE id > ?1 ORDER BY id LIMIT ?2",
+            vals![after, i64::from(limit)],
+            |r| Ok((r.get(5)?, inbox_row(r)?)),
+        )
+    }
+
+    /// The id of the newest inbox entry of any account (0 when there is none).
+    pub fn inbox_max_id(&self) -> Result<i64, StoreError> {
+        self.db.query_one("SELECT COALESCE(MAX(id), 0) FROM inbox", vals![], |r| r.get(0))
+    }
+
     /// The id of an account's newest inbox entry (0 when it has none).
     pub fn inbox_last_id(&self, account_id: i64) -> Result<i64, StoreError> {
         self.db

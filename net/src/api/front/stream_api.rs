@@ -8,21 +8,23 @@
 //! One task per connection (on the front's thread) reads the client's ops
 //! (`crate::stream::ops`), answers each, and writes what the fan-out queued for it
 //! (`super::stream_fanout`: one look per followed book every 2 ms, each change encoded once,
-//! `crate::stream::fanout`) when woken; every [`TICK`] it sends the board, the account's new
-//! inbox entries on `alerts` (read at once when the writer commits inbox entries,
-//! `WriterStats::inbox_written`, else when its count moved or every [`ALERTS_RESCAN_MS`], which
-//! also covers entries written by another process of a cluster), and a heartbeat after a second
-//! of silence (`crate::stream::session`).
+//! `crate::stream::fanout`; and the account's new inbox entries for `alerts`, read once for every
+//! connection by the inbox reader at each writer commit) when woken; every [`TICK`] it sends the
+//! board and a heartbeat after a second of silence (`crate::stream::session`). An `alerts`
+//! subscription's backlog (`since`) is read from storage by the connection itself, and so is
+//! everything after it while it catches up (a backlog of `BACKLOG_MAX`, or a subscribe before the
+//! inbox reader had started: read when the writer's count of inbox commits moved or every
+//! [`ALERTS_RESCAN_MS`]).
 //!
 //! Bounds (`crate::stream::Bounds`, from the configuration's `[streams]`): a client frame of at
 //! most `ops::FRAME_BYTES_MAX` bytes (longer: closed 1009); subscriptions per connection (past
 //! them a subscribe is refused whole); `unsent_bytes_max` bytes waiting for a client: queued
 //! market events past their share are conflated (a snapshot of each book replaces them), so a
-//! client that stops reading holds no more than the bound and delays nobody else; a batch of
-//! market messages that cannot be written within [`MARKET_SEND_WAIT`], and an answer or `alerts`
-//! entry not taken within [`SEND_WAIT`], close the connection 4008 ("slow consumer"): an alert
-//! entry is then not lost, the client resumes with `since` from the last `id` it read; ten error
-//! answers in a minute close it 1008.
+//! client that stops reading holds no more than the bound and delays nobody else; queued
+//! `alerts` entries past the same share, a batch that cannot be written within
+//! [`MARKET_SEND_WAIT`], and an answer not taken within [`SEND_WAIT`], close the connection 4008
+//! ("slow consumer"): an alert entry is then not lost, the client resumes with `since` from the
+//! last `id` it read; ten error answers in a minute close it 1008.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -51,7 +53,7 @@ use super::site::events::EventBody;
 use super::stream_fanout::Joined;
 use super::{error, method_not_allowed, ApiError, Front, Resp};
 use crate::api::limit::Usage;
-use crate::stream::fanout::{ConnId, Item, Target};
+use crate::stream::fanout::{Item, Target};
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, BACKLOG_MAX};
 use hyper::http::request::Parts;
@@ -339,14 +341,17 @@ impl Front {
         initial: Vec<Rc<Target>>,
         since: Option<i64>,
     ) {
-        let joined = self.join_fanout();
+        let mut cx = Ctx {
+            joined: self.join_fanout(),
+            account,
+            looked: Looks { inbox_writes: u64::MAX, inbox_ms: 0, catching_up: false },
+        };
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut looked = Looks { inbox_writes: u64::MAX, inbox_ms: 0 };
         let now_ms = self.clock.now_ms();
         let mut first = Ok(());
         for t in &initial {
-            first = self.first_message(&mut out, &mut session, &joined, account, t, since, now_ms).await;
+            first = self.first_message(&mut out, &mut session, &mut cx, t, since, now_ms).await;
             if first.is_err() {
                 break;
             }
@@ -357,21 +362,20 @@ impl Front {
             }
             first = tokio::select! {
                 frame = out.next_frame() => match frame {
-                    Some(Ok(Message::Text(t))) => self.answer_op(&mut out, &mut session, &joined, account, t.as_bytes()).await,
-                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut out, &mut session, &joined, account, &b).await,
+                    Some(Ok(Message::Text(t))) => self.answer_op(&mut out, &mut session, &mut cx, t.as_bytes()).await,
+                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut out, &mut session, &mut cx, &b).await,
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => Ok(()),
                     Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => Err(End::Close(CloseCode::Size, "message too long")),
                     Some(Ok(Message::Close(_)) | Err(_)) | None => Err(End::Gone),
                 },
-                _ = joined.woken.notified() => self.write_market(&mut out, &mut session, joined.conn).await,
-                _ = tick.tick() => self.push_changes(&mut out, &mut session, account, &mut looked).await,
-                _ = self.writer_stats.inbox_written.notified(), if session.alerts_after().is_some() => {
-                    let now_ms = self.clock.now_ms();
-                    self.push_alerts(&mut out, &mut session, account, &mut looked, now_ms).await
+                _ = cx.joined.woken.notified() => self.write_market(&mut out, &mut session, &cx).await,
+                _ = tick.tick() => self.push_changes(&mut out, &mut session, &mut cx).await,
+                _ = self.writer_stats.inbox_written.notified(), if cx.looked.catching_up && session.alerts_after().is_some() => {
+                    self.push_alerts(&mut out, &mut session, &mut cx).await
                 }
             };
         };
-        drop(joined);
+        drop(cx);
         if let (End::Close(code, reason), Out::Ws(ws)) = (end, &mut out) {
             let frame = CloseFrame { code, reason: reason.into() };
             let _ = tokio::time::timeout(SEND_WAIT, ws.as_mut().close(Some(frame))).await;
@@ -379,14 +383,7 @@ impl Front {
     }
 
     /// Parses and answers one client frame.
-    async fn answer_op(
-        &self,
-        out: &mut Out,
-        s: &mut Session,
-        joined: &Joined,
-        account: i64,
-        frame: &[u8],
-    ) -> Result<(), End> {
+    async fn answer_op(self: &Rc<Self>, out: &mut Out, s: &mut Session, cx: &mut Ctx, frame: &[u8]) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
         let op = match ops::parse(frame) {
             Ok(op) => op,
@@ -396,7 +393,11 @@ impl Front {
             Op::Ping { id } => out.send(s.ack(id, now_ms), None).await,
             Op::Unsubscribe { id, channels } => {
                 for t in s.unsubscribe(&channels) {
-                    self.fanout.borrow_mut().fanout.unsubscribe(joined.conn, &t);
+                    let mut hub = self.fanout.borrow_mut();
+                    hub.fanout.unsubscribe(cx.joined.conn, &t);
+                    if t.channel == Channel::Alerts {
+                        hub.fanout.unsubscribe_alerts(cx.joined.conn);
+                    }
                 }
                 out.send(s.ack(id, now_ms), None).await
             }
@@ -410,7 +411,7 @@ impl Front {
                 };
                 out.send(s.ack(id, now_ms), None).await?;
                 for t in &fresh {
-                    self.first_message(out, s, joined, account, t, since, now_ms).await?;
+                    self.first_message(out, s, cx, t, since, now_ms).await?;
                 }
                 Ok(())
             }
@@ -465,17 +466,16 @@ impl Front {
     /// queues a snapshot of each of its books (written with the connection's next batch); for
     /// `alerts`, the entries after `since` (oldest first, at most `BACKLOG_MAX`), or nothing but
     /// the cursor at the newest.
-    #[allow(clippy::too_many_arguments)]
     async fn first_message(
-        &self,
+        self: &Rc<Self>,
         out: &mut Out,
         s: &mut Session,
-        joined: &Joined,
-        account: i64,
+        cx: &mut Ctx,
         t: &Rc<Target>,
         since: Option<i64>,
         now_ms: i64,
     ) -> Result<(), End> {
+        let (joined, account) = (&cx.joined, cx.account);
         match &t.channel {
             Channel::Board { .. } => {
                 for m in self.board_look(s, now_ms) {
@@ -492,9 +492,15 @@ impl Front {
                 Ok(())
             }
             Channel::Alerts => {
+                // Followed first, so an entry written from now on is handed to it; the reads
+                // below cover what was written before.
+                self.fanout.borrow_mut().fanout.subscribe_alerts(joined.conn, account);
+                self.start_inbox_reader();
+                let reader_ready = self.fanout.borrow().inbox_last.is_some();
                 let Some(after) = since else {
                     let last = self.storage.run(move |store| store.inbox_last_id(account)).await;
                     s.start_alerts(last.map_err(|_| End::Close(CloseCode::Again, "storage unavailable; retry later"))?);
+                    cx.looked.catching_up = !reader_ready;
                     return Ok(());
                 };
                 s.start_alerts(after);
@@ -505,41 +511,54 @@ impl Front {
                         out.send(m, Some(r.id)).await?;
                     }
                 }
+                cx.looked.catching_up = !reader_ready || rows.len() == BACKLOG_MAX as usize;
                 Ok(())
             }
         }
     }
 
     /// Writes what the fan-out queued for the connection, in one batch (a snapshot marker
-    /// becomes the book's newest state now).
-    async fn write_market(&self, out: &mut Out, s: &mut Session, conn: ConnId) -> Result<(), End> {
+    /// becomes the book's newest state now; an `alerts` entry waits while the connection
+    /// catches up from storage, which reads it then). A connection whose unsent `alerts` entries
+    /// passed the bound is closed 4008.
+    async fn write_market(&self, out: &mut Out, s: &mut Session, cx: &Ctx) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
-        let frames: Vec<String> = {
+        let frames: Vec<(String, Option<i64>)> = {
             let mut hub = self.fanout.borrow_mut();
-            let items = hub.fanout.take(conn);
+            if hub.fanout.overflowed(cx.joined.conn) {
+                return Err(End::Close(CloseCode::from(4008), "slow consumer"));
+            }
+            let items = hub.fanout.take(cx.joined.conn);
             let registry = self.shared.registry();
             items
                 .into_iter()
                 .filter_map(|item| match item {
-                    Item::Event { target, kind, data, .. } => s.message(&target, kind, &data, now_ms),
+                    Item::Event { target, kind, data, .. } => {
+                        s.message(&target, kind, &data, now_ms).map(|m| (m, None))
+                    }
                     Item::Snapshot { target, book } => {
                         let symbol = &registry.get(book).symbol;
                         let data = hub.fanout.snapshot(&target, book, symbol)?;
-                        s.message(&target, "snapshot", &data, now_ms)
+                        s.message(&target, "snapshot", &data, now_ms).map(|m| (m, None))
                     }
+                    Item::Alert { .. } if cx.looked.catching_up => None,
+                    Item::Alert { id, kind, body } => s.alert_entry(id, &kind, &body, now_ms).map(|m| (m, Some(id))),
                 })
                 .collect()
         };
         out.send_market(frames).await
     }
 
-    /// What changed since the last look: the board, inbox entries, a heartbeat.
-    async fn push_changes(&self, out: &mut Out, s: &mut Session, account: i64, looked: &mut Looks) -> Result<(), End> {
+    /// What changed since the last look: the board, inbox entries while catching up, a
+    /// heartbeat.
+    async fn push_changes(&self, out: &mut Out, s: &mut Session, cx: &mut Ctx) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
         for m in self.board_look(s, now_ms) {
             out.send(m, None).await?;
         }
-        self.push_alerts(out, s, account, looked, now_ms).await?;
+        if cx.looked.catching_up {
+            self.push_alerts(out, s, cx).await?;
+        }
         match s.heartbeat(now_ms) {
             Some(m) => out.send(m, None).await,
             None => Ok(()),
@@ -548,28 +567,31 @@ impl Front {
 }
 
 impl Front {
-    /// The account's new inbox entries on `alerts`, read when the writer's count of inbox commits
-    /// moved or every [`ALERTS_RESCAN_MS`].
-    async fn push_alerts(
-        &self,
-        out: &mut Out,
-        s: &mut Session,
-        account: i64,
-        looked: &mut Looks,
-        now_ms: i64,
-    ) -> Result<(), End> {
+    /// While `alerts` catches up (a backlog longer than `BACKLOG_MAX`, or subscribed before the
+    /// inbox reader had started): the account's entries after the cursor from storage, read
+    /// when the writer's count of inbox commits moved or every [`ALERTS_RESCAN_MS`]. A read
+    /// that starts once the inbox reader runs and finds fewer than [`READ_MAX`] ends the
+    /// catching up: every later entry comes from the reader.
+    async fn push_alerts(&self, out: &mut Out, s: &mut Session, cx: &mut Ctx) -> Result<(), End> {
+        let now_ms = self.clock.now_ms();
         let Some(after) = s.alerts_after() else { return Ok(()) };
+        let looked = &mut cx.looked;
         let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
         if writes == looked.inbox_writes && now_ms - looked.inbox_ms < ALERTS_RESCAN_MS {
             return Ok(());
         }
         looked.inbox_writes = writes;
         looked.inbox_ms = now_ms;
-        let rows = self.storage.run(move |store| store.inbox_after(account, after, READ_MAX)).await;
+        let reader_ready = self.fanout.borrow().inbox_last.is_some();
+        let account = cx.account;
         // A failed read is tried again at the next look.
-        let rows = rows.unwrap_or_default();
+        let Ok(rows) = self.storage.run(move |store| store.inbox_after(account, after, READ_MAX)).await else {
+            return Ok(());
+        };
         if rows.len() == READ_MAX as usize {
             looked.inbox_writes = u64::MAX;
+        } else if reader_ready {
+            looked.catching_up = false;
         }
         for r in &rows {
             if let Some(m) = s.alert_entry(r.id, &r.kind, &r.body, now_ms) {
@@ -580,10 +602,19 @@ impl Front {
     }
 }
 
-/// When a connection last read the inbox, and the writer's count it saw.
+/// A connection's place in the fan-out, its account and its inbox reads.
+struct Ctx {
+    joined: Joined,
+    account: i64,
+    looked: Looks,
+}
+
+/// When a connection last read the inbox, the writer's count it saw, and whether its `alerts`
+/// is catching up from storage.
 struct Looks {
     inbox_writes: u64,
     inbox_ms: i64,
+    catching_up: bool,
 }
 
 /// Where a connection's messages go: a WebSocket, or the body of a server-sent-events answer.
@@ -619,11 +650,11 @@ impl Out {
     /// Sends a batch of market messages. A market channel is conflated upstream (the fan-out's
     /// outbox), so a slow client only delays its own batches: the batch may wait
     /// [`MARKET_SEND_WAIT`] for the client to read before the connection is closed 4008.
-    async fn send_market(&mut self, frames: Vec<String>) -> Result<(), End> {
+    async fn send_market(&mut self, frames: Vec<(String, Option<i64>)>) -> Result<(), End> {
         match self {
             Out::Ws(ws) => {
                 let batch = async {
-                    for f in frames {
+                    for (f, _) in frames {
                         ws.feed(Message::text(f)).await?;
                     }
                     ws.flush().await
@@ -635,8 +666,9 @@ impl Out {
                 }
             }
             Out::Sse(tx) => {
-                for f in frames {
-                    let event = Bytes::from(format!("data: {f}\n\n"));
+                for (f, event_id) in frames {
+                    let id = event_id.map(|i| format!("id: {i}\n")).unwrap_or_default();
+                    let event = Bytes::from(format!("{id}data: {f}\n\n"));
                     match tokio::time::timeout(MARKET_SEND_WAIT, tx.send(event)).await {
                         Ok(Ok(())) => {}
                         Ok(Err(_)) | Err(_) => return Err(End::Gone),

@@ -1,7 +1,10 @@
 //! The front's stream fan-out task (issue #34): every [`ROUND`] it looks once at each book some
 //! `GET /v1/stream` connection follows (`crate::stream::fanout`), reading what the shards
 //! published (atomics and `ArcSwap` loads: the shards do nothing per subscriber), and wakes the
-//! connections it handed something. It runs on the front's thread while any stream is open.
+//! connections it handed something. Beside it the inbox reader reads every account's new inbox
+//! entries once per writer commit (or once a second: commits of a cluster's other nodes) and
+//! hands each to its account's `alerts` connections, so a firing costs one query however many
+//! streams follow `alerts`. Both run on the front's thread while any stream is open.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,6 +22,11 @@ use crate::stream::Bounds;
 /// How often the fan-out looks at the followed books: a publication reaches a connection's
 /// outbox within it.
 pub const ROUND: Duration = Duration::from_millis(2);
+/// Inbox entries the inbox reader reads at once (more: it reads again at once).
+const INBOX_READ_MAX: u32 = 1_000;
+/// The inbox reader reads at least this often (entries a cluster's other nodes wrote, when
+/// their announcement was lost).
+const INBOX_RESCAN: Duration = Duration::from_secs(1);
 /// How often the `/metrics` stream instruments are set.
 const FIGURES_EVERY_MS: i64 = 100;
 /// How often the books of a `*` channel (its venue's listed pairs) are listed again.
@@ -32,6 +40,10 @@ pub struct Hub {
     running: bool,
     /// When the `/metrics` instruments were last set, and the fan-out's counters then.
     shown: (i64, u64, u64),
+    /// The newest inbox id the inbox reader has handed out (`None`: it is not reading: no
+    /// `alerts` connection, or not started yet).
+    pub inbox_last: Option<i64>,
+    inbox_running: bool,
 }
 
 /// A connection's place in the hub, given back when it ends.
@@ -54,7 +66,24 @@ impl Drop for Joined {
 impl Hub {
     /// No connection yet; outboxes bounded as `bounds` say.
     pub fn new(bounds: &Bounds) -> Hub {
-        Hub { fanout: Fanout::new(bounds.outbox_bytes_max()), wakers: HashMap::new(), running: false, shown: (0, 0, 0) }
+        Hub {
+            fanout: Fanout::new(bounds.outbox_bytes_max()),
+            wakers: HashMap::new(),
+            running: false,
+            shown: (0, 0, 0),
+            inbox_last: None,
+            inbox_running: false,
+        }
+    }
+
+    /// Wakes the connections the fan-out handed something.
+    fn wake(&mut self, woken: &mut Vec<ConnId>) {
+        self.fanout.woken(woken);
+        for c in woken.iter() {
+            if let Some(w) = self.wakers.get(c) {
+                w.notify_one();
+            }
+        }
     }
 }
 
@@ -93,12 +122,7 @@ impl Front {
             books.sort_unstable();
             books.dedup();
             self.look_books(&mut hub.fanout, &books, now_ms);
-            hub.fanout.woken(&mut woken);
-            for c in &woken {
-                if let Some(w) = hub.wakers.get(c) {
-                    w.notify_one();
-                }
-            }
+            hub.wake(&mut woken);
             if now_ms - hub.shown.0 >= FIGURES_EVERY_MS {
                 hub.shown = self.show_figures(&hub.fanout, now_ms, hub.shown);
             }
@@ -115,6 +139,60 @@ impl Front {
             m.http.stream_handed.inc_by(f.handed - shown.2);
         }
         (now_ms, f.conflations, f.handed)
+    }
+
+    /// Starts the inbox reader if it is not running (an `alerts` subscription).
+    pub(super) fn start_inbox_reader(self: &Rc<Self>) {
+        let mut hub = self.fanout.borrow_mut();
+        if !hub.inbox_running {
+            hub.inbox_running = true;
+            tokio::task::spawn_local(self.clone().run_inbox());
+        }
+    }
+
+    /// The inbox reader: from the newest entry at its start, every entry written since, handed
+    /// to its account's `alerts` connections; it reads when the writer commits inbox entries
+    /// (`WriterStats::inbox_written`, or its count moved) and once a second, and stops when no
+    /// connection follows `alerts`.
+    async fn run_inbox(self: Rc<Self>) {
+        let mut woken = Vec::new();
+        let mut last = loop {
+            match self.storage.run(|store| store.inbox_max_id()).await {
+                Ok(id) => break id,
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        };
+        self.fanout.borrow_mut().inbox_last = Some(last);
+        let mut seen = u64::MAX;
+        loop {
+            let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
+            if writes == seen {
+                // Nothing committed since the last read started: wait for a commit, or a second.
+                let _ = tokio::time::timeout(INBOX_RESCAN, self.writer_stats.inbox_written.notified()).await;
+            }
+            seen = self.writer_stats.inbox_writes.load(Ordering::Acquire);
+            if !self.fanout.borrow().fanout.wants_alerts() {
+                let mut hub = self.fanout.borrow_mut();
+                hub.inbox_last = None;
+                hub.inbox_running = false;
+                return;
+            }
+            let after = last;
+            let Ok(rows) = self.storage.run(move |store| store.inbox_all_after(after, INBOX_READ_MAX)).await else {
+                continue;
+            };
+            let mut hub = self.fanout.borrow_mut();
+            for (account, r) in rows.iter() {
+                debug_assert!(r.id > last, "ids rise");
+                hub.fanout.hand_alert(*account, r.id, &Rc::from(r.kind.as_str()), &Rc::from(r.body.as_str()));
+                last = r.id;
+            }
+            hub.inbox_last = Some(last);
+            hub.wake(&mut woken);
+            if rows.len() == INBOX_READ_MAX as usize {
+                seen = u64::MAX;
+            }
+        }
     }
 
     /// One look at each of `books` whose published state moved since its last look (a book no
