@@ -7,7 +7,8 @@
 //! 2. Idle connections: `--streams N` WebSocket connections opened and left idle; the server's
 //!    resident memory before and after, per connection.
 //! 3. Loaded: each connection subscribes to 50 pairs' `walls` and `levels`, one pair's `price`
-//!    and `alerts`, and reads for `--secs`; the probes run again. Measured: a `price` message's
+//!    and `alerts`, and reads for `--secs`; the probes run again once the subscribes' snapshots
+//!    are written (8 s after). Measured: a `price` message's
 //!    arrival against its trade's time (publication → client; the trade time is the venue's, in
 //!    ms), messages received, `seq` gaps (must be none), and the shard's tick → decision
 //!    distribution in both phases (the tick path's figures, with and without streams).
@@ -132,7 +133,9 @@ fn probe_figures(rx: &Receivers, stream: &HashMap<i64, i64>, probes: &[Probe]) -
     let got = rx.received();
     let (mut hook, mut pushed) = (hist(), hist());
     let (mut no_hook, mut no_push) = (0, 0);
+    let mut each = Vec::with_capacity(probes.len());
     for p in probes {
+        each.push(stream.get(&p.alert).map(|at| at - p.published_us));
         match got.iter().filter(|r| r.alert_id == p.alert).map(|r| r.at_us).min() {
             Some(at) => drop(hook.record((at - p.published_us).max(1) as u64)),
             None => no_hook += 1,
@@ -142,7 +145,7 @@ fn probe_figures(rx: &Receivers, stream: &HashMap<i64, i64>, probes: &[Probe]) -
             None => no_push += 1,
         }
     }
-    json!({"tradeToWebhookUs": pct(&hook), "tradeToStreamUs": pct(&pushed), "missingWebhooks": no_hook, "missingStreamMessages": no_push})
+    json!({"tradeToWebhookUs": pct(&hook), "tradeToStreamUs": pct(&pushed), "missingWebhooks": no_hook, "missingStreamMessages": no_push, "tradeToStreamUsEach": each})
 }
 
 /// What one load connection saw.
@@ -153,6 +156,8 @@ struct Seen {
     lag: Option<Histogram<u64>>,
     /// The same, for prices arriving [`SETTLE`] or more after the subscribe was answered.
     settled: Option<Histogram<u64>>,
+    /// Of those: trade → the message's `ts` (the server's write), and `ts` → arrival.
+    split: Option<(Histogram<u64>, Histogram<u64>)>,
 }
 
 /// After this long the subscribes' snapshots are written and a connection is in its steady
@@ -178,7 +183,8 @@ fn load_connection(
         }
         subscribe(&mut ws, &channels)?;
         let subscribed = Instant::now();
-        let mut seen = Seen { lag: Some(hist()), settled: Some(hist()), ..Seen::default() };
+        let mut seen =
+            Seen { lag: Some(hist()), settled: Some(hist()), split: Some((hist(), hist())), ..Seen::default() };
         let mut seqs: HashMap<String, i64> = HashMap::new();
         while !stop.load(Ordering::Acquire) {
             let Some(m) = read(&mut ws)? else { continue };
@@ -195,6 +201,10 @@ fn load_connection(
                     let _ = h.record(us);
                     if let Some(s) = seen.settled.as_mut().filter(|_| subscribed.elapsed() >= SETTLE) {
                         let _ = s.record(us);
+                        if let (Some(sent), Some((server, client))) = (m["ts"].as_i64(), seen.split.as_mut()) {
+                            let _ = server.record(((sent - ts) * 1000).max(1) as u64);
+                            let _ = client.record((now_us() - sent * 1000).max(1) as u64);
+                        }
                     }
                 }
             }
@@ -258,7 +268,10 @@ pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     go.store(true, Ordering::Release);
     env.reset_latency()?;
     let loaded_start = Instant::now();
-    thread::sleep(Duration::from_secs(3));
+    // The probes start once the subscribes' snapshots are written (about 100 000 messages, most
+    // of a second's parsing for the harness's threads) and the connections are in their steady
+    // state.
+    thread::sleep(SETTLE + Duration::from_secs(3));
     let loaded = probes(&env, &rx, &probe_symbols)?;
     thread::sleep(Duration::from_secs(o.secs).saturating_sub(loaded_start.elapsed()));
     let (loaded_decision, _) = env.latency()?;
@@ -269,6 +282,7 @@ pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     let pushed = probe.join().map_err(|_| "the probe reader panicked".to_owned())?;
 
     let (mut lag, mut settled, mut messages, mut gaps, mut failed) = (hist(), hist(), 0u64, 0u64, Vec::new());
+    let (mut to_write, mut to_client) = (hist(), hist());
     for h in load {
         match h.join() {
             Ok(Ok(seen)) => {
@@ -279,6 +293,10 @@ pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
                 }
                 if let Some(l) = seen.settled {
                     let _ = settled.add(&l);
+                }
+                if let Some((w, c)) = seen.split {
+                    let _ = to_write.add(&w);
+                    let _ = to_client.add(&c);
                 }
             }
             Ok(Err(e)) => failed.push(e),
@@ -297,6 +315,7 @@ pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         "messagesPerS": messages as f64 / seconds, "seqGaps": gaps,
         "priceTradeToClientUs": pct(&lag),
         "priceTradeToClientSettledUs": pct(&settled),
+        "priceTradeToWriteSettledUs": pct(&to_write), "priceWriteToClientSettledUs": pct(&to_client),
     });
     result["quiet"] = q;
     result["loaded"] = l;
@@ -305,6 +324,6 @@ pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         json!({"ok": probes_ok && gaps == 0 && failed.is_empty(), "seqGaps": gaps, "failedConnections": failed.len()});
     env.describe(result)?;
     notes.push(format!("{} load connections each follow {PAIRS_PER_CONNECTION} Binance pairs' walls and levels, one pair's price and alerts; one more connection follows alerts for the probes.", o.streams));
-    notes.push("trade → stream / webhook: from the simulator's publication of the probe's trade to the alerts message / the webhook's arrival. priceTradeToClientUs: from the trade's venue time (ms, the simulator's publication) to the price message's arrival: ingest, the shard, the fan-out's round (2 ms) and the write; a pair whose price changes again within 100 ms of the last message waits for the conflation by design (the simulator moves a pair every 500 ms). priceTradeToClientSettledUs: the same, for messages 5 s or more after the connection's subscribe was answered (its 100 snapshots written).".into());
+    notes.push("trade → stream / webhook: the loaded probes start 8 s after the load connections subscribe (their snapshots written); from the simulator's publication of the probe's trade to the alerts message / the webhook's arrival. priceTradeToClientUs: from the trade's venue time (ms, the simulator's publication) to the price message's arrival: ingest, the shard, the fan-out's round (2 ms) and the write; a pair whose price changes again within 100 ms of the last message waits for the conflation by design (the simulator moves a pair every 500 ms). priceTradeToClientSettledUs: the same, for messages 5 s or more after the connection's subscribe was answered (its 100 snapshots written); split at the message's ts (the server's clock when it wrote the message, ms) into priceTradeToWriteSettledUs and priceWriteToClientSettledUs (the socket and the harness's reading thread), both to the millisecond.".into());
     Ok(())
 }

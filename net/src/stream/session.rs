@@ -149,7 +149,12 @@ impl Session {
 
     /// The board channels held.
     pub fn board_channels(&self) -> Vec<Channel> {
-        self.subs.keys().filter(|c| matches!(c, Channel::Board { .. })).cloned().collect()
+        // The board channels sort together (after every market channel): a range, not a walk of
+        // every subscription at every tick.
+        let (first, last) =
+            (rampart_engine::Venue::ALL[0], rampart_engine::Venue::ALL[rampart_engine::Venue::COUNT - 1]);
+        let boards = Channel::Board { venue: first }..=Channel::Board { venue: last };
+        self.subs.range(boards).map(|(c, _)| c.clone()).collect()
     }
 
     /// The venue's board built at `board_ts` as its channel's next message: a `snapshot` first,
@@ -335,7 +340,10 @@ mod tests {
     fn a_board_channel_sends_each_build_once() {
         let mut s = Session::new(0, SUBSCRIPTIONS_MAX);
         let okx = Channel::Board { venue: Venue::Okx };
-        s.subscribe(std::slice::from_ref(&okx), None).expect("fits");
+        let bitget = Channel::Board { venue: Venue::Bitget };
+        let others = [btc(), Channel::Alerts, Channel::Walls { venue: Venue::Bitget, symbol: None }];
+        s.subscribe(&[others.as_slice(), &[okx.clone(), bitget.clone()]].concat(), None).expect("fits");
+        assert_eq!(s.board_channels(), [okx.clone(), bitget], "the board channels, in venue order");
         let numbers = [Numbers { pairs: 3, advancing: 2, ..Numbers::default() }; 6];
         let first = json(&s.board(&okx, 1_000, &numbers, 1_010).expect("snapshot"));
         assert_eq!(

@@ -60,9 +60,9 @@ use hyper::http::request::Parts;
 use rampart_engine::BookId;
 use rampart_store::store::KeyRow;
 
-/// How often a connection's task looks for changes (prices are sent at most every
-/// `PRICE_EVERY_MS`, a multiple of it).
-pub const TICK: Duration = Duration::from_millis(25);
+/// How often a connection's task looks at the board, its heartbeat and (while catching up) the
+/// inbox; market changes and `alerts` entries come from the fan-out when they happen.
+pub const TICK: Duration = Duration::from_millis(100);
 /// How often `alerts` reads the inbox even when this process's writer committed nothing.
 pub const ALERTS_RESCAN_MS: i64 = 1_000;
 /// How long one write of an answer or an `alerts` entry may wait for the client to read.

@@ -165,10 +165,13 @@ impl Front {
         self.fanout.borrow_mut().inbox_last = Some(last);
         let mut seen = u64::MAX;
         loop {
-            let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
-            if writes == seen {
+            // Listening before the count is read: a commit in between still wakes the wait.
+            let written = self.writer_stats.inbox_written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if self.writer_stats.inbox_writes.load(Ordering::Acquire) == seen {
                 // Nothing committed since the last read started: wait for a commit, or a second.
-                let _ = tokio::time::timeout(INBOX_RESCAN, self.writer_stats.inbox_written.notified()).await;
+                let _ = tokio::time::timeout(INBOX_RESCAN, written).await;
             }
             seen = self.writer_stats.inbox_writes.load(Ordering::Acquire);
             if !self.fanout.borrow().fanout.wants_alerts() {
