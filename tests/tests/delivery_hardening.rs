@@ -252,42 +252,50 @@ fn a_truncated_answer_is_a_failure_and_is_retried_ten_seconds_later() {
 }
 
 #[test]
-fn one_accounts_dead_receivers_do_not_delay_another_accounts_webhook() {
-    // Dead receivers: listeners never accepted (the kernel completes the connections, nobody
-    // answers), 8 alerts per port by default (the per-host-and-port bound), so the old sender
-    // filled all 256 slots with attempts that only end at the 10 s cut. The measurement in
-    // perf/raw/delivery-fairness.md sets both numbers through the environment. Account A's
-    // firings come first and their attempts are seen in flight before account B's alert is
-    // even created: B's delivery then finds A holding everything A may hold, on the same host
-    // name (127.0.0.1) as B's receiver.
+fn other_accounts_dead_receivers_do_not_delay_a_webhook_to_the_same_host() {
+    // Issue #36: three accounts' receivers accept connections and never answer (listeners
+    // never accepted: the kernel completes the connections, nobody answers), 8 alerts per port
+    // by default, all on 127.0.0.1; their firings are seen in flight (each holds its slot until
+    // the 10 s cut) before a fourth account's healthy receiver, on the same host name, is fired
+    // at, ten times, each delivery within 500 ms of its firing. perf/raw/delivery-fairness.md
+    // set the numbers through the environment for its measurement.
     let env = |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-    let dead_alerts = env("DEAD_RECEIVER_ALERTS", 320);
+    let dead_alerts = env("DEAD_RECEIVER_ALERTS", 300);
     let ports = dead_alerts.div_ceil(env("DEAD_ALERTS_PER_PORT", 8).max(1));
     assert!(ports <= 900, "one listener per port: keep the test's descriptors under the default 1024");
     let dead: Vec<TcpListener> = (0..ports).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
     let (sim, server, config) = start(BIN);
-    let (a, b) = (big_key(&server, &config), big_key(&server, &config));
+    let hanging: Vec<String> = (0..3).map(|_| big_key(&server, &config)).collect();
+    let healthy_key = big_key(&server, &config);
     let p = price(&server);
     for i in 0..dead_alerts {
         let port = dead[i % ports].local_addr().expect("addr").port();
-        alert_above(&server, &a, p, &format!("http://127.0.0.1:{port}/dead/{i}"));
+        alert_above(&server, &hanging[i % 3], p, &format!("http://127.0.0.1:{port}/dead/{i}"));
     }
     trade_through(&sim, p);
-    let held = wait_in_flight(&server, dead_alerts.min(96));
-    println!("{held} of account A's attempts to dead receivers in flight");
+    // The three accounts hold their shares of the host's slots (96 of 128 between them).
+    let held = wait_in_flight(&server, dead_alerts.min(90));
+    println!("{held} attempts to dead receivers in flight");
     let healthy = Hook::start(Mode::Ok);
-    let p2 = p * 1.03;
-    alert_above(&server, &b, p2, &healthy.url());
-    trade_through(&sim, p2);
-    let hit = healthy.wait_for(1, Duration::from_secs(60), &server)[0].clone();
-    let body: Value = serde_json::from_str(&hit.body).expect("JSON body");
-    let fired_ms = body["trigger"]["time"].as_i64().expect("trigger time");
-    let latency_ms = hit.at_ms - fired_ms;
-    println!("healthy receiver latency with {dead_alerts} dead alerts on {ports} ports: {latency_ms} ms");
-    assert!(latency_ms < 3_000, "the healthy webhook came {latency_ms} ms after its firing");
-    let fired = server.get("/v1/alerts?status=triggered", Some(&a));
-    let fired = fired.ok("list")["data"].as_array().map_or(0, Vec::len);
-    assert_eq!(fired, dead_alerts, "every dead receiver's alert fired");
+    let mut p_next = p * 1.03;
+    let mut latencies = Vec::new();
+    for run in 0..10 {
+        alert_above(&server, &healthy_key, p_next, &healthy.url());
+        trade_through(&sim, p_next);
+        let hit = healthy.wait_for(run + 1, Duration::from_secs(30), &server)[run].clone();
+        let body: Value = serde_json::from_str(&hit.body).expect("JSON body");
+        let fired_ms = body["trigger"]["time"].as_i64().expect("trigger time");
+        latencies.push(hit.at_ms - fired_ms);
+        p_next *= 1.03;
+    }
+    println!("healthy receiver latencies with {dead_alerts} dead alerts on {ports} ports: {latencies:?} ms");
+    assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
+    assert!(wait_in_flight(&server, 1) >= 90.min(dead_alerts), "the dead attempts still held their slots");
+    for key in &hanging {
+        let fired = server.get("/v1/alerts?status=triggered", Some(key));
+        let fired = fired.ok("list")["data"].as_array().map_or(0, Vec::len);
+        assert_eq!(fired, dead_alerts / 3, "every dead receiver's alert fired");
+    }
     drop(dead);
 }
 

@@ -29,10 +29,12 @@
 //! account past it may borrow the global slots the others left idle in a round, all but a
 //! quarter of `in_flight_max`, which stays free for the other accounts (so a storm of one
 //! account's firings is sent at the sender's full width, and another account's delivery still
-//! finds a slot at once; the destination bounds are never borrowed past). The host name's bound
-//! has a reserve of its own: one account holds at most all but a quarter of it, so accounts
-//! sharing a host (a relay; loopback in tests) never wait behind one account's hanging receivers
-//! there. Due rows are read round-robin across
+//! finds a slot at once; the destination bounds are never borrowed past). Each destination's
+//! bound (host name; host and port) is shared fairly across accounts ([`fair`]): an account
+//! holding nothing there takes any free slot, one holding some leaves a quarter free and keeps to
+//! an equal share of the rest, so accounts sharing a host (a relay, a chat service's webhook
+//! endpoint; loopback in tests) never wait behind other accounts' hanging receivers there. Due
+//! rows are read round-robin across
 //! accounts (every account's first due row, then every account's second, ...), so one account's
 //! hundreds of due rows can neither fill the scan nor the global slots: a healthy receiver of
 //! another account is sent to on time whatever that account's receivers do.
@@ -66,6 +68,7 @@ use rampart_outbound::ssrf::{self, Host, WebhookUrl};
 use rampart_outbound::{tls_config, USER_AGENT_VALUE};
 use rampart_state::clock::Clock;
 
+pub mod fair;
 pub mod metrics;
 pub mod pool;
 pub mod signing;
@@ -269,10 +272,10 @@ fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K, up: bool)
 #[derive(Debug, Default)]
 struct Holdings {
     per_account: HashMap<i64, usize>,
-    per_address: HashMap<String, usize>,
-    per_host: HashMap<String, usize>,
-    /// One account's slots at one address, held under the address's reserve.
-    per_account_address: HashMap<(i64, String), usize>,
+    /// At each host name, shared fairly across accounts ([`fair`]).
+    per_address: fair::Shares<String>,
+    /// At each host and port, likewise.
+    per_host: fair::Shares<String>,
 }
 
 impl Holdings {
@@ -281,25 +284,21 @@ impl Holdings {
         self.per_account.get(&slot.account).copied().unwrap_or(0) < c.per_account_max
     }
 
-    /// Whether `slot` fits under its destination's bounds: the host name, the host and port,
-    /// and the host name's reserve. One account may hold all of an address's slots but
-    /// `per_address_max / ACCOUNT_RESERVE_DIVISOR`, which stay for the other accounts sending to
-    /// the same host (a relay shared by accounts; loopback in tests), so one account's hanging
-    /// receivers there never hold another account's delivery to the 10 s cut.
+    /// Whether `slot` fits under its destination's bounds, the host name's and the host and
+    /// port's, each shared fairly across accounts ([`fair::fair_fits`]): an account holding
+    /// nothing there finds any free slot, one holding some is kept to its share and leaves a
+    /// quarter free, so one account's hanging receivers never hold another account's delivery
+    /// to the same host (a relay shared by accounts; loopback in tests) until the 10 s cut.
     fn destination_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
-        let own_max = c.per_address_max - c.per_address_max / ACCOUNT_RESERVE_DIVISOR;
-        let own = self.per_account_address.get(&(slot.account, slot.address.clone())).copied().unwrap_or(0);
-        self.per_address.get(&slot.address).copied().unwrap_or(0) < c.per_address_max
-            && self.per_host.get(&slot.authority).copied().unwrap_or(0) < c.per_host_max
-            && own < own_max.max(1)
+        self.per_address.fits(slot.account, &slot.address, c.per_address_max)
+            && self.per_host.fits(slot.account, &slot.authority, c.per_host_max)
     }
 
     /// Takes (`up`) or frees `slot`'s counts.
     fn hold(&mut self, slot: &Slot, up: bool) {
         count(&mut self.per_account, slot.account, up);
-        count(&mut self.per_address, slot.address.clone(), up);
-        count(&mut self.per_host, slot.authority.clone(), up);
-        count(&mut self.per_account_address, (slot.account, slot.address.clone()), up);
+        self.per_address.hold(slot.account, &slot.address, up);
+        self.per_host.hold(slot.account, &slot.authority, up);
     }
 }
 
@@ -820,20 +819,20 @@ mod tests {
     }
 
     #[test]
-    fn one_account_leaves_a_quarter_of_a_host_to_the_others() {
+    fn hanging_accounts_leave_a_host_to_a_newcomer() {
         let c = DeliveryConfig::default();
         let mut held = Holdings::default();
         let own = fill(&mut held, &c, 1, "127.0.0.1");
-        assert_eq!(own, c.per_address_max - c.per_address_max / ACCOUNT_RESERVE_DIVISOR);
+        assert_eq!(own, c.per_address_max - c.per_address_max / fair::NEWCOMER_RESERVE_DIVISOR);
         assert!(held.destination_fits(&slot(2, "127.0.0.1", 1), &c), "another account finds room at once");
         assert!(held.destination_fits(&slot(1, "example.com", 1), &c), "the same account, another host");
-        let others = fill(&mut held, &c, 2, "127.0.0.1");
-        assert_eq!(own + others, c.per_address_max, "the host's bound still holds in all");
-        assert!(!held.destination_fits(&slot(3, "127.0.0.1", 1), &c));
-        held.hold(&slot(1, "127.0.0.1", 1), false);
-        assert!(held.destination_fits(&slot(3, "127.0.0.1", 9), &c), "a freed slot is anyone's");
-        held.hold(&slot(3, "127.0.0.1", 9), true);
-        assert!(!held.destination_fits(&slot(1, "127.0.0.1", 10), &c), "taken: the host is full again");
+        assert_eq!(fill(&mut held, &c, 2, "127.0.0.1"), 1, "one slot, then its share of a full part");
+        assert_eq!(fill(&mut held, &c, 3, "127.0.0.1"), 1);
+        assert!(held.destination_fits(&slot(4, "127.0.0.1", 1), &c), "a fourth account still finds room");
+        for port in 1..=own as u16 {
+            held.hold(&slot(1, "127.0.0.1", port), false);
+        }
+        assert!(held.destination_fits(&slot(3, "127.0.0.1", 9), &c), "freed slots are shared again");
     }
 
     #[test]
@@ -841,17 +840,19 @@ mod tests {
         let c = DeliveryConfig::default();
         let mut held = Holdings::default();
         let s = slot(1, "h", 80);
-        for _ in 0..c.per_host_max {
+        let own = c.per_host_max - c.per_host_max / fair::NEWCOMER_RESERVE_DIVISOR;
+        for _ in 0..own {
             assert!(held.destination_fits(&s, &c));
             held.hold(&s, true);
         }
-        assert!(!held.destination_fits(&s, &c), "per host and port");
+        assert!(!held.destination_fits(&s, &c), "per host and port: all but the newcomers' quarter");
+        assert!(held.destination_fits(&slot(2, "h", 80), &c), "another account there");
         assert!(held.destination_fits(&slot(1, "h", 81), &c), "another port of the same host");
-        for _ in 0..c.per_host_max {
+        for _ in 0..own {
             held.hold(&s, false);
         }
         assert!(held.per_account.is_empty() && held.per_address.is_empty(), "keys at zero are forgotten");
-        assert!(held.per_host.is_empty() && held.per_account_address.is_empty());
+        assert!(held.per_host.is_empty());
     }
 
     #[test]
