@@ -65,11 +65,11 @@ impl<K: Hash + Eq + Clone> Shares<K> {
             self.own.remove(&(account, key.clone()));
         }
         debug_assert!(up || before > 0, "a slot given back that was not held");
-        step(&mut self.held, key, up);
+        count(&mut self.held, key, up);
         if before == 0 && after == 1 {
-            step(&mut self.holders, key, true);
+            count(&mut self.holders, key, true);
         } else if before == 1 && after == 0 {
-            step(&mut self.holders, key, false);
+            count(&mut self.holders, key, false);
         }
     }
 
@@ -84,8 +84,8 @@ impl<K: Hash + Eq + Clone> Shares<K> {
     }
 }
 
-/// Counts `key` up or down; a count at zero is forgotten.
-fn step<K: Hash + Eq + Clone>(map: &mut HashMap<K, usize>, key: &K, up: bool) {
+/// Counts one more (`up`) or one fewer slot under `key`; a count at zero is forgotten.
+pub(crate) fn count<K: Hash + Eq + Clone>(map: &mut HashMap<K, usize>, key: &K, up: bool) {
     if up {
         *map.entry(key.clone()).or_insert(0) += 1;
         return;

@@ -254,20 +254,6 @@ struct Sender {
     record_failing: bool,
 }
 
-/// Counts one more (`up`) or one fewer slot under `key`, forgetting keys at zero.
-fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K, up: bool) {
-    if up {
-        *map.entry(key).or_insert(0) += 1;
-        return;
-    }
-    if let Some(n) = map.get_mut(&key) {
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            map.remove(&key);
-        }
-    }
-}
-
 /// Slots held, counted under each bound's key.
 #[derive(Debug, Default)]
 struct Holdings {
@@ -296,7 +282,7 @@ impl Holdings {
 
     /// Takes (`up`) or frees `slot`'s counts.
     fn hold(&mut self, slot: &Slot, up: bool) {
-        count(&mut self.per_account, slot.account, up);
+        fair::count(&mut self.per_account, &slot.account, up);
         self.per_address.hold(slot.account, &slot.address, up);
         self.per_host.hold(slot.account, &slot.authority, up);
     }
