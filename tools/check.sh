@@ -33,8 +33,8 @@ bash tools/nats-deps.sh
 echo "== network namespaces for the cluster's fault test (iproute2, util-linux)"
 bash tools/netns-deps.sh
 
-echo "== cargo test"
-cargo test --workspace
+echo "== cargo test (every binary of cargo test --workspace, three at a time: tools/test-all.py)"
+python3 tools/test-all.py
 
 echo "== API contract: docs/openapi.json against the running server (schemathesis)"
 # The binary the test build made (`rampart-under-test` is `rampart::cli_main`, the same program as
