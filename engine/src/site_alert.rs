@@ -161,6 +161,17 @@ pub struct MarketSpec {
     pub repeat: bool,
 }
 
+/// Whether a board number at `value` has reached a market alert's threshold: at or above it for
+/// `Above`, at or below it for `Below`. The one place this rule is written: the alert fires on
+/// reaching it from the near side, a new alert is refused when its number has already reached it,
+/// and the site shows an active alert whose number has reached it as waiting to re-arm.
+pub fn market_reached(direction: Direction, threshold: f64, value: f64) -> bool {
+    match direction {
+        Direction::Above => value >= threshold,
+        Direction::Below => value <= threshold,
+    }
+}
+
 /// A market alert and whether it is armed.
 #[derive(Clone, Debug)]
 pub struct MarketAlert {
@@ -196,10 +207,7 @@ impl MarketAlert {
     }
 
     fn reached(&self, value: f64) -> bool {
-        match self.spec.direction {
-            Direction::Above => value >= self.spec.threshold,
-            Direction::Below => value <= self.spec.threshold,
-        }
+        market_reached(self.spec.direction, self.spec.threshold, value)
     }
 
     /// Takes the number's new value.

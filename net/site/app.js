@@ -9,12 +9,6 @@
     ['all', 'All pairs'], ['usdt', 'USDT-quoted'], ['usdc', 'USDC-quoted'],
     ['btc', 'BTC-quoted'], ['new', 'New (under 30 days)'],
   ];
-  const METRICS = [
-    ['change', 'Change %'], ['volatility', 'Volatility %'], ['volume', 'Quote volume'],
-    ['trades', 'Trades'], ['spread', 'Spread (bp)'], ['depth', 'Depth ±1% (USD)'],
-    ['walls', 'Walls (USD)'], ['levels', 'Distance to nearest level %'],
-  ];
-  const ORDERS = [['', 'Default'], ['desc', 'Largest first'], ['asc', 'Smallest first']];
   const BOARD_NUMBERS = [
     ['sentiment', 'Sentiment'], ['advancing', 'Advancing'], ['declining', 'Declining'],
     ['up5', 'Up 5% or more'], ['down5', 'Down 5% or more'], ['walls', 'Walls'], ['atLevel', 'At a level'],
@@ -25,14 +19,23 @@
   ];
   const KIND_LABELS = {
     'alert.triggered': 'Alert fired', 'alert.delisted': 'Pair delisted',
-    'density.triggered': 'Wall alert', 'market.triggered': 'Market alert',
+    'density.triggered': 'Wall alert', 'market.triggered': 'Market alert', 'alert.expired': 'Alert expired',
   };
-  const RANKING_LIMIT = 30;
   const MARKET_REFRESH_MS = 5000;
   const PAIR_REFRESH_MS = 4000;
   const CANDLE_LIMIT = 300;
-  const INBOX_LIMIT = 100;
-  const INBOX_KEEP = 500;
+  const LEVELS_NEAR = 6; // levels drawn on the chart unless "all lines" is chosen: the nearest
+  const WALLS_TOP = 4; // walls drawn likewise: the largest in USD
+  const INBOX_LIMIT = 100; // entries per read of the inbox ("Show older" reads the next 100)
+  const INBOX_KEEP = 5000; // entries held in the page; past it the oldest are forgotten
+  const GROUP_MS = 60000; // entries of one alert less than a minute apart show as one line
+  const INBOX_KINDS = [
+    ['', 'Every kind'], ['alert.triggered', 'Price and percent alerts'], ['density.triggered', 'Wall alerts'],
+    ['market.triggered', 'Market alerts'], ['notice', 'Delistings and expiries'],
+  ];
+  const FIRING_COALESCE_MS = 250; // a burst of firings redraws a page's alert tables once
+  const UNDO_MS = 6000; // a confirmed alert delete waits this long for Undo
+  const SITE_ALERTS_REFRESH_MS = 10000; // "waiting to re-arm" follows the board without a firing
   const DECIMAL = /^(0|[1-9]\d*)(\.\d+)?$/;
   const SYMBOL = /^[A-Za-z0-9._-]{1,40}$/;
 
@@ -52,9 +55,15 @@
     lastSeen: 0,
     returnTo: '',
     signinMessage: '',
-    market: loadPrefs('market', { exchange: 'binance', category: 'all', metric: 'change', interval: '1d', order: '' }),
+    market: loadPrefs('market', { exchange: 'binance', category: 'all', interval: '1d', sort: 'volumeUsd', dir: 'desc', search: '', page: 0 }),
     pairInterval: loadPrefs('pairInterval', '1h'),
+    chartLines: loadPrefs('chartLines', 'near') === 'all' ? 'all' : 'near', // the pair chart's lines: nearest or every one
     symbolLists: new Map(), // venue -> Promise of symbols
+    zone: loadPrefs('zone', 'local') === 'utc' ? 'utc' : 'local', // every time shown: the browser's zone or UTC
+    firingListeners: new Set(), // the page's reactions to a firing (cleared when it is left)
+    muted: new Set(), // "api:12", "density:3", "market:4": alerts whose entries are hidden
+    inboxFilter: { kind: '', pair: '', showMuted: false },
+    inboxOlder: true, // older entries may exist beyond those held
   };
 
   // ---- Small utilities ----
@@ -80,20 +89,58 @@
 
   function pad2(n) { return String(n).padStart(2, '0'); }
 
-  /** Local date and time of a Unix-ms number or an ISO string, "YYYY-MM-DD HH:MM:SS". */
+  // ---- Time: every time on the site (the chart's included) in one stated zone: the browser's
+  // own, named in the header, or UTC a click away (kept per browser) ----
+  const LOCAL_ZONE = (() => {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time'; } catch (e) { return 'local time'; }
+  })();
+
+  function toDate(v) { return new Date(typeof v === 'number' ? v : String(v)); }
+
+  /** The zone's offset from UTC at `ms`, in minutes (0 in UTC). */
+  function zoneOffsetMin(ms) { return state.zone === 'utc' ? 0 : -new Date(ms).getTimezoneOffset(); }
+
+  function fmtOffset(min) {
+    const a = Math.abs(min);
+    return 'UTC' + (min < 0 ? '−' : '+') + pad2(Math.floor(a / 60)) + ':' + pad2(a % 60);
+  }
+
+  /** The zone as the header states it: "Asia/Kolkata (UTC+05:30)" or "UTC". */
+  function zoneLabel() {
+    return state.zone === 'utc' ? 'UTC' : LOCAL_ZONE + ' (' + fmtOffset(zoneOffsetMin(Date.now())) + ')';
+  }
+
+  /** Date and time of a Unix-ms number or an ISO string in the stated zone, "YYYY-MM-DD HH:MM:SS". */
   function fmtTime(v) {
     if (v === null || v === undefined || v === '') return '';
-    const d = new Date(typeof v === 'number' ? v : String(v));
+    const d = toDate(v);
     if (isNaN(d.getTime())) return String(v);
-    return d.getFullYear() + '-' + pad2(d.getMonth() + 1) + '-' + pad2(d.getDate()) + ' ' +
-      pad2(d.getHours()) + ':' + pad2(d.getMinutes()) + ':' + pad2(d.getSeconds());
+    // Shifted by the zone's offset, a date's UTC fields are the zone's wall clock.
+    const w = new Date(d.getTime() + zoneOffsetMin(d.getTime()) * 60000);
+    return w.getUTCFullYear() + '-' + pad2(w.getUTCMonth() + 1) + '-' + pad2(w.getUTCDate()) + ' ' +
+      pad2(w.getUTCHours()) + ':' + pad2(w.getUTCMinutes()) + ':' + pad2(w.getUTCSeconds());
   }
 
   function timeEl(v) {
-    const d = new Date(typeof v === 'number' ? v : String(v));
-    const attrs = isNaN(d.getTime()) ? {} : { datetime: d.toISOString() };
+    const d = toDate(v);
+    const attrs = isNaN(d.getTime()) ? {} : { datetime: d.toISOString(), title: d.toISOString().replace('.000Z', 'Z') + ' (UTC)' };
     attrs.text = fmtTime(v);
     return h('time', attrs);
+  }
+
+  function showZone() {
+    say(document.getElementById('zone-label'), 'Times: ' + zoneLabel());
+    say(document.getElementById('zone'), state.zone === 'utc' ? 'Show ' + LOCAL_ZONE : 'Show UTC');
+  }
+
+  function toggleZone() {
+    state.zone = state.zone === 'utc' ? 'local' : 'utc';
+    savePrefs('zone', state.zone);
+    showZone();
+    if (state.session) {
+      state.page = '';
+      route(); // every time on the page, and the chart's axis, drawn again in the new zone
+    }
   }
 
   const numberFmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
@@ -108,18 +155,6 @@
     if (!isNum(v)) return '–';
     const s = numberFmt.format(v) + '%';
     return signed && v > 0 ? '+' + s : s;
-  }
-
-  function fmtMetric(metric, v) {
-    switch (metric) {
-      case 'change': return fmtPct(v, true);
-      case 'volatility': case 'levels': return fmtPct(v);
-      case 'volume': return fmtCompact(v);
-      case 'trades': return fmtInt(v);
-      case 'spread': return isNum(v) ? numberFmt.format(v) + ' bp' : '–';
-      case 'depth': case 'walls': return fmtUsd(v);
-      default: return isNum(v) ? String(v) : '–';
-    }
   }
 
   function signClass(v) { return isNum(v) ? (v > 0 ? 'up' : v < 0 ? 'down' : '') : ''; }
@@ -185,15 +220,25 @@
   function options(values) { return values.map((v) => [v, v]); }
   function venueOptions() { return options(state.venues); }
 
-  /** A table inside a horizontally scrolling wrapper: {wrap, table, tbody}. */
+  /**
+   * A table inside a horizontally scrolling box, its caption shown above the box (so a wide
+   * table never cuts it): {wrap, scroll, table, tbody, cols, setCaption}. A table whose last
+   * column is "Action" keeps that column pinned to the box's right edge, so the row's buttons
+   * stay in view however far the other columns reach.
+   */
   function table(testid, caption, headers) {
     const thead = h('thead', null, h('tr', null, headers.map((hd) => {
       const [text, cls] = Array.isArray(hd) ? hd : [hd, null];
       return h('th', { scope: 'col', class: cls, text: text });
     })));
     const tbody = h('tbody');
-    const tbl = h('table', { testid: testid, 'aria-busy': 'true' }, h('caption', { text: caption }), thead, tbody);
-    return { wrap: h('div', { class: 'table-wrap' }, tbl), table: tbl, tbody: tbody, cols: headers.length };
+    const pinned = headers[headers.length - 1] === 'Action';
+    const captionEl = h('caption', { class: 'sr-only', text: caption });
+    const shown = h('p', { class: 'caption', 'aria-hidden': 'true', text: caption });
+    const tbl = h('table', { testid: testid, 'aria-busy': 'true', class: pinned ? 'pin-last' : null }, captionEl, thead, tbody);
+    const scroll = h('div', { class: 'table-wrap' }, tbl);
+    const setCaption = (text) => { say(captionEl, text); say(shown, text); };
+    return { wrap: h('div', { class: 'table-box' }, shown, scroll), scroll: scroll, table: tbl, tbody: tbody, cols: headers.length, setCaption: setCaption };
   }
 
   function fillTable(t, rows, emptyText) {
@@ -241,8 +286,9 @@
     return DECIMAL.test(t) ? new Raw(t) : t;
   }
 
-  async function call(method, path, body) {
+  async function call(method, path, body, keepalive) {
     const init = { method: method, credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json' } };
+    if (keepalive) init.keepalive = true; // outlives the page (a waiting delete sent as the tab closes)
     if (method !== 'GET') {
       init.headers['Content-Type'] = 'application/json';
       if (state.session) init.headers['X-CSRF-Token'] = state.session.csrf;
@@ -273,8 +319,22 @@
 
   function errText(e) { return e && e.message ? e.message : String(e); }
 
+  // The API's field names in a refusal, in the words of the site's forms.
+  const FIELD_WORDS = [
+    ['min_usd', 'minimum wall value (USD)'], ['max_dist_pct', 'maximum distance from price (%)'],
+    ['min_age_s', 'minimum age (s)'], ['cooldown_s', 'quiet time after a firing'], ['webhook_url', 'webhook URL'],
+    ['telegramChatId', 'Telegram chat id'],
+  ];
+
+  /** A refusal as the server worded it, with its field names replaced by the form's labels. */
+  function humanize(message) {
+    let m = message;
+    for (const [name, words] of FIELD_WORDS) m = m.split("'" + name + "'").join(words).split(name).join(words);
+    return m.replace(/^missing field /, 'Missing: ');
+  }
+
   // One form submission: the button busy meanwhile, old messages cleared, a refusal shown as
-  // the server worded it.
+  // the server worded it (field names in the form's words).
   async function submitting(submit, error, status, work) {
     submit.disabled = true;
     say(error, '');
@@ -282,7 +342,7 @@
     try {
       await work();
     } catch (e) {
-      say(error, errText(e));
+      say(error, humanize(errText(e)));
     } finally {
       submit.disabled = false;
     }
@@ -326,6 +386,24 @@
   }
 
   function onLeave(fn) { state.cleanups.push(fn); }
+
+  /**
+   * Runs `fn` after each notification of the event stream (an alert fired, a pair was delisted)
+   * while the page stays: tables of alerts redraw their statuses and counts without a reload.
+   * Bursts are coalesced: at most one run per FIRING_COALESCE_MS.
+   */
+  function onFiring(fn) {
+    let timer = 0;
+    const listener = () => {
+      if (timer) return;
+      timer = setTimeout(() => { timer = 0; fn(); }, FIRING_COALESCE_MS);
+    };
+    state.firingListeners.add(listener);
+    onLeave(() => {
+      clearTimeout(timer);
+      state.firingListeners.delete(listener);
+    });
+  }
 
   /**
    * The page's market stream (`GET /site/v1/stream`, server-sent events with the session):
@@ -414,6 +492,8 @@
   // ---- Session: sign-in, sign-out, the header ----
   async function boot() {
     document.getElementById('signout').addEventListener('click', signOut);
+    document.getElementById('zone').addEventListener('click', toggleZone);
+    showZone();
     document.getElementById('skip-link').addEventListener('click', (ev) => {
       ev.preventDefault();
       document.getElementById('main').focus();
@@ -434,6 +514,8 @@
     state.session = { accountId: data.accountId, plan: data.plan, csrf: data.csrf };
     state.inbox.clear();
     state.lastSeen = Number(loadPrefs('seen.' + data.accountId, 0)) || 0;
+    state.muted = mutedSet();
+    state.inboxOlder = true;
     document.getElementById('top').hidden = false;
     say(document.getElementById('who'), 'Account ' + data.accountId + ' · ' + data.plan + ' plan');
     updateBadge();
@@ -467,6 +549,7 @@
   async function signOut() {
     const btn = document.getElementById('signout');
     btn.disabled = true;
+    await flushDeletes(false); // sent with this session's token, before it ends
     try {
       await call('POST', '/site/signout');
     } catch (e) {
@@ -563,7 +646,9 @@
     es.addEventListener('inbox', (ev) => {
       let entry = null;
       try { entry = JSON.parse(ev.data); } catch (e) { return; }
-      if (entry && typeof entry === 'object') addInbox([entry], true);
+      if (!entry || typeof entry !== 'object') return;
+      addInbox([entry], true);
+      state.firingListeners.forEach((f) => f(entry));
     });
     es.addEventListener('open', () => {
       if (state.eventsOpened) loadInbox(); // fill any gap left while disconnected
@@ -637,8 +722,20 @@
 
   function unreadCount() {
     let n = 0;
-    state.inbox.forEach((e, id) => { if (id > state.lastSeen) n++; });
+    state.inbox.forEach((e, id) => { if (id > state.lastSeen && !isMuted(e)) n++; });
     return n;
+  }
+
+  // ---- Muting: an alert's entries hidden from Notifications and the unread count, in this
+  // browser (kept in localStorage per account; the alert still fires, and its entries are kept) ----
+  function muteKey(e) { return e.alertId === null || e.alertId === undefined ? '' : (e.kind.startsWith('alert.') ? 'api' : e.kind.split('.')[0]) + ':' + e.alertId; }
+  function mutedSet() { return new Set(state.session ? loadPrefs('muted.' + state.session.accountId, []) : []); }
+  function isMuted(e) { const k = muteKey(e); return !!k && state.muted.has(k); }
+  function setMuted(key, on) {
+    if (on) state.muted.add(key); else state.muted.delete(key);
+    if (state.session) savePrefs('muted.' + state.session.accountId, Array.from(state.muted));
+    updateBadge();
+    renderInbox();
   }
 
   function markSeen() {
@@ -661,12 +758,12 @@
     else link.removeAttribute('aria-label');
   }
 
-  // ---- Market page: the board (§9) and a ranking table ----
+  // ---- Market page: the board (§9) and the screener ----
   function marketPage() {
     const gen = state.gen;
     const m = state.market;
     const error = errorBox('market-error');
-    const controls = marketControls(() => { refresh(); });
+    const controls = marketControls(() => { refresh(); }, () => { m.page = 0; drawScreener(); });
     const board = h('section', { class: 'panel board', testid: 'market-board', 'aria-labelledby': 'board-h', 'aria-busy': 'true' });
     const boardTitle = h('h2', { id: 'board-h', text: 'Market board' });
     const values = {};
@@ -682,13 +779,12 @@
     const updated = h('p', { class: 'updated' });
     board.append(boardTitle, dl, updated);
 
-    const t = table('rankings-table', 'Rankings', ['#', 'Pair', ['Value', 'num'], ['Price', 'num']]);
-    const rankTitle = h('h2', { id: 'rank-h', text: 'Rankings' });
-    const rankings = h('section', { class: 'panel', 'aria-labelledby': 'rank-h' }, rankTitle, t.wrap);
-
+    const screen = screener(m);
     let seq = 0;
     let stream = null;
     let streamed = null;
+    let rows = [];
+    let fresh = new Set(); // symbols of the universe "new" (from /rankings/new), when it is chosen
     // The board comes from the stream (each build, once a second) while it is open.
     function follow() {
       if (stream && streamed === m.exchange) return;
@@ -707,11 +803,10 @@
       const mine = Object.assign({}, m);
       const my = ++seq;
       const live = stream && stream.live();
-      const [market, ranking] = await Promise.allSettled([
+      const [market, metrics, young] = await Promise.allSettled([
         live ? Promise.resolve(null) : call('GET', v1('market', { exchange: mine.exchange, interval: mine.interval })),
-        call('GET', v1('rankings/' + enc(mine.category), {
-          exchange: mine.exchange, metric: mine.metric, interval: mine.interval, order: mine.order, limit: RANKING_LIMIT,
-        })),
+        call('GET', v1('metrics', { exchange: mine.exchange, interval: mine.interval, usd: 'true' })),
+        mine.category === 'new' ? call('GET', v1('rankings/new', { exchange: mine.exchange, metric: 'volume', limit: 100 })) : Promise.resolve(null),
       ]);
       if (!current(gen) || my !== seq) return;
       const problems = [];
@@ -720,12 +815,19 @@
         problems.push('Board: ' + errText(market.reason));
         board.setAttribute('aria-busy', 'false');
       }
-      if (ranking.status === 'fulfilled') drawRanking(ranking.value, mine);
-      else {
-        problems.push('Rankings: ' + errText(ranking.reason));
-        failTable(t, errText(ranking.reason));
+      if (young.status === 'fulfilled' && young.value) fresh = new Set((young.value.data || []).map((r) => r.symbol));
+      if (metrics.status === 'fulfilled') {
+        rows = screenRows(metrics.value);
+        drawScreener();
+      } else {
+        problems.push('Screener: ' + errText(metrics.reason));
+        failTable(screen.t, errText(metrics.reason));
       }
       say(error, problems.join(' '));
+    }
+
+    function drawScreener() {
+      screen.draw(rows.filter((r) => inUniverse(r.symbol, m.category, fresh)), m.exchange);
     }
 
     function drawBoard(r, live) {
@@ -739,49 +841,141 @@
       board.setAttribute('aria-busy', 'false');
     }
 
-    function drawRanking(r, mine) {
-      const metric = r.metric || mine.metric;
-      const ex = r.exchange || mine.exchange;
-      const uses = ['change', 'volatility', 'volume', 'trades'].indexOf(metric) >= 0;
-      const caption = labelOf(METRICS, metric) + (uses ? ' over ' + (r.interval || mine.interval) : '') +
-        ' · ' + labelOf(CATEGORIES, r.category || mine.category) + ' on ' + ex +
-        (r.order ? ' · ' + (r.order === 'asc' ? 'smallest first' : 'largest first') : '');
-      say(t.table.querySelector('caption'), caption);
-      say(rankTitle, 'Rankings · ' + labelOf(METRICS, metric));
-      const rows = (r.data || []).map((row) => h('tr', { 'data-symbol': row.symbol },
-        h('td', { text: row.rank }),
-        h('th', { scope: 'row' }, pairLink(ex, row.symbol)),
-        h('td', { class: 'num ' + (metric === 'change' ? signClass(row.value) : ''), text: fmtMetric(metric, row.value) }),
-        h('td', { class: 'num', text: fmtPrice(row.price) })));
-      fillTable(t, rows, 'No pair has this metric yet.');
-    }
-
-    mount('Market', [h('h1', { text: 'Market' }), controls, error, board, rankings]);
+    mount('Market', [h('h1', { text: 'Market' }), controls, error, board, screen.panel]);
     refresh();
     poll(MARKET_REFRESH_MS, refresh);
   }
 
-  function marketControls(changed) {
+  // The screener's columns: [key, heading, format, css class]. Values are per pair, from one board.
+  const SCREEN_COLUMNS = [
+    ['price', 'Price', fmtPrice],
+    ['change', 'Change %', (v) => fmtPct(v, true), 'signed'],
+    ['volatility', 'Volatility %', (v) => fmtPct(v)],
+    ['volumeUsd', 'Volume (USD)', fmtUsd],
+    ['trades', 'Trades', fmtInt],
+    ['spread', 'Spread (bp)', (v) => (isNum(v) ? numberFmt.format(v) : '–')],
+    ['depthUsd', 'Depth ±1% (USD)', fmtUsd],
+    ['wallsUsd', 'Walls (USD)', fmtUsd],
+    ['level', 'Nearest level %', (v) => fmtPct(v)],
+  ];
+  const SCREEN_PAGE = 50;
+
+  /** One row per pair of `GET /site/v1/metrics?usd=true`: the numbers the screener shows. */
+  function screenRows(r) {
+    return (r.data || []).map((e) => {
+      const d = e.data || {};
+      const q = isNum(e.quoteUsd) ? e.quoteUsd : null;
+      const lv = d.levels ? [d.levels.support, d.levels.resistance].filter(isNum).map(Math.abs) : [];
+      return {
+        symbol: e.symbol,
+        price: e.price,
+        change: d.change,
+        volatility: d.volatility,
+        volumeUsd: isNum(d.volume) && q !== null ? d.volume * q : null,
+        trades: d.trades,
+        spread: d.spread,
+        depthUsd: d.depth && isNum(d.depth.bidUsd) && isNum(d.depth.askUsd) ? d.depth.bidUsd + d.depth.askUsd : null,
+        wallsUsd: d.walls && isNum(d.walls.usd) ? d.walls.usd : null,
+        level: lv.length ? Math.min(...lv) : null,
+      };
+    });
+  }
+
+  function inUniverse(symbol, category, fresh) {
+    switch (category) {
+      case 'usdt': return symbol.endsWith('USDT');
+      case 'usdc': return symbol.endsWith('USDC');
+      case 'btc': return symbol.endsWith('BTC');
+      case 'new': return fresh.has(symbol);
+      default: return true;
+    }
+  }
+
+  /** The screener table: search, a sort on any column (click its heading), pages of SCREEN_PAGE. */
+  function screener(m) {
+    const headers = ['#', 'Pair'].concat(SCREEN_COLUMNS.map(([, label]) => [label, 'num']));
+    const t = table('rankings-table', 'Every pair of the venue', headers);
+    const ths = Array.from(t.table.querySelectorAll('thead th'));
+    SCREEN_COLUMNS.forEach(([key, label], i) => {
+      const th = ths[i + 2];
+      const b = h('button', { type: 'button', class: 'sort', 'data-sort': key, text: label });
+      b.addEventListener('click', () => {
+        if (m.sort === key) m.dir = m.dir === 'asc' ? 'desc' : 'asc';
+        else { m.sort = key; m.dir = 'desc'; }
+        m.page = 0;
+        savePrefs('market', m);
+        again();
+      });
+      th.replaceChildren(b);
+    });
+    const count = h('span', { class: 'hint', testid: 'screener-count', 'aria-live': 'polite' });
+    const prev = h('button', { type: 'button', class: 'secondary', testid: 'screener-prev', text: 'Previous' });
+    const next = h('button', { type: 'button', class: 'secondary', testid: 'screener-next', text: 'Next' });
+    prev.addEventListener('click', () => { m.page = Math.max(0, m.page - 1); again(); });
+    next.addEventListener('click', () => { m.page += 1; again(); });
+    const panel = h('section', { class: 'panel', 'aria-labelledby': 'rank-h' },
+      h('h2', { id: 'rank-h', text: 'Screener' }), t.wrap, h('div', { class: 'actions' }, prev, next, count));
+    let last = { rows: [], exchange: m.exchange };
+    const again = () => draw(last.rows, last.exchange);
+
+    function draw(rows, exchange) {
+      last = { rows: rows, exchange: exchange };
+      const needle = (m.search || '').trim().toUpperCase();
+      const col = SCREEN_COLUMNS.find((c) => c[0] === m.sort) || SCREEN_COLUMNS[3];
+      const sign = m.dir === 'asc' ? 1 : -1;
+      const shown = rows.filter((r) => !needle || r.symbol.includes(needle)).sort((a, b) => {
+        const x = a[col[0]];
+        const y = b[col[0]];
+        if (!isNum(x) || !isNum(y)) return isNum(x) ? -1 : isNum(y) ? 1 : a.symbol.localeCompare(b.symbol);
+        return (x - y) * sign || a.symbol.localeCompare(b.symbol);
+      });
+      const pages = Math.max(1, Math.ceil(shown.length / SCREEN_PAGE));
+      m.page = Math.min(m.page || 0, pages - 1);
+      const from = m.page * SCREEN_PAGE;
+      const page = shown.slice(from, from + SCREEN_PAGE);
+      ths.forEach((th, i) => {
+        const key = i >= 2 ? SCREEN_COLUMNS[i - 2][0] : null;
+        if (key === col[0]) th.setAttribute('aria-sort', m.dir === 'asc' ? 'ascending' : 'descending');
+        else th.removeAttribute('aria-sort');
+      });
+      t.setCaption(labelOf(CATEGORIES, m.category) + ' on ' + exchange + ', sorted by ' + col[1] + (m.dir === 'asc' ? ', smallest first' : ', largest first') +
+        '; change, volatility, volume and trades over ' + m.interval + ', the rest as of now. Volume is the quote volume in US dollars.');
+      fillTable(t, page.map((r, i) => h('tr', { 'data-symbol': r.symbol },
+        h('td', { text: from + i + 1 }),
+        h('th', { scope: 'row' }, pairLink(exchange, r.symbol)),
+        SCREEN_COLUMNS.map(([key, , fmt, cls]) => h('td', { class: 'num ' + (cls === 'signed' ? signClass(r[key]) : ''), 'data-col': key, text: fmt(r[key]) })))),
+      needle ? 'No pair matches "' + needle + '".' : 'No pair has metrics yet.');
+      say(count, shown.length ? 'Pairs ' + (from + 1) + '–' + (from + page.length) + ' of ' + shown.length : '');
+      prev.disabled = m.page === 0;
+      next.disabled = m.page >= pages - 1;
+    }
+    return { panel: panel, t: t, draw: draw };
+  }
+
+  function marketControls(changed, searched) {
     const m = state.market;
     const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: m.exchange, testid: 'market-venue' });
     const cat = field('Universe', 'category', 'select', { options: CATEGORIES, value: m.category, testid: 'market-category' });
-    const metric = field('Metric', 'metric', 'select', { options: METRICS, value: m.metric, testid: 'market-metric' });
     const interval = field('Interval', 'interval', 'select', { options: options(INTERVALS), value: m.interval, testid: 'market-interval' });
-    const order = field('Order', 'order', 'select', { options: ORDERS, value: m.order, testid: 'market-order' });
+    const search = field('Search pairs', 'search', 'search', { value: m.search || '', placeholder: 'e.g. SOL', testid: 'screener-search' });
     const read = () => {
       m.exchange = venue.input.value;
       m.category = cat.input.value;
-      m.metric = metric.input.value;
       m.interval = interval.input.value;
-      m.order = order.input.value;
     };
     read(); // a stored choice no longer offered falls back to the first option
-    const form = h('form', { class: 'panel controls', 'aria-label': 'Board and ranking options' },
-      h('div', { class: 'fields' }, venue.wrap, cat.wrap, metric.wrap, interval.wrap, order.wrap),
-      h('p', { class: 'hint', text: 'The interval sets the window of change, volatility, volume and trades; spread, depth, walls and levels are as of now.' }));
+    const form = h('form', { class: 'panel controls', 'aria-label': 'Board and screener options' },
+      h('div', { class: 'fields' }, venue.wrap, cat.wrap, interval.wrap, search.wrap),
+      h('p', { class: 'hint', text: 'The interval sets the window of change, volatility, volume and trades; spread, depth, walls and levels are as of now. Click a column to sort by it.' }));
     form.addEventListener('submit', (ev) => ev.preventDefault());
-    form.addEventListener('change', () => {
+    search.input.addEventListener('input', () => {
+      m.search = search.input.value;
+      searched();
+    });
+    form.addEventListener('change', (ev) => {
+      if (ev.target === search.input) return;
       read();
+      m.page = 0;
       savePrefs('market', m);
       changed();
     });
@@ -790,7 +984,7 @@
 
   // ---- Pair page: candle chart with levels and walls as price lines, metrics, alerts ----
   function resetChartHandle() {
-    window.rampartChart = { ready: false, priceLines: () => [] };
+    window.rampartChart = { ready: false, priceLines: () => [], lastBarTime: () => null };
   }
 
   function pairPage(exchange, symbol) {
@@ -809,17 +1003,34 @@
     if (INTERVALS.indexOf(state.pairInterval) < 0) state.pairInterval = '1h';
     const interval = field('Timeframe', 'interval', 'select', { options: options(INTERVALS), value: state.pairInterval, testid: 'pair-interval' });
     venue.input.addEventListener('change', () => go('#/pair/' + enc(venue.input.value) + '/' + enc(symbol)));
+    // Only venues that list the pair can be picked.
+    state.venues.forEach((v) => symbolsOf(v).then((list) => {
+      const opt = Array.from(venue.input.options).find((o) => o.value === v);
+      if (!current(gen) || !opt || !list.length || list.indexOf(symbol) >= 0) return;
+      opt.disabled = true;
+      opt.textContent = v + ' (does not list ' + symbol + ')';
+    }));
     const chartBox = h('div', { class: 'chart', testid: 'pair-chart', role: 'img', 'aria-label': 'Candle chart of ' + symbol + ' with its levels and walls; the same levels and walls are listed in the tables below.' });
+    const shownNote = h('span', { testid: 'chart-shown' });
     const legend = h('p', { class: 'legend' },
-      h('span', null, h('span', { class: 'swatch support' }), 'support (S)'),
-      h('span', null, h('span', { class: 'swatch resistance' }), 'resistance (R)'),
-      h('span', null, h('span', { class: 'swatch wall' }), 'wall (dashed)'));
+      h('span', null, h('span', { class: 'swatch support' }), 'support'),
+      h('span', null, h('span', { class: 'swatch resistance' }), 'resistance'),
+      h('span', null, h('span', { class: 'swatch wall' }), 'wall (dashed)'),
+      h('span', null, h('span', { class: 'swatch alert' }), 'your alert (dotted)'), shownNote);
+    const linesF = field('Lines', 'lines', 'select', {
+      options: [['near', 'Nearest levels, largest walls'], ['all', 'Every level and wall']], value: state.chartLines, testid: 'chart-lines',
+    });
+    linesF.input.addEventListener('change', () => {
+      state.chartLines = linesF.input.value;
+      savePrefs('chartLines', state.chartLines);
+      redraw();
+    });
     const metricsBox = h('section', { class: 'panel metrics', testid: 'pair-metrics', 'aria-labelledby': 'metrics-h', 'aria-busy': 'true' },
       h('h2', { id: 'metrics-h', text: 'Metrics' }), h('p', { class: 'muted', text: 'Loading…' }));
     const levelsT = table('pair-levels', 'Served levels, nearest first', ['Type', ['Price', 'num'], 'Timeframe', ['Strength', 'num']]);
-    levelsT.wrap.classList.add('tall');
-    levelsT.wrap.setAttribute('tabindex', '0'); // a scrolling region is reachable by keyboard
-    levelsT.wrap.setAttribute('aria-label', 'Levels (scrolls)');
+    levelsT.scroll.classList.add('tall');
+    levelsT.scroll.setAttribute('tabindex', '0'); // a scrolling region is reachable by keyboard
+    levelsT.scroll.setAttribute('aria-label', 'Levels (scrolls)');
     const wallsT = table('pair-walls', 'Walls of the latest scan', ['Side', ['Price', 'num'], ['Size', 'num'], ['USD', 'num'], ['Distance', 'num'], ['Ratio', 'num'], ['Age', 'num']]);
     const alertsT = table('pair-alerts', 'Your price and percent alerts on this pair', alertHeaders());
     const alertsError = errorBox('pair-alerts-error');
@@ -828,7 +1039,7 @@
     mount(symbol, [
       h('div', { class: 'pair-head' }, h('h1', { text: symbol + ' · ' + exchange }), price),
       h('form', { class: 'panel controls', 'aria-label': 'Chart options' },
-        h('div', { class: 'fields' }, venue.wrap, interval.wrap)),
+        h('div', { class: 'fields' }, venue.wrap, interval.wrap, linesF.wrap)),
       error,
       h('section', { class: 'panel', 'aria-label': 'Chart' }, chartBox, legend),
       metricsBox,
@@ -838,21 +1049,42 @@
       h('section', { class: 'panel', 'aria-labelledby': 'pa-h' }, h('h2', { id: 'pa-h', text: 'Alerts on ' + symbol }), alertsT.wrap, alertsError, alertBox),
     ]);
 
-    const chart = makeChart(chartBox, exchange, symbol);
-    const handle = { ready: false, priceLines: () => chart ? chart.priceLines() : [] };
+    let chart = null; // made once the chart library has loaded (only this page needs it)
+    let tickSize = null;
+    const handle = {
+      ready: false,
+      priceLines: () => chart ? chart.priceLines() : [],
+      lastBarTime: () => chart ? chart.lastBarTime() : null,
+    };
     window.rampartChart = handle;
     onLeave(() => {
       if (chart) chart.remove();
       if (window.rampartChart === handle) resetChartHandle();
     });
-    if (!chart) say(error, 'The chart library did not load; levels and walls are listed below.');
+    loadChartLib().then((ok) => {
+      if (!current(gen)) return;
+      chart = ok ? makeChart(chartBox, exchange, symbol) : null;
+      if (!chart) {
+        say(error, 'The chart library did not load; levels and walls are listed below.');
+        return;
+      }
+      if (tickSize !== null) chart.setTick(tickSize);
+      refresh(true);
+    });
 
     let drawn = { candles: false, levels: false };
     let lastLevels = [];
     let lastWalls = [];
+    let lastAlerts = []; // the user's active price alerts on the pair, drawn as dotted lines
+    let lastPrice = null; // the nearest levels are nearest this
 
     function redraw() {
-      if (chart) chart.lines(lastLevels, lastWalls);
+      if (chart) {
+        const n = chart.lines(lastLevels, lastWalls, lastAlerts, state.chartLines === 'all', lastPrice);
+        const lv = n.levels < n.of ? 'the ' + n.levels + ' nearest of ' + n.of + ' levels' : (n.of ? 'all ' + n.of + ' levels' : 'no level');
+        const wl = n.walls < n.ofWalls ? 'the ' + n.walls + ' largest of ' + n.ofWalls + ' walls' : (n.ofWalls ? 'all ' + n.ofWalls + ' walls' : 'no wall');
+        say(shownNote, 'Drawn: ' + lv + ', ' + wl + '.');
+      }
       drawLevelTable(levelsT, lastLevels, drawn.levels);
       drawWallTable(wallsT, lastWalls);
       if (chart && drawn.candles && drawn.levels) handle.ready = true;
@@ -865,7 +1097,10 @@
       if (!current(gen) || !m.data) return;
       const d = m.data;
       if (m.channel.startsWith('price:')) {
-        if (isNum(d.price)) say(price, fmtPrice(d.price));
+        if (isNum(d.price)) {
+          say(price, fmtPrice(d.price));
+          lastPrice = d.price;
+        }
         return;
       }
       if (m.type === 'snapshot' && Array.isArray(d.levels)) {
@@ -893,7 +1128,10 @@
     async function loadSymbol() {
       try {
         const r = await call('GET', v1('symbols/' + enc(symbol), { exchange: exchange }));
-        if (current(gen) && chart && r.data) chart.setTick(r.data.tickSize);
+        if (current(gen) && r.data) {
+          tickSize = r.data.tickSize;
+          if (chart) chart.setTick(tickSize);
+        }
         if (current(gen) && r.data && !price.textContent) say(price, fmtPrice(r.data.price));
       } catch (e) { /* candles and levels report the problem */ }
     }
@@ -903,18 +1141,24 @@
       const wantAll = full || !drawn.candles;
       const live = stream.live();
       const [candles, levels, dens, metrics] = await Promise.allSettled([
-        call('GET', v1('candles/' + enc(symbol), { exchange: exchange, interval: tf, limit: wantAll ? CANDLE_LIMIT : 3 })),
+        // Candles only once the chart can draw them (its library loads first; it asks for them all then).
+        chart ? call('GET', v1('candles/' + enc(symbol), { exchange: exchange, interval: tf, limit: wantAll ? CANDLE_LIMIT : 3 })) : Promise.resolve(null),
         live ? Promise.resolve(null) : call('GET', v1('levels/' + enc(symbol), { exchange: exchange })),
         live ? Promise.resolve(null) : call('GET', v1('densities/' + enc(symbol), { exchange: exchange })),
         call('GET', v1('metrics/' + enc(symbol), { exchange: exchange, interval: tf })),
       ]);
       if (!current(gen) || tf !== state.pairInterval) return;
       const problems = [];
-      if (candles.status === 'fulfilled') {
+      if (candles.status === 'fulfilled' && candles.value === null) {
+        // no chart yet
+      } else if (candles.status === 'fulfilled') {
         const bars = Array.isArray(candles.value.data) ? candles.value.data : [];
-        drawn.candles = chart ? chart.candles(bars, wantAll) : true;
+        drawn.candles = chart ? chart.candles(bars, wantAll) : false;
         const last = bars[bars.length - 1];
-        if (last && isNum(last.close)) say(price, fmtPrice(last.close));
+        if (last && isNum(last.close)) {
+          say(price, fmtPrice(last.close));
+          lastPrice = last.close;
+        }
       } else problems.push('Candles: ' + errText(candles.reason));
       if (dens.status === 'fulfilled' && dens.value === null) {
         // the stream keeps the walls
@@ -940,6 +1184,8 @@
         if (!current(gen)) return;
         const mine = (r.data || []).filter((a) => a.symbol === symbol && a.exchange === exchange);
         fillTable(alertsT, mine.map((a) => alertRow(a, loadAlerts, alertsError)), 'No alert on this pair yet.');
+        lastAlerts = mine.filter((a) => a.type === 'price' && a.status === 'active' && !pendingDeletes.has(alertPath(a)));
+        redraw();
       } catch (e) {
         if (current(gen)) failTable(alertsT, errText(e));
       }
@@ -948,7 +1194,25 @@
     loadSymbol();
     refresh(true);
     loadAlerts();
+    onFiring(loadAlerts);
     poll(PAIR_REFRESH_MS, () => refresh(false));
+  }
+
+  // The chart library (198 kB) is loaded by the pair page only, once: the other pages never
+  // need it (measured in perf/site-pages.md). Resolves false when it cannot be loaded.
+  let chartLib = null;
+  function loadChartLib() {
+    if (window.LightweightCharts) return Promise.resolve(true);
+    if (!chartLib) {
+      chartLib = new Promise((resolve) => {
+        const script = document.createElement('script');
+        script.src = '/assets/lightweight-charts.js';
+        script.addEventListener('load', () => resolve(true));
+        script.addEventListener('error', () => { chartLib = null; resolve(false); });
+        document.head.append(script);
+      });
+    }
+    return chartLib;
   }
 
   /** The chart of a pair: candles and price lines; null when the library is missing. */
@@ -968,7 +1232,7 @@
         fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
       },
       grid: { vertLines: { color: color('--line', '#d9dde3') }, horzLines: { color: color('--line', '#d9dde3') } },
-      timeScale: { timeVisible: true, secondsVisible: false },
+      timeScale: { timeVisible: true, secondsVisible: false, rightOffset: 6 },
       rightPriceScale: { borderColor: color('--line', '#d9dde3') },
     });
     const series = chart.addSeries(LWC.CandlestickSeries, {
@@ -977,7 +1241,9 @@
     });
     const dashed = LWC.LineStyle ? LWC.LineStyle.Dashed : 2;
     const solid = LWC.LineStyle ? LWC.LineStyle.Solid : 0;
-    const lines = new Map(); // key -> IPriceLine
+    const dotted = LWC.LineStyle ? LWC.LineStyle.Dotted : 1;
+    const accent = color('--accent', '#1f5fbf');
+    const lines = new Map(); // key -> {line: IPriceLine, name}
     let lastTime = -Infinity;
 
     /** Full data (all) or the newest bars as updates; false when the chart needs a full reload. */
@@ -985,7 +1251,9 @@
       const data = [];
       for (const b of bars) {
         if (!b || !isNum(b.openTime)) continue;
-        const t = Math.floor(b.openTime / 1000);
+        // The library shows its times as UTC: shifted by the zone's offset they read as the
+        // stated zone's wall clock, axis and crosshair alike.
+        const t = Math.floor((b.openTime + zoneOffsetMin(b.openTime) * 60000) / 1000);
         if (data.length && data[data.length - 1].time >= t) continue;
         data.push({ time: t, open: b.open, high: b.high, low: b.low, close: b.close });
       }
@@ -1006,35 +1274,53 @@
       }
     }
 
-    /** Draws exactly the served levels and walls: lines no longer served go, new ones come. */
-    function drawLines(levels, walls) {
+    /**
+     * Draws the served levels and walls, and the user's active price alerts on the pair: lines
+     * no longer wanted go, new ones come. Unless `all`, only the LEVELS_NEAR levels nearest
+     * `price` and the WALLS_TOP largest walls (in USD) are drawn. No line has a title in the
+     * pane (a title there covers the newest candles): each is told by its colour and style, its
+     * price on the scale, and the legend; `priceLines()` names them for the tests.
+     */
+    function drawLines(levels, walls, alerts, all, price) {
       const want = new Map();
-      for (const l of levels) {
-        if (!l || !isNum(l.price)) continue;
-        const support = l.type === 'support';
-        want.set('L|' + l.type + '|' + l.price, {
-          price: l.price, color: support ? up : down, lineWidth: Math.min(1 + Math.max(0, (l.strength || 1) - 1), 3),
-          lineStyle: solid, axisLabelVisible: true, title: (support ? 'S ' : 'R ') + fmtPrice(l.price),
+      for (const a of alerts || []) {
+        if (!a || !isNum(a.price)) continue;
+        want.set('A|' + a.id, {
+          name: 'alert #' + a.id + ' ' + (a.direction === 'above' ? '▲' : '▼'),
+          price: a.price, color: accent, lineWidth: 1, lineStyle: dotted, axisLabelVisible: true,
         });
       }
-      for (const w of walls) {
-        if (!w || !isNum(w.price)) continue;
+      const near = (l) => (isNum(price) ? Math.abs(l.price - price) : 0);
+      const shownLevels = levels.filter((l) => l && isNum(l.price)).sort((a, b) => near(a) - near(b)).slice(0, all ? Infinity : LEVELS_NEAR);
+      for (const l of shownLevels) {
+        const support = l.type === 'support';
+        want.set('L|' + l.type + '|' + l.price, {
+          name: (support ? 'S ' : 'R ') + fmtPrice(l.price),
+          price: l.price, color: support ? up : down, lineWidth: Math.min(1 + Math.max(0, (l.strength || 1) - 1), 3),
+          lineStyle: solid, axisLabelVisible: true,
+        });
+      }
+      const usd = (w) => (isNum(w.usd) ? w.usd : 0);
+      const shownWalls = walls.filter((w) => w && isNum(w.price)).sort((a, b) => usd(b) - usd(a)).slice(0, all ? Infinity : WALLS_TOP);
+      for (const w of shownWalls) {
         const bid = w.side === 'bid';
         want.set('W|' + w.side + '|' + w.price, {
+          name: 'wall ' + (bid ? 'bid' : 'ask'),
           price: w.price, color: bid ? up : down, lineWidth: 2, lineStyle: dashed, axisLabelVisible: true,
-          title: 'wall ' + (bid ? 'bid' : 'ask'),
         });
       }
       lines.forEach((line, key) => {
         if (!want.has(key)) {
-          series.removePriceLine(line);
+          series.removePriceLine(line.line);
           lines.delete(key);
         }
       });
-      want.forEach((opts, key) => {
-        if (lines.has(key)) lines.get(key).applyOptions(opts);
-        else lines.set(key, series.createPriceLine(opts));
+      want.forEach((o, key) => {
+        const opts = { price: o.price, color: o.color, lineWidth: o.lineWidth, lineStyle: o.lineStyle, axisLabelVisible: o.axisLabelVisible, title: '' };
+        if (lines.has(key)) lines.get(key).line.applyOptions(opts);
+        else lines.set(key, { line: series.createPriceLine(opts), name: o.name });
       });
+      return { levels: shownLevels.length, of: levels.length, walls: shownWalls.length, ofWalls: walls.length };
     }
 
     function setTick(tick) {
@@ -1049,10 +1335,8 @@
       candles: candles,
       lines: drawLines,
       setTick: setTick,
-      priceLines: () => series.priceLines().map((l) => {
-        const o = l.options();
-        return { price: o.price, title: o.title };
-      }),
+      lastBarTime: () => (isFinite(lastTime) ? lastTime : null),
+      priceLines: () => Array.from(lines.values()).map((l) => ({ price: l.line.options().price, title: l.name })),
       remove: () => chart.remove(),
     };
   }
@@ -1118,7 +1402,7 @@
         const r = await call('POST', v1('alerts'), {
           symbol: symbol, exchange: exchange, type: 'price', direction: dir.input.value, price: numberInput(priceIn.input),
         });
-        say(status, 'Alert #' + (r.data && r.data.id) + ' created.');
+        say(status, 'Price alert #' + (r.data && r.data.id) + ' created.');
         priceIn.input.value = '';
         created();
       });
@@ -1136,30 +1420,112 @@
     return a.direction + ' ' + fmtPrice(a.price);
   }
 
-  // A delete button for one alert row: disabled while the request runs, `reload` after it,
-  // the server's refusal shown in `error`.
-  function deleteButton(testid, label, path, id, reload, error) {
-    const del = h('button', { type: 'button', class: 'danger', testid: testid, 'aria-label': label, text: 'Delete' });
-    del.addEventListener('click', async () => {
-      del.disabled = true;
-      say(error, '');
-      try {
-        await call('DELETE', path);
-        reload();
-      } catch (e) {
-        del.disabled = false;
-        say(error, 'Could not delete alert ' + id + ': ' + errText(e));
+  // ---- Destructive actions: a confirmation naming what goes; alert deletes can be undone ----
+
+  /**
+   * A modal confirmation: {title, text, yes (the button's words), typed (optional: a text the
+   * user must type first, for what cannot be taken back)}. Resolves true when confirmed;
+   * Cancel, Escape or leaving the page resolve false.
+   */
+  function confirmDialog(o) {
+    return new Promise((resolve) => {
+      const yes = h('button', { type: 'button', class: 'danger', testid: 'confirm-yes', text: o.yes });
+      const no = h('button', { type: 'button', class: 'secondary', testid: 'confirm-no', text: 'Cancel' });
+      let typed = null;
+      if (o.typed) {
+        typed = field('Type ' + o.typed + ' to confirm', 'confirm', 'text', { testid: 'confirm-typed' });
+        yes.disabled = true;
+        typed.input.addEventListener('input', () => { yes.disabled = typed.input.value.trim() !== o.typed; });
       }
+      const dlg = h('dialog', { class: 'confirm', testid: 'confirm', 'aria-labelledby': 'confirm-h', 'aria-describedby': 'confirm-p' },
+        h('h2', { id: 'confirm-h', text: o.title }), h('p', { id: 'confirm-p', testid: 'confirm-text', text: o.text }),
+        typed ? typed.wrap : null, h('div', { class: 'actions' }, no, yes));
+      let answer = false;
+      yes.addEventListener('click', () => { answer = true; dlg.close(); });
+      no.addEventListener('click', () => dlg.close());
+      dlg.addEventListener('close', () => { dlg.remove(); resolve(answer); });
+      onLeave(() => { if (dlg.open) dlg.close(); });
+      document.body.append(dlg);
+      dlg.showModal();
+      (typed ? typed.input : no).focus();
+    });
+  }
+
+  // A confirmed delete waits UNDO_MS before it is sent, so Undo honestly takes it back: the alert
+  // stays, and can still fire, until then. Its row says so meanwhile. The wait goes on on any page
+  // of the site; closing the tab or signing out sends every waiting delete at once.
+  const pendingDeletes = new Map(); // DELETE path -> {run, timer, until}
+
+  function scheduleDelete(path, what, reload, error) {
+    const p = { timer: 0, until: Date.now() + UNDO_MS, run: null };
+    p.run = async (keepalive) => {
+      clearTimeout(p.timer);
+      if (pendingDeletes.get(path) !== p) return;
+      pendingDeletes.delete(path);
+      try {
+        await call('DELETE', path, undefined, keepalive);
+      } catch (e) {
+        if (e.status !== 404) say(error, 'Could not delete ' + what + ': ' + errText(e));
+      }
+      reload();
+    };
+    p.timer = setTimeout(() => p.run(false), UNDO_MS);
+    pendingDeletes.set(path, p);
+    reload();
+  }
+
+  function undoDelete(path, reload) {
+    const p = pendingDeletes.get(path);
+    if (p) clearTimeout(p.timer);
+    pendingDeletes.delete(path);
+    reload();
+  }
+
+  function flushDeletes(keepalive) { return Promise.all(Array.from(pendingDeletes.values()).map((p) => p.run(keepalive))); }
+  window.addEventListener('pagehide', () => { flushDeletes(true); });
+
+  // A delete button for one alert row: asks first, naming the alert; then the delete waits for Undo.
+  function deleteButton(testid, what, path, reload, error) {
+    const del = h('button', { type: 'button', class: 'danger', testid: testid, 'aria-label': 'Delete ' + what, text: 'Delete' });
+    del.addEventListener('click', async () => {
+      say(error, '');
+      const ok = await confirmDialog({
+        title: 'Delete ' + what.split(':')[0] + '?', text: 'Delete ' + what + '? You can undo it for ' + UNDO_MS / 1000 + ' s.', yes: 'Delete',
+      });
+      if (ok) scheduleDelete(path, what, reload, error);
     });
     return del;
   }
+
+  // The row of an alert whose delete waits: what goes, when, and Undo.
+  function pendingRow(attrs, cols, what, path, reload) {
+    const p = pendingDeletes.get(path);
+    const secs = Math.max(1, Math.ceil((p.until - Date.now()) / 1000));
+    const undo = h('button', { type: 'button', class: 'secondary', testid: 'undo-delete', text: 'Undo' });
+    undo.addEventListener('click', () => undoDelete(path, reload));
+    return h('tr', Object.assign({ 'data-pending-delete': 'true', class: 'pending' }, attrs),
+      h('td', { colspan: cols, class: 'wrap' }, h('span', { text: capital(what) + ' is deleted in ' + secs + ' s (it can still fire until then). ' }), undo));
+  }
+
+  function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
+
+  // An alert's status in words: a market alert whose number sits at its threshold (it fired there)
+  // waits for the number to go back before it can fire again.
+  function statusWords(a) {
+    if (a.status === 'active' && a.waiting) return 'waiting to re-arm';
+    if (a.status === 'triggered') return 'fired (done)';
+    return a.status;
+  }
+
+  /** The kind of a site alert as the site names it. */
+  function siteKind(a) { return a.type === 'density' ? 'wall' : a.type; }
 
   // The cells every alert row ends with: repeat, note, status, times fired, last fired, created, action.
   function recordCells(a, del) {
     return [
       h('td', { text: a.repeat ? 'yes' : 'no' }),
       h('td', { class: 'wrap', text: a.note || '' }),
-      h('td', { text: a.status }),
+      h('td', { 'data-waiting': a.waiting ? 'true' : null, text: statusWords(a) }),
       h('td', { class: 'num', text: fmtInt(a.triggerCount) }),
       h('td', null, a.lastTriggeredAt ? timeEl(a.lastTriggeredAt) : '–'),
       h('td', null, timeEl(a.createdAt)),
@@ -1167,9 +1533,16 @@
     ];
   }
 
+  function alertPath(a) { return v1('alerts/' + enc(a.id)); }
+
+  function alertWhat(a) { return a.type + ' alert #' + a.id + ': ' + a.symbol + ' on ' + a.exchange + ', ' + alertCondition(a); }
+
   function alertRow(a, reload, error) {
-    const del = deleteButton('alert-delete', 'Delete alert ' + a.id, v1('alerts/' + enc(a.id)), a.id, reload, error);
-    return h('tr', { 'data-alert-id': a.id, 'data-status': a.status },
+    const path = alertPath(a);
+    const attrs = { 'data-alert-id': a.id, 'data-status': a.status };
+    if (pendingDeletes.has(path)) return pendingRow(attrs, alertHeaders().length, alertWhat(a), path, reload);
+    const del = deleteButton('alert-delete', alertWhat(a), path, reload, error);
+    return h('tr', attrs,
       h('td', { text: a.id }),
       h('th', { scope: 'row' }, pairLink(a.exchange, a.symbol)),
       h('td', { text: a.exchange }),
@@ -1179,6 +1552,16 @@
   }
 
   function siteCondition(a) {
+    return siteWhen(a) + (a.repeat && a.cooldownS > 0 ? '; then quiet for ' + fmtDuration(a.cooldownS) : '');
+  }
+
+  function fmtDuration(s) {
+    if (s % 3600 === 0) return s / 3600 + ' h';
+    if (s % 60 === 0) return s / 60 + ' min';
+    return s + ' s';
+  }
+
+  function siteWhen(a) {
     if (a.type === 'density') {
       const sides = a.side === 'any' ? 'bid or ask' : a.side;
       return (a.symbol || 'any pair') + ': ' + sides + ' wall of ' + fmtUsd(a.minUsd) + ' or more within ' +
@@ -1191,20 +1574,25 @@
   }
 
   function siteAlertRow(a, reload, error) {
-    const del = deleteButton('site-alert-delete', 'Delete ' + a.type + ' alert ' + a.id, '/site/site-alerts/' + enc(a.id), a.id, reload, error);
-    return h('tr', { 'data-site-alert-id': a.id, 'data-type': a.type, 'data-status': a.status },
+    const path = '/site/site-alerts/' + enc(a.id);
+    const what = siteKind(a) + ' alert #' + a.id + ': ' + a.exchange + ', ' + siteCondition(a);
+    const attrs = { 'data-site-alert-id': a.id, 'data-type': a.type, 'data-status': a.status };
+    if (pendingDeletes.has(path)) return pendingRow(attrs, SITE_ALERT_HEADERS.length, what, path, reload);
+    const del = deleteButton('site-alert-delete', what, path, reload, error);
+    return h('tr', attrs,
       h('td', { text: a.id }),
-      h('td', { text: a.type }),
+      h('td', { text: siteKind(a) }),
       h('td', { text: a.exchange }),
       h('td', { class: 'wrap', text: siteCondition(a) }),
       ...recordCells(a, del));
   }
 
+  const SITE_ALERT_HEADERS = ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
+
   function alertsPage() {
     const gen = state.gen;
     const alertsT = table('alerts-table', 'Price and percent alerts (also listed by GET /v1/alerts)', alertHeaders());
-    const siteT = table('site-alerts-table', 'Wall (density) and market alerts (site only)',
-      ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action']);
+    const siteT = table('site-alerts-table', 'Wall and market alerts (site only)', SITE_ALERT_HEADERS);
     const historyT = table('alerts-history', 'Alerts that have fired, most recent first',
       ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num'], 'Webhook']);
     const log = deliveryLog(gen);
@@ -1241,13 +1629,13 @@
       if (!current(gen) || api === null || site === null) return;
       const fired = [];
       api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.symbol + ' on ' + a.exchange + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id, hook: !!a.webhookUrl, attr: 'data-alert-id' }); });
-      site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: a.type + ' alert #' + a.id, hook: false, attr: 'data-site-alert-id' }); });
+      site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: siteKind(a) + ' alert #' + a.id, hook: false, attr: 'data-site-alert-id' }); });
       fired.sort((x, y) => String(y.a.lastTriggeredAt || '').localeCompare(String(x.a.lastTriggeredAt || '')));
       fillTable(historyT, fired.map((f) => h('tr', { [f.attr]: f.a.id },
         h('td', null, f.a.lastTriggeredAt ? timeEl(f.a.lastTriggeredAt) : '–'),
         h('th', { scope: 'row', text: f.label }),
         h('td', { class: 'wrap', text: f.what }),
-        h('td', { text: f.a.status }),
+        h('td', { text: statusWords(f.a) }),
         h('td', { class: 'num', text: fmtInt(f.a.triggerCount) }),
         h('td', null, f.hook ? log.button(f.a) : 'none'))), 'No alert has fired yet. Every firing is also in Notifications.');
     }
@@ -1263,6 +1651,8 @@
     ]);
     loadApi();
     loadSite();
+    onFiring(() => { loadApi(); loadSite(); });
+    poll(SITE_ALERTS_REFRESH_MS, loadSite);
   }
 
   // The delivery log of one alert with a webhook (GET /site/v1/alerts/{id}/deliveries), opened
@@ -1401,7 +1791,7 @@
       };
       await submitting(submit, error, status, async () => {
         const r = await call('POST', v1('alerts'), body);
-        say(status, 'Alert #' + (r.data && r.data.id) + ' created.');
+        say(status, (isPct ? 'Percent' : 'Price') + ' alert #' + (r.data && r.data.id) + ' created.');
         price.input.value = '';
         pct.input.value = '';
         note.input.value = '';
@@ -1414,7 +1804,7 @@
   /** Create form of density and market alerts (POST /site/site-alerts, fields of decisions.md §10). */
   function siteAlertForm(created) {
     const listId = 'symbols-site-alert-form';
-    const type = field('Kind', 'type', 'select', { options: [['density', 'Wall appears (density)'], ['market', 'Board number crosses (market)']] });
+    const type = field('Kind', 'type', 'select', { options: [['density', 'A wall appears'], ['market', 'A board number crosses a threshold']] });
     const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: 'binance' });
     const symbol = field('Pair', 'symbol', 'text', { placeholder: 'empty: every pair', list: listId });
     const side = field('Side', 'side', 'select', { options: [['any', 'bid or ask'], ['bid', 'bid (buy wall)'], ['ask', 'ask (sell wall)']] });
@@ -1424,8 +1814,11 @@
     const number = field('Board number', 'number', 'select', { options: BOARD_NUMBERS });
     const interval = field('Interval', 'interval', 'select', { options: options(INTERVALS), value: '1d' });
     const direction = field('Direction', 'direction', 'select', { options: [['above', 'above'], ['below', 'below']] });
-    const threshold = field('Threshold', 'threshold', 'text', { inputmode: 'decimal', placeholder: 'e.g. 60', hint: '0–100 for sentiment; a count for the others.' });
+    const threshold = field('Threshold', 'threshold', 'text', { inputmode: 'decimal', placeholder: 'e.g. 60', hint: '0–100 for sentiment; a count for the others. It fires when the number reaches the threshold from the other side.' });
     const repeat = field('Repeat', 'repeat', 'checkbox');
+    const cooldown = field('Quiet time after a firing (s)', 'cooldown_s', 'text', {
+      inputmode: 'numeric', placeholder: '0', hint: 'A repeating alert stays silent this long after each firing (at most 86400).',
+    });
     const note = field('Note', 'note', 'text', { maxlength: 500 });
     const datalist = h('datalist', { id: listId });
     const error = errorBox('site-alert-error');
@@ -1438,15 +1831,17 @@
       const density = type.input.value === 'density';
       densityOnly.forEach((f) => { f.wrap.hidden = !density; });
       marketOnly.forEach((f) => { f.wrap.hidden = density; });
+      cooldown.wrap.hidden = !repeat.input.checked;
     }
     type.input.addEventListener('change', syncType);
+    repeat.input.addEventListener('change', syncType);
     venue.input.addEventListener('change', () => suggest(datalist, venue.input.value));
     syncType();
     suggest(datalist, venue.input.value);
 
     const form = h('form', { testid: 'site-alert-form', 'aria-labelledby': 'sf-h', novalidate: true },
       h('h3', { id: 'sf-h', text: 'New wall or market alert' }),
-      h('div', { class: 'fields' }, type.wrap, venue.wrap, densityOnly.map((f) => f.wrap), marketOnly.map((f) => f.wrap), note.wrap, repeat.wrap),
+      h('div', { class: 'fields' }, type.wrap, venue.wrap, densityOnly.map((f) => f.wrap), marketOnly.map((f) => f.wrap), note.wrap, repeat.wrap, cooldown.wrap),
       datalist, h('div', { class: 'actions' }, submit), error, status);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
@@ -1466,6 +1861,7 @@
         body.threshold = numberInput(threshold.input);
       }
       body.repeat = repeat.input.checked;
+      body.cooldown_s = repeat.input.checked ? numberInput(cooldown.input) : undefined;
       body.note = note.input.value ? note.input.value : undefined;
       await submitting(submit, error, status, async () => {
         const r = await call('POST', '/site/site-alerts', body);
@@ -1477,15 +1873,48 @@
     return form;
   }
 
-  // ---- Notifications page: the inbox, live through the event stream ----
+  // ---- Notifications page: the inbox, live through the event stream; filters, groups, mute, paging ----
   function notificationsPage() {
     const gen = state.gen;
+    const f = state.inboxFilter;
     const list = h('ul', { class: 'inbox', testid: 'inbox-list', 'aria-busy': 'true', 'aria-labelledby': 'nt-h' });
     const error = errorBox('inbox-error');
     const live = h('p', { class: 'live', 'data-live': '' });
+    const kind = field('Kind', 'kind', 'select', { options: INBOX_KINDS, value: f.kind, testid: 'inbox-kind' });
+    const pair = field('Pair', 'pair', 'text', { placeholder: 'e.g. BTC', value: f.pair, testid: 'inbox-pair' });
+    const showMuted = field('Show muted alerts', 'showMuted', 'checkbox', { checked: f.showMuted });
+    showMuted.input.setAttribute('data-testid', 'inbox-show-muted');
+    const controls = h('form', { class: 'panel controls', 'aria-label': 'Filter notifications' },
+      h('div', { class: 'fields' }, kind.wrap, pair.wrap, showMuted.wrap));
+    controls.addEventListener('submit', (ev) => ev.preventDefault());
+    controls.addEventListener('input', () => {
+      f.kind = kind.input.value;
+      f.pair = pair.input.value.trim();
+      f.showMuted = showMuted.input.checked;
+      renderInbox();
+    });
+    const older = h('button', { type: 'button', class: 'secondary', testid: 'inbox-older', text: 'Show older' });
+    older.addEventListener('click', async () => {
+      older.disabled = true;
+      say(error, '');
+      const ids = Array.from(state.inbox.keys());
+      const before = ids.length ? Math.min(...ids) : undefined;
+      try {
+        const r = await call('GET', v1('inbox', { limit: INBOX_LIMIT, before: before }));
+        const got = Array.isArray(r.data) ? r.data : [];
+        if (got.length < INBOX_LIMIT) state.inboxOlder = false;
+        addInbox(got, false);
+        renderInbox();
+      } catch (e) {
+        say(error, 'Could not load older notifications: ' + errText(e));
+      } finally {
+        older.disabled = false;
+      }
+    });
+    const muted = h('div', { class: 'muted-list', testid: 'muted-list' });
     mount('Notifications', [
-      h('h1', { id: 'nt-h', text: 'Notifications' }), live, error,
-      h('section', { class: 'panel', 'aria-label': 'Inbox' }, list),
+      h('h1', { id: 'nt-h', text: 'Notifications' }), live, controls, error,
+      h('section', { class: 'panel', 'aria-label': 'Inbox' }, list, h('div', { class: 'actions' }, older), muted),
     ]);
     liveStatus();
     renderInbox();
@@ -1499,25 +1928,100 @@
     });
   }
 
+  /** Where an entry's event is: {symbol, exchange} (symbol null for a venue-wide market alert). */
+  function entryPair(e) {
+    const ev = e.event && typeof e.event === 'object' ? e.event : {};
+    const a = ev.alert && typeof ev.alert === 'object' ? ev.alert : {};
+    const w = ev.wall && typeof ev.wall === 'object' ? ev.wall : {};
+    return { symbol: w.symbol || a.symbol || null, exchange: a.exchange || null };
+  }
+
+  function entryKindMatches(e, kind) {
+    if (!kind) return true;
+    if (kind === 'notice') return e.kind === 'alert.delisted' || e.kind === 'alert.expired';
+    return e.kind === kind;
+  }
+
+  /** The entries the filters let through, newest first, in groups: consecutive entries of one
+   * alert less than GROUP_MS apart are one group (a burst of a repeating alert is one line). */
+  function inboxGroups() {
+    const f = state.inboxFilter;
+    const needle = f.pair.toUpperCase();
+    const shown = Array.from(state.inbox.values()).sort((a, b) => b.id - a.id).filter((e) => {
+      if (!f.showMuted && isMuted(e)) return false;
+      if (!entryKindMatches(e, f.kind)) return false;
+      const p = entryPair(e);
+      return !needle || (p.symbol || '').toUpperCase().includes(needle);
+    });
+    const groups = [];
+    for (const e of shown) {
+      const g = groups[groups.length - 1];
+      const t = entryTime(e);
+      if (g && muteKey(e) && muteKey(g[0]) === muteKey(e) && e.kind === g[0].kind && entryTime(g[g.length - 1]) - t < GROUP_MS) g.push(e);
+      else groups.push([e]);
+    }
+    return groups;
+  }
+
+  function entryTime(e) {
+    const ev = e.event && typeof e.event === 'object' ? e.event : {};
+    const v = e.createdAt || ev.time || (ev.trigger && ev.trigger.time);
+    const ms = toDate(v).getTime();
+    return isNaN(ms) ? 0 : ms;
+  }
+
   function renderInbox() {
     const list = document.querySelector('[data-testid="inbox-list"]');
     if (!list) return;
-    const entries = Array.from(state.inbox.values()).sort((a, b) => b.id - a.id);
-    if (!entries.length) {
-      list.replaceChildren(h('li', { class: 'empty', text: 'No notification yet. Alert firings appear here as they happen.' }));
+    const older = document.querySelector('[data-testid="inbox-older"]');
+    if (older) older.hidden = !state.inboxOlder;
+    renderMuted();
+    const groups = inboxGroups();
+    if (!groups.length) {
+      const any = state.inbox.size > 0;
+      list.replaceChildren(h('li', { class: 'empty', text: any ? 'No notification matches the filters.' : 'No notification yet. Alert firings appear here as they happen.' }));
       return;
     }
-    list.replaceChildren(...entries.map(inboxItem));
+    list.replaceChildren(...groups.map(inboxItem));
   }
 
-  function inboxItem(e) {
+  function renderMuted() {
+    const box = document.querySelector('[data-testid="muted-list"]');
+    if (!box) return;
+    if (!state.muted.size) {
+      box.replaceChildren();
+      return;
+    }
+    box.replaceChildren(h('h2', { text: 'Muted alerts' }), h('p', { class: 'hint', text: 'Their firings are kept and still go to webhooks and Telegram; this browser hides them here and leaves them out of the unread count.' }),
+      h('ul', null, Array.from(state.muted).sort().map((k) => {
+        const [kind, id] = k.split(':');
+        const name = (kind === 'api' ? 'price or percent' : kind === 'density' ? 'wall' : kind) + ' alert #' + id;
+        const un = h('button', { type: 'button', class: 'secondary', testid: 'unmute', 'data-mute': k, text: 'Unmute' });
+        un.addEventListener('click', () => setMuted(k, false));
+        return h('li', null, name + ' ', un);
+      })));
+  }
+
+  function inboxItem(group) {
+    const e = group[0];
     const ev = e.event && typeof e.event === 'object' ? e.event : {};
     const when = e.createdAt || ev.time || (ev.trigger && ev.trigger.time);
-    const li = h('li', {
+    const p = entryPair(e);
+    const key = muteKey(e);
+    const tools = h('span', { class: 'tools' });
+    if (p.symbol && p.exchange) tools.append(h('a', { href: '#/pair/' + enc(p.exchange) + '/' + enc(p.symbol), testid: 'inbox-pair-link', text: 'Open ' + p.symbol }));
+    if (key) {
+      const on = state.muted.has(key);
+      const b = h('button', { type: 'button', class: 'link', testid: on ? 'unmute' : 'mute', 'data-mute': key, text: on ? 'Unmute' : 'Mute this alert' });
+      b.addEventListener('click', () => setMuted(key, !on));
+      tools.append(' ', b);
+    }
+    const more = group.length > 1 ? h('span', { class: 'group', testid: 'inbox-group', text: ' ×' + group.length + ' (since ' + fmtTime(entryTime(group[group.length - 1])).slice(11) + ')' }) : null;
+    return h('li', {
       'data-kind': e.kind, 'data-alert-id': e.alertId === null || e.alertId === undefined ? null : e.alertId,
-      'data-entry-id': e.id, class: e._fresh ? 'fresh' : null,
-    }, when ? [timeEl(when), ' '] : null, h('span', { class: 'kind', text: KIND_LABELS[e.kind] || e.kind }), ' ', describe(e.kind, ev, e.alertId));
-    return li;
+      'data-entry-id': e.id, 'data-group-size': group.length, class: group.some((x) => x._fresh) ? 'fresh' : null,
+    }, when ? [timeEl(when), ' '] : null, h('span', { class: 'kind', text: KIND_LABELS[e.kind] || e.kind }), ' ',
+    describe(e.kind, ev, e.alertId), more, ' ', tools);
   }
 
   /** One readable line for an inbox entry's event body (the webhook body, or the site alert's firing). */
@@ -1534,15 +2038,18 @@
     if (kind === 'alert.delisted') {
       return pair(a) + ' was delisted; alert #' + id + ' was removed.';
     }
+    if (kind === 'alert.expired') {
+      return pair(a) + ' · alert #' + id + ' reached its expiry and was removed.';
+    }
     if (kind === 'density.triggered') {
       const w = ev.wall || {};
       return (w.symbol || a.symbol || '?') + ' on ' + (a.exchange || '?') + ' · ' + (w.side || '?') + ' wall at ' + fmtPrice(w.price) +
         ' · ' + fmtUsd(w.usd) + ' · ' + fmtPct(w.dist, true) + ' from the price' +
-        (isNum(w.ageS) ? ' · standing ' + w.ageS + ' s' : '') + ' · alert #' + id + (a.note ? ' · ' + a.note : '');
+        (isNum(w.ageS) ? ' · standing ' + w.ageS + ' s' : '') + ' · wall alert #' + id + (a.note ? ' · ' + a.note : '');
     }
     if (kind === 'market.triggered') {
       return (a.exchange || '?') + ' · ' + labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' +
-        a.threshold + ' · now ' + (isNum(ev.value) ? numberFmt.format(ev.value) : '?') + ' · alert #' + id + (a.note ? ' · ' + a.note : '');
+        a.threshold + ' · now ' + (isNum(ev.value) ? numberFmt.format(ev.value) : '?') + ' · market alert #' + id + (a.note ? ' · ' + a.note : '');
     }
     return 'alert #' + id;
   }
@@ -1710,8 +2217,19 @@
     if (!k.revokedAt) {
       action = h('button', { type: 'button', class: 'danger', testid: 'key-revoke', 'aria-label': 'Revoke key ' + k.id, text: 'Revoke' });
       action.addEventListener('click', async () => {
-        action.disabled = true;
         say(error, '');
+        const name = 'key #' + k.id + (k.label ? ' (' + k.label + ')' : '');
+        const ok = await confirmDialog(k.current ? {
+          title: 'Revoke the key of this session?',
+          text: 'Revoking ' + name + ' signs you out of this site at once, and every program using it is refused from its next request. It cannot be undone.',
+          yes: 'Revoke and sign out', typed: String(k.id),
+        } : {
+          title: 'Revoke ' + name + '?',
+          text: 'Every program using ' + name + ' is refused from its next request. It cannot be undone.',
+          yes: 'Revoke',
+        });
+        if (!ok) return;
+        action.disabled = true;
         try {
           await call('DELETE', '/site/keys/' + enc(k.id));
           if (k.current) sessionEnded('The key of this session was revoked; sign in with another key.');

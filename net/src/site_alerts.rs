@@ -11,12 +11,13 @@
 //! allowed ones); `exchange` is required (a board number is a venue's); a density alert without
 //! `symbol` watches every pair of the venue; `repeat` is open to every plan (the site works for
 //! every plan within its caps); a non-repeating alert is `triggered` after its one firing, like
-//! an API alert.
+//! an API alert; a repeating one may take `cooldown_s`, a quiet time after each firing (the
+//! store drops a firing inside it, `Store::record_site_firings`).
 
 pub mod market;
 pub mod watch;
 
-use rampart_engine::site_alert::WallSide;
+use rampart_engine::site_alert::{market_reached, Direction, WallSide};
 use rampart_engine::{Registry, Timeframe, Venue};
 use serde_json::Value;
 
@@ -24,8 +25,10 @@ use crate::config::Plan;
 use crate::request::{
     body_object, clip, invalid, number, present, repeat_and_note, required_string, string, symbol_syntax, Invalid,
 };
-use rampart_state::board::BoardNumber;
-use rampart_store::store::{parse_direction, parse_side, NewSiteAlert, SiteAlertRow, SiteCondition, SiteRequest};
+use rampart_state::board::{Board, BoardNumber};
+use rampart_store::store::{
+    parse_direction, parse_side, AlertStatus, NewSiteAlert, SiteAlertRow, SiteCondition, SiteRequest,
+};
 use rampart_store::store::{Store, StoreError};
 
 /// Largest `min_usd` accepted.
@@ -36,11 +39,13 @@ pub const MAX_DIST_PCT_MAX: f64 = 100.0;
 pub const MAX_DIST_PCT_DEFAULT: f64 = 5.0;
 /// Largest `min_age_s` accepted: one day.
 pub const MIN_AGE_S_MAX: u64 = 86_400;
+/// Largest `cooldown_s` accepted: one day.
+pub const COOLDOWN_S_MAX: u64 = 86_400;
 /// Largest threshold of a count on the board (no venue lists more pairs or walls than this).
 pub const COUNT_THRESHOLD_MAX: f64 = 1e6;
 
 /// The fields a site alert body may have, in the order the 422 lists them.
-pub const SITE_FIELDS: [&str; 13] = [
+pub const SITE_FIELDS: [&str; 14] = [
     "type",
     "exchange",
     "symbol",
@@ -54,6 +59,7 @@ pub const SITE_FIELDS: [&str; 13] = [
     "threshold",
     "repeat",
     "note",
+    "cooldown_s",
 ];
 const DENSITY_ONLY: [&str; 5] = ["symbol", "side", "min_usd", "max_dist_pct", "min_age_s"];
 const MARKET_ONLY: [&str; 4] = ["number", "interval", "direction", "threshold"];
@@ -77,7 +83,19 @@ pub fn parse_request(body: &[u8]) -> Result<SiteRequest, Invalid> {
         .ok_or_else(|| invalid(format!("invalid exchange '{}'. Allowed: {}", clip(exchange, 32), Venue::ALLOWED)))?;
     let condition = if own == "density" { density(&obj)? } else { market(&obj)? };
     let (repeat, note) = repeat_and_note(&obj)?;
-    Ok(SiteRequest { exchange, condition, repeat, note })
+    let cooldown_s = match number(&obj, "cooldown_s")? {
+        None => 0,
+        Some(n) => match n.as_u64().filter(|&s| s <= COOLDOWN_S_MAX) {
+            Some(s) => s as u32,
+            None => {
+                return Err(invalid(format!("cooldown_s must be a whole number of seconds from 0 to {COOLDOWN_S_MAX}")))
+            }
+        },
+    };
+    if cooldown_s > 0 && !repeat {
+        return Err(invalid("cooldown_s is for a repeating alert (repeat: true): one that does not repeat fires once"));
+    }
+    Ok(SiteRequest { exchange, condition, repeat, note, cooldown_s })
 }
 
 fn density(obj: &Obj) -> Result<SiteCondition, Invalid> {
@@ -201,6 +219,67 @@ pub fn create(
     }
 }
 
+/// Refuses a market alert whose number has already reached its threshold on `board` (a complete
+/// build; before the first one nothing is known and nothing is refused): such an alert would
+/// wait for the number to go back first, and "a count at or above 0" never does. The message
+/// names the number's value now and which thresholds can fire.
+pub fn refuse_reached(request: &SiteRequest, board: &Board) -> Result<(), Invalid> {
+    let SiteCondition::Market { number, interval, direction, threshold } = request.condition else {
+        return Ok(());
+    };
+    if !board.complete {
+        return Ok(());
+    }
+    let now = market::value(&board.venue(request.exchange).numbers[interval.index()], number);
+    if !now.is_finite() || !market_reached(direction, threshold, now) {
+        return Ok(());
+    }
+    let now = (now * 10.0).round() / 10.0;
+    let (meets, choose) = match direction {
+        Direction::Above => ("at or above", "above"),
+        Direction::Below => ("at or below", "below"),
+    };
+    Err(Invalid {
+        status: 422,
+        message: format!(
+            "{} on {} ({}) is {now} now, already {meets} {threshold}: a market alert fires when the number reaches \
+             its threshold from the other side, so this one could not fire until the number had gone back. \
+             Choose a threshold {choose} {now}.",
+            number_words(number),
+            request.exchange.as_str(),
+            interval.as_str()
+        ),
+    })
+}
+
+/// Whether an active market alert waits to re-arm: its number on `board` has reached its
+/// threshold (it fired there, or the number moved there while it was being handed over), so it
+/// fires again only after the number has gone back. `None` for other alerts and before the
+/// first complete board.
+pub fn waiting(row: &SiteAlertRow, board: &Board) -> Option<bool> {
+    let SiteCondition::Market { number, interval, direction, threshold } = row.condition else {
+        return None;
+    };
+    if row.status != AlertStatus::Active || !board.complete {
+        return None;
+    }
+    let now = market::value(&board.venue(row.exchange).numbers[interval.index()], number);
+    Some(now.is_finite() && market_reached(direction, threshold, now))
+}
+
+/// A board number in words, for messages.
+fn number_words(n: BoardNumber) -> &'static str {
+    match n {
+        BoardNumber::Sentiment => "The sentiment index",
+        BoardNumber::Advancing => "The count of advancing pairs",
+        BoardNumber::Declining => "The count of declining pairs",
+        BoardNumber::Up5 => "The count of pairs up 5 % or more",
+        BoardNumber::Down5 => "The count of pairs down 5 % or more",
+        BoardNumber::Walls => "The count of walls",
+        BoardNumber::AtLevel => "The count of pairs at a level",
+    }
+}
+
 /// Deletes an account's site alert; 404 when it has no such alert.
 pub fn delete(store: &Store, account_id: i64, id: i64, now_ms: i64) -> Result<SiteAlertRow, SiteError> {
     store
@@ -257,11 +336,17 @@ mod tests {
             }
         );
         assert!(r.repeat);
+        assert_eq!(r.cooldown_s, 0, "no quiet time unless asked");
+        let quiet = parse_request(
+            br#"{"type":"market","exchange":"bybit","number":"walls","direction":"above","threshold":3,"repeat":true,"cooldown_s":900}"#,
+        )
+        .expect("valid");
+        assert_eq!(quiet.cooldown_s, 900);
     }
 
     #[test]
     fn every_bad_body_is_refused_with_its_message() {
-        let cases: [(&str, &str); 18] = [
+        let cases: [(&str, &str); 21] = [
             (r#"{"type":"density""#, "malformed JSON"),
             (r#"[1]"#, "request body must be a JSON object"),
             (r#"{"type":"density","minUsd":1}"#, "unknown field 'minUsd'. Allowed: type, exchange, symbol, side"),
@@ -303,6 +388,18 @@ mod tests {
             (
                 r#"{"type":"market","exchange":"okx","number":"sentiment","direction":"above","threshold":101}"#,
                 "threshold for sentiment must be from 0 to 100",
+            ),
+            (
+                r#"{"type":"density","exchange":"okx","min_usd":1,"repeat":true,"cooldown_s":86401}"#,
+                "cooldown_s must be a whole number of seconds from 0 to 86400",
+            ),
+            (
+                r#"{"type":"density","exchange":"okx","min_usd":1,"repeat":true,"cooldown_s":-1}"#,
+                "cooldown_s must be a whole number of seconds from 0 to 86400",
+            ),
+            (
+                r#"{"type":"density","exchange":"okx","min_usd":1,"cooldown_s":60}"#,
+                "cooldown_s is for a repeating alert (repeat: true)",
             ),
         ];
         for (body, message) in cases {

@@ -6,236 +6,19 @@
 // Prints one line per step; exits 1 on the first failure.
 
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import {
+  apiOk, BASE, close, decimals, DESKTOP, env, gone, loaded, nav, newPage, noPageErrors, note, pageTrue, PHONE,
+  placeWall as placeWallOf, receiver, rowIds, run, setHash, signature, signedIn, signIn, SIM, sleep, step, SYMBOL, tid, trade,
+  until, VENUE, visible, WAIT,
+} from './lib.mjs';
 
-// ---- Inputs ----
-function env(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`environment variable ${name} is required`);
-  return v;
-}
-
-const BASE = env('RAMPART_URL').replace(/\/+$/, '');
-const SIM = env('SIM_URL').replace(/\/+$/, '');
 const KEY_A = env('KEY_A');
 const KEY_B = env('KEY_B');
-const SYMBOL = (process.env.SYMBOL || 'BTCUSDT').toUpperCase();
 const WALL_QTY = env('WALL_QTY');
 const SHOTS = process.env.SHOTS || '';
-const VENUE = 'binance';
-const WAIT = 30_000; // the longest any single wait may take
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-
-// ---- Reporting ----
-let stepNo = 0;
-function step(text) {
-  stepNo += 1;
-  console.log(`step ${stepNo}: ${text}`);
-}
-function note(text) {
-  console.log(`  ${text}`);
-}
-
-// ---- HTTP from node (API keys) ----
-async function api(key, method, pathAndQuery, body) {
-  const init = { method, headers: { Authorization: `Bearer ${key}`, Accept: 'application/json' }, signal: AbortSignal.timeout(WAIT) };
-  if (body !== undefined) {
-    init.headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(BASE + pathAndQuery, init);
-  const text = await res.text();
-  let json = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = null;
-  }
-  return { status: res.status, json, text };
-}
-
-async function apiOk(key, method, pathAndQuery, body) {
-  const r = await api(key, method, pathAndQuery, body);
-  assert.ok(r.status >= 200 && r.status < 300, `${method} ${pathAndQuery} answered ${r.status}: ${r.text}`);
-  return r.json;
-}
-
-async function placeWall() {
-  const res = await fetch(`${SIM}/sim/level`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ venue: VENUE, symbol: SYMBOL, side: 'bid', depth: 5, qty: WALL_QTY }),
-    signal: AbortSignal.timeout(WAIT),
-  });
-  const text = await res.text();
-  assert.equal(res.status, 200, `POST ${SIM}/sim/level answered ${res.status}: ${text}`);
-  const price = Number(JSON.parse(text).price);
-  assert.ok(Number.isFinite(price), `the simulator answered no wall price: ${text}`);
-  return price;
-}
-
-/** Moves the simulated venue's price with one trade. */
-async function trade(price) {
-  const res = await fetch(`${SIM}/sim/trade`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ venue: VENUE, symbol: SYMBOL, price: String(price) }),
-    signal: AbortSignal.timeout(WAIT),
-  });
-  assert.equal(res.status, 200, `POST ${SIM}/sim/trade answered ${res.status}: ${await res.text()}`);
-}
-
-// ---- A webhook receiver on loopback: answers 500 to its first delivery, 200 after ----
-function receiver() {
-  const got = [];
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(got.length === 1 ? 500 : 200, { 'Content-Length': '0', Connection: 'close' });
-      res.end();
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, got, port: server.address().port })));
-}
-
-/** The Standard Webhooks v1 signatures `secret` makes for a delivery (our own reading of the
- * format, through node's HMAC; tests/tests/signing.rs checks the same against the reference library). */
-function signature(secret, d) {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const signed = `${d.headers['webhook-id']}.${d.headers['webhook-timestamp']}.${d.body}`;
-  return 'v1,' + createHmac('sha256', key).update(signed).digest('base64');
-}
-
-// ---- Waiting ----
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls fn (async, returns a truthy value when done) for at most ms; fails with message. */
-async function until(message, fn, ms = WAIT) {
-  const deadline = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${ms / 1000} s: ${message}${last ? ` (last error: ${last.message})` : ''}`);
-    }
-    await sleep(250);
-  }
-}
-
-async function visible(page, selector, message, ms = WAIT) {
-  try {
-    return await page.waitForSelector(selector, { state: 'visible', timeout: ms });
-  } catch (e) {
-    throw new Error(`timed out after ${ms / 1000} s: ${message} (${selector})`);
-  }
-}
-
-async function gone(page, selector, message, ms = WAIT) {
-  try {
-    await page.waitForSelector(selector, { state: 'detached', timeout: ms });
-  } catch (e) {
-    throw new Error(`timed out after ${ms / 1000} s: ${message} (${selector})`);
-  }
-}
-
-async function pageTrue(page, fn, arg, message, ms = WAIT) {
-  try {
-    await page.waitForFunction(fn, arg, { timeout: ms, polling: 200 });
-  } catch (e) {
-    throw new Error(`timed out after ${ms / 1000} s: ${message}`);
-  }
-}
-
-const tid = (id) => `[data-testid="${id}"]`;
-
-/** Waits for the market page after submitting the sign-in form; a refusal fails with the page's message. */
-async function signedIn(page, who) {
-  try {
-    await page.waitForFunction(() => {
-      const err = document.querySelector('[data-testid="signin-error"]');
-      return document.querySelector('[data-testid="market-board"]') || (err && err.textContent.trim() !== '' && !document.querySelector('[data-testid="signin-submit"]:disabled'));
-    }, null, { timeout: WAIT, polling: 200 });
-  } catch (e) {
-    throw new Error(`timed out after ${WAIT / 1000} s: the market page did not show after signing in as ${who}`);
-  }
-  const refused = await page.$(tid('market-board')) ? '' : await page.textContent(tid('signin-error'));
-  if (refused) throw new Error(`signing in as ${who} was refused: ${refused.trim()}`);
-}
-const loaded = (id) => `${tid(id)}[aria-busy="false"]`;
-
-// ---- Browser: console errors, page errors and CSP violations are recorded for every page ----
-const consoleErrors = [];
-const pageErrors = [];
-const cspViolations = [];
-
-function watch(page, who) {
-  page.on('console', (m) => {
-    if (m.type() !== 'error' && m.type() !== 'warning') return;
-    const text = m.text();
-    if (/Content[- ]Security[- ]Policy|CSP violation/i.test(text)) cspViolations.push(`${who}: ${text}`);
-    else if (m.type() === 'error') consoleErrors.push(`${who}: ${text}`);
-  });
-  page.on('pageerror', (e) => pageErrors.push(`${who}: ${e && e.stack ? e.stack : e}`));
-}
-
-async function newPage(browser, who, viewport = DESKTOP) {
-  const context = await browser.newContext({ viewport, baseURL: BASE });
-  // The document reports each violation itself too, whatever the console says.
-  await context.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (e) => {
-      console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`);
-    });
-  });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  watch(page, who);
-  return { context, page };
-}
-
-async function signIn(page, key, who) {
-  const response = await page.goto('/', { waitUntil: 'domcontentloaded', timeout: WAIT });
-  await visible(page, tid('signin-key'), 'the sign-in form did not show');
-  await page.fill(tid('signin-key'), key);
-  await page.click(tid('signin-submit'));
-  await signedIn(page, who);
-  return response;
-}
-
-/** Follows a header link (no reload), as a user would. */
-async function nav(page, name) {
-  await page.click(tid(`nav-${name}`));
-  await pageTrue(page, (n) => location.hash === `#/${n}`, name, `the ${name} link did not open its page`);
-}
-
-async function setHash(page, hash) {
-  await page.evaluate((h) => {
-    location.hash = h;
-  }, hash);
-}
-
-async function rowIds(page, tableId, attr) {
-  return page.$$eval(`${tid(tableId)} tbody tr[${attr}]`, (rows, a) => rows.map((r) => Number(r.getAttribute(a))), attr);
-}
-
-function decimals(tick) {
-  const s = String(tick);
-  const m = /e-(\d+)$/.exec(s);
-  return Math.min(m ? Number(m[1]) : (s.split('.')[1] || '').length, 8);
-}
-
-const close = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(Math.abs(a), Math.abs(b), 1e-300);
+const placeWall = () => placeWallOf(WALL_QTY);
 
 // ---- The scenario ----
 async function main(browser) {
@@ -371,6 +154,7 @@ async function main(browser) {
     await visible(a.page, tid('pair-chart'), 'the pair page did not show its chart');
     await visible(a.page, tid('pair-metrics'), 'the pair page did not show its metrics');
     await pageTrue(a.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
+    await a.page.selectOption(tid('chart-lines'), 'all'); // by default only the nearest levels are drawn
     let report = '';
     await until('the chart does not hold every served level', async () => {
       const served = (await apiOk(KEY_A, 'GET', `/v1/levels/${SYMBOL}?exchange=${VENUE}`)).data;
@@ -444,13 +228,15 @@ async function main(browser) {
     assert.deepEqual(asked, [], 'the market page polled the board the stream pushes');
   }
 
-  step('delete the site-made price alert with its row button; GET /v1/alerts no longer lists it');
+  step('delete the site-made price alert with its row button (confirmed; gone once its time for Undo is over); GET /v1/alerts no longer lists it');
   {
     await nav(a.page, 'alerts');
     const row = `${tid('alerts-table')} tr[data-alert-id="${A.siteAlertId}"]`;
     await visible(a.page, row, `alert ${A.siteAlertId} is not in the table`);
     await a.page.click(`${row} ${tid('alert-delete')}`);
-    await gone(a.page, row, `alert ${A.siteAlertId}'s row stayed after deleting`);
+    await visible(a.page, tid('confirm-yes'), 'Delete asked for no confirmation');
+    await a.page.click(tid('confirm-yes'));
+    await gone(a.page, row, `alert ${A.siteAlertId}'s row stayed after deleting (and its time for Undo)`);
     const all = (await apiOk(KEY_A, 'GET', '/v1/alerts?status=all')).data;
     assert.ok(!all.some((x) => x.id === A.siteAlertId), `GET /v1/alerts still lists the deleted alert ${A.siteAlertId}`);
     assert.ok(all.some((x) => x.id === A.apiAlertId), 'the other alert went too');
@@ -641,29 +427,7 @@ async function main(browser) {
     }
   }
 
-  step('no Content-Security-Policy violation and no uncaught script error on any page');
-  if (consoleErrors.length) note(`console errors (not failures): ${consoleErrors.length}\n    ${consoleErrors.slice(0, 20).join('\n    ')}`);
-  assert.deepEqual(cspViolations, [], 'Content-Security-Policy violations happened');
-  assert.deepEqual(pageErrors, [], 'uncaught script errors happened');
+  noPageErrors();
 }
 
-// ---- Run ----
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  timeout: WAIT,
-});
-let failed = false;
-try {
-  await main(browser);
-  console.log('site browser test: all steps passed');
-} catch (e) {
-  failed = true;
-  console.error(`FAILED at step ${stepNo}: ${e && e.stack ? e.stack : e}`);
-  if (cspViolations.length) console.error(`CSP violations:\n  ${cspViolations.join('\n  ')}`);
-  if (pageErrors.length) console.error(`uncaught script errors:\n  ${pageErrors.join('\n  ')}`);
-} finally {
-  await browser.close().catch(() => {});
-}
-process.exit(failed ? 1 : 0);
+await run('site browser test', main);

@@ -418,6 +418,28 @@ fn young_listings_new_category_and_errors() {
     e("/v1/book/BTCUSDT?limit=x", 422, "invalid limit 'x'. Allowed: 1 to 1000");
     e("/v1/market?exchange=kraken", 422, "invalid exchange 'kraken'. Allowed: binance, bybit, okx, bitget");
     e("/v1/rankings/all?exchange=kraken", 422, "invalid exchange 'kraken'. Allowed: binance, bybit, okx, bitget");
+    e("/v1/metrics?usd=yes", 422, "invalid usd 'yes'. Allowed: true, false");
+    e("/v1/metrics/BTCUSDT?usd=1", 422, "invalid usd '1'. Allowed: true, false");
+    // `usd=true` adds each pair's quote USD price (1 for a USD stablecoin, decisions.md §8);
+    // without it the answer is as it always was.
+    let plain = rig.get("/v1/metrics");
+    let usd = rig.get("/v1/metrics?usd=true");
+    let rows = usd["data"].as_array().cloned().unwrap_or_default();
+    assert!(!rows.is_empty(), "{usd}");
+    for row in &rows {
+        let quote = &row["quoteUsd"];
+        let computed = row["computedAt"].as_i64().is_some_and(|t| t > 0);
+        if computed && row["symbol"].as_str().is_some_and(|s| s.ends_with("USDT") || s.ends_with("USDC")) {
+            assert_eq!(quote.as_f64(), Some(1.0), "{row}");
+        } else {
+            assert!(quote.is_null() || quote.as_f64().is_some_and(|q| q > 0.0), "{row}");
+        }
+    }
+    assert!(plain["data"].as_array().is_some_and(|a| a.iter().all(|r| r.get("quoteUsd").is_none())), "{plain}");
+    let one = rig.get("/v1/metrics/BTCUSDT?usd=true");
+    let expected = if one["computedAt"].as_i64().is_some_and(|t| t > 0) { Some(1.0) } else { None };
+    assert_eq!(one["quoteUsd"].as_f64(), expected, "{one}");
+    assert!(one.get("quoteUsd").is_some(), "{one}");
     let many = (0..101).map(|i| format!("S{i}")).collect::<Vec<_>>().join(",");
     e(&format!("/v1/metrics?symbols={many}"), 422, "symbol list too long (max 100)");
     for path in ["/v1/metrics/BTCUSDT", "/v1/rankings/all", "/v1/market", "/v1/candles/BTCUSDT", "/v1/book/BTCUSDT"] {

@@ -59,3 +59,20 @@ fn answers_are_gzipped_only_for_clients_that_ask() {
 fn plain_len(v: &Value) -> usize {
     v.to_string().len()
 }
+
+/// The site's files are gzip-compressed for a browser that accepts it (every one does), decode
+/// to the files sent to one that does not, and a revalidation is still `304`.
+#[test]
+fn the_sites_files_are_gzipped_for_browsers_that_accept_it() {
+    let server = Server::start(BIN, FAST);
+    for path in ["/", "/assets/app.js", "/assets/app.css", "/assets/lightweight-charts.js"] {
+        let (status, enc, vary, zipped) = get(&server, path, Some("gzip, deflate, br"));
+        assert_eq!((status, enc.as_deref(), vary.as_deref()), (200, Some("gzip"), Some("accept-encoding")), "{path}");
+        let (_, plain_enc, _, plain) = get(&server, path, None);
+        assert_eq!(plain_enc, None, "{path}: identity for a client that does not ask");
+        assert_eq!(gunzip(&zipped), plain, "{path}: the same file");
+        if plain.len() > 10_000 {
+            assert!(zipped.len() * 3 < plain.len(), "{path}: {} of {} bytes", zipped.len(), plain.len());
+        }
+    }
+}

@@ -9,7 +9,7 @@ use std::process::Output;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_tests::{describe_output, Server, SimVenue};
+use rampart_tests::{describe_output, Server, SimVenue, SiteSession};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -134,7 +134,9 @@ fn density_and_market_alerts_fire_on_the_live_feed() {
 }
 
 /// `up5` over 5m one above its current value; a trade 8 % up on the pair with the lowest
-/// change moves it there.
+/// change moves it there. Through the site: an alert at the current value is refused with the
+/// value in its message (it could not fire until the number had gone back), and a repeating one
+/// that fired is listed as waiting to re-arm while the number stays at its threshold.
 fn market_alert_fires(sim: &SimVenue, server: &Server) {
     let board = server.get_authed("/v1/market?exchange=binance&interval=5m");
     let up5 = board.ok("market")["data"]["up5"].as_f64().expect("up5");
@@ -142,6 +144,28 @@ fn market_alert_fires(sim: &SimVenue, server: &Server) {
         server,
         &json!({"type":"market","exchange":"binance","number":"up5","interval":"5m","direction":"above","threshold":up5 + 1.0}),
     );
+    let (_, site) = SiteSession::signin(server, &server.key);
+    let site = site.expect("signed in");
+    let at_value = json!({"type":"market","exchange":"binance","number":"up5","interval":"5m","direction":"above","threshold":up5});
+    site.change(server, "POST", "/site/site-alerts", Some(&at_value)).assert_error(
+        422,
+        &format!(
+            "The count of pairs up 5 % or more on binance (5m) is {up5} now, already at or above {up5}: a market alert \
+             fires when the number reaches its threshold from the other side, so this one could not fire until the \
+             number had gone back. Choose a threshold above {up5}."
+        ),
+        "a market alert at the number's value",
+    );
+    let repeating = json!({"type":"market","exchange":"binance","number":"up5","interval":"5m","direction":"above",
+                           "threshold":up5 + 1.0,"repeat":true});
+    let repeating = site.change(server, "POST", "/site/site-alerts", Some(&repeating));
+    assert_eq!(repeating.status, 200, "{}", repeating.text);
+    let repeating = repeating.body["data"]["id"].clone();
+    let listed = |id: &Value| {
+        let list = site.get(server, "/site/site-alerts");
+        list.body["data"].as_array().and_then(|a| a.iter().find(|x| x["id"] == *id).cloned()).unwrap_or_default()
+    };
+    assert_eq!(listed(&repeating)["waiting"], json!(false), "armed below its threshold");
     // Taken by the board thread at its next build (every second) before the trade.
     thread::sleep(Duration::from_millis(2_500));
     assert!(inbox(server, "market.triggered", &alert["id"]).is_empty(), "nothing crossed yet");
@@ -154,8 +178,34 @@ fn market_alert_fires(sim: &SimVenue, server: &Server) {
     let event = &fired[0]["event"];
     assert!(event["value"].as_f64().is_some_and(|v| v >= up5 + 1.0), "{event}");
     assert_eq!(event["alert"]["status"], "triggered", "{event}");
+    await_inbox(server, "market.triggered", &repeating, 1, 20);
+    let now = listed(&repeating);
+    assert_eq!((&now["status"], &now["waiting"]), (&json!("active"), &json!(true)), "fired, waits to re-arm: {now}");
+    assert_eq!(listed(&alert["id"]).get("waiting"), None, "a triggered alert neither waits nor is armed");
     thread::sleep(Duration::from_secs(2));
     assert_eq!(inbox(server, "market.triggered", &alert["id"]).len(), 1, "a non-repeating alert fires once");
+    inbox_pages(server);
+}
+
+/// `GET /v1/inbox?before=` pages back from an entry already seen; bad values are 422.
+fn inbox_pages(server: &Server) {
+    let all = server.get_authed("/v1/inbox?limit=1000").ok("inbox")["data"].as_array().cloned().unwrap_or_default();
+    assert!(all.len() >= 3, "the firings above left entries: {all:?}");
+    let newest = server.get_authed("/v1/inbox?limit=1").ok("inbox")["data"].clone();
+    assert_eq!(newest, json!([all[0]]));
+    let older = server.get_authed(&format!("/v1/inbox?limit=1000&before={}", all[0]["id"]));
+    assert_eq!(older.ok("older")["data"], json!(all[1..]), "every entry but the newest, newest first");
+    let huge = server.get_authed("/v1/inbox?limit=1000&before=79157928931969697054720");
+    assert_eq!(huge.ok("before an id past i64")["data"], json!(all), "every entry");
+    let last = server.get_authed(&format!("/v1/inbox?before={}", all[all.len() - 1]["id"]));
+    assert_eq!(last.ok("before the oldest")["data"], json!([]));
+    let limit = "limit must be an integer from 1 to 1000";
+    let before = "before must be an inbox entry id (an integer from 1)";
+    let cases =
+        [("limit=0", limit), ("limit=1001", limit), ("before=0", before), ("before=x", before), ("before=-3", before)];
+    for (query, message) in cases {
+        server.get_authed(&format!("/v1/inbox?{query}")).assert_error(422, message, query);
+    }
 }
 
 #[test]

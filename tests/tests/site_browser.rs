@@ -11,6 +11,13 @@
 //!
 //! With `RAMPART_SHOTS=<dir>` the script also saves screenshots of every page at desktop and
 //! phone width (how `docs/screenshots/` is made).
+//!
+//! A second script (`tests/browser/trader.mjs`), on a server of its own, tries the site as a
+//! trader would: one stated time zone for the tables and the chart, alert tables and the chart's
+//! alert lines that follow a firing without a reload, the action column in view at 1280 and
+//! 390 px, confirmations and Undo, a market alert that could not fire refused with the number's
+//! value, refusals in the form's words. With `RAMPART_WEIGH=<file>` it then weighs and times
+//! every page (`tests/browser/weigh.mjs`, how `perf/site-pages.md` is made).
 
 use std::process::Command;
 
@@ -20,12 +27,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
 #[test]
 fn the_site_works_in_chromium() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = root();
     let script = root.join("tests/browser/site.mjs");
-    assert!(
-        root.join("tests/browser/node_modules/playwright-core").is_dir(),
-        "playwright-core is not installed: run `bash tools/browser-deps.sh` (tools/check.sh does)"
-    );
     let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
     // The webhook receiver of the delivery-log steps is on loopback.
     let config = sim.config(&["binance"], 8, "[webhooks]\nallow_private = true\n").display().to_string();
@@ -52,6 +55,52 @@ fn the_site_works_in_chromium() {
     if let Ok(dir) = std::env::var("RAMPART_SHOTS") {
         cmd.env("SHOTS", dir);
     }
+    passes(&mut cmd, &server);
+}
+
+#[test]
+fn the_site_is_a_traders_tool_in_chromium() {
+    let root = root();
+    // 60 pairs: more than one page of the screener (50).
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "60", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 60, "").display().to_string();
+    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
+    server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
+    let mut cmd = Command::new("node");
+    cmd.arg(root.join("tests/browser/trader.mjs"))
+        .current_dir(&root)
+        .env("RAMPART_URL", server.url(""))
+        .env("SIM_URL", &sim.url)
+        .env("KEY", &server.key)
+        .env("SYMBOL", "BTCUSDT");
+    passes(&mut cmd, &server);
+    // With `RAMPART_WEIGH=<file>`, the pages are weighed and timed too (perf/site-pages.md).
+    if let Ok(out) = std::env::var("RAMPART_WEIGH") {
+        let mut weigh = Command::new("node");
+        weigh
+            .arg(root.join("tests/browser/weigh.mjs"))
+            .current_dir(&root)
+            .env("RAMPART_URL", server.url(""))
+            .env("SIM_URL", &sim.url)
+            .env("KEY", &server.key)
+            .env("SYMBOL", "BTCUSDT")
+            .env("WEIGH_OUT", out);
+        passes(&mut weigh, &server);
+    }
+}
+
+/// The repository's root, with the browser test's packages installed.
+fn root() -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    assert!(
+        root.join("tests/browser/node_modules/playwright-core").is_dir(),
+        "playwright-core is not installed: run `bash tools/browser-deps.sh` (tools/check.sh does)"
+    );
+    root
+}
+
+/// Runs a browser script; fails with its output and the server's diagnostics unless it passed.
+fn passes(cmd: &mut Command, server: &Server) {
     let out = cmd.output().expect("node runs (tools/browser-deps.sh installs it)");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

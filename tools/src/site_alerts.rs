@@ -52,7 +52,7 @@ pub fn run(command: SiteAlertsCommand, store: &Store, plans: &Plans) -> Result<(
             let request = site_alerts::parse_request(body.as_bytes()).map_err(SiteError::Invalid)?;
             let row = site_alerts::create(store, account.account_id, plan, request, None, now)?;
             j.raw("{\"data\":");
-            write_site_alert(&mut j, &row);
+            write_site_alert(&mut j, &row, None);
             j.raw("}");
         }
         SiteAlertsCommand::List { key } => {
@@ -62,7 +62,7 @@ pub fn run(command: SiteAlertsCommand, store: &Store, plans: &Plans) -> Result<(
                 if i > 0 {
                     j.raw(",");
                 }
-                write_site_alert(&mut j, row);
+                write_site_alert(&mut j, row, None);
             }
             j.raw("]}");
         }

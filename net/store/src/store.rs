@@ -204,6 +204,8 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE accounts ADD COLUMN active_alerts INTEGER NOT NULL DEFAULT 0;
     UPDATE accounts SET active_alerts = (SELECT COUNT(*) FROM alerts
         WHERE alerts.account_id = accounts.id AND status = 'active' AND deleted_ms IS NULL);",
+    // 14: a site alert's quiet time after a firing (`SiteRequest::cooldown_s`).
+    "ALTER TABLE site_alerts ADD COLUMN cooldown_s INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The PostgreSQL schema, in order; index + 1 is the `meta.schema_version` after each. Its
@@ -367,6 +369,8 @@ const PG_MIGRATIONS: &[&str] = &[
     "ALTER TABLE accounts ADD COLUMN active_alerts BIGINT NOT NULL DEFAULT 0;
     UPDATE accounts SET active_alerts = (SELECT COUNT(*) FROM alerts
         WHERE alerts.account_id = accounts.id AND status = 'active' AND deleted_ms IS NULL);",
+    // 8: SQLite's version 14 (a site alert's quiet time after a firing).
+    "ALTER TABLE site_alerts ADD COLUMN cooldown_s BIGINT NOT NULL DEFAULT 0;",
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -2196,11 +2200,11 @@ impl Store {
             .query_one("SELECT COALESCE(MAX(id), 0) FROM inbox WHERE account_id = ?1", vals![account_id], |r| r.get(0))
     }
 
-    /// An account's newest inbox entries, newest first.
-    pub fn inbox(&self, account_id: i64, limit: u32) -> Result<Vec<InboxRow>, StoreError> {
+    /// An account's newest inbox entries with an id below `before` (`i64::MAX`: all), newest first.
+    pub fn inbox(&self, account_id: i64, before: i64, limit: u32) -> Result<Vec<InboxRow>, StoreError> {
         self.db.query(
-            "SELECT id, kind, alert_id, body, created_ms FROM inbox WHERE account_id = ?1 ORDER BY id DESC LIMIT ?2",
-            vals![account_id, i64::from(limit)],
+            "SELECT id, kind, alert_id, body, created_ms FROM inbox WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+            vals![account_id, before, i64::from(limit)],
             inbox_row,
         )
     }
@@ -2552,7 +2556,7 @@ mod tests {
             assert_eq!(left, [other_venue, other_pair]);
             assert!(s.list_alerts(b, StatusFilter::All).expect("list").is_empty());
             for (account, id) in [(a, gone1), (b, gone2)] {
-                let inbox = s.inbox(account, 10).expect("inbox");
+                let inbox = s.inbox(account, i64::MAX, 10).expect("inbox");
                 assert_eq!(inbox.len(), 1);
                 assert_eq!(
                     (inbox[0].kind.as_str(), inbox[0].alert_id, inbox[0].created_ms),
@@ -2577,7 +2581,7 @@ mod tests {
             let symbol = "EVIL\"},\"x\":\\\u{1}";
             let id = s.insert_alert(&alert(a, "binance", symbol)).expect("insert").id;
             assert_eq!(s.delist(Venue::Binance, symbol, 5_000, &Texts).expect("delist"), [id]);
-            let inbox = s.inbox(a, 10).expect("inbox");
+            let inbox = s.inbox(a, i64::MAX, 10).expect("inbox");
             let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("a valid JSON body");
             assert_eq!(body["alert"]["symbol"], symbol);
             assert_eq!(body["alert"]["exchange"], "binance");

@@ -279,8 +279,19 @@ impl Front {
                 _ => return error(StatusCode::UNPROCESSABLE_ENTITY, "limit must be an integer from 1 to 1000"),
             },
         };
+        // Paging: the entries older than an entry already seen.
+        // An id past any there can be (beyond i64) is below nothing: every entry.
+        let before = match query_param(query, "before") {
+            None => i64::MAX,
+            Some(v) if v.bytes().all(|b| b.is_ascii_digit()) && v.bytes().any(|b| b != b'0') => {
+                v.parse::<i64>().unwrap_or(i64::MAX)
+            }
+            Some(_) => {
+                return error(StatusCode::UNPROCESSABLE_ENTITY, "before must be an inbox entry id (an integer from 1)")
+            }
+        };
         let acc = account.account_id;
-        let rows = match self.storage.run(move |store| store.inbox(acc, limit)).await {
+        let rows = match self.storage.run(move |store| store.inbox(acc, before, limit)).await {
             Ok(r) => r,
             Err(e) => return ApiError::from(e).into_response(),
         };

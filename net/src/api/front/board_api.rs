@@ -86,11 +86,32 @@ fn ranking_query(query: Option<&str>) -> Result<RankingQuery, ApiError> {
 pub(super) struct MetricsQuery {
     interval: Timeframe,
     wanted: Vec<Metric>,
+    /// `usd=true`: each pair also carries `quoteUsd`, its quote asset's USD price.
+    usd: bool,
 }
 
-/// Validates `interval` and `metric` of `GET /v1/metrics/{symbol}`.
+/// Validates `interval`, `metric` and `usd` of `GET /v1/metrics` and `/v1/metrics/{symbol}`.
 pub(super) fn metrics_query(query: Option<&str>) -> Result<MetricsQuery, ApiError> {
-    Ok(MetricsQuery { interval: interval_param(query)?, wanted: metrics_param(query)? })
+    let usd = match query_param(query, "usd").as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => return Err(unprocessable(format!("invalid usd '{}'. Allowed: true, false", clip(other, 64)))),
+    };
+    Ok(MetricsQuery { interval: interval_param(query)?, wanted: metrics_param(query)?, usd })
+}
+
+/// `,"quoteUsd":<price or null>` when the query asked for it: the USD price of the pair's quote
+/// asset at its computation (`decisions.md` §8), what turns its quote volume, depth and walls
+/// into dollars (a screener's "volume in USD" across USDT-, USDC- and BTC-quoted pairs).
+fn write_quote_usd(j: &mut Json, entry: Option<&Entry>, q: &MetricsQuery) {
+    if !q.usd {
+        return;
+    }
+    j.raw(",\"quoteUsd\":");
+    match entry.and_then(|e| e.metrics.quote_usd).filter(|v| v.is_finite()) {
+        Some(v) => j.float(v, 6),
+        None => j.raw("null"),
+    };
 }
 
 /// The body of `GET /v1/metrics/{symbol}` for a book on the board (`None`: not on it yet, so
@@ -105,7 +126,9 @@ pub(super) fn metrics_body(
     let mut j = Json::with_capacity(512);
     j.raw("{\"symbol\":").str(symbol).raw(",\"exchange\":").str(venue.as_str());
     j.raw(",\"interval\":").str(q.interval.as_str()).raw(",\"ts\":").int(board.ts_ms);
-    j.raw(",\"computedAt\":").int(entry.map_or(0, |e| e.metrics.ts_ms)).raw(",\"data\":");
+    j.raw(",\"computedAt\":").int(entry.map_or(0, |e| e.metrics.ts_ms));
+    write_quote_usd(&mut j, entry, &q);
+    j.raw(",\"data\":");
     write_metrics(&mut j, entry, &q);
     j.raw("}");
     j.finish()
@@ -144,7 +167,9 @@ pub(super) fn metrics_bulk_body(board: &Board, venue: Venue, filter: Option<&[St
         }
         first = false;
         j.raw("{\"symbol\":").str(&e.symbol).raw(",\"price\":").fixed(e.metrics.price);
-        j.raw(",\"computedAt\":").int(e.metrics.ts_ms).raw(",\"data\":");
+        j.raw(",\"computedAt\":").int(e.metrics.ts_ms);
+        write_quote_usd(&mut j, Some(e), q);
+        j.raw(",\"data\":");
         write_metrics(&mut j, Some(e), q);
         j.raw("}");
     }

@@ -88,6 +88,9 @@ pub struct SiteRequest {
     pub repeat: bool,
     /// Label (empty when absent).
     pub note: String,
+    /// Quiet time after a firing, seconds: a firing less than this after the previous recorded
+    /// one is dropped (0: none).
+    pub cooldown_s: u32,
 }
 
 /// A new site alert, validated.
@@ -124,10 +127,12 @@ pub struct SiteAlertRow {
     pub last_triggered_ms: Option<i64>,
     /// Firings so far.
     pub trigger_count: i64,
+    /// Quiet time after a firing, seconds (0: none).
+    pub cooldown_s: u32,
 }
 
 const SITE_COLUMNS: &str = "id, account_id, kind, exchange, symbol, side, min_usd, max_dist_pct, min_age_s, number, \
-     interval, direction, threshold, repeat, note, status, trigger_count, last_triggered_ms, created_ms";
+     interval, direction, threshold, repeat, note, status, trigger_count, last_triggered_ms, created_ms, cooldown_s";
 
 /// One firing of a site alert, as the writer records it.
 #[derive(Clone, Debug, PartialEq)]
@@ -193,6 +198,10 @@ fn site_row(r: &Row<'_>) -> Result<SiteAlertRow, StoreError> {
         trigger_count: r.get(16)?,
         last_triggered_ms: r.get(17)?,
         created_ms: r.get(18)?,
+        cooldown_s: {
+            let c: i64 = r.get(19)?;
+            u32::try_from(c).map_err(|_| unknown(format!("cooldown_s {c}")))?
+        },
     })
 }
 
@@ -271,8 +280,8 @@ impl Store {
         };
         let sql = format!(
             "INSERT INTO site_alerts (account_id, kind, exchange, symbol, side, min_usd, max_dist_pct, min_age_s, number,
-                interval, direction, threshold, repeat, note, status, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', ?15) RETURNING {SITE_COLUMNS}"
+                interval, direction, threshold, repeat, note, status, created_ms, cooldown_s)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', ?15, ?16) RETURNING {SITE_COLUMNS}"
         );
         let params = vals![
             a.account_id,
@@ -289,7 +298,8 @@ impl Store {
             threshold,
             req.repeat,
             &req.note,
-            a.created_ms
+            a.created_ms,
+            i64::from(req.cooldown_s)
         ];
         let row = self.db.query_one(&sql, params, site_row)?;
         bump(&self.db)?;
@@ -342,7 +352,10 @@ impl Store {
     /// a `density.triggered` or `market.triggered` inbox entry. Firings of alerts no longer
     /// active (deleted, or a non-repeating one that already fired on another shard) are
     /// skipped: the count and status change in one conditional statement, so of two firings
-    /// racing to end an alert one is recorded. A firing that ends an alert bumps the version,
+    /// racing to end an alert one is recorded. So is a firing less than the alert's cooldown
+    /// after its last recorded one (the same statement: every shard's and every node's firings
+    /// meet there, so one alert fires at most once per cooldown whoever evaluates it; the
+    /// dropped firing writes nothing). A firing that ends an alert bumps the version,
     /// so every evaluator drops it. With Telegram on, each recorded firing also queues a
     /// message to the account's chat. Returns how many were recorded.
     pub fn record_site_firings(
@@ -354,7 +367,9 @@ impl Store {
         let update = format!(
             "UPDATE site_alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2,
                 status = CASE WHEN ?3 THEN 'triggered' ELSE status END
-             WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL RETURNING {SITE_COLUMNS}"
+             WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL
+                AND (last_triggered_ms IS NULL OR ?2 >= last_triggered_ms + cooldown_s * 1000)
+             RETURNING {SITE_COLUMNS}"
         );
         db.in_transaction_of(|| {
             self.check_fence()?;
@@ -403,7 +418,7 @@ mod tests {
         };
         NewSiteAlert {
             account_id,
-            request: SiteRequest { exchange: Venue::Okx, condition, repeat, note: "n".into() },
+            request: SiteRequest { exchange: Venue::Okx, condition, repeat, note: "n".into(), cooldown_s: 0 },
             created_ms: 5,
         }
     }
@@ -417,7 +432,13 @@ mod tests {
         };
         NewSiteAlert {
             account_id,
-            request: SiteRequest { exchange: Venue::Bitget, condition, repeat: true, note: String::new() },
+            request: SiteRequest {
+                exchange: Venue::Bitget,
+                condition,
+                repeat: true,
+                note: String::new(),
+                cooldown_s: 0,
+            },
             created_ms: 6,
         }
     }
@@ -497,7 +518,7 @@ mod tests {
             );
             assert_eq!((rows[1].status, rows[1].trigger_count), (AlertStatus::Active, 1));
             assert_eq!(s.active_site_alerts().expect("active").len(), 1);
-            let inbox = s.inbox(a, 10).expect("inbox");
+            let inbox = s.inbox(a, i64::MAX, 10).expect("inbox");
             assert_eq!(
                 inbox.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
                 ["market.triggered", "density.triggered"]
@@ -518,6 +539,34 @@ mod tests {
                     .expect("record"),
                 0
             );
+        });
+    }
+
+    #[test]
+    fn a_firing_inside_the_cooldown_is_dropped_whichever_shard_sent_it() {
+        on_each_backend("site-cooldown", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("key").account_id;
+            let mut quiet = market(a);
+            quiet.request.cooldown_s = 60;
+            let rep = s.insert_site_alert(&quiet, 10).expect("insert").expect("room");
+            assert_eq!(rep.cooldown_s, 60);
+            let f = |ts_ms| SiteFiringRecord {
+                alert_id: rep.id,
+                ts_ms,
+                last: false,
+                detail: SiteFiringDetail::Market { value: 2.0 },
+            };
+            // 1 000 fires; 30 000 (shard 1) and 60 999 (shard 2) are inside its minute; 61 000 is not.
+            let n = s.record_site_firings(&[f(1_000), f(30_000), f(60_999), f(61_000)], &Texts).expect("record");
+            assert_eq!(n, 2);
+            let row = &s.list_site_alerts(a).expect("list")[0];
+            assert_eq!((row.trigger_count, row.last_triggered_ms), (2, Some(61_000)));
+            let times: Vec<i64> = s.inbox(a, i64::MAX, 10).expect("inbox").iter().map(|e| e.created_ms).collect();
+            assert_eq!(times, [61_000, 1_000], "a dropped firing writes nothing");
+            let body: serde_json::Value =
+                serde_json::from_str(&s.inbox(a, i64::MAX, 1).expect("inbox")[0].body).expect("json");
+            assert_eq!(body["alert"]["cooldownS"], 60);
         });
     }
 

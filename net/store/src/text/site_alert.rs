@@ -10,7 +10,10 @@ use rampart_state::json::Json;
 use super::alert::write_firing_tail;
 
 /// Writes one site alert as the site and `rampart site-alerts` show it (the API's camelCase).
-pub fn write_site_alert(j: &mut Json, a: &SiteAlertRow) {
+/// `waiting`, when known (the site's list, which reads the board), is written as `"waiting"`:
+/// an active market alert whose number has reached its threshold, so it fires again only after
+/// the number has gone back.
+pub fn write_site_alert(j: &mut Json, a: &SiteAlertRow, waiting: Option<bool>) {
     j.raw("{\"id\":").int(a.id).raw(",\"type\":").str(a.condition.kind());
     j.raw(",\"exchange\":").str(a.exchange.as_str());
     match &a.condition {
@@ -28,8 +31,12 @@ pub fn write_site_alert(j: &mut Json, a: &SiteAlertRow) {
             j.raw(",\"direction\":").str(direction_str(*direction)).raw(",\"threshold\":").float(*threshold, 4);
         }
     }
-    j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
+    j.raw(",\"repeat\":").bool(a.repeat).raw(",\"cooldownS\":").int(i64::from(a.cooldown_s));
+    j.raw(",\"note\":").str(&a.note);
     j.raw(",\"status\":").str(a.status.as_str());
+    if let Some(w) = waiting {
+        j.raw(",\"waiting\":").bool(w);
+    }
     write_firing_tail(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
 }
 
@@ -42,7 +49,7 @@ pub fn firing_body(row: &SiteAlertRow, f: &SiteFiringRecord) -> (&'static str, S
         SiteFiringDetail::Market { .. } => "market.triggered",
     };
     j.raw("{\"event\":").str(kind).raw(",\"alert\":");
-    write_site_alert(&mut j, row);
+    write_site_alert(&mut j, row, None);
     match &f.detail {
         SiteFiringDetail::Density { symbol, side, price, qty, usd, dist_pct, age_ms } => {
             let side = if *side == Side::Bid { "bid" } else { "ask" };

@@ -408,13 +408,14 @@ impl Front {
     async fn list_site_alerts(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
         let acc = self.signed_in(req, now_ms).await?.account_id;
         let rows = self.storage.run(move |store| store.list_site_alerts(acc)).await?;
+        let board = self.board.load();
         let mut j = Json::with_capacity(64 + rows.len() * 400);
         j.raw("{\"data\":[");
         for (i, row) in rows.iter().enumerate() {
             if i > 0 {
                 j.raw(",");
             }
-            rampart_store::text::site_alert::write_site_alert(&mut j, row);
+            rampart_store::text::site_alert::write_site_alert(&mut j, row, site_alerts::waiting(row, &board));
         }
         j.raw("]}");
         Ok(respond(StatusCode::OK, j.finish()))
@@ -428,6 +429,7 @@ impl Front {
         })?;
         let bytes = read_body(body, false).await?;
         let request = site_alerts::parse_request(&bytes)?;
+        site_alerts::refuse_reached(&request, &self.board.load())?;
         let (acc, registry) = (s.account_id, self.shared.registry());
         let created = self
             .storage
@@ -437,7 +439,7 @@ impl Front {
         let row = created??;
         let mut j = Json::with_capacity(512);
         j.raw("{\"data\":");
-        rampart_store::text::site_alert::write_site_alert(&mut j, &row);
+        rampart_store::text::site_alert::write_site_alert(&mut j, &row, None);
         j.raw("}");
         Ok(respond(StatusCode::OK, j.finish()))
     }
