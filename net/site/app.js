@@ -128,9 +128,14 @@
     return h('time', attrs);
   }
 
+  // A browser set to UTC has nothing to switch to.
+  const LOCAL_IS_UTC = /^(Etc\/)?(UTC|GMT|UCT|Universal|Zulu)$/.test(LOCAL_ZONE);
+
   function showZone() {
-    say(document.getElementById('zone-label'), 'Times: ' + zoneLabel());
-    say(document.getElementById('zone'), state.zone === 'utc' ? 'Show ' + LOCAL_ZONE : 'Show UTC');
+    say(document.getElementById('zone-label'), 'Times: ' + (LOCAL_IS_UTC ? 'UTC' : zoneLabel()));
+    const button = document.getElementById('zone');
+    button.hidden = LOCAL_IS_UTC;
+    say(button, state.zone === 'utc' ? 'Show ' + LOCAL_ZONE : 'Show UTC');
   }
 
   function toggleZone() {
@@ -1027,7 +1032,7 @@
     });
     const metricsBox = h('section', { class: 'panel metrics', testid: 'pair-metrics', 'aria-labelledby': 'metrics-h', 'aria-busy': 'true' },
       h('h2', { id: 'metrics-h', text: 'Metrics' }), h('p', { class: 'muted', text: 'Loading…' }));
-    const levelsT = table('pair-levels', 'Served levels, nearest first', ['Type', ['Price', 'num'], 'Timeframe', ['Strength', 'num']]);
+    const levelsT = table('pair-levels', 'Served levels, nearest first', ['Type', ['Price', 'num'], 'From', ['Strength', 'num']]);
     levelsT.scroll.classList.add('tall');
     levelsT.scroll.setAttribute('tabindex', '0'); // a scrolling region is reachable by keyboard
     levelsT.scroll.setAttribute('aria-label', 'Levels (scrolls)');
@@ -1346,8 +1351,14 @@
     fillTable(t, levels.map((l) => h('tr', null,
       h('td', { class: l.type === 'support' ? 'up' : 'down', text: l.type === 'support' ? 'Support' : 'Resistance' }),
       h('td', { class: 'num', text: fmtPrice(l.price) }),
-      h('td', { text: l.timeframe + ' (' + (l.side === 'high' ? 'swing high' : 'swing low') + ')' }),
+      h('td', { text: levelSource(l) }),
       h('td', { class: 'num', text: l.strength }))), 'No level yet.');
+  }
+
+  // What made a level, in a trader's words (the API's timeframe tags of docs/api.md's rule 3).
+  const EXTREMES = { dmax: "yesterday's high", dmin: "yesterday's low", wmax: "last week's high", wmin: "last week's low" };
+  function levelSource(l) {
+    return EXTREMES[l.timeframe] || l.timeframe + ' swing ' + (l.side === 'high' ? 'high' : 'low');
   }
 
   function drawWallTable(t, walls) {
