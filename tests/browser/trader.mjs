@@ -247,6 +247,7 @@ async function main(browser) {
     const text = await t.page.textContent(tid('confirm-text'));
     assert.ok(text.includes(`key #${made} (bot)`), `the confirmation does not name the key: ${text}`);
     assert.equal(await t.page.$(tid('confirm-typed')), null, 'another key asks for typing');
+    assert.ok((await t.page.textContent(tid('key-new'))).includes('(bot)'), 'the new key\'s notice drops its label');
     await t.page.click(tid('confirm-yes'));
     await until('the key is not shown revoked', async () => (await t.page.textContent(`${tid('keys-table')} tr[data-key-id="${made}"]`)).includes('revoked'));
 
@@ -265,7 +266,7 @@ async function main(browser) {
     assert.equal((await apiOk(KEY, 'GET', '/v1/alerts')).data !== undefined, true, 'the session\'s key no longer works');
   }
 
-  step('a market alert that could not fire (at the number\'s value now) is refused, naming the value; refusals use the form\'s words');
+  step('a market alert that could not fire (at the number\'s value now) is refused, naming the value; refusals use the form\'s words; a repeating wall alert takes a quiet time');
   {
     await nav(t.page, 'alerts');
     const form = tid('site-alert-form');
@@ -290,6 +291,14 @@ async function main(browser) {
     const words = (await t.page.textContent(tid('site-alert-error'))).trim();
     assert.ok(!words.includes('min_usd') && words.includes('minimum wall value'), `the refusal speaks the API's field name: ${words}`);
     note(`refusal: "${words}"`);
+    // A repeating wall alert with a quiet time after each firing.
+    await t.page.fill(`${form} input[name="min_usd"]`, '1000000000000');
+    await t.page.check(`${form} input[name="repeat"]`);
+    await t.page.fill(`${form} input[name="cooldown_s"]`, '900');
+    await t.page.click(`${form} button[type="submit"]`);
+    await visible(t.page, `${tid('site-alerts-table')} tr[data-type="density"]`, 'the repeating wall alert is not listed');
+    const condition = await t.page.textContent(`${tid('site-alerts-table')} tr[data-type="density"]`);
+    assert.ok(condition.includes('then quiet for 15 min'), `the cooldown is not shown: ${condition}`);
   }
   await t.context.close();
   noPageErrors();

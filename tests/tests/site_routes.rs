@@ -111,6 +111,7 @@ fn keys_and_channels_are_the_accounts_own() {
     let made = a.change(&server, "POST", "/site/keys", Some(&json!({"label":"bot"})));
     let new_key = made.ok("new key")["data"]["key"].as_str().expect("the key, once").to_owned();
     let new_id = made.body["data"]["id"].as_i64().expect("id");
+    assert_eq!(made.body["data"]["label"], "bot", "the new key's notice names it: {}", made.text);
     server.await_key(&new_key);
     let c = SiteSession::signin(&server, &new_key).1.expect("the new key signs in");
     assert_eq!(

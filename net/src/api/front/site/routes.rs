@@ -258,6 +258,7 @@ impl Front {
             Some(_) => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "label must be a string")),
         };
         let acc = s.account_id;
+        let named = label.clone();
         let added = self.storage.run(move |store| store.add_account_key(acc, label.as_deref(), now_ms)).await;
         self.health.record(Writer::Front, &added, now_ms);
         let Some(created) = added? else {
@@ -270,6 +271,11 @@ impl Front {
         let plan = self.plan_of(&s);
         let mut j = Json::with_capacity(256);
         j.raw("{\"data\":{\"id\":").int(created.id).raw(",\"key\":").str(&created.key);
+        j.raw(",\"label\":");
+        match &named {
+            Some(l) => j.str(l),
+            None => j.raw("null"),
+        };
         j.raw(",\"plan\":").str(&plan).raw(",\"createdAt\":").int(now_ms).raw("}}");
         Ok(respond(StatusCode::OK, j.finish()))
     }
