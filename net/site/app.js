@@ -417,11 +417,13 @@
    * page is left; a dropped stream is reopened by the browser and starts from new snapshots.
    */
   function marketStream(channels, onMessage) {
-    const status = { live: () => false, close: () => {}, messages: 0 };
+    const status = { live: () => false, waiting: () => false, close: () => {}, messages: 0 };
     window.rampartStream = status;
     if (typeof EventSource === 'undefined') return status;
     const es = new EventSource('/site/v1/stream' + q({ channels: channels.join(',') }));
     status.live = () => es.readyState === EventSource.OPEN;
+    // Open, or (re)connecting: its snapshots will come; closed (refused) is when a page polls.
+    status.waiting = () => es.readyState !== EventSource.CLOSED;
     status.close = () => es.close();
     es.onmessage = (ev) => {
       let m = null;
@@ -1144,7 +1146,9 @@
     async function refresh(full) {
       const tf = state.pairInterval;
       const wantAll = full || !drawn.candles;
-      const live = stream.live();
+      // Levels and walls come from the stream, also while it connects (polling the walls of a
+      // pair without any answers 404 at every round).
+      const live = stream.waiting();
       const [candles, levels, dens, metrics] = await Promise.allSettled([
         // Candles only once the chart can draw them (its library loads first; it asks for them all then).
         chart ? call('GET', v1('candles/' + enc(symbol), { exchange: exchange, interval: tf, limit: wantAll ? CANDLE_LIMIT : 3 })) : Promise.resolve(null),

@@ -82,6 +82,11 @@ async function main(browser) {
 
   step('live: a firing changes the pair page\'s alert table and removes the alert\'s chart line, and changes the Alerts page\'s row, with no reload');
   {
+    const polled = [];
+    const count = (req) => {
+      if (/\/site\/v1\/(levels|densities)\//.test(req.url())) polled.push(req.url());
+    };
+    t.page.on('request', count);
     await setHash(t.page, `#/pair/${VENUE}/${SYMBOL}`);
     await pageTrue(t.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
     await until(`no chart line for alert #${first.id}`, async () => (await lines(t.page)).some((l) => l.title.startsWith(`alert #${first.id} `)));
@@ -90,6 +95,8 @@ async function main(browser) {
     await trade(above(1.03));
     await visible(t.page, `${alertRow('pair-alerts', first.id)}[data-status="triggered"]`, 'the pair page\'s alert table did not follow the firing');
     await until('the fired alert\'s chart line stayed', async () => !(await lines(t.page)).some((l) => l.title.startsWith(`alert #${first.id} `)));
+    t.page.off('request', count);
+    assert.deepEqual(polled, [], 'the pair page asked for levels or walls the stream sends (a pair without walls answers 404)');
 
     const second = (await apiOk(KEY, 'POST', '/v1/alerts', { symbol: SYMBOL, exchange: VENUE, type: 'price', direction: 'above', price: above(1.05) })).data;
     await nav(t.page, 'alerts');
