@@ -2,7 +2,8 @@
 //! trade on the venue simulator: a database that cannot be written after the firing (a full
 //! disk, by a file-size limit) must not make the sender re-send; a truncated answer is a
 //! failure, retried 10 s later; one account's hundreds of dead receivers do not delay another
-//! account's healthy one.
+//! account's healthy one, in one process and through the cluster's delivery role (PostgreSQL,
+//! NATS JetStream and a `rampart deliver` process).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -12,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_tests::{file_size_limit, file_size_limited, now_ms, Server, SimVenue};
+use rampart_tests::{file_size_limit, file_size_limited, now_ms, pg_database, Deliver, Server, SimVenue};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -276,18 +277,7 @@ fn other_accounts_dead_receivers_do_not_delay_a_webhook_to_the_same_host() {
     // The three accounts hold their shares of the host's slots (96 of 128 between them).
     let held = wait_in_flight(&server, dead_alerts.min(90));
     println!("{held} attempts to dead receivers in flight");
-    let healthy = Hook::start(Mode::Ok);
-    let mut p_next = p * 1.03;
-    let mut latencies = Vec::new();
-    for run in 0..10 {
-        alert_above(&server, &healthy_key, p_next, &healthy.url());
-        trade_through(&sim, p_next);
-        let hit = healthy.wait_for(run + 1, Duration::from_secs(30), &server)[run].clone();
-        let body: Value = serde_json::from_str(&hit.body).expect("JSON body");
-        let fired_ms = body["trigger"]["time"].as_i64().expect("trigger time");
-        latencies.push(hit.at_ms - fired_ms);
-        p_next *= 1.03;
-    }
+    let latencies = healthy_latencies(&sim, &server, &healthy_key, p);
     println!("healthy receiver latencies with {dead_alerts} dead alerts on {ports} ports: {latencies:?} ms");
     assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
     assert!(wait_in_flight(&server, 1) >= 90.min(dead_alerts), "the dead attempts still held their slots");
@@ -297,6 +287,103 @@ fn other_accounts_dead_receivers_do_not_delay_a_webhook_to_the_same_host() {
         assert_eq!(fired, dead_alerts / 3, "every dead receiver's alert fired");
     }
     drop(dead);
+}
+
+#[test]
+fn other_accounts_dead_receivers_do_not_delay_a_webhook_through_the_clusters_delivery_workers() {
+    // Issue #36 through the cluster's delivery role: `serve --postgres --nats` hands firings to
+    // the stream and a `rampart deliver` process (two worker threads) sends them. The same
+    // scenario as above: three accounts' 300 hanging receivers, then ten firings of a fourth
+    // account's healthy receiver on the same host, each delivered within 500 ms.
+    let dead_alerts = 300;
+    let ports = dead_alerts / 8;
+    let dead: Vec<TcpListener> = (0..ports).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
+    let postgres = pg_database();
+    let nats = rampart_testkit::nats::server().url();
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 3, EXTRA_CONFIG).display().to_string();
+    let server = Server::start(
+        BIN,
+        &[
+            "--feed",
+            "live",
+            "--config",
+            &config,
+            "--shards",
+            "1",
+            "--venues",
+            "binance",
+            "--postgres",
+            &postgres,
+            "--nats",
+            &nats,
+        ],
+    );
+    let worker = Deliver::start(BIN, &postgres, &nats, &config);
+    let key = || {
+        let out = server.keys(&["create", "--plan", "big", "--config", &config, "--postgres", &postgres]);
+        assert!(out.status.success(), "{out:?}");
+        let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned();
+        server.await_key(&key);
+        key
+    };
+    let hanging: Vec<String> = (0..3).map(|_| key()).collect();
+    let healthy_key = key();
+    let p = price(&server);
+    for i in 0..dead_alerts {
+        let port = dead[i % ports].local_addr().expect("addr").port();
+        alert_above(&server, &hanging[i % 3], p, &format!("http://127.0.0.1:{port}/dead/{i}"));
+    }
+    trade_through(&sim, p);
+    // The dead firings are in the workers' hands: at least as many as the two threads' 64
+    // attempt slots (all of them, once the rest wait in the threads).
+    let in_hand = wait_metric(&worker.health, "rampart_deliver_in_hand", 128);
+    println!("{in_hand} dead firings in the workers' hands");
+    let latencies = healthy_latencies(&sim, &server, &healthy_key, p);
+    println!("healthy receiver latencies through the delivery role with {dead_alerts} dead alerts: {latencies:?} ms");
+    assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
+    assert!(
+        wait_metric(&worker.health, "rampart_deliver_in_hand", 1) >= dead_alerts,
+        "the dead firings were still in hand (their attempts hang for 10 s, then are rescheduled)"
+    );
+    drop(dead);
+}
+
+/// Ten times: a new alert of `key` with a healthy receiver, fired by a trade through it; each
+/// delivery's ms from the firing (the body's trigger time) to its arrival.
+fn healthy_latencies(sim: &SimVenue, server: &Server, key: &str, p: f64) -> Vec<i64> {
+    let healthy = Hook::start(Mode::Ok);
+    let mut p_next = p * 1.03;
+    let mut latencies = Vec::new();
+    for run in 0..10 {
+        alert_above(server, key, p_next, &healthy.url());
+        trade_through(sim, p_next);
+        let hit = healthy.wait_for(run + 1, Duration::from_secs(30), server)[run].clone();
+        let body: Value = serde_json::from_str(&hit.body).expect("JSON body");
+        let fired_ms = body["trigger"]["time"].as_i64().expect("trigger time");
+        latencies.push(hit.at_ms - fired_ms);
+        p_next *= 1.03;
+    }
+    latencies
+}
+
+/// Waits until the `metric` line of `base`'s `/metrics` reads at least `n`; returns it.
+fn wait_metric(base: &str, metric: &str, n: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text =
+            ureq::get(&format!("{base}/metrics")).call().ok().and_then(|r| r.into_string().ok()).unwrap_or_default();
+        let value = text
+            .lines()
+            .find_map(|l| l.strip_prefix(metric).and_then(|v| v.strip_prefix(' ')))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0) as usize;
+        if value >= n {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{metric} is {value}, waited for {n}:\n{text}");
+        thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Waits until `/metrics` shows at least `n` webhook attempts in flight; returns the count.

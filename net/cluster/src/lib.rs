@@ -248,7 +248,7 @@ impl FiringWorker {
             let info = msg.info().map_err(|e| BusError::new("the message's metadata", e))?;
             let (attempt, sequence) = (info.delivered, info.stream_sequence);
             let id = msg.headers.as_ref().and_then(|h| h.get(FIRING_HEADER)).map(|v| v.as_str().to_owned());
-            out.push(Firing { attempt, sequence, id: id.unwrap_or_default(), msg });
+            out.push(Firing { attempt, sequence, id: id.unwrap_or_default(), msg, client: self.client.clone() });
         }
         Ok(out)
     }
@@ -258,6 +258,8 @@ impl FiringWorker {
 /// (or not at all, when the worker dies: then it is redelivered after the ack wait).
 pub struct Firing {
     msg: jetstream::Message,
+    /// For progress answers that outlive a borrow of the firing.
+    client: async_nats::Client,
     /// Which delivery of it this is (1 for the first).
     pub attempt: i64,
     /// The stream's sequence number.
@@ -275,6 +277,17 @@ impl Firing {
     /// Its outcome is recorded: the stream forgets it (the server confirms the ack).
     pub async fn done(self) -> Result<(), BusError> {
         self.msg.double_ack().await.map_err(|e| BusError::new("acknowledging", e))
+    }
+
+    /// A progress answer ("still working on it"): the stream waits another ack wait before it
+    /// gives the firing to another worker, and no delivery of the `DELIVERIES_MAX` is spent.
+    /// Owns what it needs, so the firing can stay where it waits meanwhile.
+    pub fn progress(&self) -> impl std::future::Future<Output = Result<(), BusError>> + 'static {
+        let (reply, client) = (self.msg.reply.clone(), self.client.clone());
+        async move {
+            let Some(reply) = reply else { return Ok(()) };
+            client.publish(reply, "+WPI".into()).await.map_err(|e| BusError::new("answering progress", e))
+        }
     }
 
     /// Deliver it again after `delay` (the schedule's next attempt), to any worker.

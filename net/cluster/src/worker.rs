@@ -14,23 +14,36 @@
 //! A worker that dies mid-attempt leaves its firing unanswered; the stream gives it to another
 //! worker after [`ACK_WAIT`] (at least once). A worker given a row that is already settled (an
 //! outcome recorded just before a crash) acknowledges it without sending.
+//!
+//! Fairness (issue #36): each worker thread keeps the single sender's bounds and its rule
+//! (`rampart_delivery::Holdings`): `per_account_max` per account, `per_address_max` per host name
+//! and `per_host_max` per host and port, each destination's shared fairly across accounts. A
+//! firing whose row does not fit waits in the thread, at most [`WAITING_MAX`] of them, oldest
+//! first, and starts as soon as it fits; a waiting firing is answered "in progress" every
+//! [`PROGRESS_EVERY`], so the stream neither gives it to another worker nor spends one of its
+//! `DELIVERIES_MAX` deliveries. The thread's own [`IN_FLIGHT_MAX`] slots are shared by the same
+//! rule (`fair::fair_fits`: a quarter kept for accounts holding none). So one account's hanging
+//! receivers hold their share of a host's slots and of the thread's and no more, and another
+//! account's firing to the same host starts at once. The bounds are per worker thread: a
+//! cluster of N delivery threads sends at most N × `per_host_max` to one host and port at once.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::health::WorkerStats;
 use super::{BusNames, Firing, FiringBus, FiringWorker};
 use rampart_delivery::pool::Pool;
-use rampart_delivery::{attempt, DeliveryConfig, Target};
+use rampart_delivery::{attempt, fair, DeliveryConfig, Holdings, Slot, Target};
 use rampart_outbound::tls_config;
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::StoppableThread;
-use rampart_store::store::{AttemptResult, Channel, Outcome, Store};
+use rampart_store::store::{AttemptResult, Channel, OutboxRow, Outcome, Store};
 
 /// How long a worker may hold a firing unanswered before the stream gives it to another: one
 /// attempt's timeout and the recording of its outcome, with room.
@@ -48,6 +61,14 @@ const CHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// How soon a firing is asked again when storage could not read or record it.
 const STORAGE_RETRY: Duration = Duration::from_secs(1);
+
+/// Firings one worker thread holds waiting for room under their bounds, besides those in
+/// flight. While it is full the thread fetches nothing (the stream keeps the rest for the other
+/// workers) until one starts.
+pub const WAITING_MAX: usize = 1_024;
+
+/// How often a waiting firing is answered "in progress" (a third of [`ACK_WAIT`]).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// One worker thread; stopped on drop (a firing in hand is left unanswered: redelivered).
 pub struct DeliveryWorker {
@@ -90,10 +111,9 @@ async fn run(
         telegram: config.telegram.clone(),
     };
     let (attempted, arrived) = mpsc::channel(IN_FLIGHT_MAX);
-    let (clock, stats) = (clock.clone(), stats.clone());
-    let shared = Rc::new(Worker { store, target, clock, stats: stats.clone(), attempted });
+    let shared = Rc::new(Worker::new(store, target, config, clock, stats, attempted));
     tokio::task::spawn_local(record(shared.clone(), arrived));
-    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_MAX));
+    tokio::task::spawn_local(keep_waiting_alive(shared.clone()));
     let mut worker: Option<FiringWorker> = None;
     let mut failing = false;
     let mut checked = std::time::Instant::now();
@@ -128,9 +148,13 @@ async fn run(
                 stats.connected.dec();
             }
         }
-        // Wait for room, then take as many firings as there is room for.
-        let Ok(first) = slots.clone().acquire_owned().await else { return };
-        let room = slots.available_permits() + 1;
+        // Wait for room (an attempt slot free, and room to wait), then take as many firings as
+        // there are slots free.
+        let room = shared.room();
+        if room == 0 {
+            let _ = tokio::time::timeout(FETCH_WAIT, shared.freed.notified()).await;
+            continue;
+        }
         match w.next_batch(room, FETCH_WAIT).await {
             // Nothing due: every few seconds, make sure the consumer is still there.
             Ok(firings) if firings.is_empty() && checked.elapsed() > CHECK_EVERY => {
@@ -145,14 +169,8 @@ async fn run(
             }
             Ok(firings) => {
                 failing = false;
-                let mut permit = Some(first);
-                let mut taken = Vec::with_capacity(firings.len());
-                for firing in firings {
-                    let Some(p) = permit.take().or_else(|| slots.clone().try_acquire_owned().ok()) else { break };
-                    stats.in_hand.inc();
-                    taken.push((firing, p));
-                }
-                start_batch(&shared, taken);
+                stats.in_hand.inc_by(firings.len() as i64);
+                start_batch(&shared, firings);
             }
             Err(e) => {
                 tracing::warn!("deliver: {e}; reconnecting");
@@ -185,6 +203,62 @@ struct Worker {
     stats: Arc<WorkerStats>,
     /// To the recorder; bounded by the slots (at most [`IN_FLIGHT_MAX`] attempts exist).
     attempted: mpsc::Sender<Attempted>,
+    /// The bounds (`per_account_max`, `per_address_max`, `per_host_max`).
+    config: DeliveryConfig,
+    /// Attempt slots: [`IN_FLIGHT_MAX`] firings started and not yet answered.
+    slots: Arc<Semaphore>,
+    /// Attempts in flight under the account and destination bounds.
+    held: RefCell<Holdings>,
+    /// The thread's [`IN_FLIGHT_MAX`] attempt slots shared fairly across accounts, as a
+    /// destination's are: an account holding none takes any free one, so other accounts'
+    /// hanging attempts cannot fill the thread.
+    shares: RefCell<fair::Shares<()>>,
+    /// Firings read whose row does not fit yet, oldest first; at most [`WAITING_MAX`].
+    waiting: RefCell<VecDeque<Waiting>>,
+    /// Told when a slot frees or a waiting firing starts (the fetch loop may have room again).
+    freed: Notify,
+}
+
+/// A firing whose delivery waits for room under its bounds.
+struct Waiting {
+    firing: Firing,
+    row: OutboxRow,
+    secrets: Vec<String>,
+    slot: Slot,
+    /// When it was last answered "in progress" (or fetched).
+    progressed: std::time::Instant,
+}
+
+impl Worker {
+    fn new(
+        store: Store,
+        target: Target,
+        config: &DeliveryConfig,
+        clock: &SharedClock,
+        stats: &Arc<WorkerStats>,
+        attempted: mpsc::Sender<Attempted>,
+    ) -> Worker {
+        Worker {
+            store,
+            target,
+            clock: clock.clone(),
+            stats: stats.clone(),
+            attempted,
+            config: config.clone(),
+            slots: Arc::new(Semaphore::new(IN_FLIGHT_MAX)),
+            held: RefCell::new(Holdings::default()),
+            shares: RefCell::new(fair::Shares::default()),
+            waiting: RefCell::new(VecDeque::new()),
+            freed: Notify::new(),
+        }
+    }
+
+    /// How many firings the fetch loop may take now: attempt slots free, and room to wait.
+    fn room(&self) -> usize {
+        let waiting = self.waiting.borrow().len();
+        debug_assert!(waiting <= WAITING_MAX, "the waiting firings stay within their bound");
+        self.slots.available_permits().min(WAITING_MAX.saturating_sub(waiting))
+    }
 }
 
 /// The delivery id a firing carries (its body).
@@ -193,8 +267,8 @@ fn delivery_id(firing: &Firing) -> Option<i64> {
 }
 
 /// Answers `firing` (acknowledged, or asked again after `retry`) on a task of its own, then
-/// frees its slot.
-fn answer_later(w: &Rc<Worker>, firing: Firing, slot: OwnedSemaphorePermit, retry: Option<Duration>) {
+/// frees its attempt slot (if it held one) and starts what waits.
+fn answer_later(w: &Rc<Worker>, firing: Firing, slot: Option<OwnedSemaphorePermit>, retry: Option<Duration>) {
     let w = w.clone();
     tokio::task::spawn_local(async move {
         answer(match retry {
@@ -202,15 +276,19 @@ fn answer_later(w: &Rc<Worker>, firing: Firing, slot: OwnedSemaphorePermit, retr
             None => firing.done().await,
         });
         w.stats.in_hand.dec();
-        drop(slot);
+        if slot.is_some() {
+            drop(slot);
+            start_waiting(&w);
+            w.freed.notify_one();
+        }
     });
 }
 
 /// Starts a fetched batch: its deliveries and their accounts' signing secrets read in one
-/// round trip each, then an attempt task per pending delivery (whose outcome goes to the
-/// recorder); a delivery already settled, or gone, is acknowledged without sending.
-fn start_batch(w: &Rc<Worker>, taken: Vec<(Firing, OwnedSemaphorePermit)>) {
-    let ids: Vec<i64> = taken.iter().filter_map(|(f, _)| delivery_id(f)).collect();
+/// round trip each; a delivery already settled, or gone, is acknowledged without sending; the
+/// others wait in line and start as their bounds allow ([`start_waiting`]).
+fn start_batch(w: &Rc<Worker>, taken: Vec<Firing>) {
+    let ids: Vec<i64> = taken.iter().filter_map(delivery_id).collect();
     let now = w.clock.now_ms();
     let read = w.store.outbox_rows(&ids).and_then(|rows| {
         let mut accounts: Vec<i64> =
@@ -225,33 +303,106 @@ fn start_batch(w: &Rc<Worker>, taken: Vec<(Firing, OwnedSemaphorePermit)>) {
         Ok(read) => read,
         Err(e) => {
             tracing::warn!("deliver: reading the outbox: {e}");
-            return taken.into_iter().for_each(|(f, slot)| answer_later(w, f, slot, Some(STORAGE_RETRY)));
+            return taken.into_iter().for_each(|f| answer_later(w, f, None, Some(STORAGE_RETRY)));
         }
     };
     let mut rows = rows.into_iter();
-    for (firing, slot) in taken {
+    for firing in taken {
         if delivery_id(&firing).is_none() {
             tracing::error!(firing = firing.id, "deliver: a firing without a delivery id; dropped");
-            answer_later(w, firing, slot, None);
+            answer_later(w, firing, None, None);
             continue;
         }
         let row = match rows.next().flatten() {
             Some(row) if row.state == "pending" => row,
             _ => {
-                answer_later(w, firing, slot, None);
+                answer_later(w, firing, None, None);
                 continue;
             }
         };
         let secrets = secrets.get(&row.account_id).cloned().unwrap_or_default();
-        let w = w.clone();
-        tokio::task::spawn_local(async move {
-            let started = std::time::Instant::now();
-            let result = attempt(&row, &w.target, &secrets, w.clock.now_ms()).await;
-            let latency_ms = started.elapsed().as_millis() as i64;
-            let outcome = Outcome { id: row.id, result, at_ms: w.clock.now_ms(), latency_ms };
-            // The recorder outlives every attempt task of its thread.
-            let _ = w.attempted.send(Attempted { firing, slot, outcome }).await;
-        });
+        let slot = Slot::of(&row, w.target.telegram.as_ref());
+        let progressed = std::time::Instant::now();
+        w.waiting.borrow_mut().push_back(Waiting { firing, row, secrets, slot, progressed });
+    }
+    start_waiting(w);
+}
+
+/// Starts every waiting firing that fits now, oldest first: an attempt slot free, and room under
+/// its account's and its destination's bounds (shared fairly across accounts). One that does not
+/// fit stays in line; a later one of another account or destination may start before it.
+fn start_waiting(w: &Rc<Worker>) {
+    let mut starting = Vec::new();
+    {
+        let (mut waiting, mut held, mut shares) = (w.waiting.borrow_mut(), w.held.borrow_mut(), w.shares.borrow_mut());
+        let mut i = 0;
+        while i < waiting.len() {
+            // The account bound is work-conserving, as the single sender's: past it an account
+            // may borrow idle slots, all but a quarter of them (kept for the other accounts).
+            let in_flight = IN_FLIGHT_MAX - w.slots.available_permits();
+            let may_borrow = in_flight + IN_FLIGHT_MAX / 4 < IN_FLIGHT_MAX;
+            let fits = {
+                let slot = &waiting[i].slot;
+                shares.fits(slot.account, &(), IN_FLIGHT_MAX)
+                    && (held.account_fits(slot, &w.config) || may_borrow)
+                    && held.destination_fits(slot, &w.config)
+            };
+            if !fits {
+                i += 1;
+                continue;
+            }
+            let Ok(permit) = w.slots.clone().try_acquire_owned() else { break };
+            let Some(next) = waiting.remove(i) else { break };
+            held.hold(&next.slot, true);
+            shares.hold(next.slot.account, &(), true);
+            starting.push((next, permit));
+        }
+    }
+    if !starting.is_empty() {
+        w.freed.notify_one();
+    }
+    for (next, permit) in starting {
+        start_attempt(w, next, permit);
+    }
+}
+
+/// One attempt on a task of its own; its bounds' slots are freed when it ends, its outcome goes
+/// to the recorder (which answers the firing and frees the attempt slot).
+fn start_attempt(w: &Rc<Worker>, next: Waiting, permit: OwnedSemaphorePermit) {
+    let w = w.clone();
+    tokio::task::spawn_local(async move {
+        let Waiting { firing, row, secrets, slot, .. } = next;
+        let started = std::time::Instant::now();
+        let result = attempt(&row, &w.target, &secrets, w.clock.now_ms()).await;
+        let latency_ms = started.elapsed().as_millis() as i64;
+        w.held.borrow_mut().hold(&slot, false);
+        w.shares.borrow_mut().hold(slot.account, &(), false);
+        start_waiting(&w);
+        let outcome = Outcome { id: row.id, result, at_ms: w.clock.now_ms(), latency_ms };
+        // The recorder outlives every attempt task of its thread.
+        let _ = w.attempted.send(Attempted { firing, slot: permit, outcome }).await;
+    });
+}
+
+/// Answers every firing that has waited [`PROGRESS_EVERY`] "in progress", so the stream keeps it
+/// with this worker without spending a delivery.
+async fn keep_waiting_alive(w: Rc<Worker>) {
+    loop {
+        tokio::time::sleep(PROGRESS_EVERY / 4).await;
+        let now = std::time::Instant::now();
+        let due: Vec<_> = w
+            .waiting
+            .borrow_mut()
+            .iter_mut()
+            .filter(|x| now.duration_since(x.progressed) >= PROGRESS_EVERY)
+            .map(|x| {
+                x.progressed = now;
+                x.firing.progress()
+            })
+            .collect();
+        for progress in due {
+            answer(progress.await);
+        }
     }
 }
 
@@ -289,7 +440,7 @@ async fn record(w: Rc<Worker>, mut arrived: mpsc::Receiver<Attempted>) {
                     None
                 }
             };
-            answer_later(&w, a.firing, a.slot, retry);
+            answer_later(&w, a.firing, Some(a.slot), retry);
         }
     }
 }

@@ -210,19 +210,21 @@ impl Delivery {
     }
 }
 
-/// The keys one attempt holds a slot under, freed together when it ends.
+/// The keys one attempt holds a slot under, freed together when it ends (the single sender's
+/// and each cluster delivery worker's, `rampart_cluster::worker`).
 #[derive(Clone, Debug)]
-struct Slot {
-    account: i64,
+pub struct Slot {
+    /// The alert's account.
+    pub account: i64,
     /// Host name or IP literal, lower case, without the port.
-    address: String,
+    pub address: String,
     /// Host and port, lower case.
-    authority: String,
+    pub authority: String,
 }
 
 impl Slot {
     /// The slot of `row` at its destination (for a Telegram row, the bot's base URL).
-    fn of(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Slot {
+    pub fn of(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Slot {
         let url = destination(row, telegram).unwrap_or_default();
         match ssrf::parse(&url) {
             Ok(u) => {
@@ -254,9 +256,10 @@ struct Sender {
     record_failing: bool,
 }
 
-/// Slots held, counted under each bound's key.
+/// Slots held, counted under each bound's key: an account's, and each destination's shared
+/// fairly across accounts ([`fair`]).
 #[derive(Debug, Default)]
-struct Holdings {
+pub struct Holdings {
     per_account: HashMap<i64, usize>,
     /// At each host name, shared fairly across accounts ([`fair`]).
     per_address: fair::Shares<String>,
@@ -266,7 +269,7 @@ struct Holdings {
 
 impl Holdings {
     /// Whether `slot` fits under its account's bound.
-    fn account_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
+    pub fn account_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
         self.per_account.get(&slot.account).copied().unwrap_or(0) < c.per_account_max
     }
 
@@ -275,13 +278,13 @@ impl Holdings {
     /// nothing there finds any free slot, one holding some is kept to its share and leaves a
     /// quarter free, so one account's hanging receivers never hold another account's delivery
     /// to the same host (a relay shared by accounts; loopback in tests) until the 10 s cut.
-    fn destination_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
+    pub fn destination_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
         self.per_address.fits(slot.account, &slot.address, c.per_address_max)
             && self.per_host.fits(slot.account, &slot.authority, c.per_host_max)
     }
 
     /// Takes (`up`) or frees `slot`'s counts.
-    fn hold(&mut self, slot: &Slot, up: bool) {
+    pub fn hold(&mut self, slot: &Slot, up: bool) {
         fair::count(&mut self.per_account, &slot.account, up);
         self.per_address.hold(slot.account, &slot.address, up);
         self.per_host.hold(slot.account, &slot.authority, up);
