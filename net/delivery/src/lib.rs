@@ -844,6 +844,53 @@ mod tests {
         assert!(held.per_host.is_empty());
     }
 
+    /// A Telegram message of `account` to chat `chat`, as the outbox holds it.
+    fn telegram_row(account: i64, chat: &str) -> OutboxRow {
+        OutboxRow {
+            id: account,
+            alert_id: account,
+            url: chat.to_owned(),
+            body: "{}".to_owned(),
+            state: "pending".to_owned(),
+            attempts: 0,
+            first_failure_ms: None,
+            next_attempt_ms: 0,
+            last_status: None,
+            last_error: None,
+            account_id: account,
+            channel: Channel::Telegram,
+            trigger_ms: 0,
+        }
+    }
+
+    #[test]
+    fn telegram_messages_of_every_account_share_the_bots_host_fairly() {
+        let bot = TelegramChannel::new(Some("https://api.telegram.org"), "123:abc").expect("a bot");
+        let c = DeliveryConfig::default();
+        let mut held = Holdings::default();
+        // Every account's messages go to the one bot host, whatever the chat.
+        let slots: Vec<Slot> = (1..=4).map(|a| Slot::of(&telegram_row(a, &format!("@chat{a}")), Some(&bot))).collect();
+        assert!(
+            slots.iter().all(|s| s.address == "api.telegram.org" && s.authority == slots[0].authority),
+            "{slots:?}"
+        );
+        // One account's flood of messages (a noisy repeating alert) takes its share of the host and
+        // port's 8 slots, all but the newcomers' quarter...
+        let mut flood = 0;
+        while held.destination_fits(&slots[0], &c) {
+            held.hold(&slots[0], true);
+            flood += 1;
+        }
+        assert_eq!(flood, c.per_host_max - c.per_host_max / fair::NEWCOMER_RESERVE_DIVISOR);
+        // ...and the other accounts' messages find the two left at once. The reserve is two slots
+        // here: a fourth account holding none waits for the first of these attempts to end.
+        for s in &slots[1..3] {
+            assert!(held.destination_fits(s, &c), "another account's message waits behind the flood");
+            held.hold(s, true);
+        }
+        assert!(!held.destination_fits(&slots[3], &c), "the host and port's bound holds");
+    }
+
     #[test]
     fn a_bound_of_one_still_admits_one() {
         let c = DeliveryConfig { per_address_max: 1, ..DeliveryConfig::default() };
