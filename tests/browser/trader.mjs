@@ -169,12 +169,15 @@ async function main(browser) {
       const syms = await t.page.$$eval(rows, (rs) => rs.map((r) => r.getAttribute('data-symbol')));
       return syms.length > 0 && syms.length < 50 && syms.every((x) => x.includes(SYMBOL.slice(0, 3)));
     });
-    // Volume (USD) of a pair is its quote volume times its quote's USD price, as /v1/metrics?usd=true gives them.
+    // Volume (USD) of a pair is its quote volume times its quote's USD price, as the page's own
+    // read of /site/v1/metrics?usd=true gave them (a fresh API read would see a newer board).
     await until('Volume (USD) is not the quote volume in dollars', async () => {
-      const api = (await apiOk(KEY, 'GET', `/v1/metrics?exchange=${VENUE}&interval=1d&usd=true&symbols=${SYMBOL}`)).data[0];
-      const want = await t.page.evaluate((x) => '$' + new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 }).format(x), api.data.volume * api.quoteUsd);
+      const read = await t.page.waitForResponse((r) => r.url().includes('/site/v1/metrics?') && r.url().includes('usd=true'), { timeout: 10_000 });
+      const entry = (await read.json()).data.find((e) => e.symbol === SYMBOL);
+      const want = await t.page.evaluate((x) => '$' + new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 }).format(x), entry.data.volume * entry.quoteUsd);
+      await sleep(500); // drawn; the next read is 5 s away
       const shown = await t.page.textContent(`${rows}[data-symbol="${SYMBOL}"] td[data-col="volumeUsd"]`);
-      return shown === want;
+      return shown === want ? true : (note(`shown ${shown}, read ${want}`), false);
     });
     await t.page.fill(tid('screener-search'), '');
   }
