@@ -1,9 +1,10 @@
 //! Webhook delivery through the real binary under hostile conditions, with firings driven by a
 //! trade on the venue simulator: a database that cannot be written after the firing (a full
 //! disk, by a file-size limit) must not make the sender re-send; a truncated answer is a
-//! failure, retried 10 s later; one account's hundreds of dead receivers do not delay another
-//! account's healthy one, in one process and through the cluster's delivery role (PostgreSQL,
-//! NATS JetStream and a `rampart deliver` process).
+//! failure, retried 10 s later; other accounts' hundreds of dead receivers do not delay another
+//! account's healthy one on the same host, nor three accounts' hanging receivers one on the same
+//! host and port, in one process and through the cluster's delivery role (PostgreSQL, NATS
+//! JetStream and a `rampart deliver` process).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -32,6 +33,10 @@ enum Mode {
     Truncated,
     /// Waits for the gate to open, then `200`.
     Gated,
+    /// One receiver shared by every account (a chat service's endpoint): a request to
+    /// `/dead/{account}/...` is read and never answered (held until the attempt is cut or times
+    /// out), any other is answered `200` at once.
+    Shared,
 }
 
 /// One request received: when, and its body.
@@ -46,6 +51,8 @@ struct Hook {
     port: u16,
     hits: Arc<Mutex<Vec<Hit>>>,
     gate: Arc<AtomicBool>,
+    /// [`Mode::Shared`]: requests to `/dead/{account}/...` received, by account (0 to 3).
+    dead: Arc<Mutex<[usize; 4]>>,
 }
 
 impl Hook {
@@ -54,15 +61,29 @@ impl Hook {
         let port = listener.local_addr().expect("addr").port();
         let hits = Arc::new(Mutex::new(Vec::new()));
         let gate = Arc::new(AtomicBool::new(false));
-        let (h, g) = (hits.clone(), gate.clone());
+        let dead = Arc::new(Mutex::new([0; 4]));
+        let (h, g, d) = (hits.clone(), gate.clone(), dead.clone());
         thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let (h, g) = (h.clone(), g.clone());
-                thread::spawn(move || serve(stream, mode, &h, &g));
+                let (h, g, d) = (h.clone(), g.clone(), d.clone());
+                thread::spawn(move || serve(stream, mode, &h, &g, &d));
             }
         });
-        Hook { port, hits, gate }
+        Hook { port, hits, gate, dead }
+    }
+
+    /// Waits up to 30 s until the dead requests by account satisfy `enough`; returns them.
+    fn wait_dead(&self, enough: impl Fn(&[usize; 4]) -> bool, server: &Server) -> [usize; 4] {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let dead = self.dead.lock().map(|d| *d).unwrap_or_default();
+            if enough(&dead) {
+                return dead;
+            }
+            assert!(Instant::now() < deadline, "dead requests by account: {dead:?}\n{}", server.diagnostics());
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     fn url(&self) -> String {
@@ -87,9 +108,12 @@ impl Hook {
     }
 }
 
-fn serve(mut stream: TcpStream, mode: Mode, hits: &Mutex<Vec<Hit>>, gate: &AtomicBool) {
+fn serve(mut stream: TcpStream, mode: Mode, hits: &Mutex<Vec<Hit>>, gate: &AtomicBool, dead: &Mutex<[usize; 4]>) {
     let Ok(clone) = stream.try_clone() else { return };
     let mut reader = BufReader::new(clone);
+    let mut request_line = String::new();
+    let _ = reader.read_line(&mut request_line);
+    let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
     let mut len = 0usize;
     loop {
         let mut line = String::new();
@@ -104,6 +128,11 @@ fn serve(mut stream: TcpStream, mode: Mode, hits: &Mutex<Vec<Hit>>, gate: &Atomi
     }
     let mut body = vec![0u8; len];
     let _ = reader.read_exact(&mut body);
+    if mode == Mode::Shared {
+        if let Some(account) = path.strip_prefix("/dead/").and_then(|p| p.split('/').next()?.parse::<usize>().ok()) {
+            return hang(&mut stream, account, dead);
+        }
+    }
     if let Ok(mut h) = hits.lock() {
         h.push(Hit { at_ms: now_ms(), body: String::from_utf8_lossy(&body).into_owned() });
     }
@@ -112,10 +141,23 @@ fn serve(mut stream: TcpStream, mode: Mode, hits: &Mutex<Vec<Hit>>, gate: &Atomi
         thread::sleep(Duration::from_millis(10));
     }
     let answer: &[u8] = match mode {
-        Mode::Ok | Mode::Gated => b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        Mode::Ok | Mode::Gated | Mode::Shared => b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
         Mode::Truncated => b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort!!",
     };
     let _ = stream.write_all(answer);
+}
+
+/// Counts a dead request of `account` and never answers it: reads until the sender closes the
+/// connection (its attempt cut or timed out), at most a minute.
+fn hang(stream: &mut TcpStream, account: usize, dead: &Mutex<[usize; 4]>) {
+    if let Ok(mut d) = dead.lock() {
+        if let Some(n) = d.get_mut(account) {
+            *n += 1;
+        }
+    }
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+    let mut buf = [0u8; 256];
+    while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
 }
 
 /// The simulator (binance only) and a live-fed server on it, started through `bin` (the binary
@@ -277,7 +319,7 @@ fn other_accounts_dead_receivers_do_not_delay_a_webhook_to_the_same_host() {
     // The three accounts hold their shares of the host's slots (96 of 128 between them).
     let held = wait_in_flight(&server, dead_alerts.min(90));
     println!("{held} attempts to dead receivers in flight");
-    let latencies = healthy_latencies(&sim, &server, &healthy_key, p);
+    let latencies = healthy_latencies(&sim, &server, &healthy_key, p, &Hook::start(Mode::Ok));
     println!("healthy receiver latencies with {dead_alerts} dead alerts on {ports} ports: {latencies:?} ms");
     assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
     assert!(wait_in_flight(&server, 1) >= 90.min(dead_alerts), "the dead attempts still held their slots");
@@ -298,48 +340,22 @@ fn other_accounts_dead_receivers_do_not_delay_a_webhook_through_the_clusters_del
     let dead_alerts = 300;
     let ports = dead_alerts / 8;
     let dead: Vec<TcpListener> = (0..ports).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
-    let postgres = pg_database();
-    let nats = rampart_testkit::nats::server().url();
-    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
-    let config = sim.config(&["binance"], 3, EXTRA_CONFIG).display().to_string();
-    let server = Server::start(
-        BIN,
-        &[
-            "--feed",
-            "live",
-            "--config",
-            &config,
-            "--shards",
-            "1",
-            "--venues",
-            "binance",
-            "--postgres",
-            &postgres,
-            "--nats",
-            &nats,
-        ],
-    );
-    let worker = Deliver::start(BIN, &postgres, &nats, &config);
-    let key = || {
-        let out = server.keys(&["create", "--plan", "big", "--config", &config, "--postgres", &postgres]);
-        assert!(out.status.success(), "{out:?}");
-        let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned();
-        server.await_key(&key);
-        key
-    };
+    let cluster = Cluster::start();
+    let (sim, server, worker) = (&cluster.sim, &cluster.server, &cluster.worker);
+    let key = || cluster.key();
     let hanging: Vec<String> = (0..3).map(|_| key()).collect();
     let healthy_key = key();
-    let p = price(&server);
+    let p = price(server);
     for i in 0..dead_alerts {
         let port = dead[i % ports].local_addr().expect("addr").port();
-        alert_above(&server, &hanging[i % 3], p, &format!("http://127.0.0.1:{port}/dead/{i}"));
+        alert_above(server, &hanging[i % 3], p, &format!("http://127.0.0.1:{port}/dead/{i}"));
     }
-    trade_through(&sim, p);
+    trade_through(sim, p);
     // The dead firings are in the workers' hands: at least as many as the two threads' 64
     // attempt slots (all of them, once the rest wait in the threads).
     let in_hand = wait_metric(&worker.health, "rampart_deliver_in_hand", 128);
     println!("{in_hand} dead firings in the workers' hands");
-    let latencies = healthy_latencies(&sim, &server, &healthy_key, p);
+    let latencies = healthy_latencies(sim, server, &healthy_key, p, &Hook::start(Mode::Ok));
     println!("healthy receiver latencies through the delivery role with {dead_alerts} dead alerts: {latencies:?} ms");
     assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
     assert!(
@@ -349,10 +365,97 @@ fn other_accounts_dead_receivers_do_not_delay_a_webhook_through_the_clusters_del
     drop(dead);
 }
 
+#[test]
+fn three_accounts_hanging_at_one_host_and_port_do_not_delay_a_fourth_accounts_webhook_there() {
+    // Issue #36's narrowest case: one receiver on one host and port (a chat service's endpoint)
+    // shared by four accounts, whose bound is 8 slots. Account 0's hanging attempts came first
+    // and took 6, accounts 1's and 2's the other 2: the plain rule leaves a fourth account
+    // nothing until the first attempt's 10 s timeout. With shares by demand, account 3's healthy
+    // delivery starts in the place of a cut attempt of the account furthest over its part.
+    let shared = Hook::start(Mode::Shared);
+    let (sim, server, config) = start(BIN);
+    let keys: Vec<String> = (0..4).map(|_| big_key(&server, &config)).collect();
+    let latencies = same_port_latencies(&sim, &server, &keys, &shared, 6);
+    println!("healthy receiver latencies beside three accounts' hanging ones on its port: {latencies:?} ms");
+    assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
+    let base = format!("http://127.0.0.1:{}", server.port);
+    assert!(wait_metric(&base, "rampart_delivery_cuts_total", 1) >= 1, "attempts beyond their part were cut");
+}
+
+#[test]
+fn three_accounts_hanging_at_one_host_and_port_do_not_delay_a_fourth_accounts_webhook_through_the_delivery_workers() {
+    // The same through the cluster's delivery role (one `rampart deliver`, two worker threads,
+    // each keeping the bounds and sharing them by demand among the firings it holds).
+    let shared = Hook::start(Mode::Shared);
+    let cluster = Cluster::start();
+    let keys: Vec<String> = (0..4).map(|_| cluster.key()).collect();
+    let latencies = same_port_latencies(&cluster.sim, &cluster.server, &keys, &shared, 6);
+    println!(
+        "healthy receiver latencies through the delivery role beside three accounts' hanging ones: {latencies:?} ms"
+    );
+    assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
+    assert!(wait_metric(&cluster.worker.health, "rampart_deliver_cuts_total", 1) >= 1, "attempts were cut");
+}
+
+/// The same-port scenario on `shared`: account 0's 100 hanging alerts fire first and at least
+/// `first` of them hang there; then accounts 1's and 2's 100 each, until each has one hanging;
+/// then account 3's ten healthy deliveries to the same host and port, each one's ms.
+fn same_port_latencies(sim: &SimVenue, server: &Server, keys: &[String], shared: &Hook, first: usize) -> Vec<i64> {
+    let hanging = |account: usize, p: f64| {
+        for i in 0..100 {
+            alert_above(server, &keys[account], p, &format!("http://127.0.0.1:{}/dead/{account}/{i}", shared.port));
+        }
+    };
+    let p = price(server);
+    hanging(0, p);
+    trade_through(sim, p);
+    let dead = shared.wait_dead(|d| d[0] >= first, server);
+    println!("account 0's hanging attempts: {dead:?}");
+    let p = p * 1.03;
+    hanging(1, p);
+    hanging(2, p);
+    trade_through(sim, p);
+    let dead = shared.wait_dead(|d| d[1] >= 1 && d[2] >= 1, server);
+    println!("then accounts 1's and 2's: {dead:?}");
+    healthy_latencies(sim, server, &keys[3], p, shared)
+}
+
+/// A cluster on one host: PostgreSQL, nats-server, the simulator, `serve --postgres --nats` fed
+/// by it and one `rampart deliver` process with two worker threads.
+struct Cluster {
+    sim: SimVenue,
+    server: Server,
+    worker: Deliver,
+    config: String,
+    postgres: String,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let postgres = pg_database();
+        let nats = rampart_testkit::nats::server().url();
+        let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
+        let config = sim.config(&["binance"], 3, EXTRA_CONFIG).display().to_string();
+        let args = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
+        let server = Server::start(BIN, &[&args[..], &["--postgres", &postgres, "--nats", &nats]].concat());
+        let worker = Deliver::start(BIN, &postgres, &nats, &config);
+        Cluster { sim, server, worker, config, postgres }
+    }
+
+    /// A key of a new account on plan `big`.
+    fn key(&self) -> String {
+        let out =
+            self.server.keys(&["create", "--plan", "big", "--config", &self.config, "--postgres", &self.postgres]);
+        assert!(out.status.success(), "{out:?}");
+        let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned();
+        self.server.await_key(&key);
+        key
+    }
+}
+
 /// Ten times: a new alert of `key` with a healthy receiver, fired by a trade through it; each
 /// delivery's ms from the firing (the body's trigger time) to its arrival.
-fn healthy_latencies(sim: &SimVenue, server: &Server, key: &str, p: f64) -> Vec<i64> {
-    let healthy = Hook::start(Mode::Ok);
+fn healthy_latencies(sim: &SimVenue, server: &Server, key: &str, p: f64, healthy: &Hook) -> Vec<i64> {
     let mut p_next = p * 1.03;
     let mut latencies = Vec::new();
     for run in 0..10 {

@@ -32,6 +32,9 @@ pub struct WorkerStats {
     pub failed: Counter,
     /// Storage calls that failed (read or record; the firing is asked again).
     pub storage_errors: Counter,
+    /// Attempts cut to give their slot to another account under its part of a full bound
+    /// (`rampart_delivery::fair`; the firing waits and is sent again).
+    pub cut: Counter,
     last_storage_error_ms: AtomicI64,
     last_storage_ok_ms: AtomicI64,
     registry: Registry,
@@ -49,6 +52,12 @@ impl WorkerStats {
         registry.register("delivered", "Attempts that ended delivered", delivered.clone());
         registry.register("rescheduled", "Failed attempts with another one due", rescheduled.clone());
         registry.register("failed", "Attempts that failed for good", failed.clone());
+        let cut = Counter::default();
+        registry.register(
+            "cuts",
+            "Attempts cut to give their slot to another account under its part of a full bound (sent again)",
+            cut.clone(),
+        );
         registry.register("storage_errors", "Storage calls that failed", storage_errors.clone());
         WorkerStats {
             workers,
@@ -58,6 +67,7 @@ impl WorkerStats {
             rescheduled,
             failed,
             storage_errors,
+            cut,
             last_storage_error_ms: AtomicI64::new(0),
             last_storage_ok_ms: AtomicI64::new(0),
             registry,

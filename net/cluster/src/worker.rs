@@ -22,9 +22,13 @@
 //! first, and starts as soon as it fits; a waiting firing is answered "in progress" every
 //! [`PROGRESS_EVERY`], so the stream neither gives it to another worker nor spends one of its
 //! `DELIVERIES_MAX` deliveries. The thread's own [`IN_FLIGHT_MAX`] slots are shared by the same
-//! rule (`fair::fair_fits`: a quarter kept for accounts holding none). So one account's hanging
-//! receivers hold their share of a host's slots and of the thread's and no more, and another
-//! account's firing to the same host starts at once. The bounds are per worker thread: a
+//! rule (`fair::fair_fits`: a quarter kept for accounts holding none). A full bound is shared by
+//! demand every [`SHARE_EVERY`] while more than one account has demand in the thread
+//! (`Holdings::plan`): a waiting firing of an account under its part starts in the place of a cut
+//! attempt of the account furthest over its part there, whose firing goes back to the head of the
+//! line (no outcome recorded, no attempt spent). So one account's hanging receivers hold their
+//! share of a host's slots and of the thread's and no more, and another account's firing to the
+//! same host, even the same host and port, starts at once. The bounds are per worker thread: a
 //! cluster of N delivery threads sends at most N × `per_host_max` to one host and port at once.
 
 use std::cell::RefCell;
@@ -39,7 +43,7 @@ use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use super::health::WorkerStats;
 use super::{BusNames, Firing, FiringBus, FiringWorker};
 use rampart_delivery::pool::Pool;
-use rampart_delivery::{attempt, fair, DeliveryConfig, Holdings, Slot, Target};
+use rampart_delivery::{attempt, fair, Bound, DeliveryConfig, Demand, Holdings, Plan, Slot, Target, Width};
 use rampart_outbound::tls_config;
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::StoppableThread;
@@ -62,13 +66,18 @@ const CHECK_EVERY: Duration = Duration::from_secs(2);
 /// How soon a firing is asked again when storage could not read or record it.
 const STORAGE_RETRY: Duration = Duration::from_secs(1);
 
-/// Firings one worker thread holds waiting for room under their bounds, besides those in
+/// Firings one worker thread fetches to wait for room under their bounds, besides those in
 /// flight. While it is full the thread fetches nothing (the stream keeps the rest for the other
-/// workers) until one starts.
+/// workers) until one starts. (Cut attempts' firings come back to the line beyond it: at most
+/// [`IN_FLIGHT_MAX`] more.)
 pub const WAITING_MAX: usize = 1_024;
 
 /// How often a waiting firing is answered "in progress" (a third of [`ACK_WAIT`]).
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// How often a thread whose line holds firings of more than one account shares its full bounds
+/// by demand (the single sender's poll interval).
+pub const SHARE_EVERY: Duration = Duration::from_millis(20);
 
 /// One worker thread; stopped on drop (a firing in hand is left unanswered: redelivered).
 pub struct DeliveryWorker {
@@ -114,6 +123,7 @@ async fn run(
     let shared = Rc::new(Worker::new(store, target, config, clock, stats, attempted));
     tokio::task::spawn_local(record(shared.clone(), arrived));
     tokio::task::spawn_local(keep_waiting_alive(shared.clone()));
+    tokio::task::spawn_local(share_slots(shared.clone()));
     let mut worker: Option<FiringWorker> = None;
     let mut failing = false;
     let mut checked = std::time::Instant::now();
@@ -207,16 +217,27 @@ struct Worker {
     config: DeliveryConfig,
     /// Attempt slots: [`IN_FLIGHT_MAX`] firings started and not yet answered.
     slots: Arc<Semaphore>,
-    /// Attempts in flight under the account and destination bounds.
+    /// Attempts in flight under the account and destination bounds, and the thread's
+    /// [`IN_FLIGHT_MAX`] attempt slots, each shared fairly across accounts (an account holding
+    /// none takes any free one, so other accounts' hanging attempts cannot fill the thread).
     held: RefCell<Holdings>,
-    /// The thread's [`IN_FLIGHT_MAX`] attempt slots shared fairly across accounts, as a
-    /// destination's are: an account holding none takes any free one, so other accounts'
-    /// hanging attempts cannot fill the thread.
-    shares: RefCell<fair::Shares<()>>,
+    /// Attempts in flight, by token: what a cut gives back to the waiting line.
+    flights: RefCell<HashMap<u64, Flight>>,
+    /// The token of the next attempt.
+    started: std::cell::Cell<u64>,
     /// Firings read whose row does not fit yet, oldest first; at most [`WAITING_MAX`].
     waiting: RefCell<VecDeque<Waiting>>,
     /// Told when a slot frees or a waiting firing starts (the fetch loop may have room again).
     freed: Notify,
+}
+
+/// An attempt in flight.
+struct Flight {
+    waiting: Waiting,
+    permit: OwnedSemaphorePermit,
+    started: std::time::Instant,
+    /// Cuts the attempt (its task ends at its next await and answers nothing).
+    abort: tokio::task::AbortHandle,
 }
 
 /// A firing whose delivery waits for room under its bounds.
@@ -247,16 +268,32 @@ impl Worker {
             config: config.clone(),
             slots: Arc::new(Semaphore::new(IN_FLIGHT_MAX)),
             held: RefCell::new(Holdings::default()),
-            shares: RefCell::new(fair::Shares::default()),
+            flights: RefCell::new(HashMap::new()),
+            started: std::cell::Cell::new(0),
             waiting: RefCell::new(VecDeque::new()),
             freed: Notify::new(),
+        }
+    }
+
+    /// The thread's width as [`Holdings::plan`] sees it for `slot`: its slots are shared fairly
+    /// across accounts, and the account bound is work-conserving as the single sender's (past it
+    /// an account may borrow idle slots, all but a quarter of them, kept for the other accounts).
+    fn width(&self, held: &Holdings, slot: &Slot) -> Width {
+        let free = self.slots.available_permits();
+        let may_borrow = IN_FLIGHT_MAX - free + IN_FLIGHT_MAX / 4 < IN_FLIGHT_MAX;
+        let account_fits = held.account_fits(slot, &self.config);
+        Width {
+            max: IN_FLIGHT_MAX,
+            admits: free > 0 && held.width_fits(slot, IN_FLIGHT_MAX) && (account_fits || may_borrow),
+            cut_helps: account_fits,
         }
     }
 
     /// How many firings the fetch loop may take now: attempt slots free, and room to wait.
     fn room(&self) -> usize {
         let waiting = self.waiting.borrow().len();
-        debug_assert!(waiting <= WAITING_MAX, "the waiting firings stay within their bound");
+        // Fetched firings stay within the bound; cut ones come back from the attempts in flight.
+        debug_assert!(waiting <= WAITING_MAX + IN_FLIGHT_MAX, "the waiting firings stay within their bound");
         self.slots.available_permits().min(WAITING_MAX.saturating_sub(waiting))
     }
 }
@@ -330,34 +367,30 @@ fn start_batch(w: &Rc<Worker>, taken: Vec<Firing>) {
 
 /// Starts every waiting firing that fits now, oldest first: an attempt slot free, and room under
 /// its account's and its destination's bounds (shared fairly across accounts). One that does not
-/// fit stays in line; a later one of another account or destination may start before it.
+/// fit stays in line; a later one of another account or destination may start before it. (The
+/// firings a full bound holds back are shared by demand every [`SHARE_EVERY`]:
+/// [`share_slots`].)
 fn start_waiting(w: &Rc<Worker>) {
     let mut starting = Vec::new();
     {
-        let (mut waiting, mut held, mut shares) = (w.waiting.borrow_mut(), w.held.borrow_mut(), w.shares.borrow_mut());
+        let (mut waiting, mut held) = (w.waiting.borrow_mut(), w.held.borrow_mut());
         let mut i = 0;
         while i < waiting.len() {
-            // The account bound is work-conserving, as the single sender's: past it an account
-            // may borrow idle slots, all but a quarter of them (kept for the other accounts).
-            let in_flight = IN_FLIGHT_MAX - w.slots.available_permits();
-            let may_borrow = in_flight + IN_FLIGHT_MAX / 4 < IN_FLIGHT_MAX;
-            let fits = {
-                let slot = &waiting[i].slot;
-                shares.fits(slot.account, &(), IN_FLIGHT_MAX)
-                    && (held.account_fits(slot, &w.config) || may_borrow)
-                    && held.destination_fits(slot, &w.config)
-            };
-            if !fits {
+            if !w.width(&held, &waiting[i].slot).admits || !held.destination_fits(&waiting[i].slot, &w.config) {
                 i += 1;
                 continue;
             }
             let Ok(permit) = w.slots.clone().try_acquire_owned() else { break };
             let Some(next) = waiting.remove(i) else { break };
             held.hold(&next.slot, true);
-            shares.hold(next.slot.account, &(), true);
             starting.push((next, permit));
         }
     }
+    start_all(w, starting);
+}
+
+/// Starts the attempts of `starting` (the fetch loop may have room again).
+fn start_all(w: &Rc<Worker>, starting: Vec<(Waiting, OwnedSemaphorePermit)>) {
     if !starting.is_empty() {
         w.freed.notify_one();
     }
@@ -366,22 +399,107 @@ fn start_waiting(w: &Rc<Worker>) {
     }
 }
 
+/// Every [`SHARE_EVERY`], while more than one account has demand in the thread, shares the full
+/// bounds by demand ([`share_contended`]). (Not at every attempt's end: the line may hold a
+/// thousand firings, and an attempt that may be cut has run [`fair::CUT_AFTER`] anyway.)
+async fn share_slots(w: Rc<Worker>) {
+    loop {
+        tokio::time::sleep(SHARE_EVERY).await;
+        let contended = {
+            let (waiting, held) = (w.waiting.borrow(), w.held.borrow());
+            held.contended(waiting.iter().map(|x| x.slot.account))
+        };
+        if contended {
+            let mut starting = Vec::new();
+            share_contended(&w, &mut starting);
+            start_all(&w, starting);
+        }
+    }
+}
+
+/// The firings still waiting, oldest first: each account with demand at a bound (firings in
+/// this thread's line or attempts in flight there) has an equal part of it; a firing of an
+/// account under its part starts in the place of a cut attempt of the account furthest over its
+/// part ([`Holdings::plan`]). A cut attempt's firing goes back to the head of the line.
+fn share_contended(w: &Rc<Worker>, starting: &mut Vec<(Waiting, OwnedSemaphorePermit)>) {
+    let mut cut = Vec::new();
+    {
+        let (mut waiting, mut held) = (w.waiting.borrow_mut(), w.held.borrow_mut());
+        if waiting.is_empty() {
+            return;
+        }
+        let mut demand = Demand::default();
+        waiting.iter().for_each(|x| demand.wait(&x.slot));
+        let mut i = 0;
+        'line: while i < waiting.len() {
+            // A cut frees one slot under every bound it is counted at: three at most.
+            for _ in 0..3 {
+                match held.plan(&waiting[i].slot, &demand, &w.config, w.width(&held, &waiting[i].slot)) {
+                    Plan::Start => {
+                        let Ok(permit) = w.slots.clone().try_acquire_owned() else { break 'line };
+                        let Some(next) = waiting.remove(i) else { break 'line };
+                        held.hold(&next.slot, true);
+                        starting.push((next, permit));
+                        continue 'line;
+                    }
+                    Plan::Cut { bound, account } => match cut_one(w, &mut held, &waiting[i].slot, bound, account) {
+                        Some(back) => cut.push(back),
+                        None => break,
+                    },
+                    Plan::Wait => break,
+                }
+            }
+            i += 1;
+        }
+    }
+    let mut waiting = w.waiting.borrow_mut();
+    cut.into_iter().for_each(|back| waiting.push_front(back));
+}
+
+/// Cuts `account`'s youngest attempt under `bound` where `slot` waits, among those that have run
+/// [`fair::CUT_AFTER`]: its slots and attempt slot are freed and its firing is handed back (no
+/// outcome: the delivery spends no attempt and is sent again).
+fn cut_one(w: &Worker, held: &mut Holdings, slot: &Slot, bound: Bound, account: i64) -> Option<Waiting> {
+    let mut flights = w.flights.borrow_mut();
+    let token = flights
+        .iter()
+        .filter(|(_, f)| f.waiting.slot.account == account && f.waiting.slot.shares(slot, bound))
+        .filter(|(_, f)| f.started.elapsed() >= fair::CUT_AFTER)
+        .max_by_key(|(_, f)| f.started)
+        .map(|(&t, _)| t)?;
+    let f = flights.remove(&token)?;
+    f.abort.abort();
+    held.hold(&f.waiting.slot, false);
+    drop(f.permit);
+    w.stats.cut.inc();
+    tracing::debug!(account, bound = ?bound, "deliver: an attempt beyond its account's part cut for another account");
+    Some(f.waiting)
+}
+
 /// One attempt on a task of its own; its bounds' slots are freed when it ends, its outcome goes
-/// to the recorder (which answers the firing and frees the attempt slot).
+/// to the recorder (which answers the firing and frees the attempt slot). A cut attempt's task is
+/// aborted and answers nothing.
 fn start_attempt(w: &Rc<Worker>, next: Waiting, permit: OwnedSemaphorePermit) {
-    let w = w.clone();
-    tokio::task::spawn_local(async move {
-        let Waiting { firing, row, secrets, slot, .. } = next;
-        let started = std::time::Instant::now();
-        let result = attempt(&row, &w.target, &secrets, w.clock.now_ms()).await;
-        let latency_ms = started.elapsed().as_millis() as i64;
-        w.held.borrow_mut().hold(&slot, false);
-        w.shares.borrow_mut().hold(slot.account, &(), false);
-        start_waiting(&w);
-        let outcome = Outcome { id: row.id, result, at_ms: w.clock.now_ms(), latency_ms };
-        // The recorder outlives every attempt task of its thread.
-        let _ = w.attempted.send(Attempted { firing, slot: permit, outcome }).await;
-    });
+    let token = w.started.get() + 1;
+    w.started.set(token);
+    let (row, secrets) = (next.row.clone(), next.secrets.clone());
+    let task = {
+        let w = w.clone();
+        tokio::task::spawn_local(async move {
+            let started = std::time::Instant::now();
+            let result = attempt(&row, &w.target, &secrets, w.clock.now_ms()).await;
+            let latency_ms = started.elapsed().as_millis() as i64;
+            // Gone: cut as the attempt ended (it answers nothing; the firing waits again).
+            let Some(f) = w.flights.borrow_mut().remove(&token) else { return };
+            w.held.borrow_mut().hold(&f.waiting.slot, false);
+            start_waiting(&w);
+            let outcome = Outcome { id: row.id, result, at_ms: w.clock.now_ms(), latency_ms };
+            // The recorder outlives every attempt task of its thread.
+            let _ = w.attempted.send(Attempted { firing: f.waiting.firing, slot: f.permit, outcome }).await;
+        })
+    };
+    let flight = Flight { waiting: next, permit, started: std::time::Instant::now(), abort: task.abort_handle() };
+    w.flights.borrow_mut().insert(token, flight);
 }
 
 /// Answers every firing that has waited [`PROGRESS_EVERY`] "in progress", so the stream keeps it

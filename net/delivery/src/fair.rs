@@ -1,25 +1,40 @@
-//! A destination's bound shared fairly across accounts (issue #36), sans-I/O: the slots held at
-//! each destination (a host name, or a host and port), in all and per account, and the rule
-//! that decides whether one more attempt of an account may start there.
+//! A bound shared fairly across accounts (issue #36), sans-I/O: the slots held under each key
+//! (a host name, a host and port, or a sender's whole width), in all and per account; the rule
+//! that decides whether one more attempt of an account may start there; and, when accounts
+//! contend for a full bound, which account's borrowed slot is taken back.
 //!
-//! The rule ([`fair_fits`]): an account that holds no slot at a destination may take any free
-//! one; an account that already holds some may take another only while a quarter of the bound
-//! (at least one slot) stays free, and while it holds less than an equal share of the other
-//! three quarters among the accounts holding slots there. So one account's hanging receivers
-//! (each attempt holds its slot until the 10 s cut) can never keep another account waiting at the
-//! same destination: a newcomer finds a free slot at once, and the accounts already there are
-//! held to their shares until their attempts end. The bound itself is never passed.
+//! Admission ([`fair_fits`]): an account that holds no slot under a key may take any free one;
+//! an account that already holds some may take another only while a quarter of the bound (at
+//! least one slot) stays free, and while it holds less than an equal share of the other three
+//! quarters among the accounts holding slots there. A newcomer therefore finds a free slot at
+//! once in the common case.
+//!
+//! Shares by demand ([`share`], [`under_share`], [`Shares::most_over`]): the quarter can run out
+//! (three accounts' hanging attempts at a host and port whose bound is 8: 6, 1 and 1). So the
+//! accounts with demand under a key (holding slots there, or with a delivery waiting for one)
+//! each have an equal part of the bound, at least one slot. An account under its part may take a
+//! free slot whatever the quarter says; when the bound is full, the sender cuts one attempt of
+//! the account furthest over its part (an attempt that has run [`CUT_AFTER`] at least) and starts
+//! the waiting one in its place. The cut attempt is not an attempt the delivery spends: its row
+//! stays pending and is sent again when its account is back within its part (the receiver may see
+//! it twice; delivery is at least once). With more accounts waiting than the bound has slots,
+//! each holds one and the others wait for the first to end.
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::time::Duration;
 
-/// The share of a destination's bound kept free for accounts holding nothing there (a
-/// quarter, at least one slot).
+/// The share of a bound kept free for accounts holding nothing under it (a quarter, at least
+/// one slot).
 pub const NEWCOMER_RESERVE_DIVISOR: usize = 4;
 
-/// Whether one more attempt may start at a destination whose bound is `max`, where `held` are in
-/// flight, `own` of them the account's, and `holders` accounts hold at least one (the module's
-/// rule).
+/// How long an attempt beyond its account's part runs before it may be cut for an account under
+/// its part: a healthy receiver has answered by then (loopback and same-region receivers answer in
+/// milliseconds), and the waiting delivery starts within it.
+pub const CUT_AFTER: Duration = Duration::from_millis(100);
+
+/// Whether one more attempt may start under a bound of `max`, where `held` are in flight, `own`
+/// of them the account's, and `holders` accounts hold at least one (the module's admission rule).
 pub fn fair_fits(max: usize, held: usize, own: usize, holders: usize) -> bool {
     if held >= max {
         return false;
@@ -32,69 +47,111 @@ pub fn fair_fits(max: usize, held: usize, own: usize, holders: usize) -> bool {
     held < shared && own < shared.div_ceil(holders.max(1))
 }
 
-/// Slots held at each destination of one kind (`K`: a host name, or a host and port).
+/// Each account's part of a bound of `max` when `demanders` accounts hold slots under it or
+/// wait for one: an equal part, at least one slot.
+pub fn share(max: usize, demanders: usize) -> usize {
+    (max / demanders.max(1)).max(1)
+}
+
+/// Whether an account holding `own` slots under a contended bound (two accounts or more with
+/// demand there) holds less than its part: it may take a free slot, or have a slot beyond
+/// another account's part cut for it.
+pub fn under_share(max: usize, own: usize, demanders: usize) -> bool {
+    demanders >= 2 && own < share(max, demanders)
+}
+
+/// Whether one more attempt may start under a bound, knowing the demand there: the admission
+/// rule, or a free slot for an account under its part.
+pub fn fits_with_demand(max: usize, held: usize, own: usize, holders: usize, demanders: usize) -> bool {
+    held < max && (fair_fits(max, held, own, holders) || under_share(max, own, demanders))
+}
+
+/// Slots held under one key.
+#[derive(Debug, Default)]
+struct Held {
+    all: usize,
+    by_account: HashMap<i64, usize>,
+}
+
+/// Slots held under each key of one kind (`K`: a host name, a host and port, or `()` for a
+/// sender's whole width).
 #[derive(Debug)]
 pub struct Shares<K> {
-    held: HashMap<K, usize>,
-    own: HashMap<(i64, K), usize>,
-    holders: HashMap<K, usize>,
+    at: HashMap<K, Held>,
 }
 
 impl<K> Default for Shares<K> {
     fn default() -> Shares<K> {
-        Shares { held: HashMap::new(), own: HashMap::new(), holders: HashMap::new() }
+        Shares { at: HashMap::new() }
     }
 }
 
 impl<K: Hash + Eq + Clone> Shares<K> {
     /// Whether `account` may start one more attempt at `key`, bounded by `max` ([`fair_fits`]).
     pub fn fits(&self, account: i64, key: &K, max: usize) -> bool {
-        let held = self.held.get(key).copied().unwrap_or(0);
-        let own = self.own.get(&(account, key.clone())).copied().unwrap_or(0);
-        let holders = self.holders.get(key).copied().unwrap_or(0);
-        fair_fits(max, held, own, holders)
+        fair_fits(max, self.held(key), self.own(account, key), self.holders(key))
     }
 
     /// Takes (`up`) or gives back one of `account`'s slots at `key`.
     pub fn hold(&mut self, account: i64, key: &K, up: bool) {
-        let own = self.own.entry((account, key.clone())).or_insert(0);
-        let before = *own;
-        *own = if up { before + 1 } else { before.saturating_sub(1) };
-        let after = *own;
-        if after == 0 {
-            self.own.remove(&(account, key.clone()));
+        let held = self.at.entry(key.clone()).or_default();
+        let own = held.by_account.entry(account).or_insert(0);
+        debug_assert!(up || *own > 0, "a slot given back that was not held");
+        if up {
+            *own += 1;
+            held.all += 1;
+        } else if *own > 0 {
+            *own -= 1;
+            held.all -= 1;
         }
-        debug_assert!(up || before > 0, "a slot given back that was not held");
-        count(&mut self.held, key, up);
-        if before == 0 && after == 1 {
-            count(&mut self.holders, key, true);
-        } else if before == 1 && after == 0 {
-            count(&mut self.holders, key, false);
+        if *own == 0 {
+            held.by_account.remove(&account);
+        }
+        debug_assert_eq!(held.all, held.by_account.values().sum::<usize>(), "the total is the accounts' sum");
+        if held.all == 0 {
+            self.at.remove(key);
         }
     }
 
     /// Slots held at `key`, all accounts.
     pub fn held(&self, key: &K) -> usize {
-        self.held.get(key).copied().unwrap_or(0)
+        self.at.get(key).map_or(0, |h| h.all)
+    }
+
+    /// Slots `account` holds at `key`.
+    pub fn own(&self, account: i64, key: &K) -> usize {
+        self.at.get(key).and_then(|h| h.by_account.get(&account)).copied().unwrap_or(0)
+    }
+
+    /// Accounts holding at least one slot at `key`.
+    pub fn holders(&self, key: &K) -> usize {
+        self.at.get(key).map_or(0, |h| h.by_account.len())
+    }
+
+    /// The accounts holding slots at `key`.
+    pub fn accounts<'a>(&'a self, key: &K) -> impl Iterator<Item = i64> + 'a {
+        self.at.get(key).into_iter().flat_map(|h| h.by_account.keys().copied())
+    }
+
+    /// Whether `account` holds a slot at `key`.
+    pub fn holds(&self, account: i64, key: &K) -> bool {
+        self.own(account, key) > 0
+    }
+
+    /// The account holding the most slots at `key` beyond `share`, other than `except` (ties:
+    /// the lowest id, so the choice is deterministic).
+    pub fn most_over(&self, key: &K, share: usize, except: i64) -> Option<i64> {
+        let held = self.at.get(key)?;
+        held.by_account
+            .iter()
+            .filter(|(&a, &n)| a != except && n > share)
+            .max_by_key(|(&a, &n)| (n, std::cmp::Reverse(a)))
+            .map(|(&a, _)| a)
     }
 
     /// Nothing held anywhere (every count back at zero is forgotten).
     pub fn is_empty(&self) -> bool {
-        self.held.is_empty() && self.own.is_empty() && self.holders.is_empty()
-    }
-}
-
-/// Counts one more (`up`) or one fewer slot under `key`; a count at zero is forgotten.
-pub(crate) fn count<K: Hash + Eq + Clone>(map: &mut HashMap<K, usize>, key: &K, up: bool) {
-    if up {
-        *map.entry(key.clone()).or_insert(0) += 1;
-        return;
-    }
-    if let Some(n) = map.get_mut(key) {
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            map.remove(key);
-        }
+        self.at.is_empty()
     }
 }
 

@@ -32,8 +32,11 @@
 //! finds a slot at once; the destination bounds are never borrowed past). Each destination's
 //! bound (host name; host and port) is shared fairly across accounts ([`fair`]): an account
 //! holding nothing there takes any free slot, one holding some leaves a quarter free and keeps to
-//! an equal share of the rest, so accounts sharing a host (a relay, a chat service's webhook
-//! endpoint; loopback in tests) never wait behind other accounts' hanging receivers there. Due
+//! an equal share of the rest; a full bound (the whole width too) is shared by demand, an
+//! account under its part getting the slot of a cut attempt of the account furthest over its
+//! part ([`Holdings::plan`], `Sender::share_contended`), so accounts sharing a host (a relay, a
+//! chat service's webhook endpoint; loopback in tests) never wait behind other accounts' hanging
+//! receivers there. Due
 //! rows are read round-robin across
 //! accounts (every account's first due row, then every account's second, ...), so one account's
 //! hundreds of due rows can neither fill the scan nor the global slots: a healthy receiver of
@@ -69,10 +72,12 @@ use rampart_outbound::{tls_config, USER_AGENT_VALUE};
 use rampart_state::clock::Clock;
 
 pub mod fair;
+mod holdings;
 pub mod metrics;
 pub mod pool;
 pub mod signing;
 pub mod telegram;
+pub use holdings::{Bound, Demand, Holdings, Plan, Slot, Width};
 use pool::{Conn, Key, Pool};
 use rampart_store::store::{message_id, AttemptResult, Channel, FailKind, OutboxRow, Outcome, Store};
 use rampart_store::writer::FIRING_TARGET;
@@ -162,6 +167,8 @@ pub struct DeliveryStats {
     pub unrecorded: AtomicU64,
     /// Times recording outcomes failed.
     pub record_failures: AtomicU64,
+    /// Attempts cut to give their slot to an account under its part of a full bound ([`fair`]).
+    pub cut: AtomicU64,
 }
 
 /// The running sender.
@@ -210,35 +217,18 @@ impl Delivery {
     }
 }
 
-/// The keys one attempt holds a slot under, freed together when it ends (the single sender's
-/// and each cluster delivery worker's, `rampart_cluster::worker`).
-#[derive(Clone, Debug)]
-pub struct Slot {
-    /// The alert's account.
-    pub account: i64,
-    /// Host name or IP literal, lower case, without the port.
-    pub address: String,
-    /// Host and port, lower case.
-    pub authority: String,
-}
+/// An attempt's result on its way back to the sender: the delivery, which attempt of it (a cut
+/// attempt's token is gone from `in_flight`), the result and how long it took (ms).
+type Answered = (i64, u64, AttemptResult, i64);
 
-impl Slot {
-    /// The slot of `row` at its destination (for a Telegram row, the bot's base URL).
-    pub fn of(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Slot {
-        let url = destination(row, telegram).unwrap_or_default();
-        match ssrf::parse(&url) {
-            Ok(u) => {
-                let authority = u.authority.to_ascii_lowercase();
-                let address = match &u.host {
-                    Host::Name(n) => n.to_ascii_lowercase(),
-                    Host::Ip(ip) => ip.to_string(),
-                };
-                Slot { account: row.account_id, address, authority }
-            }
-            // Refused at the attempt; the empty keys still bound such rows together.
-            Err(_) => Slot { account: row.account_id, address: String::new(), authority: String::new() },
-        }
-    }
+/// An attempt in flight.
+struct Flight {
+    slot: Slot,
+    /// Which attempt this is (the sender's count of attempts started).
+    token: u64,
+    started: std::time::Instant,
+    /// Cuts the attempt (the task ends at its next await; its result is never sent).
+    abort: tokio::task::AbortHandle,
 }
 
 /// The sender's state: slots held, outcomes waiting to be recorded.
@@ -246,49 +236,18 @@ struct Sender {
     config: DeliveryConfig,
     target: Target,
     stats: Arc<DeliveryStats>,
-    tx: tokio::sync::mpsc::UnboundedSender<(i64, AttemptResult, i64)>,
-    in_flight: HashMap<i64, Slot>,
+    tx: tokio::sync::mpsc::UnboundedSender<Answered>,
+    in_flight: HashMap<i64, Flight>,
     held: Holdings,
+    /// Attempts started, the token of the next.
+    started: u64,
+    /// When a round last scanned the outbox with the width full.
+    full_scanned: std::time::Instant,
     /// Outcomes not yet recorded, and their ids (rows not to pick up again meanwhile).
     unrecorded: Vec<Outcome>,
     unrecorded_ids: HashSet<i64>,
     /// The last recording failed (logged once per streak, not every round).
     record_failing: bool,
-}
-
-/// Slots held, counted under each bound's key: an account's, and each destination's shared
-/// fairly across accounts ([`fair`]).
-#[derive(Debug, Default)]
-pub struct Holdings {
-    per_account: HashMap<i64, usize>,
-    /// At each host name, shared fairly across accounts ([`fair`]).
-    per_address: fair::Shares<String>,
-    /// At each host and port, likewise.
-    per_host: fair::Shares<String>,
-}
-
-impl Holdings {
-    /// Whether `slot` fits under its account's bound.
-    pub fn account_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
-        self.per_account.get(&slot.account).copied().unwrap_or(0) < c.per_account_max
-    }
-
-    /// Whether `slot` fits under its destination's bounds, the host name's and the host and
-    /// port's, each shared fairly across accounts ([`fair::fair_fits`]): an account holding
-    /// nothing there finds any free slot, one holding some is kept to its share and leaves a
-    /// quarter free, so one account's hanging receivers never hold another account's delivery
-    /// to the same host (a relay shared by accounts; loopback in tests) until the 10 s cut.
-    pub fn destination_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
-        self.per_address.fits(slot.account, &slot.address, c.per_address_max)
-            && self.per_host.fits(slot.account, &slot.authority, c.per_host_max)
-    }
-
-    /// Takes (`up`) or frees `slot`'s counts.
-    pub fn hold(&mut self, slot: &Slot, up: bool) {
-        fair::count(&mut self.per_account, &slot.account, up);
-        self.per_address.hold(slot.account, &slot.address, up);
-        self.per_host.hold(slot.account, &slot.authority, up);
-    }
 }
 
 impl Sender {
@@ -309,29 +268,40 @@ impl Sender {
         self.room() && self.in_flight.len() + max / ACCOUNT_RESERVE_DIVISOR < max
     }
 
-    /// Takes (`up`) or frees `slot`'s counts; taking also marks `id` in flight.
-    fn hold(&mut self, id: i64, slot: Slot, up: bool) {
-        self.held.hold(&slot, up);
-        if up {
-            self.in_flight.insert(id, slot);
-        }
-    }
-
     /// Room for another attempt in all: the global bound and the unrecorded backpressure.
     fn room(&self) -> bool {
         self.in_flight.len() < self.config.in_flight_max
             && self.in_flight.len() + self.unrecorded.len() < UNRECORDED_MAX
     }
 
-    /// Frees an attempt's slots and keeps its outcome for the next batch write.
-    fn settle(&mut self, id: i64, result: AttemptResult, latency_ms: i64, now_ms: i64) {
+    /// The width as [`Holdings::plan`] sees it for `slot`.
+    fn width(&self, slot: &Slot) -> Width {
+        let account_fits = self.account_fits(slot);
+        Width {
+            max: self.config.in_flight_max,
+            admits: self.room() && (account_fits || self.may_borrow()),
+            cut_helps: account_fits && self.in_flight.len() + self.unrecorded.len() <= UNRECORDED_MAX,
+        }
+    }
+
+    /// Frees an attempt's slots and keeps its outcome for the next batch write. A result of an
+    /// attempt that was cut (its token no longer in flight) is dropped: nothing was decided.
+    fn settle(&mut self, answered: Answered, now_ms: i64) {
+        let (id, token, result, latency_ms) = answered;
+        match self.in_flight.get(&id) {
+            Some(f) if f.token == token => {}
+            _ => {
+                debug_assert!(false, "a cut attempt's result arrived (cuts happen only between rounds' reads)");
+                return;
+            }
+        }
+        if let Some(f) = self.in_flight.remove(&id) {
+            self.held.hold(&f.slot, false);
+        }
         match &result {
             AttemptResult::Delivered { .. } => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
             AttemptResult::Failed { .. } => self.stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
         };
-        if let Some(slot) = self.in_flight.remove(&id) {
-            self.hold(id, slot, false);
-        }
         debug_assert!(!self.unrecorded_ids.contains(&id), "an attempt was made while its last outcome was unrecorded");
         self.unrecorded_ids.insert(id);
         self.unrecorded.push(Outcome { id, result, at_ms: now_ms, latency_ms });
@@ -371,10 +341,19 @@ impl Sender {
     /// Starts attempts for due rows that fit their bounds, round-robin across accounts; then,
     /// with the slots the other accounts left idle this round (less the reserve), rows held back
     /// only by their own account's bound: one account's storm uses the sender's whole width when
-    /// nobody else is waiting, and never the reserve kept for the others.
+    /// nobody else is waiting, and never the reserve kept for the others. Rows held back by a
+    /// full bound go to [`Sender::share_contended`].
     fn start_due(&mut self, store: &Store, now_ms: i64) {
-        if !self.room() {
+        if self.in_flight.len() + self.unrecorded.len() >= UNRECORDED_MAX {
             return;
+        }
+        // A full width is scanned once per poll interval, for accounts waiting under their part
+        // of it (a cut may start them); not at every result (one account's storm fills it often).
+        if !self.room() {
+            if self.full_scanned.elapsed() < self.config.poll_interval {
+                return;
+            }
+            self.full_scanned = std::time::Instant::now();
         }
         // Rows in flight are still pending in the outbox and come back in the scan: read past
         // them.
@@ -387,45 +366,104 @@ impl Sender {
                 return;
             }
         };
-        let mut held_by_account = Vec::new();
+        let (mut held_by_account, mut waiting) = (Vec::new(), Vec::new());
         let mut secrets = Secrets::new(store, now_ms);
         for row in due {
-            if !self.room() {
-                break;
-            }
             if self.in_flight.contains_key(&row.id) || self.unrecorded_ids.contains(&row.id) {
+                continue;
+            }
+            if !self.room() {
+                // Its slot is made only if more than one account has demand (`share_contended`).
+                waiting.push((row, None));
                 continue;
             }
             let slot = Slot::of(&row, self.target.telegram.as_ref());
             if !self.destination_fits(&slot) {
-                continue;
-            }
-            if !self.account_fits(&slot) {
+                waiting.push((row, Some(slot)));
+            } else if !self.account_fits(&slot) {
                 held_by_account.push((row, slot));
-                continue;
-            }
-            let signing = secrets.of(&row);
-            self.start(row, slot, signing, now_ms);
-        }
-        for (row, slot) in held_by_account {
-            if !self.may_borrow() {
-                break;
-            }
-            if self.destination_fits(&slot) {
+            } else {
                 let signing = secrets.of(&row);
                 self.start(row, slot, signing, now_ms);
             }
         }
+        for (row, slot) in held_by_account {
+            if self.may_borrow() && self.destination_fits(&slot) {
+                let signing = secrets.of(&row);
+                self.start(row, slot, signing, now_ms);
+            }
+        }
+        self.share_contended(waiting, &mut secrets, now_ms);
         self.stats.in_flight.store(self.in_flight.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Rows a full bound held back this round, in the scan's order (round-robin across
+    /// accounts): each account with demand at a bound has an equal part of it ([`fair`]); a row
+    /// of an account under its part starts if there is room, or in the place of a cut attempt of
+    /// the account furthest over its part there ([`Holdings::plan`]).
+    fn share_contended(&mut self, waiting: Vec<(OutboxRow, Option<Slot>)>, secrets: &mut Secrets, now_ms: i64) {
+        if !self.held.contended(waiting.iter().map(|(row, _)| row.account_id)) {
+            return;
+        }
+        let telegram = self.target.telegram.as_ref();
+        let waiting: Vec<(OutboxRow, Slot)> = waiting
+            .into_iter()
+            .map(|(row, slot)| {
+                let slot = slot.unwrap_or_else(|| Slot::of(&row, telegram));
+                (row, slot)
+            })
+            .collect();
+        let mut demand = Demand::default();
+        waiting.iter().for_each(|(_, slot)| demand.wait(slot));
+        for (row, slot) in waiting {
+            // A cut frees one slot under every bound it is counted at: three at most.
+            for _ in 0..3 {
+                match self.held.plan(&slot, &demand, &self.config, self.width(&slot)) {
+                    Plan::Start => {
+                        let signing = secrets.of(&row);
+                        self.start(row, slot, signing, now_ms);
+                        break;
+                    }
+                    Plan::Cut { bound, account } if self.cut(&slot, bound, account) => {}
+                    Plan::Cut { .. } | Plan::Wait => break,
+                }
+            }
+        }
+    }
+
+    /// Cuts `account`'s youngest attempt under `bound` where `waiting` waits, among those that
+    /// have run [`fair::CUT_AFTER`]; its row stays pending (no attempt spent) and is sent again
+    /// when it fits. Whether one was cut.
+    fn cut(&mut self, waiting: &Slot, bound: Bound, account: i64) -> bool {
+        let victim = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| f.slot.account == account && f.slot.shares(waiting, bound))
+            .filter(|(_, f)| f.started.elapsed() >= fair::CUT_AFTER)
+            .max_by_key(|(_, f)| f.started)
+            .map(|(&id, _)| id);
+        let Some(f) = victim.and_then(|id| self.in_flight.remove(&id)) else { return false };
+        f.abort.abort();
+        self.held.hold(&f.slot, false);
+        self.stats.cut.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &self.config.metrics {
+            m.observe_cut();
+        }
+        tracing::debug!(account, bound = ?bound, "delivery: an attempt beyond its account's part cut for another account");
+        true
     }
 
     /// Takes `slot` and starts the attempt for `row` on the executor, signed with `signing`.
     fn start(&mut self, row: OutboxRow, slot: Slot, signing: Vec<String>, now_ms: i64) {
-        self.hold(row.id, slot, true);
+        debug_assert!(!self.in_flight.contains_key(&row.id), "one attempt of a delivery at a time");
+        self.held.hold(&slot, true);
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
-        let (tx, target, metrics) = (self.tx.clone(), self.target.clone(), self.config.metrics.clone());
+        self.started += 1;
+        let (tx, target, metrics, token) =
+            (self.tx.clone(), self.target.clone(), self.config.metrics.clone(), self.started);
+        let id = row.id;
         tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, delivery = row.id, "attempt started");
-        tokio::task::spawn_local(async move {
+        let task = tokio::task::spawn_local(async move {
             let started = std::time::Instant::now();
             let result = attempt(&row, &target, &signing, now_ms).await;
             tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, outcome = outcome_label(&result), "attempt answered");
@@ -434,8 +472,10 @@ impl Sender {
                 (Some(m), Channel::Telegram) => m.observe_telegram(outcome_label(&result)),
                 (None, _) => {}
             }
-            let _ = tx.send((row.id, result, started.elapsed().as_millis() as i64));
+            let _ = tx.send((row.id, token, result, started.elapsed().as_millis() as i64));
         });
+        let flight = Flight { slot, token, started: std::time::Instant::now(), abort: task.abort_handle() };
+        self.in_flight.insert(id, flight);
     }
 }
 
@@ -494,7 +534,7 @@ async fn run(
         tracing::error!("delivery: TLS configuration failed; https webhooks will fail");
     }
     // One result per attempt in flight: bounded by `in_flight_max`.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, AttemptResult, i64)>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Answered>();
     let target = Target {
         allow_private: config.allow_private,
         timeout: config.attempt_timeout,
@@ -510,21 +550,23 @@ async fn run(
         tx,
         in_flight: HashMap::new(),
         held: Holdings::default(),
+        started: 0,
+        full_scanned: std::time::Instant::now(),
         unrecorded: Vec::new(),
         unrecorded_ids: HashSet::new(),
         record_failing: false,
     };
     while !stop.load(Ordering::Acquire) {
         // Results that have arrived are recorded together, in one transaction.
-        while let Ok((id, result, latency_ms)) = rx.try_recv() {
-            sender.settle(id, result, latency_ms, clock.now_ms());
+        while let Ok(answered) = rx.try_recv() {
+            sender.settle(answered, clock.now_ms());
         }
         sender.record(&mut store, clock.now_ms());
         sender.start_due(&store, clock.now_ms());
         // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
         // wakes us is recorded in the next round with any others.
         tokio::select! {
-            Some((id, result, latency_ms)) = rx.recv() => sender.settle(id, result, latency_ms, clock.now_ms()),
+            Some(answered) = rx.recv() => sender.settle(answered, clock.now_ms()),
             _ = wake.notified() => {}
             _ = tokio::time::sleep(poll) => {}
         }
@@ -550,7 +592,7 @@ pub struct Target {
 
 /// Where `row` is sent: its webhook URL, or the bot's `sendMessage` URL for a Telegram row
 /// (`None` when Telegram is not configured).
-fn destination(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Option<String> {
+pub(crate) fn destination(row: &OutboxRow, telegram: Option<&TelegramChannel>) -> Option<String> {
     match row.channel {
         Channel::Webhook => Some(row.url.clone()),
         Channel::Telegram => telegram.map(TelegramChannel::send_url),
@@ -782,119 +824,5 @@ struct IncompleteAnswer {
 impl std::fmt::Display for IncompleteAnswer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "incomplete answer after {} bytes: {}", self.read, self.cause)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn slot(account: i64, host: &str, port: u16) -> Slot {
-        Slot { account, address: host.to_owned(), authority: format!("{host}:{port}") }
-    }
-
-    /// Holds `slot`s for `account` on `host`, one per port, until the destination bound says no.
-    fn fill(held: &mut Holdings, c: &DeliveryConfig, account: i64, host: &str) -> usize {
-        let mut n = 0;
-        for port in 1..=u16::MAX {
-            let s = slot(account, host, port);
-            if !held.destination_fits(&s, c) {
-                break;
-            }
-            held.hold(&s, true);
-            n += 1;
-        }
-        n
-    }
-
-    #[test]
-    fn hanging_accounts_leave_a_host_to_a_newcomer() {
-        let c = DeliveryConfig::default();
-        let mut held = Holdings::default();
-        let own = fill(&mut held, &c, 1, "127.0.0.1");
-        assert_eq!(own, c.per_address_max - c.per_address_max / fair::NEWCOMER_RESERVE_DIVISOR);
-        assert!(held.destination_fits(&slot(2, "127.0.0.1", 1), &c), "another account finds room at once");
-        assert!(held.destination_fits(&slot(1, "example.com", 1), &c), "the same account, another host");
-        assert_eq!(fill(&mut held, &c, 2, "127.0.0.1"), 1, "one slot, then its share of a full part");
-        assert_eq!(fill(&mut held, &c, 3, "127.0.0.1"), 1);
-        assert!(held.destination_fits(&slot(4, "127.0.0.1", 1), &c), "a fourth account still finds room");
-        for port in 1..=own as u16 {
-            held.hold(&slot(1, "127.0.0.1", port), false);
-        }
-        assert!(held.destination_fits(&slot(3, "127.0.0.1", 9), &c), "freed slots are shared again");
-    }
-
-    #[test]
-    fn the_host_and_port_bound_and_counts_back_to_zero() {
-        let c = DeliveryConfig::default();
-        let mut held = Holdings::default();
-        let s = slot(1, "h", 80);
-        let own = c.per_host_max - c.per_host_max / fair::NEWCOMER_RESERVE_DIVISOR;
-        for _ in 0..own {
-            assert!(held.destination_fits(&s, &c));
-            held.hold(&s, true);
-        }
-        assert!(!held.destination_fits(&s, &c), "per host and port: all but the newcomers' quarter");
-        assert!(held.destination_fits(&slot(2, "h", 80), &c), "another account there");
-        assert!(held.destination_fits(&slot(1, "h", 81), &c), "another port of the same host");
-        for _ in 0..own {
-            held.hold(&s, false);
-        }
-        assert!(held.per_account.is_empty() && held.per_address.is_empty(), "keys at zero are forgotten");
-        assert!(held.per_host.is_empty());
-    }
-
-    /// A Telegram message of `account` to chat `chat`, as the outbox holds it.
-    fn telegram_row(account: i64, chat: &str) -> OutboxRow {
-        OutboxRow {
-            id: account,
-            alert_id: account,
-            url: chat.to_owned(),
-            body: "{}".to_owned(),
-            state: "pending".to_owned(),
-            attempts: 0,
-            first_failure_ms: None,
-            next_attempt_ms: 0,
-            last_status: None,
-            last_error: None,
-            account_id: account,
-            channel: Channel::Telegram,
-            trigger_ms: 0,
-        }
-    }
-
-    #[test]
-    fn telegram_messages_of_every_account_share_the_bots_host_fairly() {
-        let bot = TelegramChannel::new(Some("https://api.telegram.org"), "123:abc").expect("a bot");
-        let c = DeliveryConfig::default();
-        let mut held = Holdings::default();
-        // Every account's messages go to the one bot host, whatever the chat.
-        let slots: Vec<Slot> = (1..=4).map(|a| Slot::of(&telegram_row(a, &format!("@chat{a}")), Some(&bot))).collect();
-        assert!(
-            slots.iter().all(|s| s.address == "api.telegram.org" && s.authority == slots[0].authority),
-            "{slots:?}"
-        );
-        // One account's flood of messages (a noisy repeating alert) takes its share of the host and
-        // port's 8 slots, all but the newcomers' quarter...
-        let mut flood = 0;
-        while held.destination_fits(&slots[0], &c) {
-            held.hold(&slots[0], true);
-            flood += 1;
-        }
-        assert_eq!(flood, c.per_host_max - c.per_host_max / fair::NEWCOMER_RESERVE_DIVISOR);
-        // ...and the other accounts' messages find the two left at once. The reserve is two slots
-        // here: a fourth account holding none waits for the first of these attempts to end.
-        for s in &slots[1..3] {
-            assert!(held.destination_fits(s, &c), "another account's message waits behind the flood");
-            held.hold(s, true);
-        }
-        assert!(!held.destination_fits(&slots[3], &c), "the host and port's bound holds");
-    }
-
-    #[test]
-    fn a_bound_of_one_still_admits_one() {
-        let c = DeliveryConfig { per_address_max: 1, ..DeliveryConfig::default() };
-        let mut held = Holdings::default();
-        assert_eq!(fill(&mut held, &c, 1, "h"), 1);
     }
 }

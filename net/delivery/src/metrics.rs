@@ -30,6 +30,8 @@ pub struct WebhookMetrics {
     duration: Histogram,
     /// Telegram `sendMessage` attempts (same sender, same outcomes), by outcome.
     telegram: Family<OutcomeLabels, Counter>,
+    /// Attempts cut to give their slot to an account under its part of a full bound.
+    cuts: Counter,
 }
 
 impl Default for WebhookMetrics {
@@ -38,13 +40,15 @@ impl Default for WebhookMetrics {
             attempts: Family::default(),
             duration: Histogram::new(duration_buckets()),
             telegram: Family::default(),
+            cuts: Counter::default(),
         }
     }
 }
 
 impl WebhookMetrics {
     /// Registers the instruments (`rampart_webhook_attempts_total`,
-    /// `rampart_webhook_attempt_duration_seconds`, `rampart_telegram_attempts_total`).
+    /// `rampart_webhook_attempt_duration_seconds`, `rampart_telegram_attempts_total`,
+    /// `rampart_delivery_cuts_total`).
     pub fn register(&self, registry: &mut Registry) {
         registry.register("webhook_attempts", "Webhook attempts finished, by outcome", self.attempts.clone());
         registry.register(
@@ -57,6 +61,16 @@ impl WebhookMetrics {
             "Telegram sendMessage attempts finished, by outcome",
             self.telegram.clone(),
         );
+        registry.register(
+            "delivery_cuts",
+            "Attempts cut to give their slot to another account under its part of a full bound (not counted as attempts: the delivery is sent again)",
+            self.cuts.clone(),
+        );
+    }
+
+    /// Counts one attempt cut for another account ([`crate::fair`]).
+    pub fn observe_cut(&self) {
+        self.cuts.inc();
     }
 
     /// Counts one finished attempt.
