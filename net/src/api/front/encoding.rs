@@ -29,10 +29,23 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
     })
 }
 
-/// `body` compressed with gzip at the fastest level.
-pub fn gzip(body: &[u8]) -> Bytes {
+/// How hard [`gzip`] compresses.
+#[derive(Clone, Copy, Debug)]
+pub enum Level {
+    /// The fastest: answers compressed as they are sent.
+    Fast,
+    /// The smallest: bytes compressed once and sent many times (the site's files).
+    Best,
+}
+
+/// `body` compressed with gzip at `level`.
+pub fn gzip(body: &[u8], level: Level) -> Bytes {
     use std::io::Write as _;
-    let mut e = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 4 + 64), flate2::Compression::fast());
+    let level = match level {
+        Level::Fast => flate2::Compression::fast(),
+        Level::Best => flate2::Compression::best(),
+    };
+    let mut e = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 4 + 64), level);
     // Writing into a Vec cannot fail.
     let _ = e.write_all(body);
     Bytes::from(e.finish().unwrap_or_default())
@@ -56,7 +69,7 @@ pub async fn negotiate(resp: Response<Full<Bytes>>, gzip_ok: bool) -> Response<F
         return Response::from_parts(parts, Full::new(bytes));
     }
     parts.headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-    Response::from_parts(parts, Full::new(gzip(&bytes)))
+    Response::from_parts(parts, Full::new(gzip(&bytes, Level::Fast)))
 }
 
 #[cfg(test)]
@@ -85,10 +98,15 @@ mod tests {
     fn gzip_round_trips() {
         use std::io::Read as _;
         let body = b"{\"data\":[]}".repeat(500);
-        let z = gzip(&body);
-        assert!(z.len() < body.len() / 10, "{} bytes from {}", z.len(), body.len());
-        let mut back = Vec::new();
-        flate2::read::GzDecoder::new(&z[..]).read_to_end(&mut back).expect("valid gzip");
-        assert_eq!(back, body);
+        let mut sizes = Vec::new();
+        for level in [Level::Fast, Level::Best] {
+            let z = gzip(&body, level);
+            assert!(z.len() < body.len() / 10, "{level:?}: {} bytes from {}", z.len(), body.len());
+            let mut back = Vec::new();
+            flate2::read::GzDecoder::new(&z[..]).read_to_end(&mut back).expect("valid gzip");
+            assert_eq!(back, body, "{level:?}");
+            sizes.push(z.len());
+        }
+        assert!(sizes[1] <= sizes[0], "the best level is no larger: {sizes:?}");
     }
 }

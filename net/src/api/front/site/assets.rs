@@ -18,7 +18,7 @@ use hyper::http::request::Parts;
 use hyper::{Method, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
-use crate::api::front::encoding::accepts_gzip;
+use crate::api::front::encoding::{accepts_gzip, gzip, Level};
 use crate::api::front::{error, method_not_allowed, Resp};
 
 /// The site's Content-Security-Policy: its own script, style, images and requests only.
@@ -56,15 +56,7 @@ const ASSETS: [Asset; 4] = [
 /// accepts gzip (all do), a third of the bytes (perf/site-pages.md).
 fn gzipped() -> &'static [Bytes; ASSETS.len()] {
     static GZ: OnceLock<[Bytes; ASSETS.len()]> = OnceLock::new();
-    GZ.get_or_init(|| {
-        std::array::from_fn(|i| {
-            use std::io::Write as _;
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-            // Writing into a Vec cannot fail.
-            let _ = e.write_all(ASSETS[i].bytes);
-            Bytes::from(e.finish().unwrap_or_default())
-        })
-    })
+    GZ.get_or_init(|| std::array::from_fn(|i| gzip(ASSETS[i].bytes, Level::Best)))
 }
 
 /// The files' `ETag`s, computed once.
