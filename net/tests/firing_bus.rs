@@ -2,12 +2,13 @@
 //! on a loopback port): a firing published twice under its (alert, time) id is stored once; each
 //! firing goes to one of the workers sharing the consumer; one whose worker dies unanswered is
 //! redelivered after the ack wait; a retry comes back after its delay, not before; a firing is
-//! delivered `DELIVERIES_MAX` times at most.
+//! delivered `DELIVERIES_MAX` times at most; more than a thousand firings waiting for their retry
+//! do not stall the consumer, and a consumer made before that was set is updated.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rampart_cluster::{BusNames, FiringBus, DELIVERIES_MAX};
+use rampart_cluster::{BusNames, FiringBus, DELIVERIES_MAX, UNANSWERED_MAX};
 use rampart_store::store::message_id;
 
 fn names(test: &str) -> BusNames {
@@ -104,5 +105,62 @@ fn a_retry_comes_back_after_its_delay_and_deliveries_are_bounded() {
         while started.elapsed() < delay * 4 {
             assert!(worker.next(Duration::from_millis(200)).await.expect("next").is_none(), "a fourth delivery");
         }
+    });
+}
+
+#[test]
+fn firings_waiting_for_their_retry_do_not_stall_the_consumer() {
+    // Issue #36: JetStream counts a firing asked again after a delay as unanswered. Under the
+    // server's default cap (1 000), one account's 1 100 failing receivers, each waiting for its
+    // next attempt, stopped the consumer: no other firing came until their retries were due.
+    runtime().block_on(async {
+        let bus = bus("stall").await;
+        let failing = 1_100;
+        for i in 0..failing {
+            bus.publish("webhook", &message_id(i, 9_000), b"f".to_vec()).await.expect("publish");
+        }
+        let worker = bus.worker(Duration::from_secs(30)).await.expect("worker");
+        let mut asked_again = 0;
+        let started = Instant::now();
+        while asked_again < failing {
+            assert!(started.elapsed() < Duration::from_secs(20), "only {asked_again} of {failing} came");
+            for f in worker.next_batch(100, Duration::from_millis(500)).await.expect("fetch") {
+                f.retry_in(Duration::from_secs(60)).await.expect("nak");
+                asked_again += 1;
+            }
+        }
+        let healthy = message_id(1_000_000, 9_000);
+        bus.publish("webhook", &healthy, b"h".to_vec()).await.expect("publish");
+        let f =
+            worker.next(Duration::from_secs(2)).await.expect("next").expect("another account's firing comes at once");
+        assert_eq!(f.id, healthy);
+        f.done().await.expect("ack");
+    });
+}
+
+#[test]
+fn a_consumer_made_with_the_servers_default_cap_is_updated() {
+    runtime().block_on(async {
+        let bus = bus("upgrade").await;
+        let n = names("upgrade");
+        let client = async_nats::connect(rampart_testkit::nats::server().url()).await.expect("connect");
+        let js = async_nats::jetstream::new(client);
+        let stream = js.get_stream(&n.stream).await.expect("the stream");
+        let old = async_nats::jetstream::consumer::pull::Config {
+            durable_name: Some(n.consumer.clone()),
+            ack_policy: async_nats::jetstream::consumer::AckPolicy::Explicit,
+            ack_wait: Duration::from_secs(30),
+            max_deliver: DELIVERIES_MAX,
+            ..Default::default()
+        };
+        let mut made = stream.create_consumer(old).await.expect("an older version's consumer");
+        let before = made.info().await.expect("info").config.max_ack_pending;
+        assert_ne!(before, UNANSWERED_MAX, "the server's default");
+        bus.publish("webhook", &message_id(1, 1), b"x".to_vec()).await.expect("publish");
+        let worker = bus.worker(Duration::from_secs(30)).await.expect("worker");
+        let after = made.info().await.expect("info").config.max_ack_pending;
+        assert_eq!(after, UNANSWERED_MAX, "updated from {before}");
+        let f = worker.next(Duration::from_secs(2)).await.expect("next").expect("the firing");
+        f.done().await.expect("ack");
     });
 }

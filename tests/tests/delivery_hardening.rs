@@ -397,6 +397,30 @@ fn three_accounts_hanging_at_one_host_and_port_do_not_delay_a_fourth_accounts_we
     assert!(wait_metric(&cluster.worker.health, "rampart_deliver_cuts_total", 1) >= 1, "attempts were cut");
 }
 
+#[test]
+fn a_thousand_receivers_waiting_for_their_retry_do_not_stall_the_delivery_workers() {
+    // Issue #36 through the cluster's delivery role: 1 100 alerts of one account whose receiver
+    // refuses connections (a port nobody listens on) fail at once, and each firing waits in the
+    // stream for its next attempt (10 s). JetStream counts those as unanswered; under its default
+    // cap of 1 000 the consumer stalled and another account's healthy webhook waited for the
+    // retries to come due. Now it is delivered at once, ten times.
+    let gone = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let cluster = Cluster::start();
+    let (sim, server, worker) = (&cluster.sim, &cluster.server, &cluster.worker);
+    let (failing, healthy) = (cluster.key(), cluster.key());
+    let p = price(server);
+    let alerts = 1_100;
+    for i in 0..alerts {
+        alert_above(server, &failing, p, &format!("http://127.0.0.1:{gone}/gone/{i}"));
+    }
+    trade_through(sim, p);
+    let waiting = wait_metric(&worker.health, "rampart_deliver_rescheduled_total", alerts);
+    println!("{waiting} failed firings waiting in the stream for their next attempt");
+    let latencies = healthy_latencies(sim, server, &healthy, p, &Hook::start(Mode::Ok));
+    println!("healthy receiver latencies beside {alerts} firings waiting for their retry: {latencies:?} ms");
+    assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
+}
+
 /// The same-port scenario on `shared`: account 0's 100 hanging alerts fire first and at least
 /// `first` of them hang there; then accounts 1's and 2's 100 each, until each has one hanging;
 /// then account 3's ten healthy deliveries to the same host and port, each one's ms.

@@ -42,6 +42,14 @@ pub const STREAM_MESSAGES_MAX: i64 = 1_000_000;
 /// pending in the database, where it can be seen.
 pub const DELIVERIES_MAX: i64 = 20;
 
+/// Firings the workers may hold unanswered together (the consumer's `max_ack_pending`): as many
+/// as the stream holds, so it never stalls the consumer. JetStream counts a firing asked again
+/// after a delay (waiting for the schedule's next attempt) as unanswered; under the server's
+/// default (1 000), one account's thousand failing receivers would stop every worker's deliveries
+/// until their retries came due (issue #36). The workers pull only what they have room for, so
+/// this bound never drives their flow.
+pub const UNANSWERED_MAX: i64 = STREAM_MESSAGES_MAX;
+
 /// How long the stream remembers a message id to drop its repeats: longer than any writer's
 /// retry of one batch.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
@@ -190,20 +198,19 @@ impl FiringBus {
     }
 
     /// A delivery worker on the shared durable consumer; a firing a worker holds longer than
-    /// `ack_wait` without answering is given to another.
+    /// `ack_wait` without answering is given to another. The consumer is created, or updated to
+    /// this configuration when it exists with another (one made before [`UNANSWERED_MAX`] was
+    /// set has the server's default).
     pub async fn worker(&self, ack_wait: Duration) -> Result<FiringWorker, BusError> {
         let config = pull::Config {
             durable_name: Some(self.names.consumer.clone()),
             ack_policy: jetstream::consumer::AckPolicy::Explicit,
             ack_wait,
             max_deliver: DELIVERIES_MAX,
+            max_ack_pending: UNANSWERED_MAX,
             ..Default::default()
         };
-        let consumer = self
-            .stream
-            .get_or_create_consumer(&self.names.consumer, config)
-            .await
-            .map_err(|e| BusError::new("the consumer", e))?;
+        let consumer = self.stream.create_consumer(config).await.map_err(|e| BusError::new("the consumer", e))?;
         Ok(FiringWorker { consumer, client: self.client.clone() })
     }
 }
