@@ -269,7 +269,7 @@ pub(crate) fn on_book_step(st: &mut State, b: usize, changes: &[Change], now: i6
             }
             e
         };
-        st.publish_binance(&fast, &stream_name(book, "@depth@100ms"), make);
+        st.publish_binance(&fast, |raw| wrap(&stream_name(book, "@depth@100ms"), raw), make);
     }
     if st.has_subs(&slow) {
         if gap {
@@ -304,7 +304,7 @@ fn flush_one(st: &mut State, b: usize, now: i64) {
         e
     };
     let topic = Topic::BinanceDepth { book: book.id, slow: true };
-    st.publish_binance(&topic, &stream_name(book, "@depth"), make);
+    st.publish_binance(&topic, |raw| wrap(&stream_name(book, "@depth"), raw), make);
 }
 
 /// Sends the aggregated `<sym>@depth` diffs (called every second).
@@ -335,7 +335,7 @@ pub(crate) fn on_trade(st: &State, b: usize, t: &TradeRec) {
             m = t.taker_sell,
         )
     };
-    st.publish_binance(&topic, &stream_name(book, "@trade"), make);
+    st.publish_binance(&topic, |raw| wrap(&stream_name(book, "@trade"), raw), make);
 }
 
 /// Sends `serverShutdown` to every Binance connection (raw or wrapped as `!serverShutdown`).

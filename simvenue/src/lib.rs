@@ -31,6 +31,7 @@ mod binance;
 mod bitget;
 mod bybit;
 mod control;
+mod drive;
 pub mod inproc;
 mod market;
 mod okx;
