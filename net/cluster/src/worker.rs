@@ -22,7 +22,7 @@
 //! first, and starts as soon as it fits; a waiting firing is answered "in progress" every
 //! [`PROGRESS_EVERY`], so the stream neither gives it to another worker nor spends one of its
 //! `DELIVERIES_MAX` deliveries. The thread's own [`IN_FLIGHT_MAX`] slots are shared by the same
-//! rule (`fair::fair_fits`: a quarter kept for accounts holding none). A full bound is shared by
+//! rule (`rampart_delivery::fair::fair_fits`: a quarter kept for accounts holding none). A full bound is shared by
 //! demand every [`SHARE_EVERY`] while more than one account has demand in the thread
 //! (`Holdings::plan`): a waiting firing of an account under its part starts in the place of a cut
 //! attempt of the account furthest over its part there, whose firing goes back to the head of the
@@ -43,7 +43,7 @@ use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use super::health::WorkerStats;
 use super::{BusNames, Firing, FiringBus, FiringWorker};
 use rampart_delivery::pool::Pool;
-use rampart_delivery::{attempt, fair, Bound, DeliveryConfig, Demand, Holdings, Plan, Slot, Target, Width};
+use rampart_delivery::{attempt, victim, Bound, DeliveryConfig, Demand, Holdings, Plan, Slot, Target, Width};
 use rampart_outbound::tls_config;
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::StoppableThread;
@@ -401,7 +401,7 @@ fn start_all(w: &Rc<Worker>, starting: Vec<(Waiting, OwnedSemaphorePermit)>) {
 
 /// Every [`SHARE_EVERY`], while more than one account has demand in the thread, shares the full
 /// bounds by demand ([`share_contended`]). (Not at every attempt's end: the line may hold a
-/// thousand firings, and an attempt that may be cut has run [`fair::CUT_AFTER`] anyway.)
+/// thousand firings, and an attempt that may be cut has run [`rampart_delivery::fair::CUT_AFTER`] anyway.)
 async fn share_slots(w: Rc<Worker>) {
     loop {
         tokio::time::sleep(SHARE_EVERY).await;
@@ -457,16 +457,11 @@ fn share_contended(w: &Rc<Worker>, starting: &mut Vec<(Waiting, OwnedSemaphorePe
 }
 
 /// Cuts `account`'s youngest attempt under `bound` where `slot` waits, among those that have run
-/// [`fair::CUT_AFTER`]: its slots and attempt slot are freed and its firing is handed back (no
+/// [`rampart_delivery::fair::CUT_AFTER`]: its slots and attempt slot are freed and its firing is handed back (no
 /// outcome: the delivery spends no attempt and is sent again).
 fn cut_one(w: &Worker, held: &mut Holdings, slot: &Slot, bound: Bound, account: i64) -> Option<Waiting> {
     let mut flights = w.flights.borrow_mut();
-    let token = flights
-        .iter()
-        .filter(|(_, f)| f.waiting.slot.account == account && f.waiting.slot.shares(slot, bound))
-        .filter(|(_, f)| f.started.elapsed() >= fair::CUT_AFTER)
-        .max_by_key(|(_, f)| f.started)
-        .map(|(&t, _)| t)?;
+    let token = victim(flights.iter().map(|(&t, f)| (t, &f.waiting.slot, f.started)), slot, bound, account)?;
     let f = flights.remove(&token)?;
     f.abort.abort();
     held.hold(&f.waiting.slot, false);

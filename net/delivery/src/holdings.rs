@@ -123,6 +123,23 @@ pub enum Plan {
     Wait,
 }
 
+/// The attempt to cut for `plan`'s `Plan::Cut { bound, account }` where `waiting` waits: among
+/// `flights` (each one's key, slot and start), the youngest of `account`'s under `bound` that
+/// has run [`fair::CUT_AFTER`] (the single sender's and each cluster worker thread's choice).
+pub fn victim<'a, T: Copy + 'a>(
+    flights: impl Iterator<Item = (T, &'a Slot, std::time::Instant)>,
+    waiting: &Slot,
+    bound: Bound,
+    account: i64,
+) -> Option<T> {
+    flights
+        .filter(|(_, slot, started)| {
+            slot.account == account && slot.shares(waiting, bound) && started.elapsed() >= fair::CUT_AFTER
+        })
+        .max_by_key(|(_, _, started)| *started)
+        .map(|(key, _, _)| key)
+}
+
 /// How many accounts have demand at `key`: those holding slots there and those waiting for one.
 fn demanders<K: Hash + Eq + Clone>(shares: &fair::Shares<K>, key: &K, waiting: Option<&HashSet<i64>>) -> usize {
     let newcomers = waiting.map_or(0, |w| w.iter().filter(|&&a| !shares.holds(a, key)).count());

@@ -77,7 +77,7 @@ pub mod metrics;
 pub mod pool;
 pub mod signing;
 pub mod telegram;
-pub use holdings::{Bound, Demand, Holdings, Plan, Slot, Width};
+pub use holdings::{victim, Bound, Demand, Holdings, Plan, Slot, Width};
 use pool::{Conn, Key, Pool};
 use rampart_store::store::{message_id, AttemptResult, Channel, FailKind, OutboxRow, Outcome, Store};
 use rampart_store::writer::FIRING_TARGET;
@@ -435,13 +435,8 @@ impl Sender {
     /// have run [`fair::CUT_AFTER`]; its row stays pending (no attempt spent) and is sent again
     /// when it fits. Whether one was cut.
     fn cut(&mut self, waiting: &Slot, bound: Bound, account: i64) -> bool {
-        let victim = self
-            .in_flight
-            .iter()
-            .filter(|(_, f)| f.slot.account == account && f.slot.shares(waiting, bound))
-            .filter(|(_, f)| f.started.elapsed() >= fair::CUT_AFTER)
-            .max_by_key(|(_, f)| f.started)
-            .map(|(&id, _)| id);
+        let flights = self.in_flight.iter().map(|(&id, f)| (id, &f.slot, f.started));
+        let victim = holdings::victim(flights, waiting, bound, account);
         let Some(f) = victim.and_then(|id| self.in_flight.remove(&id)) else { return false };
         f.abort.abort();
         self.held.hold(&f.slot, false);
