@@ -244,7 +244,16 @@ fn the_cluster_loses_nothing_and_doubles_nothing_under_faults() {
     let mut rng = Rng::new(seed);
     let mut c = Cluster::start(BIN);
     let key = rampart_tests::cluster::unlimited_key(BIN, &c.config, &c.pg_url);
-    let symbols = load::movers(&c.api_base(0), &key);
+    // The api node may answer before its first listing and candles are in (a CI run saw none):
+    // ask again for up to 30 s.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let symbols = loop {
+        let symbols = load::movers(&c.api_base(0), &key);
+        if symbols.len() >= 5 || Instant::now() > deadline {
+            break symbols;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     assert!(symbols.len() >= 5, "moving pairs: {symbols:?}");
     let (hook, bodies) = load::receiver(c.client.addr);
     let stop = Arc::new(AtomicBool::new(false));
