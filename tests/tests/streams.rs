@@ -4,14 +4,18 @@
 //! on `alerts` with the webhook's body and the inbox id to resume from, a resume with `since`,
 //! the bound on a key's open streams, a client that stops reading (conflated within its bound,
 //! nobody else delayed, `seq` without a gap when it reads again), and on the live feed against
-//! the venue simulator a level broken by a trade and walls placed, pulled and filled.
+//! the venue simulator a level broken by a trade and walls placed, pulled and filled. And what
+//! admitted a stream, held against it (issue #45): a revoked key's streams and a signed-out
+//! session's page streams end within a second with the reason (on a cluster's other api node
+//! too), a resume point beyond the newest inbox entry is refused naming it, and the site's pages
+//! stream on their own bound.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use rampart_tests::cluster::{create_firing, movers, roomy_config, unlimited_key};
-use rampart_tests::{json_receiver, pg_database, Server, SimVenue, FAST};
+use rampart_tests::{json_receiver, pg_database, Server, SimVenue, SiteSession, FAST};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -425,40 +429,25 @@ fn walls_appear_then_go_pulled_or_filled() {
 /// Opens `GET /v1/stream?<query>` as server-sent events; the status line and headers, and the
 /// reader of the events that follow.
 fn events(server: &Server, query: &str, extra: &str) -> (String, BufReader<TcpStream>) {
-    let mut tcp = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
-    tcp.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
-    let head = format!(
-        "GET /v1/stream?{query} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n{extra}\r\n",
-        server.key
-    );
-    tcp.write_all(head.as_bytes()).expect("send");
-    let mut reader = BufReader::new(tcp);
-    let mut head = String::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !head.ends_with("\r\n\r\n") {
-        assert!(Instant::now() < deadline, "no head: {head}");
-        let _ = reader.read_line(&mut head);
-    }
-    (head, reader)
+    events_at(server, &format!("/v1/stream?{query}"), &format!("Authorization: Bearer {}\r\n{extra}", server.key))
 }
 
 /// The next event's `id` and parsed `data` (chunked framing lines skipped), within `limit`.
 fn next_event(reader: &mut BufReader<TcpStream>, limit: Duration) -> Option<(Option<i64>, Value)> {
-    let deadline = Instant::now() + limit;
-    let mut id = None;
+    let (deadline, mut id, mut line) = (Instant::now() + limit, None, String::new());
     while Instant::now() < deadline {
-        let mut line = String::new();
+        // A read that times out keeps what it read of the line in `line`.
         match reader.read_line(&mut line) {
             Ok(0) => return None,
             Ok(_) => {}
             Err(_) => continue,
         }
-        let line = line.trim_end();
-        if let Some(v) = line.strip_prefix("id: ") {
+        if let Some(v) = line.trim_end().strip_prefix("id: ") {
             id = v.parse().ok();
-        } else if let Some(v) = line.strip_prefix("data: ") {
+        } else if let Some(v) = line.trim_end().strip_prefix("data: ") {
             return Some((id, serde_json::from_str(v).expect("JSON data")));
         }
+        line.clear();
     }
     None
 }
@@ -526,7 +515,9 @@ fn the_same_messages_come_as_server_sent_events_and_resume_from_the_last_id() {
 
 /// In a cluster a firing recorded by a market node reaches a stream on any api node at once:
 /// the market node announces its inbox commits on NATS and each api node's streams read the
-/// inbox when they hear it, not at their one-second look.
+/// inbox when they hear it, not at their one-second look. Then a sign-out on one api node ends
+/// the session's page stream on the other, and a revocation ends the key's streams on both,
+/// each within a second.
 #[test]
 fn a_cluster_pushes_firings_to_streams_on_every_api_node() {
     let postgres = pg_database();
@@ -541,6 +532,8 @@ fn a_cluster_pushes_firings_to_streams_on_every_api_node() {
     let api_b = Server::start_with_key(BIN, &api_args, &api_a.key);
     let key = unlimited_key(BIN, &cfg, &postgres);
     let mut ws = connect(&api_b, &key).expect("a stream on api node b");
+    let (head, mut sse) = events_at(&api_a, "/v1/stream?channels=alerts", &format!("Authorization: Bearer {key}\r\n"));
+    assert!(head.starts_with("HTTP/1.1 200"), "an event stream on api node a: {head}");
     send(&mut ws, &json!({"op":"subscribe","id":1,"channels":["alerts"]}));
     assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":1}))));
     let symbols = movers(&api_a, &key);
@@ -559,4 +552,365 @@ fn a_cluster_pushes_firings_to_streams_on_every_api_node() {
     // Each firing's own round: the trade, the market node's commit, NATS, the inbox read. The
     // one-second look alone would put the median near 500 ms.
     assert!(lags[lags.len() / 2] < 400, "median {} ms: {lags:?}", lags[lags.len() / 2]);
+    // A site session signed out on node a: its page's stream on node b ends within a second
+    // (node b trusts its copy of the session for 0.5 s).
+    let site = SiteSession::signin(&api_a, &key).1.expect("signed in on node a");
+    let (head, mut page) =
+        events_at(&api_b, "/site/v1/stream?channels=alerts", &format!("Cookie: {}\r\n", site.cookie));
+    assert!(head.starts_with("HTTP/1.1 200"), "the session's page on node b: {head}");
+    assert_eq!(site.change(&api_a, "POST", "/site/signout", None).status, 200);
+    let signed_out = Instant::now();
+    let (events, ended) = events_until_end(&mut page, Duration::from_secs(5));
+    let took = signed_out.elapsed();
+    eprintln!("signed out on node a: node b's page stream ended after {took:?}");
+    assert!(ended && took < Duration::from_secs(1), "node b's page stream ended: {ended}, after {took:?}");
+    assert_eq!(events.last().map(|m| m["reason"].clone()), Some(json!("session ended")), "{events:?}");
+    // The key revoked (on the database both api nodes share): its streams end on both nodes
+    // within a second of `keys revoke` returning, which waits until every node's key table has
+    // the revocation.
+    let (events, _) = events_until_end(&mut sse, Duration::from_millis(500));
+    assert!(events.iter().any(|m| m["channel"] == "alerts"), "the firings reached node a's event stream: {events:?}");
+    let listed = std::process::Command::new(BIN)
+        .args(["keys", "list", "--config", &cfg, "--postgres", &postgres])
+        .output()
+        .expect("keys list");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let id = listed.lines().last().and_then(|l| l.split('\t').next()).expect("the newest key's id").to_owned();
+    let revoke = std::process::Command::new(BIN)
+        .args(["keys", "revoke", &id, "--config", &cfg, "--postgres", &postgres])
+        .output()
+        .expect("keys revoke");
+    assert!(revoke.status.success(), "{}", String::from_utf8_lossy(&revoke.stderr));
+    let revoked = Instant::now();
+    let (_, close) = until_close(&mut ws, Duration::from_secs(5));
+    let ws_took = revoked.elapsed();
+    let (events, ended) = events_until_end(&mut sse, Duration::from_secs(5));
+    let sse_took = revoked.elapsed();
+    eprintln!("revoked: node b's WebSocket closed after {ws_took:?}, node a's event stream ended after {sse_took:?}");
+    assert_eq!(close, Some((4401, "API key revoked".to_owned())));
+    assert!(ws_took < Duration::from_secs(1), "node b closed {ws_took:?} after the revocation");
+    assert!(ended && sse_took < Duration::from_secs(1), "node a ended: {ended}, after {sse_took:?}");
+    assert_eq!(events.last().map(|m| m["reason"].clone()), Some(json!("API key revoked")), "{events:?}");
+}
+
+// ---- What admitted a stream, held against it (issue #45) ----
+
+/// A config with the `roomy` plan (no burst limit to speak of, pct alerts, 5 streams per key)
+/// and webhooks to loopback allowed.
+fn admission_config(name: &str) -> String {
+    let cfg = std::env::temp_dir().join(format!("rampart-streams-{name}-{}.toml", std::process::id()));
+    let plan = "[plans.roomy]\napi = true\nprice_alert_cap = 1000\npct_alerts = true\nrepeat = true\nburst_per_min = 1000000\ndaily_quota = 100000000\nstream_connections = 5\n";
+    std::fs::write(&cfg, format!("[webhooks]\nallow_private = true\n\n{plan}")).expect("write the config");
+    cfg.display().to_string()
+}
+
+/// Opens `GET <path>` as server-sent events with `headers` (each line ending `\r\n`); the
+/// status line and headers, and the reader of the events that follow.
+fn events_at(server: &Server, path: &str, headers: &str) -> (String, BufReader<TcpStream>) {
+    let mut tcp = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+    let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n{headers}\r\n");
+    tcp.write_all(head.as_bytes()).expect("send");
+    let mut reader = BufReader::new(tcp);
+    let mut head = String::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !head.ends_with("\r\n\r\n") {
+        assert!(Instant::now() < deadline, "no head: {head}");
+        let _ = reader.read_line(&mut head);
+    }
+    (head, reader)
+}
+
+/// The JSON body of a refusal answered to [`events_at`] (its `Content-Length` bytes).
+fn refusal_body(head: &str, reader: &mut BufReader<TcpStream>) -> Value {
+    let len = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    std::io::Read::read_exact(reader, &mut body).expect("the body");
+    serde_json::from_slice(&body).expect("a JSON body")
+}
+
+/// What an event stream sends until it ends or `limit` passes: every event's data, and whether
+/// the server ended the stream (the chunked body's last chunk, or the connection closed).
+fn events_until_end(reader: &mut BufReader<TcpStream>, limit: Duration) -> (Vec<Value>, bool) {
+    let (deadline, mut seen, mut line) = (Instant::now() + limit, Vec::new(), String::new());
+    while Instant::now() < deadline {
+        // A read that times out keeps what it read of the line in `line`.
+        match reader.read_line(&mut line) {
+            Ok(0) => return (seen, true),
+            Ok(_) if line == "0\r\n" => return (seen, true),
+            Ok(_) => {}
+            Err(_) => continue,
+        }
+        if let Some(v) = line.trim_end().strip_prefix("data: ") {
+            seen.push(serde_json::from_str(v).expect("JSON data"));
+        }
+        line.clear();
+    }
+    (seen, false)
+}
+
+/// Messages until the server's close frame, within `limit`: the messages, and the close's code
+/// and reason (`None`: no close frame came, or the connection just ended).
+fn until_close(ws: &mut Ws, limit: Duration) -> (Vec<Value>, Option<(u16, String)>) {
+    let (deadline, mut seen) = (Instant::now() + limit, Vec::new());
+    while Instant::now() < deadline {
+        match ws.read() {
+            Ok(Message::Text(t)) => seen.push(serde_json::from_str(t.as_str()).expect("a JSON message")),
+            Ok(Message::Close(frame)) => return (seen, frame.map(|f| (u16::from(f.code), f.reason.to_string()))),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return (seen, None),
+        }
+    }
+    panic!("no close within {limit:?}; messages: {seen:?}");
+}
+
+/// Price alerts just above and just below the last price of `symbols` (0.03 % away), which the
+/// simulated market crosses within seconds; made with `create` (a body in, whether it was
+/// created out). Returns how many were created (one whose side the price crossed meanwhile is
+/// refused and skipped).
+fn near_price_alerts(server: &Server, reader: &str, symbols: &[String], create: impl Fn(&Value) -> bool) -> usize {
+    let mut made = 0;
+    for s in symbols {
+        let bars = server.get(&format!("/v1/candles/{s}?exchange=binance&interval=5m&limit=1"), Some(reader));
+        let close = bars.ok("candles")["data"][0]["close"].as_f64().unwrap_or(0.0);
+        for (direction, factor) in [("above", 1.0003), ("below", 0.9997)] {
+            let price: f64 = format!("{:.8}", close * factor).parse().unwrap_or(0.0);
+            let body =
+                json!({"symbol": s, "exchange": "binance", "type": "price", "direction": direction, "price": price});
+            made += usize::from(create(&body));
+        }
+    }
+    made
+}
+
+/// A new account's key on `cfg`'s `roomy` plan, labelled `label`, known to the server.
+fn roomy_key(server: &Server, cfg: &str, label: &str) -> String {
+    let out = server.keys(&["create", "--plan", "roomy", "--label", label, "--config", cfg]);
+    assert!(out.status.success(), "{}", rampart_tests::describe_output(&out));
+    let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_owned();
+    server.await_key(&key);
+    key
+}
+
+/// The id `keys create` printed for the key labelled `label`.
+fn key_id(server: &Server, label: &str) -> String {
+    server.key_rows().into_iter().find(|k| k.label == label).map(|k| k.id).expect("the key's row")
+}
+
+/// A stream of a key stands on that key: revoked, its WebSocket and server-sent-events streams
+/// end within a second with the reason, and carry no firing made after the revocation; another
+/// key's stream goes on. A positive control first: both carried the account's firings.
+#[test]
+fn a_revoked_keys_streams_end_within_a_second_with_the_reason() {
+    let cfg = admission_config("revoked");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg]].concat());
+    let leaked = roomy_key(&server, &cfg, "leaked");
+    let other = roomy_key(&server, &cfg, "other");
+    let mut ws = connect(&server, &leaked).expect("a stream of the leaked key");
+    send(&mut ws, &json!({"op":"subscribe","id":1,"channels":["alerts"]}));
+    assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":1}))));
+    let auth = format!("Authorization: Bearer {leaked}\r\n");
+    let (head, mut sse) = events_at(&server, "/v1/stream?channels=alerts", &auth);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut bystander = connect(&server, &other).expect("another key's stream");
+    let (hook, _hits) = json_receiver();
+    let symbols = movers(&server, &leaked);
+    assert!(symbols.len() >= 3, "moving pairs: {symbols:?}");
+    for s in symbols.iter().take(8) {
+        create_firing(&server, &leaked, s, hook);
+    }
+    // The positive control: a firing of the account on both streams.
+    let fired = wait_for(&mut ws, Duration::from_secs(60), |m| m["channel"] == "alerts");
+    assert_eq!(fired["type"], "alert.triggered", "{fired}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !events_until_end(&mut sse, Duration::from_millis(200)).0.iter().any(|m| m["channel"] == "alerts") {
+        assert!(Instant::now() < deadline, "no firing on the event stream");
+    }
+    let asked = Instant::now();
+    let out = server.keys(&["revoke", &key_id(&server, "leaked")]);
+    assert!(out.status.success(), "{}", rampart_tests::describe_output(&out));
+    let (revoked, revoked_ms) = (Instant::now(), rampart_tests::now_ms());
+    let (seen, close) = until_close(&mut ws, Duration::from_secs(5));
+    let ws_took = revoked.elapsed();
+    let (events, ended) = events_until_end(&mut sse, Duration::from_secs(5));
+    let sse_took = revoked.elapsed();
+    eprintln!(
+        "revoke took {:?}; WebSocket closed {ws_took:?} and event stream ended {sse_took:?} after it returned",
+        revoked - asked
+    );
+    assert_eq!(close, Some((4401, "API key revoked".to_owned())), "messages before: {seen:?}");
+    assert!(ws_took < Duration::from_secs(1), "the WebSocket closed {ws_took:?} after the revocation");
+    assert!(ended && sse_took < Duration::from_secs(1), "the event stream ended: {ended}, after {sse_took:?}");
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!(
+        (&last["type"], &last["code"], &last["reason"]),
+        (&json!("close"), &json!(4401), &json!("API key revoked"))
+    );
+    // Nothing the account fired after the revocation reached either stream.
+    for m in seen.iter().chain(&events).filter(|m| m["channel"] == "alerts") {
+        let at = m["data"]["trigger"]["time"].as_i64().unwrap_or(i64::MAX);
+        assert!(at < revoked_ms, "a firing of {at} after the revocation at {revoked_ms} was sent: {m}");
+    }
+    server.get("/v1/exchanges", Some(&leaked)).assert_error(401, "revoked API key", "REST");
+    assert!(connect(&server, &leaked).is_err(), "a new stream of the revoked key is refused");
+    send(&mut bystander, &json!({"op":"ping","id":9}));
+    assert_eq!(
+        wait_for(&mut bystander, Duration::from_secs(5), |m| m["type"] == "ack"),
+        json!({"type":"ack","id":9}),
+        "another key's stream goes on"
+    );
+}
+
+/// A site page's stream stands on its session: signed out, or its key revoked, it ends within a
+/// second with the reason. The account is on `free` (no API streams at all): its pages are live.
+#[test]
+fn a_site_stream_ends_at_sign_out_and_at_its_keys_revocation() {
+    let cfg = admission_config("site-ends");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg]].concat());
+    let reader = roomy_key(&server, &cfg, "reader");
+    let free = server.create_key("free", Some("site"));
+    let open = |s: &SiteSession| {
+        let (head, r) = events_at(&server, "/site/v1/stream?channels=alerts", &format!("Cookie: {}\r\n", s.cookie));
+        assert!(head.starts_with("HTTP/1.1 200"), "a free account's page streams: {head}");
+        r
+    };
+    let first = SiteSession::signin(&server, &free).1.expect("signed in");
+    let mut page = open(&first);
+    let symbols = movers(&server, &reader);
+    let made = near_price_alerts(&server, &reader, &symbols[..symbols.len().min(5)], |body| {
+        first.change(&server, "POST", "/site/v1/alerts", Some(body)).status == 200
+    });
+    assert!(made >= 4, "{made} alerts made");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !events_until_end(&mut page, Duration::from_millis(200)).0.iter().any(|m| m["channel"] == "alerts") {
+        assert!(Instant::now() < deadline, "no firing reached the free account's page live");
+    }
+    // Signed out: the page's stream ends with the reason.
+    assert_eq!(first.change(&server, "POST", "/site/signout", None).status, 200);
+    let signed_out = Instant::now();
+    let (events, ended) = events_until_end(&mut page, Duration::from_secs(5));
+    let took = signed_out.elapsed();
+    assert!(ended && took < Duration::from_secs(1), "ended: {ended}, after {took:?}");
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!(
+        (&last["type"], &last["code"], &last["reason"]),
+        (&json!("close"), &json!(4401), &json!("session ended"))
+    );
+    let (head, _) = events_at(&server, "/site/v1/stream?channels=alerts", &format!("Cookie: {}\r\n", first.cookie));
+    assert!(head.starts_with("HTTP/1.1 401"), "the ended session opens nothing: {head}");
+    // Its key revoked: a new session's stream ends likewise.
+    let second = SiteSession::signin(&server, &free).1.expect("signed in again");
+    let mut page = open(&second);
+    let out = server.keys(&["revoke", &key_id(&server, "site")]);
+    assert!(out.status.success(), "{}", rampart_tests::describe_output(&out));
+    let revoked = Instant::now();
+    let (events, ended) = events_until_end(&mut page, Duration::from_secs(5));
+    let took = revoked.elapsed();
+    assert!(ended && took < Duration::from_secs(1), "ended: {ended}, after {took:?}");
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!((&last["code"], &last["reason"]), (&json!(4401), &json!("API key revoked")), "{events:?}");
+}
+
+/// The site's pages have their own stream bound (per session and per account), apart from the
+/// API key's: with the key's five streams open, the account's page still streams, and receives
+/// its firings live; a session's ninth page stream is refused 429 with the reason.
+#[test]
+fn site_pages_stream_on_their_own_bound_while_the_key_holds_all_of_its() {
+    let cfg = admission_config("site-bound");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg]].concat());
+    let key = roomy_key(&server, &cfg, "bot");
+    let bots: Vec<Ws> = (0..5).map(|_| connect(&server, &key).expect("one of the key's five streams")).collect();
+    match connect(&server, &key) {
+        Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 429, "a sixth"),
+        other => panic!("a sixth stream of the key: {:?}", other.map(|_| "opened")),
+    }
+    let site = SiteSession::signin(&server, &key).1.expect("signed in");
+    let cookie = format!("Cookie: {}\r\n", site.cookie);
+    let (head, mut page) = events_at(&server, "/site/v1/stream?channels=alerts", &cookie);
+    assert!(head.starts_with("HTTP/1.1 200"), "the page streams beside the key's full bound: {head}");
+    let (hook, _hits) = json_receiver();
+    for s in movers(&server, &key).iter().take(6) {
+        create_firing(&server, &key, s, hook);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !events_until_end(&mut page, Duration::from_millis(200)).0.iter().any(|m| m["channel"] == "alerts") {
+        assert!(Instant::now() < deadline, "no firing reached the page live");
+    }
+    // The site's own bound: eight page streams per session.
+    let mut more: Vec<BufReader<TcpStream>> = Vec::new();
+    for _ in 0..7 {
+        let (head, r) = events_at(&server, "/site/v1/stream?channels=board:binance", &cookie);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        more.push(r);
+    }
+    let (head, mut r) = events_at(&server, "/site/v1/stream?channels=board:binance", &cookie);
+    assert!(head.starts_with("HTTP/1.1 429") && head.to_ascii_lowercase().contains("retry-after"), "{head}");
+    assert_eq!(refusal_body(&head, &mut r)["error"], "at most 8 live connections per session; close a tab");
+    drop(bots);
+}
+
+/// An `alerts` resume point beyond the account's newest inbox entry (a restored database,
+/// another server) is refused on every form, naming the newest id; the newest itself is taken.
+#[test]
+fn a_cursor_beyond_the_newest_inbox_entry_is_refused_naming_it() {
+    let cfg = admission_config("cursor");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg]].concat());
+    let key = roomy_key(&server, &cfg, "cursor");
+    let (hook, _hits) = json_receiver();
+    let ids: Vec<i64> = movers(&server, &key).iter().take(4).map(|s| create_firing(&server, &key, s, hook)).collect();
+    let inbox_newest = || {
+        let inbox = server.get("/v1/inbox?limit=1", Some(&key));
+        inbox.ok("inbox")["data"].as_array().and_then(|a| a.first()).and_then(|e| e["id"].as_i64())
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while inbox_newest().is_none() {
+        assert!(Instant::now() < deadline, "no firing in 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // No more firings: the newest id stays put for the checks.
+    for id in ids {
+        let gone = server.request("DELETE", &format!("/v1/alerts/{id}"), Some(&format!("Bearer {key}")), None);
+        assert!(gone.status == 200 || gone.status == 404, "{}", gone.text);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let newest = inbox_newest().expect("an entry");
+    let beyond = format!(
+        "is beyond the newest inbox entry of this account ({newest}); resume with since at most {newest}, or without it to start after the newest"
+    );
+    let mut ws = connect(&server, &key).expect("connect");
+    send(&mut ws, &json!({"op":"subscribe","id":1,"channels":["alerts"],"since":9_000_000_000_000i64}));
+    let refused = next(&mut ws, Duration::from_secs(5)).and_then(Result::ok).expect("an answer");
+    assert_eq!(refused, json!({"type":"error","id":1,"error":format!("since 9000000000000 {beyond}")}));
+    send(&mut ws, &json!({"op":"subscribe","id":2,"channels":["alerts"],"since":newest + 1}));
+    let refused = next(&mut ws, Duration::from_secs(5)).and_then(Result::ok).expect("an answer");
+    assert_eq!(refused["error"], format!("since {} {beyond}", newest + 1));
+    send(&mut ws, &json!({"op":"subscribe","id":3,"channels":["alerts"],"since":newest - 1}));
+    assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":3}))));
+    let resumed = wait_for(&mut ws, Duration::from_secs(5), |m| m["channel"] == "alerts");
+    assert_eq!(resumed["id"].as_i64(), Some(newest), "the entry after the cursor: {resumed}");
+    // Server-sent events: `since` in the query and a browser's `Last-Event-ID`.
+    let auth = format!("Authorization: Bearer {key}\r\n");
+    let (head, mut r) = events_at(&server, "/v1/stream?channels=alerts&since=9000000000000", &auth);
+    assert!(head.starts_with("HTTP/1.1 422"), "{head}");
+    assert_eq!(refusal_body(&head, &mut r)["error"], format!("since 9000000000000 {beyond}"));
+    let (head, mut r) =
+        events_at(&server, "/v1/stream?channels=alerts", &format!("{auth}Last-Event-ID: 9000000000000\r\n"));
+    assert!(head.starts_with("HTTP/1.1 422"), "{head}");
+    let named = beyond.replace("since at most", "Last-Event-ID at most");
+    assert_eq!(refusal_body(&head, &mut r)["error"], format!("Last-Event-ID 9000000000000 {named}"));
+    let (head, _) = events_at(&server, &format!("/v1/stream?channels=alerts&since={newest}"), &auth);
+    assert!(head.starts_with("HTTP/1.1 200"), "the newest itself: {head}");
+    // The site's pages: its market stream and its live inbox.
+    let site = SiteSession::signin(&server, &key).1.expect("signed in");
+    let resume = format!("Cookie: {}\r\nLast-Event-ID: 9000000000000\r\n", site.cookie);
+    for path in ["/site/v1/stream?channels=alerts", "/site/events"] {
+        let (head, mut r) = events_at(&server, path, &resume);
+        assert!(head.starts_with("HTTP/1.1 422"), "{path}: {head}");
+        assert_eq!(refusal_body(&head, &mut r)["error"], format!("Last-Event-ID 9000000000000 {named}"), "{path}");
+    }
 }

@@ -31,6 +31,7 @@ mod health;
 mod json_errors;
 mod market_api;
 pub mod site;
+mod stream_admission;
 mod stream_api;
 mod stream_fanout;
 mod webhooks_api;
@@ -143,6 +144,8 @@ pub struct Front {
     event_streams: Rc<RefCell<site::events::Streams>>,
     /// The open `GET /v1/stream` connections, per key.
     streams: Rc<RefCell<stream_api::OpenStreams>>,
+    /// The site's open market streams (`/site/v1/stream`), per session and account.
+    site_streams: Rc<RefCell<site::events::Streams>>,
     /// The streams' fan-out: their market subscriptions and outboxes.
     fanout: Rc<RefCell<stream_fanout::Hub>>,
     /// `[streams]`: subscriptions and unsent bytes per connection.
@@ -163,6 +166,18 @@ pub enum Role {
 }
 
 type Resp = Response<Full<Bytes>>;
+
+/// The key in `Authorization: Bearer <key>`, if the header holds one of a key's shape.
+fn bearer_token(headers: &hyper::HeaderMap) -> Option<&str> {
+    headers
+        .get(AUTHORIZATION)?
+        .to_str()
+        .ok()
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| is_key_shaped(t))
+}
 
 fn respond(status: StatusCode, body: String) -> Resp {
     respond_bytes(status, Bytes::from(body))
@@ -380,6 +395,10 @@ impl Front {
             telegram_on: false,
             event_streams: Rc::new(RefCell::new(site::events::Streams::default())),
             streams: Rc::new(RefCell::new(stream_api::OpenStreams::default())),
+            site_streams: Rc::new(RefCell::new(site::events::Streams::new(
+                stream_admission::SITE_STREAMS_PER_ACCOUNT_MAX,
+                stream_admission::SITE_STREAMS_PER_SESSION_MAX,
+            ))),
             fanout: Rc::new(RefCell::new(stream_fanout::Hub::new(&crate::stream::Bounds::default()))),
             stream_bounds: crate::stream::Bounds::default(),
             cluster: None,
@@ -504,17 +523,10 @@ impl Front {
 
     /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
     async fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<(Arc<KeyRow>, Usage), ApiError> {
-        let Some(header) = req.headers.get(AUTHORIZATION) else {
+        if !req.headers.contains_key(AUTHORIZATION) {
             return Err(self.unauthenticated(peer, "missing API key", now_ms));
-        };
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim())
-            .filter(|t| is_key_shaped(t));
-        let Some(token) = token else {
+        }
+        let Some(token) = bearer_token(&req.headers) else {
             return Err(self.unauthenticated(peer, "invalid API key", now_ms));
         };
         let Some(row) = self.find_key(token, peer, now_ms).await else {

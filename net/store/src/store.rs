@@ -1361,7 +1361,12 @@ impl Store {
 
     /// Finds the key whose hash matches `key`.
     pub fn lookup_key(&self, key: &str) -> Result<Option<KeyRow>, StoreError> {
-        let hash = hash_key(key);
+        self.lookup_key_hash(&hash_key(key))
+    }
+
+    /// Finds the key whose text hashes to `hash` (an open stream asking whether its key still
+    /// stands, `decisions.md` §12).
+    pub fn lookup_key_hash(&self, hash: &[u8; 32]) -> Result<Option<KeyRow>, StoreError> {
         self.db.query_opt(
             "SELECT k.id, k.account_id, k.label, a.plan, k.created_ms, k.revoked_ms
              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?1",

@@ -38,7 +38,7 @@ use futures_util::{SinkExt, StreamExt};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY,
+    HeaderValue, ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, COOKIE, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY,
     SEC_WEBSOCKET_VERSION, UPGRADE,
 };
 use hyper::{Method, Request, Response, StatusCode};
@@ -50,6 +50,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::site::events::EventBody;
+use super::site::session::cookie_id;
+use super::stream_admission::{cursor_refusal, Admission, CLOSE_UNAUTHORISED, KEY_REVOKED};
 use super::stream_fanout::Joined;
 use super::{error, method_not_allowed, ApiError, Front, Resp};
 use crate::api::limit::Usage;
@@ -58,7 +60,7 @@ use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, BACKLOG_MAX};
 use hyper::http::request::Parts;
 use rampart_engine::BookId;
-use rampart_store::store::KeyRow;
+use rampart_store::store::{hash_key, KeyRow};
 
 /// How often a connection's task looks at the board, its heartbeat and (while catching up) the
 /// inbox; market changes and `alerts` entries come from the fan-out when they happen.
@@ -103,16 +105,22 @@ impl OpenStreams {
     }
 }
 
-/// The key's place among the open streams, given back when the connection ends.
-struct Place {
+/// A key's place among its open streams, given back when the connection ends.
+struct KeyPlace {
     open: Rc<RefCell<OpenStreams>>,
     key: i64,
 }
 
-impl Drop for Place {
+impl Drop for KeyPlace {
     fn drop(&mut self) {
         self.open.borrow_mut().close(self.key);
     }
+}
+
+/// A stream's place, held by its task: among its key's streams, or among the site's.
+enum Place {
+    Key { _held: KeyPlace },
+    Site { _held: super::site::events::Place },
 }
 
 /// Whether the request asks for server-sent events (`Accept: text/event-stream`).
@@ -171,6 +179,10 @@ impl Front {
             Ok(k) => k,
             Err(e) => return e.into_response().map(Either::Left),
         };
+        let Some(token) = super::bearer_token(req.headers()) else {
+            return ApiError::new(StatusCode::UNAUTHORIZED, "invalid API key").into_response().map(Either::Left);
+        };
+        let admission = Admission::Key { hash: hash_key(token) };
         let query = req.uri().query();
         let numbers = ops::query_numbers(
             super::query_param(query, "since").as_deref(),
@@ -183,18 +195,24 @@ impl Front {
         }
         if wants_events(req.headers()) {
             let (parts, _) = req.into_parts();
-            let mut r = match self.stream_events(&parts, &account).await {
+            let mut r = match self.stream_events(&parts, &account, admission).await {
                 Ok(r) => r.map(Either::Right),
                 Err(e) => e.into_response().map(Either::Left),
             };
             super::with_usage(&mut r, usage);
             return r;
         }
-        self.upgrade(req, &account, usage).map(Either::Left)
+        self.upgrade(req, &account, usage, admission).map(Either::Left)
     }
 
     /// The WebSocket upgrade: 101 and the connection's task, or 426 / 429.
-    fn upgrade(self: &Rc<Self>, mut req: Request<Incoming>, account: &KeyRow, usage: Usage) -> Resp {
+    fn upgrade(
+        self: &Rc<Self>,
+        mut req: Request<Incoming>,
+        account: &KeyRow,
+        usage: Usage,
+        admission: Admission,
+    ) -> Resp {
         let Some(key) = websocket_key(&req) else {
             let mut r = error(
                 StatusCode::UPGRADE_REQUIRED,
@@ -204,14 +222,14 @@ impl Front {
             super::with_usage(&mut r, usage);
             return r;
         };
-        let max = self.plans.get(&account.plan).map_or(0, |p| p.stream_connections);
-        if !self.streams.borrow_mut().open(account.id, max) {
-            let refused = ApiError::too_many(format!("at most {max} open streams per key on this plan; close one"), 5);
-            let mut r = refused.into_response();
-            super::with_usage(&mut r, usage);
-            return r;
-        }
-        let place = Place { open: self.streams.clone(), key: account.id };
+        let place = match self.take_place(account, &admission) {
+            Ok(p) => p,
+            Err(refused) => {
+                let mut r = refused.into_response();
+                super::with_usage(&mut r, usage);
+                return r;
+            }
+        };
         let upgrade = hyper::upgrade::on(&mut req);
         let front = self.clone();
         let account_id = account.account_id;
@@ -229,7 +247,7 @@ impl Front {
                 .max_write_buffer_size(front.stream_bounds.socket_bytes_max());
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config)).await;
             let session = Session::new(front.clock.now_ms(), front.stream_bounds.subscriptions_max);
-            front.run_stream(Out::Ws(Box::new(ws)), session, account_id, Vec::new(), None).await;
+            front.run_stream(Out::Ws(Box::new(ws)), session, account_id, (Vec::new(), None), admission).await;
         });
         let accept = derive_accept_key(key.as_bytes());
         let mut r = Resp::new(Full::new(Bytes::new()));
@@ -246,11 +264,49 @@ impl Front {
 }
 
 impl Front {
+    /// A place for a stream `admission` admitted: among the key's open streams, at most its
+    /// plan's `stream_connections`, or among the site's (per session and per account, apart
+    /// from the key's); 429 with `Retry-After` at the bound.
+    fn take_place(&self, key: &KeyRow, admission: &Admission) -> Result<Place, ApiError> {
+        match admission {
+            Admission::Key { .. } => {
+                let max = self.plans.get(&key.plan).map_or(0, |p| p.stream_connections);
+                if !self.streams.borrow_mut().open(key.id, max) {
+                    let message = format!("at most {max} open streams per key on this plan; close one");
+                    return Err(ApiError::too_many(message, 5));
+                }
+                Ok(Place::Key { _held: KeyPlace { open: self.streams.clone(), key: key.id } })
+            }
+            Admission::Session { cookie, account, .. } => {
+                let session = super::site::session::hash(cookie);
+                let held = super::site::events::Place::take(&self.site_streams, *account, session)?;
+                Ok(Place::Site { _held: held })
+            }
+        }
+    }
+
+    /// Refuses (422, naming the newest id) an `alerts` resume point beyond the account's newest
+    /// inbox entry: it would mute the channel until the inbox's sequence passed it.
+    async fn check_cursor(&self, account: i64, name: &str, since: i64) -> Result<(), ApiError> {
+        let newest = self.storage.run(move |store| store.inbox_last_id(account)).await?;
+        match cursor_refusal(name, since, newest) {
+            Some(message) => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Front {
     /// `GET /v1/stream?channels=…` as server-sent events: the channels, `since` (or the
     /// `Last-Event-ID` a reconnecting browser sends) and `minUsd` checked like a `subscribe`
     /// (422, 404 for an unknown pair), the key's open streams counted (429); then 200 and the
     /// stream's task, which sends each channel's first messages and then every change.
-    async fn stream_events(self: &Rc<Self>, req: &Parts, account: &KeyRow) -> Result<Response<EventBody>, ApiError> {
+    async fn stream_events(
+        self: &Rc<Self>,
+        req: &Parts,
+        account: &KeyRow,
+        admission: Admission,
+    ) -> Result<Response<EventBody>, ApiError> {
         let query = req.uri.query();
         let Some(channels) = super::query_param(query, "channels") else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
@@ -270,16 +326,16 @@ impl Front {
         let targets = session
             .subscribe(&channels, min_usd)
             .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
-        let max = self.plans.get(&account.plan).map_or(0, |p| p.stream_connections);
-        if !self.streams.borrow_mut().open(account.id, max) {
-            return Err(ApiError::too_many(format!("at most {max} open streams per key on this plan; close one"), 5));
+        if let (Some(after), true) = (since, channels.contains(&Channel::Alerts)) {
+            let name = if last.is_some() { "Last-Event-ID" } else { "since" };
+            self.check_cursor(account.account_id, name, after).await?;
         }
-        let place = Place { open: self.streams.clone(), key: account.id };
+        let place = self.take_place(account, &admission)?;
         let (tx, rx) = tokio::sync::mpsc::channel(EVENTS_QUEUED_MAX);
         let (front, account_id) = (self.clone(), account.account_id);
         tokio::task::spawn_local(async move {
             let _place = place;
-            front.run_stream(Out::Sse(tx), session, account_id, targets, since).await;
+            front.run_stream(Out::Sse(tx), session, account_id, (targets, since), admission).await;
         });
         let mut r = Response::new(EventBody::new(rx));
         let h = r.headers_mut();
@@ -313,7 +369,12 @@ impl Front {
         if let Err(e) = self.admit_site(session.account_id, now_ms) {
             return refused(e);
         }
-        match self.stream_events(&parts, &key).await {
+        let cookie = parts.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(cookie_id);
+        let Some(cookie) = cookie.map(str::to_owned) else {
+            return refused(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"));
+        };
+        let admission = Admission::Session { cookie, account: session.account_id, key_hash: session.key_hash };
+        match self.stream_events(&parts, &key, admission).await {
             Ok(r) => r.map(Either::Right),
             Err(e) => refused(e),
         }
@@ -331,54 +392,67 @@ enum End {
 }
 
 impl Front {
-    /// One connection until it ends: `initial` are the subscriptions of a server-sent-events
-    /// request (their first messages go first), `since` its `alerts` resume point.
+    /// One connection until it ends: `first` are the subscriptions of a server-sent-events
+    /// request (their first messages go first) and its `alerts` resume point; it ends early,
+    /// closed [`CLOSE_UNAUTHORISED`], once what admitted it no longer stands (whatever it was
+    /// doing then, a write waiting for the client included).
     async fn run_stream(
         self: Rc<Self>,
         mut out: Out,
         mut session: Session,
         account: i64,
-        initial: Vec<Rc<Target>>,
-        since: Option<i64>,
+        first: (Vec<Rc<Target>>, Option<i64>),
+        admission: Admission,
     ) {
         let mut cx = Ctx {
             joined: self.join_fanout(),
             account,
+            key_hash: admission.key_hash(),
             looked: Looks { inbox_writes: u64::MAX, inbox_ms: 0, catching_up: false },
         };
+        let end = tokio::select! {
+            end = self.serve_stream(&mut out, &mut session, &mut cx, first) => end,
+            reason = self.admission_ends(&admission) => End::Close(CloseCode::from(CLOSE_UNAUTHORISED), reason),
+        };
+        drop(cx);
+        out.end(end, self.clock.now_ms()).await;
+    }
+
+    /// The connection's first messages, then its loop: the client's ops, the fan-out's batches
+    /// and the periodic look; returns why it ends.
+    async fn serve_stream(
+        self: &Rc<Self>,
+        out: &mut Out,
+        session: &mut Session,
+        cx: &mut Ctx,
+        (initial, since): (Vec<Rc<Target>>, Option<i64>),
+    ) -> End {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let now_ms = self.clock.now_ms();
-        let mut first = Ok(());
         for t in &initial {
-            first = self.first_message(&mut out, &mut session, &mut cx, t, since, now_ms).await;
-            if first.is_err() {
-                break;
+            if let Err(end) = self.first_message(out, session, cx, t, since, now_ms).await {
+                return end;
             }
         }
-        let end = loop {
-            if let Err(end) = first {
-                break end;
-            }
-            first = tokio::select! {
+        loop {
+            let step = tokio::select! {
                 frame = out.next_frame() => match frame {
-                    Some(Ok(Message::Text(t))) => self.answer_op(&mut out, &mut session, &mut cx, t.as_bytes()).await,
-                    Some(Ok(Message::Binary(b))) => self.answer_op(&mut out, &mut session, &mut cx, &b).await,
+                    Some(Ok(Message::Text(t))) => self.answer_op(out, session, cx, t.as_bytes()).await,
+                    Some(Ok(Message::Binary(b))) => self.answer_op(out, session, cx, &b).await,
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => Ok(()),
                     Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => Err(End::Close(CloseCode::Size, "message too long")),
                     Some(Ok(Message::Close(_)) | Err(_)) | None => Err(End::Gone),
                 },
-                _ = cx.joined.woken.notified() => self.write_market(&mut out, &mut session, &cx).await,
-                _ = tick.tick() => self.push_changes(&mut out, &mut session, &mut cx).await,
+                _ = cx.joined.woken.notified() => self.write_market(out, session, cx).await,
+                _ = tick.tick() => self.push_changes(out, session, cx).await,
                 _ = self.writer_stats.inbox_written.notified(), if cx.looked.catching_up && session.alerts_after().is_some() => {
-                    self.push_alerts(&mut out, &mut session, &mut cx).await
+                    self.push_alerts(out, session, cx).await
                 }
             };
-        };
-        drop(cx);
-        if let (End::Close(code, reason), Out::Ws(ws)) = (end, &mut out) {
-            let frame = CloseFrame { code, reason: reason.into() };
-            let _ = tokio::time::timeout(SEND_WAIT, ws.as_mut().close(Some(frame))).await;
+            if let Err(end) = step {
+                return end;
+            }
         }
     }
 
@@ -404,6 +478,11 @@ impl Front {
             Op::Subscribe { id, channels, since, min_usd } => {
                 if let Some(unknown) = channels.iter().find_map(|c| self.unknown_channel(c)) {
                     return refuse(out, s, Some(id), &unknown, now_ms).await;
+                }
+                if let (Some(after), true) = (since, channels.contains(&Channel::Alerts)) {
+                    if let Err(e) = self.check_cursor(cx.account, "since", after).await {
+                        return refuse(out, s, Some(id), &e.message, now_ms).await;
+                    }
                 }
                 let fresh = match s.subscribe(&channels, min_usd) {
                     Ok(f) => f,
@@ -506,6 +585,7 @@ impl Front {
                 s.start_alerts(after);
                 let rows = self.storage.run(move |store| store.inbox_after(account, after, BACKLOG_MAX)).await;
                 let rows = rows.map_err(|_| End::Close(CloseCode::Again, "storage unavailable; retry later"))?;
+                self.still_standing(cx)?;
                 for r in &rows {
                     if let Some(m) = s.alert_entry(r.id, &r.kind, &r.body, now_ms) {
                         out.send(m, Some(r.id)).await?;
@@ -523,6 +603,7 @@ impl Front {
     /// passed the bound is closed 4008.
     async fn write_market(&self, out: &mut Out, s: &mut Session, cx: &Ctx) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
+        self.still_standing(cx)?;
         let frames: Vec<(String, Option<i64>)> = {
             let mut hub = self.fanout.borrow_mut();
             if hub.fanout.overflowed(cx.joined.conn) {
@@ -575,6 +656,7 @@ impl Front {
     async fn push_alerts(&self, out: &mut Out, s: &mut Session, cx: &mut Ctx) -> Result<(), End> {
         let now_ms = self.clock.now_ms();
         let Some(after) = s.alerts_after() else { return Ok(()) };
+        self.still_standing(cx)?;
         let looked = &mut cx.looked;
         let writes = self.writer_stats.inbox_writes.load(Ordering::Acquire);
         if writes == looked.inbox_writes && now_ms - looked.inbox_ms < ALERTS_RESCAN_MS {
@@ -602,10 +684,11 @@ impl Front {
     }
 }
 
-/// A connection's place in the fan-out, its account and its inbox reads.
+/// A connection's place in the fan-out, its account, the key it stands on and its inbox reads.
 struct Ctx {
     joined: Joined,
     account: i64,
+    key_hash: [u8; 32],
     looked: Looks,
 }
 
@@ -679,6 +762,26 @@ impl Out {
         }
     }
 
+    /// Ends the connection as `end` says: a WebSocket closed with the code and reason (the
+    /// frame waits [`SEND_WAIT`] at most); an event stream's last event `{"type":"close",
+    /// "code","reason","ts"}` when there is room for it, then its end.
+    async fn end(&mut self, end: End, now_ms: i64) {
+        let End::Close(code, reason) = end else { return };
+        match self {
+            Out::Ws(ws) => {
+                let frame = CloseFrame { code, reason: reason.into() };
+                let _ = tokio::time::timeout(SEND_WAIT, ws.as_mut().close(Some(frame))).await;
+            }
+            Out::Sse(tx) => {
+                let code = u16::from(code);
+                debug_assert!(!reason.contains(['"', '\\']), "a close reason is plain text");
+                let last =
+                    format!("data: {{\"type\":\"close\",\"code\":{code},\"reason\":\"{reason}\",\"ts\":{now_ms}}}\n\n");
+                let _ = tx.try_send(Bytes::from(last));
+            }
+        }
+    }
+
     /// The client's next frame (an SSE client sends none: this waits until it goes).
     async fn next_frame(&mut self) -> Option<Result<Message, tokio_tungstenite::tungstenite::Error>> {
         match self {
@@ -687,6 +790,18 @@ impl Out {
                 tx.closed().await;
                 None
             }
+        }
+    }
+}
+
+impl Front {
+    /// Ends the connection (closed [`CLOSE_UNAUTHORISED`]) when the key table already knows its
+    /// key revoked: checked before each batch, so nothing is written after the table knew, even
+    /// between two looks of [`Front::admission_ends`].
+    fn still_standing(&self, cx: &Ctx) -> Result<(), End> {
+        match self.key_revoked_now(&cx.key_hash) {
+            true => Err(End::Close(CloseCode::from(CLOSE_UNAUTHORISED), KEY_REVOKED)),
+            false => Ok(()),
         }
     }
 }

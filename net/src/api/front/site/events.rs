@@ -3,7 +3,9 @@
 //! `data: <the entry as GET /v1/inbox lists it>`.
 //!
 //! A stream starts after the newest entry at connection time, or after `Last-Event-ID` when the
-//! browser reconnects, so a dropped connection loses nothing. A task per stream looks every
+//! browser reconnects, so a dropped connection loses nothing; a `Last-Event-ID` beyond the
+//! account's newest entry (a restored database, another server) is refused 422 naming the newest
+//! id, never taken as a cursor that would mute the stream until the inbox's ids passed it. A task per stream looks every
 //! [`POLL_MS`] at the writer's count of inbox commits and reads the inbox (through the storage
 //! thread) only when it moved, or every [`RESCAN_MS`] regardless; it sends a comment every
 //! [`KEEPALIVE_MS`] so proxies keep the connection. The stream ends when the session does
@@ -30,6 +32,7 @@ use hyper::{Response, StatusCode};
 
 use super::session;
 use crate::api::front::alerts_api::write_inbox_entry;
+use crate::api::front::stream_admission::cursor_refusal;
 use crate::api::front::{ApiError, Front, Resp};
 use rampart_state::json::Json;
 
@@ -69,31 +72,56 @@ impl Body for EventBody {
     }
 }
 
-/// Open streams, in all and per account.
-#[derive(Debug, Default)]
+/// Open streams in all, per account and per session (each bound refused 429 with
+/// `Retry-After`). One counts `/site/events`, another the site's market streams
+/// (`/site/v1/stream`), apart from the API keys' `stream_connections`.
+#[derive(Debug)]
 pub struct Streams {
+    per_account_max: usize,
+    per_session_max: usize,
     total: usize,
     by_account: HashMap<i64, usize>,
+    by_session: HashMap<[u8; 32], usize>,
+}
+
+impl Default for Streams {
+    /// `/site/events`' bounds: [`STREAMS_PER_ACCOUNT_MAX`] per account, no tighter one per session.
+    fn default() -> Streams {
+        Streams::new(STREAMS_PER_ACCOUNT_MAX, STREAMS_PER_ACCOUNT_MAX)
+    }
 }
 
 impl Streams {
-    fn open(&mut self, account: i64) -> Result<(), ApiError> {
+    /// None open; at most [`STREAMS_MAX`] in all, `per_account_max` of one account and
+    /// `per_session_max` of one session.
+    pub fn new(per_account_max: usize, per_session_max: usize) -> Streams {
+        assert!(per_session_max >= 1 && per_session_max <= per_account_max && per_account_max <= STREAMS_MAX);
+        Streams { per_account_max, per_session_max, total: 0, by_account: HashMap::new(), by_session: HashMap::new() }
+    }
+
+    /// Takes a place for a stream of `account`'s session `session` (the SHA-256 of its id).
+    pub(in crate::api::front) fn open(&mut self, account: i64, session: [u8; 32]) -> Result<(), ApiError> {
         let mine = self.by_account.get(&account).copied().unwrap_or(0);
+        let this_session = self.by_session.get(&session).copied().unwrap_or(0);
         if self.total >= STREAMS_MAX {
             return Err(ApiError::too_many("too many live connections; retry shortly", 5));
         }
-        if mine >= STREAMS_PER_ACCOUNT_MAX {
-            return Err(ApiError::too_many(
-                format!("at most {STREAMS_PER_ACCOUNT_MAX} live connections per account; close a tab"),
-                5,
-            ));
+        if mine >= self.per_account_max {
+            let max = self.per_account_max;
+            return Err(ApiError::too_many(format!("at most {max} live connections per account; close a tab"), 5));
+        }
+        if this_session >= self.per_session_max {
+            let max = self.per_session_max;
+            return Err(ApiError::too_many(format!("at most {max} live connections per session; close a tab"), 5));
         }
         self.total += 1;
         *self.by_account.entry(account).or_insert(0) += 1;
+        *self.by_session.entry(session).or_insert(0) += 1;
         Ok(())
     }
 
-    fn close(&mut self, account: i64) {
+    /// Gives back a place [`Streams::open`] took.
+    pub(in crate::api::front) fn close(&mut self, account: i64, session: [u8; 32]) {
         self.total = self.total.saturating_sub(1);
         if let Some(n) = self.by_account.get_mut(&account) {
             *n -= 1;
@@ -101,18 +129,37 @@ impl Streams {
                 self.by_account.remove(&account);
             }
         }
+        if let Some(n) = self.by_session.get_mut(&session) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_session.remove(&session);
+            }
+        }
     }
 }
 
 /// Frees a stream's place when its task ends, however it ends.
-struct Place {
+pub(in crate::api::front) struct Place {
     streams: Rc<RefCell<Streams>>,
     account: i64,
+    session: [u8; 32],
+}
+
+impl Place {
+    /// A place in `streams` for a stream of `account`'s `session`, or the 429 refusal.
+    pub(in crate::api::front) fn take(
+        streams: &Rc<RefCell<Streams>>,
+        account: i64,
+        session: [u8; 32],
+    ) -> Result<Place, ApiError> {
+        streams.borrow_mut().open(account, session)?;
+        Ok(Place { streams: streams.clone(), account, session })
+    }
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
-        self.streams.borrow_mut().close(self.account);
+        self.streams.borrow_mut().close(self.account, self.session);
     }
 }
 
@@ -140,16 +187,19 @@ impl Front {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in").into_response());
         };
         let acc = s.account_id;
+        let newest = self
+            .storage
+            .run(move |store| store.inbox_last_id(acc))
+            .await
+            .map_err(|e| ApiError::from(e).into_response())?;
         let after = match last_event_id(req) {
-            Some(id) => id,
-            None => self
-                .storage
-                .run(move |store| store.inbox_last_id(acc))
-                .await
-                .map_err(|e| ApiError::from(e).into_response())?,
+            Some(id) => match cursor_refusal("Last-Event-ID", id, newest) {
+                Some(refused) => return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, refused).into_response()),
+                None => id,
+            },
+            None => newest,
         };
-        self.event_streams.borrow_mut().open(acc).map_err(ApiError::into_response)?;
-        let place = Place { streams: self.event_streams.clone(), account: acc };
+        let place = Place::take(&self.event_streams, acc, session::hash(&cookie)).map_err(ApiError::into_response)?;
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUE_MAX);
         let front = self.clone();
         tokio::task::spawn_local(async move {
@@ -216,18 +266,36 @@ mod tests {
     #[test]
     fn streams_are_bounded_per_account_and_freed() {
         let mut s = Streams::default();
-        for _ in 0..STREAMS_PER_ACCOUNT_MAX {
-            assert!(s.open(1).is_ok());
+        let session = |i: usize| [i as u8; 32];
+        for i in 0..STREAMS_PER_ACCOUNT_MAX {
+            assert!(s.open(1, session(i % 2)).is_ok());
         }
-        assert!(s.open(1).is_err(), "one more of the same account");
-        assert!(s.open(2).is_ok(), "another account");
-        s.close(1);
-        assert!(s.open(1).is_ok(), "room again");
-        for _ in 0..STREAMS_PER_ACCOUNT_MAX {
-            s.close(1);
+        assert!(s.open(1, session(3)).is_err(), "one more of the same account");
+        assert!(s.open(2, session(9)).is_ok(), "another account");
+        s.close(1, session(0));
+        assert!(s.open(1, session(0)).is_ok(), "room again");
+        for i in 0..STREAMS_PER_ACCOUNT_MAX {
+            s.close(1, session(i % 2));
         }
-        s.close(2);
-        assert_eq!((s.total, s.by_account.len()), (0, 0));
+        s.close(2, session(9));
+        assert_eq!((s.total, s.by_account.len(), s.by_session.len()), (0, 0, 0));
+    }
+
+    #[test]
+    fn streams_are_bounded_per_session_within_the_account() {
+        let mut s = Streams::new(4, 2);
+        let (a, b) = ([1; 32], [2; 32]);
+        assert!(s.open(1, a).is_ok() && s.open(1, a).is_ok());
+        let refused = s.open(1, a).expect_err("a third of one session");
+        assert_eq!(
+            (refused.status.as_u16(), refused.message.as_str()),
+            (429, "at most 2 live connections per session; close a tab")
+        );
+        assert!(s.open(1, b).is_ok() && s.open(1, b).is_ok(), "another session of the account");
+        let refused = s.open(1, [3; 32]).expect_err("a fifth of the account");
+        assert_eq!(refused.message, "at most 4 live connections per account; close a tab");
+        s.close(1, a);
+        assert!(s.open(1, a).is_ok(), "room again");
     }
 
     #[test]
