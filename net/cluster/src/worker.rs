@@ -527,7 +527,7 @@ async fn record(w: Rc<Worker>, mut arrived: mpsc::Receiver<Attempted>) {
     let mut group = Vec::with_capacity(IN_FLIGHT_MAX);
     while arrived.recv_many(&mut group, IN_FLIGHT_MAX).await > 0 {
         let outcomes: Vec<Outcome> = group.iter().map(|a| a.outcome.clone()).collect();
-        let recorded = w.store.record_attempts(&outcomes);
+        let recorded = w.store.record_attempts(&outcomes, rampart_delivery::schedule::next_attempt_ms);
         let now = w.clock.now_ms();
         w.stats.storage(recorded.is_ok(), now);
         let due = match recorded {

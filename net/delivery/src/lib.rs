@@ -75,6 +75,7 @@ pub mod fair;
 mod holdings;
 pub mod metrics;
 pub mod pool;
+pub mod schedule;
 pub mod signing;
 pub mod telegram;
 pub use holdings::{victim, Bound, Demand, Holdings, Plan, Slot, Width};
@@ -310,7 +311,7 @@ impl Sender {
     /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
     fn record(&mut self, store: &mut Store, now_ms: i64) {
         if !self.unrecorded.is_empty() {
-            let result = store.record_attempts(&self.unrecorded);
+            let result = store.record_attempts(&self.unrecorded, schedule::next_attempt_ms);
             if let Some(health) = &self.config.health {
                 health.record(rampart_store::storage::Writer::Delivery, &result, now_ms);
             }

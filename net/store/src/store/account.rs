@@ -3,8 +3,9 @@
 //! Telegram chat id). Key changes bump `keys_version`, which the running service's key table
 //! follows (`api::keys`).
 
-use super::{key_row, CreatedKey, KeyRow, Revoked, Store, StoreError};
-use crate::db::vals;
+use super::conn::Store;
+use super::keys::{key_row, CreatedKey, KeyRow, Revoked};
+use crate::db::{vals, StoreError};
 
 /// Keys an account may hold unrevoked at once; one more is refused.
 pub const ACCOUNT_KEYS_MAX: u64 = 20;

@@ -10,21 +10,11 @@
 //! survives a restart; an epoch checked on every write makes a stale owner harmless even before
 //! it notices.
 
-use super::{Store, StoreError};
-use crate::db::vals;
+use super::conn::{Fence, Store};
+use crate::db::{vals, StoreError};
 
 /// The database server's clock in Unix milliseconds (one clock for every node).
 const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
-
-/// The owner a writer's store writes for: a write is refused with [`StoreError::Fenced`] once
-/// the partition's row has another epoch.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fence {
-    /// The partition, as `index/count`.
-    pub partition: String,
-    /// The epoch this node claimed.
-    pub epoch: i64,
-}
 
 /// A partition's lease as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,8 +7,8 @@
 //! Bound: at most `max` sessions (the caller's); opening one more ends the least recently used.
 //! Idle ones are removed when a session is opened.
 
-use super::{Store, StoreError};
-use crate::db::{vals, Row};
+use super::conn::Store;
+use crate::db::{vals, Row, StoreError};
 
 /// One stored session.
 #[derive(Clone, Debug, PartialEq, Eq)]

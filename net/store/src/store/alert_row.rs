@@ -1,0 +1,206 @@
+//! An alert as the store holds it and is handed it: [`AlertRow`] with its one mapping of a
+//! condition to columns and back, [`NewAlert`], and a firing's [`FiringRecord`].
+
+use super::conn::{unknown, UnknownStoredValue};
+use crate::db::{Row, StoreError};
+use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
+use rampart_engine::{Price, Timeframe, Venue};
+
+/// An alert row (the API's Alert resource, stored).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlertRow {
+    /// Alert id.
+    pub id: i64,
+    /// Owning account.
+    pub account_id: i64,
+    /// Venue.
+    pub exchange: Venue,
+    /// Pair symbol.
+    pub symbol: String,
+    /// What fires it (type, direction, level or threshold and window).
+    pub condition: Condition,
+    /// Repeating.
+    pub repeat: bool,
+    /// Client label.
+    pub note: String,
+    /// Webhook target.
+    pub webhook_url: Option<String>,
+    /// Lifecycle status.
+    pub status: AlertStatus,
+    /// Price at creation (fixed-point).
+    pub created_price: i64,
+    /// Creation time.
+    pub created_ms: i64,
+    /// Last firing time.
+    pub last_triggered_ms: Option<i64>,
+    /// Firings so far.
+    pub trigger_count: i64,
+    /// When it ends by itself, Unix milliseconds; `None`: never.
+    pub expires_ms: Option<i64>,
+}
+
+impl AlertRow {
+    /// The alert as a shard holds it.
+    pub fn spec(&self) -> Option<AlertSpec> {
+        Some(AlertSpec { id: u64::try_from(self.id).ok()?, condition: self.condition, repeat: self.repeat })
+    }
+}
+
+/// An alert's lifecycle status, stored and answered as `active` or `triggered`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlertStatus {
+    /// Evaluated on every trade.
+    Active,
+    /// Fired (not repeating); no longer evaluated.
+    Triggered,
+}
+
+impl AlertStatus {
+    /// The stored and answered spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertStatus::Active => "active",
+            AlertStatus::Triggered => "triggered",
+        }
+    }
+
+    /// The status stored as `s`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<AlertStatus> {
+        [AlertStatus::Active, AlertStatus::Triggered].into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// The columns a condition is stored in: `kind`, `direction`, `price`, `pct_millionths`, `window`.
+pub type ConditionColumns = (&'static str, &'static str, Option<i64>, Option<i64>, Option<&'static str>);
+
+/// The one mapping of a condition to its columns.
+pub fn condition_columns(c: &Condition) -> ConditionColumns {
+    match *c {
+        Condition::Price { level, .. } => (c.kind(), c.direction(), Some(level.0), None, None),
+        Condition::Pct { millionths, window, .. } => {
+            (c.kind(), c.direction(), None, Some(i64::from(millionths)), Some(window.as_str()))
+        }
+    }
+}
+
+/// The one mapping back: every column must hold a value this build writes; anything else is an
+/// error naming the column, never a default.
+fn condition_from_columns(
+    kind: &str,
+    direction: &str,
+    price: Option<i64>,
+    pct: Option<i64>,
+    window: Option<&str>,
+) -> Result<Condition, UnknownStoredValue> {
+    let bad = |what: String| UnknownStoredValue(what);
+    match kind {
+        "price" => Ok(Condition::Price {
+            cross: Cross::parse(direction).ok_or_else(|| bad(format!("direction '{direction}' of a price alert")))?,
+            level: Price(price.filter(|p| *p > 0).ok_or_else(|| bad("price of a price alert".into()))?),
+        }),
+        "pct" => Ok(Condition::Pct {
+            dir: Move::parse(direction).ok_or_else(|| bad(format!("direction '{direction}' of a pct alert")))?,
+            millionths: pct
+                .and_then(|p| u32::try_from(p).ok())
+                .ok_or_else(|| bad("pct_millionths of a pct alert".into()))?,
+            window: window.and_then(Timeframe::parse).ok_or_else(|| bad("window of a pct alert".into()))?,
+        }),
+        other => Err(bad(format!("kind '{other}'"))),
+    }
+}
+
+/// A new alert, validated by the front.
+#[derive(Clone, Debug)]
+pub struct NewAlert {
+    /// Owning account.
+    pub account_id: i64,
+    /// Venue.
+    pub exchange: Venue,
+    /// Pair symbol.
+    pub symbol: String,
+    /// What fires it.
+    pub condition: Condition,
+    /// Repeating.
+    pub repeat: bool,
+    /// Label.
+    pub note: String,
+    /// Webhook target.
+    pub webhook_url: Option<String>,
+    /// Price at creation.
+    pub created_price: i64,
+    /// Creation time.
+    pub created_ms: i64,
+    /// When it ends by itself, Unix milliseconds (`expires_at`); `None`: never.
+    pub expires_ms: Option<i64>,
+}
+
+/// What an alert create's `Idempotency-Key` was used for before ([`Store::idempotent_alert`](crate::store::Store::idempotent_alert)).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Idempotent {
+    /// Not used (or not within 24 h): create.
+    New,
+    /// Used with the same body: the alert it made, as it is now.
+    Same(AlertRow),
+    /// Used with another body.
+    Other,
+    /// Used with the same body for this alert, deleted since.
+    Deleted(i64),
+}
+
+/// Which alerts a listing shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusFilter {
+    /// Only active.
+    Active,
+    /// Only triggered.
+    Triggered,
+    /// Both.
+    All,
+}
+
+pub(super) const ALERT_COLUMNS: &str =
+    "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat, \
+     note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms";
+
+pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
+    let exchange: String = r.get(2)?;
+    let (kind, direction): (String, String) = (r.get(4)?, r.get(5)?);
+    let window: Option<String> = r.get(8)?;
+    let condition =
+        condition_from_columns(&kind, &direction, r.get(6)?, r.get(7)?, window.as_deref()).map_err(|e| unknown(e.0))?;
+    let status: String = r.get(12)?;
+    Ok(AlertRow {
+        id: r.get(0)?,
+        account_id: r.get(1)?,
+        exchange: Venue::ALL
+            .into_iter()
+            .find(|v| v.as_str() == exchange)
+            .ok_or_else(|| unknown(format!("exchange '{exchange}'")))?,
+        symbol: r.get(3)?,
+        condition,
+        repeat: r.get(9)?,
+        note: r.get(10)?,
+        webhook_url: r.get(11)?,
+        status: AlertStatus::parse(&status).ok_or_else(|| unknown(format!("status '{status}'")))?,
+        created_price: r.get(13)?,
+        created_ms: r.get(14)?,
+        last_triggered_ms: r.get(15)?,
+        trigger_count: r.get(16)?,
+        expires_ms: r.get(17)?,
+    })
+}
+
+/// One firing to persist.
+#[derive(Clone, Copy, Debug)]
+pub struct FiringRecord {
+    /// Alert id.
+    pub alert_id: i64,
+    /// Trade price (fixed-point).
+    pub price: i64,
+    /// Signed move in hundredths of a percent, for pct alerts.
+    pub move_hundredths: Option<i64>,
+    /// Firing time.
+    pub ts_ms: i64,
+    /// The alert is done (not repeating): its status becomes `triggered`.
+    pub last: bool,
+}

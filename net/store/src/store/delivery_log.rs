@@ -1,0 +1,166 @@
+//! The delivery log of an alert's webhooks (`decisions.md` §13): each attempt, kept 7 days and
+//! at most [`ATTEMPTS_PER_ALERT_MAX`] per alert, and redelivery of a firing.
+
+use super::conn::Store;
+use super::outbox::{AttemptResult, Outcome};
+use crate::db::{vals, Row, StoreError};
+
+/// Delivery log rows kept per alert at most (the oldest go first).
+pub const ATTEMPTS_PER_ALERT_MAX: i64 = 100;
+
+/// How long delivery log rows are kept, and how long a firing can be redelivered: 7 days.
+pub const DELIVERY_LOG_KEEP_MS: i64 = 7 * 86_400_000;
+
+/// One row of an alert's delivery log (`GET /v1/alerts/{id}/deliveries`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeliveryLogRow {
+    /// The firing's trigger time, Unix milliseconds.
+    pub trigger_ms: i64,
+    /// Which attempt (1 to 3; a redelivery starts again at 1); a pending row names the next.
+    pub attempt: i64,
+    /// When it ended (a pending row: when it is due), Unix milliseconds.
+    pub at_ms: i64,
+    /// `delivered`, `failed`, `timeout`, `refused`, `blocked` or `pending`.
+    pub outcome: String,
+    /// The answer's status, when one came.
+    pub status: Option<i64>,
+    /// How long it took, milliseconds (none for a pending row).
+    pub latency_ms: Option<i64>,
+    /// What went wrong, when it did.
+    pub error: Option<String>,
+}
+
+/// What a redelivery request came to ([`Store::redeliver`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redelivery {
+    /// Queued again: a new delivery of the same body.
+    Queued,
+    /// No such firing of this account's alert within the log's 7 days.
+    Unknown,
+    /// The firing's delivery is still pending.
+    Pending,
+}
+
+impl Store {
+    /// Adds attempts of webhook deliveries (each already counted in its delivery's `attempts`)
+    /// to their alerts' delivery logs, keeping the newest [`ATTEMPTS_PER_ALERT_MAX`] of each
+    /// alert and nothing older than [`DELIVERY_LOG_KEEP_MS`]; each step's statements pipelined
+    /// (three round trips for the lot on PostgreSQL). Telegram messages have no log.
+    pub(super) fn log_attempts(&self, outcomes: &[&Outcome]) -> Result<(), StoreError> {
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<_> = outcomes
+            .iter()
+            .map(|o| {
+                let (status, error) = match &o.result {
+                    AttemptResult::Delivered { status } => (Some(i64::from(*status)), None),
+                    AttemptResult::Failed { status, error, .. } => (status.map(i64::from), Some(error.as_str())),
+                };
+                vals![o.id, o.at_ms, o.result.outcome(), status, o.latency_ms, error].to_vec()
+            })
+            .collect();
+        let added = self.db.execute_each(
+            "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error)
+             SELECT id, alert_id, trigger_ms, attempts, ?2, ?3, ?4, ?5, ?6 FROM outbox WHERE id = ?1 AND channel = 'webhook'",
+            &rows,
+        )?;
+        let trims: Vec<_> = outcomes
+            .iter()
+            .zip(&added)
+            .filter(|(_, &n)| n > 0)
+            .map(|(o, _)| vals![o.id, ATTEMPTS_PER_ALERT_MAX].to_vec())
+            .collect();
+        if trims.is_empty() {
+            return Ok(());
+        }
+        self.db.execute_each(
+            "DELETE FROM attempts WHERE alert_id = (SELECT alert_id FROM outbox WHERE id = ?1) AND id <= (
+                SELECT a.id FROM attempts a WHERE a.alert_id = (SELECT alert_id FROM outbox WHERE id = ?1)
+                ORDER BY a.id DESC LIMIT 1 OFFSET ?2)",
+            &trims,
+        )?;
+        let newest = outcomes.iter().map(|o| o.at_ms).max().unwrap_or(0);
+        self.db.execute("DELETE FROM attempts WHERE at_ms < ?1", vals![newest - DELIVERY_LOG_KEEP_MS])?;
+        Ok(())
+    }
+
+    /// The delivery log of `account_id`'s alert `alert_id`, newest first, at most `limit` rows:
+    /// every attempt of the last 7 days and every delivery not attempted yet (`pending`, at its
+    /// due time). `None` when the account has no such alert (or it was deleted, expired or
+    /// delisted: a deleted alert is gone, its log with it).
+    pub fn delivery_log(
+        &self,
+        account_id: i64,
+        alert_id: i64,
+        limit: u32,
+    ) -> Result<Option<Vec<DeliveryLogRow>>, StoreError> {
+        let owned = self.db.query_opt(
+            "SELECT id FROM alerts WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL",
+            vals![alert_id, account_id],
+            |r| r.get::<i64>(0),
+        )?;
+        if owned.is_none() {
+            return Ok(None);
+        }
+        let row = |r: &Row<'_>| {
+            Ok(DeliveryLogRow {
+                trigger_ms: r.get(0)?,
+                attempt: r.get(1)?,
+                at_ms: r.get(2)?,
+                outcome: r.get(3)?,
+                status: r.get(4)?,
+                latency_ms: r.get(5)?,
+                error: r.get(6)?,
+            })
+        };
+        let mut rows = self.db.query(
+            "SELECT trigger_ms, attempts + 1, next_attempt_ms, 'pending', NULL, NULL, NULL FROM outbox
+             WHERE alert_id = ?1 AND channel = 'webhook' AND state = 'pending'",
+            vals![alert_id],
+            row,
+        )?;
+        rows.extend(self.db.query(
+            "SELECT trigger_ms, attempt, at_ms, outcome, status, latency_ms, error FROM attempts
+             WHERE alert_id = ?1 ORDER BY id DESC LIMIT ?2",
+            vals![alert_id, i64::from(limit)],
+            row,
+        )?);
+        rows.sort_by_key(|r| std::cmp::Reverse(r.at_ms));
+        rows.truncate(limit as usize);
+        Ok(Some(rows))
+    }
+
+    /// Queues the webhook of `account_id`'s alert `alert_id` fired at `trigger_ms` again: a new
+    /// delivery with the same body, the same pair and the §6 schedule, when the firing is at
+    /// most 7 days old (at `now_ms`) and no delivery of it is still pending.
+    pub fn redeliver(
+        &self,
+        account_id: i64,
+        alert_id: i64,
+        trigger_ms: i64,
+        now_ms: i64,
+    ) -> Result<Redelivery, StoreError> {
+        let rows = self.db.query(
+            "SELECT o.state, o.url, o.body FROM outbox o JOIN alerts a ON a.id = o.alert_id
+             WHERE o.alert_id = ?1 AND a.account_id = ?2 AND a.deleted_ms IS NULL AND o.trigger_ms = ?3
+                AND o.channel = 'webhook'
+             ORDER BY o.id DESC",
+            vals![alert_id, account_id, trigger_ms],
+            |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<String>(2)?)),
+        )?;
+        let Some((_, url, body)) = rows.first() else { return Ok(Redelivery::Unknown) };
+        if trigger_ms < now_ms - DELIVERY_LOG_KEEP_MS {
+            return Ok(Redelivery::Unknown);
+        }
+        if rows.iter().any(|(state, _, _)| state == "pending") {
+            return Ok(Redelivery::Pending);
+        }
+        self.db.execute(
+            "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6)",
+            vals![alert_id, account_id, url, body, trigger_ms, now_ms],
+        )?;
+        Ok(Redelivery::Queued)
+    }
+}

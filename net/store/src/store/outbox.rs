@@ -1,0 +1,370 @@
+//! The outbox: deliveries waiting (webhooks and Telegram messages), read round-robin across
+//! accounts, and each attempt's outcome recorded with the schedule the caller hands in.
+
+use super::conn::{unknown, Store};
+use super::render::Render;
+use crate::db::{vals, Db, Row, StoreError};
+
+/// Due deliveries of one account returned by one [`Store::due_deliveries`] at most (fewer when
+/// many accounts share the scan), so one account's backlog cannot fill a scan; its further rows
+/// come in later scans, as earlier ones are settled.
+pub const DUE_PER_ACCOUNT_MAX: u32 = 256;
+
+/// One webhook delivery (a firing of an alert with a webhook), as the outbox holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutboxRow {
+    /// Delivery id.
+    pub id: i64,
+    /// The alert.
+    pub alert_id: i64,
+    /// Target URL (checked again at every attempt).
+    pub url: String,
+    /// The `alert.triggered` body, the same for every attempt.
+    pub body: String,
+    /// `pending`, `delivered` or `failed`.
+    pub state: String,
+    /// Attempts made.
+    pub attempts: i64,
+    /// When the first attempt failed.
+    pub first_failure_ms: Option<i64>,
+    /// When the next attempt is due.
+    pub next_attempt_ms: i64,
+    /// HTTP status of the last answer, if any.
+    pub last_status: Option<i64>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    /// The account that owns the alert (the unit of the sender's fairness).
+    pub account_id: i64,
+    /// Where it goes: the webhook URL, or the account's Telegram chat (`url` is then the chat id).
+    pub channel: Channel,
+    /// The firing's trigger time (with `alert_id`, the pair that identifies it: [`message_id`](crate::store::message_id)).
+    pub trigger_ms: i64,
+}
+
+/// The channel of an outbox row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    /// A POST of the event body to the alert's `webhook_url`.
+    Webhook,
+    /// A Bot API `sendMessage` to the account's chat.
+    Telegram,
+}
+
+impl Channel {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Webhook => "webhook",
+            Channel::Telegram => "telegram",
+        }
+    }
+}
+
+/// Queues a Telegram message for `account_id`'s chat, when it has one: an outbox row due at
+/// `now_ms`, in the caller's transaction. `text` is only made when a message is queued.
+pub(super) fn queue_telegram(
+    db: &Db,
+    texts: &dyn Render,
+    account_id: i64,
+    alert_id: i64,
+    text: impl FnOnce() -> String,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let chat = db.query_opt("SELECT telegram_chat_id FROM channels WHERE account_id = ?1", vals![account_id], |r| {
+        r.get::<Option<String>>(0)
+    })?;
+    let Some(Some(chat)) = chat else { return Ok(()) };
+    let body = texts.telegram_body(&chat, &text());
+    db.execute(
+        "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms, channel)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?5, ?5, 'telegram')",
+        vals![alert_id, account_id, &chat, &body, now_ms],
+    )?;
+    Ok(())
+}
+
+/// The channel column back: every stored value is one this build writes.
+pub(super) fn channel_column(r: &Row<'_>, col: usize) -> Result<Channel, StoreError> {
+    match r.get::<String>(col)?.as_str() {
+        "webhook" => Ok(Channel::Webhook),
+        "telegram" => Ok(Channel::Telegram),
+        other => Err(unknown(format!("outbox channel '{other}'"))),
+    }
+}
+
+/// What one delivery attempt came to, and when: the unit the sender records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Delivery id.
+    pub id: i64,
+    /// What the attempt came to.
+    pub result: AttemptResult,
+    /// When it ended: the schedule is measured from here, however late it is recorded.
+    pub at_ms: i64,
+    /// How long it took, milliseconds.
+    pub latency_ms: i64,
+}
+
+/// What one delivery attempt came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// A 2xx answer.
+    Delivered {
+        /// The status.
+        status: u16,
+    },
+    /// A non-2xx answer, a timeout, a refused address or a connection error.
+    Failed {
+        /// The status, when an answer came.
+        status: Option<u16>,
+        /// What went wrong.
+        error: String,
+        /// Which kind of failure, as the delivery log names it.
+        kind: FailKind,
+    },
+}
+
+/// How an attempt failed, as the delivery log names it (`decisions.md` §13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailKind {
+    /// An answer that was not 2xx, or one cut short (`failed`).
+    Answer,
+    /// No full answer within the attempt's time (`timeout`).
+    Timeout,
+    /// No connection (`refused`).
+    Refused,
+    /// The public-address check refused the target (`blocked`).
+    Blocked,
+}
+
+impl FailKind {
+    /// Its name in the delivery log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailKind::Answer => "failed",
+            FailKind::Timeout => "timeout",
+            FailKind::Refused => "refused",
+            FailKind::Blocked => "blocked",
+        }
+    }
+}
+
+impl AttemptResult {
+    /// Its outcome in the delivery log: `delivered`, or the failure's kind.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            AttemptResult::Delivered { .. } => "delivered",
+            AttemptResult::Failed { kind, .. } => kind.as_str(),
+        }
+    }
+}
+
+/// When the attempt after `attempts_done` failed attempts is due, measured from the first
+/// failure (`None`: the delivery has failed for good). The policy is delivery's
+/// (`rampart_delivery::schedule::next_attempt_ms`); the store records what it answers.
+pub type RetrySchedule = fn(attempts_done: i64, first_failure_ms: i64) -> Option<i64>;
+
+/// Records a delivered attempt: `?1` the row, `?2` the status, `?3` the time.
+const DELIVERED_SQL: &str = "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_status = ?2,
+    last_error = NULL, done_ms = ?3 WHERE id = ?1";
+
+const OUTBOX_COLUMNS: &str = "id, alert_id, url, body, state, attempts, first_failure_ms, next_attempt_ms, \
+     last_status, last_error, account_id, channel, trigger_ms";
+
+fn outbox_row(r: &Row<'_>) -> Result<OutboxRow, StoreError> {
+    Ok(OutboxRow {
+        id: r.get(0)?,
+        alert_id: r.get(1)?,
+        url: r.get(2)?,
+        body: r.get(3)?,
+        state: r.get(4)?,
+        attempts: r.get(5)?,
+        first_failure_ms: r.get(6)?,
+        next_attempt_ms: r.get(7)?,
+        last_status: r.get(8)?,
+        last_error: r.get(9)?,
+        account_id: r.get(10)?,
+        channel: channel_column(r, 11)?,
+        trigger_ms: r.get(12)?,
+    })
+}
+
+/// Takes one item of each queue in turn, then the next of each, until `limit` or all are taken.
+fn round_robin<T>(mut queues: Vec<std::vec::IntoIter<T>>, limit: usize) -> Vec<T> {
+    let mut out = Vec::new();
+    while out.len() < limit && !queues.is_empty() {
+        queues.retain(|q| q.len() > 0);
+        for q in &mut queues {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(item) = q.next() {
+                out.push(item);
+            }
+        }
+    }
+    out
+}
+
+impl Store {
+    /// Pending deliveries due at `now_ms`, round-robin across accounts: every account's soonest
+    /// due row first, then every account's second, and so on; at most `limit` rows, at most
+    /// [`DUE_PER_ACCOUNT_MAX`] of one account, and at most `limit` accounts looked at (lowest ids
+    /// first; the others are looked at in later scans, as earlier ones' rows are settled).
+    ///
+    /// Rationale: ordering by due time alone let one account's thousands of due rows fill the
+    /// whole scan, so another account's row was not even seen until they drained. Each account is
+    /// found and read by an index seek (`outbox_pending_account`), so the cost follows the
+    /// accounts and rows returned, not the size of the backlog.
+    pub fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
+        let accounts = self.pending_accounts(limit as usize)?;
+        let per_account = (limit as usize / accounts.len().max(1)).clamp(1, DUE_PER_ACCOUNT_MAX as usize);
+        let sql = format!(
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE state = 'pending' AND account_id = ?1 AND next_attempt_ms <= ?2
+             ORDER BY next_attempt_ms, id LIMIT ?3"
+        );
+        let mut queues = Vec::with_capacity(accounts.len());
+        for account in accounts {
+            let rows = self.db.query(&sql, vals![account, now_ms, per_account as i64], outbox_row)?;
+            if !rows.is_empty() {
+                queues.push(rows.into_iter());
+            }
+        }
+        Ok(round_robin(queues, limit as usize))
+    }
+
+    /// Accounts with pending deliveries (due or not), lowest id first, at most `max`.
+    fn pending_accounts(&self, max: usize) -> Result<Vec<i64>, StoreError> {
+        let mut accounts = Vec::new();
+        let mut after = i64::MIN;
+        while accounts.len() < max {
+            let next = self.db.query_opt(
+                "SELECT account_id FROM outbox WHERE state = 'pending' AND account_id > ?1 ORDER BY account_id LIMIT 1",
+                vals![after],
+                |r| r.get::<i64>(0),
+            )?;
+            let Some(next) = next else { break };
+            accounts.push(next);
+            after = next;
+        }
+        Ok(accounts)
+    }
+
+    /// The soonest time a pending delivery is due, if any.
+    pub fn next_delivery_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.db.query_one("SELECT MIN(next_attempt_ms) FROM outbox WHERE state = 'pending'", &[], |r| r.get(0))
+    }
+
+    /// Records several attempts' outcomes in one transaction, each at its own time: delivered,
+    /// rescheduled when `schedule` says when, or failed for good when it says never. For each
+    /// outcome, in order, the time its delivery is due again when it was rescheduled. On an
+    /// error nothing is recorded.
+    pub fn record_attempts(
+        &self,
+        outcomes: &[Outcome],
+        schedule: RetrySchedule,
+    ) -> Result<Vec<Option<i64>>, StoreError> {
+        self.db.in_transaction_of(|| {
+            self.lock_outbox_rows(outcomes.iter().map(|o| o.id))?;
+            // Deliveries are one statement each, sent as one pipelined batch; failures read the
+            // row's attempts first, so they go one by one.
+            let delivered: Vec<_> = outcomes
+                .iter()
+                .filter_map(|o| match o.result {
+                    AttemptResult::Delivered { status } => Some(vals![o.id, i64::from(status), o.at_ms].to_vec()),
+                    AttemptResult::Failed { .. } => None,
+                })
+                .collect();
+            self.db.execute_each(DELIVERED_SQL, &delivered)?;
+            let mut due = Vec::with_capacity(outcomes.len());
+            for o in outcomes {
+                due.push(match &o.result {
+                    AttemptResult::Failed { status, error, .. } => {
+                        self.record_failure(o.id, (*status, error), o.at_ms, schedule)?
+                    }
+                    AttemptResult::Delivered { .. } => None,
+                });
+            }
+            let failed_first = outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Failed { .. }));
+            let logged: Vec<&Outcome> = failed_first
+                .chain(outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Delivered { .. })))
+                .collect();
+            self.log_attempts(&logged)?;
+            Ok(due)
+        })
+    }
+
+    /// Locks outbox rows (PostgreSQL; SQLite's write lock serializes every writer) in ascending
+    /// id order, as every other multi-row writer of the outbox (the publisher's marks) takes
+    /// them: two transactions that both change rows of one batch wait for each other instead of
+    /// deadlocking (which aborted one, and a worker's outcomes were then sent again).
+    fn lock_outbox_rows(&self, ids: impl Iterator<Item = i64>) -> Result<(), StoreError> {
+        if !self.db.is_postgres() {
+            return Ok(());
+        }
+        let mut ids: Vec<i64> = ids.collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
+        self.db.query_opt_each("SELECT id FROM outbox WHERE id = ?1 FOR UPDATE", &sets, |r| r.get::<i64>(0))?;
+        Ok(())
+    }
+
+    /// Records a failed attempt of delivery `id` at `now_ms`: rescheduled (the time it is due
+    /// again) or failed for good (`None`).
+    fn record_failure(
+        &self,
+        id: i64,
+        (status, error): (Option<u16>, &str),
+        now_ms: i64,
+        schedule: RetrySchedule,
+    ) -> Result<Option<i64>, StoreError> {
+        let (attempts, first): (i64, Option<i64>) =
+            self.db.query_one("SELECT attempts, first_failure_ms FROM outbox WHERE id = ?1", vals![id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        let attempts = attempts + 1;
+        let first = first.unwrap_or(now_ms);
+        let status = status.map(i64::from);
+        match schedule(attempts, first) {
+            Some(next) => {
+                self.db.execute(
+                    "UPDATE outbox SET attempts = ?2, first_failure_ms = ?3, next_attempt_ms = ?4, last_status = ?5,
+                        last_error = ?6 WHERE id = ?1",
+                    vals![id, attempts, first, next, status, error],
+                )?;
+                Ok(Some(next))
+            }
+            None => {
+                self.db.execute(
+                    "UPDATE outbox SET state = 'failed', attempts = ?2, first_failure_ms = ?3, last_status = ?4,
+                        last_error = ?5, done_ms = ?6 WHERE id = ?1",
+                    vals![id, attempts, first, status, error, now_ms],
+                )?;
+                tracing::warn!(delivery = id, attempts, "webhook failed for good: {error}");
+                Ok(None)
+            }
+        }
+    }
+
+    /// One outbox row by id.
+    pub fn outbox_row(&self, id: i64) -> Result<Option<OutboxRow>, StoreError> {
+        let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE id = ?1");
+        self.db.query_opt(&sql, vals![id], outbox_row)
+    }
+
+    /// Several deliveries by id, in order (one pipelined round trip on PostgreSQL).
+    pub fn outbox_rows(&self, ids: &[i64]) -> Result<Vec<Option<OutboxRow>>, StoreError> {
+        let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE id = ?1");
+        let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
+        self.db.query_opt_each(&sql, &sets, outbox_row)
+    }
+
+    /// Every webhook delivery of an API alert, by id (tests and diagnostics; Telegram rows are
+    /// left out: a site alert's id may equal an API alert's).
+    pub fn deliveries_of(&self, alert_id: i64) -> Result<Vec<OutboxRow>, StoreError> {
+        let sql =
+            format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE alert_id = ?1 AND channel = 'webhook' ORDER BY id");
+        self.db.query(&sql, vals![alert_id], outbox_row)
+    }
+}

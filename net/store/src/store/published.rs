@@ -1,0 +1,97 @@
+//! Outbox rows handed to a cluster's firings stream (`cluster::publisher`): which are not yet,
+//! and marking them.
+
+use super::conn::Store;
+use super::outbox::{channel_column, Channel};
+use crate::db::{vals, StoreError};
+
+/// The message id of a firing: the pair that identifies it, whoever publishes it how often.
+pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {
+    format!("{alert_id}:{trigger_ms}")
+}
+
+/// An outbox row not yet handed to the cluster's firings stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unpublished {
+    /// Delivery id (what the stream carries).
+    pub id: i64,
+    /// The alert.
+    pub alert_id: i64,
+    /// The firing's time.
+    pub trigger_ms: i64,
+    /// Webhook or Telegram.
+    pub channel: Channel,
+}
+
+impl Unpublished {
+    /// The stream's message id: the firing's (alert id, trigger time) for a webhook (the pair
+    /// that identifies a firing, [`message_id`]); the row's own id for a Telegram
+    /// message (a firing may have both, and site and API alerts have separate id spaces).
+    pub fn message_id(&self) -> String {
+        match self.channel {
+            Channel::Webhook => message_id(self.alert_id, self.trigger_ms),
+            Channel::Telegram => format!("telegram:{}", self.id),
+        }
+    }
+}
+
+impl Store {
+    /// Pending outbox rows not yet handed to the firings stream, oldest first, at most `limit`.
+    pub fn unpublished(&self, limit: u32) -> Result<Vec<Unpublished>, StoreError> {
+        self.db.query(
+            "SELECT id, alert_id, trigger_ms, channel FROM outbox
+             WHERE published_ms IS NULL AND state = 'pending' ORDER BY id LIMIT ?1",
+            vals![i64::from(limit)],
+            |r| {
+                Ok(Unpublished {
+                    id: r.get(0)?,
+                    alert_id: r.get(1)?,
+                    trigger_ms: r.get(2)?,
+                    channel: channel_column(r, 3)?,
+                })
+            },
+        )
+    }
+
+    /// Marks rows as handed to the firings stream at `now_ms`, in one transaction.
+    pub fn mark_published(&mut self, ids: &[i64], now_ms: i64) -> Result<(), StoreError> {
+        // One statement per row, pipelined (one round trip for the lot on PostgreSQL), in
+        // ascending id order (see `lock_outbox_rows`).
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
+        self.db.in_transaction_of(|| {
+            self.db.execute_each("UPDATE outbox SET published_ms = ?2 WHERE id = ?1", &sets)?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::*;
+
+    /// The cluster's publisher reads each pending row once: marked rows are not read again.
+    #[test]
+    fn outbox_rows_are_handed_to_the_stream_once() {
+        on_each_backend("publish", |at| {
+            let mut s = at.open().with_telegram(true);
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            s.set_telegram_chat(a, Some("42")).expect("chat");
+            let mut hooked = alert(a, "binance", "BTCUSDT");
+            hooked.webhook_url = Some("https://example.com/h".into());
+            let id = s.insert_alert(&hooked).expect("insert").id;
+            let f = FiringRecord { alert_id: id, price: 300, move_hundredths: None, ts_ms: 7_000, last: false };
+            s.record_firings(&[f], &Texts).expect("record");
+            let rows = s.unpublished(10).expect("unpublished");
+            let ids: Vec<String> = rows.iter().map(Unpublished::message_id).collect();
+            assert_eq!(ids, [format!("{id}:7000"), format!("telegram:{}", rows[1].id)]);
+            s.mark_published(&[rows[0].id], 8_000).expect("mark");
+            assert_eq!(s.unpublished(10).expect("unpublished"), [rows[1]]);
+            let row = s.outbox_row(rows[0].id).expect("read").expect("the row");
+            assert_eq!((row.state.as_str(), row.alert_id, row.channel), ("pending", id, Channel::Webhook));
+            assert_eq!(s.outbox_row(rows[1].id + 1).expect("read"), None);
+        });
+    }
+}
