@@ -565,6 +565,44 @@ fn the_crate_floors_name_every_runtime_crate() {
     }
 }
 
+/// ARCHITECTURE.md's table of the floors (`| floor | crate folder | may import |`) says what
+/// [`CRATE_FLOORS`] says, and each crate it may import is on a lower floor.
+#[test]
+fn the_architecture_crate_table_matches_the_crate_floors() {
+    let doc = read(&root().join("ARCHITECTURE.md"));
+    let rows: Vec<(u32, String, BTreeSet<String>)> = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("| floor | crate folder | may import |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(|c| c.trim().trim_matches('`')).collect();
+            let floor = cells[1].parse().unwrap_or_else(|_| panic!("ARCHITECTURE.md: no floor number in {l}"));
+            let may = cells[3].split(',').map(|d| d.trim().trim_matches('`').to_owned());
+            (floor, cells[2].to_owned(), may.filter(|d| d.starts_with("rampart-")).collect())
+        })
+        .collect();
+    let table: BTreeMap<&str, BTreeSet<String>> =
+        rows.iter().map(|(_, dir, may)| (dir.as_str(), may.clone())).collect();
+    let floors: BTreeMap<&str, BTreeSet<String>> =
+        CRATE_FLOORS.iter().map(|(dir, may)| (*dir, may.iter().map(|d| d.to_string()).collect())).collect();
+    assert!(
+        rows.len() == table.len() && table == floors,
+        "ARCHITECTURE.md's floors table (`| floor | crate folder | may import |`) must list exactly the crates of \
+         CRATE_FLOORS, once each, with the same dependencies:\n  table:        {table:?}\n  CRATE_FLOORS: {floors:?}"
+    );
+    let floor_of =
+        |krate: &str| rows.iter().find(|(_, dir, _)| dir.rsplit('/').next() == krate.strip_prefix("rampart-"));
+    for (floor, dir, may) in &rows {
+        for krate in may {
+            assert!(
+                floor_of(krate).is_some_and(|(f, _, _)| f < floor),
+                "ARCHITECTURE.md: {dir} (floor {floor}) may import {krate}, which is not on a lower floor"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_floor_keeps_its_boundary() {
     let mut found = Vec::new();

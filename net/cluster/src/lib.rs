@@ -13,10 +13,12 @@
 //! `serve --nats` hands every outbox row to the stream (`publisher`) instead of sending it, and
 //! `rampart deliver` runs the workers (`worker`) that send them.
 //!
-//! The other roles of a cluster live beside it: `partition` (which market node owns a pair),
-//! `snapshots` (market → api state), `commands` (api → market alert commands and queries),
-//! `wire` (their bytes), `node` (a node's links, for `/healthz` and `/metrics`) and `owner` (a
-//! market node's lease of its partition, and the standby that takes it over).
+//! The other roles of a cluster live beside it: `snapshots` (market → api state), `commands`
+//! (api → market alert commands and queries), `inbox` (inbox commits announced to the api nodes),
+//! `wire` (their bytes), `node` (a node's links, for `/healthz` and `/metrics`), `owner` (a
+//! market node's lease of its partition, and the standby that takes it over) and `health` (a
+//! `rampart deliver` process's `/healthz` and `/metrics`). Which market node owns a pair is
+//! `rampart_state::partition`.
 
 use std::time::Duration;
 

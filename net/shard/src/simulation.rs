@@ -741,7 +741,7 @@ fn run_seed(seed: u64) -> Result<Summary, Failure> {
     let mut world = World::new(seed)?;
     world.run().map_err(|e| {
         Failure(format!(
-            "seed {seed} failed at t = {:.2} s: {e}\n  replay: RAMPART_SIM_SEED={seed} cargo test -p rampart-net --lib \
+            "seed {seed} failed at t = {:.2} s: {e}\n  replay: RAMPART_SIM_SEED={seed} cargo test -p rampart-shard --lib \
              simulation",
             (world.now - T0) as f64 / 1000.0
         ))

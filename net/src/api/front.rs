@@ -2,7 +2,7 @@
 //! authenticates requests, applies the limits, and answers reads from what the shards publish.
 //!
 //! Rationale: may_minihttp, the first choice, cannot be made robust from outside its API (see
-//! ARCHITECTURE.md, "Why hyper and not may_minihttp"). hyper bounds header size and count,
+//! docs/design/why-hyper.md). hyper bounds header size and count,
 //! times out slow or idle clients, decodes chunked bodies and refuses malformed framing.
 
 use std::cell::RefCell;

@@ -29,7 +29,7 @@ use rampart_testkit::rng::Rng;
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
 /// How long after a fault is healed every api node's replica must be fresh again (NATS
-/// connected, the partition's snapshot younger than 3 s): written in ARCHITECTURE.md
+/// connected, the partition's snapshot younger than 3 s): written in docs/design/cluster.md
 /// ("Faults, tested together"). The NATS client reconnects with its backoff, the market node
 /// publishes every 100 ms, and a new owner first starts its books.
 const FRESH_AFTER_HEAL: Duration = Duration::from_secs(15);

@@ -5,7 +5,7 @@
 //! with `{"error": "..."}` instead, like every other error the service gives.
 //!
 //! Rationale: the alternative, parsing request heads ourselves before hyper, would duplicate the
-//! part of hyper that the front was chosen for (see ARCHITECTURE.md). A response the service
+//! part of hyper that the front was chosen for (see docs/design/why-hyper.md). A response the service
 //! writes never matches: its errors always carry a body, and a HEAD answer keeps the length of
 //! the body it would have had.
 
