@@ -60,15 +60,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
-use hyper::{Method, Request};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use http_body_util::BodyExt;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::Method;
 use tokio::sync::Notify;
 
-use rampart_outbound::ssrf::{self, Host, WebhookUrl};
-use rampart_outbound::{tls_config, USER_AGENT_VALUE};
+use rampart_outbound::http;
+use rampart_outbound::ssrf::{self, WebhookUrl};
+use rampart_outbound::tls_config;
 use rampart_state::clock::Clock;
 
 pub mod fair;
@@ -655,9 +654,9 @@ async fn send(url: &str, body: String, how: &Sending, target: &Target) -> Attemp
             Exchanged::Answered(result, kept) => return keep(target, key(*addr), result, kept),
         }
     }
-    let (addr, conn) = match connect(&addrs, &parsed, target).await {
+    let (addr, conn) = match http::open(&addrs, &parsed, target.tls.clone()).await {
         Ok(x) => x,
-        Err(NoConnection(why)) => return failed(FailKind::Refused, why),
+        Err(http::NoConnection(why)) => return failed(FailKind::Refused, why),
     };
     match exchange(conn, &parsed, body, how).await {
         Exchanged::NotSent(e) => failed(FailKind::Refused, e),
@@ -673,60 +672,6 @@ fn keep(target: &Target, key: Key, result: AttemptResult, kept: Option<Conn>) ->
     result
 }
 
-/// Why no connection could be opened (connect, TLS or HTTP handshake), for the attempt's error.
-#[derive(Debug)]
-struct NoConnection(String);
-
-/// Opens a connection to the first checked address that accepts, with TLS for https.
-async fn connect(
-    addrs: &[std::net::SocketAddr],
-    parsed: &WebhookUrl,
-    target: &Target,
-) -> Result<(std::net::SocketAddr, Conn), NoConnection> {
-    let mut last = String::from("no address");
-    let mut stream = None;
-    for &addr in addrs {
-        match TcpStream::connect(addr).await {
-            Ok(s) => {
-                stream = Some((addr, s));
-                break;
-            }
-            Err(e) => last = format!("connect {addr}: {e}"),
-        }
-    }
-    let Some((addr, stream)) = stream else { return Err(NoConnection(last)) };
-    let _ = stream.set_nodelay(true);
-    if !parsed.https {
-        return Ok((addr, handshake(TokioIo::new(stream)).await?));
-    }
-    let name = match &parsed.host {
-        Host::Name(n) => rustls::pki_types::ServerName::try_from(n.clone()),
-        Host::Ip(ip) => Ok(rustls::pki_types::ServerName::IpAddress((*ip).into())),
-    };
-    let Ok(name) = name else { return Err(NoConnection("invalid TLS server name".into())) };
-    let Some(tls) = target.tls.clone() else { return Err(NoConnection("TLS is not available".into())) };
-    match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
-        Ok(s) => Ok((addr, handshake(TokioIo::new(s)).await?)),
-        Err(e) => Err(NoConnection(format!("TLS: {e}"))),
-    }
-}
-
-/// The HTTP/1.1 handshake over `io`, its driver task started.
-async fn handshake<I>(io: I) -> Result<Conn, NoConnection>
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
-{
-    let (sender, conn) = hyper::client::conn::http1::Builder::new()
-        .title_case_headers(true)
-        .handshake(io)
-        .await
-        .map_err(|e| NoConnection(format!("HTTP: {e}")))?;
-    let driver = tokio::task::spawn_local(async move {
-        let _ = conn.await;
-    });
-    Ok(Conn::new(sender, driver))
-}
-
 /// How one request on a connection ended.
 enum Exchanged {
     /// No answer began: the request may not have reached the receiver (on a kept connection,
@@ -738,22 +683,15 @@ enum Exchanged {
 }
 
 async fn exchange(mut conn: Conn, url: &WebhookUrl, body: String, how: &Sending) -> Exchanged {
-    let mut request = Request::new(Full::new(Bytes::from(body)));
-    *request.method_mut() = Method::POST;
-    match url.path_and_query.parse() {
-        Ok(uri) => *request.uri_mut() = uri,
-        Err(_) => return Exchanged::Answered(failed(FailKind::Blocked, "invalid path"), None),
-    }
-    let headers = request.headers_mut();
-    match HeaderValue::from_str(&url.authority) {
-        Ok(h) => headers.insert(HOST, h),
-        Err(_) => return Exchanged::Answered(failed(FailKind::Blocked, "invalid host"), None),
+    let mut request = match http::request(Method::POST, url, Bytes::from(body)) {
+        Ok(r) => r,
+        Err(e) => return Exchanged::Answered(failed(FailKind::Blocked, e.to_string()), None),
     };
+    let headers = request.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(event) = how.event {
         headers.insert("x-service-event", HeaderValue::from_static(event));
     }
-    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
     if let Some(s) = &how.signature {
         // Base64, digits, ':' and ',' only: valid header values.
         for (name, value) in [

@@ -18,9 +18,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http1::SendRequest;
+pub use rampart_outbound::http::Conn;
 
 /// Idle connections kept per (scheme, authority, address).
 pub const IDLE_PER_KEY_MAX: usize = 8;
@@ -42,30 +40,10 @@ pub struct Key {
     pub addr: SocketAddr,
 }
 
-/// An open HTTP/1.1 client connection: its request handle and the task driving it (stopped
-/// when the connection is dropped).
-pub struct Conn {
-    /// Sends requests on it.
-    pub sender: SendRequest<Full<Bytes>>,
-    driver: tokio::task::JoinHandle<()>,
-    idle_since: Instant,
-}
-
-impl Conn {
-    /// A connection from its handshake's parts.
-    pub fn new(sender: SendRequest<Full<Bytes>>, driver: tokio::task::JoinHandle<()>) -> Conn {
-        Conn { sender, driver, idle_since: Instant::now() }
-    }
-
-    fn usable(&self, now: Instant) -> bool {
-        !self.sender.is_closed() && self.sender.is_ready() && now.duration_since(self.idle_since) < IDLE_TIMEOUT
-    }
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        self.driver.abort();
-    }
+/// Whether an idle connection can take a request now: open, ready, and idle for less than
+/// [`IDLE_TIMEOUT`].
+fn usable(conn: &Conn, now: Instant) -> bool {
+    !conn.sender.is_closed() && conn.sender.is_ready() && now.duration_since(conn.idle_since) < IDLE_TIMEOUT
 }
 
 /// The idle connections, by key.
@@ -90,7 +68,7 @@ impl Pool {
         let mut found = None;
         let mut dropped = 0;
         while let Some(c) = conns.pop() {
-            if c.usable(now) {
+            if usable(&c, now) {
                 found = Some(c);
                 break;
             }

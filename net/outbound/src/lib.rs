@@ -1,9 +1,11 @@
 //! How the process reaches other hosts, for every part that does (webhook and Telegram
 //! delivery, the venues' REST and WebSocket connections): the strict URL parser and
-//! public-address guard (`ssrf`), the client TLS configuration and the `User-Agent` it sends.
+//! public-address guard (`ssrf`), the one HTTP client (`http`: connect, TLS, handshake, the
+//! head every request carries), the client TLS configuration and the `User-Agent` it sends.
 
 use std::sync::Arc;
 
+pub mod http;
 pub mod ssrf;
 
 /// The `User-Agent` of every request rampart makes.

@@ -13,6 +13,7 @@ pub mod bybit;
 pub mod conn;
 pub mod listing;
 pub mod okx;
+pub mod pacer;
 pub mod protocol;
 pub mod rest;
 pub mod session;

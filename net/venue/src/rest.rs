@@ -39,10 +39,8 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper::header::{HeaderValue, HOST, USER_AGENT};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
+use http_body_util::{BodyExt, Limited};
+use hyper::Method;
 use rampart_engine::candle::{CandleSet, Timeframe};
 use rampart_engine::instrument::Status;
 use rampart_engine::{BookId, Registry, Venue};
@@ -50,8 +48,9 @@ use tokio::sync::Notify;
 
 use super::binance;
 use super::listing::{ListingChange, ListingWatch};
+use super::pacer::Pacer;
 use super::{drop_collisions, with_protocol, CandlePage, Listed, RestApi, RestError, VenueSettings};
-use rampart_outbound::ssrf::{self, Host};
+use rampart_outbound::{http, ssrf};
 use rampart_state::RestStats;
 
 /// Jobs waiting for the REST thread at most.
@@ -245,8 +244,7 @@ impl Rest {
                 }
             };
             let local = tokio::task::LocalSet::new();
-            let ctx =
-                Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default(), limited: Default::default() });
+            let ctx = Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
             let hooks = Hooks { on_listing, grow };
             local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, hooks));
         })?;
@@ -269,9 +267,8 @@ struct Ctx {
     books: RestBooks,
     tls: Option<Arc<rustls::ClientConfig>>,
     stats: Arc<[RestStats; Venue::COUNT]>,
-    pacers: [std::cell::Cell<Option<Instant>>; Venue::COUNT],
-    /// Per venue: the end of a rate-limit pause being probed ([`PROBE_EVERY`]).
-    limited: [std::cell::Cell<Option<Instant>>; Venue::COUNT],
+    /// Per venue: its budget ([`Pacer`], sans-I/O: this thread reads the clock and sleeps).
+    pacers: [std::cell::Cell<Pacer>; Venue::COUNT],
 }
 
 impl Ctx {
@@ -281,41 +278,33 @@ impl Ctx {
 
     /// Waits for `weight` of the venue's budget.
     async fn pace(&self, venue: Venue, weight: f64) {
-        let rate = self.settings(venue).map_or(1.0, |s| s.rest_weight_per_s).max(0.001);
+        let rate = self.settings(venue).map_or(1.0, |s| s.rest_weight_per_s);
         let now = Instant::now();
-        let cell = &self.pacers[venue.index()];
-        let slot = cell.get().map_or(now, |t| t.max(now));
-        // While a pause is probed, this request is the probe: the next waits a step.
-        let probing = self.limited[venue.index()].get().is_some_and(|t| t > slot);
-        let next = if probing { slot + PROBE_EVERY } else { slot + Duration::from_secs_f64(weight / rate) };
-        cell.set(Some(next));
+        let slot = self.with_pacer(venue, |p| p.reserve(now, weight, rate));
         if slot > now {
             tokio::time::sleep_until(slot.into()).await;
         }
     }
 
-    /// Pauses `venue` for `d`, at most its `retry_after_max_s`; a pause longer than
-    /// [`PROBE_EVERY`] after a 429 or 403 (`probe`) is probed instead of waited out.
+    /// Pauses `venue` for `d`, at most its `retry_after_max_s` (a 429 or 403, `probe`: probed).
     fn pause(&self, venue: Venue, d: Duration, probe: bool) {
-        let cell = &self.pacers[venue.index()];
         let most = self.settings(venue).map_or(RETRY_AFTER_MAX, |s| Duration::from_secs(s.retry_after_max_s));
         let now = Instant::now();
-        let wait = d.min(most).min(RETRY_AFTER_MAX);
-        let until = now.checked_add(wait).unwrap_or(now);
-        let until = if probe && wait > PROBE_EVERY {
-            self.limited[venue.index()].set(Some(until));
-            now + PROBE_EVERY
-        } else {
-            until
-        };
-        cell.set(Some(cell.get().map_or(until, |t| t.max(until))));
+        self.with_pacer(venue, |p| p.pause(now, d, most, probe));
     }
 
-    /// The venue answered: a probed pause is over, and the next request need not wait for it.
+    /// The venue answered: a probed pause is over.
     fn answered(&self, venue: Venue) {
-        if self.limited[venue.index()].take().is_some() {
-            self.pacers[venue.index()].set(Some(Instant::now()));
-        }
+        let now = Instant::now();
+        self.with_pacer(venue, |p| p.answered(now));
+    }
+
+    fn with_pacer<T>(&self, venue: Venue, f: impl FnOnce(&mut Pacer) -> T) -> T {
+        let cell = &self.pacers[venue.index()];
+        let mut p = cell.get();
+        let out = f(&mut p);
+        cell.set(p);
+        out
     }
 
     /// A paced GET; rate-limit answers pause the venue and count as errors.
@@ -596,7 +585,6 @@ pub fn list_venues(
         tls,
         stats: Arc::new(Default::default()),
         pacers: Default::default(),
-        limited: Default::default(),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
@@ -726,77 +714,31 @@ fn fail(text: impl Into<String>) -> GetError {
     GetError { error: RestError::Transport(text.into()), retry_after: None }
 }
 
-/// One GET over a fresh connection: status 200 with a body within [`REST_ANSWER_BYTES_MAX`].
+/// One GET over a fresh connection (`rampart_outbound::http`, the process's one client):
+/// status 200 with a body within [`REST_ANSWER_BYTES_MAX`].
 async fn get(url: &str, tls: Option<Arc<rustls::ClientConfig>>) -> Result<Bytes, GetError> {
     let parsed = ssrf::parse(url).map_err(|e| fail(format!("bad URL: {e}")))?;
-    let host = match &parsed.host {
-        Host::Name(n) => n.clone(),
-        Host::Ip(ip) => ip.to_string(),
-    };
-    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), parsed.port))
+    let addrs = http::resolve(&parsed).await.map_err(|e| fail(e.0))?;
+    let (_, mut conn) = http::open(&addrs, &parsed, tls).await.map_err(|e| fail(e.0))?;
+    let req = http::request(Method::GET, &parsed, Bytes::new()).map_err(|e| fail(e.to_string()))?;
+    let resp = conn.sender.send_request(req).await.map_err(|e| fail(format!("HTTP: {e}")))?;
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|s| Duration::from_secs(s.min(RETRY_AFTER_MAX.as_secs())));
+    let body = Limited::new(resp.into_body(), REST_ANSWER_BYTES_MAX)
+        .collect()
         .await
-        .map_err(|e| fail(format!("resolve {host}: {e}")))?
-        .collect();
-    let mut last = fail("no address");
-    for addr in addrs {
-        let stream = match tokio::net::TcpStream::connect(addr).await {
-            Ok(s) => s,
-            Err(e) => {
-                last = fail(format!("connect {addr}: {e}"));
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        if !parsed.https {
-            return exchange(TokioIo::new(stream), &parsed.authority, &parsed.path_and_query).await;
-        }
-        let name = match &parsed.host {
-            Host::Name(n) => rustls::pki_types::ServerName::try_from(n.clone()).map_err(|_| fail("bad TLS name"))?,
-            Host::Ip(ip) => rustls::pki_types::ServerName::IpAddress((*ip).into()),
-        };
-        let Some(tls) = tls.clone() else { return Err(fail("TLS is not available")) };
-        let s =
-            tokio_rustls::TlsConnector::from(tls).connect(name, stream).await.map_err(|e| fail(format!("TLS: {e}")))?;
-        return exchange(TokioIo::new(s), &parsed.authority, &parsed.path_and_query).await;
+        .map_err(|e| fail(format!("body: {e}")))?
+        .to_bytes();
+    if status != 200 {
+        let snippet = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        return Err(GetError { error: RestError::Status { status, snippet }, retry_after });
     }
-    Err(last)
-}
-
-async fn exchange<I>(io: I, authority: &str, path: &str) -> Result<Bytes, GetError>
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
-{
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(|e| fail(format!("HTTP: {e}")))?;
-    let driver = tokio::task::spawn_local(async move {
-        let _ = conn.await;
-    });
-    let mut req = Request::new(Empty::<Bytes>::new());
-    *req.uri_mut() = path.parse().map_err(|_| fail("bad path"))?;
-    req.headers_mut().insert(HOST, HeaderValue::from_str(authority).map_err(|_| fail("bad host"))?);
-    req.headers_mut().insert(USER_AGENT, HeaderValue::from_static(rampart_outbound::USER_AGENT_VALUE));
-    let result = async {
-        let resp = sender.send_request(req).await.map_err(|e| fail(format!("HTTP: {e}")))?;
-        let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.min(RETRY_AFTER_MAX.as_secs())));
-        let body = Limited::new(resp.into_body(), REST_ANSWER_BYTES_MAX)
-            .collect()
-            .await
-            .map_err(|e| fail(format!("body: {e}")))?
-            .to_bytes();
-        if status != 200 {
-            let snippet = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-            return Err(GetError { error: RestError::Status { status, snippet }, retry_after });
-        }
-        Ok(body)
-    }
-    .await;
-    driver.abort();
-    result
+    Ok(body)
 }
 
 #[cfg(test)]
@@ -807,57 +749,21 @@ mod tests {
         let mut s = VenueSettings::default_for(Venue::Binance);
         s.retry_after_max_s = retry_after_max_s;
         let books = RestBooks::empty();
-        Ctx {
-            venues: vec![s],
-            books,
-            tls: None,
-            stats: Arc::new(Default::default()),
-            pacers: Default::default(),
-            limited: Default::default(),
-        }
+        Ctx { venues: vec![s], books, tls: None, stats: Arc::new(Default::default()), pacers: Default::default() }
     }
 
-    /// `Retry-After: 18446744073709551615` once panicked the task ("overflow when adding
-    /// duration to instant"); any duration is now cut to the venue's bound.
+    /// The venue's own `retry_after_max_s` bounds its pauses (the rule itself is
+    /// `pacer::Pacer`'s, tested there in synthetic time); a venue not configured has the hard bound.
     #[test]
-    fn a_venue_pause_is_bounded_whatever_the_venue_says() {
+    fn a_venue_pause_is_bounded_by_its_settings() {
         let c = ctx(7);
         let before = Instant::now();
-        c.pause(Venue::Binance, Duration::from_secs(u64::MAX), false);
-        c.pause(Venue::Binance, Duration::MAX, true);
-        let until = c.pacers[Venue::Binance.index()].get().expect("paused");
-        assert!(until <= Instant::now() + Duration::from_secs(7), "cut to retry_after_max_s");
-        assert!(until >= before + Duration::from_secs(7));
-        // A venue not configured is cut to the hard bound.
+        c.pause(Venue::Binance, Duration::MAX, false);
+        let until = c.pacers[Venue::Binance.index()].get().next().expect("paused");
+        assert!(until >= before + Duration::from_secs(7) && until <= Instant::now() + Duration::from_secs(7));
         c.pause(Venue::Okx, Duration::MAX, false);
-        let until = c.pacers[Venue::Okx.index()].get().expect("paused");
+        let until = c.pacers[Venue::Okx.index()].get().next().expect("paused");
         assert!(until <= Instant::now() + RETRY_AFTER_MAX);
-    }
-
-    /// A long 429 pause is probed: one request after [`PROBE_EVERY`], the next a step later,
-    /// and an answer ends the pause; a 418 (a ban) is waited out.
-    #[test]
-    fn a_long_rate_limit_pause_is_probed_and_an_answer_ends_it() {
-        let c = ctx(300);
-        let slot = |c: &Ctx| c.pacers[Venue::Binance.index()].get().expect("a slot");
-        let before = Instant::now();
-        c.pause(Venue::Binance, Duration::from_secs(u64::MAX), true);
-        let probe_at = slot(&c);
-        assert!(probe_at >= before + PROBE_EVERY && probe_at <= Instant::now() + PROBE_EVERY, "a probe after a step");
-        // The step has passed (the slot is moved, not slept through): this request is the probe,
-        // and the next one waits another step while the venue is still limited.
-        c.pacers[Venue::Binance.index()].set(Some(Instant::now()));
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
-        runtime.block_on(c.pace(Venue::Binance, 1.0));
-        assert!(slot(&c) >= Instant::now() + PROBE_EVERY - Duration::from_millis(100), "one probe per step");
-        // The probe is answered: the pause is over.
-        c.answered(Venue::Binance);
-        assert!(slot(&c) <= Instant::now(), "an answer ends the pause");
-        runtime.block_on(c.pace(Venue::Binance, 1.0));
-        assert!(slot(&c) < Instant::now() + PROBE_EVERY, "paced by weight again");
-        // A ban (418) is waited out, up to the venue's bound.
-        c.pause(Venue::Binance, Duration::from_secs(120), false);
-        assert!(slot(&c) >= Instant::now() + Duration::from_secs(119), "a ban is waited out");
     }
 
     /// A job task that panics still answers: a failure for the shard, its slot released.
