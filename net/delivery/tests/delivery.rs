@@ -410,8 +410,8 @@ fn tls_receiver() -> (u16, Arc<Mutex<Vec<String>>>, Arc<std::sync::atomic::Atomi
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let cert = CertificateDer::from_pem_slice(include_bytes!("fixtures/tls/cert.pem")).expect("cert");
-    let key = PrivateKeyDer::from_pem_slice(include_bytes!("fixtures/tls/key.pem")).expect("key");
+    let cert = CertificateDer::from_pem_slice(rampart_testkit::tls::CERT_PEM).expect("cert");
+    let key = PrivateKeyDer::from_pem_slice(rampart_testkit::tls::KEY_PEM).expect("key");
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("versions")
@@ -485,7 +485,7 @@ fn https_deliveries_verify_the_receiver_certificate() {
     // Trusted through an extra root: delivered over TLS.
     let dir = temp_dir("tls-trusted");
     let (store, alert) = fired_alert(&dir, &format!("https://127.0.0.1:{port}/secure?s=1"));
-    let der = rustls::pki_types::CertificateDer::from_pem_slice(include_bytes!("fixtures/tls/ca.pem")).expect("ca");
+    let der = rustls::pki_types::CertificateDer::from_pem_slice(rampart_testkit::tls::CA_PEM).expect("ca");
     let d = start(&dir, &clock, DeliveryConfig { extra_roots_der: vec![der.to_vec()], ..local() });
     let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
     assert_eq!(row.last_status, Some(200));

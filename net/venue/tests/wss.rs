@@ -20,8 +20,8 @@ use sha1::{Digest, Sha1};
 /// what the client sends back (raw bytes after the handshake), then closes.
 fn wss_server() -> (u16, Arc<Mutex<Vec<u8>>>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let cert = CertificateDer::from_pem_slice(include_bytes!("fixtures/tls/cert.pem")).expect("cert");
-    let key = PrivateKeyDer::from_pem_slice(include_bytes!("fixtures/tls/key.pem")).expect("key");
+    let cert = CertificateDer::from_pem_slice(rampart_testkit::tls::CERT_PEM).expect("cert");
+    let key = PrivateKeyDer::from_pem_slice(rampart_testkit::tls::KEY_PEM).expect("key");
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("versions")
@@ -144,7 +144,7 @@ fn wss_connections_verify_the_certificate_and_carry_frames() {
     let err = client(port, untrusted).expect_err("an untrusted certificate is refused");
     assert!(err.starts_with("TLS:"), "{err}");
     // Trusted through an extra root.
-    let ca = CertificateDer::from_pem_slice(include_bytes!("fixtures/tls/ca.pem")).expect("ca");
+    let ca = CertificateDer::from_pem_slice(rampart_testkit::tls::CA_PEM).expect("ca");
     let trusted = rampart_outbound::tls_config(&[ca.to_vec()]);
     let seen = client(port, trusted).expect("trusted connection");
     assert_eq!(seen, [r#"text {"hello":1}"#, "ping p1", "close 1000"]);
