@@ -41,6 +41,7 @@ pub use json_errors::JsonErrors;
 use crate::alerts::request as alerts;
 use crate::api::keys::KeyWatcher;
 use crate::api::limit::{Limiter, Refusal, Usage};
+use crate::api::route::{self, Family, NotRouted, Route};
 use crate::config::Plans;
 use hyper::http::request::Parts;
 use rampart_state::clock::{self, SharedClock};
@@ -600,26 +601,21 @@ impl Front {
     async fn answer(&self, req: &Parts, body: Incoming, peer: IpAddr, key: &std::cell::Cell<Option<i64>>) -> Resp {
         let now_ms = self.clock.now_ms();
         let path = req.uri.path();
-        if path == "/healthz" {
-            return match req.method {
-                Method::GET | Method::HEAD => self.healthz(now_ms),
-                _ => method_not_allowed("GET"),
+        let family = match (route::family(path), self.metrics_apart) {
+            // `/metrics` has a listener of its own: here it is nothing.
+            (Family::Public, true) if path == "/metrics" => Family::Other,
+            (f, _) => f,
+        };
+        if family == Family::Public {
+            return match Route::parse(&req.method, path) {
+                Ok(Route::Healthz) => self.healthz(now_ms),
+                Ok(Route::OpenApi) => respond_bytes(StatusCode::OK, Bytes::from_static(OPENAPI.as_bytes())),
+                Ok(Route::Version) => self.version(),
+                // `/metrics` answers 404 itself when nothing is measured, whatever the method.
+                _ if path == "/metrics" => self.metrics_only(req),
+                Ok(_) => error(StatusCode::NOT_FOUND, "not found"),
+                Err(refused) => not_routed(refused),
             };
-        }
-        if path == "/openapi.json" {
-            return match req.method {
-                Method::GET | Method::HEAD => respond_bytes(StatusCode::OK, Bytes::from_static(OPENAPI.as_bytes())),
-                _ => method_not_allowed("GET"),
-            };
-        }
-        if path == "/version" {
-            return match req.method {
-                Method::GET | Method::HEAD => self.version(),
-                _ => method_not_allowed("GET"),
-            };
-        }
-        if path == "/metrics" && !self.metrics_apart {
-            return self.metrics_only(req);
         }
         if self.is_market_node() {
             return error(
@@ -627,14 +623,11 @@ impl Front {
                 "not found: this is a market node (serve --role market), which serves /healthz, /version and /metrics; the API is served by the api nodes",
             );
         }
-        if path.starts_with("/site/") {
-            return self.site(req, body, peer, now_ms).await;
-        }
-        if site::assets::is_asset_path(path) {
-            return site::assets::serve(req);
-        }
-        if path != "/v1" && !path.starts_with("/v1/") {
-            return error(StatusCode::NOT_FOUND, "not found");
+        match family {
+            Family::Site => return self.site(req, body, peer, now_ms).await,
+            Family::Other if site::assets::is_asset_path(path) => return site::assets::serve(req),
+            Family::Other => return error(StatusCode::NOT_FOUND, "not found"),
+            Family::Public | Family::Keyed => {}
         }
         let has_body = matches!(req.method, Method::POST | Method::PUT | Method::PATCH);
         let waits_for_continue =
@@ -669,89 +662,76 @@ impl Front {
     /// Answers one authenticated `/v1` request whose body has been read (the site's
     /// `/site/v1/` requests too, with the path's `/site` taken off).
     async fn handle(&self, req: &Parts, path: &str, body: &[u8], account: &Arc<KeyRow>, now_ms: i64) -> Resp {
-        let (method, query) = (&req.method, req.uri.query());
-        let account = account.clone();
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        if method == Method::POST && segments == ["v1", "alerts"] {
-            let idempotency = req.headers.get("idempotency-key");
-            return match self.try_create_alert(&account, body, idempotency, now_ms).await {
-                Ok(r) => r,
-                Err(e) => e.into_response(),
-            };
-        }
-        if segments == ["v1", "webhook-secret"] {
-            return match *method {
-                Method::GET | Method::HEAD => self.webhook_signing(&account, now_ms).await,
-                Method::POST => self.rotate_webhook_secret(&account, now_ms).await,
-                Method::DELETE => self.end_webhook_secret(&account, now_ms).await,
-                _ => method_not_allowed("GET, POST, DELETE"),
-            };
-        }
-        let get = matches!(*method, Method::GET | Method::HEAD);
-        match segments.as_slice() {
-            ["v1", "exchanges"] if get => self.exchanges(),
-            ["v1", "exchanges", ex, "symbols"] if get => self.symbols(ex, now_ms),
-            ["v1", "symbols", symbol] if get => match exchange_param(query) {
-                Ok(venue) => self.symbol(venue, symbol),
-                Err(e) => e.into_response(),
-            },
-            ["v1", "levels"] if get => match (exchange_param(query), symbols_param(query)) {
-                (Ok(venue), Ok(filter)) => self.levels_bulk(venue, filter.as_deref(), now_ms),
+        let query = req.uri.query();
+        let route = match Route::parse(&req.method, path) {
+            Ok(r) => r,
+            Err(refused) => return not_routed(refused),
+        };
+        let in_venue = |answer: &dyn Fn(Venue) -> Resp| match exchange_param(query) {
+            Ok(venue) => answer(venue),
+            Err(e) => e.into_response(),
+        };
+        let bulk =
+            |answer: &dyn Fn(Venue, Option<&[String]>) -> Resp| match (exchange_param(query), symbols_param(query)) {
+                (Ok(venue), Ok(filter)) => answer(venue, filter.as_deref()),
                 (Err(e), _) | (_, Err(e)) => e.into_response(),
-            },
-            ["v1", "levels", symbol] if get => match exchange_param(query) {
-                Ok(venue) => self.levels_one(venue, symbol),
-                Err(e) => e.into_response(),
-            },
-            ["v1", "densities"] if get => match (exchange_param(query), symbols_param(query)) {
-                (Ok(venue), Ok(filter)) => self.densities_bulk(venue, filter.as_deref(), now_ms),
-                (Err(e), _) | (_, Err(e)) => e.into_response(),
-            },
-            ["v1", "densities", symbol] if get => match exchange_param(query) {
-                Ok(venue) => self.densities_one(venue, symbol),
-                Err(e) => e.into_response(),
-            },
-            ["v1", "metrics"] if get => self.metrics_bulk(query),
-            ["v1", "metrics", symbol] if get => self.metrics_one(symbol, query),
-            ["v1", "candles", symbol] if get => self.candles(symbol, query).await,
-            ["v1", "book", symbol] if get => self.depth(symbol, query).await,
-            ["v1", "rankings", category] if get => self.rankings(category, query),
-            ["v1", "market"] if get => self.market(query),
-            ["v1", "alerts"] if get => match alerts::parse_status(query_param(query, "status").as_deref()) {
-                Ok(filter) => self.list_alerts(&account, filter).await,
+            };
+        match route {
+            Route::CreateAlert => {
+                let idempotency = req.headers.get("idempotency-key");
+                self.try_create_alert(account, body, idempotency, now_ms).await.unwrap_or_else(ApiError::into_response)
+            }
+            Route::WebhookSigning => self.webhook_signing(account, now_ms).await,
+            Route::RotateWebhookSecret => self.rotate_webhook_secret(account, now_ms).await,
+            Route::EndWebhookSecret => self.end_webhook_secret(account, now_ms).await,
+            Route::Exchanges => self.exchanges(),
+            Route::ExchangeSymbols(ex) => self.symbols(ex, now_ms),
+            Route::Symbol(symbol) => in_venue(&|venue| self.symbol(venue, symbol)),
+            Route::LevelsBulk => bulk(&|venue, filter| self.levels_bulk(venue, filter, now_ms)),
+            Route::Levels(symbol) => in_venue(&|venue| self.levels_one(venue, symbol)),
+            Route::DensitiesBulk => bulk(&|venue, filter| self.densities_bulk(venue, filter, now_ms)),
+            Route::Densities(symbol) => in_venue(&|venue| self.densities_one(venue, symbol)),
+            Route::MetricsBulk => self.metrics_bulk(query),
+            Route::MetricsOne(symbol) => self.metrics_one(symbol, query),
+            Route::Candles(symbol) => self.candles(symbol, query).await,
+            Route::Book(symbol) => self.depth(symbol, query).await,
+            Route::Rankings(category) => self.rankings(category, query),
+            Route::Market => self.market(query),
+            Route::ListAlerts => match alerts::parse_status(query_param(query, "status").as_deref()) {
+                Ok(filter) => self.list_alerts(account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),
             },
-            ["v1", "alerts", id] if method == Method::DELETE => self.delete_alert(&account, id, now_ms).await,
-            ["v1", "alerts", id, "deliveries"] if get => self.delivery_log(&account, id, query).await,
-            ["v1", "alerts", id, "deliveries", at, "redeliver"] if method == Method::POST => {
-                self.redeliver(&account, id, at, now_ms).await
+            Route::DeleteAlert(id) => self.delete_alert(account, id, now_ms).await,
+            Route::DeliveryLog(id) => self.delivery_log(account, id, query).await,
+            Route::Redeliver(id, at) => self.redeliver(account, id, at, now_ms).await,
+            Route::Inbox => self.inbox(account, query).await,
+            Route::Latency => self.latency(),
+            Route::LatencyReset => {
+                self.operator(account).map_or_else(ApiError::into_response, |()| self.latency_reset())
             }
-            ["v1", "inbox"] if get => self.inbox(&account, query).await,
-            ["v1", "debug", "latency"] if get => self.latency(),
-            ["v1", "debug", "latency"] if method == Method::DELETE => match self.operator(&account) {
-                Ok(()) => self.latency_reset(),
-                Err(e) => e.into_response(),
-            },
-            ["v1", "debug", "latency"] => method_not_allowed("GET, DELETE"),
-            ["v1", "alerts"] => method_not_allowed("GET, POST"),
-            ["v1", "alerts", _] => method_not_allowed("DELETE"),
-            ["v1", "alerts", _, "deliveries"] => method_not_allowed("GET"),
-            ["v1", "alerts", _, "deliveries", _, "redeliver"] => method_not_allowed("POST"),
-            ["v1", "densities"]
-            | ["v1", "densities", _]
-            | ["v1", "exchanges"]
-            | ["v1", "exchanges", _, "symbols"]
-            | ["v1", "symbols", _]
-            | ["v1", "levels"]
-            | ["v1", "levels", _]
-            | ["v1", "inbox"]
-            | ["v1", "metrics"]
-            | ["v1", "metrics", _]
-            | ["v1", "candles", _]
-            | ["v1", "book", _]
-            | ["v1", "rankings", _]
-            | ["v1", "market"] => method_not_allowed("GET"),
-            _ => error(StatusCode::NOT_FOUND, "not found"),
+            // Not under `/v1`: answered by the front before a key is asked for.
+            Route::Healthz
+            | Route::OpenApi
+            | Route::Version
+            | Route::Metrics
+            | Route::Stream
+            | Route::SiteStream
+            | Route::SiteEvents
+            | Route::Site => error(StatusCode::NOT_FOUND, "not found"),
+        }
+    }
+}
+
+/// The refusal [`Route::parse`] gave: 404, or 405 with its `Allow`.
+fn not_routed(refused: NotRouted) -> Resp {
+    match refused {
+        NotRouted::NotFound => error(StatusCode::NOT_FOUND, "not found"),
+        NotRouted::MethodNotAllowed(allow) => {
+            let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+            if let Ok(v) = HeaderValue::from_str(&allow) {
+                r.headers_mut().insert(ALLOW, v);
+            }
+            r
         }
     }
 }
@@ -899,16 +879,26 @@ pub async fn serve(
                 let front = front.clone();
                 async move {
                     let api = role == Role::Api && !front.is_market_node();
-                    if api && req.uri().path() == "/v1/stream" {
+                    // The routes that keep the connection (an upgrade, an event stream) are
+                    // answered here, with the request whole; every other goes to `answer`.
+                    let streaming = match Route::parse(req.method(), req.uri().path()) {
+                        Ok(Route::Stream) if api => Some(Route::Stream),
+                        Ok(Route::SiteStream) if api => Some(Route::SiteStream),
+                        Ok(Route::SiteEvents) if role == Role::Api && req.method() == Method::GET => {
+                            Some(Route::SiteEvents)
+                        }
+                        _ => None,
+                    };
+                    if streaming == Some(Route::Stream) {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "stream requested");
                         return Ok::<_, Infallible>(front.stream(req, peer.ip()).await);
                     }
-                    if api && req.uri().path() == "/site/v1/stream" {
+                    if streaming == Some(Route::SiteStream) {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "site stream requested");
                         return Ok::<_, Infallible>(front.site_stream(req).await);
                     }
                     let (parts, body) = req.into_parts();
-                    if role == Role::Api && parts.method == Method::GET && parts.uri.path() == "/site/events" {
+                    if streaming == Some(Route::SiteEvents) {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");
                         let answer = match front.site_events(&parts).await {
                             Ok(r) => r.map(Either::Right),

@@ -1,0 +1,329 @@
+//! The one dispatch of the API port (style §26, issue #46): [`Route::parse`] turns a method and
+//! a path into the route that answers it, or into the refusal: 404, or 405 with the `Allow` the
+//! same table gives. Pure: no socket, no key, no clock; the front acts on what it says
+//! (`api::front`: the public routes at once, `/v1` routes after the key is admitted, the site's
+//! pages and routes by their own router).
+//!
+//! Every resource is one row of [`Resource::methods`]: the methods it takes, in the order
+//! `Allow` names them, and the route each one is. `HEAD` is answered as `GET` wherever `GET` is.
+
+use hyper::Method;
+
+/// What answers a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// `GET /healthz`.
+    Healthz,
+    /// `GET /openapi.json`.
+    OpenApi,
+    /// `GET /version`.
+    Version,
+    /// `GET /metrics` (when it is served on the API's listener).
+    Metrics,
+    /// `/v1/stream`: a WebSocket upgrade or server-sent events (the method is checked there).
+    Stream,
+    /// `/site/v1/stream`: the site pages' event stream.
+    SiteStream,
+    /// `GET /site/events`: the site's live inbox.
+    SiteEvents,
+    /// Any other `/site/…` path: the site's own routes (`front::site::routes`).
+    Site,
+    /// `GET /v1/exchanges`.
+    Exchanges,
+    /// `GET /v1/exchanges/{exchange}/symbols`.
+    ExchangeSymbols(&'a str),
+    /// `GET /v1/symbols/{symbol}`.
+    Symbol(&'a str),
+    /// `GET /v1/levels`.
+    LevelsBulk,
+    /// `GET /v1/levels/{symbol}`.
+    Levels(&'a str),
+    /// `GET /v1/densities`.
+    DensitiesBulk,
+    /// `GET /v1/densities/{symbol}`.
+    Densities(&'a str),
+    /// `GET /v1/metrics`.
+    MetricsBulk,
+    /// `GET /v1/metrics/{symbol}`.
+    MetricsOne(&'a str),
+    /// `GET /v1/candles/{symbol}`.
+    Candles(&'a str),
+    /// `GET /v1/book/{symbol}`.
+    Book(&'a str),
+    /// `GET /v1/rankings/{category}`.
+    Rankings(&'a str),
+    /// `GET /v1/market`.
+    Market,
+    /// `GET /v1/alerts`.
+    ListAlerts,
+    /// `POST /v1/alerts`.
+    CreateAlert,
+    /// `DELETE /v1/alerts/{id}`.
+    DeleteAlert(&'a str),
+    /// `GET /v1/alerts/{id}/deliveries`.
+    DeliveryLog(&'a str),
+    /// `POST /v1/alerts/{id}/deliveries/{triggerTime}/redeliver`.
+    Redeliver(&'a str, &'a str),
+    /// `GET /v1/webhook-secret`.
+    WebhookSigning,
+    /// `POST /v1/webhook-secret`.
+    RotateWebhookSecret,
+    /// `DELETE /v1/webhook-secret`.
+    EndWebhookSecret,
+    /// `GET /v1/inbox`.
+    Inbox,
+    /// `GET /v1/debug/latency`.
+    Latency,
+    /// `DELETE /v1/debug/latency` (operators only).
+    LatencyReset,
+}
+
+/// Why a path has no route for a method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotRouted {
+    /// No resource at this path: 404.
+    NotFound,
+    /// The resource takes other methods: 405 with these in `Allow`.
+    MethodNotAllowed(String),
+}
+
+/// Which part of the port a path belongs to, and so what is asked before its route is acted on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `/healthz`, `/openapi.json`, `/version`, `/metrics`: no key.
+    Public,
+    /// `/v1` and below: the key first, then the route (a client without a key learns nothing
+    /// of the paths, not even a 404).
+    Keyed,
+    /// `/site/…`: the site's session.
+    Site,
+    /// Anything else: the site's pages and assets, or 404.
+    Other,
+}
+
+/// The family of `path`.
+pub fn family(path: &str) -> Family {
+    match path {
+        "/healthz" | "/openapi.json" | "/version" | "/metrics" => Family::Public,
+        "/v1" => Family::Keyed,
+        p if p.starts_with("/v1/") => Family::Keyed,
+        p if p.starts_with("/site/") => Family::Site,
+        _ => Family::Other,
+    }
+}
+
+/// A method as the table knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verb {
+    /// `GET`, and `HEAD` with it.
+    Get,
+    Post,
+    Delete,
+}
+
+impl Verb {
+    fn of(method: &Method) -> Option<Verb> {
+        match *method {
+            Method::GET | Method::HEAD => Some(Verb::Get),
+            Method::POST => Some(Verb::Post),
+            Method::DELETE => Some(Verb::Delete),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Verb::Get => "GET",
+            Verb::Post => "POST",
+            Verb::Delete => "DELETE",
+        }
+    }
+}
+
+/// A path's resource, with the segments it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resource<'a> {
+    Healthz,
+    OpenApi,
+    Version,
+    Metrics,
+    Stream,
+    SiteStream,
+    SiteEvents,
+    Site,
+    Exchanges,
+    ExchangeSymbols(&'a str),
+    Symbol(&'a str),
+    Levels(Option<&'a str>),
+    Densities(Option<&'a str>),
+    MetricsOf(Option<&'a str>),
+    Candles(&'a str),
+    Book(&'a str),
+    Rankings(&'a str),
+    Market,
+    Alerts,
+    Alert(&'a str),
+    Deliveries(&'a str),
+    Redeliver(&'a str, &'a str),
+    WebhookSecret,
+    Inbox,
+    Latency,
+}
+
+impl<'a> Resource<'a> {
+    /// The resource at `path`, if any.
+    fn at(path: &'a str) -> Option<Resource<'a>> {
+        use Resource as R;
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        Some(match segments.as_slice() {
+            ["healthz"] => R::Healthz,
+            ["openapi.json"] => R::OpenApi,
+            ["version"] => R::Version,
+            ["metrics"] => R::Metrics,
+            ["v1", "stream"] => R::Stream,
+            ["site", "v1", "stream"] => R::SiteStream,
+            ["site", "events"] => R::SiteEvents,
+            ["site", ..] => R::Site,
+            ["v1", "exchanges"] => R::Exchanges,
+            ["v1", "exchanges", ex, "symbols"] => R::ExchangeSymbols(ex),
+            ["v1", "symbols", s] => R::Symbol(s),
+            ["v1", "levels"] => R::Levels(None),
+            ["v1", "levels", s] => R::Levels(Some(s)),
+            ["v1", "densities"] => R::Densities(None),
+            ["v1", "densities", s] => R::Densities(Some(s)),
+            ["v1", "metrics"] => R::MetricsOf(None),
+            ["v1", "metrics", s] => R::MetricsOf(Some(s)),
+            ["v1", "candles", s] => R::Candles(s),
+            ["v1", "book", s] => R::Book(s),
+            ["v1", "rankings", c] => R::Rankings(c),
+            ["v1", "market"] => R::Market,
+            ["v1", "alerts"] => R::Alerts,
+            ["v1", "alerts", id] => R::Alert(id),
+            ["v1", "alerts", id, "deliveries"] => R::Deliveries(id),
+            ["v1", "alerts", id, "deliveries", at, "redeliver"] => R::Redeliver(id, at),
+            ["v1", "webhook-secret"] => R::WebhookSecret,
+            ["v1", "inbox"] => R::Inbox,
+            ["v1", "debug", "latency"] => R::Latency,
+            _ => return None,
+        })
+    }
+
+    /// The methods it takes, in `Allow`'s order, each with its route; `None`: every method
+    /// goes to the route (it checks the method itself).
+    fn methods(self) -> Result<Vec<(Verb, Route<'a>)>, Route<'a>> {
+        use Route as T;
+        use Verb::{Delete, Get, Post};
+        Ok(match self {
+            Resource::Stream => return Err(T::Stream),
+            Resource::SiteStream => return Err(T::SiteStream),
+            Resource::Site => return Err(T::Site),
+            Resource::Healthz => vec![(Get, T::Healthz)],
+            Resource::OpenApi => vec![(Get, T::OpenApi)],
+            Resource::Version => vec![(Get, T::Version)],
+            Resource::Metrics => vec![(Get, T::Metrics)],
+            Resource::SiteEvents => vec![(Get, T::SiteEvents)],
+            Resource::Exchanges => vec![(Get, T::Exchanges)],
+            Resource::ExchangeSymbols(ex) => vec![(Get, T::ExchangeSymbols(ex))],
+            Resource::Symbol(s) => vec![(Get, T::Symbol(s))],
+            Resource::Levels(None) => vec![(Get, T::LevelsBulk)],
+            Resource::Levels(Some(s)) => vec![(Get, T::Levels(s))],
+            Resource::Densities(None) => vec![(Get, T::DensitiesBulk)],
+            Resource::Densities(Some(s)) => vec![(Get, T::Densities(s))],
+            Resource::MetricsOf(None) => vec![(Get, T::MetricsBulk)],
+            Resource::MetricsOf(Some(s)) => vec![(Get, T::MetricsOne(s))],
+            Resource::Candles(s) => vec![(Get, T::Candles(s))],
+            Resource::Book(s) => vec![(Get, T::Book(s))],
+            Resource::Rankings(c) => vec![(Get, T::Rankings(c))],
+            Resource::Market => vec![(Get, T::Market)],
+            Resource::Alerts => vec![(Get, T::ListAlerts), (Post, T::CreateAlert)],
+            Resource::Alert(id) => vec![(Delete, T::DeleteAlert(id))],
+            Resource::Deliveries(id) => vec![(Get, T::DeliveryLog(id))],
+            Resource::Redeliver(id, at) => vec![(Post, T::Redeliver(id, at))],
+            Resource::WebhookSecret => {
+                vec![(Get, T::WebhookSigning), (Post, T::RotateWebhookSecret), (Delete, T::EndWebhookSecret)]
+            }
+            Resource::Inbox => vec![(Get, T::Inbox)],
+            Resource::Latency => vec![(Get, T::Latency), (Delete, T::LatencyReset)],
+        })
+    }
+}
+
+impl<'a> Route<'a> {
+    /// The route of `method` on `path`: 404 for a path no resource is at, 405 (with the
+    /// resource's methods) for a method it does not take.
+    pub fn parse(method: &Method, path: &'a str) -> Result<Route<'a>, NotRouted> {
+        let resource = Resource::at(path).ok_or(NotRouted::NotFound)?;
+        let methods = match resource.methods() {
+            Ok(m) => m,
+            Err(any_method) => return Ok(any_method),
+        };
+        let verb = Verb::of(method);
+        if let Some((_, route)) = methods.iter().find(|(v, _)| Some(*v) == verb) {
+            return Ok(*route);
+        }
+        let allow: Vec<&str> = methods.iter().map(|(v, _)| v.name()).collect();
+        Err(NotRouted::MethodNotAllowed(allow.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allow(method: Method, path: &str) -> String {
+        match Route::parse(&method, path) {
+            Err(NotRouted::MethodNotAllowed(a)) => a,
+            other => panic!("{method} {path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_route_of_the_api_is_parsed_with_its_segments() {
+        let cases: &[(Method, &str, Route)] = &[
+            (Method::GET, "/healthz", Route::Healthz),
+            (Method::HEAD, "/version", Route::Version),
+            (Method::GET, "/v1/exchanges/okx/symbols", Route::ExchangeSymbols("okx")),
+            (Method::GET, "/v1/levels", Route::LevelsBulk),
+            (Method::GET, "/v1/levels/BTCUSDT", Route::Levels("BTCUSDT")),
+            (Method::GET, "/v1/metrics/ethusdt", Route::MetricsOne("ethusdt")),
+            (Method::POST, "/v1/alerts", Route::CreateAlert),
+            (Method::GET, "/v1/alerts", Route::ListAlerts),
+            (Method::DELETE, "/v1/alerts/7", Route::DeleteAlert("7")),
+            (Method::POST, "/v1/alerts/7/deliveries/99/redeliver", Route::Redeliver("7", "99")),
+            (Method::DELETE, "/v1/webhook-secret", Route::EndWebhookSecret),
+            (Method::DELETE, "/v1/debug/latency", Route::LatencyReset),
+            (Method::PUT, "/v1/stream", Route::Stream),
+            (Method::GET, "/site/v1/stream", Route::SiteStream),
+            (Method::GET, "/site/events", Route::SiteEvents),
+            (Method::PATCH, "/site/keys/3", Route::Site),
+        ];
+        for (method, path, route) in cases {
+            assert_eq!(Route::parse(method, path).as_ref(), Ok(route), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn a_405_names_what_the_resource_takes_and_a_404_is_nothing_there() {
+        assert_eq!(allow(Method::PUT, "/v1/alerts"), "GET, POST");
+        assert_eq!(allow(Method::POST, "/v1/alerts/7"), "DELETE");
+        assert_eq!(allow(Method::PUT, "/v1/webhook-secret"), "GET, POST, DELETE");
+        assert_eq!(allow(Method::POST, "/v1/debug/latency"), "GET, DELETE");
+        assert_eq!(allow(Method::GET, "/v1/alerts/7/deliveries/99/redeliver"), "POST");
+        assert_eq!(allow(Method::POST, "/healthz"), "GET");
+        assert_eq!(allow(Method::DELETE, "/site/events"), "GET");
+        for path in ["/v1", "/v1/nothing", "/v1/levels/a/b", "/v1/alerts/7/x", "/nothing", "/v1/exchanges/x"] {
+            assert_eq!(Route::parse(&Method::GET, path), Err(NotRouted::NotFound), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_path_belongs_to_one_family() {
+        assert_eq!(family("/healthz"), Family::Public);
+        assert_eq!((family("/v1"), family("/v1/alerts")), (Family::Keyed, Family::Keyed));
+        assert_eq!(family("/site/session"), Family::Site);
+        assert_eq!(
+            (family("/"), family("/assets/app.js"), family("/v1x")),
+            (Family::Other, Family::Other, Family::Other)
+        );
+    }
+}
