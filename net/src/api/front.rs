@@ -6,21 +6,16 @@
 //! times out slow or idle clients, decodes chunked bodies and refuses malformed framing.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{Either, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper::{Method, Response, StatusCode};
 use rampart_engine::{BookId, Venue};
 
 mod alerts_api;
@@ -29,6 +24,7 @@ mod bodies;
 pub mod encoding;
 mod health;
 mod json_errors;
+mod listen;
 mod market_api;
 pub mod site;
 mod stream_admission;
@@ -37,6 +33,7 @@ mod stream_fanout;
 mod webhooks_api;
 
 pub use json_errors::JsonErrors;
+pub use listen::serve;
 
 use crate::alerts::request as alerts;
 use crate::api::keys::KeyWatcher;
@@ -833,142 +830,6 @@ async fn read_body(mut body: Incoming, waits_for_continue: bool) -> Result<Bytes
     }
 }
 
-/// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread
-/// what `role` says.
-/// Must run inside a `tokio::task::LocalSet`.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    front: Rc<Front>,
-    config: FrontConfig,
-    role: Role,
-    shutdown: impl std::future::Future<Output = ()>,
-) {
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(config.header_read_timeout)
-        .max_buf_size(config.read_buffer_bytes_max)
-        .max_headers(config.headers_max)
-        .keep_alive(true);
-    let active = Rc::new(RefCell::new(Connections::default()));
-    let mut accept_errors = AcceptErrors::default();
-    tokio::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            _ = &mut shutdown => break,
-            a = listener.accept() => a,
-        };
-        let (stream, peer) = match accepted {
-            Ok(x) => x,
-            Err(e) => {
-                // Out of descriptors and similar: back off briefly instead of spinning, and
-                // log once a second at most.
-                accept_errors.note(&e, front.clock.now_ms());
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        if !active.borrow_mut().open(peer.ip(), &config) {
-            drop(stream);
-            continue;
-        }
-        let _ = stream.set_nodelay(true);
-        let (front, active, builder) = (front.clone(), active.clone(), builder.clone());
-        tokio::task::spawn_local(async move {
-            let svc = service_fn(|req: Request<Incoming>| {
-                let front = front.clone();
-                async move {
-                    let api = role == Role::Api && !front.is_market_node();
-                    // The routes that keep the connection (an upgrade, an event stream) are
-                    // answered here, with the request whole; every other goes to `answer`.
-                    let streaming = match Route::parse(req.method(), req.uri().path()) {
-                        Ok(Route::Stream) if api => Some(Route::Stream),
-                        Ok(Route::SiteStream) if api => Some(Route::SiteStream),
-                        Ok(Route::SiteEvents) if role == Role::Api && req.method() == Method::GET => {
-                            Some(Route::SiteEvents)
-                        }
-                        _ => None,
-                    };
-                    if streaming == Some(Route::Stream) {
-                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "stream requested");
-                        return Ok::<_, Infallible>(front.stream(req, peer.ip()).await);
-                    }
-                    if streaming == Some(Route::SiteStream) {
-                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "site stream requested");
-                        return Ok::<_, Infallible>(front.site_stream(req).await);
-                    }
-                    let (parts, body) = req.into_parts();
-                    if streaming == Some(Route::SiteEvents) {
-                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");
-                        let answer = match front.site_events(&parts).await {
-                            Ok(r) => r.map(Either::Right),
-                            Err(r) => site::assets::secure(r).map(Either::Left),
-                        };
-                        return Ok::<_, Infallible>(answer);
-                    }
-                    Ok(front.serve_request(parts, body, peer.ip(), role).await.map(Either::Left))
-                }
-            });
-            let _ = builder.serve_connection(JsonErrors::new(TokioIo::new(stream)), svc).with_upgrades().await;
-            active.borrow_mut().close(peer.ip());
-        });
-    }
-}
-
-/// The open connections, in all and per address (addresses with none are not kept, so the
-/// map holds at most `connections_max` entries).
-#[derive(Debug, Default)]
-struct Connections {
-    total: usize,
-    by_address: HashMap<IpAddr, usize>,
-}
-
-impl Connections {
-    /// Takes a slot for a connection from `peer`; false at either bound.
-    fn open(&mut self, peer: IpAddr, config: &FrontConfig) -> bool {
-        if self.total >= config.connections_max {
-            return false;
-        }
-        let n = self.by_address.entry(peer).or_insert(0);
-        if *n >= config.connections_per_address_max {
-            return false;
-        }
-        *n += 1;
-        self.total += 1;
-        true
-    }
-
-    /// Frees the slot of a connection from `peer`.
-    fn close(&mut self, peer: IpAddr) {
-        self.total = self.total.saturating_sub(1);
-        if let Some(n) = self.by_address.get_mut(&peer) {
-            *n -= 1;
-            if *n == 0 {
-                self.by_address.remove(&peer);
-            }
-        }
-    }
-}
-
-/// Accept failures, logged once a second at most with the count since the last line.
-#[derive(Debug, Default)]
-struct AcceptErrors {
-    last_log_ms: i64,
-    suppressed: u64,
-}
-
-impl AcceptErrors {
-    fn note(&mut self, e: &std::io::Error, now_ms: i64) {
-        if now_ms - self.last_log_ms < 1_000 {
-            self.suppressed += 1;
-            return;
-        }
-        tracing::warn!("accept: {e} ({} more since the last line)", self.suppressed);
-        self.last_log_ms = now_ms;
-        self.suppressed = 0;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -980,23 +841,6 @@ mod tests {
         assert_eq!(query_param(Some("exchange"), "exchange").as_deref(), Some(""));
         assert_eq!(query_param(Some("x=%zz%"), "x").as_deref(), Some("%zz%"));
         assert_eq!(query_param(None, "exchange"), None);
-    }
-
-    #[test]
-    fn connection_slots_are_bounded_in_all_and_per_address() {
-        let config = FrontConfig { connections_max: 3, connections_per_address_max: 2, ..FrontConfig::default() };
-        let (a, b, c): (IpAddr, IpAddr, IpAddr) = ([127, 0, 0, 1].into(), [127, 0, 0, 2].into(), [127, 0, 0, 3].into());
-        let mut open = Connections::default();
-        assert!(open.open(a, &config) && open.open(a, &config));
-        assert!(!open.open(a, &config), "a third from one address");
-        assert!(open.open(b, &config));
-        assert!(!open.open(c, &config), "over the total");
-        open.close(a);
-        assert!(open.open(c, &config), "a freed slot is reused");
-        open.close(a);
-        open.close(b);
-        open.close(c);
-        assert_eq!((open.total, open.by_address.len()), (0, 0), "nothing kept for closed connections");
     }
 
     #[test]
