@@ -4,7 +4,7 @@
 //! (`api::front`: the public routes at once, `/v1` routes after the key is admitted, the site's
 //! pages and routes by their own router).
 //!
-//! Every resource is one row of [`Resource::methods`]: the methods it takes, in the order
+//! Every resource is one row of `Resource::methods`: the methods it takes, in the order
 //! `Allow` names them, and the route each one is. `HEAD` is answered as `GET` wherever `GET` is.
 
 use hyper::Method;
