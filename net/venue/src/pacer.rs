@@ -3,13 +3,19 @@
 //!
 //! Requests are paced by weight (`weight / rate` seconds each, one after another). A rate-limit
 //! answer pauses the venue for its `Retry-After`, at most `most` (the venue's
-//! `retry_after_max_s`) and never past [`crate::rest::RETRY_AFTER_MAX`]; a 429 or 403 pause longer
-//! than [`crate::rest::PROBE_EVERY`] is probed instead of waited out: one request goes every
+//! `retry_after_max_s`) and never past [`RETRY_AFTER_MAX`]; a 429 or 403 pause longer
+//! than [`PROBE_EVERY`] is probed instead of waited out: one request goes every
 //! step, and the first one answered ends the pause. A 418 (a ban) is waited out.
 
 use std::time::{Duration, Instant};
 
-use crate::rest::{PROBE_EVERY, RETRY_AFTER_MAX};
+/// Longest `Retry-After` read from an answer; the venue's `retry_after_max_s` (default 300 s)
+/// then bounds the pause (Binance's own bans can be longer: the venue answers 418 again and the
+/// pause is renewed).
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(86_400);
+/// During a longer 429 or 403 pause, one request goes every this often; the first answered
+/// ends the pause. A recovered venue's books are rebuilt within this plus one request.
+pub const PROBE_EVERY: Duration = Duration::from_secs(10);
 
 /// One venue's pacing state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -49,6 +49,7 @@ use tokio::sync::Notify;
 use super::binance;
 use super::listing::{ListingChange, ListingWatch};
 use super::pacer::Pacer;
+pub use super::pacer::{PROBE_EVERY, RETRY_AFTER_MAX};
 use super::{drop_collisions, with_protocol, CandlePage, Listed, RestApi, RestError, VenueSettings};
 use rampart_outbound::{http, ssrf};
 use rampart_state::RestStats;
@@ -65,10 +66,6 @@ pub const REST_ANSWER_BYTES_MAX: usize = 64 << 20;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time allowed for one book's whole backfill.
 pub const BACKFILL_BOOK_TIMEOUT: Duration = Duration::from_secs(45);
-/// Longest `Retry-After` read from an answer; the venue's `retry_after_max_s` (default 300 s)
-/// then bounds the pause (Binance's own bans can be longer: the venue answers 418 again and the
-/// pause is renewed).
-pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(86_400);
 /// Time allowed for the listing of every venue at start; a venue that has not answered by then
 /// is left out (reported).
 pub const LISTING_START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -78,9 +75,6 @@ pub const BACKFILL_ATTEMPTS_MAX: u32 = 4;
 pub const BACKFILL_PAGES_MAX: usize = 8;
 /// Pause of a venue after a rate-limit answer without `Retry-After`.
 pub const RATE_LIMIT_PAUSE: Duration = Duration::from_secs(60);
-/// During a longer 429 or 403 pause, one request goes every this often; the first answered
-/// ends the pause. A recovered venue's books are rebuilt within this plus one request.
-pub const PROBE_EVERY: Duration = Duration::from_secs(10);
 
 /// Work a shard asks of the REST thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
