@@ -14,7 +14,7 @@ import {
 const KEY = env('KEY');
 const ZONE = 'Asia/Kolkata';
 const OFFSET_MS = 330 * 60000;
-const UNDO_MS = 6000; // net/site/app.js UNDO_MS
+const UNDO_MS = 6000; // net/site/js/deletes.js UNDO_MS
 
 /** "YYYY-MM-DD HH:MM:SS" of `ms` read as UTC: the wall clock of a zone when shifted by its offset. */
 function wallClock(ms) {

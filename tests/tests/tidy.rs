@@ -1006,3 +1006,358 @@ fn boundary_prefixes_match_whole_segments() {
     assert!(!starts_with_segments("rampart_engine::x", "rampart_"));
     assert!(!starts_with_segments("rampart_network", "rampart_net"));
 }
+
+/// The site's scripts (every `.js` file under `net/site/` but the vendored library under
+/// `net/site/vendor/`), held to the house rules of a small web app without a build step
+/// (style.md 27, 20): each says what it is in its first line, fits in 400 lines, its functions in
+/// 70; none builds markup from a string; every page module is routed and every import resolves.
+mod site_scripts {
+    use std::path::{Path, PathBuf};
+
+    use super::{read, root};
+
+    /// Lines a script of the site may hold.
+    const SCRIPT_LINES_MAX: usize = 400;
+    /// Lines a function of the site may span (style.md 20: TigerBeetle holds 70).
+    const JS_FUNCTION_LINES_MAX: usize = 70;
+    /// Words the opening comment of a script has at least.
+    const OPENING_WORDS_MIN: usize = 4;
+    /// The site's folder, and the vendored code under it that is not ours.
+    const SITE: &str = "net/site";
+    const VENDOR: &str = "net/site/vendor";
+    /// The page modules (one per route) and the module that routes to them.
+    const PAGES: &str = "net/site/js/pages";
+    const ROUTER: &str = "net/site/js/router.js";
+    /// What builds markup from a string. The site builds DOM nodes and sets `textContent` only,
+    /// so server data can never become markup.
+    const HTML_SINKS: [&str; 4] = ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"];
+
+    /// Every script of the site, sorted.
+    fn scripts() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![root().join(SITE)];
+        while let Some(d) = stack.pop() {
+            let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+            for p in entries.flatten().map(|e| e.path()) {
+                if p.is_dir() && p != root().join(VENDOR) {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "js") {
+                    out.push(p);
+                }
+            }
+        }
+        out.sort();
+        assert!(out.len() > 1, "the site's scripts are found under {SITE}");
+        out
+    }
+
+    /// `path` relative to the root, as a failure message names it.
+    fn shown(path: &Path) -> String {
+        path.strip_prefix(root()).unwrap_or(path).display().to_string()
+    }
+
+    /// The 1-based line of the character at `at`.
+    fn line_at(chars: &[char], at: usize) -> usize {
+        1 + chars[..at].iter().filter(|&&c| c == '\n').count()
+    }
+
+    /// `text` with every comment (`//`, `/* */`) turned into spaces and, if `strings`, the inside
+    /// of every string and template literal too (its quotes kept); newlines kept, so an offset or
+    /// a line number in the result is one in `text`. Regular-expression literals are read as
+    /// code: a quote, `//` or an unbalanced brace in one would mislead it (the site has none).
+    fn mask(text: &str, strings: bool) -> Vec<char> {
+        #[derive(PartialEq)]
+        enum In {
+            Code,
+            Line,
+            Block,
+            Quoted(char),
+        }
+        let chars: Vec<char> = text.chars().collect();
+        let mut out = chars.clone();
+        let mut state = In::Code;
+        let mut i = 0;
+        let blank = |out: &mut Vec<char>, i: usize| {
+            if out[i] != '\n' {
+                out[i] = ' ';
+            }
+        };
+        while i < chars.len() {
+            let (c, next) = (chars[i], chars.get(i + 1).copied());
+            match state {
+                In::Code if c == '/' && next == Some('/') => state = In::Line,
+                In::Code if c == '/' && next == Some('*') => {
+                    state = In::Block;
+                    blank(&mut out, i);
+                    blank(&mut out, i + 1);
+                    i += 2;
+                    continue;
+                }
+                In::Code if matches!(c, '\'' | '"' | '`') => {
+                    state = In::Quoted(c);
+                    i += 1;
+                    continue;
+                }
+                In::Code => {}
+                In::Line if c == '\n' => state = In::Code,
+                In::Block if c == '*' && next == Some('/') => {
+                    blank(&mut out, i);
+                    blank(&mut out, i + 1);
+                    state = In::Code;
+                    i += 2;
+                    continue;
+                }
+                In::Quoted(_) if c == '\\' => {
+                    if strings {
+                        blank(&mut out, i);
+                        if i + 1 < chars.len() {
+                            blank(&mut out, i + 1);
+                        }
+                    }
+                    i += 2;
+                    continue;
+                }
+                In::Quoted(q) if c == q || (c == '\n' && q != '`') => state = In::Code,
+                In::Quoted(_) if !strings => {}
+                In::Line | In::Block | In::Quoted(_) => {}
+            }
+            if matches!(state, In::Line | In::Block) || (strings && matches!(state, In::Quoted(_))) {
+                blank(&mut out, i);
+            }
+            i += 1;
+        }
+        out
+    }
+
+    /// The index of the bracket that closes the one at `open` (`(` or `{`), in masked text.
+    fn closing(code: &[char], open: usize) -> Option<usize> {
+        let (o, c) = (code[open], if code[open] == '(' { ')' } else { '}' });
+        let mut depth = 0usize;
+        for (i, &ch) in code.iter().enumerate().skip(open) {
+            if ch == o {
+                depth += 1;
+            } else if ch == c {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+        }
+        None
+    }
+
+    fn is_ident(c: char) -> bool {
+        c.is_alphanumeric() || c == '_' || c == '$'
+    }
+
+    /// Whether `word` stands at `at` in `code` as a whole word.
+    fn word_at(code: &[char], at: usize, word: &str) -> bool {
+        let w: Vec<char> = word.chars().collect();
+        code.get(at..at + w.len()) == Some(&w[..])
+            && (at == 0 || !is_ident(code[at - 1]))
+            && code.get(at + w.len()).is_none_or(|&c| !is_ident(c))
+    }
+
+    fn skip_space(code: &[char], mut at: usize) -> usize {
+        while code.get(at).is_some_and(|c| c.is_whitespace()) {
+            at += 1;
+        }
+        at
+    }
+
+    /// The functions of a script: (line, name, lines spanned). It counts a `function` (declared or
+    /// an expression; the name is `anonymous` without one) from the line of its keyword, and an
+    /// arrow function with a block body from the line of its `=>`, through the line of the `}`
+    /// that closes the body, counting `{` and `}` outside comments and literals ([`mask`]). A
+    /// function's lines include those of the functions inside it. Class methods are not counted
+    /// (the site's are one-line constructors), nor arrows with an expression body.
+    fn functions(text: &str) -> Vec<(usize, String, usize)> {
+        let code = mask(text, true);
+        let mut out = Vec::new();
+        for at in 0..code.len() {
+            let (body, name) = if word_at(&code, at, "function") {
+                let mut i = skip_space(&code, at + "function".len());
+                if code.get(i) == Some(&'*') {
+                    i = skip_space(&code, i + 1);
+                }
+                let name: String = code[i..].iter().take_while(|&&c| is_ident(c)).collect();
+                let Some(open) = code[i..].iter().position(|&c| c == '(').map(|p| p + i) else { continue };
+                let Some(close) = closing(&code, open) else { continue };
+                (skip_space(&code, close + 1), if name.is_empty() { "anonymous".to_owned() } else { name })
+            } else if code[at] == '=' && code.get(at + 1) == Some(&'>') {
+                (skip_space(&code, at + 2), "arrow function".to_owned())
+            } else {
+                continue;
+            };
+            if code.get(body) != Some(&'{') {
+                continue;
+            }
+            let Some(end) = closing(&code, body) else { continue };
+            let first = line_at(&code, at);
+            out.push((first, name, line_at(&code, end) - first + 1));
+        }
+        out
+    }
+
+    /// The module specifiers a script imports: (line, specifier) of each `import ... from '...'`,
+    /// `export ... from '...'`, `import '...'` and `import('...')` with a literal.
+    fn imports(text: &str) -> Vec<(usize, String)> {
+        let code = mask(text, true);
+        let kept = mask(text, false);
+        let mut out = Vec::new();
+        for at in 0..code.len() {
+            let after = if word_at(&code, at, "from") {
+                at + 4
+            } else if word_at(&code, at, "import") {
+                let i = skip_space(&code, at + 6);
+                if code.get(i) == Some(&'(') {
+                    i + 1
+                } else {
+                    i
+                }
+            } else {
+                continue;
+            };
+            let quote = skip_space(&code, after);
+            let Some(&q) = code.get(quote).filter(|c| matches!(c, '\'' | '"')) else { continue };
+            let Some(len) = code[quote + 1..].iter().position(|&c| c == q) else { continue };
+            let spec: String = kept[quote + 1..quote + 1 + len].iter().collect();
+            out.push((line_at(&code, at), spec));
+        }
+        out
+    }
+
+    /// The file `spec` names, imported from `from`: `./` and `../` relative to the importing file.
+    /// `None` for a specifier a browser cannot load without an import map (a bare name).
+    fn resolve(from: &Path, spec: &str) -> Option<PathBuf> {
+        if !spec.starts_with("./") && !spec.starts_with("../") {
+            return None;
+        }
+        let mut path = from.parent()?.to_path_buf();
+        for seg in spec.split('/') {
+            match seg {
+                "." => {}
+                ".." => {
+                    path.pop();
+                }
+                s => path.push(s),
+            }
+        }
+        Some(path)
+    }
+
+    #[test]
+    fn every_script_opens_with_a_comment_saying_what_it_is() {
+        let mut bad = Vec::new();
+        for path in scripts() {
+            let text = read(&path);
+            let first = text.lines().next().unwrap_or("").trim();
+            let words = first
+                .strip_prefix("//")
+                .or_else(|| first.strip_prefix("/*"))
+                .map(|rest| rest.trim_end().trim_end_matches("*/").split_whitespace().count());
+            if words.is_none_or(|n| n < OPENING_WORDS_MIN) {
+                bad.push(format!("{}:1: opens with {first:?}, not a comment saying what the file is", shown(&path)));
+            }
+        }
+        assert!(bad.is_empty(), "every script opens with a comment line saying what it is:\n{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn every_script_fits_in_400_lines() {
+        let mut bad = Vec::new();
+        for path in scripts() {
+            let n = read(&path).lines().count();
+            if n > SCRIPT_LINES_MAX {
+                bad.push(format!("{}:{n}: {n} lines; split it by concept (style.md 25)", shown(&path)));
+            }
+        }
+        assert!(bad.is_empty(), "a script holds at most {SCRIPT_LINES_MAX} lines:\n{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn every_function_fits_on_a_screen() {
+        let mut bad = Vec::new();
+        for path in scripts() {
+            for (line, name, n) in functions(&read(&path)) {
+                if n > JS_FUNCTION_LINES_MAX {
+                    bad.push(format!("{}:{line}: `{name}` spans {n} lines; split it into named helpers", shown(&path)));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "a function of the site spans at most {JS_FUNCTION_LINES_MAX} lines:\n{}",
+            bad.join("\n")
+        );
+    }
+
+    #[test]
+    fn no_script_builds_markup_from_a_string() {
+        let mut bad = Vec::new();
+        for path in scripts() {
+            let code: String = mask(&read(&path), false).into_iter().collect();
+            for (i, line) in code.lines().enumerate() {
+                for sink in HTML_SINKS.iter().filter(|s| line.contains(*s)) {
+                    bad.push(format!("{}:{}: `{sink}`; build nodes with h() and set textContent", shown(&path), i + 1));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "no script parses a string as markup:\n{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn every_import_resolves_to_a_script_of_the_site() {
+        let site = root().join(SITE);
+        let mut bad = Vec::new();
+        for path in scripts() {
+            for (line, spec) in imports(&read(&path)) {
+                let at = format!("{}:{line}: import '{spec}'", shown(&path));
+                match resolve(&path, &spec) {
+                    None => {
+                        bad.push(format!("{at}: not a relative path (a browser needs an import map for a bare name)"))
+                    }
+                    Some(_) if !spec.ends_with(".js") => bad.push(format!("{at}: name the file, with its .js")),
+                    Some(p) if !p.starts_with(&site) || !p.is_file() => {
+                        bad.push(format!("{at}: no such file under {SITE}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        assert!(bad.is_empty(), "every import names a file of the site:\n{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn every_page_module_is_routed() {
+        let router = root().join(ROUTER);
+        let routed: Vec<PathBuf> = imports(&read(&router)).iter().filter_map(|(_, s)| resolve(&router, s)).collect();
+        let pages: Vec<PathBuf> = scripts().into_iter().filter(|p| p.starts_with(root().join(PAGES))).collect();
+        assert!(!pages.is_empty(), "the page modules are found under {PAGES}");
+        let unrouted: Vec<String> = pages
+            .iter()
+            .filter(|p| !routed.contains(p))
+            .map(|p| format!("{}:1: a page module that {ROUTER} does not import", shown(p)))
+            .collect();
+        assert!(unrouted.is_empty(), "every page module is routed:\n{}", unrouted.join("\n"));
+    }
+
+    #[test]
+    fn the_scans_read_code_not_comments_or_strings() {
+        let js = "// function commented() {\nconst s = '{ => {';\nfunction f(a, b) {\n  const g = (x) => {\n    return `}${x}`;\n  };\n  /* } */\n}\nconst e = (y) => y + 1;\nexport const k = function () {\n};\n";
+        assert_eq!(
+            functions(js),
+            [(3, "f".to_owned(), 6), (4, "arrow function".to_owned(), 3), (10, "anonymous".to_owned(), 2)]
+        );
+        let imported = "import { a } from './a.js';\nimport './b.js';\nexport { c } from \"../c.js\";\n// import { d } from './d.js';\nconst t = 'from here';\nimport('./e.js');\n";
+        let specs = imports(imported);
+        let specs: Vec<(usize, &str)> = specs.iter().map(|(l, s)| (*l, s.as_str())).collect();
+        assert_eq!(specs, [(1, "./a.js"), (2, "./b.js"), (3, "../c.js"), (6, "./e.js")]);
+        let from = Path::new("/s/js/pages/pair.js");
+        assert_eq!(resolve(from, "../chart.js"), Some(PathBuf::from("/s/js/chart.js")));
+        assert_eq!(resolve(from, "./x.js"), Some(PathBuf::from("/s/js/pages/x.js")));
+        assert_eq!(resolve(from, "lodash"), None);
+        let sinks: String = mask("// innerHTML\nel.textContent = 'innerHTML';\n", false).into_iter().collect();
+        assert!(!sinks.lines().next().unwrap_or("").contains("innerHTML") && sinks.contains("'innerHTML'"));
+    }
+}

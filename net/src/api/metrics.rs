@@ -434,7 +434,7 @@ pub fn route(path: &str) -> &'static str {
         ["site", "channels"] => "/site/channels",
         ["site", "v1", ..] => "/site/v1/*",
         [""] | ["index.html"] => "/",
-        ["assets", _] => "/assets/{file}",
+        ["assets", ..] => "/assets/{file}",
         _ => "other",
     }
 }

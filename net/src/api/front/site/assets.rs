@@ -1,7 +1,8 @@
-//! The site's files, embedded in the binary (`net/site/`: the page, its script and style, and the
-//! vendored chart library), served at `/` and `/assets/...` on the API's port with a strict
-//! Content-Security-Policy, so `cargo run --release` serves the whole site with no other step
-//! and the site works offline.
+//! The site's files, embedded in the binary (`net/site/`: the page, its style, its JavaScript
+//! modules and the vendored chart library), served at `/` and `/assets/...` on the API's port with
+//! a strict Content-Security-Policy, so `cargo run --release` serves the whole site with no other
+//! step and the site works offline. The table of files is made from the folder by `net/build.rs`:
+//! a module added under `net/site/js/` is served with no list to update.
 //!
 //! Every site answer (these and the `/site/` JSON routes) carries [`CSP`] and the usual
 //! hardening headers: no inline script or style, no framing, nothing loaded from elsewhere.
@@ -22,6 +23,8 @@ use crate::api::front::encoding::{accepts_gzip, gzip, Level};
 use crate::api::front::{error, method_not_allowed, Resp};
 
 /// The site's Content-Security-Policy: its own script, style, images and requests only.
+/// `script-src 'self'` admits the page's module scripts (`<script type="module">` and every
+/// module they import) and the chart library, all from this origin.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
 connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
@@ -32,25 +35,9 @@ struct Asset {
     bytes: &'static [u8],
 }
 
-/// Every file the site serves; `/` is the page.
-const ASSETS: [Asset; 4] = [
-    Asset { path: "/", content_type: "text/html; charset=utf-8", bytes: include_bytes!("../../../../site/index.html") },
-    Asset {
-        path: "/assets/app.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../../site/app.js"),
-    },
-    Asset {
-        path: "/assets/app.css",
-        content_type: "text/css; charset=utf-8",
-        bytes: include_bytes!("../../../../site/app.css"),
-    },
-    Asset {
-        path: "/assets/lightweight-charts.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../../site/vendor/lightweight-charts.standalone.production.js"),
-    },
-];
+// `const ASSETS: [Asset; N]`: every file under `net/site/` that is served, `/` (the page) first,
+// listed by `net/build.rs` from the folder itself.
+include!(concat!(env!("OUT_DIR"), "/site_assets.rs"));
 
 /// The files gzip-compressed (at the best level), computed once: sent to every browser that
 /// accepts gzip (all do), a third of the bytes (perf/site-pages.md).
@@ -130,23 +117,78 @@ pub fn secure(mut r: Resp) -> Resp {
 mod tests {
     use super::*;
 
+    fn text(path: &str) -> &'static str {
+        let asset = ASSETS.iter().find(|a| a.path == path).unwrap_or_else(|| panic!("{path} is served"));
+        std::str::from_utf8(asset.bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The URL paths a script at `from` imports (`import ... from './x.js'`, `import '../y.js'`),
+    /// resolved as a browser resolves a relative specifier.
+    fn imports(from: &str, script: &str) -> Vec<String> {
+        let statements =
+            script.lines().map(str::trim_start).filter(|l| l.starts_with("import ") || l.starts_with("export "));
+        let specs = statements.filter_map(|l| {
+            let at = l.find(" from '").map(|i| i + 7).or_else(|| l.strip_prefix("import '").map(|_| 8))?;
+            l[at..].split('\'').next()
+        });
+        specs
+            .map(|spec| {
+                let mut dir: Vec<&str> = from.split('/').collect();
+                dir.pop();
+                for seg in spec.split('/') {
+                    match seg {
+                        "." => {}
+                        ".." => {
+                            dir.pop();
+                        }
+                        s => dir.push(s),
+                    }
+                }
+                dir.join("/")
+            })
+            .collect()
+    }
+
     #[test]
-    fn every_asset_has_a_distinct_tag_and_the_page_names_every_script_and_style() {
+    fn every_asset_has_a_distinct_tag_and_round_trips_through_gzip() {
         let tags = etags();
         for (i, t) in tags.iter().enumerate() {
             assert!(tags.iter().skip(i + 1).all(|u| u != t), "tags differ");
-        }
-        let page = std::str::from_utf8(ASSETS[0].bytes).expect("utf-8 page");
-        let script = std::str::from_utf8(ASSETS[1].bytes).expect("utf-8 script");
-        for asset in &ASSETS[1..] {
-            // The chart library is loaded by the script, on the pair page only.
-            assert!(page.contains(asset.path) || script.contains(asset.path), "the site loads {}", asset.path);
         }
         for (i, gz) in gzipped().iter().enumerate() {
             let mut plain = Vec::new();
             std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).expect("gzip");
             assert_eq!(plain, ASSETS[i].bytes, "{} round-trips", ASSETS[i].path);
         }
+    }
+
+    #[test]
+    fn the_page_loads_its_modules_and_every_served_file_is_used() {
+        assert_eq!(ASSETS[0].path, "/", "the page is first");
+        let page = text("/");
+        assert!(
+            page.contains(r#"<script type="module" src="/assets/app.js"></script>"#),
+            "the page loads app.js as a module"
+        );
         assert!(!page.contains("<script>") && !page.contains("style="), "nothing inline: the CSP would refuse it");
+        let scripts: Vec<&Asset> = ASSETS.iter().filter(|a| a.path.ends_with(".js")).collect();
+        let imported: Vec<String> = scripts.iter().flat_map(|a| imports(a.path, text(a.path))).collect();
+        for asset in &ASSETS[1..] {
+            // The chart library is a classic script, added by the pair page's module when needed.
+            let named = page.contains(asset.path) || scripts.iter().any(|s| text(s.path).contains(asset.path));
+            assert!(named || imported.iter().any(|i| i == asset.path), "nothing loads {}", asset.path);
+        }
+        for path in &imported {
+            assert!(ASSETS.iter().any(|a| a.path == path), "{path} is imported but not served");
+        }
+        for asset in &ASSETS {
+            let kind = match asset.path.rsplit_once('.').map_or("html", |(_, e)| e) {
+                "js" => "text/javascript; charset=utf-8",
+                "css" => "text/css; charset=utf-8",
+                _ => "text/html; charset=utf-8",
+            };
+            assert_eq!(asset.content_type, kind, "{}", asset.path);
+        }
+        assert!(ASSETS.iter().any(|a| a.path == "/assets/js/router.js"), "the modules under net/site/js/ are served");
     }
 }

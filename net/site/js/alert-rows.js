@@ -1,0 +1,98 @@
+// Alerts as table rows: price and percent alerts (shared with the API), wall and market alerts (site only), in words.
+
+import { deleteButton, deleteWaits, pendingRow } from './deletes.js';
+import { h, pairLink } from './dom.js';
+import { fmtDuration, fmtInt, fmtPrice, fmtUsd, labelOf } from './format.js';
+import { enc, v1 } from './http.js';
+import { timeEl } from './time.js';
+import { BOARD_NUMBERS } from './values.js';
+
+/** The columns of a table of price and percent alerts. */
+export function alertHeaders() {
+  return ['ID', 'Pair', 'Venue', 'Type', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
+}
+
+/** The columns of a table of wall and market alerts. */
+export const SITE_ALERT_HEADERS = ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
+
+/** A price or percent alert's condition in words. */
+export function alertCondition(a) {
+  if (a.type === 'pct') return a.direction + ' ' + a.pct + '% within the ' + a.window + ' candle';
+  return a.direction + ' ' + fmtPrice(a.price);
+}
+
+// An alert's status in words: a market alert whose number sits at its threshold (it fired there)
+// waits for the number to go back before it can fire again.
+export function statusWords(a) {
+  if (a.status === 'active' && a.waiting) return 'waiting to re-arm';
+  if (a.status === 'triggered') return 'fired (done)';
+  return a.status;
+}
+
+/** The kind of a site alert as the site names it. */
+export function siteKind(a) { return a.type === 'density' ? 'wall' : a.type; }
+
+// The cells every alert row ends with: repeat, note, status, times fired, last fired, created, action.
+function recordCells(a, del) {
+  return [
+    h('td', { text: a.repeat ? 'yes' : 'no' }),
+    h('td', { class: 'wrap', text: a.note || '' }),
+    h('td', { 'data-waiting': a.waiting ? 'true' : null, text: statusWords(a) }),
+    h('td', { class: 'num', text: fmtInt(a.triggerCount) }),
+    h('td', null, a.lastTriggeredAt ? timeEl(a.lastTriggeredAt) : '–'),
+    h('td', null, timeEl(a.createdAt)),
+    h('td', null, del),
+  ];
+}
+
+/** The DELETE path of a price or percent alert. */
+export function alertPath(a) { return v1('alerts/' + enc(a.id)); }
+
+function alertWhat(a) { return a.type + ' alert #' + a.id + ': ' + a.symbol + ' on ' + a.exchange + ', ' + alertCondition(a); }
+
+/** The row of a price or percent alert (or of its waiting delete). */
+export function alertRow(a, reload, error) {
+  const path = alertPath(a);
+  const attrs = { 'data-alert-id': a.id, 'data-status': a.status };
+  if (deleteWaits(path)) return pendingRow(attrs, alertHeaders().length, alertWhat(a), path, reload);
+  const del = deleteButton('alert-delete', alertWhat(a), path, reload, error);
+  return h('tr', attrs,
+    h('td', { text: a.id }),
+    h('th', { scope: 'row' }, pairLink(a.exchange, a.symbol)),
+    h('td', { text: a.exchange }),
+    h('td', { text: a.type }),
+    h('td', { text: alertCondition(a) }),
+    ...recordCells(a, del));
+}
+
+/** A wall or market alert's condition in words, with its quiet time. */
+export function siteCondition(a) {
+  return siteWhen(a) + (a.repeat && a.cooldownS > 0 ? '; then quiet for ' + fmtDuration(a.cooldownS) : '');
+}
+
+function siteWhen(a) {
+  if (a.type === 'density') {
+    const sides = a.side === 'any' ? 'bid or ask' : a.side;
+    return (a.symbol || 'any pair') + ': ' + sides + ' wall of ' + fmtUsd(a.minUsd) + ' or more within ' +
+      a.maxDistPct + '% of the price' + (a.minAgeS ? ', standing ' + a.minAgeS + ' s' : '');
+  }
+  if (a.type === 'market') {
+    return labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' + a.threshold;
+  }
+  return a.type;
+}
+
+/** The row of a wall or market alert (or of its waiting delete). */
+export function siteAlertRow(a, reload, error) {
+  const path = '/site/site-alerts/' + enc(a.id);
+  const what = siteKind(a) + ' alert #' + a.id + ': ' + a.exchange + ', ' + siteCondition(a);
+  const attrs = { 'data-site-alert-id': a.id, 'data-type': a.type, 'data-status': a.status };
+  if (deleteWaits(path)) return pendingRow(attrs, SITE_ALERT_HEADERS.length, what, path, reload);
+  const del = deleteButton('site-alert-delete', what, path, reload, error);
+  return h('tr', attrs,
+    h('td', { text: a.id }),
+    h('td', { text: siteKind(a) }),
+    h('td', { text: a.exchange }),
+    h('td', { class: 'wrap', text: siteCondition(a) }),
+    ...recordCells(a, del));
+}

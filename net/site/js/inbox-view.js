@@ -1,0 +1,158 @@
+// The inbox as the notifications page lists it: filtered, bursts of one alert grouped, each entry in one readable line.
+
+import { h } from './dom.js';
+import { fmtPct, fmtPrice, fmtUsd, isNum, labelOf, numberFmt } from './format.js';
+import { enc } from './http.js';
+import { drawInboxWith, isMuted, muteKey, setMuted } from './inbox.js';
+import { state } from './state.js';
+import { fmtTime, timeEl, toDate } from './time.js';
+import { BOARD_NUMBERS } from './values.js';
+
+const GROUP_MS = 60000; // entries of one alert less than a minute apart show as one line
+const KIND_LABELS = {
+  'alert.triggered': 'Alert fired', 'alert.delisted': 'Pair delisted',
+  'density.triggered': 'Wall alert', 'market.triggered': 'Market alert', 'alert.expired': 'Alert expired',
+};
+
+/** The event body of an entry ({} when it has none). */
+function eventOf(e) { return e.event && typeof e.event === 'object' ? e.event : {}; }
+
+/** Where an entry's event is: {symbol, exchange} (symbol null for a venue-wide market alert). */
+function entryPair(e) {
+  const ev = eventOf(e);
+  const a = ev.alert && typeof ev.alert === 'object' ? ev.alert : {};
+  const w = ev.wall && typeof ev.wall === 'object' ? ev.wall : {};
+  return { symbol: w.symbol || a.symbol || null, exchange: a.exchange || null };
+}
+
+function entryKindMatches(e, kind) {
+  if (!kind) return true;
+  if (kind === 'notice') return e.kind === 'alert.delisted' || e.kind === 'alert.expired';
+  return e.kind === kind;
+}
+
+/** When an entry was made: its own time, else its event's. */
+function entryWhen(e) {
+  const ev = eventOf(e);
+  return e.createdAt || ev.time || (ev.trigger && ev.trigger.time);
+}
+
+function entryTime(e) {
+  const ms = toDate(entryWhen(e)).getTime();
+  return isNaN(ms) ? 0 : ms;
+}
+
+/**
+ * The entries the filters let through, newest first, in groups: consecutive entries of one
+ * alert less than GROUP_MS apart are one group (a burst of a repeating alert is one line).
+ */
+function inboxGroups() {
+  const f = state.inboxFilter;
+  const needle = f.pair.toUpperCase();
+  const shown = Array.from(state.inbox.values()).sort((a, b) => b.id - a.id).filter((e) => {
+    if (!f.showMuted && isMuted(e)) return false;
+    if (!entryKindMatches(e, f.kind)) return false;
+    const p = entryPair(e);
+    return !needle || (p.symbol || '').toUpperCase().includes(needle);
+  });
+  const groups = [];
+  for (const e of shown) {
+    const g = groups[groups.length - 1];
+    const t = entryTime(e);
+    if (g && muteKey(e) && muteKey(g[0]) === muteKey(e) && e.kind === g[0].kind && entryTime(g[g.length - 1]) - t < GROUP_MS) g.push(e);
+    else groups.push([e]);
+  }
+  return groups;
+}
+
+/** Draws the notifications page's list and its muted alerts (nothing when another page is shown). */
+export function renderInbox() {
+  const list = document.querySelector('[data-testid="inbox-list"]');
+  if (!list) return;
+  const older = document.querySelector('[data-testid="inbox-older"]');
+  if (older) older.hidden = !state.inboxOlder;
+  renderMuted();
+  const groups = inboxGroups();
+  if (!groups.length) {
+    const any = state.inbox.size > 0;
+    list.replaceChildren(h('li', { class: 'empty', text: any ? 'No notification matches the filters.' : 'No notification yet. Alert firings appear here as they happen.' }));
+    return;
+  }
+  list.replaceChildren(...groups.map(inboxItem));
+}
+
+function renderMuted() {
+  const box = document.querySelector('[data-testid="muted-list"]');
+  if (!box) return;
+  if (!state.muted.size) {
+    box.replaceChildren();
+    return;
+  }
+  box.replaceChildren(h('h2', { text: 'Muted alerts' }), h('p', { class: 'hint', text: 'Their firings are kept and still go to webhooks and Telegram; this browser hides them here and leaves them out of the unread count.' }),
+    h('ul', null, Array.from(state.muted).sort().map((k) => {
+      const [kind, id] = k.split(':');
+      const name = (kind === 'api' ? 'price or percent' : kind === 'density' ? 'wall' : kind) + ' alert #' + id;
+      const un = h('button', { type: 'button', class: 'secondary', testid: 'unmute', 'data-mute': k, text: 'Unmute' });
+      un.addEventListener('click', () => setMuted(k, false));
+      return h('li', null, name + ' ', un);
+    })));
+}
+
+// An entry's tools: a link to its pair, and Mute (or Unmute) for its alert.
+function entryTools(e) {
+  const p = entryPair(e);
+  const key = muteKey(e);
+  const tools = h('span', { class: 'tools' });
+  if (p.symbol && p.exchange) tools.append(h('a', { href: '#/pair/' + enc(p.exchange) + '/' + enc(p.symbol), testid: 'inbox-pair-link', text: 'Open ' + p.symbol }));
+  if (key) {
+    const on = state.muted.has(key);
+    const b = h('button', { type: 'button', class: 'link', testid: on ? 'unmute' : 'mute', 'data-mute': key, text: on ? 'Unmute' : 'Mute this alert' });
+    b.addEventListener('click', () => setMuted(key, !on));
+    tools.append(' ', b);
+  }
+  return tools;
+}
+
+function inboxItem(group) {
+  const e = group[0];
+  const when = entryWhen(e);
+  const tools = entryTools(e);
+  const more = group.length > 1 ? h('span', { class: 'group', testid: 'inbox-group', text: ' ×' + group.length + ' (since ' + fmtTime(entryTime(group[group.length - 1])).slice(11) + ')' }) : null;
+  return h('li', {
+    'data-kind': e.kind, 'data-alert-id': e.alertId === null || e.alertId === undefined ? null : e.alertId,
+    'data-entry-id': e.id, 'data-group-size': group.length, class: group.some((x) => x._fresh) ? 'fresh' : null,
+  }, when ? [timeEl(when), ' '] : null, h('span', { class: 'kind', text: KIND_LABELS[e.kind] || e.kind }), ' ',
+  describe(e.kind, eventOf(e), e.alertId), more, ' ', tools);
+}
+
+/** One readable line for an inbox entry's event body (the webhook body, or the site alert's firing). */
+function describe(kind, ev, alertId) {
+  const a = ev.alert && typeof ev.alert === 'object' ? ev.alert : {};
+  const pair = (x) => (x.symbol || '?') + ' on ' + (x.exchange || a.exchange || '?');
+  const id = a.id !== undefined ? a.id : alertId;
+  if (kind === 'alert.triggered') {
+    const t = ev.trigger || {};
+    const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')' : a.direction + ' ' + fmtPrice(a.price);
+    return pair(a) + ' · ' + a.type + ' alert #' + id + ' ' + cond + ' · price ' + fmtPrice(t.price) +
+      (isNum(t.move) ? ' · moved ' + fmtPct(t.move, true) : '') + (a.note ? ' · ' + a.note : '');
+  }
+  if (kind === 'alert.delisted') {
+    return pair(a) + ' was delisted; alert #' + id + ' was removed.';
+  }
+  if (kind === 'alert.expired') {
+    return pair(a) + ' · alert #' + id + ' reached its expiry and was removed.';
+  }
+  if (kind === 'density.triggered') {
+    const w = ev.wall || {};
+    return (w.symbol || a.symbol || '?') + ' on ' + (a.exchange || '?') + ' · ' + (w.side || '?') + ' wall at ' + fmtPrice(w.price) +
+      ' · ' + fmtUsd(w.usd) + ' · ' + fmtPct(w.dist, true) + ' from the price' +
+      (isNum(w.ageS) ? ' · standing ' + w.ageS + ' s' : '') + ' · wall alert #' + id + (a.note ? ' · ' + a.note : '');
+  }
+  if (kind === 'market.triggered') {
+    return (a.exchange || '?') + ' · ' + labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' +
+      a.threshold + ' · now ' + (isNum(ev.value) ? numberFmt.format(ev.value) : '?') + ' · market alert #' + id + (a.note ? ' · ' + a.note : '');
+  }
+  return 'alert #' + id;
+}
+
+drawInboxWith(renderInbox);

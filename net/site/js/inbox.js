@@ -1,0 +1,90 @@
+// The inbox held in the page: entries read and pushed, the unread badge, and alerts muted in this browser.
+
+import { isNum } from './format.js';
+import { call, v1 } from './http.js';
+import { loadPrefs, savePrefs } from './prefs.js';
+import { state } from './state.js';
+
+export const INBOX_LIMIT = 100; // entries per read of the inbox ("Show older" reads the next 100)
+const INBOX_KEEP = 5000; // entries held in the page; past it the oldest are forgotten
+
+/** Reads the newest entries into the inbox: true, or the error. */
+export async function loadInbox() {
+  try {
+    const r = await call('GET', v1('inbox', { limit: INBOX_LIMIT }));
+    addInbox(Array.isArray(r.data) ? r.data : [], false);
+    return true;
+  } catch (e) {
+    return e;
+  }
+}
+
+let renderInbox = () => {};
+
+/** How the held entries are drawn on Notifications (`inbox-view`'s, registered when it loads). */
+export function drawInboxWith(fn) {
+  renderInbox = fn;
+}
+
+/** Adds entries not held yet (`live`: pushed now, shown as fresh), forgetting the oldest past INBOX_KEEP. */
+export function addInbox(entries, live) {
+  let added = false;
+  for (const e of entries) {
+    if (!e || !isNum(e.id) || state.inbox.has(e.id)) continue;
+    state.inbox.set(e.id, e);
+    if (live) e._fresh = true;
+    added = true;
+  }
+  if (!added) return;
+  if (state.inbox.size > INBOX_KEEP) {
+    const ids = Array.from(state.inbox.keys()).sort((a, b) => a - b);
+    ids.slice(0, ids.length - INBOX_KEEP).forEach((id) => state.inbox.delete(id));
+  }
+  if (state.page === 'notifications') {
+    renderInbox();
+    markSeen();
+  }
+  updateBadge();
+}
+
+function unreadCount() {
+  let n = 0;
+  state.inbox.forEach((e, id) => { if (id > state.lastSeen && !isMuted(e)) n++; });
+  return n;
+}
+
+// Muting: an alert's entries hidden from Notifications and the unread count, in this browser
+// (kept in localStorage per account; the alert still fires, and its entries are kept).
+
+/** The alert an entry belongs to, as "api:12", "density:3" or "market:4" ('' for none). */
+export function muteKey(e) { return e.alertId === null || e.alertId === undefined ? '' : (e.kind.startsWith('alert.') ? 'api' : e.kind.split('.')[0]) + ':' + e.alertId; }
+export function mutedSet() { return new Set(state.session ? loadPrefs('muted.' + state.session.accountId, []) : []); }
+export function isMuted(e) { const k = muteKey(e); return !!k && state.muted.has(k); }
+export function setMuted(key, on) {
+  if (on) state.muted.add(key); else state.muted.delete(key);
+  if (state.session) savePrefs('muted.' + state.session.accountId, Array.from(state.muted));
+  updateBadge();
+  renderInbox();
+}
+
+/** Every held entry is seen (kept per account). */
+export function markSeen() {
+  let max = state.lastSeen;
+  state.inbox.forEach((e, id) => { if (id > max) max = id; });
+  if (max !== state.lastSeen && state.session) {
+    state.lastSeen = max;
+    savePrefs('seen.' + state.session.accountId, max);
+  }
+  updateBadge();
+}
+
+/** The header's unread count. */
+export function updateBadge() {
+  const n = state.session ? unreadCount() : 0;
+  const badge = document.getElementById('unread-count');
+  const link = document.getElementById('nav-notifications');
+  badge.textContent = String(n);
+  badge.hidden = n === 0;
+  if (n) link.setAttribute('aria-label', 'Notifications, ' + n + ' unread');
+  else link.removeAttribute('aria-label');
+}

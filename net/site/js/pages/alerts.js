@@ -1,0 +1,90 @@
+// The alerts page: price and percent alerts (shared with the API), wall and market alerts (site only), their forms and the firing history.
+
+import { alertForm, siteAlertForm } from '../alert-forms.js';
+import { alertCondition, alertHeaders, alertRow, SITE_ALERT_HEADERS, siteAlertRow, siteCondition, siteKind, statusWords } from '../alert-rows.js';
+import { deliveryLog } from '../deliveries.js';
+import { errorBox, h, mount } from '../dom.js';
+import { fmtInt } from '../format.js';
+import { call, errText, v1 } from '../http.js';
+import { current, poll } from '../lifecycle.js';
+import { onFiring } from '../live.js';
+import { state } from '../state.js';
+import { failTable, fillTable, table } from '../tables.js';
+import { timeEl } from '../time.js';
+
+const SITE_ALERTS_REFRESH_MS = 10000; // "waiting to re-arm" follows the board without a firing
+
+export function alertsPage() {
+  const gen = state.gen;
+  const alertsT = table('alerts-table', 'Price and percent alerts (also listed by GET /v1/alerts)', alertHeaders());
+  const siteT = table('site-alerts-table', 'Wall and market alerts (site only)', SITE_ALERT_HEADERS);
+  const historyT = table('alerts-history', 'Alerts that have fired, most recent first',
+    ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num'], 'Webhook']);
+  const log = deliveryLog(gen);
+  const apiError = errorBox('alerts-list-error');
+  const siteError = errorBox('site-alerts-list-error');
+  let api = null;
+  let site = null;
+
+  async function loadApi() {
+    try {
+      const r = await call('GET', v1('alerts', { status: 'all' }));
+      if (!current(gen)) return;
+      api = r.data || [];
+      fillTable(alertsT, api.map((a) => alertRow(a, loadApi, apiError)), 'No price or percent alert yet.');
+    } catch (e) {
+      if (current(gen)) failTable(alertsT, errText(e));
+    }
+    drawHistory();
+  }
+
+  async function loadSite() {
+    try {
+      const r = await call('GET', '/site/site-alerts');
+      if (!current(gen)) return;
+      site = r.data || [];
+      fillTable(siteT, site.map((a) => siteAlertRow(a, loadSite, siteError)), 'No wall or market alert yet.');
+    } catch (e) {
+      if (current(gen)) failTable(siteT, errText(e));
+    }
+    drawHistory();
+  }
+
+  function drawHistory() {
+    if (!current(gen) || api === null || site === null) return;
+    fillTable(historyT, firedAlerts(api, site).map((f) => historyRow(f, log)), 'No alert has fired yet. Every firing is also in Notifications.');
+  }
+
+  mount('Alerts', [
+    h('h1', { text: 'Alerts' }),
+    h('section', { class: 'panel', 'aria-labelledby': 'pa-h' },
+      h('h2', { id: 'pa-h', text: 'Price and percent alerts' }), alertsT.wrap, apiError, alertForm(loadApi)),
+    h('section', { class: 'panel', 'aria-labelledby': 'sa-h' },
+      h('h2', { id: 'sa-h', text: 'Wall and market alerts' }), siteT.wrap, siteError, siteAlertForm(loadSite)),
+    h('section', { class: 'panel', 'aria-labelledby': 'hi-h' },
+      h('h2', { id: 'hi-h', text: 'Firing history' }), historyT.wrap, log.panel),
+  ]);
+  loadApi();
+  loadSite();
+  onFiring(() => { loadApi(); loadSite(); });
+  poll(SITE_ALERTS_REFRESH_MS, loadSite);
+}
+
+// Every alert that has fired, of both kinds, the most recently fired first.
+function firedAlerts(api, site) {
+  const fired = [];
+  api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.symbol + ' on ' + a.exchange + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id, hook: !!a.webhookUrl, attr: 'data-alert-id' }); });
+  site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: siteKind(a) + ' alert #' + a.id, hook: false, attr: 'data-site-alert-id' }); });
+  fired.sort((x, y) => String(y.a.lastTriggeredAt || '').localeCompare(String(x.a.lastTriggeredAt || '')));
+  return fired;
+}
+
+function historyRow(f, log) {
+  return h('tr', { [f.attr]: f.a.id },
+    h('td', null, f.a.lastTriggeredAt ? timeEl(f.a.lastTriggeredAt) : '–'),
+    h('th', { scope: 'row', text: f.label }),
+    h('td', { class: 'wrap', text: f.what }),
+    h('td', { text: statusWords(f.a) }),
+    h('td', { class: 'num', text: fmtInt(f.a.triggerCount) }),
+    h('td', null, f.hook ? log.button(f.a) : 'none'));
+}

@@ -1,0 +1,19 @@
+// The value sets of docs/openapi.json and decisions.md §9, §10 that more than one part of the site offers.
+
+/** The venues known before `/site/v1/exchanges` answers (and kept if it never does). */
+export const VENUES = ['binance', 'bybit', 'okx', 'bitget'];
+
+/** The candle intervals of the API. */
+export const INTERVALS = ['5m', '15m', '1h', '4h', '1d', '1w'];
+
+/** The screener's universes: [value, words]. */
+export const CATEGORIES = [
+  ['all', 'All pairs'], ['usdt', 'USDT-quoted'], ['usdc', 'USDC-quoted'],
+  ['btc', 'BTC-quoted'], ['new', 'New (under 30 days)'],
+];
+
+/** The board numbers a market alert can watch: [value, words]. */
+export const BOARD_NUMBERS = [
+  ['sentiment', 'Sentiment'], ['advancing', 'Advancing'], ['declining', 'Declining'],
+  ['up5', 'Up 5% or more'], ['down5', 'Down 5% or more'], ['walls', 'Walls'], ['atLevel', 'At a level'],
+];
