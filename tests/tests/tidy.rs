@@ -251,6 +251,52 @@ fn the_service_reads_time_from_its_one_clock() {
     assert!(found.is_empty(), "the wall clock read outside the process's Clock:\n{}", found.join("\n"));
 }
 
+/// Where the runtime reads the monotonic clock (`Instant::now`), each with why: the I/O edges
+/// that time what they do or sleep until a rule's answer. Every rule itself (pacers, retry
+/// schedules, expiries, stream admission) takes time as an argument and is tested in synthetic
+/// time; a new reader is added here with its reason, or the rule it serves takes `now` instead.
+const INSTANT_NOW_READERS: &[(&str, &str)] = &[
+    ("net/cluster/src/snapshots.rs", "the publisher's cadence of full snapshots"),
+    ("net/cluster/src/worker.rs", "a delivery worker's attempt timings and its line's looks"),
+    ("net/delivery/src/lib.rs", "the sender's attempt timings and its full-scan cadence"),
+    ("net/delivery/src/pool.rs", "an idle connection's age, when met"),
+    ("net/outbound/src/http.rs", "a new connection's idle stamp"),
+    ("net/shard/src/lib.rs", "how long loading the simulated market's history took (logged)"),
+    ("net/state/src/shutdown.rs", "a stop's grace period"),
+    ("net/store/src/db.rs", "PostgreSQL reconnects at most once per RECONNECT_EVERY"),
+    ("net/store/src/storage.rs", "a storage request's deadline"),
+    ("net/venue/src/rest.rs", "the REST thread: the pacers' now and the listing refreshes"),
+    ("net/src/api/front.rs", "a request's duration for /metrics; a key change's wait"),
+    ("net/src/api/front/stream_api.rs", "a stream request's duration for /metrics"),
+];
+
+#[test]
+fn the_monotonic_clock_is_read_only_where_listed() {
+    let mut read = BTreeSet::new();
+    let mut found = Vec::new();
+    for dir in engine_and_runtime() {
+        for p in sources(dir) {
+            for (i, l) in code_lines(&p).iter().enumerate() {
+                let code = l.split("//").next().unwrap_or("");
+                if !code.contains("Instant::now") {
+                    continue;
+                }
+                read.insert(name(&p));
+                if !INSTANT_NOW_READERS.iter().any(|(f, _)| name(&p) == *f) {
+                    found.push(format!("{}:{}: {}", name(&p), i + 1, l.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Instant::now read where INSTANT_NOW_READERS does not list it (pass `now` in, or list the file with why):\n{}",
+        found.join("\n")
+    );
+    let stale: Vec<&str> = INSTANT_NOW_READERS.iter().map(|(f, _)| *f).filter(|f| !read.contains(*f)).collect();
+    assert!(stale.is_empty(), "listed in INSTANT_NOW_READERS but no longer reading the clock: {stale:?}");
+}
+
 #[test]
 fn per_venue_tables_are_sized_by_the_venue_count() {
     let idioms = ["step_by(4)", "index() * 4", "* 4 + venue", "; 4]>"];
