@@ -1,0 +1,213 @@
+//! The market a server serves: the simulated market, or the venues listed live (the port
+//! answers 503 "starting" meanwhile) with the REST thread's listing refreshes; the stored alerts
+//! loaded onto their books; the shards started over it; simulated delistings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use rampart_engine::sim::{self, SimConfig};
+use rampart_engine::{Registry, Venue};
+use rampart_shard::live::LiveFeed;
+use rampart_shard::{ShardConfig, ShardSet};
+use rampart_state::clock::SharedClock;
+use rampart_state::Command as ShardCommand;
+use rampart_store::store::Store;
+use rampart_venue::listing::ListingChange;
+use rampart_venue::rest::{self, Rest, RestBooks};
+use rampart_venue::VenueSettings;
+
+use super::settings::ServeSettings;
+use crate::starting;
+
+/// Lists the venues (live; the port answers 503 "starting" meanwhile) or builds the simulated
+/// market, loads every active alert onto its book, and starts the shards (and, live, the REST
+/// thread).
+pub(super) fn start_feed(
+    s: &ServeSettings,
+    store: &Store,
+    listener: &std::net::TcpListener,
+    cpus: &[Option<usize>],
+    clock: &SharedClock,
+) -> Result<(ShardSet, Option<Rest>)> {
+    let shard_config = ShardConfig {
+        shards: s.shards,
+        depth_levels_max: 1_000,
+        bars_max: 512,
+        sim: SimConfig { seed: s.seed, step_interval_ms: s.sim_step_ms, ..SimConfig::default() },
+        poll_interval: Duration::from_millis(1),
+        walls_min_ratio: s.walls_min_ratio,
+        fault_hang_on_stop: s.fault_hang_shard_stop,
+        events_max: s.events_max,
+        cpus: cpus.to_vec(),
+        clock: clock.clone(),
+        partition: s.role.partition(),
+    };
+    let Some(venues) = &s.live else {
+        let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
+        let registry = Arc::new(
+            Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
+        );
+        let alerts = load_alerts(store, &registry, s.role.partition())?;
+        return Ok((ShardSet::start_sim(&shard_config, registry, universe, alerts)?, None));
+    };
+    let tls = rampart_outbound::tls_config(&[]);
+    let starting = starting::Starting::start(listener.try_clone()?)?;
+    let listed = list_live(venues, tls.clone());
+    starting.finish()?;
+    let (registry, natives) = listed?;
+    let registry = Arc::new(registry);
+    let alerts = load_alerts(store, &registry, s.role.partition())?;
+    let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
+    let n = shard_config.shards.max(1);
+    let mut rest = Rest::new(n);
+    let feed = LiveFeed {
+        venues: venues.clone(),
+        natives: natives.clone(),
+        tls: tls.clone(),
+        rest: (0..n).map(|i| rest.handle(i)).collect(),
+        rest_stats: rest.stats.clone(),
+        verify_checksums: s.verify_checksums,
+        pacers: Arc::new(Default::default()),
+    };
+    let books_now = Arc::new(arc_swap::ArcSwap::new(registry));
+    let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;
+    let on_listing = listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), s.store.open()?);
+    let shared = shards.shared().clone();
+    let grow = Box::new(move |grown| shared.grow(grown));
+    let books = RestBooks { registry: books_now, natives, bars_max: shard_config.bars_max };
+    rest.start(venues.clone(), books, tls, on_listing, grow)?;
+    Ok((shards, Some(rest)))
+}
+
+/// Every active alert on a served book, to go onto its shard before the shard reports ready;
+/// the others stay in storage (evaluated once their venue lists the pair).
+fn load_alerts(
+    store: &Store,
+    registry: &Registry,
+    partition: rampart_state::partition::Partition,
+) -> Result<Vec<(rampart_engine::BookId, rampart_engine::alert::AlertSpec)>> {
+    let mut alerts = Vec::new();
+    let mut orphaned = 0;
+    for row in store.active_alerts()?.into_iter().filter(|r| partition.owns(&r.symbol)) {
+        match (registry.find(row.exchange, &row.symbol), row.spec()) {
+            (Some(book), Some(spec)) => alerts.push((book, spec)),
+            _ => orphaned += 1,
+        }
+    }
+    if orphaned > 0 {
+        tracing::warn!(
+            "{orphaned} active alerts are on pairs or venues not served now; kept in storage, evaluated once \
+             their venue lists the pair"
+        );
+    }
+    tracing::info!("{} active alerts loaded", alerts.len());
+    Ok(alerts)
+}
+
+/// What the REST thread's listing refreshes do to the shards: delist, list again, or add a
+/// book (with the stored active alerts on it, e.g. those of a venue that joined late). Runs on
+/// the REST thread; a full command queue is waited out (it drains every millisecond).
+fn listing_hook(
+    commands: rampart_state::Commands,
+    shared: Arc<rampart_state::Shared>,
+    natives: Arc<arc_swap::ArcSwap<Vec<String>>>,
+    store: Store,
+) -> rest::OnListing {
+    let store = std::sync::Mutex::new(store);
+    let send = move |book, cmd| send_waiting(&commands, book, cmd);
+    Box::new(move |change| match change {
+        ListingChange::Delisted(book) => send(book, ShardCommand::Delist { book }),
+        ListingChange::Relisted(book) => send(book, ShardCommand::Relist { book }),
+        ListingChange::Added(book) => {
+            let registry = shared.registry();
+            let ins = registry.get(book);
+            // Read while the book is still pending (no client can add an alert to it yet), so
+            // no alert is handed over twice.
+            let rows = match store.lock().map_err(|_| ()).and_then(|s| s.active_alerts().map_err(|_| ())) {
+                Ok(rows) => rows,
+                Err(()) => {
+                    tracing::error!("{} {}: stored alerts could not be read", ins.venue, ins.symbol);
+                    Vec::new()
+                }
+            };
+            let native = natives.load().get(book.index()).cloned().unwrap_or_default();
+            send(book, ShardCommand::AddBook { book, native });
+            for row in rows.iter().filter(|r| r.exchange == ins.venue && r.symbol == ins.symbol) {
+                if let Some(spec) = row.spec() {
+                    send(book, ShardCommand::AddAlert { book, spec });
+                }
+            }
+        }
+    })
+}
+
+/// Lists the venues' instruments for the live feed: the registry of every listed, not delisted
+/// instrument, and each book's native name. A venue that does not answer within
+/// [`rest::LISTING_START_TIMEOUT`] (or lists nothing) is left out and reported; while no venue
+/// at all could be listed, every venue is asked again (the port answers 503 "starting").
+pub(crate) fn list_live(
+    venues: &[VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Result<(Registry, Vec<String>)> {
+    let mut instruments = Vec::new();
+    let mut natives = Vec::new();
+    for round in 1u64.. {
+        for (v, list) in venues.iter().zip(rest::list_venues(venues, tls.clone())) {
+            let served = list.map(|l| {
+                l.into_iter()
+                    .filter(|l| l.instrument.status != rampart_engine::instrument::Status::Delisted)
+                    .collect::<Vec<_>>()
+            });
+            match served {
+                Ok(list) if !list.is_empty() => {
+                    tracing::info!("{}: {} pairs listed", v.venue.as_str(), list.len());
+                    for l in list {
+                        instruments.push(l.instrument);
+                        natives.push(l.native);
+                    }
+                }
+                Ok(_) => {
+                    tracing::warn!("{}: the listing has no pairs; venue not served until restart", v.venue.as_str())
+                }
+                Err(e) => {
+                    tracing::warn!("{}: listing failed, venue not served until restart: {e}", v.venue.as_str())
+                }
+            }
+        }
+        if !instruments.is_empty() {
+            break;
+        }
+        tracing::warn!("--feed live: no venue could be listed (round {round}); asking again");
+    }
+    let registry = Registry::new(instruments).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?;
+    Ok((registry, natives))
+}
+
+/// `--sim-delist SYMBOL@SECONDS`: a thread per delisting that waits for readiness, then the
+/// given time, then delists the pair on every venue.
+pub(super) fn start_sim_delistings(s: &ServeSettings, shards: &ShardSet) -> Result<()> {
+    for (symbol, after_s) in s.sim_delist.clone() {
+        let (shared, commands) = (shards.shared().clone(), shards.commands());
+        std::thread::Builder::new().name("sim-delist".into()).spawn(move || {
+            while !shared.ready() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_secs(after_s));
+            for venue in Venue::ALL {
+                let Some(book) = shared.registry().find(venue, &symbol) else { continue };
+                send_waiting(&commands, book, ShardCommand::Delist { book });
+                tracing::info!("simulated delisting of {symbol} on {venue}");
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Queues a command for a book's shard, waiting out a full queue (it drains every millisecond).
+fn send_waiting(commands: &rampart_state::Commands, book: rampart_engine::BookId, mut cmd: ShardCommand) {
+    while let Err(back) = commands.send(book, cmd) {
+        cmd = back;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,128 @@
+//! What every serving process does, whatever its role: prints its first key and the bound
+//! addresses, configures the front, binds a listener, and serves HTTP until a stop signal.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use anyhow::Result;
+use arc_swap::ArcSwap;
+use rampart_net::api::front::{self, Front, FrontConfig};
+use rampart_net::api::metrics::Metrics;
+use rampart_net::board::BoardThread;
+use rampart_state::board::Board;
+use rampart_state::clock::SharedClock;
+use rampart_state::shutdown::Shutdown;
+use rampart_store::store::Store;
+
+use super::settings::ServeSettings;
+
+/// Prints the first key (only when the database has no account yet and `first_key`, which a
+/// market node, serving no API, does not ask for; made after the port is bound, so a start that
+/// cannot bind loses none) and the bound addresses.
+pub(crate) fn announce(
+    store: &mut Store,
+    listener: &std::net::TcpListener,
+    metrics: Option<&std::net::TcpListener>,
+    now_ms: i64,
+    first_key: bool,
+) -> Result<()> {
+    use std::io::Write as _;
+    if first_key && store.account_count()? == 0 {
+        let k = store.create_account_with_key("developer", Some("first start"), now_ms)?;
+        println!("api key: {}", k.key);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening on {}", listener.local_addr()?)?;
+    if let Some(m) = metrics {
+        writeln!(out, "metrics on {}", m.local_addr()?)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The front's settings every role shares.
+pub(crate) fn configured(
+    front: Front,
+    s: &ServeSettings,
+    metrics: Arc<Metrics>,
+    metrics_apart: bool,
+    clock: &SharedClock,
+    board: Arc<ArcSwap<Board>>,
+) -> Front {
+    front
+        .with_metrics(metrics, metrics_apart)
+        .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))
+        .with_unauthenticated_per_min(s.unauthenticated_per_min)
+        .with_stream_bounds(s.stream_bounds)
+        .with_clock(clock.clone())
+        .with_board(board)
+        .with_telegram(s.telegram.is_some())
+        .with_previous_secret_ms(i64::from(s.previous_secret_s) * 1000)
+}
+
+/// Serves HTTP until a stop signal, then starts the stop sequence with its first stage: the
+/// connections (whose tasks hold the front, and with it the storage thread's handle) and the
+/// board thread end. Every later stage is told to stop in a way that wakes it; whatever does not
+/// finish within the grace period is named in the log and the process ends anyway.
+pub(crate) fn serve_until_stopped(
+    listener: std::net::TcpListener,
+    metrics_listener: Option<std::net::TcpListener>,
+    front: Rc<Front>,
+    config: FrontConfig,
+    board_thread: BoardThread,
+) -> Result<(Result<()>, Shutdown)> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
+    let served = local.block_on(&runtime, run_front(listener, metrics_listener, front, config));
+    tracing::info!("shutting down");
+    let watch = Shutdown::start_for_process()?;
+    watch.stage("closing HTTP connections");
+    drop(local);
+    drop(board_thread);
+    drop(runtime);
+    Ok((served, watch))
+}
+
+/// Serves HTTP until SIGTERM or SIGINT. SIGHUP (a closed terminal, a reload habit) is logged
+/// and otherwise ignored: settings are read once at start, so there is nothing to reload, and
+/// hanging up must not stop the service.
+async fn run_front(
+    listener: std::net::TcpListener,
+    metrics: Option<std::net::TcpListener>,
+    front: Rc<Front>,
+    config: FrontConfig,
+) -> Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(m) = metrics {
+        let (m, front, config) = (tokio::net::TcpListener::from_std(m)?, front.clone(), config.clone());
+        tokio::task::spawn_local(async move {
+            front::serve(m, front, config, front::Role::Metrics, async {
+                let _ = metrics_stopped.await;
+            })
+            .await;
+        });
+    }
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let shutdown = async move {
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = tokio::signal::ctrl_c() => break,
+                _ = hup.recv() => tracing::info!("SIGHUP: settings are read only at start, nothing to reload; still running"),
+            }
+        }
+    };
+    front::serve(listener, front, config, front::Role::Api, shutdown).await;
+    let _ = stop_metrics.send(());
+    Ok(())
+}
+
+/// A non-blocking listener on `address`.
+pub(crate) fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(address)?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}

@@ -1,0 +1,187 @@
+//! The settings of one `serve` run ([`ServeSettings`]): flags, then `RAMPART_*` environment,
+//! then the TOML file, then the defaults, merged and checked against their limits.
+
+use anyhow::{bail, Result};
+use rampart_engine::sim::SimConfig;
+use rampart_engine::Venue;
+use rampart_net::config::{FileConfig, Plans};
+use rampart_store::store::StoreLocation;
+use rampart_venue::VenueSettings;
+
+use crate::cli::ServeArgs;
+use crate::config::{load_file, parse_venues, plans, store_location, telegram};
+use crate::role::NodeRole;
+
+/// Settings of one `serve` run, after flags, environment, file and defaults are merged.
+pub(crate) struct ServeSettings {
+    pub(crate) listen: String,
+    pub(crate) unauthenticated_per_min: usize,
+    pub(crate) stream_bounds: rampart_net::stream::Bounds,
+    pub(crate) metrics_listen: Option<String>,
+    pub(crate) store: StoreLocation,
+    /// The firings stream (`--nats`): deliveries go there instead of being sent here.
+    pub(crate) nats: Option<String>,
+    /// Single process, or a cluster's market or api node.
+    pub(crate) role: NodeRole,
+    pub(crate) venues: Vec<Venue>,
+    pub(crate) shards: usize,
+    pub(crate) sim_pairs: usize,
+    pub(crate) sim_step_ms: i64,
+    pub(crate) seed: u64,
+    pub(crate) plans: Plans,
+    pub(crate) walls_min_ratio: f64,
+    pub(crate) allow_private: bool,
+    /// `webhooks.previous_secret_s`: how long a rotated-out signing secret signs.
+    pub(crate) previous_secret_s: u32,
+    pub(crate) sim_delist: Vec<(String, u64)>,
+    pub(crate) fault_hang_shard_stop: bool,
+    pub(crate) events_max: usize,
+    pub(crate) cpus: rampart_shard::cpus::CpuPolicy,
+    /// `--feed live`: each venue's endpoints and limits.
+    pub(crate) live: Option<Vec<VenueSettings>>,
+    pub(crate) verify_checksums: bool,
+    /// `[channels.telegram]`: the bot firings are also sent through.
+    pub(crate) telegram: Option<rampart_delivery::telegram::TelegramChannel>,
+}
+
+/// `[streams]`, checked against its limits.
+fn stream_bounds(file: &FileConfig) -> Result<rampart_net::stream::Bounds> {
+    use rampart_net::stream::{Bounds, SUBSCRIPTIONS_LIMIT, UNSENT_BYTES_LIMIT, UNSENT_BYTES_MIN};
+    let d = Bounds::default();
+    let b = Bounds {
+        subscriptions_max: file.streams.subscriptions_max.unwrap_or(d.subscriptions_max),
+        unsent_bytes_max: file.streams.unsent_bytes_max.unwrap_or(d.unsent_bytes_max),
+    };
+    if !(1..=SUBSCRIPTIONS_LIMIT).contains(&b.subscriptions_max) {
+        bail!("streams.subscriptions_max must be between 1 and {SUBSCRIPTIONS_LIMIT}, not {}", b.subscriptions_max);
+    }
+    if !(UNSENT_BYTES_MIN..=UNSENT_BYTES_LIMIT).contains(&b.unsent_bytes_max) {
+        bail!(
+            "streams.unsent_bytes_max must be between {UNSENT_BYTES_MIN} and {UNSENT_BYTES_LIMIT}, not {}",
+            b.unsent_bytes_max
+        );
+    }
+    Ok(b)
+}
+
+/// The settings of a `serve` run: flags over environment over file over defaults, each checked.
+pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
+    let file = load_file(&args.common)?;
+    let role = NodeRole::parse(args.role.as_deref(), args.partition.as_deref(), args.partitions)?;
+    if role != NodeRole::Single && (args.nats.is_none() || args.common.postgres.is_none()) {
+        bail!("--role market and --role api need --postgres and --nats: the cluster's database and NATS server");
+    }
+    let feed = args.feed.clone().or(file.feed.clone()).unwrap_or_else(|| "sim".to_owned());
+    if feed != "sim" && feed != "live" {
+        bail!("invalid feed '{feed}'. Allowed: sim, live");
+    }
+    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+    let shards = args.shards.or(file.shards).unwrap_or(cores.saturating_sub(1)).max(1);
+    if shards > 256 {
+        bail!("--shards {shards} is more than 256");
+    }
+    let sim_step_ms = args.sim_step_ms.or(file.sim_step_ms).unwrap_or(SimConfig::default().step_interval_ms);
+    if !(1..=600_000).contains(&sim_step_ms) {
+        bail!("--sim-step-ms must be between 1 and 600000");
+    }
+    let sim_pairs = args.sim_pairs.or(file.sim_pairs).unwrap_or(500);
+    if !(1..=5_000).contains(&sim_pairs) {
+        bail!("--sim-pairs must be between 1 and 5000");
+    }
+    let unauthenticated_per_min =
+        file.limits.unauthenticated_per_min.unwrap_or(rampart_net::api::limit::UNAUTH_PER_WINDOW);
+    if !(1..=rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX).contains(&unauthenticated_per_min) {
+        bail!(
+            "limits.unauthenticated_per_min must be between 1 and {}, not {unauthenticated_per_min}",
+            rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX
+        );
+    }
+    let stream_bounds = stream_bounds(&file)?;
+    let walls_min_ratio = file.walls.min_ratio.unwrap_or(f64::from(rampart_engine::wall::MIN_RATIO_DEFAULT));
+    if !(walls_min_ratio > 1.0 && walls_min_ratio.is_finite()) {
+        bail!("walls.min_ratio must be a number above 1, not {walls_min_ratio}");
+    }
+    if file.webhooks.allow_private {
+        tracing::warn!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
+    }
+    let mut sim_delist = Vec::new();
+    for d in &args.sim_delist {
+        let parsed = d.split_once('@').and_then(|(s, t)| Some((s.to_ascii_uppercase(), t.parse::<u64>().ok()?)));
+        match parsed {
+            Some(x) if !x.0.is_empty() => sim_delist.push(x),
+            _ => bail!("--sim-delist takes SYMBOL@SECONDS, not '{d}'"),
+        }
+    }
+    let venues =
+        parse_venues(&args.venues.or(file.venue_list()).unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()))?;
+    let mut verify_checksums = true;
+    let live = if feed == "live" {
+        let mut out = Vec::with_capacity(venues.len());
+        for v in &venues {
+            let section = file.venue_section(v.as_str()).map_err(|e| anyhow::anyhow!(e))?;
+            verify_checksums &= section.verify_checksum.unwrap_or(true);
+            out.push(section.settings(*v).map_err(|e| anyhow::anyhow!(e))?);
+        }
+        Some(out)
+    } else {
+        None
+    };
+    Ok(ServeSettings {
+        listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
+        metrics_listen: args.metrics_listen.or(file.metrics.listen.clone()),
+        unauthenticated_per_min,
+        stream_bounds,
+        store: store_location(&args.common, &file),
+        nats: match (&args.nats, &args.common.postgres) {
+            (Some(_), None) => {
+                bail!("--nats needs --postgres: the delivery workers read the outbox from that database")
+            }
+            (nats, _) => nats.clone(),
+        },
+        role,
+        venues,
+        live,
+        verify_checksums,
+        shards,
+        sim_pairs,
+        sim_step_ms,
+        seed: args.seed.or(file.seed).unwrap_or(42),
+        plans: plans(&file),
+        walls_min_ratio,
+        allow_private: file.webhooks.allow_private,
+        previous_secret_s: file.webhooks.previous_secret_s.unwrap_or(rampart_net::config::PREVIOUS_SECRET_S),
+        telegram: telegram(&file)?,
+        sim_delist,
+        fault_hang_shard_stop: args.fault_hang_shard_stop,
+        events_max: args.events_max,
+        cpus: rampart_shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use rampart_net::config::FileConfig;
+
+    #[test]
+    fn stream_bounds_come_from_the_file_within_their_limits() {
+        let file = |text: &str| FileConfig::parse_with_env(text, std::iter::empty()).expect("a config");
+        let d = super::stream_bounds(&file("")).expect("defaults");
+        assert_eq!(d, rampart_net::stream::Bounds::default());
+        assert_eq!((d.subscriptions_max, d.unsent_bytes_max), (500, 4 << 20));
+        let set = super::stream_bounds(&file("[streams]\nsubscriptions_max = 20\nunsent_bytes_max = 262144\n"));
+        let set = set.expect("in range");
+        assert_eq!((set.subscriptions_max, set.outbox_bytes_max(), set.socket_bytes_max()), (20, 65_536, 131_072));
+        for (text, says) in [
+            ("[streams]\nsubscriptions_max = 0\n", "streams.subscriptions_max must be between 1 and 10000, not 0"),
+            (
+                "[streams]\nunsent_bytes_max = 1024\n",
+                "streams.unsent_bytes_max must be between 262144 and 268435456, not 1024",
+            ),
+        ] {
+            let e = super::stream_bounds(&file(text)).expect_err("out of range");
+            assert_eq!(e.to_string(), says);
+        }
+        let unknown = FileConfig::parse_with_env("[streams]\nsubscriptions = 5\n", std::iter::empty());
+        assert!(unknown.is_err(), "an unknown key is refused");
+    }
+}
