@@ -23,7 +23,6 @@ mod config;
 mod deliver;
 mod keys;
 mod logging;
-mod node;
 mod role;
 mod serve;
 mod signal;

@@ -1,5 +1,5 @@
 //! `rampart serve`, a single process or a cluster's market node (an api node is
-//! [`crate::node`]'s): the settings, then the store, the bound port and the first key, the
+//! [`node`]'s): the settings, then the store, the bound port and the first key, the
 //! market and its shards, the threads that write, the board and the HTTP front, served until
 //! SIGTERM or SIGINT and then stopped in order within the shutdown grace.
 
@@ -21,7 +21,6 @@ use rampart_store::storage::StorageThread;
 use rampart_store::store::Store;
 
 use crate::cli::ServeArgs;
-use crate::node;
 use crate::role::NodeRole;
 use feed::{start_feed, start_sim_delistings};
 use persistence::Persistence;
@@ -29,6 +28,7 @@ use process::{announce, bind, configured, serve_until_stopped};
 use settings::ServeSettings;
 
 pub(crate) mod feed;
+mod node;
 mod persistence;
 pub(crate) mod process;
 pub(crate) mod settings;
