@@ -395,35 +395,14 @@ pub const SITE_ROUTES: [&str; 11] = [
     "/site/v1/*",
 ];
 
-/// The route template of a request path, for labels (bounded: unknown paths are `other`).
+/// The route template of a request path, for labels (bounded: unknown paths are `other`): the
+/// API's from the route table (`api::route::template`), the site's here.
 pub fn route(path: &str) -> &'static str {
+    if let Some(template) = crate::api::route::template(path) {
+        return template;
+    }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match segments.as_slice() {
-        ["healthz"] => "/healthz",
-        ["metrics"] => "/metrics",
-        ["version"] => "/version",
-        ["openapi.json"] => "/openapi.json",
-        ["v1", "exchanges"] => "/v1/exchanges",
-        ["v1", "exchanges", _, "symbols"] => "/v1/exchanges/{exchange}/symbols",
-        ["v1", "symbols", _] => "/v1/symbols/{symbol}",
-        ["v1", "levels"] => "/v1/levels",
-        ["v1", "levels", _] => "/v1/levels/{symbol}",
-        ["v1", "densities"] => "/v1/densities",
-        ["v1", "densities", _] => "/v1/densities/{symbol}",
-        ["v1", "alerts"] => "/v1/alerts",
-        ["v1", "alerts", _] => "/v1/alerts/{id}",
-        ["v1", "inbox"] => "/v1/inbox",
-        ["v1", "stream"] => "/v1/stream",
-        ["v1", "debug", "latency"] => "/v1/debug/latency",
-        ["v1", "metrics"] => "/v1/metrics",
-        ["v1", "metrics", _] => "/v1/metrics/{symbol}",
-        ["v1", "rankings", _] => "/v1/rankings/{category}",
-        ["v1", "market"] => "/v1/market",
-        ["v1", "candles", _] => "/v1/candles/{symbol}",
-        ["v1", "book", _] => "/v1/book/{symbol}",
-        ["v1", "webhook-secret"] => "/v1/webhook-secret",
-        ["v1", "alerts", _, "deliveries"] => "/v1/alerts/{id}/deliveries",
-        ["v1", "alerts", _, "deliveries", _, "redeliver"] => "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
         ["site", "signin"] => "/site/signin",
         ["site", "session"] => "/site/session",
         ["site", "signout"] => "/site/signout",

@@ -208,6 +208,40 @@ impl<'a> Resource<'a> {
         })
     }
 
+    /// Its template, as `docs/openapi.json` names it (the route label of `/metrics`); `None` for
+    /// the site's paths, which its own router names.
+    fn template(self) -> Option<&'static str> {
+        use Resource as R;
+        Some(match self {
+            R::Healthz => "/healthz",
+            R::OpenApi => "/openapi.json",
+            R::Version => "/version",
+            R::Metrics => "/metrics",
+            R::Stream => "/v1/stream",
+            R::SiteStream | R::SiteEvents | R::Site => return None,
+            R::Exchanges => "/v1/exchanges",
+            R::ExchangeSymbols(_) => "/v1/exchanges/{exchange}/symbols",
+            R::Symbol(_) => "/v1/symbols/{symbol}",
+            R::Levels(None) => "/v1/levels",
+            R::Levels(Some(_)) => "/v1/levels/{symbol}",
+            R::Densities(None) => "/v1/densities",
+            R::Densities(Some(_)) => "/v1/densities/{symbol}",
+            R::MetricsOf(None) => "/v1/metrics",
+            R::MetricsOf(Some(_)) => "/v1/metrics/{symbol}",
+            R::Candles(_) => "/v1/candles/{symbol}",
+            R::Book(_) => "/v1/book/{symbol}",
+            R::Rankings(_) => "/v1/rankings/{category}",
+            R::Market => "/v1/market",
+            R::Alerts => "/v1/alerts",
+            R::Alert(_) => "/v1/alerts/{id}",
+            R::Deliveries(_) => "/v1/alerts/{id}/deliveries",
+            R::Redeliver(..) => "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
+            R::WebhookSecret => "/v1/webhook-secret",
+            R::Inbox => "/v1/inbox",
+            R::Latency => "/v1/debug/latency",
+        })
+    }
+
     /// The methods it takes, in `Allow`'s order, each with its route; `None`: every method
     /// goes to the route (it checks the method itself).
     fn methods(self) -> Result<Vec<(Verb, Route<'a>)>, Route<'a>> {
@@ -264,6 +298,12 @@ impl<'a> Route<'a> {
         let allow: Vec<&str> = methods.iter().map(|(v, _)| v.name()).collect();
         Err(NotRouted::MethodNotAllowed(allow.join(", ")))
     }
+}
+
+/// The template of the API's resource at `path` (`/v1/levels/{symbol}`), for labels; `None` for
+/// a path no resource of the table is at, or one of the site's.
+pub fn template(path: &str) -> Option<&'static str> {
+    Resource::at(path).and_then(Resource::template)
 }
 
 #[cfg(test)]
