@@ -29,6 +29,7 @@ mod market_api;
 pub mod site;
 mod stream_admission;
 mod stream_api;
+mod stream_conn;
 mod stream_fanout;
 mod webhooks_api;
 
