@@ -9,12 +9,12 @@
 //! (`crate::stream::ops`), answers each, and writes what the fan-out queued for it
 //! (`super::stream_fanout`: one look per followed book every 2 ms, each change encoded once,
 //! `crate::stream::fanout`; and the account's new inbox entries for `alerts`, read once for every
-//! connection by the inbox reader at each writer commit) when woken; every [`TICK`] it sends the
+//! connection by the inbox reader at each writer commit) when woken; every `stream_conn::TICK` it sends the
 //! board and a heartbeat after a second of silence (`crate::stream::session`). An `alerts`
 //! subscription's backlog (`since`) is read from storage by the connection itself, and so is
 //! everything after it while it catches up (a backlog of `BACKLOG_MAX`, or a subscribe before the
 //! inbox reader had started: read when the writer's count of inbox commits moved or every
-//! [`ALERTS_RESCAN_MS`]).
+//! `ALERTS_RESCAN_MS`).
 //!
 //! Bounds (`crate::stream::Bounds`, from the configuration's `[streams]`): a client frame of at
 //! most `ops::FRAME_BYTES_MAX` bytes (longer: closed 1009); subscriptions per connection (past
@@ -22,7 +22,7 @@
 //! market events past their share are conflated (a snapshot of each book replaces them), so a
 //! client that stops reading holds no more than the bound and delays nobody else; queued
 //! `alerts` entries past the same share, a batch that cannot be written within
-//! [`MARKET_SEND_WAIT`], and an answer not taken within [`SEND_WAIT`], close the connection 4008
+//! `MARKET_SEND_WAIT`, and an answer not taken within `SEND_WAIT`, close the connection 4008
 //! ("slow consumer"): an alert entry is then not lost, the client resumes with `since` from the
 //! last `id` it read; ten error answers in a minute close it 1008.
 
@@ -30,7 +30,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::rc::Rc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{Either, Full};
@@ -48,7 +47,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::site::events::EventBody;
 use super::site::session::cookie_id;
-use super::stream_admission::{cursor_refusal, Admission, CLOSE_UNAUTHORISED};
+use super::stream_admission::{Admission, CLOSE_UNAUTHORISED};
 use super::stream_conn::{Connection, Ctx, End, Out};
 use super::{error, method_not_allowed, ApiError, Front, Resp};
 use crate::api::limit::Usage;
@@ -56,23 +55,11 @@ use crate::stream::fanout::Target;
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::Session;
 use hyper::http::request::Parts;
-use rampart_engine::BookId;
 use rampart_store::store::{hash_key, KeyRow};
 
-/// How often a connection's task looks at the board, its heartbeat and (while catching up) the
-/// inbox; market changes and `alerts` entries come from the fan-out when they happen.
-pub const TICK: Duration = Duration::from_millis(100);
-/// How often `alerts` reads the inbox even when this process's writer committed nothing.
-pub const ALERTS_RESCAN_MS: i64 = 1_000;
-/// How long one write of an answer or an `alerts` entry may wait for the client to read.
-pub const SEND_WAIT: Duration = Duration::from_secs(5);
-/// How long a batch of (conflated) market messages may wait for the client to read.
-pub const MARKET_SEND_WAIT: Duration = Duration::from_secs(30);
-/// Inbox entries read per look.
-pub(super) const READ_MAX: u32 = 100;
 /// A connection's read buffer (a frame longer than it is still read, in more than one go).
 const WS_READ_BUFFER_BYTES: usize = 4 << 10;
-/// Server-sent events waiting for the client's socket at most (a message waits [`SEND_WAIT`]
+/// Server-sent events waiting for the client's socket at most (a message waits `SEND_WAIT`
 /// for room, then the stream ends and the client reconnects with `Last-Event-ID`).
 pub const EVENTS_QUEUED_MAX: usize = 64;
 
@@ -281,16 +268,6 @@ impl Front {
             }
         }
     }
-
-    /// Refuses (422, naming the newest id) an `alerts` resume point beyond the account's newest
-    /// inbox entry: it would mute the channel until the inbox's sequence passed it.
-    pub(super) async fn check_cursor(&self, account: i64, name: &str, since: i64) -> Result<(), ApiError> {
-        let newest = self.storage.run(move |store| store.inbox_last_id(account)).await?;
-        match cursor_refusal(name, since, newest) {
-            Some(message) => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)),
-            None => Ok(()),
-        }
-    }
 }
 
 impl Front {
@@ -398,49 +375,5 @@ impl Front {
             reason = self.admission_ends(&admission) => End::Close(CloseCode::from(CLOSE_UNAUTHORISED), reason),
         };
         conn.end(end, self.clock.now_ms()).await;
-    }
-
-    /// Why `c` cannot be subscribed on this server, if it cannot.
-    pub(super) fn unknown_channel(&self, c: &Channel) -> Option<String> {
-        match c {
-            Channel::Price { venue, symbol }
-            | Channel::Levels { venue, symbol: Some(symbol) }
-            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).err().map(|e| e.message),
-            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
-                self.venue_or_404(venue.as_str()).err().map(|e| e.message)
-            }
-            Channel::Board { venue } => self.venue_or_404(venue.as_str()).err().map(|e| e.message),
-            Channel::Alerts => None,
-        }
-    }
-
-    /// The board channels' next messages (a snapshot on the first look, then each new build).
-    pub(super) fn board_look(&self, s: &mut Session, now_ms: i64) -> Vec<String> {
-        let channels = s.board_channels();
-        if channels.is_empty() {
-            return Vec::new();
-        }
-        let board = self.board.load();
-        channels
-            .iter()
-            .filter_map(|c| match c {
-                Channel::Board { venue } => s.board(c, board.ts_ms, &board.venue(*venue).numbers, now_ms),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The books a price, levels or walls channel covers now (a `*` channel: the venue's listed
-    /// pairs; the fan-out follows the venue's listing from then on).
-    pub(super) fn books_of(&self, c: &Channel) -> Vec<BookId> {
-        match c {
-            Channel::Price { venue, symbol }
-            | Channel::Levels { venue, symbol: Some(symbol) }
-            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).ok().into_iter().collect(),
-            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
-                self.listed_books(*venue)
-            }
-            Channel::Board { .. } | Channel::Alerts => Vec::new(),
-        }
     }
 }

@@ -7,6 +7,7 @@
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -16,13 +17,27 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-use super::stream_admission::{CLOSE_UNAUTHORISED, KEY_REVOKED};
-use super::stream_api::{ALERTS_RESCAN_MS, MARKET_SEND_WAIT, READ_MAX, SEND_WAIT, TICK};
+use hyper::StatusCode;
+use rampart_engine::BookId;
+
+use super::stream_admission::{cursor_refusal, CLOSE_UNAUTHORISED, KEY_REVOKED};
 use super::stream_fanout::Joined;
-use super::Front;
+use super::{ApiError, Front};
 use crate::stream::fanout::{Item, Target};
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, BACKLOG_MAX};
+
+/// How often a connection's task looks at the board, its heartbeat and (while catching up) the
+/// inbox; market changes and `alerts` entries come from the fan-out when they happen.
+pub const TICK: Duration = Duration::from_millis(100);
+/// How often `alerts` reads the inbox even when this process's writer committed nothing.
+pub const ALERTS_RESCAN_MS: i64 = 1_000;
+/// How long one write of an answer or an `alerts` entry may wait for the client to read.
+pub const SEND_WAIT: Duration = Duration::from_secs(5);
+/// How long a batch of (conflated) market messages may wait for the client to read.
+pub const MARKET_SEND_WAIT: Duration = Duration::from_secs(30);
+/// Inbox entries read per look.
+pub(super) const READ_MAX: u32 = 100;
 
 pub(super) type Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
@@ -406,4 +421,60 @@ async fn refuse(out: &mut Out, s: &mut Session, id: Option<u64>, message: &str, 
         return Err(End::Close(CloseCode::Policy, "too many errors"));
     }
     Ok(())
+}
+
+impl Front {
+    /// Why `c` cannot be subscribed on this server, if it cannot.
+    pub(super) fn unknown_channel(&self, c: &Channel) -> Option<String> {
+        match c {
+            Channel::Price { venue, symbol }
+            | Channel::Levels { venue, symbol: Some(symbol) }
+            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).err().map(|e| e.message),
+            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
+                self.venue_or_404(venue.as_str()).err().map(|e| e.message)
+            }
+            Channel::Board { venue } => self.venue_or_404(venue.as_str()).err().map(|e| e.message),
+            Channel::Alerts => None,
+        }
+    }
+
+    /// The board channels' next messages (a snapshot on the first look, then each new build).
+    pub(super) fn board_look(&self, s: &mut Session, now_ms: i64) -> Vec<String> {
+        let channels = s.board_channels();
+        if channels.is_empty() {
+            return Vec::new();
+        }
+        let board = self.board.load();
+        channels
+            .iter()
+            .filter_map(|c| match c {
+                Channel::Board { venue } => s.board(c, board.ts_ms, &board.venue(*venue).numbers, now_ms),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The books a price, levels or walls channel covers now (a `*` channel: the venue's listed
+    /// pairs; the fan-out follows the venue's listing from then on).
+    pub(super) fn books_of(&self, c: &Channel) -> Vec<BookId> {
+        match c {
+            Channel::Price { venue, symbol }
+            | Channel::Levels { venue, symbol: Some(symbol) }
+            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).ok().into_iter().collect(),
+            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
+                self.listed_books(*venue)
+            }
+            Channel::Board { .. } | Channel::Alerts => Vec::new(),
+        }
+    }
+
+    /// Refuses (422, naming the newest id) an `alerts` resume point beyond the account's newest
+    /// inbox entry: it would mute the channel until the inbox's sequence passed it.
+    pub(super) async fn check_cursor(&self, account: i64, name: &str, since: i64) -> Result<(), ApiError> {
+        let newest = self.storage.run(move |store| store.inbox_last_id(account)).await?;
+        match cursor_refusal(name, since, newest) {
+            Some(message) => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)),
+            None => Ok(()),
+        }
+    }
 }
