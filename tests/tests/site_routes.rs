@@ -190,7 +190,7 @@ impl Stream {
         let head = format!("GET /site/events HTTP/1.1\r\nHost: x\r\nCookie: {}\r\n{resume}\r\n", s.cookie);
         conn.write_all(head.as_bytes()).expect("send");
         let mut stream = Stream { conn, text: String::new() };
-        stream.wait_for(": open", 10);
+        stream.wait_for("\r\n\r\n", 10);
         assert!(stream.text.starts_with("HTTP/1.1 200"), "{}", stream.text);
         assert!(stream.text.to_ascii_lowercase().contains("content-type: text/event-stream"), "{}", stream.text);
         stream
@@ -251,14 +251,20 @@ fn the_inbox_is_pushed_live_and_resumed_after_a_reconnect() {
     let body = json!({"exchange":"binance","symbol":"BTCUSDT","type":"price","direction":"above","price":level});
     let id = a.change(&server, "POST", "/site/v1/alerts", Some(&body)).ok("create")["data"]["id"].as_i64().expect("id");
     sim.control("trade", &json!({"venue":"binance","symbol":"BTCUSDT","price":format!("{:.2}", price * 1.03)}));
-    let needle = format!("\"kind\":\"alert.triggered\",\"alertId\":{id}");
+    // `/site/events` is `/site/v1/stream?channels=alerts`: each entry is the `alerts` channel's
+    // message, `data` the body the inbox holds, `id` the entry's id (also the event's `id:`).
+    let needle = format!("\"event\":\"alert.triggered\",\"alert\":{{\"id\":{id}");
     assert!(mine.wait_for(&needle, 20), "the stream stayed open");
     let event_line = mine.text.lines().find(|l| l.contains(&needle)).expect("the data line").to_owned();
-    let entry: Value = serde_json::from_str(event_line.trim_start_matches("data: ")).expect("one JSON entry per line");
+    let message: Value =
+        serde_json::from_str(event_line.trim_start_matches("data: ")).expect("one JSON message per line");
     let inbox = server.get_authed("/v1/inbox");
-    assert_eq!(entry, inbox.ok("inbox")["data"][0], "the entry as /v1/inbox lists it");
-    let entry_id = entry["id"].as_i64().expect("entry id");
-    assert!(mine.text.contains(&format!("id: {entry_id}\nevent: inbox\n")), "{}", mine.text);
+    let listed = &inbox.ok("inbox")["data"][0];
+    assert_eq!((message["channel"].as_str(), message["type"].as_str()), (Some("alerts"), Some("alert.triggered")));
+    assert_eq!(message["data"], listed["event"], "the entry's body as /v1/inbox lists it");
+    assert_eq!(message["id"], listed["id"], "the entry's id");
+    let entry_id = message["id"].as_i64().expect("entry id");
+    assert!(mine.text.contains(&format!("id: {entry_id}\ndata: ")), "{}", mine.text);
     assert!(theirs.pump(Duration::from_millis(500)), "b's stream stays open");
     assert!(!theirs.text.contains("alert.triggered"), "another account's stream: {}", theirs.text);
 

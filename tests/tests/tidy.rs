@@ -266,7 +266,8 @@ const INSTANT_NOW_READERS: &[(&str, &str)] = &[
     ("net/store/src/db.rs", "PostgreSQL reconnects at most once per RECONNECT_EVERY"),
     ("net/store/src/storage.rs", "a storage request's deadline"),
     ("net/venue/src/rest.rs", "the REST thread: the pacers' now and the listing refreshes"),
-    ("net/src/api/front.rs", "a request's duration for /metrics; a key change's wait"),
+    ("net/src/api/front.rs", "a request's duration for /metrics"),
+    ("net/src/api/front/gate.rs", "a key change's wait for every running key table"),
     ("net/src/api/front/stream_api.rs", "a stream request's duration for /metrics"),
 ];
 
@@ -922,6 +923,91 @@ impl Scope {
 fn paths_in(text: &str, module: &str) -> Vec<String> {
     let module: Vec<String> = module.split("::").map(str::to_owned).collect();
     imports_of(text, &module).into_iter().map(|(_, p)| p).collect()
+}
+
+/// Lines a product source file may have (tests and fixtures aside): past it, a file holds more
+/// than one concept (issue #46).
+const SOURCE_FILE_LINES_MAX: usize = 1_000;
+
+/// The product's source folders: every crate's `src`, tests and fixtures aside.
+const PRODUCT_SOURCES: [&str; 5] = ["engine/src", "net", "tools/src", "simvenue/src", "bench/src"];
+
+#[test]
+fn no_product_source_file_is_over_a_thousand_lines() {
+    let long: Vec<String> = PRODUCT_SOURCES
+        .iter()
+        .flat_map(|d| sources(d))
+        .filter(|p| !p.components().any(|c| c.as_os_str() == "tests" || c.as_os_str() == "fixtures"))
+        .map(|p| (read(&p).lines().count(), p))
+        .filter(|(n, _)| *n > SOURCE_FILE_LINES_MAX)
+        .map(|(n, p)| format!("{}: {n} lines", name(&p)))
+        .collect();
+    assert!(long.is_empty(), "files over {SOURCE_FILE_LINES_MAX} lines; split them by concept:\n{}", long.join("\n"));
+}
+
+/// The front's resources: the field of `Front` that answers a family of routes, and the struct
+/// (in its own file) that field is. `Front` routes; each resource holds only what it reads.
+const FRONT_RESOURCES: [(&str, &str, &str); 7] = [
+    ("market", "market_api.rs", "MarketApi"),
+    ("board", "board_api.rs", "BoardApi"),
+    ("alerts", "alerts_api.rs", "AlertsApi"),
+    ("webhooks", "webhooks_api.rs", "WebhooksApi"),
+    ("health", "health.rs", "HealthApi"),
+    ("site", "site/routes.rs", "SiteApi"),
+    ("streams", "stream_api.rs", "StreamApi"),
+];
+
+/// A route is followed to its handler by names alone: every arm of `Front::handle` hands its
+/// route to a resource field (or refuses it), each resource is a struct of its own file, and no
+/// handler file reaches into the front with `use super::*` or adds methods to `Front` (only the
+/// router, `front.rs`, and the site's router in `site/routes.rs` do).
+#[test]
+fn each_route_is_answered_by_a_resource_that_holds_what_it_reads() {
+    let front = root().join("net/src/api/front.rs");
+    let lines = code_lines(&front);
+    let start = lines.iter().position(|l| l.contains("async fn handle(")).expect("Front::handle");
+    let mut bad = Vec::new();
+    for (i, l) in lines.iter().enumerate().skip(start) {
+        if l.starts_with("    }") {
+            break;
+        }
+        let Some((head, answer)) = l.split_once("=>") else { continue };
+        if !head.contains("Route::") {
+            continue;
+        }
+        let handed = FRONT_RESOURCES.iter().any(|(field, _, _)| answer.contains(&format!("self.{field}.")));
+        let later = lines[i + 1..]
+            .iter()
+            .take(3)
+            .any(|n| FRONT_RESOURCES.iter().any(|(f, _, _)| n.contains(&format!("self.{f}."))));
+        if !(handed || later || answer.contains("error(StatusCode::NOT_FOUND")) {
+            bad.push(format!("front.rs:{}: {}", i + 1, l.trim()));
+        }
+    }
+    let text = lines.join("\n");
+    for (field, file, ty) in FRONT_RESOURCES {
+        let module = file.trim_end_matches(".rs").replace('/', "::");
+        if !text.contains(&format!("    {field}: ")) || !text.contains(&format!("{module}::{ty}")) {
+            bad.push(format!("Front has no field `{field}` of type `{module}::{ty}`"));
+        }
+        let code = code_lines(&root().join("net/src/api/front").join(file)).join("\n");
+        if !code.contains(&format!("pub struct {ty} {{")) {
+            bad.push(format!("{file} does not declare `pub struct {ty}`"));
+        }
+    }
+    for p in sources("net/src/api/front") {
+        let code = code_lines(&p);
+        let shown = name(&p);
+        for (i, l) in code.iter().enumerate() {
+            if l.trim() == "use super::*;" {
+                bad.push(format!("{shown}:{}: `use super::*` (name what is used)", i + 1));
+            }
+            if l.starts_with("impl Front {") && !shown.ends_with("site/routes.rs") {
+                bad.push(format!("{shown}:{}: methods on `Front` outside the router", i + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]

@@ -5,7 +5,6 @@
 //! docs/design/why-hyper.md). hyper bounds header size and count,
 //! times out slow or idle clients, decodes chunked bodies and refuses malformed framing.
 
-use std::cell::RefCell;
 use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -14,14 +13,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Response, StatusCode};
-use rampart_engine::{BookId, Venue};
+use rampart_engine::Venue;
 
 mod alerts_api;
 mod board_api;
 mod bodies;
+mod books;
 pub mod encoding;
+mod gate;
 mod health;
 mod json_errors;
 mod listen;
@@ -38,15 +39,15 @@ pub use listen::serve;
 
 use crate::alerts::request as alerts;
 use crate::api::keys::KeyWatcher;
-use crate::api::limit::{Limiter, Refusal, Usage};
+use crate::api::limit::Usage;
 use crate::api::route::{self, Family, NotRouted, Route};
 use crate::config::Plans;
 use hyper::http::request::Parts;
 use rampart_state::clock::{self, SharedClock};
 use rampart_state::json::error_body;
-use rampart_state::{Command, Commands, Shared};
+use rampart_state::{Commands, Shared};
 use rampart_store::storage::{StorageHealth, StorageThread};
-use rampart_store::store::{hash_key, is_key_shaped, KeyRow};
+use rampart_store::store::KeyRow;
 
 /// Front limits; every one has a documented behaviour at the bound.
 #[derive(Clone, Debug)]
@@ -99,59 +100,55 @@ impl Default for FrontConfig {
     }
 }
 
-/// Everything a request handler reads.
+/// The API port's router: the gate every request passes, and one resource per family of
+/// routes, each holding only what it reads. [`Front::answer`] turns a request into its
+/// [`Route`] and hands it to the resource that answers it.
 pub struct Front {
+    /// Keys, limits and sessions.
+    gate: Rc<gate::Gate>,
+    /// `/v1/exchanges`, `/v1/symbols`, `/v1/levels`, `/v1/densities`.
+    market: market_api::MarketApi,
+    /// `/v1/metrics`, `/v1/rankings`, `/v1/market`, `/v1/candles`, `/v1/book`.
+    board: board_api::BoardApi,
+    /// `/v1/alerts`, `/v1/inbox`.
+    alerts: alerts_api::AlertsApi,
+    /// `/v1/webhook-secret`.
+    webhooks: webhooks_api::WebhooksApi,
+    /// `/healthz`, `/version`, `/metrics`, `/v1/debug/latency`.
+    health: health::HealthApi,
+    /// The site's routes under `/site/`.
+    site: site::routes::SiteApi,
+    /// `/v1/stream`, `/site/v1/stream`, `/site/events`.
+    streams: Rc<stream_api::StreamApi>,
+    /// `/metrics`, when measured: every answer is counted there.
+    metrics: Option<Arc<crate::api::metrics::Metrics>>,
+    /// `/metrics` is served on its own listener only ([`Role::Metrics`]), not on the API's.
+    metrics_apart: bool,
+    /// A cluster's market node, which serves no API.
+    market_node: bool,
+    /// The process's clock.
+    clock: SharedClock,
+}
+
+/// What a [`Front`] is made of, set before it serves ([`FrontBuilder::build`]).
+pub struct FrontBuilder {
     allow_private: bool,
     shared: Arc<Shared>,
     commands: Commands,
     venues: Vec<Venue>,
     feed: &'static str,
     plans: Plans,
-    /// The key table in memory, kept current off the request path.
-    keys: KeyWatcher,
-    /// Every other query, off this thread.
-    storage: StorageThread,
-    health: Arc<StorageHealth>,
-    limiter: RefCell<Limiter>,
-    /// The site's signed-in sessions (`site::routes`).
-    sessions: RefCell<site::session::Sessions>,
-    started_ms: i64,
-    /// The process's clock.
+    storage: FrontStorage,
+    unauthenticated_per_min: Option<usize>,
     clock: SharedClock,
-    /// `/metrics`, when measured.
     metrics: Option<Arc<crate::api::metrics::Metrics>>,
-    /// `/metrics` is served on its own listener only ([`Role::Metrics`]), not on the API's.
     metrics_apart: bool,
-    /// The package version and the git revision it was built from, for `/version`.
     build: (&'static str, &'static str),
-    /// Single-pair levels bodies, per book, reused while their version holds.
-    levels_bodies: bodies::BodyCache<bodies::LevelsVersion>,
-    /// Single-pair densities bodies, likewise.
-    densities_bodies: bodies::BodyCache<bodies::DensitiesVersion>,
-    /// The unfiltered bulk densities answer per venue, kept while `Shared::densities_generation`
-    /// and the millisecond hold.
-    densities_bulk: bodies::GenerationCache,
-    /// Metrics, rankings and board numbers, rebuilt by the board thread.
     board: Arc<arc_swap::ArcSwap<rampart_state::board::Board>>,
-    /// Answers read from the board, kept until it is rebuilt.
-    board_bodies: bodies::BoardBodies,
-    /// The writer's counters: live push looks at its count of inbox commits.
     writer_stats: Arc<rampart_store::writer::WriterStats>,
-    /// The operator configured a Telegram bot: the settings page says whether a chat id is used.
     telegram_on: bool,
-    /// The site's open event streams.
-    event_streams: Rc<RefCell<site::events::Streams>>,
-    /// The open `GET /v1/stream` connections, per key.
-    streams: Rc<RefCell<stream_api::OpenStreams>>,
-    /// The site's open market streams (`/site/v1/stream`), per session and account.
-    site_streams: Rc<RefCell<site::events::Streams>>,
-    /// The streams' fan-out: their market subscriptions and outboxes.
-    fanout: Rc<RefCell<stream_fanout::Hub>>,
-    /// `[streams]`: subscriptions and unsent bytes per connection.
     stream_bounds: crate::stream::Bounds,
-    /// A cluster node's links (`serve --role market|api`); `None` for the single process.
     cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
-    /// How long a rotated-out webhook signing secret goes on signing.
     previous_secret_ms: i64,
 }
 
@@ -165,18 +162,6 @@ pub enum Role {
 }
 
 type Resp = Response<Full<Bytes>>;
-
-/// The key in `Authorization: Bearer <key>`, if the header holds one of a key's shape.
-fn bearer_token(headers: &hyper::HeaderMap) -> Option<&str> {
-    headers
-        .get(AUTHORIZATION)?
-        .to_str()
-        .ok()
-        .and_then(|h| h.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim())
-        .filter(|t| is_key_shaped(t))
-}
 
 fn respond(status: StatusCode, body: String) -> Resp {
     respond_bytes(status, Bytes::from(body))
@@ -245,11 +230,6 @@ impl ApiError {
         r
     }
 }
-
-/// Longest a key change made through the site waits for every running server to apply it
-/// (as `rampart keys` does); past it the answer goes anyway and the servers behind apply it at
-/// their next poll.
-const KEYS_APPLIED_WAIT: Duration = Duration::from_secs(3);
 
 /// Adds `X-RateLimit-Limit`, `-Remaining` and `-Reset` (`decisions.md` §13) to an answer to a
 /// request the key's limits counted.
@@ -356,8 +336,9 @@ pub struct FrontStorage {
 }
 
 impl Front {
-    /// A front over the shards' published state, authenticating against `storage.keys`.
-    pub fn new(
+    /// A front over the shards' published state, authenticating against `storage.keys`; the
+    /// `with_*` calls of the builder set the rest, [`FrontBuilder::build`] makes it.
+    pub fn builder(
         shared: Arc<Shared>,
         commands: Commands,
         venues: Vec<Venue>,
@@ -365,208 +346,172 @@ impl Front {
         plans: Plans,
         storage: FrontStorage,
         allow_private: bool,
-    ) -> Front {
-        let shared_capacity = shared.capacity;
-        let clock = clock::system();
-        Front {
+    ) -> FrontBuilder {
+        FrontBuilder {
             allow_private,
             shared,
             commands,
             venues,
             feed,
             plans,
-            keys: storage.keys,
-            storage: storage.thread,
-            health: storage.health,
-            limiter: RefCell::new(Limiter::default()),
-            sessions: RefCell::new(site::session::Sessions::new()),
-            started_ms: clock.now_ms(),
-            clock,
+            storage,
+            unauthenticated_per_min: None,
+            clock: clock::system(),
             metrics: None,
             metrics_apart: false,
             build: (env!("CARGO_PKG_VERSION"), "unknown"),
-            levels_bodies: bodies::BodyCache::new(shared_capacity),
-            densities_bodies: bodies::BodyCache::new(shared_capacity),
-            densities_bulk: bodies::GenerationCache::new(Venue::COUNT),
             board: Arc::new(arc_swap::ArcSwap::from_pointee(rampart_state::board::Board::empty())),
-            board_bodies: bodies::BoardBodies::default(),
             writer_stats: Arc::new(rampart_store::writer::WriterStats::default()),
             telegram_on: false,
-            event_streams: Rc::new(RefCell::new(site::events::Streams::default())),
-            streams: Rc::new(RefCell::new(stream_api::OpenStreams::default())),
-            site_streams: Rc::new(RefCell::new(site::events::Streams::new(
-                stream_admission::SITE_STREAMS_PER_ACCOUNT_MAX,
-                stream_admission::SITE_STREAMS_PER_SESSION_MAX,
-            ))),
-            fanout: Rc::new(RefCell::new(stream_fanout::Hub::new(&crate::stream::Bounds::default()))),
             stream_bounds: crate::stream::Bounds::default(),
             cluster: None,
             previous_secret_ms: i64::from(crate::config::PREVIOUS_SECRET_S) * 1000,
         }
     }
+}
 
+impl FrontBuilder {
     /// Serves as a cluster node: `/healthz` reports the node's NATS links (and, on an api
     /// node, each partition's snapshot age); a market node answers `/healthz`, `/version` and
     /// `/metrics` only (its books are served by the api nodes).
-    pub fn with_cluster(mut self, health: Arc<rampart_cluster::node::NodeHealth>) -> Front {
+    pub fn with_cluster(mut self, health: Arc<rampart_cluster::node::NodeHealth>) -> FrontBuilder {
         self.cluster = Some(health);
         self
     }
 
-    /// Pushes inbox entries to the site's open pages when `stats` (the running writer's) counts
-    /// an inbox commit; without it they are read every `site::events::RESCAN_MS`.
-    pub fn with_writer_stats(mut self, stats: Arc<rampart_store::writer::WriterStats>) -> Front {
+    /// Pushes inbox entries to open streams when `stats` (the running writer's) counts an inbox
+    /// commit; without it they are read every second.
+    pub fn with_writer_stats(mut self, stats: Arc<rampart_store::writer::WriterStats>) -> FrontBuilder {
         self.writer_stats = stats;
         self
     }
 
     /// A rotated-out webhook signing secret signs for `ms` more (default 24 h).
-    pub fn with_previous_secret_ms(mut self, ms: i64) -> Front {
+    pub fn with_previous_secret_ms(mut self, ms: i64) -> FrontBuilder {
         self.previous_secret_ms = ms;
         self
     }
 
     /// Tells the site that firings are sent to Telegram chats (`[channels.telegram]` is set).
-    pub fn with_telegram(mut self, on: bool) -> Front {
+    pub fn with_telegram(mut self, on: bool) -> FrontBuilder {
         self.telegram_on = on;
         self
     }
 
     /// Answers metrics, rankings and the board from `board` (kept current by a
     /// [`crate::board::BoardThread`]); without it they answer an empty board.
-    pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<rampart_state::board::Board>>) -> Front {
+    pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<rampart_state::board::Board>>) -> FrontBuilder {
         self.board = board;
         self
     }
 
     /// Admits `n` requests without a valid key per client address in any 60 s (default 60).
-    pub fn with_unauthenticated_per_min(self, n: usize) -> Front {
-        *self.limiter.borrow_mut() = Limiter::new(n);
+    pub fn with_unauthenticated_per_min(mut self, n: usize) -> FrontBuilder {
+        self.unauthenticated_per_min = Some(n);
         self
     }
 
     /// Bounds every stream connection as `bounds` says (the configuration's `[streams]`).
-    pub fn with_stream_bounds(mut self, bounds: crate::stream::Bounds) -> Front {
-        self.fanout = Rc::new(RefCell::new(stream_fanout::Hub::new(&bounds)));
+    pub fn with_stream_bounds(mut self, bounds: crate::stream::Bounds) -> FrontBuilder {
         self.stream_bounds = bounds;
         self
     }
 
     /// Reads the time from `clock` (the process's; the wall clock unless told).
-    pub fn with_clock(mut self, clock: SharedClock) -> Front {
-        self.started_ms = clock.now_ms();
+    pub fn with_clock(mut self, clock: SharedClock) -> FrontBuilder {
         self.clock = clock;
         self
     }
 
     /// Answers `/version` with `version` and the git `revision` the binary was built from.
-    pub fn with_build(mut self, version: &'static str, revision: &'static str) -> Front {
+    pub fn with_build(mut self, version: &'static str, revision: &'static str) -> FrontBuilder {
         self.build = (version, revision);
         self
     }
 
     /// Serves `metrics` at `/metrics`: on the API's listener, or only on a listener of its own
     /// when `apart` (the API's then answers 404 there).
-    pub fn with_metrics(mut self, metrics: Arc<crate::api::metrics::Metrics>, apart: bool) -> Front {
+    pub fn with_metrics(mut self, metrics: Arc<crate::api::metrics::Metrics>, apart: bool) -> FrontBuilder {
         self.metrics = Some(metrics);
         self.metrics_apart = apart;
         self
     }
 
-    /// The key whose text is `token`: the in-memory table's entry, else storage's (a key made
-    /// a moment ago, by the CLI or on another api node), which the table keeps until its next
-    /// reload. A miss in the table is never the last word (`decisions.md` §1); an address that
-    /// has spent its unauthenticated budget gets no lookup. `None`: unknown, or storage could
-    /// not answer.
-    async fn find_key(&self, token: &str, peer: IpAddr, now_ms: i64) -> Option<Arc<KeyRow>> {
-        let hash = hash_key(token);
-        if let Some(row) = self.keys.get(&hash) {
-            return Some(row);
-        }
-        if self.limiter.borrow().unauthenticated_spent(peer, now_ms) {
-            return None;
-        }
-        let text = token.to_owned();
-        let row = Arc::new(self.storage.run(move |store| store.lookup_key(&text)).await.ok()??);
-        self.keys.learn(hash, row.clone());
-        Some(row)
-    }
-
-    /// Waits, at most [`KEYS_APPLIED_WAIT`], until every running server's key table holds the
-    /// key change just committed (a key made or revoked through the site), so the change is in
-    /// force on every api node once the answer is sent. Storage failing ends the wait.
-    async fn keys_applied(&self) {
-        let Ok(version) = self.storage.run(|store| store.keys_version()).await else { return };
-        let deadline = std::time::Instant::now() + KEYS_APPLIED_WAIT;
-        loop {
-            let alive_since = self.clock.now_ms() - rampart_store::store::KEY_WATCHER_ALIVE_MS;
-            let behind = self.storage.run(move |store| store.key_watchers_behind(version, alive_since)).await;
-            match behind {
-                Ok(n) if n > 0 && std::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                _ => return,
-            }
-        }
-    }
-
-    /// Refuses a request with no valid key: 401, or 429 once the address has sent too many.
-    fn unauthenticated(&self, peer: IpAddr, message: &str, now_ms: i64) -> ApiError {
-        match self.limiter.borrow_mut().admit_unauthenticated(peer, now_ms) {
-            Ok(()) => ApiError::new(StatusCode::UNAUTHORIZED, message),
-            Err(Refusal::Burst { retry_after_s } | Refusal::Quota { retry_after_s }) => {
-                ApiError::too_many("too many requests without a valid API key from this address", retry_after_s)
-            }
-        }
-    }
-
-    /// Authenticates, authorises and rate-limits; `Err` is the response to send instead.
-    async fn admit(&self, req: &Parts, peer: IpAddr, now_ms: i64) -> Result<(Arc<KeyRow>, Usage), ApiError> {
-        if !req.headers.contains_key(AUTHORIZATION) {
-            return Err(self.unauthenticated(peer, "missing API key", now_ms));
-        }
-        let Some(token) = bearer_token(&req.headers) else {
-            return Err(self.unauthenticated(peer, "invalid API key", now_ms));
+    /// The front: its gate, and each resource with what it reads.
+    pub fn build(self) -> Front {
+        let FrontStorage { keys, thread: storage, health: storage_health } = self.storage;
+        let (clock, plans) = (self.clock, self.plans);
+        let books = Rc::new(books::Books::new(self.shared, self.venues, self.commands));
+        let gate =
+            Rc::new(gate::Gate::new(keys, storage.clone(), plans.clone(), clock.clone(), self.unauthenticated_per_min));
+        let health_parts = health::HealthParts {
+            storage_health: storage_health.clone(),
+            cluster: self.cluster.clone(),
+            feed: self.feed,
+            started_ms: clock.now_ms(),
+            build: self.build,
+            metrics: self.metrics.clone(),
         };
-        let Some(row) = self.find_key(token, peer, now_ms).await else {
-            return Err(self.unauthenticated(peer, "invalid API key", now_ms));
+        let stream_parts = stream_api::StreamParts {
+            board: self.board.clone(),
+            storage: storage.clone(),
+            clock: clock.clone(),
+            writer_stats: self.writer_stats,
+            bounds: self.stream_bounds,
+            metrics: self.metrics.clone(),
         };
-        if row.revoked_ms.is_some() {
-            return Err(self.unauthenticated(peer, "revoked API key", now_ms));
-        }
-        let Some(plan) = self.plans.get(&row.plan).filter(|p| p.api) else {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
+        let site_parts = site::routes::SiteParts {
+            board: self.board.clone(),
+            storage: storage.clone(),
+            health: storage_health.clone(),
+            telegram_on: self.telegram_on,
         };
-        match self.limiter.borrow_mut().admit_key(row.id, plan.burst_per_min, plan.daily_quota, now_ms) {
-            Ok(usage) => Ok((row, usage)),
-            Err(Refusal::Burst { retry_after_s }) => Err(ApiError::over_limit(
-                format!("rate limit exceeded: {} requests per minute", plan.burst_per_min),
-                retry_after_s,
-                plan.burst_per_min,
-            )),
-            Err(Refusal::Quota { retry_after_s }) => Err(ApiError::over_limit(
-                format!("daily quota exceeded ({} requests per day on plan {})", plan.daily_quota, plan.name),
-                retry_after_s,
-                plan.burst_per_min,
-            )),
+        let market_node = self.cluster.as_ref().is_some_and(|c| c.role == rampart_cluster::node::Role::Market);
+        Front {
+            market: market_api::MarketApi::new(books.clone(), clock.clone()),
+            board: board_api::BoardApi::new(books.clone(), self.board.clone()),
+            alerts: alerts_api::AlertsApi::new(
+                books.clone(),
+                storage.clone(),
+                storage_health.clone(),
+                plans,
+                self.allow_private,
+            ),
+            webhooks: webhooks_api::WebhooksApi::new(storage, storage_health, self.previous_secret_ms),
+            health: health::HealthApi::new(books.clone(), self.board, health_parts),
+            site: site::routes::SiteApi::new(gate.clone(), books.clone(), site_parts),
+            streams: Rc::new(stream_api::StreamApi::new(gate.clone(), books, stream_parts)),
+            gate,
+            metrics: self.metrics,
+            metrics_apart: self.metrics_apart,
+            market_node,
+            clock,
         }
     }
+}
 
-    /// Counts an answer in `/metrics` (`rampart_http_requests`, by route template).
-    fn observe(&self, method: &Method, path: &str, status: StatusCode, started: std::time::Instant) {
-        if let Some(m) = &self.metrics {
-            let labels = crate::api::metrics::HttpLabels {
-                route: crate::api::metrics::route(path),
-                method: crate::api::metrics::method(method),
-                status: status.as_u16(),
-            };
-            m.http.observe(labels, started.elapsed().as_secs_f64());
-        }
+/// Counts an answer in `/metrics` (`rampart_http_requests`, by route template).
+fn observe(
+    metrics: Option<&crate::api::metrics::Metrics>,
+    method: &Method,
+    path: &str,
+    status: StatusCode,
+    started: std::time::Instant,
+) {
+    if let Some(m) = metrics {
+        let labels = crate::api::metrics::HttpLabels {
+            route: crate::api::metrics::route(path),
+            method: crate::api::metrics::method(method),
+            status: status.as_u16(),
+        };
+        m.http.observe(labels, started.elapsed().as_secs_f64());
     }
+}
 
+impl Front {
     /// A cluster's market node, which serves no API.
     fn is_market_node(&self) -> bool {
-        self.cluster.as_ref().is_some_and(|c| c.role == rampart_cluster::node::Role::Market)
+        self.market_node
     }
 
     /// Answers one request and writes its access log line (target [`ACCESS_LOG_TARGET`]: method,
@@ -576,9 +521,9 @@ impl Front {
         let key = std::cell::Cell::new(None);
         let resp = match role {
             Role::Api => self.answer(&req, body, peer, &key).await,
-            Role::Metrics => self.metrics_only(&req),
+            Role::Metrics => self.health.metrics_only(&req),
         };
-        self.observe(&req.method, req.uri.path(), resp.status(), started);
+        observe(self.metrics.as_deref(), &req.method, req.uri.path(), resp.status(), started);
         tracing::info!(
             target: ACCESS_LOG_TARGET,
             method = %req.method,
@@ -606,11 +551,11 @@ impl Front {
         };
         if family == Family::Public {
             return match Route::parse(&req.method, path) {
-                Ok(Route::Healthz) => self.healthz(now_ms),
+                Ok(Route::Healthz) => self.health.healthz(now_ms),
                 Ok(Route::OpenApi) => respond_bytes(StatusCode::OK, Bytes::from_static(OPENAPI.as_bytes())),
-                Ok(Route::Version) => self.version(),
+                Ok(Route::Version) => self.health.version(),
                 // `/metrics` answers 404 itself when nothing is measured, whatever the method.
-                _ if path == "/metrics" => self.metrics_only(req),
+                _ if path == "/metrics" => self.health.metrics_only(req),
                 Ok(_) => error(StatusCode::NOT_FOUND, "not found"),
                 Err(refused) => not_routed(refused),
             };
@@ -634,7 +579,7 @@ impl Front {
         // arrived with it in its first read), and the connection is closed after the answer.
         // A client sending a large body with a bad key may see a reset instead of the 401;
         // an ordinary body arrives with the head and is unaffected.
-        let (account, usage) = match self.admit(req, peer, now_ms).await {
+        let (account, usage) = match self.gate.admit(req, peer, now_ms).await {
             Ok(k) => k,
             Err(e) => return e.into_response(),
         };
@@ -677,35 +622,35 @@ impl Front {
         match route {
             Route::CreateAlert => {
                 let idempotency = req.headers.get("idempotency-key");
-                self.try_create_alert(account, body, idempotency, now_ms).await.unwrap_or_else(ApiError::into_response)
+                self.alerts.create(account, body, idempotency, now_ms).await.unwrap_or_else(ApiError::into_response)
             }
-            Route::WebhookSigning => self.webhook_signing(account, now_ms).await,
-            Route::RotateWebhookSecret => self.rotate_webhook_secret(account, now_ms).await,
-            Route::EndWebhookSecret => self.end_webhook_secret(account, now_ms).await,
-            Route::Exchanges => self.exchanges(),
-            Route::ExchangeSymbols(ex) => self.symbols(ex, now_ms),
-            Route::Symbol(symbol) => in_venue(&|venue| self.symbol(venue, symbol)),
-            Route::LevelsBulk => bulk(&|venue, filter| self.levels_bulk(venue, filter, now_ms)),
-            Route::Levels(symbol) => in_venue(&|venue| self.levels_one(venue, symbol)),
-            Route::DensitiesBulk => bulk(&|venue, filter| self.densities_bulk(venue, filter, now_ms)),
-            Route::Densities(symbol) => in_venue(&|venue| self.densities_one(venue, symbol)),
-            Route::MetricsBulk => self.metrics_bulk(query),
-            Route::MetricsOne(symbol) => self.metrics_one(symbol, query),
-            Route::Candles(symbol) => self.candles(symbol, query).await,
-            Route::Book(symbol) => self.depth(symbol, query).await,
-            Route::Rankings(category) => self.rankings(category, query),
-            Route::Market => self.market(query),
+            Route::WebhookSigning => self.webhooks.signing(account, now_ms).await,
+            Route::RotateWebhookSecret => self.webhooks.rotate(account, now_ms).await,
+            Route::EndWebhookSecret => self.webhooks.end(account, now_ms).await,
+            Route::Exchanges => self.market.exchanges(),
+            Route::ExchangeSymbols(ex) => self.market.symbols(ex, now_ms),
+            Route::Symbol(symbol) => in_venue(&|venue| self.market.symbol(venue, symbol)),
+            Route::LevelsBulk => bulk(&|venue, filter| self.market.levels_bulk(venue, filter, now_ms)),
+            Route::Levels(symbol) => in_venue(&|venue| self.market.levels_one(venue, symbol)),
+            Route::DensitiesBulk => bulk(&|venue, filter| self.market.densities_bulk(venue, filter, now_ms)),
+            Route::Densities(symbol) => in_venue(&|venue| self.market.densities_one(venue, symbol)),
+            Route::MetricsBulk => self.board.metrics_bulk(query),
+            Route::MetricsOne(symbol) => self.board.metrics_one(symbol, query),
+            Route::Candles(symbol) => self.board.candles(symbol, query).await,
+            Route::Book(symbol) => self.board.depth(symbol, query).await,
+            Route::Rankings(category) => self.board.rankings(category, query),
+            Route::Market => self.board.market(query),
             Route::ListAlerts => match alerts::parse_status(query_param(query, "status").as_deref()) {
-                Ok(filter) => self.list_alerts(account, filter).await,
+                Ok(filter) => self.alerts.list(account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),
             },
-            Route::DeleteAlert(id) => self.delete_alert(account, id, now_ms).await,
-            Route::DeliveryLog(id) => self.delivery_log(account, id, query).await,
-            Route::Redeliver(id, at) => self.redeliver(account, id, at, now_ms).await,
-            Route::Inbox => self.inbox(account, query).await,
-            Route::Latency => self.latency(),
+            Route::DeleteAlert(id) => self.alerts.delete(account, id, now_ms).await,
+            Route::DeliveryLog(id) => self.alerts.delivery_log(account, id, query).await,
+            Route::Redeliver(id, at) => self.alerts.redeliver(account, id, at, now_ms).await,
+            Route::Inbox => self.alerts.inbox(account, query).await,
+            Route::Latency => self.health.latency(),
             Route::LatencyReset => {
-                self.operator(account).map_or_else(ApiError::into_response, |()| self.latency_reset())
+                self.gate.operator(account).map_or_else(ApiError::into_response, |()| self.health.latency_reset())
             }
             // Not under `/v1`: answered by the front before a key is asked for.
             Route::Healthz

@@ -87,7 +87,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     let (storage_thread, storage_join) = StorageThread::start(s.store.open()?)?;
     let market_alerts = (s.role == NodeRole::Single).then(|| persistence.market_events.clone());
     let (board, board_thread) = start_board(&shards, &clock, market_alerts)?;
-    let front = Front::new(
+    let front = Front::builder(
         shards.shared().clone(),
         shards.commands(),
         s.venues.clone(),
@@ -102,10 +102,13 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     )
     .with_writer_stats(persistence.writer.stats.clone());
     let front = configured(front, &s, metrics, metrics_listener.is_some(), &clock, board);
-    let front = Rc::new(match &links {
-        Some(l) => front.with_cluster(l.health.clone()),
-        None => front,
-    });
+    let front = Rc::new(
+        match &links {
+            Some(l) => front.with_cluster(l.health.clone()),
+            None => front,
+        }
+        .build(),
+    );
     let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
     if let Some(rest) = rest {
         watch.stage("stopping the venue REST thread");

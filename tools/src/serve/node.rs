@@ -244,7 +244,7 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let inbox_beacon = Beacon::start(url.clone(), market.writer_stats())?;
     let heard = Arc::new(rampart_store::writer::WriterStats::default());
     let inbox_listener = Listener::start(url.clone(), heard.clone())?;
-    let front = Front::new(
+    let front = Front::builder(
         shared.clone(),
         forwarder.commands(shared.clone()),
         s.venues.clone(),
@@ -254,7 +254,8 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
         s.allow_private,
     )
     .with_writer_stats(heard);
-    let front = Rc::new(configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health));
+    let front =
+        Rc::new(configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health).build());
     let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
     watch.stage("stopping the storage thread");
     storage_join.join();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use arc_swap::ArcSwap;
-use rampart_net::api::front::{self, Front, FrontConfig};
+use rampart_net::api::front::{self, Front, FrontBuilder, FrontConfig};
 use rampart_net::api::metrics::Metrics;
 use rampart_net::board::BoardThread;
 use rampart_state::board::Board;
@@ -42,13 +42,13 @@ pub(crate) fn announce(
 
 /// The front's settings every role shares.
 pub(crate) fn configured(
-    front: Front,
+    front: FrontBuilder,
     s: &ServeSettings,
     metrics: Arc<Metrics>,
     metrics_apart: bool,
     clock: &SharedClock,
     board: Arc<ArcSwap<Board>>,
-) -> Front {
+) -> FrontBuilder {
     front
         .with_metrics(metrics, metrics_apart)
         .with_build(env!("CARGO_PKG_VERSION"), env!("RAMPART_REVISION"))

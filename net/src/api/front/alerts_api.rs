@@ -1,17 +1,24 @@
 //! `/v1/alerts` (create, list, delete) and `/v1/inbox`: the HTTP side of the API's alerts; their
 //! parsing and rules are in `crate::alerts`, their JSON in `rampart_store::text`.
 
-use hyper::StatusCode;
-use rampart_engine::Venue;
+use std::rc::Rc;
+use std::sync::Arc;
 
-use super::*;
+use hyper::header::HeaderValue;
+use hyper::StatusCode;
+
+use super::board_api::count_param;
+use super::books::Books;
+use super::{clip, error, query_param, respond, ApiError, Resp};
 use crate::alerts::{request as alerts, rules};
+use crate::config::Plans;
 use rampart_engine::alert::AlertSpec;
 use rampart_outbound::ssrf;
 use rampart_state::clock;
 use rampart_state::json::Json;
 use rampart_state::Command;
 use rampart_store::storage::Writer;
+use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::{AlertRow, AlertStatus, DeliveryLogRow, Idempotent, KeyRow, NewAlert, Redelivery};
 use rampart_store::text::alert::write_alert;
 
@@ -107,7 +114,28 @@ enum Created {
     Full,
 }
 
-impl Front {
+/// `/v1/alerts` and `/v1/inbox`: what they read and write.
+pub struct AlertsApi {
+    books: Rc<Books>,
+    storage: StorageThread,
+    health: Arc<StorageHealth>,
+    plans: Plans,
+    /// Webhook URLs may name private addresses (`[webhooks] allow_private`).
+    allow_private: bool,
+}
+
+impl AlertsApi {
+    /// Alerts on the pairs of `books`, stored through `storage` (its failures told to `health`).
+    pub(super) fn new(
+        books: Rc<Books>,
+        storage: StorageThread,
+        health: Arc<StorageHealth>,
+        plans: Plans,
+        allow_private: bool,
+    ) -> AlertsApi {
+        AlertsApi { books, storage, health, plans, allow_private }
+    }
+
     /// The alert an earlier create with the same `Idempotency-Key` and body made, if any (a
     /// retry after a timeout or a 5xx answers it, whatever the market did since).
     async fn replayed(
@@ -129,7 +157,7 @@ impl Front {
     // Long: the creation rules in the order the API applies them (idempotency, validate, plan,
     // cap, price, store, hand to the shard); each step is a few lines and they share the
     // request's state.
-    pub(super) async fn try_create_alert(
+    pub(super) async fn create(
         &self,
         account: &KeyRow,
         body: &[u8],
@@ -144,23 +172,17 @@ impl Front {
         }
         let req = alerts::parse_create(body)?;
         let (venue, book) = match req.exchange {
-            Some(v) => (v, self.book(v, &req.symbol)?),
-            None => Venue::ALL
-                .into_iter()
-                .filter(|v| self.venues.contains(v))
-                .find_map(|v| {
-                    self.shared.registry().find(v, &req.symbol).filter(|&b| self.shared.listed(b)).map(|b| (v, b))
-                })
-                .ok_or_else(|| {
-                    ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
-                })?,
+            Some(v) => (v, self.books.book(v, &req.symbol)?),
+            None => self.books.any_venue(&req.symbol).ok_or_else(|| {
+                ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
+            })?,
         };
         let Some(plan) = self.plans.get(&account.plan) else {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
         rules::check_plan(plan, &req)?;
         rules::check_expiry(req.expires_ms, now_ms)?;
-        let (current, _) = self.shared.price(book);
+        let (current, _) = self.books.shared.price(book);
         if current <= 0 {
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
         }
@@ -174,7 +196,7 @@ impl Front {
         let new = NewAlert {
             account_id: account.account_id,
             exchange: venue,
-            symbol: self.shared.registry().get(book).symbol.clone(),
+            symbol: self.books.shared.registry().get(book).symbol.clone(),
             condition: req.condition,
             repeat: req.repeat,
             note: req.note.clone(),
@@ -220,7 +242,7 @@ impl Front {
             Created::Full => return Err(rules::cap_reached(plan).into()),
         };
         let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
-        if self.commands.send(book, Command::AddAlert { book, spec }).is_err() {
+        if !self.books.send(book, Command::AddAlert { book, spec }) {
             // The shard's queue is full: undo, so nothing unacknowledged stays behind.
             let id = row.id;
             let _ = self.storage.run(move |store| store.forget_alert(id)).await;
@@ -229,7 +251,7 @@ impl Front {
         Ok(alert_answer(&row))
     }
 
-    pub(super) async fn list_alerts(&self, account: &KeyRow, filter: rampart_store::store::StatusFilter) -> Resp {
+    pub(super) async fn list(&self, account: &KeyRow, filter: rampart_store::store::StatusFilter) -> Resp {
         let acc = account.account_id;
         let rows = match self.storage.run(move |store| store.list_alerts(acc, filter)).await {
             Ok(r) => r,
@@ -247,7 +269,7 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
-    pub(super) async fn delete_alert(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
+    pub(super) async fn delete(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
         let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };
         let acc = account.account_id;
@@ -259,11 +281,11 @@ impl Front {
             Err(e) => return ApiError::from(e).into_response(),
         };
         if row.status == AlertStatus::Active {
-            let book = self.shared.registry().find(row.exchange, &row.symbol);
+            let book = self.books.shared.registry().find(row.exchange, &row.symbol);
             if let Some(book) = book {
                 // If the queue is full the shard keeps the alert in memory until restart, but it
                 // can no longer fire: firings of deleted alerts are not recorded or delivered.
-                let _ = self.commands.send(book, Command::RemoveAlert { book, id: id as u64 });
+                let _ = self.books.send(book, Command::RemoveAlert { book, id: id as u64 });
             }
         }
         let mut j = Json::with_capacity(64);
@@ -313,7 +335,7 @@ impl Front {
         let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };
         let (default, max) = (DELIVERY_LOG_LIMIT_DEFAULT as usize, DELIVERY_LOG_LIMIT_MAX as usize);
-        let limit = match super::board_api::count_param(query, "limit", default, max) {
+        let limit = match count_param(query, "limit", default, max) {
             Ok(n) => n as u32,
             Err(e) => return e.into_response(),
         };

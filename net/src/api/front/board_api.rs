@@ -4,7 +4,14 @@
 use hyper::StatusCode;
 use rampart_engine::{Timeframe, Venue};
 
-use super::*;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use rampart_state::Command;
+
+use super::books::Books;
+use super::{answer_ok, bodies, clip, exchange_param, query_param, symbols_param, ApiError, Resp};
 use rampart_state::board::{Board, Category, Entry, Metric, Order};
 use rampart_state::json::Json;
 use rampart_state::pair_metrics::PairMetrics;
@@ -307,57 +314,56 @@ pub(super) fn market_body(board: &Board, venue: Venue, query: Option<&str>) -> R
     j.raw("}");
     Ok(j.finish())
 }
-impl Front {
+/// Metrics, rankings and the board's numbers as the board thread last built them, and the
+/// candles and book depth the owning shard copies on request.
+pub struct BoardApi {
+    books: Rc<Books>,
+    /// Metrics, rankings and board numbers, rebuilt by the board thread.
+    board: Arc<ArcSwap<Board>>,
+    /// Answers read from the board, kept until it is rebuilt.
+    bodies: bodies::BoardBodies,
+}
+
+impl BoardApi {
+    /// Answers from `board` (and the shards of `books`).
+    pub(super) fn new(books: Rc<Books>, board: Arc<ArcSwap<Board>>) -> BoardApi {
+        BoardApi { books, board, bodies: bodies::BoardBodies::default() }
+    }
+
     /// `GET /v1/metrics/{symbol}`: 422 for a bad parameter, then 404 for an unknown symbol.
     pub(super) fn metrics_one(&self, symbol: &str, query: Option<&str>) -> Resp {
-        let asked = exchange_param(query).and_then(|v| Ok((v, board_api::metrics_query(query)?)));
+        let asked = exchange_param(query).and_then(|v| Ok((v, metrics_query(query)?)));
         let (venue, q) = match asked {
             Ok(x) => x,
             Err(e) => return e.into_response(),
         };
-        let id = match self.book(venue, symbol) {
+        let id = match self.books.book(venue, symbol) {
             Ok(id) => id,
             Err(e) => return e.into_response(),
         };
         let board = self.board.load_full();
         let target = format!("metrics/{}?{}", id.0, query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            let registry = self.shared.registry();
+        let body = self.bodies.get_or_build(&board, &target, || {
+            let registry = self.books.shared.registry();
             let name = &registry.get(id).symbol;
-            Ok::<_, ApiError>(board_api::metrics_body(&board, venue, name, board.entry(venue, id), q))
+            Ok::<_, ApiError>(metrics_body(&board, venue, name, board.entry(venue, id), q))
         });
         answer_ok(body)
     }
 
     /// `GET /v1/metrics`: every listed pair's metrics (or those of `symbols`) from one board.
     pub(super) fn metrics_bulk(&self, query: Option<&str>) -> Resp {
-        let asked =
-            exchange_param(query).and_then(|v| Ok((v, symbols_param(query)?, board_api::metrics_query(query)?)));
+        let asked = exchange_param(query).and_then(|v| Ok((v, symbols_param(query)?, metrics_query(query)?)));
         let (venue, filter, q) = match asked {
             Ok(x) => x,
             Err(e) => return e.into_response(),
         };
         let board = self.board.load_full();
         let target = format!("metrics?{}", query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            Ok::<_, ApiError>(board_api::metrics_bulk_body(&board, venue, filter.as_deref(), &q))
+        let body = self.bodies.get_or_build(&board, &target, || {
+            Ok::<_, ApiError>(metrics_bulk_body(&board, venue, filter.as_deref(), &q))
         });
         answer_ok(body)
-    }
-
-    /// Asks the shard owning `book` and waits for the answer, at most [`SHARD_ANSWER_TIMEOUT`].
-    pub(super) async fn ask_shard<T>(
-        &self,
-        book: BookId,
-        make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Command,
-    ) -> Result<T, ApiError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let busy = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly");
-        self.commands.send(book, make(tx)).map_err(|_| busy())?;
-        match tokio::time::timeout(SHARD_ANSWER_TIMEOUT, rx).await {
-            Ok(Ok(v)) => Ok(v),
-            _ => Err(busy()),
-        }
     }
 
     /// `GET /v1/candles/{symbol}`: the newest bars of one timeframe, oldest first, copied by
@@ -365,12 +371,12 @@ impl Front {
     pub(super) async fn candles(&self, symbol: &str, query: Option<&str>) -> Resp {
         let answer = async {
             let venue = exchange_param(query)?;
-            let tf = board_api::interval_param(query)?;
-            let limit = board_api::count_param(query, "limit", 200, 1_000)?;
-            let book = self.book(venue, symbol)?;
-            let bars = self.ask_shard(book, |reply| Command::Candles { book, tf, limit, reply }).await?;
-            let registry = self.shared.registry();
-            Ok::<_, ApiError>(board_api::candles_body(&registry.get(book).symbol, venue, tf, &bars))
+            let tf = interval_param(query)?;
+            let limit = count_param(query, "limit", 200, 1_000)?;
+            let book = self.books.book(venue, symbol)?;
+            let bars = self.books.ask_shard(book, |reply| Command::Candles { book, tf, limit, reply }).await?;
+            let registry = self.books.shared.registry();
+            Ok::<_, ApiError>(candles_body(&registry.get(book).symbol, venue, tf, &bars))
         };
         answer_ok(answer.await)
     }
@@ -379,11 +385,11 @@ impl Front {
     pub(super) async fn depth(&self, symbol: &str, query: Option<&str>) -> Resp {
         let answer = async {
             let venue = exchange_param(query)?;
-            let limit = board_api::count_param(query, "limit", 100, 1_000)?;
-            let book = self.book(venue, symbol)?;
-            let view = self.ask_shard(book, |reply| Command::Depth { book, limit, reply }).await?;
-            let registry = self.shared.registry();
-            Ok::<_, ApiError>(board_api::book_body(&registry.get(book).symbol, venue, &view))
+            let limit = count_param(query, "limit", 100, 1_000)?;
+            let book = self.books.book(venue, symbol)?;
+            let view = self.books.ask_shard(book, |reply| Command::Depth { book, limit, reply }).await?;
+            let registry = self.books.shared.registry();
+            Ok::<_, ApiError>(book_body(&registry.get(book).symbol, venue, &view))
         };
         answer_ok(answer.await)
     }
@@ -392,8 +398,8 @@ impl Front {
     pub(super) fn rankings(&self, category: &str, query: Option<&str>) -> Resp {
         let board = self.board.load_full();
         let target = format!("rankings/{category}?{}", query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            exchange_param(query).and_then(|venue| board_api::rankings_body(&board, venue, category, query))
+        let body = self.bodies.get_or_build(&board, &target, || {
+            exchange_param(query).and_then(|venue| rankings_body(&board, venue, category, query))
         });
         answer_ok(body)
     }
@@ -402,8 +408,8 @@ impl Front {
     pub(super) fn market(&self, query: Option<&str>) -> Resp {
         let board = self.board.load_full();
         let target = format!("market?{}", query.unwrap_or(""));
-        let body = self.board_bodies.get_or_build(&board, &target, || {
-            exchange_param(query).and_then(|venue| board_api::market_body(&board, venue, query))
+        let body = self.bodies.get_or_build(&board, &target, || {
+            exchange_param(query).and_then(|venue| market_body(&board, venue, query))
         });
         answer_ok(body)
     }

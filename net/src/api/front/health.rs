@@ -6,11 +6,23 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::StatusCode;
 use rampart_engine::Venue;
 
-use super::*;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use http_body_util::Full;
+use hyper::http::request::Parts;
+use hyper::{Method, Response};
+
+use super::books::Books;
+use super::{error, method_not_allowed, respond, Resp};
+use crate::api::metrics::Metrics;
+use rampart_cluster::node::NodeHealth;
+use rampart_state::board::Board;
 use rampart_state::clock;
 use rampart_state::json::Json;
+use rampart_store::storage::StorageHealth;
 use rampart_store::storage::Writer;
-use rampart_store::store::KeyRow;
 
 /// `"cluster"` in `/healthz`: the node's role and links, and (api) each partition's snapshots.
 pub(super) fn write_cluster_health(j: &mut Json, c: &rampart_cluster::node::NodeHealth, now_ms: i64) {
@@ -60,7 +72,38 @@ pub(super) fn write_storage_health(j: &mut Json, failing: Option<&(Vec<Writer>, 
     j.raw("],\"since\":").str(&clock::iso8601(*since_ms)).raw(",\"error\":").str(error).raw("}");
 }
 
-impl Front {
+/// What `/healthz`, `/version`, `/metrics` and the latency histograms read.
+pub struct HealthApi {
+    books: Rc<Books>,
+    board: Arc<ArcSwap<Board>>,
+    storage_health: Arc<StorageHealth>,
+    /// A cluster node's links (`serve --role market|api`); `None` for the single process.
+    cluster: Option<Arc<NodeHealth>>,
+    feed: &'static str,
+    started_ms: i64,
+    /// The package version and the git revision it was built from, for `/version`.
+    build: (&'static str, &'static str),
+    /// `/metrics`, when measured.
+    metrics: Option<Arc<Metrics>>,
+}
+
+/// What [`HealthApi`] reports besides the books and the board.
+pub(super) struct HealthParts {
+    pub storage_health: Arc<StorageHealth>,
+    pub cluster: Option<Arc<NodeHealth>>,
+    pub feed: &'static str,
+    pub started_ms: i64,
+    pub build: (&'static str, &'static str),
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+impl HealthApi {
+    /// Reports on `books`, `board` and `parts`.
+    pub(super) fn new(books: Rc<Books>, board: Arc<ArcSwap<Board>>, parts: HealthParts) -> HealthApi {
+        let HealthParts { storage_health, cluster, feed, started_ms, build, metrics } = parts;
+        HealthApi { books, board, storage_health, cluster, feed, started_ms, build, metrics }
+    }
+
     /// `GET /version` (no key): what is running.
     pub(super) fn version(&self) -> Resp {
         let mut j = Json::with_capacity(96);
@@ -85,10 +128,10 @@ impl Front {
     /// The listed pairs of `venue` this process serves: a market node counts only its
     /// partition's (the registry lists every pair on every node).
     pub(super) fn served_pairs(&self, venue: Venue) -> i64 {
-        let books = self.listed_books(venue);
+        let books = self.books.listed_books(venue);
         match self.cluster.as_deref() {
             Some(c) if c.role == rampart_cluster::node::Role::Market => {
-                let registry = self.shared.registry();
+                let registry = self.books.shared.registry();
                 books.iter().filter(|&&b| c.partition.owns(&registry.get(b).symbol)).count() as i64
             }
             _ => books.len() as i64,
@@ -100,14 +143,14 @@ impl Front {
     pub(super) fn healthz(&self, now_ms: i64) -> Resp {
         // Ready once the shards have their books and the board has been built from them, so
         // the first rankings a client reads cover the whole market.
-        let started = self.shared.ready() && self.board.load().complete;
-        let storage = self.health.report(now_ms);
+        let started = self.books.shared.ready() && self.board.load().complete;
+        let storage = self.storage_health.report(now_ms);
         // Live feed: the data is dead when no venue has any; degraded when one has none.
         let venue_health: Vec<rampart_state::VenueHealth> =
-            self.venues.iter().map(|v| self.shared.venue_health(*v)).collect();
+            self.books.venues.iter().map(|v| self.books.shared.venue_health(*v)).collect();
         let down = |h: &rampart_state::VenueHealth| h.state == rampart_state::VenueState::Down;
-        let all_down = self.shared.live && venue_health.iter().all(down);
-        let some_down = self.shared.live && venue_health.iter().any(down);
+        let all_down = self.books.shared.live && venue_health.iter().all(down);
+        let some_down = self.books.shared.live && venue_health.iter().any(down);
         let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
         let cluster_down = cluster.as_ref().is_some_and(|p| !p.serving);
         let ready = started && storage.is_none() && !all_down && !cluster_down;
@@ -131,7 +174,7 @@ impl Front {
             write_cluster_health(&mut j, c, now_ms);
         }
         j.raw(",\"shards\":[");
-        for (i, s) in self.shared.stats.iter().enumerate() {
+        for (i, s) in self.books.shared.stats.iter().enumerate() {
             use std::sync::atomic::Ordering::Relaxed;
             if i > 0 {
                 j.raw(",");
@@ -144,19 +187,19 @@ impl Front {
             j.raw("}");
         }
         j.raw("],\"exchanges\":[");
-        for (i, v) in self.venues.iter().enumerate() {
+        for (i, v) in self.books.venues.iter().enumerate() {
             if i > 0 {
                 j.raw(",");
             }
             let pairs = self.served_pairs(*v);
-            if !self.shared.live {
+            if !self.books.shared.live {
                 j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
                 j.raw(",\"pairs\":").int(pairs).raw("}");
                 continue;
             }
             use std::sync::atomic::Ordering::Relaxed;
             let sum = |f: fn(&rampart_state::VenueStats) -> &std::sync::atomic::AtomicU64| {
-                self.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
+                self.books.shared.venue_sum(*v, |s| f(s).load(Relaxed)) as i64
             };
             let h = &venue_health[i];
             let (open, planned, live, last) = (h.open, h.planned, h.live, h.last_message_ms);
@@ -197,11 +240,11 @@ impl Front {
                 if i > 0 {
                     j.raw(",");
                 }
-                let n = self.shared.venue_sum(*v, |s| s.reconnects[*r as usize].load(Relaxed));
+                let n = self.books.shared.venue_sum(*v, |s| s.reconnects[*r as usize].load(Relaxed));
                 j.raw("\"").raw(r.as_str()).raw("\":").int(n as i64);
             }
             j.raw("}");
-            if let Some(rs) = &self.shared.rest_stats {
+            if let Some(rs) = &self.books.shared.rest_stats {
                 let r = &rs[v.index()];
                 j.raw(",\"rest\":{\"requests\":").int(r.requests.load(Relaxed) as i64);
                 j.raw(",\"errors\":").int(r.errors.load(Relaxed) as i64);
@@ -228,7 +271,7 @@ impl Front {
     pub(super) fn latency(&self) -> Resp {
         let mut all = rampart_state::latency_histogram();
         let mut inside = rampart_state::latency_histogram();
-        for l in self.shared.latency.iter() {
+        for l in self.books.shared.latency.iter() {
             if let Ok(l) = l.lock() {
                 let _ = all.add(&l.tick_to_decision_us);
                 let _ = inside.add(&l.read_to_decision_us);
@@ -246,22 +289,10 @@ impl Front {
         respond(StatusCode::OK, j.finish())
     }
 
-    /// Operator endpoints need a key whose plan has `operator = true` (none of the built-in
-    /// plans does): they act on the whole process, not on one account.
-    pub(super) fn operator(&self, account: &KeyRow) -> Result<(), ApiError> {
-        match self.plans.get(&account.plan) {
-            Some(p) if p.operator => Ok(()),
-            _ => Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "operator access needed: this key's plan does not have operator = true",
-            )),
-        }
-    }
-
     /// `DELETE /v1/debug/latency` (operators): empties the histograms (the start of a
     /// measurement).
     pub(super) fn latency_reset(&self) -> Resp {
-        for l in self.shared.latency.iter() {
+        for l in self.books.shared.latency.iter() {
             if let Ok(mut l) = l.lock() {
                 l.tick_to_decision_us.reset();
                 l.read_to_decision_us.reset();

@@ -17,7 +17,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request};
 use hyper_util::rt::{TokioIo, TokioTimer};
 
-use super::{site, Front, FrontConfig, JsonErrors, Role, ACCESS_LOG_TARGET};
+use super::{Front, FrontConfig, JsonErrors, Role, ACCESS_LOG_TARGET};
 use crate::api::route::Route;
 
 /// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread
@@ -78,21 +78,17 @@ pub async fn serve(
                     };
                     if streaming == Some(Route::Stream) {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "stream requested");
-                        return Ok::<_, Infallible>(front.stream(req, peer.ip()).await);
+                        return Ok::<_, Infallible>(front.streams.stream(req, peer.ip()).await);
                     }
                     if streaming == Some(Route::SiteStream) {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "site stream requested");
-                        return Ok::<_, Infallible>(front.site_stream(req).await);
+                        return Ok::<_, Infallible>(front.streams.site_stream(req).await);
                     }
-                    let (parts, body) = req.into_parts();
                     if streaming == Some(Route::SiteEvents) {
                         tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");
-                        let answer = match front.site_events(&parts).await {
-                            Ok(r) => r.map(Either::Right),
-                            Err(r) => site::assets::secure(r).map(Either::Left),
-                        };
-                        return Ok::<_, Infallible>(answer);
+                        return Ok::<_, Infallible>(front.streams.site_events(req).await);
                     }
+                    let (parts, body) = req.into_parts();
                     Ok(front.serve_request(parts, body, peer.ip(), role).await.map(Either::Left))
                 }
             });

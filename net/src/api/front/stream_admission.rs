@@ -14,10 +14,9 @@
 //! account (429 beyond), so a `free` account's pages are live and a user's tabs never take a
 //! bot's slots.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::Front;
+use super::gate::Gate;
 
 /// How often an open stream asks whether what admitted it still stands.
 pub const LOOK: Duration = Duration::from_millis(100);
@@ -62,7 +61,7 @@ impl Admission {
     }
 }
 
-impl Front {
+impl Gate {
     /// Resolves, with the close reason, once what admitted the stream no longer stands; looks
     /// every [`LOOK`].
     pub(super) async fn admission_ends(&self, admission: &Admission) -> &'static str {
@@ -92,29 +91,6 @@ impl Front {
                     Err(_) => None,
                 }
             }
-        }
-    }
-
-    /// Whether the key table says the key hashing to `hash` is revoked: the check before each
-    /// batch a stream writes, so nothing is written once the table knows (between two looks).
-    pub(super) fn key_revoked_now(&self, hash: &[u8; 32]) -> bool {
-        self.keys.get(hash).is_some_and(|row| row.revoked_ms.is_some())
-    }
-
-    /// Whether the key hashing to `hash` is revoked (or gone). A key the table does not hold
-    /// (a reload that raced a key learned from storage) is asked of storage, and learned again.
-    async fn key_revoked(&self, hash: &[u8; 32]) -> bool {
-        if let Some(row) = self.keys.get(hash) {
-            return row.revoked_ms.is_some();
-        }
-        let h = *hash;
-        match self.storage.run(move |store| store.lookup_key_hash(&h)).await {
-            Ok(Some(row)) if row.revoked_ms.is_none() => {
-                self.keys.learn(h, Arc::new(row));
-                false
-            }
-            Ok(_) => true,
-            Err(_) => false,
         }
     }
 }

@@ -3,7 +3,9 @@
 //! `Last-Event-ID` resuming `alerts`). The request is admitted exactly like every `/v1` request
 //! (key, plan, burst and quota: 401/403/429 before any upgrade) and then against the key's open
 //! streams (`Plan::stream_connections`: 429 with `Retry-After`). A request that is neither an
-//! upgrade nor asks for events is answered 426.
+//! upgrade nor asks for events is answered 426. The site's pages open the same streams as server-
+//! sent events with their session (`GET /site/v1/stream`, on the site's own places), and `GET
+//! /site/events` is `/site/v1/stream?channels=alerts` (the account's live inbox, pushed one way).
 //!
 //! One task per connection (on the front's thread), a `stream_conn::Connection`, reads the client's ops
 //! (`crate::stream::ops`), answers each, and writes what the fan-out queued for it
@@ -35,7 +37,7 @@ use bytes::Bytes;
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, COOKIE, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY,
+    HeaderValue, ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY,
     SEC_WEBSOCKET_VERSION, UPGRADE,
 };
 use hyper::{Method, Request, Response, StatusCode};
@@ -45,23 +47,93 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{Role as WsRole, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::books::Books;
+use super::gate::{bearer_token, session_cookie, Gate};
 use super::site::events::EventBody;
-use super::site::session::cookie_id;
 use super::stream_admission::{Admission, CLOSE_UNAUTHORISED};
 use super::stream_conn::{Connection, Ctx, End, Out};
-use super::{error, method_not_allowed, ApiError, Front, Resp};
+use super::stream_fanout::Hub;
+use super::{error, method_not_allowed, ApiError, Resp};
 use crate::api::limit::Usage;
+use crate::api::metrics::Metrics;
 use crate::stream::fanout::Target;
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::Session;
+use crate::stream::Bounds;
 use hyper::http::request::Parts;
+use rampart_state::board::Board;
+use rampart_state::clock::SharedClock;
+use rampart_store::storage::StorageThread;
 use rampart_store::store::{hash_key, KeyRow};
+use rampart_store::writer::WriterStats;
 
 /// A connection's read buffer (a frame longer than it is still read, in more than one go).
 const WS_READ_BUFFER_BYTES: usize = 4 << 10;
 /// Server-sent events waiting for the client's socket at most (a message waits `SEND_WAIT`
 /// for room, then the stream ends and the client reconnects with `Last-Event-ID`).
 pub const EVENTS_QUEUED_MAX: usize = 64;
+
+/// `GET /v1/stream` and the site pages' `/site/v1/stream`: the streams' admission, their places,
+/// their fan-out, and what their channels read.
+pub struct StreamApi {
+    pub(super) gate: Rc<Gate>,
+    pub(super) books: Rc<Books>,
+    /// The board channels' numbers.
+    pub(super) board: Arc<ArcSwap<Board>>,
+    /// `alerts` backlogs and the inbox reader's reads.
+    pub(super) storage: StorageThread,
+    pub(super) clock: SharedClock,
+    /// The writer's counters: `alerts` looks at its count of inbox commits.
+    pub(super) writer_stats: Arc<WriterStats>,
+    /// The fan-out: market subscriptions and outboxes of every connection.
+    pub(super) fanout: Rc<RefCell<Hub>>,
+    /// `[streams]`: subscriptions and unsent bytes per connection.
+    pub(super) bounds: Bounds,
+    /// The open `GET /v1/stream` connections, per key.
+    open: Rc<RefCell<OpenStreams>>,
+    /// The site's open streams, per session and account.
+    site_open: Rc<RefCell<super::site::events::Streams>>,
+    /// The stream instruments of `/metrics`, when measured.
+    pub(super) metrics: Option<Arc<Metrics>>,
+}
+
+/// What a [`StreamApi`] reads besides the gate and the books.
+pub(super) struct StreamParts {
+    pub board: Arc<ArcSwap<Board>>,
+    pub storage: StorageThread,
+    pub clock: SharedClock,
+    pub writer_stats: Arc<WriterStats>,
+    pub bounds: Bounds,
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+impl StreamApi {
+    /// Streams admitted by `gate` over `books`, no connection open yet.
+    pub(super) fn new(gate: Rc<Gate>, books: Rc<Books>, parts: StreamParts) -> StreamApi {
+        let StreamParts { board, storage, clock, writer_stats, bounds, metrics } = parts;
+        let site_open = super::site::events::Streams::new(
+            super::stream_admission::SITE_STREAMS_PER_ACCOUNT_MAX,
+            super::stream_admission::SITE_STREAMS_PER_SESSION_MAX,
+        );
+        StreamApi {
+            gate,
+            books,
+            board,
+            storage,
+            clock,
+            writer_stats,
+            fanout: Rc::new(RefCell::new(Hub::new(&bounds))),
+            bounds,
+            open: Rc::new(RefCell::new(OpenStreams::default())),
+            site_open: Rc::new(RefCell::new(site_open)),
+            metrics,
+        }
+    }
+}
 
 /// Open streams per key.
 #[derive(Debug, Default)]
@@ -131,7 +203,7 @@ fn websocket_key(req: &Request<Incoming>) -> Option<HeaderValue> {
         .flatten()
 }
 
-impl Front {
+impl StreamApi {
     /// Answers `GET /v1/stream` and counts the answer (the access log line says the stream was
     /// asked for; its status is in `/metrics`).
     pub(super) async fn stream(
@@ -142,7 +214,7 @@ impl Front {
         let started = std::time::Instant::now();
         let method = req.method().clone();
         let resp = self.stream_answer(req, peer).await;
-        self.observe(&method, "/v1/stream", resp.status(), started);
+        super::observe(self.metrics.as_deref(), &method, "/v1/stream", resp.status(), started);
         resp
     }
 
@@ -157,13 +229,13 @@ impl Front {
         }
         let now_ms = self.clock.now_ms();
         let (parts, body) = req.into_parts();
-        let admitted = self.admit(&parts, peer, now_ms).await;
+        let admitted = self.gate.admit(&parts, peer, now_ms).await;
         req = Request::from_parts(parts, body);
         let (account, usage) = match admitted {
             Ok(k) => k,
             Err(e) => return e.into_response().map(Either::Left),
         };
-        let Some(token) = super::bearer_token(req.headers()) else {
+        let Some(token) = bearer_token(req.headers()) else {
             return ApiError::new(StatusCode::UNAUTHORIZED, "invalid API key").into_response().map(Either::Left);
         };
         let admission = Admission::Key { hash: hash_key(token) };
@@ -179,7 +251,7 @@ impl Front {
         }
         if wants_events(req.headers()) {
             let (parts, _) = req.into_parts();
-            let mut r = match self.stream_events(&parts, &account, admission).await {
+            let mut r = match self.stream_events(&parts, &account, admission, None).await {
                 Ok(r) => r.map(Either::Right),
                 Err(e) => e.into_response().map(Either::Left),
             };
@@ -228,9 +300,9 @@ impl Front {
                 .write_buffer_size(0)
                 .max_message_size(Some(ops::FRAME_BYTES_MAX))
                 .max_frame_size(Some(ops::FRAME_BYTES_MAX))
-                .max_write_buffer_size(front.stream_bounds.socket_bytes_max());
+                .max_write_buffer_size(front.bounds.socket_bytes_max());
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config)).await;
-            let session = Session::new(front.clock.now_ms(), front.stream_bounds.subscriptions_max);
+            let session = Session::new(front.clock.now_ms(), front.bounds.subscriptions_max);
             front.run_stream(Out::Ws(Box::new(ws)), session, account_id, (Vec::new(), None), admission).await;
         });
         let accept = derive_accept_key(key.as_bytes());
@@ -247,30 +319,30 @@ impl Front {
     }
 }
 
-impl Front {
+impl StreamApi {
     /// A place for a stream `admission` admitted: among the key's open streams, at most its
     /// plan's `stream_connections`, or among the site's (per session and per account, apart
     /// from the key's); 429 with `Retry-After` at the bound.
     fn take_place(&self, key: &KeyRow, admission: &Admission) -> Result<Place, ApiError> {
         match admission {
             Admission::Key { .. } => {
-                let max = self.plans.get(&key.plan).map_or(0, |p| p.stream_connections);
-                if !self.streams.borrow_mut().open(key.id, max) {
+                let max = self.gate.plans.get(&key.plan).map_or(0, |p| p.stream_connections);
+                if !self.open.borrow_mut().open(key.id, max) {
                     let message = format!("at most {max} open streams per key on this plan; close one");
                     return Err(ApiError::too_many(message, 5));
                 }
-                Ok(Place::Key { _held: KeyPlace { open: self.streams.clone(), key: key.id } })
+                Ok(Place::Key { _held: KeyPlace { open: self.open.clone(), key: key.id } })
             }
             Admission::Session { cookie, account, .. } => {
                 let session = super::site::session::hash(cookie);
-                let held = super::site::events::Place::take(&self.site_streams, *account, session)?;
+                let held = super::site::events::Place::take(&self.site_open, *account, session)?;
                 Ok(Place::Site { _held: held })
             }
         }
     }
 }
 
-impl Front {
+impl StreamApi {
     /// `GET /v1/stream?channels=…` as server-sent events: the channels, `since` (or the
     /// `Last-Event-ID` a reconnecting browser sends) and `minUsd` checked like a `subscribe`
     /// (422, 404 for an unknown pair), the key's open streams counted (429); then 200 and the
@@ -280,9 +352,10 @@ impl Front {
         req: &Parts,
         account: &KeyRow,
         admission: Admission,
+        channels: Option<&str>,
     ) -> Result<Response<EventBody>, ApiError> {
         let query = req.uri.query();
-        let Some(channels) = super::query_param(query, "channels") else {
+        let Some(channels) = channels.map(str::to_owned).or_else(|| super::query_param(query, "channels")) else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
         };
         let last = req.headers.get("last-event-id").and_then(|v| super::site::session::last_event_id(v.as_bytes()));
@@ -292,11 +365,11 @@ impl Front {
         let Op::Subscribe { channels, since, min_usd, .. } = op else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
         };
-        if let Some(unknown) = channels.iter().find_map(|c| self.unknown_channel(c)) {
+        if let Some(unknown) = channels.iter().find_map(|c| self.books.unknown_channel(c)) {
             return Err(ApiError::new(StatusCode::NOT_FOUND, unknown));
         }
         let now_ms = self.clock.now_ms();
-        let mut session = Session::new(now_ms, self.stream_bounds.subscriptions_max);
+        let mut session = Session::new(now_ms, self.bounds.subscriptions_max);
         let targets = session
             .subscribe(&channels, min_usd)
             .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
@@ -320,12 +393,31 @@ impl Front {
     }
 }
 
-impl Front {
+impl StreamApi {
     /// `GET /site/v1/stream`: the event stream of the site's pages, with their session (its key's
     /// plan and open streams, the site's own request budget); refusals as the site gives them.
     pub(super) async fn site_stream(
         self: &Rc<Self>,
         req: Request<Incoming>,
+    ) -> Response<Either<Full<Bytes>, EventBody>> {
+        self.site_stream_of(req, None).await
+    }
+
+    /// `GET /site/events`, the site's live inbox as it was first offered: an alias of
+    /// `/site/v1/stream?channels=alerts` (the same admission, places, messages and resume by
+    /// `Last-Event-ID`), so the account's inbox is pushed one way only.
+    pub(super) async fn site_events(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+    ) -> Response<Either<Full<Bytes>, EventBody>> {
+        self.site_stream_of(req, Some("alerts")).await
+    }
+
+    /// A site stream of `channels` (else the query's).
+    async fn site_stream_of(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+        channels: Option<&str>,
     ) -> Response<Either<Full<Bytes>, EventBody>> {
         let now_ms = self.clock.now_ms();
         let (parts, _) = req.into_parts();
@@ -333,29 +425,28 @@ impl Front {
         if parts.method != Method::GET {
             return super::site::assets::secure(method_not_allowed("GET")).map(Either::Left);
         }
-        let session = match self.signed_in(&parts, now_ms).await {
+        let session = match self.gate.signed_in(&parts, now_ms).await {
             Ok(s) => s,
             Err(e) => return refused(e),
         };
-        let Some(key) = self.keys.get(&session.key_hash) else {
+        let Some(key) = self.gate.keys.get(&session.key_hash) else {
             return refused(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"));
         };
-        if let Err(e) = self.admit_site(session.account_id, now_ms) {
+        if let Err(e) = self.gate.admit_site(session.account_id, now_ms) {
             return refused(e);
         }
-        let cookie = parts.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(cookie_id);
-        let Some(cookie) = cookie.map(str::to_owned) else {
+        let Some(cookie) = session_cookie(&parts).map(str::to_owned) else {
             return refused(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"));
         };
         let admission = Admission::Session { cookie, account: session.account_id, key_hash: session.key_hash };
-        match self.stream_events(&parts, &key, admission).await {
+        match self.stream_events(&parts, &key, admission, channels).await {
             Ok(r) => r.map(Either::Right),
             Err(e) => refused(e),
         }
     }
 }
 
-impl Front {
+impl StreamApi {
     /// One connection until it ends: `first` are the subscriptions of a server-sent-events
     /// request (their first messages go first) and its `alerts` resume point; it ends early,
     /// closed [`CLOSE_UNAUTHORISED`], once what admitted it no longer stands (whatever it was
@@ -372,7 +463,7 @@ impl Front {
         let mut conn = Connection::new(out, session, cx);
         let end = tokio::select! {
             end = conn.serve(&self, first) => end,
-            reason = self.admission_ends(&admission) => End::Close(CloseCode::from(CLOSE_UNAUTHORISED), reason),
+            reason = self.gate.admission_ends(&admission) => End::Close(CloseCode::from(CLOSE_UNAUTHORISED), reason),
         };
         conn.end(end, self.clock.now_ms()).await;
     }

@@ -18,11 +18,11 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use hyper::StatusCode;
-use rampart_engine::BookId;
 
 use super::stream_admission::{cursor_refusal, CLOSE_UNAUTHORISED, KEY_REVOKED};
+use super::stream_api::StreamApi;
 use super::stream_fanout::Joined;
-use super::{ApiError, Front};
+use super::ApiError;
 use crate::stream::fanout::{Item, Target};
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, BACKLOG_MAX};
@@ -71,7 +71,11 @@ impl Connection {
 
     /// The connection's first messages, then its loop: the client's ops, the fan-out's batches
     /// and the periodic look; returns why it ends.
-    pub(super) async fn serve(&mut self, front: &Rc<Front>, (initial, since): (Vec<Rc<Target>>, Option<i64>)) -> End {
+    pub(super) async fn serve(
+        &mut self,
+        front: &Rc<StreamApi>,
+        (initial, since): (Vec<Rc<Target>>, Option<i64>),
+    ) -> End {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let now_ms = front.clock.now_ms();
@@ -102,7 +106,7 @@ impl Connection {
     }
 
     /// Parses and answers one client frame.
-    async fn answer_op(&mut self, front: &Rc<Front>, frame: &[u8]) -> Result<(), End> {
+    async fn answer_op(&mut self, front: &Rc<StreamApi>, frame: &[u8]) -> Result<(), End> {
         let Connection { out, session: s, cx } = self;
         let now_ms = front.clock.now_ms();
         let op = match ops::parse(frame) {
@@ -122,7 +126,7 @@ impl Connection {
                 out.send(s.ack(id, now_ms), None).await
             }
             Op::Subscribe { id, channels, since, min_usd } => {
-                if let Some(unknown) = channels.iter().find_map(|c| front.unknown_channel(c)) {
+                if let Some(unknown) = channels.iter().find_map(|c| front.books.unknown_channel(c)) {
                     return refuse(out, s, Some(id), &unknown, now_ms).await;
                 }
                 if let (Some(after), true) = (since, channels.contains(&Channel::Alerts)) {
@@ -149,7 +153,7 @@ impl Connection {
     /// the cursor at the newest.
     async fn first_message(
         &mut self,
-        front: &Rc<Front>,
+        front: &Rc<StreamApi>,
         t: &Rc<Target>,
         since: Option<i64>,
         now_ms: i64,
@@ -164,7 +168,7 @@ impl Connection {
                 Ok(())
             }
             Channel::Levels { .. } | Channel::Walls { .. } | Channel::Price { .. } => {
-                let books = front.books_of(&t.channel);
+                let books = front.books.books_of(&t.channel);
                 let mut hub = front.fanout.borrow_mut();
                 hub.fanout.subscribe(joined.conn, t, &books);
                 front.look_books(&mut hub.fanout, &books, now_ms);
@@ -202,7 +206,7 @@ impl Connection {
     /// becomes the book's newest state now; an `alerts` entry waits while the connection
     /// catches up from storage, which reads it then). A connection whose unsent `alerts` entries
     /// passed the bound is closed 4008.
-    async fn write_market(&mut self, front: &Rc<Front>) -> Result<(), End> {
+    async fn write_market(&mut self, front: &Rc<StreamApi>) -> Result<(), End> {
         let Connection { out, session: s, cx } = self;
         let now_ms = front.clock.now_ms();
         still_standing(front, cx)?;
@@ -212,7 +216,7 @@ impl Connection {
                 return Err(End::Close(CloseCode::from(4008), "slow consumer"));
             }
             let items = hub.fanout.take(cx.joined.conn);
-            let registry = front.shared.registry();
+            let registry = front.books.shared.registry();
             items
                 .into_iter()
                 .filter_map(|item| match item {
@@ -234,7 +238,7 @@ impl Connection {
 
     /// What changed since the last look: the board, inbox entries while catching up, a
     /// heartbeat.
-    async fn push_changes(&mut self, front: &Rc<Front>) -> Result<(), End> {
+    async fn push_changes(&mut self, front: &Rc<StreamApi>) -> Result<(), End> {
         let now_ms = front.clock.now_ms();
         for m in front.board_look(&mut self.session, now_ms) {
             self.out.send(m, None).await?;
@@ -253,7 +257,7 @@ impl Connection {
     /// when the writer's count of inbox commits moved or every [`ALERTS_RESCAN_MS`]. A read
     /// that starts once the inbox reader runs and finds fewer than [`READ_MAX`] ends the
     /// catching up: every later entry comes from the reader.
-    async fn push_alerts(&mut self, front: &Rc<Front>) -> Result<(), End> {
+    async fn push_alerts(&mut self, front: &Rc<StreamApi>) -> Result<(), End> {
         let Connection { out, session: s, cx } = self;
         let now_ms = front.clock.now_ms();
         let Some(after) = s.alerts_after() else { return Ok(()) };
@@ -405,9 +409,9 @@ impl Out {
 
 /// Ends the connection (closed [`CLOSE_UNAUTHORISED`]) when the key table already knows its key
 /// revoked: checked before each batch, so nothing is written after the table knew, even between
-/// two looks of `Front::admission_ends`.
-fn still_standing(front: &Front, cx: &Ctx) -> Result<(), End> {
-    match front.key_revoked_now(&cx.key_hash) {
+/// two looks of `Gate::admission_ends`.
+fn still_standing(front: &StreamApi, cx: &Ctx) -> Result<(), End> {
+    match front.gate.key_revoked_now(&cx.key_hash) {
         true => Err(End::Close(CloseCode::from(CLOSE_UNAUTHORISED), KEY_REVOKED)),
         false => Ok(()),
     }
@@ -423,21 +427,7 @@ async fn refuse(out: &mut Out, s: &mut Session, id: Option<u64>, message: &str, 
     Ok(())
 }
 
-impl Front {
-    /// Why `c` cannot be subscribed on this server, if it cannot.
-    pub(super) fn unknown_channel(&self, c: &Channel) -> Option<String> {
-        match c {
-            Channel::Price { venue, symbol }
-            | Channel::Levels { venue, symbol: Some(symbol) }
-            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).err().map(|e| e.message),
-            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
-                self.venue_or_404(venue.as_str()).err().map(|e| e.message)
-            }
-            Channel::Board { venue } => self.venue_or_404(venue.as_str()).err().map(|e| e.message),
-            Channel::Alerts => None,
-        }
-    }
-
+impl StreamApi {
     /// The board channels' next messages (a snapshot on the first look, then each new build).
     pub(super) fn board_look(&self, s: &mut Session, now_ms: i64) -> Vec<String> {
         let channels = s.board_channels();
@@ -452,20 +442,6 @@ impl Front {
                 _ => None,
             })
             .collect()
-    }
-
-    /// The books a price, levels or walls channel covers now (a `*` channel: the venue's listed
-    /// pairs; the fan-out follows the venue's listing from then on).
-    pub(super) fn books_of(&self, c: &Channel) -> Vec<BookId> {
-        match c {
-            Channel::Price { venue, symbol }
-            | Channel::Levels { venue, symbol: Some(symbol) }
-            | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).ok().into_iter().collect(),
-            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
-                self.listed_books(*venue)
-            }
-            Channel::Board { .. } | Channel::Alerts => Vec::new(),
-        }
     }
 
     /// Refuses (422, naming the newest id) an `alerts` resume point beyond the account's newest

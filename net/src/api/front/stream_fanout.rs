@@ -15,7 +15,7 @@ use std::time::Duration;
 use rampart_engine::{BookId, Venue};
 use tokio::sync::Notify;
 
-use super::Front;
+use super::stream_api::StreamApi;
 use crate::stream::fanout::{ConnId, Fanout, View};
 use crate::stream::Bounds;
 
@@ -87,7 +87,7 @@ impl Hub {
     }
 }
 
-impl Front {
+impl StreamApi {
     /// Opens a connection in the hub, starting the fan-out task if it is not running.
     pub(super) fn join_fanout(self: &Rc<Self>) -> Joined {
         let woken = Rc::new(Notify::new());
@@ -201,20 +201,20 @@ impl Front {
     /// One look at each of `books` whose published state moved since its last look (a book no
     /// longer in the registry is skipped).
     pub(super) fn look_books(&self, fanout: &mut Fanout, books: &[BookId], now_ms: i64) {
-        let registry = self.shared.registry();
+        let registry = self.books.shared.registry();
         for &book in books {
-            if book.index() >= registry.len() || book.index() >= self.shared.slots.len() {
+            if book.index() >= registry.len() || book.index() >= self.books.shared.slots.len() {
                 continue;
             }
-            let slot = &self.shared.slots[book.index()];
-            let (price, price_ts) = self.shared.price(book);
+            let slot = &self.books.shared.slots[book.index()];
+            let (price, price_ts) = self.books.shared.price(book);
             let (high, low) = (slot.trade_high.load(Ordering::Acquire), slot.trade_low.load(Ordering::Acquire));
             let stamp = [price, price_ts, high, low, slot.levels.load().computed_ms, slot.densities.load().ts_ms];
             if fanout.unchanged(book, &stamp) {
                 continue;
             }
             let info = registry.get(book);
-            let (levels, high, low) = self.shared.levels_view(book);
+            let (levels, high, low) = self.books.shared.levels_view(book);
             let walls = slot.densities.load_full();
             let view = View { price, price_ts, high, low, levels, walls };
             fanout.look(book, info.venue, &info.symbol, &view, stamp, now_ms);
@@ -232,7 +232,7 @@ struct Stars {
 }
 
 impl Stars {
-    fn refresh(&mut self, front: &Front, fanout: &Fanout, now_ms: i64) {
+    fn refresh(&mut self, front: &StreamApi, fanout: &Fanout, now_ms: i64) {
         let mut venues = [false; Venue::COUNT];
         for v in fanout.star_venues() {
             venues[v.index()] = true;
@@ -244,7 +244,7 @@ impl Stars {
         self.listed_ms = now_ms;
         self.books.clear();
         for v in Venue::ALL.into_iter().filter(|v| venues[v.index()]) {
-            self.books.extend(front.listed_books(v));
+            self.books.extend(front.books.listed_books(v));
         }
     }
 }

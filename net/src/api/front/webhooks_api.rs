@@ -6,14 +6,31 @@
 use hyper::header::{HeaderValue, CACHE_CONTROL};
 use hyper::StatusCode;
 
-use super::*;
+use std::sync::Arc;
+
+use super::{error, respond, ApiError, Resp};
+use rampart_state::clock;
 use rampart_state::json::Json;
 use rampart_store::storage::Writer;
+use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::KeyRow;
 
-impl Front {
+/// The account's webhook signing secret.
+pub struct WebhooksApi {
+    storage: StorageThread,
+    health: Arc<StorageHealth>,
+    /// How long a rotated-out secret goes on signing.
+    previous_secret_ms: i64,
+}
+
+impl WebhooksApi {
+    /// Secrets stored through `storage`; one rotated out signs for `previous_secret_ms` more.
+    pub(super) fn new(storage: StorageThread, health: Arc<StorageHealth>, previous_secret_ms: i64) -> WebhooksApi {
+        WebhooksApi { storage, health, previous_secret_ms }
+    }
+
     /// `{"data":{"signing","createdAt","previousUntil"}}`: the account's signing as it stands.
-    pub(super) async fn webhook_signing(&self, account: &KeyRow, now_ms: i64) -> Resp {
+    pub(super) async fn signing(&self, account: &KeyRow, now_ms: i64) -> Resp {
         let acc = account.account_id;
         let state = match self.storage.run(move |store| store.webhook_signing(acc, now_ms)).await {
             Ok(s) => s,
@@ -36,7 +53,7 @@ impl Front {
 
     /// Makes a new secret the account's; the one it replaces goes on signing for
     /// `previous_secret_ms` (24 h), so receivers can move to the new one.
-    pub(super) async fn rotate_webhook_secret(&self, account: &KeyRow, now_ms: i64) -> Resp {
+    pub(super) async fn rotate(&self, account: &KeyRow, now_ms: i64) -> Resp {
         let Ok(secret) = rampart_delivery::signing::new_secret() else {
             return error(StatusCode::SERVICE_UNAVAILABLE, "no randomness for a secret; retry");
         };
@@ -54,7 +71,7 @@ impl Front {
     }
 
     /// Ends signing: the account's secrets are forgotten and its webhooks go unsigned.
-    pub(super) async fn end_webhook_secret(&self, account: &KeyRow, now_ms: i64) -> Resp {
+    pub(super) async fn end(&self, account: &KeyRow, now_ms: i64) -> Resp {
         let acc = account.account_id;
         let ended = self.storage.run(move |store| store.end_webhook_secret(acc)).await;
         self.health.record(Writer::Front, &ended, now_ms);

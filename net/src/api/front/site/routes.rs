@@ -10,29 +10,38 @@
 //! - `/site/v1/...`: every `/v1` route but the operator's (`/v1/debug/...`, 404), with the
 //!   session for the key, the same bodies and errors; an alert created here has no webhook URL
 //!   (422 if one is sent). These draw on a budget of the site's own per account
-//!   ([`SITE_BURST_PER_MIN`], [`SITE_DAILY_QUOTA`]), never on the API key's quota, so a page left
+//!   (`gate::SITE_BURST_PER_MIN`, `gate::SITE_DAILY_QUOTA`), never on the API key's quota, so a page left
 //!   open does not eat a bot's requests and the API's limits stay as the plan says.
 //! - `GET /site/keys`, `POST /site/keys` `{"label"}` (the key is shown in that answer only),
 //!   `DELETE /site/keys/{id}`: the account's own keys (another's is 404 `unknown key`).
 //! - `GET /site/channels`, `PUT /site/channels` `{"telegramChatId"}`: the Telegram chat id
 //!   (digits with an optional `-`, or `@name`; `null` removes it).
-//! - `GET /site/events`: server-sent events, in `site::events`.
+//! - `GET /site/events`: the live inbox, an alias of `/site/v1/stream?channels=alerts`
+//!   (`stream_api::StreamApi::site_events`).
 //!
 //! Every state-changing route needs the session and its token in `X-CSRF-Token` (403
 //! otherwise), checked before the body is read. Answers are `Cache-Control: no-store`.
 
 use std::net::IpAddr;
 
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, COOKIE, SET_COOKIE};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, SET_COOKIE};
 use hyper::http::request::Parts;
 use hyper::{Method, StatusCode};
 
+use std::rc::Rc;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
 use super::session::{self, Session};
+use crate::api::front::books::Books;
+use crate::api::front::gate::{session_cookie, Gate};
 use crate::api::front::{method_not_allowed, read_body, respond, ApiError, Front, Resp};
-use crate::api::limit::Refusal;
 use crate::site_alerts::{self, SiteError};
+use rampart_state::board::Board;
 use rampart_state::json::Json;
 use rampart_store::storage::Writer;
+use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::{hash_key, KeyRow, Revoked, ACCOUNT_KEYS_MAX};
 
 /// The fields a sign-in body may have.
@@ -43,11 +52,6 @@ const KEY_FIELDS: [&str; 1] = ["label"];
 const CHANNEL_FIELDS: [&str; 1] = ["telegramChatId"];
 /// Longest key label, in characters.
 const KEY_LABEL_CHARS_MAX: usize = 100;
-/// Site requests (`/site/v1/...`) admitted per account in any 60 s: the pages poll every few
-/// seconds, so this is several open tabs' worth.
-pub const SITE_BURST_PER_MIN: u32 = 600;
-/// Site requests admitted per account per UTC day.
-pub const SITE_DAILY_QUOTA: u64 = 1_000_000;
 
 impl From<SiteError> for ApiError {
     fn from(e: SiteError) -> ApiError {
@@ -154,32 +158,34 @@ impl Front {
         let segments: Vec<&str> = req.uri.path().trim_start_matches('/').split('/').collect();
         let post = req.method == Method::POST;
         let answer = match segments.as_slice() {
-            ["site", "signin"] if post => self.signin(req, body, peer, now_ms).await,
-            ["site", "signout"] if post => self.signout(req, now_ms).await,
+            ["site", "signin"] if post => self.site.signin(req, body, peer, now_ms).await,
+            ["site", "signout"] if post => self.site.signout(req, now_ms).await,
             ["site", "signin"] | ["site", "signout"] => Ok(method_not_allowed("POST")),
             ["site", "session"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.signed_in(req, now_ms).await.map(|s| respond(StatusCode::OK, session_body(&s, &self.plan_of(&s))))
+                self.site.session(req, now_ms).await
             }
             ["site", "session"] => Ok(method_not_allowed("GET")),
             ["site", "site-alerts"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.list_site_alerts(req, now_ms).await
+                self.site.list_site_alerts(req, now_ms).await
             }
-            ["site", "site-alerts"] if post => self.create_site_alert(req, body, now_ms).await,
+            ["site", "site-alerts"] if post => self.site.create_site_alert(req, body, now_ms).await,
             ["site", "site-alerts"] => Ok(method_not_allowed("GET, POST")),
             ["site", "site-alerts", id] if req.method == Method::DELETE => {
-                self.delete_site_alert(req, id, now_ms).await
+                self.site.delete_site_alert(req, id, now_ms).await
             }
             ["site", "site-alerts", _] => Ok(method_not_allowed("DELETE")),
             ["site", "v1", ..] => self.site_v1(req, body, now_ms).await,
-            ["site", "keys"] if matches!(req.method, Method::GET | Method::HEAD) => self.list_keys(req, now_ms).await,
-            ["site", "keys"] if post => self.add_key(req, body, now_ms).await,
+            ["site", "keys"] if matches!(req.method, Method::GET | Method::HEAD) => {
+                self.site.list_keys(req, now_ms).await
+            }
+            ["site", "keys"] if post => self.site.add_key(req, body, now_ms).await,
             ["site", "keys"] => Ok(method_not_allowed("GET, POST")),
-            ["site", "keys", id] if req.method == Method::DELETE => self.revoke_key(req, id, now_ms).await,
+            ["site", "keys", id] if req.method == Method::DELETE => self.site.revoke_key(req, id, now_ms).await,
             ["site", "keys", _] => Ok(method_not_allowed("DELETE")),
             ["site", "channels"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.channels(req, now_ms).await
+                self.site.channels(req, now_ms).await
             }
-            ["site", "channels"] if req.method == Method::PUT => self.set_channels(req, body, now_ms).await,
+            ["site", "channels"] if req.method == Method::PUT => self.site.set_channels(req, body, now_ms).await,
             ["site", "channels"] => Ok(method_not_allowed("GET, PUT")),
             ["site", "events"] => Ok(method_not_allowed("GET")),
             _ => Err(ApiError::new(StatusCode::NOT_FOUND, "not found")),
@@ -190,13 +196,14 @@ impl Front {
     /// `/site/v1/...`: the `/v1` route with the session's key, on the site's own budget.
     async fn site_v1(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
         let reading = matches!(req.method, Method::GET | Method::HEAD);
-        let s = if reading { self.signed_in(req, now_ms).await? } else { self.changing(req, now_ms).await? };
+        let s = if reading { self.gate.signed_in(req, now_ms).await? } else { self.gate.changing(req, now_ms).await? };
         let path = req.uri.path().strip_prefix("/site").unwrap_or("/");
         if path.starts_with("/v1/debug") {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "not found"));
         }
-        let key = self.keys.get(&s.key_hash).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))?;
-        self.admit_site(s.account_id, now_ms)?;
+        let key =
+            self.gate.keys.get(&s.key_hash).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))?;
+        self.gate.admit_site(s.account_id, now_ms)?;
         let bytes = match req.method {
             Method::POST | Method::PUT | Method::PATCH => read_body(body, false).await?,
             _ => bytes::Bytes::new(),
@@ -210,24 +217,44 @@ impl Front {
         let resp = self.handle(req, path, &bytes, &key, now_ms).await;
         Ok(crate::api::front::encoding::negotiate(resp, crate::api::front::encoding::accepts_gzip(&req.headers)).await)
     }
+}
 
-    /// The site's budget of `account` (kept apart from its keys' by a negative id).
-    pub(in crate::api::front) fn admit_site(&self, account: i64, now_ms: i64) -> Result<(), ApiError> {
-        match self.limiter.borrow_mut().admit_key(-account, SITE_BURST_PER_MIN, SITE_DAILY_QUOTA, now_ms) {
-            Ok(_) => Ok(()),
-            Err(Refusal::Burst { retry_after_s }) => Err(ApiError::too_many(
-                format!("site rate limit exceeded: {SITE_BURST_PER_MIN} requests per minute"),
-                retry_after_s,
-            )),
-            Err(Refusal::Quota { retry_after_s }) => Err(ApiError::too_many(
-                format!("site daily quota exceeded ({SITE_DAILY_QUOTA} requests per day)"),
-                retry_after_s,
-            )),
-        }
+/// The site's own routes: sign-in and sessions, the account's keys, its Telegram chat and its
+/// site alerts.
+pub struct SiteApi {
+    gate: Rc<Gate>,
+    books: Rc<Books>,
+    /// Whether a site alert could fire now (`site_alerts::waiting`).
+    board: Arc<ArcSwap<Board>>,
+    storage: StorageThread,
+    health: Arc<StorageHealth>,
+    /// The operator configured a Telegram bot: the settings page says whether a chat id is used.
+    telegram_on: bool,
+}
+
+/// What a [`SiteApi`] reads besides the gate and the books.
+pub struct SiteParts {
+    pub board: Arc<ArcSwap<Board>>,
+    pub storage: StorageThread,
+    pub health: Arc<StorageHealth>,
+    pub telegram_on: bool,
+}
+
+impl SiteApi {
+    /// The site's routes behind `gate`, on the pairs of `books`.
+    pub(in crate::api::front) fn new(gate: Rc<Gate>, books: Rc<Books>, parts: SiteParts) -> SiteApi {
+        let SiteParts { board, storage, health, telegram_on } = parts;
+        SiteApi { gate, books, board, storage, health, telegram_on }
+    }
+
+    /// `GET /site/session`: the session, its plan and its CSRF token.
+    async fn session(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+        let s = self.gate.signed_in(req, now_ms).await?;
+        Ok(respond(StatusCode::OK, session_body(&s, &self.gate.plan_of(&s))))
     }
 
     async fn list_keys(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        let s = self.signed_in(req, now_ms).await?;
+        let s = self.gate.signed_in(req, now_ms).await?;
         let acc = s.account_id;
         let rows = self.storage.run(move |store| store.account_keys(acc)).await?;
         let mut j = Json::with_capacity(64 + rows.len() * 160);
@@ -243,7 +270,7 @@ impl Front {
     }
 
     async fn add_key(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
-        let s = self.changing(req, now_ms).await?;
+        let s = self.gate.changing(req, now_ms).await?;
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &KEY_FIELDS)?;
         let label = match obj.get("label") {
@@ -267,8 +294,8 @@ impl Front {
                 format!("active key limit reached ({ACCOUNT_KEYS_MAX} per account); revoke one first"),
             ));
         };
-        self.keys_applied().await;
-        let plan = self.plan_of(&s);
+        self.gate.keys_applied().await;
+        let plan = self.gate.plan_of(&s);
         let mut j = Json::with_capacity(256);
         j.raw("{\"data\":{\"id\":").int(created.id).raw(",\"key\":").str(&created.key);
         j.raw(",\"label\":");
@@ -281,7 +308,7 @@ impl Front {
     }
 
     async fn revoke_key(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.changing(req, now_ms).await?.account_id;
+        let acc = self.gate.changing(req, now_ms).await?.account_id;
         let unknown = || ApiError::new(StatusCode::NOT_FOUND, "unknown key");
         let id = id.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(unknown)?;
         let revoked = self.storage.run(move |store| store.revoke_account_key(acc, id, now_ms)).await;
@@ -289,20 +316,20 @@ impl Front {
         if matches!(revoked?, Revoked::NotFound) {
             return Err(unknown());
         }
-        self.keys_applied().await;
+        self.gate.keys_applied().await;
         let mut j = Json::with_capacity(64);
         j.raw("{\"data\":{\"id\":").int(id).raw(",\"revoked\":true}}");
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
     async fn channels(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.signed_in(req, now_ms).await?.account_id;
+        let acc = self.gate.signed_in(req, now_ms).await?.account_id;
         let chat = self.storage.run(move |store| store.telegram_chat(acc)).await?;
         Ok(respond(StatusCode::OK, channels_body(chat.as_deref(), self.telegram_on)))
     }
 
     async fn set_channels(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.changing(req, now_ms).await?.account_id;
+        let acc = self.gate.changing(req, now_ms).await?.account_id;
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &CHANNEL_FIELDS)?;
         let chat = match obj.get("telegramChatId") {
@@ -326,46 +353,6 @@ impl Front {
         Ok(respond(StatusCode::OK, channels_body(chat.as_deref(), self.telegram_on)))
     }
 
-    fn plan_of(&self, s: &Session) -> String {
-        self.keys.get(&s.key_hash).map_or_else(String::new, |k| k.plan.clone())
-    }
-
-    /// The request's session: 401 without one (none, ended, idle too long, its key revoked).
-    pub(in crate::api::front) async fn signed_in(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
-        let id = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
-        let Some(id) = id else { return Err(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in")) };
-        self.session_of(id, now_ms).await?.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))
-    }
-
-    /// The session named `id` at `now_ms`: this front's copy while fresh, else the database's
-    /// (`session`); `None` when it ended (signed out anywhere, idle too long, its key revoked).
-    pub(in crate::api::front) async fn session_of(&self, id: &str, now_ms: i64) -> Result<Option<Session>, ApiError> {
-        let h = session::hash(id);
-        let revoked = |s: &Session| self.keys.get(&s.key_hash).is_none_or(|k| k.revoked_ms.is_some());
-        if let Some(s) = self.sessions.borrow_mut().fresh(&h, now_ms, revoked) {
-            return Ok(Some(s));
-        }
-        let stored = self.storage.run(move |store| store.site_session(&h, now_ms, session::SESSION_IDLE_MS)).await?;
-        let found = stored.map(|r| Session::from_record(&r)).filter(|s| !revoked(s));
-        match &found {
-            Some(s) => self.sessions.borrow_mut().put(h, s.clone(), now_ms),
-            None => {
-                self.sessions.borrow_mut().close(&h);
-            }
-        }
-        Ok(found)
-    }
-
-    /// The session of a state-changing request, whose `X-CSRF-Token` must be its token (403).
-    async fn changing(&self, req: &Parts, now_ms: i64) -> Result<Session, ApiError> {
-        let s = self.signed_in(req, now_ms).await?;
-        let sent = req.headers.get(session::CSRF_HEADER).and_then(|v| v.to_str().ok());
-        if !session::csrf_ok(&s, sent) {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "missing or wrong CSRF token"));
-        }
-        Ok(s)
-    }
-
     async fn signin(
         &self,
         req: &Parts,
@@ -378,12 +365,12 @@ impl Front {
         let obj = crate::request::body_object(&bytes, &SIGNIN_FIELDS)?;
         let key = crate::request::required_string(&obj, "key")?.trim();
         let row = match rampart_store::store::is_key_shaped(key) {
-            true => self.find_key(key, peer, now_ms).await,
+            true => self.gate.find_key(key, peer, now_ms).await,
             false => None,
         };
-        let Some(row) = row else { return Err(self.unauthenticated(peer, "invalid API key", now_ms)) };
+        let Some(row) = row else { return Err(self.gate.unauthenticated(peer, "invalid API key", now_ms)) };
         if row.revoked_ms.is_some() {
-            return Err(self.unauthenticated(peer, "revoked API key", now_ms));
+            return Err(self.gate.unauthenticated(peer, "revoked API key", now_ms));
         }
         let mut random = [0u8; session::RANDOM_BYTES];
         getrandom::getrandom(&mut random)
@@ -394,16 +381,15 @@ impl Front {
         let stored = self.storage.run(move |store| store.open_site_session(&record, idle, max)).await;
         self.health.record(Writer::Front, &stored, now_ms);
         stored?;
-        self.sessions.borrow_mut().put(h, s.clone(), now_ms);
+        self.gate.hold_session(h, s.clone(), now_ms);
         Ok(with_cookie(respond(StatusCode::OK, session_body(&s, &row.plan)), Some(&id)))
     }
 
     async fn signout(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        self.changing(req, now_ms).await?;
-        let id = req.headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(session::cookie_id);
-        if let Some(id) = id {
+        self.gate.changing(req, now_ms).await?;
+        if let Some(id) = session_cookie(req) {
             let h = session::hash(id);
-            self.sessions.borrow_mut().close(&h);
+            self.gate.drop_session(&h);
             let closed = self.storage.run(move |store| store.close_site_session(&h)).await;
             self.health.record(Writer::Front, &closed, now_ms);
             closed?;
@@ -412,7 +398,7 @@ impl Front {
     }
 
     async fn list_site_alerts(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.signed_in(req, now_ms).await?.account_id;
+        let acc = self.gate.signed_in(req, now_ms).await?.account_id;
         let rows = self.storage.run(move |store| store.list_site_alerts(acc)).await?;
         let board = self.board.load();
         let mut j = Json::with_capacity(64 + rows.len() * 400);
@@ -428,15 +414,15 @@ impl Front {
     }
 
     async fn create_site_alert(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
-        let s = self.changing(req, now_ms).await?;
-        let plan_name = self.plan_of(&s);
-        let plan = self.plans.get(&plan_name).cloned().ok_or_else(|| {
+        let s = self.gate.changing(req, now_ms).await?;
+        let plan_name = self.gate.plan_of(&s);
+        let plan = self.gate.plans.get(&plan_name).cloned().ok_or_else(|| {
             ApiError::new(StatusCode::FORBIDDEN, format!("the account's plan '{plan_name}' is not configured"))
         })?;
         let bytes = read_body(body, false).await?;
         let request = site_alerts::parse_request(&bytes)?;
         site_alerts::refuse_reached(&request, &self.board.load())?;
-        let (acc, registry) = (s.account_id, self.shared.registry());
+        let (acc, registry) = (s.account_id, self.books.shared.registry());
         let created = self
             .storage
             .run(move |store| Ok(site_alerts::create(store, acc, &plan, request, Some(&registry), now_ms)))
@@ -451,7 +437,7 @@ impl Front {
     }
 
     async fn delete_site_alert(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
-        let acc = self.changing(req, now_ms).await?.account_id;
+        let acc = self.gate.changing(req, now_ms).await?.account_id;
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown alert"));
         };
