@@ -166,6 +166,30 @@ export async function signedIn(page, who) {
 }
 export const loaded = (id) => `${tid(id)}[aria-busy="false"]`;
 
+/**
+ * Waits until the page holds exactly one EventSource not closed, on `/site/v1/stream` with the
+ * channels `alerts` and then `channels`, and a `since`; answers its `since`. Every EventSource
+ * the page ever made is on `/site/v1/stream` (none on `/site/events`).
+ */
+export async function oneStream(page, channels, what) {
+  const want = ['alerts'].concat(channels).join(',');
+  let seen = '';
+  try {
+    return await until(`${what}: the page does not hold exactly one open EventSource with channels ${want}`, async () => {
+      const all = await page.evaluate(() => window.__eventSources());
+      const open = all.filter((e) => e.open).map((e) => new URL(e.url));
+      seen = JSON.stringify(all);
+      const other = all.find((e) => new URL(e.url).pathname !== '/site/v1/stream');
+      if (other) throw new Error(`an EventSource on ${other.url}`);
+      if (open.length !== 1 || open[0].searchParams.get('channels') !== want) return null;
+      const since = open[0].searchParams.get('since');
+      return since !== null && /^[0-9]+$/.test(since) ? { since: Number(since) } : null;
+    });
+  } catch (e) {
+    throw new Error(`${e.message}; its EventSources: ${seen}`);
+  }
+}
+
 // ---- Browser: console errors, page errors and CSP violations are recorded for every page ----
 export const consoleErrors = [];
 export const pageErrors = [];
@@ -176,7 +200,7 @@ export function watch(page, who) {
     if (m.type() !== 'error' && m.type() !== 'warning') return;
     const text = m.text();
     if (/Content[- ]Security[- ]Policy|CSP violation/i.test(text)) cspViolations.push(`${who}: ${text}`);
-    else if (m.type() === 'error') consoleErrors.push(`${who}: ${text}`);
+    else if (m.type() === 'error') consoleErrors.push(`${who}: ${text}${m.location().url ? ` (${m.location().url})` : ''}`);
   });
   page.on('pageerror', (e) => pageErrors.push(`${who}: ${e && e.stack ? e.stack : e}`));
 }
@@ -188,6 +212,19 @@ export async function newPage(browser, who, viewport = DESKTOP, timezoneId = und
     document.addEventListener('securitypolicyviolation', (e) => {
       console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`);
     });
+  });
+  // Every EventSource the page makes is counted, so a test can see how many are open.
+  await context.addInitScript(() => {
+    const Native = window.EventSource;
+    if (!Native) return;
+    const made = [];
+    window.EventSource = class extends Native {
+      constructor(url, init) {
+        super(url, init);
+        made.push(this);
+      }
+    };
+    window.__eventSources = () => made.map((es) => ({ url: es.url, open: es.readyState !== Native.CLOSED }));
   });
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT);

@@ -1,4 +1,4 @@
-// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, the chart's levels, webhook signing and the delivery log, isolation of accounts.
+// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, one event stream per page, the chart's levels, webhook signing and the delivery log, isolation of accounts.
 //
 // Run from the repository root as `node tests/browser/site.mjs` (after `npm ci` in tests/browser).
 // Environment: RAMPART_URL, SIM_URL, KEY_A, KEY_B, SYMBOL, WALL_QTY; optional SHOTS (a directory
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import {
-  apiOk, BASE, close, decimals, DESKTOP, env, gone, loaded, nav, newPage, noPageErrors, note, pageTrue, PHONE,
+  apiOk, BASE, close, decimals, DESKTOP, env, gone, loaded, nav, newPage, noPageErrors, note, oneStream, pageTrue, PHONE,
   placeWall as placeWallOf, receiver, rowIds, run, setHash, signature, signedIn, signIn, SIM, sleep, step, SYMBOL, tid, trade,
   until, VENUE, visible, WAIT,
 } from './lib.mjs';
@@ -111,7 +111,7 @@ async function main(browser) {
     note(`refusal shown: "${(await a.page.textContent(tid('alert-error'))).trim()}"`);
   }
 
-  step('density alert made on the site fires live into Notifications when a wall is placed (no reload)');
+  step('density alert made on the site fires live into Notifications when a wall is placed (no reload), through the page\'s one EventSource (alerts)');
   {
     await visible(a.page, loaded('site-alerts-table'), 'the density/market alerts table did not load');
     const minUsd = Math.min(1e12, Math.max(1, Math.floor(Number(WALL_QTY) * A.price * 0.5)));
@@ -135,6 +135,10 @@ async function main(browser) {
 
     await nav(a.page, 'notifications');
     await visible(a.page, loaded('inbox-list'), 'the inbox did not load');
+    const { since } = await oneStream(a.page, [], 'the notifications page');
+    const newest = (await apiOk(KEY_A, 'GET', '/v1/inbox?limit=1')).data.map((e) => e.id)[0] || 0;
+    assert.ok(since <= newest, `the stream's since ${since} is beyond the newest inbox entry ${newest}`);
+    note(`one EventSource: alerts, since ${since}`);
     await a.page.evaluate(() => {
       window.__marker = 1;
     });
@@ -146,14 +150,20 @@ async function main(browser) {
     const text = await a.page.textContent(item);
     assert.ok(text.includes(SYMBOL), `the entry does not name the pair: ${text}`);
     note(`entry: "${text.trim()}"`);
+    A.entryId = Number(await a.page.getAttribute(item, 'data-entry-id'));
+    await oneStream(a.page, [], 'the notifications page after the firing');
   }
 
-  step(`pair page: every served level of ${SYMBOL} is a price line of the chart, and so is the new wall`);
+  step(`pair page: one EventSource (alerts and the pair's channels, resuming after the entry seen); every served level of ${SYMBOL} is a price line of the chart, and so is the new wall`);
   {
     await setHash(a.page, `#/pair/${VENUE}/${SYMBOL}`);
     await visible(a.page, tid('pair-chart'), 'the pair page did not show its chart');
     await visible(a.page, tid('pair-metrics'), 'the pair page did not show its metrics');
     await pageTrue(a.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
+    const pairChannels = ['price', 'levels', 'walls'].map((c) => `${c}:${VENUE}:${SYMBOL}`);
+    const { since } = await oneStream(a.page, pairChannels, 'the pair page');
+    assert.ok(since >= A.entryId, `the pair page's stream resumes at ${since}, before the entry ${A.entryId} the last page held`);
+    note(`one EventSource: alerts and ${pairChannels.join(', ')}, since ${since}`);
     await a.page.selectOption(tid('chart-lines'), 'all'); // by default only the nearest levels are drawn
     let report = '';
     await until('the chart does not hold every served level', async () => {
@@ -210,12 +220,13 @@ async function main(browser) {
     note(`stream messages on the pair page: ${await a.page.evaluate(() => window.rampartStream.messages)}`);
   }
 
-  step('market page is live: the board is rebuilt on the page every second with no /site/v1/market request');
+  step('market page is live: one EventSource (alerts and the board); the board is rebuilt on the page every second with no /site/v1/market request');
   {
     await nav(a.page, 'market');
     await visible(a.page, loaded('market-board'), 'the board did not load');
     const updated = `${tid('market-board')} .updated`;
     await until('the board does not say it is live', async () => (await a.page.textContent(updated)).includes('live.'));
+    await oneStream(a.page, [`board:${VENUE}`], 'the market page');
     const asked = [];
     const count = (req) => {
       if (req.url().includes('/site/v1/market')) asked.push(req.url());
@@ -345,12 +356,14 @@ async function main(browser) {
     A.hook.server.close();
   }
 
-  step('sign out: the session is over and the sign-in form shows');
+  step('sign out: the session is over, the page\'s EventSource is closed and the sign-in form shows');
   {
     await a.page.click(tid('signout'));
     await visible(a.page, tid('signin-key'), 'the sign-in form did not show after signing out');
     const status = await a.page.evaluate(async () => (await fetch('/site/session', { credentials: 'same-origin' })).status);
     assert.equal(status, 401, `/site/session answered ${status} after signing out`);
+    const open = await a.page.evaluate(() => window.__eventSources().filter((e) => e.open).map((e) => e.url));
+    assert.deepEqual(open, [], 'an EventSource is still open after signing out');
     await a.context.close();
   }
 

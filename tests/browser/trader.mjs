@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import {
-  apiOk, decimals, DESKTOP, env, gone, loaded, nav, newPage, noPageErrors, note, pageTrue, PHONE, run, setHash,
+  apiOk, decimals, DESKTOP, env, gone, loaded, nav, newPage, noPageErrors, note, oneStream, pageTrue, PHONE, run, setHash,
   signIn, sleep, step, SYMBOL, tid, trade, until, VENUE, visible, WAIT,
 } from './lib.mjs';
 
@@ -80,7 +80,7 @@ async function main(browser) {
     await pageTrue(t.page, () => document.querySelector('[data-testid="zone-label"]').textContent.includes('(UTC+05:30)'), null, 'the zone did not switch back');
   }
 
-  step('live: a firing changes the pair page\'s alert table and removes the alert\'s chart line, and changes the Alerts page\'s row, with no reload');
+  step('live: a firing changes the pair page\'s alert table and removes the alert\'s chart line, and changes the Alerts page\'s row, with no reload (one EventSource on each page)');
   {
     const polled = [];
     const count = (req) => {
@@ -89,6 +89,7 @@ async function main(browser) {
     t.page.on('request', count);
     await setHash(t.page, `#/pair/${VENUE}/${SYMBOL}`);
     await pageTrue(t.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
+    await oneStream(t.page, ['price', 'levels', 'walls'].map((c) => `${c}:${VENUE}:${SYMBOL}`), 'the pair page');
     await until(`no chart line for alert #${first.id}`, async () => (await lines(t.page)).some((l) => l.title.startsWith(`alert #${first.id} `)));
     await visible(t.page, `${alertRow('pair-alerts', first.id)}[data-status="active"]`, 'the pair page does not list the alert as active');
     await t.page.evaluate(() => { window.__marker = 35; });
@@ -102,6 +103,7 @@ async function main(browser) {
     await nav(t.page, 'alerts');
     const row = alertRow('alerts-table', second.id);
     await visible(t.page, `${row}[data-status="active"]`, 'the new alert is not listed as active');
+    await oneStream(t.page, [], 'the alerts page');
     await trade(above(1.06));
     await visible(t.page, `${row}[data-status="triggered"]`, 'the Alerts page did not follow the firing');
     const cells = await t.page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent.trim()));

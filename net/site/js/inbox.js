@@ -7,15 +7,67 @@ import { state } from './state.js';
 
 export const INBOX_LIMIT = 100; // entries per read of the inbox ("Show older" reads the next 100)
 const INBOX_KEEP = 5000; // entries held in the page; past it the oldest are forgotten
+const NEWER_PAGES = 10; // reads of INBOX_LIMIT back from the newest, at most, to reach the newest held
 
 /** Reads the newest entries into the inbox: true, or the error. */
 export async function loadInbox() {
+  const session = state.session;
   try {
     const r = await call('GET', v1('inbox', { limit: INBOX_LIMIT }));
+    if (state.session !== session) return true;
     addInbox(Array.isArray(r.data) ? r.data : [], false);
+    state.inboxRead = true;
     return true;
   } catch (e) {
     return e;
+  }
+}
+
+/** The newest entry id held once the inbox was read this session (0: it was empty), else null. */
+export function inboxCursor() {
+  if (!state.inboxRead) return null;
+  let max = 0;
+  state.inbox.forEach((e, id) => { if (id > max) max = id; });
+  return max;
+}
+
+let reading = null;
+let readAgain = false;
+
+/**
+ * Reads the entries newer than the newest held into the inbox, shown as fresh (the stream
+ * announced them, or it was closed a while). Coalesced: calls while a read runs make one more
+ * read after it, so a burst of entries reads the inbox once or twice.
+ */
+export function readNewer() {
+  if (reading) {
+    readAgain = true;
+    return reading;
+  }
+  reading = (async () => {
+    do {
+      readAgain = false;
+      await readAfter(inboxCursor());
+    } while (readAgain && state.session);
+    reading = null;
+  })();
+  return reading;
+}
+
+// Pages back from the newest entry until one at or below `top` (null: one page), a short
+// page, or NEWER_PAGES reads; a failed read is left to the next announcement or reconnect.
+async function readAfter(top) {
+  const session = state.session;
+  let before;
+  for (let i = 0; i < NEWER_PAGES && session; i++) {
+    let r;
+    try { r = await call('GET', v1('inbox', { limit: INBOX_LIMIT, before: before })); } catch (e) { return; }
+    if (state.session !== session) return;
+    const got = Array.isArray(r.data) ? r.data.filter((e) => e && isNum(e.id)) : [];
+    addInbox(got, true);
+    if (before === undefined) state.inboxRead = true;
+    if (got.length < INBOX_LIMIT || top === null || got.some((e) => e.id <= top)) return;
+    before = Math.min(...got.map((e) => e.id));
   }
 }
 

@@ -5,17 +5,18 @@ import { flushDeletes } from './deletes.js';
 import { errText, HttpError, call, whenSessionLost } from './http.js';
 import { loadInbox, mutedSet, updateBadge } from './inbox.js';
 import { leavePage } from './lifecycle.js';
-import { closeEvents, openEvents } from './live.js';
+import { closeStream, startStream } from './live.js';
 import { go, markNav, parseRoute } from './nav.js';
 import { loadPrefs } from './prefs.js';
 import { state } from './state.js';
 import { loadVenues } from './venues.js';
 
-/** Starts the session the server answered (`/site/signin` or `/site/session`): the header, the venues, the inbox and its stream. */
+/** Starts the session the server answered (`/site/signin` or `/site/session`): the header, the venues, the inbox and the page's stream (after the inbox's first read). */
 export function startSession(data) {
   if (!data || typeof data.csrf !== 'string') throw new HttpError(0, 'The server answered without a session.');
   state.session = { accountId: data.accountId, plan: data.plan, csrf: data.csrf };
   state.inbox.clear();
+  state.inboxRead = false;
   state.lastSeen = Number(loadPrefs('seen.' + data.accountId, 0)) || 0;
   state.muted = mutedSet();
   state.inboxOlder = true;
@@ -23,13 +24,12 @@ export function startSession(data) {
   say(document.getElementById('who'), 'Account ' + data.accountId + ' · ' + data.plan + ' plan');
   updateBadge();
   loadVenues();
-  loadInbox();
-  openEvents();
+  startStream(loadInbox());
 }
 
 function endSessionState() {
   state.session = null;
-  closeEvents();
+  closeStream();
   leavePage();
   state.inbox.clear();
   state.symbolLists.clear();

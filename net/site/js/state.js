@@ -11,11 +11,14 @@ export const state = {
   timers: new Set(),
   cleanups: [],
   page: '',
-  events: null,
-  eventsOpened: false,
-  eventsFailures: 0, // refusals in a row, for the back-off of reconnecting
+  stream: null, // the page's one EventSource (/site/v1/stream: alerts and the page's market channels)
+  streamKey: '', // its channels
+  streamReady: false, // the session's first read of the inbox has ended: a stream may open
+  streamFailures: 0, // refusals in a row, for the back-off of reconnecting
+  streamRetry: 0, // the timer of the reopening after a refusal, while it waits
 
   inbox: new Map(), // entry id -> entry
+  inboxRead: false, // the newest entries were read this session (the stream resumes after them)
   lastSeen: 0,
   returnTo: '',
   signinMessage: '',
