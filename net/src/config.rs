@@ -273,6 +273,8 @@ pub struct FileConfig {
     pub venues: Option<toml::Value>,
     /// `--shards`.
     pub shards: Option<usize>,
+    /// `--fronts`.
+    pub fronts: Option<usize>,
     /// `--sim-pairs`.
     pub sim_pairs: Option<usize>,
     /// `--sim-step-ms`.

@@ -228,6 +228,38 @@ fn burst_over_120_per_minute_gets_429_with_retry_after() {
     server.get("/v1/exchanges", Some(&other)).ok("other key");
 }
 
+/// The front threads (`--fronts`) answering `server`'s requests so far, from its access log.
+fn fronts_seen(server: &Server) -> std::collections::BTreeSet<String> {
+    server
+        .stderr_tail()
+        .iter()
+        .filter(|l| l.contains("rampart::access"))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("front=")).map(str::to_owned))
+        .collect()
+}
+
+/// With four front threads, each request on a connection of its own lands on whichever thread
+/// accepts it; a key's burst and the keyless budget of an address are still counted once for the
+/// process: the 121st request of a key and the 61st keyless one of an address are refused.
+#[test]
+fn a_keys_limits_are_exact_across_front_threads() {
+    let server = Server::start(BIN, &[FAST, &["--fronts", "4"]].concat());
+    for i in 1..=120 {
+        let reply = server.get_authed("/v1/exchanges");
+        assert_eq!(reply.status, 200, "request {i} of 120: {reply:?}");
+    }
+    server.get_authed("/v1/exchanges").assert_some_error(429, "request 121");
+    server.get_authed("/v1/symbols/BTCUSDT").assert_some_error(429, "request 122, other endpoint");
+    for i in 1..=60 {
+        let reply = server.get("/v1/exchanges", None);
+        assert_eq!(reply.status, 401, "keyless request {i} of 60: {reply:?}");
+    }
+    server.get("/v1/exchanges", None).assert_some_error(429, "keyless request 61");
+    let seen = fronts_seen(&server);
+    assert!(seen.len() >= 2, "the requests were spread over front threads: {seen:?}");
+    assert!(seen.iter().all(|f| ["0", "1", "2", "3"].contains(&f.as_str())), "{seen:?}");
+}
+
 #[test]
 fn failed_auth_floods_are_limited_per_address() {
     let server = start();

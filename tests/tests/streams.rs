@@ -854,6 +854,43 @@ fn site_pages_stream_on_their_own_bound_while_the_key_holds_all_of_its() {
     drop(bots);
 }
 
+/// With three front threads (`--fronts 3`) a key's streams land on several of them, yet the key's
+/// bound is the process's (its sixth refused 429), and a firing reaches the `alerts` connection on
+/// every thread.
+#[test]
+fn streams_on_several_front_threads_share_the_keys_bound_and_each_gets_the_firing() {
+    let cfg = admission_config("fronts");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg, "--fronts", "3"]].concat());
+    let key = roomy_key(&server, &cfg, "threads");
+    let mut streams: Vec<Ws> = Vec::new();
+    for i in 0..5 {
+        let mut ws = connect(&server, &key).expect("one of the key's five streams");
+        send(&mut ws, &json!({"op":"subscribe","id":i,"channels":["alerts"]}));
+        assert_eq!(next(&mut ws, Duration::from_secs(5)), Some(Ok(json!({"type":"ack","id":i}))));
+        streams.push(ws);
+    }
+    match connect(&server, &key) {
+        Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 429, "a sixth"),
+        other => panic!("a sixth stream of the key: {:?}", other.map(|_| "opened")),
+    }
+    let fronts: std::collections::BTreeSet<String> = server
+        .stderr_tail()
+        .iter()
+        .filter(|l| l.contains("stream requested"))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("front=")).map(str::to_owned))
+        .collect();
+    assert!(fronts.len() >= 2, "the key's streams were spread over front threads: {fronts:?}");
+    let (hook, _hits) = json_receiver();
+    for s in movers(&server, &key).iter().take(6) {
+        create_firing(&server, &key, s, hook);
+    }
+    let first = wait_for(&mut streams[0], Duration::from_secs(60), |m| m["channel"] == "alerts");
+    for (i, ws) in streams.iter_mut().enumerate().skip(1) {
+        let same = wait_for(ws, Duration::from_secs(10), |m| m["channel"] == "alerts" && m["id"] == first["id"]);
+        assert_eq!(same["data"], first["data"], "stream {i}: the same entry");
+    }
+}
+
 /// An `alerts` resume point beyond the account's newest inbox entry (a restored database,
 /// another server) is refused on every form, naming the newest id; the newest itself is taken.
 #[test]

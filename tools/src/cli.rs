@@ -187,9 +187,13 @@ pub(crate) struct ServeArgs {
     /// Venues to follow, comma separated [default: binance,bybit,okx,bitget].
     #[arg(long, env = "RAMPART_VENUES")]
     pub(crate) venues: Option<String>,
-    /// Number of shards [default: cores minus one, at least 1].
+    /// Number of shards [default: the cores less the front threads, at least 1].
     #[arg(long, env = "RAMPART_SHARDS")]
     pub(crate) shards: Option<usize>,
+    /// Number of HTTP front threads, each accepting and serving its own connections and streams
+    /// [default: a quarter of the cores, at least 1].
+    #[arg(long, env = "RAMPART_FRONTS")]
+    pub(crate) fronts: Option<usize>,
     /// Pairs in the simulated market [default: 500].
     #[arg(long, env = "RAMPART_SIM_PAIRS")]
     pub(crate) sim_pairs: Option<usize>,

@@ -104,8 +104,10 @@ impl Default for FrontConfig {
 /// routes, each holding only what it reads. [`Front::answer`] turns a request into its
 /// [`Route`] and hands it to the resource that answers it.
 pub struct Front {
-    /// Keys, limits and sessions.
-    gate: Rc<gate::Gate>,
+    /// Keys, limits and sessions (every front thread's).
+    gate: Arc<gate::Gate>,
+    /// The API port's connection slots (every front thread's).
+    slots: Arc<listen::Slots>,
     /// `/v1/exchanges`, `/v1/symbols`, `/v1/levels`, `/v1/densities`.
     market: market_api::MarketApi,
     /// `/v1/metrics`, `/v1/rankings`, `/v1/market`, `/v1/candles`, `/v1/book`.
@@ -128,18 +130,28 @@ pub struct Front {
     market_node: bool,
     /// The process's clock.
     clock: SharedClock,
+    /// Which front thread this is (0 is the first), in the access log.
+    index: usize,
 }
 
 /// What a [`Front`] is made of, set before it serves ([`FrontBuilder::build`]).
 pub struct FrontBuilder {
+    /// The key table, which the gate takes.
+    keys: KeyWatcher,
+    unauthenticated_per_min: Option<usize>,
+    parts: Makings,
+}
+
+/// What each front thread's resources are made from.
+struct Makings {
     allow_private: bool,
     shared: Arc<Shared>,
     commands: Commands,
     venues: Vec<Venue>,
     feed: &'static str,
     plans: Plans,
-    storage: FrontStorage,
-    unauthenticated_per_min: Option<usize>,
+    storage: StorageThread,
+    storage_health: Arc<StorageHealth>,
     clock: SharedClock,
     metrics: Option<Arc<crate::api::metrics::Metrics>>,
     metrics_apart: bool,
@@ -347,15 +359,16 @@ impl Front {
         storage: FrontStorage,
         allow_private: bool,
     ) -> FrontBuilder {
-        FrontBuilder {
+        let FrontStorage { keys, thread, health } = storage;
+        let parts = Makings {
             allow_private,
             shared,
             commands,
             venues,
             feed,
             plans,
-            storage,
-            unauthenticated_per_min: None,
+            storage: thread,
+            storage_health: health,
             clock: clock::system(),
             metrics: None,
             metrics_apart: false,
@@ -366,7 +379,8 @@ impl Front {
             stream_bounds: crate::stream::Bounds::default(),
             cluster: None,
             previous_secret_ms: i64::from(crate::config::PREVIOUS_SECRET_S) * 1000,
-        }
+        };
+        FrontBuilder { keys, unauthenticated_per_min: None, parts }
     }
 }
 
@@ -375,33 +389,33 @@ impl FrontBuilder {
     /// node, each partition's snapshot age); a market node answers `/healthz`, `/version` and
     /// `/metrics` only (its books are served by the api nodes).
     pub fn with_cluster(mut self, health: Arc<rampart_cluster::node::NodeHealth>) -> FrontBuilder {
-        self.cluster = Some(health);
+        self.parts.cluster = Some(health);
         self
     }
 
     /// Pushes inbox entries to open streams when `stats` (the running writer's) counts an inbox
     /// commit; without it they are read every second.
     pub fn with_writer_stats(mut self, stats: Arc<rampart_store::writer::WriterStats>) -> FrontBuilder {
-        self.writer_stats = stats;
+        self.parts.writer_stats = stats;
         self
     }
 
     /// A rotated-out webhook signing secret signs for `ms` more (default 24 h).
     pub fn with_previous_secret_ms(mut self, ms: i64) -> FrontBuilder {
-        self.previous_secret_ms = ms;
+        self.parts.previous_secret_ms = ms;
         self
     }
 
     /// Tells the site that firings are sent to Telegram chats (`[channels.telegram]` is set).
     pub fn with_telegram(mut self, on: bool) -> FrontBuilder {
-        self.telegram_on = on;
+        self.parts.telegram_on = on;
         self
     }
 
     /// Answers metrics, rankings and the board from `board` (kept current by a
     /// [`crate::board::BoardThread`]); without it they answer an empty board.
     pub fn with_board(mut self, board: Arc<arc_swap::ArcSwap<rampart_state::board::Board>>) -> FrontBuilder {
-        self.board = board;
+        self.parts.board = board;
         self
     }
 
@@ -413,79 +427,116 @@ impl FrontBuilder {
 
     /// Bounds every stream connection as `bounds` says (the configuration's `[streams]`).
     pub fn with_stream_bounds(mut self, bounds: crate::stream::Bounds) -> FrontBuilder {
-        self.stream_bounds = bounds;
+        self.parts.stream_bounds = bounds;
         self
     }
 
     /// Reads the time from `clock` (the process's; the wall clock unless told).
     pub fn with_clock(mut self, clock: SharedClock) -> FrontBuilder {
-        self.clock = clock;
+        self.parts.clock = clock;
         self
     }
 
     /// Answers `/version` with `version` and the git `revision` the binary was built from.
     pub fn with_build(mut self, version: &'static str, revision: &'static str) -> FrontBuilder {
-        self.build = (version, revision);
+        self.parts.build = (version, revision);
         self
     }
 
     /// Serves `metrics` at `/metrics`: on the API's listener, or only on a listener of its own
     /// when `apart` (the API's then answers 404 there).
     pub fn with_metrics(mut self, metrics: Arc<crate::api::metrics::Metrics>, apart: bool) -> FrontBuilder {
-        self.metrics = Some(metrics);
-        self.metrics_apart = apart;
+        self.parts.metrics = Some(metrics);
+        self.parts.metrics_apart = apart;
         self
     }
 
-    /// The front: its gate, and each resource with what it reads.
-    pub fn build(self) -> Front {
-        let FrontStorage { keys, thread: storage, health: storage_health } = self.storage;
-        let (clock, plans) = (self.clock, self.plans);
-        let books = Rc::new(books::Books::new(self.shared, self.venues, self.commands));
-        let gate =
-            Rc::new(gate::Gate::new(keys, storage.clone(), plans.clone(), clock.clone(), self.unauthenticated_per_min));
+    /// What every front thread shares; [`Fronts::front`] makes each thread's [`Front`].
+    pub fn build(self) -> Fronts {
+        let p = &self.parts;
+        let gate = gate::Gate::new(
+            self.keys,
+            p.storage.clone(),
+            p.plans.clone(),
+            p.clock.clone(),
+            self.unauthenticated_per_min,
+        );
+        Fronts {
+            gate: Arc::new(gate),
+            places: stream_api::Places::new(),
+            slots: Arc::new(listen::Slots::default()),
+            started_ms: p.clock.now_ms(),
+            parts: self.parts,
+        }
+    }
+}
+
+/// What the front threads share: the gate (keys, limits, sessions), the streams' places and the
+/// API port's connection slots, which stay exact whichever thread a request or a stream is on;
+/// and what each thread's resources read (the shards' published state, the board, storage).
+/// Each thread makes its own [`Front`] from it ([`Fronts::front`]): its own body caches and
+/// stream fan-out, on its own runtime.
+pub struct Fronts {
+    gate: Arc<gate::Gate>,
+    places: stream_api::Places,
+    slots: Arc<listen::Slots>,
+    started_ms: i64,
+    parts: Makings,
+}
+
+impl Fronts {
+    /// Front thread `index`'s router: the shared gate, places and slots, and each resource with
+    /// what it reads (its caches and fan-out its own).
+    pub fn front(&self, index: usize) -> Front {
+        let p = &self.parts;
+        let books = Rc::new(books::Books::new(p.shared.clone(), p.venues.clone(), p.commands.clone()));
+        let (storage, health, clock) = (&p.storage, &p.storage_health, &p.clock);
         let health_parts = health::HealthParts {
-            storage_health: storage_health.clone(),
-            cluster: self.cluster.clone(),
-            feed: self.feed,
-            started_ms: clock.now_ms(),
-            build: self.build,
-            metrics: self.metrics.clone(),
+            storage_health: health.clone(),
+            cluster: p.cluster.clone(),
+            feed: p.feed,
+            started_ms: self.started_ms,
+            build: p.build,
+            metrics: p.metrics.clone(),
         };
         let stream_parts = stream_api::StreamParts {
-            board: self.board.clone(),
+            board: p.board.clone(),
             storage: storage.clone(),
             clock: clock.clone(),
-            writer_stats: self.writer_stats,
-            bounds: self.stream_bounds,
-            metrics: self.metrics.clone(),
+            writer_stats: p.writer_stats.clone(),
+            bounds: p.stream_bounds,
+            metrics: p.metrics.clone(),
+            places: self.places.clone(),
         };
         let site_parts = site::routes::SiteParts {
-            board: self.board.clone(),
+            board: p.board.clone(),
             storage: storage.clone(),
-            health: storage_health.clone(),
-            telegram_on: self.telegram_on,
+            health: health.clone(),
+            telegram_on: p.telegram_on,
         };
-        let market_node = self.cluster.as_ref().is_some_and(|c| c.role == rampart_cluster::node::Role::Market);
+        let market_node = p.cluster.as_ref().is_some_and(|c| c.role == rampart_cluster::node::Role::Market);
+        let alerts = alerts_api::AlertsApi::new(
+            books.clone(),
+            storage.clone(),
+            health.clone(),
+            p.plans.clone(),
+            p.allow_private,
+        );
         Front {
             market: market_api::MarketApi::new(books.clone(), clock.clone()),
-            board: board_api::BoardApi::new(books.clone(), self.board.clone()),
-            alerts: alerts_api::AlertsApi::new(
-                books.clone(),
-                storage.clone(),
-                storage_health.clone(),
-                plans,
-                self.allow_private,
-            ),
-            webhooks: webhooks_api::WebhooksApi::new(storage, storage_health, self.previous_secret_ms),
-            health: health::HealthApi::new(books.clone(), self.board, health_parts),
-            site: site::routes::SiteApi::new(gate.clone(), books.clone(), site_parts),
-            streams: Rc::new(stream_api::StreamApi::new(gate.clone(), books, stream_parts)),
-            gate,
-            metrics: self.metrics,
-            metrics_apart: self.metrics_apart,
+            board: board_api::BoardApi::new(books.clone(), p.board.clone()),
+            alerts,
+            webhooks: webhooks_api::WebhooksApi::new(storage.clone(), health.clone(), p.previous_secret_ms),
+            health: health::HealthApi::new(books.clone(), p.board.clone(), health_parts),
+            site: site::routes::SiteApi::new(self.gate.clone(), books.clone(), site_parts),
+            streams: Rc::new(stream_api::StreamApi::new(self.gate.clone(), books, stream_parts)),
+            gate: self.gate.clone(),
+            slots: self.slots.clone(),
+            metrics: p.metrics.clone(),
+            metrics_apart: p.metrics_apart,
             market_node,
-            clock,
+            clock: clock.clone(),
+            index,
         }
     }
 }
@@ -532,6 +583,7 @@ impl Front {
             us = started.elapsed().as_micros() as u64,
             key = key.get().map_or_else(|| "-".to_owned(), |k: i64| k.to_string()),
             peer = %peer,
+            front = self.index,
             "request"
         );
         resp

@@ -4,7 +4,6 @@
 //! SIGTERM or SIGINT and then stopped in order within the shutdown grace.
 
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -101,15 +100,13 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
         s.allow_private,
     )
     .with_writer_stats(persistence.writer.stats.clone());
-    let front = configured(front, &s, metrics, metrics_listener.is_some(), &clock, board);
-    let front = Rc::new(
-        match &links {
-            Some(l) => front.with_cluster(l.health.clone()),
-            None => front,
-        }
-        .build(),
-    );
-    let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
+    let mut front = configured(front, &s, metrics, metrics_listener.is_some(), &clock, board);
+    if let Some(l) = &links {
+        front = front.with_cluster(l.health.clone());
+    }
+    let fronts = Arc::new(front.build());
+    let (served, watch) =
+        serve_until_stopped(listener, metrics_listener, fronts, s.fronts, front_config, board_thread)?;
     if let Some(rest) = rest {
         watch.stage("stopping the venue REST thread");
         rest.stop();

@@ -3,7 +3,6 @@
 //! command server added and the API left to the api nodes; an api node is a front over a
 //! replica of every partition's snapshots, writing through to PostgreSQL.
 
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -254,9 +253,11 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
         s.allow_private,
     )
     .with_writer_stats(heard);
-    let front =
-        Rc::new(configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health).build());
-    let (served, watch) = serve_until_stopped(listener, metrics_listener, front, front_config, board_thread)?;
+    let fronts = Arc::new(
+        configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health).build(),
+    );
+    let (served, watch) =
+        serve_until_stopped(listener, metrics_listener, fronts, s.fronts, front_config, board_thread)?;
     watch.stage("stopping the storage thread");
     storage_join.join();
     watch.stage("stopping the market alerts' writer");

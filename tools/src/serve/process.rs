@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use arc_swap::ArcSwap;
-use rampart_net::api::front::{self, Front, FrontBuilder, FrontConfig};
+use rampart_net::api::front::{self, Front, FrontBuilder, FrontConfig, Fronts};
 use rampart_net::api::metrics::Metrics;
 use rampart_net::board::BoardThread;
 use rampart_state::board::Board;
@@ -60,27 +60,72 @@ pub(crate) fn configured(
         .with_previous_secret_ms(i64::from(s.previous_secret_s) * 1000)
 }
 
-/// Serves HTTP until a stop signal, then starts the stop sequence with its first stage: the
-/// connections (whose tasks hold the front, and with it the storage thread's handle) and the
-/// board thread end. Every later stage is told to stop in a way that wakes it; whatever does not
-/// finish within the grace period is named in the log and the process ends anyway.
+/// Serves HTTP on `threads` front threads until a stop signal, then starts the stop sequence with
+/// its first stage: the connections (whose tasks hold the fronts, and with them the storage
+/// thread's handles) and the board thread end. The calling thread is the first front (it also
+/// serves `/metrics` and waits for the signals); each other runs its own runtime, accepting on
+/// the same listening socket, and stops when told. Every later stage is told to stop in a way
+/// that wakes it; whatever does not finish within the grace period is named in the log and the
+/// process ends anyway.
 pub(crate) fn serve_until_stopped(
     listener: std::net::TcpListener,
     metrics_listener: Option<std::net::TcpListener>,
-    front: Rc<Front>,
+    fronts: Arc<Fronts>,
+    threads: usize,
     config: FrontConfig,
     board_thread: BoardThread,
 ) -> Result<(Result<()>, Shutdown)> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut others = Vec::with_capacity(threads.saturating_sub(1));
+    for i in 1..threads {
+        let (listener, fronts, config, stopped) =
+            (listener.try_clone()?, fronts.clone(), config.clone(), stopped.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("front-{i}"))
+            .spawn(move || front_thread(i, listener, &fronts, config, stopped))?;
+        others.push(thread);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
+    let front = Rc::new(fronts.front(0));
     let served = local.block_on(&runtime, run_front(listener, metrics_listener, front, config));
     tracing::info!("shutting down");
     let watch = Shutdown::start_for_process()?;
     watch.stage("closing HTTP connections");
+    let _ = stop.send(true);
     drop(local);
+    for t in others {
+        if let Ok(Err(e)) = t.join() {
+            tracing::warn!("a front thread: {e:#}");
+        }
+    }
     drop(board_thread);
     drop(runtime);
     Ok((served, watch))
+}
+
+/// Front thread `index` (1 and up): its own runtime and [`Front`], accepting on `listener` (the API's
+/// socket, shared) until `stopped` says so; its connections end with it.
+fn front_thread(
+    index: usize,
+    listener: std::net::TcpListener,
+    fronts: &Fronts,
+    config: FrontConfig,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
+    let front = Rc::new(fronts.front(index));
+    local.block_on(&runtime, async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let stop = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        front::serve(listener, front, config, front::Role::Api, stop).await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    drop(local);
+    Ok(())
 }
 
 /// Serves HTTP until SIGTERM or SIGINT. SIGHUP (a closed terminal, a reload habit) is logged

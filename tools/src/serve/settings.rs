@@ -12,6 +12,18 @@ use crate::cli::ServeArgs;
 use crate::config::{load_file, parse_venues, plans, store_location, telegram};
 use crate::role::NodeRole;
 
+/// Front threads at most (`--fronts`).
+pub(crate) const FRONTS_MAX: usize = 64;
+
+/// The front threads a machine of `cores` gets unless told: a quarter of its cores, at least one,
+/// and the rest to shards (`--shards`' default is the cores less these). On 2 cores that is one
+/// front and one shard, as before `--fronts` existed. A first choice, from the shape of the work
+/// (a read costs the front about what a tick costs its shard, and the shards also decide the
+/// alerts); `docs/design/front-threads.md` says what measured it and what is still to measure.
+pub(crate) fn default_fronts(cores: usize) -> usize {
+    (cores / 4).max(1)
+}
+
 /// Settings of one `serve` run, after flags, environment, file and defaults are merged.
 pub(crate) struct ServeSettings {
     pub(crate) listen: String,
@@ -25,6 +37,8 @@ pub(crate) struct ServeSettings {
     pub(crate) role: NodeRole,
     pub(crate) venues: Vec<Venue>,
     pub(crate) shards: usize,
+    /// HTTP front threads (`--fronts`).
+    pub(crate) fronts: usize,
     pub(crate) sim_pairs: usize,
     pub(crate) sim_step_ms: i64,
     pub(crate) seed: u64,
@@ -76,7 +90,11 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         bail!("invalid feed '{feed}'. Allowed: sim, live");
     }
     let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
-    let shards = args.shards.or(file.shards).unwrap_or(cores.saturating_sub(1)).max(1);
+    let fronts = args.fronts.or(file.fronts).unwrap_or(default_fronts(cores)).max(1);
+    if fronts > FRONTS_MAX {
+        bail!("--fronts {fronts} is more than {FRONTS_MAX}");
+    }
+    let shards = args.shards.or(file.shards).unwrap_or(cores.saturating_sub(fronts)).max(1);
     if shards > 256 {
         bail!("--shards {shards} is more than 256");
     }
@@ -143,6 +161,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         live,
         verify_checksums,
         shards,
+        fronts,
         sim_pairs,
         sim_step_ms,
         seed: args.seed.or(file.seed).unwrap_or(42),

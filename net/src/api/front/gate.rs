@@ -4,9 +4,8 @@
 //! `site::session::Sessions`, and the database's). Every route asks the gate before it answers;
 //! the streams ask it again for as long as they run (`stream_admission`).
 
-use std::cell::RefCell;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, COOKIE};
@@ -39,10 +38,12 @@ pub struct Gate {
     pub(super) keys: KeyWatcher,
     /// Key lookups the table cannot answer, sessions, and the wait for key changes.
     storage: StorageThread,
-    limiter: RefCell<Limiter>,
+    /// Every front thread's requests count here, so a key's limits are exact however its
+    /// requests are spread.
+    limiter: Mutex<Limiter>,
     pub(super) plans: Plans,
     /// The site's signed-in sessions, this front's copy.
-    sessions: RefCell<Sessions>,
+    sessions: Mutex<Sessions>,
     pub(super) clock: SharedClock,
 }
 
@@ -56,6 +57,12 @@ pub(super) fn bearer_token(headers: &hyper::HeaderMap) -> Option<&str> {
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, t)| t.trim())
         .filter(|t| is_key_shaped(t))
+}
+
+/// `m`'s value. A thread that panicked holding it left it whole (every critical section here is a
+/// single call on a sans-I/O table), so a poisoned lock is used as it is.
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The session id in the request's cookie.
@@ -73,7 +80,7 @@ impl Gate {
         unauthenticated_per_min: Option<usize>,
     ) -> Gate {
         let limiter = unauthenticated_per_min.map_or_else(Limiter::default, Limiter::new);
-        Gate { keys, storage, limiter: RefCell::new(limiter), plans, sessions: RefCell::new(Sessions::new()), clock }
+        Gate { keys, storage, limiter: Mutex::new(limiter), plans, sessions: Mutex::new(Sessions::new()), clock }
     }
 
     /// The key whose text is `token`: the in-memory table's entry, else storage's (a key made
@@ -86,7 +93,7 @@ impl Gate {
         if let Some(row) = self.keys.get(&hash) {
             return Some(row);
         }
-        if self.limiter.borrow().unauthenticated_spent(peer, now_ms) {
+        if lock(&self.limiter).unauthenticated_spent(peer, now_ms) {
             return None;
         }
         let text = token.to_owned();
@@ -115,7 +122,8 @@ impl Gate {
 
     /// Refuses a request with no valid key: 401, or 429 once the address has sent too many.
     pub(super) fn unauthenticated(&self, peer: IpAddr, message: &str, now_ms: i64) -> ApiError {
-        match self.limiter.borrow_mut().admit_unauthenticated(peer, now_ms) {
+        let admitted = lock(&self.limiter).admit_unauthenticated(peer, now_ms);
+        match admitted {
             Ok(()) => ApiError::new(StatusCode::UNAUTHORIZED, message),
             Err(Refusal::Burst { retry_after_s } | Refusal::Quota { retry_after_s }) => {
                 ApiError::too_many("too many requests without a valid API key from this address", retry_after_s)
@@ -140,7 +148,8 @@ impl Gate {
         let Some(plan) = self.plans.get(&row.plan).filter(|p| p.api) else {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "API access needs an active Developer plan"));
         };
-        match self.limiter.borrow_mut().admit_key(row.id, plan.burst_per_min, plan.daily_quota, now_ms) {
+        let admitted = lock(&self.limiter).admit_key(row.id, plan.burst_per_min, plan.daily_quota, now_ms);
+        match admitted {
             Ok(usage) => Ok((row, usage)),
             Err(Refusal::Burst { retry_after_s }) => Err(ApiError::over_limit(
                 format!("rate limit exceeded: {} requests per minute", plan.burst_per_min),
@@ -157,7 +166,8 @@ impl Gate {
 
     /// The site's budget of `account` (kept apart from its keys' by a negative id).
     pub(super) fn admit_site(&self, account: i64, now_ms: i64) -> Result<(), ApiError> {
-        match self.limiter.borrow_mut().admit_key(-account, SITE_BURST_PER_MIN, SITE_DAILY_QUOTA, now_ms) {
+        let admitted = lock(&self.limiter).admit_key(-account, SITE_BURST_PER_MIN, SITE_DAILY_QUOTA, now_ms);
+        match admitted {
             Ok(_) => Ok(()),
             Err(Refusal::Burst { retry_after_s }) => Err(ApiError::too_many(
                 format!("site rate limit exceeded: {SITE_BURST_PER_MIN} requests per minute"),
@@ -200,15 +210,16 @@ impl Gate {
     pub(super) async fn session_of(&self, id: &str, now_ms: i64) -> Result<Option<Session>, ApiError> {
         let h = session::hash(id);
         let revoked = |s: &Session| self.keys.get(&s.key_hash).is_none_or(|k| k.revoked_ms.is_some());
-        if let Some(s) = self.sessions.borrow_mut().fresh(&h, now_ms, revoked) {
+        let held = lock(&self.sessions).fresh(&h, now_ms, revoked);
+        if let Some(s) = held {
             return Ok(Some(s));
         }
         let stored = self.storage.run(move |store| store.site_session(&h, now_ms, session::SESSION_IDLE_MS)).await?;
         let found = stored.map(|r| Session::from_record(&r)).filter(|s| !revoked(s));
         match &found {
-            Some(s) => self.sessions.borrow_mut().put(h, s.clone(), now_ms),
+            Some(s) => lock(&self.sessions).put(h, s.clone(), now_ms),
             None => {
-                self.sessions.borrow_mut().close(&h);
+                lock(&self.sessions).close(&h);
             }
         }
         Ok(found)
@@ -226,12 +237,12 @@ impl Gate {
 
     /// Keeps `s` (just opened, stored already) in this front's copy.
     pub(super) fn hold_session(&self, id_hash: [u8; 32], s: Session, now_ms: i64) {
-        self.sessions.borrow_mut().put(id_hash, s, now_ms);
+        lock(&self.sessions).put(id_hash, s, now_ms);
     }
 
     /// Forgets the session hashing to `id_hash` in this front's copy (signed out).
     pub(super) fn drop_session(&self, id_hash: &[u8; 32]) {
-        self.sessions.borrow_mut().close(id_hash);
+        lock(&self.sessions).close(id_hash);
     }
 
     /// Whether the key table says the key hashing to `hash` is revoked: the check before each

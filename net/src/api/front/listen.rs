@@ -3,11 +3,11 @@
 //! and hands the routes that keep the connection (a stream's upgrade, an event stream) the
 //! request whole; every other request goes to [`Front::serve_request`].
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::Either;
@@ -37,7 +37,11 @@ pub async fn serve(
         .max_buf_size(config.read_buffer_bytes_max)
         .max_headers(config.headers_max)
         .keep_alive(true);
-    let active = Rc::new(RefCell::new(Connections::default()));
+    // The API's slots are every front thread's; the metrics listener (one thread) has its own.
+    let active = match role {
+        Role::Api => front.slots.clone(),
+        Role::Metrics => Arc::new(Slots::default()),
+    };
     let mut accept_errors = AcceptErrors::default();
     tokio::pin!(shutdown);
     loop {
@@ -55,7 +59,7 @@ pub async fn serve(
                 continue;
             }
         };
-        if !active.borrow_mut().open(peer.ip(), &config) {
+        if !active.open(peer.ip(), &config) {
             drop(stream);
             continue;
         }
@@ -77,15 +81,15 @@ pub async fn serve(
                         _ => None,
                     };
                     if streaming == Some(Route::Stream) {
-                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "stream requested");
+                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), front = front.index, "stream requested");
                         return Ok::<_, Infallible>(front.streams.stream(req, peer.ip()).await);
                     }
                     if streaming == Some(Route::SiteStream) {
-                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "site stream requested");
+                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), front = front.index, "site stream requested");
                         return Ok::<_, Infallible>(front.streams.site_stream(req).await);
                     }
                     if streaming == Some(Route::SiteEvents) {
-                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), "event stream requested");
+                        tracing::info!(target: ACCESS_LOG_TARGET, peer = %peer.ip(), front = front.index, "event stream requested");
                         return Ok::<_, Infallible>(front.streams.site_events(req).await);
                     }
                     let (parts, body) = req.into_parts();
@@ -93,8 +97,25 @@ pub async fn serve(
                 }
             });
             let _ = builder.serve_connection(JsonErrors::new(TokioIo::new(stream)), svc).with_upgrades().await;
-            active.borrow_mut().close(peer.ip());
+            active.close(peer.ip());
         });
+    }
+}
+
+/// The API port's connection slots, shared by every front thread: a bound in all and per
+/// address is exact whichever thread accepts.
+#[derive(Debug, Default)]
+pub struct Slots(Mutex<Connections>);
+
+impl Slots {
+    /// Takes a slot for a connection from `peer`; false at either bound.
+    fn open(&self, peer: IpAddr, config: &FrontConfig) -> bool {
+        super::gate::lock(&self.0).open(peer, config)
+    }
+
+    /// Frees the slot of a connection from `peer`.
+    fn close(&self, peer: IpAddr) {
+        super::gate::lock(&self.0).close(peer);
     }
 }
 

@@ -47,12 +47,12 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{Role as WsRole, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
 use super::books::Books;
-use super::gate::{bearer_token, session_cookie, Gate};
+use super::gate::{bearer_token, lock, session_cookie, Gate};
 use super::site::events::EventBody;
 use super::stream_admission::{Admission, CLOSE_UNAUTHORISED};
 use super::stream_conn::{Connection, Ctx, End, Out};
@@ -80,7 +80,7 @@ pub const EVENTS_QUEUED_MAX: usize = 64;
 /// `GET /v1/stream` and the site pages' `/site/v1/stream`: the streams' admission, their places,
 /// their fan-out, and what their channels read.
 pub struct StreamApi {
-    pub(super) gate: Rc<Gate>,
+    pub(super) gate: Arc<Gate>,
     pub(super) books: Rc<Books>,
     /// The board channels' numbers.
     pub(super) board: Arc<ArcSwap<Board>>,
@@ -94,9 +94,9 @@ pub struct StreamApi {
     /// `[streams]`: subscriptions and unsent bytes per connection.
     pub(super) bounds: Bounds,
     /// The open `GET /v1/stream` connections, per key.
-    open: Rc<RefCell<OpenStreams>>,
+    open: Arc<Mutex<OpenStreams>>,
     /// The site's open streams, per session and account.
-    site_open: Rc<RefCell<super::site::events::Streams>>,
+    site_open: Arc<Mutex<super::site::events::Streams>>,
     /// The stream instruments of `/metrics`, when measured.
     pub(super) metrics: Option<Arc<Metrics>>,
 }
@@ -109,16 +109,32 @@ pub(super) struct StreamParts {
     pub writer_stats: Arc<WriterStats>,
     pub bounds: Bounds,
     pub metrics: Option<Arc<Metrics>>,
+    pub places: Places,
+}
+
+/// Where the streams of every front thread hold their places: exact per key and per site
+/// session and account, whichever thread a stream is on.
+#[derive(Clone)]
+pub(super) struct Places {
+    open: Arc<Mutex<OpenStreams>>,
+    site: Arc<Mutex<super::site::events::Streams>>,
+}
+
+impl Places {
+    /// None taken.
+    pub(super) fn new() -> Places {
+        let site = super::site::events::Streams::new(
+            super::stream_admission::SITE_STREAMS_PER_ACCOUNT_MAX,
+            super::stream_admission::SITE_STREAMS_PER_SESSION_MAX,
+        );
+        Places { open: Arc::new(Mutex::new(OpenStreams::default())), site: Arc::new(Mutex::new(site)) }
+    }
 }
 
 impl StreamApi {
     /// Streams admitted by `gate` over `books`, no connection open yet.
-    pub(super) fn new(gate: Rc<Gate>, books: Rc<Books>, parts: StreamParts) -> StreamApi {
-        let StreamParts { board, storage, clock, writer_stats, bounds, metrics } = parts;
-        let site_open = super::site::events::Streams::new(
-            super::stream_admission::SITE_STREAMS_PER_ACCOUNT_MAX,
-            super::stream_admission::SITE_STREAMS_PER_SESSION_MAX,
-        );
+    pub(super) fn new(gate: Arc<Gate>, books: Rc<Books>, parts: StreamParts) -> StreamApi {
+        let StreamParts { board, storage, clock, writer_stats, bounds, metrics, places } = parts;
         StreamApi {
             gate,
             books,
@@ -128,8 +144,8 @@ impl StreamApi {
             writer_stats,
             fanout: Rc::new(RefCell::new(Hub::new(&bounds))),
             bounds,
-            open: Rc::new(RefCell::new(OpenStreams::default())),
-            site_open: Rc::new(RefCell::new(site_open)),
+            open: places.open,
+            site_open: places.site,
             metrics,
         }
     }
@@ -163,13 +179,13 @@ impl OpenStreams {
 
 /// A key's place among its open streams, given back when the connection ends.
 struct KeyPlace {
-    open: Rc<RefCell<OpenStreams>>,
+    open: Arc<Mutex<OpenStreams>>,
     key: i64,
 }
 
 impl Drop for KeyPlace {
     fn drop(&mut self) {
-        self.open.borrow_mut().close(self.key);
+        lock(&self.open).close(self.key);
     }
 }
 
@@ -327,7 +343,8 @@ impl StreamApi {
         match admission {
             Admission::Key { .. } => {
                 let max = self.gate.plans.get(&key.plan).map_or(0, |p| p.stream_connections);
-                if !self.open.borrow_mut().open(key.id, max) {
+                let opened = lock(&self.open).open(key.id, max);
+                if !opened {
                     let message = format!("at most {max} open streams per key on this plan; close one");
                     return Err(ApiError::too_many(message, 5));
                 }

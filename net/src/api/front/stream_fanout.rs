@@ -38,12 +38,22 @@ pub struct Hub {
     pub fanout: Fanout,
     wakers: HashMap<ConnId, Rc<Notify>>,
     running: bool,
-    /// When the `/metrics` instruments were last set, and the fan-out's counters then.
-    shown: (i64, u64, u64),
+    /// When the `/metrics` instruments were last moved, and this hub's figures then.
+    shown: Shown,
     /// The newest inbox id the inbox reader has handed out (`None`: it is not reading: no
     /// `alerts` connection, or not started yet).
     pub inbox_last: Option<i64>,
     inbox_running: bool,
+}
+
+/// What a hub last added to the `/metrics` stream instruments, and when.
+#[derive(Clone, Copy, Debug, Default)]
+struct Shown {
+    ms: i64,
+    conflations: u64,
+    handed: u64,
+    connections: i64,
+    queued_bytes: i64,
 }
 
 /// A connection's place in the hub, given back when it ends.
@@ -70,7 +80,7 @@ impl Hub {
             fanout: Fanout::new(bounds.outbox_bytes_max()),
             wakers: HashMap::new(),
             running: false,
-            shown: (0, 0, 0),
+            shown: Shown::default(),
             inbox_last: None,
             inbox_running: false,
         }
@@ -123,22 +133,30 @@ impl StreamApi {
             books.dedup();
             self.look_books(&mut hub.fanout, &books, now_ms);
             hub.wake(&mut woken);
-            if now_ms - hub.shown.0 >= FIGURES_EVERY_MS {
+            if now_ms - hub.shown.ms >= FIGURES_EVERY_MS {
                 hub.shown = self.show_figures(&hub.fanout, now_ms, hub.shown);
             }
         }
     }
 
-    /// Sets the stream instruments of `/metrics` (`shown`: when last, and the counters then).
-    fn show_figures(&self, fanout: &Fanout, now_ms: i64, shown: (i64, u64, u64)) -> (i64, u64, u64) {
+    /// Moves the stream instruments of `/metrics` by what changed in this hub since `shown`:
+    /// every front thread's hub adds its own, so the gauges are the process's sums.
+    fn show_figures(&self, fanout: &Fanout, now_ms: i64, shown: Shown) -> Shown {
         let f = fanout.figures();
+        let now = Shown {
+            ms: now_ms,
+            conflations: f.conflations,
+            handed: f.handed,
+            connections: f.connections as i64,
+            queued_bytes: f.queued_bytes as i64,
+        };
         if let Some(m) = &self.metrics {
-            m.http.streams_open.set(f.connections as i64);
-            m.http.stream_queued_bytes.set(f.queued_bytes as i64);
-            m.http.stream_conflations.inc_by(f.conflations - shown.1);
-            m.http.stream_handed.inc_by(f.handed - shown.2);
+            m.http.streams_open.inc_by(now.connections - shown.connections);
+            m.http.stream_queued_bytes.inc_by(now.queued_bytes - shown.queued_bytes);
+            m.http.stream_conflations.inc_by(now.conflations - shown.conflations);
+            m.http.stream_handed.inc_by(now.handed - shown.handed);
         }
-        (now_ms, f.conflations, f.handed)
+        now
     }
 
     /// Starts the inbox reader if it is not running (an `alerts` subscription).

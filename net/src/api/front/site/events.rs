@@ -6,11 +6,10 @@
 //! the account's inbox (`alerts`). `GET /site/events`, the live inbox as the site first offered
 //! it, is an alias of `/site/v1/stream?channels=alerts`, so the inbox is pushed one way only.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -102,7 +101,7 @@ impl Streams {
 
 /// Frees a stream's place when its task ends, however it ends.
 pub(in crate::api::front) struct Place {
-    streams: Rc<RefCell<Streams>>,
+    streams: Arc<Mutex<Streams>>,
     account: i64,
     session: [u8; 32],
 }
@@ -110,18 +109,18 @@ pub(in crate::api::front) struct Place {
 impl Place {
     /// A place in `streams` for a stream of `account`'s `session`, or the 429 refusal.
     pub(in crate::api::front) fn take(
-        streams: &Rc<RefCell<Streams>>,
+        streams: &Arc<Mutex<Streams>>,
         account: i64,
         session: [u8; 32],
     ) -> Result<Place, ApiError> {
-        streams.borrow_mut().open(account, session)?;
+        crate::api::front::gate::lock(streams).open(account, session)?;
         Ok(Place { streams: streams.clone(), account, session })
     }
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
-        self.streams.borrow_mut().close(self.account, self.session);
+        crate::api::front::gate::lock(&self.streams).close(self.account, self.session);
     }
 }
 

@@ -222,7 +222,7 @@ impl Front {
 /// The site's own routes: sign-in and sessions, the account's keys, its Telegram chat and its
 /// site alerts.
 pub struct SiteApi {
-    gate: Rc<Gate>,
+    gate: Arc<Gate>,
     books: Rc<Books>,
     /// Whether a site alert could fire now (`site_alerts::waiting`).
     board: Arc<ArcSwap<Board>>,
@@ -242,7 +242,7 @@ pub struct SiteParts {
 
 impl SiteApi {
     /// The site's routes behind `gate`, on the pairs of `books`.
-    pub(in crate::api::front) fn new(gate: Rc<Gate>, books: Rc<Books>, parts: SiteParts) -> SiteApi {
+    pub(in crate::api::front) fn new(gate: Arc<Gate>, books: Rc<Books>, parts: SiteParts) -> SiteApi {
         let SiteParts { board, storage, health, telegram_on } = parts;
         SiteApi { gate, books, board, storage, health, telegram_on }
     }
