@@ -48,6 +48,13 @@ pub struct Opts {
     pub command: String,
     /// `streams`: the stream connections opened.
     pub streams: usize,
+    /// rampart's `--shards` (1 unless told, as every figure before issue #47 was taken).
+    pub shards: usize,
+    /// rampart's `--fronts`, passed only when given (older binaries do not know the flag; without
+    /// it rampart takes its default, a quarter of the cores).
+    pub fronts: Option<usize>,
+    /// Threads of the HTTP load generator (`http`, `writes`; 2 unless told).
+    pub load_threads: usize,
 }
 
 /// The `--backend` values.
@@ -128,7 +135,13 @@ impl Env {
         }
         let roles = o.backend == "roles";
         let nats = (o.backend == "cluster" || roles).then(|| rampart_testkit::nats::server().url());
-        let mut serve = vec!["serve", "--feed", "live", "--config", &cfg_s, "--listen", "127.0.0.1:0", "--shards", "1"];
+        let shards = o.shards.to_string();
+        let fronts = o.fronts.map(|n| n.to_string());
+        let mut serve =
+            vec!["serve", "--feed", "live", "--config", &cfg_s, "--listen", "127.0.0.1:0", "--shards", &shards];
+        if let Some(f) = &fronts {
+            serve.extend(["--fronts", f.as_str()]);
+        }
         serve.extend(&store);
         if let Some(n) = &nats {
             serve.extend(["--nats", n.as_str()]);

@@ -321,22 +321,28 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
             .map_err(|e| e.to_string())?;
         routes.push((p.to_owned(), body.into_bytes()));
     }
-    let baseline2 = crate::baseline_http::start_threads(routes.clone(), 2).map_err(|e| e.to_string())?;
+    // The baseline given as many threads as rampart's fronts (at least two).
+    let threads = o.fronts.unwrap_or(1).max(2);
+    let baseline2 = crate::baseline_http::start_threads(routes.clone(), threads).map_err(|e| e.to_string())?;
     let baseline = crate::baseline_http::start(routes).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for p in paths {
         let head = format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n", env.key);
         let secs = Duration::from_secs(o.secs.min(10));
-        let r = crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
-        let b = crate::http_load::run(baseline.addr(), std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
-        let b2 = crate::http_load::run(baseline2.addr(), std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
+        let load = o.load_threads;
+        let r = crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, load, secs, None);
+        let b = crate::http_load::run(baseline.addr(), std::slice::from_ref(&head), HTTP_CONNECTIONS, load, secs, None);
+        let b2 =
+            crate::http_load::run(baseline2.addr(), std::slice::from_ref(&head), HTTP_CONNECTIONS, load, secs, None);
         let wrk = crate::http_load::wrk(
             &format!("{}{p}", env.base),
             Some(&format!("Authorization: Bearer {}", env.key)),
             HTTP_CONNECTIONS,
-            2,
+            load,
             secs.as_secs(),
         );
+        // rampart against the baseline of as many threads as it has fronts.
+        let same = if o.fronts.unwrap_or(1) > 1 { b2.req_per_s } else { b.req_per_s };
         rows.push(json!({
             "path": p,
             "rampart": {"reqPerS": r.req_per_s, "errors": r.errors, "non2xx": r.non_2xx, "latencyUs": pct(&r.latency_us)},
@@ -344,16 +350,18 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
             "ratio": r.req_per_s / b.req_per_s.max(1e-9),
             "baseline2": {"reqPerS": b2.req_per_s, "errors": b2.errors, "non2xx": b2.non_2xx, "latencyUs": pct(&b2.latency_us)},
             "ratio2": b2.req_per_s / b.req_per_s.max(1e-9),
+            "ratioSameThreads": r.req_per_s / same.max(1e-9),
             "wrk": wrk.map(|w| json!({"reqPerS": w.req_per_s, "p50Us": w.p50_us, "p99Us": w.p99_us})),
         }));
     }
     result["http"] = json!(rows);
+    result["httpBaselineThreads"] = json!(threads);
     if let Some(api2) = &env.api2 {
         result["httpBothApiNodes"] = both_api_nodes(&env, api2, &paths, Duration::from_secs(o.secs.min(10)))?;
         notes.push("httpBothApiNodes: the same load split over the cluster's two api nodes at once (32 connections on one thread each); reqPerS is their sum.".into());
     }
     env.describe(result)?;
-    notes.push("Closed-loop load, 64 keep-alive connections on 2 threads, while the four venues' ticks flow; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second; the last two columns are the same axum server on two worker threads and its requests per second over the one-thread baseline's (what a second front thread could gain here at most). The load generator, the simulator, rampart and the baseline share the machine's 2 cores.".into());
+    notes.push(format!("Closed-loop load, 64 keep-alive connections on {} load threads, while the four venues' ticks flow; rampart with --shards {} and {}; the baseline is an axum server on one worker thread serving the same bytes; ratio = rampart / baseline requests per second; then the same axum server on {threads} worker threads, its requests per second over the one-thread baseline's, and rampart's over that of the axum server with as many threads as rampart has fronts (ratio again when it has one). The load generator, the simulator, rampart and the baseline share the machine's cores.", o.load_threads, o.shards, o.fronts.map_or_else(|| "its default --fronts".to_owned(), |f| format!("--fronts {f}"))));
     Ok(())
 }
 
@@ -384,12 +392,14 @@ fn reads_under_creates(o: &Opts, result: &mut Value, notes: &mut Vec<String>) ->
     let secs = Duration::from_secs(o.secs.clamp(1, 10));
     let (mut rounds, mut ratios) = (Vec::new(), Vec::new());
     for _ in 0..WRITE_ROUNDS {
-        let alone = crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
+        let alone =
+            crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, o.load_threads, secs, None);
         let creator = {
             let (api, prices) = (env.api.clone(), prices.clone());
             thread::spawn(move || create_paced(&api, &prices, secs))
         };
-        let with = crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, 2, secs, None);
+        let with =
+            crate::http_load::run(addr, std::slice::from_ref(&head), HTTP_CONNECTIONS, o.load_threads, secs, None);
         let creates = creator.join().map_err(|_| "creator panicked".to_owned())??;
         let ratio =
             with.latency_us.value_at_quantile(0.99) as f64 / alone.latency_us.value_at_quantile(0.99).max(1) as f64;
@@ -573,10 +583,11 @@ fn markdown(r: &Value) -> String {
         s.push_str(&format!("Correctness: {v}\n\n"));
     }
     if let Some(rows) = r.get("http").and_then(Value::as_array) {
-        s.push_str("| path | rampart req/s | p50 µs | p99 µs | baseline req/s | p50 µs | p99 µs | ratio | wrk req/s | wrk p99 µs | baseline on 2 threads req/s | its ratio to 1 thread |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        let n = r["httpBaselineThreads"].as_u64().unwrap_or(2);
+        s.push_str(&format!("| path | rampart req/s | p50 µs | p99 µs | baseline req/s | p50 µs | p99 µs | ratio | wrk req/s | wrk p99 µs | baseline on {n} threads req/s | its ratio to 1 thread | rampart / baseline of its fronts' threads |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"));
         for x in rows {
             s.push_str(&format!(
-                "| `{}` | {:.0} | {} | {} | {:.0} | {} | {} | {:.2} | {} | {} | {:.0} | {:.2} |\n",
+                "| `{}` | {:.0} | {} | {} | {:.0} | {} | {} | {:.2} | {} | {} | {:.0} | {:.2} | {:.2} |\n",
                 x["path"].as_str().unwrap_or(""),
                 x["rampart"]["reqPerS"].as_f64().unwrap_or(0.0),
                 x["rampart"]["latencyUs"]["p50"],
@@ -589,6 +600,7 @@ fn markdown(r: &Value) -> String {
                 x["wrk"]["p99Us"].as_f64().map_or_else(|| "-".into(), |v| format!("{v:.0}")),
                 x["baseline2"]["reqPerS"].as_f64().unwrap_or(0.0),
                 x["ratio2"].as_f64().unwrap_or(0.0),
+                x["ratioSameThreads"].as_f64().unwrap_or(0.0),
             ));
         }
         s.push('\n');

@@ -27,6 +27,10 @@ fn opts(scenario: &str, out: &std::path::Path) -> Opts {
         command: format!("tests/harness.rs {scenario}"),
         backend: "sqlite".to_owned(),
         streams: 20,
+        shards: 1,
+        // Two front threads: the harness's own servers run as a many-core machine's would.
+        fronts: Some(2),
+        load_threads: 2,
     }
 }
 
@@ -89,7 +93,9 @@ fn http_scenario_compares_with_the_baseline() {
         assert_eq!(row["rampart"]["non2xx"], 0, "every request answered 200: {row}");
         assert!(row["baseline"]["reqPerS"].as_f64().is_some_and(|x| x > 0.0), "{row}");
         assert!(row["ratio"].as_f64().is_some_and(|x| x > 0.0), "{row}");
+        assert!(row["ratioSameThreads"].as_f64().is_some_and(|x| x > 0.0), "against two axum threads: {row}");
     }
+    assert_eq!(r["httpBaselineThreads"], 2, "the baseline has as many threads as rampart's fronts");
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -3,7 +3,9 @@
 //! a load of alerts, runs one scenario and writes `perf/runs/<date>-<scenario>.{json,md}`.
 //!
 //! Usage: `rampart-harness quiet|burst|storm|http|writes|ingest [--rampart PATH] [--out DIR]
-//! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--backend sqlite|postgres|cluster|roles]`
+//! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--backend sqlite|postgres|cluster|roles]
+//! [--shards N] [--fronts N] [--load-threads N]` (rampart's shards, 1 unless told; its front threads,
+//! its own default unless told; the HTTP load generator's threads, 2 unless told)
 //! (`--signed`: storm with the account's webhooks signed, each signature verified after the run)
 //! (`--backend` as `scenarios::Opts::backend` says; `--rampart` defaults to the
 //! `rampart` binary beside this one: build both with `cargo build --release -p rampart -p
@@ -22,7 +24,7 @@ fn opts() -> Result<Opts, String> {
     let scenario = args.get(1).cloned().unwrap_or_default();
     if !SCENARIOS.contains(&scenario.as_str()) {
         return Err(format!(
-            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N]",
+            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N]",
             SCENARIOS.join("|")
         ));
     }
@@ -46,6 +48,11 @@ fn opts() -> Result<Opts, String> {
         ingest_messages: 1_000_000,
         command: args.join(" "),
         streams: num("--streams", 1_000)?,
+        shards: num("--shards", 1)?.max(1),
+        fronts: get("--fronts")
+            .map(|v| v.parse::<usize>().map_err(|_| "--fronts takes a number".to_owned()))
+            .transpose()?,
+        load_threads: num("--load-threads", 2)?.max(1),
         backend,
         scenario,
     })
