@@ -77,6 +77,16 @@ pub fn start(routes: Vec<(String, Vec<u8>)>) -> io::Result<BaselineServer> {
 /// (axum's route syntax) or whitespace, appears twice, or for more than [`ROUTES_MAX`] routes;
 /// otherwise whatever binding the socket, building the runtime or spawning the thread returns.
 pub fn start_threads(routes: Vec<(String, Vec<u8>)>, threads: usize) -> io::Result<BaselineServer> {
+    start_threads_on(routes, threads, None)
+}
+
+/// [`start_threads`], each thread on `cpus` when given (as `taskset -c` puts rampart on them), so
+/// both servers have the same CPUs.
+pub fn start_threads_on(
+    routes: Vec<(String, Vec<u8>)>,
+    threads: usize,
+    cpus: Option<Vec<usize>>,
+) -> io::Result<BaselineServer> {
     let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidInput, what);
     if routes.len() > ROUTES_MAX {
         return Err(invalid(format!("{} routes, at most {ROUTES_MAX}", routes.len())));
@@ -119,7 +129,11 @@ pub fn start_threads(routes: Vec<(String, Vec<u8>)>, threads: usize) -> io::Resu
             tokio::net::TcpListener::from_std(listener)?
         };
         let (stop, stopped) = oneshot::channel::<()>();
+        let cpus = cpus.clone();
         let thread = std::thread::Builder::new().name(format!("baseline-http-{i}")).spawn(move || {
+            if let Some(cpus) = &cpus {
+                pin_this_thread(cpus);
+            }
             runtime.block_on(async move {
                 // A dropped sender stops the server too. Leaving `block_on` and dropping the
                 // runtime cancels every connection task.
@@ -133,6 +147,21 @@ pub fn start_threads(routes: Vec<(String, Vec<u8>)>, threads: usize) -> io::Resu
         server.threads.push(thread);
     }
     Ok(server)
+}
+
+/// Runs the calling thread on `cpus` only (ignored when the kernel refuses, as `taskset` would
+/// say: the figure is then the scheduler's placement, which the run's notes cannot tell apart).
+#[allow(unsafe_code)] // two libc calls (the set, the affinity), with no safe wrapper among the workspace's crates
+fn pin_this_thread(cpus: &[usize]) {
+    // SAFETY: `set` is a plain bit set owned by this frame; `sched_setaffinity(0, ..)` reads it
+    // for the calling thread only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        let _ = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 /// The body for the request's query string, or 404.

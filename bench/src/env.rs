@@ -55,6 +55,21 @@ pub struct Opts {
     pub fronts: Option<usize>,
     /// Threads of the HTTP load generator (`http`, `writes`; 2 unless told).
     pub load_threads: usize,
+    /// The CPUs rampart's processes run on (`taskset -c`, e.g. `0-3`), and the `http` baseline's
+    /// threads with them; `None`: wherever the scheduler puts them, beside the harness.
+    pub rampart_cpus: Option<String>,
+}
+
+/// Starts `rampart args…` as [`harness::spawn`] does, on `o.rampart_cpus` when given.
+fn spawn_rampart(o: &Opts, args: &[&str], wanted: &[&str], timeout: Duration) -> Res<(harness::Proc, Vec<String>)> {
+    match &o.rampart_cpus {
+        None => harness::spawn(&o.rampart, args, wanted, timeout),
+        Some(cpus) => {
+            let bin = o.rampart.to_str().ok_or("a rampart path that is not UTF-8")?;
+            let pinned = [&["-c", cpus.as_str(), bin], args].concat();
+            harness::spawn(std::path::Path::new("taskset"), &pinned, wanted, timeout)
+        }
+    }
 }
 
 /// The `--backend` values.
@@ -150,14 +165,14 @@ impl Env {
         if roles {
             for p in ["0/2", "1/2"] {
                 let args = [serve.as_slice(), &["--role", "market", "--partition", p]].concat();
-                nodes.push(harness::spawn(&o.rampart, &args, &["listening on "], Duration::from_secs(120))?.0);
+                nodes.push(spawn_rampart(o, &args, &["listening on "], Duration::from_secs(120))?.0);
             }
             serve.extend(["--role", "api", "--partitions", "2"]);
         }
-        let (srv_proc, found) = harness::spawn(&o.rampart, &serve, &["listening on "], Duration::from_secs(120))?;
+        let (srv_proc, found) = spawn_rampart(o, &serve, &["listening on "], Duration::from_secs(120))?;
         let mut api2 = None;
         if roles {
-            let (p, f) = harness::spawn(&o.rampart, &serve, &["listening on "], Duration::from_secs(120))?;
+            let (p, f) = spawn_rampart(o, &serve, &["listening on "], Duration::from_secs(120))?;
             nodes.push(p);
             api2 = Some(format!("http://{}", f[0]));
         }
@@ -177,7 +192,7 @@ impl Env {
                     "--listen",
                     "127.0.0.1:0",
                 ];
-                workers.push(harness::spawn(&o.rampart, &args, &["delivering with "], Duration::from_secs(30))?.0);
+                workers.push(spawn_rampart(o, &args, &["delivering with "], Duration::from_secs(30))?.0);
             }
         }
         let base = format!("http://{}", found[0]);

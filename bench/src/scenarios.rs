@@ -323,8 +323,10 @@ fn http(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     }
     // The baseline given as many threads as rampart's fronts (at least two).
     let threads = o.fronts.unwrap_or(1).max(2);
-    let baseline2 = crate::baseline_http::start_threads(routes.clone(), threads).map_err(|e| e.to_string())?;
-    let baseline = crate::baseline_http::start(routes).map_err(|e| e.to_string())?;
+    let cpus = o.rampart_cpus.as_deref().and_then(rampart_shard::cpus::parse_list);
+    let baseline2 =
+        crate::baseline_http::start_threads_on(routes.clone(), threads, cpus.clone()).map_err(|e| e.to_string())?;
+    let baseline = crate::baseline_http::start_threads_on(routes, 1, cpus).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for p in paths {
         let head = format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n", env.key);

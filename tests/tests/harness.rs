@@ -31,6 +31,7 @@ fn opts(scenario: &str, out: &std::path::Path) -> Opts {
         // Two front threads: the harness's own servers run as a many-core machine's would.
         fronts: Some(2),
         load_threads: 2,
+        rampart_cpus: None,
     }
 }
 

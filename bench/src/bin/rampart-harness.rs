@@ -4,8 +4,9 @@
 //!
 //! Usage: `rampart-harness quiet|burst|storm|http|writes|ingest [--rampart PATH] [--out DIR]
 //! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--backend sqlite|postgres|cluster|roles]
-//! [--shards N] [--fronts N] [--load-threads N]` (rampart's shards, 1 unless told; its front threads,
-//! its own default unless told; the HTTP load generator's threads, 2 unless told)
+//! [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST]` (rampart's shards, 1 unless
+//! told; its front threads, its own default unless told; the HTTP load generator's threads, 2
+//! unless told; the CPUs rampart, and the http baseline's threads, run on: `taskset -c LIST`)
 //! (`--signed`: storm with the account's webhooks signed, each signature verified after the run)
 //! (`--backend` as `scenarios::Opts::backend` says; `--rampart` defaults to the
 //! `rampart` binary beside this one: build both with `cargo build --release -p rampart -p
@@ -24,7 +25,7 @@ fn opts() -> Result<Opts, String> {
     let scenario = args.get(1).cloned().unwrap_or_default();
     if !SCENARIOS.contains(&scenario.as_str()) {
         return Err(format!(
-            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N]",
+            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST]",
             SCENARIOS.join("|")
         ));
     }
@@ -53,6 +54,7 @@ fn opts() -> Result<Opts, String> {
             .map(|v| v.parse::<usize>().map_err(|_| "--fronts takes a number".to_owned()))
             .transpose()?,
         load_threads: num("--load-threads", 2)?.max(1),
+        rampart_cpus: get("--rampart-cpus"),
         backend,
         scenario,
     })

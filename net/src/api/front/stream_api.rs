@@ -56,7 +56,7 @@ use super::gate::{bearer_token, lock, session_cookie, Gate};
 use super::site::events::EventBody;
 use super::stream_admission::{Admission, CLOSE_UNAUTHORISED};
 use super::stream_conn::{Connection, Ctx, End, Out};
-use super::stream_fanout::Hub;
+use super::stream_fanout::{Hub, StreamCore};
 use super::{error, method_not_allowed, ApiError, Resp};
 use crate::api::limit::Usage;
 use crate::api::metrics::Metrics;
@@ -77,28 +77,16 @@ const WS_READ_BUFFER_BYTES: usize = 4 << 10;
 /// for room, then the stream ends and the client reconnects with `Last-Event-ID`).
 pub const EVENTS_QUEUED_MAX: usize = 64;
 
-/// `GET /v1/stream` and the site pages' `/site/v1/stream`: the streams' admission, their places,
-/// their fan-out, and what their channels read.
+/// `GET /v1/stream` and the site pages' `/site/v1/stream` (and `/site/events`): the HTTP side of
+/// the streams (their admission, places and upgrade) over what their connections read
+/// ([`StreamCore`]: the fan-out, the board, the inbox).
 pub struct StreamApi {
-    pub(super) gate: Arc<Gate>,
-    pub(super) books: Rc<Books>,
-    /// The board channels' numbers.
-    pub(super) board: Arc<ArcSwap<Board>>,
-    /// `alerts` backlogs and the inbox reader's reads.
-    pub(super) storage: StorageThread,
-    pub(super) clock: SharedClock,
-    /// The writer's counters: `alerts` looks at its count of inbox commits.
-    pub(super) writer_stats: Arc<WriterStats>,
-    /// The fan-out: market subscriptions and outboxes of every connection.
-    pub(super) fanout: Rc<RefCell<Hub>>,
-    /// `[streams]`: subscriptions and unsent bytes per connection.
-    pub(super) bounds: Bounds,
+    /// What every connection of this thread reads, and its fan-out.
+    core: Rc<StreamCore>,
     /// The open `GET /v1/stream` connections, per key.
     open: Arc<Mutex<OpenStreams>>,
     /// The site's open streams, per session and account.
     site_open: Arc<Mutex<super::site::events::Streams>>,
-    /// The stream instruments of `/metrics`, when measured.
-    pub(super) metrics: Option<Arc<Metrics>>,
 }
 
 /// What a [`StreamApi`] reads besides the gate and the books.
@@ -135,19 +123,9 @@ impl StreamApi {
     /// Streams admitted by `gate` over `books`, no connection open yet.
     pub(super) fn new(gate: Arc<Gate>, books: Rc<Books>, parts: StreamParts) -> StreamApi {
         let StreamParts { board, storage, clock, writer_stats, bounds, metrics, places } = parts;
-        StreamApi {
-            gate,
-            books,
-            board,
-            storage,
-            clock,
-            writer_stats,
-            fanout: Rc::new(RefCell::new(Hub::new(&bounds))),
-            bounds,
-            open: places.open,
-            site_open: places.site,
-            metrics,
-        }
+        let fanout = Rc::new(RefCell::new(Hub::new(&bounds)));
+        let core = StreamCore { gate, books, board, storage, clock, writer_stats, fanout, bounds, metrics };
+        StreamApi { core: Rc::new(core), open: places.open, site_open: places.site }
     }
 }
 
@@ -230,7 +208,7 @@ impl StreamApi {
         let started = std::time::Instant::now();
         let method = req.method().clone();
         let resp = self.stream_answer(req, peer).await;
-        super::observe(self.metrics.as_deref(), &method, "/v1/stream", resp.status(), started);
+        super::observe(self.core.metrics.as_deref(), &method, "/v1/stream", resp.status(), started);
         resp
     }
 
@@ -243,9 +221,9 @@ impl StreamApi {
         if req.method() != Method::GET {
             return method_not_allowed("GET").map(Either::Left);
         }
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.core.clock.now_ms();
         let (parts, body) = req.into_parts();
-        let admitted = self.gate.admit(&parts, peer, now_ms).await;
+        let admitted = self.core.gate.admit(&parts, peer, now_ms).await;
         req = Request::from_parts(parts, body);
         let (account, usage) = match admitted {
             Ok(k) => k,
@@ -316,9 +294,9 @@ impl StreamApi {
                 .write_buffer_size(0)
                 .max_message_size(Some(ops::FRAME_BYTES_MAX))
                 .max_frame_size(Some(ops::FRAME_BYTES_MAX))
-                .max_write_buffer_size(front.bounds.socket_bytes_max());
+                .max_write_buffer_size(front.core.bounds.socket_bytes_max());
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config)).await;
-            let session = Session::new(front.clock.now_ms(), front.bounds.subscriptions_max);
+            let session = Session::new(front.core.clock.now_ms(), front.core.bounds.subscriptions_max);
             front.run_stream(Out::Ws(Box::new(ws)), session, account_id, (Vec::new(), None), admission).await;
         });
         let accept = derive_accept_key(key.as_bytes());
@@ -342,7 +320,7 @@ impl StreamApi {
     fn take_place(&self, key: &KeyRow, admission: &Admission) -> Result<Place, ApiError> {
         match admission {
             Admission::Key { .. } => {
-                let max = self.gate.plans.get(&key.plan).map_or(0, |p| p.stream_connections);
+                let max = self.core.gate.plans.get(&key.plan).map_or(0, |p| p.stream_connections);
                 let opened = lock(&self.open).open(key.id, max);
                 if !opened {
                     let message = format!("at most {max} open streams per key on this plan; close one");
@@ -382,17 +360,17 @@ impl StreamApi {
         let Op::Subscribe { channels, since, min_usd, .. } = op else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
         };
-        if let Some(unknown) = channels.iter().find_map(|c| self.books.unknown_channel(c)) {
+        if let Some(unknown) = channels.iter().find_map(|c| self.core.books.unknown_channel(c)) {
             return Err(ApiError::new(StatusCode::NOT_FOUND, unknown));
         }
-        let now_ms = self.clock.now_ms();
-        let mut session = Session::new(now_ms, self.bounds.subscriptions_max);
+        let now_ms = self.core.clock.now_ms();
+        let mut session = Session::new(now_ms, self.core.bounds.subscriptions_max);
         let targets = session
             .subscribe(&channels, min_usd)
             .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
         if let (Some(after), true) = (since, channels.contains(&Channel::Alerts)) {
             let name = if last.is_some() { "Last-Event-ID" } else { "since" };
-            self.check_cursor(account.account_id, name, after).await?;
+            self.core.check_cursor(account.account_id, name, after).await?;
         }
         let place = self.take_place(account, &admission)?;
         let (tx, rx) = tokio::sync::mpsc::channel(EVENTS_QUEUED_MAX);
@@ -436,20 +414,20 @@ impl StreamApi {
         req: Request<Incoming>,
         channels: Option<&str>,
     ) -> Response<Either<Full<Bytes>, EventBody>> {
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.core.clock.now_ms();
         let (parts, _) = req.into_parts();
         let refused = |e: ApiError| super::site::assets::secure(e.into_response()).map(Either::Left);
         if parts.method != Method::GET {
             return super::site::assets::secure(method_not_allowed("GET")).map(Either::Left);
         }
-        let session = match self.gate.signed_in(&parts, now_ms).await {
+        let session = match self.core.gate.signed_in(&parts, now_ms).await {
             Ok(s) => s,
             Err(e) => return refused(e),
         };
-        let Some(key) = self.gate.keys.get(&session.key_hash) else {
+        let Some(key) = self.core.gate.keys.get(&session.key_hash) else {
             return refused(ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"));
         };
-        if let Err(e) = self.gate.admit_site(session.account_id, now_ms) {
+        if let Err(e) = self.core.gate.admit_site(session.account_id, now_ms) {
             return refused(e);
         }
         let Some(cookie) = session_cookie(&parts).map(str::to_owned) else {
@@ -476,12 +454,12 @@ impl StreamApi {
         first: (Vec<Rc<Target>>, Option<i64>),
         admission: Admission,
     ) {
-        let cx = Ctx::new(self.join_fanout(), account, admission.key_hash());
+        let cx = Ctx::new(self.core.join_fanout(), account, admission.key_hash());
         let mut conn = Connection::new(out, session, cx);
         let end = tokio::select! {
-            end = conn.serve(&self, first) => end,
-            reason = self.gate.admission_ends(&admission) => End::Close(CloseCode::from(CLOSE_UNAUTHORISED), reason),
+            end = conn.serve(&self.core, first) => end,
+            reason = self.core.gate.admission_ends(&admission) => End::Close(CloseCode::from(CLOSE_UNAUTHORISED), reason),
         };
-        conn.end(end, self.clock.now_ms()).await;
+        conn.end(end, self.core.clock.now_ms()).await;
     }
 }

@@ -20,8 +20,7 @@ use tokio_tungstenite::WebSocketStream;
 use hyper::StatusCode;
 
 use super::stream_admission::{cursor_refusal, CLOSE_UNAUTHORISED, KEY_REVOKED};
-use super::stream_api::StreamApi;
-use super::stream_fanout::Joined;
+use super::stream_fanout::{Joined, StreamCore};
 use super::ApiError;
 use crate::stream::fanout::{Item, Target};
 use crate::stream::ops::{self, Channel, Op};
@@ -73,7 +72,7 @@ impl Connection {
     /// and the periodic look; returns why it ends.
     pub(super) async fn serve(
         &mut self,
-        front: &Rc<StreamApi>,
+        front: &Rc<StreamCore>,
         (initial, since): (Vec<Rc<Target>>, Option<i64>),
     ) -> End {
         let mut tick = tokio::time::interval(TICK);
@@ -106,7 +105,7 @@ impl Connection {
     }
 
     /// Parses and answers one client frame.
-    async fn answer_op(&mut self, front: &Rc<StreamApi>, frame: &[u8]) -> Result<(), End> {
+    async fn answer_op(&mut self, front: &Rc<StreamCore>, frame: &[u8]) -> Result<(), End> {
         let Connection { out, session: s, cx } = self;
         let now_ms = front.clock.now_ms();
         let op = match ops::parse(frame) {
@@ -153,7 +152,7 @@ impl Connection {
     /// the cursor at the newest.
     async fn first_message(
         &mut self,
-        front: &Rc<StreamApi>,
+        front: &Rc<StreamCore>,
         t: &Rc<Target>,
         since: Option<i64>,
         now_ms: i64,
@@ -206,7 +205,7 @@ impl Connection {
     /// becomes the book's newest state now; an `alerts` entry waits while the connection
     /// catches up from storage, which reads it then). A connection whose unsent `alerts` entries
     /// passed the bound is closed 4008.
-    async fn write_market(&mut self, front: &Rc<StreamApi>) -> Result<(), End> {
+    async fn write_market(&mut self, front: &Rc<StreamCore>) -> Result<(), End> {
         let Connection { out, session: s, cx } = self;
         let now_ms = front.clock.now_ms();
         still_standing(front, cx)?;
@@ -238,7 +237,7 @@ impl Connection {
 
     /// What changed since the last look: the board, inbox entries while catching up, a
     /// heartbeat.
-    async fn push_changes(&mut self, front: &Rc<StreamApi>) -> Result<(), End> {
+    async fn push_changes(&mut self, front: &Rc<StreamCore>) -> Result<(), End> {
         let now_ms = front.clock.now_ms();
         for m in front.board_look(&mut self.session, now_ms) {
             self.out.send(m, None).await?;
@@ -257,7 +256,7 @@ impl Connection {
     /// when the writer's count of inbox commits moved or every [`ALERTS_RESCAN_MS`]. A read
     /// that starts once the inbox reader runs and finds fewer than [`READ_MAX`] ends the
     /// catching up: every later entry comes from the reader.
-    async fn push_alerts(&mut self, front: &Rc<StreamApi>) -> Result<(), End> {
+    async fn push_alerts(&mut self, front: &Rc<StreamCore>) -> Result<(), End> {
         let Connection { out, session: s, cx } = self;
         let now_ms = front.clock.now_ms();
         let Some(after) = s.alerts_after() else { return Ok(()) };
@@ -410,7 +409,7 @@ impl Out {
 /// Ends the connection (closed [`CLOSE_UNAUTHORISED`]) when the key table already knows its key
 /// revoked: checked before each batch, so nothing is written after the table knew, even between
 /// two looks of `Gate::admission_ends`.
-fn still_standing(front: &StreamApi, cx: &Ctx) -> Result<(), End> {
+fn still_standing(front: &StreamCore, cx: &Ctx) -> Result<(), End> {
     match front.gate.key_revoked_now(&cx.key_hash) {
         true => Err(End::Close(CloseCode::from(CLOSE_UNAUTHORISED), KEY_REVOKED)),
         false => Ok(()),
@@ -427,7 +426,7 @@ async fn refuse(out: &mut Out, s: &mut Session, id: Option<u64>, message: &str, 
     Ok(())
 }
 
-impl StreamApi {
+impl StreamCore {
     /// The board channels' next messages (a snapshot on the first look, then each new build).
     pub(super) fn board_look(&self, s: &mut Session, now_ms: i64) -> Vec<String> {
         let channels = s.board_channels();

@@ -15,9 +15,19 @@ use std::time::Duration;
 use rampart_engine::{BookId, Venue};
 use tokio::sync::Notify;
 
-use super::stream_api::StreamApi;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::books::Books;
+use super::gate::Gate;
+use crate::api::metrics::Metrics;
 use crate::stream::fanout::{ConnId, Fanout, View};
 use crate::stream::Bounds;
+use rampart_state::board::Board;
+use rampart_state::clock::SharedClock;
+use rampart_store::storage::StorageThread;
+use rampart_store::writer::WriterStats;
 
 /// How often the fan-out looks at the followed books: a publication reaches a connection's
 /// outbox within it.
@@ -31,6 +41,27 @@ const INBOX_RESCAN: Duration = Duration::from_secs(1);
 const FIGURES_EVERY_MS: i64 = 100;
 /// How often the books of a `*` channel (its venue's listed pairs) are listed again.
 const STARS_REFRESH_MS: i64 = 1_000;
+
+/// What one front thread's stream connections read (`stream_conn::Connection` takes it): the
+/// gate they stand on, the books and board their channels cover, storage for `alerts`, and the
+/// fan-out they join (`Hub`, with the tasks below).
+pub struct StreamCore {
+    pub(super) gate: Arc<Gate>,
+    pub(super) books: Rc<Books>,
+    /// The board channels' numbers.
+    pub(super) board: Arc<ArcSwap<Board>>,
+    /// `alerts` backlogs and the inbox reader's reads.
+    pub(super) storage: StorageThread,
+    pub(super) clock: SharedClock,
+    /// The writer's counters: `alerts` looks at its count of inbox commits.
+    pub(super) writer_stats: Arc<WriterStats>,
+    /// The fan-out: market subscriptions and outboxes of every connection.
+    pub(super) fanout: Rc<RefCell<Hub>>,
+    /// `[streams]`: subscriptions and unsent bytes per connection.
+    pub(super) bounds: Bounds,
+    /// The stream instruments of `/metrics`, when measured.
+    pub(super) metrics: Option<Arc<Metrics>>,
+}
 
 /// The fan-out and the wakers of the connections it hands to.
 pub struct Hub {
@@ -97,7 +128,7 @@ impl Hub {
     }
 }
 
-impl StreamApi {
+impl StreamCore {
     /// Opens a connection in the hub, starting the fan-out task if it is not running.
     pub(super) fn join_fanout(self: &Rc<Self>) -> Joined {
         let woken = Rc::new(Notify::new());
@@ -250,7 +281,7 @@ struct Stars {
 }
 
 impl Stars {
-    fn refresh(&mut self, front: &StreamApi, fanout: &Fanout, now_ms: i64) {
+    fn refresh(&mut self, front: &StreamCore, fanout: &Fanout, now_ms: i64) {
         let mut venues = [false; Venue::COUNT];
         for v in fanout.star_venues() {
             venues[v.index()] = true;
