@@ -8,7 +8,7 @@
 #
 # Needs only stripped release binaries (`rampart`, `rampart-harness`) in BIN_DIR, `taskset`
 # (util-linux) and bash: no toolchain or package registry. On a 16-core machine it takes about
-# 8 minutes (SCALE_SECS=2; measured here at n=1 on 2 cores: see perf/README.md).
+# 8 minutes (an estimate: n=1 took 2 min 23 s here at SCALE_SECS=2, see perf/README.md; the default is 1).
 #
 # Usage: perf/scripts/scale.sh BIN_DIR OUT_DIR [n ...]   (default n: 1 2 4 8; an n that would leave
 # the harness fewer than n cores is skipped)
@@ -17,7 +17,7 @@ BIN=${1:?BIN_DIR}
 OUT=${2:?OUT_DIR}
 shift 2
 CORES=${*:-1 2 4 8}
-SECS=${SCALE_SECS:-2}
+SECS=${SCALE_SECS:-1}
 TOTAL=$(nproc)
 mkdir -p "$OUT"
 echo "scale: $(date -u +%FT%TZ) on $TOTAL cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $("$BIN/rampart" --version)" | tee "$OUT/machine.txt"

@@ -165,9 +165,32 @@ async fn run_front(
     Ok(())
 }
 
-/// A non-blocking listener on `address`.
+/// Connections the kernel holds for the front, handshaken and not yet accepted (the kernel caps it
+/// at `net.core.somaxconn`, 4 096 by default). The standard library's `bind` asks for 128: a burst
+/// of a thousand stream clients then overflowed it, and each SYN dropped waited a second for the
+/// client's retransmission (issue #47: 21 to 243 of 1 000 handshakes took ~1 s).
+pub(crate) const LISTEN_BACKLOG: i32 = 4_096;
+
+/// A non-blocking listener on `address` (the first of its addresses that binds), with
+/// `SO_REUSEADDR` as the standard library sets it and a backlog of [`LISTEN_BACKLOG`].
 pub(crate) fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
-    let listener = std::net::TcpListener::bind(address)?;
+    use std::net::ToSocketAddrs;
+    let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("no address in {address}"));
+    for addr in address.to_socket_addrs()? {
+        match bind_one(addr) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn bind_one(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    let listener = std::net::TcpListener::from(socket);
     listener.set_nonblocking(true)?;
     Ok(listener)
 }
