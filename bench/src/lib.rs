@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 pub mod baseline_http;
 pub mod book_baseline;
+pub mod curve;
 pub mod env;
 pub mod harness;
 pub mod http_load;

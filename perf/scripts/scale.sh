@@ -4,7 +4,8 @@
 # its load generator, the simulator and the receivers on the machine's other cores. For each n it
 # runs the http reads (rampart with n/2 front threads and the rest shards, against axum with as
 # many threads as rampart has fronts), the storm, streams (1 000 connections x 50 pairs) and the
-# quiet probe, and writes each run's result files under OUT/<n>/, then a curve of the figures.
+# quiet probe, and writes each run's result files under OUT/<n>/, then the curve of the figures
+# (`rampart-harness curve OUT`, also in OUT/curve.md).
 #
 # Needs only stripped release binaries (`rampart`, `rampart-harness`) in BIN_DIR, `taskset`
 # (util-linux) and bash: no toolchain or package registry. On a 16-core machine it takes about
@@ -42,4 +43,5 @@ for n in $CORES; do
   run streams --streams 1000 --secs $((SECS * 5))
   run quiet --alerts 20000 --secs $((SECS * 3))
 done
-echo "== $(date -u +%T) done; result files under $OUT/<n>/"
+echo "== $(date -u +%T) done; result files under $OUT/<n>/; the curve:"
+"$BIN/rampart-harness" curve "$OUT"

@@ -2,7 +2,8 @@
 //! starts `rampart sim-venue` and `rampart serve --feed live` pointed at it, webhook receivers and
 //! a load of alerts, runs one scenario and writes `perf/runs/<date>-<scenario>.{json,md}`.
 //!
-//! Usage: `rampart-harness quiet|burst|storm|http|writes|ingest [--rampart PATH] [--out DIR]
+//! Usage: `rampart-harness curve DIR` (a `perf/scripts/scale.sh` run's figures as one table, also
+//! written to `DIR/curve.md`), or `rampart-harness quiet|burst|storm|http|writes|ingest [--rampart PATH] [--out DIR]
 //! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--backend sqlite|postgres|cluster|roles]
 //! [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST]` (rampart's shards, 1 unless
 //! told; its front threads, its own default unless told; the HTTP load generator's threads, 2
@@ -61,6 +62,17 @@ fn opts() -> Result<Opts, String> {
 }
 
 fn main() {
+    // `curve DIR`: a scale run's result files as one table (perf/scripts/scale.sh).
+    let args: Vec<String> = std::env::args().collect();
+    if let (Some("curve"), Some(dir)) = (args.get(1).map(String::as_str), args.get(2)) {
+        let table = rampart_bench::curve::table(std::path::Path::new(dir));
+        print!("{table}");
+        if let Err(e) = std::fs::write(std::path::Path::new(dir).join("curve.md"), &table) {
+            eprintln!("rampart-harness: writing {dir}/curve.md: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let o = match opts() {
         Ok(o) => o,
         Err(e) => {

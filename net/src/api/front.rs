@@ -101,7 +101,7 @@ impl Default for FrontConfig {
 }
 
 /// The API port's router: the gate every request passes, and one resource per family of
-/// routes, each holding only what it reads. [`Front::answer`] turns a request into its
+/// routes, each holding only what it reads. `Front::answer` turns a request into its
 /// [`Route`] and hands it to the resource that answers it.
 pub struct Front {
     /// Keys, limits and sessions (every front thread's).
