@@ -310,7 +310,15 @@ impl Sender {
     /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
     fn record(&mut self, store: &mut Store, now_ms: i64) {
         if !self.unrecorded.is_empty() {
-            let result = store.record_attempts(&self.unrecorded, schedule::next_attempt_ms);
+            let result = store.record_attempts(&self.unrecorded, schedule::next_attempt_ms).map(|_| ());
+            self.recorded(result, now_ms);
+        }
+        self.stats.unrecorded.store(self.unrecorded.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Takes the outcome of recording `self.unrecorded` (all of them, in one transaction).
+    fn recorded(&mut self, result: Result<(), rampart_store::store::StoreError>, now_ms: i64) {
+        {
             if let Some(health) = &self.config.health {
                 health.record(rampart_store::storage::Writer::Delivery, &result, now_ms);
             }
@@ -335,39 +343,35 @@ impl Sender {
                 }
             }
         }
-        self.stats.unrecorded.store(self.unrecorded.len() as u64, Ordering::Relaxed);
     }
 
-    /// Starts attempts for due rows that fit their bounds, round-robin across accounts; then,
-    /// with the slots the other accounts left idle this round (less the reserve), rows held back
-    /// only by their own account's bound: one account's storm uses the sender's whole width when
-    /// nobody else is waiting, and never the reserve kept for the others. Rows held back by a
-    /// full bound go to [`Sender::share_contended`].
-    fn start_due(&mut self, store: &Store, now_ms: i64) {
+    /// How many due rows to read this round; `None`: no scan now (the unrecorded outcomes are at
+    /// their bound, or the width is full and was scanned within the poll interval).
+    fn scan_size(&mut self) -> Option<usize> {
         if self.in_flight.len() + self.unrecorded.len() >= UNRECORDED_MAX {
-            return;
+            return None;
         }
         // A full width is scanned once per poll interval, for accounts waiting under their part
         // of it (a cut may start them); not at every result (one account's storm fills it often).
         if !self.room() {
             if self.full_scanned.elapsed() < self.config.poll_interval {
-                return;
+                return None;
             }
             self.full_scanned = std::time::Instant::now();
         }
         // Rows in flight are still pending in the outbox and come back in the scan: read past
         // them.
         let free = self.config.in_flight_max.saturating_sub(self.in_flight.len());
-        let scan = (self.in_flight.len() + free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX);
-        let due = match store.due_deliveries(now_ms, scan as u32) {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::error!("delivery: reading the outbox: {e}");
-                return;
-            }
-        };
+        Some((self.in_flight.len() + free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX))
+    }
+
+    /// Starts attempts for the `due` rows read this round that fit their bounds, round-robin across accounts; then,
+    /// with the slots the other accounts left idle this round (less the reserve), rows held back
+    /// only by their own account's bound: one account's storm uses the sender's whole width when
+    /// nobody else is waiting, and never the reserve kept for the others. Rows held back by a
+    /// full bound go to [`Sender::share_contended`].
+    fn start_rows(&mut self, due: Vec<OutboxRow>, mut secrets: Secrets, now_ms: i64) {
         let (mut held_by_account, mut waiting) = (Vec::new(), Vec::new());
-        let mut secrets = Secrets::new(store, now_ms);
         for row in due {
             if self.in_flight.contains_key(&row.id) || self.unrecorded_ids.contains(&row.id) {
                 continue;
@@ -474,34 +478,33 @@ impl Sender {
     }
 }
 
-/// The signing secrets of the accounts in one scan, each read once (`decisions.md` §13). A
-/// failed read sends that account's webhooks unsigned this round, logged.
-struct Secrets<'a> {
-    store: &'a Store,
-    now_ms: i64,
+/// The signing secrets of the accounts in one scan, each read once (`decisions.md` §13), read
+/// with the scan. A failed read sends that account's webhooks unsigned this round, logged.
+struct Secrets {
     by_account: HashMap<i64, Vec<String>>,
 }
 
-impl<'a> Secrets<'a> {
-    fn new(store: &'a Store, now_ms: i64) -> Secrets<'a> {
-        Secrets { store, now_ms, by_account: HashMap::new() }
-    }
-
-    /// The secrets that sign `row` (none for a Telegram message).
-    fn of(&mut self, row: &OutboxRow) -> Vec<String> {
-        if row.channel != Channel::Webhook {
-            return Vec::new();
-        }
-        let (store, now_ms) = (self.store, self.now_ms);
-        self.by_account
-            .entry(row.account_id)
-            .or_insert_with(|| {
+impl Secrets {
+    /// The secrets of every account with a webhook among `due`.
+    fn read(store: &Store, due: &[OutboxRow], now_ms: i64) -> Secrets {
+        let mut by_account = HashMap::new();
+        for row in due.iter().filter(|r| r.channel == Channel::Webhook) {
+            by_account.entry(row.account_id).or_insert_with(|| {
                 store.webhook_secrets(row.account_id, now_ms).unwrap_or_else(|e| {
                     tracing::error!("delivery: reading account {}'s signing secret: {e}", row.account_id);
                     Vec::new()
                 })
-            })
-            .clone()
+            });
+        }
+        Secrets { by_account }
+    }
+
+    /// The secrets that sign `row` (none for a Telegram message).
+    fn of(&mut self, row: &OutboxRow) -> Vec<String> {
+        match row.channel {
+            Channel::Webhook => self.by_account.get(&row.account_id).cloned().unwrap_or_default(),
+            Channel::Telegram => Vec::new(),
+        }
     }
 }
 
@@ -556,8 +559,26 @@ async fn run(
         while let Ok(answered) = rx.try_recv() {
             sender.settle(answered, clock.now_ms());
         }
-        sender.record(&mut store, clock.now_ms());
-        sender.start_due(&store, clock.now_ms());
+        // The round's storage work (the outcomes' records, the outbox's due rows, their
+        // accounts' secrets) runs off this thread, so the attempts in flight go on meanwhile.
+        let now_ms = clock.now_ms();
+        let scan = sender.scan_size();
+        let outcomes = (!sender.unrecorded.is_empty()).then(|| sender.unrecorded.clone());
+        if outcomes.is_some() || scan.is_some() {
+            let job = tokio::task::spawn_blocking(move || storage_round(store, outcomes, scan, now_ms));
+            let Ok((back, round)) = job.await else {
+                tracing::error!("delivery: the storage round panicked; delivery stops");
+                return;
+            };
+            store = back;
+            if let Some(result) = round.recorded {
+                sender.recorded(result, now_ms);
+            }
+            sender.stats.unrecorded.store(sender.unrecorded.len() as u64, Ordering::Relaxed);
+            if let Some(due) = round.due {
+                sender.start_rows(due, round.secrets, now_ms);
+            }
+        }
         // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
         // wakes us is recorded in the next round with any others.
         tokio::select! {
@@ -568,6 +589,36 @@ async fn run(
     }
     // A last try, so a stop does not resend what was already delivered.
     sender.record(&mut store, clock.now_ms());
+}
+
+/// What one round's storage work found.
+struct StorageRound {
+    /// The outcome of recording the round's outcomes, when there were any.
+    recorded: Option<Result<(), rampart_store::store::StoreError>>,
+    /// The due rows, when a scan was asked for and read.
+    due: Option<Vec<OutboxRow>>,
+    /// The signing secrets of their accounts.
+    secrets: Secrets,
+}
+
+/// Records `outcomes` (in one transaction), then reads up to `scan` due rows and their accounts'
+/// secrets: the delivery thread's storage work, run on a blocking thread and handing `store` back.
+fn storage_round(
+    store: Store,
+    outcomes: Option<Vec<Outcome>>,
+    scan: Option<usize>,
+    now_ms: i64,
+) -> (Store, StorageRound) {
+    let recorded = outcomes.map(|o| store.record_attempts(&o, schedule::next_attempt_ms).map(|_| ()));
+    let due = scan.and_then(|n| match store.due_deliveries(now_ms, n as u32) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::error!("delivery: reading the outbox: {e}");
+            None
+        }
+    });
+    let secrets = Secrets::read(&store, due.as_deref().unwrap_or_default(), now_ms);
+    (store, StorageRound { recorded, due, secrets })
 }
 
 /// What an attempt needs besides the delivery itself.
