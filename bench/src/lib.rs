@@ -303,6 +303,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         cpus: (0..shards).map(|i| Some(i % std::thread::available_parallelism().map_or(1, |c| c.get()))).collect(),
         clock: rampart_state::clock::system(),
         partition: Default::default(),
+        spin_before_park: rampart_shard::LIVE_SPIN_BEFORE_PARK,
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();

@@ -275,6 +275,10 @@ pub struct FileConfig {
     pub shards: Option<usize>,
     /// `--fronts`.
     pub fronts: Option<usize>,
+    /// `--accept`: `shared` or `reuseport`.
+    pub accept: Option<String>,
+    /// `--shard-spin-us`.
+    pub shard_spin_us: Option<u32>,
     /// `--sim-pairs`.
     pub sim_pairs: Option<usize>,
     /// `--sim-step-ms`.

@@ -243,10 +243,17 @@ fn fronts_seen(server: &Server) -> std::collections::BTreeSet<String> {
 /// process: the 121st request of a key and the 61st keyless one of an address are refused.
 #[test]
 fn a_keys_limits_are_exact_across_front_threads() {
-    let server = Server::start(BIN, &[FAST, &["--fronts", "4"]].concat());
+    // Both ways of accepting: one shared socket, and a socket per thread (`SO_REUSEPORT`).
+    for accept in ["shared", "reuseport"] {
+        a_keys_limits_are_exact_across_front_threads_accepting(accept);
+    }
+}
+
+fn a_keys_limits_are_exact_across_front_threads_accepting(accept: &str) {
+    let server = Server::start(BIN, &[FAST, &["--fronts", "4", "--accept", accept]].concat());
     for i in 1..=120 {
         let reply = server.get_authed("/v1/exchanges");
-        assert_eq!(reply.status, 200, "request {i} of 120: {reply:?}");
+        assert_eq!(reply.status, 200, "{accept}: request {i} of 120: {reply:?}");
     }
     server.get_authed("/v1/exchanges").assert_some_error(429, "request 121");
     server.get_authed("/v1/symbols/BTCUSDT").assert_some_error(429, "request 122, other endpoint");
@@ -256,7 +263,7 @@ fn a_keys_limits_are_exact_across_front_threads() {
     }
     server.get("/v1/exchanges", None).assert_some_error(429, "keyless request 61");
     let seen = fronts_seen(&server);
-    assert!(seen.len() >= 2, "the requests were spread over front threads: {seen:?}");
+    assert!(seen.len() >= 2, "{accept}: the requests were spread over front threads: {seen:?}");
     assert!(seen.iter().all(|f| ["0", "1", "2", "3"].contains(&f.as_str())), "{seen:?}");
 }
 

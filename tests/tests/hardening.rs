@@ -456,3 +456,22 @@ fn two_instances_do_not_share_a_pinned_core() {
         assert!(log.contains(&said), "{said:?} not in the log:\n{log}");
     }
 }
+
+/// The front's accept mode and the shards' spin take only what they document; anything else is
+/// refused at start with the allowed values, before a key or a port is printed.
+#[test]
+fn bad_accept_and_spin_settings_are_refused_naming_what_is_allowed() {
+    for (flags, says) in [
+        (["--accept", "fork"], "invalid accept 'fork'. Allowed: shared, reuseport"),
+        (["--shard-spin-us", "1000001"], "--shard-spin-us must be between 0 and 1000000, not 1000001"),
+    ] {
+        let dir = rampart_tests::DataDir::new();
+        let mut c = Command::new(BIN);
+        c.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path()).args(FAST).args(flags);
+        let out = run_with_timeout(c, Duration::from_secs(30));
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: stderr: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+        assert!(!stdout.contains("api key") && !stdout.contains("listening"), "{flags:?}: {stdout}");
+    }
+}

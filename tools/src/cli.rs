@@ -194,6 +194,15 @@ pub(crate) struct ServeArgs {
     /// [default: a quarter of the cores, at least 1].
     #[arg(long, env = "RAMPART_FRONTS")]
     pub(crate) fronts: Option<usize>,
+    /// How the front threads accept: `shared` (one listening socket, every thread accepting on
+    /// it) or `reuseport` (a socket per thread on the same address, `SO_REUSEPORT`, the kernel
+    /// spreading new connections) [default: shared].
+    #[arg(long, env = "RAMPART_ACCEPT")]
+    pub(crate) accept: Option<String>,
+    /// Microseconds a live shard spins for work before it parks its thread; 1000000 keeps it
+    /// busy-polling on a feed (a core of its own per shard) [default: 200].
+    #[arg(long, env = "RAMPART_SHARD_SPIN_US")]
+    pub(crate) shard_spin_us: Option<u32>,
     /// Pairs in the simulated market [default: 500].
     #[arg(long, env = "RAMPART_SIM_PAIRS")]
     pub(crate) sim_pairs: Option<usize>,

@@ -33,7 +33,7 @@ pub(crate) fn run(args: DeliverArgs) -> Result<()> {
         ..DeliveryConfig::default()
     };
     let clock = clock::system();
-    let listener = bind(&args.listen).with_context(|| format!("binding {}", args.listen))?;
+    let listener = bind(&args.listen, false).with_context(|| format!("binding {}", args.listen))?;
     let stats = Arc::new(WorkerStats::new(args.workers));
     let mut workers = Vec::with_capacity(args.workers);
     for _ in 0..args.workers {

@@ -40,8 +40,13 @@ mod simulation;
 
 /// Pairs stepped by the simulator per loop round; bounds the work between two polls.
 pub const SIM_PAIRS_PER_ROUND_MAX: usize = 64;
-/// How long a live shard spins for work before it parks its thread.
+/// How long a live shard spins for work before it parks its thread unless told
+/// (`--shard-spin-us`): the wake-up of a parked thread is saved when the next frame is
+/// microseconds away, at the cost of up to this much CPU after each burst of work.
 pub const LIVE_SPIN_BEFORE_PARK: Duration = Duration::from_micros(200);
+/// The most `--shard-spin-us` takes: one second, which on a venue feed (frames every few
+/// milliseconds) keeps the shard's core busy for good, i.e. busy-polling.
+pub const SPIN_BEFORE_PARK_MAX: Duration = Duration::from_secs(1);
 /// Every book's level set is recomputed once per period, the books spread evenly over it.
 pub const LEVELS_PERIOD_MS: i64 = 60_000;
 /// Level recomputations per loop round at most; a shard that falls behind catches up over the
@@ -83,6 +88,9 @@ pub struct ShardConfig {
     /// The pairs this process owns (`serve --role market --partition I/N`); the whole market
     /// by default. Books of other parts get no shard: their slots stay empty here.
     pub partition: Partition,
+    /// How long a live shard spins for work before it parks its thread (zero: parks at once);
+    /// at most [`SPIN_BEFORE_PARK_MAX`]. [`LIVE_SPIN_BEFORE_PARK`] unless told.
+    pub spin_before_park: Duration,
 }
 
 /// Locked memory glommio requires before it starts an executor (its own check, in bytes).
@@ -184,9 +192,11 @@ impl ShardSet {
         shared.rest_stats = Some(feed.rest_stats.clone());
         let shared = Arc::new(shared);
         let feed = Arc::new(feed);
-        // Spinning briefly before parking saves the wake-up latency of a parked thread when the
-        // next frame is microseconds away (measured by the latency harness).
-        ShardSet::start_each(config, &registry, shared, &alerts, Some(LIVE_SPIN_BEFORE_PARK), |_| {
+        // Spinning before parking saves the wake-up latency of a parked thread when the next
+        // frame is near (measured by the latency harness; `docs/design/front-threads.md`).
+        let spin = config.spin_before_park.min(SPIN_BEFORE_PARK_MAX);
+        let spin = (!spin.is_zero()).then_some(spin);
+        ShardSet::start_each(config, &registry, shared, &alerts, spin, |_| {
             let feed = feed.clone();
             move |p: ShardParts| async move {
                 let shard = Shard::new(p.index, p.config, p.market, None, p.commands, p.events, p.shared);

@@ -251,6 +251,7 @@ impl World {
             cpus: Vec::new(),
             clock: clock.clone(),
             partition: Default::default(),
+            spin_before_park: std::time::Duration::ZERO,
         };
         let mut nodes = Vec::new();
         for index in 0..SHARDS {

@@ -57,9 +57,9 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     let mut store = s.store.open().with_context(|| format!("opening {}", s.store.describe()))?;
     // The port is bound before the first key is made: a start that cannot bind loses no key.
     // While the venues are listed it answers 503 "starting".
-    let listener = bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    let listener = bind(&s.listen, s.reuseport).with_context(|| format!("binding {}", s.listen))?;
     let metrics_listener = match &s.metrics_listen {
-        Some(a) => Some(bind(a).with_context(|| format!("binding the metrics address {a}"))?),
+        Some(a) => Some(bind(a, false).with_context(|| format!("binding the metrics address {a}"))?),
         None => None,
     };
     announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), s.role == NodeRole::Single)?;
@@ -106,7 +106,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     }
     let fronts = Arc::new(front.build());
     let (served, watch) =
-        serve_until_stopped(listener, metrics_listener, fronts, s.fronts, front_config, board_thread)?;
+        serve_until_stopped(listener, metrics_listener, fronts, s.fronts, s.reuseport, front_config, board_thread)?;
     if let Some(rest) = rest {
         watch.stage("stopping the venue REST thread");
         rest.stop();

@@ -205,9 +205,9 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let clock = clock::system();
     let (front_config, _) = FrontConfig::default().fit_descriptors();
     let mut store = s.store.open().with_context(|| format!("opening {}", s.store.describe()))?;
-    let listener = bind(&s.listen).with_context(|| format!("binding {}", s.listen))?;
+    let listener = bind(&s.listen, s.reuseport).with_context(|| format!("binding {}", s.listen))?;
     let metrics_listener = match &s.metrics_listen {
-        Some(a) => Some(bind(a).with_context(|| format!("binding the metrics address {a}"))?),
+        Some(a) => Some(bind(a, false).with_context(|| format!("binding the metrics address {a}"))?),
         None => None,
     };
     let registry = registry(&s)?;
@@ -257,7 +257,7 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
         configured(front, &s, metrics, metrics_listener.is_some(), &clock, board).with_cluster(health).build(),
     );
     let (served, watch) =
-        serve_until_stopped(listener, metrics_listener, fronts, s.fronts, front_config, board_thread)?;
+        serve_until_stopped(listener, metrics_listener, fronts, s.fronts, s.reuseport, front_config, board_thread)?;
     watch.stage("stopping the storage thread");
     storage_join.join();
     watch.stage("stopping the market alerts' writer");

@@ -64,7 +64,8 @@ pub(crate) fn configured(
 /// its first stage: the connections (whose tasks hold the fronts, and with them the storage
 /// thread's handles) and the board thread end. The calling thread is the first front (it also
 /// serves `/metrics` and waits for the signals); each other runs its own runtime, accepting on
-/// the same listening socket, and stops when told. Every later stage is told to stop in a way
+/// the same listening socket (or, with `reuseport`, on its own socket bound to the same address
+/// with `SO_REUSEPORT`, the kernel spreading new connections over them), and stops when told. Every later stage is told to stop in a way
 /// that wakes it; whatever does not finish within the grace period is named in the log and the
 /// process ends anyway.
 pub(crate) fn serve_until_stopped(
@@ -72,14 +73,15 @@ pub(crate) fn serve_until_stopped(
     metrics_listener: Option<std::net::TcpListener>,
     fronts: Arc<Fronts>,
     threads: usize,
+    reuseport: bool,
     config: FrontConfig,
     board_thread: BoardThread,
 ) -> Result<(Result<()>, Shutdown)> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut others = Vec::with_capacity(threads.saturating_sub(1));
     for i in 1..threads {
-        let (listener, fronts, config, stopped) =
-            (listener.try_clone()?, fronts.clone(), config.clone(), stopped.clone());
+        let own = if reuseport { bind_one(listener.local_addr()?, true)? } else { listener.try_clone()? };
+        let (listener, fronts, config, stopped) = (own, fronts.clone(), config.clone(), stopped.clone());
         let thread = std::thread::Builder::new()
             .name(format!("front-{i}"))
             .spawn(move || front_thread(i, listener, &fronts, config, stopped))?;
@@ -172,12 +174,14 @@ async fn run_front(
 pub(crate) const LISTEN_BACKLOG: i32 = 4_096;
 
 /// A non-blocking listener on `address` (the first of its addresses that binds), with
-/// `SO_REUSEADDR` as the standard library sets it and a backlog of [`LISTEN_BACKLOG`].
-pub(crate) fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
+/// `SO_REUSEADDR` as the standard library sets it, `SO_REUSEPORT` when asked (`--accept
+/// reuseport`: the other front threads then bind their own sockets to the same address), and a
+/// backlog of [`LISTEN_BACKLOG`] per socket.
+pub(crate) fn bind(address: &str, reuseport: bool) -> std::io::Result<std::net::TcpListener> {
     use std::net::ToSocketAddrs;
     let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("no address in {address}"));
     for addr in address.to_socket_addrs()? {
-        match bind_one(addr) {
+        match bind_one(addr, reuseport) {
             Ok(listener) => return Ok(listener),
             Err(e) => last = e,
         }
@@ -185,9 +189,12 @@ pub(crate) fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
     Err(last)
 }
 
-fn bind_one(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+fn bind_one(addr: std::net::SocketAddr, reuseport: bool) -> std::io::Result<std::net::TcpListener> {
     let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
+    if reuseport {
+        socket.set_reuse_port(true)?;
+    }
     socket.bind(&addr.into())?;
     socket.listen(LISTEN_BACKLOG)?;
     let listener = std::net::TcpListener::from(socket);

@@ -39,6 +39,10 @@ pub(crate) struct ServeSettings {
     pub(crate) shards: usize,
     /// HTTP front threads (`--fronts`).
     pub(crate) fronts: usize,
+    /// `--accept reuseport`: a listening socket per front thread.
+    pub(crate) reuseport: bool,
+    /// `--shard-spin-us`.
+    pub(crate) shard_spin_us: u32,
     pub(crate) sim_pairs: usize,
     pub(crate) sim_step_ms: i64,
     pub(crate) seed: u64,
@@ -93,6 +97,17 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let fronts = args.fronts.or(file.fronts).unwrap_or(default_fronts(cores)).max(1);
     if fronts > FRONTS_MAX {
         bail!("--fronts {fronts} is more than {FRONTS_MAX}");
+    }
+    let reuseport = match args.accept.as_deref().or(file.accept.as_deref()).unwrap_or("shared") {
+        "shared" => false,
+        "reuseport" => true,
+        other => bail!("invalid accept '{other}'. Allowed: shared, reuseport"),
+    };
+    let spin_max = rampart_shard::SPIN_BEFORE_PARK_MAX.as_micros();
+    let default_spin = rampart_shard::LIVE_SPIN_BEFORE_PARK.as_micros() as u32;
+    let shard_spin_us = args.shard_spin_us.or(file.shard_spin_us).unwrap_or(default_spin);
+    if u128::from(shard_spin_us) > spin_max {
+        bail!("--shard-spin-us must be between 0 and {spin_max}, not {shard_spin_us}");
     }
     let shards = args.shards.or(file.shards).unwrap_or(cores.saturating_sub(fronts)).max(1);
     if shards > 256 {
@@ -162,6 +177,8 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         verify_checksums,
         shards,
         fronts,
+        reuseport,
+        shard_spin_us,
         sim_pairs,
         sim_step_ms,
         seed: args.seed.or(file.seed).unwrap_or(42),
