@@ -597,7 +597,14 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
         let now = rampart_state::clock::wall_ms();
         let batch: Vec<FiringRecord> = chunk
             .iter()
-            .map(|&id| FiringRecord { alert_id: id, price: 2, move_hundredths: None, ts_ms: now, last: false })
+            .map(|&id| FiringRecord {
+                alert_id: id,
+                price: 2,
+                move_hundredths: None,
+                ts_ms: now,
+                last: false,
+                level: None,
+            })
             .collect();
         let t = Instant::now();
         if let Ok(mut m) = sent.lock() {

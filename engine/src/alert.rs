@@ -16,7 +16,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::candle::{CandleSet, Timeframe};
+pub use crate::firing::Firing;
 use crate::fixed::Price;
+use crate::level::Level;
+use crate::level_alert::{LevelAlerts, LevelCondition};
 
 /// Percent thresholds are kept in millionths of a percent, exactly as a client gives them up to
 /// six decimals: 0.1% is 100 000, 500% is 500 000 000.
@@ -102,6 +105,8 @@ pub enum Condition {
         /// Candle timeframe measured from.
         window: Timeframe,
     },
+    /// A level of the book approached, touched or broken (`decisions.md` §15).
+    Level(LevelCondition),
 }
 
 impl Condition {
@@ -110,6 +115,7 @@ impl Condition {
         match self {
             Condition::Price { .. } => "price",
             Condition::Pct { .. } => "pct",
+            Condition::Level(_) => "level",
         }
     }
 
@@ -118,6 +124,7 @@ impl Condition {
         match self {
             Condition::Price { cross, .. } => cross.as_str(),
             Condition::Pct { dir, .. } => dir.as_str(),
+            Condition::Level(c) => c.direction.as_str(),
         }
     }
 }
@@ -131,21 +138,6 @@ pub struct AlertSpec {
     pub condition: Condition,
     /// Re-arms after firing instead of becoming `triggered`.
     pub repeat: bool,
-}
-
-/// One firing, as it leaves the shard.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Firing {
-    /// Alert id.
-    pub id: u64,
-    /// Trade price that fired it.
-    pub price: Price,
-    /// For percent alerts, the signed move in hundredths of a percent (rounded toward zero).
-    pub move_hundredths: Option<i64>,
-    /// Trade time, Unix milliseconds.
-    pub ts_ms: i64,
-    /// True when the alert is done (not repeating) and leaves the shard.
-    pub last: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -179,6 +171,8 @@ pub struct AlertBook {
     pct_bucket: [i64; 6],
     stale: usize,
     next_gen: u32,
+    /// The level alerts, decided apart (their own pairs and heaps).
+    levels: LevelAlerts,
 }
 
 fn rearm_below_level(level: i64) -> i64 {
@@ -194,12 +188,23 @@ fn rearm_above_level(level: i64) -> i64 {
 impl AlertBook {
     /// Number of alerts held.
     pub fn len(&self) -> usize {
-        self.states.len()
+        self.states.len() + self.levels.len()
     }
 
     /// True when no alert is held.
     pub fn is_empty(&self) -> bool {
-        self.states.is_empty()
+        self.states.is_empty() && self.levels.is_empty()
+    }
+
+    /// The most firings one trade of this book can make (the firing buffer's room).
+    pub fn firings_max(&self) -> usize {
+        self.states.len() + self.levels.firings_max()
+    }
+
+    /// Takes the book's newly computed levels (`price`: the last trade) for the level alerts.
+    /// Not the tick path.
+    pub fn on_levels(&mut self, levels: &[Level], price: Price) {
+        self.levels.on_levels(levels, price);
     }
 
     /// Entries in all heaps, stale ones included (for tests and compaction).
@@ -240,6 +245,7 @@ impl AlertBook {
                 }
                 self.pct_waiting[w].reserve(total.saturating_sub(waiting));
             }
+            Condition::Level(_) => {}
         }
     }
 
@@ -248,6 +254,15 @@ impl AlertBook {
     /// node may be told of one alert more than once (its command, then storage). Not on the tick
     /// path: it may allocate.
     pub fn insert(&mut self, spec: AlertSpec) {
+        if let Condition::Level(c) = spec.condition {
+            if self.levels.holds(spec.id, &c, spec.repeat) {
+                return;
+            }
+            self.remove(spec.id);
+            self.levels.insert(spec.id, c, spec.repeat);
+            return;
+        }
+        self.levels.remove(spec.id);
         match self.states.get(&spec.id) {
             Some(held) if held.spec == spec => return,
             Some(_) => {
@@ -277,13 +292,14 @@ impl AlertBook {
                     gen,
                 }));
             }
+            Condition::Level(_) => {}
         }
     }
 
     /// Removes an alert; true if it was held. Its heap entries become stale.
     pub fn remove(&mut self, id: u64) -> bool {
         if self.states.remove(&id).is_none() {
-            return false;
+            return self.levels.remove(id);
         }
         self.stale += 1;
         if self.stale > 64 && self.stale * 2 > self.entries() {
@@ -294,7 +310,7 @@ impl AlertBook {
 
     /// Every alert id held.
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.states.keys().copied()
+        self.states.keys().copied().chain(self.levels.ids())
     }
 
     fn live(&self, e: &Entry) -> bool {
@@ -320,9 +336,11 @@ impl AlertBook {
     }
 
     /// Evaluates every alert of the book against a trade at `price`, `ts_ms`, with the book's
-    /// candles (already updated with this trade) for percent alerts. Firings are appended to
-    /// `out`, which must have room for [`AlertBook::len`] more (the shard reserves it).
+    /// candles (already updated with this trade) for percent alerts, then the level alerts.
+    /// Firings are appended to `out`, which must have room for [`AlertBook::firings_max`] more
+    /// (the market reserves it).
     pub fn on_trade(&mut self, price: Price, ts_ms: i64, candles: &CandleSet, out: &mut Vec<Firing>) {
+        self.levels.on_trade(price, ts_ms, out);
         if self.states.is_empty() {
             return;
         }
@@ -467,7 +485,7 @@ impl AlertBook {
     ) {
         let repeat = self.states.get(&e.id).is_some_and(|s| s.spec.repeat);
         debug_assert!(out.len() < out.capacity(), "firing buffer must be reserved");
-        out.push(Firing { id: e.id, price, move_hundredths: move_h, ts_ms, last: !repeat });
+        out.push(Firing { id: e.id, price, move_hundredths: move_h, ts_ms, last: !repeat, level: None });
         if repeat {
             requeue(self, e);
         } else {

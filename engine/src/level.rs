@@ -57,6 +57,31 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// Every origin, in the order of their bits ([`Origin::bit`]).
+    pub const ALL: [Origin; 9] = [
+        Origin::M15,
+        Origin::H1,
+        Origin::H4,
+        Origin::D1,
+        Origin::W1,
+        Origin::Dmax,
+        Origin::Dmin,
+        Origin::Wmax,
+        Origin::Wmin,
+    ];
+    /// The API's spellings, for refusals.
+    pub const ALLOWED: &'static str = "15m, 1h, 4h, 1d, 1w, dmax, dmin, wmax, wmin";
+
+    /// This origin's bit in a set of timeframes (a level alert's `timeframes`).
+    pub fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+
+    /// The origin the API spells `s`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Origin> {
+        Origin::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
     /// The `timeframe` field of the API.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -182,7 +182,7 @@ impl Market {
         let before = state.alerts.len();
         state.alerts.insert(spec);
         self.alerts = self.alerts + state.alerts.len() - before;
-        let want = state.alerts.len();
+        let want = state.alerts.firings_max();
         if self.firings.capacity() < want {
             self.firings.reserve(want - self.firings.len());
         }

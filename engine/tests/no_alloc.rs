@@ -7,6 +7,8 @@ use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::feed::bitget::{
     BitgetBookSync, BitgetDecoder, Message, BOOKS_LEVELS_PER_SIDE_MAX, TRADES_PER_PUSH_MAX,
 };
+use rampart_engine::level::{compute_from_set, LevelScratch};
+use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent, TIMEFRAMES_ALL};
 use rampart_engine::sim::{self, Sim, SimConfig};
 use rampart_engine::Book;
 use rampart_engine::{BookId, Market, Price, Registry, Timeframe, Venue};
@@ -43,9 +45,21 @@ fn generating_and_applying_ticks_allocates_nothing() {
         }
         ticks.clear();
     }
+    // Every book's levels computed, as the shard does once a minute (not counted: not a tick).
+    let mut bars: [Vec<rampart_engine::Candle>; 5] = std::array::from_fn(|_| Vec::with_capacity(512));
+    let mut scratch = LevelScratch::default();
+    for id in registry.ids() {
+        if let Some(state) = market.get_mut(id) {
+            let price = state.last_price;
+            compute_from_set(&state.candles, now, price, &mut bars, &mut scratch, &mut state.levels);
+            state.alerts.on_levels(state.levels.levels(), price);
+        }
+    }
     // Alerts on every book, close to the price so they fire, re-arm and fire again: repeating
-    // and one-shot price alerts on both sides, and percent alerts on every window.
+    // and one-shot price alerts on both sides, percent alerts on every window, and level alerts
+    // of every event on both sides.
     let mut next_id = 0u64;
+    let mut level_alerts = 0;
     for id in registry.ids() {
         let p = market.get(id).map(|s| s.book.mid().unwrap_or_default().0).unwrap_or(0);
         for k in 1..=20i64 {
@@ -62,10 +76,31 @@ fn generating_and_applying_ticks_allocates_nothing() {
                 market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: true });
             }
         }
+        for (event, within) in [
+            (LevelEvent::Approach, 50_000),
+            (LevelEvent::Approach, 2_000_000),
+            (LevelEvent::Touch, 0),
+            (LevelEvent::Break, 0),
+        ] {
+            for direction in [LevelDirection::Above, LevelDirection::Below, LevelDirection::Any] {
+                next_id += 1;
+                level_alerts += 1;
+                let c = LevelCondition {
+                    event,
+                    direction,
+                    within_millionths: within,
+                    min_strength: 1,
+                    timeframes: TIMEFRAMES_ALL,
+                };
+                market.insert_alert(id, AlertSpec { id: next_id, condition: Condition::Level(c), repeat: true });
+            }
+        }
     }
+    assert!(level_alerts > 1_000, "level alerts on every book");
     // Warm up, then count: candle roll-overs, wall churn, book moves and alert firings all
     // happen in both.
     let mut firings = 0u64;
+    let mut level_firings = 0u64;
     let mut run = |from: i64, rounds: i64| -> u64 {
         let mut applied = 0;
         for r in 0..rounds {
@@ -74,6 +109,7 @@ fn generating_and_applying_ticks_allocates_nothing() {
             for tick in &ticks {
                 market.apply(tick);
                 firings += market.firings().len() as u64;
+                level_firings += market.firings().iter().filter(|f| f.level.is_some()).count() as u64;
                 market.clear_firings();
             }
             applied += ticks.len() as u64;
@@ -89,6 +125,7 @@ fn generating_and_applying_ticks_allocates_nothing() {
     let (applied, allocations) = alloc::count(|| run(now + 10_000, 20_000));
     assert!(applied > 100_000, "only {applied} ticks applied");
     assert!(firings > 10_000, "only {firings} alert firings: the evaluation path was not exercised");
+    assert!(level_firings > 100, "only {level_firings} level alert firings: their path was not exercised");
     assert_eq!(allocations, Some(0), "allocations on the tick path over {applied} ticks");
 }
 

@@ -1,6 +1,8 @@
-//! The API's price and percent alerts apart from HTTP: request parsing and validation
-//! (`request`) and the rules a valid request must still meet against the plan and the market
-//! (`rules`), each with its exact message and unit-tested.
+//! The API's alerts apart from HTTP: request parsing and validation (`request`, and `structure`
+//! for the level alerts' fields) and the rules a valid request must still meet against the plan
+//! and the market (`rules`), each with its exact message and unit-tested.
 
+mod decimal;
 pub mod request;
 pub mod rules;
+pub mod structure;

@@ -20,6 +20,10 @@ pub struct Plan {
     pub pct_alerts: bool,
     /// May create repeating alerts.
     pub repeat: bool,
+    /// May create structure alerts (`level`; `decisions.md` §15); a plan from the file that
+    /// omits it may.
+    #[serde(default = "structure_alerts_default")]
+    pub structure_alerts: bool,
     /// Requests admitted in any 60-second window.
     pub burst_per_min: u32,
     /// Requests admitted per UTC day.
@@ -38,6 +42,10 @@ pub struct Plan {
     /// that omits it gets `developer-lite`'s.
     #[serde(default = "stream_connections_default")]
     pub stream_connections: u32,
+}
+
+fn structure_alerts_default() -> bool {
+    true
 }
 
 fn stream_connections_default() -> u32 {
@@ -66,6 +74,7 @@ impl Default for Plans {
             price_alert_cap: cap,
             pct_alerts: pct,
             repeat,
+            structure_alerts: api,
             burst_per_min: 120,
             daily_quota: quota,
             operator: false,

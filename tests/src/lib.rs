@@ -856,6 +856,16 @@ pub struct SimVenue {
     agent: ureq::Agent,
 }
 
+/// The simulator with `--sim-pairs 8` on Binance alone, and a server following it live on one
+/// shard, once the venue's state is `ok`.
+pub fn live_binance(bin: &str) -> (SimVenue, Server) {
+    let sim = SimVenue::start(bin, &["--sim-pairs", "8", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 8, "").display().to_string();
+    let server = Server::start(bin, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
+    server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
+    (sim, server)
+}
+
 impl SimVenue {
     /// Starts `rampart sim-venue --listen 127.0.0.1:0 <args>` and waits for its address.
     pub fn start(bin: &str, args: &[&str]) -> SimVenue {

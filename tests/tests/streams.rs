@@ -345,11 +345,7 @@ fn a_client_that_stops_reading_is_conflated_within_its_bound_and_delays_nobody()
 
 /// The live feed from the simulator, one venue.
 fn live() -> (SimVenue, Server) {
-    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
-    let config = sim.config(&["binance"], 8, "").display().to_string();
-    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
-    server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
-    (sim, server)
+    rampart_tests::live_binance(BIN)
 }
 
 fn subscribed(server: &Server, channel: &str) -> Ws {

@@ -10,6 +10,7 @@
 
 use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::level::{Formation, Origin};
+use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent};
 use rampart_engine::metrics::Window;
 use rampart_engine::{Candle, Price, Qty, Side, Timeframe, Venue};
 
@@ -268,6 +269,8 @@ const ORIGINS: [Origin; 6] = [Origin::M15, Origin::H1, Origin::H4, Origin::D1, O
 const SIDES: [Side; 2] = [Side::Bid, Side::Ask];
 const CROSSES: [Cross; 2] = [Cross::Above, Cross::Below];
 const MOVES: [Move; 3] = [Move::Up, Move::Down, Move::Any];
+const LEVEL_EVENTS: [LevelEvent; 3] = [LevelEvent::Approach, LevelEvent::Touch, LevelEvent::Break];
+const LEVEL_DIRECTIONS: [LevelDirection; 3] = [LevelDirection::Above, LevelDirection::Below, LevelDirection::Any];
 
 fn index_of<T: PartialEq>(all: &[T], v: &T) -> u8 {
     all.iter().position(|a| a == v).unwrap_or(0) as u8
@@ -494,6 +497,14 @@ pub fn alert_command(c: &AlertCommand) -> Vec<u8> {
                     out.u32(millionths);
                     out.u8(window.index() as u8);
                 }
+                Condition::Level(c) => {
+                    out.u8(2);
+                    out.u8(index_of(&LEVEL_EVENTS, &c.event));
+                    out.u8(index_of(&LEVEL_DIRECTIONS, &c.direction));
+                    out.u32(c.within_millionths);
+                    out.u32(c.min_strength);
+                    out.u32(u32::from(c.timeframes));
+                }
             }
         }
         AlertCommand::Remove(book, id) => {
@@ -519,6 +530,14 @@ pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
                     let dir = r.tag(&MOVES, "move")?;
                     let millionths = r.u32()?;
                     Condition::Pct { dir, millionths, window: r.tag(&Timeframe::ALL, "timeframe")? }
+                }
+                2 => {
+                    let event = r.tag(&LEVEL_EVENTS, "level event")?;
+                    let direction = r.tag(&LEVEL_DIRECTIONS, "level direction")?;
+                    let within_millionths = r.u32()?;
+                    let min_strength = r.u32()?;
+                    let timeframes = u16::try_from(r.u32()?).map_err(|_| WireError::Invalid("timeframes"))?;
+                    Condition::Level(LevelCondition { event, direction, within_millionths, min_strength, timeframes })
                 }
                 _ => return Err(WireError::Invalid("condition")),
             };
@@ -741,6 +760,16 @@ mod tests {
                 spec(Condition::Pct { dir: Move::Any, millionths: 5, window: Timeframe::ALL[5] }),
             ),
             AlertCommand::Remove(name("C"), u64::MAX),
+            AlertCommand::Add(
+                name("D"),
+                spec(Condition::Level(LevelCondition {
+                    event: LevelEvent::Touch,
+                    direction: LevelDirection::Below,
+                    within_millionths: 0,
+                    min_strength: 3,
+                    timeframes: 0b1_0100,
+                })),
+            ),
         ];
         for c in commands {
             assert_eq!(read_alert_command(&alert_command(&c)), Ok(c));

@@ -161,8 +161,14 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
             expires_ms: None,
         })
         .expect("alert");
-    let firing =
-        FiringRecord { alert_id: row.id, price: 10_000_012_000_000, move_hundredths: None, ts_ms: T0, last: true };
+    let firing = FiringRecord {
+        alert_id: row.id,
+        price: 10_000_012_000_000,
+        move_hundredths: None,
+        ts_ms: T0,
+        last: true,
+        level: None,
+    };
     let done = store.record_firings(&[firing], &Texts).expect("record");
     assert_eq!(done.len(), 1);
     (store, row.id)
@@ -220,8 +226,14 @@ fn body_and_headers_are_exactly_as_specified() {
     let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
     assert_eq!((row.attempts, row.last_status), (1, Some(204)));
     let stored = store.alert(alert).expect("read").expect("alert");
-    let firing =
-        FiringRecord { alert_id: alert, price: 10_000_012_000_000, move_hundredths: None, ts_ms: T0, last: true };
+    let firing = FiringRecord {
+        alert_id: alert,
+        price: 10_000_012_000_000,
+        move_hundredths: None,
+        ts_ms: T0,
+        last: true,
+        level: None,
+    };
     assert_eq!(r.body, event_body(&stored, &firing), "the stored body is sent byte for byte");
     d.stop();
 }
@@ -368,7 +380,7 @@ fn slow_receivers_do_not_delay_healthy_ones() {
     }
     let firings: Vec<FiringRecord> = ids
         .iter()
-        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true })
+        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true, level: None })
         .collect();
     store.record_firings(&firings, &Texts).expect("record");
     let started = Instant::now();
@@ -618,7 +630,7 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
     }
     let firings: Vec<FiringRecord> = ids
         .iter()
-        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true })
+        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true, level: None })
         .collect();
     store.record_firings(&firings, &Texts).expect("record");
     (key.account_id, ids)

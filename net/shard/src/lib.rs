@@ -792,6 +792,7 @@ impl Shard {
             return;
         }
         compute_from_set(&state.candles, now, price, &mut self.level_bars, &mut self.level_scratch, &mut state.levels);
+        state.alerts.on_levels(state.levels.levels(), state.last_price);
         let i = state.id.index();
         let snapshot = LevelSnapshot { computed_ms: now, levels: state.levels.levels().to_vec() };
         let slot = &self.shared.slots[i];

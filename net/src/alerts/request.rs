@@ -15,6 +15,10 @@ use rampart_engine::{Price, Timeframe, Venue};
 
 use crate::request::{body_object, clip, invalid, number, present, repeat_and_note, required_string, string};
 use crate::request::{symbol_syntax, Invalid};
+use serde_json::{Map, Value};
+
+use super::decimal::{exact, Fit};
+use super::structure;
 
 /// Longest `webhook_url`, in characters.
 pub const WEBHOOK_URL_CHARS_MAX: usize = 500;
@@ -57,78 +61,6 @@ impl CreateRequest {
     }
 }
 
-/// A decimal number held exactly: `mantissa × 10^exp`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Decimal {
-    mantissa: i128,
-    exp: i32,
-}
-
-/// Why a number does not fit a fixed-point field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fit {
-    /// Zero or negative.
-    NotPositive,
-    /// More decimal places than the field keeps.
-    TooPrecise,
-    /// Over `max_units`.
-    TooLarge,
-}
-
-/// Reads a JSON number's spelling (`12`, `-0.5`, `2.69804e-5`, `1E+3`) exactly; `None` for
-/// anything else or more than 30 significant digits.
-fn decimal(text: &str) -> Option<Decimal> {
-    let (body, exp) = match text.find(['e', 'E']) {
-        Some(i) => (&text[..i], text[i + 1..].parse::<i32>().ok()?),
-        None => (text, 0),
-    };
-    let (neg, body) = match body.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, body),
-    };
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
-    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let digits = format!("{int}{frac}");
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 30 || exp.abs() > 400 {
-        return None;
-    }
-    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
-    let exp = exp - i32::try_from(frac.len()).ok()?;
-    Some(Decimal { mantissa: if neg { -mantissa } else { mantissa }, exp })
-}
-
-/// `d` in units of 10^-`decimals`, if it is positive, has at most `decimals` decimal places and
-/// is at most `max_units`.
-fn fixed_units(d: Decimal, decimals: u32, max_units: i64) -> Result<i64, Fit> {
-    if d.mantissa <= 0 {
-        return Err(Fit::NotPositive);
-    }
-    let mut m = d.mantissa;
-    let mut shift = d.exp + decimals as i32;
-    while shift < 0 {
-        if m % 10 != 0 {
-            return Err(Fit::TooPrecise);
-        }
-        m /= 10;
-        shift += 1;
-    }
-    while shift > 0 {
-        m = m.checked_mul(10).filter(|v| *v <= i128::from(max_units)).ok_or(Fit::TooLarge)?;
-        shift -= 1;
-    }
-    i64::try_from(m).ok().filter(|v| *v <= max_units).ok_or(Fit::TooLarge)
-}
-
-/// The exact fixed-point value of a JSON number, in units of 10^-`decimals`.
-fn exact(n: &serde_json::Number, decimals: u32, max_units: i64) -> Result<i64, Fit> {
-    // serde_json keeps integers as integers and spells a float by its shortest round trip.
-    let d = decimal(&n.to_string()).ok_or(Fit::TooLarge)?;
-    fixed_units(d, decimals, max_units)
-}
-
 /// The price level, exactly as sent, in units of 10^-8.
 fn price_level(n: &serde_json::Number) -> Result<Price, Invalid> {
     match exact(n, PRICE_DECIMALS, PRICE_MAX_UNITS) {
@@ -156,7 +88,7 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
 }
 
 /// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
-pub const CREATE_FIELDS: [&str; 11] = [
+pub const CREATE_FIELDS: [&str; 15] = [
     "symbol",
     "exchange",
     "type",
@@ -164,46 +96,35 @@ pub const CREATE_FIELDS: [&str; 11] = [
     "price",
     "pct",
     "window",
+    "event",
+    "within_pct",
+    "min_strength",
+    "timeframes",
     "repeat",
     "note",
     "webhook_url",
     "expires_at",
 ];
 
+/// The alert types `POST /v1/alerts` takes.
+pub const TYPES_ALLOWED: &str = "price, pct, level";
+
 /// Parses and checks a `POST /v1/alerts` body.
 pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
     let obj = body_object(body, &CREATE_FIELDS)?;
     let kind = required_string(&obj, "type")?;
-    if kind != "price" && kind != "pct" {
-        return Err(invalid(format!("invalid type '{}'. Allowed: price, pct", clip(kind, 32))));
+    if !["price", "pct", "level"].contains(&kind) {
+        return Err(invalid(format!("invalid type '{}'. Allowed: {TYPES_ALLOWED}", clip(kind, 32))));
     }
-    let direction = required_string(&obj, "direction")?;
+    let direction =
+        if kind == "level" { string(&obj, "direction")? } else { Some(required_string(&obj, "direction")?) };
     let symbol = required_string(&obj, "symbol")?;
     symbol_syntax(symbol)?;
-    let condition = if kind == "price" {
-        let cross = Cross::parse(direction).ok_or_else(|| {
-            invalid(format!("invalid direction '{}' for a price alert. Allowed: above, below", clip(direction, 32)))
-        })?;
-        for other in ["pct", "window"] {
-            if present(&obj, other).is_some() {
-                return Err(invalid(format!("field '{other}' is not allowed on a price alert")));
-            }
-        }
-        let level = price_level(number(&obj, "price")?.ok_or_else(|| invalid("missing field 'price'"))?)?;
-        Condition::Price { cross, level }
+    let condition = if kind == "level" {
+        structure::level_condition(&obj, direction)?
     } else {
-        let dir = Move::parse(direction).ok_or_else(|| {
-            invalid(format!("invalid direction '{}' for a pct alert. Allowed: up, down, any", clip(direction, 32)))
-        })?;
-        if present(&obj, "price").is_some() {
-            return Err(invalid("field 'price' is not allowed on a pct alert"));
-        }
-        let millionths = pct_threshold(number(&obj, "pct")?.ok_or_else(|| invalid("missing field 'pct'"))?)?;
-        let window = required_string(&obj, "window")?;
-        let window = Timeframe::parse(window).ok_or_else(|| {
-            invalid(format!("invalid window '{}'. Allowed: {}", clip(window, 32), Timeframe::ALLOWED))
-        })?;
-        Condition::Pct { dir, millionths, window }
+        structure::refuse_structure_fields(&obj, kind)?;
+        spec_condition(&obj, kind, direction.unwrap_or_default())?
     };
     let (repeat, note) = repeat_and_note(&obj)?;
     let webhook_url = match string(&obj, "webhook_url")? {
@@ -241,6 +162,36 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         exchange,
         expires_ms,
     })
+}
+
+/// A price or pct alert's condition (the interface spec's types).
+fn spec_condition(obj: &Map<String, Value>, kind: &str, direction: &str) -> Result<Condition, Invalid> {
+    let condition = if kind == "price" {
+        let cross = Cross::parse(direction).ok_or_else(|| {
+            invalid(format!("invalid direction '{}' for a price alert. Allowed: above, below", clip(direction, 32)))
+        })?;
+        for other in ["pct", "window"] {
+            if present(obj, other).is_some() {
+                return Err(invalid(format!("field '{other}' is not allowed on a price alert")));
+            }
+        }
+        let level = price_level(number(obj, "price")?.ok_or_else(|| invalid("missing field 'price'"))?)?;
+        Condition::Price { cross, level }
+    } else {
+        let dir = Move::parse(direction).ok_or_else(|| {
+            invalid(format!("invalid direction '{}' for a pct alert. Allowed: up, down, any", clip(direction, 32)))
+        })?;
+        if present(obj, "price").is_some() {
+            return Err(invalid("field 'price' is not allowed on a pct alert"));
+        }
+        let millionths = pct_threshold(number(obj, "pct")?.ok_or_else(|| invalid("missing field 'pct'"))?)?;
+        let window = required_string(obj, "window")?;
+        let window = Timeframe::parse(window).ok_or_else(|| {
+            invalid(format!("invalid window '{}'. Allowed: {}", clip(window, 32), Timeframe::ALLOWED))
+        })?;
+        Condition::Pct { dir, millionths, window }
+    };
+    Ok(condition)
 }
 
 /// The URL must be absolute `http` or `https` with a host and no whitespace or control bytes.
@@ -286,6 +237,17 @@ pub fn parse_status(value: Option<&str>) -> Result<rampart_store::store::StatusF
 mod tests {
     use super::*;
 
+    fn err(body: &str) -> (u16, String) {
+        match parse_create(body.as_bytes()) {
+            Ok(r) => panic!("accepted {body}: {r:?}"),
+            Err(e) => (e.status, e.message),
+        }
+    }
+
+    fn e422(body: &str, message: &str) {
+        assert_eq!(err(body), (422, message.to_owned()), "{body}");
+    }
+
     /// Values arrive exactly as the client wrote them, in every spelling JSON allows.
     #[test]
     fn values_are_kept_exactly() {
@@ -318,32 +280,6 @@ mod tests {
     }
 
     #[test]
-    fn decimals_are_read_exactly() {
-        assert_eq!(decimal("12"), Some(Decimal { mantissa: 12, exp: 0 }));
-        assert_eq!(decimal("-0.50"), Some(Decimal { mantissa: -50, exp: -2 }));
-        assert_eq!(decimal("2.69804e-5"), Some(Decimal { mantissa: 269_804, exp: -10 }));
-        assert_eq!(decimal("0"), Some(Decimal { mantissa: 0, exp: 0 }));
-        for bad in ["", ".5", "1.2.3", "1e", "abc", "1e999", "-", "1x"] {
-            assert_eq!(decimal(bad), None, "{bad:?}");
-        }
-        assert_eq!(fixed_units(Decimal { mantissa: 5, exp: -9 }, 8, i64::MAX), Err(Fit::TooPrecise));
-        assert_eq!(fixed_units(Decimal { mantissa: 50, exp: -9 }, 8, i64::MAX), Ok(5));
-        assert_eq!(fixed_units(Decimal { mantissa: 1, exp: 30 }, 8, i64::MAX), Err(Fit::TooLarge));
-        assert_eq!(fixed_units(Decimal { mantissa: 0, exp: 0 }, 8, i64::MAX), Err(Fit::NotPositive));
-    }
-
-    fn err(body: &str) -> (u16, String) {
-        match parse_create(body.as_bytes()) {
-            Ok(r) => panic!("accepted {body}: {r:?}"),
-            Err(e) => (e.status, e.message),
-        }
-    }
-
-    fn e422(body: &str, message: &str) {
-        assert_eq!(err(body), (422, message.to_owned()), "{body}");
-    }
-
-    #[test]
     fn valid_requests() {
         let r =
             parse_create(br#"{"symbol":"btcusdt","type":"price","direction":"above","price":100000.5}"#).expect("ok");
@@ -373,18 +309,18 @@ mod tests {
     fn the_validation_matrix() {
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","webhookUrl":"https://x.example.com/h"}"#,
-            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url, expires_at",
+            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, repeat, note, webhook_url, expires_at",
         );
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","extra":null}"#,
-            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, repeat, note, webhook_url, expires_at",
+            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, repeat, note, webhook_url, expires_at",
         );
         let r = parse_create(br#"{"type":"price","direction":"above","price":1,"symbol":"a","exchange":"OKX"}"#);
         assert_eq!(r.map(|r| r.exchange), Ok(Some(Venue::Okx)), "exchange is case-insensitive");
         e422(r#"{"direction":"above","price":1,"symbol":"A"}"#, "missing field 'type'");
         e422(
             r#"{"type":"limit","direction":"above","price":1,"symbol":"A"}"#,
-            "invalid type 'limit'. Allowed: price, pct",
+            "invalid type 'limit'. Allowed: price, pct, level",
         );
         e422(r#"{"type":5,"direction":"above","price":1,"symbol":"A"}"#, "field 'type' must be a string");
         e422(r#"{"type":"price","price":1,"symbol":"A"}"#, "missing field 'direction'");

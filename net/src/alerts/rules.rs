@@ -10,10 +10,13 @@ use crate::request::{invalid, Invalid};
 
 use super::request::CreateRequest;
 
-/// Refuses what the plan does not include: percent-move alerts, repeating alerts.
+/// Refuses what the plan does not include: percent-move alerts, level alerts, repeating alerts.
 pub fn check_plan(plan: &Plan, req: &CreateRequest) -> Result<(), Invalid> {
     if matches!(req.condition, Condition::Pct { .. }) && !plan.pct_alerts {
         return Err(invalid(format!("percent-move alerts are not included in plan '{}'", plan.name)));
+    }
+    if matches!(req.condition, Condition::Level(_)) && !plan.structure_alerts {
+        return Err(invalid(format!("level alerts are not included in plan '{}'", plan.name)));
     }
     if req.repeat && !plan.repeat {
         return Err(invalid(format!("repeating alerts are not included in plan '{}'", plan.name)));

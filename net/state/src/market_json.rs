@@ -57,6 +57,11 @@ pub fn write_levels(j: &mut Json, levels: &mut [Level], current: i64) {
 /// Writes one Level, `type` against `current`.
 pub fn write_level(j: &mut Json, l: &Level, current: i64) {
     let kind = if l.is_resistance(rampart_engine::Price(current)) { "resistance" } else { "support" };
+    write_level_typed(j, l, kind);
+}
+
+/// Writes one Level with its `type` given (`resistance` or `support`).
+pub fn write_level_typed(j: &mut Json, l: &Level, kind: &str) {
     j.raw("{\"price\":").fixed(l.price.0);
     j.raw(",\"type\":").str(kind);
     j.raw(",\"side\":").str(l.side.as_str());

@@ -146,6 +146,7 @@ impl Writer {
                                 move_hundredths: firing.move_hundredths,
                                 ts_ms: firing.ts_ms,
                                     last: firing.last,
+                                    level: firing.level,
                                 });
                             }
                             ShardEvent::Delisted { book, ids } => {

@@ -4,6 +4,7 @@
 use super::conn::{unknown, UnknownStoredValue};
 use crate::db::{Row, StoreError};
 use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
+use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent, TIMEFRAMES_ALL};
 use rampart_engine::{Price, Timeframe, Venue};
 
 /// An alert row (the API's Alert resource, stored).
@@ -70,41 +71,110 @@ impl AlertStatus {
     }
 }
 
-/// The columns a condition is stored in: `kind`, `direction`, `price`, `pct_millionths`, `window`.
-pub type ConditionColumns = (&'static str, &'static str, Option<i64>, Option<i64>, Option<&'static str>);
+/// The columns a condition is stored in: `kind`, `direction`, `price`, `pct_millionths`,
+/// `window`, and a level alert's `event`, `within_millionths`, `min_strength`, `timeframes`
+/// (a bit set of [`Origin::bit`]); `None` where the type has no such field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConditionColumns {
+    /// `price`, `pct` or `level`.
+    pub kind: &'static str,
+    /// The type's direction.
+    pub direction: &'static str,
+    /// A price alert's level, fixed-point.
+    pub price: Option<i64>,
+    /// A pct alert's threshold, millionths of a percent.
+    pub pct: Option<i64>,
+    /// A pct alert's window.
+    pub window: Option<&'static str>,
+    /// A level alert's event.
+    pub event: Option<&'static str>,
+    /// A level `approach` alert's band, millionths of a percent.
+    pub within: Option<i64>,
+    /// A level alert's least strength.
+    pub min_strength: Option<i64>,
+    /// A level alert's timeframes, as bits.
+    pub timeframes: Option<i64>,
+}
 
 /// The one mapping of a condition to its columns.
 pub fn condition_columns(c: &Condition) -> ConditionColumns {
+    let base = ConditionColumns { kind: c.kind(), direction: c.direction(), ..ConditionColumns::default() };
     match *c {
-        Condition::Price { level, .. } => (c.kind(), c.direction(), Some(level.0), None, None),
+        Condition::Price { level, .. } => ConditionColumns { price: Some(level.0), ..base },
         Condition::Pct { millionths, window, .. } => {
-            (c.kind(), c.direction(), None, Some(i64::from(millionths)), Some(window.as_str()))
+            ConditionColumns { pct: Some(i64::from(millionths)), window: Some(window.as_str()), ..base }
         }
+        Condition::Level(l) => ConditionColumns {
+            event: Some(l.event.as_str()),
+            within: (l.event == LevelEvent::Approach).then_some(i64::from(l.within_millionths)),
+            min_strength: Some(i64::from(l.min_strength)),
+            timeframes: Some(i64::from(l.timeframes)),
+            ..base
+        },
     }
+}
+
+/// The columns as read back (owned text).
+struct StoredCondition {
+    kind: String,
+    direction: String,
+    price: Option<i64>,
+    pct: Option<i64>,
+    window: Option<String>,
+    event: Option<String>,
+    within: Option<i64>,
+    min_strength: Option<i64>,
+    timeframes: Option<i64>,
 }
 
 /// The one mapping back: every column must hold a value this build writes; anything else is an
 /// error naming the column, never a default.
-fn condition_from_columns(
-    kind: &str,
-    direction: &str,
-    price: Option<i64>,
-    pct: Option<i64>,
-    window: Option<&str>,
-) -> Result<Condition, UnknownStoredValue> {
+fn condition_from_columns(c: &StoredCondition) -> Result<Condition, UnknownStoredValue> {
     let bad = |what: String| UnknownStoredValue(what);
-    match kind {
+    let direction = c.direction.as_str();
+    match c.kind.as_str() {
         "price" => Ok(Condition::Price {
             cross: Cross::parse(direction).ok_or_else(|| bad(format!("direction '{direction}' of a price alert")))?,
-            level: Price(price.filter(|p| *p > 0).ok_or_else(|| bad("price of a price alert".into()))?),
+            level: Price(c.price.filter(|p| *p > 0).ok_or_else(|| bad("price of a price alert".into()))?),
         }),
         "pct" => Ok(Condition::Pct {
             dir: Move::parse(direction).ok_or_else(|| bad(format!("direction '{direction}' of a pct alert")))?,
-            millionths: pct
+            millionths: c
+                .pct
                 .and_then(|p| u32::try_from(p).ok())
                 .ok_or_else(|| bad("pct_millionths of a pct alert".into()))?,
-            window: window.and_then(Timeframe::parse).ok_or_else(|| bad("window of a pct alert".into()))?,
+            window: c
+                .window
+                .as_deref()
+                .and_then(Timeframe::parse)
+                .ok_or_else(|| bad("window of a pct alert".into()))?,
         }),
+        "level" => {
+            let event = c.event.as_deref().unwrap_or("");
+            let event = LevelEvent::parse(event).ok_or_else(|| bad(format!("event '{event}' of a level alert")))?;
+            let direction = LevelDirection::parse(direction)
+                .ok_or_else(|| bad(format!("direction '{direction}' of a level alert")))?;
+            let within = match event {
+                LevelEvent::Approach => {
+                    c.within.and_then(|w| u32::try_from(w).ok()).ok_or_else(|| bad("within_millionths".into()))?
+                }
+                _ => 0,
+            };
+            let min_strength =
+                c.min_strength.and_then(|s| u32::try_from(s).ok()).ok_or_else(|| bad("min_strength".into()))?;
+            let timeframes = c
+                .timeframes
+                .and_then(|t| u16::try_from(t).ok())
+                .filter(|t| *t != 0 && *t & !TIMEFRAMES_ALL == 0)
+                .ok_or_else(|| bad("timeframes of a level alert".into()))?;
+            Ok(Condition::Level(LevelCondition {
+                event,
+                direction,
+                within_millionths: within,
+                min_strength,
+                timeframes,
+            }))
+        }
         other => Err(bad(format!("kind '{other}'"))),
     }
 }
@@ -160,14 +230,23 @@ pub enum StatusFilter {
 
 pub(super) const ALERT_COLUMNS: &str =
     "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat, \
-     note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms";
+     note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms, \
+     event, within_millionths, min_strength, timeframes";
 
 pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     let exchange: String = r.get(2)?;
-    let (kind, direction): (String, String) = (r.get(4)?, r.get(5)?);
-    let window: Option<String> = r.get(8)?;
-    let condition =
-        condition_from_columns(&kind, &direction, r.get(6)?, r.get(7)?, window.as_deref()).map_err(|e| unknown(e.0))?;
+    let stored = StoredCondition {
+        kind: r.get(4)?,
+        direction: r.get(5)?,
+        price: r.get(6)?,
+        pct: r.get(7)?,
+        window: r.get(8)?,
+        event: r.get(18)?,
+        within: r.get(19)?,
+        min_strength: r.get(20)?,
+        timeframes: r.get(21)?,
+    };
+    let condition = condition_from_columns(&stored).map_err(|e| unknown(e.0))?;
     let status: String = r.get(12)?;
     Ok(AlertRow {
         id: r.get(0)?,
@@ -203,4 +282,6 @@ pub struct FiringRecord {
     pub ts_ms: i64,
     /// The alert is done (not repeating): its status becomes `triggered`.
     pub last: bool,
+    /// For a level alert, the level approached, touched or broken.
+    pub level: Option<rampart_engine::level::Level>,
 }

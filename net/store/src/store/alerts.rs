@@ -14,27 +14,33 @@ use rampart_engine::Venue;
 impl Store {
     /// Stores a new alert (committed when this returns, or with its group) and returns its row.
     pub fn insert_alert(&self, a: &NewAlert) -> Result<AlertRow, StoreError> {
-        let (kind, direction, price, pct, window) = condition_columns(&a.condition);
+        let c = condition_columns(&a.condition);
         let sql = format!(
             "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat,
-                note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14) RETURNING {ALERT_COLUMNS}"
+                note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms,
+                event, within_millionths, min_strength, timeframes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14, ?15, ?16, ?17, ?18)
+             RETURNING {ALERT_COLUMNS}"
         );
         let params = vals![
             a.account_id,
             a.exchange.as_str(),
             &a.symbol,
-            kind,
-            direction,
-            price,
-            pct,
-            window,
+            c.kind,
+            c.direction,
+            c.price,
+            c.pct,
+            c.window,
             a.repeat,
             &a.note,
             a.webhook_url.as_deref(),
             a.created_price,
             a.created_ms,
-            a.expires_ms
+            a.expires_ms,
+            c.event,
+            c.within,
+            c.min_strength,
+            c.timeframes
         ];
         // In the insert's round trip (PostgreSQL); the cap's count ([`Store::active_price_alerts`]).
         self.db.ahead_of_next(&format!(
@@ -307,7 +313,14 @@ mod tests {
             let repeating = s.insert_alert(&alert(a, "binance", "ETHUSDT")).expect("insert").id;
             let listed_off = s.insert_alert(&alert(b, "okx", "SOLUSDT")).expect("insert").id;
             check(&s, "inserted", (5, 3));
-            let fire = |id, last| FiringRecord { alert_id: id, price: 300, move_hundredths: None, ts_ms: 7_000, last };
+            let fire = |id, last| FiringRecord {
+                alert_id: id,
+                price: 300,
+                move_hundredths: None,
+                ts_ms: 7_000,
+                last,
+                level: None,
+            };
             let done = s.record_firings(&[fire(ids[0], true), fire(ids[4], true), fire(repeating, false)], &Texts);
             assert_eq!(done.expect("record").len(), 3);
             check(&s, "fired", (4, 2));
@@ -355,7 +368,14 @@ mod tests {
                 assert_eq!(body["alert"]["symbol"], "SOLUSDT");
             }
             // A firing that raced the delisting is not recorded.
-            let f = FiringRecord { alert_id: gone1, price: 300, move_hundredths: None, ts_ms: 6_000, last: false };
+            let f = FiringRecord {
+                alert_id: gone1,
+                price: 300,
+                move_hundredths: None,
+                ts_ms: 6_000,
+                last: false,
+                level: None,
+            };
             assert!(s.record_firings(&[f], &Texts).expect("record").is_empty());
         });
     }

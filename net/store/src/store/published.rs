@@ -82,7 +82,14 @@ mod tests {
             let mut hooked = alert(a, "binance", "BTCUSDT");
             hooked.webhook_url = Some("https://example.com/h".into());
             let id = s.insert_alert(&hooked).expect("insert").id;
-            let f = FiringRecord { alert_id: id, price: 300, move_hundredths: None, ts_ms: 7_000, last: false };
+            let f = FiringRecord {
+                alert_id: id,
+                price: 300,
+                move_hundredths: None,
+                ts_ms: 7_000,
+                last: false,
+                level: None,
+            };
             s.record_firings(&[f], &Texts).expect("record");
             let rows = s.unpublished(10).expect("unpublished");
             let ids: Vec<String> = rows.iter().map(Unpublished::message_id).collect();

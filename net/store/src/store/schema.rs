@@ -293,6 +293,14 @@ const STEPS: &[Step] = &[
     ),
     // 14: a site alert's quiet time after a firing (`SiteRequest::cooldown_s`).
     Step::both("ALTER TABLE site_alerts ADD COLUMN cooldown_s {int} NOT NULL DEFAULT 0;"),
+    // 15: level alerts' conditions (`decisions.md` §15): the event, an approach's band, the least
+    // strength and the timeframes (a bit set); null on price and pct alerts.
+    Step::both(
+        "ALTER TABLE alerts ADD COLUMN event TEXT;
+    ALTER TABLE alerts ADD COLUMN within_millionths {int};
+    ALTER TABLE alerts ADD COLUMN min_strength {int};
+    ALTER TABLE alerts ADD COLUMN timeframes {int};",
+    ),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -405,11 +413,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 14, PostgreSQL's 8
+    /// The versions released databases hold keep their meaning: SQLite's 15, PostgreSQL's 9
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (14, 8));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (15, 9));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -442,7 +450,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 8);
+        assert_eq!(s.schema_version().expect("version"), 9);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -13,6 +13,7 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
     j.raw("{\"id\":").int(a.id);
     j.raw(",\"exchange\":").str(a.exchange.as_str()).raw(",\"symbol\":").str(&a.symbol);
     write_condition(j, &a.condition);
+    write_structure_fields(j, &a.condition);
     j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
     j.raw(",\"webhookUrl\":");
     match &a.webhook_url {
@@ -47,20 +48,46 @@ fn write_firing_fields(j: &mut Json, last_triggered_ms: Option<i64>, trigger_cou
     j.raw(",\"createdAt\":").str(&clock::iso8601(created_ms));
 }
 
-/// The `alert.triggered` event body (interface spec, "Body"), exactly those fields.
+/// The `alert.triggered` event body (interface spec, "Body"), exactly those fields for a price
+/// or pct alert; a level alert's adds the structure fields to `alert` and `symbol` and `level`
+/// to `trigger` (`decisions.md` §15).
 pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
-    let mut j = Json::with_capacity(384);
+    let structure = matches!(row.condition, Condition::Level(_));
+    let mut j = Json::with_capacity(if structure { 768 } else { 384 });
     j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
     j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
     write_condition(&mut j, &row.condition);
+    if structure {
+        write_structure_fields(&mut j, &row.condition);
+    }
     j.raw(",\"repeat\":").bool(row.repeat).raw(",\"note\":").str(&row.note);
     j.raw("},\"trigger\":{\"price\":").fixed(f.price).raw(",\"move\":");
     match f.move_hundredths {
         Some(m) => j.fixed(m * 1_000_000),
         None => j.raw("null"),
     };
-    j.raw(",\"time\":").int(f.ts_ms).raw("}}");
+    j.raw(",\"time\":").int(f.ts_ms);
+    if structure {
+        j.raw(",\"symbol\":").str(&row.symbol).raw(",\"level\":");
+        match &f.level {
+            Some(l) => write_level_as_held(&mut j, l),
+            None => {
+                j.raw("null");
+            }
+        }
+    }
+    j.raw("}}");
     j.finish()
+}
+
+/// The Level of a firing as `GET /v1/levels` showed it before the trade: its `type` from its
+/// formation (a resistance is formed by highs and stands above the price, a support by lows).
+fn write_level_as_held(j: &mut Json, l: &rampart_engine::level::Level) {
+    let kind = match l.side {
+        rampart_engine::level::Formation::High => "resistance",
+        rampart_engine::level::Formation::Low => "support",
+    };
+    rampart_state::market_json::write_level_typed(j, l, kind);
 }
 
 /// The `alert.delisted` inbox body: `{"event","alert":{"id","exchange","symbol"},"time"}`,
@@ -87,24 +114,60 @@ fn notice_body(event: &str, row: &AlertRow, now_ms: i64) -> String {
 /// Writes a condition's fields the way every body spells them:
 /// `,"type","direction","price","pct","window"` (null for the other type's fields).
 pub fn write_condition(j: &mut Json, c: &Condition) {
-    let (kind, direction, price, pct, window) = condition_columns(c);
-    j.raw(",\"type\":").str(kind).raw(",\"direction\":").str(direction);
+    let cols = condition_columns(c);
+    j.raw(",\"type\":").str(cols.kind).raw(",\"direction\":").str(cols.direction);
     j.raw(",\"price\":");
-    match price {
+    match cols.price {
         Some(p) => j.fixed(p),
         None => j.raw("null"),
     };
     // Millionths of a percent, written through the 10^-8 writer.
     j.raw(",\"pct\":");
-    match pct {
+    match cols.pct {
         Some(m) => j.fixed(m * 100),
         None => j.raw("null"),
     };
     j.raw(",\"window\":");
-    match window {
+    match cols.window {
         Some(w) => j.str(w),
         None => j.raw("null"),
     };
+}
+
+/// Writes the fields structure alerts add (`decisions.md` §15), null where the type has none:
+/// `,"event","withinPct","minStrength","timeframes","minUsd","minRatio","maxDistPct","minAgeS"`.
+pub fn write_structure_fields(j: &mut Json, c: &Condition) {
+    let cols = condition_columns(c);
+    j.raw(",\"event\":");
+    match cols.event {
+        Some(e) => j.str(e),
+        None => j.raw("null"),
+    };
+    j.raw(",\"withinPct\":");
+    match cols.within {
+        Some(m) => j.fixed(m * 100),
+        None => j.raw("null"),
+    };
+    j.raw(",\"minStrength\":");
+    match cols.min_strength {
+        Some(s) => j.int(s),
+        None => j.raw("null"),
+    };
+    j.raw(",\"timeframes\":");
+    match c {
+        Condition::Level(l) => {
+            j.raw("[");
+            for (i, name) in l.timeframe_names().enumerate() {
+                if i > 0 {
+                    j.raw(",");
+                }
+                j.str(name);
+            }
+            j.raw("]")
+        }
+        _ => j.raw("null"),
+    };
+    j.raw(",\"minUsd\":null,\"minRatio\":null,\"maxDistPct\":null,\"minAgeS\":null");
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! and the `sendMessage` body the outbox holds for an account's chat.
 
 use rampart_engine::alert::Condition;
+use rampart_engine::level_alert::LevelEvent;
 
 use crate::store::{direction_str, AlertRow, FiringRecord, SiteAlertRow, SiteCondition};
 use crate::store::{SiteFiringDetail, SiteFiringRecord};
@@ -71,6 +72,24 @@ pub fn firing_text(row: &AlertRow, f: &FiringRecord) -> String {
                 window.as_str(),
                 fixed(f.price)
             )
+        }
+        Condition::Level(c) => {
+            let level = match f.level {
+                Some(l) => format!(
+                    " {} level at {} ({}, strength {})",
+                    if l.side == rampart_engine::level::Formation::High { "resistance" } else { "support" },
+                    fixed(l.price.0),
+                    l.origin.as_str(),
+                    l.strength
+                ),
+                None => String::new(),
+            };
+            let done = match c.event {
+                LevelEvent::Approach => "approached",
+                LevelEvent::Touch => "touched",
+                LevelEvent::Break => "broken",
+            };
+            format!("level alert #{}:{level} {done} — price {}", row.id, fixed(f.price))
         }
     };
     format!("{head}\n{what}{}", note_line(&row.note))
