@@ -604,6 +604,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
                 ts_ms: now,
                 last: false,
                 level: None,
+                wall: None,
             })
             .collect();
         let t = Instant::now();

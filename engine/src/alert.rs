@@ -16,10 +16,14 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::candle::{CandleSet, Timeframe};
+use crate::firing::Detail;
 pub use crate::firing::Firing;
 use crate::fixed::Price;
 use crate::level::Level;
 use crate::level_alert::{LevelAlerts, LevelCondition};
+use crate::wall::Wall;
+use crate::wall_alert::{WallAlerts, WallCondition};
+use crate::wall_life::WallEnded;
 
 /// Percent thresholds are kept in millionths of a percent, exactly as a client gives them up to
 /// six decimals: 0.1% is 100 000, 500% is 500 000 000.
@@ -107,6 +111,8 @@ pub enum Condition {
     },
     /// A level of the book approached, touched or broken (`decisions.md` §15).
     Level(LevelCondition),
+    /// A wall of the book appeared, pulled or filled (`decisions.md` §15).
+    Wall(WallCondition),
 }
 
 impl Condition {
@@ -116,6 +122,7 @@ impl Condition {
             Condition::Price { .. } => "price",
             Condition::Pct { .. } => "pct",
             Condition::Level(_) => "level",
+            Condition::Wall(_) => "wall",
         }
     }
 
@@ -125,6 +132,7 @@ impl Condition {
             Condition::Price { cross, .. } => cross.as_str(),
             Condition::Pct { dir, .. } => dir.as_str(),
             Condition::Level(c) => c.direction.as_str(),
+            Condition::Wall(c) => c.side.as_str(),
         }
     }
 }
@@ -173,6 +181,8 @@ pub struct AlertBook {
     next_gen: u32,
     /// The level alerts, decided apart (their own pairs and heaps).
     levels: LevelAlerts,
+    /// The wall alerts, decided on the book's wall scans.
+    walls: WallAlerts,
 }
 
 fn rearm_below_level(level: i64) -> i64 {
@@ -188,17 +198,33 @@ fn rearm_above_level(level: i64) -> i64 {
 impl AlertBook {
     /// Number of alerts held.
     pub fn len(&self) -> usize {
-        self.states.len() + self.levels.len()
+        self.states.len() + self.levels.len() + self.walls.len()
     }
 
     /// True when no alert is held.
     pub fn is_empty(&self) -> bool {
-        self.states.is_empty() && self.levels.is_empty()
+        self.states.is_empty() && self.levels.is_empty() && self.walls.is_empty()
     }
 
-    /// The most firings one trade of this book can make (the firing buffer's room).
+    /// The most firings one trade or one wall scan of this book can make (the firing buffer's
+    /// room).
     pub fn firings_max(&self) -> usize {
-        self.states.len() + self.levels.firings_max()
+        (self.states.len() + self.levels.firings_max()).max(self.walls.firings_max())
+    }
+
+    /// Takes one wall scan of the book at `now_ms` (`price`: the book's price then) for the wall
+    /// alerts: the walls standing (valued with `quote_usd`) and the walls it found gone. Firings go
+    /// to `out`, with room for [`AlertBook::firings_max`] more. Allocates nothing.
+    pub fn on_scan(
+        &mut self,
+        now_ms: i64,
+        price: Price,
+        walls: &[Wall],
+        quote_usd: Option<f64>,
+        ended: &[WallEnded],
+        out: &mut Vec<Firing>,
+    ) {
+        self.walls.on_scan(now_ms, price, (walls, quote_usd), ended, out);
     }
 
     /// Takes the book's newly computed levels (`price`: the last trade) for the level alerts.
@@ -245,7 +271,7 @@ impl AlertBook {
                 }
                 self.pct_waiting[w].reserve(total.saturating_sub(waiting));
             }
-            Condition::Level(_) => {}
+            Condition::Level(_) | Condition::Wall(_) => {}
         }
     }
 
@@ -254,15 +280,25 @@ impl AlertBook {
     /// node may be told of one alert more than once (its command, then storage). Not on the tick
     /// path: it may allocate.
     pub fn insert(&mut self, spec: AlertSpec) {
-        if let Condition::Level(c) = spec.condition {
-            if self.levels.holds(spec.id, &c, spec.repeat) {
+        match spec.condition {
+            Condition::Level(c) => {
+                if !self.levels.holds(spec.id, &c, spec.repeat) {
+                    self.remove(spec.id);
+                    self.levels.insert(spec.id, c, spec.repeat);
+                }
                 return;
             }
-            self.remove(spec.id);
-            self.levels.insert(spec.id, c, spec.repeat);
-            return;
+            Condition::Wall(c) => {
+                if !self.walls.holds(spec.id, &c, spec.repeat) {
+                    self.remove(spec.id);
+                    self.walls.insert(spec.id, c, spec.repeat);
+                }
+                return;
+            }
+            Condition::Price { .. } | Condition::Pct { .. } => {}
         }
         self.levels.remove(spec.id);
+        self.walls.remove(spec.id);
         match self.states.get(&spec.id) {
             Some(held) if held.spec == spec => return,
             Some(_) => {
@@ -292,14 +328,14 @@ impl AlertBook {
                     gen,
                 }));
             }
-            Condition::Level(_) => {}
+            Condition::Level(_) | Condition::Wall(_) => {}
         }
     }
 
     /// Removes an alert; true if it was held. Its heap entries become stale.
     pub fn remove(&mut self, id: u64) -> bool {
         if self.states.remove(&id).is_none() {
-            return self.levels.remove(id);
+            return self.levels.remove(id) || self.walls.remove(id);
         }
         self.stale += 1;
         if self.stale > 64 && self.stale * 2 > self.entries() {
@@ -310,7 +346,7 @@ impl AlertBook {
 
     /// Every alert id held.
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.states.keys().copied().chain(self.levels.ids())
+        self.states.keys().copied().chain(self.levels.ids()).chain(self.walls.ids())
     }
 
     fn live(&self, e: &Entry) -> bool {
@@ -485,7 +521,7 @@ impl AlertBook {
     ) {
         let repeat = self.states.get(&e.id).is_some_and(|s| s.spec.repeat);
         debug_assert!(out.len() < out.capacity(), "firing buffer must be reserved");
-        out.push(Firing { id: e.id, price, move_hundredths: move_h, ts_ms, last: !repeat, level: None });
+        out.push(Firing { id: e.id, price, move_hundredths: move_h, ts_ms, last: !repeat, detail: Detail::None });
         if repeat {
             requeue(self, e);
         } else {

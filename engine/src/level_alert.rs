@@ -21,7 +21,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::firing::Firing;
+use crate::firing::{Detail, Firing};
 use crate::fixed::Price;
 use crate::level::{Formation, Level, Origin, LEVELS_MAX};
 
@@ -420,7 +420,7 @@ impl LevelAlerts {
         debug_assert!(out.len() < out.capacity(), "the firing buffer must be reserved");
         let watch = self.watches[w];
         let last = !watch.repeat;
-        out.push(Firing { id: watch.id, price, move_hundredths: None, ts_ms, last, level: Some(level) });
+        out.push(Firing { id: watch.id, price, move_hundredths: None, ts_ms, last, detail: Detail::Level(level) });
         if !watch.repeat {
             self.remove(watch.id);
         }
@@ -461,7 +461,7 @@ mod tests {
         fn trade(&mut self, p: i64) -> Vec<(u64, i64)> {
             self.out.clear();
             self.alerts.on_trade(Price(p), 0, &mut self.out);
-            self.out.iter().map(|f| (f.id, f.level.map_or(0, |l| l.price.0))).collect()
+            self.out.iter().map(|f| (f.id, f.level().map_or(0, |l| l.price.0))).collect()
         }
     }
 

@@ -19,6 +19,8 @@ pub mod sim;
 pub mod site_alert;
 pub mod venue;
 pub mod wall;
+pub mod wall_alert;
+pub mod wall_life;
 
 pub use book::{Applied, Book, Level, Side};
 pub use candle::{Candle, CandleRing, CandleSet, Timeframe};

@@ -9,7 +9,8 @@ use crate::candle::CandleSet;
 use crate::fixed::{Price, Qty};
 use crate::instrument::BookId;
 use crate::level::LevelSet;
-use crate::wall::WallTracker;
+use crate::wall::{Wall, WallTracker};
+use crate::wall_life::WallLife;
 
 /// What a tick carries.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -66,6 +67,9 @@ pub struct BookState {
     pub levels: LevelSet,
     /// Walls seen at the last scan, for their ages.
     pub walls: WallTracker,
+    /// The walls' lives: fed every trade here and every wall scan by the shard; the wall
+    /// history and the walls that the last scan ended.
+    pub wall_life: WallLife,
     /// Alerts on this book, evaluated on every trade.
     pub alerts: AlertBook,
     /// The venue no longer lists the pair: its ticks are ignored.
@@ -145,6 +149,7 @@ impl Market {
             crossed_count: 0,
             levels: LevelSet::new(),
             walls: WallTracker::default(),
+            wall_life: WallLife::new(),
             alerts: AlertBook::default(),
             delisted: false,
             stale: false,
@@ -237,6 +242,17 @@ impl Market {
         self.firings.clear();
     }
 
+    /// Runs the wall scan just made of owned book `id` (its walls; the quote asset's USD price;
+    /// the book's price then) through the book's walls' lives and then its wall alerts, which see
+    /// the walls standing and those the scan ended. Take [`Market::firings`] after it. Not a
+    /// tick; allocates nothing.
+    pub fn on_wall_scan(&mut self, id: BookId, now_ms: i64, price: Price, walls: &[Wall], quote_usd: Option<f64>) {
+        let Some(i) = self.local_of.get(id.index()).copied().filter(|&i| i != u32::MAX) else { return };
+        let state = &mut self.books[i as usize];
+        let ended = state.wall_life.on_scan(now_ms, walls, quote_usd);
+        state.alerts.on_scan(now_ms, price, walls, quote_usd, ended, &mut self.firings);
+    }
+
     /// Applies one tick: a level update to the book, or a trade to the candles, last price,
     /// levels and alerts. Take [`Market::firings`] after each tick: the buffer has room for one
     /// tick's firings.
@@ -269,6 +285,7 @@ impl Market {
                 state.last_price = price;
                 state.last_trade_ms = tick.ts_ms;
                 let levels_consumed = state.levels.on_trade(price);
+                state.wall_life.on_trade(price, qty);
                 // Rationale: price and percent alerts depend on trades, which arrive on their own
                 // stream and are right whatever the depth book's state. A crossed or stale book
                 // governs walls and depth figures only, never whether an alert fires.
@@ -363,6 +380,25 @@ mod tests {
         assert!(matches!(m.apply(&trade(4)), Outcome::Trade { first: true, .. }));
         assert_eq!(m.alert_count(), 0, "alerts removed at the delisting stay removed");
         assert!(!m.relist(BookId(0)), "not owned");
+    }
+
+    /// Trades reach the book's walls' lives: a wall a trade reached is filled at the next scan,
+    /// with the trade's value.
+    #[test]
+    fn trades_reach_the_walls_lives() {
+        use crate::wall::Wall;
+        use crate::wall_life::Gone;
+        let mut m = Market::new(2, &[BookId(1)], 8, 8);
+        let w = Wall { side: Side::Ask, price: Price(110), qty: Qty(50), ratio: 20.0, dist_pct: 10.0, age_ms: 0 };
+        let state = m.get_mut(BookId(1)).expect("owned");
+        assert!(state.wall_life.on_scan(0, &[w], Some(1.0)).is_empty());
+        let kind = TickKind::Trade { price: Price(110), qty: Qty(5), taker_sell: false };
+        m.apply(&Tick { book: BookId(1), ts_ms: 1, kind });
+        let state = m.get_mut(BookId(1)).expect("owned");
+        let ended = state.wall_life.on_scan(2_000, &[], Some(1.0));
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].gone, Gone::Filled);
+        assert!(ended[0].record.executed_usd.is_some_and(|u| u > 0.0));
     }
 
     /// A book listed after start is added with its rings; ids beyond the capacity given at

@@ -25,7 +25,22 @@ pub enum WallSide {
 }
 
 impl WallSide {
-    fn admits(self, side: Side) -> bool {
+    /// The API's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WallSide::Bid => "bid",
+            WallSide::Ask => "ask",
+            WallSide::Any => "any",
+        }
+    }
+
+    /// The side the API spells `s`.
+    pub fn parse(s: &str) -> Option<WallSide> {
+        [WallSide::Bid, WallSide::Ask, WallSide::Any].into_iter().find(|w| w.as_str() == s)
+    }
+
+    /// True when a wall of `side` is one this watches.
+    pub fn admits(self, side: Side) -> bool {
         matches!((self, side), (WallSide::Any, _) | (WallSide::Bid, Side::Bid) | (WallSide::Ask, Side::Ask))
     }
 }

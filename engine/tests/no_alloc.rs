@@ -109,7 +109,7 @@ fn generating_and_applying_ticks_allocates_nothing() {
             for tick in &ticks {
                 market.apply(tick);
                 firings += market.firings().len() as u64;
-                level_firings += market.firings().iter().filter(|f| f.level.is_some()).count() as u64;
+                level_firings += market.firings().iter().filter(|f| f.level().is_some()).count() as u64;
                 market.clear_firings();
             }
             applied += ticks.len() as u64;

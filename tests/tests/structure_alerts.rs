@@ -166,3 +166,110 @@ fn level_alert_refusals_name_the_field() {
         reply.assert_error(status, message, &body.to_string());
     }
 }
+
+/// The wall's entry in a firing body, checked against the wall placed.
+fn wall_of(body: &Value, side: &str, at: &str) -> Value {
+    let w = body["trigger"]["wall"].clone();
+    assert_eq!((&w["side"], w["price"].as_f64()), (&json!(side), at.parse::<f64>().ok()), "{body}");
+    for field in ["qty", "usd", "dist", "ratio", "age", "lifetimeS"] {
+        assert!(w[field].is_number(), "{field}: {body}");
+    }
+    w
+}
+
+#[test]
+fn a_wall_placed_pulled_and_another_filled_fire_each_alert_once_with_the_wall() {
+    let (sim, server) = live();
+    let truth = sim.get(&format!("book?venue=binance&symbol={PAIR}"));
+    let size = |side: &str| -> f64 { truth[side][3][1].as_str().and_then(|s| s.parse().ok()).expect("a true size") };
+    let base = json!({"type":"wall","symbol":PAIR,"exchange":"binance","max_dist_pct":50});
+    let with = |extra: Value| {
+        let mut b = base.clone();
+        if let Some(o) = b.as_object_mut() {
+            o.extend(extra.as_object().cloned().unwrap_or_default());
+        }
+        b
+    };
+    let appeared = create(&server, &with(json!({"event":"appeared","direction":"bid"})));
+    let pulled = create(&server, &with(json!({"event":"pulled","direction":"bid"})));
+    let filled = create(&server, &with(json!({"event":"filled","direction":"ask"})));
+    // Filters that exclude the walls below: too small a value asked for; the other side.
+    let rich = create(&server, &with(json!({"event":"pulled","min_usd":1_000_000_000_000_i64})));
+    let asks = create(&server, &with(json!({"event":"pulled","direction":"ask"})));
+    assert_eq!(
+        (&appeared["type"], &appeared["event"], &appeared["direction"]),
+        (&json!("wall"), &json!("appeared"), &json!("bid"))
+    );
+    assert_eq!((appeared["maxDistPct"].as_f64(), appeared["minUsd"].as_f64()), (Some(50.0), Some(0.0)), "{appeared}");
+    for field in ["price", "pct", "window", "withinPct", "minStrength", "timeframes", "minRatio"] {
+        assert_eq!(appeared[field], Value::Null, "{field}: {appeared}");
+    }
+    assert_eq!((rich["minUsd"].as_f64(), &appeared["minAgeS"]), (Some(1e12), &json!(0)), "{rich}");
+
+    // A bid far below the price, placed: appeared; removed with no trade near it: pulled.
+    let qty = format!("{}", (size("bids") * 300.0).ceil());
+    let placed = sim.control("level", &json!({"venue":"binance","symbol":PAIR,"side":"bid","depth":5,"qty":qty}));
+    let bid = placed["price"].as_str().expect("placed price").to_owned();
+    let body = fired(&server, &appeared["id"], "appeared");
+    let w = wall_of(&body, "bid", &bid);
+    assert_eq!((&w["reason"], &body["alert"]["event"]), (&Value::Null, &json!("appeared")), "{body}");
+    sim.control("level", &json!({"venue":"binance","symbol":PAIR,"side":"bid","price":bid,"qty":"0"}));
+    let body = fired(&server, &pulled["id"], "pulled");
+    assert_eq!(wall_of(&body, "bid", &bid)["reason"], "pulled", "{body}");
+
+    // An ask that a trade reaches before it goes: filled.
+    let qty = format!("{}", (size("asks") * 300.0).ceil());
+    let placed = sim.control("level", &json!({"venue":"binance","symbol":PAIR,"side":"ask","depth":5,"qty":qty}));
+    let ask = placed["price"].as_str().expect("placed price").to_owned();
+    // Seen standing by a scan (every 2 s) before it goes.
+    std::thread::sleep(Duration::from_millis(2_500));
+    sim.control("trade", &json!({"venue":"binance","symbol":PAIR,"price":ask}));
+    std::thread::sleep(Duration::from_millis(300));
+    sim.control("level", &json!({"venue":"binance","symbol":PAIR,"side":"ask","price":ask,"qty":"0"}));
+    let body = fired(&server, &filled["id"], "filled");
+    assert_eq!(wall_of(&body, "ask", &ask)["reason"], "filled", "{body}");
+
+    for (a, what) in [(&appeared, "appeared"), (&pulled, "pulled"), (&filled, "filled")] {
+        let now = alert(&server, &a["id"]);
+        assert_eq!((&now["status"], &now["triggerCount"]), (&json!("triggered"), &json!(1)), "{what}: {now}");
+    }
+    for (a, what) in [(&rich, "too rich"), (&asks, "asks, none pulled")] {
+        let now = alert(&server, &a["id"]);
+        assert_eq!((&now["status"], &now["triggerCount"]), (&json!("active"), &json!(0)), "{what}: {now}");
+    }
+}
+
+#[test]
+fn wall_alerts_count_against_the_density_cap_not_the_price_cap() {
+    let server = Server::start(BIN, rampart_tests::FAST);
+    let key = server.create_key("developer-lite", None);
+    server.await_key(&key);
+    let auth = format!("Bearer {key}");
+    let post = |body: &Value| server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string()));
+    // developer-lite: 10 density alerts, 50 price alerts.
+    for i in 0..10 {
+        post(&json!({"type":"wall","symbol":PAIR,"event":"pulled","note":format!("{i}")})).ok("a wall alert");
+    }
+    post(&json!({"type":"wall","symbol":PAIR,"event":"filled"})).assert_error(
+        422,
+        "active density-alert limit reached (10 on plan developer-lite)",
+        "the 11th wall alert",
+    );
+    for i in 0..50 {
+        post(&json!({"type":"level","symbol":PAIR,"event":"break","note":format!("{i}")})).ok("a level alert");
+    }
+    post(&json!({"type":"level","symbol":PAIR,"event":"break"})).assert_error(
+        422,
+        "active price-alert limit reached (50 on plan developer-lite)",
+        "the 51st price or level alert",
+    );
+    let free = server.create_key("free", None);
+    server.await_key(&free);
+    let reply = server.request(
+        "POST",
+        "/v1/alerts",
+        Some(&format!("Bearer {free}")),
+        Some(&json!({"type":"wall","symbol":PAIR,"event":"pulled"}).to_string()),
+    );
+    assert_eq!(reply.status, 403, "the free plan has no API: {reply:?}");
+}

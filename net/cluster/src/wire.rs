@@ -12,6 +12,8 @@ use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::level::{Formation, Origin};
 use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent};
 use rampart_engine::metrics::Window;
+use rampart_engine::site_alert::WallSide;
+use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::{Candle, Price, Qty, Side, Timeframe, Venue};
 
 use rampart_state::pair_metrics::{Depth, PairMetrics, WallsSummary};
@@ -271,6 +273,8 @@ const CROSSES: [Cross; 2] = [Cross::Above, Cross::Below];
 const MOVES: [Move; 3] = [Move::Up, Move::Down, Move::Any];
 const LEVEL_EVENTS: [LevelEvent; 3] = [LevelEvent::Approach, LevelEvent::Touch, LevelEvent::Break];
 const LEVEL_DIRECTIONS: [LevelDirection; 3] = [LevelDirection::Above, LevelDirection::Below, LevelDirection::Any];
+const WALL_EVENTS: [WallEvent; 3] = [WallEvent::Appeared, WallEvent::Pulled, WallEvent::Filled];
+const WALL_SIDES: [WallSide; 3] = [WallSide::Bid, WallSide::Ask, WallSide::Any];
 
 fn index_of<T: PartialEq>(all: &[T], v: &T) -> u8 {
     all.iter().position(|a| a == v).unwrap_or(0) as u8
@@ -505,6 +509,15 @@ pub fn alert_command(c: &AlertCommand) -> Vec<u8> {
                     out.u32(c.min_strength);
                     out.u32(u32::from(c.timeframes));
                 }
+                Condition::Wall(c) => {
+                    out.u8(3);
+                    out.u8(index_of(&WALL_EVENTS, &c.event));
+                    out.u8(index_of(&WALL_SIDES, &c.side));
+                    out.i64(i64::try_from(c.min_usd_cents).unwrap_or(i64::MAX));
+                    out.u32(c.min_ratio_hundredths);
+                    out.u32(c.max_dist_hundredths);
+                    out.u32(c.min_age_s);
+                }
             }
         }
         AlertCommand::Remove(book, id) => {
@@ -538,6 +551,22 @@ pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
                     let min_strength = r.u32()?;
                     let timeframes = u16::try_from(r.u32()?).map_err(|_| WireError::Invalid("timeframes"))?;
                     Condition::Level(LevelCondition { event, direction, within_millionths, min_strength, timeframes })
+                }
+                3 => {
+                    let event = r.tag(&WALL_EVENTS, "wall event")?;
+                    let side = r.tag(&WALL_SIDES, "wall side")?;
+                    let min_usd_cents = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("min_usd_cents"))?;
+                    let min_ratio_hundredths = r.u32()?;
+                    let max_dist_hundredths = r.u32()?;
+                    let min_age_s = r.u32()?;
+                    Condition::Wall(WallCondition {
+                        event,
+                        side,
+                        min_usd_cents,
+                        min_ratio_hundredths,
+                        max_dist_hundredths,
+                        min_age_s,
+                    })
                 }
                 _ => return Err(WireError::Invalid("condition")),
             };
@@ -768,6 +797,17 @@ mod tests {
                     within_millionths: 0,
                     min_strength: 3,
                     timeframes: 0b1_0100,
+                })),
+            ),
+            AlertCommand::Add(
+                name("E"),
+                spec(Condition::Wall(WallCondition {
+                    event: WallEvent::Filled,
+                    side: WallSide::Ask,
+                    min_usd_cents: 250_000_000,
+                    min_ratio_hundredths: 1_500,
+                    max_dist_hundredths: 300,
+                    min_age_s: 60,
                 })),
             ),
         ];

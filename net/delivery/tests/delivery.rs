@@ -168,6 +168,7 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
         ts_ms: T0,
         last: true,
         level: None,
+        wall: None,
     };
     let done = store.record_firings(&[firing], &Texts).expect("record");
     assert_eq!(done.len(), 1);
@@ -233,6 +234,7 @@ fn body_and_headers_are_exactly_as_specified() {
         ts_ms: T0,
         last: true,
         level: None,
+        wall: None,
     };
     assert_eq!(r.body, event_body(&stored, &firing), "the stored body is sent byte for byte");
     d.stop();
@@ -380,7 +382,15 @@ fn slow_receivers_do_not_delay_healthy_ones() {
     }
     let firings: Vec<FiringRecord> = ids
         .iter()
-        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true, level: None })
+        .map(|&id| FiringRecord {
+            alert_id: id,
+            price: 900,
+            move_hundredths: None,
+            ts_ms: T0,
+            last: true,
+            level: None,
+            wall: None,
+        })
         .collect();
     store.record_firings(&firings, &Texts).expect("record");
     let started = Instant::now();
@@ -630,7 +640,15 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
     }
     let firings: Vec<FiringRecord> = ids
         .iter()
-        .map(|&id| FiringRecord { alert_id: id, price: 900, move_hundredths: None, ts_ms: T0, last: true, level: None })
+        .map(|&id| FiringRecord {
+            alert_id: id,
+            price: 900,
+            move_hundredths: None,
+            ts_ms: T0,
+            last: true,
+            level: None,
+            wall: None,
+        })
         .collect();
     store.record_firings(&firings, &Texts).expect("record");
     (key.account_id, ids)

@@ -754,10 +754,21 @@ impl Shard {
             .collect();
         self.shared.publish_densities(id, DensitySnapshot { ts_ms: now, price: price.0, walls });
         self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
-        // A book not served (crossed, stale) says nothing about its walls: the density alerts
-        // neither fire nor forget what they fired for until it is served again.
+        // A book not served (crossed, stale) says nothing about its walls: its walls' lives
+        // neither end nor age, and the wall and density alerts neither fire nor forget what
+        // they fired for, until it is served again.
         if usable {
+            self.run_wall_alerts(id, price, quote_usd, now);
             self.run_density_alerts(id, quote_usd, now);
+        }
+    }
+
+    /// The scan just made of `book` through its walls' lives and its wall alerts; firings go to
+    /// the event queue as a trade's do.
+    fn run_wall_alerts(&mut self, book: BookId, price: rampart_engine::Price, quote_usd: Option<f64>, now: i64) {
+        self.market.on_wall_scan(book, now, price, &self.wall_out, quote_usd);
+        if !self.market.firings().is_empty() {
+            self.forward_firings(book);
         }
     }
 

@@ -15,9 +15,22 @@ export function alertHeaders() {
 /** The columns of a table of wall and market alerts. */
 export const SITE_ALERT_HEADERS = ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
 
-/** A price or percent alert's condition in words. */
+/** A price, percent, level or wall alert's condition in words. */
 export function alertCondition(a) {
   if (a.type === 'pct') return a.direction + ' ' + a.pct + '% within the ' + a.window + ' candle';
+  if (a.type === 'level') {
+    const side = { above: 'a resistance', below: 'a support', any: 'a level' }[a.direction] || 'a level';
+    const band = a.event === 'approach' ? ' within ' + a.withinPct + '%' : '';
+    const strength = a.minStrength > 1 ? ', strength ' + a.minStrength + '+' : '';
+    const tfs = Array.isArray(a.timeframes) && a.timeframes.length < 9 ? ' (' + a.timeframes.join(', ') + ')' : '';
+    return a.event + ' of ' + side + band + strength + tfs;
+  }
+  if (a.type === 'wall') {
+    const side = { bid: 'a bid wall', ask: 'an ask wall', any: 'a wall' }[a.direction] || 'a wall';
+    const usd = a.minUsd > 0 ? ' of $' + a.minUsd + '+' : '';
+    const age = a.minAgeS > 0 ? ', ' + a.minAgeS + ' s old' : '';
+    return side + usd + ' within ' + a.maxDistPct + '% ' + a.event + age;
+  }
   return a.direction + ' ' + fmtPrice(a.price);
 }
 

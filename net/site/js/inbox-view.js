@@ -132,7 +132,10 @@ function describe(kind, ev, alertId) {
   const id = a.id !== undefined ? a.id : alertId;
   if (kind === 'alert.triggered') {
     const t = ev.trigger || {};
-    const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')' : a.direction + ' ' + fmtPrice(a.price);
+    const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')'
+      : a.type === 'level' ? a.event + (t.level ? ' of the ' + t.level.type + ' at ' + fmtPrice(t.level.price) + ' (' + t.level.timeframe + ')' : '')
+      : a.type === 'wall' ? (t.wall ? t.wall.side + ' wall at ' + fmtPrice(t.wall.price) + ' ' : 'wall ') + a.event
+      : a.direction + ' ' + fmtPrice(a.price);
     return pair(a) + ' · ' + a.type + ' alert #' + id + ' ' + cond + ' · price ' + fmtPrice(t.price) +
       (isNum(t.move) ? ' · moved ' + fmtPct(t.move, true) : '') + (a.note ? ' · ' + a.note : '');
   }

@@ -88,7 +88,7 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
 }
 
 /// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
-pub const CREATE_FIELDS: [&str; 15] = [
+pub const CREATE_FIELDS: [&str; 19] = [
     "symbol",
     "exchange",
     "type",
@@ -100,6 +100,10 @@ pub const CREATE_FIELDS: [&str; 15] = [
     "within_pct",
     "min_strength",
     "timeframes",
+    "min_usd",
+    "min_ratio",
+    "max_dist_pct",
+    "min_age_s",
     "repeat",
     "note",
     "webhook_url",
@@ -107,21 +111,24 @@ pub const CREATE_FIELDS: [&str; 15] = [
 ];
 
 /// The alert types `POST /v1/alerts` takes.
-pub const TYPES_ALLOWED: &str = "price, pct, level";
+pub const TYPES_ALLOWED: &str = "price, pct, level, wall";
 
 /// Parses and checks a `POST /v1/alerts` body.
 pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
     let obj = body_object(body, &CREATE_FIELDS)?;
     let kind = required_string(&obj, "type")?;
-    if !["price", "pct", "level"].contains(&kind) {
+    if !["price", "pct", "level", "wall"].contains(&kind) {
         return Err(invalid(format!("invalid type '{}'. Allowed: {TYPES_ALLOWED}", clip(kind, 32))));
     }
-    let direction =
-        if kind == "level" { string(&obj, "direction")? } else { Some(required_string(&obj, "direction")?) };
+    // A structure alert's direction is optional (`any`); the spec's types require theirs.
+    let structure = kind == "level" || kind == "wall";
+    let direction = if structure { string(&obj, "direction")? } else { Some(required_string(&obj, "direction")?) };
     let symbol = required_string(&obj, "symbol")?;
     symbol_syntax(symbol)?;
     let condition = if kind == "level" {
         structure::level_condition(&obj, direction)?
+    } else if kind == "wall" {
+        structure::wall_condition(&obj, direction)?
     } else {
         structure::refuse_structure_fields(&obj, kind)?;
         spec_condition(&obj, kind, direction.unwrap_or_default())?
@@ -309,18 +316,18 @@ mod tests {
     fn the_validation_matrix() {
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","webhookUrl":"https://x.example.com/h"}"#,
-            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, repeat, note, webhook_url, expires_at",
+            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at",
         );
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","extra":null}"#,
-            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, repeat, note, webhook_url, expires_at",
+            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at",
         );
         let r = parse_create(br#"{"type":"price","direction":"above","price":1,"symbol":"a","exchange":"OKX"}"#);
         assert_eq!(r.map(|r| r.exchange), Ok(Some(Venue::Okx)), "exchange is case-insensitive");
         e422(r#"{"direction":"above","price":1,"symbol":"A"}"#, "missing field 'type'");
         e422(
             r#"{"type":"limit","direction":"above","price":1,"symbol":"A"}"#,
-            "invalid type 'limit'. Allowed: price, pct, level",
+            "invalid type 'limit'. Allowed: price, pct, level, wall",
         );
         e422(r#"{"type":5,"direction":"above","price":1,"symbol":"A"}"#, "field 'type' must be a string");
         e422(r#"{"type":"price","price":1,"symbol":"A"}"#, "missing field 'direction'");

@@ -10,13 +10,17 @@ use crate::request::{invalid, Invalid};
 
 use super::request::CreateRequest;
 
-/// Refuses what the plan does not include: percent-move alerts, level alerts, repeating alerts.
+/// Refuses what the plan does not include: percent-move alerts, level and wall alerts, repeating
+/// alerts.
 pub fn check_plan(plan: &Plan, req: &CreateRequest) -> Result<(), Invalid> {
     if matches!(req.condition, Condition::Pct { .. }) && !plan.pct_alerts {
         return Err(invalid(format!("percent-move alerts are not included in plan '{}'", plan.name)));
     }
     if matches!(req.condition, Condition::Level(_)) && !plan.structure_alerts {
         return Err(invalid(format!("level alerts are not included in plan '{}'", plan.name)));
+    }
+    if matches!(req.condition, Condition::Wall(_)) && !plan.structure_alerts {
+        return Err(invalid(format!("wall alerts are not included in plan '{}'", plan.name)));
     }
     if req.repeat && !plan.repeat {
         return Err(invalid(format!("repeating alerts are not included in plan '{}'", plan.name)));
@@ -60,6 +64,12 @@ pub fn check_expiry(expires_ms: Option<i64>, now_ms: i64) -> Result<(), Invalid>
 /// alerts (one cap for both).
 pub fn cap_reached(plan: &Plan) -> Invalid {
     invalid(format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name))
+}
+
+/// The refusal when the account already holds the plan's cap of active density alerts (its API
+/// wall alerts and its site density alerts together).
+pub fn density_cap_reached(plan: &Plan) -> Invalid {
+    invalid(format!("active density-alert limit reached ({} on plan {})", plan.density_alert_cap, plan.name))
 }
 
 #[cfg(test)]

@@ -23,6 +23,12 @@ pub fn write_density(j: &mut Json, snap: &DensitySnapshot) {
 
 /// Writes one Wall: `{"side","price","qty","usd","dist","ratio","age"}`.
 pub fn write_wall(j: &mut Json, w: &PublishedWall) {
+    write_wall_open(j, w);
+    j.raw("}");
+}
+
+/// Writes one Wall's fields, the object left open for more (a firing's `reason`, `lifetimeS`).
+pub fn write_wall_open(j: &mut Json, w: &PublishedWall) {
     let Wall { side, price, qty, ratio, dist_pct, age_ms } = w.wall;
     let side = match side {
         rampart_engine::Side::Bid => "bid",
@@ -38,7 +44,7 @@ pub fn write_wall(j: &mut Json, w: &PublishedWall) {
     };
     j.raw(",\"dist\":").float(dist_pct, 4);
     j.raw(",\"ratio\":").float(ratio, 2);
-    j.raw(",\"age\":").int(age_ms / 1000).raw("}");
+    j.raw(",\"age\":").int(age_ms / 1000);
 }
 
 /// Writes levels as the API's Level array, nearest to `current` first, `type` against it.

@@ -240,6 +240,7 @@ mod tests {
             ts_ms: 1,
             last: false,
             level: None,
+            wall: None,
         };
         old.record_firings(&[firing], &crate::text::Texts).expect("the owner records");
         std::thread::sleep(Duration::from_millis(400));

@@ -146,7 +146,8 @@ impl Writer {
                                 move_hundredths: firing.move_hundredths,
                                 ts_ms: firing.ts_ms,
                                     last: firing.last,
-                                    level: firing.level,
+                                    level: firing.level(),
+                                    wall: firing.wall(),
                                 });
                             }
                             ShardEvent::Delisted { book, ids } => {

@@ -210,11 +210,24 @@ impl AlertsApi {
         // Committed before the answer: a crash after the 200 loses nothing acknowledged.
         // A concurrent create with the same Idempotency-Key is looked for again under the
         // account's lock, so two at once make one alert.
-        let cap = u64::from(plan.price_alert_cap);
+        // Wall alerts count against the density-alert cap, every other type against the
+        // price-alert cap (decisions.md §15); the account's count holds every type, so the wall
+        // alerts are counted apart only when it reaches the cap.
+        let wall = matches!(new.condition, rampart_engine::alert::Condition::Wall(_));
+        let cap = u64::from(if wall { plan.density_alert_cap } else { plan.price_alert_cap });
         let inserted = self
             .storage
             .run(move |store| {
-                let active = store.active_price_alerts(new.account_id)?;
+                let active = if wall {
+                    store.active_density_alerts(new.account_id)?
+                } else {
+                    let all = store.active_price_alerts(new.account_id)?;
+                    if all >= cap {
+                        all.saturating_sub(store.active_wall_alerts(new.account_id)?)
+                    } else {
+                        all
+                    }
+                };
                 if let Some((key, hash)) = &idem {
                     match store.idempotent_alert(new.account_id, key, hash, now_ms - IDEMPOTENCY_KEEP_MS)? {
                         Idempotent::Same(row) => return Ok(Created::Replay(row)),
@@ -239,6 +252,7 @@ impl AlertsApi {
             Created::Replay(row) => return Ok(alert_answer(&row)),
             Created::Conflict => return Err(reused_with_another_body()),
             Created::Deleted(id) => return Err(created_alert_deleted(id)),
+            Created::Full if wall => return Err(rules::density_cap_reached(plan).into()),
             Created::Full => return Err(rules::cap_reached(plan).into()),
         };
         let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };

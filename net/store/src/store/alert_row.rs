@@ -5,6 +5,8 @@ use super::conn::{unknown, UnknownStoredValue};
 use crate::db::{Row, StoreError};
 use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent, TIMEFRAMES_ALL};
+use rampart_engine::site_alert::WallSide;
+use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::{Price, Timeframe, Venue};
 
 /// An alert row (the API's Alert resource, stored).
@@ -94,6 +96,14 @@ pub struct ConditionColumns {
     pub min_strength: Option<i64>,
     /// A level alert's timeframes, as bits.
     pub timeframes: Option<i64>,
+    /// A wall alert's least USD value, cents.
+    pub min_usd_cents: Option<i64>,
+    /// A wall alert's least ratio, hundredths (0: the detection threshold).
+    pub min_ratio_hundredths: Option<i64>,
+    /// A wall alert's largest distance, hundredths of a percent.
+    pub max_dist_hundredths: Option<i64>,
+    /// A wall alert's least age, seconds.
+    pub min_age_s: Option<i64>,
 }
 
 /// The one mapping of a condition to its columns.
@@ -111,6 +121,14 @@ pub fn condition_columns(c: &Condition) -> ConditionColumns {
             timeframes: Some(i64::from(l.timeframes)),
             ..base
         },
+        Condition::Wall(w) => ConditionColumns {
+            event: Some(w.event.as_str()),
+            min_usd_cents: Some(i64::try_from(w.min_usd_cents).unwrap_or(i64::MAX)),
+            min_ratio_hundredths: Some(i64::from(w.min_ratio_hundredths)),
+            max_dist_hundredths: Some(i64::from(w.max_dist_hundredths)),
+            min_age_s: Some(i64::from(w.min_age_s)),
+            ..base
+        },
     }
 }
 
@@ -125,6 +143,10 @@ struct StoredCondition {
     within: Option<i64>,
     min_strength: Option<i64>,
     timeframes: Option<i64>,
+    min_usd_cents: Option<i64>,
+    min_ratio_hundredths: Option<i64>,
+    max_dist_hundredths: Option<i64>,
+    min_age_s: Option<i64>,
 }
 
 /// The one mapping back: every column must hold a value this build writes; anything else is an
@@ -173,6 +195,26 @@ fn condition_from_columns(c: &StoredCondition) -> Result<Condition, UnknownStore
                 within_millionths: within,
                 min_strength,
                 timeframes,
+            }))
+        }
+        "wall" => {
+            let event = c.event.as_deref().unwrap_or("");
+            let event = WallEvent::parse(event).ok_or_else(|| bad(format!("event '{event}' of a wall alert")))?;
+            let side =
+                WallSide::parse(direction).ok_or_else(|| bad(format!("direction '{direction}' of a wall alert")))?;
+            let whole = |v: Option<i64>, what: &str| -> Result<u32, UnknownStoredValue> {
+                v.and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad(format!("{what} of a wall alert")))
+            };
+            Ok(Condition::Wall(WallCondition {
+                event,
+                side,
+                min_usd_cents: c
+                    .min_usd_cents
+                    .and_then(|v| u64::try_from(v).ok())
+                    .ok_or_else(|| bad("min_usd_cents of a wall alert".into()))?,
+                min_ratio_hundredths: whole(c.min_ratio_hundredths, "min_ratio_hundredths")?,
+                max_dist_hundredths: whole(c.max_dist_hundredths, "max_dist_hundredths")?,
+                min_age_s: whole(c.min_age_s, "min_age_s")?,
             }))
         }
         other => Err(bad(format!("kind '{other}'"))),
@@ -231,7 +273,8 @@ pub enum StatusFilter {
 pub(super) const ALERT_COLUMNS: &str =
     "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat, \
      note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms, \
-     event, within_millionths, min_strength, timeframes";
+     event, within_millionths, min_strength, timeframes, min_usd_cents, min_ratio_hundredths, \
+     max_dist_hundredths, min_age_s";
 
 pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     let exchange: String = r.get(2)?;
@@ -245,6 +288,10 @@ pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
         within: r.get(19)?,
         min_strength: r.get(20)?,
         timeframes: r.get(21)?,
+        min_usd_cents: r.get(22)?,
+        min_ratio_hundredths: r.get(23)?,
+        max_dist_hundredths: r.get(24)?,
+        min_age_s: r.get(25)?,
     };
     let condition = condition_from_columns(&stored).map_err(|e| unknown(e.0))?;
     let status: String = r.get(12)?;
@@ -284,4 +331,6 @@ pub struct FiringRecord {
     pub last: bool,
     /// For a level alert, the level approached, touched or broken.
     pub level: Option<rampart_engine::level::Level>,
+    /// For a wall alert, the wall.
+    pub wall: Option<rampart_engine::firing::WallHit>,
 }

@@ -18,8 +18,10 @@ impl Store {
         let sql = format!(
             "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat,
                 note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms,
-                event, within_millionths, min_strength, timeframes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14, ?15, ?16, ?17, ?18)
+                event, within_millionths, min_strength, timeframes,
+                min_usd_cents, min_ratio_hundredths, max_dist_hundredths, min_age_s)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14, ?15, ?16, ?17, ?18,
+                ?19, ?20, ?21, ?22)
              RETURNING {ALERT_COLUMNS}"
         );
         let params = vals![
@@ -40,7 +42,11 @@ impl Store {
             c.event,
             c.within,
             c.min_strength,
-            c.timeframes
+            c.timeframes,
+            c.min_usd_cents,
+            c.min_ratio_hundredths,
+            c.max_dist_hundredths,
+            c.min_age_s
         ];
         // In the insert's round trip (PostgreSQL); the cap's count ([`Store::active_price_alerts`]).
         self.db.ahead_of_next(&format!(
@@ -85,6 +91,28 @@ impl Store {
         let sql = format!("SELECT active_alerts FROM accounts WHERE id = ?1{lock}");
         let n: Option<i64> = self.db.query_opt(&sql, vals![account_id], |r| r.get(0))?;
         Ok(n.unwrap_or(0).unsigned_abs())
+    }
+
+    /// The account's active wall alerts (`decisions.md` §15: they count against the density-alert
+    /// cap, not the price-alert cap), counted.
+    pub fn active_wall_alerts(&self, account_id: i64) -> Result<u64, StoreError> {
+        let n: i64 = self.db.query_one(
+            "SELECT COUNT(*) FROM alerts WHERE account_id = ?1 AND kind = 'wall' AND status = 'active' AND deleted_ms IS NULL",
+            vals![account_id],
+            |r| r.get(0),
+        )?;
+        Ok(n.unsigned_abs())
+    }
+
+    /// The account's active density alerts: its API wall alerts and its site density alerts, the
+    /// two kinds the density-alert cap counts.
+    pub fn active_density_alerts(&self, account_id: i64) -> Result<u64, StoreError> {
+        let n: i64 = self.db.query_one(
+            "SELECT COUNT(*) FROM site_alerts WHERE account_id = ?1 AND kind = 'density' AND status = 'active' AND deleted_ms IS NULL",
+            vals![account_id],
+            |r| r.get(0),
+        )?;
+        Ok(n.unsigned_abs() + self.active_wall_alerts(account_id)?)
     }
 
     /// Takes alerts that stopped being active off their accounts' counts (`ended` holds one
@@ -320,6 +348,7 @@ mod tests {
                 ts_ms: 7_000,
                 last,
                 level: None,
+                wall: None,
             };
             let done = s.record_firings(&[fire(ids[0], true), fire(ids[4], true), fire(repeating, false)], &Texts);
             assert_eq!(done.expect("record").len(), 3);
@@ -375,6 +404,7 @@ mod tests {
                 ts_ms: 6_000,
                 last: false,
                 level: None,
+                wall: None,
             };
             assert!(s.record_firings(&[f], &Texts).expect("record").is_empty());
         });

@@ -93,6 +93,7 @@ mod tests {
                 ts_ms: 7_000,
                 last: false,
                 level: None,
+                wall: None,
             };
             s.record_firings(&[fire(ida), fire(idb)], &Texts).expect("record");
             let due = s.due_deliveries(7_000, 100).expect("due");

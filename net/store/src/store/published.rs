@@ -89,6 +89,7 @@ mod tests {
                 ts_ms: 7_000,
                 last: false,
                 level: None,
+                wall: None,
             };
             s.record_firings(&[f], &Texts).expect("record");
             let rows = s.unpublished(10).expect("unpublished");

@@ -293,13 +293,19 @@ const STEPS: &[Step] = &[
     ),
     // 14: a site alert's quiet time after a firing (`SiteRequest::cooldown_s`).
     Step::both("ALTER TABLE site_alerts ADD COLUMN cooldown_s {int} NOT NULL DEFAULT 0;"),
-    // 15: level alerts' conditions (`decisions.md` §15): the event, an approach's band, the least
-    // strength and the timeframes (a bit set); null on price and pct alerts.
+    // 15: structure alerts' conditions (`decisions.md` §15): the event; a level alert's band
+    // (approach), least strength and timeframes (a bit set); a wall alert's least USD value
+    // (cents), least ratio (hundredths), largest distance (hundredths of a percent) and least
+    // age (seconds); null where the type has no such field.
     Step::both(
         "ALTER TABLE alerts ADD COLUMN event TEXT;
     ALTER TABLE alerts ADD COLUMN within_millionths {int};
     ALTER TABLE alerts ADD COLUMN min_strength {int};
-    ALTER TABLE alerts ADD COLUMN timeframes {int};",
+    ALTER TABLE alerts ADD COLUMN timeframes {int};
+    ALTER TABLE alerts ADD COLUMN min_usd_cents {int};
+    ALTER TABLE alerts ADD COLUMN min_ratio_hundredths {int};
+    ALTER TABLE alerts ADD COLUMN max_dist_hundredths {int};
+    ALTER TABLE alerts ADD COLUMN min_age_s {int};",
     ),
 ];
 

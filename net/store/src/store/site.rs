@@ -30,11 +30,15 @@ impl Store {
         let req = &a.request;
         let kind = req.condition.kind();
         self.lock_account(a.account_id)?;
-        let active: i64 = self.db.query_one(
+        let mut active: i64 = self.db.query_one(
             "SELECT COUNT(*) FROM site_alerts WHERE account_id = ?1 AND kind = ?2 AND status = 'active' AND deleted_ms IS NULL",
             vals![a.account_id, kind],
             |r| r.get(0),
         )?;
+        // The API's wall alerts share the density-alert cap (decisions.md §15).
+        if kind == "density" {
+            active += i64::try_from(self.active_wall_alerts(a.account_id)?).unwrap_or(i64::MAX);
+        }
         if active >= i64::from(cap) {
             return Ok(None);
         }

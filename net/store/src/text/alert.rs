@@ -52,7 +52,7 @@ fn write_firing_fields(j: &mut Json, last_triggered_ms: Option<i64>, trigger_cou
 /// or pct alert; a level alert's adds the structure fields to `alert` and `symbol` and `level`
 /// to `trigger` (`decisions.md` §15).
 pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
-    let structure = matches!(row.condition, Condition::Level(_));
+    let structure = matches!(row.condition, Condition::Level(_) | Condition::Wall(_));
     let mut j = Json::with_capacity(if structure { 768 } else { 384 });
     j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
     j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
@@ -68,16 +68,35 @@ pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
     };
     j.raw(",\"time\":").int(f.ts_ms);
     if structure {
-        j.raw(",\"symbol\":").str(&row.symbol).raw(",\"level\":");
-        match &f.level {
-            Some(l) => write_level_as_held(&mut j, l),
-            None => {
-                j.raw("null");
+        j.raw(",\"symbol\":").str(&row.symbol);
+        match (&f.level, &f.wall) {
+            (Some(l), _) => {
+                j.raw(",\"level\":");
+                write_level_as_held(&mut j, l);
             }
+            (None, Some(w)) => {
+                j.raw(",\"wall\":");
+                write_wall_hit(&mut j, w);
+            }
+            (None, None) => {}
         }
     }
     j.raw("}}");
     j.finish()
+}
+
+/// The Wall of a firing as `GET /v1/densities` shows it, with `reason` (`pulled`/`filled`, null
+/// for `appeared`) and `lifetimeS` (how long it stood, seconds).
+fn write_wall_hit(j: &mut Json, w: &rampart_engine::firing::WallHit) {
+    let published = rampart_state::shared::PublishedWall { wall: w.wall, usd: w.usd };
+    rampart_state::market_json::write_wall_open(j, &published);
+    j.raw(",\"reason\":");
+    match w.gone {
+        Some(rampart_engine::wall_life::Gone::Filled) => j.str("filled"),
+        Some(rampart_engine::wall_life::Gone::Pulled) => j.str("pulled"),
+        None => j.raw("null"),
+    };
+    j.raw(",\"lifetimeS\":").int(w.wall.age_ms / 1000).raw("}");
 }
 
 /// The Level of a firing as `GET /v1/levels` showed it before the trade: its `type` from its
@@ -134,7 +153,8 @@ pub fn write_condition(j: &mut Json, c: &Condition) {
     };
 }
 
-/// Writes the fields structure alerts add (`decisions.md` §15), null where the type has none:
+/// Writes the fields structure alerts add (`decisions.md` §15), null where the type has none
+/// (a wall alert's `minRatio` is null when it takes every wall the detection shows):
 /// `,"event","withinPct","minStrength","timeframes","minUsd","minRatio","maxDistPct","minAgeS"`.
 pub fn write_structure_fields(j: &mut Json, c: &Condition) {
     let cols = condition_columns(c);
@@ -167,7 +187,33 @@ pub fn write_structure_fields(j: &mut Json, c: &Condition) {
         }
         _ => j.raw("null"),
     };
-    j.raw(",\"minUsd\":null,\"minRatio\":null,\"maxDistPct\":null,\"minAgeS\":null");
+    // Hundredths written as a decimal without trailing zeros (`2000000.5`), exactly and without
+    // overflow (a trillion dollars is 10^14 cents).
+    let hundredths = |j: &mut Json, v: Option<i64>| {
+        match v {
+            Some(h) => {
+                let (whole, frac) = (h.div_euclid(100), h.rem_euclid(100));
+                match frac {
+                    0 => j.raw(&whole.to_string()),
+                    f if f % 10 == 0 => j.raw(&format!("{whole}.{}", f / 10)),
+                    f => j.raw(&format!("{whole}.{f:02}")),
+                }
+            }
+            None => j.raw("null"),
+        };
+    };
+    j.raw(",\"minUsd\":");
+    hundredths(j, cols.min_usd_cents);
+    // 0 is the detection threshold (every wall the service shows): null, as when not a wall alert.
+    j.raw(",\"minRatio\":");
+    hundredths(j, cols.min_ratio_hundredths.filter(|r| *r > 0));
+    j.raw(",\"maxDistPct\":");
+    hundredths(j, cols.max_dist_hundredths);
+    j.raw(",\"minAgeS\":");
+    match cols.min_age_s {
+        Some(s) => j.int(s),
+        None => j.raw("null"),
+    };
 }
 
 #[cfg(test)]

@@ -91,8 +91,50 @@ pub fn firing_text(row: &AlertRow, f: &FiringRecord) -> String {
             };
             format!("level alert #{}:{level} {done} — price {}", row.id, fixed(f.price))
         }
+        Condition::Wall(_) => wall_text(row, f),
     };
     format!("{head}\n{what}{}", note_line(&row.note))
+}
+
+/// A wall alert's firing in words: "BTCUSDT on binance: $2.1M bid wall at 61250 pulled after 4
+/// min, price 61410".
+fn wall_text(row: &AlertRow, f: &FiringRecord) -> String {
+    let Some(hit) = &f.wall else { return format!("wall alert #{} — price {}", row.id, fixed(f.price)) };
+    let side = if hit.wall.side == rampart_engine::Side::Bid { "bid" } else { "ask" };
+    let value = hit.usd.map(|u| format!("{} ", usd_words(u))).unwrap_or_default();
+    let what = match hit.gone {
+        Some(rampart_engine::wall_life::Gone::Pulled) => format!("pulled after {}", duration_words(hit.wall.age_ms)),
+        Some(rampart_engine::wall_life::Gone::Filled) => format!("filled after {}", duration_words(hit.wall.age_ms)),
+        None => format!("standing for {}", duration_words(hit.wall.age_ms)),
+    };
+    format!(
+        "wall alert #{}: {}{side} wall at {} {what}, price {}",
+        row.id,
+        value,
+        fixed(hit.wall.price.0),
+        fixed(f.price)
+    )
+}
+
+/// `$2.1M`, `$850K`, `$950`.
+fn usd_words(usd: f64) -> String {
+    if usd >= 1e6 {
+        format!("${:.1}M", usd / 1e6)
+    } else if usd >= 1e3 {
+        format!("${:.0}K", usd / 1e3)
+    } else {
+        format!("${usd:.0}")
+    }
+}
+
+/// `45 s`, `4 min`, `2 h 5 min`.
+fn duration_words(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3_599 => format!("{} min", s / 60),
+        _ => format!("{} h {} min", s / 3_600, s % 3_600 / 60),
+    }
 }
 
 /// The text of a density or market alert's firing.
