@@ -28,6 +28,24 @@ pub enum Side {
     Ask,
 }
 
+impl Side {
+    /// The values the API takes, for its 422 messages.
+    pub const ALLOWED: &'static str = "bid, ask";
+
+    /// Its name in the API (a Wall's `side`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Bid => "bid",
+            Side::Ask => "ask",
+        }
+    }
+
+    /// The side named `s` (exactly as the API spells it), if any.
+    pub fn parse(s: &str) -> Option<Side> {
+        [Side::Bid, Side::Ask].into_iter().find(|side| side.as_str() == s)
+    }
+}
+
 /// One price level.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Level {
