@@ -25,6 +25,7 @@ use rampart_engine::{BookId, Market, Registry, Tick};
 use rampart_state::clock::SharedClock;
 use rampart_state::pair_metrics;
 use rampart_state::partition::Partition;
+use rampart_state::wall_history::WallHistory;
 use rampart_state::{
     shard_of_symbol, Command, Commands, DensitySnapshot, DepthView, EventQueue, EventSender, Latency, LevelSnapshot,
     Pong, PublishedWall, ShardEvent, Shared, BOOKS_ADDED_MAX, COMMANDS_MAX, LATENCY_PUBLISH_MS, STATUS_DELISTED,
@@ -729,6 +730,7 @@ impl Shard {
     /// book publishes no walls until it is rebuilt.
     pub(crate) fn scan_walls(&mut self, k: usize, now: i64) {
         let min_ratio = self.config.walls_min_ratio;
+        let quote_usd = self.quote_usd(k);
         let state = &mut self.market.books_mut()[k];
         let price = Self::reference_price(state);
         let usable = !(state.crossed || state.stale);
@@ -746,7 +748,6 @@ impl Shard {
             );
         }
         let id = state.id;
-        let quote_usd = self.quote_usd(k);
         let walls = self
             .wall_out
             .iter()
@@ -758,18 +759,29 @@ impl Shard {
         // neither end nor age, and the wall and density alerts neither fire nor forget what
         // they fired for, until it is served again.
         if usable {
-            self.run_wall_alerts(id, price, quote_usd, now);
+            self.track_wall_lives(k, price, quote_usd, now);
             self.run_density_alerts(id, quote_usd, now);
         }
     }
 
-    /// The scan just made of `book` through its walls' lives and its wall alerts; firings go to
-    /// the event queue as a trade's do.
-    fn run_wall_alerts(&mut self, book: BookId, price: rampart_engine::Price, quote_usd: Option<f64>, now: i64) {
+    /// Runs the scan just made of local book `k` through its walls' lives and its wall alerts
+    /// (firings go to the event queue as a trade's do), then publishes its wall history when the
+    /// scan changed it: a wall ended, or walls stand (their last seen moved). A book without
+    /// walls publishes nothing. The walls this scan ended stay in `wall_life.ended_last_scan()`
+    /// until the book's next scan.
+    fn track_wall_lives(&mut self, k: usize, price: rampart_engine::Price, quote_usd: Option<f64>, now: i64) {
+        let book = self.market.books()[k].id;
         self.market.on_wall_scan(book, now, price, &self.wall_out, quote_usd);
         if !self.market.firings().is_empty() {
             self.forward_firings(book);
         }
+        let state = &self.market.books()[k];
+        if state.wall_life.ended_last_scan().is_empty() && state.wall_life.is_quiet() {
+            return;
+        }
+        let previous = self.shared.slots[state.id.index()].wall_history.load();
+        let history = WallHistory::of(&state.wall_life, now, &previous);
+        self.shared.publish_wall_history(state.id, history);
     }
 
     /// Takes the newest site alert set, then runs the scan just made of `book` through the

@@ -32,6 +32,7 @@ mod stream_admission;
 mod stream_api;
 mod stream_conn;
 mod stream_fanout;
+mod wall_history;
 mod webhooks_api;
 
 pub use json_errors::JsonErrors;
@@ -108,7 +109,7 @@ pub struct Front {
     gate: Arc<gate::Gate>,
     /// The API port's connection slots (every front thread's).
     slots: Arc<listen::Slots>,
-    /// `/v1/exchanges`, `/v1/symbols`, `/v1/levels`, `/v1/densities`.
+    /// `/v1/exchanges`, `/v1/symbols`, `/v1/levels`, `/v1/densities`, `/v1/walls/…/history`.
     market: market_api::MarketApi,
     /// `/v1/metrics`, `/v1/rankings`, `/v1/market`, `/v1/candles`, `/v1/book`.
     board: board_api::BoardApi,
@@ -686,6 +687,8 @@ impl Front {
             Route::Levels(symbol) => in_venue(&|venue| self.market.levels_one(venue, symbol)),
             Route::DensitiesBulk => bulk(&|venue, filter| self.market.densities_bulk(venue, filter, now_ms)),
             Route::Densities(symbol) => in_venue(&|venue| self.market.densities_one(venue, symbol)),
+            Route::WallHistoryBulk => in_venue(&|venue| self.market.wall_history_bulk(venue, query, now_ms)),
+            Route::WallHistory(symbol) => in_venue(&|venue| self.market.wall_history_one(venue, symbol, query, now_ms)),
             Route::MetricsBulk => self.board.metrics_bulk(query),
             Route::MetricsOne(symbol) => self.board.metrics_one(symbol, query),
             Route::Candles(symbol) => self.board.candles(symbol, query).await,

@@ -352,7 +352,7 @@ impl Collector for State {
 
 /// Every route the front serves, as path templates (the `route` label's values besides `other`;
 /// `docs/openapi.json` documents exactly these paths).
-pub const ROUTES: [&str; 25] = [
+pub const ROUTES: [&str; 27] = [
     "/healthz",
     "/metrics",
     "/version",
@@ -365,6 +365,8 @@ pub const ROUTES: [&str; 25] = [
     "/v1/levels/{symbol}",
     "/v1/densities",
     "/v1/densities/{symbol}",
+    "/v1/walls/history",
+    "/v1/walls/{symbol}/history",
     "/v1/alerts",
     "/v1/alerts/{id}",
     "/v1/inbox",

@@ -42,6 +42,10 @@ pub enum Route<'a> {
     DensitiesBulk,
     /// `GET /v1/densities/{symbol}`.
     Densities(&'a str),
+    /// `GET /v1/walls/history`.
+    WallHistoryBulk,
+    /// `GET /v1/walls/{symbol}/history`.
+    WallHistory(&'a str),
     /// `GET /v1/metrics`.
     MetricsBulk,
     /// `GET /v1/metrics/{symbol}`.
@@ -156,6 +160,7 @@ enum Resource<'a> {
     Symbol(&'a str),
     Levels(Option<&'a str>),
     Densities(Option<&'a str>),
+    WallHistory(Option<&'a str>),
     MetricsOf(Option<&'a str>),
     Candles(&'a str),
     Book(&'a str),
@@ -191,6 +196,8 @@ impl<'a> Resource<'a> {
             ["v1", "levels", s] => R::Levels(Some(s)),
             ["v1", "densities"] => R::Densities(None),
             ["v1", "densities", s] => R::Densities(Some(s)),
+            ["v1", "walls", "history"] => R::WallHistory(None),
+            ["v1", "walls", s, "history"] => R::WallHistory(Some(s)),
             ["v1", "metrics"] => R::MetricsOf(None),
             ["v1", "metrics", s] => R::MetricsOf(Some(s)),
             ["v1", "candles", s] => R::Candles(s),
@@ -226,6 +233,8 @@ impl<'a> Resource<'a> {
             R::Levels(Some(_)) => "/v1/levels/{symbol}",
             R::Densities(None) => "/v1/densities",
             R::Densities(Some(_)) => "/v1/densities/{symbol}",
+            R::WallHistory(None) => "/v1/walls/history",
+            R::WallHistory(Some(_)) => "/v1/walls/{symbol}/history",
             R::MetricsOf(None) => "/v1/metrics",
             R::MetricsOf(Some(_)) => "/v1/metrics/{symbol}",
             R::Candles(_) => "/v1/candles/{symbol}",
@@ -263,6 +272,8 @@ impl<'a> Resource<'a> {
             Resource::Levels(Some(s)) => vec![(Get, T::Levels(s))],
             Resource::Densities(None) => vec![(Get, T::DensitiesBulk)],
             Resource::Densities(Some(s)) => vec![(Get, T::Densities(s))],
+            Resource::WallHistory(None) => vec![(Get, T::WallHistoryBulk)],
+            Resource::WallHistory(Some(s)) => vec![(Get, T::WallHistory(s))],
             Resource::MetricsOf(None) => vec![(Get, T::MetricsBulk)],
             Resource::MetricsOf(Some(s)) => vec![(Get, T::MetricsOne(s))],
             Resource::Candles(s) => vec![(Get, T::Candles(s))],
@@ -326,6 +337,8 @@ mod tests {
             (Method::GET, "/v1/levels", Route::LevelsBulk),
             (Method::GET, "/v1/levels/BTCUSDT", Route::Levels("BTCUSDT")),
             (Method::GET, "/v1/metrics/ethusdt", Route::MetricsOne("ethusdt")),
+            (Method::GET, "/v1/walls/history", Route::WallHistoryBulk),
+            (Method::GET, "/v1/walls/btcusdt/history", Route::WallHistory("btcusdt")),
             (Method::POST, "/v1/alerts", Route::CreateAlert),
             (Method::GET, "/v1/alerts", Route::ListAlerts),
             (Method::DELETE, "/v1/alerts/7", Route::DeleteAlert("7")),
@@ -350,8 +363,17 @@ mod tests {
         assert_eq!(allow(Method::POST, "/v1/debug/latency"), "GET, DELETE");
         assert_eq!(allow(Method::GET, "/v1/alerts/7/deliveries/99/redeliver"), "POST");
         assert_eq!(allow(Method::POST, "/healthz"), "GET");
+        assert_eq!(allow(Method::DELETE, "/v1/walls/BTCUSDT/history"), "GET");
         assert_eq!(allow(Method::DELETE, "/site/events"), "GET");
-        for path in ["/v1", "/v1/nothing", "/v1/levels/a/b", "/v1/alerts/7/x", "/nothing", "/v1/exchanges/x"] {
+        for path in [
+            "/v1",
+            "/v1/nothing",
+            "/v1/levels/a/b",
+            "/v1/alerts/7/x",
+            "/nothing",
+            "/v1/exchanges/x",
+            "/v1/walls/BTCUSDT",
+        ] {
             assert_eq!(Route::parse(&Method::GET, path), Err(NotRouted::NotFound), "{path}");
         }
     }

@@ -1,9 +1,10 @@
-//! The API's Level, Wall and board objects as JSON, written in one place for every answer that
-//! carries them: `GET /v1/levels`, `GET /v1/densities`, `GET /v1/market` and the streams'
-//! snapshots and events.
+//! The API's Level, Wall, wall history and board objects as JSON, written in one place for every
+//! answer that carries them: `GET /v1/levels`, `GET /v1/densities`, `GET /v1/walls/…/history`,
+//! `GET /v1/market` and the streams' snapshots and events.
 
 use rampart_engine::level::Level;
 use rampart_engine::wall::Wall;
+use rampart_engine::wall_life::WallRecord;
 
 use crate::board::Numbers;
 use crate::json::Json;
@@ -30,11 +31,7 @@ pub fn write_wall(j: &mut Json, w: &PublishedWall) {
 /// Writes one Wall's fields, the object left open for more (a firing's `reason`, `lifetimeS`).
 pub fn write_wall_open(j: &mut Json, w: &PublishedWall) {
     let Wall { side, price, qty, ratio, dist_pct, age_ms } = w.wall;
-    let side = match side {
-        rampart_engine::Side::Bid => "bid",
-        rampart_engine::Side::Ask => "ask",
-    };
-    j.raw("{\"side\":").str(side);
+    j.raw("{\"side\":").str(side.as_str());
     j.raw(",\"price\":").fixed(price.0);
     j.raw(",\"qty\":").fixed(i64::try_from(qty.0).unwrap_or(i64::MAX));
     j.raw(",\"usd\":");
@@ -45,6 +42,31 @@ pub fn write_wall_open(j: &mut Json, w: &PublishedWall) {
     j.raw(",\"dist\":").float(dist_pct, 4);
     j.raw(",\"ratio\":").float(ratio, 2);
     j.raw(",\"age\":").int(age_ms / 1000);
+}
+
+/// Writes one wall of the history: `{"symbol"?,"side","price","firstSeen","lastSeen","maxUsd",
+/// "maxRatio","executedUsd","outcome"}`, with `symbol` first when given (the venue-wide answer);
+/// the USD values are `null` when the quote asset has no USD price.
+pub fn write_wall_record(j: &mut Json, r: &WallRecord, symbol: Option<&str>) {
+    j.raw("{");
+    if let Some(s) = symbol {
+        j.raw("\"symbol\":").str(s).raw(",");
+    }
+    j.raw("\"side\":").str(r.side.as_str());
+    j.raw(",\"price\":").fixed(r.price.0);
+    j.raw(",\"firstSeen\":").int(r.first_seen_ms).raw(",\"lastSeen\":").int(r.last_seen_ms);
+    j.raw(",\"maxUsd\":");
+    match r.max_usd {
+        Some(usd) => j.float(usd, 2),
+        None => j.raw("null"),
+    };
+    j.raw(",\"maxRatio\":").float(r.max_ratio, 2);
+    j.raw(",\"executedUsd\":");
+    match r.executed_usd {
+        Some(usd) => j.float(usd, 2),
+        None => j.raw("null"),
+    };
+    j.raw(",\"outcome\":").str(r.outcome.as_str()).raw("}");
 }
 
 /// Writes levels as the API's Level array, nearest to `current` first, `type` against it.

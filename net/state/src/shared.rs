@@ -89,6 +89,8 @@ pub struct BookSlot {
     pub trade_low: AtomicI64,
     /// Last wall scan.
     pub densities: ArcSwap<DensitySnapshot>,
+    /// The walls of the last 24 h, replaced at a scan that changed them (in memory only).
+    pub wall_history: ArcSwap<super::wall_history::WallHistory>,
     /// Last metrics computation.
     pub metrics: ArcSwap<pair_metrics::PairMetrics>,
     /// Listing status: [`STATUS_TRADING`], [`STATUS_PENDING`] or [`STATUS_DELISTED`].
@@ -105,6 +107,7 @@ impl BookSlot {
             trade_high: AtomicI64::new(i64::MIN),
             trade_low: AtomicI64::new(i64::MAX),
             densities: ArcSwap::from_pointee(DensitySnapshot::default()),
+            wall_history: ArcSwap::from_pointee(super::wall_history::WallHistory::default()),
             metrics: ArcSwap::from_pointee(pair_metrics::PairMetrics::default()),
             status: std::sync::atomic::AtomicU8::new(status),
         }
@@ -404,6 +407,11 @@ impl Shared {
     pub fn publish_densities(&self, book: BookId, snapshot: DensitySnapshot) {
         self.slots[book.index()].densities.store(Arc::new(snapshot));
         self.densities_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Publishes `book`'s wall history.
+    pub fn publish_wall_history(&self, book: BookId, history: super::wall_history::WallHistory) {
+        self.slots[book.index()].wall_history.store(Arc::new(history));
     }
 
     /// Sets `book`'s listing status ([`STATUS_TRADING`], [`STATUS_PENDING`], [`STATUS_DELISTED`]).

@@ -1,6 +1,6 @@
-//! `/v1/exchanges`, `/v1/exchanges/{exchange}/symbols`, `/v1/symbols/{symbol}`, `/v1/levels` and
-//! `/v1/densities` (one pair or a venue): answers read from what the shards publish, with the
-//! kept bodies of `bodies`.
+//! `/v1/exchanges`, `/v1/exchanges/{exchange}/symbols`, `/v1/symbols/{symbol}`, `/v1/levels`,
+//! `/v1/densities` and the wall history `/v1/walls/…/history` (one pair or a venue): answers read
+//! from what the shards publish, with the kept bodies of `bodies`.
 
 use bytes::Bytes;
 use hyper::StatusCode;
@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use super::bodies;
 use super::books::Books;
+use super::wall_history;
 use super::{error, respond, respond_bytes, Resp};
 use rampart_state::clock::SharedClock;
 use rampart_state::json::Json;
@@ -169,6 +170,38 @@ impl MarketApi {
             .densities_bulk
             .get_or_build(venue.index(), (generation, now_ms), || bulk_body(venue, now_ms, &parts(None)));
         respond_bytes(StatusCode::OK, body)
+    }
+
+    /// `GET /v1/walls/{symbol}/history`: the pair's walls of the last 24 h, newest first.
+    pub(super) fn wall_history_one(&self, venue: Venue, symbol: &str, query: Option<&str>, now_ms: i64) -> Resp {
+        let q = match wall_history::pair_query(query) {
+            Ok(q) => q,
+            Err(e) => return e.into_response(),
+        };
+        let id = match self.books.book(venue, symbol) {
+            Ok(id) => id,
+            Err(e) => return e.into_response(),
+        };
+        let history = self.books.shared.slots[id.index()].wall_history.load();
+        let registry = self.books.shared.registry();
+        respond(StatusCode::OK, wall_history::pair_body(&registry.get(id).symbol, &history, &q, now_ms))
+    }
+
+    /// `GET /v1/walls/history`: the venue's walls of the last 24 h, newest first, each with its
+    /// pair.
+    pub(super) fn wall_history_bulk(&self, venue: Venue, query: Option<&str>, now_ms: i64) -> Resp {
+        let q = match wall_history::venue_query(query) {
+            Ok(q) => q,
+            Err(e) => return e.into_response(),
+        };
+        let books = self.books.bulk_books(venue, None);
+        let loaded: Vec<_> =
+            books.iter().map(|b| self.books.shared.slots[b.index()].wall_history.load_full()).collect();
+        let histories: Vec<&rampart_state::wall_history::WallHistory> = loaded.iter().map(|h| &**h).collect();
+        let walls = wall_history::newest(&histories, &q, now_ms);
+        let registry = self.books.shared.registry();
+        let body = wall_history::venue_body(venue.as_str(), &walls, |k| registry.get(books[k]).symbol.as_str(), now_ms);
+        respond(StatusCode::OK, body)
     }
 
     pub(super) fn levels_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {
