@@ -20,7 +20,7 @@ pub const MAX_DIST_HUNDREDTHS_MAX: u32 = 5_000;
 /// Default `max_dist_pct`, hundredths of a percent.
 pub const MAX_DIST_HUNDREDTHS_DEFAULT: u32 = 500;
 /// Largest `min_age_s`.
-pub const MIN_AGE_S_MAX: u32 = 3_600;
+pub const WALL_MIN_AGE_S_MAX: u32 = 3_600;
 /// Largest `min_ratio`, in hundredths.
 pub const MIN_RATIO_HUNDREDTHS_MAX: u32 = 100_000;
 

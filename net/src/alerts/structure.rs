@@ -17,8 +17,8 @@ use rampart_engine::level_alert::{
 };
 use rampart_engine::site_alert::WallSide;
 use rampart_engine::wall_alert::{
-    WallCondition, WallEvent, MAX_DIST_HUNDREDTHS_DEFAULT, MAX_DIST_HUNDREDTHS_MAX, MIN_AGE_S_MAX,
-    MIN_RATIO_HUNDREDTHS_MAX,
+    WallCondition, WallEvent, MAX_DIST_HUNDREDTHS_DEFAULT, MAX_DIST_HUNDREDTHS_MAX, MIN_RATIO_HUNDREDTHS_MAX,
+    WALL_MIN_AGE_S_MAX,
 };
 use serde_json::{Map, Value};
 
@@ -90,8 +90,8 @@ pub fn wall_condition(obj: &Map<String, Value>, direction: Option<&str>) -> Resu
         Some(n) => n
             .as_u64()
             .and_then(|v| u32::try_from(v).ok())
-            .filter(|v| *v <= MIN_AGE_S_MAX)
-            .ok_or_else(|| invalid(format!("min_age_s must be a whole number from 0 to {MIN_AGE_S_MAX}")))?,
+            .filter(|v| *v <= WALL_MIN_AGE_S_MAX)
+            .ok_or_else(|| invalid(format!("min_age_s must be a whole number from 0 to {WALL_MIN_AGE_S_MAX}")))?,
     };
     Ok(Condition::Wall(WallCondition {
         event,
