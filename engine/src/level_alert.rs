@@ -166,6 +166,10 @@ pub struct LevelAlerts {
     up: BinaryHeap<Reverse<Entry>>,
     /// Thresholds reached when the price is at or under them (largest first).
     down: BinaryHeap<Entry>,
+    /// The tops of `up` and `down` (`i64::MAX` / `i64::MIN` when empty), kept here so that a
+    /// trade that reaches nothing reads only this struct, not the heaps' buffers.
+    up_next: i64,
+    down_next: i64,
     /// Highest and lowest trade since the levels were taken.
     high: i64,
     low: i64,
@@ -258,6 +262,7 @@ impl LevelAlerts {
         self.up.clear();
         self.down.clear();
         if self.watches.is_empty() {
+            self.refresh_tops();
             return;
         }
         for w in 0..self.watches.len() {
@@ -273,6 +278,7 @@ impl LevelAlerts {
     }
 
     fn reserve_heaps(&mut self) {
+        self.refresh_tops();
         let n = self.pairs.len();
         self.up.reserve(n.saturating_sub(self.up.len()));
         self.down.reserve(n.saturating_sub(self.down.len()));
@@ -360,7 +366,7 @@ impl LevelAlerts {
             self.low = self.low.min(p);
             self.refresh_bounds();
         }
-        if self.live == 0 {
+        if self.live == 0 || (p < self.up_next && p > self.down_next) {
             return;
         }
         while let Some(&Reverse((at, i))) = self.up.peek() {
@@ -377,6 +383,13 @@ impl LevelAlerts {
             self.down.pop();
             self.reached(i, price, ts_ms, out);
         }
+        self.refresh_tops();
+    }
+
+    /// Caches the heaps' tops after they changed.
+    fn refresh_tops(&mut self) {
+        self.up_next = self.up.peek().map_or(i64::MAX, |Reverse((at, _))| *at);
+        self.down_next = self.down.peek().map_or(i64::MIN, |(at, _)| *at);
     }
 
     /// Every break alert that watches a level the trade at `p` goes through fires.

@@ -31,6 +31,11 @@ fn main() {
         let summaries = match which {
             "tick" => vec![tick_apply(500, 20_000)],
             "ingest" => vec![rampart_bench::ingest::live_ingest(500, 1_000_000, 100_000)],
+            // Issue #48: the same with 100 000 level alerts held, against the line above.
+            "ingest-levels" => vec![
+                rampart_bench::ingest::live_ingest(500, 1_000_000, 100_000),
+                rampart_bench::ingest::live_ingest_with_levels(500, 1_000_000, 100_000, 100_000),
+            ],
             "hop" => front_hop(500, 1, 20_000),
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
             "walls" => vec![wall_scan(500, 20)],
@@ -57,7 +62,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|ingest-levels|hop|levels|walls|metrics|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }
