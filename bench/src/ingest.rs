@@ -122,7 +122,7 @@ fn synthetic_levels() -> Vec<Level> {
 }
 
 /// [`live_ingest`] with `level_alerts` level alerts more, of every event and side, spread over the
-/// books, each book holding the [`synthetic_levels`] (issue #48: ingest with 100 000 level alerts
+/// books, each book holding the `synthetic_levels` (issue #48: ingest with 100 000 level alerts
 /// within 5 % of the figure without them). The alerts wait: none of their thresholds is reached,
 /// as for most alerts most of the time.
 pub fn live_ingest_with_levels(pairs: usize, messages: usize, alerts: usize, level_alerts: usize) -> Summary {

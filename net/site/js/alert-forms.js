@@ -1,4 +1,4 @@
-// The create forms of alerts: price and percent (POST /site/v1/alerts), wall and market (POST /site/site-alerts), and the pair page's price alert.
+// The create forms of alerts: price, percent, level and wall (POST /site/v1/alerts), the site's density and market alerts (POST /site/site-alerts), and the pair page's price alert.
 
 import { errorBox, h, say, statusBox } from './dom.js';
 import { field, numberInput, options, submitting } from './forms.js';
@@ -6,70 +6,116 @@ import { call, v1 } from './http.js';
 import { BOARD_NUMBERS, INTERVALS } from './values.js';
 import { suggest, venueOptions } from './venues.js';
 
-/** Create form of price and percent alerts (POST /site/v1/alerts, the API's body without webhook_url). */
+const TYPE_NAMES = { price: 'Price', pct: 'Percent', level: 'Level', wall: 'Wall' };
+
+/** The fields a level or wall alert adds (decisions.md §15). */
+function structureFields() {
+  return {
+    event: field('Event', 'event', 'select', { options: [] }),
+    within: field('Within %', 'within_pct', 'text', { inputmode: 'decimal', placeholder: '0.5', hint: 'How near the level the price must come (0.05 to 10).' }),
+    minStrength: field('Minimum strength', 'min_strength', 'text', { inputmode: 'numeric', placeholder: '1' }),
+    minUsd: field('Minimum wall value (USD)', 'min_usd', 'text', { inputmode: 'decimal', placeholder: 'e.g. 2000000' }),
+    maxDist: field('Maximum distance from price (%)', 'max_dist_pct', 'text', { inputmode: 'decimal', placeholder: '5' }),
+    minAge: field('Minimum age (s)', 'min_age_s', 'text', { inputmode: 'numeric', placeholder: '0' }),
+  };
+}
+
+/** Create form of price, percent, level and wall alerts (POST /site/v1/alerts, the API's body without webhook_url). */
 export function alertForm(created) {
   const listId = 'symbols-alert-form';
   const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: 'binance' });
   const symbol = field('Pair', 'symbol', 'text', { placeholder: 'BTCUSDT', list: listId, required: true });
-  const type = field('Type', 'type', 'select', { options: [['price', 'Price crosses a level'], ['pct', 'Percent move']] });
+  const type = field('Type', 'type', 'select', { options: [['price', 'Price crosses a level'], ['pct', 'Percent move'], ['level', 'A support or resistance is approached, touched or broken'], ['wall', 'A wall appears, is pulled or is filled']] });
   const direction = field('Direction', 'direction', 'select', { options: [] });
   const price = field('Price', 'price', 'text', { inputmode: 'decimal', placeholder: 'e.g. 65000' });
   const pct = field('Move %', 'pct', 'text', { inputmode: 'decimal', placeholder: '0.1 to 500' });
   const windowF = field('Window', 'window', 'select', { options: options(INTERVALS), value: '1h', hint: 'Measured from the open of the current candle.' });
   const repeat = field('Repeat (fire again after re-arming)', 'repeat', 'checkbox');
   const note = field('Note', 'note', 'text', { maxlength: 500 });
-  const f = { venue: venue, symbol: symbol, type: type, direction: direction, price: price, pct: pct, windowF: windowF, repeat: repeat, note: note };
+  const s = structureFields();
+  const f = { venue: venue, symbol: symbol, type: type, direction: direction, price: price, pct: pct, windowF: windowF, repeat: repeat, note: note, s: s };
   const datalist = h('datalist', { id: listId });
   const error = errorBox('alert-error');
   const status = statusBox('alert-status');
   const submit = h('button', { type: 'submit', text: 'Create alert' });
   const sync = () => syncAlertType(f);
   type.input.addEventListener('change', sync);
+  s.event.input.addEventListener('change', sync);
   venue.input.addEventListener('change', () => suggest(datalist, venue.input.value));
   sync();
   suggest(datalist, venue.input.value);
 
   const form = h('form', { testid: 'alert-form', 'aria-labelledby': 'af-h', novalidate: true },
-    h('h3', { id: 'af-h', text: 'New price or percent alert' }),
-    h('div', { class: 'fields' }, venue.wrap, symbol.wrap, type.wrap, direction.wrap, price.wrap, pct.wrap, windowF.wrap, note.wrap, repeat.wrap),
+    h('h3', { id: 'af-h', text: 'New alert' }),
+    h('div', { class: 'fields' }, venue.wrap, symbol.wrap, type.wrap, s.event.wrap, direction.wrap, price.wrap, pct.wrap, windowF.wrap,
+      s.within.wrap, s.minStrength.wrap, s.minUsd.wrap, s.maxDist.wrap, s.minAge.wrap, note.wrap, repeat.wrap),
     datalist, h('div', { class: 'actions' }, submit), error, status);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const isPct = type.input.value === 'pct';
-    const body = alertBody(f, isPct);
+    const kind = type.input.value;
+    const body = alertBody(f);
     await submitting(submit, error, status, async () => {
       const r = await call('POST', v1('alerts'), body);
-      say(status, (isPct ? 'Percent' : 'Price') + ' alert #' + (r.data && r.data.id) + ' created.');
-      price.input.value = '';
-      pct.input.value = '';
-      note.input.value = '';
+      say(status, TYPE_NAMES[kind] + ' alert #' + (r.data && r.data.id) + ' created.');
+      [price, pct, note, s.within, s.minStrength, s.minUsd, s.maxDist, s.minAge].forEach((x) => { x.input.value = ''; });
       created();
     });
   });
   return form;
 }
 
-// The fields of the chosen type: a price, or a move and its window; the directions of each.
-function syncAlertType(f) {
-  const isPct = f.type.input.value === 'pct';
-  const keep = f.direction.input.value;
-  const dirs = isPct ? [['up', 'up'], ['down', 'down'], ['any', 'either way']] : [['above', 'above'], ['below', 'below']];
-  f.direction.input.replaceChildren(...dirs.map(([v, t]) => h('option', { value: v, text: t })));
-  if (dirs.some((d) => d[0] === keep)) f.direction.input.value = keep;
-  f.price.wrap.hidden = isPct;
-  f.pct.wrap.hidden = !isPct;
-  f.windowF.wrap.hidden = !isPct;
+const DIRECTIONS = {
+  price: [['above', 'above'], ['below', 'below']],
+  pct: [['up', 'up'], ['down', 'down'], ['any', 'either way']],
+  level: [['any', 'support or resistance'], ['above', 'resistance (above the price)'], ['below', 'support (below the price)']],
+  wall: [['any', 'bid or ask'], ['bid', 'bid (buy wall)'], ['ask', 'ask (sell wall)']],
+};
+const EVENTS = {
+  level: [['approach', 'approached'], ['touch', 'touched'], ['break', 'broken']],
+  wall: [['appeared', 'appears'], ['pulled', 'is pulled'], ['filled', 'is filled']],
+};
+
+// Replaces a select's options, keeping its value when the new ones have it.
+function choices(select, list) {
+  const keep = select.value;
+  select.replaceChildren(...list.map(([v, t]) => h('option', { value: v, text: t })));
+  if (list.some((d) => d[0] === keep)) select.value = keep;
 }
 
-function alertBody(f, isPct) {
+// The fields of the chosen type: a price; a move and its window; a level's event and filters; a
+// wall's event and filters; the directions of each.
+function syncAlertType(f) {
+  const kind = f.type.input.value;
+  choices(f.direction.input, DIRECTIONS[kind]);
+  if (EVENTS[kind]) choices(f.s.event.input, EVENTS[kind]);
+  f.s.event.wrap.hidden = !EVENTS[kind];
+  f.price.wrap.hidden = kind !== 'price';
+  f.pct.wrap.hidden = kind !== 'pct';
+  f.windowF.wrap.hidden = kind !== 'pct';
+  f.s.within.wrap.hidden = kind !== 'level' || f.s.event.input.value !== 'approach';
+  f.s.minStrength.wrap.hidden = kind !== 'level';
+  [f.s.minUsd, f.s.maxDist, f.s.minAge].forEach((x) => { x.wrap.hidden = kind !== 'wall'; });
+}
+
+function alertBody(f) {
+  const kind = f.type.input.value;
+  const level = kind === 'level';
+  const wall = kind === 'wall';
+  const event = level || wall ? f.s.event.input.value : undefined;
   return {
     symbol: f.symbol.input.value.trim(),
     exchange: f.venue.input.value,
-    type: f.type.input.value,
+    type: kind,
     direction: f.direction.input.value,
-    price: isPct ? undefined : numberInput(f.price.input),
-    pct: isPct ? numberInput(f.pct.input) : undefined,
-    window: isPct ? f.windowF.input.value : undefined,
+    price: kind === 'price' ? numberInput(f.price.input) : undefined,
+    pct: kind === 'pct' ? numberInput(f.pct.input) : undefined,
+    window: kind === 'pct' ? f.windowF.input.value : undefined,
+    event: event,
+    within_pct: level && event === 'approach' ? numberInput(f.s.within.input) : undefined,
+    min_strength: level ? numberInput(f.s.minStrength.input) : undefined,
+    min_usd: wall ? numberInput(f.s.minUsd.input) : undefined,
+    max_dist_pct: wall ? numberInput(f.s.maxDist.input) : undefined,
+    min_age_s: wall ? numberInput(f.s.minAge.input) : undefined,
     repeat: f.repeat.input.checked ? true : undefined,
     note: f.note.input.value ? f.note.input.value : undefined,
   };

@@ -51,7 +51,7 @@ export function numberInput(input) {
 const FIELD_WORDS = [
   ['min_usd', 'minimum wall value (USD)'], ['max_dist_pct', 'maximum distance from price (%)'],
   ['min_age_s', 'minimum age (s)'], ['cooldown_s', 'quiet time after a firing'], ['webhook_url', 'webhook URL'],
-  ['telegramChatId', 'Telegram chat id'],
+  ['telegramChatId', 'Telegram chat id'], ['within_pct', 'within %'], ['min_strength', 'minimum strength'],
 ];
 
 /** A refusal as the server worded it, with its field names replaced by the form's labels. */

@@ -5,14 +5,39 @@ import { fmtCompact, fmtInt, fmtPct, fmtPrice, fmtUsd, intFmt, isNum, numberFmt,
 import { fillTable } from './tables.js';
 import { fmtTime } from './time.js';
 
-/** The levels' table, once the levels have been read. */
-export function drawLevelTable(t, levels, loaded) {
+// A row's buttons that offer its alerts: `offers` is [[label, body], ...]; `alert(body)` makes one.
+function offerCell(offers, alert) {
+  if (!alert) return h('td');
+  return h('td', { class: 'offers' }, offers.map(([label, body]) => {
+    const b = h('button', { type: 'button', class: 'small', text: label });
+    b.addEventListener('click', () => alert(body, label));
+    return b;
+  }));
+}
+
+/** The alerts a level offers (decisions.md §15): the pair's levels of its side, timeframe and at
+ * least its strength, approached or broken. */
+export function levelOffers(l) {
+  const base = { type: 'level', direction: l.type === 'support' ? 'below' : 'above', timeframes: [l.timeframe], min_strength: l.strength };
+  return [['Alert on approach', { ...base, event: 'approach' }], ['Alert on break', { ...base, event: 'break' }]];
+}
+
+/** The alerts a wall offers: walls of its side worth at least half of it, pulled or filled. */
+export function wallOffers(w) {
+  const base = { type: 'wall', direction: w.side, max_dist_pct: Math.min(50, Math.ceil(Math.abs(w.dist || 0)) + 1) };
+  if (isNum(w.usd)) base.min_usd = Math.floor(w.usd / 2);
+  return [['Alert if pulled', { ...base, event: 'pulled' }], ['Alert if filled', { ...base, event: 'filled' }]];
+}
+
+/** The levels' table, once the levels have been read; `alert` makes an offered alert. */
+export function drawLevelTable(t, levels, loaded, alert) {
   if (!loaded) return;
   fillTable(t, levels.map((l) => h('tr', null,
     h('td', { class: l.type === 'support' ? 'up' : 'down', text: l.type === 'support' ? 'Support' : 'Resistance' }),
     h('td', { class: 'num', text: fmtPrice(l.price) }),
     h('td', { text: levelSource(l) }),
-    h('td', { class: 'num', text: l.strength }))), 'No level yet.');
+    h('td', { class: 'num', text: l.strength }),
+    offerCell(levelOffers(l), alert))), 'No level yet.');
 }
 
 // What made a level, in a trader's words (the API's timeframe tags of docs/api.md's rule 3).
@@ -21,7 +46,7 @@ function levelSource(l) {
   return EXTREMES[l.timeframe] || l.timeframe + ' swing ' + (l.side === 'high' ? 'high' : 'low');
 }
 
-export function drawWallTable(t, walls) {
+export function drawWallTable(t, walls, alert) {
   fillTable(t, walls.map((w) => h('tr', null,
     h('td', { class: w.side === 'bid' ? 'up' : 'down', text: w.side === 'bid' ? 'Bid' : 'Ask' }),
     h('td', { class: 'num', text: fmtPrice(w.price) }),
@@ -29,7 +54,22 @@ export function drawWallTable(t, walls) {
     h('td', { class: 'num', text: fmtUsd(w.usd) }),
     h('td', { class: 'num', text: fmtPct(w.dist, true) }),
     h('td', { class: 'num', text: isNum(w.ratio) ? numberFmt.format(w.ratio) + '×' : '–' }),
-    h('td', { class: 'num', text: isNum(w.age) ? intFmt.format(w.age) + ' s' : '–' }))), 'No wall at the moment.');
+    h('td', { class: 'num', text: isNum(w.age) ? intFmt.format(w.age) + ' s' : '–' }),
+    offerCell(wallOffers(w), alert))), 'No wall at the moment.');
+}
+
+const OUTCOMES = { open: 'standing', filled: 'filled', pulled: 'pulled' };
+
+/** The pair's wall history (`GET /site/v1/walls/{symbol}/history`), newest first. */
+export function drawWallHistory(t, walls) {
+  fillTable(t, walls.map((w) => h('tr', { 'data-outcome': w.outcome },
+    h('td', { class: w.side === 'bid' ? 'up' : 'down', text: w.side === 'bid' ? 'Bid' : 'Ask' }),
+    h('td', { class: 'num', text: fmtPrice(w.price) }),
+    h('td', { text: fmtTime(w.firstSeen) }),
+    h('td', { text: fmtTime(w.lastSeen) }),
+    h('td', { class: 'num', text: fmtUsd(w.maxUsd) }),
+    h('td', { class: 'num', text: fmtUsd(w.executedUsd) }),
+    h('td', { text: OUTCOMES[w.outcome] || w.outcome }))), 'No wall in the last 24 h.');
 }
 
 /** The metrics of `GET /site/v1/metrics/{symbol}` over the interval `tf`, under the box's heading. */

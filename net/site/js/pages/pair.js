@@ -4,14 +4,14 @@ import { alertHeaders, alertPath, alertRow } from '../alert-rows.js';
 import { pairAlertForm } from '../alert-forms.js';
 import { loadChartLib, makeChart, resetChartHandle } from '../chart.js';
 import { deleteWaits } from '../deletes.js';
-import { errorBox, h, mount, say } from '../dom.js';
+import { errorBox, h, mount, say, statusBox } from '../dom.js';
 import { field, options } from '../forms.js';
 import { fmtPrice, isNum } from '../format.js';
 import { call, enc, errText, v1 } from '../http.js';
 import { current, onLeave, poll } from '../lifecycle.js';
 import { go } from '../nav.js';
 import { marketStream, onFiring } from '../live.js';
-import { drawLevelTable, drawMetrics, drawWallTable } from '../pair-tables.js';
+import { drawLevelTable, drawMetrics, drawWallHistory, drawWallTable } from '../pair-tables.js';
 import { savePrefs } from '../prefs.js';
 import { state } from '../state.js';
 import { failTable, fillTable, table } from '../tables.js';
@@ -39,6 +39,8 @@ export function pairPage(exchange, symbol) {
     lastPrice: null, // the nearest levels are nearest this
   };
   p.loadAlerts = () => loadPairAlerts(p);
+  p.loadWallHistory = () => loadWallHistory(p);
+  p.offerAlert = (body, label) => offerAlert(p, body, label);
   pairView(p);
   watchChart(p);
   // Price, levels and walls come from the stream while it is open (a level broken by a trade
@@ -47,8 +49,10 @@ export function pairPage(exchange, symbol) {
   loadSymbol(p);
   refreshPair(p, true);
   p.loadAlerts();
+  p.loadWallHistory();
   onFiring(p.loadAlerts);
   poll(PAIR_REFRESH_MS, () => refreshPair(p, false));
+  poll(WALL_HISTORY_REFRESH_MS, p.loadWallHistory);
 }
 
 // An unknown venue or a text that cannot be a symbol is said so, instead of the page.
@@ -72,13 +76,16 @@ function pairView(p) {
   const controls = pairControls(p);
   p.metricsBox = h('section', { class: 'panel metrics', testid: 'pair-metrics', 'aria-labelledby': 'metrics-h', 'aria-busy': 'true' },
     h('h2', { id: 'metrics-h', text: 'Metrics' }), h('p', { class: 'muted', text: 'Loading…' }));
-  p.levelsT = table('pair-levels', 'Served levels, nearest first', ['Type', ['Price', 'num'], 'From', ['Strength', 'num']]);
+  p.levelsT = table('pair-levels', 'Served levels, nearest first', ['Type', ['Price', 'num'], 'From', ['Strength', 'num'], 'Alert']);
   p.levelsT.scroll.classList.add('tall');
   p.levelsT.scroll.setAttribute('tabindex', '0'); // a scrolling region is reachable by keyboard
   p.levelsT.scroll.setAttribute('aria-label', 'Levels (scrolls)');
-  p.wallsT = table('pair-walls', 'Walls of the latest scan', ['Side', ['Price', 'num'], ['Size', 'num'], ['USD', 'num'], ['Distance', 'num'], ['Ratio', 'num'], ['Age', 'num']]);
+  p.wallsT = table('pair-walls', 'Walls of the latest scan', ['Side', ['Price', 'num'], ['Size', 'num'], ['USD', 'num'], ['Distance', 'num'], ['Ratio', 'num'], ['Age', 'num'], 'Alert']);
+  p.historyT = table('pair-wall-history', 'Walls of the last 24 h and what became of them, newest first',
+    ['Side', ['Price', 'num'], 'First seen', 'Last seen', ['Largest (USD)', 'num'], ['Traded at it (USD)', 'num'], 'Outcome']);
   p.alertsT = table('pair-alerts', 'Your price and percent alerts on this pair', alertHeaders());
   p.alertsError = errorBox('pair-alerts-error');
+  p.offerStatus = statusBox('pair-offer-status');
   const alertBox = pairAlertForm(p.exchange, symbol, () => p.loadAlerts());
   mount(symbol, [
     h('div', { class: 'pair-head' }, h('h1', { text: symbol + ' · ' + p.exchange }), p.price),
@@ -89,7 +96,8 @@ function pairView(p) {
     h('div', { class: 'two-col' },
       h('section', { class: 'panel', 'aria-labelledby': 'lv-h' }, h('h2', { id: 'lv-h', text: 'Levels' }), p.levelsT.wrap),
       h('section', { class: 'panel', 'aria-labelledby': 'wl-h' }, h('h2', { id: 'wl-h', text: 'Walls' }), p.wallsT.wrap)),
-    h('section', { class: 'panel', 'aria-labelledby': 'pa-h' }, h('h2', { id: 'pa-h', text: 'Alerts on ' + symbol }), p.alertsT.wrap, p.alertsError, alertBox),
+    h('section', { class: 'panel', 'aria-labelledby': 'wh-h' }, h('h2', { id: 'wh-h', text: 'Wall history' }), p.historyT.wrap),
+    h('section', { class: 'panel', 'aria-labelledby': 'pa-h' }, h('h2', { id: 'pa-h', text: 'Alerts on ' + symbol }), p.alertsT.wrap, p.alertsError, p.offerStatus, alertBox),
   ]);
 }
 
@@ -168,8 +176,8 @@ function redraw(p) {
     const wl = n.walls < n.ofWalls ? 'the ' + n.walls + ' largest of ' + n.ofWalls + ' walls' : (n.ofWalls ? 'all ' + n.ofWalls + ' walls' : 'no wall');
     say(p.shownNote, 'Drawn: ' + lv + ', ' + wl + '.');
   }
-  drawLevelTable(p.levelsT, p.lastLevels, p.drawn.levels);
-  drawWallTable(p.wallsT, p.lastWalls);
+  drawLevelTable(p.levelsT, p.lastLevels, p.drawn.levels, p.offerAlert);
+  drawWallTable(p.wallsT, p.lastWalls, p.offerAlert);
   if (p.chart && p.drawn.candles && p.drawn.levels) p.handle.ready = true;
 }
 
@@ -270,6 +278,34 @@ function takeWalls(p, dens, problems) {
   } else if (dens.reason && dens.reason.status === 404) {
     p.lastWalls = []; // no wall at this moment (or an unknown pair, which the levels call reports)
   } else problems.push('Walls: ' + errText(dens.reason));
+}
+
+// Makes an alert a level or wall row offered, on this pair; says what became of it under the
+// pair's alerts.
+async function offerAlert(p, body, label) {
+  try {
+    const r = await call('POST', v1('alerts'), { symbol: p.symbol, exchange: p.exchange, ...body });
+    say(p.alertsError, '');
+    say(p.offerStatus, label + ': alert #' + (r.data && r.data.id) + ' created.');
+    p.loadAlerts();
+  } catch (e) {
+    say(p.offerStatus, '');
+    say(p.alertsError, label + ': ' + errText(e));
+  }
+}
+
+// The wall history is read when the page opens and then every half minute: it changes at wall
+// scans, and each read counts against the site's budget.
+const WALL_HISTORY_REFRESH_MS = 30_000;
+
+async function loadWallHistory(p) {
+  try {
+    const r = await call('GET', v1('walls/' + enc(p.symbol) + '/history', { exchange: p.exchange, limit: 50 }));
+    if (!current(p.gen)) return;
+    drawWallHistory(p.historyT, Array.isArray(r.data) ? r.data : []);
+  } catch (e) {
+    if (current(p.gen)) failTable(p.historyT, errText(e));
+  }
 }
 
 async function loadPairAlerts(p) {

@@ -75,7 +75,7 @@ impl AlertStatus {
 
 /// The columns a condition is stored in: `kind`, `direction`, `price`, `pct_millionths`,
 /// `window`, and a level alert's `event`, `within_millionths`, `min_strength`, `timeframes`
-/// (a bit set of [`Origin::bit`]); `None` where the type has no such field.
+/// (a bit set of `rampart_engine::level::Origin::bit`); `None` where the type has no such field.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConditionColumns {
     /// `price`, `pct` or `level`.
