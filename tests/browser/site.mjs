@@ -111,6 +111,40 @@ async function main(browser) {
     note(`refusal shown: "${(await a.page.textContent(tid('alert-error'))).trim()}"`);
   }
 
+  step('level and wall alerts (decisions.md §15) made with the same form are listed by GET /v1/alerts and described in the table');
+  {
+    const form = tid('alert-form');
+    const mine = async (what, pick) => until(`the ${what} alert made on the site is not listed by GET /v1/alerts`, async () => {
+      const r = await apiOk(KEY_A, 'GET', '/v1/alerts');
+      return r.data.find(pick);
+    });
+    await a.page.selectOption(`${form} select[name="exchange"]`, VENUE);
+    await a.page.fill(`${form} input[name="symbol"]`, SYMBOL);
+    await a.page.selectOption(`${form} select[name="type"]`, 'level');
+    await a.page.selectOption(`${form} select[name="event"]`, 'approach');
+    await a.page.selectOption(`${form} select[name="direction"]`, 'above');
+    await a.page.fill(`${form} input[name="within_pct"]`, '0.75');
+    await a.page.fill(`${form} input[name="min_strength"]`, '2');
+    await a.page.click(`${form} button[type="submit"]`);
+    const level = await mine('level', (x) => x.type === 'level' && x.symbol === SYMBOL && x.event === 'approach');
+    assert.deepEqual([level.direction, level.withinPct, level.minStrength, level.timeframes.length], ['above', 0.75, 2, 9]);
+    const row = `${tid('alerts-table')} tr[data-alert-id="${level.id}"]`;
+    await visible(a.page, row, `the level alert ${level.id} is not in the table`);
+    const words = (await a.page.textContent(row)).trim();
+    assert.ok(words.includes('approach of a resistance within 0.75%'), `the level alert's row says: ${words}`);
+
+    await a.page.selectOption(`${form} select[name="type"]`, 'wall');
+    await a.page.selectOption(`${form} select[name="event"]`, 'pulled');
+    await a.page.selectOption(`${form} select[name="direction"]`, 'bid');
+    await a.page.fill(`${form} input[name="min_usd"]`, '2000000');
+    await a.page.click(`${form} button[type="submit"]`);
+    const wall = await mine('wall', (x) => x.type === 'wall' && x.symbol === SYMBOL && x.event === 'pulled');
+    assert.deepEqual([wall.direction, wall.minUsd, wall.maxDistPct, wall.minAgeS], ['bid', 2000000, 5, 0]);
+    await visible(a.page, `${tid('alerts-table')} tr[data-alert-id="${wall.id}"]`, `the wall alert ${wall.id} is not in the table`);
+    for (const id of [level.id, wall.id]) await apiOk(KEY_A, 'DELETE', `/v1/alerts/${id}`);
+    note(`level alert ${level.id} and wall alert ${wall.id} made on the site, then deleted`);
+  }
+
   step('density alert made on the site fires live into Notifications when a wall is placed (no reload), through the page\'s one EventSource (alerts)');
   {
     await visible(a.page, loaded('site-alerts-table'), 'the density/market alerts table did not load');
@@ -209,6 +243,7 @@ async function main(browser) {
       const lines = await a.page.evaluate(() => window.rampartChart.priceLines());
       return !lines.some((p) => p.title === 'wall bid' && close(p.price, A.wallPrice));
     });
+    A.pulledPrice = A.wallPrice;
     A.wallPrice = await placeWall();
     await until(`the new wall at ${A.wallPrice} did not become a chart line`, async () => {
       const lines = await a.page.evaluate(() => window.rampartChart.priceLines());
@@ -218,6 +253,40 @@ async function main(browser) {
     assert.deepEqual(asked, [], 'the pair page polled what the stream pushes');
     assert.equal(await a.page.evaluate(() => window.__marker), 2, 'the page was reloaded');
     note(`stream messages on the pair page: ${await a.page.evaluate(() => window.rampartStream.messages)}`);
+  }
+
+  step('pair page: the wall history (GET /site/v1/walls/{symbol}/history) shows the removed wall as pulled, the new one as standing');
+  {
+    await nav(a.page, 'market');
+    await setHash(a.page, `#/pair/${VENUE}/${SYMBOL}`);
+    const rows = `${tid('pair-wall-history')} tbody tr`;
+    await until(`the wall history shows no pulled wall at ${A.pulledPrice}`, async () => {
+      const got = await a.page.$$eval(rows, (trs) => trs.map((tr) => [tr.dataset.outcome, tr.children[1]?.textContent || '']));
+      return got.some(([o, p]) => o === 'pulled' && close(Number(p.replace(/[^0-9.]/g, '')), A.pulledPrice));
+    });
+    note('wall history on the pair page: the removed wall pulled');
+
+    // A level row offers its alerts: "Alert on break" makes a level alert of its side, timeframe
+    // and strength; a wall row offers "Alert if pulled".
+    const levelRow = `${tid('pair-levels')} tbody tr`;
+    await visible(a.page, `${levelRow} button`, 'no level row offers an alert');
+    const [kind, timeframe] = await a.page.$eval(levelRow, (tr) => [tr.children[0].textContent, tr.children[2].textContent]);
+    await a.page.click(`${levelRow} >> text=Alert on break`);
+    const offered = await until('the level row\'s alert is not listed by GET /v1/alerts', async () => {
+      const r = await apiOk(KEY_A, 'GET', '/v1/alerts');
+      return r.data.find((x) => x.type === 'level' && x.event === 'break' && x.symbol === SYMBOL);
+    });
+    assert.equal(offered.direction, kind === 'Support' ? 'below' : 'above', `a ${kind} (${timeframe}) offered ${JSON.stringify(offered)}`);
+    assert.equal(offered.timeframes.length, 1, JSON.stringify(offered));
+    const wallRow = `${tid('pair-walls')} tbody tr`;
+    await visible(a.page, `${wallRow} button`, 'no wall row offers an alert');
+    await a.page.click(`${wallRow} >> text=Alert if pulled`);
+    const wallOffered = await until('the wall row\'s alert is not listed by GET /v1/alerts', async () => {
+      const r = await apiOk(KEY_A, 'GET', '/v1/alerts');
+      return r.data.find((x) => x.type === 'wall' && x.event === 'pulled' && x.symbol === SYMBOL);
+    });
+    for (const id of [offered.id, wallOffered.id]) await apiOk(KEY_A, 'DELETE', `/v1/alerts/${id}`);
+    note(`offered from the pair's tables: level alert ${offered.id}, wall alert ${wallOffered.id}`);
   }
 
   step('market page is live: one EventSource (alerts and the board); the board is rebuilt on the page every second with no /site/v1/market request');
