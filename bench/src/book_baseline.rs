@@ -477,8 +477,10 @@ impl EnginePath {
         for (id, level, above) in &stream.alerts {
             let level = Price::parse(level.as_bytes()).expect("alert levels are decimals");
             let cross = if *above { Cross::Above } else { Cross::Below };
-            p.market
-                .insert_alert(book, AlertSpec { id: *id, condition: Condition::Price { cross, level }, repeat: true });
+            p.market.insert_alert(
+                book,
+                AlertSpec { id: *id, condition: Condition::Price { cross, level }, repeat: true, cooldown_s: 0 },
+            );
         }
         p.on_frame(&stream.snapshot);
         p

@@ -147,7 +147,7 @@ pub fn live_ingest_with_levels(pairs: usize, messages: usize, alerts: usize, lev
             timeframes: TIMEFRAMES_ALL,
         };
         let id = 10_000_000 + i;
-        market.insert_alert(book, AlertSpec { id, condition: Condition::Level(c), repeat: true });
+        market.insert_alert(book, AlertSpec { id, condition: Condition::Level(c), repeat: true, cooldown_s: 0 });
     }
     for i in 0..alerts as u64 {
         let book = books[(i % pairs as u64) as usize];
@@ -158,6 +158,7 @@ pub fn live_ingest_with_levels(pairs: usize, messages: usize, alerts: usize, lev
                 id: i + 1,
                 condition: Condition::Price { cross, level: Price::from_f64(level) },
                 repeat: false,
+                cooldown_s: 0,
             },
         );
     }

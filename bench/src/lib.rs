@@ -372,7 +372,7 @@ pub fn alert_decision(alerts_on_pair: usize, alerts_market: usize, trades: usize
             let level = Price((base as f64 * (1.0 + off)) as i64);
             Condition::Price { cross: if off > 0.0 { Cross::Above } else { Cross::Below }, level }
         };
-        market.insert_alert(book, AlertSpec { id: next, condition, repeat });
+        market.insert_alert(book, AlertSpec { id: next, condition, repeat, cooldown_s: 0 });
     };
     for _ in 0..alerts_on_pair {
         add(&mut market, pair, &mut rng, true);
@@ -477,6 +477,7 @@ pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_m
                         created_price: 1,
                         created_ms: 1,
                         expires_ms: None,
+                        cooldown_s: 0,
                     };
                     let t = Instant::now();
                     thread.run(move |s| s.insert_alert(&alert)).await.expect("an insert");
@@ -584,6 +585,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
                 created_price: 0,
                 created_ms: 0,
                 expires_ms: None,
+                cooldown_s: 0,
             })
             .expect("alert");
         ids.push(row.id);

@@ -146,6 +146,10 @@ pub struct AlertSpec {
     pub condition: Condition,
     /// Re-arms after firing instead of becoming `triggered`.
     pub repeat: bool,
+    /// The least time between two firings on this book, seconds (`decisions.md` §15, §16): a
+    /// firing decided sooner is not made (the alert moves on as if it had fired: it re-arms as
+    /// after a firing). 0: none.
+    pub cooldown_s: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -161,6 +165,8 @@ struct State {
     gen: u32,
     /// For percent alerts: the bucket it last fired in.
     fired_bucket: i64,
+    /// No firing before this (its cooldown after the last one), Unix milliseconds.
+    quiet_until_ms: i64,
 }
 
 /// The alerts of one book.
@@ -282,16 +288,16 @@ impl AlertBook {
     pub fn insert(&mut self, spec: AlertSpec) {
         match spec.condition {
             Condition::Level(c) => {
-                if !self.levels.holds(spec.id, &c, spec.repeat) {
+                if !self.levels.holds(spec.id, &c, spec.repeat, spec.cooldown_s) {
                     self.remove(spec.id);
-                    self.levels.insert(spec.id, c, spec.repeat);
+                    self.levels.insert(spec.id, c, spec.repeat, spec.cooldown_s);
                 }
                 return;
             }
             Condition::Wall(c) => {
-                if !self.walls.holds(spec.id, &c, spec.repeat) {
+                if !self.walls.holds(spec.id, &c, spec.repeat, spec.cooldown_s) {
                     self.remove(spec.id);
-                    self.walls.insert(spec.id, c, spec.repeat);
+                    self.walls.insert(spec.id, c, spec.repeat, spec.cooldown_s);
                 }
                 return;
             }
@@ -309,7 +315,7 @@ impl AlertBook {
         self.reserve_for(spec.condition);
         self.next_gen = self.next_gen.wrapping_add(1);
         let gen = self.next_gen;
-        self.states.insert(spec.id, State { spec, gen, fired_bucket: i64::MIN });
+        self.states.insert(spec.id, State { spec, gen, fired_bucket: i64::MIN, quiet_until_ms: i64::MIN });
         self.arm(spec, gen);
     }
 
@@ -510,6 +516,8 @@ impl AlertBook {
     }
 
     /// Records a firing; a repeating alert goes where `requeue` puts it, a one-shot one leaves.
+    /// A firing within the alert's cooldown after its last one is not made; the alert goes where
+    /// `requeue` puts it all the same.
     fn fire(
         &mut self,
         e: Entry,
@@ -519,9 +527,15 @@ impl AlertBook {
         out: &mut Vec<Firing>,
         requeue: impl FnOnce(&mut AlertBook, Entry),
     ) {
-        let repeat = self.states.get(&e.id).is_some_and(|s| s.spec.repeat);
-        debug_assert!(out.len() < out.capacity(), "firing buffer must be reserved");
-        out.push(Firing { id: e.id, price, move_hundredths: move_h, ts_ms, last: !repeat, detail: Detail::None });
+        let Some(state) = self.states.get_mut(&e.id) else { return };
+        let repeat = state.spec.repeat;
+        if ts_ms >= state.quiet_until_ms {
+            state.quiet_until_ms = ts_ms.saturating_add(i64::from(state.spec.cooldown_s) * 1_000);
+            debug_assert!(out.len() < out.capacity(), "firing buffer must be reserved");
+            out.push(Firing { id: e.id, price, move_hundredths: move_h, ts_ms, last: !repeat, detail: Detail::None });
+        } else {
+            debug_assert!(repeat, "a one-shot alert fires once: it has no cooldown to be in");
+        }
         if repeat {
             requeue(self, e);
         } else {
@@ -538,11 +552,16 @@ mod tests {
     const T0: i64 = 1_794_787_200_000;
 
     fn price(id: u64, cross: Cross, level: i64, repeat: bool) -> AlertSpec {
-        AlertSpec { id, condition: Condition::Price { cross, level: Price(level) }, repeat }
+        AlertSpec { id, condition: Condition::Price { cross, level: Price(level) }, repeat, cooldown_s: 0 }
     }
 
     fn pct(id: u64, dir: Move, hundredths: u32, window: Timeframe, repeat: bool) -> AlertSpec {
-        AlertSpec { id, condition: Condition::Pct { dir, millionths: hundredths * 10_000, window }, repeat }
+        AlertSpec {
+            id,
+            condition: Condition::Pct { dir, millionths: hundredths * 10_000, window },
+            repeat,
+            cooldown_s: 0,
+        }
     }
 
     /// Feeds trades through candles and alerts like the shard does; returns the ids fired per trade.
@@ -662,11 +681,23 @@ mod tests {
     /// A threshold finer than a hundredth is compared exactly: 3.004% does not fire on a
     /// 3.002% move and fires on 3.004%, and 2.125% is not 2.13%.
     #[test]
+    fn a_cooldown_holds_back_a_repeating_alerts_firings_within_it() {
+        let spec = AlertSpec { cooldown_s: 60, ..price(1, Cross::Above, 100, true) };
+        let mut r = Rig::new(&[spec]);
+        assert_eq!(r.trade(T0, 100), vec![1]);
+        assert_eq!(r.trade(T0 + 1_000, 99), vec![], "re-armed");
+        assert_eq!(r.trade(T0 + 2_000, 100), vec![], "crossed again within the minute: held back");
+        assert_eq!(r.trade(T0 + 3_000, 99), vec![]);
+        assert_eq!(r.trade(T0 + 60_000, 100), vec![1], "the minute is over");
+    }
+
+    #[test]
     fn pct_thresholds_are_compared_exactly() {
         let spec = |id, millionths| AlertSpec {
             id,
             condition: Condition::Pct { dir: Move::Up, millionths, window: Timeframe::H1 },
             repeat: false,
+            cooldown_s: 0,
         };
         let mut r = Rig::new(&[spec(1, 3_004_000), spec(2, 2_125_000)]);
         let h = Timeframe::H1.bucket_start(T0);

@@ -141,6 +141,9 @@ struct Watch {
     condition: LevelCondition,
     repeat: bool,
     live: bool,
+    /// The least time between two firings, ms; none is made before `quiet_until_ms`.
+    cooldown_ms: i64,
+    quiet_until_ms: i64,
 }
 
 /// One (alert, level): indices into the held watches and levels, and whether it waits to fire.
@@ -205,17 +208,24 @@ impl LevelAlerts {
         self.watches.iter().filter(|w| w.live).map(|w| w.id)
     }
 
-    /// True when alert `id` is held with this condition and repeat flag.
-    pub fn holds(&self, id: u64, condition: &LevelCondition, repeat: bool) -> bool {
-        self.watches.iter().any(|w| w.live && w.id == id && w.condition == *condition && w.repeat == repeat)
+    /// True when alert `id` is held with this condition, repeat flag and cooldown.
+    pub fn holds(&self, id: u64, condition: &LevelCondition, repeat: bool, cooldown_s: u32) -> bool {
+        self.watches.iter().any(|w| {
+            w.live
+                && w.id == id
+                && w.condition == *condition
+                && w.repeat == repeat
+                && w.cooldown_ms == i64::from(cooldown_s) * 1_000
+        })
     }
 
     /// Adds a level alert (the caller removed any alert of the same id first), armed on each
     /// level the last price is outside the band of. Not the tick path: it may allocate (pairs for
     /// the levels held, room in both heaps).
-    pub fn insert(&mut self, id: u64, condition: LevelCondition, repeat: bool) {
+    pub fn insert(&mut self, id: u64, condition: LevelCondition, repeat: bool, cooldown_s: u32) {
         let w = u32::try_from(self.watches.len()).unwrap_or(u32::MAX);
-        self.watches.push(Watch { id, condition, repeat, live: true });
+        let cooldown_ms = i64::from(cooldown_s) * 1_000;
+        self.watches.push(Watch { id, condition, repeat, live: true, cooldown_ms, quiet_until_ms: i64::MIN });
         self.live += 1;
         if condition.event == LevelEvent::Break {
             self.breaks += 1;
@@ -430,8 +440,13 @@ impl LevelAlerts {
     }
 
     fn fire(&mut self, w: usize, level: Level, price: Price, ts_ms: i64, out: &mut Vec<Firing>) {
+        let watch = &mut self.watches[w];
+        if ts_ms < watch.quiet_until_ms {
+            return; // within its cooldown: not made (the pair moves on as if it had fired)
+        }
+        watch.quiet_until_ms = ts_ms.saturating_add(watch.cooldown_ms);
+        let watch = *watch;
         debug_assert!(out.len() < out.capacity(), "the firing buffer must be reserved");
-        let watch = self.watches[w];
         let last = !watch.repeat;
         out.push(Firing { id: watch.id, price, move_hundredths: None, ts_ms, last, detail: Detail::Level(level) });
         if !watch.repeat {
@@ -466,7 +481,7 @@ mod tests {
             let mut alerts = LevelAlerts::default();
             alerts.on_levels(levels, Price(price));
             for (id, c, repeat) in specs {
-                alerts.insert(*id, *c, *repeat);
+                alerts.insert(*id, *c, *repeat, 0);
             }
             Rig { alerts, out: Vec::with_capacity(256) }
         }
@@ -584,6 +599,24 @@ mod tests {
         assert_eq!(r.trade(9_800), vec![]);
         assert_eq!(r.trade(9_900), vec![(1, 10_000)], "alert 2 removed");
         assert_eq!(r.alerts.ids().collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn a_cooldown_holds_back_the_firings_within_it() {
+        let mut alerts = LevelAlerts::default();
+        alerts.on_levels(&[high(10_000, 1, Origin::H4)], Price(9_000));
+        alerts.insert(1, cond(LevelEvent::Approach, LevelDirection::Any, 1_000_000), true, 60);
+        let mut out = Vec::with_capacity(64);
+        let mut at = |ts: i64, p: i64, out: &mut Vec<Firing>| {
+            out.clear();
+            alerts.on_trade(Price(p), ts, out);
+            out.len()
+        };
+        assert_eq!(at(0, 9_900, &mut out), 1);
+        assert_eq!(at(1_000, 9_800, &mut out), 0, "re-armed");
+        assert_eq!(at(2_000, 9_900, &mut out), 0, "within the minute: held back");
+        assert_eq!(at(3_000, 9_800, &mut out), 0);
+        assert_eq!(at(60_000, 9_900, &mut out), 1, "the minute is over");
     }
 
     #[test]

@@ -337,6 +337,7 @@ mod tests {
                 id: 7,
                 condition: Condition::Price { cross: Cross::Above, level: Price(100) },
                 repeat: false,
+                cooldown_s: 0,
             };
             assert!(m.insert_alert(BookId(1), spec));
             let book = m.get_mut(BookId(1)).expect("owned");
@@ -359,8 +360,12 @@ mod tests {
     fn a_relisted_book_starts_over() {
         use crate::alert::{AlertSpec, Condition, Cross};
         let mut m = Market::new(2, &[BookId(1)], 8, 8);
-        let spec =
-            AlertSpec { id: 7, condition: Condition::Price { cross: Cross::Above, level: Price(100) }, repeat: false };
+        let spec = AlertSpec {
+            id: 7,
+            condition: Condition::Price { cross: Cross::Above, level: Price(100) },
+            repeat: false,
+            cooldown_s: 0,
+        };
         assert!(m.insert_alert(BookId(1), spec));
         let bid =
             Tick { book: BookId(1), ts_ms: 1, kind: TickKind::Book { side: Side::Bid, price: Price(90), qty: Qty(1) } };

@@ -94,6 +94,9 @@ struct Watch {
     condition: WallCondition,
     repeat: bool,
     fired: Vec<Appearance>,
+    /// The least time between two firings, ms; none is made before `quiet_until_ms`.
+    cooldown_ms: i64,
+    quiet_until_ms: i64,
 }
 
 /// The wall alerts of one book.
@@ -118,15 +121,22 @@ impl WallAlerts {
         self.watches.iter().map(|w| w.id)
     }
 
-    /// True when alert `id` is held with this condition and repeat flag.
-    pub fn holds(&self, id: u64, condition: &WallCondition, repeat: bool) -> bool {
-        self.watches.iter().any(|w| w.id == id && w.condition == *condition && w.repeat == repeat)
+    /// True when alert `id` is held with this condition, repeat flag and cooldown.
+    pub fn holds(&self, id: u64, condition: &WallCondition, repeat: bool, cooldown_s: u32) -> bool {
+        self.watches.iter().any(|w| {
+            w.id == id
+                && w.condition == *condition
+                && w.repeat == repeat
+                && w.cooldown_ms == i64::from(cooldown_s) * 1_000
+        })
     }
 
     /// Adds a wall alert (the caller removed any alert of the same id first). Not a scan: it
     /// allocates its memory of appearances.
-    pub fn insert(&mut self, id: u64, condition: WallCondition, repeat: bool) {
-        self.watches.push(Watch { id, condition, repeat, fired: Vec::with_capacity(WALLS_MAX) });
+    pub fn insert(&mut self, id: u64, condition: WallCondition, repeat: bool, cooldown_s: u32) {
+        let cooldown_ms = i64::from(cooldown_s) * 1_000;
+        let fired = Vec::with_capacity(WALLS_MAX);
+        self.watches.push(Watch { id, condition, repeat, fired, cooldown_ms, quiet_until_ms: i64::MIN });
     }
 
     /// Removes alert `id`; true if it was held.
@@ -176,8 +186,15 @@ impl WallAlerts {
             |wall: &Wall| Appearance { side: wall.side, price: wall.price, since_ms: now_ms - wall.age_ms };
         // Appearances no longer standing are forgotten, so a wall that comes back fires again.
         w.fired.retain(|a| walls.iter().any(|wall| appearance(wall) == *a));
-        let (id, repeat) = (w.id, w.repeat);
-        let fire = |hit: WallHit, out: &mut Vec<Firing>| {
+        let (id, repeat, cooldown_ms) = (w.id, w.repeat, w.cooldown_ms);
+        // Within its cooldown a firing is not made (what it would have fired for counts as
+        // fired: an appearance does not fire later).
+        let quiet_until = &mut w.quiet_until_ms;
+        let mut fire = |hit: WallHit, out: &mut Vec<Firing>| {
+            if now_ms < *quiet_until {
+                return false;
+            }
+            *quiet_until = now_ms.saturating_add(cooldown_ms);
             debug_assert!(out.len() < out.capacity(), "the firing buffer must be reserved");
             let last = !repeat;
             out.push(Firing { id, price, move_hundredths: None, ts_ms: now_ms, last, detail: Detail::Wall(hit) });
@@ -248,7 +265,7 @@ mod tests {
         fn new(specs: &[(u64, WallCondition, bool)]) -> Rig {
             let mut alerts = WallAlerts::default();
             for (id, c, repeat) in specs {
-                alerts.insert(*id, *c, *repeat);
+                alerts.insert(*id, *c, *repeat, 0);
             }
             let out = Vec::with_capacity(alerts.firings_max());
             Rig { life: WallLife::new(), alerts, out }
@@ -296,6 +313,18 @@ mod tests {
         assert_eq!(r.scan(0, &[wall(Side::Bid, 900, 0), wall(Side::Bid, 800, 0)]).len(), 1);
         assert!(r.alerts.is_empty());
         assert_eq!(r.scan(2_000, &[wall(Side::Bid, 700, 0)]), vec![]);
+    }
+
+    #[test]
+    fn a_cooldown_holds_back_the_firings_within_it() {
+        let mut r = Rig::new(&[]);
+        r.alerts.insert(1, cond(WallEvent::Appeared, WallSide::Any), true, 60);
+        r.out = Vec::with_capacity(r.alerts.firings_max());
+        assert_eq!(r.scan(0, &[wall(Side::Bid, 900, 0)]).len(), 1);
+        let both = [wall(Side::Bid, 900, 2_000), wall(Side::Bid, 800, 0)];
+        assert_eq!(r.scan(2_000, &both), vec![], "a new wall within the minute: held back");
+        let three = [wall(Side::Bid, 900, 61_000), wall(Side::Bid, 800, 59_000), wall(Side::Bid, 700, 0)];
+        assert_eq!(r.scan(61_000, &three), vec![(1, 700, None)], "after it, only a wall not yet counted");
     }
 
     #[test]

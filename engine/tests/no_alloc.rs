@@ -66,14 +66,14 @@ fn generating_and_applying_ticks_allocates_nothing() {
             for (cross, level) in [(Cross::Above, p + p * k / 20_000), (Cross::Below, p - p * k / 20_000)] {
                 next_id += 1;
                 let condition = Condition::Price { cross, level: Price(level) };
-                market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: k % 4 != 0 });
+                market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: k % 4 != 0, cooldown_s: 0 });
             }
         }
         for window in Timeframe::ALL {
             for dir in [Move::Up, Move::Down, Move::Any] {
                 next_id += 1;
                 let condition = Condition::Pct { dir, millionths: 100_000, window };
-                market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: true });
+                market.insert_alert(id, AlertSpec { id: next_id, condition, repeat: true, cooldown_s: 0 });
             }
         }
         for (event, within) in [
@@ -92,7 +92,10 @@ fn generating_and_applying_ticks_allocates_nothing() {
                     min_strength: 1,
                     timeframes: TIMEFRAMES_ALL,
                 };
-                market.insert_alert(id, AlertSpec { id: next_id, condition: Condition::Level(c), repeat: true });
+                market.insert_alert(
+                    id,
+                    AlertSpec { id: next_id, condition: Condition::Level(c), repeat: true, cooldown_s: 0 },
+                );
             }
         }
     }

@@ -6,6 +6,8 @@ use serde_json::{Map, Value};
 
 /// Longest `note`, in characters.
 pub const NOTE_CHARS_MAX: usize = 500;
+/// Longest `cooldown_s` of any alert, the API's and the site's: a day.
+pub const COOLDOWN_S_MAX: u64 = 86_400;
 
 /// A refused request: HTTP status and message.
 #[derive(Clone, Debug, PartialEq, Eq)]

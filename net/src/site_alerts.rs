@@ -39,8 +39,7 @@ pub const MAX_DIST_PCT_MAX: f64 = 100.0;
 pub const MAX_DIST_PCT_DEFAULT: f64 = 5.0;
 /// Largest `min_age_s` accepted: one day.
 pub const MIN_AGE_S_MAX: u64 = 86_400;
-/// Largest `cooldown_s` accepted: one day.
-pub const COOLDOWN_S_MAX: u64 = 86_400;
+pub use crate::request::COOLDOWN_S_MAX;
 /// Largest threshold of a count on the board (no venue lists more pairs or walls than this).
 pub const COUNT_THRESHOLD_MAX: f64 = 1e6;
 

@@ -77,6 +77,11 @@ fn a_level_approached_touched_and_broken_fires_each_alert_once_with_the_level() 
         b
     };
     let approach = create(&server, &with(json!({"event":"approach","within_pct":0.5})));
+    // Repeating approaches: one without a cooldown fires at each approach, one with an hour's
+    // cooldown once.
+    let again = create(&server, &with(json!({"event":"approach","within_pct":0.5,"repeat":true})));
+    let quiet = create(&server, &with(json!({"event":"approach","within_pct":0.5,"repeat":true,"cooldown_s":3600})));
+    assert_eq!((&quiet["cooldownS"], &approach["cooldownS"]), (&json!(3600), &json!(0)), "{quiet}");
     let touch = create(&server, &with(json!({"event":"touch"})));
     let broken = create(&server, &with(json!({"event":"break"})));
     // Filters that exclude this level: supports only; stronger than it; other timeframes.
@@ -112,6 +117,24 @@ fn a_level_approached_touched_and_broken_fires_each_alert_once_with_the_level() 
     assert_eq!((&body["alert"]["type"], &body["alert"]["withinPct"]), (&json!("level"), &json!(0.5)));
     // The scripted trade (the simulator rounds it to the pair's tick).
     assert!((price(&body["trigger"]["price"]) - at * 0.996).abs() < at * 0.0002, "{body}");
+    // Away by more than the band and its 0.1 % re-arm, and back into the band.
+    trade(&sim, at * 0.99);
+    trade(&sim, at * 0.996);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alert(&server, &again["id"])["triggerCount"] != json!(2) {
+        assert!(
+            Instant::now() < deadline,
+            "the repeating approach did not fire again: {}",
+            alert(&server, &again["id"])
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let held = alert(&server, &quiet["id"]);
+    assert_eq!(
+        (&held["status"], &held["triggerCount"]),
+        (&json!("active"), &json!(1)),
+        "the cooldown held it back: {held}"
+    );
 
     trade(&sim, at * 0.9998);
     let body = fired(&server, &touch["id"], "touch");

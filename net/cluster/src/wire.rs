@@ -519,6 +519,9 @@ pub fn alert_command(c: &AlertCommand) -> Vec<u8> {
                     out.u32(c.min_age_s);
                 }
             }
+            if spec.cooldown_s > 0 {
+                out.u32(spec.cooldown_s);
+            }
         }
         AlertCommand::Remove(book, id) => {
             out.u8(1);
@@ -570,7 +573,10 @@ pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
                 }
                 _ => return Err(WireError::Invalid("condition")),
             };
-            AlertCommand::Add(book, AlertSpec { id, condition, repeat })
+            // The cooldown trails the condition, only when it is set: a node of the release
+            // before it reads every alert without one (version 1 stays).
+            let cooldown_s = if r.done() { 0 } else { r.u32()? };
+            AlertCommand::Add(book, AlertSpec { id, condition, repeat, cooldown_s })
         }
         1 => {
             let book = r.book()?;
@@ -781,7 +787,7 @@ mod tests {
 
     #[test]
     fn commands_queries_and_answers_read_back_as_written() {
-        let spec = |condition| AlertSpec { id: 7, condition, repeat: true };
+        let spec = |condition| AlertSpec { id: 7, condition, repeat: true, cooldown_s: 0 };
         let commands = [
             AlertCommand::Add(name("A"), spec(Condition::Price { cross: Cross::Below, level: Price(-3) })),
             AlertCommand::Add(
@@ -789,6 +795,13 @@ mod tests {
                 spec(Condition::Pct { dir: Move::Any, millionths: 5, window: Timeframe::ALL[5] }),
             ),
             AlertCommand::Remove(name("C"), u64::MAX),
+            AlertCommand::Add(
+                name("C"),
+                AlertSpec {
+                    cooldown_s: 900,
+                    ..spec(Condition::Pct { dir: Move::Up, millionths: 5, window: Timeframe::ALL[1] })
+                },
+            ),
             AlertCommand::Add(
                 name("D"),
                 spec(Condition::Level(LevelCondition {

@@ -159,6 +159,7 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
             created_price: 9_500_000_000_000,
             created_ms: T0 - 1_000,
             expires_ms: None,
+            cooldown_s: 0,
         })
         .expect("alert");
     let firing = FiringRecord {
@@ -376,6 +377,7 @@ fn slow_receivers_do_not_delay_healthy_ones() {
                 created_price: 2_000,
                 created_ms: T0,
                 expires_ms: None,
+                cooldown_s: 0,
             })
             .expect("alert");
         ids.push(row.id);
@@ -634,6 +636,7 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
                 created_price: 2_000,
                 created_ms: T0,
                 expires_ms: None,
+                cooldown_s: 0,
             })
             .expect("alert");
         ids.push(row.id);

@@ -14,7 +14,7 @@ use rampart_engine::alert::{Condition, Cross, Move, PCT_MILLIONTHS_MAX, PCT_MILL
 use rampart_engine::{Price, Timeframe, Venue};
 
 use crate::request::{body_object, clip, invalid, number, present, repeat_and_note, required_string, string};
-use crate::request::{symbol_syntax, Invalid};
+use crate::request::{symbol_syntax, Invalid, COOLDOWN_S_MAX};
 use serde_json::{Map, Value};
 
 use super::decimal::{exact, Fit};
@@ -47,6 +47,8 @@ pub struct CreateRequest {
     /// When it ends by itself (`expires_at`), Unix milliseconds; its range is a rule
     /// (`rules::check_expiry`).
     pub expires_ms: Option<i64>,
+    /// The least time between two firings (`cooldown_s`), seconds; 0 unless given.
+    pub cooldown_s: u32,
 }
 
 impl CreateRequest {
@@ -88,7 +90,7 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
 }
 
 /// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
-pub const CREATE_FIELDS: [&str; 19] = [
+pub const CREATE_FIELDS: [&str; 20] = [
     "symbol",
     "exchange",
     "type",
@@ -108,6 +110,7 @@ pub const CREATE_FIELDS: [&str; 19] = [
     "note",
     "webhook_url",
     "expires_at",
+    "cooldown_s",
 ];
 
 /// The alert types `POST /v1/alerts` takes.
@@ -160,7 +163,16 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
             ))
         })?),
     };
+    let cooldown_s = match number(&obj, "cooldown_s")? {
+        None => 0,
+        Some(n) => {
+            n.as_u64().filter(|v| *v <= COOLDOWN_S_MAX).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| {
+                invalid(format!("cooldown_s must be a whole number of seconds from 0 to {COOLDOWN_S_MAX}"))
+            })?
+        }
+    };
     Ok(CreateRequest {
+        cooldown_s,
         symbol: symbol.to_ascii_uppercase(),
         condition,
         repeat,
@@ -316,11 +328,11 @@ mod tests {
     fn the_validation_matrix() {
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","webhookUrl":"https://x.example.com/h"}"#,
-            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at",
+            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s",
         );
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","extra":null}"#,
-            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at",
+            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s",
         );
         let r = parse_create(br#"{"type":"price","direction":"above","price":1,"symbol":"a","exchange":"OKX"}"#);
         assert_eq!(r.map(|r| r.exchange), Ok(Some(Venue::Okx)), "exchange is case-insensitive");

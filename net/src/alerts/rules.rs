@@ -88,6 +88,7 @@ mod tests {
             webhook_url: None,
             exchange: None,
             expires_ms: None,
+            cooldown_s: 0,
         }
     }
 

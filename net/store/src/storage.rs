@@ -416,6 +416,7 @@ mod tests {
             created_price: 1,
             created_ms: 1,
             expires_ms: None,
+            cooldown_s: 0,
         }
     }
 

@@ -144,6 +144,7 @@ pub(crate) mod test_support {
             created_price: 100,
             created_ms: 1,
             expires_ms: None,
+            cooldown_s: 0,
         }
     }
 }

@@ -117,7 +117,10 @@ fn run(venue: Venue) {
         // Alerts far from the price: evaluated on every trade, never fired.
         let level = Price::from_f64(if i % 2 == 0 { 10_000.0 + i as f64 } else { 1.0 + i as f64 / 1e4 });
         let cross = if i % 2 == 0 { Cross::Above } else { Cross::Below };
-        market.insert_alert(book, AlertSpec { id: i + 1, condition: Condition::Price { cross, level }, repeat: false });
+        market.insert_alert(
+            book,
+            AlertSpec { id: i + 1, condition: Condition::Price { cross, level }, repeat: false, cooldown_s: 0 },
+        );
     }
     let mut sink = MarketSink { market, live: false, messages: 0, trades: 0, breaks: 0 };
     let mut session = Session::new(venue, vec![book], vec![native.to_owned()], true);

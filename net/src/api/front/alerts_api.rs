@@ -204,6 +204,7 @@ impl AlertsApi {
             created_price: current,
             created_ms: now_ms,
             expires_ms: req.expires_ms,
+            cooldown_s: req.cooldown_s,
         };
         // Price and percent alerts share the plan's cap (decisions.md §2), counted and inserted
         // in one storage job so two concurrent requests cannot both take the last place.
@@ -255,7 +256,8 @@ impl AlertsApi {
             Created::Full if wall => return Err(rules::density_cap_reached(plan).into()),
             Created::Full => return Err(rules::cap_reached(plan).into()),
         };
-        let spec = AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat };
+        let spec =
+            AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat, cooldown_s: req.cooldown_s };
         if !self.books.send(book, Command::AddAlert { book, spec }) {
             // The shard's queue is full: undo, so nothing unacknowledged stays behind.
             let id = row.id;

@@ -40,12 +40,15 @@ pub struct AlertRow {
     pub trigger_count: i64,
     /// When it ends by itself, Unix milliseconds; `None`: never.
     pub expires_ms: Option<i64>,
+    /// The least time between two firings (per pair), seconds; 0: none.
+    pub cooldown_s: u32,
 }
 
 impl AlertRow {
     /// The alert as a shard holds it.
     pub fn spec(&self) -> Option<AlertSpec> {
-        Some(AlertSpec { id: u64::try_from(self.id).ok()?, condition: self.condition, repeat: self.repeat })
+        let id = u64::try_from(self.id).ok()?;
+        Some(AlertSpec { id, condition: self.condition, repeat: self.repeat, cooldown_s: self.cooldown_s })
     }
 }
 
@@ -244,6 +247,8 @@ pub struct NewAlert {
     pub created_ms: i64,
     /// When it ends by itself, Unix milliseconds (`expires_at`); `None`: never.
     pub expires_ms: Option<i64>,
+    /// The least time between two firings (per pair), seconds (`cooldown_s`); 0: none.
+    pub cooldown_s: u32,
 }
 
 /// What an alert create's `Idempotency-Key` was used for before ([`Store::idempotent_alert`](crate::store::Store::idempotent_alert)).
@@ -274,7 +279,7 @@ pub(super) const ALERT_COLUMNS: &str =
     "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat, \
      note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms, \
      event, within_millionths, min_strength, timeframes, min_usd_cents, min_ratio_hundredths, \
-     max_dist_hundredths, min_age_s";
+     max_dist_hundredths, min_age_s, cooldown_s";
 
 pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     let exchange: String = r.get(2)?;
@@ -313,6 +318,10 @@ pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
         last_triggered_ms: r.get(15)?,
         trigger_count: r.get(16)?,
         expires_ms: r.get(17)?,
+        cooldown_s: {
+            let c: i64 = r.get(26)?;
+            u32::try_from(c).map_err(|_| unknown(format!("cooldown_s {c}")))?
+        },
     })
 }
 

@@ -19,9 +19,9 @@ impl Store {
             "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat,
                 note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms,
                 event, within_millionths, min_strength, timeframes,
-                min_usd_cents, min_ratio_hundredths, max_dist_hundredths, min_age_s)
+                min_usd_cents, min_ratio_hundredths, max_dist_hundredths, min_age_s, cooldown_s)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14, ?15, ?16, ?17, ?18,
-                ?19, ?20, ?21, ?22)
+                ?19, ?20, ?21, ?22, ?23)
              RETURNING {ALERT_COLUMNS}"
         );
         let params = vals![
@@ -46,7 +46,8 @@ impl Store {
             c.min_usd_cents,
             c.min_ratio_hundredths,
             c.max_dist_hundredths,
-            c.min_age_s
+            c.min_age_s,
+            i64::from(a.cooldown_s)
         ];
         // In the insert's round trip (PostgreSQL); the cap's count ([`Store::active_price_alerts`]).
         self.db.ahead_of_next(&format!(

@@ -307,6 +307,9 @@ const STEPS: &[Step] = &[
     ALTER TABLE alerts ADD COLUMN max_dist_hundredths {int};
     ALTER TABLE alerts ADD COLUMN min_age_s {int};",
     ),
+    // 16: an alert's cooldown (`decisions.md` §15, §16): the least time between two firings on a
+    // pair, seconds; 0 for the alerts made before it.
+    Step::both("ALTER TABLE alerts ADD COLUMN cooldown_s {int} NOT NULL DEFAULT 0;"),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -419,11 +422,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 15, PostgreSQL's 9
+    /// The versions released databases hold keep their meaning: SQLite's 16, PostgreSQL's 10
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (15, 9));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (16, 10));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -456,7 +459,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 9);
+        assert_eq!(s.schema_version().expect("version"), 10);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }

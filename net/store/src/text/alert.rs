@@ -14,6 +14,7 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
     j.raw(",\"exchange\":").str(a.exchange.as_str()).raw(",\"symbol\":").str(&a.symbol);
     write_condition(j, &a.condition);
     write_structure_fields(j, &a.condition);
+    j.raw(",\"cooldownS\":").int(i64::from(a.cooldown_s));
     j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
     j.raw(",\"webhookUrl\":");
     match &a.webhook_url {
@@ -240,6 +241,7 @@ mod tests {
             last_triggered_ms: None,
             trigger_count: 0,
             expires_ms: None,
+            cooldown_s: 0,
         };
         let mut j = Json::default();
         write_alert(&mut j, &row);
