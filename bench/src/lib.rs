@@ -597,18 +597,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
     let started = Instant::now();
     for chunk in ids.chunks(100) {
         let now = rampart_state::clock::wall_ms();
-        let batch: Vec<FiringRecord> = chunk
-            .iter()
-            .map(|&id| FiringRecord {
-                alert_id: id,
-                price: 2,
-                move_hundredths: None,
-                ts_ms: now,
-                last: false,
-                level: None,
-                wall: None,
-            })
-            .collect();
+        let batch: Vec<FiringRecord> = chunk.iter().map(|&id| FiringRecord::at_price(id, 2, now, false)).collect();
         let t = Instant::now();
         if let Ok(mut m) = sent.lock() {
             for &id in chunk {

@@ -162,15 +162,7 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
             cooldown_s: 0,
         })
         .expect("alert");
-    let firing = FiringRecord {
-        alert_id: row.id,
-        price: 10_000_012_000_000,
-        move_hundredths: None,
-        ts_ms: T0,
-        last: true,
-        level: None,
-        wall: None,
-    };
+    let firing = FiringRecord::at_price(row.id, 10_000_012_000_000, T0, true);
     let done = store.record_firings(&[firing], &Texts).expect("record");
     assert_eq!(done.len(), 1);
     (store, row.id)
@@ -228,15 +220,7 @@ fn body_and_headers_are_exactly_as_specified() {
     let row = wait_row(&store, alert, |r| r.state == "delivered", Duration::from_secs(5));
     assert_eq!((row.attempts, row.last_status), (1, Some(204)));
     let stored = store.alert(alert).expect("read").expect("alert");
-    let firing = FiringRecord {
-        alert_id: alert,
-        price: 10_000_012_000_000,
-        move_hundredths: None,
-        ts_ms: T0,
-        last: true,
-        level: None,
-        wall: None,
-    };
+    let firing = FiringRecord::at_price(alert, 10_000_012_000_000, T0, true);
     assert_eq!(r.body, event_body(&stored, &firing), "the stored body is sent byte for byte");
     d.stop();
 }
@@ -382,18 +366,7 @@ fn slow_receivers_do_not_delay_healthy_ones() {
             .expect("alert");
         ids.push(row.id);
     }
-    let firings: Vec<FiringRecord> = ids
-        .iter()
-        .map(|&id| FiringRecord {
-            alert_id: id,
-            price: 900,
-            move_hundredths: None,
-            ts_ms: T0,
-            last: true,
-            level: None,
-            wall: None,
-        })
-        .collect();
+    let firings: Vec<FiringRecord> = ids.iter().map(|&id| FiringRecord::at_price(id, 900, T0, true)).collect();
     store.record_firings(&firings, &Texts).expect("record");
     let started = Instant::now();
     let d = start(&dir, &clock, DeliveryConfig { per_host_max: 4, ..local() });
@@ -641,18 +614,7 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
             .expect("alert");
         ids.push(row.id);
     }
-    let firings: Vec<FiringRecord> = ids
-        .iter()
-        .map(|&id| FiringRecord {
-            alert_id: id,
-            price: 900,
-            move_hundredths: None,
-            ts_ms: T0,
-            last: true,
-            level: None,
-            wall: None,
-        })
-        .collect();
+    let firings: Vec<FiringRecord> = ids.iter().map(|&id| FiringRecord::at_price(id, 900, T0, true)).collect();
     store.record_firings(&firings, &Texts).expect("record");
     (key.account_id, ids)
 }

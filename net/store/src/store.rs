@@ -234,15 +234,7 @@ mod tests {
             Store::open_postgres(&url).expect("writer").with_fence(Fence { partition: "0/2".into(), epoch: 1 });
         let acc = old.create_account_with_key("developer", None, 1).expect("account").account_id;
         let id = old.insert_alert(&alert(acc, "binance", "BTCUSDT")).expect("insert").id;
-        let firing = FiringRecord {
-            alert_id: id,
-            price: 100_000_000,
-            move_hundredths: None,
-            ts_ms: 1,
-            last: false,
-            level: None,
-            wall: None,
-        };
+        let firing = FiringRecord::at_price(id, 100_000_000, 1, false);
         old.record_firings(&[firing], &crate::text::Texts).expect("the owner records");
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(b.claim_partition("0/2", "b", 300).expect("claim"), Some(2), "expired: the next epoch");

@@ -343,3 +343,10 @@ pub struct FiringRecord {
     /// For a wall alert, the wall.
     pub wall: Option<rampart_engine::firing::WallHit>,
 }
+
+impl FiringRecord {
+    /// A price alert's firing at `price` (fixed-point), `ts_ms`: no move, no level, no wall.
+    pub fn at_price(alert_id: i64, price: i64, ts_ms: i64, last: bool) -> FiringRecord {
+        FiringRecord { alert_id, price, move_hundredths: None, ts_ms, last, level: None, wall: None }
+    }
+}

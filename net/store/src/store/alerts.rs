@@ -342,15 +342,7 @@ mod tests {
             let repeating = s.insert_alert(&alert(a, "binance", "ETHUSDT")).expect("insert").id;
             let listed_off = s.insert_alert(&alert(b, "okx", "SOLUSDT")).expect("insert").id;
             check(&s, "inserted", (5, 3));
-            let fire = |id, last| FiringRecord {
-                alert_id: id,
-                price: 300,
-                move_hundredths: None,
-                ts_ms: 7_000,
-                last,
-                level: None,
-                wall: None,
-            };
+            let fire = |id, last| FiringRecord::at_price(id, 300, 7_000, last);
             let done = s.record_firings(&[fire(ids[0], true), fire(ids[4], true), fire(repeating, false)], &Texts);
             assert_eq!(done.expect("record").len(), 3);
             check(&s, "fired", (4, 2));
@@ -398,15 +390,7 @@ mod tests {
                 assert_eq!(body["alert"]["symbol"], "SOLUSDT");
             }
             // A firing that raced the delisting is not recorded.
-            let f = FiringRecord {
-                alert_id: gone1,
-                price: 300,
-                move_hundredths: None,
-                ts_ms: 6_000,
-                last: false,
-                level: None,
-                wall: None,
-            };
+            let f = FiringRecord::at_price(gone1, 300, 6_000, false);
             assert!(s.record_firings(&[f], &Texts).expect("record").is_empty());
         });
     }

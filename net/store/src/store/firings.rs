@@ -86,15 +86,7 @@ mod tests {
             with_hook.note = "breakout".into();
             let ida = s.insert_alert(&with_hook).expect("insert").id;
             let idb = s.insert_alert(&alert(b, "binance", "BTCUSDT")).expect("insert").id;
-            let fire = |id| FiringRecord {
-                alert_id: id,
-                price: 300,
-                move_hundredths: None,
-                ts_ms: 7_000,
-                last: false,
-                level: None,
-                wall: None,
-            };
+            let fire = |id| FiringRecord::at_price(id, 300, 7_000, false);
             s.record_firings(&[fire(ida), fire(idb)], &Texts).expect("record");
             let due = s.due_deliveries(7_000, 100).expect("due");
             let channels: Vec<(i64, Channel)> = due.iter().map(|r| (r.alert_id, r.channel)).collect();

@@ -82,15 +82,7 @@ mod tests {
             let mut hooked = alert(a, "binance", "BTCUSDT");
             hooked.webhook_url = Some("https://example.com/h".into());
             let id = s.insert_alert(&hooked).expect("insert").id;
-            let f = FiringRecord {
-                alert_id: id,
-                price: 300,
-                move_hundredths: None,
-                ts_ms: 7_000,
-                last: false,
-                level: None,
-                wall: None,
-            };
+            let f = FiringRecord::at_price(id, 300, 7_000, false);
             s.record_firings(&[f], &Texts).expect("record");
             let rows = s.unpublished(10).expect("unpublished");
             let ids: Vec<String> = rows.iter().map(Unpublished::message_id).collect();
