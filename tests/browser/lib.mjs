@@ -133,13 +133,16 @@ export async function visible(page, selector, message, ms = WAIT) {
   }
 }
 
-export async function gone(page, selector, message, ms = WAIT) {
+export async function gone(page, selector, message, ms = WAIT, state = 'detached') {
   try {
-    await page.waitForSelector(selector, { state: 'detached', timeout: ms });
+    await page.waitForSelector(selector, { state, timeout: ms });
   } catch (e) {
     throw new Error(`timed out after ${ms / 1000} s: ${message} (${selector})`);
   }
 }
+
+/** Waits until `selector` is out of sight: hidden, or not in the page at all. */
+export const unseen = (page, selector, message, ms = WAIT) => gone(page, selector, message, ms, 'hidden');
 
 export async function pageTrue(page, fn, arg, message, ms = WAIT) {
   try {

@@ -1,4 +1,4 @@
-// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, one event stream per page, the chart's levels, webhook signing and the delivery log, isolation of accounts.
+// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, one event stream per page, the chart's levels and the alerts its lines offer, alerts on a whole venue, webhook signing and the delivery log, isolation of accounts.
 //
 // Run from the repository root as `node tests/browser/site.mjs` (after `npm ci` in tests/browser).
 // Environment: RAMPART_URL, SIM_URL, KEY_A, KEY_B, SYMBOL, WALL_QTY; optional SHOTS (a directory
@@ -11,7 +11,7 @@ import path from 'node:path';
 import {
   apiOk, BASE, close, decimals, DESKTOP, env, gone, loaded, nav, newPage, noPageErrors, note, oneStream, pageTrue, PHONE,
   placeWall as placeWallOf, receiver, rowIds, run, setHash, signature, signedIn, signIn, SIM, sleep, step, SYMBOL, tid, trade,
-  until, VENUE, visible, WAIT,
+  unseen, until, VENUE, visible, WAIT,
 } from './lib.mjs';
 
 const KEY_A = env('KEY_A');
@@ -145,10 +145,42 @@ async function main(browser) {
     note(`level alert ${level.id} and wall alert ${wall.id} made on the site, then deleted`);
   }
 
+  // The wall the density step places is worth WALL_QTY at about the price: alerts that ask for
+  // half of that are met by it alone.
+  A.wallMinUsd = Math.min(1e12, Math.max(1, Math.floor(Number(WALL_QTY) * A.price * 0.5)));
+
+  step('whole venue (decisions.md §15): the form offers it for percent, level and wall alerts, not price; a wall alert made so is on symbol "*" of the venue, repeats with a 900 s quiet time per pair, and its row says "every Binance pair"');
+  {
+    const form = tid('alert-form');
+    const scope = `${form} select[name="scope"]`;
+    await a.page.selectOption(`${form} select[name="type"]`, 'price');
+    await unseen(a.page, scope, 'a price alert offers the whole venue');
+    await a.page.selectOption(`${form} select[name="exchange"]`, VENUE);
+    await a.page.selectOption(`${form} select[name="type"]`, 'wall');
+    await a.page.selectOption(scope, 'venue');
+    await unseen(a.page, `${form} input[name="symbol"]`, 'the pair is still asked for a whole venue');
+    await a.page.selectOption(`${form} select[name="event"]`, 'appeared');
+    await a.page.selectOption(`${form} select[name="direction"]`, 'any');
+    await a.page.fill(`${form} input[name="min_usd"]`, String(A.wallMinUsd));
+    await a.page.click(`${form} button[type="submit"]`);
+    const every = await until('the whole-venue alert made on the site is not listed by GET /v1/alerts', async () => {
+      const r = await apiOk(KEY_A, 'GET', '/v1/alerts');
+      return r.data.find((x) => x.type === 'wall' && x.symbol === '*' && x.event === 'appeared');
+    });
+    assert.deepEqual([every.exchange, every.repeat, every.cooldownS, every.minUsd], [VENUE, true, 900, A.wallMinUsd], JSON.stringify(every));
+    const row = `${tid('alerts-table')} tr[data-alert-id="${every.id}"]`;
+    await visible(a.page, row, `the whole-venue alert ${every.id} is not in the table`);
+    const words = (await a.page.textContent(row)).trim();
+    assert.ok(words.includes('every Binance pair') && words.includes('quiet for 15 min per pair'), `the whole-venue alert's row says: ${words}`);
+    await a.page.selectOption(scope, 'pair');
+    A.everyId = every.id;
+    note(`wall alert ${every.id} on every ${VENUE} pair: "${words}"`);
+  }
+
   step('density alert made on the site fires live into Notifications when a wall is placed (no reload), through the page\'s one EventSource (alerts)');
   {
     await visible(a.page, loaded('site-alerts-table'), 'the density/market alerts table did not load');
-    const minUsd = Math.min(1e12, Math.max(1, Math.floor(Number(WALL_QTY) * A.price * 0.5)));
+    const minUsd = A.wallMinUsd;
     const form = tid('site-alert-form');
     const before = await rowIds(a.page, 'site-alerts-table', 'data-site-alert-id');
     await a.page.selectOption(`${form} select[name="type"]`, 'density');
@@ -184,6 +216,13 @@ async function main(browser) {
     const text = await a.page.textContent(item);
     assert.ok(text.includes(SYMBOL), `the entry does not name the pair: ${text}`);
     note(`entry: "${text.trim()}"`);
+    // The whole-venue wall alert fired on the same wall: its entry names the pair that fired.
+    const every = `${tid('inbox-list')} li[data-kind="alert.triggered"][data-alert-id="${A.everyId}"]`;
+    await visible(a.page, every, `no entry of the whole-venue alert ${A.everyId} arrived live`);
+    const everyText = await a.page.textContent(every);
+    assert.ok(everyText.includes(SYMBOL) && everyText.includes('every Binance pair'), `the whole-venue entry says: ${everyText}`);
+    note(`entry: "${everyText.trim()}"`);
+    await apiOk(KEY_A, 'DELETE', `/v1/alerts/${A.everyId}`);
     A.entryId = Number(await a.page.getAttribute(item, 'data-entry-id'));
     await oneStream(a.page, [], 'the notifications page after the firing');
   }
@@ -287,6 +326,54 @@ async function main(browser) {
     });
     for (const id of [offered.id, wallOffered.id]) await apiOk(KEY_A, 'DELETE', `/v1/alerts/${id}`);
     note(`offered from the pair's tables: level alert ${offered.id}, wall alert ${wallOffered.id}`);
+  }
+
+  step('pair page: the chart\'s level line, clicked, and a wall\'s marker, by keyboard, offer the same alerts; GET /v1/alerts lists what they made');
+  {
+    const mark = (kind) => `${tid('chart-mark')}[data-kind="${kind}"]:not([hidden])`;
+    const menu = tid('chart-menu');
+    await visible(a.page, mark('level'), 'no level line of the chart has a marker');
+    await a.page.$eval(tid('pair-chart'), (el) => el.scrollIntoView({ block: 'center' }));
+    // The marker stands at its line's height; a click on the line, away from the marker, opens
+    // the line's menu.
+    const at = await until('a level\'s marker is not at its line', async () => {
+      const m = await a.page.$eval(mark('level'), (b) => {
+        const r = b.getBoundingClientRect();
+        const c = document.querySelector('[data-testid="pair-chart"]').getBoundingClientRect();
+        return { price: Number(b.dataset.price), side: b.dataset.side, name: b.title, mid: r.top + r.height / 2 - c.top, x: c.left + c.width / 2, top: c.top };
+      });
+      const y = await a.page.evaluate((p) => window.rampartChart.y(p), m.price);
+      return y !== null && Math.abs(y - m.mid) <= 2 ? { ...m, y } : null;
+    });
+    await a.page.mouse.click(at.x, at.top + at.y);
+    await visible(a.page, `${menu}:popover-open`, 'a click on a level line opened no menu');
+    assert.equal((await a.page.textContent(`${menu} .menu-title`)).trim(), at.name);
+    await a.page.click(`${menu} >> text=Alert on approach`);
+    const level = await until('the chart\'s level alert is not listed by GET /v1/alerts', async () => {
+      const r = await apiOk(KEY_A, 'GET', '/v1/alerts');
+      return r.data.find((x) => x.type === 'level' && x.event === 'approach' && x.symbol === SYMBOL);
+    });
+    assert.equal(level.direction, at.side === 'support' ? 'below' : 'above', `${at.name} offered ${JSON.stringify(level)}`);
+    await unseen(a.page, `${menu}:popover-open`, 'the menu stayed open after its alert was made');
+    await pageTrue(a.page, (s) => /alert #\d+ created/.test(document.querySelector(s)?.textContent || ''), tid('chart-offer-status'),
+      'the chart did not say its alert was made');
+
+    await visible(a.page, mark('wall'), 'no wall of the chart has a marker');
+    const wallSide = await a.page.getAttribute(mark('wall'), 'data-side');
+    await a.page.focus(mark('wall'));
+    await a.page.keyboard.press('Enter');
+    await visible(a.page, `${menu}:popover-open`, 'Enter on a wall\'s marker opened no menu');
+    assert.equal(await a.page.evaluate(() => document.activeElement.textContent), 'Alert if pulled', 'the menu did not take the focus');
+    await a.page.keyboard.press('Tab');
+    await a.page.keyboard.press('Enter');
+    const wall = await until('the chart\'s wall alert is not listed by GET /v1/alerts', async () => {
+      const r = await apiOk(KEY_A, 'GET', '/v1/alerts');
+      return r.data.find((x) => x.type === 'wall' && x.event === 'filled' && x.symbol === SYMBOL);
+    });
+    assert.equal(wall.direction, wallSide, JSON.stringify(wall));
+    await pageTrue(a.page, () => document.activeElement?.dataset.testid === 'chart-mark', null, 'the focus did not go back to the marker');
+    for (const id of [level.id, wall.id]) await apiOk(KEY_A, 'DELETE', `/v1/alerts/${id}`);
+    note(`offered from the chart: level alert ${level.id} (${at.name}), wall alert ${wall.id} (${wallSide})`);
   }
 
   step('market page is live: one EventSource (alerts and the board); the board is rebuilt on the page every second with no /site/v1/market request');

@@ -3,7 +3,7 @@
 import { errorBox, h, say, statusBox } from './dom.js';
 import { field, numberInput, options, submitting } from './forms.js';
 import { call, v1 } from './http.js';
-import { BOARD_NUMBERS, INTERVALS } from './values.js';
+import { BOARD_NUMBERS, EVERY_PAIR, INTERVALS, VENUE_WIDE_TYPES } from './values.js';
 import { suggest, venueOptions } from './venues.js';
 
 const TYPE_NAMES = { price: 'Price', pct: 'Percent', level: 'Level', wall: 'Wall' };
@@ -24,6 +24,7 @@ function structureFields() {
 export function alertForm(created) {
   const listId = 'symbols-alert-form';
   const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: 'binance' });
+  const scope = field('Watch', 'scope', 'select', { options: [['pair', 'One pair'], ['venue', 'Whole venue (every pair)']] });
   const symbol = field('Pair', 'symbol', 'text', { placeholder: 'BTCUSDT', list: listId, required: true });
   const type = field('Type', 'type', 'select', { options: [['price', 'Price crosses a level'], ['pct', 'Percent move'], ['level', 'A support or resistance is approached, touched or broken'], ['wall', 'A wall appears, is pulled or is filled']] });
   const direction = field('Direction', 'direction', 'select', { options: [] });
@@ -31,24 +32,26 @@ export function alertForm(created) {
   const pct = field('Move %', 'pct', 'text', { inputmode: 'decimal', placeholder: '0.1 to 500' });
   const windowF = field('Window', 'window', 'select', { options: options(INTERVALS), value: '1h', hint: 'Measured from the open of the current candle.' });
   const repeat = field('Repeat (fire again after re-arming)', 'repeat', 'checkbox');
+  const cooldown = field('Quiet time after a firing (s)', 'cooldown_s', 'text', {
+    inputmode: 'numeric', placeholder: '0', hint: 'Per pair, at most 86400; a whole venue’s is 900 unless given.',
+  });
   const note = field('Note', 'note', 'text', { maxlength: 500 });
   const s = structureFields();
-  const f = { venue: venue, symbol: symbol, type: type, direction: direction, price: price, pct: pct, windowF: windowF, repeat: repeat, note: note, s: s };
+  const f = { venue: venue, scope: scope, symbol: symbol, type: type, direction: direction, price: price, pct: pct, windowF: windowF, repeat: repeat, cooldown: cooldown, note: note, s: s };
   const datalist = h('datalist', { id: listId });
   const error = errorBox('alert-error');
   const status = statusBox('alert-status');
   const submit = h('button', { type: 'submit', text: 'Create alert' });
   const sync = () => syncAlertType(f);
-  type.input.addEventListener('change', sync);
-  s.event.input.addEventListener('change', sync);
+  [type, scope, repeat, s.event].forEach((x) => x.input.addEventListener('change', sync));
   venue.input.addEventListener('change', () => suggest(datalist, venue.input.value));
   sync();
   suggest(datalist, venue.input.value);
 
   const form = h('form', { testid: 'alert-form', 'aria-labelledby': 'af-h', novalidate: true },
     h('h3', { id: 'af-h', text: 'New alert' }),
-    h('div', { class: 'fields' }, venue.wrap, symbol.wrap, type.wrap, s.event.wrap, direction.wrap, price.wrap, pct.wrap, windowF.wrap,
-      s.within.wrap, s.minStrength.wrap, s.minUsd.wrap, s.maxDist.wrap, s.minAge.wrap, note.wrap, repeat.wrap),
+    h('div', { class: 'fields' }, venue.wrap, type.wrap, scope.wrap, symbol.wrap, s.event.wrap, direction.wrap, price.wrap, pct.wrap, windowF.wrap,
+      s.within.wrap, s.minStrength.wrap, s.minUsd.wrap, s.maxDist.wrap, s.minAge.wrap, note.wrap, repeat.wrap, cooldown.wrap),
     datalist, h('div', { class: 'actions' }, submit), error, status);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -57,7 +60,7 @@ export function alertForm(created) {
     await submitting(submit, error, status, async () => {
       const r = await call('POST', v1('alerts'), body);
       say(status, TYPE_NAMES[kind] + ' alert #' + (r.data && r.data.id) + ' created.');
-      [price, pct, note, s.within, s.minStrength, s.minUsd, s.maxDist, s.minAge].forEach((x) => { x.input.value = ''; });
+      [price, pct, note, cooldown, s.within, s.minStrength, s.minUsd, s.maxDist, s.minAge].forEach((x) => { x.input.value = ''; });
       created();
     });
   });
@@ -82,10 +85,22 @@ function choices(select, list) {
   if (list.some((d) => d[0] === keep)) select.value = keep;
 }
 
+// Whether the form watches every pair of its venue: a choice of the types that may.
+function wholeVenue(f) {
+  return VENUE_WIDE_TYPES.indexOf(f.type.input.value) >= 0 && f.scope.input.value === 'venue';
+}
+
 // The fields of the chosen type: a price; a move and its window; a level's event and filters; a
-// wall's event and filters; the directions of each.
+// wall's event and filters; the directions of each. A whole venue's alert has no pair and always
+// repeats, per pair after its quiet time (900 s unless given).
 function syncAlertType(f) {
   const kind = f.type.input.value;
+  const venue = wholeVenue(f);
+  f.scope.wrap.hidden = VENUE_WIDE_TYPES.indexOf(kind) < 0;
+  f.symbol.wrap.hidden = venue;
+  f.repeat.wrap.hidden = venue;
+  f.cooldown.wrap.hidden = !venue && !f.repeat.input.checked;
+  f.cooldown.input.placeholder = venue ? '900' : '0';
   choices(f.direction.input, DIRECTIONS[kind]);
   if (EVENTS[kind]) choices(f.s.event.input, EVENTS[kind]);
   f.s.event.wrap.hidden = !EVENTS[kind];
@@ -102,8 +117,9 @@ function alertBody(f) {
   const level = kind === 'level';
   const wall = kind === 'wall';
   const event = level || wall ? f.s.event.input.value : undefined;
+  const venue = wholeVenue(f);
   return {
-    symbol: f.symbol.input.value.trim(),
+    symbol: venue ? EVERY_PAIR : f.symbol.input.value.trim(),
     exchange: f.venue.input.value,
     type: kind,
     direction: f.direction.input.value,
@@ -116,7 +132,8 @@ function alertBody(f) {
     min_usd: wall ? numberInput(f.s.minUsd.input) : undefined,
     max_dist_pct: wall ? numberInput(f.s.maxDist.input) : undefined,
     min_age_s: wall ? numberInput(f.s.minAge.input) : undefined,
-    repeat: f.repeat.input.checked ? true : undefined,
+    repeat: !venue && f.repeat.input.checked ? true : undefined,
+    cooldown_s: f.cooldown.wrap.hidden ? undefined : numberInput(f.cooldown.input),
     note: f.note.input.value ? f.note.input.value : undefined,
   };
 }

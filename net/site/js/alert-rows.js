@@ -5,9 +5,9 @@ import { h, pairLink } from './dom.js';
 import { fmtDuration, fmtInt, fmtPrice, fmtUsd, labelOf } from './format.js';
 import { enc, v1 } from './http.js';
 import { timeEl } from './time.js';
-import { BOARD_NUMBERS } from './values.js';
+import { BOARD_NUMBERS, EVERY_PAIR, venueName } from './values.js';
 
-/** The columns of a table of price and percent alerts. */
+/** The columns of a table of price, percent, level and wall alerts. */
 export function alertHeaders() {
   return ['ID', 'Pair', 'Venue', 'Type', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
 }
@@ -15,8 +15,21 @@ export function alertHeaders() {
 /** The columns of a table of wall and market alerts. */
 export const SITE_ALERT_HEADERS = ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
 
-/** A price, percent, level or wall alert's condition in words. */
+/** Where an alert watches, in words: "BTCUSDT on binance", or "every Binance pair" for a `*` alert. */
+export function alertPlace(a) {
+  return a.symbol === EVERY_PAIR ? everyPair(a.exchange) : (a.symbol || '?') + ' on ' + (a.exchange || '?');
+}
+
+/** The pairs of a venue a `*` alert watches: "every Binance pair". */
+export function everyPair(exchange) { return 'every ' + venueName(exchange) + ' pair'; }
+
+/** A price, percent, level or wall alert's condition in words, with its quiet time (per pair). */
 export function alertCondition(a) {
+  const quiet = a.cooldownS > 0 ? '; then quiet for ' + fmtDuration(a.cooldownS) + (a.symbol === EVERY_PAIR ? ' per pair' : '') : '';
+  return alertWhen(a) + quiet;
+}
+
+function alertWhen(a) {
   if (a.type === 'pct') return a.direction + ' ' + a.pct + '% within the ' + a.window + ' candle';
   if (a.type === 'level') {
     const side = { above: 'a resistance', below: 'a support', any: 'a level' }[a.direction] || 'a level';
@@ -61,7 +74,7 @@ function recordCells(a, del) {
 /** The DELETE path of a price or percent alert. */
 export function alertPath(a) { return v1('alerts/' + enc(a.id)); }
 
-function alertWhat(a) { return a.type + ' alert #' + a.id + ': ' + a.symbol + ' on ' + a.exchange + ', ' + alertCondition(a); }
+function alertWhat(a) { return a.type + ' alert #' + a.id + ': ' + alertPlace(a) + ', ' + alertCondition(a); }
 
 /** The row of a price or percent alert (or of its waiting delete). */
 export function alertRow(a, reload, error) {
@@ -71,7 +84,7 @@ export function alertRow(a, reload, error) {
   const del = deleteButton('alert-delete', alertWhat(a), path, reload, error);
   return h('tr', attrs,
     h('td', { text: a.id }),
-    h('th', { scope: 'row' }, pairLink(a.exchange, a.symbol)),
+    h('th', { scope: 'row' }, a.symbol === EVERY_PAIR ? everyPair(a.exchange) : pairLink(a.exchange, a.symbol)),
     h('td', { text: a.exchange }),
     h('td', { text: a.type }),
     h('td', { text: alertCondition(a) }),

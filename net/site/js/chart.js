@@ -1,5 +1,6 @@
-// The pair page's candle chart (the vendored TradingView Lightweight Charts, loaded on that page only): candles and price lines.
+// The pair page's candle chart (the vendored TradingView Lightweight Charts, loaded on that page only): candles, price lines, and the markers by which its levels and walls offer their alerts.
 
+import { chartMarks } from './chart-marks.js';
 import { fmtPrice, isNum } from './format.js';
 import { zoneOffsetMin } from './time.js';
 
@@ -8,7 +9,7 @@ const WALLS_TOP = 4; // walls drawn likewise: the largest in USD
 
 /** `window.rampartChart` with no chart: what the browser test reads on any page. */
 export function resetChartHandle() {
-  window.rampartChart = { ready: false, priceLines: () => [], lastBarTime: () => null };
+  window.rampartChart = { ready: false, priceLines: () => [], lastBarTime: () => null, y: () => null };
 }
 
 // The chart library (198 kB) is loaded by the pair page only, once: the other pages never
@@ -63,8 +64,12 @@ function createChart(LWC, box, style) {
   });
 }
 
-/** The chart of a pair: candles and price lines; null when the library is missing. */
-export function makeChart(box) {
+/**
+ * The chart of a pair: candles and price lines; null when the library is missing. Its level
+ * lines and walls offer their alerts through markers in `layer` (laid over `box`): `alert(body,
+ * label)` makes one.
+ */
+export function makeChart(box, layer, alert) {
   const LWC = window.LightweightCharts;
   if (!LWC || typeof LWC.createChart !== 'function') return null;
   const style = chartStyle(LWC);
@@ -76,13 +81,60 @@ export function makeChart(box) {
   });
   const bars = candleFeed(series);
   const lines = new Map(); // key -> {line: IPriceLine, name}
+  const y = (price) => lineY(chart, series, price);
+  const marks = chartMarks(layer, y, alert);
+  const scales = watchScales(chart, box, marks);
   return {
-    candles: bars.candles,
-    lines: (levels, walls, alerts, all, price) => drawLines(series, lines, wantedLines(style, levels, walls, alerts, all, price)),
+    candles: (list, all) => { const ok = bars.candles(list, all); scales.later(); return ok; },
+    lines: (levels, walls, alerts, all, price) => {
+      const wanted = wantedLines(style, levels, walls, alerts, all, price);
+      drawLines(series, lines, wanted);
+      marks.draw(wanted.marks);
+      scales.later();
+      return wanted.counts;
+    },
     setTick: (tick) => setTick(series, tick),
     lastBarTime: bars.lastBarTime,
     priceLines: () => Array.from(lines.values()).map((l) => ({ price: l.line.options().price, title: l.name })),
-    remove: () => chart.remove(),
+    y: y,
+    remove: () => { scales.stop(); marks.remove(); chart.remove(); },
+  };
+}
+
+/** Where the chart draws `price`, in pixels from its pane's top; null off the pane. */
+function lineY(chart, series, price) {
+  const y = series.priceToCoordinate(price);
+  return y === null || y < 0 || y > chart.paneSize().height ? null : y;
+}
+
+/**
+ * Keeps the markers on their lines: after a scroll or zoom of either scale, a resize, and
+ * (`later()`) new candles or lines, once the chart has drawn them. `stop()` ends it.
+ */
+function watchScales(chart, box, marks) {
+  let frame = 0;
+  const later = () => {
+    if (frame) return;
+    // The chart draws on its next frame; the markers follow on the one after.
+    frame = requestAnimationFrame(() => { frame = requestAnimationFrame(() => { frame = 0; marks.place(); }); });
+  };
+  // Opened once the click's pointer events are over: a popover opened during them is closed
+  // again at once as a click outside it.
+  const onClick = (param) => { if (param.point) setTimeout(() => marks.at(param.point.y), 0); };
+  chart.timeScale().subscribeVisibleLogicalRangeChange(later);
+  chart.subscribeClick(onClick);
+  const resized = new ResizeObserver(later);
+  resized.observe(box);
+  box.addEventListener('wheel', later, { passive: true });
+  box.addEventListener('pointerup', later);
+  return {
+    later: later,
+    stop: () => {
+      resized.disconnect();
+      chart.timeScale().unsubscribeVisibleLogicalRangeChange(later);
+      chart.unsubscribeClick(onClick);
+      if (frame) cancelAnimationFrame(frame);
+    },
   };
 }
 
@@ -121,7 +173,8 @@ function candleFeed(series) {
 /**
  * The lines to draw: the user's active price alerts on the pair, the served levels and walls.
  * Unless `all`, only the LEVELS_NEAR levels nearest `price` and the WALLS_TOP largest walls (in
- * USD). {want: key -> line, counts: {levels, of, walls, ofWalls}}.
+ * USD). {want: key -> line, marks: the level and wall lines for their markers, counts: {levels,
+ * of, walls, ofWalls}}.
  */
 function wantedLines(style, levels, walls, alerts, all, price) {
   const want = new Map();
@@ -139,7 +192,7 @@ function wantedLines(style, levels, walls, alerts, all, price) {
     want.set('L|' + l.type + '|' + l.price, {
       name: (support ? 'S ' : 'R ') + fmtPrice(l.price),
       price: l.price, color: support ? style.up : style.down, lineWidth: Math.min(1 + Math.max(0, (l.strength || 1) - 1), 3),
-      lineStyle: style.solid, axisLabelVisible: true,
+      lineStyle: style.solid, axisLabelVisible: true, mark: { kind: 'level', of: l },
     });
   }
   const usd = (w) => (isNum(w.usd) ? w.usd : 0);
@@ -149,9 +202,12 @@ function wantedLines(style, levels, walls, alerts, all, price) {
     want.set('W|' + w.side + '|' + w.price, {
       name: 'wall ' + (bid ? 'bid' : 'ask'),
       price: w.price, color: bid ? style.up : style.down, lineWidth: 2, lineStyle: style.dashed, axisLabelVisible: true,
+      mark: { kind: 'wall', of: w },
     });
   }
-  return { want: want, counts: { levels: shownLevels.length, of: levels.length, walls: shownWalls.length, ofWalls: walls.length } };
+  const marks = [];
+  want.forEach((o, key) => { if (o.mark) marks.push({ key: key, price: o.price, kind: o.mark.kind, of: o.mark.of }); });
+  return { want: want, marks: marks, counts: { levels: shownLevels.length, of: levels.length, walls: shownWalls.length, ofWalls: walls.length } };
 }
 
 /**
@@ -172,7 +228,6 @@ function drawLines(series, lines, wanted) {
     if (lines.has(key)) lines.get(key).line.applyOptions(opts);
     else lines.set(key, { line: series.createPriceLine(opts), name: o.name });
   });
-  return wanted.counts;
 }
 
 /** The price scale's precision from the pair's tick size. */

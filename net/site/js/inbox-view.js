@@ -1,12 +1,13 @@
 // The inbox as the notifications page lists it: filtered, bursts of one alert grouped, each entry in one readable line.
 
+import { alertPlace, everyPair } from './alert-rows.js';
 import { h } from './dom.js';
 import { fmtPct, fmtPrice, fmtUsd, isNum, labelOf, numberFmt } from './format.js';
 import { enc } from './http.js';
 import { drawInboxWith, isMuted, muteKey, setMuted } from './inbox.js';
 import { state } from './state.js';
 import { fmtTime, timeEl, toDate } from './time.js';
-import { BOARD_NUMBERS } from './values.js';
+import { BOARD_NUMBERS, EVERY_PAIR } from './values.js';
 
 const GROUP_MS = 60000; // entries of one alert less than a minute apart show as one line
 const KIND_LABELS = {
@@ -17,12 +18,36 @@ const KIND_LABELS = {
 /** The event body of an entry ({} when it has none). */
 function eventOf(e) { return e.event && typeof e.event === 'object' ? e.event : {}; }
 
-/** Where an entry's event is: {symbol, exchange} (symbol null for a venue-wide market alert). */
+/** The firings of an `alert.triggered` body: its `triggers` (a `*` alert's, oldest first), else its one `trigger`. */
+function triggersOf(ev) {
+  if (Array.isArray(ev.triggers) && ev.triggers.length) return ev.triggers.filter((t) => t && typeof t === 'object');
+  return ev.trigger && typeof ev.trigger === 'object' ? [ev.trigger] : [];
+}
+
+/**
+ * Where an entry's event is: {symbols, exchange}: the pairs that fired (a `*` alert's may be
+ * many; none for a venue-wide market alert), the first of them the one the entry links to.
+ */
 function entryPair(e) {
   const ev = eventOf(e);
   const a = ev.alert && typeof ev.alert === 'object' ? ev.alert : {};
   const w = ev.wall && typeof ev.wall === 'object' ? ev.wall : {};
-  return { symbol: w.symbol || a.symbol || null, exchange: a.exchange || null };
+  let symbols = w.symbol ? [w.symbol] : a.symbol ? [a.symbol] : [];
+  if (a.symbol === EVERY_PAIR) symbols = firedPairs(triggersOf(ev));
+  return { symbols: symbols, exchange: a.exchange || null };
+}
+
+// The pairs of a `*` alert's firings, each once, in the order they fired.
+function firedPairs(triggers) {
+  return Array.from(new Set(triggers.map((t) => t.symbol).filter((x) => typeof x === 'string' && x)));
+}
+
+/** Pairs in words: "BTCUSDT", "BTCUSDT and ETHUSDT", "BTCUSDT, ETHUSDT and 3 more". */
+function pairNames(symbols) {
+  if (symbols.length <= 1) return symbols[0] || '?';
+  if (symbols.length === 2) return symbols[0] + ' and ' + symbols[1];
+  if (symbols.length === 3) return symbols[0] + ', ' + symbols[1] + ' and ' + symbols[2];
+  return symbols[0] + ', ' + symbols[1] + ' and ' + (symbols.length - 2) + ' more';
 }
 
 function entryKindMatches(e, kind) {
@@ -52,8 +77,7 @@ function inboxGroups() {
   const shown = Array.from(state.inbox.values()).sort((a, b) => b.id - a.id).filter((e) => {
     if (!f.showMuted && isMuted(e)) return false;
     if (!entryKindMatches(e, f.kind)) return false;
-    const p = entryPair(e);
-    return !needle || (p.symbol || '').toUpperCase().includes(needle);
+    return !needle || entryPair(e).symbols.some((x) => x.toUpperCase().includes(needle));
   });
   const groups = [];
   for (const e of shown) {
@@ -101,9 +125,10 @@ function renderMuted() {
 // An entry's tools: a link to its pair, and Mute (or Unmute) for its alert.
 function entryTools(e) {
   const p = entryPair(e);
+  const symbol = p.symbols[0];
   const key = muteKey(e);
   const tools = h('span', { class: 'tools' });
-  if (p.symbol && p.exchange) tools.append(h('a', { href: '#/pair/' + enc(p.exchange) + '/' + enc(p.symbol), testid: 'inbox-pair-link', text: 'Open ' + p.symbol }));
+  if (symbol && p.exchange) tools.append(h('a', { href: '#/pair/' + enc(p.exchange) + '/' + enc(symbol), testid: 'inbox-pair-link', text: 'Open ' + symbol }));
   if (key) {
     const on = state.muted.has(key);
     const b = h('button', { type: 'button', class: 'link', testid: on ? 'unmute' : 'mute', 'data-mute': key, text: on ? 'Unmute' : 'Mute this alert' });
@@ -128,22 +153,13 @@ function inboxItem(group) {
 /** One readable line for an inbox entry's event body (the webhook body, or the site alert's firing). */
 function describe(kind, ev, alertId) {
   const a = ev.alert && typeof ev.alert === 'object' ? ev.alert : {};
-  const pair = (x) => (x.symbol || '?') + ' on ' + (x.exchange || a.exchange || '?');
   const id = a.id !== undefined ? a.id : alertId;
-  if (kind === 'alert.triggered') {
-    const t = ev.trigger || {};
-    const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')'
-      : a.type === 'level' ? a.event + (t.level ? ' of the ' + t.level.type + ' at ' + fmtPrice(t.level.price) + ' (' + t.level.timeframe + ')' : '')
-      : a.type === 'wall' ? (t.wall ? t.wall.side + ' wall at ' + fmtPrice(t.wall.price) + ' ' : 'wall ') + a.event
-      : a.direction + ' ' + fmtPrice(a.price);
-    return pair(a) + ' · ' + a.type + ' alert #' + id + ' ' + cond + ' · price ' + fmtPrice(t.price) +
-      (isNum(t.move) ? ' · moved ' + fmtPct(t.move, true) : '') + (a.note ? ' · ' + a.note : '');
-  }
+  if (kind === 'alert.triggered') return describeFiring(a, ev, id);
   if (kind === 'alert.delisted') {
-    return pair(a) + ' was delisted; alert #' + id + ' was removed.';
+    return alertPlace(a) + ' was delisted; alert #' + id + ' was removed.';
   }
   if (kind === 'alert.expired') {
-    return pair(a) + ' · alert #' + id + ' reached its expiry and was removed.';
+    return alertPlace(a) + ' · alert #' + id + ' reached its expiry and was removed.';
   }
   if (kind === 'density.triggered') {
     const w = ev.wall || {};
@@ -156,6 +172,23 @@ function describe(kind, ev, alertId) {
       a.threshold + ' · now ' + (isNum(ev.value) ? numberFmt.format(ev.value) : '?') + ' · market alert #' + id + (a.note ? ' · ' + a.note : '');
   }
   return 'alert #' + id;
+}
+
+/**
+ * A price, percent, level or wall alert's firing in words. A `*` alert's body names the pairs
+ * that fired; what each one's price, level or wall was is told when only one did.
+ */
+function describeFiring(a, ev, id) {
+  const fired = triggersOf(ev);
+  const every = a.symbol === EVERY_PAIR;
+  const t = fired.length === 1 ? fired[0] : {};
+  const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')'
+    : a.type === 'level' ? a.event + (t.level ? ' of the ' + t.level.type + ' at ' + fmtPrice(t.level.price) + ' (' + t.level.timeframe + ')' : '')
+    : a.type === 'wall' ? (t.wall ? t.wall.side + ' wall at ' + fmtPrice(t.wall.price) + ' ' : 'wall ') + a.event
+    : a.direction + ' ' + fmtPrice(a.price);
+  const where = every ? pairNames(firedPairs(fired)) + ' on ' + (a.exchange || '?') : alertPlace(a);
+  return where + ' · ' + a.type + ' alert #' + id + (every ? ' on ' + everyPair(a.exchange) + ':' : '') + ' ' + cond +
+    (isNum(t.price) ? ' · price ' + fmtPrice(t.price) : '') + (isNum(t.move) ? ' · moved ' + fmtPct(t.move, true) : '') + (a.note ? ' · ' + a.note : '');
 }
 
 drawInboxWith(renderInbox);

@@ -2,31 +2,14 @@
 
 import { h } from './dom.js';
 import { fmtCompact, fmtInt, fmtPct, fmtPrice, fmtUsd, intFmt, isNum, numberFmt, signClass } from './format.js';
+import { levelOffers, levelSource, offerButtons, wallOffers } from './structure.js';
 import { fillTable } from './tables.js';
 import { fmtTime } from './time.js';
 
-// A row's buttons that offer its alerts: `offers` is [[label, body], ...]; `alert(body)` makes one.
+// A row's buttons that offer its alerts; `alert(body, label)` makes one.
 function offerCell(offers, alert) {
   if (!alert) return h('td');
-  return h('td', { class: 'offers' }, offers.map(([label, body]) => {
-    const b = h('button', { type: 'button', class: 'small', text: label });
-    b.addEventListener('click', () => alert(body, label));
-    return b;
-  }));
-}
-
-/** The alerts a level offers (decisions.md §15): the pair's levels of its side, timeframe and at
- * least its strength, approached or broken. */
-export function levelOffers(l) {
-  const base = { type: 'level', direction: l.type === 'support' ? 'below' : 'above', timeframes: [l.timeframe], min_strength: l.strength };
-  return [['Alert on approach', { ...base, event: 'approach' }], ['Alert on break', { ...base, event: 'break' }]];
-}
-
-/** The alerts a wall offers: walls of its side worth at least half of it, pulled or filled. */
-export function wallOffers(w) {
-  const base = { type: 'wall', direction: w.side, max_dist_pct: Math.min(50, Math.ceil(Math.abs(w.dist || 0)) + 1) };
-  if (isNum(w.usd)) base.min_usd = Math.floor(w.usd / 2);
-  return [['Alert if pulled', { ...base, event: 'pulled' }], ['Alert if filled', { ...base, event: 'filled' }]];
+  return h('td', { class: 'offers' }, offerButtons(offers, alert));
 }
 
 /** The levels' table, once the levels have been read; `alert` makes an offered alert. */
@@ -38,12 +21,6 @@ export function drawLevelTable(t, levels, loaded, alert) {
     h('td', { text: levelSource(l) }),
     h('td', { class: 'num', text: l.strength }),
     offerCell(levelOffers(l), alert))), 'No level yet.');
-}
-
-// What made a level, in a trader's words (the API's timeframe tags of docs/api.md's rule 3).
-const EXTREMES = { dmax: "yesterday's high", dmin: "yesterday's low", wmax: "last week's high", wmin: "last week's low" };
-function levelSource(l) {
-  return EXTREMES[l.timeframe] || l.timeframe + ' swing ' + (l.side === 'high' ? 'high' : 'low');
 }
 
 export function drawWallTable(t, walls, alert) {

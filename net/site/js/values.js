@@ -3,6 +3,17 @@
 /** The venues known before `/site/v1/exchanges` answers (and kept if it never does). */
 export const VENUES = ['binance', 'bybit', 'okx', 'bitget'];
 
+const VENUE_NAMES = { binance: 'Binance', bybit: 'Bybit', okx: 'OKX', bitget: 'Bitget' };
+
+/** A venue as people write it: "Binance", "OKX" (an unknown one as the API spells it). */
+export function venueName(v) { return VENUE_NAMES[v] || v; }
+
+/** The symbol of an alert on every pair of its venue, pairs listed later included (decisions.md §15). */
+export const EVERY_PAIR = '*';
+
+/** The alert types that may watch a whole venue: a price belongs to one pair. */
+export const VENUE_WIDE_TYPES = ['pct', 'level', 'wall'];
+
 /** The candle intervals of the API. */
 export const INTERVALS = ['5m', '15m', '1h', '4h', '1d', '1w'];
 

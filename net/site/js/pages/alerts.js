@@ -1,7 +1,7 @@
-// The alerts page: price and percent alerts (shared with the API), wall and market alerts (site only), their forms and the firing history.
+// The alerts page: price, percent, level and wall alerts (shared with the API, for one pair or a whole venue), wall and market alerts (site only), their forms and the firing history.
 
 import { alertForm, siteAlertForm } from '../alert-forms.js';
-import { alertCondition, alertHeaders, alertRow, SITE_ALERT_HEADERS, siteAlertRow, siteCondition, siteKind, statusWords } from '../alert-rows.js';
+import { alertCondition, alertHeaders, alertPlace, alertRow, SITE_ALERT_HEADERS, siteAlertRow, siteCondition, siteKind, statusWords } from '../alert-rows.js';
 import { deliveryLog } from '../deliveries.js';
 import { errorBox, h, mount } from '../dom.js';
 import { fmtInt } from '../format.js';
@@ -16,7 +16,7 @@ const SITE_ALERTS_REFRESH_MS = 10000; // "waiting to re-arm" follows the board w
 
 export function alertsPage() {
   const gen = state.gen;
-  const alertsT = table('alerts-table', 'Price and percent alerts (also listed by GET /v1/alerts)', alertHeaders());
+  const alertsT = table('alerts-table', 'Price, percent, level and wall alerts, of one pair or a whole venue (also listed by GET /v1/alerts)', alertHeaders());
   const siteT = table('site-alerts-table', 'Wall and market alerts (site only)', SITE_ALERT_HEADERS);
   const historyT = table('alerts-history', 'Alerts that have fired, most recent first',
     ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num'], 'Webhook']);
@@ -31,7 +31,7 @@ export function alertsPage() {
       const r = await call('GET', v1('alerts', { status: 'all' }));
       if (!current(gen)) return;
       api = r.data || [];
-      fillTable(alertsT, api.map((a) => alertRow(a, loadApi, apiError)), 'No price or percent alert yet.');
+      fillTable(alertsT, api.map((a) => alertRow(a, loadApi, apiError)), 'No price, percent, level or wall alert yet.');
     } catch (e) {
       if (current(gen)) failTable(alertsT, errText(e));
     }
@@ -58,7 +58,7 @@ export function alertsPage() {
   mount('Alerts', [
     h('h1', { text: 'Alerts' }),
     h('section', { class: 'panel', 'aria-labelledby': 'pa-h' },
-      h('h2', { id: 'pa-h', text: 'Price and percent alerts' }), alertsT.wrap, apiError, alertForm(loadApi)),
+      h('h2', { id: 'pa-h', text: 'Price, percent, level and wall alerts' }), alertsT.wrap, apiError, alertForm(loadApi)),
     h('section', { class: 'panel', 'aria-labelledby': 'sa-h' },
       h('h2', { id: 'sa-h', text: 'Wall and market alerts' }), siteT.wrap, siteError, siteAlertForm(loadSite)),
     h('section', { class: 'panel', 'aria-labelledby': 'hi-h' },
@@ -73,7 +73,7 @@ export function alertsPage() {
 // Every alert that has fired, of both kinds, the most recently fired first.
 function firedAlerts(api, site) {
   const fired = [];
-  api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.symbol + ' on ' + a.exchange + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id, hook: !!a.webhookUrl, attr: 'data-alert-id' }); });
+  api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: alertPlace(a) + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id, hook: !!a.webhookUrl, attr: 'data-alert-id' }); });
   site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: siteKind(a) + ' alert #' + a.id, hook: false, attr: 'data-site-alert-id' }); });
   fired.sort((x, y) => String(y.a.lastTriggeredAt || '').localeCompare(String(x.a.lastTriggeredAt || '')));
   return fired;

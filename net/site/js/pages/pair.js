@@ -15,7 +15,7 @@ import { drawLevelTable, drawMetrics, drawWallHistory, drawWallTable } from '../
 import { savePrefs } from '../prefs.js';
 import { state } from '../state.js';
 import { failTable, fillTable, table } from '../tables.js';
-import { INTERVALS, VENUES } from '../values.js';
+import { EVERY_PAIR, INTERVALS, VENUES, venueName } from '../values.js';
 import { symbolsOf, venueOptions } from '../venues.js';
 
 const PAIR_REFRESH_MS = 4000;
@@ -40,7 +40,10 @@ export function pairPage(exchange, symbol) {
   };
   p.loadAlerts = () => loadPairAlerts(p);
   p.loadWallHistory = () => loadWallHistory(p);
-  p.offerAlert = (body, label) => offerAlert(p, body, label);
+  // The alerts the tables' rows and the chart's lines offer, made through one path; each says
+  // what became of them where it was asked (under the pair's alerts, or under the chart).
+  p.offerAlert = (body, label) => offerAlert(p, body, label, p.offerStatus, p.alertsError);
+  p.chartOffer = (body, label) => offerAlert(p, body, label, p.chartStatus, p.chartError);
   pairView(p);
   watchChart(p);
   // Price, levels and walls come from the stream while it is open (a level broken by a trade
@@ -83,7 +86,7 @@ function pairView(p) {
   p.wallsT = table('pair-walls', 'Walls of the latest scan', ['Side', ['Price', 'num'], ['Size', 'num'], ['USD', 'num'], ['Distance', 'num'], ['Ratio', 'num'], ['Age', 'num'], 'Alert']);
   p.historyT = table('pair-wall-history', 'Walls of the last 24 h and what became of them, newest first',
     ['Side', ['Price', 'num'], 'First seen', 'Last seen', ['Largest (USD)', 'num'], ['Traded at it (USD)', 'num'], 'Outcome']);
-  p.alertsT = table('pair-alerts', 'Your price and percent alerts on this pair', alertHeaders());
+  p.alertsT = table('pair-alerts', 'Your alerts on this pair, and on every ' + venueName(p.exchange) + ' pair', alertHeaders());
   p.alertsError = errorBox('pair-alerts-error');
   p.offerStatus = statusBox('pair-offer-status');
   const alertBox = pairAlertForm(p.exchange, symbol, () => p.loadAlerts());
@@ -132,16 +135,21 @@ function pairControls(p) {
     h('div', { class: 'fields' }, venue.wrap, interval.wrap, linesF.wrap));
 }
 
-// The chart's box and its legend.
+// The chart's box, the layer of its markers (beside the box: the box is an image to assistive
+// technology, the markers are controls), its legend and what became of an alert it offered.
 function chartPanel(p) {
   p.chartBox = h('div', { class: 'chart', testid: 'pair-chart', role: 'img', 'aria-label': 'Candle chart of ' + p.symbol + ' with its levels and walls; the same levels and walls are listed in the tables below.' });
+  p.marksLayer = h('div', { class: 'chart-marks', role: 'group', 'aria-label': 'Alerts of the levels and walls drawn' });
+  p.chartStatus = statusBox('chart-offer-status');
+  p.chartError = errorBox('chart-offer-error');
   p.shownNote = h('span', { testid: 'chart-shown' });
   const legend = h('p', { class: 'legend' },
     h('span', null, h('span', { class: 'swatch support' }), 'support'),
     h('span', null, h('span', { class: 'swatch resistance' }), 'resistance'),
     h('span', null, h('span', { class: 'swatch wall' }), 'wall (dashed)'),
-    h('span', null, h('span', { class: 'swatch alert' }), 'your alert (dotted)'), p.shownNote);
-  return h('section', { class: 'panel', 'aria-label': 'Chart' }, p.chartBox, legend);
+    h('span', null, h('span', { class: 'swatch alert' }), 'your alert (dotted)'), p.shownNote,
+    h('span', { text: 'A line’s marker (S, R, W), or a click on the line, offers its alerts.' }));
+  return h('section', { class: 'panel', 'aria-label': 'Chart' }, h('div', { class: 'chart-wrap' }, p.chartBox, p.marksLayer), legend, p.chartStatus, p.chartError);
 }
 
 // `window.rampartChart` for the browser test, and the chart once its library has loaded.
@@ -150,6 +158,7 @@ function watchChart(p) {
     ready: false,
     priceLines: () => p.chart ? p.chart.priceLines() : [],
     lastBarTime: () => p.chart ? p.chart.lastBarTime() : null,
+    y: (price) => p.chart ? p.chart.y(price) : null,
   };
   window.rampartChart = p.handle;
   onLeave(() => {
@@ -158,7 +167,7 @@ function watchChart(p) {
   });
   loadChartLib().then((ok) => {
     if (!current(p.gen)) return;
-    p.chart = ok ? makeChart(p.chartBox) : null;
+    p.chart = ok ? makeChart(p.chartBox, p.marksLayer, p.chartOffer) : null;
     if (!p.chart) {
       say(p.error, 'The chart library did not load; levels and walls are listed below.');
       return;
@@ -280,17 +289,17 @@ function takeWalls(p, dens, problems) {
   } else problems.push('Walls: ' + errText(dens.reason));
 }
 
-// Makes an alert a level or wall row offered, on this pair; says what became of it under the
-// pair's alerts.
-async function offerAlert(p, body, label) {
+// Makes an alert a level or wall offered (a table's row or the chart's line), on this pair;
+// says what became of it in `status` or `error`.
+async function offerAlert(p, body, label, status, error) {
   try {
     const r = await call('POST', v1('alerts'), { symbol: p.symbol, exchange: p.exchange, ...body });
-    say(p.alertsError, '');
-    say(p.offerStatus, label + ': alert #' + (r.data && r.data.id) + ' created.');
+    say(error, '');
+    say(status, label + ': alert #' + (r.data && r.data.id) + ' created.');
     p.loadAlerts();
   } catch (e) {
-    say(p.offerStatus, '');
-    say(p.alertsError, label + ': ' + errText(e));
+    say(status, '');
+    say(error, label + ': ' + errText(e));
   }
 }
 
@@ -312,7 +321,7 @@ async function loadPairAlerts(p) {
   try {
     const r = await call('GET', v1('alerts', { status: 'all' }));
     if (!current(p.gen)) return;
-    const mine = (r.data || []).filter((a) => a.symbol === p.symbol && a.exchange === p.exchange);
+    const mine = (r.data || []).filter((a) => a.exchange === p.exchange && (a.symbol === p.symbol || a.symbol === EVERY_PAIR));
     fillTable(p.alertsT, mine.map((a) => alertRow(a, p.loadAlerts, p.alertsError)), 'No alert on this pair yet.');
     p.lastAlerts = mine.filter((a) => a.type === 'price' && a.status === 'active' && !deleteWaits(alertPath(a)));
     redraw(p);
