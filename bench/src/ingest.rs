@@ -7,12 +7,14 @@
 
 use std::time::Instant;
 
-use rampart_engine::alert::{AlertSpec, Condition, Cross};
+use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::book::Book;
 use rampart_engine::level::{Formation, Level, Origin};
 use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent, TIMEFRAMES_ALL};
 use rampart_engine::sim::Rng;
-use rampart_engine::{BookId, Market, Price, Tick, Venue};
+use rampart_engine::site_alert::WallSide;
+use rampart_engine::wall_alert::{WallCondition, WallEvent};
+use rampart_engine::{BookId, Market, Price, Tick, Timeframe, Venue};
 use rampart_venue::session::{Count, Session, Sink};
 use rampart_venue::ws::{Event, WsCodec};
 
@@ -100,7 +102,7 @@ fn frames(pairs: usize, messages: usize, rng: &mut Rng) -> (Vec<u8>, Vec<usize>)
 /// that never fire) through the live path on this thread. Returns the per-message latency
 /// (timed one frame at a time) with the throughput of an untimed pass as the rate.
 pub fn live_ingest(pairs: usize, messages: usize, alerts: usize) -> Summary {
-    live_ingest_with_levels(pairs, messages, alerts, 0)
+    live_ingest_with_levels(pairs, messages, alerts, 0, 0)
 }
 
 /// Sixteen levels per book, 1 % to 8 % above and below the trades (999.50 to 1000.49), strength
@@ -125,7 +127,17 @@ fn synthetic_levels() -> Vec<Level> {
 /// books, each book holding the `synthetic_levels` (issue #48: ingest with 100 000 level alerts
 /// within 5 % of the figure without them). The alerts wait: none of their thresholds is reached,
 /// as for most alerts most of the time.
-pub fn live_ingest_with_levels(pairs: usize, messages: usize, alerts: usize, level_alerts: usize) -> Summary {
+///
+/// With `universe_alerts`, that many `*` alerts more (`decisions.md` §15), each on every book
+/// as the shard puts it there: a third each pct (a move no trade reaches), level (as above) and
+/// wall (decided on the scan, so held but not evaluated per trade).
+pub fn live_ingest_with_levels(
+    pairs: usize,
+    messages: usize,
+    alerts: usize,
+    level_alerts: usize,
+    universe_alerts: usize,
+) -> Summary {
     let books: Vec<BookId> = (0..pairs as u32).map(BookId).collect();
     let mut market = Market::new(pairs, &books, 1_000, 64);
     let levels = synthetic_levels();
@@ -148,6 +160,12 @@ pub fn live_ingest_with_levels(pairs: usize, messages: usize, alerts: usize, lev
         };
         let id = 10_000_000 + i;
         market.insert_alert(book, AlertSpec { id, condition: Condition::Level(c), repeat: true, cooldown_s: 0 });
+    }
+    for i in 0..universe_alerts as u64 {
+        let spec = AlertSpec { id: 20_000_000 + i, condition: universe_condition(i), repeat: true, cooldown_s: 900 };
+        for &book in &books {
+            market.insert_alert(book, spec);
+        }
     }
     for i in 0..alerts as u64 {
         let book = books[(i % pairs as u64) as usize];
@@ -205,10 +223,35 @@ pub fn live_ingest_with_levels(pairs: usize, messages: usize, alerts: usize, lev
     }
     assert_eq!(sink.breaks, 0, "a clean stream breaks no book");
     assert_eq!(sink.messages as usize, 2 * messages, "every message applied");
-    let held = if level_alerts > 0 { format!(" + {level_alerts} level alerts") } else { String::new() };
+    let mut held = if level_alerts > 0 { format!(" + {level_alerts} level alerts") } else { String::new() };
+    if universe_alerts > 0 {
+        held.push_str(&format!(" + {universe_alerts} * alerts"));
+    }
     Summary::from_hist(
         &format!("live ingest: frame→decode→book/alerts ({pairs} pairs, {alerts} alerts{held})"),
         &h,
         Some(rate),
     )
+}
+
+/// The condition of the `i`th `*` alert of the ingest figure: pct, level and wall in turn.
+fn universe_condition(i: u64) -> Condition {
+    match i % 3 {
+        0 => Condition::Pct { dir: Move::Any, millionths: 50_000_000, window: Timeframe::ALL[(i / 3 % 6) as usize] },
+        1 => Condition::Level(LevelCondition {
+            event: [LevelEvent::Approach, LevelEvent::Touch, LevelEvent::Break][(i / 3 % 3) as usize],
+            direction: LevelDirection::Any,
+            within_millionths: 500_000,
+            min_strength: 1,
+            timeframes: TIMEFRAMES_ALL,
+        }),
+        _ => Condition::Wall(WallCondition {
+            event: WallEvent::Pulled,
+            side: WallSide::Any,
+            min_usd_cents: 100_000_000,
+            min_ratio_hundredths: 0,
+            max_dist_hundredths: 500,
+            min_age_s: 0,
+        }),
+    }
 }

@@ -183,12 +183,26 @@ pub struct AlertBook {
     pct_waiting: [Vec<Entry>; 6],
     /// Per window: the bucket the waiting list belongs to.
     pct_bucket: [i64; 6],
+    /// Per window: the prices between which no armed percent alert of it can fire in its
+    /// current bucket, so that a trade there reads neither the window's candle nor its heaps.
+    pct_gate: [PctGate; 6],
     stale: usize,
     next_gen: u32,
     /// The level alerts, decided apart (their own pairs and heaps).
     levels: LevelAlerts,
     /// The wall alerts, decided on the book's wall scans.
     walls: WallAlerts,
+}
+
+/// While the window's bucket is `bucket` and a trade's price is strictly between `low` and
+/// `high`, none of its armed percent alerts is reached (the nearest thresholds, from the bucket's
+/// open). The default (all zero) lets no trade through unevaluated; so does a gate made stale
+/// by a new alert or a new open ([`AlertBook::candles_changed`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct PctGate {
+    bucket: i64,
+    low: i64,
+    high: i64,
 }
 
 fn rearm_below_level(level: i64) -> i64 {
@@ -328,6 +342,7 @@ impl AlertBook {
                 self.below.push(Entry { key: level.0, id: spec.id, gen });
             }
             Condition::Pct { dir, millionths, window } => {
+                self.pct_gate[window.index()] = PctGate::default();
                 self.pct[window.index()][dir.index()].push(Reverse(Entry {
                     key: i64::from(millionths),
                     id: spec.id,
@@ -462,6 +477,10 @@ impl AlertBook {
             return;
         }
         let bucket = tf.bucket_start(ts_ms);
+        let gate = self.pct_gate[w];
+        if gate.bucket == bucket && price.0 > gate.low && price.0 < gate.high {
+            return;
+        }
         if bucket != self.pct_bucket[w] {
             self.roll_pct_bucket(w, bucket);
         }
@@ -498,6 +517,36 @@ impl AlertBook {
                 self.fire(top, price, Some(move_h), ts_ms, out, |b, e| b.pct_waiting[w].push(e));
             }
         }
+        self.pct_gate[w] = self.pct_gate_of(w, bucket, open);
+    }
+
+    /// The gate of window `w` in `bucket` whose candle opened at `open` (> 0): the nearest
+    /// thresholds still armed, as prices. A threshold of `key` millionths of a percent is reached
+    /// up at `open + ceil(key × open / 10^8)` and down at `open - ceil(…)`.
+    fn pct_gate_of(&self, w: usize, bucket: i64, open: i64) -> PctGate {
+        let top = |d: Move| self.pct[w][d.index()].peek().map(|Reverse(e)| e.key);
+        let reach = |key: i64| -> i64 {
+            let num = i128::from(key) * i128::from(open);
+            let delta = (num + 99_999_999) / 100_000_000;
+            i64::try_from(delta).unwrap_or(i64::MAX)
+        };
+        let nearest = |a: Option<i64>, b: Option<i64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let up = nearest(top(Move::Up), top(Move::Any));
+        let down = nearest(top(Move::Down), top(Move::Any));
+        PctGate {
+            bucket,
+            high: up.map_or(i64::MAX, |k| open.saturating_add(reach(k))),
+            low: down.map_or(i64::MIN, |k| open.saturating_sub(reach(k))),
+        }
+    }
+
+    /// The book's candles were replaced or merged (history loaded): the opens the percent
+    /// gates were computed from may have changed, so the next trade evaluates every window.
+    pub fn candles_changed(&mut self) {
+        self.pct_gate = [PctGate::default(); 6];
     }
 
     /// A new candle in window `w`, starting at `bucket`: the alerts that fired in the previous
@@ -689,6 +738,36 @@ mod tests {
         assert_eq!(r.trade(T0 + 2_000, 100), vec![], "crossed again within the minute: held back");
         assert_eq!(r.trade(T0 + 3_000, 99), vec![]);
         assert_eq!(r.trade(T0 + 60_000, 100), vec![1], "the minute is over");
+    }
+
+    /// The gate skips a window's trades only while no armed threshold is reached: a threshold
+    /// is still met exactly at its price on both sides, a new alert or a new open (history
+    /// loaded) makes the next trade evaluate again.
+    #[test]
+    fn the_pct_gate_never_hides_a_reached_threshold() {
+        let h = Timeframe::H1.bucket_start(T0);
+        let mut r =
+            Rig::new(&[pct(1, Move::Up, 200, Timeframe::H1, false), pct(2, Move::Down, 300, Timeframe::H1, false)]);
+        r.trade(h, 1_000_000);
+        let g = r.book.pct_gate[Timeframe::H1.index()];
+        assert_eq!((g.bucket, g.low, g.high), (h, 970_000, 1_020_000), "the nearest thresholds as prices");
+        assert!(r.trade(h + 1, 1_019_999).is_empty());
+        assert_eq!(r.trade(h + 2, 1_020_000), [1], "exactly +2%");
+        assert!(r.trade(h + 3, 970_001).is_empty());
+        assert_eq!(r.trade(h + 4, 970_000), [2], "exactly -3%");
+        // A new alert nearer than the gate knew: evaluated at once.
+        r.book.insert(pct(3, Move::Any, 50, Timeframe::H1, false));
+        assert_eq!(r.trade(h + 5, 1_005_000), [3]);
+        // History replaces the open: the gate is dropped.
+        r.book.insert(pct(4, Move::Up, 100, Timeframe::H1, false));
+        assert!(r.trade(h + 6, 1_005_000).is_empty(), "+0.5% from the open, under 1%");
+        assert!(r.book.pct_gate[Timeframe::H1.index()].high > 1_005_000);
+        // The backfilled bar opened at 990 000: the next trade is +1.01 % from it.
+        let mut history = CandleSet::new(16);
+        history.trade(h, Price(990_000), crate::fixed::Qty(1));
+        r.candles = history;
+        r.book.candles_changed();
+        assert_eq!(r.trade(h + 7, 1_000_000), [4], "+1.01% from the new open");
     }
 
     #[test]

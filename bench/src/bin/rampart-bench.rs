@@ -31,10 +31,12 @@ fn main() {
         let summaries = match which {
             "tick" => vec![tick_apply(500, 20_000)],
             "ingest" => vec![rampart_bench::ingest::live_ingest(500, 1_000_000, 100_000)],
-            // Issue #48: the same with 100 000 level alerts held, against the line above.
+            // Issue #48: the same with 100 000 level alerts held, then with 1 000 `*` alerts more,
+            // against the first line.
             "ingest-levels" => vec![
                 rampart_bench::ingest::live_ingest(500, 1_000_000, 100_000),
-                rampart_bench::ingest::live_ingest_with_levels(500, 1_000_000, 100_000, 100_000),
+                rampart_bench::ingest::live_ingest_with_levels(500, 1_000_000, 100_000, 100_000, 0),
+                rampart_bench::ingest::live_ingest_with_levels(500, 1_000_000, 100_000, 100_000, 1_000),
             ],
             "hop" => front_hop(500, 1, 20_000),
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],

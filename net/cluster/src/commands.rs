@@ -32,7 +32,7 @@ use super::node::NodeHealth;
 use super::snapshots::connect_until;
 use super::wire::{self, AlertCommand, BookName, Query};
 use rampart_state::clock::SharedClock;
-use rampart_state::partition::Partition;
+use rampart_state::partition::{Partition, UNIVERSE};
 use rampart_state::shutdown::StoppableThread;
 use rampart_state::{Command, Commands, Pong, Shared};
 use rampart_store::store::{AlertRow, Store};
@@ -132,6 +132,10 @@ async fn send(client: &async_nats::Client, registry: &Registry, partition: u16, 
     let (alert, query) = match cmd {
         Command::AddAlert { book, spec } => (named(book).map(|b| AlertCommand::Add(b, spec)), None),
         Command::RemoveAlert { book, id } => (named(book).map(|b| AlertCommand::Remove(b, id)), None),
+        // A `*` alert's reach every partition (queued on each partition's queue), named by the
+        // venue and the symbol `*`.
+        Command::AddUniverse { venue, spec } => (Some(AlertCommand::Add(every_pair(venue), spec)), None),
+        Command::RemoveUniverse { venue, id } => (Some(AlertCommand::Remove(every_pair(venue), id)), None),
         Command::Ping { reply } => {
             let _ = reply.send(Pong { shard: usize::from(partition), ticks: 0 });
             return;
@@ -178,6 +182,11 @@ async fn send(client: &async_nats::Client, registry: &Registry, partition: u16, 
             }
         });
     }
+}
+
+/// The name a `*` alert's commands carry: the venue, and the symbol `*`.
+fn every_pair(venue: rampart_engine::Venue) -> BookName {
+    BookName { venue, symbol: UNIVERSE.to_owned() }
 }
 
 type Answer = Box<dyn FnOnce(&[u8]) -> Result<(), wire::WireError>>;
@@ -278,6 +287,13 @@ impl Node {
         }
     }
 
+    /// Queues the command `make` builds on every shard of this node, waiting out a full queue.
+    async fn broadcast(&self, make: impl Fn() -> Command) {
+        while self.commands.broadcast(&make).is_err() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     async fn alert_command(&self, payload: &[u8]) {
         let c = match wire::read_alert_command(payload) {
             Ok(c) => c,
@@ -287,6 +303,15 @@ impl Node {
             }
         };
         match c {
+            AlertCommand::Add(name, spec) if name.symbol == UNIVERSE => {
+                self.recent.borrow_mut().insert(spec.id, self.clock.now_ms());
+                self.health.commands.fetch_add(1, Ordering::Relaxed);
+                self.broadcast(|| Command::AddUniverse { venue: name.venue, spec }).await;
+            }
+            AlertCommand::Remove(name, id) if name.symbol == UNIVERSE => {
+                self.health.commands.fetch_add(1, Ordering::Relaxed);
+                self.broadcast(|| Command::RemoveUniverse { venue: name.venue, id }).await;
+            }
             AlertCommand::Add(name, spec) => {
                 // Skipped when the catch-up already added it from storage.
                 if self.recent.borrow_mut().insert(spec.id, self.clock.now_ms()).is_none() {
@@ -350,12 +375,19 @@ impl Node {
         let registry = self.shared.registry();
         let now_ms = self.clock.now_ms();
         let mut n = 0;
-        for row in rows.into_iter().filter(|r| self.partition.owns(&r.symbol)) {
-            let (Some(book), Some(spec)) = (registry.find(row.exchange, &row.symbol), row.spec()) else { continue };
+        for row in rows.into_iter().filter(|r| self.partition.owns_alert(&r.symbol)) {
+            let Some(spec) = row.spec() else { continue };
             if self.recent.borrow_mut().insert(spec.id, now_ms).is_some() && !again {
                 continue;
             }
-            self.send(book, Command::AddAlert { book, spec }).await;
+            if row.symbol == UNIVERSE {
+                let venue = row.exchange;
+                self.broadcast(|| Command::AddUniverse { venue, spec }).await;
+            } else if let Some(book) = registry.find(row.exchange, &row.symbol) {
+                self.send(book, Command::AddAlert { book, spec }).await;
+            } else {
+                continue;
+            }
             n += 1;
         }
         n

@@ -38,6 +38,9 @@ pub mod live;
 pub mod nudge;
 #[cfg(test)]
 mod simulation;
+mod universe;
+
+pub use universe::StartAlerts;
 
 /// Pairs stepped by the simulator per loop round; bounds the work between two polls.
 pub const SIM_PAIRS_PER_ROUND_MAX: usize = 64;
@@ -157,8 +160,9 @@ impl ShardSet {
         config: &ShardConfig,
         registry: Arc<Registry>,
         universe: Arc<Vec<PairSpec>>,
-        alerts: Vec<(BookId, AlertSpec)>,
+        alerts: impl Into<StartAlerts>,
     ) -> std::io::Result<ShardSet> {
+        let alerts = alerts.into();
         let n = config.shards.max(1);
         let books = Arc::new(ArcSwap::new(registry.clone()));
         let shared = Arc::new(Shared::new(books, registry.len(), n, false));
@@ -172,7 +176,8 @@ impl ShardSet {
             move |p: ShardParts| async move {
                 let sim = Sim::new(p.config.sim.clone(), &universe, &registry, &pairs);
                 drop(universe);
-                let mut shard = Shard::new(p.index, p.config, p.market, Some(sim), p.commands, p.events, p.shared);
+                let mut shard = Shard::new(p.index, p.config, p.market, Some(sim), p.commands, p.events, p.shared)
+                    .with_universe(p.universe);
                 shard.run().await;
             }
         })
@@ -185,8 +190,9 @@ impl ShardSet {
         config: &ShardConfig,
         books: Arc<ArcSwap<Registry>>,
         feed: live::LiveFeed,
-        alerts: Vec<(BookId, AlertSpec)>,
+        alerts: impl Into<StartAlerts>,
     ) -> std::io::Result<ShardSet> {
+        let alerts = alerts.into();
         let n = config.shards.max(1);
         let registry = books.load_full();
         let mut shared = Shared::new(books, registry.len() + BOOKS_ADDED_MAX, n, true);
@@ -200,7 +206,8 @@ impl ShardSet {
         ShardSet::start_each(config, &registry, shared, &alerts, spin, |_| {
             let feed = feed.clone();
             move |p: ShardParts| async move {
-                let shard = Shard::new(p.index, p.config, p.market, None, p.commands, p.events, p.shared);
+                let shard = Shard::new(p.index, p.config, p.market, None, p.commands, p.events, p.shared)
+                    .with_universe(p.universe);
                 live::run(shard, feed).await;
             }
         })
@@ -212,7 +219,7 @@ impl ShardSet {
         config: &ShardConfig,
         registry: &Arc<Registry>,
         shared: Arc<Shared>,
-        alerts: &[(BookId, AlertSpec)],
+        alerts: &StartAlerts,
         spin_before_park: Option<Duration>,
         mut make: impl FnMut(usize) -> F,
     ) -> std::io::Result<ShardSet>
@@ -237,7 +244,14 @@ impl ShardSet {
             let owner = |b: &BookId| shared.slots[b.index()].shard.load(Ordering::Relaxed) as usize;
             let owned = |b: &BookId| owner(b) == index && config.partition.owns(&registry.get(*b).symbol);
             let ids: Vec<BookId> = registry.ids().filter(owned).collect();
-            let my_alerts: Vec<(BookId, AlertSpec)> = alerts.iter().filter(|(b, _)| owned(b)).copied().collect();
+            let mut my_alerts: Vec<(BookId, AlertSpec)> =
+                alerts.books.iter().filter(|(b, _)| owned(b)).copied().collect();
+            // Each `*` alert on every owned book of its venue; the shard holds them for the
+            // books it takes later.
+            for &(venue, spec) in &alerts.universe {
+                my_alerts.extend(ids.iter().filter(|b| registry.get(**b).venue == venue).map(|&b| (b, spec)));
+            }
+            let universe = universe::UniverseAlerts::of_start(&alerts.universe);
             let (config, shared, books) = (config.clone(), shared.clone(), shared.capacity);
             let life = make(index);
             let nudge = Arc::new(nudge::Nudge::default());
@@ -260,7 +274,7 @@ impl ShardSet {
                     for (book, spec) in my_alerts {
                         market.insert_alert(book, spec);
                     }
-                    life(ShardParts { index, config, market, commands, events, shared }).await;
+                    life(ShardParts { index, config, market, commands, events, shared, universe }).await;
                 })
                 .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
             set.threads.push(std::thread::spawn(move || {
@@ -348,6 +362,7 @@ struct ShardParts {
     commands: Arc<ArrayQueue<Command>>,
     events: Arc<EventQueue>,
     shared: Arc<Shared>,
+    universe: universe::UniverseAlerts,
 }
 
 /// One shard's state, owned by its executor.
@@ -393,6 +408,8 @@ pub(crate) struct Shard {
     pub(crate) added: Vec<(BookId, String)>,
     /// Books that lost sync, logged at most once per [`live::DESYNC_LOG_PERIOD_MS`] per venue.
     pub(crate) desyncs: live::DesyncLog,
+    /// The `*` alerts of the venues this shard serves.
+    universe: universe::UniverseAlerts,
 }
 
 /// How a book's quote asset converts to USD.
@@ -462,7 +479,14 @@ impl Shard {
             relisted: Vec::with_capacity(books),
             added: Vec::new(),
             desyncs: live::DesyncLog::default(),
+            universe: universe::UniverseAlerts::default(),
         }
+    }
+
+    /// The shard with the `*` alerts it starts with (already on its books).
+    fn with_universe(mut self, universe: universe::UniverseAlerts) -> Shard {
+        self.universe = universe;
+        self
     }
 
     async fn run(&mut self) {
@@ -552,9 +576,13 @@ impl Shard {
                 Command::RemoveAlert { book, id } => {
                     self.market.remove_alert(book, id);
                 }
+                Command::AddUniverse { venue, spec } => self.add_universe(venue, spec),
+                Command::RemoveUniverse { venue, id } => self.remove_universe(venue, id),
                 Command::Delist { book } => {
                     if self.market.get(book).is_some_and(|b| !b.delisted) {
-                        let ids = self.market.delist(book);
+                        // A `*` alert leaves the book, not the venue: it is not reported.
+                        let mut ids = self.market.delist(book);
+                        ids.retain(|&id| !self.universe.contains(id));
                         self.shared.set_status(book, STATUS_DELISTED);
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
@@ -562,6 +590,7 @@ impl Shard {
                 Command::AddBook { book, native } => self.add_book(book, native),
                 Command::Relist { book } => {
                     if self.market.relist(book) {
+                        self.universe_on_book(book);
                         self.shared.set_status(book, STATUS_TRADING);
                         debug_assert!(self.relisted.len() < self.relisted.capacity());
                         self.relisted.push(book);
@@ -590,6 +619,7 @@ impl Shard {
         }
         self.shared.stats[self.index].books.fetch_add(1, Ordering::Relaxed);
         self.shared.set_status(book, STATUS_TRADING);
+        self.universe_on_book(book);
         self.added.push((book, native));
     }
 
@@ -607,6 +637,7 @@ impl Shard {
             for id in ids {
                 if let Some(state) = self.market.get_mut(id) {
                     state.candles = set.clone();
+                    state.alerts.candles_changed();
                     state.last_price = rampart_engine::Price(close);
                 }
                 self.shared.slots[id.index()].price.store(close, Ordering::Relaxed);
@@ -882,7 +913,8 @@ impl Shard {
     fn forward_firings(&mut self, book: BookId) {
         let n = self.market.firings().len();
         for k in 0..n {
-            let ev = ShardEvent::Fired { book, firing: self.market.firings()[k] };
+            let firing = self.market.firings()[k];
+            let ev = ShardEvent::Fired { book, firing, universe: self.universe.contains(firing.id) };
             self.events.enqueue(ev);
         }
         self.shared.stats[self.index].firings.fetch_add(n as u64, Ordering::Relaxed);

@@ -422,6 +422,7 @@ fn history_loaded(shard: &mut Shard, k: usize, mut candles: Box<rampart_engine::
     let state = &mut shard.market.books_mut()[k];
     candles.merge_live(&state.candles);
     state.candles = *candles;
+    state.alerts.candles_changed();
     if state.last_trade_ms == 0 {
         let newest = rampart_engine::Timeframe::ALL.iter().find_map(|tf| state.candles.ring(*tf).newest());
         if let Some(c) = newest.filter(|c| c.close.0 > 0) {

@@ -43,6 +43,9 @@ export function alertForm(created) {
   const status = statusBox('alert-status');
   const submit = h('button', { type: 'submit', text: 'Create alert' });
   const sync = () => syncAlertType(f);
+  // A whole venue's alert usually keeps watching: choosing it ticks Repeat (it can be unticked:
+  // then the alert ends with its first delivery).
+  scope.input.addEventListener('change', () => { if (wholeVenue(f)) repeat.input.checked = true; });
   [type, scope, repeat, s.event].forEach((x) => x.input.addEventListener('change', sync));
   venue.input.addEventListener('change', () => suggest(datalist, venue.input.value));
   sync();
@@ -91,14 +94,13 @@ function wholeVenue(f) {
 }
 
 // The fields of the chosen type: a price; a move and its window; a level's event and filters; a
-// wall's event and filters; the directions of each. A whole venue's alert has no pair and always
-// repeats, per pair after its quiet time (900 s unless given).
+// wall's event and filters; the directions of each. A whole venue's alert has no pair and a
+// quiet time per pair (900 s unless given).
 function syncAlertType(f) {
   const kind = f.type.input.value;
   const venue = wholeVenue(f);
   f.scope.wrap.hidden = VENUE_WIDE_TYPES.indexOf(kind) < 0;
   f.symbol.wrap.hidden = venue;
-  f.repeat.wrap.hidden = venue;
   f.cooldown.wrap.hidden = !venue && !f.repeat.input.checked;
   f.cooldown.input.placeholder = venue ? '900' : '0';
   choices(f.direction.input, DIRECTIONS[kind]);
@@ -132,7 +134,7 @@ function alertBody(f) {
     min_usd: wall ? numberInput(f.s.minUsd.input) : undefined,
     max_dist_pct: wall ? numberInput(f.s.maxDist.input) : undefined,
     min_age_s: wall ? numberInput(f.s.minAge.input) : undefined,
-    repeat: !venue && f.repeat.input.checked ? true : undefined,
+    repeat: f.repeat.input.checked ? true : undefined,
     cooldown_s: f.cooldown.wrap.hidden ? undefined : numberInput(f.cooldown.input),
     note: f.note.input.value ? f.note.input.value : undefined,
   };

@@ -47,11 +47,21 @@ pub struct CreateRequest {
     /// When it ends by itself (`expires_at`), Unix milliseconds; its range is a rule
     /// (`rules::check_expiry`).
     pub expires_ms: Option<i64>,
-    /// The least time between two firings (`cooldown_s`), seconds; 0 unless given.
+    /// The least time between two firings (`cooldown_s`), seconds; 0 unless given, or
+    /// [`UNIVERSE_COOLDOWN_S`] for a `*` alert.
     pub cooldown_s: u32,
 }
 
+pub use rampart_state::partition::UNIVERSE;
+/// A `*` alert's cooldown per pair when none is given, seconds (`decisions.md` §15).
+pub const UNIVERSE_COOLDOWN_S: u32 = 900;
+
 impl CreateRequest {
+    /// True for a `*` alert: every pair of its venue.
+    pub fn universe(&self) -> bool {
+        self.symbol == UNIVERSE
+    }
+
     /// `price` or `pct`.
     pub fn kind(&self) -> &'static str {
         self.condition.kind()
@@ -127,7 +137,10 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
     let structure = kind == "level" || kind == "wall";
     let direction = if structure { string(&obj, "direction")? } else { Some(required_string(&obj, "direction")?) };
     let symbol = required_string(&obj, "symbol")?;
-    symbol_syntax(symbol)?;
+    let universe = symbol == UNIVERSE;
+    if !universe {
+        symbol_syntax(symbol)?;
+    }
     let condition = if kind == "level" {
         structure::level_condition(&obj, direction)?
     } else if kind == "wall" {
@@ -137,6 +150,9 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         spec_condition(&obj, kind, direction.unwrap_or_default())?
     };
     let (repeat, note) = repeat_and_note(&obj)?;
+    if universe {
+        universe_rules(&obj, kind)?;
+    }
     let webhook_url = match string(&obj, "webhook_url")? {
         None => None,
         Some(url) => {
@@ -164,6 +180,7 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         })?),
     };
     let cooldown_s = match number(&obj, "cooldown_s")? {
+        None if universe => UNIVERSE_COOLDOWN_S,
         None => 0,
         Some(n) => {
             n.as_u64().filter(|v| *v <= COOLDOWN_S_MAX).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| {
@@ -181,6 +198,20 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         exchange,
         expires_ms,
     })
+}
+
+/// What a `*` alert must be (`decisions.md` §15): of a type that is not tied to one pair's
+/// price, on one named venue.
+fn universe_rules(obj: &Map<String, Value>, kind: &str) -> Result<(), Invalid> {
+    if kind == "price" {
+        return Err(invalid(
+            "symbol '*' (every pair of the venue) is allowed for pct, level and wall alerts, not price",
+        ));
+    }
+    if string(obj, "exchange")?.is_none() {
+        return Err(invalid("symbol '*' (every pair of the venue) needs field 'exchange'"));
+    }
+    Ok(())
 }
 
 /// A price or pct alert's condition (the interface spec's types).
@@ -468,5 +499,35 @@ mod tests {
             parse_status(Some("done")),
             Err(Invalid { status: 422, message: "invalid status 'done'. Allowed: active, triggered, all".into() })
         );
+    }
+
+    #[test]
+    fn a_universe_alert_is_pct_level_or_wall_on_a_named_venue() {
+        let ok =
+            parse_create(br#"{"symbol":"*","exchange":"binance","type":"pct","direction":"up","pct":3,"window":"1h"}"#)
+                .expect("pct *");
+        assert!(ok.universe() && !ok.repeat, "one body, then it ends, unless it repeats");
+        assert_eq!(ok.cooldown_s, UNIVERSE_COOLDOWN_S, "the default cooldown of a * alert");
+        let own = parse_create(br#"{"symbol":"*","exchange":"okx","type":"level","event":"break","cooldown_s":0}"#)
+            .expect("level *");
+        assert_eq!((own.cooldown_s, own.exchange), (0, Some(Venue::Okx)));
+        let one = parse_create(br#"{"symbol":"BTCUSDT","type":"level","event":"break"}"#).expect("one pair");
+        assert_eq!((one.universe(), one.cooldown_s, one.repeat), (false, 0, false));
+        for (body, message) in [
+            (
+                r#"{"symbol":"*","exchange":"binance","type":"price","direction":"above","price":1}"#,
+                "symbol '*' (every pair of the venue) is allowed for pct, level and wall alerts, not price",
+            ),
+            (
+                r#"{"symbol":"*","type":"wall","event":"pulled"}"#,
+                "symbol '*' (every pair of the venue) needs field 'exchange'",
+            ),
+            (
+                r#"{"symbol":"**","type":"wall","event":"pulled"}"#,
+                "field 'symbol' must be a pair symbol such as BTCUSDT",
+            ),
+        ] {
+            assert_eq!(err(body), (422, message.to_owned()), "{body}");
+        }
     }
 }

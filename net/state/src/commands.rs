@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crossbeam_queue::ArrayQueue;
 use rampart_engine::alert::AlertSpec;
 use rampart_engine::candle::Candle;
-use rampart_engine::BookId;
+use rampart_engine::{BookId, Venue};
 
 use super::Shared;
 
@@ -30,6 +30,21 @@ pub enum Command {
     RemoveAlert {
         /// The book.
         book: BookId,
+        /// Alert id.
+        id: u64,
+    },
+    /// Add a `*` alert (`decisions.md` §15) to every book of `venue` this shard owns, and to
+    /// each it takes later (listed after start, listed again); sent to every shard.
+    AddUniverse {
+        /// The venue.
+        venue: Venue,
+        /// The alert (repeating).
+        spec: AlertSpec,
+    },
+    /// Remove a `*` alert from every book of `venue` (deleted or expired); sent to every shard.
+    RemoveUniverse {
+        /// The venue.
+        venue: Venue,
         /// Alert id.
         id: u64,
     },
@@ -129,6 +144,24 @@ impl Commands {
     pub fn send(&self, book: BookId, cmd: Command) -> Result<(), Command> {
         let shard = self.shared.slots.get(book.index()).map_or(0, |s| s.shard.load(Ordering::Acquire) as usize);
         self.queues[shard].push(cmd)?;
+        if let Some(w) = &self.wake {
+            w.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Queues the command `make` builds on every shard's queue (a `*` alert's). When a queue
+    /// has no room none is sent (`Err`): the queues are looked at before sending, and their one
+    /// reader only takes from them, so a command that finds room in each is queued in each
+    /// unless another sender fills one in between (then it is missing there, the caller is told,
+    /// and a remove sent to every queue undoes the rest).
+    pub fn broadcast(&self, make: impl Fn() -> Command) -> Result<(), Command> {
+        if self.queues.iter().any(|q| q.is_full()) {
+            return Err(make());
+        }
+        for q in &self.queues {
+            q.push(make())?;
+        }
         if let Some(w) = &self.wake {
             w.notify_one();
         }

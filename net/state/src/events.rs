@@ -17,6 +17,9 @@ pub enum ShardEvent {
         book: BookId,
         /// The firing.
         firing: Firing,
+        /// It is a `*` alert's (`decisions.md` §15): collected with the alert's other firings of
+        /// the second into one body.
+        universe: bool,
     },
     /// A delisted book's alerts were dropped.
     Delisted {

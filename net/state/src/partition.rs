@@ -56,10 +56,19 @@ impl fmt::Display for Partition {
     }
 }
 
+/// The symbol of an alert on every pair of its venue (`decisions.md` §15).
+pub const UNIVERSE: &str = "*";
+
 impl Partition {
     /// True when this part owns the pair `symbol` (`BASEQUOTE`).
     pub fn owns(&self, symbol: &str) -> bool {
         of_symbol(symbol, self.count) == self.index
+    }
+
+    /// True when this part evaluates the alert on `symbol`: its pair's, or every part for a
+    /// [`UNIVERSE`] alert (each on the pairs it owns).
+    pub fn owns_alert(&self, symbol: &str) -> bool {
+        symbol == UNIVERSE || self.owns(symbol)
     }
 }
 

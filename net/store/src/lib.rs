@@ -1,8 +1,10 @@
 //! Everything that writes durable state, off the tick path: the store on SQLite or PostgreSQL
 //! (`store`, over one connection type for both, `db`), the front's storage thread with group
 //! commit and the process-wide storage health (`storage`), and the writer that drains the
-//! shards' event queues into the store (`writer`).
+//! shards' event queues into the store (`writer`), collecting a `*` alert's firings into bodies
+//! (`collect`).
 
+pub mod collect;
 pub mod db;
 pub mod storage;
 pub mod store;

@@ -30,6 +30,7 @@ mod alert_row;
 mod alerts;
 mod conn;
 mod delivery_log;
+mod firing_record;
 mod firings;
 mod inbox;
 mod keys;
@@ -45,11 +46,10 @@ mod site;
 mod site_row;
 
 pub use account::ACCOUNT_KEYS_MAX;
-pub use alert_row::{
-    condition_columns, AlertRow, AlertStatus, ConditionColumns, FiringRecord, Idempotent, NewAlert, StatusFilter,
-};
+pub use alert_row::{condition_columns, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, StatusFilter};
 pub use conn::{Fence, Store, StoreLocation};
 pub use delivery_log::{DeliveryLogRow, Redelivery, ATTEMPTS_PER_ALERT_MAX, DELIVERY_LOG_KEEP_MS};
+pub use firing_record::FiringRecord;
 pub use inbox::InboxRow;
 pub use keys::{generate_key, hash_key, is_key_shaped, CreatedKey, KeyRow, Revoked, KEY_WATCHER_ALIVE_MS};
 pub use locks::{DataDirLock, LockError, PgLockHolder, ServerLock};
@@ -235,7 +235,7 @@ mod tests {
         let acc = old.create_account_with_key("developer", None, 1).expect("account").account_id;
         let id = old.insert_alert(&alert(acc, "binance", "BTCUSDT")).expect("insert").id;
         let firing = FiringRecord::at_price(id, 100_000_000, 1, false);
-        old.record_firings(&[firing], &crate::text::Texts).expect("the owner records");
+        old.record_firings(std::slice::from_ref(&firing), &crate::text::Texts).expect("the owner records");
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(b.claim_partition("0/2", "b", 300).expect("claim"), Some(2), "expired: the next epoch");
         assert!(!a.renew_partition("0/2", "a", 1, 300).expect("renew"), "the old holder learns it lost");

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use rampart_engine::Registry;
 
+use crate::collect::Collector;
 use crate::db::StoreError;
 use crate::storage::{StorageHealth, Writer as StorageWriter};
 use crate::store::{AlertRow, FiringRecord, Render, SiteFiringDetail, SiteFiringRecord, Store};
@@ -66,7 +67,8 @@ pub type OnCommitted = Box<dyn FnMut(&[(AlertRow, FiringRecord)]) + Send>;
 
 /// Which alerts this process ends at their expiry ([`WriterHooks::owns`]).
 pub type Owns = Box<dyn Fn(&AlertRow) -> bool + Send>;
-/// Called with the alerts ended at their expiry ([`WriterHooks::on_expired`]).
+/// Called with the alerts ended at their expiry, and with a one-shot `*` alert ended by its body
+/// ([`WriterHooks::on_expired`]).
 pub type OnExpired = Box<dyn FnMut(&[AlertRow]) + Send>;
 
 /// How often the writer looks for alerts whose `expires_at` has passed.
@@ -83,7 +85,8 @@ pub struct WriterHooks {
     /// Which alerts this process ends at their expiry: their pair's shard is here (a market
     /// node ends its partition's; a single process every alert).
     pub owns: Owns,
-    /// Called with the alerts ended at their expiry, once committed, so their shards drop them.
+    /// Called with the alerts ended at their expiry, once committed, so their shards drop them;
+    /// also with a one-shot `*` alert its body ended (its other pairs' books still hold it).
     pub on_expired: OnExpired,
 }
 
@@ -126,6 +129,7 @@ impl Writer {
             // The number each shard's next event must carry (paired with the shard's own count).
             let mut expiry_scanned_ms = 0;
             let mut expected: Vec<u64> = vec![0; queues.len()];
+            let mut collector = Collector::default();
             loop {
                 let stopping = stop2.load(Ordering::Acquire);
                 for (i, q) in queues.iter().enumerate() {
@@ -138,21 +142,30 @@ impl Writer {
                             continue;
                         }
                         match ev {
-                            ShardEvent::Fired { firing, .. } => {
+                            ShardEvent::Fired { firing, book, universe } => {
                                 tracing::trace!(target: FIRING_TARGET, alert = firing.id, "taken from its shard's queue");
-                                batch.push(FiringRecord {
-                                alert_id: firing.id as i64,
-                                price: firing.price.0,
-                                move_hundredths: firing.move_hundredths,
-                                ts_ms: firing.ts_ms,
+                                let record = FiringRecord {
+                                    alert_id: firing.id as i64,
+                                    price: firing.price.0,
+                                    move_hundredths: firing.move_hundredths,
+                                    ts_ms: firing.ts_ms,
                                     last: firing.last,
                                     level: firing.level(),
                                     wall: firing.wall(),
-                                });
+                                    symbol: None,
+                                    triggers: Vec::new(),
+                                };
+                                if universe {
+                                    // A `*` alert's: collected with its others into one body.
+                                    let symbol = Some(registry.load().get(book).symbol.clone());
+                                    collector.add(FiringRecord { symbol, ..record }, clock.now_ms());
+                                } else {
+                                    batch.push(record);
+                                }
                             }
                             ShardEvent::Delisted { book, ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
-                                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, &mut on_committed);
+                                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_expired));
                                 let registry = registry.load();
                                 delist(&mut store, &*texts, registry.get(book), ids.len(), &stats2, &*clock);
                             }
@@ -170,6 +183,8 @@ impl Writer {
                     }
                 }
                 let now = clock.now_ms();
+                // The `*` alerts' bodies that are due (all of them when stopping).
+                collector.take_due(now, stopping, BATCH_MAX, &mut batch);
                 if now - expiry_scanned_ms >= EXPIRY_SCAN_MS {
                     expiry_scanned_ms = now;
                     expire_due(&mut store, &*texts, &*owns, &mut *on_expired, &stats2, now);
@@ -181,7 +196,7 @@ impl Writer {
                     std::thread::park_timeout(IDLE);
                     continue;
                 }
-                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, &mut on_committed);
+                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_expired));
                 commit_site(&mut store, &*texts, &mut site, &stats2, &health, &*clock);
             }
         })?;
@@ -324,7 +339,8 @@ fn commit_site(
     }
 }
 
-/// Commits `batch`, retrying until it succeeds, then empties it.
+/// Commits `batch`, retrying until it succeeds, then empties it; tells `on_committed` what it
+/// recorded and `on_ended` the `*` alerts a one-shot body ended.
 fn commit(
     store: &mut Store,
     texts: &dyn Render,
@@ -332,7 +348,7 @@ fn commit(
     stats: &WriterStats,
     health: &StorageHealth,
     clock: &dyn Clock,
-    on_committed: &mut OnCommitted,
+    (on_committed, on_ended): (&mut OnCommitted, &mut OnExpired),
 ) {
     if batch.is_empty() {
         return;
@@ -351,6 +367,14 @@ fn commit(
                 stats.batches.fetch_add(1, Ordering::Relaxed);
                 stats.note_inbox_write();
                 on_committed(&done);
+                let ended: Vec<AlertRow> = done
+                    .iter()
+                    .filter(|(row, f)| f.last && row.symbol == rampart_state::partition::UNIVERSE)
+                    .map(|(row, _)| row.clone())
+                    .collect();
+                if !ended.is_empty() {
+                    on_ended(&ended);
+                }
                 batch.clear();
                 return;
             }

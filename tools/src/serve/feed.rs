@@ -81,19 +81,27 @@ pub(super) fn start_feed(
     Ok((shards, Some(rest)))
 }
 
-/// Every active alert on a served book, to go onto its shard before the shard reports ready;
-/// the others stay in storage (evaluated once their venue lists the pair).
+/// Every active alert on a served book, and every `*` alert, to go onto the shards before they
+/// report ready; the others stay in storage (evaluated once their venue lists the pair).
 fn load_alerts(
     store: &Store,
     registry: &Registry,
     partition: rampart_state::partition::Partition,
-) -> Result<Vec<(rampart_engine::BookId, rampart_engine::alert::AlertSpec)>> {
-    let mut alerts = Vec::new();
+) -> Result<rampart_shard::StartAlerts> {
+    let mut alerts = rampart_shard::StartAlerts::default();
     let mut orphaned = 0;
-    for row in store.active_alerts()?.into_iter().filter(|r| partition.owns(&r.symbol)) {
-        match (registry.find(row.exchange, &row.symbol), row.spec()) {
-            (Some(book), Some(spec)) => alerts.push((book, spec)),
-            _ => orphaned += 1,
+    for row in store.active_alerts()?.into_iter().filter(|r| partition.owns_alert(&r.symbol)) {
+        let Some(spec) = row.spec() else {
+            orphaned += 1;
+            continue;
+        };
+        if row.symbol == rampart_state::partition::UNIVERSE {
+            alerts.universe.push((row.exchange, spec));
+            continue;
+        }
+        match registry.find(row.exchange, &row.symbol) {
+            Some(book) => alerts.books.push((book, spec)),
+            None => orphaned += 1,
         }
     }
     if orphaned > 0 {
@@ -102,7 +110,11 @@ fn load_alerts(
              their venue lists the pair"
         );
     }
-    tracing::info!("{} active alerts loaded", alerts.len());
+    tracing::info!(
+        "{} active alerts loaded ({} of them on every pair of a venue)",
+        alerts.books.len() + alerts.universe.len(),
+        alerts.universe.len()
+    );
     Ok(alerts)
 }
 

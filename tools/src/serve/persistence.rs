@@ -91,10 +91,13 @@ impl Persistence {
         let partition = s.role.partition();
         let (commands, shared) = (shards.commands(), shards.shared().clone());
         let hooks = WriterHooks {
-            owns: Box::new(move |row| partition.owns(&row.symbol)),
+            owns: Box::new(move |row| partition.owns_alert(&row.symbol)),
             on_expired: Box::new(move |rows| {
                 for row in rows {
-                    if let Some(book) = shared.registry().find(row.exchange, &row.symbol) {
+                    if row.symbol == rampart_state::partition::UNIVERSE {
+                        let (venue, id) = (row.exchange, row.id as u64);
+                        let _ = commands.broadcast(|| ShardCommand::RemoveUniverse { venue, id });
+                    } else if let Some(book) = shared.registry().find(row.exchange, &row.symbol) {
                         let _ = commands.send(book, ShardCommand::RemoveAlert { book, id: row.id as u64 });
                     }
                 }

@@ -171,9 +171,11 @@ impl AlertsApi {
             }
         }
         let req = alerts::parse_create(body)?;
-        let (venue, book) = match req.exchange {
-            Some(v) => (v, self.books.book(v, &req.symbol)?),
-            None => self.books.any_venue(&req.symbol).ok_or_else(|| {
+        let (venue, book) = match (req.exchange, req.universe()) {
+            // A `*` alert: every pair of the venue (its exchange is required).
+            (Some(v), true) => (self.books.venue_or_404(v.as_str())?, None),
+            (Some(v), false) => (v, Some(self.books.book(v, &req.symbol)?)),
+            (None, _) => self.books.any_venue(&req.symbol).map(|(v, b)| (v, Some(b))).ok_or_else(|| {
                 ApiError::new(StatusCode::NOT_FOUND, format!("unknown symbol '{}'", clip(&req.symbol, 64)))
             })?,
         };
@@ -182,11 +184,16 @@ impl AlertsApi {
         };
         rules::check_plan(plan, &req)?;
         rules::check_expiry(req.expires_ms, now_ms)?;
-        let (current, _) = self.books.shared.price(book);
+        // A `*` alert has no one price: stored as 0, shown as null.
+        let current = match book {
+            Some(book) => self.books.shared.price(book).0,
+            None => 1,
+        };
         if current <= 0 {
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
         }
         rules::check_side(&req.condition, current)?;
+        let created_price = if book.is_some() { current } else { 0 };
         // The public-address rule, checked with the same guard every delivery attempt uses.
         if let Some(url) = &req.webhook_url {
             let unprocessable = |e: ssrf::SsrfError| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string());
@@ -196,12 +203,15 @@ impl AlertsApi {
         let new = NewAlert {
             account_id: account.account_id,
             exchange: venue,
-            symbol: self.books.shared.registry().get(book).symbol.clone(),
+            symbol: match book {
+                Some(book) => self.books.shared.registry().get(book).symbol.clone(),
+                None => alerts::UNIVERSE.to_owned(),
+            },
             condition: req.condition,
             repeat: req.repeat,
             note: req.note.clone(),
             webhook_url: req.webhook_url.clone(),
-            created_price: current,
+            created_price,
             created_ms: now_ms,
             expires_ms: req.expires_ms,
             cooldown_s: req.cooldown_s,
@@ -258,7 +268,14 @@ impl AlertsApi {
         };
         let spec =
             AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat, cooldown_s: req.cooldown_s };
-        if !self.books.send(book, Command::AddAlert { book, spec }) {
+        let sent = match book {
+            Some(book) => self.books.send(book, Command::AddAlert { book, spec }),
+            None => self.books.broadcast(|| Command::AddUniverse { venue, spec }),
+        };
+        if !sent {
+            if book.is_none() {
+                let _ = self.books.broadcast(|| Command::RemoveUniverse { venue, id: spec.id });
+            }
             // The shard's queue is full: undo, so nothing unacknowledged stays behind.
             let id = row.id;
             let _ = self.storage.run(move |store| store.forget_alert(id)).await;
@@ -296,7 +313,10 @@ impl AlertsApi {
             Ok(None) => return unknown(),
             Err(e) => return ApiError::from(e).into_response(),
         };
-        if row.status == AlertStatus::Active {
+        if row.status == AlertStatus::Active && row.symbol == alerts::UNIVERSE {
+            // As for one book: a full queue leaves it held until restart, firing nothing stored.
+            let _ = self.books.broadcast(|| Command::RemoveUniverse { venue: row.exchange, id: id as u64 });
+        } else if row.status == AlertStatus::Active {
             let book = self.books.shared.registry().find(row.exchange, &row.symbol);
             if let Some(book) = book {
                 // If the queue is full the shard keeps the alert in memory until restart, but it

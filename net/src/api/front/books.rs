@@ -128,6 +128,12 @@ impl Books {
         self.commands.send(book, command).is_ok()
     }
 
+    /// Queues the command `make` builds for every shard (a `*` alert's); false when a queue had
+    /// no room (see [`Commands::broadcast`]).
+    pub(super) fn broadcast(&self, make: impl Fn() -> Command) -> bool {
+        self.commands.broadcast(make).is_ok()
+    }
+
     /// Asks the shard owning `book` and waits for the answer, at most [`SHARD_ANSWER_TIMEOUT`].
     pub(super) async fn ask_shard<T>(
         &self,

@@ -1,5 +1,5 @@
 //! An alert as the store holds it and is handed it: [`AlertRow`] with its one mapping of a
-//! condition to columns and back, [`NewAlert`], and a firing's [`FiringRecord`].
+//! condition to columns and back, and [`NewAlert`].
 
 use super::conn::{unknown, UnknownStoredValue};
 use crate::db::{Row, StoreError};
@@ -323,30 +323,4 @@ pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
             u32::try_from(c).map_err(|_| unknown(format!("cooldown_s {c}")))?
         },
     })
-}
-
-/// One firing to persist.
-#[derive(Clone, Copy, Debug)]
-pub struct FiringRecord {
-    /// Alert id.
-    pub alert_id: i64,
-    /// Trade price (fixed-point).
-    pub price: i64,
-    /// Signed move in hundredths of a percent, for pct alerts.
-    pub move_hundredths: Option<i64>,
-    /// Firing time.
-    pub ts_ms: i64,
-    /// The alert is done (not repeating): its status becomes `triggered`.
-    pub last: bool,
-    /// For a level alert, the level approached, touched or broken.
-    pub level: Option<rampart_engine::level::Level>,
-    /// For a wall alert, the wall.
-    pub wall: Option<rampart_engine::firing::WallHit>,
-}
-
-impl FiringRecord {
-    /// A price alert's firing at `price` (fixed-point), `ts_ms`: no move, no level, no wall.
-    pub fn at_price(alert_id: i64, price: i64, ts_ms: i64, last: bool) -> FiringRecord {
-        FiringRecord { alert_id, price, move_hundredths: None, ts_ms, last, level: None, wall: None }
-    }
 }

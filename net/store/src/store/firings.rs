@@ -1,9 +1,9 @@
 //! Firings of price and pct alerts, recorded in one transaction per batch: each alert's count
 //! and status, its inbox entry, its webhook delivery and its Telegram message.
 
-use super::alert_row::FiringRecord;
 use super::alert_row::{alert_row, AlertRow, ALERT_COLUMNS};
 use super::conn::Store;
+use super::firing_record::FiringRecord;
 use super::outbox::queue_telegram;
 use super::render::Render;
 use crate::db::{vals, StoreError};
@@ -30,7 +30,7 @@ impl Store {
             let sets: Vec<_> = firings.iter().map(|f| vals![f.alert_id, f.ts_ms, f.last].to_vec()).collect();
             let rows = db.query_opt_each(&update, &sets, alert_row)?;
             let done: Vec<(AlertRow, FiringRecord)> =
-                rows.into_iter().zip(firings).filter_map(|(row, f)| Some((row?, *f))).collect();
+                rows.into_iter().zip(firings).filter_map(|(row, f)| Some((row?, f.clone()))).collect();
             // A one-shot's firing ends it (and only its first: the update skips one already
             // triggered, so a second firing of it is recorded nowhere).
             self.release_active(done.iter().filter(|(_, f)| f.last).map(|(row, _)| row.account_id))?;

@@ -1,6 +1,7 @@
 //! The texts the store writes but never makes: [`Render`], implemented by `crate::text`.
 
-use super::alert_row::{AlertRow, FiringRecord};
+use super::alert_row::AlertRow;
+use super::firing_record::FiringRecord;
 use super::site_row::{SiteAlertRow, SiteFiringRecord};
 
 /// The texts the store writes but never makes: every body and message that leaves the process

@@ -21,7 +21,12 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
         Some(u) => j.str(u),
         None => j.raw("null"),
     };
-    j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":").fixed(a.created_price);
+    j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":");
+    // A `*` alert has no one price to have been created at.
+    match a.symbol.as_str() {
+        rampart_state::partition::UNIVERSE => j.raw("null"),
+        _ => j.fixed(a.created_price),
+    };
     write_firing_fields(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
     j.raw(",\"expiresAt\":");
     match a.expires_ms {
@@ -49,12 +54,14 @@ fn write_firing_fields(j: &mut Json, last_triggered_ms: Option<i64>, trigger_cou
     j.raw(",\"createdAt\":").str(&clock::iso8601(created_ms));
 }
 
-/// The `alert.triggered` event body (interface spec, "Body"), exactly those fields for a price
-/// or pct alert; a level alert's adds the structure fields to `alert` and `symbol` and `level`
-/// to `trigger` (`decisions.md` §15).
+/// The `alert.triggered` event body (interface spec, "Body"), exactly those fields for a
+/// one-pair price or pct alert; a level or wall alert's, and any `*` alert's, adds the structure
+/// fields to `alert` and `symbol` and `level` or `wall` to `trigger`; a `*` alert's adds
+/// `triggers`, every firing the body carries, `trigger` being the first (`decisions.md` §15).
 pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
-    let structure = matches!(row.condition, Condition::Level(_) | Condition::Wall(_));
-    let mut j = Json::with_capacity(if structure { 768 } else { 384 });
+    let universe = !f.triggers.is_empty();
+    let structure = universe || matches!(row.condition, Condition::Level(_) | Condition::Wall(_));
+    let mut j = Json::with_capacity(if structure { 768 + 384 * f.triggers.len() } else { 384 });
     j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
     j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
     write_condition(&mut j, &row.condition);
@@ -62,28 +69,46 @@ pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
         write_structure_fields(&mut j, &row.condition);
     }
     j.raw(",\"repeat\":").bool(row.repeat).raw(",\"note\":").str(&row.note);
-    j.raw("},\"trigger\":{\"price\":").fixed(f.price).raw(",\"move\":");
+    j.raw("},\"trigger\":");
+    write_trigger(&mut j, row, f, structure);
+    if universe {
+        j.raw(",\"triggers\":[");
+        for (i, t) in f.triggers.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            write_trigger(&mut j, row, t, true);
+        }
+        j.raw("]");
+    }
+    j.raw("}");
+    j.finish()
+}
+
+/// One firing as the body's `trigger`: `{"price","move","time"}`, and with `structure` the
+/// pair that fired and its level or wall.
+fn write_trigger(j: &mut Json, row: &AlertRow, f: &FiringRecord, structure: bool) {
+    j.raw("{\"price\":").fixed(f.price).raw(",\"move\":");
     match f.move_hundredths {
         Some(m) => j.fixed(m * 1_000_000),
         None => j.raw("null"),
     };
     j.raw(",\"time\":").int(f.ts_ms);
     if structure {
-        j.raw(",\"symbol\":").str(&row.symbol);
+        j.raw(",\"symbol\":").str(f.symbol.as_deref().unwrap_or(&row.symbol));
         match (&f.level, &f.wall) {
             (Some(l), _) => {
                 j.raw(",\"level\":");
-                write_level_as_held(&mut j, l);
+                write_level_as_held(j, l);
             }
             (None, Some(w)) => {
                 j.raw(",\"wall\":");
-                write_wall_hit(&mut j, w);
+                write_wall_hit(j, w);
             }
             (None, None) => {}
         }
     }
-    j.raw("}}");
-    j.finish()
+    j.raw("}");
 }
 
 /// The Wall of a firing as `GET /v1/densities` shows it, with `reason` (`pulled`/`filled`, null
@@ -274,5 +299,55 @@ mod tests {
         assert_eq!(v["createdAt"], "2026-11-20T14:03:07.123+00:00");
         assert_eq!(v["lastTriggeredAt"], Value::Null);
         assert_eq!(v["expiresAt"], Value::Null);
+    }
+
+    fn universe_row() -> AlertRow {
+        AlertRow {
+            id: 9,
+            account_id: 1,
+            exchange: Venue::Binance,
+            symbol: rampart_state::partition::UNIVERSE.into(),
+            condition: Condition::Pct { dir: Move::Up, millionths: 5_000_000, window: Timeframe::M15 },
+            repeat: true,
+            note: String::new(),
+            webhook_url: None,
+            status: crate::store::AlertStatus::Active,
+            created_price: 0,
+            created_ms: 1_795_183_387_123,
+            last_triggered_ms: None,
+            trigger_count: 0,
+            expires_ms: None,
+            cooldown_s: 900,
+        }
+    }
+
+    #[test]
+    fn a_universe_body_carries_its_triggers_and_the_first_as_trigger() {
+        let row = universe_row();
+        let pair = |symbol: &str, price: i64, ts_ms: i64| FiringRecord {
+            symbol: Some(symbol.into()),
+            move_hundredths: Some(612),
+            ..FiringRecord::at_price(9, price, ts_ms, false)
+        };
+        let body =
+            FiringRecord::collected(vec![pair("BTCUSDT", 100_00000000, 5_000), pair("ETHUSDT", 2_00000000, 5_300)]);
+        let v: Value = serde_json::from_str(&event_body(&row, &body)).expect("json");
+        assert_eq!((&v["alert"]["symbol"], &v["alert"]["event"]), (&Value::from("*"), &Value::Null));
+        assert_eq!(v["trigger"], v["triggers"][0], "trigger is the first of triggers");
+        assert_eq!(v["triggers"].as_array().map(Vec::len), Some(2));
+        let t = &v["triggers"][1];
+        assert_eq!(
+            (&t["symbol"], &t["price"], &t["move"], &t["time"]),
+            (&"ETHUSDT".into(), &2.into(), &6.12.into(), &5_300.into())
+        );
+        // The Alert of a `*` alert has no one price.
+        let mut j = Json::default();
+        write_alert(&mut j, &row);
+        let a: Value = serde_json::from_str(&j.finish()).expect("json");
+        assert_eq!((&a["createdPrice"], &a["cooldownS"], &a["symbol"]), (&Value::Null, &900.into(), &"*".into()));
+        // In words: every pair that fired, named.
+        let text = crate::text::telegram::firing_text(&row, &body);
+        assert!(text.starts_with("Every binance pair · pct alert #9\nBTCUSDT: up 5% within 15m"), "{text}");
+        assert!(text.contains("\nETHUSDT: "), "{text}");
     }
 }

@@ -49,10 +49,40 @@ fn note_line(note: &str) -> String {
     }
 }
 
-/// The text of a price or pct alert's firing.
+/// Pairs a `*` alert's message names one line each; the rest are counted.
+pub const UNIVERSE_LINES_MAX: usize = 10;
+
+/// The text of an alert's firing: the pair and venue, then what happened; a `*` alert's names
+/// each pair that fired (at most [`UNIVERSE_LINES_MAX`], the rest counted).
 pub fn firing_text(row: &AlertRow, f: &FiringRecord) -> String {
+    if !f.triggers.is_empty() {
+        return universe_text(row, f);
+    }
     let head = format!("{} · {}", row.symbol, row.exchange.as_str());
-    let what = match row.condition {
+    format!("{head}\n{}{}", what_happened(row, f), note_line(&row.note))
+}
+
+/// A `*` alert's body in words: "Every binance pair · level alert #7" and a line per pair.
+fn universe_text(row: &AlertRow, f: &FiringRecord) -> String {
+    let named = format!("{} alert #{}", row.condition.kind(), row.id);
+    let mut text = format!("Every {} pair · {named}", row.exchange.as_str());
+    // Each line the pair and what happened there (the alert is named once, above).
+    let prefix = format!("{named}: ");
+    for t in f.triggers.iter().take(UNIVERSE_LINES_MAX) {
+        let what = what_happened(row, t);
+        let what = what.strip_prefix(&prefix).unwrap_or(&what);
+        text.push_str(&format!("\n{}: {what}", t.symbol.as_deref().unwrap_or("?")));
+    }
+    if f.triggers.len() > UNIVERSE_LINES_MAX {
+        text.push_str(&format!("\n… and {} more pairs", f.triggers.len() - UNIVERSE_LINES_MAX));
+    }
+    text.push_str(&note_line(&row.note));
+    text
+}
+
+/// What one firing of `row` says happened.
+fn what_happened(row: &AlertRow, f: &FiringRecord) -> String {
+    match row.condition {
         Condition::Price { level, .. } => {
             format!(
                 "price alert #{}: {} {} — traded at {}",
@@ -92,8 +122,7 @@ pub fn firing_text(row: &AlertRow, f: &FiringRecord) -> String {
             format!("level alert #{}:{level} {done} — price {}", row.id, fixed(f.price))
         }
         Condition::Wall(_) => wall_text(row, f),
-    };
-    format!("{head}\n{what}{}", note_line(&row.note))
+    }
 }
 
 /// A wall alert's firing in words: "BTCUSDT on binance: $2.1M bid wall at 61250 pulled after 4
