@@ -14,11 +14,12 @@
 //! an API alert; a repeating one may take `cooldown_s`, a quiet time after each firing (the
 //! store drops a firing inside it, `Store::record_site_firings`).
 
+pub mod density;
 pub mod market;
 pub mod watch;
 
 use rampart_engine::site_alert::{market_reached, Direction, WallSide};
-use rampart_engine::{Registry, Timeframe, Venue};
+use rampart_engine::{Timeframe, Venue};
 use serde_json::Value;
 
 use crate::config::Plan;
@@ -190,22 +191,22 @@ pub fn cap(plan: &Plan, condition: &SiteCondition) -> u32 {
     }
 }
 
-/// Stores a site alert for `account_id` on `plan`: the pair must be on the venue's list when a
-/// `registry` is given (the CLI has none: an alert on a pair the venue does not list is kept
-/// and evaluated once it does), and the plan's cap for the kind must have room (counted and
-/// inserted in one statement group, so two creates cannot both take the last place).
+/// Stores a market alert for `account_id` on `plan`: the plan's cap must have room (counted and
+/// inserted in one statement group, so two creates cannot both take the last place). A density
+/// request is refused here: it is a wall alert, made by [`density::create`].
 pub fn create(
     store: &Store,
     account_id: i64,
     plan: &Plan,
     request: SiteRequest,
-    registry: Option<&Registry>,
     now_ms: i64,
 ) -> Result<SiteAlertRow, SiteError> {
-    if let (Some(r), SiteCondition::Density { symbol: Some(s), .. }) = (registry, &request.condition) {
-        if r.find(request.exchange, s).is_none() {
-            return Err(SiteError::Invalid(Invalid { status: 404, message: "unknown symbol".into() }));
-        }
+    if let SiteCondition::Density { .. } = request.condition {
+        // A running server learns of an API alert as it is created through it (`density`).
+        return Err(SiteError::Invalid(invalid(
+            "density alerts are wall alerts (type wall, event appeared) since schema 17 (decisions.md §15): \
+             create one on the site or with POST /v1/alerts",
+        )));
     }
     let cap = cap(plan, &request.condition);
     let kind = request.condition.kind();

@@ -1,6 +1,7 @@
-//! The site's density and market alerts (`decisions.md` §10) through their internal interface
-//! (`rampart site-alerts`, the same code the site's pages call) and the real binary on the live
-//! feed against the venue simulator: a density alert fires when a wall is placed (`/sim/level`)
+//! The site's density and market alerts (`decisions.md` §10) through the site's routes and their
+//! internal interface (`rampart site-alerts`, the same code the site's pages call) and the real
+//! binary on the live feed against the venue simulator: a density alert, a wall alert with event
+//! `appeared` since §15 (listed by `GET /v1/alerts`), fires when a wall is placed (`/sim/level`)
 //! and not again while it stands, and again once it vanished and came back; a market alert
 //! fires when a trade moves the board across its threshold; firings reach the inbox and never a
 //! webhook. Every refusal of the interface, and the per-kind caps.
@@ -86,12 +87,27 @@ fn density_and_market_alerts_fire_on_the_live_feed() {
     let level_qty: f64 = truth["bids"][3][1].as_str().and_then(|s| s.parse().ok()).expect("a true bid size");
     let wall_qty = (level_qty * 300.0).ceil().max(1.0);
     let min_usd = (wall_qty * price_of(&server) * 0.5).floor();
-    let pair = created(
-        &server,
-        &json!({"type":"density","exchange":"binance","symbol":SYMBOL,"side":"bid","min_usd":min_usd,"repeat":true}),
+    // Made on the site: each is a wall alert with event `appeared` (decisions.md §15).
+    let (_, site) = SiteSession::signin(&server, &server.key);
+    let site = site.expect("signed in");
+    let density = |body: Value| {
+        let r = site.change(&server, "POST", "/site/site-alerts", Some(&body));
+        assert_eq!(r.status, 200, "{body}: {}", r.text);
+        r.body["data"].clone()
+    };
+    let pair = density(
+        json!({"type":"density","exchange":"binance","symbol":SYMBOL,"side":"bid","min_usd":min_usd,"repeat":true}),
     );
-    let venue_wide = created(&server, &json!({"type":"density","exchange":"binance","min_usd":min_usd}));
-    assert_eq!((pair["status"].as_str(), venue_wide["symbol"].is_null()), (Some("active"), true), "{venue_wide}");
+    let venue_wide = density(json!({"type":"density","exchange":"binance","min_usd":min_usd}));
+    assert_eq!(
+        (&pair["type"], &pair["event"], &pair["direction"]),
+        (&json!("wall"), &json!("appeared"), &json!("bid"))
+    );
+    assert_eq!(
+        (&pair["webhookUrl"], pair["minUsd"].as_f64(), pair["maxDistPct"].as_f64()),
+        (&Value::Null, Some(min_usd), Some(5.0))
+    );
+    assert_eq!((pair["status"].as_str(), venue_wide["symbol"].as_str()), (Some("active"), Some("*")), "{venue_wide}");
 
     let placed = sim.control(
         "level",
@@ -99,16 +115,18 @@ fn density_and_market_alerts_fire_on_the_live_feed() {
     );
     let text = placed["price"].as_str().expect("placed price").to_owned();
     let wall_price: f64 = text.parse().expect("a number");
-    let first = await_inbox(&server, "density.triggered", &pair["id"], 1, 20);
-    let event = &first[0]["event"];
-    assert_eq!(event["wall"]["price"].as_f64(), Some(wall_price), "{event}");
-    assert_eq!((event["wall"]["side"].as_str(), event["wall"]["symbol"].as_str()), (Some("bid"), Some(SYMBOL)));
-    assert!(event["wall"]["usd"].as_f64().is_some_and(|u| u >= min_usd), "{event}");
-    await_inbox(&server, "density.triggered", &venue_wide["id"], 1, 10);
+    const FIRED: &str = "alert.triggered";
+    let first = await_inbox(&server, FIRED, &pair["id"], 1, 20);
+    let trigger = &first[0]["event"]["trigger"];
+    assert_eq!(trigger["wall"]["price"].as_f64(), Some(wall_price), "{trigger}");
+    assert_eq!((trigger["wall"]["side"].as_str(), trigger["symbol"].as_str()), (Some("bid"), Some(SYMBOL)));
+    assert!(trigger["wall"]["usd"].as_f64().is_some_and(|u| u >= min_usd), "{trigger}");
+    let wide = await_inbox(&server, FIRED, &venue_wide["id"], 1, 10);
+    assert_eq!(wide[0]["event"]["triggers"][0]["symbol"], SYMBOL, "{}", wide[0]);
     // Standing through several more scans (one per book every 2 s): no second firing.
     thread::sleep(Duration::from_secs(5));
-    assert_eq!(inbox(&server, "density.triggered", &pair["id"]).len(), 1, "once per appearance");
-    assert_eq!(inbox(&server, "density.triggered", &venue_wide["id"]).len(), 1);
+    assert_eq!(inbox(&server, FIRED, &pair["id"]).len(), 1, "once per appearance");
+    assert_eq!(inbox(&server, FIRED, &venue_wide["id"]).len(), 1);
 
     // Gone, then back: the repeating alert fires again; the other one fired its only time.
     sim.control("level", &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","price":text,"qty":"0"}));
@@ -117,18 +135,16 @@ fn density_and_market_alerts_fire_on_the_live_feed() {
         "level",
         &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","price":text,"qty":format!("{wall_qty}")}),
     );
-    await_inbox(&server, "density.triggered", &pair["id"], 2, 20);
-    assert_eq!(inbox(&server, "density.triggered", &venue_wide["id"]).len(), 1, "a non-repeating alert fires once");
-    let list = server.site_alerts(&["list", "--key", &server.key]);
-    let list: Value = serde_json::from_slice(&list.stdout).expect("list as JSON");
-    let status = |id: &Value| {
-        list["data"].as_array().and_then(|a| a.iter().find(|x| x["id"] == *id)).map(|x| x["status"].clone())
-    };
+    await_inbox(&server, FIRED, &pair["id"], 2, 20);
+    assert_eq!(inbox(&server, FIRED, &venue_wide["id"]).len(), 1, "a non-repeating alert fires once");
+    // Listed with the account's alerts by the API; not among the site's market alerts.
+    let api = server.get_authed("/v1/alerts?status=all");
+    let list = api.ok("alerts")["data"].clone();
+    let status =
+        |id: &Value| list.as_array().and_then(|a| a.iter().find(|x| x["id"] == *id)).map(|x| x["status"].clone());
     assert_eq!(status(&venue_wide["id"]), Some(json!("triggered")), "{list}");
     assert_eq!(status(&pair["id"]), Some(json!("active")), "{list}");
-    // Site alerts are not API alerts.
-    let api = server.get_authed("/v1/alerts?status=all");
-    assert_eq!(api.ok("alerts")["data"], json!([]), "GET /v1/alerts lists no site alert");
+    assert_eq!(site.get(&server, "/site/site-alerts").body["data"], json!([]), "no market alert yet");
 
     market_alert_fires(&sim, &server);
 }
@@ -214,38 +230,58 @@ fn the_interface_refuses_bad_requests_and_keeps_the_caps() {
     let free = server.create_key("free", None);
     let create = |key: &str, body: &str| server.site_alerts(&["create", "--key", key, body]);
     refused(
-        &create(&free, r#"{"type":"density","exchange":"binance","minUsd":5}"#),
+        &create(&free, r#"{"type":"market","exchange":"binance","minUsd":5}"#),
         "422 unknown field 'minUsd'. Allowed: type, exchange",
+    );
+    refused(
+        &create(&free, r#"{"type":"density","exchange":"binance","min_usd":5}"#),
+        "422 density alerts are wall alerts (type wall, event appeared) since schema 17",
     );
     refused(
         &create(&free, r#"{"type":"market","exchange":"binance","number":"mood","direction":"above","threshold":1}"#),
         "422 invalid number 'mood'. Allowed: sentiment, advancing",
     );
     refused(&create(&free, "{"), "400 malformed JSON");
-    refused(&create("rk_nope", r#"{"type":"density","exchange":"binance","min_usd":5}"#), "401 unknown key");
-    // Caps per kind: density 5 and market 2 on free, counted apart (conditions that never hold
-    // on the simulated market, so no alert ends and frees a place meanwhile).
-    let density = r#"{"type":"density","exchange":"binance","min_usd":1000000000000}"#;
-    let market = r#"{"type":"market","exchange":"binance","number":"walls","direction":"above","threshold":1000000}"#;
+    refused(&create("rk_nope", r#"{"type":"market","exchange":"binance","min_usd":5}"#), "401 unknown key");
+    // Caps per kind: density 5 (made on the site, a free plan included) and market 2 on free,
+    // counted apart (conditions that never hold on the simulated market, so no alert ends and
+    // frees a place meanwhile).
+    let (_, site) = SiteSession::signin(&server, &free);
+    let site = site.expect("signed in");
+    let density = json!({"type":"density","exchange":"binance","min_usd":1000000000000u64});
     let mut ids = Vec::new();
     for _ in 0..5 {
-        let out = create(&free, density);
+        let r = site.change(&server, "POST", "/site/site-alerts", Some(&density));
+        assert_eq!(r.status, 200, "{}", r.text);
+        ids.push(r.body["data"]["id"].as_i64().expect("id"));
+    }
+    site.change(&server, "POST", "/site/site-alerts", Some(&density)).assert_error(
+        422,
+        "active density-alert limit reached (5 on plan free)",
+        "the sixth density alert",
+    );
+    let market = r#"{"type":"market","exchange":"binance","number":"walls","direction":"above","threshold":1000000}"#;
+    let mut markets = Vec::new();
+    for _ in 0..2 {
+        let out = create(&free, market);
         assert!(out.status.success(), "{}", describe_output(&out));
         let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-        ids.push(v["data"]["id"].as_i64().expect("id"));
-    }
-    refused(&create(&free, density), "422 active density-alert limit reached (5 on plan free)");
-    for _ in 0..2 {
-        assert!(create(&free, market).status.success());
+        markets.push(v["data"]["id"].as_i64().expect("id"));
     }
     refused(&create(&free, market), "422 active market-alert limit reached (2 on plan free)");
     // Delete: another account's alert and an unknown id are 404; the owner's frees a place.
-    let id = ids[0].to_string();
+    let id = markets[0].to_string();
     refused(&server.site_alerts(&["delete", "--key", &server.key, &id]), "404 unknown alert");
     let out = server.site_alerts(&["delete", "--key", &free, &id]);
     assert!(out.status.success(), "{}", describe_output(&out));
     refused(&server.site_alerts(&["delete", "--key", &free, &id]), "404 unknown alert");
-    assert!(create(&free, density).status.success(), "room again after the delete");
+    assert!(create(&free, market).status.success(), "room again after the delete");
+    let gone = site.change(&server, "DELETE", &format!("/site/v1/alerts/{}", ids[0]), None);
+    assert_eq!(gone.status, 200, "a density alert is deleted as the wall alert it is: {}", gone.text);
+    let again = site.change(&server, "POST", "/site/site-alerts", Some(&density));
+    assert_eq!(again.status, 200, "room again after the delete: {}", again.text);
     let list: Value = serde_json::from_slice(&server.site_alerts(&["list", "--key", &free]).stdout).expect("json");
-    assert_eq!(list["data"].as_array().map(Vec::len), Some(7), "{list}");
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(2), "the market alerts: {list}");
+    let alerts = site.get(&server, "/site/v1/alerts").body["data"].clone();
+    assert_eq!(alerts.as_array().map(Vec::len), Some(5), "the density alerts, as wall alerts: {alerts}");
 }

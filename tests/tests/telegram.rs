@@ -209,9 +209,9 @@ fn firings_reach_the_accounts_telegram_chats_and_a_failure_is_retried_ten_second
     sim.control("level", &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","depth":5,"qty":format!("{qty}")}));
     let to_a = bot.wait_for(&json!(4242), 2, 30, &server);
     let text = to_a[1].body["text"].as_str().unwrap_or_default();
+    // A density alert is a wall alert with event `appeared` (decisions.md §15): said in words.
     assert!(
-        text.starts_with(&format!("{SYMBOL} · binance\nWall: bid "))
-            && text.contains(&format!("density alert #{density_id}")),
+        text.starts_with(&format!("{SYMBOL} · binance\nwall alert #{density_id}: ")) && text.contains(" bid wall at "),
         "{text}"
     );
 

@@ -1,4 +1,4 @@
-//! `rampart site-alerts`: the site's density and market alerts of one account (named by one of
+//! `rampart site-alerts`: the site's market alerts of one account (named by one of
 //! its keys), managed through the same internal interface the site's pages use
 //! (`rampart_net::site_alerts`). A running server evaluates a change within its next poll of the store.
 
@@ -14,13 +14,14 @@ use rampart_store::text::site_alert::write_site_alert;
 /// The `site-alerts` commands.
 #[derive(Subcommand, Debug)]
 pub enum SiteAlertsCommand {
-    /// Create a density or market alert from a JSON body (`decisions.md` §10; fields as
-    /// docs/api.md lists them); prints the alert.
+    /// Create a market alert from a JSON body (`decisions.md` §10; fields as docs/api.md lists
+    /// them); prints the alert. A density alert is a wall alert now (§15): made on the site or
+    /// with `POST /v1/alerts`.
     Create {
         /// A key of the account.
         #[arg(long)]
         key: String,
-        /// The alert, e.g. '{"type":"density","exchange":"binance","symbol":"BTCUSDT","min_usd":1000000}'.
+        /// The alert, e.g. '{"type":"market","exchange":"binance","number":"sentiment","interval":"1h","direction":"above","threshold":70}'.
         body: String,
     },
     /// List the account's site alerts (active and triggered).
@@ -50,7 +51,7 @@ pub fn run(command: SiteAlertsCommand, store: &Store, plans: &Plans) -> Result<(
                 .get(&account.plan)
                 .with_context(|| format!("the account's plan '{}' is not configured", account.plan))?;
             let request = site_alerts::parse_request(body.as_bytes()).map_err(SiteError::Invalid)?;
-            let row = site_alerts::create(store, account.account_id, plan, request, None, now)?;
+            let row = site_alerts::create(store, account.account_id, plan, request, now)?;
             j.raw("{\"data\":");
             write_site_alert(&mut j, &row, None);
             j.raw("}");

@@ -33,7 +33,6 @@ use rampart_state::{
 };
 
 pub mod cpus;
-mod density;
 pub mod live;
 pub mod nudge;
 #[cfg(test)]
@@ -385,8 +384,6 @@ pub(crate) struct Shard {
     wall_scratch: WallScratch,
     wall_out: Vec<Wall>,
     walls_done: u64,
-    /// The site's density alerts on this shard's books, run at each wall scan.
-    density: density::DensityAlerts,
     metrics_done: u64,
     /// Per local book: the book whose last price converts its quote to USD (`None` for USD
     /// quotes and quotes with no USDT pair on any venue).
@@ -455,7 +452,6 @@ impl Shard {
             wall_scratch: WallScratch::new(config.depth_levels_max),
             wall_out: Vec::with_capacity(wall::WALLS_MAX),
             walls_done: 0,
-            density: density::DensityAlerts::new(),
             metrics_done: 0,
             quote_usd,
             level_bars,
@@ -787,11 +783,10 @@ impl Shard {
         self.shared.publish_densities(id, DensitySnapshot { ts_ms: now, price: price.0, walls });
         self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
         // A book not served (crossed, stale) says nothing about its walls: its walls' lives
-        // neither end nor age, and the wall and density alerts neither fire nor forget what
-        // they fired for, until it is served again.
+        // neither end nor age, and the wall alerts neither fire nor forget what they fired
+        // for, until it is served again.
         if usable {
             self.track_wall_lives(k, price, quote_usd, now);
-            self.run_density_alerts(id, quote_usd, now);
         }
     }
 
@@ -813,25 +808,6 @@ impl Shard {
         let previous = self.shared.slots[state.id.index()].wall_history.load();
         let history = WallHistory::of(&state.wall_life, now, &previous);
         self.shared.publish_wall_history(state.id, history);
-    }
-
-    /// Takes the newest site alert set, then runs the scan just made of `book` through the
-    /// density alerts watching it; firings go to the event queue like price alerts' (never
-    /// dropped: behind the backlog when the queue is full).
-    fn run_density_alerts(&mut self, book: BookId, quote_usd: Option<f64>, now: i64) {
-        let (shared, index) = (&self.shared, self.index);
-        self.density.sync(&shared.site_alerts.load(), |b| {
-            shared.slots.get(b.index()).is_some_and(|s| s.shard.load(Ordering::Acquire) as usize == index)
-        });
-        if self.density.is_empty() {
-            return;
-        }
-        let venue = self.shared.registry().get(book).venue;
-        let n = self.density.on_scan(venue, book, &self.wall_out, quote_usd, now).len();
-        for i in 0..n {
-            let firing = self.density.fired(i);
-            self.emit(ShardEvent::DensityFired { book, firing });
-        }
     }
 
     /// Recomputes one book's levels from its candles and publishes them, then resets the

@@ -33,13 +33,6 @@ pub enum ShardEvent {
         /// Shard index.
         shard: usize,
     },
-    /// A site density alert fired at a wall scan.
-    DensityFired {
-        /// The book.
-        book: BookId,
-        /// The firing.
-        firing: rampart_engine::site_alert::DensityFiring,
-    },
     /// A site market alert fired at a board build (queued by the board thread).
     MarketFired {
         /// Alert id.

@@ -137,7 +137,7 @@ impl Writer {
                         let Some(QueuedEvent { seq, event: ev }) = q.pop() else { break };
                         debug_assert_eq!(seq, expected[i], "shard {i}'s events arrive once each and in order");
                         expected[i] = seq + 1;
-                        if let Some(f) = site_firing(&ev, &registry) {
+                        if let Some(f) = site_firing(&ev) {
                             site.push(f);
                             continue;
                         }
@@ -170,7 +170,7 @@ impl Writer {
                                 delist(&mut store, &*texts, registry.get(book), ids.len(), &stats2, &*clock);
                             }
                             ShardEvent::Ready { shard } => tracing::info!("shard {shard} ready"),
-                            ShardEvent::DensityFired { .. } | ShardEvent::MarketFired { .. } => {}
+                            ShardEvent::MarketFired { .. } => {}
                             ShardEvent::BookCrossed { book, ts_ms } => {
                                 let registry = registry.load();
                                 let ins = registry.get(book);
@@ -279,23 +279,9 @@ fn expire_due(
     }
 }
 
-/// The record of a site alert's firing (`None` for every other event). A density firing's
-/// pair is named from the registry here, off the shard.
-fn site_firing(ev: &ShardEvent, registry: &arc_swap::ArcSwap<Registry>) -> Option<SiteFiringRecord> {
+/// The record of a site alert's firing (`None` for every other event).
+fn site_firing(ev: &ShardEvent) -> Option<SiteFiringRecord> {
     match *ev {
-        ShardEvent::DensityFired { book, firing } => {
-            let w = firing.wall;
-            let detail = SiteFiringDetail::Density {
-                symbol: registry.load().get(book).symbol.clone(),
-                side: w.side,
-                price: w.price.0,
-                qty: w.qty.0,
-                usd: firing.usd,
-                dist_pct: w.dist_pct,
-                age_ms: w.age_ms,
-            };
-            Some(SiteFiringRecord { alert_id: firing.id as i64, ts_ms: firing.ts_ms, last: firing.last, detail })
-        }
         ShardEvent::MarketFired { id, value, ts_ms, last } => {
             Some(SiteFiringRecord { alert_id: id as i64, ts_ms, last, detail: SiteFiringDetail::Market { value } })
         }

@@ -310,6 +310,24 @@ const STEPS: &[Step] = &[
     // 16: an alert's cooldown (`decisions.md` §15, §16): the least time between two firings on a
     // pair, seconds; 0 for the alerts made before it.
     Step::both("ALTER TABLE alerts ADD COLUMN cooldown_s {int} NOT NULL DEFAULT 0;"),
+    // 17: the site's density alerts become wall alerts with event `appeared` (`decisions.md`
+    // §15: one record, one evaluator): each is moved into `alerts` (a new id; on every pair of its
+    // venue, `*`, when it had no symbol; its value in cents and distance in hundredths; no
+    // webhook; `createdPrice` unknown, 0, shown null), the accounts' counts of active alerts gain
+    // the active ones, and the site alert rows are removed (their firings stay in the inbox).
+    Step::both(
+        "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, repeat, note, webhook_url, status,
+        created_price, created_ms, last_triggered_ms, trigger_count, event, min_usd_cents, min_ratio_hundredths,
+        max_dist_hundredths, min_age_s, cooldown_s)
+    SELECT account_id, exchange, COALESCE(symbol, '*'), 'wall', side, repeat, note, NULL, status,
+        0, created_ms, last_triggered_ms, trigger_count, 'appeared', CAST(ROUND(min_usd * 100) AS {int}), 0,
+        CAST(ROUND(max_dist_pct * 100) AS {int}), min_age_s, cooldown_s
+    FROM site_alerts WHERE kind = 'density' AND deleted_ms IS NULL ORDER BY id;
+    UPDATE accounts SET active_alerts = active_alerts + (SELECT COUNT(*) FROM site_alerts
+        WHERE site_alerts.account_id = accounts.id AND kind = 'density' AND status = 'active' AND deleted_ms IS NULL);
+    DELETE FROM site_alerts WHERE kind = 'density';
+    UPDATE meta SET value = value + 1 WHERE key = 'site_alerts_version';",
+    ),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -422,11 +440,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 16, PostgreSQL's 10
+    /// The versions released databases hold keep their meaning: SQLite's 17, PostgreSQL's 11
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (16, 10));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (17, 11));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -459,26 +477,33 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 10);
+        assert_eq!(s.schema_version().expect("version"), 11);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A fresh SQLite database in a directory of its own, migrated up to (not including) the
+    /// first step whose SQL holds `marker`; the directory and an open connection to it.
+    fn sqlite_before(name: &str, marker: &str) -> (std::path::PathBuf, rusqlite::Connection) {
+        let dir = std::env::temp_dir().join(format!("rampart-db-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let steps: Vec<&Step> = Dialect::Sqlite.steps().collect();
+        let before = steps.iter().position(|m| m.sql.contains(marker)).expect("the step");
+        let c = rusqlite::Connection::open(dir.join("rampart.db")).expect("open");
+        for step in &steps[..before] {
+            c.execute_batch(&Dialect::Sqlite.render(step)).expect("an earlier step");
+        }
+        c.pragma_update(None, "user_version", Dialect::Sqlite.version_after(before)).expect("version");
+        (dir, c)
     }
 
     /// A database made before the counts were kept gets them from its rows when it migrates.
     #[test]
     fn migrating_counts_the_active_alerts_already_stored() {
-        let dir = std::env::temp_dir().join(format!("rampart-db-count-migration-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
         // Every migration before the one that counts them (version 13).
-        let steps: Vec<&Step> = Dialect::Sqlite.steps().collect();
-        let before = steps.iter().position(|m| m.sql.contains("ADD COLUMN active_alerts")).expect("the count's step");
+        let (dir, c) = sqlite_before("count-migration", "ADD COLUMN active_alerts");
         {
-            let c = rusqlite::Connection::open(dir.join("rampart.db")).expect("open");
-            for step in &steps[..before] {
-                c.execute_batch(&Dialect::Sqlite.render(step)).expect("an earlier step");
-            }
-            c.pragma_update(None, "user_version", Dialect::Sqlite.version_after(before)).expect("version");
             c.execute_batch(
                 "INSERT INTO accounts (id, plan, created_ms) VALUES (1, 'developer', 1), (2, 'developer', 1);
                  INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, repeat, note, status,
@@ -493,6 +518,66 @@ mod tests {
         }
         let s = Store::open(&dir).expect("migrate");
         assert_eq!((s.active_price_alerts(1).expect("1"), s.active_price_alerts(2).expect("2")), (2, 1));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A data directory made before density alerts became wall alerts: its density alerts are
+    /// moved into `alerts` as wall/`appeared` alerts with their conditions, listed with the
+    /// account's alerts and counted; deleted ones are not moved; market alerts stay.
+    #[test]
+    fn migrating_moves_the_density_alerts_into_wall_alerts() {
+        let (dir, c) = sqlite_before("density-migration", "'appeared'");
+        {
+            c.execute_batch(
+                "INSERT INTO accounts (id, plan, created_ms, active_alerts) VALUES (1, 'free', 1, 0);
+                 INSERT INTO site_alerts (account_id, kind, exchange, symbol, side, min_usd, max_dist_pct, min_age_s,
+                     repeat, note, status, trigger_count, last_triggered_ms, created_ms, deleted_ms, cooldown_s)
+                 VALUES (1, 'density', 'binance', 'BTCUSDT', 'bid', 2000000.5, 2.5, 60, 1, 'big bid', 'active', 3, 70, 50, NULL, 120),
+                        (1, 'density', 'okx', NULL, 'any', 500000, 5, 0, 0, '', 'triggered', 1, 80, 60, NULL, 0),
+                        (1, 'density', 'okx', 'ETHUSDT', 'ask', 1, 5, 0, 0, '', 'active', 0, NULL, 61, 99, 0);
+                 INSERT INTO site_alerts (account_id, kind, exchange, number, interval, direction, threshold, repeat,
+                     note, status, created_ms)
+                 VALUES (1, 'market', 'binance', 'sentiment', '1h', 'above', 70, 0, '', 'active', 62);",
+            )
+            .expect("rows of the earlier schema");
+        }
+        let s = Store::open(&dir).expect("migrate");
+        let mut rows = s.list_alerts(1, super::super::StatusFilter::All).expect("listed");
+        rows.sort_by_key(|r| r.created_ms);
+        assert_eq!(rows.len(), 2, "the two not deleted: {rows:?}");
+        let wall = |r: &super::super::AlertRow| match r.condition {
+            rampart_engine::alert::Condition::Wall(c) => c,
+            other => panic!("a wall alert: {other:?}"),
+        };
+        let (a, b) = (&rows[0], &rows[1]);
+        assert_eq!(
+            (a.symbol.as_str(), a.repeat, a.note.as_str(), a.cooldown_s, a.trigger_count),
+            ("BTCUSDT", true, "big bid", 120, 3)
+        );
+        assert_eq!(
+            (a.status, a.last_triggered_ms, a.webhook_url.clone()),
+            (super::super::AlertStatus::Active, Some(70), None)
+        );
+        let c = wall(a);
+        assert_eq!(
+            (c.event, c.side, c.min_usd_cents, c.max_dist_hundredths, c.min_age_s, c.min_ratio_hundredths),
+            (
+                rampart_engine::wall_alert::WallEvent::Appeared,
+                rampart_engine::site_alert::WallSide::Bid,
+                200_000_050,
+                250,
+                60,
+                0
+            )
+        );
+        assert_eq!(
+            (b.symbol.as_str(), b.exchange, b.status),
+            ("*", rampart_engine::Venue::Okx, super::super::AlertStatus::Triggered)
+        );
+        assert_eq!(s.active_price_alerts(1).expect("count"), 1, "the active one counted");
+        assert_eq!(s.active_density_alerts(1).expect("density"), 1, "and against the density cap");
+        let site = s.list_site_alerts(1).expect("site alerts");
+        assert_eq!(site.len(), 1, "the market alert stays a site alert: {site:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -37,12 +37,15 @@ use super::session::{self, Session};
 use crate::api::front::books::Books;
 use crate::api::front::gate::{session_cookie, Gate};
 use crate::api::front::{method_not_allowed, read_body, respond, ApiError, Front, Resp};
+use crate::config::Plan;
 use crate::site_alerts::{self, SiteError};
 use rampart_state::board::Board;
 use rampart_state::json::Json;
+use rampart_state::partition::UNIVERSE;
+use rampart_state::Command;
 use rampart_store::storage::Writer;
 use rampart_store::storage::{StorageHealth, StorageThread};
-use rampart_store::store::{hash_key, KeyRow, Revoked, ACCOUNT_KEYS_MAX};
+use rampart_store::store::{hash_key, KeyRow, NewAlert, Revoked, SiteCondition, SiteRequest, ACCOUNT_KEYS_MAX};
 
 /// The fields a sign-in body may have.
 const SIGNIN_FIELDS: [&str; 1] = ["key"];
@@ -421,17 +424,65 @@ impl SiteApi {
         })?;
         let bytes = read_body(body, false).await?;
         let request = site_alerts::parse_request(&bytes)?;
+        if let Some(alert) = self.density_alert(s.account_id, &request, now_ms) {
+            return self.create_density_alert(plan, alert, now_ms).await;
+        }
         site_alerts::refuse_reached(&request, &self.board.load())?;
-        let (acc, registry) = (s.account_id, self.books.shared.registry());
-        let created = self
-            .storage
-            .run(move |store| Ok(site_alerts::create(store, acc, &plan, request, Some(&registry), now_ms)))
-            .await;
+        let acc = s.account_id;
+        let created = self.storage.run(move |store| Ok(site_alerts::create(store, acc, &plan, request, now_ms))).await;
         self.health.record(Writer::Front, &created, now_ms);
         let row = created??;
         let mut j = Json::with_capacity(512);
         j.raw("{\"data\":");
         rampart_store::text::site_alert::write_site_alert(&mut j, &row, None);
+        j.raw("}");
+        Ok(respond(StatusCode::OK, j.finish()))
+    }
+
+    /// A density request as the wall alert it is (`site_alerts::density`), with the pair's price
+    /// now (0 for a `*` alert or a pair not served); `None` for a market request.
+    fn density_alert(&self, account_id: i64, request: &SiteRequest, now_ms: i64) -> Option<NewAlert> {
+        let price = match &request.condition {
+            SiteCondition::Density { symbol: Some(s), .. } => {
+                let book = self.books.shared.registry().find(request.exchange, s);
+                book.map_or(0, |b| self.books.shared.price(b).0.max(0))
+            }
+            _ => 0,
+        };
+        site_alerts::density::new_alert(account_id, request, price, now_ms)
+    }
+
+    /// Stores a density request's wall alert and hands it to the shards, as `POST /v1/alerts`
+    /// does; answers the Alert.
+    async fn create_density_alert(&self, plan: Plan, alert: NewAlert, now_ms: i64) -> Result<Resp, ApiError> {
+        let registry = self.books.shared.registry();
+        let created = self
+            .storage
+            .run(move |store| Ok(site_alerts::density::create(store, &plan, &alert, Some(&registry))))
+            .await;
+        self.health.record(Writer::Front, &created, now_ms);
+        let row = created??;
+        let Some(spec) = row.spec() else {
+            return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "bad alert id"));
+        };
+        let sent = if row.symbol == UNIVERSE {
+            let venue = row.exchange;
+            self.books.broadcast(|| Command::AddUniverse { venue, spec })
+        } else {
+            match self.books.shared.registry().find(row.exchange, &row.symbol) {
+                Some(book) => self.books.send(book, Command::AddAlert { book, spec }),
+                // Not served now: evaluated once the venue lists it (as every stored alert).
+                None => true,
+            }
+        };
+        if !sent {
+            let id = row.id;
+            let _ = self.storage.run(move |store| store.forget_alert(id)).await;
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
+        }
+        let mut j = Json::with_capacity(768);
+        j.raw("{\"data\":");
+        rampart_store::text::alert::write_alert(&mut j, &row);
         j.raw("}");
         Ok(respond(StatusCode::OK, j.finish()))
     }
