@@ -60,8 +60,8 @@ pub use render::Render;
 pub use session::{SessionRecord, SESSION_TOUCH_MS};
 pub use signing::SigningState;
 pub use site_row::{
-    direction_str, parse_direction, parse_side, side_str, NewSiteAlert, SiteAlertRow, SiteCondition, SiteFiringDetail,
-    SiteFiringRecord, SiteRequest,
+    direction_str, parse_direction, parse_side, side_str, NewSiteAlert, SiteAlertRow, SiteCondition, SiteFiringRecord,
+    SiteRequest,
 };
 
 #[cfg(test)]

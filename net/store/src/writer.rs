@@ -16,7 +16,7 @@ use rampart_engine::Registry;
 use crate::collect::Collector;
 use crate::db::StoreError;
 use crate::storage::{StorageHealth, Writer as StorageWriter};
-use crate::store::{AlertRow, FiringRecord, Render, SiteFiringDetail, SiteFiringRecord, Store};
+use crate::store::{AlertRow, FiringRecord, Render, SiteFiringRecord, Store};
 use rampart_state::clock::{Clock, SharedClock};
 use rampart_state::{EventQueue, QueuedEvent, ShardEvent};
 
@@ -283,7 +283,7 @@ fn expire_due(
 fn site_firing(ev: &ShardEvent) -> Option<SiteFiringRecord> {
     match *ev {
         ShardEvent::MarketFired { id, value, ts_ms, last } => {
-            Some(SiteFiringRecord { alert_id: id as i64, ts_ms, last, detail: SiteFiringDetail::Market { value } })
+            Some(SiteFiringRecord { alert_id: id as i64, ts_ms, last, value })
         }
         _ => None,
     }

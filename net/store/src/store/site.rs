@@ -183,7 +183,6 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::test_support::*;
-    use rampart_engine::book::Side;
     use rampart_engine::site_alert::WallSide;
 
     fn density(account_id: i64, repeat: bool) -> NewSiteAlert {
@@ -258,32 +257,17 @@ mod tests {
         on_each_backend("site-firings", |at| {
             let mut s = at.open();
             let a = s.create_account_with_key("developer", None, 1).expect("key").account_id;
-            let once = s.insert_site_alert(&density(a, false), 10).expect("insert").expect("room");
+            let mut one_shot = market(a);
+            one_shot.request.repeat = false;
+            one_shot.request.note = "once".into();
+            let once = s.insert_site_alert(&one_shot, 10).expect("insert").expect("room");
             let rep = s.insert_site_alert(&market(a), 10).expect("insert").expect("room");
-            let wall = SiteFiringDetail::Density {
-                symbol: "BTCUSDT".into(),
-                side: Side::Bid,
-                price: 6_400_000_000_000,
-                qty: 250_000_000,
-                usd: 160_000.0,
-                dist_pct: -1.25,
-                age_ms: 31_000,
-            };
-            let f = |id, ts_ms, last, detail: &SiteFiringDetail| SiteFiringRecord {
-                alert_id: id,
-                ts_ms,
-                last,
-                detail: detail.clone(),
-            };
+            let f = |id, ts_ms, last, value| SiteFiringRecord { alert_id: id, ts_ms, last, value };
             let v0 = s.site_alerts_version().expect("version");
             // The same non-repeating alert firing on two shards at once: the first is recorded.
             let n = s
                 .record_site_firings(
-                    &[
-                        f(once.id, 100, true, &wall),
-                        f(once.id, 101, true, &wall),
-                        f(rep.id, 102, false, &SiteFiringDetail::Market { value: 2.0 }),
-                    ],
+                    &[f(once.id, 100, true, 1.5), f(once.id, 101, true, 1.4), f(rep.id, 102, false, 2.0)],
                     &Texts,
                 )
                 .expect("record");
@@ -298,25 +282,18 @@ mod tests {
             assert_eq!(s.active_site_alerts().expect("active").len(), 1);
             let inbox = s.inbox(a, i64::MAX, 10).expect("inbox");
             assert_eq!(
-                inbox.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
-                ["market.triggered", "density.triggered"]
+                inbox.iter().map(|e| (e.kind.as_str(), e.alert_id)).collect::<Vec<_>>(),
+                [("market.triggered", Some(rep.id)), ("market.triggered", Some(once.id))]
             );
             let body: serde_json::Value = serde_json::from_str(&inbox[1].body).expect("json");
-            assert_eq!(body["wall"]["price"], 64_000.0);
-            assert_eq!(body["wall"]["qty"], 2.5);
-            assert_eq!(body["wall"]["ageS"], 31);
+            assert_eq!((body["value"].as_f64(), body["time"].as_i64()), (Some(1.5), Some(100)), "the first firing");
             assert_eq!(body["alert"]["status"], "triggered");
-            assert_eq!(body["alert"]["minUsd"], 1_000.5);
-            assert_eq!(body["alert"]["symbol"], serde_json::Value::Null);
+            assert_eq!(body["alert"]["note"], "once");
             let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("json");
             assert_eq!((body["value"].as_f64(), body["alert"]["interval"].as_str()), (Some(2.0), Some("4h")));
             // A deleted alert's firing is not recorded.
             s.delete_site_alert(a, rep.id, 200).expect("delete");
-            assert_eq!(
-                s.record_site_firings(&[f(rep.id, 201, false, &SiteFiringDetail::Market { value: 1.0 })], &Texts)
-                    .expect("record"),
-                0
-            );
+            assert_eq!(s.record_site_firings(&[f(rep.id, 201, false, 1.0)], &Texts).expect("record"), 0);
         });
     }
 
@@ -329,12 +306,7 @@ mod tests {
             quiet.request.cooldown_s = 60;
             let rep = s.insert_site_alert(&quiet, 10).expect("insert").expect("room");
             assert_eq!(rep.cooldown_s, 60);
-            let f = |ts_ms| SiteFiringRecord {
-                alert_id: rep.id,
-                ts_ms,
-                last: false,
-                detail: SiteFiringDetail::Market { value: 2.0 },
-            };
+            let f = |ts_ms| SiteFiringRecord { alert_id: rep.id, ts_ms, last: false, value: 2.0 };
             // 1 000 fires; 30 000 (shard 1) and 60 999 (shard 2) are inside its minute; 61 000 is not.
             let n = s.record_site_firings(&[f(1_000), f(30_000), f(60_999), f(61_000)], &Texts).expect("record");
             assert_eq!(n, 2);
@@ -355,29 +327,13 @@ mod tests {
             let a = s.create_account_with_key("developer", None, 1).expect("key").account_id;
             let b = s.create_account_with_key("developer", None, 1).expect("key").account_id;
             s.set_telegram_chat(a, Some("@desk_alerts")).expect("chat");
-            let dens = s.insert_site_alert(&density(a, true), 10).expect("insert").expect("room");
+            let mut noted = market(a);
+            noted.request.note = "n".into();
+            let first = s.insert_site_alert(&noted, 10).expect("insert").expect("room");
             let mark = s.insert_site_alert(&market(a), 10).expect("insert").expect("room");
             let other = s.insert_site_alert(&market(b), 10).expect("insert").expect("room");
-            let wall = SiteFiringDetail::Density {
-                symbol: "ETHUSDT".into(),
-                side: Side::Ask,
-                price: 300_000_000_000,
-                qty: 1_000_000_000,
-                usd: 30_000.0,
-                dist_pct: 0.5,
-                age_ms: 45_000,
-            };
-            let market_fired = SiteFiringDetail::Market { value: 2.0 };
-            let f = |id, detail: &SiteFiringDetail| SiteFiringRecord {
-                alert_id: id,
-                ts_ms: 50,
-                last: false,
-                detail: detail.clone(),
-            };
-            let n = s.record_site_firings(
-                &[f(dens.id, &wall), f(mark.id, &market_fired), f(other.id, &market_fired)],
-                &Texts,
-            );
+            let f = |id| SiteFiringRecord { alert_id: id, ts_ms: 50, last: false, value: 2.0 };
+            let n = s.record_site_firings(&[f(first.id), f(mark.id), f(other.id)], &Texts);
             assert_eq!(n.expect("record"), 3);
             let due = s.due_deliveries(50, 100).expect("due");
             assert_eq!(due.len(), 2, "b has no chat: {due:?}");
@@ -395,7 +351,7 @@ mod tests {
                 .collect();
             assert_eq!(
                 texts[0],
-                format!("ETHUSDT · okx\nWall: ask 10 at 3000 ($30000), 0.50% from the price, 45 s old\ndensity alert #{}\nNote: n", dens.id)
+                format!("bitget market\nup5 (4h) is below 2.5: now 2.0\nmarket alert #{}\nNote: n", first.id)
             );
             assert_eq!(texts[1], format!("bitget market\nup5 (4h) is below 2.5: now 2.0\nmarket alert #{}", mark.id));
         });

@@ -5,7 +5,6 @@
 use super::alert_row::AlertStatus;
 use super::conn::unknown;
 use crate::db::{Column, Row, StoreError};
-use rampart_engine::book::Side;
 use rampart_engine::site_alert::{Direction, WallSide};
 use rampart_engine::{Timeframe, Venue};
 use rampart_state::board::BoardNumber;
@@ -134,7 +133,7 @@ pub(super) const SITE_COLUMNS: &str =
     "id, account_id, kind, exchange, symbol, side, min_usd, max_dist_pct, min_age_s, number, \
      interval, direction, threshold, repeat, note, status, trigger_count, last_triggered_ms, created_ms, cooldown_s";
 
-/// One firing of a site alert, as the writer records it.
+/// One firing of a site (market) alert, as the writer records it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SiteFiringRecord {
     /// Alert id.
@@ -143,35 +142,8 @@ pub struct SiteFiringRecord {
     pub ts_ms: i64,
     /// The alert does not repeat: this was its only firing.
     pub last: bool,
-    /// What fired it.
-    pub detail: SiteFiringDetail,
-}
-
-/// What fired a site alert.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SiteFiringDetail {
-    /// A wall.
-    Density {
-        /// Its pair.
-        symbol: String,
-        /// Its side.
-        side: Side,
-        /// Its price (fixed point, 10^-8).
-        price: i64,
-        /// Its size (fixed point, 10^-8).
-        qty: u64,
-        /// Its USD value.
-        usd: f64,
-        /// Signed distance from the price, percent.
-        dist_pct: f64,
-        /// How long it has stood, milliseconds.
-        age_ms: i64,
-    },
-    /// A board number.
-    Market {
-        /// Its value.
-        value: f64,
-    },
+    /// The board number's value that fired it.
+    pub value: f64,
 }
 
 pub(super) fn site_row(r: &Row<'_>) -> Result<SiteAlertRow, StoreError> {

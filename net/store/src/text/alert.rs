@@ -22,10 +22,10 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
         None => j.raw("null"),
     };
     j.raw(",\"status\":").str(a.status.as_str()).raw(",\"createdPrice\":");
-    // A `*` alert has no one price to have been created at.
-    match a.symbol.as_str() {
-        rampart_state::partition::UNIVERSE => j.raw("null"),
-        _ => j.fixed(a.created_price),
+    // Not known (0): a `*` alert has no one price, a density alert moved by migration 17 kept none.
+    match a.created_price {
+        p if p > 0 => j.fixed(p),
+        _ => j.raw("null"),
     };
     write_firing_fields(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
     j.raw(",\"expiresAt\":");

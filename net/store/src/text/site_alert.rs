@@ -1,10 +1,6 @@
-//! The texts of the site's density and market alerts: their JSON record and the inbox body of
-//! a firing.
+//! The texts of the site's alerts: their JSON record and the inbox body of a (market) firing.
 
-use rampart_engine::book::Side;
-
-use crate::store::{direction_str, side_str, SiteAlertRow, SiteCondition};
-use crate::store::{SiteFiringDetail, SiteFiringRecord};
+use crate::store::{direction_str, side_str, SiteAlertRow, SiteCondition, SiteFiringRecord};
 use rampart_state::json::Json;
 
 use super::alert::write_firing_tail;
@@ -40,28 +36,14 @@ pub fn write_site_alert(j: &mut Json, a: &SiteAlertRow, waiting: Option<bool>) {
     write_firing_tail(j, a.last_triggered_ms, a.trigger_count, a.created_ms);
 }
 
-/// The inbox kind and body of a site firing: `{"event","alert":{…},"wall":{…},"time"}` for a
-/// density alert, `{"event","alert":{…},"value","time"}` for a market alert.
+/// The inbox kind and body of a market alert's firing: `{"event","alert":{…},"value","time"}`.
+/// (A density alert's firing is a wall alert's `alert.triggered` since `decisions.md` §15.)
 pub fn firing_body(row: &SiteAlertRow, f: &SiteFiringRecord) -> (&'static str, String) {
+    const KIND: &str = "market.triggered";
     let mut j = Json::with_capacity(512);
-    let kind = match f.detail {
-        SiteFiringDetail::Density { .. } => "density.triggered",
-        SiteFiringDetail::Market { .. } => "market.triggered",
-    };
-    j.raw("{\"event\":").str(kind).raw(",\"alert\":");
+    j.raw("{\"event\":").str(KIND).raw(",\"alert\":");
     write_site_alert(&mut j, row, None);
-    match &f.detail {
-        SiteFiringDetail::Density { symbol, side, price, qty, usd, dist_pct, age_ms } => {
-            let side = if *side == Side::Bid { "bid" } else { "ask" };
-            j.raw(",\"wall\":{\"symbol\":").str(symbol).raw(",\"side\":").str(side);
-            j.raw(",\"price\":").fixed(*price).raw(",\"qty\":").fixed(i64::try_from(*qty).unwrap_or(i64::MAX));
-            j.raw(",\"usd\":").float(*usd, 2).raw(",\"dist\":").float(*dist_pct, 4);
-            j.raw(",\"ageS\":").int(age_ms / 1000).raw("}");
-        }
-        SiteFiringDetail::Market { value } => {
-            j.raw(",\"value\":").float(*value, 1);
-        }
-    }
+    j.raw(",\"value\":").float(f.value, 1);
     j.raw(",\"time\":").int(f.ts_ms).raw("}");
-    (kind, j.finish())
+    (KIND, j.finish())
 }

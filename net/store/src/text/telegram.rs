@@ -4,8 +4,8 @@
 use rampart_engine::alert::Condition;
 use rampart_engine::level_alert::LevelEvent;
 
+use crate::store::SiteFiringRecord;
 use crate::store::{direction_str, AlertRow, FiringRecord, SiteAlertRow, SiteCondition};
-use crate::store::{SiteFiringDetail, SiteFiringRecord};
 use rampart_state::json::Json;
 
 /// Longest message text sent, in characters; a longer one (a long note) is cut, with `…`.
@@ -166,22 +166,12 @@ fn duration_words(ms: i64) -> String {
     }
 }
 
-/// The text of a density or market alert's firing.
+/// The text of a market alert's firing.
 pub fn site_firing_text(row: &SiteAlertRow, f: &SiteFiringRecord) -> String {
     let venue = row.exchange.as_str();
-    let what = match (&f.detail, &row.condition) {
-        (SiteFiringDetail::Density { symbol, side, price, qty, usd, dist_pct, age_ms }, _) => {
-            let side = if *side == rampart_engine::Side::Bid { "bid" } else { "ask" };
-            let qty = fixed(i64::try_from(*qty).unwrap_or(i64::MAX));
-            format!(
-                "{symbol} · {venue}\nWall: {side} {qty} at {} (${usd:.0}), {dist_pct:.2}% from the price, {} s old\n\
-                 density alert #{}",
-                fixed(*price),
-                age_ms / 1000,
-                row.id
-            )
-        }
-        (SiteFiringDetail::Market { value }, SiteCondition::Market { number, interval, direction, threshold }) => {
+    let value = f.value;
+    let what = match &row.condition {
+        SiteCondition::Market { number, interval, direction, threshold } => {
             let dir = direction_str(*direction);
             format!(
                 "{venue} market\n{} ({}) is {dir} {threshold}: now {value:.1}\nmarket alert #{}",
@@ -190,7 +180,7 @@ pub fn site_firing_text(row: &SiteAlertRow, f: &SiteFiringRecord) -> String {
                 row.id
             )
         }
-        (SiteFiringDetail::Market { value }, _) => format!("{venue} market\nnow {value:.1}\nmarket alert #{}", row.id),
+        SiteCondition::Density { .. } => format!("{venue} market\nnow {value:.1}\nmarket alert #{}", row.id),
     };
     format!("{what}{}", note_line(&row.note))
 }
