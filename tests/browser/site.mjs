@@ -177,27 +177,35 @@ async function main(browser) {
     note(`wall alert ${every.id} on every ${VENUE} pair: "${words}"`);
   }
 
-  step('density alert made on the site fires live into Notifications when a wall is placed (no reload), through the page\'s one EventSource (alerts)');
+  step('density alert made with the density/market form (POST /site/site-alerts) is a wall alert on "appeared" (decisions.md §15): listed by GET /v1/alerts without a webhook, in the account\'s alerts table in words, not among the market alerts; it fires live into Notifications when a wall is placed (no reload), through the page\'s one EventSource (alerts)');
   {
-    await visible(a.page, loaded('site-alerts-table'), 'the density/market alerts table did not load');
+    await visible(a.page, loaded('site-alerts-table'), 'the market alerts table did not load');
     const minUsd = A.wallMinUsd;
     const form = tid('site-alert-form');
-    const before = await rowIds(a.page, 'site-alerts-table', 'data-site-alert-id');
     await a.page.selectOption(`${form} select[name="type"]`, 'density');
     await a.page.selectOption(`${form} select[name="exchange"]`, VENUE);
     await a.page.fill(`${form} input[name="symbol"]`, SYMBOL);
     await a.page.selectOption(`${form} select[name="side"]`, 'any');
     await a.page.fill(`${form} input[name="min_usd"]`, String(minUsd));
     await a.page.click(`${form} button[type="submit"]`);
-    const ids = await until('the new density alert did not appear in its table', async () => {
-      const now = await rowIds(a.page, 'site-alerts-table', 'data-site-alert-id');
-      const fresh = now.filter((id) => !before.includes(id));
-      return fresh.length ? fresh : null;
-    });
-    A.densityId = Math.max(...ids);
+    await pageTrue(a.page, (s) => /^Wall alert #\d+ created/.test((document.querySelector(s)?.textContent || '').trim()), tid('site-alert-status'),
+      'the density form did not say the alert was made');
     const err = (await a.page.textContent(tid('site-alert-error'))).trim();
     assert.equal(err, '', `the density form shows an error: ${err}`);
-    note(`density alert ${A.densityId}, min_usd ${minUsd}`);
+    const id = Number((await a.page.textContent(tid('site-alert-status'))).trim().match(/^Wall alert #(\d+)/)[1]);
+    const made = (await apiOk(KEY_A, 'GET', '/v1/alerts')).data.find((x) => x.id === id);
+    assert.ok(made, `GET /v1/alerts does not list the density alert #${id}`);
+    assert.deepEqual([made.type, made.exchange, made.symbol, made.event, made.direction, made.minUsd, made.maxDistPct, made.minAgeS, made.webhookUrl, made.status],
+      ['wall', VENUE, SYMBOL, 'appeared', 'any', minUsd, 5, 0, null, 'active'], JSON.stringify(made));
+    A.densityId = made.id;
+    const row = `${tid('alerts-table')} tr[data-alert-id="${made.id}"][data-type="wall"][data-event="appeared"]`;
+    await visible(a.page, row, `the density alert ${made.id} is not in the account's alerts table`);
+    const words = (await a.page.textContent(row)).trim();
+    assert.ok(words.includes(`a wall of $`) && words.includes('within 5% appeared'), `the density alert's row says: ${words}`);
+    const market = await a.page.evaluate(async () => (await (await fetch('/site/site-alerts', { credentials: 'same-origin' })).json()).data);
+    assert.deepEqual(market.filter((x) => x.type !== 'market'), [], 'GET /site/site-alerts lists alerts other than market alerts');
+    assert.deepEqual(await rowIds(a.page, 'site-alerts-table', 'data-site-alert-id'), [], 'the market alerts table lists the density alert');
+    note(`density alert ${A.densityId} (wall, appeared), min_usd ${minUsd}: "${words}"`);
 
     await nav(a.page, 'notifications');
     await visible(a.page, loaded('inbox-list'), 'the inbox did not load');
@@ -210,18 +218,32 @@ async function main(browser) {
     });
     A.wallPrice = await placeWall();
     note(`wall placed at ${A.wallPrice}`);
-    const item = `${tid('inbox-list')} li[data-kind="density.triggered"][data-alert-id="${A.densityId}"]`;
-    await visible(a.page, item, `no density.triggered entry for alert ${A.densityId} arrived live`);
+    const item = `${tid('inbox-list')} li[data-kind="alert.triggered"][data-alert-id="${A.densityId}"]`;
+    await visible(a.page, item, `no alert.triggered entry for the density alert ${A.densityId} arrived live`);
     assert.equal(await a.page.evaluate(() => window.__marker), 1, 'the page was reloaded');
-    const text = await a.page.textContent(item);
+    const text = (await a.page.textContent(item)).trim();
     assert.ok(text.includes(SYMBOL), `the entry does not name the pair: ${text}`);
-    note(`entry: "${text.trim()}"`);
+    // "bid wall of $2.1M at 61250 appeared": the wall placed, in words.
+    const fired = text.match(/bid wall of \$[\d.]+[KMBT]? at ([\d.]+) appeared/);
+    assert.ok(fired && close(Number(fired[1]), A.wallPrice), `the entry does not describe the wall placed at ${A.wallPrice}: ${text}`);
+    const body = (await apiOk(KEY_A, 'GET', '/v1/inbox?limit=100')).data.find((e) => e.alertId === A.densityId && e.kind === 'alert.triggered');
+    assert.ok(body, `GET /v1/inbox has no alert.triggered entry of the density alert ${A.densityId}`);
+    const w = body.event.trigger.wall;
+    assert.deepEqual([body.event.alert.type, body.event.alert.event, body.event.trigger.symbol, w.side, w.reason], ['wall', 'appeared', SYMBOL, 'bid', null], JSON.stringify(body.event));
+    assert.ok(close(w.price, A.wallPrice) && w.usd >= minUsd, `the firing's wall: ${JSON.stringify(w)}`);
+    note(`entry: "${text}"`);
     // The whole-venue wall alert fired on the same wall: its entry names the pair that fired.
     const every = `${tid('inbox-list')} li[data-kind="alert.triggered"][data-alert-id="${A.everyId}"]`;
     await visible(a.page, every, `no entry of the whole-venue alert ${A.everyId} arrived live`);
     const everyText = await a.page.textContent(every);
     assert.ok(everyText.includes(SYMBOL) && everyText.includes('every Binance pair'), `the whole-venue entry says: ${everyText}`);
     note(`entry: "${everyText.trim()}"`);
+    // The kind filter puts it with the wall alerts, not with the price and percent alerts.
+    await a.page.selectOption(tid('inbox-kind'), 'price');
+    await gone(a.page, item, 'the price and percent filter kept the density alert\'s entry');
+    await a.page.selectOption(tid('inbox-kind'), 'wall');
+    await visible(a.page, item, 'the wall filter hid the density alert\'s entry');
+    await a.page.selectOption(tid('inbox-kind'), '');
     await apiOk(KEY_A, 'DELETE', `/v1/alerts/${A.everyId}`);
     A.entryId = Number(await a.page.getAttribute(item, 'data-entry-id'));
     await oneStream(a.page, [], 'the notifications page after the firing');
@@ -523,17 +545,16 @@ async function main(browser) {
     await a.context.close();
   }
 
-  step("sign in as B: none of A's alerts, notifications or site alerts, and A's alert cannot be deleted");
+  step("sign in as B: none of A's alerts (its density alert included) or notifications, and A's alerts cannot be deleted");
   {
     const b = await newPage(browser, 'B');
     await signIn(b.page, KEY_B, 'B');
     await nav(b.page, 'alerts');
     await visible(b.page, loaded('alerts-table'), "B's alerts table did not load");
-    await visible(b.page, loaded('site-alerts-table'), "B's density/market table did not load");
+    await visible(b.page, loaded('site-alerts-table'), "B's market alerts table did not load");
     const apiRows = await rowIds(b.page, 'alerts-table', 'data-alert-id');
     assert.ok(!apiRows.includes(A.apiAlertId), `B's alerts page shows A's alert ${A.apiAlertId}`);
-    const siteRows = await rowIds(b.page, 'site-alerts-table', 'data-site-alert-id');
-    assert.ok(!siteRows.includes(A.densityId), `B's alerts page shows A's density alert ${A.densityId}`);
+    assert.ok(!apiRows.includes(A.densityId), `B's alerts page shows A's density alert ${A.densityId}`);
 
     const aInbox = new Set((await apiOk(KEY_A, 'GET', '/v1/inbox?limit=1000')).data.map((e) => e.id));
     await nav(b.page, 'notifications');
@@ -545,11 +566,12 @@ async function main(browser) {
     const probe = await b.page.evaluate(async (id) => {
       const list = await (await fetch('/site/v1/alerts?status=all', { credentials: 'same-origin' })).json();
       const s = await (await fetch('/site/session', { credentials: 'same-origin' })).json();
-      const del = await fetch(`/site/site-alerts/${id}`, { method: 'DELETE', credentials: 'same-origin', headers: { 'X-CSRF-Token': s.data.csrf } });
+      const del = await fetch(`/site/v1/alerts/${id}`, { method: 'DELETE', credentials: 'same-origin', headers: { 'X-CSRF-Token': s.data.csrf } });
       return { ids: (list.data || []).map((x) => x.id), del: del.status };
     }, A.densityId);
-    assert.ok(!probe.ids.includes(A.apiAlertId), `GET /site/v1/alerts as B lists A's alert ${A.apiAlertId}`);
-    assert.equal(probe.del, 404, `DELETE of A's site alert as B answered ${probe.del}`);
+    assert.ok(!probe.ids.includes(A.apiAlertId) && !probe.ids.includes(A.densityId), `GET /site/v1/alerts as B lists A's alerts: ${probe.ids}`);
+    assert.equal(probe.del, 404, `DELETE of A's density alert as B answered ${probe.del}`);
+    assert.ok((await apiOk(KEY_A, 'GET', '/v1/alerts?status=all')).data.some((x) => x.id === A.densityId), "B's DELETE removed A's density alert");
     await b.context.close();
   }
 

@@ -129,7 +129,7 @@ async function main(browser) {
     assert.equal(await t.page.getAttribute(`${entry} ${tid('inbox-pair-link')}`, 'href'), `#/pair/${VENUE}/${SYMBOL}`);
     await t.page.selectOption(tid('inbox-kind'), 'market.triggered');
     await gone(t.page, entry, 'the kind filter kept a price alert\'s entry');
-    await t.page.selectOption(tid('inbox-kind'), 'alert.triggered');
+    await t.page.selectOption(tid('inbox-kind'), 'price');
     await visible(t.page, entry, 'the kind filter hid a price alert\'s entry');
     await t.page.fill(tid('inbox-pair'), 'NOSUCHPAIR');
     await gone(t.page, entry, 'the pair filter kept another pair\'s entry');
@@ -278,7 +278,7 @@ async function main(browser) {
     assert.equal((await apiOk(KEY, 'GET', '/v1/alerts')).data !== undefined, true, 'the session\'s key no longer works');
   }
 
-  step('a market alert that could not fire (at the number\'s value now) is refused, naming the value; refusals use the form\'s words; a repeating wall alert takes a quiet time');
+  step('a market alert that could not fire (at the number\'s value now) is refused, naming the value; refusals use the form\'s words; a repeating density alert takes a quiet time, is listed as a wall alert, and its Delete goes to DELETE /site/v1/alerts/{id}');
   {
     await nav(t.page, 'alerts');
     const form = tid('site-alert-form');
@@ -304,14 +304,34 @@ async function main(browser) {
     const words = (await t.page.textContent(tid('site-alert-error'))).trim();
     assert.ok(!words.includes('min_usd') && words.includes('minimum wall value'), `the refusal speaks the API's field name: ${words}`);
     note(`refusal: "${words}"`);
-    // A repeating wall alert with a quiet time after each firing.
+    // A repeating density alert with a quiet time after each firing: the account's wall alert on
+    // "appeared" (decisions.md §15), in the alerts table, not among the market alerts.
     await t.page.fill(`${form} input[name="min_usd"]`, '1000000000000');
     await t.page.check(`${form} input[name="repeat"]`);
     await t.page.fill(`${form} input[name="cooldown_s"]`, '900');
     await t.page.click(`${form} button[type="submit"]`);
-    await visible(t.page, `${tid('site-alerts-table')} tr[data-type="density"]`, 'the repeating wall alert is not listed');
-    const condition = await t.page.textContent(`${tid('site-alerts-table')} tr[data-type="density"]`);
-    assert.ok(condition.includes('then quiet for 15 min'), `the cooldown is not shown: ${condition}`);
+    await pageTrue(t.page, (s) => /^Wall alert #\d+ created/.test((document.querySelector(s)?.textContent || '').trim()), tid('site-alert-status'), 'the density form did not say the alert was made');
+    const id = Number((await t.page.textContent(tid('site-alert-status'))).trim().match(/^Wall alert #(\d+)/)[1]);
+    const made = (await apiOk(KEY, 'GET', '/v1/alerts')).data.find((a) => a.id === id);
+    assert.ok(made, `GET /v1/alerts does not list the density alert #${id}`);
+    assert.deepEqual([made.type, made.event, made.symbol, made.minUsd, made.repeat, made.cooldownS, made.webhookUrl],
+      ['wall', 'appeared', '*', 1e12, true, 900, null], JSON.stringify(made));
+    const row = `${alertRow('alerts-table', made.id)}[data-type="wall"]`;
+    await visible(t.page, row, 'the repeating density alert is not in the alerts table');
+    const condition = await t.page.textContent(row);
+    assert.ok(condition.includes('every Binance pair') && condition.includes('then quiet for 15 min per pair'), `the row says: ${condition}`);
+    assert.equal(await t.page.$(`${tid('site-alerts-table')} tr[data-site-alert-id="${made.id}"]`), null, 'the density alert is listed with the market alerts');
+    const deletes = [];
+    const seen = (req) => {
+      if (req.method() === 'DELETE') deletes.push(new URL(req.url()).pathname);
+    };
+    t.page.on('request', seen);
+    await t.page.click(`${row} ${tid('alert-delete')}`);
+    await t.page.click(tid('confirm-yes'));
+    await gone(t.page, row, 'the density alert\'s confirmed delete did not happen', UNDO_MS + WAIT);
+    t.page.off('request', seen);
+    assert.deepEqual(deletes, [`/site/v1/alerts/${made.id}`], `the deletes sent: ${deletes}`);
+    assert.ok(!(await apiOk(KEY, 'GET', '/v1/alerts?status=all')).data.some((a) => a.id === made.id), 'GET /v1/alerts still lists the deleted density alert');
   }
   await t.context.close();
   noPageErrors();

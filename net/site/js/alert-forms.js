@@ -1,4 +1,4 @@
-// The create forms of alerts: price, percent, level and wall (POST /site/v1/alerts), the site's density and market alerts (POST /site/site-alerts), and the pair page's price alert.
+// The create forms of alerts: price, percent, level and wall (POST /site/v1/alerts), the site's density alert (a wall alert on "appeared", every plan) and market alerts (POST /site/site-alerts), and the pair page's price alert.
 
 import { errorBox, h, say, statusBox } from './dom.js';
 import { field, numberInput, options, submitting } from './forms.js';
@@ -140,7 +140,7 @@ function alertBody(f) {
   };
 }
 
-/** The fields of the wall and market alert form, in the order it shows them. */
+/** The fields of the density (wall appears) and market alert form, in the order it shows them. */
 function siteAlertFields(listId) {
   return {
     type: field('Kind', 'type', 'select', { options: [['density', 'A wall appears'], ['market', 'A board number crosses a threshold']] }),
@@ -162,7 +162,12 @@ function siteAlertFields(listId) {
   };
 }
 
-/** Create form of density and market alerts (POST /site/site-alerts, fields of decisions.md §10). */
+/**
+ * Create form of density and market alerts (POST /site/site-alerts, fields of decisions.md §10).
+ * A density alert is made as the account's wall alert on "appeared" (§15: listed with the
+ * account's alerts, on every plan, within the density-alert cap); a market alert stays the
+ * site's own. `created(kind)` is told which ('density' or 'market') so its table is read again.
+ */
 export function siteAlertForm(created) {
   const listId = 'symbols-site-alert-form';
   const f = siteAlertFields(listId);
@@ -186,7 +191,7 @@ export function siteAlertForm(created) {
   suggest(datalist, f.venue.input.value);
 
   const form = h('form', { testid: 'site-alert-form', 'aria-labelledby': 'sf-h', novalidate: true },
-    h('h3', { id: 'sf-h', text: 'New wall or market alert' }),
+    h('h3', { id: 'sf-h', text: 'New density or market alert' }),
     h('div', { class: 'fields' }, f.type.wrap, f.venue.wrap, densityOnly.map((x) => x.wrap), marketOnly.map((x) => x.wrap), f.note.wrap, f.repeat.wrap, f.cooldown.wrap),
     datalist, h('div', { class: 'actions' }, submit), error, status);
   form.addEventListener('submit', async (ev) => {
@@ -195,9 +200,10 @@ export function siteAlertForm(created) {
     const body = siteAlertBody(f, density);
     await submitting(submit, error, status, async () => {
       const r = await call('POST', '/site/site-alerts', body);
-      say(status, (density ? 'Wall' : 'Market') + ' alert #' + (r.data && r.data.id) + ' created.');
+      const id = r.data && r.data.id;
+      say(status, density ? 'Wall alert #' + id + ' created (listed with the price, percent, level and wall alerts).' : 'Market alert #' + id + ' created.');
       f.note.input.value = '';
-      created();
+      created(density ? 'density' : 'market');
     });
   });
   return form;

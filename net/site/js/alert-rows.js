@@ -1,4 +1,4 @@
-// Alerts as table rows: price and percent alerts (shared with the API), wall and market alerts (site only), in words.
+// Alerts as table rows: price, percent, level and wall alerts (shared with the API; the site's density alerts are wall alerts), market alerts (site only), in words.
 
 import { deleteButton, deleteWaits, pendingRow } from './deletes.js';
 import { h, pairLink } from './dom.js';
@@ -12,8 +12,8 @@ export function alertHeaders() {
   return ['ID', 'Pair', 'Venue', 'Type', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
 }
 
-/** The columns of a table of wall and market alerts. */
-export const SITE_ALERT_HEADERS = ['ID', 'Kind', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
+/** The columns of a table of market alerts (the site's own; GET /site/site-alerts lists no other kind). */
+export const SITE_ALERT_HEADERS = ['ID', 'Venue', 'Condition', 'Repeat', 'Note', 'Status', ['Fired', 'num'], 'Last fired', 'Created', 'Action'];
 
 /** Where an alert watches, in words: "BTCUSDT on binance", or "every Binance pair" for a `*` alert. */
 export function alertPlace(a) {
@@ -40,7 +40,7 @@ function alertWhen(a) {
   }
   if (a.type === 'wall') {
     const side = { bid: 'a bid wall', ask: 'an ask wall', any: 'a wall' }[a.direction] || 'a wall';
-    const usd = a.minUsd > 0 ? ' of $' + a.minUsd + '+' : '';
+    const usd = a.minUsd > 0 ? ' of ' + fmtUsd(a.minUsd) + '+' : '';
     const age = a.minAgeS > 0 ? ', ' + a.minAgeS + ' s old' : '';
     return side + usd + ' within ' + a.maxDistPct + '% ' + a.event + age;
   }
@@ -55,9 +55,6 @@ export function statusWords(a) {
   return a.status;
 }
 
-/** The kind of a site alert as the site names it. */
-export function siteKind(a) { return a.type === 'density' ? 'wall' : a.type; }
-
 // The cells every alert row ends with: repeat, note, status, times fired, last fired, created, action.
 function recordCells(a, del) {
   return [
@@ -71,15 +68,15 @@ function recordCells(a, del) {
   ];
 }
 
-/** The DELETE path of a price or percent alert. */
+/** The DELETE path of a price, percent, level or wall alert (a density alert made on the site included). */
 export function alertPath(a) { return v1('alerts/' + enc(a.id)); }
 
 function alertWhat(a) { return a.type + ' alert #' + a.id + ': ' + alertPlace(a) + ', ' + alertCondition(a); }
 
-/** The row of a price or percent alert (or of its waiting delete). */
+/** The row of a price, percent, level or wall alert (or of its waiting delete). */
 export function alertRow(a, reload, error) {
   const path = alertPath(a);
-  const attrs = { 'data-alert-id': a.id, 'data-status': a.status };
+  const attrs = { 'data-alert-id': a.id, 'data-type': a.type, 'data-event': a.event || null, 'data-status': a.status };
   if (deleteWaits(path)) return pendingRow(attrs, alertHeaders().length, alertWhat(a), path, reload);
   const del = deleteButton('alert-delete', alertWhat(a), path, reload, error);
   return h('tr', attrs,
@@ -91,33 +88,21 @@ export function alertRow(a, reload, error) {
     ...recordCells(a, del));
 }
 
-/** A wall or market alert's condition in words, with its quiet time. */
+/** A market alert's condition in words, with its quiet time. */
 export function siteCondition(a) {
-  return siteWhen(a) + (a.repeat && a.cooldownS > 0 ? '; then quiet for ' + fmtDuration(a.cooldownS) : '');
+  const when = labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' + a.threshold;
+  return when + (a.repeat && a.cooldownS > 0 ? '; then quiet for ' + fmtDuration(a.cooldownS) : '');
 }
 
-function siteWhen(a) {
-  if (a.type === 'density') {
-    const sides = a.side === 'any' ? 'bid or ask' : a.side;
-    return (a.symbol || 'any pair') + ': ' + sides + ' wall of ' + fmtUsd(a.minUsd) + ' or more within ' +
-      a.maxDistPct + '% of the price' + (a.minAgeS ? ', standing ' + a.minAgeS + ' s' : '');
-  }
-  if (a.type === 'market') {
-    return labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' + a.threshold;
-  }
-  return a.type;
-}
-
-/** The row of a wall or market alert (or of its waiting delete). */
+/** The row of a market alert (or of its waiting delete: DELETE /site/site-alerts/{id}). */
 export function siteAlertRow(a, reload, error) {
   const path = '/site/site-alerts/' + enc(a.id);
-  const what = siteKind(a) + ' alert #' + a.id + ': ' + a.exchange + ', ' + siteCondition(a);
+  const what = 'market alert #' + a.id + ': ' + a.exchange + ', ' + siteCondition(a);
   const attrs = { 'data-site-alert-id': a.id, 'data-type': a.type, 'data-status': a.status };
   if (deleteWaits(path)) return pendingRow(attrs, SITE_ALERT_HEADERS.length, what, path, reload);
   const del = deleteButton('site-alert-delete', what, path, reload, error);
   return h('tr', attrs,
     h('td', { text: a.id }),
-    h('td', { text: siteKind(a) }),
     h('td', { text: a.exchange }),
     h('td', { class: 'wrap', text: siteCondition(a) }),
     ...recordCells(a, del));

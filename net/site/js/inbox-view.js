@@ -2,7 +2,7 @@
 
 import { alertPlace, everyPair } from './alert-rows.js';
 import { h } from './dom.js';
-import { fmtPct, fmtPrice, fmtUsd, isNum, labelOf, numberFmt } from './format.js';
+import { fmtDuration, fmtPct, fmtPrice, fmtUsd, isNum, labelOf, numberFmt } from './format.js';
 import { enc } from './http.js';
 import { drawInboxWith, isMuted, muteKey, setMuted } from './inbox.js';
 import { state } from './state.js';
@@ -50,11 +50,21 @@ function pairNames(symbols) {
   return symbols[0] + ', ' + symbols[1] + ' and ' + (symbols.length - 2) + ' more';
 }
 
-function entryKindMatches(e, kind) {
-  if (!kind) return true;
-  if (kind === 'notice') return e.kind === 'alert.delisted' || e.kind === 'alert.expired';
-  return e.kind === kind;
+/**
+ * The filter an entry falls under (the notifications page's kinds): a firing by its alert's type,
+ * 'price' for price and percent alerts; a former density alert's firing (§15: density alerts
+ * are wall alerts now) under 'wall'; delistings and expiries under 'notice'.
+ */
+function entryFilter(e) {
+  if (e.kind === 'alert.delisted' || e.kind === 'alert.expired') return 'notice';
+  if (e.kind === 'density.triggered') return 'wall';
+  if (e.kind !== 'alert.triggered') return e.kind;
+  const a = eventOf(e).alert;
+  const type = a && typeof a === 'object' ? a.type : '';
+  return type === 'level' || type === 'wall' ? type : 'price';
 }
+
+function entryKindMatches(e, kind) { return !kind || entryFilter(e) === kind; }
 
 /** When an entry was made: its own time, else its event's. */
 function entryWhen(e) {
@@ -115,7 +125,7 @@ function renderMuted() {
   box.replaceChildren(h('h2', { text: 'Muted alerts' }), h('p', { class: 'hint', text: 'Their firings are kept and still go to webhooks and Telegram; this browser hides them here and leaves them out of the unread count.' }),
     h('ul', null, Array.from(state.muted).sort().map((k) => {
       const [kind, id] = k.split(':');
-      const name = (kind === 'api' ? 'price or percent' : kind === 'density' ? 'wall' : kind) + ' alert #' + id;
+      const name = (kind === 'api' ? 'alert' : kind + ' alert') + ' #' + id;
       const un = h('button', { type: 'button', class: 'secondary', testid: 'unmute', 'data-mute': k, text: 'Unmute' });
       un.addEventListener('click', () => setMuted(k, false));
       return h('li', null, name + ' ', un);
@@ -150,7 +160,7 @@ function inboxItem(group) {
   describe(e.kind, eventOf(e), e.alertId), more, ' ', tools);
 }
 
-/** One readable line for an inbox entry's event body (the webhook body, or the site alert's firing). */
+/** One readable line for an inbox entry's event body (the webhook body, or a market alert's firing). */
 function describe(kind, ev, alertId) {
   const a = ev.alert && typeof ev.alert === 'object' ? ev.alert : {};
   const id = a.id !== undefined ? a.id : alertId;
@@ -162,10 +172,11 @@ function describe(kind, ev, alertId) {
     return alertPlace(a) + ' · alert #' + id + ' reached its expiry and was removed.';
   }
   if (kind === 'density.triggered') {
-    const w = ev.wall || {};
-    return (w.symbol || a.symbol || '?') + ' on ' + (a.exchange || '?') + ' · ' + (w.side || '?') + ' wall at ' + fmtPrice(w.price) +
-      ' · ' + fmtUsd(w.usd) + ' · ' + fmtPct(w.dist, true) + ' from the price' +
-      (isNum(w.ageS) ? ' · standing ' + w.ageS + ' s' : '') + ' · wall alert #' + id + (a.note ? ' · ' + a.note : '');
+    // A density alert's firing from before density alerts became wall alerts (§15), kept in the
+    // inbox: its alert had an id of its own, no longer listed.
+    const w = ev.wall && typeof ev.wall === 'object' ? ev.wall : {};
+    return (w.symbol || a.symbol || '?') + ' on ' + (a.exchange || '?') + ' · density alert #' + id + ' ' +
+      wallWords({ side: w.side, price: w.price, usd: w.usd, dist: w.dist, age: w.ageS }, 'appeared') + (a.note ? ' · ' + a.note : '');
   }
   if (kind === 'market.triggered') {
     return (a.exchange || '?') + ' · ' + labelOf(BOARD_NUMBERS, a.number) + ' (' + a.interval + ') ' + a.direction + ' ' +
@@ -184,11 +195,23 @@ function describeFiring(a, ev, id) {
   const t = fired.length === 1 ? fired[0] : {};
   const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')'
     : a.type === 'level' ? a.event + (t.level ? ' of the ' + t.level.type + ' at ' + fmtPrice(t.level.price) + ' (' + t.level.timeframe + ')' : '')
-    : a.type === 'wall' ? (t.wall ? t.wall.side + ' wall at ' + fmtPrice(t.wall.price) + ' ' : 'wall ') + a.event
+    : a.type === 'wall' ? (t.wall ? wallWords(t.wall, a.event) : 'wall ' + a.event)
     : a.direction + ' ' + fmtPrice(a.price);
   const where = every ? pairNames(firedPairs(fired)) + ' on ' + (a.exchange || '?') : alertPlace(a);
   return where + ' · ' + a.type + ' alert #' + id + (every ? ' on ' + everyPair(a.exchange) + ':' : '') + ' ' + cond +
     (isNum(t.price) ? ' · price ' + fmtPrice(t.price) : '') + (isNum(t.move) ? ' · moved ' + fmtPct(t.move, true) : '') + (a.note ? ' · ' + a.note : '');
+}
+
+/**
+ * A wall's firing in words: "bid wall of $2.1M at 61250 appeared, 0.4% below the price, standing
+ * 30 s"; a pulled or filled one says how long it stood ("… pulled after 5 min").
+ */
+function wallWords(w, event) {
+  const usd = isNum(w.usd) ? ' of ' + fmtUsd(w.usd) : '';
+  const what = (w.side || '?') + ' wall' + usd + ' at ' + fmtPrice(w.price) + ' ' + event;
+  if (event !== 'appeared') return what + (isNum(w.lifetimeS) && w.lifetimeS > 0 ? ' after ' + fmtDuration(w.lifetimeS) : '');
+  const dist = isNum(w.dist) ? ', ' + fmtPct(Math.abs(w.dist)) + (w.dist < 0 ? ' below' : ' above') + ' the price' : '';
+  return what + dist + (isNum(w.age) && w.age > 0 ? ', standing ' + fmtDuration(w.age) : '');
 }
 
 drawInboxWith(renderInbox);

@@ -108,7 +108,11 @@ function unreadCount() {
 // Muting: an alert's entries hidden from Notifications and the unread count, in this browser
 // (kept in localStorage per account; the alert still fires, and its entries are kept).
 
-/** The alert an entry belongs to, as "api:12", "density:3" or "market:4" ('' for none). */
+/**
+ * The alert an entry belongs to, as "api:12" (an `alert.*` entry: every alert the API lists, the
+ * site's density alerts included), "market:4", or "density:3" (a firing of a density alert from
+ * before they became wall alerts); '' for none.
+ */
 export function muteKey(e) { return e.alertId === null || e.alertId === undefined ? '' : (e.kind.startsWith('alert.') ? 'api' : e.kind.split('.')[0]) + ':' + e.alertId; }
 export function mutedSet() { return new Set(state.session ? loadPrefs('muted.' + state.session.accountId, []) : []); }
 export function isMuted(e) { const k = muteKey(e); return !!k && state.muted.has(k); }

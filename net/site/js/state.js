@@ -28,7 +28,7 @@ export const state = {
   symbolLists: new Map(), // venue -> Promise of symbols
   zone: loadPrefs('zone', 'local') === 'utc' ? 'utc' : 'local', // every time shown: the browser's zone or UTC
   firingListeners: new Set(), // the page's reactions to a firing (cleared when it is left)
-  muted: new Set(), // "api:12", "density:3", "market:4": alerts whose entries are hidden
+  muted: new Set(), // "api:12", "market:4" (and "density:3" of former density alerts): alerts whose entries are hidden
   inboxFilter: { kind: '', pair: '', showMuted: false },
   inboxOlder: true, // older entries may exist beyond those held
 };

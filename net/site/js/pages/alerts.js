@@ -1,7 +1,7 @@
-// The alerts page: price, percent, level and wall alerts (shared with the API, for one pair or a whole venue), wall and market alerts (site only), their forms and the firing history.
+// The alerts page: price, percent, level and wall alerts (shared with the API, for one pair or a whole venue; the site's density alerts among them), market alerts (site only), their forms and the firing history.
 
 import { alertForm, siteAlertForm } from '../alert-forms.js';
-import { alertCondition, alertHeaders, alertPlace, alertRow, SITE_ALERT_HEADERS, siteAlertRow, siteCondition, siteKind, statusWords } from '../alert-rows.js';
+import { alertCondition, alertHeaders, alertPlace, alertRow, SITE_ALERT_HEADERS, siteAlertRow, siteCondition, statusWords } from '../alert-rows.js';
 import { deliveryLog } from '../deliveries.js';
 import { errorBox, h, mount } from '../dom.js';
 import { fmtInt } from '../format.js';
@@ -16,8 +16,8 @@ const SITE_ALERTS_REFRESH_MS = 10000; // "waiting to re-arm" follows the board w
 
 export function alertsPage() {
   const gen = state.gen;
-  const alertsT = table('alerts-table', 'Price, percent, level and wall alerts, of one pair or a whole venue (also listed by GET /v1/alerts)', alertHeaders());
-  const siteT = table('site-alerts-table', 'Wall and market alerts (site only)', SITE_ALERT_HEADERS);
+  const alertsT = table('alerts-table', 'Price, percent, level and wall alerts, of one pair or a whole venue, density alerts included (also listed by GET /v1/alerts)', alertHeaders());
+  const siteT = table('site-alerts-table', 'Market alerts (site only)', SITE_ALERT_HEADERS);
   const historyT = table('alerts-history', 'Alerts that have fired, most recent first',
     ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num'], 'Webhook']);
   const log = deliveryLog(gen);
@@ -43,7 +43,7 @@ export function alertsPage() {
       const r = await call('GET', '/site/site-alerts');
       if (!current(gen)) return;
       site = r.data || [];
-      fillTable(siteT, site.map((a) => siteAlertRow(a, loadSite, siteError)), 'No wall or market alert yet.');
+      fillTable(siteT, site.map((a) => siteAlertRow(a, loadSite, siteError)), 'No market alert yet.');
     } catch (e) {
       if (current(gen)) failTable(siteT, errText(e));
     }
@@ -60,7 +60,9 @@ export function alertsPage() {
     h('section', { class: 'panel', 'aria-labelledby': 'pa-h' },
       h('h2', { id: 'pa-h', text: 'Price, percent, level and wall alerts' }), alertsT.wrap, apiError, alertForm(loadApi)),
     h('section', { class: 'panel', 'aria-labelledby': 'sa-h' },
-      h('h2', { id: 'sa-h', text: 'Wall and market alerts' }), siteT.wrap, siteError, siteAlertForm(loadSite)),
+      h('h2', { id: 'sa-h', text: 'Density and market alerts' }),
+      h('p', { class: 'hint', text: 'A density alert (a wall appears) is a wall alert on "appeared", on every plan: once made it is listed with the alerts above.' }),
+      siteT.wrap, siteError, siteAlertForm((kind) => (kind === 'density' ? loadApi() : loadSite()))),
     h('section', { class: 'panel', 'aria-labelledby': 'hi-h' },
       h('h2', { id: 'hi-h', text: 'Firing history' }), historyT.wrap, log.panel),
   ]);
@@ -70,11 +72,11 @@ export function alertsPage() {
   poll(SITE_ALERTS_REFRESH_MS, loadSite);
 }
 
-// Every alert that has fired, of both kinds, the most recently fired first.
+// Every alert that has fired, the account's and the market alerts, the most recently fired first.
 function firedAlerts(api, site) {
   const fired = [];
   api.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: alertPlace(a) + ': ' + alertCondition(a), label: a.type + ' alert #' + a.id, hook: !!a.webhookUrl, attr: 'data-alert-id' }); });
-  site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: siteKind(a) + ' alert #' + a.id, hook: false, attr: 'data-site-alert-id' }); });
+  site.forEach((a) => { if (a.triggerCount > 0) fired.push({ a: a, what: a.exchange + ' · ' + siteCondition(a), label: 'market alert #' + a.id, hook: false, attr: 'data-site-alert-id' }); });
   fired.sort((x, y) => String(y.a.lastTriggeredAt || '').localeCompare(String(x.a.lastTriggeredAt || '')));
   return fired;
 }

@@ -9,8 +9,10 @@ import { current } from '../lifecycle.js';
 import { liveStatus } from '../live.js';
 import { state } from '../state.js';
 
+// The kinds of the filter (inbox-view's entryFilter): a firing by its alert's type; wall alerts
+// include the density alerts made on the site, and the firings of density alerts from before.
 const INBOX_KINDS = [
-  ['', 'Every kind'], ['alert.triggered', 'Price and percent alerts'], ['density.triggered', 'Wall alerts'],
+  ['', 'Every kind'], ['price', 'Price and percent alerts'], ['level', 'Level alerts'], ['wall', 'Wall and density alerts'],
   ['market.triggered', 'Market alerts'], ['notice', 'Delistings and expiries'],
 ];
 
