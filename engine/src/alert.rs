@@ -205,6 +205,16 @@ struct PctGate {
     high: i64,
 }
 
+/// Gives an alert a cooldown of `new_s` seconds, counted from its last firing: the end of its
+/// quiet time (`i64::MIN` before any firing) moves by the difference.
+pub(crate) fn retune_cooldown(cooldown_ms: &mut i64, quiet_until_ms: &mut i64, new_s: u32) {
+    let new_ms = i64::from(new_s) * 1_000;
+    if *quiet_until_ms != i64::MIN {
+        *quiet_until_ms = quiet_until_ms.saturating_sub(*cooldown_ms).saturating_add(new_ms);
+    }
+    *cooldown_ms = new_ms;
+}
+
 fn rearm_below_level(level: i64) -> i64 {
     // price <= level * 0.999, for integer prices.
     ((i128::from(level) * 999).div_euclid(1000)) as i64
@@ -295,21 +305,22 @@ impl AlertBook {
         }
     }
 
-    /// Adds (or replaces) an alert. Adding an alert already held with the same spec changes
-    /// nothing (a repeating alert keeps its armed state and firing bucket): a cluster's market
-    /// node may be told of one alert more than once (its command, then storage). Not on the tick
+    /// Adds (or replaces) an alert. Adding an alert already held with the same condition and
+    /// repeat flag changes nothing but its cooldown (a repeating alert keeps its armed state and
+    /// firing bucket; `PATCH` changes a cooldown so, `decisions.md` §16): a cluster's market node
+    /// may be told of one alert more than once (its command, then storage). Not on the tick
     /// path: it may allocate.
     pub fn insert(&mut self, spec: AlertSpec) {
         match spec.condition {
             Condition::Level(c) => {
-                if !self.levels.holds(spec.id, &c, spec.repeat, spec.cooldown_s) {
+                if !self.levels.retune(spec.id, &c, spec.repeat, spec.cooldown_s) {
                     self.remove(spec.id);
                     self.levels.insert(spec.id, c, spec.repeat, spec.cooldown_s);
                 }
                 return;
             }
             Condition::Wall(c) => {
-                if !self.walls.holds(spec.id, &c, spec.repeat, spec.cooldown_s) {
+                if !self.walls.retune(spec.id, &c, spec.repeat, spec.cooldown_s) {
                     self.remove(spec.id);
                     self.walls.insert(spec.id, c, spec.repeat, spec.cooldown_s);
                 }
@@ -319,8 +330,13 @@ impl AlertBook {
         }
         self.levels.remove(spec.id);
         self.walls.remove(spec.id);
-        match self.states.get(&spec.id) {
-            Some(held) if held.spec == spec => return,
+        match self.states.get_mut(&spec.id) {
+            Some(held) if AlertSpec { cooldown_s: spec.cooldown_s, ..held.spec } == spec => {
+                let mut cooldown_ms = i64::from(held.spec.cooldown_s) * 1_000;
+                retune_cooldown(&mut cooldown_ms, &mut held.quiet_until_ms, spec.cooldown_s);
+                held.spec.cooldown_s = spec.cooldown_s;
+                return;
+            }
             Some(_) => {
                 self.remove(spec.id);
             }
@@ -688,6 +704,40 @@ mod tests {
         assert_eq!(r.book.len(), 1);
         r.book.insert(price(1, Cross::Above, 100_400, true));
         assert_eq!(r.trade(T0 + 2, 100_500), [1], "a changed spec is a new alert, armed at once");
+    }
+
+    /// A new cooldown for an alert held (`PATCH`, §16) neither re-arms it nor forgets what it
+    /// fired for; it counts from the alert's last firing. Every type.
+    #[test]
+    fn a_new_cooldown_changes_nothing_else() {
+        let mut r = Rig::new(&[price(1, Cross::Above, 100_000, true)]);
+        assert_eq!(r.trade(T0, 100_000), [1]);
+        r.book.insert(AlertSpec { cooldown_s: 3_600, ..price(1, Cross::Above, 100_000, true) });
+        assert!(r.trade(T0 + 1, 100_500).is_empty(), "not re-armed by the new cooldown");
+        assert!(r.trade(T0 + 2, 99_900).is_empty(), "re-armed by the retreat");
+        assert!(r.trade(T0 + 3, 100_000).is_empty(), "crossed again within the new cooldown: held back");
+        r.book.insert(price(1, Cross::Above, 100_000, true));
+        assert!(r.trade(T0 + 4, 99_900).is_empty());
+        assert_eq!(r.trade(T0 + 5, 100_000), [1], "no cooldown again: fires");
+        let (mut cooldown, mut quiet) = (0, i64::MIN);
+        retune_cooldown(&mut cooldown, &mut quiet, 60);
+        assert_eq!((cooldown, quiet), (60_000, i64::MIN), "never fired: nothing to count from");
+        let (mut cooldown, mut quiet) = (10_000, 10_000);
+        retune_cooldown(&mut cooldown, &mut quiet, 60);
+        assert_eq!(quiet, 60_000, "from the last firing at 0");
+        let level = LevelCondition {
+            event: crate::level_alert::LevelEvent::Break,
+            direction: crate::level_alert::LevelDirection::Any,
+            within_millionths: 0,
+            min_strength: 1,
+            timeframes: crate::level_alert::TIMEFRAMES_ALL,
+        };
+        let spec = AlertSpec { id: 2, condition: Condition::Level(level), repeat: true, cooldown_s: 0 };
+        r.book.insert(spec);
+        assert!(r.book.levels.retune(2, &level, true, 60), "held with that condition");
+        assert!(!r.book.levels.retune(2, &level, false, 60), "not with another repeat flag");
+        r.book.insert(AlertSpec { cooldown_s: 60, ..spec });
+        assert_eq!(r.book.len(), 2, "retuned in place, not added twice");
     }
 
     #[test]

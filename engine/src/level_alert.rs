@@ -208,15 +208,19 @@ impl LevelAlerts {
         self.watches.iter().filter(|w| w.live).map(|w| w.id)
     }
 
-    /// True when alert `id` is held with this condition, repeat flag and cooldown.
-    pub fn holds(&self, id: u64, condition: &LevelCondition, repeat: bool, cooldown_s: u32) -> bool {
-        self.watches.iter().any(|w| {
-            w.live
-                && w.id == id
-                && w.condition == *condition
-                && w.repeat == repeat
-                && w.cooldown_ms == i64::from(cooldown_s) * 1_000
-        })
+    /// When alert `id` is held with this condition and repeat flag, gives it `cooldown_s`
+    /// (counted from its last firing) and is true; false when it is not held so. Its pairs keep
+    /// their state.
+    pub fn retune(&mut self, id: u64, condition: &LevelCondition, repeat: bool, cooldown_s: u32) -> bool {
+        let held =
+            self.watches.iter_mut().find(|w| w.live && w.id == id && w.condition == *condition && w.repeat == repeat);
+        match held {
+            Some(w) => {
+                crate::alert::retune_cooldown(&mut w.cooldown_ms, &mut w.quiet_until_ms, cooldown_s);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Adds a level alert (the caller removed any alert of the same id first), armed on each

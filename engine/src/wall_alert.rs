@@ -121,14 +121,17 @@ impl WallAlerts {
         self.watches.iter().map(|w| w.id)
     }
 
-    /// True when alert `id` is held with this condition, repeat flag and cooldown.
-    pub fn holds(&self, id: u64, condition: &WallCondition, repeat: bool, cooldown_s: u32) -> bool {
-        self.watches.iter().any(|w| {
-            w.id == id
-                && w.condition == *condition
-                && w.repeat == repeat
-                && w.cooldown_ms == i64::from(cooldown_s) * 1_000
-        })
+    /// When alert `id` is held with this condition and repeat flag, gives it `cooldown_s`
+    /// (counted from its last firing) and is true; false when it is not held so. It keeps the
+    /// appearances it fired for.
+    pub fn retune(&mut self, id: u64, condition: &WallCondition, repeat: bool, cooldown_s: u32) -> bool {
+        match self.watches.iter_mut().find(|w| w.id == id && w.condition == *condition && w.repeat == repeat) {
+            Some(w) => {
+                crate::alert::retune_cooldown(&mut w.cooldown_ms, &mut w.quiet_until_ms, cooldown_s);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Adds a wall alert (the caller removed any alert of the same id first). Not a scan: it

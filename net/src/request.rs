@@ -59,11 +59,20 @@ pub fn clip(s: &str, n: usize) -> String {
 /// A request body that must be a JSON object with no field outside `fields` (400 when it is
 /// not JSON; 422 naming the allowed fields otherwise).
 pub fn body_object(body: &[u8], fields: &[&str]) -> Result<Map<String, Value>, Invalid> {
+    body_object_fixed(body, fields, &[])
+}
+
+/// [`body_object`] for a change to a resource: a field of `fixed` (one it was made with, which
+/// cannot change) is refused with 422 naming it, apart from the unknown ones.
+pub fn body_object_fixed(body: &[u8], fields: &[&str], fixed: &[&str]) -> Result<Map<String, Value>, Invalid> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| Invalid { status: 400, message: format!("malformed JSON: {e}") })?;
     let Value::Object(obj) = value else {
         return Err(invalid("request body must be a JSON object"));
     };
+    if let Some(f) = obj.keys().find(|k| fixed.contains(&k.as_str())) {
+        return Err(invalid(format!("field '{f}' cannot change: delete the alert and create another")));
+    }
     if let Some(unknown) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
         return Err(invalid(format!("unknown field '{}'. Allowed: {}", clip(unknown, 64), fields.join(", "))));
     }

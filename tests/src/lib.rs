@@ -859,8 +859,13 @@ pub struct SimVenue {
 /// The simulator with `--sim-pairs 8` on Binance alone, and a server following it live on one
 /// shard, once the venue's state is `ok`.
 pub fn live_binance(bin: &str) -> (SimVenue, Server) {
+    live_binance_with(bin, "")
+}
+
+/// [`live_binance`] with `extra` (TOML lines) at the head of the server's config.
+pub fn live_binance_with(bin: &str, extra: &str) -> (SimVenue, Server) {
     let sim = SimVenue::start(bin, &["--sim-pairs", "8", "--venues", "binance"]);
-    let config = sim.config(&["binance"], 8, "").display().to_string();
+    let config = sim.config(&["binance"], 8, extra).display().to_string();
     let server = Server::start(bin, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
     server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
     (sim, server)

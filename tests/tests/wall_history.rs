@@ -13,11 +13,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
 /// The live feed from the simulator, binance only, one shard.
 fn live() -> (SimVenue, Server) {
-    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
-    let config = sim.config(&["binance"], 8, "").display().to_string();
-    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
-    server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");
-    (sim, server)
+    rampart_tests::live_binance(BIN)
 }
 
 /// The entries of a history answer.

@@ -153,16 +153,7 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
     if universe {
         universe_rules(&obj, kind)?;
     }
-    let webhook_url = match string(&obj, "webhook_url")? {
-        None => None,
-        Some(url) => {
-            if url.chars().count() > WEBHOOK_URL_CHARS_MAX {
-                return Err(invalid(format!("webhook_url is longer than {WEBHOOK_URL_CHARS_MAX} characters")));
-            }
-            check_url_syntax(url)?;
-            Some(url.to_owned())
-        }
-    };
+    let webhook_url = webhook_url(&obj)?;
     let exchange = match string(&obj, "exchange")? {
         None => None,
         Some(e) => Some(
@@ -170,23 +161,11 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
                 .ok_or_else(|| invalid(format!("invalid exchange '{}'. Allowed: {}", clip(e, 32), Venue::ALLOWED)))?,
         ),
     };
-    let expires_ms = match string(&obj, "expires_at")? {
-        None => None,
-        Some(t) => Some(rampart_state::clock::parse_iso8601(t).ok_or_else(|| {
-            invalid(format!(
-                "invalid expires_at '{}': an ISO 8601 date-time with its offset, such as 2026-12-01T00:00:00Z",
-                clip(t, 40)
-            ))
-        })?),
-    };
-    let cooldown_s = match number(&obj, "cooldown_s")? {
+    let expires_ms = expires_at(&obj)?;
+    let cooldown_s = match cooldown(&obj)? {
         None if universe => UNIVERSE_COOLDOWN_S,
         None => 0,
-        Some(n) => {
-            n.as_u64().filter(|v| *v <= COOLDOWN_S_MAX).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| {
-                invalid(format!("cooldown_s must be a whole number of seconds from 0 to {COOLDOWN_S_MAX}"))
-            })?
-        }
+        Some(c) => c,
     };
     Ok(CreateRequest {
         cooldown_s,
@@ -198,6 +177,37 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         exchange,
         expires_ms,
     })
+}
+
+/// `webhook_url`, syntax-checked; `None` when absent (or null).
+pub fn webhook_url(obj: &Map<String, Value>) -> Result<Option<String>, Invalid> {
+    let Some(url) = string(obj, "webhook_url")? else { return Ok(None) };
+    if url.chars().count() > WEBHOOK_URL_CHARS_MAX {
+        return Err(invalid(format!("webhook_url is longer than {WEBHOOK_URL_CHARS_MAX} characters")));
+    }
+    check_url_syntax(url)?;
+    Ok(Some(url.to_owned()))
+}
+
+/// `expires_at` as Unix milliseconds; `None` when absent (or null). Its range is a rule
+/// (`rules::check_expiry`).
+pub fn expires_at(obj: &Map<String, Value>) -> Result<Option<i64>, Invalid> {
+    let Some(t) = string(obj, "expires_at")? else { return Ok(None) };
+    let at = rampart_state::clock::parse_iso8601(t).ok_or_else(|| {
+        invalid(format!(
+            "invalid expires_at '{}': an ISO 8601 date-time with its offset, such as 2026-12-01T00:00:00Z",
+            clip(t, 40)
+        ))
+    })?;
+    Ok(Some(at))
+}
+
+/// `cooldown_s`, 0 to [`COOLDOWN_S_MAX`]; `None` when absent (or null).
+pub fn cooldown(obj: &Map<String, Value>) -> Result<Option<u32>, Invalid> {
+    let Some(n) = number(obj, "cooldown_s")? else { return Ok(None) };
+    let c = n.as_u64().filter(|v| *v <= COOLDOWN_S_MAX).and_then(|v| u32::try_from(v).ok());
+    c.map(Some)
+        .ok_or_else(|| invalid(format!("cooldown_s must be a whole number of seconds from 0 to {COOLDOWN_S_MAX}")))
 }
 
 /// What a `*` alert must be (`decisions.md` §15): of a type that is not tied to one pair's

@@ -699,6 +699,9 @@ impl Front {
                 Ok(filter) => self.alerts.list(account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),
             },
+            Route::UpdateAlert(id) => {
+                self.alerts.update(account, id, body, now_ms).await.unwrap_or_else(ApiError::into_response)
+            }
             Route::DeleteAlert(id) => self.alerts.delete(account, id, now_ms).await,
             Route::DeliveryLog(id) => self.alerts.delivery_log(account, id, query).await,
             Route::Redeliver(id, at) => self.alerts.redeliver(account, id, at, now_ms).await,

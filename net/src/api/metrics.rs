@@ -426,6 +426,7 @@ pub fn method(m: &hyper::Method) -> &'static str {
         hyper::Method::GET => "GET",
         hyper::Method::HEAD => "HEAD",
         hyper::Method::POST => "POST",
+        hyper::Method::PATCH => "PATCH",
         hyper::Method::DELETE => "DELETE",
         _ => "other",
     }

@@ -62,6 +62,8 @@ pub enum Route<'a> {
     ListAlerts,
     /// `POST /v1/alerts`.
     CreateAlert,
+    /// `PATCH /v1/alerts/{id}`.
+    UpdateAlert(&'a str),
     /// `DELETE /v1/alerts/{id}`.
     DeleteAlert(&'a str),
     /// `GET /v1/alerts/{id}/deliveries`.
@@ -122,6 +124,7 @@ enum Verb {
     /// `GET`, and `HEAD` with it.
     Get,
     Post,
+    Patch,
     Delete,
 }
 
@@ -130,6 +133,7 @@ impl Verb {
         match *method {
             Method::GET | Method::HEAD => Some(Verb::Get),
             Method::POST => Some(Verb::Post),
+            Method::PATCH => Some(Verb::Patch),
             Method::DELETE => Some(Verb::Delete),
             _ => None,
         }
@@ -139,6 +143,7 @@ impl Verb {
         match self {
             Verb::Get => "GET",
             Verb::Post => "POST",
+            Verb::Patch => "PATCH",
             Verb::Delete => "DELETE",
         }
     }
@@ -255,7 +260,7 @@ impl<'a> Resource<'a> {
     /// goes to the route (it checks the method itself).
     fn methods(self) -> Result<Vec<(Verb, Route<'a>)>, Route<'a>> {
         use Route as T;
-        use Verb::{Delete, Get, Post};
+        use Verb::{Delete, Get, Patch, Post};
         Ok(match self {
             Resource::Stream => return Err(T::Stream),
             Resource::SiteStream => return Err(T::SiteStream),
@@ -281,7 +286,7 @@ impl<'a> Resource<'a> {
             Resource::Rankings(c) => vec![(Get, T::Rankings(c))],
             Resource::Market => vec![(Get, T::Market)],
             Resource::Alerts => vec![(Get, T::ListAlerts), (Post, T::CreateAlert)],
-            Resource::Alert(id) => vec![(Delete, T::DeleteAlert(id))],
+            Resource::Alert(id) => vec![(Patch, T::UpdateAlert(id)), (Delete, T::DeleteAlert(id))],
             Resource::Deliveries(id) => vec![(Get, T::DeliveryLog(id))],
             Resource::Redeliver(id, at) => vec![(Post, T::Redeliver(id, at))],
             Resource::WebhookSecret => {
@@ -342,6 +347,7 @@ mod tests {
             (Method::POST, "/v1/alerts", Route::CreateAlert),
             (Method::GET, "/v1/alerts", Route::ListAlerts),
             (Method::DELETE, "/v1/alerts/7", Route::DeleteAlert("7")),
+            (Method::PATCH, "/v1/alerts/7", Route::UpdateAlert("7")),
             (Method::POST, "/v1/alerts/7/deliveries/99/redeliver", Route::Redeliver("7", "99")),
             (Method::DELETE, "/v1/webhook-secret", Route::EndWebhookSecret),
             (Method::DELETE, "/v1/debug/latency", Route::LatencyReset),
@@ -358,7 +364,7 @@ mod tests {
     #[test]
     fn a_405_names_what_the_resource_takes_and_a_404_is_nothing_there() {
         assert_eq!(allow(Method::PUT, "/v1/alerts"), "GET, POST");
-        assert_eq!(allow(Method::POST, "/v1/alerts/7"), "DELETE");
+        assert_eq!(allow(Method::POST, "/v1/alerts/7"), "PATCH, DELETE");
         assert_eq!(allow(Method::PUT, "/v1/webhook-secret"), "GET, POST, DELETE");
         assert_eq!(allow(Method::POST, "/v1/debug/latency"), "GET, DELETE");
         assert_eq!(allow(Method::GET, "/v1/alerts/7/deliveries/99/redeliver"), "POST");

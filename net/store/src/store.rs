@@ -46,7 +46,9 @@ mod site;
 mod site_row;
 
 pub use account::ACCOUNT_KEYS_MAX;
-pub use alert_row::{condition_columns, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, StatusFilter};
+pub use alert_row::{
+    condition_columns, AlertChanges, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, StatusFilter,
+};
 pub use conn::{Fence, Store, StoreLocation};
 pub use delivery_log::{DeliveryLogRow, Redelivery, ATTEMPTS_PER_ALERT_MAX, DELIVERY_LOG_KEEP_MS};
 pub use firing_record::FiringRecord;

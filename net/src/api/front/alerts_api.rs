@@ -302,6 +302,36 @@ impl AlertsApi {
         respond(StatusCode::OK, j.finish())
     }
 
+    /// `PATCH /v1/alerts/{id}` (`decisions.md` §16): the note, webhook, end or cooldown; the
+    /// same rules as at create for each. A new cooldown reaches the alert's shards (every shard
+    /// for a `*` alert), which keep its state.
+    pub(super) async fn update(&self, account: &KeyRow, id: &str, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
+        let unknown = || ApiError::new(StatusCode::NOT_FOUND, "unknown alert");
+        let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return Err(unknown()) };
+        let changes = crate::alerts::patch::parse_patch(body)?;
+        if let Some(Some(at)) = changes.expires_ms {
+            rules::check_expiry(Some(at), now_ms)?;
+        }
+        if let Some(Some(url)) = &changes.webhook_url {
+            let unprocessable = |e: ssrf::SsrfError| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string());
+            let parsed = ssrf::parse(url).map_err(unprocessable)?;
+            ssrf::resolve_checked(&parsed, self.allow_private).await.map_err(unprocessable)?;
+        }
+        let acc = account.account_id;
+        let retuned = changes.cooldown_s.is_some();
+        let updated = self.storage.run(move |store| store.update_alert(acc, id, &changes)).await;
+        self.health.record(Writer::Front, &updated, now_ms);
+        let row = updated?.ok_or_else(unknown)?;
+        if retuned && row.status == AlertStatus::Active {
+            let Some(spec) = row.spec() else { return Err(unknown()) };
+            if !self.books.hand_over(&row, spec) {
+                // Stored: a retry of the same change is harmless and reaches the shard then.
+                return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
+            }
+        }
+        Ok(alert_answer(&row))
+    }
+
     pub(super) async fn delete(&self, account: &KeyRow, id: &str, now_ms: i64) -> Resp {
         let unknown = || error(StatusCode::NOT_FOUND, "unknown alert");
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return unknown() };

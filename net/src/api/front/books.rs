@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use hyper::StatusCode;
+use rampart_engine::alert::AlertSpec;
 use rampart_engine::{BookId, Venue};
 use rampart_state::{Command, Commands, Shared};
 
@@ -126,6 +127,20 @@ impl Books {
     /// Hands `command` to the shard owning `book`; `false` when its queue is full.
     pub(super) fn send(&self, book: BookId, command: Command) -> bool {
         self.commands.send(book, command).is_ok()
+    }
+
+    /// Hands the stored alert `row` (as `spec`) to the shards that evaluate it: its book's, or
+    /// every shard for a `*` alert; false when a queue had no room. An alert on a pair not served
+    /// now is evaluated once its venue lists it, as every stored alert (true).
+    pub(super) fn hand_over(&self, row: &rampart_store::store::AlertRow, spec: AlertSpec) -> bool {
+        if row.symbol == rampart_state::partition::UNIVERSE {
+            let venue = row.exchange;
+            return self.broadcast(|| Command::AddUniverse { venue, spec });
+        }
+        match self.shared.registry().find(row.exchange, &row.symbol) {
+            Some(book) => self.send(book, Command::AddAlert { book, spec }),
+            None => true,
+        }
     }
 
     /// Queues the command `make` builds for every shard (a `*` alert's); false when a queue had

@@ -251,6 +251,19 @@ pub struct NewAlert {
     pub cooldown_s: u32,
 }
 
+/// What `PATCH /v1/alerts/{id}` changes (`decisions.md` §16); `None`: left as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlertChanges {
+    /// A new note.
+    pub note: Option<String>,
+    /// A new webhook target; `Some(None)` removes it.
+    pub webhook_url: Option<Option<String>>,
+    /// A new end, Unix milliseconds; `Some(None)` removes it.
+    pub expires_ms: Option<Option<i64>>,
+    /// A new cooldown, seconds.
+    pub cooldown_s: Option<u32>,
+}
+
 /// What an alert create's `Idempotency-Key` was used for before ([`Store::idempotent_alert`](crate::store::Store::idempotent_alert)).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Idempotent {

@@ -3,7 +3,8 @@
 //! alert comes to by itself (expiry, delisting).
 
 use super::alert_row::{
-    alert_row, condition_columns, AlertRow, AlertStatus, Idempotent, NewAlert, StatusFilter, ALERT_COLUMNS,
+    alert_row, condition_columns, AlertChanges, AlertRow, AlertStatus, Idempotent, NewAlert, StatusFilter,
+    ALERT_COLUMNS,
 };
 use super::conn::Store;
 use super::outbox::queue_telegram;
@@ -215,6 +216,37 @@ impl Store {
         let row = self.db.query_opt(&sql, vals![id, account_id, now_ms], alert_row)?;
         self.release_active(row.iter().filter(|r| r.status == AlertStatus::Active).map(|r| r.account_id))?;
         Ok(row)
+    }
+
+    /// Applies `changes` to the account's alert `id` unless it is deleted; the row after, or
+    /// `None` when the account has no such alert.
+    pub fn update_alert(
+        &self,
+        account_id: i64,
+        id: i64,
+        changes: &AlertChanges,
+    ) -> Result<Option<AlertRow>, StoreError> {
+        let sql = format!(
+            "UPDATE alerts SET note = COALESCE(?3, note),
+                webhook_url = CASE WHEN ?4 THEN ?5 ELSE webhook_url END,
+                expires_ms = CASE WHEN ?6 THEN ?7 ELSE expires_ms END,
+                cooldown_s = COALESCE(?8, cooldown_s)
+             WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
+        );
+        let webhook = changes.webhook_url.as_ref().and_then(|w| w.as_deref());
+        let expires = changes.expires_ms.flatten();
+        let cooldown = changes.cooldown_s.map(i64::from);
+        let params = vals![
+            id,
+            account_id,
+            changes.note.as_deref(),
+            changes.webhook_url.is_some(),
+            webhook,
+            changes.expires_ms.is_some(),
+            expires,
+            cooldown
+        ];
+        self.db.query_opt(&sql, params, alert_row)
     }
 
     /// Active alerts created at `since_ms` or later, oldest first.

@@ -41,8 +41,6 @@ use crate::config::Plan;
 use crate::site_alerts::{self, SiteError};
 use rampart_state::board::Board;
 use rampart_state::json::Json;
-use rampart_state::partition::UNIVERSE;
-use rampart_state::Command;
 use rampart_store::storage::Writer;
 use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::{hash_key, KeyRow, NewAlert, Revoked, SiteCondition, SiteRequest, ACCOUNT_KEYS_MAX};
@@ -211,7 +209,9 @@ impl Front {
             Method::POST | Method::PUT | Method::PATCH => read_body(body, false).await?,
             _ => bytes::Bytes::new(),
         };
-        if req.method == Method::POST && path == "/v1/alerts" && has_webhook_url(&bytes) {
+        let alert_write = (req.method == Method::POST && path == "/v1/alerts")
+            || (req.method == Method::PATCH && path.starts_with("/v1/alerts/"));
+        if alert_write && has_webhook_url(&bytes) {
             return Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "an alert created on the site has no webhook URL; create one with a webhook_url through the API",
@@ -465,17 +465,7 @@ impl SiteApi {
         let Some(spec) = row.spec() else {
             return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "bad alert id"));
         };
-        let sent = if row.symbol == UNIVERSE {
-            let venue = row.exchange;
-            self.books.broadcast(|| Command::AddUniverse { venue, spec })
-        } else {
-            match self.books.shared.registry().find(row.exchange, &row.symbol) {
-                Some(book) => self.books.send(book, Command::AddAlert { book, spec }),
-                // Not served now: evaluated once the venue lists it (as every stored alert).
-                None => true,
-            }
-        };
-        if !sent {
+        if !self.books.hand_over(&row, spec) {
             let id = row.id;
             let _ = self.storage.run(move |store| store.forget_alert(id)).await;
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
