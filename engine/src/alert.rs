@@ -16,6 +16,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::candle::{CandleSet, Timeframe};
+use crate::cooldown::retune_cooldown;
 use crate::firing::Detail;
 pub use crate::firing::Firing;
 use crate::fixed::Price;
@@ -203,16 +204,6 @@ struct PctGate {
     bucket: i64,
     low: i64,
     high: i64,
-}
-
-/// Gives an alert a cooldown of `new_s` seconds, counted from its last firing: the end of its
-/// quiet time (`i64::MIN` before any firing) moves by the difference.
-pub(crate) fn retune_cooldown(cooldown_ms: &mut i64, quiet_until_ms: &mut i64, new_s: u32) {
-    let new_ms = i64::from(new_s) * 1_000;
-    if *quiet_until_ms != i64::MIN {
-        *quiet_until_ms = quiet_until_ms.saturating_sub(*cooldown_ms).saturating_add(new_ms);
-    }
-    *cooldown_ms = new_ms;
 }
 
 fn rearm_below_level(level: i64) -> i64 {
@@ -719,12 +710,6 @@ mod tests {
         r.book.insert(price(1, Cross::Above, 100_000, true));
         assert!(r.trade(T0 + 4, 99_900).is_empty());
         assert_eq!(r.trade(T0 + 5, 100_000), [1], "no cooldown again: fires");
-        let (mut cooldown, mut quiet) = (0, i64::MIN);
-        retune_cooldown(&mut cooldown, &mut quiet, 60);
-        assert_eq!((cooldown, quiet), (60_000, i64::MIN), "never fired: nothing to count from");
-        let (mut cooldown, mut quiet) = (10_000, 10_000);
-        retune_cooldown(&mut cooldown, &mut quiet, 60);
-        assert_eq!(quiet, 60_000, "from the last firing at 0");
         let level = LevelCondition {
             event: crate::level_alert::LevelEvent::Break,
             direction: crate::level_alert::LevelDirection::Any,

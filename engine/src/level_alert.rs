@@ -216,7 +216,7 @@ impl LevelAlerts {
             self.watches.iter_mut().find(|w| w.live && w.id == id && w.condition == *condition && w.repeat == repeat);
         match held {
             Some(w) => {
-                crate::alert::retune_cooldown(&mut w.cooldown_ms, &mut w.quiet_until_ms, cooldown_s);
+                crate::cooldown::retune_cooldown(&mut w.cooldown_ms, &mut w.quiet_until_ms, cooldown_s);
                 true
             }
             None => false,

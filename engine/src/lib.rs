@@ -7,6 +7,7 @@
 pub mod alert;
 pub mod book;
 pub mod candle;
+mod cooldown;
 pub mod feed;
 pub mod firing;
 pub mod fixed;

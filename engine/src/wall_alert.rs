@@ -127,7 +127,7 @@ impl WallAlerts {
     pub fn retune(&mut self, id: u64, condition: &WallCondition, repeat: bool, cooldown_s: u32) -> bool {
         match self.watches.iter_mut().find(|w| w.id == id && w.condition == *condition && w.repeat == repeat) {
             Some(w) => {
-                crate::alert::retune_cooldown(&mut w.cooldown_ms, &mut w.quiet_until_ms, cooldown_s);
+                crate::cooldown::retune_cooldown(&mut w.cooldown_ms, &mut w.quiet_until_ms, cooldown_s);
                 true
             }
             None => false,
