@@ -157,7 +157,7 @@ fn keys_and_channels_are_the_accounts_own() {
     for bad in [json!({"telegramChatId":"12ab"}), json!({"telegramChatId":true}), json!({"telegramChatId":"@ab"})] {
         a.change(&server, "PUT", "/site/channels", Some(&bad)).assert_error(
             422,
-            "telegramChatId must be a chat id (digits, optionally after '-') or @channelname, or null",
+            "telegramChatId must be a chat id (digits, optionally after '-') or @channelname",
             "bad chat",
         );
     }

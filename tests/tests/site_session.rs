@@ -68,7 +68,7 @@ fn sign_in_csrf_sign_out_and_revocation() {
         "/site/site-alerts",
         Some(&json!({"type":"density","exchange":"binance","symbol":"NOPEUSDT","min_usd":1})),
     );
-    unknown.assert_error(404, "unknown symbol", "unknown pair");
+    unknown.assert_error(404, "unknown symbol 'NOPEUSDT' on binance", "unknown pair");
     assert_eq!(s.change(&server, "POST", "/site/site-alerts", Some(&alert)).status, 200);
     s.change(&server, "POST", "/site/site-alerts", Some(&alert)).assert_error(
         422,

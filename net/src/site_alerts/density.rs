@@ -11,7 +11,7 @@ use rampart_engine::alert::Condition;
 use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::Registry;
 
-use super::{invalid, Invalid, SiteError};
+use super::{clip, invalid, Invalid, SiteError};
 use crate::config::Plan;
 use rampart_state::partition::UNIVERSE;
 use rampart_store::store::{AlertRow, NewAlert, SiteCondition, SiteRequest, Store};
@@ -56,7 +56,9 @@ pub fn create(
 ) -> Result<AlertRow, SiteError> {
     if let Some(r) = registry {
         if alert.symbol != UNIVERSE && r.find(alert.exchange, &alert.symbol).is_none() {
-            return Err(SiteError::Invalid(Invalid { status: 404, message: "unknown symbol".into() }));
+            // Named as the API names it (`POST /v1/alerts`), so the form can say what was typed.
+            let message = format!("unknown symbol '{}' on {}", clip(&alert.symbol, 64), alert.exchange);
+            return Err(SiteError::Invalid(Invalid { status: 404, message }));
         }
     }
     let cap = plan.density_alert_cap;

@@ -345,7 +345,7 @@ impl SiteApi {
             Some(_) => {
                 return Err(ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
-                    "telegramChatId must be a chat id (digits, optionally after '-') or @channelname, or null",
+                    "telegramChatId must be a chat id (digits, optionally after '-') or @channelname",
                 ))
             }
         };
