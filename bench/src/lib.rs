@@ -478,6 +478,9 @@ pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_m
                         created_ms: 1,
                         expires_ms: None,
                         cooldown_s: 0,
+                        max_fires: None,
+                        message: None,
+                        webhook_format: rampart_store::store::WebhookFormat::Json,
                     };
                     let t = Instant::now();
                     thread.run(move |s| s.insert_alert(&alert)).await.expect("an insert");
@@ -586,6 +589,9 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
                 created_ms: 0,
                 expires_ms: None,
                 cooldown_s: 0,
+                max_fires: None,
+                message: None,
+                webhook_format: rampart_store::store::WebhookFormat::Json,
             })
             .expect("alert");
         ids.push(row.id);

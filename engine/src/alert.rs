@@ -340,6 +340,30 @@ impl AlertBook {
         self.arm(spec, gen);
     }
 
+    /// Adds an alert its owner resumed (`decisions.md` §16). One already held is only retuned,
+    /// as [`AlertBook::insert`]. A price alert starts disarmed: it arms at the first trade on
+    /// the far side of its level (strictly below for `above`, above for `below`) and fires at a
+    /// crossing after that, so resuming while price is past its level fires nothing.
+    pub fn resume(&mut self, spec: AlertSpec) {
+        let held = self.states.contains_key(&spec.id);
+        self.insert(spec);
+        let Condition::Price { cross, level } = spec.condition else { return };
+        if held {
+            return;
+        }
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let gen = self.next_gen;
+        let Some(state) = self.states.get_mut(&spec.id) else { return };
+        // The armed entry `insert` pushed goes stale.
+        state.gen = gen;
+        self.stale += 1;
+        match cross {
+            Cross::Above => self.above_rearm.push(Entry { key: level.0.saturating_sub(1), id: spec.id, gen }),
+            Cross::Below => self.below_rearm.push(Reverse(Entry { key: level.0.saturating_add(1), id: spec.id, gen })),
+        }
+        self.reserve_for(spec.condition);
+    }
+
     fn arm(&mut self, spec: AlertSpec, gen: u32) {
         match spec.condition {
             Condition::Price { cross: Cross::Above, level } => {
@@ -654,6 +678,25 @@ mod tests {
         assert!(r.out.is_empty());
         assert_eq!(r.trade(T0 + 4, 85), [2], "a gap through the level fires");
         assert!(r.book.is_empty());
+    }
+
+    /// A resumed price alert past its level waits for the far side: nothing at resume, a
+    /// crossing after that fires; one already held is left as it is.
+    #[test]
+    fn a_resumed_price_alert_waits_for_the_far_side() {
+        let mut r = Rig::new(&[]);
+        r.book.resume(price(1, Cross::Above, 100, true));
+        r.book.resume(price(2, Cross::Below, 90, true));
+        assert!(r.trade(T0, 105).is_empty(), "above its level at resume: no firing");
+        assert!(r.trade(T0 + 1, 100).is_empty(), "on the level is not the far side");
+        assert!(r.trade(T0 + 2, 99).is_empty(), "below: armed");
+        assert_eq!(r.trade(T0 + 3, 100), [1]);
+        assert_eq!(r.trade(T0 + 4, 89), [2], "below's far side was the price at resume's side");
+        let mut r = Rig::new(&[]);
+        r.book.resume(price(3, Cross::Above, 200, false));
+        r.book.resume(price(3, Cross::Above, 200, false));
+        assert!(r.trade(T0 + 5, 150).is_empty());
+        assert_eq!(r.trade(T0 + 6, 201), [3], "resumed below its level: fires at the crossing");
     }
 
     #[test]

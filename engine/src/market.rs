@@ -182,10 +182,25 @@ impl Market {
     /// Adds an alert to an owned book (a command, not a tick: it may allocate). Returns false
     /// when the book is not owned here.
     pub fn insert_alert(&mut self, id: BookId, spec: AlertSpec) -> bool {
+        self.put_alert(id, spec, false)
+    }
+
+    /// Adds a resumed alert to an owned book (`decisions.md` §16): as
+    /// [`Market::insert_alert`], but a price alert whose price is past its level waits for the
+    /// far side first ([`AlertBook::resume`]).
+    pub fn resume_alert(&mut self, id: BookId, spec: AlertSpec) -> bool {
+        self.put_alert(id, spec, true)
+    }
+
+    fn put_alert(&mut self, id: BookId, spec: AlertSpec, resumed: bool) -> bool {
         let Some(i) = self.local_of.get(id.index()).copied().filter(|&i| i != u32::MAX) else { return false };
         let state = &mut self.books[i as usize];
         let before = state.alerts.len();
-        state.alerts.insert(spec);
+        if resumed {
+            state.alerts.resume(spec);
+        } else {
+            state.alerts.insert(spec);
+        }
         self.alerts = self.alerts + state.alerts.len() - before;
         let want = state.alerts.firings_max();
         if self.firings.capacity() < want {

@@ -267,6 +267,7 @@ const INSTANT_NOW_READERS: &[(&str, &str)] = &[
     ("net/store/src/storage.rs", "a storage request's deadline"),
     ("net/venue/src/rest.rs", "the REST thread: the pacers' now and the listing refreshes"),
     ("net/src/api/front.rs", "a request's duration for /metrics"),
+    ("net/src/api/front/alerts_api/test_send.rs", "a test send's latency, answered and logged"),
     ("net/src/api/front/gate.rs", "a key change's wait for every running key table"),
     ("net/src/api/front/stream_api.rs", "a stream request's duration for /metrics"),
 ];

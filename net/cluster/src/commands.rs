@@ -131,6 +131,7 @@ async fn send(client: &async_nats::Client, registry: &Registry, partition: u16, 
     let named = |book| name_of(registry, book);
     let (alert, query) = match cmd {
         Command::AddAlert { book, spec } => (named(book).map(|b| AlertCommand::Add(b, spec)), None),
+        Command::ResumeAlert { book, spec } => (named(book).map(|b| AlertCommand::Resume(b, spec)), None),
         Command::RemoveAlert { book, id } => (named(book).map(|b| AlertCommand::Remove(b, id)), None),
         // A `*` alert's reach every partition (queued on each partition's queue), named by the
         // venue and the symbol `*`.
@@ -319,6 +320,10 @@ impl Node {
                 }
             }
             AlertCommand::Remove(name, id) => self.apply(&name, |book| Command::RemoveAlert { book, id }).await,
+            AlertCommand::Resume(name, spec) => {
+                self.recent.borrow_mut().insert(spec.id, self.clock.now_ms());
+                self.apply(&name, |book| Command::ResumeAlert { book, spec }).await;
+            }
         }
     }
 

@@ -110,8 +110,11 @@ pub struct SnapshotHead {
 pub enum AlertCommand {
     /// Evaluate this alert (committed to storage first).
     Add(BookName, AlertSpec),
-    /// Stop evaluating it (deleted).
+    /// Stop evaluating it (deleted or paused).
     Remove(BookName, u64),
+    /// Evaluate it again, resumed (`decisions.md` §16): a price alert past its level waits for
+    /// the far side. One pair only (a `*` alert resumes with `Add`).
+    Resume(BookName, AlertSpec),
 }
 
 /// A read that a market node answers from its shard.
@@ -484,8 +487,8 @@ fn read_metrics(r: &mut In<'_>) -> Result<PairMetrics, WireError> {
 pub fn alert_command(c: &AlertCommand) -> Vec<u8> {
     let mut out = Out::new(96);
     match c {
-        AlertCommand::Add(book, spec) => {
-            out.u8(0);
+        AlertCommand::Add(book, spec) | AlertCommand::Resume(book, spec) => {
+            out.u8(if matches!(c, AlertCommand::Add(..)) { 0 } else { 2 });
             out.book(book);
             out.i64(spec.id as i64);
             out.u8(spec.repeat as u8);
@@ -536,7 +539,7 @@ pub fn alert_command(c: &AlertCommand) -> Vec<u8> {
 pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
     let mut r = In::new(buf)?;
     let c = match r.u8()? {
-        0 => {
+        tag @ (0 | 2) => {
             let book = r.book()?;
             let id = r.i64()? as u64;
             let repeat = r.bool()?;
@@ -576,7 +579,12 @@ pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
             // The cooldown trails the condition, only when it is set: a node of the release
             // before it reads every alert without one (version 1 stays).
             let cooldown_s = if r.done() { 0 } else { r.u32()? };
-            AlertCommand::Add(book, AlertSpec { id, condition, repeat, cooldown_s })
+            let spec = AlertSpec { id, condition, repeat, cooldown_s };
+            if tag == 0 {
+                AlertCommand::Add(book, spec)
+            } else {
+                AlertCommand::Resume(book, spec)
+            }
         }
         1 => {
             let book = r.book()?;
@@ -795,6 +803,7 @@ mod tests {
                 spec(Condition::Pct { dir: Move::Any, millionths: 5, window: Timeframe::ALL[5] }),
             ),
             AlertCommand::Remove(name("C"), u64::MAX),
+            AlertCommand::Resume(name("C"), spec(Condition::Price { cross: Cross::Above, level: Price(9) })),
             AlertCommand::Add(
                 name("C"),
                 AlertSpec {

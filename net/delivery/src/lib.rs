@@ -658,12 +658,29 @@ struct Sending {
 /// One attempt of one delivery at `now_ms`, bounded by `target.timeout` as a whole; a webhook is
 /// signed with `secrets` (the account's, current first; none: unsigned, byte for byte as before).
 pub async fn attempt(row: &OutboxRow, target: &Target, secrets: &[String], now_ms: i64) -> AttemptResult {
+    attempt_as("alert.triggered", row, target, secrets, now_ms).await
+}
+
+/// A test send of an alert's webhook (`POST /v1/alerts/{id}/test`, `decisions.md` §16): one
+/// attempt as [`attempt`] makes, the same address check and signing, with the event header
+/// `alert.test`.
+pub async fn test_attempt(row: &OutboxRow, target: &Target, secrets: &[String], now_ms: i64) -> AttemptResult {
+    attempt_as("alert.test", row, target, secrets, now_ms).await
+}
+
+async fn attempt_as(
+    event: &'static str,
+    row: &OutboxRow,
+    target: &Target,
+    secrets: &[String],
+    now_ms: i64,
+) -> AttemptResult {
     let Some(url) = destination(row, target.telegram.as_ref()) else {
         return failed(FailKind::Refused, "the Telegram channel is not configured ([channels.telegram])");
     };
     let how = match row.channel {
         Channel::Webhook => Sending {
-            event: Some("alert.triggered"),
+            event: Some(event),
             allow_private: target.allow_private,
             signature: signing::sign(secrets, &message_id(row.alert_id, row.trigger_ms), now_ms / 1000, &row.body),
         },

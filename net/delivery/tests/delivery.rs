@@ -160,11 +160,14 @@ fn fired_alert(dir: &Path, url: &str) -> (Store, i64) {
             created_ms: T0 - 1_000,
             expires_ms: None,
             cooldown_s: 0,
+            max_fires: None,
+            message: None,
+            webhook_format: rampart_store::store::WebhookFormat::Json,
         })
         .expect("alert");
     let firing = FiringRecord::at_price(row.id, 10_000_012_000_000, T0, true);
     let done = store.record_firings(&[firing], &Texts).expect("record");
-    assert_eq!(done.len(), 1);
+    assert_eq!(done.fired.len(), 1);
     (store, row.id)
 }
 
@@ -362,6 +365,9 @@ fn slow_receivers_do_not_delay_healthy_ones() {
                 created_ms: T0,
                 expires_ms: None,
                 cooldown_s: 0,
+                max_fires: None,
+                message: None,
+                webhook_format: rampart_store::store::WebhookFormat::Json,
             })
             .expect("alert");
         ids.push(row.id);
@@ -610,6 +616,9 @@ fn fire_many(store: &mut Store, urls: &[String], n: usize) -> (i64, Vec<i64>) {
                 created_ms: T0,
                 expires_ms: None,
                 cooldown_s: 0,
+                max_fires: None,
+                message: None,
+                webhook_format: rampart_store::store::WebhookFormat::Json,
             })
             .expect("alert");
         ids.push(row.id);

@@ -569,6 +569,11 @@ impl Shard {
                         self.reserve_backlog();
                     }
                 }
+                Command::ResumeAlert { book, spec } => {
+                    if self.market.resume_alert(book, spec) {
+                        self.reserve_backlog();
+                    }
+                }
                 Command::RemoveAlert { book, id } => {
                     self.market.remove_alert(book, id);
                 }

@@ -8,10 +8,12 @@ use serde_json::Value;
 use crate::request::{body_object_fixed, invalid, present, string, Invalid, NOTE_CHARS_MAX};
 use rampart_store::store::AlertChanges;
 
+use super::lifecycle;
 use super::request::{cooldown, expires_at, webhook_url, CREATE_FIELDS};
 
 /// The fields a `PATCH /v1/alerts/{id}` body may have, in the order the 422 lists them.
-pub const PATCH_FIELDS: [&str; 4] = ["note", "webhook_url", "expires_at", "cooldown_s"];
+pub const PATCH_FIELDS: [&str; 8] =
+    ["note", "webhook_url", "paused", "expires_at", "cooldown_s", "max_fires", "message", "webhook_format"];
 
 /// Parses and checks a change (the expiry's range and the webhook's address are rules, checked
 /// after, as at create).
@@ -39,7 +41,19 @@ pub fn parse_patch(body: &[u8]) -> Result<AlertChanges, Invalid> {
         (true, None) => return Err(invalid("cooldown_s cannot be null: 0 is no cooldown")),
         _ => cooldown(&obj)?,
     };
-    Ok(AlertChanges { note, webhook_url, expires_ms, cooldown_s })
+    // `null` removes the limit or the template.
+    let max_fires = obj.contains_key("max_fires").then(|| lifecycle::max_fires(&obj)).transpose()?;
+    let message = obj.contains_key("message").then(|| lifecycle::message(&obj)).transpose()?;
+    Ok(AlertChanges {
+        note,
+        webhook_url,
+        expires_ms,
+        cooldown_s,
+        paused: lifecycle::paused(&obj)?,
+        max_fires,
+        message,
+        webhook_format: lifecycle::webhook_format(&obj)?,
+    })
 }
 
 #[cfg(test)]
@@ -65,6 +79,13 @@ mod tests {
         .expect("all");
         assert_eq!(c.webhook_url, Some(Some("https://example.com/h".into())));
         assert_eq!((c.cooldown_s, c.expires_ms), (Some(60), Some(Some(1_796_083_200_000))));
+        let c = parse_patch(br#"{"paused":true,"max_fires":null,"message":"{{symbol}}","webhook_format":"discord"}"#)
+            .expect("lifecycle");
+        assert_eq!((c.paused, c.max_fires), (Some(true), Some(None)));
+        assert_eq!(c.message, Some(Some("{{symbol}}".into())));
+        assert_eq!(c.webhook_format, Some(rampart_store::store::WebhookFormat::Discord));
+        let c = parse_patch(br#"{"message":null,"max_fires":3}"#).expect("remove the template");
+        assert_eq!((c.message, c.max_fires), (Some(None), Some(Some(3))));
     }
 
     #[test]
@@ -74,8 +95,17 @@ mod tests {
             (r#"{"type":"pct"}"#, "field 'type' cannot change: delete the alert and create another"),
             (r#"{"symbol":"ETHUSDT","note":"x"}"#, "field 'symbol' cannot change: delete the alert and create another"),
             (r#"{"repeat":true}"#, "field 'repeat' cannot change: delete the alert and create another"),
-            (r#"{"paused":true}"#, "unknown field 'paused'. Allowed: note, webhook_url, expires_at, cooldown_s"),
-            (r#"{}"#, "the body changes nothing: send any of note, webhook_url, expires_at, cooldown_s"),
+            (
+                r#"{"pause":true}"#,
+                "unknown field 'pause'. Allowed: note, webhook_url, paused, expires_at, cooldown_s, max_fires, message, webhook_format",
+            ),
+            (
+                r#"{}"#,
+                "the body changes nothing: send any of note, webhook_url, paused, expires_at, cooldown_s, max_fires, message, webhook_format",
+            ),
+            (r#"{"paused":"yes"}"#, "field 'paused' must be true or false"),
+            (r#"{"max_fires":0}"#, "max_fires must be a whole number from 1 to 1000, or null"),
+            (r#"{"webhook_format":"xml"}"#, "invalid webhook_format 'xml'. Allowed: json, discord, slack"),
             (r#"{"cooldown_s":null}"#, "cooldown_s cannot be null: 0 is no cooldown"),
             (r#"{"cooldown_s":86401}"#, "cooldown_s must be a whole number of seconds from 0 to 86400"),
             (r#"{"note":7}"#, "field 'note' must be a string"),

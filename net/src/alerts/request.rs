@@ -18,7 +18,8 @@ use crate::request::{symbol_syntax, Invalid, COOLDOWN_S_MAX};
 use serde_json::{Map, Value};
 
 use super::decimal::{exact, Fit};
-use super::structure;
+use super::{lifecycle, structure};
+use rampart_store::store::WebhookFormat;
 
 /// Longest `webhook_url`, in characters.
 pub const WEBHOOK_URL_CHARS_MAX: usize = 500;
@@ -50,6 +51,12 @@ pub struct CreateRequest {
     /// The least time between two firings (`cooldown_s`), seconds; 0 unless given, or
     /// [`UNIVERSE_COOLDOWN_S`] for a `*` alert.
     pub cooldown_s: u32,
+    /// Firings after which it ends (`max_fires`); `None`: no limit.
+    pub max_fires: Option<u32>,
+    /// Its text's template (`message`), placeholders checked.
+    pub message: Option<String>,
+    /// Its webhook's body (`webhook_format`; `json` unless given).
+    pub webhook_format: WebhookFormat,
 }
 
 pub use rampart_state::partition::UNIVERSE;
@@ -100,7 +107,7 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
 }
 
 /// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
-pub const CREATE_FIELDS: [&str; 20] = [
+pub const CREATE_FIELDS: [&str; 23] = [
     "symbol",
     "exchange",
     "type",
@@ -121,6 +128,9 @@ pub const CREATE_FIELDS: [&str; 20] = [
     "webhook_url",
     "expires_at",
     "cooldown_s",
+    "max_fires",
+    "message",
+    "webhook_format",
 ];
 
 /// The alert types `POST /v1/alerts` takes.
@@ -167,8 +177,13 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         None => 0,
         Some(c) => c,
     };
+    let max_fires = lifecycle::max_fires(&obj)?;
+    lifecycle::check_max_fires_of_one_shot(repeat, max_fires)?;
     Ok(CreateRequest {
         cooldown_s,
+        max_fires,
+        message: lifecycle::message(&obj)?,
+        webhook_format: lifecycle::webhook_format(&obj)?.unwrap_or_default(),
         symbol: symbol.to_ascii_uppercase(),
         condition,
         repeat,
@@ -369,11 +384,11 @@ mod tests {
     fn the_validation_matrix() {
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","webhookUrl":"https://x.example.com/h"}"#,
-            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s",
+            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
         );
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","extra":null}"#,
-            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s",
+            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
         );
         let r = parse_create(br#"{"type":"price","direction":"above","price":1,"symbol":"a","exchange":"OKX"}"#);
         assert_eq!(r.map(|r| r.exchange), Ok(Some(Venue::Okx)), "exchange is case-insensitive");

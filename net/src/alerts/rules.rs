@@ -89,6 +89,9 @@ mod tests {
             exchange: None,
             expires_ms: None,
             cooldown_s: 0,
+            max_fires: None,
+            message: None,
+            webhook_format: rampart_store::store::WebhookFormat::Json,
         }
     }
 

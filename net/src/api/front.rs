@@ -705,6 +705,7 @@ impl Front {
             Route::DeleteAlert(id) => self.alerts.delete(account, id, now_ms).await,
             Route::DeliveryLog(id) => self.alerts.delivery_log(account, id, query).await,
             Route::Redeliver(id, at) => self.alerts.redeliver(account, id, at, now_ms).await,
+            Route::TestAlert(id) => self.alerts.test(account, id, now_ms).await.unwrap_or_else(ApiError::into_response),
             Route::Inbox => self.alerts.inbox(account, query).await,
             Route::Latency => self.health.latency(),
             Route::LatencyReset => {

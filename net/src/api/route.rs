@@ -70,6 +70,8 @@ pub enum Route<'a> {
     DeliveryLog(&'a str),
     /// `POST /v1/alerts/{id}/deliveries/{triggerTime}/redeliver`.
     Redeliver(&'a str, &'a str),
+    /// `POST /v1/alerts/{id}/test`.
+    TestAlert(&'a str),
     /// `GET /v1/webhook-secret`.
     WebhookSigning,
     /// `POST /v1/webhook-secret`.
@@ -175,6 +177,7 @@ enum Resource<'a> {
     Alert(&'a str),
     Deliveries(&'a str),
     Redeliver(&'a str, &'a str),
+    TestAlert(&'a str),
     WebhookSecret,
     Inbox,
     Latency,
@@ -213,6 +216,7 @@ impl<'a> Resource<'a> {
             ["v1", "alerts", id] => R::Alert(id),
             ["v1", "alerts", id, "deliveries"] => R::Deliveries(id),
             ["v1", "alerts", id, "deliveries", at, "redeliver"] => R::Redeliver(id, at),
+            ["v1", "alerts", id, "test"] => R::TestAlert(id),
             ["v1", "webhook-secret"] => R::WebhookSecret,
             ["v1", "inbox"] => R::Inbox,
             ["v1", "debug", "latency"] => R::Latency,
@@ -250,6 +254,7 @@ impl<'a> Resource<'a> {
             R::Alert(_) => "/v1/alerts/{id}",
             R::Deliveries(_) => "/v1/alerts/{id}/deliveries",
             R::Redeliver(..) => "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
+            R::TestAlert(_) => "/v1/alerts/{id}/test",
             R::WebhookSecret => "/v1/webhook-secret",
             R::Inbox => "/v1/inbox",
             R::Latency => "/v1/debug/latency",
@@ -289,6 +294,7 @@ impl<'a> Resource<'a> {
             Resource::Alert(id) => vec![(Patch, T::UpdateAlert(id)), (Delete, T::DeleteAlert(id))],
             Resource::Deliveries(id) => vec![(Get, T::DeliveryLog(id))],
             Resource::Redeliver(id, at) => vec![(Post, T::Redeliver(id, at))],
+            Resource::TestAlert(id) => vec![(Post, T::TestAlert(id))],
             Resource::WebhookSecret => {
                 vec![(Get, T::WebhookSigning), (Post, T::RotateWebhookSecret), (Delete, T::EndWebhookSecret)]
             }

@@ -41,6 +41,9 @@ pub fn new_alert(account_id: i64, request: &SiteRequest, created_price: i64, now
         created_ms: now_ms,
         expires_ms: None,
         cooldown_s: request.cooldown_s,
+        max_fires: None,
+        message: None,
+        webhook_format: rampart_store::store::WebhookFormat::Json,
     })
 }
 

@@ -26,7 +26,15 @@ pub enum Command {
         /// The alert.
         spec: AlertSpec,
     },
-    /// Remove an alert (deleted by its owner).
+    /// Add an alert its owner resumed (`decisions.md` §16): a price alert past its level waits
+    /// for the far side before it can fire (`engine::alert::AlertBook::resume`).
+    ResumeAlert {
+        /// The book.
+        book: BookId,
+        /// The alert.
+        spec: AlertSpec,
+    },
+    /// Remove an alert (deleted or paused by its owner).
     RemoveAlert {
         /// The book.
         book: BookId,

@@ -417,6 +417,9 @@ mod tests {
             created_ms: 1,
             expires_ms: None,
             cooldown_s: 0,
+            max_fires: None,
+            message: None,
+            webhook_format: crate::store::WebhookFormat::Json,
         }
     }
 

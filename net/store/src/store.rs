@@ -47,11 +47,13 @@ mod site_row;
 
 pub use account::ACCOUNT_KEYS_MAX;
 pub use alert_row::{
-    condition_columns, AlertChanges, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, StatusFilter,
+    condition_columns, AlertChanges, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, PausedBy,
+    StatusFilter, WebhookFormat, FLOOD_FIRINGS_MAX, FLOOD_WINDOW_MS,
 };
 pub use conn::{Fence, Store, StoreLocation};
 pub use delivery_log::{DeliveryLogRow, Redelivery, ATTEMPTS_PER_ALERT_MAX, DELIVERY_LOG_KEEP_MS};
 pub use firing_record::FiringRecord;
+pub use firings::Recorded;
 pub use inbox::InboxRow;
 pub use keys::{generate_key, hash_key, is_key_shaped, CreatedKey, KeyRow, Revoked, KEY_WATCHER_ALIVE_MS};
 pub use locks::{DataDirLock, LockError, PgLockHolder, ServerLock};
@@ -147,6 +149,9 @@ pub(crate) mod test_support {
             created_ms: 1,
             expires_ms: None,
             cooldown_s: 0,
+            max_fires: None,
+            message: None,
+            webhook_format: crate::store::WebhookFormat::Json,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! firing or a delisting.
 
 pub mod alert;
+pub mod chat;
 pub mod site_alert;
 pub mod telegram;
 
@@ -17,6 +18,22 @@ pub struct Texts;
 impl Render for Texts {
     fn alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String {
         alert::event_body(row, f)
+    }
+
+    fn alert_inbox_entry(&self, row: &AlertRow, f: &FiringRecord) -> Option<String> {
+        row.message.as_ref().map(|_| alert::with_text(&alert::event_body(row, f), &chat::text(row, f)))
+    }
+
+    fn alert_chat_body(&self, row: &AlertRow, f: &FiringRecord) -> Option<String> {
+        chat::chat_body(row.webhook_format, &chat::text(row, f))
+    }
+
+    fn alert_paused(&self, row: &AlertRow, at_ms: i64) -> String {
+        alert::paused_body(row, at_ms)
+    }
+
+    fn telegram_alert_paused(&self, row: &AlertRow) -> String {
+        telegram::paused_text(row)
     }
 
     fn alert_delisted(&self, row: &AlertRow, now_ms: i64) -> String {
@@ -32,7 +49,7 @@ impl Render for Texts {
     }
 
     fn telegram_alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String {
-        telegram::firing_text(row, f)
+        chat::text(row, f)
     }
 
     fn telegram_alert_delisted(&self, row: &AlertRow) -> String {

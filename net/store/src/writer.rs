@@ -67,9 +67,8 @@ pub type OnCommitted = Box<dyn FnMut(&[(AlertRow, FiringRecord)]) + Send>;
 
 /// Which alerts this process ends at their expiry ([`WriterHooks::owns`]).
 pub type Owns = Box<dyn Fn(&AlertRow) -> bool + Send>;
-/// Called with the alerts ended at their expiry, and with a one-shot `*` alert ended by its body
-/// ([`WriterHooks::on_expired`]).
-pub type OnExpired = Box<dyn FnMut(&[AlertRow]) + Send>;
+/// Called with the alerts that must leave their shards ([`WriterHooks::on_ended`]).
+pub type OnEnded = Box<dyn FnMut(&[AlertRow]) + Send>;
 
 /// How often the writer looks for alerts whose `expires_at` has passed.
 pub const EXPIRY_SCAN_MS: i64 = 1_000;
@@ -85,15 +84,16 @@ pub struct WriterHooks {
     /// Which alerts this process ends at their expiry: their pair's shard is here (a market
     /// node ends its partition's; a single process every alert).
     pub owns: Owns,
-    /// Called with the alerts ended at their expiry, once committed, so their shards drop them;
-    /// also with a one-shot `*` alert its body ended (its other pairs' books still hold it).
-    pub on_expired: OnExpired,
+    /// Called, once committed, with the alerts that must leave their shards: ended at their
+    /// expiry or by their `max_fires`, a one-shot `*` alert its body ended (its other pairs'
+    /// books still hold it), and those the flood guard paused (`decisions.md` §16).
+    pub on_ended: OnEnded,
 }
 
 impl WriterHooks {
     /// `texts` and `on_committed`; every alert's expiry, with nothing told of it.
     pub fn new(texts: Box<dyn Render + Send>, on_committed: OnCommitted) -> WriterHooks {
-        WriterHooks { texts, on_committed, owns: Box::new(|_| true), on_expired: Box::new(|_| {}) }
+        WriterHooks { texts, on_committed, owns: Box::new(|_| true), on_ended: Box::new(|_| {}) }
     }
 }
 
@@ -116,7 +116,7 @@ impl Writer {
         clock: SharedClock,
         hooks: WriterHooks,
     ) -> std::io::Result<Writer> {
-        let WriterHooks { texts, mut on_committed, owns, mut on_expired } = hooks;
+        let WriterHooks { texts, mut on_committed, owns, mut on_ended } = hooks;
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(WriterStats::default());
         let (stop2, stats2) = (stop.clone(), stats.clone());
@@ -165,7 +165,7 @@ impl Writer {
                             }
                             ShardEvent::Delisted { book, ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
-                                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_expired));
+                                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_ended));
                                 let registry = registry.load();
                                 delist(&mut store, &*texts, registry.get(book), ids.len(), &stats2, &*clock);
                             }
@@ -187,7 +187,7 @@ impl Writer {
                 collector.take_due(now, stopping, BATCH_MAX, &mut batch);
                 if now - expiry_scanned_ms >= EXPIRY_SCAN_MS {
                     expiry_scanned_ms = now;
-                    expire_due(&mut store, &*texts, &*owns, &mut *on_expired, &stats2, now);
+                    expire_due(&mut store, &*texts, &*owns, &mut *on_ended, &stats2, now);
                 }
                 if batch.is_empty() && site.is_empty() {
                     if stopping {
@@ -196,7 +196,7 @@ impl Writer {
                     std::thread::park_timeout(IDLE);
                     continue;
                 }
-                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_expired));
+                commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_ended));
                 commit_site(&mut store, &*texts, &mut site, &stats2, &health, &*clock);
             }
         })?;
@@ -247,13 +247,13 @@ fn delist(
 }
 
 /// Ends the owned alerts whose `expires_at` has passed (`decisions.md` §13): removed, their
-/// owners told in the inbox (and Telegram), never by webhook; then `on_expired` drops them from
+/// owners told in the inbox (and Telegram), never by webhook; then `on_ended` drops them from
 /// their shards. A failure is logged and tried again at the next scan.
 fn expire_due(
     store: &mut Store,
     texts: &dyn Render,
     owns: &dyn Fn(&AlertRow) -> bool,
-    on_expired: &mut dyn FnMut(&[AlertRow]),
+    on_ended: &mut dyn FnMut(&[AlertRow]),
     stats: &WriterStats,
     now: i64,
 ) {
@@ -272,7 +272,7 @@ fn expire_due(
         Ok(ended) if !ended.is_empty() => {
             stats.note_inbox_write();
             tracing::info!("{} alerts expired", ended.len());
-            on_expired(&ended);
+            on_ended(&ended);
         }
         Ok(_) => {}
         Err(e) => tracing::warn!("writer: ending {} expired alerts: {e}; trying again", ids.len()),
@@ -326,7 +326,7 @@ fn commit_site(
 }
 
 /// Commits `batch`, retrying until it succeeds, then empties it; tells `on_committed` what it
-/// recorded and `on_ended` the `*` alerts a one-shot body ended.
+/// recorded and `on_ended` the alerts that leave their shards.
 fn commit(
     store: &mut Store,
     texts: &dyn Render,
@@ -334,7 +334,7 @@ fn commit(
     stats: &WriterStats,
     health: &StorageHealth,
     clock: &dyn Clock,
-    (on_committed, on_ended): (&mut OnCommitted, &mut OnExpired),
+    (on_committed, on_ended): (&mut OnCommitted, &mut OnEnded),
 ) {
     if batch.is_empty() {
         return;
@@ -352,12 +352,11 @@ fn commit(
                 stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);
                 stats.note_inbox_write();
-                on_committed(&done);
-                let ended: Vec<AlertRow> = done
-                    .iter()
-                    .filter(|(row, f)| f.last && row.symbol == rampart_state::partition::UNIVERSE)
-                    .map(|(row, _)| row.clone())
-                    .collect();
+                on_committed(&done.fired);
+                let ended = done.leaving();
+                if !done.paused.is_empty() {
+                    tracing::info!("writer: the flood guard paused {} alerts", done.paused.len());
+                }
                 if !ended.is_empty() {
                     on_ended(&ended);
                 }

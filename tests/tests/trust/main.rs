@@ -7,3 +7,4 @@ mod expiry;
 mod idempotency;
 mod keys_at_once;
 mod signing;
+mod test_send;

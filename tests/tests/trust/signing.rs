@@ -21,7 +21,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 const STANDARDWEBHOOKS: &str = "standardwebhooks==1.1.0";
 
 /// The venv's python with `standardwebhooks` installed (made once per target directory).
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("standardwebhooks-venv");
     let python = venv.join("bin").join("python3");
     let ready = venv.join(".installed");
@@ -40,7 +40,7 @@ fn python() -> PathBuf {
 }
 
 /// Whether the reference library accepts `hit` under `secret`.
-fn verifies(python: &PathBuf, secret: &str, hit: &Hit) -> bool {
+pub(crate) fn verifies(python: &PathBuf, secret: &str, hit: &Hit) -> bool {
     let headers: serde_json::Map<String, Value> =
         hit.headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), Value::String(v.clone()))).collect();
     let script = "import json,sys\nfrom standardwebhooks.webhooks import Webhook\n\

@@ -87,12 +87,12 @@ impl Persistence {
             }
         });
         // Alerts end at their expiry where their shard runs (a market node: its partition's),
-        // and leave the shard at once.
+        // and leave the shard at once; so do those ended by `max_fires` or paused by the flood guard.
         let partition = s.role.partition();
         let (commands, shared) = (shards.commands(), shards.shared().clone());
         let hooks = WriterHooks {
             owns: Box::new(move |row| partition.owns_alert(&row.symbol)),
-            on_expired: Box::new(move |rows| {
+            on_ended: Box::new(move |rows| {
                 for row in rows {
                     if row.symbol == rampart_state::partition::UNIVERSE {
                         let (venue, id) = (row.exchange, row.id as u64);

@@ -22,6 +22,8 @@ use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::{AlertRow, AlertStatus, DeliveryLogRow, Idempotent, KeyRow, NewAlert, Redelivery};
 use rampart_store::text::alert::write_alert;
 
+mod test_send;
+
 /// One inbox entry as `GET /v1/inbox` lists it (and live push sends it).
 pub(super) fn write_inbox_entry(j: &mut Json, r: &rampart_store::store::InboxRow) {
     j.raw("{\"id\":").int(r.id).raw(",\"kind\":").str(&r.kind).raw(",\"alertId\":");
@@ -57,6 +59,10 @@ fn write_delivery(j: &mut Json, r: &DeliveryLogRow) {
         Some(e) => j.str(e),
         None => j.raw("null"),
     };
+    // Only a test send's row says so: the log's rows of firings are as before.
+    if r.test {
+        j.raw(",\"test\":true");
+    }
     j.raw("}");
 }
 
@@ -122,6 +128,8 @@ pub struct AlertsApi {
     plans: Plans,
     /// Webhook URLs may name private addresses (`[webhooks] allow_private`).
     allow_private: bool,
+    /// The sender of test sends (`POST /v1/alerts/{id}/test`).
+    sender: rampart_delivery::Target,
 }
 
 impl AlertsApi {
@@ -133,7 +141,7 @@ impl AlertsApi {
         plans: Plans,
         allow_private: bool,
     ) -> AlertsApi {
-        AlertsApi { books, storage, health, plans, allow_private }
+        AlertsApi { books, storage, health, plans, allow_private, sender: test_send::test_target(allow_private) }
     }
 
     /// The alert an earlier create with the same `Idempotency-Key` and body made, if any (a
@@ -147,7 +155,7 @@ impl AlertsApi {
         let (k, hash) = key.clone();
         let since = now_ms - IDEMPOTENCY_KEEP_MS;
         match self.storage.run(move |store| store.idempotent_alert(account_id, &k, &hash, since)).await? {
-            Idempotent::Same(row) => Ok(Some(row)),
+            Idempotent::Same(row) => Ok(Some(*row)),
             Idempotent::Other => Err(reused_with_another_body()),
             Idempotent::Deleted(id) => Err(created_alert_deleted(id)),
             Idempotent::New => Ok(None),
@@ -215,6 +223,9 @@ impl AlertsApi {
             created_ms: now_ms,
             expires_ms: req.expires_ms,
             cooldown_s: req.cooldown_s,
+            max_fires: req.max_fires,
+            message: req.message.clone(),
+            webhook_format: req.webhook_format,
         };
         // Price and percent alerts share the plan's cap (decisions.md §2), counted and inserted
         // in one storage job so two concurrent requests cannot both take the last place.
@@ -241,7 +252,7 @@ impl AlertsApi {
                 };
                 if let Some((key, hash)) = &idem {
                     match store.idempotent_alert(new.account_id, key, hash, now_ms - IDEMPOTENCY_KEEP_MS)? {
-                        Idempotent::Same(row) => return Ok(Created::Replay(row)),
+                        Idempotent::Same(row) => return Ok(Created::Replay(*row)),
                         Idempotent::Other => return Ok(Created::Conflict),
                         Idempotent::Deleted(id) => return Ok(Created::Deleted(id)),
                         Idempotent::New => {}
@@ -302,9 +313,10 @@ impl AlertsApi {
         respond(StatusCode::OK, j.finish())
     }
 
-    /// `PATCH /v1/alerts/{id}` (`decisions.md` §16): the note, webhook, end or cooldown; the
-    /// same rules as at create for each. A new cooldown reaches the alert's shards (every shard
-    /// for a `*` alert), which keep its state.
+    /// `PATCH /v1/alerts/{id}` (`decisions.md` §16): the note, webhook, pause, end, cooldown,
+    /// limit of firings, text and webhook format; the same rules as at create for each. A pause
+    /// takes the alert off its shards and a resume hands it back (a price alert past its level
+    /// waits for the far side); a new cooldown reaches the shards, which keep the alert's state.
     pub(super) async fn update(&self, account: &KeyRow, id: &str, body: &[u8], now_ms: i64) -> Result<Resp, ApiError> {
         let unknown = || ApiError::new(StatusCode::NOT_FOUND, "unknown alert");
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else { return Err(unknown()) };
@@ -319,15 +331,30 @@ impl AlertsApi {
         }
         let acc = account.account_id;
         let retuned = changes.cooldown_s.is_some();
-        let updated = self.storage.run(move |store| store.update_alert(acc, id, &changes)).await;
+        // Read and changed in one storage job: the rules that depend on the alert as it is.
+        let updated = self
+            .storage
+            .run(move |store| {
+                let Some(before) = store.alert(id)?.filter(|r| r.account_id == acc) else { return Ok(None) };
+                if let Err(refused) = crate::alerts::lifecycle::check_change(&before, &changes) {
+                    return Ok(Some(Err(refused)));
+                }
+                Ok(store.update_alert(acc, id, &changes)?.map(|after| Ok((before, after))))
+            })
+            .await;
         self.health.record(Writer::Front, &updated, now_ms);
-        let row = updated?.ok_or_else(unknown)?;
-        if retuned && row.status == AlertStatus::Active {
-            let Some(spec) = row.spec() else { return Err(unknown()) };
-            if !self.books.hand_over(&row, spec) {
-                // Stored: a retry of the same change is harmless and reaches the shard then.
-                return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
-            }
+        let (before, row) = updated?.ok_or_else(unknown)??;
+        let running = |r: &AlertRow| r.status == AlertStatus::Active && r.paused.is_none();
+        let Some(spec) = row.spec() else { return Err(unknown()) };
+        let handed = match (running(&before), running(&row)) {
+            (true, false) => self.books.take_back(&row),
+            (false, true) => self.books.resume(&row, spec),
+            (true, true) if retuned => self.books.hand_over(&row, spec),
+            _ => true,
+        };
+        if !handed {
+            // Stored: a retry of the same change is harmless and reaches the shard then.
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
         }
         Ok(alert_answer(&row))
     }
@@ -343,16 +370,9 @@ impl AlertsApi {
             Ok(None) => return unknown(),
             Err(e) => return ApiError::from(e).into_response(),
         };
-        if row.status == AlertStatus::Active && row.symbol == alerts::UNIVERSE {
-            // As for one book: a full queue leaves it held until restart, firing nothing stored.
-            let _ = self.books.broadcast(|| Command::RemoveUniverse { venue: row.exchange, id: id as u64 });
-        } else if row.status == AlertStatus::Active {
-            let book = self.books.shared.registry().find(row.exchange, &row.symbol);
-            if let Some(book) = book {
-                // If the queue is full the shard keeps the alert in memory until restart, but it
-                // can no longer fire: firings of deleted alerts are not recorded or delivered.
-                let _ = self.books.send(book, Command::RemoveAlert { book, id: id as u64 });
-            }
+        if row.status == AlertStatus::Active && row.paused.is_none() {
+            // A full queue leaves it held until restart, firing nothing stored.
+            let _ = self.books.take_back(&row);
         }
         let mut j = Json::with_capacity(64);
         j.raw("{\"data\":{\"id\":").int(id).raw(",\"deleted\":true}}");

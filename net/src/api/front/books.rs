@@ -143,6 +143,33 @@ impl Books {
         }
     }
 
+    /// Hands the resumed alert `row` (as `spec`) back to its shards (`decisions.md` §16): a
+    /// price alert past its level waits for the far side; false when a queue had no room.
+    pub(super) fn resume(&self, row: &rampart_store::store::AlertRow, spec: AlertSpec) -> bool {
+        if row.symbol == rampart_state::partition::UNIVERSE {
+            return self.hand_over(row, spec);
+        }
+        match self.shared.registry().find(row.exchange, &row.symbol) {
+            Some(book) => self.send(book, Command::ResumeAlert { book, spec }),
+            None => true,
+        }
+    }
+
+    /// Takes the alert `row` off the shards that evaluate it (deleted or paused); false when a
+    /// queue had no room (the shard keeps it until restart, but nothing it fires is recorded:
+    /// storage records no firing of a deleted or paused alert).
+    pub(super) fn take_back(&self, row: &rampart_store::store::AlertRow) -> bool {
+        let id = row.id as u64;
+        if row.symbol == rampart_state::partition::UNIVERSE {
+            let venue = row.exchange;
+            return self.broadcast(|| Command::RemoveUniverse { venue, id });
+        }
+        match self.shared.registry().find(row.exchange, &row.symbol) {
+            Some(book) => self.send(book, Command::RemoveAlert { book, id }),
+            None => true,
+        }
+    }
+
     /// Queues the command `make` builds for every shard (a `*` alert's); false when a queue had
     /// no room (see [`Commands::broadcast`]).
     pub(super) fn broadcast(&self, make: impl Fn() -> Command) -> bool {

@@ -42,6 +42,14 @@ pub struct AlertRow {
     pub expires_ms: Option<i64>,
     /// The least time between two firings (per pair), seconds; 0: none.
     pub cooldown_s: u32,
+    /// Paused (not evaluated, fires nothing), and by whom; `None`: running.
+    pub paused: Option<PausedBy>,
+    /// Firings after which it ends (`status: triggered`); `None`: no limit.
+    pub max_fires: Option<u32>,
+    /// The template of its text for chat services, Telegram and the inbox (`decisions.md` §16).
+    pub message: Option<String>,
+    /// The webhook's body: the event JSON, or a chat service's.
+    pub webhook_format: WebhookFormat,
 }
 
 impl AlertRow {
@@ -73,6 +81,67 @@ impl AlertStatus {
     /// The status stored as `s`; `None` for anything else.
     pub fn parse(s: &str) -> Option<AlertStatus> {
         [AlertStatus::Active, AlertStatus::Triggered].into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// Who paused an alert (`decisions.md` §16), stored and answered as `user` or `flood_guard`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PausedBy {
+    /// Its owner, with `PATCH {"paused": true}`.
+    User,
+    /// The flood guard: more than [`FLOOD_FIRINGS_MAX`] firings in [`FLOOD_WINDOW_MS`].
+    FloodGuard,
+}
+
+impl PausedBy {
+    /// The stored and answered spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PausedBy::User => "user",
+            PausedBy::FloodGuard => "flood_guard",
+        }
+    }
+
+    /// The cause stored as `s`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<PausedBy> {
+        [PausedBy::User, PausedBy::FloodGuard].into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// A repeating alert fires at most this many times within [`FLOOD_WINDOW_MS`]; the next firing
+/// pauses it instead (`decisions.md` §16).
+pub const FLOOD_FIRINGS_MAX: usize = 15;
+/// The flood guard's window: 3 minutes.
+pub const FLOOD_WINDOW_MS: i64 = 180_000;
+
+/// The body of an alert's webhook (`webhook_format`, `decisions.md` §16).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WebhookFormat {
+    /// The event body of the interface spec, byte for byte.
+    #[default]
+    Json,
+    /// Discord's incoming webhook: `{"content": <text>}`.
+    Discord,
+    /// Slack's incoming webhook: `{"text": <text>}`.
+    Slack,
+}
+
+impl WebhookFormat {
+    /// Every format, in the order the API lists them.
+    pub const ALL: [WebhookFormat; 3] = [WebhookFormat::Json, WebhookFormat::Discord, WebhookFormat::Slack];
+
+    /// The stored and answered spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookFormat::Json => "json",
+            WebhookFormat::Discord => "discord",
+            WebhookFormat::Slack => "slack",
+        }
+    }
+
+    /// The format spelled `s`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<WebhookFormat> {
+        WebhookFormat::ALL.into_iter().find(|x| x.as_str() == s)
     }
 }
 
@@ -249,6 +318,12 @@ pub struct NewAlert {
     pub expires_ms: Option<i64>,
     /// The least time between two firings (per pair), seconds (`cooldown_s`); 0: none.
     pub cooldown_s: u32,
+    /// Firings after which it ends (`max_fires`); `None`: no limit.
+    pub max_fires: Option<u32>,
+    /// Its text's template (`message`).
+    pub message: Option<String>,
+    /// Its webhook's body (`webhook_format`).
+    pub webhook_format: WebhookFormat,
 }
 
 /// What `PATCH /v1/alerts/{id}` changes (`decisions.md` §16); `None`: left as it is.
@@ -262,6 +337,15 @@ pub struct AlertChanges {
     pub expires_ms: Option<Option<i64>>,
     /// A new cooldown, seconds.
     pub cooldown_s: Option<u32>,
+    /// Paused (`Some(true)`) or resumed (`Some(false)`, which also forgets the flood guard's
+    /// count).
+    pub paused: Option<bool>,
+    /// A new limit of firings; `Some(None)` removes it.
+    pub max_fires: Option<Option<u32>>,
+    /// A new text template; `Some(None)` removes it.
+    pub message: Option<Option<String>>,
+    /// A new webhook body format.
+    pub webhook_format: Option<WebhookFormat>,
 }
 
 /// What an alert create's `Idempotency-Key` was used for before ([`Store::idempotent_alert`](crate::store::Store::idempotent_alert)).
@@ -270,7 +354,7 @@ pub enum Idempotent {
     /// Not used (or not within 24 h): create.
     New,
     /// Used with the same body: the alert it made, as it is now.
-    Same(AlertRow),
+    Same(Box<AlertRow>),
     /// Used with another body.
     Other,
     /// Used with the same body for this alert, deleted since.
@@ -292,7 +376,7 @@ pub(super) const ALERT_COLUMNS: &str =
     "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat, \
      note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms, \
      event, within_millionths, min_strength, timeframes, min_usd_cents, min_ratio_hundredths, \
-     max_dist_hundredths, min_age_s, cooldown_s";
+     max_dist_hundredths, min_age_s, cooldown_s, paused, max_fires, message, webhook_format";
 
 pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     let exchange: String = r.get(2)?;
@@ -334,6 +418,19 @@ pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
         cooldown_s: {
             let c: i64 = r.get(26)?;
             u32::try_from(c).map_err(|_| unknown(format!("cooldown_s {c}")))?
+        },
+        paused: match r.get::<Option<String>>(27)? {
+            None => None,
+            Some(p) => Some(PausedBy::parse(&p).ok_or_else(|| unknown(format!("paused '{p}'")))?),
+        },
+        max_fires: match r.get::<Option<i64>>(28)? {
+            None => None,
+            Some(n) => Some(u32::try_from(n).map_err(|_| unknown(format!("max_fires {n}")))?),
+        },
+        message: r.get(29)?,
+        webhook_format: {
+            let f: String = r.get(30)?;
+            WebhookFormat::parse(&f).ok_or_else(|| unknown(format!("webhook_format '{f}'")))?
         },
     })
 }

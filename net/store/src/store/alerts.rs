@@ -20,9 +20,10 @@ impl Store {
             "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat,
                 note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms,
                 event, within_millionths, min_strength, timeframes,
-                min_usd_cents, min_ratio_hundredths, max_dist_hundredths, min_age_s, cooldown_s)
+                min_usd_cents, min_ratio_hundredths, max_dist_hundredths, min_age_s, cooldown_s,
+                max_fires, message, webhook_format)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14, ?15, ?16, ?17, ?18,
-                ?19, ?20, ?21, ?22, ?23)
+                ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
              RETURNING {ALERT_COLUMNS}"
         );
         let params = vals![
@@ -48,7 +49,10 @@ impl Store {
             c.min_ratio_hundredths,
             c.max_dist_hundredths,
             c.min_age_s,
-            i64::from(a.cooldown_s)
+            i64::from(a.cooldown_s),
+            a.max_fires.map(i64::from),
+            a.message.as_deref(),
+            a.webhook_format.as_str()
         ];
         // In the insert's round trip (PostgreSQL); the cap's count ([`Store::active_price_alerts`]).
         self.db.ahead_of_next(&format!(
@@ -157,7 +161,7 @@ impl Store {
         }
         let sql = format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE id = ?1 AND deleted_ms IS NULL");
         if let Some(row) = self.db.query_opt(&sql, vals![alert_id], alert_row)? {
-            return Ok(Idempotent::Same(row));
+            return Ok(Idempotent::Same(Box::new(row)));
         }
         // Deleted since (by its owner, expiry or a delisting): a retry must not make it again.
         // No row at all: the create was undone before it was acknowledged.
@@ -219,7 +223,7 @@ impl Store {
     }
 
     /// Applies `changes` to the account's alert `id` unless it is deleted; the row after, or
-    /// `None` when the account has no such alert.
+    /// `None` when the account has no such alert. Resuming forgets the flood guard's count.
     pub fn update_alert(
         &self,
         account_id: i64,
@@ -230,12 +234,19 @@ impl Store {
             "UPDATE alerts SET note = COALESCE(?3, note),
                 webhook_url = CASE WHEN ?4 THEN ?5 ELSE webhook_url END,
                 expires_ms = CASE WHEN ?6 THEN ?7 ELSE expires_ms END,
-                cooldown_s = COALESCE(?8, cooldown_s)
+                cooldown_s = COALESCE(?8, cooldown_s),
+                paused = CASE WHEN ?9 THEN 'user' WHEN ?10 THEN NULL ELSE paused END,
+                recent_fires = CASE WHEN ?10 THEN '' ELSE recent_fires END,
+                max_fires = CASE WHEN ?11 THEN ?12 ELSE max_fires END,
+                message = CASE WHEN ?13 THEN ?14 ELSE message END,
+                webhook_format = COALESCE(?15, webhook_format)
              WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         let webhook = changes.webhook_url.as_ref().and_then(|w| w.as_deref());
         let expires = changes.expires_ms.flatten();
         let cooldown = changes.cooldown_s.map(i64::from);
+        let max_fires = changes.max_fires.flatten().map(i64::from);
+        let message = changes.message.as_ref().and_then(|m| m.as_deref());
         let params = vals![
             id,
             account_id,
@@ -244,23 +255,33 @@ impl Store {
             webhook,
             changes.expires_ms.is_some(),
             expires,
-            cooldown
+            cooldown,
+            changes.paused == Some(true),
+            changes.paused == Some(false),
+            changes.max_fires.is_some(),
+            max_fires,
+            changes.message.is_some(),
+            message,
+            changes.webhook_format.map(|f| f.as_str())
         ];
         self.db.query_opt(&sql, params, alert_row)
     }
 
-    /// Active alerts created at `since_ms` or later, oldest first.
+    /// Active alerts created at `since_ms` or later, oldest first (paused ones are not evaluated:
+    /// left out).
     pub fn recent_active_alerts(&self, since_ms: i64) -> Result<Vec<AlertRow>, StoreError> {
         let sql = format!(
-            "SELECT {ALERT_COLUMNS} FROM alerts WHERE created_ms >= ?1 AND status = 'active' AND deleted_ms IS NULL ORDER BY id"
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE created_ms >= ?1 AND status = 'active' AND deleted_ms IS NULL
+                AND paused IS NULL ORDER BY id"
         );
         self.db.query(&sql, vals![since_ms], alert_row)
     }
 
-    /// Every active alert (loaded onto the shards at start).
+    /// Every active alert not paused (loaded onto the shards at start).
     pub fn active_alerts(&self) -> Result<Vec<AlertRow>, StoreError> {
-        let sql =
-            format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE status = 'active' AND deleted_ms IS NULL ORDER BY id");
+        let sql = format!(
+            "SELECT {ALERT_COLUMNS} FROM alerts WHERE status = 'active' AND deleted_ms IS NULL AND paused IS NULL ORDER BY id"
+        );
         self.db.query(&sql, &[], alert_row)
     }
 
@@ -376,10 +397,10 @@ mod tests {
             check(&s, "inserted", (5, 3));
             let fire = |id, last| FiringRecord::at_price(id, 300, 7_000, last);
             let done = s.record_firings(&[fire(ids[0], true), fire(ids[4], true), fire(repeating, false)], &Texts);
-            assert_eq!(done.expect("record").len(), 3);
+            assert_eq!(done.expect("record").fired.len(), 3);
             check(&s, "fired", (4, 2));
             let again = s.record_firings(&[fire(ids[0], true)], &Texts).expect("record");
-            assert!(again.is_empty(), "a one-shot fires once: {again:?}");
+            assert!(again.fired.is_empty(), "a one-shot fires once: {again:?}");
             check(&s, "fired again", (4, 2));
             assert!(s.delete_alert(a, ids[1], 8_000).expect("delete").is_some());
             assert!(s.delete_alert(a, ids[0], 8_000).expect("delete triggered").is_some());
@@ -423,7 +444,7 @@ mod tests {
             }
             // A firing that raced the delisting is not recorded.
             let f = FiringRecord::at_price(gone1, 300, 6_000, false);
-            assert!(s.record_firings(&[f], &Texts).expect("record").is_empty());
+            assert!(s.record_firings(&[f], &Texts).expect("record").fired.is_empty());
         });
     }
 

@@ -28,6 +28,8 @@ pub struct DeliveryLogRow {
     pub latency_ms: Option<i64>,
     /// What went wrong, when it did.
     pub error: Option<String>,
+    /// A test send's (`POST /v1/alerts/{id}/test`), not a firing's.
+    pub test: bool,
 }
 
 /// What a redelivery request came to ([`Store::redeliver`]).
@@ -85,6 +87,32 @@ impl Store {
         Ok(())
     }
 
+    /// Adds a test send of alert `alert_id`'s webhook at `at_ms` to its delivery log (`test`,
+    /// attempt 1, the send's time as its trigger time), keeping the log's bounds.
+    pub fn log_test_attempt(
+        &self,
+        alert_id: i64,
+        at_ms: i64,
+        result: &AttemptResult,
+        latency_ms: i64,
+    ) -> Result<(), StoreError> {
+        let (status, error) = match result {
+            AttemptResult::Delivered { status } => (Some(i64::from(*status)), None),
+            AttemptResult::Failed { status, error, .. } => (status.map(i64::from), Some(error.as_str())),
+        };
+        self.db.execute(
+            "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error, test)
+             VALUES (0, ?1, ?2, 1, ?2, ?3, ?4, ?5, ?6, TRUE)",
+            vals![alert_id, at_ms, result.outcome(), status, latency_ms, error],
+        )?;
+        self.db.execute(
+            "DELETE FROM attempts WHERE alert_id = ?1 AND id <= (
+                SELECT a.id FROM attempts a WHERE a.alert_id = ?1 ORDER BY a.id DESC LIMIT 1 OFFSET ?2)",
+            vals![alert_id, ATTEMPTS_PER_ALERT_MAX],
+        )?;
+        Ok(())
+    }
+
     /// The delivery log of `account_id`'s alert `alert_id`, newest first, at most `limit` rows:
     /// every attempt of the last 7 days and every delivery not attempted yet (`pending`, at its
     /// due time). `None` when the account has no such alert (or it was deleted, expired or
@@ -112,16 +140,17 @@ impl Store {
                 status: r.get(4)?,
                 latency_ms: r.get(5)?,
                 error: r.get(6)?,
+                test: r.get(7)?,
             })
         };
         let mut rows = self.db.query(
-            "SELECT trigger_ms, attempts + 1, next_attempt_ms, 'pending', NULL, NULL, NULL FROM outbox
+            "SELECT trigger_ms, attempts + 1, next_attempt_ms, 'pending', NULL, NULL, NULL, FALSE FROM outbox
              WHERE alert_id = ?1 AND channel = 'webhook' AND state = 'pending'",
             vals![alert_id],
             row,
         )?;
         rows.extend(self.db.query(
-            "SELECT trigger_ms, attempt, at_ms, outcome, status, latency_ms, error FROM attempts
+            "SELECT trigger_ms, attempt, at_ms, outcome, status, latency_ms, error, test FROM attempts
              WHERE alert_id = ?1 ORDER BY id DESC LIMIT ?2",
             vals![alert_id, i64::from(limit)],
             row,

@@ -1,44 +1,106 @@
 //! Firings of price and pct alerts, recorded in one transaction per batch: each alert's count
 //! and status, its inbox entry, its webhook delivery and its Telegram message.
 
-use super::alert_row::{alert_row, AlertRow, ALERT_COLUMNS};
+use std::collections::BTreeMap;
+
+use super::alert_row::{alert_row, AlertRow, AlertStatus, ALERT_COLUMNS, FLOOD_FIRINGS_MAX, FLOOD_WINDOW_MS};
 use super::conn::Store;
 use super::firing_record::FiringRecord;
 use super::outbox::queue_telegram;
 use super::render::Render;
 use crate::db::{vals, StoreError};
 
+/// What a batch of firings came to ([`Store::record_firings`]).
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// Each firing recorded, with its alert's row after it.
+    pub fired: Vec<(AlertRow, FiringRecord)>,
+    /// The alerts the flood guard paused instead of recording a firing (`decisions.md` §16).
+    pub paused: Vec<AlertRow>,
+}
+
+impl Recorded {
+    /// The alerts that must leave their shards: paused by the flood guard, or ended by their
+    /// `max_fires` or by a one-shot `*` body (a one-pair one-shot leaves its shard by itself).
+    pub fn leaving(&self) -> Vec<AlertRow> {
+        let ended = self.fired.iter().map(|(row, _)| row).filter(|row| {
+            row.status == AlertStatus::Triggered && (row.repeat || row.symbol == rampart_state::partition::UNIVERSE)
+        });
+        ended.chain(&self.paused).cloned().collect()
+    }
+}
+
+/// A repeating alert's latest firing times as stored (`recent_fires`: at most
+/// [`FLOOD_FIRINGS_MAX`], comma-separated), and the flood guard's one rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct FloodWindow(Vec<i64>);
+
+impl FloodWindow {
+    fn parse(stored: &str) -> FloodWindow {
+        FloodWindow(stored.split(',').filter_map(|t| t.parse().ok()).collect())
+    }
+
+    fn stored(&self) -> String {
+        let times: Vec<String> = self.0.iter().map(i64::to_string).collect();
+        times.join(",")
+    }
+
+    /// Takes a firing at `ts_ms`: true when it may be sent (at most [`FLOOD_FIRINGS_MAX`] within
+    /// [`FLOOD_WINDOW_MS`] up to it), false when it would be one more (the alert is paused).
+    fn admit(&mut self, ts_ms: i64) -> bool {
+        self.0.retain(|&t| t > ts_ms - FLOOD_WINDOW_MS);
+        if self.0.len() >= FLOOD_FIRINGS_MAX {
+            return false;
+        }
+        self.0.push(ts_ms);
+        true
+    }
+}
+
 impl Store {
     /// Persists a batch of firings in one transaction: each alert's count, last time and
     /// status, an `alert.triggered` inbox entry with the event body, the webhook delivery when
     /// the alert has a URL and, with Telegram on, a message to the account's chat. Firings of
-    /// deleted alerts are skipped. Returns the rows after the update, for delivery.
-    pub fn record_firings(
-        &mut self,
-        firings: &[FiringRecord],
-        texts: &dyn Render,
-    ) -> Result<Vec<(AlertRow, FiringRecord)>, StoreError> {
+    /// deleted, ended or paused alerts are skipped; one past an alert's `max_fires` too. A
+    /// repeating alert's firing that would be its 16th in 3 minutes pauses it instead, with an
+    /// `alert.paused` notice to its account (`decisions.md` §16).
+    pub fn record_firings(&mut self, firings: &[FiringRecord], texts: &dyn Render) -> Result<Recorded, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         let update = format!(
-            "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2,
-                status = CASE WHEN ?3 THEN 'triggered' ELSE status END
-             WHERE id = ?1 AND deleted_ms IS NULL AND (status = 'active' OR NOT ?3) RETURNING {ALERT_COLUMNS}"
+            "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2, recent_fires = ?4,
+                status = CASE WHEN ?3 OR trigger_count + 1 >= COALESCE(max_fires, trigger_count + 2)
+                    THEN 'triggered' ELSE status END
+             WHERE id = ?1 AND deleted_ms IS NULL AND paused IS NULL AND (status = 'active' OR NOT ?3)
+                AND (max_fires IS NULL OR trigger_count < max_fires) RETURNING {ALERT_COLUMNS}"
         );
         // Each step's statements go as one pipelined batch (one round trip on PostgreSQL).
         db.in_transaction_of(|| {
             self.check_fence()?;
-            let sets: Vec<_> = firings.iter().map(|f| vals![f.alert_id, f.ts_ms, f.last].to_vec()).collect();
+            let (admitted, flooded) = self.flood_guard(firings)?;
+            let sets: Vec<_> =
+                admitted.iter().map(|(f, recent)| vals![f.alert_id, f.ts_ms, f.last, recent.as_str()].to_vec()).collect();
             let rows = db.query_opt_each(&update, &sets, alert_row)?;
-            let done: Vec<(AlertRow, FiringRecord)> =
-                rows.into_iter().zip(firings).filter_map(|(row, f)| Some((row?, f.clone()))).collect();
-            // A one-shot's firing ends it (and only its first: the update skips one already
-            // triggered, so a second firing of it is recorded nowhere).
-            self.release_active(done.iter().filter(|(_, f)| f.last).map(|(row, _)| row.account_id))?;
+            let done: Vec<(AlertRow, FiringRecord)> = rows
+                .into_iter()
+                .zip(&admitted)
+                .filter_map(|(row, (f, _))| Some((row?, (*f).clone())))
+                .collect();
+            // An alert ends with a one-shot's firing (only its first: the update skips one
+            // already triggered, so a second firing of it is recorded nowhere) or its last allowed.
+            self.release_active(
+                done.iter().filter(|(row, _)| row.status == AlertStatus::Triggered).map(|(row, _)| row.account_id),
+            )?;
             let bodies: Vec<String> = done.iter().map(|(row, f)| texts.alert_fired(row, f)).collect();
+            // An alert with a `message` has its text in the inbox entry; a chat format, its
+            // service's body in the webhook (`None`: the event body).
+            let entries: Vec<Option<String>> = done.iter().map(|(row, f)| texts.alert_inbox_entry(row, f)).collect();
+            let sent: Vec<Option<String>> = done.iter().map(|(row, f)| texts.alert_chat_body(row, f)).collect();
             let inbox: Vec<_> = done
                 .iter()
-                .zip(&bodies)
-                .map(|((row, f), body)| vals![row.account_id, row.id, body, f.ts_ms].to_vec())
+                .zip(bodies.iter().zip(&entries))
+                .map(|((row, f), (body, entry))| {
+                    vals![row.account_id, row.id, entry.as_ref().unwrap_or(body), f.ts_ms].to_vec()
+                })
                 .collect();
             db.execute_each(
                 "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.triggered', ?2, ?3, ?4)",
@@ -48,8 +110,9 @@ impl Store {
             // that is recorded is also queued for delivery (at least once).
             let outbox: Vec<_> = done
                 .iter()
-                .zip(&bodies)
-                .filter_map(|((row, f), body)| {
+                .zip(bodies.iter().zip(&sent))
+                .filter_map(|((row, f), (body, sent))| {
+                    let body = sent.as_ref().unwrap_or(body);
                     Some(vals![row.id, row.account_id, row.webhook_url.as_ref()?, body, f.ts_ms].to_vec())
                 })
                 .collect();
@@ -64,8 +127,70 @@ impl Store {
                     queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
                 }
             }
-            Ok(done)
+            let paused = self.pause_flooded(&flooded, texts)?;
+            Ok(Recorded { fired: done, paused })
         })
+    }
+
+    /// The flood guard over a batch: each firing that may be recorded, with its alert's latest
+    /// firing times after it (stored with it), and the alerts (id, time) a firing would flood.
+    /// Reads the batch's repeating alerts once each, in id order (locked on PostgreSQL until
+    /// the transaction ends: two market nodes recording one `*` alert count one after the other).
+    #[allow(clippy::type_complexity)]
+    fn flood_guard<'f>(
+        &self,
+        firings: &'f [FiringRecord],
+    ) -> Result<(Vec<(&'f FiringRecord, String)>, BTreeMap<i64, i64>), StoreError> {
+        let ids: std::collections::BTreeSet<i64> = firings.iter().filter(|f| !f.last).map(|f| f.alert_id).collect();
+        let lock = if self.db.is_postgres() { " FOR UPDATE" } else { "" };
+        let sql = format!(
+            "SELECT recent_fires FROM alerts WHERE id = ?1 AND repeat AND paused IS NULL AND deleted_ms IS NULL{lock}"
+        );
+        let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
+        let read = self.db.query_opt_each(&sql, &sets, |r| r.get::<String>(0))?;
+        let mut windows: BTreeMap<i64, FloodWindow> =
+            ids.iter().zip(read).filter_map(|(id, w)| Some((*id, FloodWindow::parse(&w?)))).collect();
+        let mut flooded = BTreeMap::new();
+        let mut admitted = Vec::with_capacity(firings.len());
+        for f in firings {
+            if flooded.contains_key(&f.alert_id) {
+                continue;
+            }
+            let Some(w) = windows.get_mut(&f.alert_id) else {
+                admitted.push((f, String::new()));
+                continue;
+            };
+            if w.admit(f.ts_ms) {
+                admitted.push((f, w.stored()));
+            } else {
+                flooded.insert(f.alert_id, f.ts_ms);
+            }
+        }
+        Ok((admitted, flooded))
+    }
+
+    /// Pauses the alerts `flooded` names (id, the time of the firing that flooded it), each with
+    /// an `alert.paused` inbox notice (and, with Telegram on, a message); the rows paused.
+    fn pause_flooded(&self, flooded: &BTreeMap<i64, i64>, texts: &dyn Render) -> Result<Vec<AlertRow>, StoreError> {
+        let sql = format!(
+            "UPDATE alerts SET paused = 'flood_guard' WHERE id = ?1 AND paused IS NULL AND deleted_ms IS NULL
+             RETURNING {ALERT_COLUMNS}"
+        );
+        let sets: Vec<_> = flooded.keys().map(|id| vals![*id].to_vec()).collect();
+        let rows: Vec<AlertRow> = self.db.query_opt_each(&sql, &sets, alert_row)?.into_iter().flatten().collect();
+        for row in &rows {
+            let at = flooded.get(&row.id).copied().unwrap_or_default();
+            let body = texts.alert_paused(row, at);
+            self.db.execute(
+                "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.paused', ?2, ?3, ?4)",
+                vals![row.account_id, row.id, &body, at],
+            )?;
+            if self.telegram {
+                let text = || texts.telegram_alert_paused(row);
+                queue_telegram(&self.db, texts, row.account_id, row.id, text, at)?;
+            }
+        }
+        Ok(rows)
     }
 }
 
@@ -73,6 +198,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::test_support::*;
+    use crate::store::{AlertChanges, NewAlert, PausedBy, WebhookFormat};
 
     #[test]
     fn telegram_messages_are_queued_for_accounts_with_a_chat() {
@@ -112,6 +238,68 @@ mod tests {
             let mut off = at.open();
             off.record_firings(&[fire(ida)], &Texts).expect("record");
             assert_eq!(off.due_deliveries(9_000, 100).expect("due").len(), 4, "one more webhook, no message");
+        });
+    }
+
+    /// `decisions.md` §16 where firings are recorded: more than 15 firings in 3 minutes pause a
+    /// repeating alert (across batches, with a notice), a resume forgets the count, `max_fires`
+    /// ends an alert after its last, a paused alert's firing is recorded nowhere; an alert with
+    /// a message and a chat format has its text in the inbox and its service's body queued.
+    #[test]
+    fn the_flood_guard_and_the_limits_hold_where_firings_are_recorded() {
+        on_each_backend("limits", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            let busy = s.insert_alert(&alert(a, "binance", "BTCUSDT")).expect("insert").id;
+            let fire = |id, i: i64| FiringRecord::at_price(id, 300, 10_000 + i * 1_000, false);
+            let first: Vec<_> = (0..10).map(|i| fire(busy, i)).collect();
+            assert_eq!(s.record_firings(&first, &Texts).expect("record").fired.len(), 10);
+            let more: Vec<_> = (10..17).map(|i| fire(busy, i)).collect();
+            let r = s.record_firings(&more, &Texts).expect("record");
+            assert_eq!(r.fired.len(), 5, "15 in all");
+            assert_eq!(
+                r.paused.iter().map(|p| (p.id, p.paused)).collect::<Vec<_>>(),
+                [(busy, Some(PausedBy::FloodGuard))]
+            );
+            assert_eq!(r.leaving().len(), 1, "a paused alert leaves its shards");
+            let inbox = s.inbox(a, i64::MAX, 100).expect("inbox");
+            assert_eq!((inbox.len(), inbox[0].kind.as_str(), inbox[0].created_ms), (16, "alert.paused", 25_000));
+            let notice: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("json");
+            assert_eq!(
+                (&notice["reason"], &notice["firings"], &notice["windowS"]),
+                (&"flood_guard".into(), &16.into(), &180.into())
+            );
+            assert!(s.record_firings(&[fire(busy, 18)], &Texts).expect("record").fired.is_empty(), "paused");
+            // Resumed: counted afresh; a firing 3 minutes after the 15th's window is its own.
+            let resume = AlertChanges { paused: Some(false), ..AlertChanges::default() };
+            assert_eq!(s.update_alert(a, busy, &resume).expect("resume").map(|r| r.paused), Some(None));
+            let again: Vec<_> = (19..34).map(|i| fire(busy, i)).collect();
+            assert_eq!(s.record_firings(&again, &Texts).expect("record").fired.len(), 15);
+            let later = FiringRecord::at_price(busy, 300, 10_000 + 19_000 + FLOOD_WINDOW_MS, false);
+            let r = s.record_firings(&[later], &Texts).expect("record");
+            assert_eq!((r.fired.len(), r.paused.len()), (1, 0), "the window slides");
+            // max_fires 2: the second firing ends it; a third is recorded nowhere.
+            let two = NewAlert { max_fires: Some(2), ..alert(a, "binance", "ETHUSDT") };
+            let two = s.insert_alert(&two).expect("insert").id;
+            let r = s.record_firings(&[fire(two, 0), fire(two, 1), fire(two, 2)], &Texts).expect("record");
+            assert_eq!(r.fired.len(), 2);
+            assert_eq!((r.fired[1].0.status, r.fired[1].0.trigger_count), (AlertStatus::Triggered, 2));
+            assert_eq!(r.leaving().iter().map(|x| x.id).collect::<Vec<_>>(), [two]);
+            // A message and Discord: the inbox entry has the text, the webhook the service's body.
+            let chat = NewAlert {
+                webhook_url: Some("https://example.com/h".into()),
+                message: Some("{{symbol}} at {{price}}".into()),
+                webhook_format: WebhookFormat::Discord,
+                ..alert(a, "okx", "SOLUSDT")
+            };
+            let chat = s.insert_alert(&chat).expect("insert").id;
+            s.record_firings(&[fire(chat, 0)], &Texts).expect("record");
+            let entry = &s.inbox(a, i64::MAX, 1).expect("inbox")[0];
+            let body: serde_json::Value = serde_json::from_str(&entry.body).expect("json");
+            assert_eq!((&body["event"], &body["text"]), (&"alert.triggered".into(), &"SOLUSDT at 0.000003".into()));
+            let due = s.due_deliveries(i64::MAX, 100).expect("due");
+            let sent: Vec<&str> = due.iter().filter(|d| d.alert_id == chat).map(|d| d.body.as_str()).collect();
+            assert_eq!(sent, [r#"{"content":"SOLUSDT at 0.000003"}"#]);
         });
     }
 }

@@ -10,6 +10,16 @@ use super::site_row::{SiteAlertRow, SiteFiringRecord};
 pub trait Render {
     /// The `alert.triggered` event body: the webhook's body and the inbox entry.
     fn alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String;
+    /// The inbox entry of a firing when it is not the event body (the alert has a `message`:
+    /// the body with its `text`); `None`: the event body.
+    fn alert_inbox_entry(&self, row: &AlertRow, f: &FiringRecord) -> Option<String>;
+    /// The webhook body of a firing for a chat service (`webhook_format` `discord`, `slack`);
+    /// `None`: the event body.
+    fn alert_chat_body(&self, row: &AlertRow, f: &FiringRecord) -> Option<String>;
+    /// The `alert.paused` inbox body: the flood guard paused the alert at `at_ms`.
+    fn alert_paused(&self, row: &AlertRow, at_ms: i64) -> String;
+    /// The Telegram text of the flood guard's pause.
+    fn telegram_alert_paused(&self, row: &AlertRow) -> String;
     /// The `alert.delisted` inbox body.
     fn alert_delisted(&self, row: &AlertRow, now_ms: i64) -> String;
     /// The `alert.expired` inbox body.

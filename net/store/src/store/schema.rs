@@ -328,6 +328,18 @@ const STEPS: &[Step] = &[
     DELETE FROM site_alerts WHERE kind = 'density';
     UPDATE meta SET value = value + 1 WHERE key = 'site_alerts_version';",
     ),
+    // 18: an alert's lifecycle and destinations (`decisions.md` §16): paused (by `user` or the
+    // `flood_guard`; null: running), its limit of firings, its text's template, its webhook's
+    // body format, and its latest firings' times (at most 15, comma-separated, for the flood
+    // guard); a delivery log row of a test send (`outbox_id` 0).
+    Step::both(
+        "ALTER TABLE alerts ADD COLUMN paused TEXT;
+    ALTER TABLE alerts ADD COLUMN max_fires {int};
+    ALTER TABLE alerts ADD COLUMN message TEXT;
+    ALTER TABLE alerts ADD COLUMN webhook_format TEXT NOT NULL DEFAULT 'json';
+    ALTER TABLE alerts ADD COLUMN recent_fires TEXT NOT NULL DEFAULT '';
+    ALTER TABLE attempts ADD COLUMN test {bool} NOT NULL DEFAULT FALSE;",
+    ),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -440,11 +452,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 17, PostgreSQL's 11
+    /// The versions released databases hold keep their meaning: SQLite's 18, PostgreSQL's 12
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (17, 11));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (18, 12));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -477,7 +489,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 11);
+        assert_eq!(s.schema_version().expect("version"), 12);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -15,6 +15,7 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
     write_condition(j, &a.condition);
     write_structure_fields(j, &a.condition);
     j.raw(",\"cooldownS\":").int(i64::from(a.cooldown_s));
+    write_lifecycle_fields(j, a);
     j.raw(",\"repeat\":").bool(a.repeat).raw(",\"note\":").str(&a.note);
     j.raw(",\"webhookUrl\":");
     match &a.webhook_url {
@@ -34,6 +35,28 @@ pub fn write_alert(j: &mut Json, a: &AlertRow) {
         None => j.raw("null"),
     };
     j.raw("}");
+}
+
+/// The fields `decisions.md` §16 adds: `,"paused","pausedBy","maxFires","message","webhookFormat"`.
+fn write_lifecycle_fields(j: &mut Json, a: &AlertRow) {
+    j.raw(",\"paused\":").bool(a.paused.is_some()).raw(",\"pausedBy\":");
+    match a.paused {
+        Some(by) => j.str(by.as_str()),
+        None => j.raw("null"),
+    };
+    j.raw(",\"maxFires\":");
+    match (a.max_fires, a.repeat) {
+        (Some(n), _) => j.int(i64::from(n)),
+        // `repeat: false` is `max_fires: 1`.
+        (None, false) => j.int(1),
+        (None, true) => j.raw("null"),
+    };
+    j.raw(",\"message\":");
+    match &a.message {
+        Some(m) => j.str(m),
+        None => j.raw("null"),
+    };
+    j.raw(",\"webhookFormat\":").str(a.webhook_format.as_str());
 }
 
 /// The fields every alert record ends with, and its closing brace:
@@ -59,10 +82,41 @@ fn write_firing_fields(j: &mut Json, last_triggered_ms: Option<i64>, trigger_cou
 /// fields to `alert` and `symbol` and `level` or `wall` to `trigger`; a `*` alert's adds
 /// `triggers`, every firing the body carries, `trigger` being the first (`decisions.md` §15).
 pub fn event_body(row: &AlertRow, f: &FiringRecord) -> String {
+    event_body_as("alert.triggered", row, f)
+}
+
+/// The body of a test send (`POST /v1/alerts/{id}/test`, `decisions.md` §16): a firing's body
+/// with `event` `alert.test`.
+pub fn test_body(row: &AlertRow, f: &FiringRecord) -> String {
+    event_body_as("alert.test", row, f)
+}
+
+/// `body` (a JSON object) with `"text"` added last: an inbox entry of an alert with a `message`.
+pub fn with_text(body: &str, text: &str) -> String {
+    let open = body.strip_suffix('}').unwrap_or(body);
+    let mut j = Json::with_capacity(body.len() + text.len() + 16);
+    j.raw(open).raw(",\"text\":").str(text).raw("}");
+    j.finish()
+}
+
+/// The `alert.paused` inbox body (`decisions.md` §16): `{"event","alert":{"id","exchange",
+/// "symbol"},"reason":"flood_guard","firings","windowS","time"}`; `firings` is the one the guard
+/// refused (16).
+pub fn paused_body(row: &AlertRow, at_ms: i64) -> String {
+    let mut j = Json::with_capacity(192);
+    j.raw("{\"event\":\"alert.paused\",\"alert\":{\"id\":").int(row.id);
+    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
+    j.raw("},\"reason\":\"flood_guard\",\"firings\":").int(crate::store::FLOOD_FIRINGS_MAX as i64 + 1);
+    j.raw(",\"windowS\":").int(crate::store::FLOOD_WINDOW_MS / 1000);
+    j.raw(",\"time\":").int(at_ms).raw("}");
+    j.finish()
+}
+
+fn event_body_as(event: &str, row: &AlertRow, f: &FiringRecord) -> String {
     let universe = !f.triggers.is_empty();
     let structure = universe || matches!(row.condition, Condition::Level(_) | Condition::Wall(_));
     let mut j = Json::with_capacity(if structure { 768 + 384 * f.triggers.len() } else { 384 });
-    j.raw("{\"event\":\"alert.triggered\",\"alert\":{\"id\":").int(row.id);
+    j.raw("{\"event\":").str(event).raw(",\"alert\":{\"id\":").int(row.id);
     j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
     write_condition(&mut j, &row.condition);
     if structure {
@@ -267,6 +321,10 @@ mod tests {
             trigger_count: 0,
             expires_ms: None,
             cooldown_s: 0,
+            paused: None,
+            max_fires: None,
+            message: None,
+            webhook_format: crate::store::WebhookFormat::Json,
         };
         let mut j = Json::default();
         write_alert(&mut j, &row);
@@ -318,6 +376,10 @@ mod tests {
             trigger_count: 0,
             expires_ms: None,
             cooldown_s: 900,
+            paused: None,
+            max_fires: None,
+            message: None,
+            webhook_format: crate::store::WebhookFormat::Json,
         }
     }
 

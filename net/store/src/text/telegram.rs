@@ -34,7 +34,7 @@ fn cut(text: &str) -> String {
 }
 
 /// A fixed-point value (1e-8) as the API prints it.
-fn fixed(v: i64) -> String {
+pub(crate) fn fixed(v: i64) -> String {
     let mut j = Json::with_capacity(24);
     j.fixed(v);
     j.finish()
@@ -146,7 +146,7 @@ fn wall_text(row: &AlertRow, f: &FiringRecord) -> String {
 }
 
 /// `$2.1M`, `$850K`, `$950`.
-fn usd_words(usd: f64) -> String {
+pub(crate) fn usd_words(usd: f64) -> String {
     if usd >= 1e6 {
         format!("${:.1}M", usd / 1e6)
     } else if usd >= 1e3 {
@@ -191,6 +191,21 @@ pub fn delisted_text(row: &AlertRow) -> String {
         "{} · {}\nThe pair was delisted: price alert #{} was removed.{}",
         row.symbol,
         row.exchange.as_str(),
+        row.id,
+        note_line(&row.note)
+    )
+}
+
+/// The text of the flood guard's pause (`decisions.md` §16).
+pub fn paused_text(row: &AlertRow) -> String {
+    format!(
+        "{} · {}\n{} alert #{} paused: it fired more than {} times in {} minutes. It fires again once you resume it (on the site, or PATCH /v1/alerts/{} with {{\"paused\": false}}).{}",
+        row.symbol,
+        row.exchange.as_str(),
+        row.condition.kind(),
+        row.id,
+        crate::store::FLOOD_FIRINGS_MAX,
+        crate::store::FLOOD_WINDOW_MS / 60_000,
         row.id,
         note_line(&row.note)
     )
