@@ -240,7 +240,16 @@ impl Server {
     /// Like [`Server::start`] for a server that prints no key (a cluster's market node, or a
     /// node on a database that already has an account), whose clients use `key`.
     pub fn start_with_key(bin: &str, extra_args: &[&str], key: &str) -> Server {
-        Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, Some(key.to_owned()), None)
+        let mut server = Server::start_waiting(bin, extra_args, key);
+        server.wait_ready();
+        server
+    }
+
+    /// Like [`Server::start_with_key`], returning once the port is printed, before `/healthz`
+    /// answers 200 (a market node waiting as its partition's standby answers meanwhile);
+    /// [`Server::wait_ready`] waits for the rest.
+    pub fn start_waiting(bin: &str, extra_args: &[&str], key: &str) -> Server {
+        Server::spawn(PathBuf::from(bin), DataDir::new(), extra_args, Some(key.to_owned()), None)
     }
 
     /// Kills this server with SIGKILL (no chance to clean up); [`Server::relaunch`] starts it
@@ -271,6 +280,19 @@ impl Server {
     }
 
     fn launch(
+        bin: PathBuf,
+        dir: DataDir,
+        extra_args: &[&str],
+        known_key: Option<String>,
+        shell: Option<&str>,
+    ) -> Server {
+        let mut server = Server::spawn(bin, dir, extra_args, known_key, shell);
+        server.wait_ready();
+        server
+    }
+
+    /// Starts the process and reads its key and port (not waiting for `/healthz`).
+    fn spawn(
         bin: PathBuf,
         dir: DataDir,
         extra_args: &[&str],
@@ -382,12 +404,11 @@ impl Server {
                 key
             }
         };
-        server.wait_ready();
         server
     }
 
     /// Polls `/healthz` until it answers 200, remembering the first other reply.
-    fn wait_ready(&mut self) {
+    pub fn wait_ready(&mut self) {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if !self.alive() {

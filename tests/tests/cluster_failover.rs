@@ -85,15 +85,10 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     let owned = owner(&first);
     assert_eq!((&owned["epoch"], &owned["current"]), (&json!(1), &json!(true)), "the first node owns: {owned}");
 
-    // The second node of the partition waits as its standby (its start returns once it owns).
-    let standby = {
-        let market_args = market_args.clone();
-        thread::spawn(move || {
-            let a: Vec<&str> = market_args.iter().map(String::as_str).collect();
-            let node = Server::start_with_key(BIN, &a, "");
-            (node, Instant::now())
-        })
-    };
+    // The second node of the partition waits as its standby: its port answers live, not
+    // ready, naming the owner's lease (issue #50).
+    let mut standby = Server::start_waiting(BIN, &first_args, "");
+    standby_answers(&standby, 1);
     let symbols = movers(&api, &key);
     assert!(symbols.len() >= 8, "moving pairs: {symbols:?}");
     let before: BTreeSet<i64> = symbols.iter().take(3).map(|s| create(&api, &key, s, hook)).collect();
@@ -105,7 +100,7 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     thread::sleep(Duration::from_secs(6));
     let owned = owner(&first);
     assert_eq!((&owned["epoch"], &owned["current"]), (&json!(1), &json!(true)), "still the owner: {owned}");
-    assert!(!standby.is_finished(), "the standby was admitted while the owner lives");
+    standby_answers(&standby, 1);
     let after_restart: BTreeSet<i64> = symbols.iter().skip(3).take(2).map(|s| create(&api, &key, s, hook)).collect();
     wait_delivered(&api, &key, &hits, &after_restart, "after the sessions ended");
 
@@ -113,8 +108,8 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     first.kill();
     let killed = Instant::now();
     let during: BTreeSet<i64> = symbols.iter().skip(5).take(3).map(|s| create(&api, &key, s, hook)).collect();
-    let (second, ready_at) = standby.join().expect("the standby's start");
-    let took = ready_at.duration_since(killed);
+    standby.wait_ready();
+    let (second, took) = (standby, killed.elapsed());
     eprintln!("the standby served the partition {took:?} after the owner was killed");
     assert!(took <= TAKE_OVER_BOUND, "the standby took {took:?}");
     let owned = owner(&second);
@@ -130,6 +125,43 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), all, "a webhook per alert");
     assert!(got.values().all(|&n| n == 1), "each delivered once: {got:?}");
     drop(second);
+}
+
+/// A standby's port while it waits: `/livez` 200 and `/readyz` (and every other path) 503,
+/// each naming the role, the state and the owner's lease at `epoch`.
+fn standby_answers(standby: &Server, epoch: i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (live, ready) = (standby.get("/livez", None), standby.get("/readyz", None));
+        let seen = live.body["owner"]["epoch"] == epoch && ready.body["owner"]["epoch"] == epoch;
+        if seen {
+            assert_eq!(
+                (live.status, &live.body["status"], &live.body["state"]),
+                (200, &json!("live"), &json!("standby"))
+            );
+            assert_eq!((&live.body["role"], &live.body["partition"]), (&json!("market"), &json!("0/1")));
+            assert_eq!(
+                (ready.status, &ready.body["status"], &ready.body["state"]),
+                (503, &json!("standby"), &json!("standby"))
+            );
+            let why = ready.body["error"].as_str().unwrap_or_default();
+            assert!(
+                why.starts_with("standby: partition 0/1 is owned by ") && why.ends_with(&format!("(epoch {epoch})")),
+                "{why}"
+            );
+            assert_eq!(standby.get("/healthz", None).status, 503, "not healthy while it waits");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the standby's answers: {} {} / {} {}",
+            live.status,
+            live.text,
+            ready.status,
+            ready.text
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Waits (at most 20 s) until `node`'s `/healthz` answers `status` with a body `done` accepts;
@@ -178,10 +210,8 @@ fn an_owner_cut_off_from_postgres_gives_way_and_ends_when_it_returns() {
     let key = unlimited_key(BIN, &cfg, &url_b);
     let _deliver = Deliver::start(BIN, &url_b, &nats, &cfg);
     let standby_args = node(&url_b, &market);
-    let standby = thread::spawn(move || {
-        let a: Vec<&str> = standby_args.iter().map(String::as_str).collect();
-        Server::start_with_key(BIN, &a, "")
-    });
+    let mut standby = Server::start_waiting(BIN, &standby_args.iter().map(String::as_str).collect::<Vec<_>>(), "");
+    standby_answers(&standby, 1);
     let symbols = movers(&api, &key);
     assert!(symbols.len() >= 5, "moving pairs: {symbols:?}");
     let before: BTreeSet<i64> = symbols.iter().take(2).map(|s| create(&api, &key, s, hook)).collect();
@@ -194,8 +224,24 @@ fn an_owner_cut_off_from_postgres_gives_way_and_ends_when_it_returns() {
         b["cluster"]["owner"]["current"] == false
     });
     assert_eq!(body["cluster"]["owner"]["epoch"], 1, "{body}");
-    let second = standby.join().expect("the standby's start");
+    let ready = first.get("/readyz", None);
+    assert_eq!(
+        (ready.status, &ready.body["state"], &ready.body["status"]),
+        (503, &json!("fenced"), &json!("not ready"))
+    );
+    assert_eq!(first.get("/livez", None).status, 200, "still live: a supervisor leaves it running");
+    standby.wait_ready();
+    let second = standby;
     assert_eq!(owner(&second)["epoch"], 2, "the standby owns");
+    // Owner now: live and ready, with its epoch.
+    let ready = second.get("/readyz", None);
+    assert_eq!(
+        (ready.status, &ready.body["state"], &ready.body["epoch"]),
+        (200, &json!("owner"), &json!(2)),
+        "{}",
+        ready.text
+    );
+    assert_eq!(second.get("/livez", None).body["state"], "owner");
     let during: BTreeSet<i64> = symbols.iter().skip(2).take(3).map(|s| create(&api, &key, s, hook)).collect();
     wait_delivered(&api, &key, &hits, &during, "alerts made while the owner was cut off");
 

@@ -8,7 +8,9 @@ use anyhow::{bail, Context, Result};
 use rampart_cluster::owner::{Keeper, Ownership};
 use rampart_state::clock::SharedClock;
 use rampart_state::partition::Partition;
-use rampart_store::store::{ServerLock, StoreLocation};
+use rampart_store::store::{Lease, ServerLock, StoreLocation};
+
+use crate::starting::Phase;
 
 /// What kind of process `serve` is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,16 +59,26 @@ impl NodeRole {
         })
     }
 
-    /// A market node on PostgreSQL: waits as its partition's standby until it owns it, then
-    /// keeps the lease renewed (`rampart_cluster::owner`) for the life of the returned value;
-    /// if another node claims the partition, the process ends with
-    /// [`EXIT_OWNERSHIP_LOST`]. Other roles: `None`.
-    pub(crate) fn own(self, store: &StoreLocation, clock: &SharedClock) -> Result<Option<Owner>> {
+    /// Whether this role may wait as a standby before it serves (a market node on PostgreSQL).
+    pub(crate) fn may_wait(self, store: &StoreLocation) -> bool {
+        matches!((self, store), (NodeRole::Market(_), StoreLocation::Postgres(_)))
+    }
+
+    /// A market node on PostgreSQL: waits as its partition's standby until it owns it (its
+    /// port answering `phase`: live, not ready, and the owner's lease), then keeps the lease
+    /// renewed (`rampart_cluster::owner`) for the life of the returned value; if another node
+    /// claims the partition, the process ends with [`EXIT_OWNERSHIP_LOST`]. Other roles: `None`.
+    pub(crate) fn own(self, store: &StoreLocation, clock: &SharedClock, phase: &Phase) -> Result<Option<Owner>> {
         let (NodeRole::Market(p), StoreLocation::Postgres(url)) = (self, store) else {
             return Ok(None);
         };
         let store = rampart_store::store::Store::open_postgres(url).context("opening PostgreSQL for the lease")?;
-        let ownership = rampart_cluster::owner::claim(&store, &p.to_string(), clock);
+        let partition = p.to_string();
+        let mut waiting = |lease: Option<&Lease>| {
+            let (not_ready, live) = standby_bodies(&partition, lease);
+            phase.set(not_ready, live);
+        };
+        let ownership = rampart_cluster::owner::claim(&store, &partition, clock, &mut waiting);
         let on_lost = Box::new(|| {
             tracing::error!("exiting: this node no longer owns its partition (status {EXIT_OWNERSHIP_LOST})");
             std::process::exit(EXIT_OWNERSHIP_LOST);
@@ -74,6 +86,33 @@ impl NodeRole {
         let keeper = Keeper::start(store, ownership.clone(), clock.clone(), on_lost)?;
         Ok(Some(Owner { ownership, _keeper: keeper }))
     }
+}
+
+/// What a standby's port answers while it waits (`/livez` 200 with the second; everything else
+/// 503 with the first): the role, the state, the partition and the lease it waits on.
+pub(crate) fn standby_bodies(partition: &str, lease: Option<&Lease>) -> (String, String) {
+    let mut owner = rampart_state::json::Json::with_capacity(96);
+    match lease {
+        Some(l) => {
+            owner.raw("{\"epoch\":").int(l.epoch).raw(",\"holder\":").str(&l.holder);
+            owner.raw(",\"expiresInMs\":").int(l.expires_in_ms).raw("}");
+        }
+        None => {
+            owner.raw("null");
+        }
+    }
+    let owner = owner.finish();
+    let why = match lease {
+        Some(l) => format!("standby: partition {partition} is owned by {} (epoch {})", l.holder, l.epoch),
+        None => format!("standby: claiming partition {partition}"),
+    };
+    let mut j = rampart_state::json::Json::with_capacity(256);
+    j.raw("{\"error\":").str(&why).raw(",\"status\":\"standby\",\"role\":\"market\",\"state\":\"standby\"");
+    j.raw(",\"partition\":").str(partition).raw(",\"owner\":").raw(&owner).raw("}");
+    let mut live = rampart_state::json::Json::with_capacity(192);
+    live.raw("{\"status\":\"live\",\"role\":\"market\",\"state\":\"standby\",\"partition\":").str(partition);
+    live.raw(",\"owner\":").raw(&owner).raw("}");
+    (j.finish(), live.finish())
 }
 
 /// The exit status of a market node that lost its partition to another node (a supervisor

@@ -1,6 +1,9 @@
-//! The port's answer while the live feed is still listing its venues: every request gets
-//! `503 {"error":"starting","status":"starting"}` with `Retry-After: 1`, so clients and health
-//! checks see a starting service instead of a refused or silent port.
+//! The port's answer while the process is not serving yet: while the live feed lists its
+//! venues, every request gets `503 {"error":"starting","status":"starting"}` with `Retry-After:
+//! 1`, so clients and health checks see a starting service instead of a refused or silent port;
+//! while a market node waits as its partition's standby (issue #50), `503` with the standby's
+//! state and the owner's epoch ([`Phase::set`]). `/livez` answers `200` with the same state
+//! meanwhile: the process works, it is only not ready.
 //!
 //! It runs on its own thread with a current-thread runtime over the already bound listener;
 //! [`Starting::finish`] stops it and hands the listener back for the real front. Requests in
@@ -25,8 +28,30 @@ use tokio::sync::oneshot;
 
 /// Connections served at once at most while starting.
 pub const STARTING_CONNECTIONS_MAX: usize = 256;
-/// The body of every answer.
+/// The body of every answer while the venues are listed.
 const BODY: &str = "{\"error\":\"starting\",\"status\":\"starting\"}";
+
+/// What the port says while waiting: the 503's body and `/livez`'s, changed as the wait goes.
+#[derive(Clone, Debug)]
+pub struct Phase(Arc<std::sync::Mutex<(String, String)>>);
+
+impl Phase {
+    /// `not_ready` for every path, `live` for `/livez`.
+    pub fn new(not_ready: String, live: String) -> Phase {
+        Phase(Arc::new(std::sync::Mutex::new((not_ready, live))))
+    }
+
+    /// Says `not_ready` and `live` from now on.
+    pub fn set(&self, not_ready: String, live: String) {
+        if let Ok(mut p) = self.0.lock() {
+            *p = (not_ready, live);
+        }
+    }
+
+    fn bodies(&self) -> (String, String) {
+        self.0.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+}
 
 /// The responder, running.
 pub struct Starting {
@@ -35,12 +60,18 @@ pub struct Starting {
 }
 
 impl Starting {
-    /// Starts answering on `listener` (bound, non-blocking).
+    /// Starts answering "starting" on `listener` (bound, non-blocking).
     pub fn start(listener: std::net::TcpListener) -> std::io::Result<Starting> {
+        let live = "{\"status\":\"live\",\"state\":\"starting\"}".to_owned();
+        Starting::start_as(listener, Phase::new(BODY.to_owned(), live))
+    }
+
+    /// Starts answering what `phase` says on `listener` (bound, non-blocking).
+    pub fn start_as(listener: std::net::TcpListener, phase: Phase) -> std::io::Result<Starting> {
         let (stop, stopped) = oneshot::channel();
         let thread = std::thread::Builder::new().name("starting".into()).spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            runtime.block_on(serve(listener, stopped))
+            runtime.block_on(serve(listener, stopped, phase))
         })?;
         Ok(Starting { stop, thread })
     }
@@ -58,6 +89,7 @@ impl Starting {
 async fn serve(
     listener: std::net::TcpListener,
     mut stopped: oneshot::Receiver<()>,
+    phase: Phase,
 ) -> std::io::Result<std::net::TcpListener> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let open = Arc::new(AtomicUsize::new(0));
@@ -76,9 +108,16 @@ async fn serve(
             continue;
         }
         open.fetch_add(1, Ordering::Relaxed);
-        let (open, builder) = (open.clone(), builder.clone());
+        let (open, builder, phase) = (open.clone(), builder.clone(), phase.clone());
         tokio::spawn(async move {
-            let svc = service_fn(|_req| async { Ok::<_, Infallible>(answer()) });
+            let svc = service_fn(|req: hyper::Request<hyper::body::Incoming>| {
+                let (not_ready, live) = phase.bodies();
+                let answered = match req.uri().path() {
+                    "/livez" => answer(StatusCode::OK, live),
+                    _ => answer(StatusCode::SERVICE_UNAVAILABLE, not_ready),
+                };
+                async { Ok::<_, Infallible>(answered) }
+            });
             let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
             open.fetch_sub(1, Ordering::Relaxed);
         });
@@ -88,9 +127,9 @@ async fn serve(
     Ok(listener)
 }
 
-fn answer() -> Response<Full<Bytes>> {
-    let mut resp = Response::new(Full::new(Bytes::from_static(BODY.as_bytes())));
-    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+fn answer(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = status;
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     h.insert(RETRY_AFTER, HeaderValue::from_static("1"));

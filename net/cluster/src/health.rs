@@ -141,6 +141,15 @@ fn answer(req: &Request<Incoming>, stats: &WorkerStats) -> Response<Full<Bytes>>
             let (status, body) = stats.healthz();
             (status, "application/json", body)
         }
+        ("GET", "/readyz") => {
+            // Ready exactly when healthy: every worker on the stream and storage answering.
+            let (status, body) = stats.healthz();
+            (status, "application/json", body)
+        }
+        ("GET", "/livez") => {
+            let body = format!("{{\"status\":\"live\",\"role\":\"deliver\",\"workers\":{}}}", stats.workers);
+            (200, "application/json", body)
+        }
         ("GET", "/metrics") => (200, rampart_delivery::metrics::CONTENT_TYPE, stats.metrics()),
         _ => (404, "application/json", "{\"error\":\"not found\"}".to_owned()),
     };

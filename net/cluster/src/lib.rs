@@ -217,6 +217,17 @@ impl FiringBus {
     }
 }
 
+/// A worker's NATS connection, watched ([`FiringWorker::link`]).
+#[derive(Clone)]
+pub struct Link(async_nats::Client);
+
+impl Link {
+    /// Whether the connection is up now.
+    pub fn up(&self) -> bool {
+        self.0.connection_state() == async_nats::connection::State::Connected
+    }
+}
+
 /// One worker's handle on the shared consumer.
 pub struct FiringWorker {
     consumer: jetstream::consumer::Consumer<pull::Config>,
@@ -226,7 +237,12 @@ pub struct FiringWorker {
 impl FiringWorker {
     /// Whether its connection to NATS is up now (the client reconnects by itself meanwhile).
     pub fn connected(&self) -> bool {
-        self.client.connection_state() == async_nats::connection::State::Connected
+        self.link().up()
+    }
+
+    /// A handle on its connection's state, for a watch that does not wait on its fetches.
+    pub fn link(&self) -> Link {
+        Link(self.client.clone())
     }
 
     /// The next firing due, waiting at most `wait` (at least 1 ms) for one.

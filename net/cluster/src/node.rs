@@ -114,13 +114,7 @@ impl NodeHealth {
                 self.partition
             ));
         }
-        let stale: Vec<String> = self
-            .partitions
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| now_ms - p.last_ms.load(Ordering::Acquire) > STALE_MS)
-            .map(|(i, _)| i.to_string())
-            .collect();
+        let stale: Vec<String> = self.stale_partitions(now_ms).iter().map(u16::to_string).collect();
         match stale.is_empty() {
             true => None,
             false => Some(Problem {
@@ -128,6 +122,12 @@ impl NodeHealth {
                 serving: true,
             }),
         }
+    }
+
+    /// Api nodes: the partitions whose last snapshot is older than [`STALE_MS`] at `now_ms`.
+    pub fn stale_partitions(&self, now_ms: i64) -> Vec<u16> {
+        let stale = |p: &PartitionSeen| now_ms - p.last_ms.load(Ordering::Acquire) > STALE_MS;
+        (0..self.partitions.len()).filter(|&i| stale(&self.partitions[i])).map(|i| i as u16).collect()
     }
 
     /// Milliseconds since partition `i`'s last snapshot (`None`: never heard of).

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::StoppableThread;
-use rampart_store::store::{Fence, Store};
+use rampart_store::store::{Fence, Lease, Store};
 
 /// How long a claim or renewal holds the partition, by the database's clock.
 pub const LEASE_MS: i64 = 2_000;
@@ -88,12 +88,21 @@ pub struct Standby {
     /// The expired lease seen: its epoch and when it was first seen so, this node's clock.
     seen_expired: Option<(i64, i64)>,
     told: bool,
+    /// The lease as last read (`None`: none yet, or the read failed).
+    pub seen: Option<Lease>,
 }
 
 impl Standby {
     /// A standby of the lease `name` (`label` in the logs) with a fresh holder id.
     pub fn new(name: &str, label: &str) -> Standby {
-        Standby { name: name.to_owned(), label: label.to_owned(), holder: holder_id(), seen_expired: None, told: false }
+        Standby {
+            name: name.to_owned(),
+            label: label.to_owned(),
+            holder: holder_id(),
+            seen_expired: None,
+            told: false,
+            seen: None,
+        }
     }
 
     /// One look at the lease at `now_ms`: the epoch when this claimed it now. Storage errors
@@ -105,9 +114,11 @@ impl Standby {
             Err(e) => {
                 tracing::warn!("{label}: reading its lease: {e}; waiting");
                 self.seen_expired = None;
+                self.seen = None;
                 return None;
             }
         };
+        self.seen.clone_from(&lease);
         let due = match &lease {
             None => true,
             Some(l) if l.expires_in_ms < 0 => match self.seen_expired {
@@ -152,8 +163,15 @@ impl Standby {
 }
 
 /// Waits, as a standby, until this node owns `partition` (`index/count`) in `store`; logs what
-/// it waits for, and every storage error (it keeps trying).
-pub fn claim(store: &Store, partition: &str, clock: &SharedClock) -> Arc<Ownership> {
+/// it waits for, and every storage error (it keeps trying); `waiting` is told the lease it
+/// read at each look while it waits (`None`: no lease, or the read failed), for the node's
+/// health answers.
+pub fn claim(
+    store: &Store,
+    partition: &str,
+    clock: &SharedClock,
+    waiting: &mut dyn FnMut(Option<&Lease>),
+) -> Arc<Ownership> {
     let mut standby = Standby::new(partition, &format!("partition {partition}"));
     loop {
         let start = clock.now_ms();
@@ -166,6 +184,7 @@ pub fn claim(store: &Store, partition: &str, clock: &SharedClock) -> Arc<Ownersh
                 lost: AtomicBool::new(false),
             });
         }
+        waiting(standby.seen.as_ref());
         std::thread::sleep(STANDBY_POLL);
     }
 }

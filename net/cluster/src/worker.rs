@@ -41,7 +41,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::health::WorkerStats;
-use super::{BusNames, Firing, FiringBus, FiringWorker};
+use super::{BusNames, Firing, FiringBus, FiringWorker, Link};
 use rampart_delivery::pool::Pool;
 use rampart_delivery::{attempt, victim, Bound, DeliveryConfig, Demand, Holdings, Plan, Slot, Target, Width};
 use rampart_outbound::tls_config;
@@ -127,14 +127,15 @@ async fn run(
     let mut worker: Option<FiringWorker> = None;
     let mut failing = false;
     let mut checked = std::time::Instant::now();
-    // The worker's link counted in `stats.connected`.
-    let mut linked = false;
+    // The worker's link, watched by a task of its own every `LINK_LOOK` (the loop below may
+    // wait on a fetch while NATS is gone: `/healthz` must not wait with it).
+    let link: Rc<RefCell<Option<Link>>> = Rc::new(RefCell::new(None));
+    tokio::task::spawn_local(watch_link(link.clone(), stats.clone()));
     while !stop.load(Ordering::Acquire) {
         let Some(w) = &mut worker else {
             match connect(url, &names).await {
                 Ok(w) => {
-                    stats.connected.inc();
-                    linked = true;
+                    *link.borrow_mut() = Some(w.link());
                     worker = Some(w);
                 }
                 Err(e) => {
@@ -147,17 +148,6 @@ async fn run(
             }
             continue;
         };
-        // `/healthz` counts a worker connected only while its NATS link is up.
-        let up = w.connected();
-        if up != linked {
-            linked = up;
-            if up {
-                stats.connected.inc();
-            } else {
-                tracing::warn!("deliver: NATS is unreachable; the client reconnects");
-                stats.connected.dec();
-            }
-        }
         // Wait for room (an attempt slot free, and room to wait), then take as many firings as
         // there are slots free.
         let room = shared.room();
@@ -171,9 +161,7 @@ async fn run(
                 checked = std::time::Instant::now();
                 if let Err(e) = w.check().await {
                     tracing::warn!("deliver: {e}; reconnecting");
-                    if std::mem::take(&mut linked) {
-                        stats.connected.dec();
-                    }
+                    *link.borrow_mut() = None;
                     worker = None;
                 }
             }
@@ -184,12 +172,33 @@ async fn run(
             }
             Err(e) => {
                 tracing::warn!("deliver: {e}; reconnecting");
-                if std::mem::take(&mut linked) {
-                    stats.connected.dec();
-                }
+                *link.borrow_mut() = None;
                 worker = None;
             }
         }
+    }
+}
+
+/// How often a worker's link is looked at for `/healthz`.
+const LINK_LOOK: Duration = Duration::from_millis(250);
+
+/// Counts the worker in `stats.connected` exactly while its NATS link is up, looking every
+/// [`LINK_LOOK`]: a server gone is told within that of the client's noticing (a closed
+/// connection at once; a silent one at the client's missed pings).
+async fn watch_link(link: Rc<RefCell<Option<Link>>>, stats: Arc<WorkerStats>) {
+    let mut counted = false;
+    loop {
+        let up = link.borrow().as_ref().is_some_and(Link::up);
+        if up != counted {
+            counted = up;
+            if up {
+                stats.connected.inc();
+            } else {
+                tracing::warn!("deliver: NATS is unreachable; the client reconnects");
+                stats.connected.dec();
+            }
+        }
+        tokio::time::sleep(LINK_LOOK).await;
     }
 }
 

@@ -27,6 +27,7 @@ mod health;
 mod json_errors;
 mod listen;
 mod market_api;
+mod probes;
 pub mod site;
 mod stream_admission;
 mod stream_api;
@@ -490,7 +491,10 @@ impl Fronts {
     /// what it reads (its caches and fan-out its own).
     pub fn front(&self, index: usize) -> Front {
         let p = &self.parts;
-        let books = Rc::new(books::Books::new(p.shared.clone(), p.venues.clone(), p.commands.clone()));
+        let books = Rc::new(
+            books::Books::new(p.shared.clone(), p.venues.clone(), p.commands.clone())
+                .with_cluster(p.cluster.clone(), p.clock.clone()),
+        );
         let (storage, health, clock) = (&p.storage, &p.storage_health, &p.clock);
         let health_parts = health::HealthParts {
             storage_health: health.clone(),
@@ -605,6 +609,8 @@ impl Front {
         if family == Family::Public {
             return match Route::parse(&req.method, path) {
                 Ok(Route::Healthz) => self.health.healthz(now_ms),
+                Ok(Route::Livez) => self.health.livez(now_ms),
+                Ok(Route::Readyz) => self.health.readyz(now_ms),
                 Ok(Route::OpenApi) => respond_bytes(StatusCode::OK, Bytes::from_static(OPENAPI.as_bytes())),
                 Ok(Route::Version) => self.health.version(),
                 // `/metrics` answers 404 itself when nothing is measured, whatever the method.
@@ -713,6 +719,8 @@ impl Front {
             }
             // Not under `/v1`: answered by the front before a key is asked for.
             Route::Healthz
+            | Route::Livez
+            | Route::Readyz
             | Route::OpenApi
             | Route::Version
             | Route::Metrics

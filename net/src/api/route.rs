@@ -14,6 +14,10 @@ use hyper::Method;
 pub enum Route<'a> {
     /// `GET /healthz`.
     Healthz,
+    /// `GET /livez` (issue #50).
+    Livez,
+    /// `GET /readyz` (issue #50).
+    Readyz,
     /// `GET /openapi.json`.
     OpenApi,
     /// `GET /version`.
@@ -112,7 +116,7 @@ pub enum Family {
 /// The family of `path`.
 pub fn family(path: &str) -> Family {
     match path {
-        "/healthz" | "/openapi.json" | "/version" | "/metrics" => Family::Public,
+        "/healthz" | "/livez" | "/readyz" | "/openapi.json" | "/version" | "/metrics" => Family::Public,
         "/v1" => Family::Keyed,
         p if p.starts_with("/v1/") => Family::Keyed,
         p if p.starts_with("/site/") => Family::Site,
@@ -155,6 +159,8 @@ impl Verb {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Resource<'a> {
     Healthz,
+    Livez,
+    Readyz,
     OpenApi,
     Version,
     Metrics,
@@ -190,6 +196,8 @@ impl<'a> Resource<'a> {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         Some(match segments.as_slice() {
             ["healthz"] => R::Healthz,
+            ["livez"] => R::Livez,
+            ["readyz"] => R::Readyz,
             ["openapi.json"] => R::OpenApi,
             ["version"] => R::Version,
             ["metrics"] => R::Metrics,
@@ -230,6 +238,8 @@ impl<'a> Resource<'a> {
         use Resource as R;
         Some(match self {
             R::Healthz => "/healthz",
+            R::Livez => "/livez",
+            R::Readyz => "/readyz",
             R::OpenApi => "/openapi.json",
             R::Version => "/version",
             R::Metrics => "/metrics",
@@ -271,6 +281,8 @@ impl<'a> Resource<'a> {
             Resource::SiteStream => return Err(T::SiteStream),
             Resource::Site => return Err(T::Site),
             Resource::Healthz => vec![(Get, T::Healthz)],
+            Resource::Livez => vec![(Get, T::Livez)],
+            Resource::Readyz => vec![(Get, T::Readyz)],
             Resource::OpenApi => vec![(Get, T::OpenApi)],
             Resource::Version => vec![(Get, T::Version)],
             Resource::Metrics => vec![(Get, T::Metrics)],

@@ -46,8 +46,6 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     let _lock = s.role.lock(&s.store)?;
     // The one clock every part of the process reads.
     let clock = clock::system();
-    // A market node on PostgreSQL waits here, as a standby, until it owns its partition.
-    let owner = s.role.own(&s.store, &clock)?;
     let (front_config, descriptors) = FrontConfig::default().fit_descriptors();
     tracing::info!(
         "descriptor limit {descriptors}: up to {} HTTP connections, {} per address",
@@ -63,6 +61,18 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), s.role == NodeRole::Single)?;
+    // A market node on PostgreSQL waits here, as a standby, until it owns its partition; its
+    // port meanwhile answers `/livez` 200 and everything else 503 with the owner's lease.
+    let owner = if s.role.may_wait(&s.store) {
+        let (not_ready, live) = crate::role::standby_bodies(&s.role.partition().to_string(), None);
+        let phase = crate::starting::Phase::new(not_ready, live);
+        let waiting = crate::starting::Starting::start_as(listener.try_clone()?, phase.clone())?;
+        let owner = s.role.own(&s.store, &clock, &phase)?;
+        waiting.finish()?;
+        owner
+    } else {
+        None
+    };
     // Shard CPUs, claimed for the life of the process.
     let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let claims = rampart_shard::cpus::choose(&s.cpus, s.shards, &rampart_shard::cpus::allowed(), &lock_dir);

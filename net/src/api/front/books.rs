@@ -18,12 +18,47 @@ pub struct Books {
     pub(super) shared: Arc<Shared>,
     pub(super) venues: Vec<Venue>,
     commands: Commands,
+    /// An api node's view of the partitions (which one owns a book, how fresh it is), to say
+    /// why a query went unanswered; `None` elsewhere.
+    cluster: Option<(Arc<rampart_cluster::node::NodeHealth>, rampart_state::clock::SharedClock)>,
 }
 
 impl Books {
     /// The books of `shared` on `venues`, their shards reached through `commands`.
     pub(super) fn new(shared: Arc<Shared>, venues: Vec<Venue>, commands: Commands) -> Books {
-        Books { shared, venues, commands }
+        Books { shared, venues, commands, cluster: None }
+    }
+
+    /// On an api node: queries name the partition that did not answer, and why.
+    pub(super) fn with_cluster(
+        mut self,
+        cluster: Option<Arc<rampart_cluster::node::NodeHealth>>,
+        clock: rampart_state::clock::SharedClock,
+    ) -> Books {
+        self.cluster = cluster.filter(|c| c.role == rampart_cluster::node::Role::Api).map(|c| (c, clock));
+        self
+    }
+
+    /// The 503 of a query `book`'s shard did not answer: "busy", or on an api node the
+    /// partition whose market node is away (its snapshots stale) or unreached.
+    fn unanswered(&self, book: BookId) -> ApiError {
+        let Some((c, clock)) = &self.cluster else {
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly");
+        };
+        let symbol = self.shared.registry().get(book).symbol.clone();
+        let p = rampart_state::partition::of_symbol(&symbol, c.partition.count);
+        let now_ms = clock.now_ms();
+        let why = match c.age_ms(usize::from(p), now_ms) {
+            Some(age) if c.stale_partitions(now_ms).contains(&p) => {
+                format!(
+                    "partition {p} ({symbol}) has no market node serving it: its last snapshot is {} s old",
+                    age / 1000
+                )
+            }
+            None => format!("partition {p} ({symbol}) has no market node serving it: no snapshot yet"),
+            Some(_) => format!("partition {p} ({symbol}) did not answer in time"),
+        };
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("{why}; retry shortly"))
     }
 
     /// `ex` as a venue this process serves, or the 404 naming why not.
@@ -183,11 +218,10 @@ impl Books {
         make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Command,
     ) -> Result<T, ApiError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let busy = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly");
-        self.commands.send(book, make(tx)).map_err(|_| busy())?;
+        self.commands.send(book, make(tx)).map_err(|_| self.unanswered(book))?;
         match tokio::time::timeout(SHARD_ANSWER_TIMEOUT, rx).await {
             Ok(Ok(v)) => Ok(v),
-            _ => Err(busy()),
+            _ => Err(self.unanswered(book)),
         }
     }
 }

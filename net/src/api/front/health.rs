@@ -72,15 +72,27 @@ pub(super) fn write_storage_health(j: &mut Json, failing: Option<&(Vec<Writer>, 
     j.raw("],\"since\":").str(&clock::iso8601(*since_ms)).raw(",\"error\":").str(error).raw("}");
 }
 
+/// What a node's health is decided from ([`HealthApi::verdict`]).
+pub(super) struct Verdict {
+    pub started: bool,
+    pub ready: bool,
+    /// Why it is not ready or what is degraded, as `/healthz`'s `error` says it.
+    pub reason: Option<String>,
+    storage: Option<(Vec<Writer>, i64, String)>,
+    venue_health: Vec<rampart_state::VenueHealth>,
+    /// The only thing wrong is that some venue (not every one) has no live data.
+    only_some_down: bool,
+}
+
 /// What `/healthz`, `/version`, `/metrics` and the latency histograms read.
 pub struct HealthApi {
     books: Rc<Books>,
     board: Arc<ArcSwap<Board>>,
     storage_health: Arc<StorageHealth>,
     /// A cluster node's links (`serve --role market|api`); `None` for the single process.
-    cluster: Option<Arc<NodeHealth>>,
+    pub(super) cluster: Option<Arc<NodeHealth>>,
     feed: &'static str,
-    started_ms: i64,
+    pub(super) started_ms: i64,
     /// The package version and the git revision it was built from, for `/version`.
     build: (&'static str, &'static str),
     /// `/metrics`, when measured.
@@ -138,11 +150,10 @@ impl HealthApi {
         }
     }
 
-    // Long: one JSON document written field by field in its documented order (shards, then each
-    // venue's state and counters); splitting it would scatter the shape across functions.
-    pub(super) fn healthz(&self, now_ms: i64) -> Resp {
-        // Ready once the shards have their books and the board has been built from them, so
-        // the first rankings a client reads cover the whole market.
+    /// What `/healthz`, `/readyz` and `/livez` decide from: started (the shards have their books
+    /// and the board has been built from them, so the first rankings a client reads cover the
+    /// whole market), storage, the venues and the cluster's links.
+    pub(super) fn verdict(&self, now_ms: i64) -> Verdict {
         let started = self.books.shared.ready() && self.board.load().complete;
         let storage = self.storage_health.report(now_ms);
         // Live feed: the data is dead when no venue has any; degraded when one has none.
@@ -154,20 +165,35 @@ impl HealthApi {
         let cluster = self.cluster.as_ref().and_then(|c| c.problem(now_ms));
         let cluster_down = cluster.as_ref().is_some_and(|p| !p.serving);
         let ready = started && storage.is_none() && !all_down && !cluster_down;
-        let mut j = Json::with_capacity(512);
-        if !started {
-            j.raw("{\"error\":\"starting\",\"status\":\"starting\"");
+        let reason = if !started {
+            Some("starting".to_owned())
         } else if let Some(p) = &cluster {
-            j.raw("{\"error\":").str(&p.why).raw(",\"status\":\"degraded\"");
+            Some(p.why.clone())
         } else if storage.is_some() {
-            j.raw("{\"error\":\"storage cannot be written\",\"status\":\"degraded\"");
+            Some("storage cannot be written".to_owned())
         } else if all_down {
-            j.raw("{\"error\":\"no venue has live data\",\"status\":\"degraded\"");
+            Some("no venue has live data".to_owned())
         } else if some_down {
-            j.raw("{\"status\":\"degraded\"");
+            Some("a venue has no live data".to_owned())
         } else {
-            j.raw("{\"status\":\"ok\"");
-        }
+            None
+        };
+        let only_some_down = started && cluster.is_none() && storage.is_none() && !all_down && some_down;
+        Verdict { started, ready, reason, storage, venue_health, only_some_down }
+    }
+
+    // Long: one JSON document written field by field in its documented order (shards, then each
+    // venue's state and counters); splitting it would scatter the shape across functions.
+    pub(super) fn healthz(&self, now_ms: i64) -> Resp {
+        let Verdict { started, ready, reason, storage, venue_health, only_some_down } = self.verdict(now_ms);
+        let mut j = Json::with_capacity(512);
+        match (started, &reason) {
+            (false, _) => j.raw("{\"error\":\"starting\",\"status\":\"starting\""),
+            // One venue down of several: degraded, without an error (the venues say which).
+            (true, Some(_)) if only_some_down => j.raw("{\"status\":\"degraded\""),
+            (true, Some(why)) => j.raw("{\"error\":").str(why).raw(",\"status\":\"degraded\""),
+            (true, None) => j.raw("{\"status\":\"ok\""),
+        };
         j.raw(",\"feed\":").str(self.feed).raw(",\"uptimeS\":").int((now_ms - self.started_ms) / 1000);
         write_storage_health(&mut j, storage.as_ref());
         if let Some(c) = &self.cluster {

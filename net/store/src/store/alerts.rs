@@ -7,6 +7,7 @@ use super::alert_row::{
     ALERT_COLUMNS,
 };
 use super::conn::Store;
+use super::inbox::NewEntry;
 use super::outbox::queue_telegram;
 use super::render::Render;
 use crate::db::{vals, StoreError};
@@ -309,12 +310,15 @@ impl Store {
             let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
             let rows: Vec<AlertRow> = db.query_opt_each(&sql, &sets, alert_row)?.into_iter().flatten().collect();
             self.release_active(rows.iter().map(|r| r.account_id))?;
+            let notice = |row: &AlertRow| NewEntry {
+                account_id: row.account_id,
+                kind: "alert.expired",
+                alert_id: row.id,
+                body: texts.alert_expired(row, now_ms),
+                created_ms: now_ms,
+            };
+            self.write_inbox(&rows.iter().map(notice).collect::<Vec<_>>())?;
             for row in &rows {
-                let body = texts.alert_expired(row, now_ms);
-                db.execute(
-                    "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.expired', ?2, ?3, ?4)",
-                    vals![row.account_id, row.id, &body, now_ms],
-                )?;
                 if telegram {
                     let text = || texts.telegram_alert_expired(row);
                     queue_telegram(db, texts, row.account_id, row.id, text, now_ms)?;
@@ -343,12 +347,15 @@ impl Store {
             let mut rows = db.query(&sql, vals![exchange.as_str(), symbol, now_ms], alert_row)?;
             rows.sort_by_key(|r| r.id);
             self.release_active(rows.iter().map(|r| r.account_id))?;
+            let notice = |row: &AlertRow| NewEntry {
+                account_id: row.account_id,
+                kind: "alert.delisted",
+                alert_id: row.id,
+                body: texts.alert_delisted(row, now_ms),
+                created_ms: now_ms,
+            };
+            self.write_inbox(&rows.iter().map(notice).collect::<Vec<_>>())?;
             for row in &rows {
-                let body = texts.alert_delisted(row, now_ms);
-                db.execute(
-                    "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.delisted', ?2, ?3, ?4)",
-                    vals![row.account_id, row.id, &body, now_ms],
-                )?;
                 if telegram {
                     let text = || texts.telegram_alert_delisted(row);
                     queue_telegram(db, texts, row.account_id, row.id, text, now_ms)?;

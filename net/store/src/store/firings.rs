@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::alert_row::{alert_row, AlertRow, AlertStatus, ALERT_COLUMNS, FLOOD_FIRINGS_MAX, FLOOD_WINDOW_MS};
 use super::conn::Store;
 use super::firing_record::FiringRecord;
+use super::inbox::NewEntry;
 use super::outbox::queue_telegram;
 use super::render::Render;
 use crate::db::{vals, StoreError};
@@ -95,17 +96,28 @@ impl Store {
             // service's body in the webhook (`None`: the event body).
             let entries: Vec<Option<String>> = done.iter().map(|(row, f)| texts.alert_inbox_entry(row, f)).collect();
             let sent: Vec<Option<String>> = done.iter().map(|(row, f)| texts.alert_chat_body(row, f)).collect();
-            let inbox: Vec<_> = done
+            // The flood guard's pauses take their rows (already locked by `flood_guard`); the
+            // inbox comes last among the row locks (`Store::write_inbox`), notices included.
+            let paused = self.pause_flooded(&flooded)?;
+            let mut inbox: Vec<NewEntry> = done
                 .iter()
-                .zip(bodies.iter().zip(&entries))
-                .map(|((row, f), (body, entry))| {
-                    vals![row.account_id, row.id, entry.as_ref().unwrap_or(body), f.ts_ms].to_vec()
+                .zip(bodies.iter().zip(entries))
+                .map(|((row, f), (body, entry))| NewEntry {
+                    account_id: row.account_id,
+                    kind: "alert.triggered",
+                    alert_id: row.id,
+                    body: entry.unwrap_or_else(|| body.clone()),
+                    created_ms: f.ts_ms,
                 })
                 .collect();
-            db.execute_each(
-                "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.triggered', ?2, ?3, ?4)",
-                &inbox,
-            )?;
+            inbox.extend(paused.iter().map(|(row, at)| NewEntry {
+                account_id: row.account_id,
+                kind: "alert.paused",
+                alert_id: row.id,
+                body: texts.alert_paused(row, *at),
+                created_ms: *at,
+            }));
+            self.write_inbox(&inbox)?;
             // The webhook is in addition to the inbox, in the same transaction: a firing
             // that is recorded is also queued for delivery (at least once).
             let outbox: Vec<_> = done
@@ -126,9 +138,12 @@ impl Store {
                     let text = || texts.telegram_alert_fired(row, f);
                     queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
                 }
+                for (row, at) in &paused {
+                    let text = || texts.telegram_alert_paused(row);
+                    queue_telegram(db, texts, row.account_id, row.id, text, *at)?;
+                }
             }
-            let paused = self.pause_flooded(&flooded, texts)?;
-            Ok(Recorded { fired: done, paused })
+            Ok(Recorded { fired: done, paused: paused.into_iter().map(|(row, _)| row).collect() })
         })
     }
 
@@ -169,28 +184,21 @@ impl Store {
         Ok((admitted, flooded))
     }
 
-    /// Pauses the alerts `flooded` names (id, the time of the firing that flooded it), each with
-    /// an `alert.paused` inbox notice (and, with Telegram on, a message); the rows paused.
-    fn pause_flooded(&self, flooded: &BTreeMap<i64, i64>, texts: &dyn Render) -> Result<Vec<AlertRow>, StoreError> {
+    /// Pauses the alerts `flooded` names (id, the time of the firing that flooded it); the rows
+    /// paused, each with that time (their notices are the caller's).
+    fn pause_flooded(&self, flooded: &BTreeMap<i64, i64>) -> Result<Vec<(AlertRow, i64)>, StoreError> {
         let sql = format!(
             "UPDATE alerts SET paused = 'flood_guard' WHERE id = ?1 AND paused IS NULL AND deleted_ms IS NULL
              RETURNING {ALERT_COLUMNS}"
         );
         let sets: Vec<_> = flooded.keys().map(|id| vals![*id].to_vec()).collect();
-        let rows: Vec<AlertRow> = self.db.query_opt_each(&sql, &sets, alert_row)?.into_iter().flatten().collect();
-        for row in &rows {
-            let at = flooded.get(&row.id).copied().unwrap_or_default();
-            let body = texts.alert_paused(row, at);
-            self.db.execute(
-                "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, 'alert.paused', ?2, ?3, ?4)",
-                vals![row.account_id, row.id, &body, at],
-            )?;
-            if self.telegram {
-                let text = || texts.telegram_alert_paused(row);
-                queue_telegram(&self.db, texts, row.account_id, row.id, text, at)?;
-            }
-        }
-        Ok(rows)
+        let rows = self.db.query_opt_each(&sql, &sets, alert_row)?.into_iter().flatten();
+        Ok(rows
+            .map(|row| {
+                let at = flooded.get(&row.id).copied().unwrap_or_default();
+                (row, at)
+            })
+            .collect())
     }
 }
 

@@ -19,11 +19,49 @@ pub struct InboxRow {
     pub created_ms: i64,
 }
 
+/// An inbox entry to write ([`Store::write_inbox`]).
+pub(super) struct NewEntry {
+    pub account_id: i64,
+    pub kind: &'static str,
+    pub alert_id: i64,
+    pub body: String,
+    pub created_ms: i64,
+}
+
 fn inbox_row(r: &Row<'_>) -> Result<InboxRow, StoreError> {
     Ok(InboxRow { id: r.get(0)?, kind: r.get(1)?, alert_id: r.get(2)?, body: r.get(3)?, created_ms: r.get(4)? })
 }
 
 impl Store {
+    /// Writes `entries` in the caller's transaction, with ids in commit order (issue #50): the
+    /// ids come from the counter row `inbox_next`, whose lock the transaction holds until it
+    /// ends, so a transaction that took lower ids has committed before a later one can take
+    /// any: an entry is never visible before one with a lower id, and a stream resuming after
+    /// an id it saw misses nothing, however many nodes write. Called last among a
+    /// transaction's row locks (only inserts follow), so the counter's wait is never part of a
+    /// cycle.
+    pub(super) fn write_inbox(&self, entries: &[NewEntry]) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let n = entries.len() as i64;
+        let last: i64 = self.db.query_one(
+            "UPDATE meta SET value = value + ?1 WHERE key = 'inbox_next' RETURNING value",
+            vals![n],
+            |r| r.get(0),
+        )?;
+        let sets: Vec<_> = entries
+            .iter()
+            .zip(last - n + 1..)
+            .map(|(e, id)| vals![id, e.account_id, e.kind, e.alert_id, &e.body, e.created_ms].to_vec())
+            .collect();
+        self.db.execute_each(
+            "INSERT INTO inbox (id, account_id, kind, alert_id, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &sets,
+        )?;
+        Ok(())
+    }
+
     /// An account's inbox entries after id `after`, oldest first, at most `limit` (live push
     /// reads on from the last entry it sent).
     pub fn inbox_after(&self, account_id: i64, after: i64, limit: u32) -> Result<Vec<InboxRow>, StoreError> {
@@ -62,5 +100,63 @@ impl Store {
             vals![account_id, before, i64::from(limit)],
             inbox_row,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::*;
+
+    /// Two writers on PostgreSQL: the one that took its ids first commits first, and the other
+    /// waits for it; a reader never sees a later id before an earlier one, so resuming after
+    /// any id it saw misses nothing (issue #50). SQLite's single writer gives this already.
+    #[test]
+    fn inbox_ids_are_in_commit_order_across_writers() {
+        let at = TestDb::Postgres(fresh_postgres_schema());
+        let url = match &at {
+            TestDb::Postgres(url) => url.clone(),
+            TestDb::Sqlite(_) => unreachable!(),
+        };
+        let mut first = at.open();
+        let a = first.create_account_with_key("developer", None, 1).expect("a").account_id;
+        let entry = |body: &str| NewEntry {
+            account_id: a,
+            kind: "alert.triggered",
+            alert_id: 1,
+            body: body.into(),
+            created_ms: 5,
+        };
+        first.begin_group().expect("group");
+        first.begin_job().expect("job");
+        first.write_inbox(&[entry("{\"n\":1}"), entry("{\"n\":2}")]).expect("first");
+        let (started, waiting) = std::sync::mpsc::channel();
+        let second = std::thread::spawn(move || {
+            let mut s = Store::open_postgres(&url).expect("open");
+            s.begin_group().expect("group");
+            started.send(()).expect("signal");
+            s.write_inbox(&[NewEntry {
+                account_id: a,
+                kind: "alert.triggered",
+                alert_id: 1,
+                body: "{\"n\":3}".into(),
+                created_ms: 6,
+            }])
+            .expect("second");
+            s.commit_group().expect("commit");
+        });
+        waiting.recv().expect("the second writer started");
+        std::thread::sleep(Duration::from_millis(300));
+        let reader = at.open();
+        assert!(reader.inbox_after(a, 0, 10).expect("read").is_empty(), "nothing is visible before the first commits");
+        assert!(!second.is_finished(), "the second writer waits for the first");
+        first.end_job(true).expect("end");
+        first.commit_group().expect("commit");
+        second.join().expect("second");
+        let seen: Vec<(i64, String)> =
+            reader.inbox_after(a, 0, 10).expect("read").into_iter().map(|r| (r.id, r.body)).collect();
+        let bodies: Vec<&str> = seen.iter().map(|(_, b)| b.as_str()).collect();
+        assert_eq!(bodies, ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"], "ids follow the commits: {seen:?}");
+        assert!(seen.windows(2).all(|w| w[1].0 == w[0].0 + 1), "dense: {seen:?}");
     }
 }

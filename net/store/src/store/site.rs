@@ -5,6 +5,7 @@
 //! running service watches (`site_alerts::watch`).
 
 use super::conn::Store;
+use super::inbox::NewEntry;
 use super::outbox::queue_telegram;
 use super::render::Render;
 use super::site_row::{
@@ -153,28 +154,31 @@ impl Store {
         );
         db.in_transaction_of(|| {
             self.check_fence()?;
-            let mut recorded = 0;
-            let mut ended = false;
+            let mut fired = Vec::with_capacity(firings.len());
             for f in firings {
-                let Some(row) = db.query_opt(&update, vals![f.alert_id, f.ts_ms, f.last], site_row)? else {
-                    continue;
-                };
-                let (kind, body) = texts.site_fired(&row, f);
-                db.execute(
-                    "INSERT INTO inbox (account_id, kind, alert_id, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    vals![row.account_id, kind, row.id, &body, f.ts_ms],
-                )?;
-                if telegram {
-                    let text = || texts.telegram_site_fired(&row, f);
-                    queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
+                if let Some(row) = db.query_opt(&update, vals![f.alert_id, f.ts_ms, f.last], site_row)? {
+                    fired.push((row, f));
                 }
-                recorded += 1;
-                ended |= f.last;
             }
-            if ended {
+            if fired.iter().any(|(_, f)| f.last) {
                 bump(db)?;
             }
-            Ok(recorded)
+            // The inbox last among the row locks (`Store::write_inbox`).
+            let entries: Vec<NewEntry> = fired
+                .iter()
+                .map(|(row, f)| {
+                    let (kind, body) = texts.site_fired(row, f);
+                    NewEntry { account_id: row.account_id, kind, alert_id: row.id, body, created_ms: f.ts_ms }
+                })
+                .collect();
+            self.write_inbox(&entries)?;
+            if telegram {
+                for (row, f) in &fired {
+                    let text = || texts.telegram_site_fired(row, f);
+                    queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
+                }
+            }
+            Ok(fired.len())
         })
     }
 }
