@@ -82,15 +82,19 @@ export async function trade(price) {
 }
 
 // ---- A webhook receiver on loopback: answers 500 to its first delivery, 200 after ----
-export function receiver() {
+// (`{ failFirst: false }`: 200 to every one; `delayMs`: each answer that much later).
+export function receiver({ failFirst = true, delayMs = 0 } = {}) {
   const got = [];
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(got.length === 1 ? 500 : 200, { 'Content-Length': '0', Connection: 'close' });
-      res.end();
+      const status = failFirst && got.length === 1 ? 500 : 200;
+      setTimeout(() => {
+        res.writeHead(status, { 'Content-Length': '0', Connection: 'close' });
+        res.end();
+      }, delayMs);
     });
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, got, port: server.address().port })));

@@ -1,4 +1,4 @@
-// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, one event stream per page, the chart's levels and the alerts its lines offer, alerts on a whole venue, webhook signing and the delivery log, isolation of accounts.
+// Browser test of rampart's site (net/site) against a running server and venue simulator: sign-in, CSRF, alerts, live notifications, one event stream per page, the chart's levels and the alerts its lines offer, alerts on a whole venue, webhook signing and the delivery log, an alert's lifecycle (edit in place, pause, a test delivery, the flood guard; lifecycle.mjs), isolation of accounts.
 //
 // Run from the repository root as `node tests/browser/site.mjs` (after `npm ci` in tests/browser).
 // Environment: RAMPART_URL, SIM_URL, KEY_A, KEY_B, SYMBOL, WALL_QTY; optional SHOTS (a directory
@@ -13,6 +13,7 @@ import {
   placeWall as placeWallOf, receiver, rowIds, run, setHash, signature, signedIn, signIn, SIM, sleep, step, SYMBOL, tid, trade,
   unseen, until, VENUE, visible, WAIT,
 } from './lib.mjs';
+import { alertLifecycle } from './lifecycle.mjs';
 
 const KEY_A = env('KEY_A');
 const KEY_B = env('KEY_B');
@@ -533,6 +534,11 @@ async function main(browser) {
     assert.equal((await apiOk(KEY_A, 'GET', '/v1/webhook-secret')).data.signing, false);
     A.hook.server.close();
   }
+
+  // Edit in place, Pause and Resume, Send test, the flood guard (decisions.md §16).
+  const lifecycleFrom = Date.now();
+  await alertLifecycle(a.page, KEY_A, A.apiAlertId);
+  note(`the lifecycle steps took ${((Date.now() - lifecycleFrom) / 1000).toFixed(1)} s`);
 
   step('sign out: the session is over, the page\'s EventSource is closed and the sign-in form shows');
   {

@@ -302,8 +302,19 @@ async function main(browser) {
       return text !== '' && !text.includes('now'); // a submission clears the old refusal first
     }, tid('site-alert-error'), 'the refusal did not change');
     const words = (await t.page.textContent(tid('site-alert-error'))).trim();
-    assert.ok(!words.includes('min_usd') && words.includes('minimum wall value'), `the refusal speaks the API's field name: ${words}`);
+    assert.equal(words, 'Missing: Minimum wall value (USD)', `the refusal does not use the form's label: ${words}`);
+    // It stands beside its field, which is marked invalid and has the focus.
+    await visible(t.page, `${form} .field:has(input[name="min_usd"]) ${tid('site-alert-error')}`, 'the refusal is not beside its field');
+    assert.equal(await t.page.getAttribute(`${form} input[name="min_usd"]`, 'aria-invalid'), 'true');
+    assert.equal(await t.page.evaluate(() => document.activeElement?.name), 'min_usd', 'the refused field has not the focus');
     note(`refusal: "${words}"`);
+    // A refused value is repeated with the field's label: what was typed, in the form's words.
+    await t.page.fill(`${form} input[name="min_usd"]`, '-5');
+    await t.page.click(`${form} button[type="submit"]`);
+    await pageTrue(t.page, (s) => (document.querySelector(s)?.textContent || '').includes('-5'), tid('site-alert-error'), 'the refusal does not say what was typed');
+    const typed = (await t.page.textContent(tid('site-alert-error'))).trim();
+    assert.ok(typed.startsWith('Minimum wall value (USD) must be') && !typed.includes('min_usd'), `the refusal says: ${typed}`);
+    note(`refusal: "${typed}"`);
     // A repeating density alert with a quiet time after each firing: the account's wall alert on
     // "appeared" (decisions.md §15), in the alerts table, not among the market alerts.
     await t.page.fill(`${form} input[name="min_usd"]`, '1000000000000');

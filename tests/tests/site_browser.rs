@@ -6,7 +6,10 @@
 //! and checks that a second account sees none of the first's data, the cookie's flags, CSRF and
 //! the Content-Security-Policy; on the settings page it creates, rotates and ends the webhook
 //! signing secret, and on the alerts page it reads the delivery log of an alert whose receiver
-//! (in the script, on loopback) failed once, and redelivers that firing.
+//! (in the script, on loopback) failed once, and redelivers that firing. Its steps of an alert's
+//! lifecycle (`tests/browser/lifecycle.mjs`, decisions.md §16) edit an alert in place, pause and
+//! resume it, send a test to a webhook on loopback and see a repeating alert paused by the flood
+//! guard, in words on the alerts and notifications pages.
 //! `tools/browser-deps.sh` installs what it needs.
 //!
 //! With `RAMPART_SHOTS=<dir>` the script also saves screenshots of every page at desktop and
@@ -16,8 +19,9 @@
 //! trader would: one stated time zone for the tables and the chart, alert tables and the chart's
 //! alert lines that follow a firing without a reload, the action column in view at 1280 and
 //! 390 px, confirmations and Undo, a market alert that could not fire refused with the number's
-//! value, refusals in the form's words. With `RAMPART_WEIGH=<file>` it then weighs and times
-//! every page (`tests/browser/weigh.mjs`, how `perf/site-pages.md` is made).
+//! value, refusals in the form's words (the field's label, what was typed, beside the field).
+//! With `RAMPART_WEIGH=<file>` it then weighs and times every page (`tests/browser/weigh.mjs`, how
+//! `perf/site-pages.md` is made).
 
 use std::process::Command;
 
@@ -30,7 +34,7 @@ fn the_site_works_in_chromium() {
     let root = root();
     let script = root.join("tests/browser/site.mjs");
     let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
-    // The webhook receiver of the delivery-log steps is on loopback.
+    // The webhook receivers of the delivery-log and Send test steps are on loopback.
     let config = sim.config(&["binance"], 8, "[webhooks]\nallow_private = true\n").display().to_string();
     let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
     server.wait_venue("binance", "state ok", 30, |h| h["state"] == "ok");

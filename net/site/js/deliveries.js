@@ -40,18 +40,19 @@ async function load(log) {
   }
 }
 
-// One row per attempt; the newest row of each firing whose deliveries have ended can redeliver it.
+// One row per attempt; the newest row of each firing whose deliveries have ended can redeliver it
+// (a test send's row is no firing: it says so and offers nothing).
 function rows(log, id, data) {
   const ended = new Set();
   const pending = new Set(data.filter((d) => d.outcome === 'pending').map((d) => d.triggerTime));
   return data.map((d) => {
     let action = '';
-    if (!pending.has(d.triggerTime) && !ended.has(d.triggerTime)) {
+    if (!d.test && !pending.has(d.triggerTime) && !ended.has(d.triggerTime)) {
       ended.add(d.triggerTime);
       action = redeliverButton(log, id, d.triggerTime);
     }
-    return h('tr', { 'data-trigger-time': d.triggerTime, 'data-attempt': d.attempt, 'data-outcome': d.outcome },
-      h('td', null, timeEl(d.triggerTime)),
+    return h('tr', { 'data-trigger-time': d.triggerTime, 'data-attempt': d.attempt, 'data-outcome': d.outcome, 'data-test': d.test ? 'true' : null },
+      h('td', null, d.test ? 'Test send (Send test), ' : null, timeEl(d.triggerTime)),
       h('td', { class: 'num', text: d.attempt }),
       h('td', null, timeEl(d.at)),
       h('td', { class: 'outcome-' + d.outcome, text: d.outcome }),

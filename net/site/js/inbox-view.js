@@ -13,6 +13,7 @@ const GROUP_MS = 60000; // entries of one alert less than a minute apart show as
 const KIND_LABELS = {
   'alert.triggered': 'Alert fired', 'alert.delisted': 'Pair delisted',
   'density.triggered': 'Wall alert', 'market.triggered': 'Market alert', 'alert.expired': 'Alert expired',
+  'alert.paused': 'Alert paused',
 };
 
 /** The event body of an entry ({} when it has none). */
@@ -53,10 +54,10 @@ function pairNames(symbols) {
 /**
  * The filter an entry falls under (the notifications page's kinds): a firing by its alert's type,
  * 'price' for price and percent alerts; a former density alert's firing (§15: density alerts
- * are wall alerts now) under 'wall'; delistings and expiries under 'notice'.
+ * are wall alerts now) under 'wall'; delistings, expiries and pauses under 'notice'.
  */
 function entryFilter(e) {
-  if (e.kind === 'alert.delisted' || e.kind === 'alert.expired') return 'notice';
+  if (e.kind === 'alert.delisted' || e.kind === 'alert.expired' || e.kind === 'alert.paused') return 'notice';
   if (e.kind === 'density.triggered') return 'wall';
   if (e.kind !== 'alert.triggered') return e.kind;
   const a = eventOf(e).alert;
@@ -157,7 +158,13 @@ function inboxItem(group) {
     'data-kind': e.kind, 'data-alert-id': e.alertId === null || e.alertId === undefined ? null : e.alertId,
     'data-entry-id': e.id, 'data-group-size': group.length, class: group.some((x) => x._fresh) ? 'fresh' : null,
   }, when ? [timeEl(when), ' '] : null, h('span', { class: 'kind', text: KIND_LABELS[e.kind] || e.kind }), ' ',
-  describe(e.kind, eventOf(e), e.alertId), more, ' ', tools);
+  describe(e.kind, eventOf(e), e.alertId), more, ' ', tools, messageOf(e));
+}
+
+// The text of a firing whose alert has a message (decisions.md §16), as the alert's owner wrote it.
+function messageOf(e) {
+  const text = e.kind === 'alert.triggered' ? eventOf(e).text : null;
+  return typeof text === 'string' && text ? h('span', { class: 'entry-text', testid: 'inbox-text', text: text }) : null;
 }
 
 /** One readable line for an inbox entry's event body (the webhook body, or a market alert's firing). */
@@ -171,6 +178,7 @@ function describe(kind, ev, alertId) {
   if (kind === 'alert.expired') {
     return alertPlace(a) + ' · alert #' + id + ' reached its expiry and was removed.';
   }
+  if (kind === 'alert.paused') return pausedWords(a, ev, id);
   if (kind === 'density.triggered') {
     // A density alert's firing from before density alerts became wall alerts (§15), kept in the
     // inbox: its alert had an id of its own, no longer listed.
@@ -183,6 +191,23 @@ function describe(kind, ev, alertId) {
       a.threshold + ' · now ' + (isNum(ev.value) ? numberFmt.format(ev.value) : '?') + ' · market alert #' + id + (a.note ? ' · ' + a.note : '');
   }
   return 'alert #' + id;
+}
+
+/**
+ * A paused alert in words: "Alert #12 (BTCUSDT on binance) paused by the flood guard (16 firings
+ * in 3 minutes); resume it on the alerts page", the page linked.
+ */
+function pausedWords(a, ev, id) {
+  const why = ev.reason === 'flood_guard'
+    ? ' paused by the flood guard (' + (isNum(ev.firings) ? ev.firings + ' firings' : 'too many firings') + (isNum(ev.windowS) ? ' in ' + spanWords(ev.windowS) : '') + ')'
+    : ' paused' + (ev.reason ? ' (' + ev.reason + ')' : '');
+  return ['Alert #' + id + ' (' + alertPlace(a) + ')' + why + '; resume it on ', h('a', { href: '#/alerts', testid: 'inbox-alerts-link', text: 'the alerts page' }), '.'];
+}
+
+/** A span of seconds in words: "3 minutes", "90 seconds". */
+function spanWords(s) {
+  if (s % 60 !== 0) return s + ' seconds';
+  return s / 60 + (s === 60 ? ' minute' : ' minutes');
 }
 
 /**

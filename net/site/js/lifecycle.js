@@ -30,5 +30,29 @@ export function poll(ms, fn) {
   schedule();
 }
 
+/** Runs fn once after ms milliseconds, unless the page is left first. */
+export function later(ms, fn) {
+  const gen = state.gen;
+  const t = setTimeout(() => {
+    state.timers.delete(t);
+    if (current(gen)) fn();
+  }, ms);
+  state.timers.add(t);
+  return t;
+}
+
+/** A Map that is empty again on every new page (what a page's rows hold between redraws). */
+export function pageMap() {
+  const m = new Map();
+  let gen = state.gen;
+  return () => {
+    if (gen !== state.gen) {
+      m.clear();
+      gen = state.gen;
+    }
+    return m;
+  };
+}
+
 /** Runs fn when the page is left. */
 export function onLeave(fn) { state.cleanups.push(fn); }

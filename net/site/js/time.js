@@ -38,6 +38,27 @@ export function fmtTime(v) {
     pad2(w.getUTCHours()) + ':' + pad2(w.getUTCMinutes()) + ':' + pad2(w.getUTCSeconds());
 }
 
+/** The time of day of `v` in the stated zone, "HH:MM:SS". */
+export function fmtClock(v) { return fmtTime(v).slice(11); }
+
+/** The stated zone's name, as a form asks for a time in it: "UTC" or "Asia/Kolkata". */
+export function zoneName() { return state.zone === 'utc' || LOCAL_IS_UTC ? 'UTC' : LOCAL_ZONE; }
+
+/** `v` as a datetime-local control holds it, "YYYY-MM-DDTHH:MM", in the stated zone ('' when none). */
+export function toZoneInput(v) {
+  const t = fmtTime(v);
+  return /^\d{4}-/.test(t) ? t.slice(0, 16).replace(' ', 'T') : '';
+}
+
+/** A datetime-local control's "YYYY-MM-DDTHH:MM", read in the stated zone, as ISO 8601 in UTC; null when it is not one. */
+export function fromZoneInput(text) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(text);
+  if (!m) return null;
+  const [y, mo, d, hh, mi, ss] = m.slice(1).map((x) => Number(x || 0));
+  const ms = state.zone === 'utc' ? Date.UTC(y, mo - 1, d, hh, mi, ss) : new Date(y, mo - 1, d, hh, mi, ss).getTime();
+  return isNaN(ms) ? null : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
 /** A <time> of `v` in the stated zone, its UTC instant in `datetime` and the tooltip. */
 export function timeEl(v) {
   const d = toDate(v);

@@ -28,3 +28,15 @@ export const BOARD_NUMBERS = [
   ['sentiment', 'Sentiment'], ['advancing', 'Advancing'], ['declining', 'Declining'],
   ['up5', 'Up 5% or more'], ['down5', 'Down 5% or more'], ['walls', 'Walls'], ['atLevel', 'At a level'],
 ];
+
+/** The flood guard (decisions.md §16): more than this many firings of a repeating alert within FLOOD_WINDOW_S pause it. */
+export const FLOOD_FIRINGS_MAX = 15;
+export const FLOOD_WINDOW_S = 180;
+
+/** The placeholders an alert's message may hold (decisions.md §16); any other is refused. */
+export const MESSAGE_PLACEHOLDERS = ['exchange', 'symbol', 'type', 'event', 'direction', 'price', 'move', 'level', 'wall_usd', 'note', 'time'];
+
+/** The bodies an alert's webhook can send (decisions.md §16): [value, words]. */
+export const WEBHOOK_FORMATS = [
+  ['json', 'JSON (the API\'s body)'], ['discord', 'Discord'], ['slack', 'Slack'],
+];

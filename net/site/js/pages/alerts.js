@@ -1,12 +1,12 @@
 // The alerts page: price, percent, level and wall alerts (shared with the API, for one pair or a whole venue; the site's density alerts among them), market alerts (site only), their forms and the firing history.
 
 import { alertForm, siteAlertForm } from '../alert-forms.js';
-import { alertCondition, alertHeaders, alertPlace, alertRow, SITE_ALERT_HEADERS, siteAlertRow, siteCondition, statusWords } from '../alert-rows.js';
+import { alertCondition, alertHeaders, alertPlace, alertRow, nextStateChange, SITE_ALERT_HEADERS, siteAlertRow, siteCondition, statusWords } from '../alert-rows.js';
 import { deliveryLog } from '../deliveries.js';
 import { errorBox, h, mount } from '../dom.js';
 import { fmtInt } from '../format.js';
 import { call, errText, v1 } from '../http.js';
-import { current, poll } from '../lifecycle.js';
+import { current, later, poll } from '../lifecycle.js';
 import { onFiring } from '../live.js';
 import { state } from '../state.js';
 import { failTable, fillTable, table } from '../tables.js';
@@ -25,13 +25,21 @@ export function alertsPage() {
   const siteError = errorBox('site-alerts-list-error');
   let api = null;
   let site = null;
+  let wake = 0; // the redraw when an alert stops cooling down
+
+  function drawApi() {
+    fillTable(alertsT, api.map((a) => alertRow(a, loadApi, apiError)), 'No price, percent, level or wall alert yet.');
+    clearTimeout(wake);
+    const ms = nextStateChange(api);
+    if (ms) wake = later(ms + 250, drawApi);
+  }
 
   async function loadApi() {
     try {
       const r = await call('GET', v1('alerts', { status: 'all' }));
       if (!current(gen)) return;
       api = r.data || [];
-      fillTable(alertsT, api.map((a) => alertRow(a, loadApi, apiError)), 'No price, percent, level or wall alert yet.');
+      drawApi();
     } catch (e) {
       if (current(gen)) failTable(alertsT, errText(e));
     }

@@ -1,14 +1,14 @@
 // The pair page: candle chart with levels and walls as price lines, the metrics, the levels and walls as tables, the pair's alerts.
 
-import { alertHeaders, alertPath, alertRow } from '../alert-rows.js';
+import { alertHeaders, alertPath, alertRow, nextStateChange } from '../alert-rows.js';
 import { pairAlertForm } from '../alert-forms.js';
 import { loadChartLib, makeChart, resetChartHandle } from '../chart.js';
 import { deleteWaits } from '../deletes.js';
 import { errorBox, h, mount, say, statusBox } from '../dom.js';
-import { field, options } from '../forms.js';
+import { field, inWords, options } from '../forms.js';
 import { fmtPrice, isNum } from '../format.js';
 import { call, enc, errText, v1 } from '../http.js';
-import { current, onLeave, poll } from '../lifecycle.js';
+import { current, later, onLeave, poll } from '../lifecycle.js';
 import { go } from '../nav.js';
 import { marketStream, onFiring } from '../live.js';
 import { drawLevelTable, drawMetrics, drawWallHistory, drawWallTable } from '../pair-tables.js';
@@ -299,7 +299,7 @@ async function offerAlert(p, body, label, status, error) {
     p.loadAlerts();
   } catch (e) {
     say(status, '');
-    say(error, label + ': ' + errText(e));
+    say(error, label + ': ' + inWords(errText(e))); // the API's field names in the site's words
   }
 }
 
@@ -323,6 +323,9 @@ async function loadPairAlerts(p) {
     if (!current(p.gen)) return;
     const mine = (r.data || []).filter((a) => a.exchange === p.exchange && (a.symbol === p.symbol || a.symbol === EVERY_PAIR));
     fillTable(p.alertsT, mine.map((a) => alertRow(a, p.loadAlerts, p.alertsError)), 'No alert on this pair yet.');
+    clearTimeout(p.wake); // read again when an alert stops cooling down (its row's words change)
+    const ms = nextStateChange(mine);
+    if (ms) p.wake = later(ms + 250, p.loadAlerts);
     p.lastAlerts = mine.filter((a) => a.type === 'price' && a.status === 'active' && !deleteWaits(alertPath(a)));
     redraw(p);
   } catch (e) {
