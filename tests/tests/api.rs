@@ -269,6 +269,17 @@ fn healthz_is_ok_without_a_key() {
     // A bad key does not matter to the readiness probe.
     let reply = server.get("/healthz", Some("rk_bogus"));
     assert_eq!(reply.ok("healthz with a bad key")["status"], "ok");
+    // The orchestrators' probes (issue #50), without a key.
+    let live = server.get("/livez", None);
+    let l = live.ok("livez");
+    assert_eq!((&l["status"], &l["role"], &l["state"]), (&json!("live"), &json!("single"), &json!("serving")));
+    let ready = server.get("/readyz", Some("rk_bogus"));
+    let r = ready.ok("readyz");
+    assert_eq!(
+        (&r["status"], &r["role"], &r["state"], &r["reason"]),
+        (&json!("ready"), &json!("single"), &json!("serving"), &Value::Null)
+    );
+    server.request("POST", "/readyz", None, None).assert_some_error(405, "POST /readyz");
 }
 
 #[test]

@@ -40,6 +40,21 @@ fn nodes_ride_out_a_nats_outage_and_lose_no_acknowledged_alert() {
     let _market =
         Server::start_with_key(BIN, &[common.as_slice(), &["--role", "market", "--partition", "0/1"]].concat(), "");
     let api = Server::start(BIN, &[common.as_slice(), &["--role", "api", "--partitions", "1"]].concat());
+    let cfg = rampart_tests::cluster::roomy_config("nats-outage");
+    let deliver = rampart_tests::Deliver::start(BIN, &postgres, &nats, &cfg);
+    let deliver_health = |path: &str| {
+        let r = ureq::get(&format!("{}{path}", deliver.health)).call();
+        match r {
+            Ok(r) => r.status(),
+            Err(ureq::Error::Status(code, _)) => code,
+            Err(e) => panic!("deliver's {path}: {e}"),
+        }
+    };
+    let healthy_by = Instant::now() + Duration::from_secs(20);
+    while deliver_health("/readyz") != 200 {
+        assert!(Instant::now() < healthy_by, "deliver not ready");
+        thread::sleep(Duration::from_millis(100));
+    }
     // A pair 0.5 % or more from the week's open, so a 0.1 % alert over the week fires at its
     // next trade.
     let symbol = binance_symbols(&api, 60)
@@ -55,6 +70,19 @@ fn nodes_ride_out_a_nats_outage_and_lose_no_acknowledged_alert() {
     api.get_authed(&levels).ok("levels before the outage");
 
     drop(nats_server);
+    // The delivery process says so within 2 s (its workers' links are watched apart from their
+    // fetches; issue #50), and stays live.
+    let gone = Instant::now();
+    while deliver_health("/healthz") != 503 {
+        assert!(
+            gone.elapsed() < Duration::from_secs(2),
+            "deliver's /healthz still 200 {:?} after NATS went",
+            gone.elapsed()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("deliver said NATS was gone after {:?}", gone.elapsed());
+    assert_eq!((deliver_health("/readyz"), deliver_health("/livez")), (503, 200));
     let body = await_health(&api, 503);
     assert_eq!(body["error"], "NATS is unreachable", "{body}");
     assert_eq!(body["cluster"]["natsConnected"], false, "{body}");

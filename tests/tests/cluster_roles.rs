@@ -68,6 +68,73 @@ fn agree(a: &Server, b: &Server, key: &str, path: &str) -> Value {
     }
 }
 
+/// The account's newest inbox id (0: none).
+fn newest_inbox_id(node: &Server, key: &str) -> i64 {
+    let r = node.get("/v1/inbox?limit=1", Some(key));
+    r.ok("inbox")["data"].as_array().and_then(|d| d.first()).and_then(|e| e["id"].as_i64()).unwrap_or(0)
+}
+
+/// The account's inbox ids after `after`, oldest first.
+fn inbox_ids_after(node: &Server, key: &str, after: i64) -> Vec<i64> {
+    let r = node.get("/v1/inbox?limit=1000", Some(key));
+    let mut ids: Vec<i64> =
+        r.ok("inbox")["data"].as_array().into_iter().flatten().filter_map(|e| e["id"].as_i64()).collect();
+    ids.retain(|&id| id > after);
+    ids.sort_unstable();
+    ids
+}
+
+/// A client of the `alerts` stream (server-sent events) that reconnects every half second,
+/// alternating between the two api nodes, resuming with `since` from the last id it received.
+struct Resumer {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: thread::JoinHandle<Vec<i64>>,
+}
+
+impl Resumer {
+    fn start(port_a: u16, port_b: u16, key: &str, since: i64) -> Resumer {
+        use std::io::{BufRead, BufReader, Write};
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop2, key) = (stop.clone(), key.to_owned());
+        let thread = thread::spawn(move || {
+            let (mut last, mut got, mut turn) = (since, Vec::new(), 0);
+            while !stop2.load(std::sync::atomic::Ordering::Acquire) {
+                turn += 1;
+                let port = if turn % 2 == 0 { port_a } else { port_b };
+                let Ok(mut tcp) = std::net::TcpStream::connect(("127.0.0.1", port)) else { continue };
+                tcp.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
+                let head = format!(
+                    "GET /v1/stream?channels=alerts&since={last} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer {key}\r\n\r\n"
+                );
+                tcp.write_all(head.as_bytes()).expect("send");
+                let mut reader = BufReader::new(tcp);
+                let (until, mut line) = (Instant::now() + Duration::from_millis(500), String::new());
+                while Instant::now() < until {
+                    match reader.read_line(&mut line) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(_) => continue,
+                    }
+                    if let Some(id) = line.trim_end().strip_prefix("id: ").and_then(|v| v.parse::<i64>().ok()) {
+                        got.push(id);
+                        last = id;
+                    }
+                    line.clear();
+                }
+            }
+            got
+        });
+        Resumer { stop, thread }
+    }
+
+    /// Stops after one more round; every id received, in order.
+    fn finish(self) -> Vec<i64> {
+        thread::sleep(Duration::from_millis(1_200));
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.join().expect("the resumer")
+    }
+}
+
 #[test]
 fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_each_role() {
     let postgres = pg_database();
@@ -128,12 +195,21 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     let candles = api_b.get(&format!("/v1/candles/{}?exchange=binance&interval=5m&limit=3", p1[1]), Some(&key));
     assert_eq!(candles.ok("candles from the owning market node")["data"].as_array().map(Vec::len), Some(3));
 
-    // Alerts on both partitions, through both api nodes.
+    // Alerts on both partitions, through both api nodes, while a client follows its `alerts`
+    // stream by reconnecting every half second with `since` (issue #50: the two market nodes'
+    // inbox entries never appear out of order, so no resume skips one).
+    let resumer = Resumer::start(api_a.port, api_b.port, &key, newest_inbox_id(&api_a, &key));
     let mut ids = BTreeSet::new();
     for (i, s) in p0.iter().take(4).chain(p1.iter().take(4)).enumerate() {
-        ids.insert(create(if i % 2 == 0 { &api_a } else { &api_b }, &key, s, hook));
+        for _ in 0..3 {
+            ids.insert(create(if i % 2 == 0 { &api_a } else { &api_b }, &key, s, hook));
+        }
     }
     wait_delivered(&api_b, &key, &hits, &ids, "first round");
+    let resumed = resumer.finish();
+    let listed = inbox_ids_after(&api_b, &key, resumed.first().copied().unwrap_or(0) - 1);
+    assert!(listed.len() >= ids.len(), "the firings are in the inbox: {listed:?}");
+    assert_eq!(resumed, listed, "every entry once, in order, across {} resumes", resumed.len());
     agree(&api_a, &api_b, &key, "/v1/alerts?status=triggered");
 
     // A market node dies; alerts on its pairs are acknowledged meanwhile (their commands reach
@@ -158,6 +234,15 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
         thread::sleep(Duration::from_millis(200));
     }
     api_b.get(&format!("/v1/levels/{}?exchange=binance", p0[0]), Some(&key)).ok("levels of a dead node's pair");
+    // A query only its market node can answer says which partition and why (issue #50).
+    let candles = api_b.get(&format!("/v1/candles/{}?exchange=binance&interval=5m&limit=3", p0[0]), Some(&key));
+    let why = candles.body["error"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(candles.status, 503, "{}", candles.text);
+    let lead = format!("partition 0 ({}) has no market node serving it: its last snapshot is ", p0[0]);
+    assert!(why.starts_with(&lead) && why.ends_with(" s old; retry shortly"), "{why}");
+    // Readiness: the api node stays ready (it serves everything else) and names the partition.
+    let ready = api_b.get("/readyz", None);
+    assert_eq!((ready.status, &ready.body["stalePartitions"]), (200, &json!([0])), "{}", ready.text);
     let mut during = BTreeSet::new();
     for s in p0.iter().skip(4).take(3) {
         during.insert(create(&api_b, &key, s, hook));
