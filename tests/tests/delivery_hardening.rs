@@ -366,6 +366,32 @@ fn other_accounts_dead_receivers_do_not_delay_a_webhook_through_the_clusters_del
 }
 
 #[test]
+fn five_thousand_hanging_firings_of_one_account_do_not_delay_another_accounts_through_the_delivery_workers() {
+    // Issue #50: one account's 5 000 firings to receivers that never answer come first in the
+    // stream; the delivery threads read on past those their bounds hold back (each thread's line
+    // holds up to `WAITING_MAX`), so another account's firing behind them is read and sent at
+    // once: ten times, each within 500 ms of its firing.
+    let dead_alerts = 5_000;
+    let ports = dead_alerts / 8;
+    let dead: Vec<TcpListener> = (0..ports).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
+    let cluster = Cluster::start();
+    let (sim, server, worker) = (&cluster.sim, &cluster.server, &cluster.worker);
+    let (hanging, healthy_key) = (cluster.key(), cluster.key());
+    let p = price(server);
+    for i in 0..dead_alerts {
+        let port = dead[i % ports].local_addr().expect("addr").port();
+        alert_above(server, &hanging, p, &format!("http://127.0.0.1:{port}/dead/{i}"));
+    }
+    trade_through(sim, p);
+    let in_hand = wait_metric(&worker.health, "rampart_deliver_in_hand", dead_alerts);
+    println!("{in_hand} hanging firings of one account in the workers' hands");
+    let latencies = healthy_latencies(sim, server, &healthy_key, p, &Hook::start(Mode::Ok));
+    println!("healthy receiver latencies through the delivery role beside one account's {dead_alerts} hanging firings: {latencies:?} ms");
+    assert!(latencies.iter().all(|&ms| ms < 500), "a healthy webhook waited: {latencies:?} ms");
+    drop(dead);
+}
+
+#[test]
 fn three_accounts_hanging_at_one_host_and_port_do_not_delay_a_fourth_accounts_webhook_there() {
     // Issue #36's narrowest case: one receiver on one host and port (a chat service's endpoint)
     // shared by four accounts, whose bound is 8 slots. Account 0's hanging attempts came first
@@ -452,18 +478,22 @@ struct Cluster {
     worker: Deliver,
     config: String,
     postgres: String,
+    /// A NATS server of its own: the tests here run at once, and on a shared one their delivery
+    /// processes would take each other's firings (one stream, one consumer name).
+    _nats: rampart_testkit::nats::NatsServer,
 }
 
 impl Cluster {
     fn start() -> Cluster {
         let postgres = pg_database();
-        let nats = rampart_testkit::nats::server().url();
+        let owned = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+        let nats = owned.url();
         let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
         let config = sim.config(&["binance"], 3, EXTRA_CONFIG).display().to_string();
         let args = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
         let server = Server::start(BIN, &[&args[..], &["--postgres", &postgres, "--nats", &nats]].concat());
         let worker = Deliver::start(BIN, &postgres, &nats, &config);
-        Cluster { sim, server, worker, config, postgres }
+        Cluster { sim, server, worker, config, postgres, _nats: owned }
     }
 
     /// A key of a new account on plan `big`.

@@ -28,8 +28,12 @@
 //! attempt of the account furthest over its part there, whose firing goes back to the head of the
 //! line (no outcome recorded, no attempt spent). So one account's hanging receivers hold their
 //! share of a host's slots and of the thread's and no more, and another account's firing to the
-//! same host, even the same host and port, starts at once. The bounds are per worker thread: a
-//! cluster of N delivery threads sends at most N × `per_host_max` to one host and port at once.
+//! same host, even the same host and port, starts at once. While firings wait that cannot start,
+//! a thread with a free slot reads on past them ([`FETCH_BEHIND_MAX`] at a time, up to
+//! [`WAITING_MAX`]), so one account's thousands of held-back firings ahead in the stream do not
+//! keep another account's firing behind them unread (issue #50). The bounds are per worker
+//! thread: a cluster of N delivery threads sends at most N × `per_host_max` to one host and port
+//! at once.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -69,8 +73,16 @@ const STORAGE_RETRY: Duration = Duration::from_secs(1);
 /// Firings one worker thread fetches to wait for room under their bounds, besides those in
 /// flight. While it is full the thread fetches nothing (the stream keeps the rest for the other
 /// workers) until one starts. (Cut attempts' firings come back to the line beyond it: at most
-/// [`IN_FLIGHT_MAX`] more.)
-pub const WAITING_MAX: usize = 1_024;
+/// [`IN_FLIGHT_MAX`] more.) Each holds its delivery row, about 1.5 KB: 12 MB per thread at the
+/// bound. Large, so that one account's thousands of firings held back by its bounds do not stop
+/// the thread reading the stream past them to another account's (issue #50: 5 000 of one
+/// account fit in two threads' lines).
+pub const WAITING_MAX: usize = 8_192;
+
+/// Firings a thread reads ahead per fetch while firings wait that cannot start (their bounds are
+/// full) and an attempt slot is free: it reads on past them, a batch at a time, for firings that
+/// can start at once (another account's, another destination's).
+pub const FETCH_BEHIND_MAX: usize = 256;
 
 /// How often a waiting firing is answered "in progress" (a third of [`ACK_WAIT`]).
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
@@ -303,7 +315,12 @@ impl Worker {
         let waiting = self.waiting.borrow().len();
         // Fetched firings stay within the bound; cut ones come back from the attempts in flight.
         debug_assert!(waiting <= WAITING_MAX + IN_FLIGHT_MAX, "the waiting firings stay within their bound");
-        self.slots.available_permits().min(WAITING_MAX.saturating_sub(waiting))
+        let (free, slots) = (WAITING_MAX.saturating_sub(waiting), self.slots.available_permits());
+        // What waits could not start (`start_waiting` ran after the last batch): read past it.
+        if waiting > 0 && slots > 0 {
+            return free.min(FETCH_BEHIND_MAX);
+        }
+        slots.min(free)
     }
 }
 
