@@ -71,7 +71,10 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     let nats = rampart_testkit::nats::server().url();
     let (hook, hits) = json_receiver();
     let cfg = roomy_config("failover");
-    let common = [FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
+    // `RAMPART_FAILOVER_SIM_PAIRS=500` measures the hand-over with a partition of 500 pairs.
+    let pairs = std::env::var("RAMPART_FAILOVER_SIM_PAIRS").unwrap_or_else(|_| FAST[1].to_owned());
+    let market: [&str; 4] = ["--sim-pairs", &pairs, "--shards", "1"];
+    let common = [&market[..], &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
     let market_args: Vec<String> = [common.as_slice(), &["--role", "market", "--partition", "0/1"]]
         .concat()
         .iter()
@@ -108,8 +111,15 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     first.kill();
     let killed = Instant::now();
     let during: BTreeSet<i64> = symbols.iter().skip(5).take(3).map(|s| create(&api, &key, s, hook)).collect();
+    let killed_ms = rampart_tests::now_ms();
     standby.wait_ready();
     let (second, took) = (standby, killed.elapsed());
+    // The hand-over as the node logged it (claim, alerts handed over), against the kill.
+    eprintln!("owner killed at {}", rampart_state::clock::iso8601(killed_ms));
+    for line in second.stderr_tail().iter().filter(|l| l.contains("held by this node") || l.contains("partition owned"))
+    {
+        eprintln!("standby: {line}");
+    }
     eprintln!("the standby served the partition {took:?} after the owner was killed");
     assert!(took <= TAKE_OVER_BOUND, "the standby took {took:?}");
     let owned = owner(&second);

@@ -2,6 +2,7 @@
 //! answers 503 "starting" meanwhile) with the REST thread's listing refreshes; the stored alerts
 //! loaded onto their books; the shards started over it; simulated delistings.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,14 +23,23 @@ use crate::starting;
 
 /// Lists the venues (live; the port answers 503 "starting" meanwhile) or builds the simulated
 /// market, loads every active alert onto its book, and starts the shards (and, live, the REST
-/// thread).
+/// thread). While `alerts_on` is false (a hot standby, issue #50) no alert is loaded, not even
+/// onto a book listed meanwhile: [`hand_alerts`] hands them over once the node owns its
+/// partition.
 pub(super) fn start_feed(
     s: &ServeSettings,
     store: &Store,
     listener: &std::net::TcpListener,
     cpus: &[Option<usize>],
     clock: &SharedClock,
+    alerts_on: &Arc<AtomicBool>,
 ) -> Result<(ShardSet, Option<Rest>)> {
+    let load = |registry: &Registry| -> Result<rampart_shard::StartAlerts> {
+        match alerts_on.load(Ordering::Acquire) {
+            true => load_alerts(store, registry, s.role.partition()),
+            false => Ok(rampart_shard::StartAlerts::default()),
+        }
+    };
     let shard_config = ShardConfig {
         shards: s.shards,
         depth_levels_max: 1_000,
@@ -49,7 +59,7 @@ pub(super) fn start_feed(
         let registry = Arc::new(
             Registry::new(sim::instruments(&universe, &s.venues)).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?,
         );
-        let alerts = load_alerts(store, &registry, s.role.partition())?;
+        let alerts = load(&registry)?;
         return Ok((ShardSet::start_sim(&shard_config, registry, universe, alerts)?, None));
     };
     let tls = rampart_outbound::tls_config(&[]);
@@ -58,7 +68,7 @@ pub(super) fn start_feed(
     starting.finish()?;
     let (registry, natives) = listed?;
     let registry = Arc::new(registry);
-    let alerts = load_alerts(store, &registry, s.role.partition())?;
+    let alerts = load(&registry)?;
     let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
     let n = shard_config.shards.max(1);
     let mut rest = Rest::new(n);
@@ -73,12 +83,38 @@ pub(super) fn start_feed(
     };
     let books_now = Arc::new(arc_swap::ArcSwap::new(registry));
     let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;
-    let on_listing = listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), s.store.open()?);
+    let on_listing =
+        listing_hook(shards.commands(), shards.shared().clone(), natives.clone(), s.store.open()?, alerts_on.clone());
     let shared = shards.shared().clone();
     let grow = Box::new(move |grown| shared.grow(grown));
     let books = RestBooks { registry: books_now, natives, bars_max: shard_config.bars_max };
     rest.start(venues.clone(), books, tls, on_listing, grow)?;
     Ok((shards, Some(rest)))
+}
+
+/// A hot standby that now owns its partition (issue #50): every active alert of the partition
+/// handed to the shards that run, then alerts on for books listed from now on. A book listed
+/// between the two gets its alerts from this read (it is in the registry) or the next listing.
+pub(super) fn hand_alerts(
+    store: &Store,
+    shards: &ShardSet,
+    partition: rampart_state::partition::Partition,
+    alerts_on: &AtomicBool,
+) -> Result<usize> {
+    let registry = shards.shared().registry();
+    let alerts = load_alerts(store, &registry, partition)?;
+    let commands = shards.commands();
+    let n = alerts.books.len() + alerts.universe.len();
+    for (book, spec) in alerts.books {
+        send_waiting(&commands, book, ShardCommand::AddAlert { book, spec });
+    }
+    for (venue, spec) in alerts.universe {
+        while commands.broadcast(|| ShardCommand::AddUniverse { venue, spec }).is_err() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    alerts_on.store(true, Ordering::Release);
+    Ok(n)
 }
 
 /// Every active alert on a served book, and every `*` alert, to go onto the shards before they
@@ -126,6 +162,7 @@ fn listing_hook(
     shared: Arc<rampart_state::Shared>,
     natives: Arc<arc_swap::ArcSwap<Vec<String>>>,
     store: Store,
+    alerts_on: Arc<AtomicBool>,
 ) -> rest::OnListing {
     let store = std::sync::Mutex::new(store);
     let send = move |book, cmd| send_waiting(&commands, book, cmd);
@@ -136,8 +173,13 @@ fn listing_hook(
             let registry = shared.registry();
             let ins = registry.get(book);
             // Read while the book is still pending (no client can add an alert to it yet), so
-            // no alert is handed over twice.
-            let rows = match store.lock().map_err(|_| ()).and_then(|s| s.active_alerts().map_err(|_| ())) {
+            // no alert is handed over twice. A hot standby reads none: the claim hands every one.
+            let wanted = alerts_on.load(Ordering::Acquire);
+            let read = store.lock().map_err(|_| ()).and_then(|s| match wanted {
+                true => s.active_alerts().map_err(|_| ()),
+                false => Ok(Vec::new()),
+            });
+            let rows = match read {
                 Ok(rows) => rows,
                 Err(()) => {
                     tracing::error!("{} {}: stored alerts could not be read", ins.venue, ins.symbol);

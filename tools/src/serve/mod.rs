@@ -61,24 +61,19 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), s.role == NodeRole::Single)?;
-    // A market node on PostgreSQL waits here, as a standby, until it owns its partition; its
-    // port meanwhile answers `/livez` 200 and everything else 503 with the owner's lease.
-    let owner = if s.role.may_wait(&s.store) {
-        let (not_ready, live) = crate::role::standby_bodies(&s.role.partition().to_string(), None);
-        let phase = crate::starting::Phase::new(not_ready, live);
-        let waiting = crate::starting::Starting::start_as(listener.try_clone()?, phase.clone())?;
-        let owner = s.role.own(&s.store, &clock, &phase)?;
-        waiting.finish()?;
-        owner
-    } else {
-        None
-    };
     // Shard CPUs, claimed for the life of the process.
     let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let claims = rampart_shard::cpus::choose(&s.cpus, s.shards, &rampart_shard::cpus::allowed(), &lock_dir);
     log_cpus(&s, &claims.cpus);
-    let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock)?;
+    // A market node on PostgreSQL starts as its partition's hot standby (issue #50): its books
+    // live (venues connected, ticks applied, levels and walls computed) but no alert on them,
+    // nothing recorded or published, its port answering `/livez` 200 and everything else 503
+    // with the owner's lease, until it owns the partition; then only the alerts are handed over.
+    let standby = s.role.may_wait(&s.store);
+    let alerts_on = Arc::new(std::sync::atomic::AtomicBool::new(!standby));
+    let (shards, rest) = start_feed(&s, &store, &listener, &claims.cpus, &clock, &alerts_on)?;
     log_feed(&s, &shards, &store);
+    let owner = if standby { take_over(&s, &store, &listener, &shards, &clock, &alerts_on)? } else { None };
     let persistence = Persistence::start(&s, &shards, &clock, owner.as_ref().map(|o| o.ownership.fence()))?;
     start_sim_delistings(&s, &shards)?;
     let watch_venues = match s.live.is_some() {
@@ -141,6 +136,27 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
     }
     watch.finish();
     served
+}
+
+/// A hot standby's wait: its port says so while [`NodeRole::own`] waits for the lease; once it
+/// owns the partition, every active alert goes onto the running shards.
+fn take_over(
+    s: &ServeSettings,
+    store: &Store,
+    listener: &std::net::TcpListener,
+    shards: &ShardSet,
+    clock: &SharedClock,
+    alerts_on: &std::sync::atomic::AtomicBool,
+) -> Result<Option<crate::role::Owner>> {
+    let (not_ready, live) = crate::role::standby_bodies(&s.role.partition().to_string(), None);
+    let phase = crate::starting::Phase::new(not_ready, live);
+    let waiting = crate::starting::Starting::start_as(listener.try_clone()?, phase.clone())?;
+    let owner = s.role.own(&s.store, clock, &phase)?;
+    let claimed_ms = clock.now_ms();
+    let n = feed::hand_alerts(store, shards, s.role.partition(), alerts_on)?;
+    waiting.finish()?;
+    tracing::info!("partition owned: {n} alerts handed to the running shards in {} ms", clock.now_ms() - claimed_ms);
+    Ok(owner)
 }
 
 /// Logs what the server serves, once started.
