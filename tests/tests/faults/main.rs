@@ -3,7 +3,9 @@
 //! creates that fire at their pair's next trade, and one fault at a time, in a seeded order:
 //! market nodes (the owner, the standby), api nodes and delivery processes killed with SIGKILL;
 //! the owner cut from NATS and from PostgreSQL, an api node cut from PostgreSQL, NATS cut from
-//! everyone, PostgreSQL restarted. After each fault is healed every api node's replica must be
+//! everyone, PostgreSQL restarted; and a rolling restart of every node of every role, one at a
+//! time, as an upgrade does (issue #50), each node's `/livez` and `/readyz` checked as it comes
+//! back (a standby: live, not ready, naming the owner's epoch). After each fault is healed every api node's replica must be
 //! fresh again within [`FRESH_AFTER_HEAL`]; at the end the checker (`check`) holds every
 //! acknowledged alert fired, each firing recorded once and delivered at least once.
 //!
@@ -54,6 +56,7 @@ enum Fault {
     ApiFromPostgres(usize),
     NatsFromEveryone,
     PostgresRestart,
+    RollingRestart,
 }
 
 /// Every kind of fault once, in an order the seed draws.
@@ -68,6 +71,7 @@ fn round(rng: &mut Rng) -> Vec<Fault> {
         Fault::ApiFromPostgres(rng.below(2)),
         Fault::NatsFromEveryone,
         Fault::PostgresRestart,
+        Fault::RollingRestart,
     ];
     for i in (1..faults.len()).rev() {
         faults.swap(i, rng.below(i + 1));
@@ -80,6 +84,7 @@ enum Undo {
     Start(Which, usize),
     Link(Which, usize, Which, usize),
     Rejoin,
+    Nothing,
 }
 
 #[derive(Clone, Copy)]
@@ -134,6 +139,8 @@ fn apply(c: &mut Cluster, f: Fault) -> Undo {
         }
         // A fast shutdown (SIGINT: sessions ended, then a restart on the same data).
         Fault::PostgresRestart => kill(c, Which::Postgres, 0, "-INT"),
+        // Done whole by `rolling_restart`: nothing left to undo.
+        Fault::RollingRestart => Undo::Nothing,
     }
 }
 
@@ -152,7 +159,86 @@ fn undo(c: &mut Cluster, u: Undo) {
             let nats = c.nats.host.clone();
             c.net.isolate(&nats, false);
         }
+        Undo::Nothing => {}
     }
+}
+
+/// Stops `w`'s node `i` as an upgrade does (SIGTERM, its clean stop) and starts it again.
+fn restart(c: &mut Cluster, w: Which, i: usize) {
+    let p = proc_of(c, w, i);
+    p.held = true;
+    p.stop("-TERM");
+    p.spawn();
+    p.held = false;
+}
+
+/// Waits (supervising, at most 60 s) until `url` answers `status` with a body `done` accepts.
+fn answers(c: &mut Cluster, url: &str, status: u16, done: impl Fn(&serde_json::Value) -> bool) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        c.supervise();
+        match load::get(url) {
+            Ok((s, b)) if s == status && done(&b) => return Ok(()),
+            Ok((s, b)) => last = format!("{s} {b}"),
+            Err(e) => last = e,
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!("{url} did not answer {status} as expected in 60 s; last: {last}"))
+}
+
+/// Whether market node `i` answers as the standby of the owner at `epoch`: live, not ready.
+fn standby_answers(c: &mut Cluster, i: usize, epoch: &serde_json::Value) -> Result<(), String> {
+    let base = format!("http://{}:{}", c.markets[i].host.addr, nodes::API_PORT);
+    answers(c, &format!("{base}/livez"), 200, |b| b["state"] == "standby" && b["owner"]["epoch"] == *epoch)?;
+    answers(c, &format!("{base}/readyz"), 503, |b| b["status"] == "standby" && b["owner"]["epoch"] == *epoch)
+}
+
+/// Every node of every role restarted one at a time under the load, as an upgrade does: the
+/// standby (it comes back as the standby), the owner (its clean stop releases the lease, the
+/// standby takes over, it comes back as the standby), each api node, each delivery process;
+/// each one's probes say its state as it comes back. The seconds the owner's hand-over took.
+fn rolling_restart(c: &mut Cluster) -> Result<Option<f64>, String> {
+    let owner = c.owner().ok_or("no owner before the rolling restart")?;
+    let epoch = |c: &mut Cluster, i: usize| {
+        let url = format!("http://{}:{}/readyz", c.markets[i].host.addr, nodes::API_PORT);
+        load::get(&url).map(|(_, b)| b["epoch"].clone()).unwrap_or_default()
+    };
+    let owned = epoch(c, owner);
+    let hosts: Vec<String> = c.markets.iter().map(|m| m.host.addr.to_string()).collect();
+    eprintln!("           rolling restart: owner m{owner} (epoch {owned}), market hosts {hosts:?}");
+    restart(c, Which::Market, 1 - owner);
+    standby_answers(c, 1 - owner, &owned)?;
+    eprintln!("           the standby m{} is back as the standby", 1 - owner);
+    // The owner's clean stop releases the lease after its last write; its standby takes over
+    // meanwhile (measured from the signal), then the old owner starts again.
+    let at = Instant::now();
+    c.markets[owner].held = true;
+    c.markets[owner].signal("-TERM");
+    let taken = take_over(c, Some(owner), at);
+    let stopping = Instant::now();
+    c.markets[owner].wait_stopped();
+    eprintln!(
+        "           the owner m{owner} stopped {:.1} s after the signal, taken over after {taken:?} s",
+        (stopping.elapsed() + stopping.duration_since(at)).as_secs_f64()
+    );
+    c.markets[owner].spawn();
+    c.markets[owner].held = false;
+    let new_owner = c.owner().ok_or("no owner after the owner's restart")?;
+    let owned = epoch(c, new_owner);
+    standby_answers(c, owner, &owned)?;
+    for i in 0..c.apis.len() {
+        restart(c, Which::Api, i);
+        let url = format!("{}/readyz", c.api_base(i));
+        answers(c, &url, 200, |b| b["status"] == "ready" && b["role"] == "api")?;
+    }
+    for i in 0..c.delivers.len() {
+        restart(c, Which::Deliver, i);
+        let url = format!("http://{}:{}/readyz", c.delivers[i].host.addr, nodes::DELIVER_PORT);
+        answers(c, &url, 200, |b| b["status"] == "ok")?;
+    }
+    Ok(taken)
 }
 
 /// One fault's figures.
@@ -217,6 +303,10 @@ fn run_faults(c: &mut Cluster, rng: &mut Rng, secs: u64) -> Vec<Seen> {
             let u = apply(c, fault);
             let taken_over_s = match fault {
                 Fault::KillOwner => take_over(c, old, at),
+                Fault::RollingRestart => rolling_restart(c).unwrap_or_else(|e| {
+                    c.problems.push(format!("rolling restart: {e}"));
+                    None
+                }),
                 _ => None,
             };
             hold(c, held.saturating_sub(at.elapsed()));
@@ -276,6 +366,7 @@ fn the_cluster_loses_nothing_and_doubles_nothing_under_faults() {
     report(&seen, &tally, &rec, &got, &c.exits, started.elapsed());
     let mut problems = check::violations(&acked, &rec, &got);
     problems.extend(heal_problems(&seen));
+    problems.extend(c.problems.clone());
     let unexpected: Vec<_> =
         c.exits.iter().filter(|(name, s, _)| !(name.starts_with('m') && s.code() == Some(75))).collect();
     if !unexpected.is_empty() {
@@ -286,8 +377,8 @@ fn the_cluster_loses_nothing_and_doubles_nothing_under_faults() {
 
 fn heal_problems(seen: &[Seen]) -> Vec<String> {
     let slow = |s: &Seen| {
-        let owner_late =
-            matches!(s.fault, Fault::KillOwner) && s.taken_over_s.is_none_or(|t| t > TAKE_OVER.as_secs_f64());
+        let owner_late = matches!(s.fault, Fault::KillOwner | Fault::RollingRestart)
+            && s.taken_over_s.is_none_or(|t| t > TAKE_OVER.as_secs_f64());
         s.fresh_s.is_none_or(|f| f > FRESH_AFTER_HEAL.as_secs_f64()) || s.healthy_s.is_none() || owner_late
     };
     seen.iter()

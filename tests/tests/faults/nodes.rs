@@ -52,8 +52,19 @@ impl Proc {
 
     /// Sends `signal` and waits (at most 30 s, then SIGKILL) for the exit.
     pub fn stop(&mut self, signal: &str) {
+        self.signal(signal);
+        self.wait_stopped();
+    }
+
+    /// Sends `signal`, not waiting.
+    pub fn signal(&mut self, signal: &str) {
         let Some(child) = self.child.as_mut() else { return };
         let _ = Command::new("kill").args([signal, &child.id().to_string()]).status();
+    }
+
+    /// Waits (at most 30 s, then SIGKILL) for the exit.
+    pub fn wait_stopped(&mut self) {
+        let Some(child) = self.child.as_mut() else { return };
         let deadline = Instant::now() + Duration::from_secs(30);
         while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(20));
@@ -108,6 +119,8 @@ pub struct Cluster {
     pub config: String,
     /// Exits nobody asked for: (process, status, seconds since the start).
     pub exits: Vec<(String, ExitStatus, f64)>,
+    /// What went wrong in a step the test drove itself (the rolling restart), for the end.
+    pub problems: Vec<String>,
     started: Instant,
     dir: PathBuf,
     pub net: Net,
@@ -115,7 +128,7 @@ pub struct Cluster {
 
 /// The API port of market and api nodes; a delivery process's health port.
 pub const API_PORT: u16 = 8080;
-const DELIVER_PORT: u16 = 8081;
+pub const DELIVER_PORT: u16 = 8081;
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -189,6 +202,7 @@ impl Cluster {
             pg_url,
             config,
             exits: Vec::new(),
+            problems: Vec::new(),
             started: Instant::now(),
             dir,
             net,
