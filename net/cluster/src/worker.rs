@@ -28,9 +28,9 @@
 //! attempt of the account furthest over its part there, whose firing goes back to the head of the
 //! line (no outcome recorded, no attempt spent). So one account's hanging receivers hold their
 //! share of a host's slots and of the thread's and no more, and another account's firing to the
-//! same host, even the same host and port, starts at once. While firings wait that cannot start,
-//! a thread with a free slot reads on past them ([`FETCH_BEHIND_MAX`] at a time, up to
-//! [`WAITING_MAX`]), so one account's thousands of held-back firings ahead in the stream do not
+//! same host, even the same host and port, starts at once. While firings wait that cannot start
+//! and none has started for [`LINE_STUCK`], a thread with a free slot reads on past them
+//! ([`FETCH_BEHIND_MAX`] at a time, up to [`WAITING_MAX`]), so one account's thousands of held-back firings ahead in the stream do not
 //! keep another account's firing behind them unread (issue #50). The bounds are per worker
 //! thread: a cluster of N delivery threads sends at most N × `per_host_max` to one host and port
 //! at once.
@@ -79,10 +79,16 @@ const STORAGE_RETRY: Duration = Duration::from_secs(1);
 /// account fit in two threads' lines).
 pub const WAITING_MAX: usize = 8_192;
 
-/// Firings a thread reads ahead per fetch while firings wait that cannot start (their bounds are
-/// full) and an attempt slot is free: it reads on past them, a batch at a time, for firings that
-/// can start at once (another account's, another destination's).
+/// Firings a thread reads ahead per fetch while its line is stuck (firings wait that cannot
+/// start, none has started for [`LINE_STUCK`]) and an attempt slot is free: it reads on past
+/// them, a batch at a time, for firings that can start at once (another account's, another
+/// destination's).
 pub const FETCH_BEHIND_MAX: usize = 256;
+
+/// How long a line that holds firings must have started none before its thread reads on past
+/// them. A line that moves (attempts ending, even failing, in milliseconds) is left to fetch only
+/// what its free slots take, so the other threads share a storm's work.
+pub const LINE_STUCK: Duration = Duration::from_millis(100);
 
 /// How often a waiting firing is answered "in progress" (a third of [`ACK_WAIT`]).
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
@@ -250,6 +256,8 @@ struct Worker {
     waiting: RefCell<VecDeque<Waiting>>,
     /// Told when a slot frees or a waiting firing starts (the fetch loop may have room again).
     freed: Notify,
+    /// When a firing last started from the line (or the line was last empty).
+    moved: std::cell::Cell<std::time::Instant>,
 }
 
 /// An attempt in flight.
@@ -293,6 +301,7 @@ impl Worker {
             started: std::cell::Cell::new(0),
             waiting: RefCell::new(VecDeque::new()),
             freed: Notify::new(),
+            moved: std::cell::Cell::new(std::time::Instant::now()),
         }
     }
 
@@ -316,8 +325,11 @@ impl Worker {
         // Fetched firings stay within the bound; cut ones come back from the attempts in flight.
         debug_assert!(waiting <= WAITING_MAX + IN_FLIGHT_MAX, "the waiting firings stay within their bound");
         let (free, slots) = (WAITING_MAX.saturating_sub(waiting), self.slots.available_permits());
-        // What waits could not start (`start_waiting` ran after the last batch): read past it.
-        if waiting > 0 && slots > 0 {
+        if waiting == 0 {
+            self.moved.set(std::time::Instant::now());
+        }
+        // What waits has not started for a while (its bounds are full): read past it.
+        if waiting > 0 && slots > 0 && self.moved.get().elapsed() >= LINE_STUCK {
             return free.min(FETCH_BEHIND_MAX);
         }
         slots.min(free)
@@ -418,6 +430,7 @@ fn start_waiting(w: &Rc<Worker>) {
 /// Starts the attempts of `starting` (the fetch loop may have room again).
 fn start_all(w: &Rc<Worker>, starting: Vec<(Waiting, OwnedSemaphorePermit)>) {
     if !starting.is_empty() {
+        w.moved.set(std::time::Instant::now());
         w.freed.notify_one();
     }
     for (next, permit) in starting {

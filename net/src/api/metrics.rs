@@ -352,8 +352,10 @@ impl Collector for State {
 
 /// Every route the front serves, as path templates (the `route` label's values besides `other`;
 /// `docs/openapi.json` documents exactly these paths).
-pub const ROUTES: [&str; 27] = [
+pub const ROUTES: [&str; 30] = [
     "/healthz",
+    "/livez",
+    "/readyz",
     "/metrics",
     "/version",
     "/openapi.json",
@@ -380,6 +382,7 @@ pub const ROUTES: [&str; 27] = [
     "/v1/webhook-secret",
     "/v1/alerts/{id}/deliveries",
     "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
+    "/v1/alerts/{id}/test",
 ];
 
 /// The site's routes (`api::front::site::routes`; the site's own, not in `docs/openapi.json`).

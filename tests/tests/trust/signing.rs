@@ -20,8 +20,14 @@ const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 /// The reference library, pinned.
 const STANDARDWEBHOOKS: &str = "standardwebhooks==1.1.0";
 
-/// The venv's python with `standardwebhooks` installed (made once per target directory).
+/// The venv's python with `standardwebhooks` installed (made once per target directory, by one
+/// test at a time: the tests of this binary run at once).
 pub(crate) fn python() -> PathBuf {
+    static MADE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    MADE.get_or_init(make_venv).clone()
+}
+
+fn make_venv() -> PathBuf {
     let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("standardwebhooks-venv");
     let python = venv.join("bin").join("python3");
     let ready = venv.join(".installed");

@@ -61,10 +61,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     announce(&mut store, &listener, metrics_listener.as_ref(), clock.now_ms(), s.role == NodeRole::Single)?;
-    // Shard CPUs, claimed for the life of the process.
-    let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
-    let claims = rampart_shard::cpus::choose(&s.cpus, s.shards, &rampart_shard::cpus::allowed(), &lock_dir);
-    log_cpus(&s, &claims.cpus);
+    let claims = claim_cpus(&s);
     // A market node on PostgreSQL starts as its partition's hot standby (issue #50): its books
     // live (venues connected, ticks applied, levels and walls computed) but no alert on them,
     // nothing recorded or published, its port answering `/livez` 200 and everything else 503
@@ -169,6 +166,15 @@ fn log_feed(s: &ServeSettings, shards: &ShardSet, store: &Store) {
         shards.len(),
         if store.is_postgres() { s.store.describe() } else { store.path().display().to_string() }
     );
+}
+
+/// The shards' CPUs, claimed for the life of the process (the claims are kept in the returned
+/// value), logged.
+fn claim_cpus(s: &ServeSettings) -> rampart_shard::cpus::CpuClaims {
+    let lock_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let claims = rampart_shard::cpus::choose(&s.cpus, s.shards, &rampart_shard::cpus::allowed(), &lock_dir);
+    log_cpus(s, &claims.cpus);
+    claims
 }
 
 /// Logs where each shard runs.
