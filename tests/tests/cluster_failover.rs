@@ -70,10 +70,21 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     let postgres = pg_database();
     let nats = rampart_testkit::nats::server().url();
     let (hook, hits) = json_receiver();
-    let cfg = roomy_config("failover");
-    // `RAMPART_FAILOVER_SIM_PAIRS=500` measures the hand-over with a partition of 500 pairs.
+    let mut cfg = roomy_config("failover");
+    // `RAMPART_FAILOVER_SIM_PAIRS=500` measures the hand-over with a partition of 500 pairs;
+    // `RAMPART_FAILOVER_LIVE_PAIRS=500` the same on the live-format feed (the venue simulator).
     let pairs = std::env::var("RAMPART_FAILOVER_SIM_PAIRS").unwrap_or_else(|_| FAST[1].to_owned());
-    let market: [&str; 4] = ["--sim-pairs", &pairs, "--shards", "1"];
+    let live_pairs = std::env::var("RAMPART_FAILOVER_LIVE_PAIRS").ok();
+    let _venue = live_pairs.as_ref().map(|n| {
+        let sim = rampart_tests::SimVenue::start(BIN, &["--sim-pairs", n, "--venues", "binance"]);
+        let plans = std::fs::read_to_string(&cfg).expect("the plans");
+        cfg = sim.config(&["binance"], 100, &plans).display().to_string();
+        sim
+    });
+    let market: Vec<&str> = match live_pairs {
+        Some(_) => vec!["--feed", "live", "--venues", "binance", "--shards", "1"],
+        None => vec!["--sim-pairs", &pairs, "--shards", "1"],
+    };
     let common = [&market[..], &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
     let market_args: Vec<String> = [common.as_slice(), &["--role", "market", "--partition", "0/1"]]
         .concat()
@@ -107,7 +118,13 @@ fn a_standby_takes_over_a_killed_owner_and_a_postgres_restart_never_makes_two_ow
     let after_restart: BTreeSet<i64> = symbols.iter().skip(3).take(2).map(|s| create(&api, &key, s, hook)).collect();
     wait_delivered(&api, &key, &hits, &after_restart, "after the sessions ended");
 
-    // The owner dies; alerts made meanwhile are acknowledged (stored) and fire on the standby.
+    // Once the standby is hot (its books and history ready, as a standby long up is), the owner
+    // dies; alerts made meanwhile are acknowledged (stored) and fire on the standby.
+    let hot_by = Instant::now() + Duration::from_secs(120);
+    while standby.get("/livez", None).body["hot"] != true {
+        assert!(Instant::now() < hot_by, "the standby's books are not ready");
+        thread::sleep(Duration::from_millis(200));
+    }
     first.kill();
     let killed = Instant::now();
     let during: BTreeSet<i64> = symbols.iter().skip(5).take(3).map(|s| create(&api, &key, s, hook)).collect();

@@ -68,14 +68,22 @@ impl NodeRole {
     /// port answering `phase`: live, not ready, and the owner's lease), then keeps the lease
     /// renewed (`rampart_cluster::owner`) for the life of the returned value; if another node
     /// claims the partition, the process ends with [`EXIT_OWNERSHIP_LOST`]. Other roles: `None`.
-    pub(crate) fn own(self, store: &StoreLocation, clock: &SharedClock, phase: &Phase) -> Result<Option<Owner>> {
+    /// `hot` says whether its books are ready (a hot standby's shards have their books and
+    /// history).
+    pub(crate) fn own(
+        self,
+        store: &StoreLocation,
+        clock: &SharedClock,
+        phase: &Phase,
+        hot: &dyn Fn() -> bool,
+    ) -> Result<Option<Owner>> {
         let (NodeRole::Market(p), StoreLocation::Postgres(url)) = (self, store) else {
             return Ok(None);
         };
         let store = rampart_store::store::Store::open_postgres(url).context("opening PostgreSQL for the lease")?;
         let partition = p.to_string();
         let mut waiting = |lease: Option<&Lease>| {
-            let (not_ready, live) = standby_bodies(&partition, lease);
+            let (not_ready, live) = standby_bodies(&partition, lease, hot());
             phase.set(not_ready, live);
         };
         let ownership = rampart_cluster::owner::claim(&store, &partition, clock, &mut waiting);
@@ -89,8 +97,9 @@ impl NodeRole {
 }
 
 /// What a standby's port answers while it waits (`/livez` 200 with the second; everything else
-/// 503 with the first): the role, the state, the partition and the lease it waits on.
-pub(crate) fn standby_bodies(partition: &str, lease: Option<&Lease>) -> (String, String) {
+/// 503 with the first): the role, the state, the partition, whether its books are ready (`hot`)
+/// and the lease it waits on.
+pub(crate) fn standby_bodies(partition: &str, lease: Option<&Lease>, hot: bool) -> (String, String) {
     let mut owner = rampart_state::json::Json::with_capacity(96);
     match lease {
         Some(l) => {
@@ -108,10 +117,10 @@ pub(crate) fn standby_bodies(partition: &str, lease: Option<&Lease>) -> (String,
     };
     let mut j = rampart_state::json::Json::with_capacity(256);
     j.raw("{\"error\":").str(&why).raw(",\"status\":\"standby\",\"role\":\"market\",\"state\":\"standby\"");
-    j.raw(",\"partition\":").str(partition).raw(",\"owner\":").raw(&owner).raw("}");
+    j.raw(",\"partition\":").str(partition).raw(",\"hot\":").bool(hot).raw(",\"owner\":").raw(&owner).raw("}");
     let mut live = rampart_state::json::Json::with_capacity(192);
     live.raw("{\"status\":\"live\",\"role\":\"market\",\"state\":\"standby\",\"partition\":").str(partition);
-    live.raw(",\"owner\":").raw(&owner).raw("}");
+    live.raw(",\"hot\":").bool(hot).raw(",\"owner\":").raw(&owner).raw("}");
     (j.finish(), live.finish())
 }
 

@@ -145,10 +145,11 @@ fn take_over(
     clock: &SharedClock,
     alerts_on: &std::sync::atomic::AtomicBool,
 ) -> Result<Option<crate::role::Owner>> {
-    let (not_ready, live) = crate::role::standby_bodies(&s.role.partition().to_string(), None);
+    let (not_ready, live) = crate::role::standby_bodies(&s.role.partition().to_string(), None, false);
     let phase = crate::starting::Phase::new(not_ready, live);
     let waiting = crate::starting::Starting::start_as(listener.try_clone()?, phase.clone())?;
-    let owner = s.role.own(&s.store, clock, &phase)?;
+    let shared = shards.shared().clone();
+    let owner = s.role.own(&s.store, clock, &phase, &|| shared.ready())?;
     let claimed_ms = clock.now_ms();
     let n = feed::hand_alerts(store, shards, s.role.partition(), alerts_on)?;
     waiting.finish()?;
