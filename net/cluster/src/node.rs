@@ -141,10 +141,11 @@ impl NodeHealth {
 /// partition's) for as long as it can: on a cluster's api nodes, the one that runs the site's
 /// market alerts (every api node builds the same board; only the holder fires). It renews every
 /// [`super::owner::RENEW_EVERY`]; `held` turns false when a renewal finds another holder, or
-/// when renewals have failed for [`super::owner::LEASE_MS`]; another node takes it only once it
-/// has seen the lease expired for [`super::owner::CLAIM_AFTER_MS`], so two nodes never both hold
-/// it, a PostgreSQL restart included (the session advisory lock used before did not survive one).
-/// A holder that dies is replaced about 3 s after its last renewal.
+/// when renewals have failed for [`super::owner::LEASE_MS`]; another node takes it by the
+/// [`super::owner::ClaimRule`] (the lease seen expired, and its own reads unbroken for a
+/// second), so two nodes never both hold it, a PostgreSQL restart included (the session
+/// advisory lock used before did not survive one). A holder that dies is replaced about 2.5 s
+/// after its last renewal.
 pub struct NamedLock {
     /// True while this node holds the lock.
     pub held: std::sync::Arc<AtomicBool>,
