@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 pub mod netns;
+pub mod resume;
 
 /// Arguments that keep a test server small and quick to start: 60 simulated pairs, one shard.
 pub const FAST: &[&str] = &["--sim-pairs", "60", "--shards", "1"];
@@ -1304,10 +1305,17 @@ pub struct Deliver {
 }
 
 impl Deliver {
-    /// Starts `rampart deliver` on `postgres` and `nats` and waits for its ready line.
+    /// Starts `rampart deliver` with two worker threads on `postgres` and `nats` and waits for
+    /// its ready line.
     pub fn start(bin: &str, postgres: &str, nats: &str, config: &str) -> Deliver {
+        Deliver::start_with_workers(bin, postgres, nats, config, 2)
+    }
+
+    /// [`Deliver::start`] with `workers` threads.
+    pub fn start_with_workers(bin: &str, postgres: &str, nats: &str, config: &str, workers: usize) -> Deliver {
         let mut child = Command::new(bin)
-            .args(["deliver", "--postgres", postgres, "--nats", nats, "--config", config, "--workers", "2"])
+            .args(["deliver", "--postgres", postgres, "--nats", nats, "--config", config])
+            .args(["--workers", &workers.to_string()])
             .args(["--listen", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -1316,7 +1324,7 @@ impl Deliver {
         let out = child.stdout.take().expect("stdout");
         let mut line = String::new();
         BufReader::new(out).read_line(&mut line).expect("a ready line");
-        assert!(line.starts_with("delivering with 2 workers"), "{line:?}");
+        assert!(line.starts_with(&format!("delivering with {workers} workers")), "{line:?}");
         let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_owned();
         Deliver { child, health: format!("http://{addr}") }
     }

@@ -43,7 +43,10 @@ fn arrivals(hits: &[Value]) -> BTreeMap<i64, usize> {
 #[test]
 fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
     let postgres = pg_database();
-    let nats = rampart_testkit::nats::server().url();
+    // A NATS server of its own: on one shared by the tests here, their delivery processes would
+    // take each other's firings (one stream, one consumer name).
+    let owned_nats = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+    let nats = owned_nats.url();
     let (port, hits) = json_receiver();
     let cfg = allow_private_config("cluster");
     let server = Server::start(BIN, &[FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat());
@@ -175,7 +178,10 @@ fn wait_health(url: &str, status: u16) -> String {
 #[test]
 fn the_delivery_process_says_when_postgres_is_away() {
     let (postgres, role) = pg_database_with_role();
-    let nats = rampart_testkit::nats::server().url();
+    // A NATS server of its own: on one shared by the tests here, their delivery processes would
+    // take each other's firings (one stream, one consumer name).
+    let owned_nats = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+    let nats = owned_nats.url();
     let cfg = allow_private_config("deliver-health");
     let worker = Deliver::start(BIN, &postgres, &nats, &cfg);
     let url = format!("{}/healthz", worker.health);
@@ -196,7 +202,10 @@ fn a_pair_listed_after_start_is_served_through_the_api_nodes() {
     let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance", "--delist", "binance:SOLUSDT@0"]);
     let config = sim.config(&["binance"], 4, "").display().to_string();
     let postgres = pg_database();
-    let nats = rampart_testkit::nats::server().url();
+    // A NATS server of its own: on one shared by the tests here, their delivery processes would
+    // take each other's firings (one stream, one consumer name).
+    let owned_nats = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+    let nats = owned_nats.url();
     let live = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
     let common = [live.as_slice(), &["--postgres", &postgres, "--nats", &nats]].concat();
     let api_args = [common.as_slice(), &["--role", "api", "--partitions", "1"]].concat();

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use rampart_state::partition::of_symbol;
 use rampart_tests::cluster::{arrivals, create_firing as create, movers, roomy_config, unlimited_key};
+use rampart_tests::resume::Resumer;
 use rampart_tests::{json_receiver, pg_database, Deliver, Server, SiteSession, FAST};
 use serde_json::{json, Value};
 
@@ -84,57 +85,6 @@ fn inbox_ids_after(node: &Server, key: &str, after: i64) -> Vec<i64> {
     ids
 }
 
-/// A client of the `alerts` stream (server-sent events) that reconnects every half second,
-/// alternating between the two api nodes, resuming with `since` from the last id it received.
-struct Resumer {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    thread: thread::JoinHandle<Vec<i64>>,
-}
-
-impl Resumer {
-    fn start(port_a: u16, port_b: u16, key: &str, since: i64) -> Resumer {
-        use std::io::{BufRead, BufReader, Write};
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (stop2, key) = (stop.clone(), key.to_owned());
-        let thread = thread::spawn(move || {
-            let (mut last, mut got, mut turn) = (since, Vec::new(), 0);
-            while !stop2.load(std::sync::atomic::Ordering::Acquire) {
-                turn += 1;
-                let port = if turn % 2 == 0 { port_a } else { port_b };
-                let Ok(mut tcp) = std::net::TcpStream::connect(("127.0.0.1", port)) else { continue };
-                tcp.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
-                let head = format!(
-                    "GET /v1/stream?channels=alerts&since={last} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer {key}\r\n\r\n"
-                );
-                tcp.write_all(head.as_bytes()).expect("send");
-                let mut reader = BufReader::new(tcp);
-                let (until, mut line) = (Instant::now() + Duration::from_millis(500), String::new());
-                while Instant::now() < until {
-                    match reader.read_line(&mut line) {
-                        Ok(0) => break,
-                        Ok(_) => {}
-                        Err(_) => continue,
-                    }
-                    if let Some(id) = line.trim_end().strip_prefix("id: ").and_then(|v| v.parse::<i64>().ok()) {
-                        got.push(id);
-                        last = id;
-                    }
-                    line.clear();
-                }
-            }
-            got
-        });
-        Resumer { stop, thread }
-    }
-
-    /// Stops after one more round; every id received, in order.
-    fn finish(self) -> Vec<i64> {
-        thread::sleep(Duration::from_millis(1_200));
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        self.thread.join().expect("the resumer")
-    }
-}
-
 #[test]
 fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_each_role() {
     let postgres = pg_database();
@@ -198,7 +148,8 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     // Alerts on both partitions, through both api nodes, while a client follows its `alerts`
     // stream by reconnecting every half second with `since` (issue #50: the two market nodes'
     // inbox entries never appear out of order, so no resume skips one).
-    let resumer = Resumer::start(api_a.port, api_b.port, &key, newest_inbox_id(&api_a, &key));
+    let nodes = [api_a.port, api_b.port].map(|p| std::net::SocketAddr::from(([127, 0, 0, 1], p))).to_vec();
+    let resumer = Resumer::start(nodes, &key, newest_inbox_id(&api_a, &key));
     let mut ids = BTreeSet::new();
     for (i, s) in p0.iter().take(4).chain(p1.iter().take(4)).enumerate() {
         for _ in 0..3 {
@@ -206,7 +157,7 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
         }
     }
     wait_delivered(&api_b, &key, &hits, &ids, "first round");
-    let resumed = resumer.finish();
+    let resumed = resumer.finish().ids;
     let listed = inbox_ids_after(&api_b, &key, resumed.first().copied().unwrap_or(0) - 1);
     assert!(listed.len() >= ids.len(), "the firings are in the inbox: {listed:?}");
     assert_eq!(resumed, listed, "every entry once, in order, across {} resumes", resumed.len());

@@ -9,7 +9,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -51,8 +51,22 @@ struct Hook {
     port: u16,
     hits: Arc<Mutex<Vec<Hit>>>,
     gate: Arc<AtomicBool>,
-    /// [`Mode::Shared`]: requests to `/dead/{account}/...` received, by account (0 to 3).
-    dead: Arc<Mutex<[usize; 4]>>,
+    /// [`Mode::Shared`]: the requests to `/dead/{account}/...`.
+    dead: Arc<Dead>,
+}
+
+/// Accounts a [`Mode::Shared`] receiver counts apart (`/dead/0/...` to `/dead/23/...`).
+const ACCOUNTS: usize = 24;
+
+/// The hanging requests of a [`Mode::Shared`] receiver.
+#[derive(Default)]
+struct Dead {
+    /// Received, by account.
+    by_account: Mutex<[usize; ACCOUNTS]>,
+    /// Held open now.
+    now: AtomicUsize,
+    /// The most held open at once.
+    max: AtomicUsize,
 }
 
 impl Hook {
@@ -61,7 +75,7 @@ impl Hook {
         let port = listener.local_addr().expect("addr").port();
         let hits = Arc::new(Mutex::new(Vec::new()));
         let gate = Arc::new(AtomicBool::new(false));
-        let dead = Arc::new(Mutex::new([0; 4]));
+        let dead = Arc::new(Dead::default());
         let (h, g, d) = (hits.clone(), gate.clone(), dead.clone());
         thread::spawn(move || {
             for stream in listener.incoming() {
@@ -74,10 +88,10 @@ impl Hook {
     }
 
     /// Waits up to 30 s until the dead requests by account satisfy `enough`; returns them.
-    fn wait_dead(&self, enough: impl Fn(&[usize; 4]) -> bool, server: &Server) -> [usize; 4] {
+    fn wait_dead(&self, enough: impl Fn(&[usize; ACCOUNTS]) -> bool, server: &Server) -> [usize; ACCOUNTS] {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let dead = self.dead.lock().map(|d| *d).unwrap_or_default();
+            let dead = self.dead.by_account.lock().map(|d| *d).unwrap_or_default();
             if enough(&dead) {
                 return dead;
             }
@@ -108,7 +122,7 @@ impl Hook {
     }
 }
 
-fn serve(mut stream: TcpStream, mode: Mode, hits: &Mutex<Vec<Hit>>, gate: &AtomicBool, dead: &Mutex<[usize; 4]>) {
+fn serve(mut stream: TcpStream, mode: Mode, hits: &Mutex<Vec<Hit>>, gate: &AtomicBool, dead: &Dead) {
     let Ok(clone) = stream.try_clone() else { return };
     let mut reader = BufReader::new(clone);
     let mut request_line = String::new();
@@ -149,15 +163,18 @@ fn serve(mut stream: TcpStream, mode: Mode, hits: &Mutex<Vec<Hit>>, gate: &Atomi
 
 /// Counts a dead request of `account` and never answers it: reads until the sender closes the
 /// connection (its attempt cut or timed out), at most a minute.
-fn hang(stream: &mut TcpStream, account: usize, dead: &Mutex<[usize; 4]>) {
-    if let Ok(mut d) = dead.lock() {
+fn hang(stream: &mut TcpStream, account: usize, dead: &Dead) {
+    if let Ok(mut d) = dead.by_account.lock() {
         if let Some(n) = d.get_mut(account) {
             *n += 1;
         }
     }
+    let now = dead.now.fetch_add(1, Ordering::SeqCst) + 1;
+    dead.max.fetch_max(now, Ordering::SeqCst);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
     let mut buf = [0u8; 256];
     while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+    dead.now.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// The simulator (binance only) and a live-fed server on it, started through `bin` (the binary
@@ -424,6 +441,42 @@ fn three_accounts_hanging_at_one_host_and_port_do_not_delay_a_fourth_accounts_we
 }
 
 #[test]
+fn more_accounts_hanging_at_one_host_and_port_than_a_workers_slots_make_a_newcomer_wait_at_most_one_attempt() {
+    // Issue #50's "more accounts than slots", decided: a worker thread keeps one slot each for
+    // the accounts holding its 8 at one host and port; an account with none waits there for
+    // the first attempt to end (at most the 10 s attempt timeout; cutting a fair share of one
+    // would keep slow receivers from ever finishing), and the cluster's reach at the host and
+    // port is threads × 8 (`docs/design/limits.md`). Through one worker thread: twelve
+    // accounts' firings hang at one receiver (8 held, 4 waiting), then a thirteenth account's
+    // healthy firing goes to the same host and port.
+    let shared = Hook::start(Mode::Shared);
+    let cluster = Cluster::start_with_workers(1);
+    let (sim, server) = (&cluster.sim, &cluster.server);
+    let hanging = 12;
+    let keys: Vec<String> = (0..=hanging).map(|_| cluster.key()).collect();
+    let p = price(server);
+    for (a, key) in keys.iter().take(hanging).enumerate() {
+        alert_above(server, key, p, &format!("http://127.0.0.1:{}/dead/{a}/0", shared.port));
+    }
+    trade_through(sim, p);
+    let dead = shared.wait_dead(|d| d.iter().sum::<usize>() >= 8, server);
+    println!("hanging attempts by account: {dead:?}");
+    // The four others had a second to start if the bound did not hold them (read before the
+    // first attempts time out: then a closing attempt and its successor may overlap here).
+    thread::sleep(Duration::from_secs(1));
+    let most = shared.dead.max.load(Ordering::SeqCst);
+    let p = p * 1.03;
+    alert_above(server, &keys[hanging], p, &format!("http://127.0.0.1:{}/hook", shared.port));
+    trade_through(sim, p);
+    let hit = shared.wait_for(1, Duration::from_secs(30), server)[0].clone();
+    let body: Value = serde_json::from_str(&hit.body).expect("JSON body");
+    let waited = hit.at_ms - body["trigger"]["time"].as_i64().expect("trigger time");
+    println!("the newcomer's delivery {waited} ms after its firing; at most {most} attempts held at the host and port");
+    assert!(waited < 12_500, "the newcomer waited {waited} ms: more than one attempt's 10 s timeout");
+    assert_eq!(most, 8, "attempts held at once at one host and port by a worker thread of 8 slots");
+}
+
+#[test]
 fn a_thousand_receivers_waiting_for_their_retry_do_not_stall_the_delivery_workers() {
     // Issue #36 through the cluster's delivery role: 1 100 alerts of one account whose receiver
     // refuses connections (a port nobody listens on) fail at once, and each firing waits in the
@@ -485,6 +538,11 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
+        Cluster::start_with_workers(2)
+    }
+
+    /// [`Cluster::start`] with `workers` delivery threads.
+    fn start_with_workers(workers: usize) -> Cluster {
         let postgres = pg_database();
         let owned = rampart_testkit::nats::start_owned(None).expect("a NATS server");
         let nats = owned.url();
@@ -492,7 +550,7 @@ impl Cluster {
         let config = sim.config(&["binance"], 3, EXTRA_CONFIG).display().to_string();
         let args = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
         let server = Server::start(BIN, &[&args[..], &["--postgres", &postgres, "--nats", &nats]].concat());
-        let worker = Deliver::start(BIN, &postgres, &nats, &config);
+        let worker = Deliver::start_with_workers(BIN, &postgres, &nats, &config, workers);
         Cluster { sim, server, worker, config, postgres, _nats: owned }
     }
 

@@ -1,7 +1,8 @@
 //! The fault test's checker, over PostgreSQL's rows (what was recorded) and the receiver's
 //! bodies (what was delivered): every acknowledged alert fired; every firing is recorded once
 //! per `(alert.id, trigger.time)` and each one-shot alert once at all; every recorded firing
-//! was delivered at least once, and nothing was delivered that was not recorded.
+//! was delivered at least once, and nothing was delivered that was not recorded; the client
+//! that resumed the `alerts` stream again and again received every inbox entry once, in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -84,4 +85,31 @@ pub fn violations(acked: &BTreeSet<i64>, rec: &Recorded, got: &BTreeMap<Firing, 
         out.push(format!("deliveries of firings never recorded: {unrecorded:?}"));
     }
     out
+}
+
+/// What is wrong with what the resuming stream client received (`resumed`): it must be every
+/// inbox entry of the account, each once, in id order (issue #50: a resume never skips or
+/// repeats an entry, two partitions' market nodes writing).
+pub fn resumed(url: &str, resumed: &rampart_tests::resume::Resumed) -> Vec<String> {
+    let ids = &resumed.ids;
+    eprintln!("stream: {} entries over {} resumes", ids.len(), resumed.resumes);
+    let Some(&first) = ids.first() else { return vec!["the resuming stream received nothing".to_owned()] };
+    let listed = Db::postgres(url).map_err(|e| e.to_string()).and_then(|db| {
+        let sql = "SELECT id FROM inbox WHERE account_id = (SELECT account_id FROM inbox WHERE id = ?1) ORDER BY id";
+        db.query(sql, &[first.into()], |r| r.get::<i64>(0)).map_err(|e| e.to_string())
+    });
+    match listed {
+        Err(e) => vec![format!("reading the inbox: {e}")],
+        Ok(listed) if listed != *ids => {
+            let missed: Vec<_> = listed.iter().filter(|id| !ids.contains(id)).collect();
+            let mut seen = BTreeSet::new();
+            let repeated: Vec<_> = ids.iter().filter(|&&id| !seen.insert(id)).collect();
+            vec![format!(
+                "the resuming stream: {} entries received, {} in the inbox; missed {missed:?}, repeated {repeated:?}",
+                ids.len(),
+                listed.len()
+            )]
+        }
+        Ok(_) => Vec::new(),
+    }
 }

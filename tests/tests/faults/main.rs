@@ -1,19 +1,24 @@
 //! The cluster tested the way distributed systems are (`decisions.md` §14, issue #33): every
-//! process in a network namespace of its own (`rampart_tests::netns`), a steady load of alert
-//! creates that fire at their pair's next trade, and one fault at a time, in a seeded order:
-//! market nodes (the owner, the standby), api nodes and delivery processes killed with SIGKILL;
-//! the owner cut from NATS and from PostgreSQL, an api node cut from PostgreSQL, NATS cut from
-//! everyone, PostgreSQL restarted; and a rolling restart of every node of every role, one at a
-//! time, as an upgrade does (issue #50), each node's `/livez` and `/readyz` checked as it comes
-//! back (a standby: live, not ready, naming the owner's epoch). After each fault is healed every api node's replica must be
-//! fresh again within [`FRESH_AFTER_HEAL`]; at the end the checker (`check`) holds every
-//! acknowledged alert fired, each firing recorded once and delivered at least once.
+//! process in a network namespace of its own (`rampart_tests::netns`), two partitions (the
+//! first with an owner and a hot standby, the second with one market node), a steady load of
+//! alert creates that fire at their pair's next trade on both, a client that follows the
+//! `alerts` stream by resuming with `since` every half second through the api nodes in turn,
+//! and one fault at a time, in a seeded order: market nodes (the owner, the standby), api nodes
+//! and delivery processes killed with SIGKILL; the owner cut from NATS and from PostgreSQL, an
+//! api node cut from PostgreSQL, NATS cut from everyone, PostgreSQL restarted; and a rolling
+//! restart of every node of every role, one at a time, as an upgrade does (issue #50), each
+//! node's `/livez` and `/readyz` checked as it comes back (a standby: live, not ready, naming
+//! the owner's epoch). After each fault is healed every api node's replica must be fresh again
+//! within [`FRESH_AFTER_HEAL`]; at the end the checker (`check`) holds every acknowledged alert
+//! fired, each firing recorded once and delivered at least once, and the resuming client given
+//! every inbox entry once, in order.
 //!
-//! CI runs one round (each fault once; about three minutes). By hand, longer, with figures:
-//! `RAMPART_FAULT_SECS=1800 RAMPART_FAULT_SEED=7 cargo test --release -p rampart-tests --test
-//! faults -- --nocapture` (rounds until the time is up; the seed orders them and draws each
-//! fault's length). Needs root (namespaces) and iproute2, PostgreSQL and nats-server (`.ci/run`
-//! installs them).
+//! CI runs one round (each fault once; about a minute and a half) with 1 000 simulated pairs,
+//! about 500 per partition (the hot takeover's figures in `perf/README.md`). By hand, longer,
+//! with figures: `RAMPART_FAULT_SECS=1800 RAMPART_FAULT_SEED=7 cargo test --release -p
+//! rampart-tests --test faults -- --nocapture` (rounds until the time is up; the seed orders
+//! them and draws each fault's length; `RAMPART_FAULT_PAIRS` changes the pairs). Needs root
+//! (namespaces) and iproute2, PostgreSQL and nats-server (`.ci/run` installs them).
 
 mod check;
 mod load;
@@ -37,8 +42,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 const FRESH_AFTER_HEAL: Duration = Duration::from_secs(15);
 
 /// How long after the owner's death the standby must serve the partition, as in
-/// `cluster_failover.rs` (the lease's 2 s, the standby's 1 s wait and 0.25 s poll, the node's
-/// start, with room for a loaded 2-core machine; measured figures in `perf/README.md`).
+/// `cluster_failover.rs` (the lease's 2 s, the standby's 0.2 s wait and 0.1 s poll, the
+/// hand-over, with room for a loaded 2-core machine; measured figures in `perf/README.md`).
 const TAKE_OVER: Duration = Duration::from_secs(15);
 
 /// How long the checker waits at the end for every acknowledged alert to fire and arrive.
@@ -90,6 +95,7 @@ enum Undo {
 #[derive(Clone, Copy)]
 enum Which {
     Market,
+    Lone,
     Api,
     Deliver,
     Postgres,
@@ -99,6 +105,7 @@ enum Which {
 fn proc_of(c: &mut Cluster, w: Which, i: usize) -> &mut nodes::Proc {
     match w {
         Which::Market => &mut c.markets[i],
+        Which::Lone => &mut c.lone,
         Which::Api => &mut c.apis[i],
         Which::Deliver => &mut c.delivers[i],
         Which::Postgres => &mut c.pg,
@@ -228,6 +235,10 @@ fn rolling_restart(c: &mut Cluster) -> Result<Option<f64>, String> {
     let new_owner = c.owner().ok_or("no owner after the owner's restart")?;
     let owned = epoch(c, new_owner);
     standby_answers(c, owner, &owned)?;
+    // The second partition has no standby: its node's clean stop, then its claim again.
+    restart(c, Which::Lone, 0);
+    let url = format!("http://{}:{}/readyz", c.lone.host.addr, nodes::API_PORT);
+    answers(c, &url, 200, |b| b["state"] == "owner")?;
     for i in 0..c.apis.len() {
         restart(c, Which::Api, i);
         let url = format!("{}/readyz", c.api_base(i));
@@ -345,10 +356,17 @@ fn the_cluster_loses_nothing_and_doubles_nothing_under_faults() {
         std::thread::sleep(Duration::from_millis(500));
     };
     assert!(symbols.len() >= 5, "moving pairs: {symbols:?}");
+    let on = |p: u16| symbols.iter().filter(|s| rampart_state::partition::of_symbol(s, 2) == p).count();
+    eprintln!("{} moving pairs: {} on partition 0, {} on partition 1", symbols.len(), on(0), on(1));
+    assert!(on(0) >= 2 && on(1) >= 2, "both partitions fire: {symbols:?}");
     let (hook, bodies) = load::receiver(c.client.addr);
     let stop = Arc::new(AtomicBool::new(false));
     let apis = (0..c.apis.len()).map(|i| c.api_base(i)).collect();
-    let load = load::run(apis, key, symbols, hook, Duration::from_millis(250), stop.clone());
+    let load = load::run(apis, key.clone(), symbols, hook, Duration::from_millis(250), stop.clone());
+    // A client following the `alerts` stream through the api nodes in turn, resuming with
+    // `since` every half second, while both partitions fire (issue #50).
+    let streams = c.apis.iter().map(|p| std::net::SocketAddr::from((p.host.addr, nodes::API_PORT))).collect();
+    let resumer = rampart_tests::resume::Resumer::start(streams, &key, 0);
     let started = Instant::now();
     let seen = run_faults(&mut c, &mut rng, secs);
     stop.store(true, Ordering::Relaxed);
@@ -364,7 +382,9 @@ fn the_cluster_loses_nothing_and_doubles_nothing_under_faults() {
         }
     };
     report(&seen, &tally, &rec, &got, &c.exits, started.elapsed());
+    let resumed = resumer.finish();
     let mut problems = check::violations(&acked, &rec, &got);
+    problems.extend(check::resumed(&c.pg_url, &resumed));
     problems.extend(heal_problems(&seen));
     problems.extend(c.problems.clone());
     let unexpected: Vec<_> =
