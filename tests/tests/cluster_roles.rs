@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use rampart_state::partition::of_symbol;
 use rampart_tests::cluster::{arrivals, create_firing as create, movers, roomy_config, unlimited_key};
-use rampart_tests::resume::Resumer;
+use rampart_tests::resume::{every_id, Resumer};
 use rampart_tests::{json_receiver, pg_database, Deliver, Server, SiteSession, FAST};
 use serde_json::{json, Value};
 
@@ -149,7 +149,7 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     // stream by reconnecting every half second with `since` (issue #50: the two market nodes'
     // inbox entries never appear out of order, so no resume skips one).
     let nodes = [api_a.port, api_b.port].map(|p| std::net::SocketAddr::from(([127, 0, 0, 1], p))).to_vec();
-    let resumer = Resumer::start(nodes, &key, newest_inbox_id(&api_a, &key));
+    let resumer = Resumer::start(nodes.clone(), &key, newest_inbox_id(&api_a, &key));
     let mut ids = BTreeSet::new();
     for (i, s) in p0.iter().take(4).chain(p1.iter().take(4)).enumerate() {
         for _ in 0..3 {
@@ -157,10 +157,13 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
         }
     }
     wait_delivered(&api_b, &key, &hits, &ids, "first round");
-    let resumed = resumer.finish().ids;
+    let got = resumer.finish();
+    let resumed = &got.ids;
     let listed = inbox_ids_after(&api_b, &key, resumed.first().copied().unwrap_or(0) - 1);
     assert!(listed.len() >= ids.len(), "the firings are in the inbox: {listed:?}");
-    assert_eq!(resumed, listed, "every entry once, in order, across {} resumes", resumed.len());
+    assert_eq!(*resumed, listed, "every entry once, in order, across {} resumes", got.resumes);
+    assert_eq!(got.mismatches, Vec::<String>::new(), "resumes from earlier ids while both partitions fired");
+    assert_eq!(every_id(&nodes, &key, &got), Vec::<String>::new(), "a resume from every id seen");
     agree(&api_a, &api_b, &key, "/v1/alerts?status=triggered");
 
     // A market node dies; alerts on its pairs are acknowledged meanwhile (their commands reach

@@ -365,8 +365,8 @@ fn the_cluster_loses_nothing_and_doubles_nothing_under_faults() {
     let load = load::run(apis, key.clone(), symbols, hook, Duration::from_millis(250), stop.clone());
     // A client following the `alerts` stream through the api nodes in turn, resuming with
     // `since` every half second, while both partitions fire (issue #50).
-    let streams = c.apis.iter().map(|p| std::net::SocketAddr::from((p.host.addr, nodes::API_PORT))).collect();
-    let resumer = rampart_tests::resume::Resumer::start(streams, &key, 0);
+    let streams: Vec<_> = c.apis.iter().map(|p| std::net::SocketAddr::from((p.host.addr, nodes::API_PORT))).collect();
+    let resumer = rampart_tests::resume::Resumer::start(streams.clone(), &key, 0);
     let started = Instant::now();
     let seen = run_faults(&mut c, &mut rng, secs);
     stop.store(true, Ordering::Relaxed);
@@ -385,6 +385,10 @@ fn the_cluster_loses_nothing_and_doubles_nothing_under_faults() {
     let resumed = resumer.finish();
     let mut problems = check::violations(&acked, &rec, &got);
     problems.extend(check::resumed(&c.pg_url, &resumed));
+    problems.extend(resumed.mismatches.iter().map(|m| format!("a resume from an earlier id: {m}")));
+    let every = rampart_tests::resume::every_id(&streams, &key, &resumed);
+    eprintln!("stream: then a resume from each of the {} ids seen: {} wrong", resumed.ids.len(), every.len());
+    problems.extend(every.into_iter().map(|m| format!("a resume from every id: {m}")));
     problems.extend(heal_problems(&seen));
     problems.extend(c.problems.clone());
     let unexpected: Vec<_> =
