@@ -140,6 +140,8 @@ pub struct Standby {
     pub holder: String,
     rule: ClaimRule,
     told: bool,
+    /// The last read failed (logged once per run of failures: the standby reads every 0.1 s).
+    failing: bool,
     /// The lease as last read (`None`: none yet, or the read failed).
     pub seen: Option<Lease>,
 }
@@ -153,17 +155,20 @@ impl Standby {
             holder: holder_id(),
             rule: ClaimRule::default(),
             told: false,
+            failing: false,
             seen: None,
         }
     }
 
     /// One look at the lease at `now_ms`: the epoch when this claimed it now. Storage errors
-    /// are logged.
+    /// are logged (the first of a run, and the read that ends it).
     pub fn try_claim(&mut self, store: &Store, now_ms: i64) -> Option<i64> {
         let (name, label) = (self.name.as_str(), self.label.as_str());
         let read = store.partition_lease(name);
-        if let Err(e) = &read {
-            tracing::warn!("{label}: reading its lease: {e}; waiting");
+        match (&read, std::mem::replace(&mut self.failing, read.is_err())) {
+            (Err(e), false) => tracing::warn!("{label}: reading its lease: {e}; retrying"),
+            (Ok(_), true) => tracing::info!("{label}: its lease read again"),
+            _ => {}
         }
         let lease = read.as_ref().ok().cloned().flatten();
         let due = self.rule.look(read.as_ref().map(Option::as_ref).map_err(|_| ()), now_ms);

@@ -49,6 +49,8 @@ struct Beat {
     id: String,
     written_ms: i64,
     version: i64,
+    /// The last write failed (logged once per run of failures: the watcher polls every 20 ms).
+    failing: bool,
 }
 
 /// What the watcher remembers between polls.
@@ -82,7 +84,7 @@ impl KeyWatcher {
         // Its beats are small writes off every client's path: not waited for on disk.
         store.relax_sync()?;
         let id = format!("kw_{}", generate_key()?.trim_start_matches("rk_"));
-        let mut beat = Beat { id, written_ms: i64::MIN, version: 0 };
+        let mut beat = Beat { id, written_ms: i64::MIN, version: 0, failing: false };
         write_beat(&store, &mut beat, seen.keys.unwrap_or(0), clock.now_ms());
         let table = Arc::new(ArcSwap::from_pointee(first));
         let t = table.clone();
@@ -121,14 +123,24 @@ impl KeyWatcher {
 }
 
 /// Writes the watcher's beat when it applied a newer version or the last is [`BEAT_MS`] old. A
-/// failed write is tried again at the next poll (the table itself is unaffected).
+/// failed write is tried again at the next poll (the table itself is unaffected); the first
+/// failure of a run is logged, and the write that ends it.
 fn write_beat(store: &Store, beat: &mut Beat, version: i64, now_ms: i64) {
     if version == beat.version && now_ms - beat.written_ms < BEAT_MS {
         return;
     }
     match store.key_watcher_beat(&beat.id, version, now_ms) {
-        Ok(()) => *beat = Beat { id: std::mem::take(&mut beat.id), written_ms: now_ms, version },
-        Err(e) => tracing::warn!("keys: cannot record the key table's version ({e}); trying again"),
+        Ok(()) => {
+            if beat.failing {
+                tracing::info!("keys: the key table's version recorded again");
+            }
+            *beat = Beat { id: std::mem::take(&mut beat.id), written_ms: now_ms, version, failing: false };
+        }
+        Err(e) if !beat.failing => {
+            tracing::warn!("keys: cannot record the key table's version ({e}); trying again at each poll");
+            beat.failing = true;
+        }
+        Err(_) => {}
     }
 }
 
