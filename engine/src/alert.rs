@@ -396,6 +396,12 @@ impl AlertBook {
         true
     }
 
+    /// The price or percent alert `id` as held (its spec); `None` when not held (or a level or
+    /// wall alert, held apart).
+    pub fn spec(&self, id: u64) -> Option<AlertSpec> {
+        self.states.get(&id).map(|s| s.spec)
+    }
+
     /// Every alert id held.
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.states.keys().copied().chain(self.levels.ids()).chain(self.walls.ids())

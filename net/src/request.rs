@@ -93,6 +93,10 @@ pub fn repeat_and_note(obj: &Map<String, Value>) -> Result<(bool, String), Inval
     Ok((repeat, note.to_owned()))
 }
 
+/// The refusal of `repeat: false` on an alert on every pair of a venue (`symbol: "*"`, a site
+/// density request without a pair): such an alert repeats (`decisions.md` §15's choices).
+pub const UNIVERSE_REPEATS: &str = "an alert on every pair of the venue repeats: repeat false is not allowed (an alert that ends at its first pair is a one-pair alert: name the pair instead)";
+
 /// A pair symbol as a client may spell it: 1 to 64 ASCII letters and digits.
 pub fn symbol_syntax(symbol: &str) -> Result<(), Invalid> {
     if symbol.is_empty() || symbol.len() > 64 || !symbol.bytes().all(|b| b.is_ascii_alphanumeric()) {

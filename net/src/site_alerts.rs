@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::config::Plan;
 use crate::request::{
     body_object, clip, invalid, number, present, repeat_and_note, required_string, string, symbol_syntax, Invalid,
+    UNIVERSE_REPEATS,
 };
 use rampart_state::board::{Board, BoardNumber};
 use rampart_store::store::{
@@ -82,7 +83,14 @@ pub fn parse_request(body: &[u8]) -> Result<SiteRequest, Invalid> {
     let exchange = Venue::parse(exchange)
         .ok_or_else(|| invalid(format!("invalid exchange '{}'. Allowed: {}", clip(exchange, 32), Venue::ALLOWED)))?;
     let condition = if own == "density" { density(&obj)? } else { market(&obj)? };
-    let (repeat, note) = repeat_and_note(&obj)?;
+    let (mut repeat, note) = repeat_and_note(&obj)?;
+    if let SiteCondition::Density { symbol: None, .. } = condition {
+        // Every pair of the venue: a `*` wall alert, which repeats.
+        if present(&obj, "repeat") == Some(&Value::Bool(false)) {
+            return Err(invalid(UNIVERSE_REPEATS));
+        }
+        repeat = true;
+    }
     let cooldown_s = match number(&obj, "cooldown_s")? {
         None => 0,
         Some(n) => match n.as_u64().filter(|&s| s <= COOLDOWN_S_MAX) {
@@ -299,6 +307,14 @@ mod tests {
         }
     }
 
+    /// Without a pair, a density alert is on every pair of the venue: it repeats (issue #58).
+    #[test]
+    fn a_venue_wide_density_body_repeats() {
+        let r = parse_request(br#"{"type":"density","exchange":"okx","min_usd":5,"cooldown_s":60}"#).expect("valid");
+        assert!(r.repeat && r.cooldown_s == 60, "{r:?}");
+        assert!(parse_request(br#"{"type":"density","exchange":"okx","min_usd":5,"repeat":true}"#).expect("ok").repeat);
+    }
+
     #[test]
     fn a_density_body_takes_its_defaults() {
         let r = parse_request(br#"{"type":"density","exchange":"Binance","symbol":"btcusdt","min_usd":250000}"#)
@@ -346,7 +362,7 @@ mod tests {
 
     #[test]
     fn every_bad_body_is_refused_with_its_message() {
-        let cases: [(&str, &str); 21] = [
+        let cases: [(&str, &str); 22] = [
             (r#"{"type":"density""#, "malformed JSON"),
             (r#"[1]"#, "request body must be a JSON object"),
             (r#"{"type":"density","minUsd":1}"#, "unknown field 'minUsd'. Allowed: type, exchange, symbol, side"),
@@ -398,9 +414,10 @@ mod tests {
                 "cooldown_s must be a whole number of seconds from 0 to 86400",
             ),
             (
-                r#"{"type":"density","exchange":"okx","min_usd":1,"cooldown_s":60}"#,
+                r#"{"type":"density","exchange":"okx","symbol":"BTCUSDT","min_usd":1,"cooldown_s":60}"#,
                 "cooldown_s is for a repeating alert (repeat: true)",
             ),
+            (r#"{"type":"density","exchange":"okx","min_usd":1,"repeat":false}"#, UNIVERSE_REPEATS),
         ];
         for (body, message) in cases {
             let e = refused(body);

@@ -7,7 +7,9 @@
 //! firing and, resumed while price is past its level, fires only at a crossing after that;
 //! `max_fires: 2` ends after two; the flood guard pauses a repeating alert at its 16th firing in 3
 //! minutes and tells the account; Discord and Slack receive their services' bodies byte for byte;
-//! every refusal of the new fields. (The test send is in `trust/test_send.rs`, beside the
+//! every refusal of the new fields. Issue #58: concurrent changes on two front threads leave each
+//! alert firing as it is shown; no change but a resume clears the flood guard's count; a value
+//! filled into a chat message mentions no one. (The test send is in `trust/test_send.rs`, beside the
 //! signature checks.)
 
 use std::time::{Duration, Instant};
@@ -255,7 +257,12 @@ fn discord_and_slack_receive_their_services_bodies_byte_for_byte() {
     let fixed = |v: f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") };
     let (l, t) = (fixed(level), fixed(at));
     let d = &hits_on(&hits, "/discord", 1)[0];
-    assert_eq!(d.body, format!(r#"{{"content":"BTCUSDT on binance above {l}: {t} — wake \"up\""}}"#));
+    assert_eq!(
+        d.body,
+        format!(
+            r#"{{"content":"BTCUSDT on binance above {l}: {t} — wake \"up\"","allowed_mentions":{{"parse":[],"users":[],"roles":[]}}}}"#
+        )
+    );
     assert_eq!(d.header("content-type"), Some("application/json"));
     let s = &hits_on(&hits, "/slack", 1)[0];
     let id = slack["id"].as_i64().expect("id");
@@ -390,4 +397,179 @@ fn refusals(server: &Server, id: &Value) {
     // A deleted alert is gone for PATCH too.
     server.request("DELETE", &format!("/v1/alerts/{id}"), Some(&bearer(server)), None).ok("delete");
     patch(server, id, &json!({"note":"x"})).assert_error(404, "unknown alert", "deleted");
+}
+
+/// A server with two front threads and a plan whose rate limits a burst of changes never meets.
+fn live_two_fronts() -> (SimVenue, Server) {
+    rampart_tests::live_binance_with(
+        BIN,
+        "fronts = 2\n[webhooks]\nallow_private = true\n[plans.developer]\napi = true\nprice_alert_cap = 200\n\
+         pct_alerts = true\nrepeat = true\nburst_per_min = 1000000\ndaily_quota = 100000000\n",
+    )
+}
+
+/// Sends `bodies` to alert `id` at once, each `PATCH` on a thread of its own.
+fn patch_at_once(server: &Server, changes: &[(Value, Value)]) {
+    std::thread::scope(|scope| {
+        for (id, body) in changes {
+            scope.spawn(move || {
+                let r = patch(server, id, body);
+                assert_eq!(r.status, 200, "{body}: {}", r.text);
+            });
+        }
+    });
+}
+
+/// Issue #58: concurrent changes of one alert on two front threads reach its shard in the order
+/// storage applied them (`decisions.md` §16, "One order"). Rounds of 12 concurrent `PATCH`es on
+/// each of 16 alerts (8 paused and resumed at random, 8 given a cooldown of 0 or 3 600 s at
+/// random); after each round, two crossings: each alert fires exactly as `GET /v1/alerts` shows
+/// it (running: at both crossings, or once for an hour's cooldown that has not fired yet;
+/// paused: never).
+#[test]
+fn concurrent_changes_on_two_front_threads_leave_each_alert_as_it_is_shown() {
+    let (sim, server) = live_two_fronts();
+    let p = price_now(&server);
+    let level = (p * 1.01).round();
+    let body =
+        json!({"symbol":PAIR,"exchange":"binance","type":"price","direction":"above","price":level,"repeat":true});
+    let pausing: Vec<Value> = (0..8).map(|_| create(&server, &body)["id"].clone()).collect();
+    let tuning: Vec<Value> = (0..8).map(|_| create(&server, &body)["id"].clone()).collect();
+    let mut rng = rampart_testkit::rng::Rng::from_env(58);
+    // Firings each alert has made, as the test expects them.
+    let mut want: std::collections::BTreeMap<String, i64> =
+        pausing.iter().chain(&tuning).map(|id| (id.to_string(), 0)).collect();
+    let mut diverged = Vec::new();
+    for round in 0..3 {
+        let mut changes = Vec::new();
+        for _ in 0..12 {
+            for id in &pausing {
+                changes.push((id.clone(), json!({"paused": rng.chance(50)})));
+            }
+            for id in &tuning {
+                changes.push((id.clone(), json!({"cooldown_s": if rng.chance(50) { 0 } else { 3600 }})));
+            }
+        }
+        patch_at_once(&server, &changes);
+        let shown: Vec<Value> = pausing.iter().chain(&tuning).map(|id| alert(&server, id)).collect();
+        // Two crossings, each from the far side.
+        for _ in 0..2 {
+            trade(&sim, level * 0.99);
+            trade(&sim, level + 5.0);
+        }
+        for a in &shown {
+            let n = want.get_mut(&a["id"].to_string()).expect("an alert of the test");
+            *n += match (a["paused"].as_bool(), a["cooldownS"].as_i64()) {
+                (Some(true), _) => 0,
+                (_, Some(0)) => 2,
+                // An hour's cooldown: one firing if it never fired, then quiet.
+                (_, _) if *n == 0 => 1,
+                _ => 0,
+            };
+        }
+        std::thread::sleep(Duration::from_millis(1_500));
+        for a in &shown {
+            let id = &a["id"];
+            let expected = want[&id.to_string()];
+            let got = until(&server, id, "settled", |_| true)["triggerCount"].as_i64().unwrap_or(-1);
+            if got != expected {
+                diverged.push(format!(
+                    "round {round}: alert {id} shown paused {} cooldownS {}: {got} firings, {expected} expected",
+                    a["paused"], a["cooldownS"]
+                ));
+                want.insert(id.to_string(), got);
+            }
+        }
+    }
+    eprintln!("3 rounds of 12 concurrent changes on 16 alerts, two fronts: {} divergences", diverged.len());
+    assert!(diverged.is_empty(), "alerts that fire otherwise than shown:\n{}", diverged.join("\n"));
+}
+
+/// Issue #58: the flood guard's window is cleared only by the resume of a paused alert. Eight
+/// repeating alerts cross sixteen times; after the eighth crossing each is changed by one field
+/// of `PATCH` (`paused: false` while running among them): each still sends fifteen firings and
+/// is paused by the flood guard at the sixteenth.
+#[test]
+fn no_change_but_a_resume_clears_the_flood_guards_count() {
+    let (sim, server) = live_two_fronts();
+    let (port, _hits) = hook_receiver();
+    let p = price_now(&server);
+    let level = (p * 1.01).round();
+    let body =
+        json!({"symbol":PAIR,"exchange":"binance","type":"price","direction":"above","price":level,"repeat":true});
+    let end = iso8601(rampart_tests::now_ms() + 86_400_000);
+    let changes = [
+        json!({"paused":false}),
+        json!({"note":"changed"}),
+        json!({"webhook_url":format!("http://127.0.0.1:{port}/flood")}),
+        json!({"expires_at":end}),
+        json!({"cooldown_s":0}),
+        json!({"max_fires":1000}),
+        json!({"message":"{{symbol}} {{price}}"}),
+        json!({"webhook_format":"slack"}),
+    ];
+    let ids: Vec<Value> = changes.iter().map(|_| create(&server, &body)["id"].clone()).collect();
+    for crossing in 0..16 {
+        if crossing == 8 {
+            for id in &ids {
+                fired(&server, id, 8, "eight crossings");
+            }
+            for (id, change) in ids.iter().zip(&changes) {
+                patch(&server, id, change).ok(&change.to_string());
+            }
+        }
+        trade(&sim, level * 0.99);
+        trade(&sim, level + 5.0);
+    }
+    for (id, change) in ids.iter().zip(&changes) {
+        let a =
+            until(&server, id, &format!("paused by the flood guard after {change}"), |a| a["paused"] == json!(true));
+        assert_eq!(
+            (&a["pausedBy"], &a["triggerCount"]),
+            (&json!("flood_guard"), &json!(15)),
+            "{change} must not reset the flood guard: {a}"
+        );
+    }
+}
+
+/// Issue #58: a note that mentions everyone, filled into a Discord or Slack message, mentions no
+/// one; what the template itself says is sent as written (`decisions.md` §16, "Mentions").
+#[test]
+fn mentions_in_placeholder_values_reach_chat_services_as_plain_text() {
+    let (sim, server) = live();
+    let (port, hits) = hook_receiver();
+    let p = price_now(&server);
+    let level = (p * 1.01).round();
+    let note = "@everyone @here <!channel> <@123>";
+    let base = json!({"symbol":PAIR,"exchange":"binance","type":"price","direction":"above","price":level,"note":note});
+    create(
+        &server,
+        &merged(
+            &base,
+            json!({"webhook_url":format!("http://127.0.0.1:{port}/discord"),"webhook_format":"discord",
+                   "message":"<@&42> look: {{note}}"}),
+        ),
+    );
+    create(
+        &server,
+        &merged(
+            &base,
+            json!({"webhook_url":format!("http://127.0.0.1:{port}/slack"),"webhook_format":"slack",
+                   "message":"<!here> {{note}}"}),
+        ),
+    );
+    create(
+        &server,
+        &merged(&base, json!({"webhook_url":format!("http://127.0.0.1:{port}/plain"),"webhook_format":"discord"})),
+    );
+    trade(&sim, level + 3.0);
+    let d: Value = serde_json::from_str(&hits_on(&hits, "/discord", 1)[0].body).expect("json");
+    assert_eq!(d["content"], "<@&42> look: @\u{200B}everyone @\u{200B}here <!channel> <@\u{200B}123>");
+    assert_eq!(d["allowed_mentions"], json!({"parse":[],"users":[],"roles":["42"]}));
+    let s: Value = serde_json::from_str(&hits_on(&hits, "/slack", 1)[0].body).expect("json");
+    assert_eq!(s["text"], "<!here> @everyone @here &lt;!channel&gt; &lt;@123&gt;");
+    let plain: Value = serde_json::from_str(&hits_on(&hits, "/plain", 1)[0].body).expect("json");
+    let content = plain["content"].as_str().expect("content");
+    assert!(content.ends_with("Note: @\u{200B}everyone @\u{200B}here <!channel> <@\u{200B}123>"), "{content}");
+    assert_eq!(plain["allowed_mentions"], json!({"parse":[],"users":[],"roles":[]}));
 }

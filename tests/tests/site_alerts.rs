@@ -128,7 +128,7 @@ fn density_and_market_alerts_fire_on_the_live_feed() {
     assert_eq!(inbox(&server, FIRED, &pair["id"]).len(), 1, "once per appearance");
     assert_eq!(inbox(&server, FIRED, &venue_wide["id"]).len(), 1);
 
-    // Gone, then back: the repeating alert fires again; the other one fired its only time.
+    // Gone, then back: the repeating alerts fire again.
     sim.control("level", &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","price":text,"qty":"0"}));
     await_wall(&server, wall_price, false);
     sim.control(
@@ -136,13 +136,15 @@ fn density_and_market_alerts_fire_on_the_live_feed() {
         &json!({"venue":"binance","symbol":SYMBOL,"side":"bid","price":text,"qty":format!("{wall_qty}")}),
     );
     await_inbox(&server, FIRED, &pair["id"], 2, 20);
-    assert_eq!(inbox(&server, FIRED, &venue_wide["id"]).len(), 1, "a non-repeating alert fires once");
+    // A venue-wide density alert is a `*` wall alert, which repeats (issue #58): it fires again.
+    assert_eq!(venue_wide["repeat"], true, "{venue_wide}");
+    await_inbox(&server, FIRED, &venue_wide["id"], 2, 20);
     // Listed with the account's alerts by the API; not among the site's market alerts.
     let api = server.get_authed("/v1/alerts?status=all");
     let list = api.ok("alerts")["data"].clone();
     let status =
         |id: &Value| list.as_array().and_then(|a| a.iter().find(|x| x["id"] == *id)).map(|x| x["status"].clone());
-    assert_eq!(status(&venue_wide["id"]), Some(json!("triggered")), "{list}");
+    assert_eq!(status(&venue_wide["id"]), Some(json!("active")), "{list}");
     assert_eq!(status(&pair["id"]), Some(json!("active")), "{list}");
     assert_eq!(site.get(&server, "/site/site-alerts").body["data"], json!([]), "no market alert yet");
 
@@ -259,6 +261,13 @@ fn the_interface_refuses_bad_requests_and_keeps_the_caps() {
         422,
         "active density-alert limit reached (5 on plan free)",
         "the sixth density alert",
+    );
+    // A density alert on every pair of the venue is a `*` alert: it repeats (issue #58).
+    let one_shot = json!({"type":"density","exchange":"binance","min_usd":5,"repeat":false});
+    site.change(&server, "POST", "/site/site-alerts", Some(&one_shot)).assert_error(
+        422,
+        "an alert on every pair of the venue repeats: repeat false is not allowed (an alert that ends at its first pair is a one-pair alert: name the pair instead)",
+        "a one-shot venue-wide density alert",
     );
     let market = r#"{"type":"market","exchange":"binance","number":"walls","direction":"above","threshold":1000000}"#;
     let mut markets = Vec::new();

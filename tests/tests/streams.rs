@@ -763,7 +763,9 @@ fn a_revoked_keys_streams_end_within_a_second_with_the_reason() {
 }
 
 /// A site page's stream stands on its session: signed out, or its key revoked, it ends within a
-/// second with the reason. The account is on `free` (no API streams at all): its pages are live.
+/// second with the reason; signed out or revoked through this process's site, at once, carrying
+/// nothing fired after the answer (issue #58). The account is on `free` (no API streams at all):
+/// its pages are live.
 #[test]
 fn a_site_stream_ends_at_sign_out_and_at_its_keys_revocation() {
     let cfg = admission_config("site-ends");
@@ -786,9 +788,17 @@ fn a_site_stream_ends_at_sign_out_and_at_its_keys_revocation() {
     while !events_until_end(&mut page, Duration::from_millis(200)).0.iter().any(|m| m["channel"] == "alerts") {
         assert!(Instant::now() < deadline, "no firing reached the free account's page live");
     }
-    // Signed out: the page's stream ends with the reason.
+    // A second key of the account, and a session on it, for the revocation through the site.
+    let added = first.change(&server, "POST", "/site/keys", Some(&json!({"label":"second"})));
+    let second_key = added.ok("a second key")["data"]["key"].as_str().expect("its text").to_owned();
+    let second_id = added.body["data"]["id"].clone();
+    let second = SiteSession::signin(&server, &second_key).1.expect("signed in with the second key");
+    let mut second_page = open(&second);
+    // Signed out in this process: the page's stream ends at once with the reason (issue #58),
+    // carrying nothing fired after the sign-out was answered.
     assert_eq!(first.change(&server, "POST", "/site/signout", None).status, 200);
     let signed_out = Instant::now();
+    let signed_out_ms = rampart_tests::now_ms();
     let (events, ended) = events_until_end(&mut page, Duration::from_secs(5));
     let took = signed_out.elapsed();
     assert!(ended && took < Duration::from_secs(1), "ended: {ended}, after {took:?}");
@@ -797,6 +807,16 @@ fn a_site_stream_ends_at_sign_out_and_at_its_keys_revocation() {
         (&last["type"], &last["code"], &last["reason"]),
         (&json!("close"), &json!(4401), &json!("session ended"))
     );
+    nothing_fired_after(&events, signed_out_ms, "the sign-out");
+    // The second key revoked through the site, in this process: its page ends at once too.
+    let revoking = second.change(&server, "DELETE", &format!("/site/keys/{second_id}"), None);
+    assert_eq!(revoking.status, 200, "{}", revoking.text);
+    let revoked_ms = rampart_tests::now_ms();
+    let (events, ended) = events_until_end(&mut second_page, Duration::from_secs(5));
+    assert!(ended, "the revoked key's page ended");
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!((&last["code"], &last["reason"]), (&json!(4401), &json!("API key revoked")), "{events:?}");
+    nothing_fired_after(&events, revoked_ms, "the revocation through the site");
     let (head, _) = events_at(&server, "/site/v1/stream?channels=alerts", &format!("Cookie: {}\r\n", first.cookie));
     assert!(head.starts_with("HTTP/1.1 401"), "the ended session opens nothing: {head}");
     // Its key revoked: a new session's stream ends likewise.
@@ -810,6 +830,15 @@ fn a_site_stream_ends_at_sign_out_and_at_its_keys_revocation() {
     assert!(ended && took < Duration::from_secs(1), "ended: {ended}, after {took:?}");
     let last = events.last().cloned().unwrap_or_default();
     assert_eq!((&last["code"], &last["reason"]), (&json!(4401), &json!("API key revoked")), "{events:?}");
+}
+
+/// No `alerts` entry in `events` fired at or after `at_ms` (when what ended the stream was
+/// answered).
+fn nothing_fired_after(events: &[Value], at_ms: i64, what: &str) {
+    for m in events.iter().filter(|m| m["channel"] == "alerts") {
+        let fired = m["data"]["trigger"]["time"].as_i64().unwrap_or(i64::MAX);
+        assert!(fired < at_ms, "a firing of {fired} came after {what} at {at_ms}: {m}");
+    }
 }
 
 /// The site's pages have their own stream bound (per session and per account), apart from the

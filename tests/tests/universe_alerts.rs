@@ -94,9 +94,16 @@ fn a_venue_wide_alert_collects_a_second_of_pairs_into_one_body_and_follows_listi
     let hook = format!("http://127.0.0.1:{port}/hook");
     let alert = create(
         &server,
-        &json!({"symbol":"*","exchange":"binance","type":"pct","direction":"up","pct":5,"window":"5m","repeat":true,"webhook_url":hook}),
+        &json!({"symbol":"*","exchange":"binance","type":"pct","direction":"up","pct":5,"window":"5m","webhook_url":hook}),
     );
+    // A `*` alert repeats without being asked to (issue #58); `repeat: false` is refused.
     assert_eq!((&alert["symbol"], &alert["cooldownS"], &alert["repeat"]), (&json!("*"), &json!(900), &json!(true)));
+    let one_shot = json!({"symbol":"*","exchange":"binance","type":"level","event":"break","repeat":false});
+    server.request("POST", "/v1/alerts", Some(&format!("Bearer {}", server.key)), Some(&one_shot.to_string())).assert_error(
+        422,
+        "an alert on every pair of the venue repeats: repeat false is not allowed (an alert that ends at its first pair is a one-pair alert: name the pair instead)",
+        "a one-shot * alert",
+    );
     assert_eq!(alert["createdPrice"], Value::Null, "{alert}");
     let id = alert["id"].clone();
     let symbols = binance_symbols(&server, 8);

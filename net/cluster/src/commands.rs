@@ -12,10 +12,12 @@
 //! start and again each time its command subscription is (re)established, and every
 //! [`CATCH_UP_PERIOD`] it reads the active alerts created in the last [`CATCH_UP_WINDOW_MS`]
 //! and adds those whose command it has not seen (so a lost command delays an alert by about a
-//! second). Adding an alert a shard holds already changes nothing
-//! (`rampart_engine::alert::AlertBook::insert`), so a reload never re-arms a repeating alert. A
-//! deleted alert it still holds fires nothing: storage records a firing only for an active
-//! alert.
+//! second). Every command and every alert read from storage carries the version of its row
+//! (`decisions.md` §16, "One order"): a shard applies an alert's change only when it is newer
+//! than the last it applied, so commands from several api nodes, and a reload read just before a
+//! change committed, end in storage's order; a reload of an alert the shard holds at that
+//! version changes nothing, so it never re-arms a repeating alert. A deleted alert it still
+//! holds (its removal lost) fires nothing: storage records a firing only for an active alert.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -130,13 +132,10 @@ async fn forward(
 async fn send(client: &async_nats::Client, registry: &Registry, partition: u16, cmd: Command, health: &NodeHealth) {
     let named = |book| name_of(registry, book);
     let (alert, query) = match cmd {
-        Command::AddAlert { book, spec } => (named(book).map(|b| AlertCommand::Add(b, spec)), None),
-        Command::ResumeAlert { book, spec } => (named(book).map(|b| AlertCommand::Resume(b, spec)), None),
-        Command::RemoveAlert { book, id } => (named(book).map(|b| AlertCommand::Remove(b, id)), None),
+        Command::Alert { book, change } => (named(book).map(|book| AlertCommand { book, change }), None),
         // A `*` alert's reach every partition (queued on each partition's queue), named by the
         // venue and the symbol `*`.
-        Command::AddUniverse { venue, spec } => (Some(AlertCommand::Add(every_pair(venue), spec)), None),
-        Command::RemoveUniverse { venue, id } => (Some(AlertCommand::Remove(every_pair(venue), id)), None),
+        Command::Universe { venue, change } => (Some(AlertCommand { book: every_pair(venue), change }), None),
         Command::Ping { reply } => {
             let _ = reply.send(Pong { shard: usize::from(partition), ticks: 0 });
             return;
@@ -296,34 +295,24 @@ impl Node {
     }
 
     async fn alert_command(&self, payload: &[u8]) {
-        let c = match wire::read_alert_command(payload) {
+        let AlertCommand { book: name, change } = match wire::read_alert_command(payload) {
             Ok(c) => c,
             Err(e) => {
                 self.health.commands_failed.fetch_add(1, Ordering::Relaxed);
                 return tracing::warn!("cluster-commands: dropped a malformed command: {e}");
             }
         };
-        match c {
-            AlertCommand::Add(name, spec) if name.symbol == UNIVERSE => {
-                self.recent.borrow_mut().insert(spec.id, self.clock.now_ms());
-                self.health.commands.fetch_add(1, Ordering::Relaxed);
-                self.broadcast(|| Command::AddUniverse { venue: name.venue, spec }).await;
-            }
-            AlertCommand::Remove(name, id) if name.symbol == UNIVERSE => {
-                self.health.commands.fetch_add(1, Ordering::Relaxed);
-                self.broadcast(|| Command::RemoveUniverse { venue: name.venue, id }).await;
-            }
-            AlertCommand::Add(name, spec) => {
-                // Skipped when the catch-up already added it from storage.
-                if self.recent.borrow_mut().insert(spec.id, self.clock.now_ms()).is_none() {
-                    self.apply(&name, |book| Command::AddAlert { book, spec }).await;
-                }
-            }
-            AlertCommand::Remove(name, id) => self.apply(&name, |book| Command::RemoveAlert { book, id }).await,
-            AlertCommand::Resume(name, spec) => {
-                self.recent.borrow_mut().insert(spec.id, self.clock.now_ms());
-                self.apply(&name, |book| Command::ResumeAlert { book, spec }).await;
-            }
+        // Every command goes to the shards, which apply it only when its version is newer than
+        // the last they applied for the alert (a catch-up's read included); `recent` only spares
+        // the catch-up re-sending what a command brought.
+        if change.spec().is_some() {
+            self.recent.borrow_mut().insert(change.id, self.clock.now_ms());
+        }
+        if name.symbol == UNIVERSE {
+            self.health.commands.fetch_add(1, Ordering::Relaxed);
+            self.broadcast(|| Command::Universe { venue: name.venue, change }).await;
+        } else {
+            self.apply(&name, |book| Command::Alert { book, change }).await;
         }
     }
 
@@ -385,11 +374,13 @@ impl Node {
             if self.recent.borrow_mut().insert(spec.id, now_ms).is_some() && !again {
                 continue;
             }
+            // At the row's version: a change newer than this read, already applied, stays.
+            let change = row.change(false);
             if row.symbol == UNIVERSE {
                 let venue = row.exchange;
-                self.broadcast(|| Command::AddUniverse { venue, spec }).await;
+                self.broadcast(|| Command::Universe { venue, change }).await;
             } else if let Some(book) = registry.find(row.exchange, &row.symbol) {
-                self.send(book, Command::AddAlert { book, spec }).await;
+                self.send(book, Command::Alert { book, change }).await;
             } else {
                 continue;
             }

@@ -17,7 +17,7 @@ use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::{Candle, Price, Qty, Side, Timeframe, Venue};
 
 use rampart_state::pair_metrics::{Depth, PairMetrics, WallsSummary};
-use rampart_state::{DensitySnapshot, DepthView, LevelSnapshot, PublishedWall};
+use rampart_state::{AlertChange, AlertState, DensitySnapshot, DepthView, LevelSnapshot, PublishedWall};
 
 /// The format's version, first byte of every message; a message of another version is refused.
 pub const WIRE_VERSION: u8 = 1;
@@ -105,16 +105,15 @@ pub struct SnapshotHead {
     pub sent_ms: i64,
 }
 
-/// An alert command to the owning market node.
+/// An alert command to the owning market node: one alert's state after a stored change, with
+/// that change's version (`decisions.md` §16, "One order"), for the book it names (a `*` alert:
+/// the venue and the symbol `*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AlertCommand {
-    /// Evaluate this alert (committed to storage first).
-    Add(BookName, AlertSpec),
-    /// Stop evaluating it (deleted or paused).
-    Remove(BookName, u64),
-    /// Evaluate it again, resumed (`decisions.md` §16): a price alert past its level waits for
-    /// the far side. One pair only (a `*` alert resumes with `Add`).
-    Resume(BookName, AlertSpec),
+pub struct AlertCommand {
+    /// The alert's book.
+    pub book: BookName,
+    /// Its state after the change.
+    pub change: AlertChange,
 }
 
 /// A read that a market node answers from its shard.
@@ -483,117 +482,128 @@ fn read_metrics(r: &mut In<'_>) -> Result<PairMetrics, WireError> {
     Ok(PairMetrics { ts_ms, price, quote_usd, windows, spread_bps, depth, walls, levels, history_start_ms })
 }
 
-/// An alert command's bytes.
+/// An alert command's bytes: a tag for the state (3 held, 4 gone, 5 resumed), the book, the
+/// alert's id and the change's version, then for a held or resumed alert its spec.
+///
+/// Rationale: tags 0 to 2 were the commands of the release before versions (add, remove,
+/// resume, with no version); they are still read, as version 0 (applied only to an alert the
+/// shard has applied nothing for), so that a cluster upgraded one node at a time keeps its
+/// snapshots, which share this format's version byte.
 pub fn alert_command(c: &AlertCommand) -> Vec<u8> {
     let mut out = Out::new(96);
-    match c {
-        AlertCommand::Add(book, spec) | AlertCommand::Resume(book, spec) => {
-            out.u8(if matches!(c, AlertCommand::Add(..)) { 0 } else { 2 });
-            out.book(book);
-            out.i64(spec.id as i64);
-            out.u8(spec.repeat as u8);
-            match spec.condition {
-                Condition::Price { cross, level } => {
-                    out.u8(0);
-                    out.u8(index_of(&CROSSES, &cross));
-                    out.i64(level.0);
-                }
-                Condition::Pct { dir, millionths, window } => {
-                    out.u8(1);
-                    out.u8(index_of(&MOVES, &dir));
-                    out.u32(millionths);
-                    out.u8(window.index() as u8);
-                }
-                Condition::Level(c) => {
-                    out.u8(2);
-                    out.u8(index_of(&LEVEL_EVENTS, &c.event));
-                    out.u8(index_of(&LEVEL_DIRECTIONS, &c.direction));
-                    out.u32(c.within_millionths);
-                    out.u32(c.min_strength);
-                    out.u32(u32::from(c.timeframes));
-                }
-                Condition::Wall(c) => {
-                    out.u8(3);
-                    out.u8(index_of(&WALL_EVENTS, &c.event));
-                    out.u8(index_of(&WALL_SIDES, &c.side));
-                    out.i64(i64::try_from(c.min_usd_cents).unwrap_or(i64::MAX));
-                    out.u32(c.min_ratio_hundredths);
-                    out.u32(c.max_dist_hundredths);
-                    out.u32(c.min_age_s);
-                }
-            }
-            if spec.cooldown_s > 0 {
-                out.u32(spec.cooldown_s);
-            }
-        }
-        AlertCommand::Remove(book, id) => {
-            out.u8(1);
-            out.book(book);
-            out.i64(*id as i64);
-        }
+    let (tag, spec) = match c.change.state {
+        AlertState::Held(spec) => (3, Some(spec)),
+        AlertState::Gone => (4, None),
+        AlertState::Resumed(spec) => (5, Some(spec)),
+    };
+    out.u8(tag);
+    out.book(&c.book);
+    out.i64(c.change.id as i64);
+    out.i64(c.change.version as i64);
+    if let Some(spec) = spec {
+        out.u8(spec.repeat as u8);
+        condition(&mut out, &spec.condition);
+        out.u32(spec.cooldown_s);
     }
     out.0
 }
 
-/// Reads an alert command.
+fn condition(out: &mut Out, condition: &Condition) {
+    match *condition {
+        Condition::Price { cross, level } => {
+            out.u8(0);
+            out.u8(index_of(&CROSSES, &cross));
+            out.i64(level.0);
+        }
+        Condition::Pct { dir, millionths, window } => {
+            out.u8(1);
+            out.u8(index_of(&MOVES, &dir));
+            out.u32(millionths);
+            out.u8(window.index() as u8);
+        }
+        Condition::Level(c) => {
+            out.u8(2);
+            out.u8(index_of(&LEVEL_EVENTS, &c.event));
+            out.u8(index_of(&LEVEL_DIRECTIONS, &c.direction));
+            out.u32(c.within_millionths);
+            out.u32(c.min_strength);
+            out.u32(u32::from(c.timeframes));
+        }
+        Condition::Wall(c) => {
+            out.u8(3);
+            out.u8(index_of(&WALL_EVENTS, &c.event));
+            out.u8(index_of(&WALL_SIDES, &c.side));
+            out.i64(i64::try_from(c.min_usd_cents).unwrap_or(i64::MAX));
+            out.u32(c.min_ratio_hundredths);
+            out.u32(c.max_dist_hundredths);
+            out.u32(c.min_age_s);
+        }
+    }
+}
+
+fn read_condition(r: &mut In<'_>) -> Result<Condition, WireError> {
+    Ok(match r.u8()? {
+        0 => Condition::Price { cross: r.tag(&CROSSES, "cross")?, level: Price(r.i64()?) },
+        1 => {
+            let dir = r.tag(&MOVES, "move")?;
+            let millionths = r.u32()?;
+            Condition::Pct { dir, millionths, window: r.tag(&Timeframe::ALL, "timeframe")? }
+        }
+        2 => {
+            let event = r.tag(&LEVEL_EVENTS, "level event")?;
+            let direction = r.tag(&LEVEL_DIRECTIONS, "level direction")?;
+            let within_millionths = r.u32()?;
+            let min_strength = r.u32()?;
+            let timeframes = u16::try_from(r.u32()?).map_err(|_| WireError::Invalid("timeframes"))?;
+            Condition::Level(LevelCondition { event, direction, within_millionths, min_strength, timeframes })
+        }
+        3 => {
+            let event = r.tag(&WALL_EVENTS, "wall event")?;
+            let side = r.tag(&WALL_SIDES, "wall side")?;
+            let min_usd_cents = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("min_usd_cents"))?;
+            let min_ratio_hundredths = r.u32()?;
+            let max_dist_hundredths = r.u32()?;
+            let min_age_s = r.u32()?;
+            Condition::Wall(WallCondition {
+                event,
+                side,
+                min_usd_cents,
+                min_ratio_hundredths,
+                max_dist_hundredths,
+                min_age_s,
+            })
+        }
+        _ => return Err(WireError::Invalid("condition")),
+    })
+}
+
+/// Reads an alert command (the release before versions' too, as version 0).
 pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
     let mut r = In::new(buf)?;
-    let c = match r.u8()? {
-        tag @ (0 | 2) => {
-            let book = r.book()?;
-            let id = r.i64()? as u64;
+    let tag = r.u8()?;
+    if tag > 5 {
+        return Err(WireError::Invalid("command"));
+    }
+    let book = r.book()?;
+    let id = r.i64()? as u64;
+    let versioned = tag >= 3;
+    let version = if versioned { r.i64()? as u64 } else { 0 };
+    let state = match tag {
+        1 | 4 => AlertState::Gone,
+        _ => {
             let repeat = r.bool()?;
-            let condition = match r.u8()? {
-                0 => Condition::Price { cross: r.tag(&CROSSES, "cross")?, level: Price(r.i64()?) },
-                1 => {
-                    let dir = r.tag(&MOVES, "move")?;
-                    let millionths = r.u32()?;
-                    Condition::Pct { dir, millionths, window: r.tag(&Timeframe::ALL, "timeframe")? }
-                }
-                2 => {
-                    let event = r.tag(&LEVEL_EVENTS, "level event")?;
-                    let direction = r.tag(&LEVEL_DIRECTIONS, "level direction")?;
-                    let within_millionths = r.u32()?;
-                    let min_strength = r.u32()?;
-                    let timeframes = u16::try_from(r.u32()?).map_err(|_| WireError::Invalid("timeframes"))?;
-                    Condition::Level(LevelCondition { event, direction, within_millionths, min_strength, timeframes })
-                }
-                3 => {
-                    let event = r.tag(&WALL_EVENTS, "wall event")?;
-                    let side = r.tag(&WALL_SIDES, "wall side")?;
-                    let min_usd_cents = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("min_usd_cents"))?;
-                    let min_ratio_hundredths = r.u32()?;
-                    let max_dist_hundredths = r.u32()?;
-                    let min_age_s = r.u32()?;
-                    Condition::Wall(WallCondition {
-                        event,
-                        side,
-                        min_usd_cents,
-                        min_ratio_hundredths,
-                        max_dist_hundredths,
-                        min_age_s,
-                    })
-                }
-                _ => return Err(WireError::Invalid("condition")),
-            };
-            // The cooldown trails the condition, only when it is set: a node of the release
-            // before it reads every alert without one (version 1 stays).
-            let cooldown_s = if r.done() { 0 } else { r.u32()? };
+            let condition = read_condition(&mut r)?;
+            // Before versions the cooldown trailed the condition only when set.
+            let cooldown_s = if !versioned && r.done() { 0 } else { r.u32()? };
             let spec = AlertSpec { id, condition, repeat, cooldown_s };
-            if tag == 0 {
-                AlertCommand::Add(book, spec)
-            } else {
-                AlertCommand::Resume(book, spec)
+            match tag {
+                0 | 3 => AlertState::Held(spec),
+                _ => AlertState::Resumed(spec),
             }
         }
-        1 => {
-            let book = r.book()?;
-            AlertCommand::Remove(book, r.i64()? as u64)
-        }
-        _ => return Err(WireError::Invalid("command")),
     };
     r.end()?;
-    Ok(c)
+    Ok(AlertCommand { book, change: AlertChange { id, version, state } })
 }
 
 /// A query's bytes.
@@ -796,23 +806,32 @@ mod tests {
     #[test]
     fn commands_queries_and_answers_read_back_as_written() {
         let spec = |condition| AlertSpec { id: 7, condition, repeat: true, cooldown_s: 0 };
+        let held = |book: &str, spec: AlertSpec, version| AlertCommand {
+            book: name(book),
+            change: AlertChange { id: spec.id, version, state: AlertState::Held(spec) },
+        };
         let commands = [
-            AlertCommand::Add(name("A"), spec(Condition::Price { cross: Cross::Below, level: Price(-3) })),
-            AlertCommand::Add(
-                name("B"),
-                spec(Condition::Pct { dir: Move::Any, millionths: 5, window: Timeframe::ALL[5] }),
-            ),
-            AlertCommand::Remove(name("C"), u64::MAX),
-            AlertCommand::Resume(name("C"), spec(Condition::Price { cross: Cross::Above, level: Price(9) })),
-            AlertCommand::Add(
-                name("C"),
+            held("A", spec(Condition::Price { cross: Cross::Below, level: Price(-3) }), 1),
+            held("B", spec(Condition::Pct { dir: Move::Any, millionths: 5, window: Timeframe::ALL[5] }), 2),
+            AlertCommand { book: name("C"), change: AlertChange::gone(u64::MAX, u64::MAX) },
+            AlertCommand {
+                book: name("C"),
+                change: AlertChange {
+                    id: 7,
+                    version: 9,
+                    state: AlertState::Resumed(spec(Condition::Price { cross: Cross::Above, level: Price(9) })),
+                },
+            },
+            held(
+                "C",
                 AlertSpec {
                     cooldown_s: 900,
                     ..spec(Condition::Pct { dir: Move::Up, millionths: 5, window: Timeframe::ALL[1] })
                 },
+                3,
             ),
-            AlertCommand::Add(
-                name("D"),
+            held(
+                "D",
                 spec(Condition::Level(LevelCondition {
                     event: LevelEvent::Touch,
                     direction: LevelDirection::Below,
@@ -820,9 +839,10 @@ mod tests {
                     min_strength: 3,
                     timeframes: 0b1_0100,
                 })),
+                4,
             ),
-            AlertCommand::Add(
-                name("E"),
+            held(
+                "E",
                 spec(Condition::Wall(WallCondition {
                     event: WallEvent::Filled,
                     side: WallSide::Ask,
@@ -831,6 +851,7 @@ mod tests {
                     max_dist_hundredths: 300,
                     min_age_s: 60,
                 })),
+                5,
             ),
         ];
         for c in commands {
@@ -846,9 +867,43 @@ mod tests {
         assert_eq!(read_depth(&depth(&view)), Ok(view));
     }
 
+    /// The commands of the release before versions (tags 0 to 2, the cooldown only when set)
+    /// still read, as version 0: a cluster upgraded one node at a time keeps working.
+    #[test]
+    fn commands_written_before_versions_read_as_version_zero() {
+        let venue = name("BTCUSDT").venue.index() as u8;
+        let mut add = vec![WIRE_VERSION, 0, venue, 7];
+        add.extend_from_slice(b"BTCUSDT");
+        add.extend_from_slice(&7i64.to_le_bytes());
+        add.push(1);
+        add.extend_from_slice(&[0, 0]);
+        add.extend_from_slice(&5i64.to_le_bytes());
+        let spec = AlertSpec {
+            id: 7,
+            condition: Condition::Price { cross: Cross::Above, level: Price(5) },
+            repeat: true,
+            cooldown_s: 0,
+        };
+        let want = AlertCommand {
+            book: name("BTCUSDT"),
+            change: AlertChange { id: 7, version: 0, state: AlertState::Held(spec) },
+        };
+        assert_eq!(read_alert_command(&add), Ok(want));
+        let mut resumed = add.clone();
+        resumed[1] = 2;
+        resumed.extend_from_slice(&900u32.to_le_bytes());
+        let spec = AlertSpec { cooldown_s: 900, ..spec };
+        let c = read_alert_command(&resumed).expect("resume");
+        assert_eq!(c.change.state, AlertState::Resumed(spec));
+        let mut remove = vec![WIRE_VERSION, 1, venue, 7];
+        remove.extend_from_slice(b"BTCUSDT");
+        remove.extend_from_slice(&7i64.to_le_bytes());
+        assert_eq!(read_alert_command(&remove).map(|c| c.change), Ok(AlertChange::gone(7, 0)));
+    }
+
     #[test]
     fn every_truncation_and_every_extension_of_a_message_is_an_error() {
-        let command = alert_command(&AlertCommand::Remove(name("BTCUSDT"), 1));
+        let command = alert_command(&AlertCommand { book: name("BTCUSDT"), change: AlertChange::gone(1, 2) });
         let q = query(&Query::Depth(name("BTCUSDT"), 5));
         let bars = candles(&[Candle::flat(0, Price(1))]);
         let view =
@@ -880,7 +935,7 @@ mod tests {
 
     #[test]
     fn bad_tags_versions_and_counts_are_refused_without_allocating_for_them() {
-        let mut command = alert_command(&AlertCommand::Remove(name("BTCUSDT"), 1));
+        let mut command = alert_command(&AlertCommand { book: name("BTCUSDT"), change: AlertChange::gone(1, 2) });
         command[0] = 2;
         assert_eq!(read_alert_command(&command), Err(WireError::Version(2)));
         command[0] = WIRE_VERSION;

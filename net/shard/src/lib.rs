@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use crossbeam_queue::ArrayQueue;
 use glommio::{LocalExecutorBuilder, Placement};
-use rampart_engine::alert::AlertSpec;
 use rampart_engine::candle::Candle;
 use rampart_engine::level::{compute_from_set, LevelScratch};
 use rampart_engine::market::Outcome;
@@ -32,13 +31,16 @@ use rampart_state::{
     STATUS_TRADING,
 };
 
+pub mod alerts;
 pub mod cpus;
 pub mod live;
 pub mod nudge;
 #[cfg(test)]
 mod simulation;
 mod universe;
+pub mod versions;
 
+pub use alerts::ShardAlerts;
 pub use universe::StartAlerts;
 
 /// Pairs stepped by the simulator per loop round; bounds the work between two polls.
@@ -176,7 +178,7 @@ impl ShardSet {
                 let sim = Sim::new(p.config.sim.clone(), &universe, &registry, &pairs);
                 drop(universe);
                 let mut shard = Shard::new(p.index, p.config, p.market, Some(sim), p.commands, p.events, p.shared)
-                    .with_universe(p.universe);
+                    .with_alerts(p.alerts);
                 shard.run().await;
             }
         })
@@ -205,8 +207,8 @@ impl ShardSet {
         ShardSet::start_each(config, &registry, shared, &alerts, spin, |_| {
             let feed = feed.clone();
             move |p: ShardParts| async move {
-                let shard = Shard::new(p.index, p.config, p.market, None, p.commands, p.events, p.shared)
-                    .with_universe(p.universe);
+                let shard =
+                    Shard::new(p.index, p.config, p.market, None, p.commands, p.events, p.shared).with_alerts(p.alerts);
                 live::run(shard, feed).await;
             }
         })
@@ -243,14 +245,13 @@ impl ShardSet {
             let owner = |b: &BookId| shared.slots[b.index()].shard.load(Ordering::Relaxed) as usize;
             let owned = |b: &BookId| owner(b) == index && config.partition.owns(&registry.get(*b).symbol);
             let ids: Vec<BookId> = registry.ids().filter(owned).collect();
-            let mut my_alerts: Vec<(BookId, AlertSpec)> =
-                alerts.books.iter().filter(|(b, _)| owned(b)).copied().collect();
-            // Each `*` alert on every owned book of its venue; the shard holds them for the
-            // books it takes later.
-            for &(venue, spec) in &alerts.universe {
-                my_alerts.extend(ids.iter().filter(|b| registry.get(**b).venue == venue).map(|&b| (b, spec)));
-            }
-            let universe = universe::UniverseAlerts::of_start(&alerts.universe);
+            // Its books' alerts, and every `*` alert (put on each owned book of its venue, and
+            // held for the books it takes later).
+            let start = StartAlerts {
+                books: alerts.books.iter().filter(|(b, _)| owned(b)).copied().collect(),
+                universe: alerts.universe.clone(),
+            };
+            let registry = registry.clone();
             let (config, shared, books) = (config.clone(), shared.clone(), shared.capacity);
             let life = make(index);
             let nudge = Arc::new(nudge::Nudge::default());
@@ -270,10 +271,9 @@ impl ShardSet {
                 .spawn(move || async move {
                     glommio::spawn_local(nudge.serve()).detach();
                     let mut market = Market::new(books, &ids, config.depth_levels_max, config.bars_max);
-                    for (book, spec) in my_alerts {
-                        market.insert_alert(book, spec);
-                    }
-                    life(ShardParts { index, config, market, commands, events, shared, universe }).await;
+                    let alerts = ShardAlerts::starting(&mut market, &registry, &start);
+                    drop(registry);
+                    life(ShardParts { index, config, market, commands, events, shared, alerts }).await;
                 })
                 .map_err(|e| std::io::Error::other(format!("shard {index}: {e}")))?;
             set.threads.push(std::thread::spawn(move || {
@@ -361,7 +361,7 @@ struct ShardParts {
     commands: Arc<ArrayQueue<Command>>,
     events: Arc<EventQueue>,
     shared: Arc<Shared>,
-    universe: universe::UniverseAlerts,
+    alerts: ShardAlerts,
 }
 
 /// One shard's state, owned by its executor.
@@ -405,8 +405,8 @@ pub(crate) struct Shard {
     pub(crate) added: Vec<(BookId, String)>,
     /// Books that lost sync, logged at most once per [`live::DESYNC_LOG_PERIOD_MS`] per venue.
     pub(crate) desyncs: live::DesyncLog,
-    /// The `*` alerts of the venues this shard serves.
-    universe: universe::UniverseAlerts,
+    /// Its alerts' versions and the `*` alerts of the venues it serves.
+    alerts: ShardAlerts,
 }
 
 /// How a book's quote asset converts to USD.
@@ -475,13 +475,13 @@ impl Shard {
             relisted: Vec::with_capacity(books),
             added: Vec::new(),
             desyncs: live::DesyncLog::default(),
-            universe: universe::UniverseAlerts::default(),
+            alerts: ShardAlerts::default(),
         }
     }
 
-    /// The shard with the `*` alerts it starts with (already on its books).
-    fn with_universe(mut self, universe: universe::UniverseAlerts) -> Shard {
-        self.universe = universe;
+    /// The shard with the alerts it starts with (already on its books).
+    fn with_alerts(mut self, alerts: ShardAlerts) -> Shard {
+        self.alerts = alerts;
         self
     }
 
@@ -564,26 +564,16 @@ impl Shard {
                     });
                     let _ = reply.send(view);
                 }
-                Command::AddAlert { book, spec } => {
-                    if self.market.insert_alert(book, spec) {
+                Command::Alert { .. } | Command::Universe { .. } => {
+                    let registry = self.shared.registry();
+                    if self.alerts.apply(&mut self.market, &registry, &cmd) == Some(true) {
                         self.reserve_backlog();
                     }
                 }
-                Command::ResumeAlert { book, spec } => {
-                    if self.market.resume_alert(book, spec) {
-                        self.reserve_backlog();
-                    }
-                }
-                Command::RemoveAlert { book, id } => {
-                    self.market.remove_alert(book, id);
-                }
-                Command::AddUniverse { venue, spec } => self.add_universe(venue, spec),
-                Command::RemoveUniverse { venue, id } => self.remove_universe(venue, id),
                 Command::Delist { book } => {
                     if self.market.get(book).is_some_and(|b| !b.delisted) {
                         // A `*` alert leaves the book, not the venue: it is not reported.
-                        let mut ids = self.market.delist(book);
-                        ids.retain(|&id| !self.universe.contains(id));
+                        let ids = self.alerts.on_delisted(self.market.delist(book));
                         self.shared.set_status(book, STATUS_DELISTED);
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
@@ -622,6 +612,14 @@ impl Shard {
         self.shared.set_status(book, STATUS_TRADING);
         self.universe_on_book(book);
         self.added.push((book, native));
+    }
+
+    /// A book taken after start or listed again: its venue's `*` alerts go on it.
+    fn universe_on_book(&mut self, book: BookId) {
+        let registry = self.shared.registry();
+        if self.alerts.on_book_taken(&mut self.market, &registry, book) {
+            self.reserve_backlog();
+        }
     }
 
     /// Loads history and initial books for every simulated pair, yielding between pairs.
@@ -895,7 +893,7 @@ impl Shard {
         let n = self.market.firings().len();
         for k in 0..n {
             let firing = self.market.firings()[k];
-            let ev = ShardEvent::Fired { book, firing, universe: self.universe.contains(firing.id) };
+            let ev = ShardEvent::Fired { book, firing, universe: self.alerts.is_universe(firing.id) };
             self.events.enqueue(ev);
         }
         self.shared.stats[self.index].firings.fetch_add(n as u64, Ordering::Relaxed);

@@ -490,7 +490,8 @@ impl World {
         let id = self.alerts.len() as u64 + 1;
         let spec =
             AlertSpec { id, condition: Condition::Price { cross, level: Price(level) }, repeat: false, cooldown_s: 0 };
-        if self.nodes[n].commands.push(Command::AddAlert { book, spec }).is_ok() {
+        let change = rampart_state::AlertChange::held(spec, 1);
+        if self.nodes[n].commands.push(Command::Alert { book, change }).is_ok() {
             self.alerts.insert(id, ModelAlert { book, cross, level, taken: false, expected: None });
             self.untaken[n].push(id);
         }

@@ -5,8 +5,7 @@
 
 use rampart_engine::alert::AlertSpec;
 use rampart_engine::{BookId, Venue};
-
-use super::Shard;
+use rampart_state::AlertChange;
 
 /// The `*` alerts one shard holds, sorted by id (a firing's lookup is a binary search). Bound:
 /// the accounts' caps on active alerts; a command, not a tick, adds one (it allocates).
@@ -15,34 +14,27 @@ pub(crate) struct UniverseAlerts {
     held: Vec<(u64, Venue, AlertSpec)>,
 }
 
-/// The stored alerts a shard set starts with: those on one book, and the `*` alerts with their
-/// venue.
+/// The stored alerts a shard set starts with, each held at its stored version: those on one
+/// book, and the `*` alerts with their venue.
 #[derive(Clone, Debug, Default)]
 pub struct StartAlerts {
     /// Alerts on one book each.
-    pub books: Vec<(BookId, AlertSpec)>,
+    pub books: Vec<(BookId, AlertChange)>,
     /// `*` alerts: every book of the venue.
-    pub universe: Vec<(Venue, AlertSpec)>,
+    pub universe: Vec<(Venue, AlertChange)>,
 }
 
 impl From<Vec<(BookId, AlertSpec)>> for StartAlerts {
+    /// Alerts made for a benchmark or a test, each at version 1.
     fn from(books: Vec<(BookId, AlertSpec)>) -> StartAlerts {
+        let books = books.into_iter().map(|(book, spec)| (book, AlertChange::held(spec, 1))).collect();
         StartAlerts { books, universe: Vec::new() }
     }
 }
 
 impl UniverseAlerts {
-    /// The `*` alerts a shard starts with.
-    pub(crate) fn of_start(universe: &[(Venue, AlertSpec)]) -> UniverseAlerts {
-        let mut u = UniverseAlerts::default();
-        for &(venue, spec) in universe {
-            u.add(venue, spec);
-        }
-        u
-    }
-
     /// Holds `spec` for `venue` (replacing one of the same id).
-    fn add(&mut self, venue: Venue, spec: AlertSpec) {
+    pub(crate) fn add(&mut self, venue: Venue, spec: AlertSpec) {
         match self.held.binary_search_by_key(&spec.id, |h| h.0) {
             Ok(i) => self.held[i] = (spec.id, venue, spec),
             Err(i) => self.held.insert(i, (spec.id, venue, spec)),
@@ -50,7 +42,7 @@ impl UniverseAlerts {
     }
 
     /// Forgets alert `id`; true if it was held.
-    fn remove(&mut self, id: u64) -> bool {
+    pub(crate) fn remove(&mut self, id: u64) -> bool {
         match self.held.binary_search_by_key(&id, |h| h.0) {
             Ok(i) => {
                 self.held.remove(i);
@@ -66,52 +58,8 @@ impl UniverseAlerts {
     }
 
     /// The `*` alerts of `venue`.
-    fn of(&self, venue: Venue) -> impl Iterator<Item = AlertSpec> + '_ {
+    pub(crate) fn of(&self, venue: Venue) -> impl Iterator<Item = AlertSpec> + '_ {
         self.held.iter().filter(move |h| h.1 == venue).map(|h| h.2)
-    }
-}
-
-impl Shard {
-    /// A `*` alert added: held, and put on every owned, listed book of `venue`.
-    pub(crate) fn add_universe(&mut self, venue: Venue, spec: AlertSpec) {
-        self.universe.add(venue, spec);
-        let registry = self.shared.registry();
-        let books: Vec<BookId> = self
-            .market
-            .books()
-            .iter()
-            .filter(|b| !b.delisted && registry.get(b.id).venue == venue)
-            .map(|b| b.id)
-            .collect();
-        for book in books {
-            self.market.insert_alert(book, spec);
-        }
-        self.reserve_backlog();
-    }
-
-    /// A `*` alert removed (deleted, expired): from every book that holds it.
-    pub(crate) fn remove_universe(&mut self, venue: Venue, id: u64) {
-        if !self.universe.remove(id) {
-            return;
-        }
-        let registry = self.shared.registry();
-        let books: Vec<BookId> =
-            self.market.books().iter().filter(|b| registry.get(b.id).venue == venue).map(|b| b.id).collect();
-        for book in books {
-            self.market.remove_alert(book, id);
-        }
-    }
-
-    /// A book taken after start or listed again: its venue's `*` alerts go on it.
-    pub(crate) fn universe_on_book(&mut self, book: BookId) {
-        let venue = self.shared.registry().get(book).venue;
-        let specs: Vec<AlertSpec> = self.universe.of(venue).collect();
-        for spec in specs {
-            self.market.insert_alert(book, spec);
-        }
-        if !self.universe.held.is_empty() {
-            self.reserve_backlog();
-        }
     }
 }
 

@@ -180,12 +180,19 @@ export function siteAlertForm(created) {
 
   function syncType() {
     const density = f.type.input.value === 'density';
+    // No pair: every pair of the venue, an alert that repeats (decisions.md §15).
+    const wide = density && !f.symbol.input.value.trim();
+    if (wide !== f.repeat.input.disabled) {
+      f.repeat.input.checked = wide;
+      f.repeat.input.disabled = wide;
+    }
     densityOnly.forEach((x) => { x.wrap.hidden = !density; });
     marketOnly.forEach((x) => { x.wrap.hidden = density; });
     f.cooldown.wrap.hidden = !f.repeat.input.checked;
   }
   f.type.input.addEventListener('change', syncType);
   f.repeat.input.addEventListener('change', syncType);
+  f.symbol.input.addEventListener('input', syncType);
   f.venue.input.addEventListener('change', () => suggest(datalist, f.venue.input.value));
   syncType();
   suggest(datalist, f.venue.input.value);
@@ -224,8 +231,9 @@ function siteAlertBody(f, density) {
     body.direction = f.direction.input.value;
     body.threshold = numberInput(f.threshold.input);
   }
-  body.repeat = f.repeat.input.checked;
-  body.cooldown_s = f.repeat.input.checked ? numberInput(f.cooldown.input) : undefined;
+  // A density alert on every pair of the venue repeats (decisions.md §15: repeat false is refused).
+  body.repeat = (density && !body.symbol) || f.repeat.input.checked;
+  body.cooldown_s = body.repeat ? numberInput(f.cooldown.input) : undefined;
   body.note = f.note.input.value ? f.note.input.value : undefined;
   return body;
 }

@@ -14,7 +14,7 @@ use rampart_engine::alert::{Condition, Cross, Move, PCT_MILLIONTHS_MAX, PCT_MILL
 use rampart_engine::{Price, Timeframe, Venue};
 
 use crate::request::{body_object, clip, invalid, number, present, repeat_and_note, required_string, string};
-use crate::request::{symbol_syntax, Invalid, COOLDOWN_S_MAX};
+use crate::request::{symbol_syntax, Invalid, COOLDOWN_S_MAX, UNIVERSE_REPEATS};
 use serde_json::{Map, Value};
 
 use super::decimal::{exact, Fit};
@@ -159,9 +159,10 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         structure::refuse_structure_fields(&obj, kind)?;
         spec_condition(&obj, kind, direction.unwrap_or_default())?
     };
-    let (repeat, note) = repeat_and_note(&obj)?;
+    let (mut repeat, note) = repeat_and_note(&obj)?;
     if universe {
         universe_rules(&obj, kind)?;
+        repeat = true;
     }
     let webhook_url = webhook_url(&obj)?;
     let exchange = match string(&obj, "exchange")? {
@@ -235,6 +236,11 @@ fn universe_rules(obj: &Map<String, Value>, kind: &str) -> Result<(), Invalid> {
     }
     if string(obj, "exchange")?.is_none() {
         return Err(invalid("symbol '*' (every pair of the venue) needs field 'exchange'"));
+    }
+    // A `*` alert repeats (`decisions.md` §15's choices): one that ended at its first pair
+    // would be a one-pair alert.
+    if present(obj, "repeat") == Some(&Value::Bool(false)) {
+        return Err(invalid(UNIVERSE_REPEATS));
     }
     Ok(())
 }
@@ -531,7 +537,7 @@ mod tests {
         let ok =
             parse_create(br#"{"symbol":"*","exchange":"binance","type":"pct","direction":"up","pct":3,"window":"1h"}"#)
                 .expect("pct *");
-        assert!(ok.universe() && !ok.repeat, "one body, then it ends, unless it repeats");
+        assert!(ok.universe() && ok.repeat, "a `*` alert repeats without being told");
         assert_eq!(ok.cooldown_s, UNIVERSE_COOLDOWN_S, "the default cooldown of a * alert");
         let own = parse_create(br#"{"symbol":"*","exchange":"okx","type":"level","event":"break","cooldown_s":0}"#)
             .expect("level *");
@@ -551,6 +557,7 @@ mod tests {
                 r#"{"symbol":"**","type":"wall","event":"pulled"}"#,
                 "field 'symbol' must be a pair symbol such as BTCUSDT",
             ),
+            (r#"{"symbol":"*","exchange":"okx","type":"level","event":"break","repeat":false}"#, UNIVERSE_REPEATS),
         ] {
             assert_eq!(err(body), (422, message.to_owned()), "{body}");
         }

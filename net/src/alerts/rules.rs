@@ -23,7 +23,9 @@ pub fn check_plan(plan: &Plan, req: &CreateRequest) -> Result<(), Invalid> {
         return Err(invalid(format!("wall alerts are not included in plan '{}'", plan.name)));
     }
     if req.repeat && !plan.repeat {
-        return Err(invalid(format!("repeating alerts are not included in plan '{}'", plan.name)));
+        // A `*` alert repeats without being asked to: say why the plan refuses it.
+        let why = if req.universe() { "alerts on every pair of the venue repeat, and " } else { "" };
+        return Err(invalid(format!("{why}repeating alerts are not included in plan '{}'", plan.name)));
     }
     Ok(())
 }

@@ -19,42 +19,23 @@ pub enum Command {
         /// Where the answer goes.
         reply: tokio::sync::oneshot::Sender<Pong>,
     },
-    /// Add an alert to a book this shard owns (it was committed to storage first).
-    AddAlert {
+    /// Bring one alert of a book this shard owns to the state storage gave it (`change`): held
+    /// (as created, or resumed) or gone. Storage committed the change first; the shard applies it
+    /// only when its version is newer than the last it applied for that alert
+    /// ([`AlertChange`]).
+    Alert {
         /// The book.
         book: BookId,
-        /// The alert.
-        spec: AlertSpec,
+        /// The alert's state after a stored change, with that change's version.
+        change: AlertChange,
     },
-    /// Add an alert its owner resumed (`decisions.md` §16): a price alert past its level waits
-    /// for the far side before it can fire (`engine::alert::AlertBook::resume`).
-    ResumeAlert {
-        /// The book.
-        book: BookId,
-        /// The alert.
-        spec: AlertSpec,
-    },
-    /// Remove an alert (deleted or paused by its owner).
-    RemoveAlert {
-        /// The book.
-        book: BookId,
-        /// Alert id.
-        id: u64,
-    },
-    /// Add a `*` alert (`decisions.md` §15) to every book of `venue` this shard owns, and to
-    /// each it takes later (listed after start, listed again); sent to every shard.
-    AddUniverse {
+    /// The same for a `*` alert (`decisions.md` §15): on every book of `venue` this shard owns,
+    /// and on each it takes later (listed after start, listed again); sent to every shard.
+    Universe {
         /// The venue.
         venue: Venue,
-        /// The alert (repeating).
-        spec: AlertSpec,
-    },
-    /// Remove a `*` alert from every book of `venue` (deleted or expired); sent to every shard.
-    RemoveUniverse {
-        /// The venue.
-        venue: Venue,
-        /// Alert id.
-        id: u64,
+        /// The alert's state after a stored change, with that change's version.
+        change: AlertChange,
     },
     /// The venue delisted the pair: drop its alerts and report them.
     Delist {
@@ -97,6 +78,55 @@ pub enum Command {
     },
     /// Stop the shard's loop; the executor then exits.
     Stop,
+}
+
+/// One alert's state after a change storage committed, and the version storage gave that
+/// change (`alerts.version`, one more at every write of the alert's row). An alert's commands
+/// may reach its shard in another order than storage applied them (two front threads, two api
+/// nodes, the writer and the front): the shard applies a change only when its version is above
+/// the last it applied for that alert, so the state it ends with is the newest stored one
+/// whatever the order (`decisions.md` §16, "One order").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlertChange {
+    /// The alert's id.
+    pub id: u64,
+    /// The version of the stored change (1 at creation).
+    pub version: u64,
+    /// What the shards must hold after it.
+    pub state: AlertState,
+}
+
+/// What the shards hold of an alert after a stored change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlertState {
+    /// Evaluated as `spec` says (created, loaded, or changed while running: a held alert keeps
+    /// its state and takes the new cooldown).
+    Held(AlertSpec),
+    /// Evaluated again after a pause (`decisions.md` §16): a price alert past its level waits
+    /// for the far side first (`engine::alert::AlertBook::resume`).
+    Resumed(AlertSpec),
+    /// Not evaluated: paused, ended, expired or deleted.
+    Gone,
+}
+
+impl AlertChange {
+    /// The alert held as `spec` at `version`.
+    pub fn held(spec: AlertSpec, version: u64) -> AlertChange {
+        AlertChange { id: spec.id, version, state: AlertState::Held(spec) }
+    }
+
+    /// The alert `id` gone at `version`.
+    pub fn gone(id: u64, version: u64) -> AlertChange {
+        AlertChange { id, version, state: AlertState::Gone }
+    }
+
+    /// The spec the shards hold after the change; `None` when the alert is gone.
+    pub fn spec(&self) -> Option<AlertSpec> {
+        match self.state {
+            AlertState::Held(spec) | AlertState::Resumed(spec) => Some(spec),
+            AlertState::Gone => None,
+        }
+    }
 }
 
 /// A copy of a book's best levels ([`Command::Depth`]).
@@ -156,6 +186,20 @@ impl Commands {
             w.notify_one();
         }
         Ok(())
+    }
+
+    /// Queues `change` of the alert on `symbol` of `venue` for the shards that evaluate it: its
+    /// book's, or every shard for a `*` alert ([`crate::partition::UNIVERSE`]). An alert on a
+    /// pair not served now needs no command (it is loaded once its venue lists the pair): `Ok`.
+    /// At a full queue the command is handed back (for a `*` alert, see [`Commands::broadcast`]).
+    pub fn alert(&self, venue: Venue, symbol: &str, change: AlertChange) -> Result<(), Command> {
+        if symbol == crate::partition::UNIVERSE {
+            return self.broadcast(|| Command::Universe { venue, change });
+        }
+        match self.shared.registry().find(venue, symbol) {
+            Some(book) => self.send(book, Command::Alert { book, change }),
+            None => Ok(()),
+        }
     }
 
     /// Queues the command `make` builds on every shard's queue (a `*` alert's). When a queue

@@ -635,10 +635,17 @@ impl Db {
         done
     }
 
-    /// Runs `f` in a transaction of its own: committed when it succeeds, rolled back when it
-    /// fails. Not for use inside another transaction.
+    /// Runs `f`, a write, in a transaction of its own: committed when it succeeds, rolled back
+    /// when it fails. Not for use inside another transaction.
+    ///
+    /// Rationale: on SQLite it takes the write lock first (`BEGIN IMMEDIATE`, waited for by the
+    /// busy handler). A deferred transaction that reads before it writes (the flood guard's read
+    /// in `record_firings`, the outbox rows' in `record_attempts`) fails with `SQLITE_BUSY`,
+    /// without the busy handler, when another connection commits between its read and its first
+    /// write; the writer then retried 100 ms later (issue #58's simulation found 442 such
+    /// retries in 300 000 operations).
     pub fn in_transaction_of<T>(&self, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
-        self.begin(false)?;
+        self.begin(true)?;
         match f() {
             Ok(v) => {
                 self.commit()?;

@@ -25,7 +25,7 @@ impl Render for Texts {
     }
 
     fn alert_chat_body(&self, row: &AlertRow, f: &FiringRecord) -> Option<String> {
-        chat::chat_body(row.webhook_format, &chat::text(row, f))
+        chat::chat_body(row.webhook_format, row, f)
     }
 
     fn alert_paused(&self, row: &AlertRow, at_ms: i64) -> String {

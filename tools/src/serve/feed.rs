@@ -105,11 +105,11 @@ pub(super) fn hand_alerts(
     let alerts = load_alerts(store, &registry, partition)?;
     let commands = shards.commands();
     let n = alerts.books.len() + alerts.universe.len();
-    for (book, spec) in alerts.books {
-        send_waiting(&commands, book, ShardCommand::AddAlert { book, spec });
+    for (book, change) in alerts.books {
+        send_waiting(&commands, book, ShardCommand::Alert { book, change });
     }
-    for (venue, spec) in alerts.universe {
-        while commands.broadcast(|| ShardCommand::AddUniverse { venue, spec }).is_err() {
+    for (venue, change) in alerts.universe {
+        while commands.broadcast(|| ShardCommand::Universe { venue, change }).is_err() {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -127,16 +127,17 @@ fn load_alerts(
     let mut alerts = rampart_shard::StartAlerts::default();
     let mut orphaned = 0;
     for row in store.active_alerts()?.into_iter().filter(|r| partition.owns_alert(&r.symbol)) {
-        let Some(spec) = row.spec() else {
+        if row.spec().is_none() {
             orphaned += 1;
             continue;
-        };
+        }
+        let change = row.change(false);
         if row.symbol == rampart_state::partition::UNIVERSE {
-            alerts.universe.push((row.exchange, spec));
+            alerts.universe.push((row.exchange, change));
             continue;
         }
         match registry.find(row.exchange, &row.symbol) {
-            Some(book) => alerts.books.push((book, spec)),
+            Some(book) => alerts.books.push((book, change)),
             None => orphaned += 1,
         }
     }
@@ -189,9 +190,7 @@ fn listing_hook(
             let native = natives.load().get(book.index()).cloned().unwrap_or_default();
             send(book, ShardCommand::AddBook { book, native });
             for row in rows.iter().filter(|r| r.exchange == ins.venue && r.symbol == ins.symbol) {
-                if let Some(spec) = row.spec() {
-                    send(book, ShardCommand::AddAlert { book, spec });
-                }
+                send(book, ShardCommand::Alert { book, change: row.change(false) });
             }
         }
     })

@@ -14,7 +14,7 @@ use rampart_net::site_alerts::watch::SiteAlertWatcher;
 use rampart_shard::ShardSet;
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::Shutdown;
-use rampart_state::{Command as ShardCommand, EventQueue};
+use rampart_state::EventQueue;
 use rampart_store::storage::{Checkpointer, StorageHealth};
 use rampart_store::store::Fence;
 use rampart_store::text::Texts;
@@ -89,17 +89,15 @@ impl Persistence {
         // Alerts end at their expiry where their shard runs (a market node: its partition's),
         // and leave the shard at once; so do those ended by `max_fires` or paused by the flood guard.
         let partition = s.role.partition();
-        let (commands, shared) = (shards.commands(), shards.shared().clone());
+        let commands = shards.commands();
         let hooks = WriterHooks {
             owns: Box::new(move |row| partition.owns_alert(&row.symbol)),
+            // Each with the ended row's version: the shards apply it in storage's order with the
+            // front's changes of the same alert (a full queue drops it: storage records no
+            // firing of an ended or paused alert).
             on_ended: Box::new(move |rows| {
                 for row in rows {
-                    if row.symbol == rampart_state::partition::UNIVERSE {
-                        let (venue, id) = (row.exchange, row.id as u64);
-                        let _ = commands.broadcast(|| ShardCommand::RemoveUniverse { venue, id });
-                    } else if let Some(book) = shared.registry().find(row.exchange, &row.symbol) {
-                        let _ = commands.send(book, ShardCommand::RemoveAlert { book, id: row.id as u64 });
-                    }
+                    let _ = commands.alert(row.exchange, &row.symbol, row.change(false));
                 }
             }),
             ..WriterHooks::new(Box::new(Texts), on_committed)

@@ -12,14 +12,12 @@ use super::books::Books;
 use super::{clip, error, query_param, respond, ApiError, Resp};
 use crate::alerts::{request as alerts, rules};
 use crate::config::Plans;
-use rampart_engine::alert::AlertSpec;
 use rampart_outbound::ssrf;
 use rampart_state::clock;
 use rampart_state::json::Json;
-use rampart_state::Command;
 use rampart_store::storage::Writer;
 use rampart_store::storage::{StorageHealth, StorageThread};
-use rampart_store::store::{AlertRow, AlertStatus, DeliveryLogRow, Idempotent, KeyRow, NewAlert, Redelivery};
+use rampart_store::store::{AlertRow, DeliveryLogRow, Idempotent, KeyRow, NewAlert, Redelivery};
 use rampart_store::text::alert::write_alert;
 
 mod test_send;
@@ -277,17 +275,7 @@ impl AlertsApi {
             Created::Full if wall => return Err(rules::density_cap_reached(plan).into()),
             Created::Full => return Err(rules::cap_reached(plan).into()),
         };
-        let spec =
-            AlertSpec { id: row.id as u64, condition: req.condition, repeat: req.repeat, cooldown_s: req.cooldown_s };
-        let sent = match book {
-            Some(book) => self.books.send(book, Command::AddAlert { book, spec }),
-            None => self.books.broadcast(|| Command::AddUniverse { venue, spec }),
-        };
-        if !sent {
-            if book.is_none() {
-                let _ = self.books.broadcast(|| Command::RemoveUniverse { venue, id: spec.id });
-            }
-            // The shard's queue is full: undo, so nothing unacknowledged stays behind.
+        if !self.books.hand_over_new(&row) {
             let id = row.id;
             let _ = self.storage.run(move |store| store.forget_alert(id)).await;
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
@@ -344,15 +332,12 @@ impl AlertsApi {
             .await;
         self.health.record(Writer::Front, &updated, now_ms);
         let (before, row) = updated?.ok_or_else(unknown)??;
-        let running = |r: &AlertRow| r.status == AlertStatus::Active && r.paused.is_none();
-        let Some(spec) = row.spec() else { return Err(unknown()) };
-        let handed = match (running(&before), running(&row)) {
-            (true, false) => self.books.take_back(&row),
-            (false, true) => self.books.resume(&row, spec),
-            (true, true) if retuned => self.books.hand_over(&row, spec),
-            _ => true,
-        };
-        if !handed {
+        // Every change goes to the shards with the row's version, so they end with the newest
+        // stored state whatever order the front threads hand changes over in (a change that
+        // moves nothing there, a note's, also mends an earlier one a full queue held back).
+        let moved = before.running() != row.running() || (row.running() && retuned);
+        let handed = self.books.hand_over(&row, row.change_after(&before));
+        if moved && !handed {
             // Stored: a retry of the same change is harmless and reaches the shard then.
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));
         }
@@ -370,10 +355,8 @@ impl AlertsApi {
             Ok(None) => return unknown(),
             Err(e) => return ApiError::from(e).into_response(),
         };
-        if row.status == AlertStatus::Active && row.paused.is_none() {
-            // A full queue leaves it held until restart, firing nothing stored.
-            let _ = self.books.take_back(&row);
-        }
+        // A full queue leaves it held until restart, firing nothing stored.
+        let _ = self.books.hand_over(&row, row.change(false));
         let mut j = Json::with_capacity(64);
         j.raw("{\"data\":{\"id\":").int(id).raw(",\"deleted\":true}}");
         respond(StatusCode::OK, j.finish())

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use hyper::StatusCode;
-use rampart_engine::alert::AlertSpec;
 use rampart_engine::{BookId, Venue};
 use rampart_state::{Command, Commands, Shared};
+use rampart_store::store::AlertRow;
 
 use super::{clip, ApiError, SHARD_ANSWER_TIMEOUT};
 use crate::stream::ops::Channel;
@@ -159,56 +159,27 @@ impl Books {
         }
     }
 
-    /// Hands `command` to the shard owning `book`; `false` when its queue is full.
-    pub(super) fn send(&self, book: BookId, command: Command) -> bool {
-        self.commands.send(book, command).is_ok()
+    /// Hands `change`, what the stored write that made `row` changed, to the shards that evaluate
+    /// the alert (its book's, every shard for a `*` alert): held, resumed or gone, with the row's
+    /// version, so the shards apply the stored changes
+    /// of one alert in storage's order whatever the order they arrive in (`decisions.md` §16,
+    /// "One order"). False when a queue had no room (stored: a retry of the change hands it over
+    /// then). An alert on a pair not served now needs nothing (it is loaded once its venue lists
+    /// the pair).
+    pub(super) fn hand_over(&self, row: &AlertRow, change: rampart_state::AlertChange) -> bool {
+        self.commands.alert(row.exchange, &row.symbol, change).is_ok()
     }
 
-    /// Hands the stored alert `row` (as `spec`) to the shards that evaluate it: its book's, or
-    /// every shard for a `*` alert; false when a queue had no room. An alert on a pair not served
-    /// now is evaluated once its venue lists it, as every stored alert (true).
-    pub(super) fn hand_over(&self, row: &rampart_store::store::AlertRow, spec: AlertSpec) -> bool {
-        if row.symbol == rampart_state::partition::UNIVERSE {
-            let venue = row.exchange;
-            return self.broadcast(|| Command::AddUniverse { venue, spec });
+    /// Hands a new alert to its shards; false when a queue had no room, after telling the shards
+    /// that took it (a `*` alert's) that it is gone again: the caller forgets the row, so nothing
+    /// unacknowledged stays behind.
+    pub(super) fn hand_over_new(&self, row: &AlertRow) -> bool {
+        if self.hand_over(row, row.change(false)) {
+            return true;
         }
-        match self.shared.registry().find(row.exchange, &row.symbol) {
-            Some(book) => self.send(book, Command::AddAlert { book, spec }),
-            None => true,
-        }
-    }
-
-    /// Hands the resumed alert `row` (as `spec`) back to its shards (`decisions.md` §16): a
-    /// price alert past its level waits for the far side; false when a queue had no room.
-    pub(super) fn resume(&self, row: &rampart_store::store::AlertRow, spec: AlertSpec) -> bool {
-        if row.symbol == rampart_state::partition::UNIVERSE {
-            return self.hand_over(row, spec);
-        }
-        match self.shared.registry().find(row.exchange, &row.symbol) {
-            Some(book) => self.send(book, Command::ResumeAlert { book, spec }),
-            None => true,
-        }
-    }
-
-    /// Takes the alert `row` off the shards that evaluate it (deleted or paused); false when a
-    /// queue had no room (the shard keeps it until restart, but nothing it fires is recorded:
-    /// storage records no firing of a deleted or paused alert).
-    pub(super) fn take_back(&self, row: &rampart_store::store::AlertRow) -> bool {
-        let id = row.id as u64;
-        if row.symbol == rampart_state::partition::UNIVERSE {
-            let venue = row.exchange;
-            return self.broadcast(|| Command::RemoveUniverse { venue, id });
-        }
-        match self.shared.registry().find(row.exchange, &row.symbol) {
-            Some(book) => self.send(book, Command::RemoveAlert { book, id }),
-            None => true,
-        }
-    }
-
-    /// Queues the command `make` builds for every shard (a `*` alert's); false when a queue had
-    /// no room (see [`Commands::broadcast`]).
-    pub(super) fn broadcast(&self, make: impl Fn() -> Command) -> bool {
-        self.commands.broadcast(make).is_ok()
+        let undone = rampart_state::AlertChange::gone(row.id.unsigned_abs(), row.version + 1);
+        let _ = self.commands.alert(row.exchange, &row.symbol, undone);
+        false
     }
 
     /// Asks the shard owning `book` and waits for the answer, at most [`SHARD_ANSWER_TIMEOUT`].

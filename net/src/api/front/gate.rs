@@ -44,6 +44,9 @@ pub struct Gate {
     pub(super) plans: Plans,
     /// The site's signed-in sessions, this front's copy.
     sessions: Mutex<Sessions>,
+    /// Counts what ended open streams' admissions in this process (a sign-out, a key revoked
+    /// through the site): each stream looks at once when it moves, not at its next look.
+    ended: tokio::sync::watch::Sender<u64>,
     pub(super) clock: SharedClock,
 }
 
@@ -80,7 +83,9 @@ impl Gate {
         unauthenticated_per_min: Option<usize>,
     ) -> Gate {
         let limiter = unauthenticated_per_min.map_or_else(Limiter::default, Limiter::new);
-        Gate { keys, storage, limiter: Mutex::new(limiter), plans, sessions: Mutex::new(Sessions::new()), clock }
+        let (ended, _) = tokio::sync::watch::channel(0);
+        let sessions = Mutex::new(Sessions::new());
+        Gate { keys, storage, limiter: Mutex::new(limiter), plans, sessions, ended, clock }
     }
 
     /// The key whose text is `token`: the in-memory table's entry, else storage's (a key made
@@ -240,9 +245,28 @@ impl Gate {
         lock(&self.sessions).put(id_hash, s, now_ms);
     }
 
-    /// Forgets the session hashing to `id_hash` in this front's copy (signed out).
+    /// Forgets the session hashing to `id_hash` in this front's copy (signed out), remembers it
+    /// ended, and has this process's streams look at once ([`Gate::admissions_moved`]).
     pub(super) fn drop_session(&self, id_hash: &[u8; 32]) {
         lock(&self.sessions).close(id_hash);
+        self.admissions_moved();
+    }
+
+    /// Whether this process saw the session hashing to `id_hash` end: the check before each
+    /// batch a site stream writes (no database read).
+    pub(super) fn session_ended_now(&self, id_hash: &[u8; 32]) -> bool {
+        lock(&self.sessions).ended(id_hash)
+    }
+
+    /// Something that admitted streams may no longer stand (a sign-out, a key revoked here):
+    /// every open stream of this process looks now.
+    pub(super) fn admissions_moved(&self) {
+        self.ended.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes at each [`Gate::admissions_moved`].
+    pub(super) fn admissions(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ended.subscribe()
     }
 
     /// Whether the key table says the key hashing to `hash` is revoked: the check before each

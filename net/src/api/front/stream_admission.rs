@@ -4,9 +4,11 @@
 //! whether that still holds; once it does not, the connection ends: a WebSocket is closed
 //! [`CLOSE_UNAUTHORISED`] with the reason, a server-sent-events stream gets a last `close` event
 //! with the same code and reason, then its end. A revocation or a sign-out is therefore in force on
-//! open streams within [`LOOK`] of the moment the key table or the session copy knows it: at once
-//! on this api node, and on every other one once `rampart keys revoke` returns (it waits for every
-//! running key table) or within `SESSION_RECHECK_MS` for a sign-out elsewhere.
+//! open streams within [`LOOK`] of the moment the key table or the session copy knows it; a
+//! sign-out or a revocation made in this process wakes its streams at once (their next batch is
+//! refused before it is written); on every other api node it is in force once `rampart keys
+//! revoke` returns (it waits for every running key table) or within `SESSION_RECHECK_MS` for a
+//! sign-out elsewhere.
 //!
 //! Also here: where a stream's place comes from. An API key's streams count against its plan's
 //! `stream_connections` (`stream_api::OpenStreams`); the site's pages count against their own
@@ -63,12 +65,17 @@ impl Admission {
 
 impl Gate {
     /// Resolves, with the close reason, once what admitted the stream no longer stands; looks
-    /// every [`LOOK`].
+    /// every [`LOOK`], and at once when this process signs a session out or revokes a key
+    /// ([`Gate::admissions_moved`]).
     pub(super) async fn admission_ends(&self, admission: &Admission) -> &'static str {
         let mut tick = tokio::time::interval(LOOK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut moved = self.admissions();
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = moved.changed() => {}
+            }
             if let Some(reason) = self.admission_ended(admission).await {
                 return reason;
             }
@@ -84,6 +91,9 @@ impl Gate {
             Admission::Session { cookie, account, key_hash } => {
                 if self.key_revoked(key_hash).await {
                     return Some(KEY_REVOKED);
+                }
+                if self.session_ended_now(&super::site::session::hash(cookie)) {
+                    return Some(SESSION_ENDED);
                 }
                 match self.session_of(cookie, self.clock.now_ms()).await {
                     Ok(Some(s)) if s.account_id == *account => None,

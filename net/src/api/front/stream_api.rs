@@ -454,7 +454,7 @@ impl StreamApi {
         first: (Vec<Rc<Target>>, Option<i64>),
         admission: Admission,
     ) {
-        let cx = Ctx::new(self.core.join_fanout(), account, admission.key_hash());
+        let cx = Ctx::new(self.core.join_fanout(), account, &admission);
         let mut conn = Connection::new(out, session, cx);
         let end = tokio::select! {
             end = conn.serve(&self.core, first) => end,

@@ -19,7 +19,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use hyper::StatusCode;
 
-use super::stream_admission::{cursor_refusal, CLOSE_UNAUTHORISED, KEY_REVOKED};
+use super::stream_admission::{cursor_refusal, Admission, CLOSE_UNAUTHORISED, KEY_REVOKED, SESSION_ENDED};
 use super::stream_fanout::{Joined, StreamCore};
 use super::ApiError;
 use crate::stream::fanout::{Item, Target};
@@ -292,7 +292,8 @@ impl Connection {
 pub(super) struct Ctx {
     joined: Joined,
     account: i64,
-    key_hash: [u8; 32],
+    /// What admitted it: the key's hash, and a site page's session id's hash.
+    admitted: ([u8; 32], Option<[u8; 32]>),
     looked: Looks,
 }
 
@@ -313,10 +314,15 @@ pub(super) enum Out {
 }
 
 impl Ctx {
-    /// A connection's context: its place in the fan-out, its account and its key's hash; no
+    /// A connection's context: its place in the fan-out, its account and what admitted it; no
     /// inbox read yet.
-    pub(super) fn new(joined: Joined, account: i64, key_hash: [u8; 32]) -> Ctx {
-        Ctx { joined, account, key_hash, looked: Looks { inbox_writes: u64::MAX, inbox_ms: 0, catching_up: false } }
+    pub(super) fn new(joined: Joined, account: i64, admission: &Admission) -> Ctx {
+        let session = match admission {
+            Admission::Session { cookie, .. } => Some(super::site::session::hash(cookie)),
+            Admission::Key { .. } => None,
+        };
+        let looked = Looks { inbox_writes: u64::MAX, inbox_ms: 0, catching_up: false };
+        Ctx { joined, account, admitted: (admission.key_hash(), session), looked }
     }
 }
 
@@ -407,11 +413,15 @@ impl Out {
 }
 
 /// Ends the connection (closed [`CLOSE_UNAUTHORISED`]) when the key table already knows its key
-/// revoked: checked before each batch, so nothing is written after the table knew, even between
-/// two looks of `Gate::admission_ends`.
+/// revoked, or this process saw its session end: checked before each batch, so nothing is
+/// written after this process knew, even between two looks of `Gate::admission_ends`.
 fn still_standing(front: &StreamCore, cx: &Ctx) -> Result<(), End> {
-    match front.gate.key_revoked_now(&cx.key_hash) {
-        true => Err(End::Close(CloseCode::from(CLOSE_UNAUTHORISED), KEY_REVOKED)),
+    let (key, session) = &cx.admitted;
+    if front.gate.key_revoked_now(key) {
+        return Err(End::Close(CloseCode::from(CLOSE_UNAUTHORISED), KEY_REVOKED));
+    }
+    match session.is_some_and(|h| front.gate.session_ended_now(&h)) {
+        true => Err(End::Close(CloseCode::from(CLOSE_UNAUTHORISED), SESSION_ENDED)),
         false => Ok(()),
     }
 }

@@ -8,6 +8,7 @@ use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent, TI
 use rampart_engine::site_alert::WallSide;
 use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::{Price, Timeframe, Venue};
+use rampart_state::{AlertChange, AlertState};
 
 /// An alert row (the API's Alert resource, stored).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +51,11 @@ pub struct AlertRow {
     pub message: Option<String>,
     /// The webhook's body: the event JSON, or a chat service's.
     pub webhook_format: WebhookFormat,
+    /// The version of the row: 1 at creation, one more at every write of it (`decisions.md`
+    /// §16, "One order"); a change reaches the shards with it ([`AlertRow::change`]).
+    pub version: u64,
+    /// When it was deleted (by its owner, its expiry or its pair's delisting); `None`: kept.
+    pub deleted_ms: Option<i64>,
 }
 
 impl AlertRow {
@@ -57,6 +63,29 @@ impl AlertRow {
     pub fn spec(&self) -> Option<AlertSpec> {
         let id = u64::try_from(self.id).ok()?;
         Some(AlertSpec { id, condition: self.condition, repeat: self.repeat, cooldown_s: self.cooldown_s })
+    }
+
+    /// True when the shards evaluate it: active, not paused, not deleted.
+    pub fn running(&self) -> bool {
+        self.status == AlertStatus::Active && self.paused.is_none() && self.deleted_ms.is_none()
+    }
+
+    /// What its shards must hold after a write that turned `before` into this row: its
+    /// [`AlertRow::change`], `Resumed` when the write made a stopped alert run again.
+    pub fn change_after(&self, before: &AlertRow) -> AlertChange {
+        self.change(!before.running() && self.running())
+    }
+
+    /// What its shards must hold after the write that made this row (`decisions.md` §16, "One
+    /// order"): held as its spec when it runs (`Resumed` when that write ended a pause, so a price
+    /// alert past its level waits for the far side), else gone; with the row's version.
+    pub fn change(&self, resumed: bool) -> AlertChange {
+        let id = u64::try_from(self.id).unwrap_or_default();
+        match self.spec().filter(|_| self.running()) {
+            Some(spec) if resumed => AlertChange { id, version: self.version, state: AlertState::Resumed(spec) },
+            Some(spec) => AlertChange::held(spec, self.version),
+            None => AlertChange::gone(id, self.version),
+        }
     }
 }
 
@@ -376,7 +405,7 @@ pub(super) const ALERT_COLUMNS: &str =
     "id, account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat, \
      note, webhook_url, status, created_price, created_ms, last_triggered_ms, trigger_count, expires_ms, \
      event, within_millionths, min_strength, timeframes, min_usd_cents, min_ratio_hundredths, \
-     max_dist_hundredths, min_age_s, cooldown_s, paused, max_fires, message, webhook_format";
+     max_dist_hundredths, min_age_s, cooldown_s, paused, max_fires, message, webhook_format, version, deleted_ms";
 
 pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     let exchange: String = r.get(2)?;
@@ -432,5 +461,10 @@ pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
             let f: String = r.get(30)?;
             WebhookFormat::parse(&f).ok_or_else(|| unknown(format!("webhook_format '{f}'")))?
         },
+        version: {
+            let v: i64 = r.get(31)?;
+            u64::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| unknown(format!("version {v}")))?
+        },
+        deleted_ms: r.get(32)?,
     })
 }

@@ -216,7 +216,7 @@ impl Store {
     /// conditional statement, so two deletes racing on different nodes answer one `Some`.
     pub fn delete_alert(&self, account_id: i64, id: i64, now_ms: i64) -> Result<Option<AlertRow>, StoreError> {
         let sql = format!(
-            "UPDATE alerts SET deleted_ms = ?3 WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
+            "UPDATE alerts SET deleted_ms = ?3, version = version + 1 WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         let row = self.db.query_opt(&sql, vals![id, account_id, now_ms], alert_row)?;
         self.release_active(row.iter().filter(|r| r.status == AlertStatus::Active).map(|r| r.account_id))?;
@@ -224,7 +224,9 @@ impl Store {
     }
 
     /// Applies `changes` to the account's alert `id` unless it is deleted; the row after, or
-    /// `None` when the account has no such alert. Resuming forgets the flood guard's count.
+    /// `None` when the account has no such alert. Resuming a paused alert forgets the flood
+    /// guard's count (`decisions.md` §16); no other change does, `paused: false` on a running
+    /// alert included.
     pub fn update_alert(
         &self,
         account_id: i64,
@@ -237,10 +239,11 @@ impl Store {
                 expires_ms = CASE WHEN ?6 THEN ?7 ELSE expires_ms END,
                 cooldown_s = COALESCE(?8, cooldown_s),
                 paused = CASE WHEN ?9 THEN 'user' WHEN ?10 THEN NULL ELSE paused END,
-                recent_fires = CASE WHEN ?10 THEN '' ELSE recent_fires END,
+                recent_fires = CASE WHEN ?10 AND paused IS NOT NULL THEN '' ELSE recent_fires END,
                 max_fires = CASE WHEN ?11 THEN ?12 ELSE max_fires END,
                 message = CASE WHEN ?13 THEN ?14 ELSE message END,
-                webhook_format = COALESCE(?15, webhook_format)
+                webhook_format = COALESCE(?15, webhook_format),
+                version = version + 1
              WHERE id = ?1 AND account_id = ?2 AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         let webhook = changes.webhook_url.as_ref().and_then(|w| w.as_deref());
@@ -302,7 +305,7 @@ impl Store {
     pub fn expire(&mut self, ids: &[i64], now_ms: i64, texts: &dyn Render) -> Result<Vec<AlertRow>, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         let sql = format!(
-            "UPDATE alerts SET deleted_ms = ?2
+            "UPDATE alerts SET deleted_ms = ?2, version = version + 1
              WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         db.in_transaction_of(|| {
@@ -339,7 +342,7 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         let sql = format!(
-            "UPDATE alerts SET deleted_ms = ?3
+            "UPDATE alerts SET deleted_ms = ?3, version = version + 1
              WHERE exchange = ?1 AND symbol = ?2 AND status = 'active' AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         db.in_transaction_of(|| {
@@ -420,6 +423,71 @@ mod tests {
             s.forget_alert(ids[3]).expect("forget");
             s.forget_alert(ids[4]).expect("forget a triggered one");
             check(&s, "forgotten", (1, 1));
+        });
+    }
+
+    /// Every write of an alert's row gives it a higher version, carried by the change it hands
+    /// the shards (issue #58, `decisions.md` §16 "One order"); no change but the resume of a paused
+    /// alert forgets the flood guard's firing times (a `paused: false` on a running alert
+    /// included); a removal hands over `Gone`.
+    #[test]
+    fn every_write_raises_an_alerts_version_and_only_a_resume_forgets_its_firings() {
+        use rampart_state::{AlertChange, AlertState};
+        on_each_backend("versions", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            let row = s.insert_alert(&alert(a, "binance", "BTCUSDT")).expect("insert");
+            assert_eq!((row.version, row.change(false).state), (1, AlertState::Held(row.spec().expect("spec"))));
+            let id = row.id;
+            let recent = |s: &Store| -> String {
+                s.db.query_one("SELECT recent_fires FROM alerts WHERE id = ?1", vals![id], |r| r.get(0)).expect("read")
+            };
+            let fire = |ts| FiringRecord::at_price(id, 300, ts, false);
+            let r = s.record_firings(&[fire(10), fire(20), fire(30)], &Texts).expect("record");
+            assert_eq!(r.fired.last().map(|(row, _)| row.version), Some(4), "one more per firing");
+            assert_eq!(recent(&s), "10,20,30");
+            let mut version = 4;
+            let changes = [
+                AlertChanges { paused: Some(false), ..Default::default() },
+                AlertChanges { note: Some("n".into()), ..Default::default() },
+                AlertChanges { webhook_url: Some(Some("https://example.com/h".into())), ..Default::default() },
+                AlertChanges { expires_ms: Some(Some(1_000_000)), ..Default::default() },
+                AlertChanges { cooldown_s: Some(60), ..Default::default() },
+                AlertChanges { max_fires: Some(Some(100)), ..Default::default() },
+                AlertChanges { message: Some(Some("{{symbol}}".into())), ..Default::default() },
+                AlertChanges { webhook_format: Some(WebhookFormat::Slack), ..Default::default() },
+            ];
+            for change in &changes {
+                let after = s.update_alert(a, id, change).expect("update").expect("the alert");
+                version += 1;
+                assert_eq!(after.version, version, "{change:?}");
+                assert_eq!(recent(&s), "10,20,30", "{change:?} keeps the flood guard's count");
+            }
+            let paused = s.update_alert(a, id, &AlertChanges { paused: Some(true), ..Default::default() });
+            let paused = paused.expect("pause").expect("the alert");
+            assert_eq!((paused.version, paused.change(false).state), (version + 1, AlertState::Gone));
+            assert_eq!(recent(&s), "10,20,30", "a pause keeps it");
+            let before = paused.clone();
+            let resumed = s.update_alert(a, id, &AlertChanges { paused: Some(false), ..Default::default() });
+            let resumed = resumed.expect("resume").expect("the alert");
+            assert_eq!(resumed.version, version + 2);
+            assert!(matches!(resumed.change_after(&before).state, AlertState::Resumed(_)), "{resumed:?}");
+            assert_eq!(recent(&s), "", "a resume forgets the firings");
+            let expired = s.expire(&[id], 2_000_000, &Texts).expect("expire");
+            assert_eq!(expired.len(), 1);
+            assert_eq!(
+                (expired[0].version, expired[0].change(false)),
+                (version + 3, AlertChange::gone(id as u64, version + 3))
+            );
+            // Deleted and delisted rows are newer still.
+            let other = s.insert_alert(&alert(a, "okx", "SOLUSDT")).expect("insert");
+            let deleted = s.delete_alert(a, other.id, 5).expect("delete").expect("the alert");
+            assert_eq!((deleted.version, deleted.change(false).state), (2, AlertState::Gone));
+            let third = s.insert_alert(&alert(a, "okx", "ETHUSDT")).expect("insert").id;
+            assert_eq!(s.delist(Venue::Okx, "ETHUSDT", 6, &Texts).expect("delist"), [third]);
+            let v: i64 =
+                s.db.query_one("SELECT version FROM alerts WHERE id = ?1", vals![third], |r| r.get(0)).expect("v");
+            assert_eq!(v, 2);
         });
     }
 

@@ -21,12 +21,12 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    /// The alerts that must leave their shards: paused by the flood guard, or ended by their
-    /// `max_fires` or by a one-shot `*` body (a one-pair one-shot leaves its shard by itself).
+    /// The alerts that must leave their shards: paused by the flood guard, or ended (by their
+    /// `max_fires`, or a one-shot's firing). A one-pair one-shot has left its book as it fired;
+    /// it is told again at the ended row's version, so that a change its shard received after
+    /// that firing (a cooldown retuned in between) does not leave it held there.
     pub fn leaving(&self) -> Vec<AlertRow> {
-        let ended = self.fired.iter().map(|(row, _)| row).filter(|row| {
-            row.status == AlertStatus::Triggered && (row.repeat || row.symbol == rampart_state::partition::UNIVERSE)
-        });
+        let ended = self.fired.iter().map(|(row, _)| row).filter(|row| row.status == AlertStatus::Triggered);
         ended.chain(&self.paused).cloned().collect()
     }
 }
@@ -68,7 +68,7 @@ impl Store {
     pub fn record_firings(&mut self, firings: &[FiringRecord], texts: &dyn Render) -> Result<Recorded, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         let update = format!(
-            "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2, recent_fires = ?4,
+            "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2, recent_fires = ?4, version = version + 1,
                 status = CASE WHEN ?3 OR trigger_count + 1 >= COALESCE(max_fires, trigger_count + 2)
                     THEN 'triggered' ELSE status END
              WHERE id = ?1 AND deleted_ms IS NULL AND paused IS NULL AND (status = 'active' OR NOT ?3)
@@ -188,7 +188,7 @@ impl Store {
     /// paused, each with that time (their notices are the caller's).
     fn pause_flooded(&self, flooded: &BTreeMap<i64, i64>) -> Result<Vec<(AlertRow, i64)>, StoreError> {
         let sql = format!(
-            "UPDATE alerts SET paused = 'flood_guard' WHERE id = ?1 AND paused IS NULL AND deleted_ms IS NULL
+            "UPDATE alerts SET paused = 'flood_guard', version = version + 1 WHERE id = ?1 AND paused IS NULL AND deleted_ms IS NULL
              RETURNING {ALERT_COLUMNS}"
         );
         let sets: Vec<_> = flooded.keys().map(|id| vals![*id].to_vec()).collect();
@@ -307,7 +307,10 @@ mod tests {
             assert_eq!((&body["event"], &body["text"]), (&"alert.triggered".into(), &"SOLUSDT at 0.000003".into()));
             let due = s.due_deliveries(i64::MAX, 100).expect("due");
             let sent: Vec<&str> = due.iter().filter(|d| d.alert_id == chat).map(|d| d.body.as_str()).collect();
-            assert_eq!(sent, [r#"{"content":"SOLUSDT at 0.000003"}"#]);
+            assert_eq!(
+                sent,
+                [r#"{"content":"SOLUSDT at 0.000003","allowed_mentions":{"parse":[],"users":[],"roles":[]}}"#]
+            );
         });
     }
 }

@@ -343,6 +343,9 @@ const STEPS: &[Step] = &[
     // 19: inbox ids in commit order (issue #50): taken from this counter, whose row each
     // writing transaction holds until it ends (`Store::write_inbox`), not from the identity.
     Step::both("INSERT INTO meta (key, value) SELECT 'inbox_next', COALESCE(MAX(id), 0) FROM inbox;"),
+    // 20: an alert row's version (issue #58, `decisions.md` §16 "One order"): one more at every
+    // write of the row, carried by the change it sends the shards, which apply only a newer one.
+    Step::both("ALTER TABLE alerts ADD COLUMN version {int} NOT NULL DEFAULT 1;"),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -455,11 +458,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 19, PostgreSQL's 13
+    /// The versions released databases hold keep their meaning: SQLite's 20, PostgreSQL's 14
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (19, 13));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (20, 14));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -492,7 +495,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 13);
+        assert_eq!(s.schema_version().expect("version"), 14);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }

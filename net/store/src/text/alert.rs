@@ -325,6 +325,8 @@ mod tests {
             max_fires: None,
             message: None,
             webhook_format: crate::store::WebhookFormat::Json,
+            version: 1,
+            deleted_ms: None,
         };
         let mut j = Json::default();
         write_alert(&mut j, &row);
@@ -380,6 +382,8 @@ mod tests {
             max_fires: None,
             message: None,
             webhook_format: crate::store::WebhookFormat::Json,
+            version: 1,
+            deleted_ms: None,
         }
     }
 

@@ -52,6 +52,11 @@ pub fn check_template(template: &str) -> Result<(), TemplateError> {
 /// to [`MESSAGE_CHARS_MAX`] characters. A placeholder with no value for the alert's type (a
 /// price alert's `{{wall_usd}}`) is left empty.
 pub fn fill(template: &str, row: &AlertRow, f: &FiringRecord) -> String {
+    fill_with(template, row, f, |v| v)
+}
+
+/// [`fill`], each placeholder's value passed through `value_as` (a chat service's escaping).
+fn fill_with(template: &str, row: &AlertRow, f: &FiringRecord, value_as: impl Fn(String) -> String) -> String {
     let mut out = String::with_capacity(template.len() + 64);
     let mut rest = template;
     while let Some(open) = rest.find("{{") {
@@ -59,7 +64,7 @@ pub fn fill(template: &str, row: &AlertRow, f: &FiringRecord) -> String {
         let after = &rest[open + 2..];
         match after.find("}}") {
             Some(close) => {
-                out.push_str(&value(&after[..close], row, f));
+                out.push_str(&value_as(value(&after[..close], row, f)));
                 rest = &after[close + 2..];
             }
             None => {
@@ -110,17 +115,102 @@ pub fn text(row: &AlertRow, f: &FiringRecord) -> String {
 }
 
 /// The webhook body a chat service reads, `None` for the `json` format (the event body):
-/// Discord's `{"content":<text>}`, Slack's `{"text":<text>}`.
-pub fn chat_body(format: WebhookFormat, text: &str) -> Option<String> {
-    let field = match format {
+/// Discord's `{"content":<text>,"allowed_mentions":…}`, Slack's `{"text":<text>}`, the text
+/// being the alert's template filled (or the default sentence) with every value that came from
+/// somewhere else than the template's own words made unable to mention anyone
+/// (`decisions.md` §16, "Mentions"): what the user wrote into the template may mention (their
+/// intent); a note, a symbol or any other placeholder's value may not.
+///
+/// Discord: an `@` in a value is followed by a zero-width space (`@everyone`, `@here`, `<@id>`
+/// and `<@&id>` no longer parse), and `allowed_mentions` lets through only the mentions written
+/// in the template (`@everyone`/`@here` as `everyone`, `<@id>` and `<@!id>` as users, `<@&id>` as
+/// roles; none without a template). Slack: `&`, `<` and `>` in a value are written as Slack's
+/// `&amp;`, `&lt;`, `&gt;`, so `<!channel>`, `<!here>`, `<!everyone>` and `<@U…>` in a value are
+/// shown, not sent as mentions (Slack's incoming webhooks do not link a bare `@channel`).
+pub fn chat_body(format: WebhookFormat, row: &AlertRow, f: &FiringRecord) -> Option<String> {
+    chat_body_of(format, row, f, "")
+}
+
+/// [`chat_body`] of a test send: the text after `prefix` (`[test] `, this service's own words).
+pub fn chat_body_of(format: WebhookFormat, row: &AlertRow, f: &FiringRecord, prefix: &str) -> Option<String> {
+    let escape: fn(String) -> String = match format {
         WebhookFormat::Json => return None,
-        WebhookFormat::Discord => "content",
-        WebhookFormat::Slack => "text",
+        WebhookFormat::Discord => discord_inert,
+        WebhookFormat::Slack => slack_escaped,
     };
-    let mut j = Json::with_capacity(text.len() + 16);
-    j.raw("{\"").raw(field).raw("\":").str(text).raw("}");
+    let text = match &row.message {
+        Some(template) => fill_with(template, row, f, escape),
+        // The default sentence is this service's words around values (the note, the symbol).
+        None => escape(telegram::firing_text(row, f)),
+    };
+    let mut j = Json::with_capacity(text.len() + 96);
+    match format {
+        WebhookFormat::Json => return None,
+        WebhookFormat::Discord => {
+            j.raw("{\"content\":").str(&format!("{prefix}{text}")).raw(",\"allowed_mentions\":");
+            discord_allowed(&mut j, row.message.as_deref().unwrap_or(""));
+            j.raw("}");
+        }
+        WebhookFormat::Slack => {
+            j.raw("{\"text\":").str(&format!("{prefix}{text}")).raw("}");
+        }
+    }
     Some(j.finish())
 }
+
+/// A value Discord shows as written but parses no mention in: a zero-width space after each `@`.
+fn discord_inert(value: String) -> String {
+    if !value.contains('@') {
+        return value;
+    }
+    value.replace('@', "@\u{200B}")
+}
+
+/// A value in Slack's escaping of its three control characters.
+fn slack_escaped(value: String) -> String {
+    if !value.contains(['&', '<', '>']) {
+        return value;
+    }
+    value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// Discord's `allowed_mentions` for a template: the mentions written in it, nothing else.
+fn discord_allowed(j: &mut Json, template: &str) {
+    let everyone = template.contains("@everyone") || template.contains("@here");
+    let (mut users, mut roles) = (Vec::new(), Vec::new());
+    let mut rest = template;
+    while let Some(at) = rest.find("<@") {
+        rest = &rest[at + 2..];
+        let (role, digits) = match rest.strip_prefix('&') {
+            Some(r) => (true, r),
+            None => (false, rest.strip_prefix('!').unwrap_or(rest)),
+        };
+        let id: String = digits.chars().take_while(char::is_ascii_digit).collect();
+        if !id.is_empty() && digits[id.len()..].starts_with('>') {
+            let list = if role { &mut roles } else { &mut users };
+            if !list.contains(&id) && list.len() < DISCORD_MENTIONS_MAX {
+                list.push(id);
+            }
+        }
+    }
+    j.raw("{\"parse\":[");
+    if everyone {
+        j.raw("\"everyone\"");
+    }
+    for (name, ids) in [("users", &users), ("roles", &roles)] {
+        j.raw("],\"").raw(name).raw("\":[");
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                j.raw(",");
+            }
+            j.str(id);
+        }
+    }
+    j.raw("]}");
+}
+
+/// Discord takes at most 100 user ids and 100 role ids in `allowed_mentions`.
+const DISCORD_MENTIONS_MAX: usize = 100;
 
 #[cfg(test)]
 mod tests {
@@ -150,6 +240,8 @@ mod tests {
             max_fires: None,
             message: message.map(str::to_owned),
             webhook_format: WebhookFormat::Discord,
+            version: 1,
+            deleted_ms: None,
         }
     }
 
@@ -178,14 +270,56 @@ mod tests {
         let text = text(&r, &f);
         assert_eq!(text, "BTCUSDT on binance above 65000: 65010  — breakout \"A\" 2026-12-01T00:00:00.000+00:00");
         assert_eq!(
-            chat_body(WebhookFormat::Discord, &text).as_deref(),
+            chat_body(WebhookFormat::Discord, &r, &f).as_deref(),
             Some(
-                r#"{"content":"BTCUSDT on binance above 65000: 65010  — breakout \"A\" 2026-12-01T00:00:00.000+00:00"}"#
+                r#"{"content":"BTCUSDT on binance above 65000: 65010  — breakout \"A\" 2026-12-01T00:00:00.000+00:00","allowed_mentions":{"parse":[],"users":[],"roles":[]}}"#
             )
         );
-        assert_eq!(chat_body(WebhookFormat::Slack, "a\nb").as_deref(), Some(r#"{"text":"a\nb"}"#));
-        assert_eq!(chat_body(WebhookFormat::Json, "a"), None);
+        let slack = AlertRow { webhook_format: WebhookFormat::Slack, ..row(Some("a\nb")) };
+        assert_eq!(chat_body(WebhookFormat::Slack, &slack, &f).as_deref(), Some(r#"{"text":"a\nb"}"#));
+        assert_eq!(chat_body(WebhookFormat::Json, &r, &f), None);
         // No template: the Telegram sentence.
         assert_eq!(super::text(&row(None), &f), telegram::firing_text(&row(None), &f));
+    }
+
+    /// A note (or any value) that mentions everyone reaches Discord and Slack as text that
+    /// mentions no one; the template's own mentions stay as the user wrote them.
+    #[test]
+    fn mentions_from_values_are_neutralised_and_the_templates_own_are_kept() {
+        let f = FiringRecord::at_price(7, 6_501_000_000_000, 1_796_083_200_000, false);
+        let note = "@everyone @here <!channel> <!here> <@123> <@&456> a&b";
+        let with = |message: Option<&str>| AlertRow { note: note.into(), ..row(message) };
+        let zw = "\u{200B}";
+        // Discord, no template: the sentence's note is inert; nothing may be mentioned.
+        let body = chat_body(WebhookFormat::Discord, &with(None), &f).expect("discord");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let content = v["content"].as_str().expect("content");
+        assert!(
+            content.contains(&format!("@{zw}everyone @{zw}here <!channel> <!here> <@{zw}123> <@{zw}&456>")),
+            "{content}"
+        );
+        assert!(!content.contains("@everyone") && !content.contains("<@1"), "{content}");
+        assert_eq!(v["allowed_mentions"], serde_json::json!({"parse":[],"users":[],"roles":[]}));
+        // Discord, a template that pings a role and everyone itself: those mentions stay, the
+        // note's do not.
+        let template = "@everyone <@&42> <@!77> {{note}}";
+        let body = chat_body(WebhookFormat::Discord, &with(Some(template)), &f).expect("discord");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let content = v["content"].as_str().expect("content");
+        assert!(content.starts_with("@everyone <@&42> <@!77> @\u{200B}everyone"), "{content}");
+        assert_eq!(v["allowed_mentions"], serde_json::json!({"parse":["everyone"],"users":["77"],"roles":["42"]}));
+        // Slack: a value's control characters escaped; the template's `<!here>` left as written.
+        let slack = |message| AlertRow { webhook_format: WebhookFormat::Slack, ..with(message) };
+        let body = chat_body(WebhookFormat::Slack, &slack(Some("<!here> {{note}}")), &f).expect("slack");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(
+            v["text"],
+            "<!here> @everyone @here &lt;!channel&gt; &lt;!here&gt; &lt;@123&gt; &lt;@&amp;456&gt; a&amp;b"
+        );
+        let body = chat_body(WebhookFormat::Slack, &slack(None), &f).expect("slack");
+        assert!(body.contains("&lt;!channel&gt;") && !body.contains("<!channel>"), "{body}");
+        // A test send's prefix is this service's own words, before the neutralised text.
+        let body = chat_body_of(WebhookFormat::Slack, &slack(Some("{{note}}")), &f, "[test] ").expect("test");
+        assert!(body.starts_with(r#"{"text":"[test] @everyone @here &lt;!channel&gt;"#), "{body}");
     }
 }

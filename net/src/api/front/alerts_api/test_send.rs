@@ -47,8 +47,9 @@ impl AlertsApi {
         let firing = self.test_firing(&row, now_ms)?;
         let body = match row.webhook_format {
             WebhookFormat::Json => test_body(&row, &firing),
-            format => chat::chat_body(format, &format!("[test] {}", chat::text(&row, &firing)))
-                .unwrap_or_else(|| Texts.alert_fired(&row, &firing)),
+            format => {
+                chat::chat_body_of(format, &row, &firing, "[test] ").unwrap_or_else(|| Texts.alert_fired(&row, &firing))
+            }
         };
         let delivery = OutboxRow {
             id: 0,

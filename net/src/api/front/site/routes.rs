@@ -320,6 +320,8 @@ impl SiteApi {
             return Err(unknown());
         }
         self.gate.keys_applied().await;
+        // This process's streams on the key end now, not at their next look.
+        self.gate.admissions_moved();
         let mut j = Json::with_capacity(64);
         j.raw("{\"data\":{\"id\":").int(id).raw(",\"revoked\":true}}");
         Ok(respond(StatusCode::OK, j.finish()))
@@ -462,10 +464,7 @@ impl SiteApi {
             .await;
         self.health.record(Writer::Front, &created, now_ms);
         let row = created??;
-        let Some(spec) = row.spec() else {
-            return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "bad alert id"));
-        };
-        if !self.books.hand_over(&row, spec) {
+        if !self.books.hand_over_new(&row) {
             let id = row.id;
             let _ = self.storage.run(move |store| store.forget_alert(id)).await;
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; retry shortly"));

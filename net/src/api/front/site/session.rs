@@ -12,7 +12,7 @@
 //! a key's revocation anywhere, at once). Bound: [`SESSIONS_MAX`] sessions in the database and in
 //! each copy; one more ends the least recently used.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use rampart_store::store::SessionRecord;
 use sha2::{Digest, Sha256};
@@ -75,11 +75,19 @@ impl Session {
     }
 }
 
+/// Sessions this process saw end (signed out here, or found gone in the database) remembered
+/// at most; one more forgets the oldest. A session id is never reused, so an ended one is
+/// remembered only so that a read of the database that raced its sign-out cannot put it back
+/// into the copy, and so an open stream of it ends before its next batch.
+pub const ENDED_REMEMBERED_MAX: usize = 4_096;
+
 /// A front's copy of the sessions it served lately, by the SHA-256 of their ids, each with
-/// when the database last confirmed it.
+/// when the database last confirmed it; and the sessions seen ending lately.
 #[derive(Debug, Default)]
 pub struct Sessions {
     by_hash: HashMap<[u8; 32], (Session, i64)>,
+    ended: HashSet<[u8; 32]>,
+    ended_order: VecDeque<[u8; 32]>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -121,8 +129,12 @@ impl Sessions {
     }
 
     /// Holds `session` (stored under `id_hash`) as confirmed at `now_ms`; at the bound, the
-    /// least recently used one goes first.
+    /// least recently used one goes first. A session seen ending is not held again (a read of
+    /// the database from before its sign-out).
     pub fn put(&mut self, id_hash: [u8; 32], session: Session, now_ms: i64) {
+        if self.ended.contains(&id_hash) {
+            return;
+        }
         if self.by_hash.len() >= SESSIONS_MAX && !self.by_hash.contains_key(&id_hash) {
             self.by_hash.retain(|_, (s, _)| now_ms - s.last_used_ms <= SESSION_IDLE_MS);
             if self.by_hash.len() >= SESSIONS_MAX {
@@ -152,9 +164,23 @@ impl Sessions {
         Some(s.clone())
     }
 
-    /// Drops the session stored under `id_hash`; true when one was held.
+    /// Drops the session stored under `id_hash` and remembers it ended; true when one was held.
     pub fn close(&mut self, id_hash: &[u8; 32]) -> bool {
+        if self.ended.insert(*id_hash) {
+            if self.ended_order.len() >= ENDED_REMEMBERED_MAX {
+                if let Some(old) = self.ended_order.pop_front() {
+                    self.ended.remove(&old);
+                }
+            }
+            self.ended_order.push_back(*id_hash);
+        }
+        debug_assert_eq!(self.ended.len(), self.ended_order.len());
         self.by_hash.remove(id_hash).is_some()
+    }
+
+    /// True when the session stored under `id_hash` was seen ending (no database read).
+    pub fn ended(&self, id_hash: &[u8; 32]) -> bool {
+        self.ended.contains(id_hash)
     }
 }
 
@@ -223,6 +249,28 @@ mod tests {
         assert!(t.close(&hash(&id)));
         assert!(t.fresh(&hash(&id), 1_100, |_| false).is_none(), "signed out");
         assert!(!t.close(&hash(&id)));
+    }
+
+    /// A session signed out is not held again by a database read that raced the sign-out, and
+    /// says so without a read; the memory of ended sessions is bounded.
+    #[test]
+    fn a_signed_out_session_stays_out_of_the_copy() {
+        let mut t = Sessions::new();
+        let (id, s) = new_session((7, 70, [7; 32]), 1_000, &random(1));
+        t.put(hash(&id), s.clone(), 1_000);
+        assert!(!t.ended(&hash(&id)));
+        assert!(t.close(&hash(&id)));
+        assert!(t.ended(&hash(&id)), "known ended without asking the database");
+        t.put(hash(&id), s.clone(), 1_001);
+        assert!(t.fresh(&hash(&id), 1_002, |_| false).is_none(), "a read from before the sign-out is not held");
+        for n in 0..ENDED_REMEMBERED_MAX as u32 {
+            let mut h = [0u8; 32];
+            h[..4].copy_from_slice(&n.to_le_bytes());
+            h[31] = 1;
+            t.close(&h);
+        }
+        assert!(!t.ended(&hash(&id)), "the oldest is forgotten at the bound");
+        assert_eq!(t.ended.len(), ENDED_REMEMBERED_MAX);
     }
 
     #[test]
