@@ -323,18 +323,23 @@ impl Env {
                 .map_err(rampart_store::store::StoreError::from),
         }
         .map_err(|e| e.to_string())?;
-        let sql = "SELECT o.published_ms, (SELECT MIN(a.at_ms) FROM attempts a WHERE a.outbox_id = o.id), o.done_ms
-                   FROM outbox o WHERE o.trigger_ms = ?1 AND o.channel = 'webhook'";
-        type Times = (Option<i64>, Option<i64>, Option<i64>);
+        // Each stage from the service's own rows: the writer's commit (issue #59), the hand-over
+        // to a cluster's firings stream, the first attempt's end, the settling.
+        let sql =
+            "SELECT o.committed_ms, o.published_ms, (SELECT MIN(a.at_ms) FROM attempts a WHERE a.outbox_id = o.id),
+                   o.done_ms FROM outbox o WHERE o.trigger_ms = ?1 AND o.channel = 'webhook'";
+        type Times = (Option<i64>, Option<i64>, Option<i64>, Option<i64>);
         let rows: Vec<Times> = db
-            .query(sql, &[rampart_store::db::Val::I64(trigger_ms)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query(sql, &[rampart_store::db::Val::I64(trigger_ms)], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .map_err(|e| e.to_string())?;
         let mut out = json!({"deliveries": rows.len()});
-        let names = ["toPublishedMs", "toFirstAttemptMs", "toSettledMs"];
+        let names = ["toCommittedMs", "toPublishedMs", "toFirstAttemptMs", "toSettledMs"];
         for (i, name) in names.into_iter().enumerate() {
             let mut h = hist();
             for r in &rows {
-                if let Some(at) = [r.0, r.1, r.2][i] {
+                if let Some(at) = [r.0, r.1, r.2, r.3][i] {
                     let _ = h.record((at - trigger_ms).max(1) as u64);
                 }
             }

@@ -508,6 +508,58 @@ pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_m
     Summary::from_hist(&name, &hist, Some(rate))
 }
 
+/// Issue #59: the writer's commit of a storm's firings, `batch` at a time: `firings` one-shot
+/// alerts with webhooks (made beforehand) recorded through `Store::record_firings` (each alert's
+/// count and status, its inbox entry, its outbox row, in one transaction per batch). Latency is
+/// per commit; the rate is firings per second of the whole run.
+pub fn firing_commits(backend: Backend, batch: usize, firings: usize) -> Summary {
+    use rampart_store::store::{FiringRecord, NewAlert};
+    let (at, dir) = bench_store(backend, &format!("firings-{batch}"));
+    let mut store = at.open().expect("store").for_background().expect("tuned");
+    let account = store.create_account_with_key("developer", None, 0).expect("account").account_id;
+    store.begin_group().expect("a group");
+    let ids: Vec<i64> = (0..firings)
+        .map(|i| {
+            let new = NewAlert {
+                account_id: account,
+                exchange: rampart_engine::Venue::Binance,
+                symbol: "BTCUSDT".into(),
+                condition: Condition::Price { cross: Cross::Above, level: rampart_engine::Price(1) },
+                repeat: false,
+                note: String::new(),
+                webhook_url: Some(format!("http://127.0.0.1:9/a/{}", i + 1)),
+                created_price: 0,
+                created_ms: 0,
+                expires_ms: None,
+                cooldown_s: 0,
+                max_fires: None,
+                message: None,
+                webhook_format: rampart_store::store::WebhookFormat::Json,
+            };
+            store.insert_alert(&new).expect("alert").id
+        })
+        .collect();
+    store.commit_group().expect("the alerts");
+    let mut h = histogram();
+    let started = Instant::now();
+    for chunk in ids.chunks(batch.max(1)) {
+        let batch: Vec<FiringRecord> = chunk.iter().map(|&id| FiringRecord::at_price(id, 2, 1_000, true)).collect();
+        let t = Instant::now();
+        let done = store.record_firings(&batch, &rampart_store::text::Texts).expect("record");
+        assert_eq!(done.fired.len(), batch.len(), "every firing recorded");
+        let _ = h.record(t.elapsed().as_nanos() as u64);
+    }
+    let took = started.elapsed();
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Summary::from_hist(
+        &format!("writer commit of {batch} firings ({backend:?}; {firings} in all)"),
+        &h,
+        Some(firings as f64 / took.as_secs_f64()),
+    )
+}
+
 /// Webhook delivery on loopback: `firings` firings recorded through the real storage path in
 /// batches of 100 (every 50 ms), each with a webhook to one of `hosts` fast receivers, except
 /// one in a hundred that goes to a receiver that never answers. Returns the latency from the

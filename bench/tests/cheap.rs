@@ -55,6 +55,14 @@ fn delivery_cheap() {
 }
 
 #[test]
+fn firing_commits_cheap() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let s = rampart_bench::firing_commits(backend, 16, 64);
+        assert_eq!(s.count, 4, "four commits of 16: {s:?}");
+    }
+}
+
+#[test]
 fn binance_decode_cheap() {
     let s = binance_decode(1_000);
     assert_eq!(s.len(), 2);

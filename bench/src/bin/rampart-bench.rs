@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|firings|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -55,6 +55,11 @@ fn main() {
                     ]
                 })
                 .collect(),
+            // Issue #59: firings per second of the writer's commits, per batch size, per backend.
+            "firings" => [Backend::Sqlite, Backend::Postgres]
+                .into_iter()
+                .flat_map(|b| [1, 16, 256, 4_096].map(|n| rampart_bench::firing_commits(b, n, 4_096)))
+                .collect(),
             "decode" => binance_decode(2_000_000),
             "alerts" => vec![
                 alert_decision(0, 0, 1_000_000),
@@ -64,7 +69,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|ingest-levels|hop|levels|walls|metrics|alerts|delivery|storage|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|ingest-levels|hop|levels|walls|metrics|alerts|delivery|storage|firings|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }

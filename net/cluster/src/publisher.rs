@@ -16,8 +16,10 @@ use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::StoppableThread;
 use rampart_store::store::Store;
 
-/// Rows read and published per round at most.
-pub const PUBLISH_BATCH_MAX: u32 = 512;
+/// Rows read and published per round at most: a writer's whole batch
+/// (`rampart_store::writer::BATCH_MAX`), published with every acknowledgement awaited together
+/// and marked in two statements (issue #59).
+pub const PUBLISH_BATCH_MAX: u32 = 4_096;
 
 /// How long the thread waits, when nothing is waiting, before it looks again without being
 /// woken: the latency it adds, at most, to rows another process wrote (another market node's,

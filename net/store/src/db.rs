@@ -92,6 +92,70 @@ impl Val<'_> {
     }
 }
 
+/// One column of a batch's rows ([`Db::insert_rows`], [`Db::query_columns`]): on PostgreSQL one
+/// array parameter, so a batch is one statement whatever its size; on SQLite a value per row.
+#[derive(Clone, Debug)]
+pub enum Col<'a> {
+    /// 64-bit integers (`bigint[]`).
+    I64(Vec<i64>),
+    /// Nullable integers.
+    OptI64(Vec<Option<i64>>),
+    /// Texts (`text[]`).
+    Str(Vec<&'a str>),
+    /// Nullable texts.
+    OptStr(Vec<Option<&'a str>>),
+    /// Flags (`boolean[]`).
+    Bool(Vec<bool>),
+}
+
+impl<'a> Col<'a> {
+    /// Rows in the column.
+    pub fn len(&self) -> usize {
+        match self {
+            Col::I64(v) => v.len(),
+            Col::OptI64(v) => v.len(),
+            Col::Str(v) => v.len(),
+            Col::OptStr(v) => v.len(),
+            Col::Bool(v) => v.len(),
+        }
+    }
+
+    /// True when it holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Row `i`'s value.
+    fn val(&self, i: usize) -> Val<'a> {
+        match self {
+            Col::I64(v) => Val::I64(v[i]),
+            Col::OptI64(v) => Val::OptI64(v[i]),
+            Col::Str(v) => Val::Str(v[i]),
+            Col::OptStr(v) => Val::OptStr(v[i]),
+            Col::Bool(v) => Val::Bool(v[i]),
+        }
+    }
+
+    fn pg(&self) -> &(dyn tokio_postgres::types::ToSql + Sync) {
+        match self {
+            Col::I64(v) => v,
+            Col::OptI64(v) => v,
+            Col::Str(v) => v,
+            Col::OptStr(v) => v,
+            Col::Bool(v) => v,
+        }
+    }
+
+    /// Its PostgreSQL array type.
+    fn pg_array(&self) -> &'static str {
+        match self {
+            Col::I64(_) | Col::OptI64(_) => "bigint[]",
+            Col::Str(_) | Col::OptStr(_) => "text[]",
+            Col::Bool(_) => "boolean[]",
+        }
+    }
+}
+
 /// A column type the store reads: only types whose meaning is the same on both backends
 /// (PostgreSQL maps `u32` to `oid`, so unsigned types are read as `i64` and converted).
 pub trait Column: rusqlite::types::FromSql + for<'b> tokio_postgres::types::FromSql<'b> + sealed::Sealed {}
@@ -367,6 +431,64 @@ impl Db {
         }
     }
 
+    /// Inserts the rows `cols` hold (column by column, all as long) into `table`'s columns
+    /// `names`, in the caller's transaction: on PostgreSQL one statement however many rows
+    /// (`INSERT … SELECT * FROM unnest(…)`, pipelined ahead like every statement), on SQLite one
+    /// cached statement per row. Returns the rows inserted.
+    pub fn insert_rows(&self, table: &str, names: &[&str], cols: &[Col<'_>]) -> Result<u64, StoreError> {
+        let n = cols.first().map_or(0, Col::len);
+        assert!(cols.len() == names.len() && cols.iter().all(|c| c.len() == n), "one column per name, each as long");
+        if n == 0 {
+            return Ok(0);
+        }
+        let names = names.join(", ");
+        match &self.conn {
+            Conn::Lite(_) => {
+                let marks: Vec<String> = (1..=cols.len()).map(|i| format!("?{i}")).collect();
+                let sql = format!("INSERT INTO {table} ({names}) VALUES ({})", marks.join(", "));
+                let mut inserted = 0;
+                for i in 0..n {
+                    let row: Vec<Val<'_>> = cols.iter().map(|c| c.val(i)).collect();
+                    inserted += self.execute(&sql, &row)?;
+                }
+                Ok(inserted)
+            }
+            Conn::Pg(p) => {
+                let arrays: Vec<String> =
+                    cols.iter().enumerate().map(|(i, c)| format!("?{}::{}", i + 1, c.pg_array())).collect();
+                let sql = format!("INSERT INTO {table} ({names}) SELECT * FROM unnest({})", arrays.join(", "));
+                p.borrow_mut().run(|p| {
+                    let s = p.statement(&sql)?;
+                    let ps: Vec<_> = cols.iter().map(Col::pg).collect();
+                    let queued = std::mem::take(&mut p.pending);
+                    wait(ahead(&p.client, &queued, p.client.execute(&s, &ps)))
+                })
+            }
+        }
+    }
+
+    /// Every row of `sql` (PostgreSQL only), which reads `cols` as the array parameters `?1`,
+    /// `?2`, … (a batch's rows through `unnest`), each mapped by `f`. On SQLite an error: the
+    /// caller runs its statement per row there.
+    pub fn query_columns<T>(
+        &self,
+        sql: &str,
+        cols: &[Col<'_>],
+        f: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let Conn::Pg(p) = &self.conn else {
+            return Err(StoreError::Unavailable("array parameters are PostgreSQL's"));
+        };
+        let rows = p.borrow_mut().run(|p| {
+            let s = p.statement(sql)?;
+            let ps: Vec<_> = cols.iter().map(Col::pg).collect();
+            let queued = std::mem::take(&mut p.pending);
+            wait(ahead(&p.client, &queued, p.client.query(&s, &ps)))
+        })?;
+        let mut f = f;
+        rows.iter().map(|r| f(&Row::Pg(r))).collect()
+    }
+
     /// Every row of a query, each mapped by `f`.
     pub fn query<T>(
         &self,
@@ -484,6 +606,23 @@ impl Db {
                 p.pending.push(';');
                 Ok(())
             }
+        }
+    }
+
+    /// Has the rest of the open transaction plan each statement for its own parameters
+    /// (PostgreSQL's `SET LOCAL plan_cache_mode = force_custom_plan`, sent ahead of the next
+    /// statement; nothing on SQLite): for the statements that join a batch's arrays
+    /// (`… FROM unnest(…)`).
+    ///
+    /// Rationale: after five executions of a prepared statement PostgreSQL may keep a generic
+    /// plan, made without the arrays' sizes; it did for the writer's batches: a commit of 256
+    /// firings took 390–450 ms with it and 29–35 ms planned each time (`rampart-bench firings`,
+    /// issue #59). Set for the whole session instead, every one-row statement paid the planning
+    /// too (a commit of one firing: 1.6 ms → 2–5 ms).
+    pub fn custom_plans(&self) -> Result<(), StoreError> {
+        match &self.conn {
+            Conn::Lite(_) => Ok(()),
+            Conn::Pg(_) => self.ahead_of_next("SET LOCAL plan_cache_mode = force_custom_plan"),
         }
     }
 

@@ -103,7 +103,7 @@ impl Persistence {
             ..WriterHooks::new(Box::new(Texts), on_committed)
         };
         // A market node's writer writes only while its partition is this node's (`owner`).
-        let writer_store = s.store.open()?.for_background()?.with_telegram(telegram);
+        let writer_store = s.store.open()?.for_background()?.with_telegram(telegram).with_clock(clock.clone());
         let writer = Writer::start(
             match fence {
                 Some(f) => writer_store.with_fence(f),

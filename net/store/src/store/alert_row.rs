@@ -407,6 +407,9 @@ pub(super) const ALERT_COLUMNS: &str =
      event, within_millionths, min_strength, timeframes, min_usd_cents, min_ratio_hundredths, \
      max_dist_hundredths, min_age_s, cooldown_s, paused, max_fires, message, webhook_format, version, deleted_ms";
 
+/// How many columns [`ALERT_COLUMNS`] names (a statement that returns more reads them after).
+pub(super) const ALERT_COLUMNS_COUNT: usize = 33;
+
 pub(super) fn alert_row(r: &Row<'_>) -> Result<AlertRow, StoreError> {
     let exchange: String = r.get(2)?;
     let stored = StoredCondition {

@@ -46,6 +46,9 @@ pub struct Store {
     pub(super) telegram: bool,
     /// The partition owner a market node's writer writes for ([`Store::with_fence`]).
     pub(super) fence: Option<Fence>,
+    /// Stamps the outbox rows of the firings it records with when it commits them
+    /// ([`Store::with_clock`]: the writer's store), for the storm's stage figures.
+    pub(super) clock: Option<rampart_state::clock::SharedClock>,
 }
 
 /// Waits for a lock held by another connection: 100 µs at a time, for up to 5 s.
@@ -115,7 +118,7 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        let mut store = Store { db: Db::sqlite(conn), path, telegram: false, fence: None };
+        let mut store = Store { db: Db::sqlite(conn), path, telegram: false, fence: None, clock: None };
         store.migrate()?;
         Ok(store)
     }
@@ -127,7 +130,7 @@ impl Store {
     pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
         let db = Db::postgres(url)?;
         db.set_session("lock_timeout", "'5s'")?;
-        let mut store = Store { db, path: PathBuf::from("postgres"), telegram: false, fence: None };
+        let mut store = Store { db, path: PathBuf::from("postgres"), telegram: false, fence: None, clock: None };
         store.migrate()?;
         Ok(store)
     }
@@ -186,6 +189,14 @@ impl Store {
     /// same transaction as the inbox entry.
     pub fn with_telegram(mut self, on: bool) -> Store {
         self.telegram = on;
+        self
+    }
+
+    /// The store stamps each firing's outbox row with `clock`'s time as it records it
+    /// (`committed_ms`, issue #59: the harness's "trade → committed" stage); without one the
+    /// column stays empty.
+    pub fn with_clock(mut self, clock: rampart_state::clock::SharedClock) -> Store {
+        self.clock = Some(clock);
         self
     }
 

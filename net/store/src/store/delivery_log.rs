@@ -3,7 +3,7 @@
 
 use super::conn::Store;
 use super::outbox::{AttemptResult, Outcome};
-use crate::db::{vals, Row, StoreError};
+use crate::db::{vals, Col, Row, StoreError};
 
 /// Delivery log rows kept per alert at most (the oldest go first).
 pub const ATTEMPTS_PER_ALERT_MAX: i64 = 100;
@@ -52,6 +52,9 @@ impl Store {
         if outcomes.is_empty() {
             return Ok(());
         }
+        if self.db.is_postgres() {
+            return self.log_attempts_at_once(outcomes);
+        }
         let rows: Vec<_> = outcomes
             .iter()
             .map(|o| {
@@ -82,6 +85,52 @@ impl Store {
                 ORDER BY a.id DESC LIMIT 1 OFFSET ?2)",
             &trims,
         )?;
+        let newest = outcomes.iter().map(|o| o.at_ms).max().unwrap_or(0);
+        self.db.execute("DELETE FROM attempts WHERE at_ms < ?1", vals![newest - DELIVERY_LOG_KEEP_MS])?;
+        Ok(())
+    }
+
+    /// [`Store::log_attempts`] on PostgreSQL: one statement for the inserts, one for the trims
+    /// of the alerts it took over their bound, one for the old rows, whatever the batch's size.
+    fn log_attempts_at_once(&self, outcomes: &[&Outcome]) -> Result<(), StoreError> {
+        self.db.custom_plans()?;
+        let (status, error): (Vec<Option<i64>>, Vec<Option<&str>>) = outcomes
+            .iter()
+            .map(|o| match &o.result {
+                AttemptResult::Delivered { status } => (Some(i64::from(*status)), None),
+                AttemptResult::Failed { status, error, .. } => (status.map(i64::from), Some(error.as_str())),
+            })
+            .unzip();
+        let cols = [
+            Col::I64(outcomes.iter().map(|o| o.id).collect()),
+            Col::I64(outcomes.iter().map(|o| o.at_ms).collect()),
+            Col::Str(outcomes.iter().map(|o| o.result.outcome()).collect()),
+            Col::OptI64(status),
+            Col::I64(outcomes.iter().map(|o| o.latency_ms).collect()),
+            Col::OptStr(error),
+            Col::I64((0..outcomes.len() as i64).collect()),
+        ];
+        // In the outcomes' order, so the log's ids follow it as one statement a row did.
+        let added = self.db.query_columns(
+            "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error)
+             SELECT o.id, o.alert_id, o.trigger_ms, o.attempts, u.at, u.outcome, u.st, u.lat, u.err
+             FROM unnest(?1::bigint[], ?2::bigint[], ?3::text[], ?4::bigint[], ?5::bigint[], ?6::text[], ?7::bigint[])
+                AS u(uid, at, outcome, st, lat, err, k)
+             JOIN outbox o ON o.id = u.uid WHERE o.channel = 'webhook' ORDER BY u.k RETURNING alert_id",
+            &cols,
+            |r| r.get::<i64>(0),
+        )?;
+        if !added.is_empty() {
+            let mut alerts = added;
+            alerts.sort_unstable();
+            alerts.dedup();
+            let trim = format!(
+                "DELETE FROM attempts WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY alert_id
+                    ORDER BY id DESC) AS n FROM attempts WHERE alert_id = ANY(?1::bigint[])) r
+                 WHERE r.n > {ATTEMPTS_PER_ALERT_MAX}) RETURNING id"
+            );
+            self.db.query_columns(&trim, &[Col::I64(alerts)], |_| Ok(()))?;
+        }
         let newest = outcomes.iter().map(|o| o.at_ms).max().unwrap_or(0);
         self.db.execute("DELETE FROM attempts WHERE at_ms < ?1", vals![newest - DELIVERY_LOG_KEEP_MS])?;
         Ok(())

@@ -3,13 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use super::alert_row::{alert_row, AlertRow, AlertStatus, ALERT_COLUMNS, FLOOD_FIRINGS_MAX, FLOOD_WINDOW_MS};
+use super::alert_row::{
+    alert_row, AlertRow, AlertStatus, ALERT_COLUMNS, ALERT_COLUMNS_COUNT, FLOOD_FIRINGS_MAX, FLOOD_WINDOW_MS,
+};
 use super::conn::Store;
 use super::firing_record::FiringRecord;
 use super::inbox::NewEntry;
 use super::outbox::queue_telegram;
 use super::render::Render;
-use crate::db::{vals, StoreError};
+use crate::db::{vals, Col, StoreError};
 
 /// What a batch of firings came to ([`Store::record_firings`]).
 #[derive(Debug, Default)]
@@ -67,25 +69,15 @@ impl Store {
     /// `alert.paused` notice to its account (`decisions.md` §16).
     pub fn record_firings(&mut self, firings: &[FiringRecord], texts: &dyn Render) -> Result<Recorded, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
-        let update = format!(
-            "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2, recent_fires = ?4, version = version + 1,
-                status = CASE WHEN ?3 OR trigger_count + 1 >= COALESCE(max_fires, trigger_count + 2)
-                    THEN 'triggered' ELSE status END
-             WHERE id = ?1 AND deleted_ms IS NULL AND paused IS NULL AND (status = 'active' OR NOT ?3)
-                AND (max_fires IS NULL OR trigger_count < max_fires) RETURNING {ALERT_COLUMNS}"
-        );
-        // Each step's statements go as one pipelined batch (one round trip on PostgreSQL).
+        // On PostgreSQL each step is one statement for the whole batch (array parameters,
+        // `unnest`), so a batch costs a few statements whatever its size; on SQLite one cached
+        // statement per row (issue #59).
         db.in_transaction_of(|| {
             self.check_fence()?;
             let (admitted, flooded) = self.flood_guard(firings)?;
-            let sets: Vec<_> =
-                admitted.iter().map(|(f, recent)| vals![f.alert_id, f.ts_ms, f.last, recent.as_str()].to_vec()).collect();
-            let rows = db.query_opt_each(&update, &sets, alert_row)?;
-            let done: Vec<(AlertRow, FiringRecord)> = rows
-                .into_iter()
-                .zip(&admitted)
-                .filter_map(|(row, (f, _))| Some((row?, (*f).clone())))
-                .collect();
+            let rows = self.count_firings(&admitted)?;
+            let done: Vec<(AlertRow, FiringRecord)> =
+                rows.into_iter().zip(&admitted).filter_map(|(row, (f, _))| Some((row?, (*f).clone()))).collect();
             // An alert ends with a one-shot's firing (only its first: the update skips one
             // already triggered, so a second firing of it is recorded nowhere) or its last allowed.
             self.release_active(
@@ -120,19 +112,39 @@ impl Store {
             self.write_inbox(&inbox)?;
             // The webhook is in addition to the inbox, in the same transaction: a firing
             // that is recorded is also queued for delivery (at least once).
-            let outbox: Vec<_> = done
+            let hooked: Vec<(&AlertRow, &FiringRecord, &str, &str)> = done
                 .iter()
                 .zip(bodies.iter().zip(&sent))
                 .filter_map(|((row, f), (body, sent))| {
-                    let body = sent.as_ref().unwrap_or(body);
-                    Some(vals![row.id, row.account_id, row.webhook_url.as_ref()?, body, f.ts_ms].to_vec())
+                    Some((row, f, row.webhook_url.as_deref()?, sent.as_deref().unwrap_or(body)))
                 })
                 .collect();
-            db.execute_each(
-                "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, attempts, next_attempt_ms, created_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?5, ?5)",
-                &outbox,
-            )?;
+            let at = Col::I64(hooked.iter().map(|h| h.1.ts_ms).collect());
+            let cols = [
+                Col::I64(hooked.iter().map(|h| h.0.id).collect()),
+                Col::I64(hooked.iter().map(|h| h.0.account_id).collect()),
+                Col::Str(hooked.iter().map(|h| h.2).collect()),
+                Col::Str(hooked.iter().map(|h| h.3).collect()),
+                at.clone(),
+                Col::Str(vec!["pending"; hooked.len()]),
+                Col::I64(vec![0; hooked.len()]),
+                at.clone(),
+                at,
+                Col::OptI64(vec![self.clock.as_ref().map(|c| c.now_ms()); hooked.len()]),
+            ];
+            let names = [
+                "alert_id",
+                "account_id",
+                "url",
+                "body",
+                "trigger_ms",
+                "state",
+                "attempts",
+                "next_attempt_ms",
+                "created_ms",
+                "committed_ms",
+            ];
+            db.insert_rows("outbox", &names, &cols)?;
             if telegram {
                 for (row, f) in &done {
                     let text = || texts.telegram_alert_fired(row, f);
@@ -147,6 +159,63 @@ impl Store {
         })
     }
 
+    /// Counts the admitted firings on their alerts (each with the flood guard's times it is
+    /// stored with): each alert's row after its firing, `None` for a firing recorded nowhere (a
+    /// deleted, paused or ended alert's, one past `max_fires`), in order.
+    fn count_firings(&self, admitted: &[(&FiringRecord, String)]) -> Result<Vec<Option<AlertRow>>, StoreError> {
+        if !self.db.is_postgres() {
+            let sets: Vec<_> = admitted
+                .iter()
+                .map(|(f, recent)| vals![f.alert_id, f.ts_ms, f.last, recent.as_str()].to_vec())
+                .collect();
+            let update = format!(
+                "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = ?2, recent_fires = ?4,
+                    version = version + 1,
+                    status = CASE WHEN ?3 OR trigger_count + 1 >= COALESCE(max_fires, trigger_count + 2)
+                        THEN 'triggered' ELSE status END
+                 WHERE id = ?1 AND deleted_ms IS NULL AND paused IS NULL AND (status = 'active' OR NOT ?3)
+                    AND (max_fires IS NULL OR trigger_count < max_fires) RETURNING {ALERT_COLUMNS}"
+            );
+            return self.db.query_opt_each(&update, &sets, alert_row);
+        }
+        // One statement per round; an UPDATE changes a row once, so an alert fired twice in the
+        // batch has its second firing in the next round (a storm: one round).
+        let update = format!(
+            "UPDATE alerts SET trigger_count = trigger_count + 1, last_triggered_ms = u.u_ts, recent_fires = u.u_recent,
+                version = version + 1,
+                status = CASE WHEN u.u_last OR trigger_count + 1 >= COALESCE(max_fires, trigger_count + 2)
+                    THEN 'triggered' ELSE status END
+             FROM unnest(?1::bigint[], ?2::bigint[], ?3::boolean[], ?4::text[], ?5::bigint[])
+                AS u(u_id, u_ts, u_last, u_recent, u_k)
+             WHERE alerts.id = u.u_id AND deleted_ms IS NULL AND paused IS NULL AND (status = 'active' OR NOT u.u_last)
+                AND (max_fires IS NULL OR trigger_count < max_fires) RETURNING {ALERT_COLUMNS}, u.u_k"
+        );
+        self.db.custom_plans()?;
+        let mut out: Vec<Option<AlertRow>> = vec![None; admitted.len()];
+        let mut left: Vec<usize> = (0..admitted.len()).collect();
+        while !left.is_empty() {
+            let mut seen = std::collections::HashSet::new();
+            let (round, later): (Vec<usize>, Vec<usize>) =
+                left.iter().partition(|&&k| seen.insert(admitted[k].0.alert_id));
+            let cols = [
+                Col::I64(round.iter().map(|&k| admitted[k].0.alert_id).collect()),
+                Col::I64(round.iter().map(|&k| admitted[k].0.ts_ms).collect()),
+                Col::Bool(round.iter().map(|&k| admitted[k].0.last).collect()),
+                Col::Str(round.iter().map(|&k| admitted[k].1.as_str()).collect()),
+                Col::I64(round.iter().map(|&k| k as i64).collect()),
+            ];
+            for (k, row) in
+                self.db.query_columns(&update, &cols, |r| Ok((r.get::<i64>(ALERT_COLUMNS_COUNT)?, alert_row(r)?)))?
+            {
+                if let Some(slot) = usize::try_from(k).ok().and_then(|k| out.get_mut(k)) {
+                    *slot = Some(row);
+                }
+            }
+            left = later;
+        }
+        Ok(out)
+    }
+
     /// The flood guard over a batch: each firing that may be recorded, with its alert's latest
     /// firing times after it (stored with it), and the alerts (id, time) a firing would flood.
     /// Reads the batch's repeating alerts once each, in id order (locked on PostgreSQL until
@@ -157,14 +226,21 @@ impl Store {
         firings: &'f [FiringRecord],
     ) -> Result<(Vec<(&'f FiringRecord, String)>, BTreeMap<i64, i64>), StoreError> {
         let ids: std::collections::BTreeSet<i64> = firings.iter().filter(|f| !f.last).map(|f| f.alert_id).collect();
-        let lock = if self.db.is_postgres() { " FOR UPDATE" } else { "" };
-        let sql = format!(
-            "SELECT recent_fires FROM alerts WHERE id = ?1 AND repeat AND paused IS NULL AND deleted_ms IS NULL{lock}"
-        );
-        let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
-        let read = self.db.query_opt_each(&sql, &sets, |r| r.get::<String>(0))?;
-        let mut windows: BTreeMap<i64, FloodWindow> =
-            ids.iter().zip(read).filter_map(|(id, w)| Some((*id, FloodWindow::parse(&w?)))).collect();
+        let mut windows: BTreeMap<i64, FloodWindow> = if self.db.is_postgres() {
+            // One statement, the rows locked in id order.
+            let sql = "SELECT id, recent_fires FROM alerts WHERE id = ANY(?1::bigint[]) AND repeat AND paused IS NULL
+                AND deleted_ms IS NULL ORDER BY id FOR UPDATE";
+            let read = self.db.query_columns(sql, &[Col::I64(ids.iter().copied().collect())], |r| {
+                Ok((r.get::<i64>(0)?, r.get::<String>(1)?))
+            })?;
+            read.into_iter().map(|(id, w)| (id, FloodWindow::parse(&w))).collect()
+        } else {
+            let sql =
+                "SELECT recent_fires FROM alerts WHERE id = ?1 AND repeat AND paused IS NULL AND deleted_ms IS NULL";
+            let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
+            let read = self.db.query_opt_each(sql, &sets, |r| r.get::<String>(0))?;
+            ids.iter().zip(read).filter_map(|(id, w)| Some((*id, FloodWindow::parse(&w?)))).collect()
+        };
         let mut flooded = BTreeMap::new();
         let mut admitted = Vec::with_capacity(firings.len());
         for f in firings {

@@ -2,7 +2,7 @@
 //! (live push and streams).
 
 use super::conn::Store;
-use crate::db::{vals, Row, StoreError};
+use crate::db::{vals, Col, Row, StoreError};
 
 /// One inbox entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,15 +50,17 @@ impl Store {
             vals![n],
             |r| r.get(0),
         )?;
-        let sets: Vec<_> = entries
-            .iter()
-            .zip(last - n + 1..)
-            .map(|(e, id)| vals![id, e.account_id, e.kind, e.alert_id, &e.body, e.created_ms].to_vec())
-            .collect();
-        self.db.execute_each(
-            "INSERT INTO inbox (id, account_id, kind, alert_id, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            &sets,
-        )?;
+        // One statement for the batch on PostgreSQL, one a row on SQLite (`Db::insert_rows`).
+        let cols = [
+            Col::I64((last - n + 1..=last).collect()),
+            Col::I64(entries.iter().map(|e| e.account_id).collect()),
+            Col::Str(entries.iter().map(|e| e.kind).collect()),
+            Col::I64(entries.iter().map(|e| e.alert_id).collect()),
+            Col::Str(entries.iter().map(|e| e.body.as_str()).collect()),
+            Col::I64(entries.iter().map(|e| e.created_ms).collect()),
+        ];
+        let names = ["id", "account_id", "kind", "alert_id", "body", "created_ms"];
+        self.db.insert_rows("inbox", &names, &cols)?;
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use super::conn::{unknown, Store};
 use super::render::Render;
-use crate::db::{vals, Db, Row, StoreError};
+use crate::db::{vals, Col, Db, Row, StoreError};
 
 /// Due deliveries of one account returned by one [`Store::due_deliveries`] at most (fewer when
 /// many accounts share the scan), so one account's backlog cannot fill a scan; its further rows
@@ -266,16 +266,16 @@ impl Store {
     ) -> Result<Vec<Option<i64>>, StoreError> {
         self.db.in_transaction_of(|| {
             self.lock_outbox_rows(outcomes.iter().map(|o| o.id))?;
-            // Deliveries are one statement each, sent as one pipelined batch; failures read the
-            // row's attempts first, so they go one by one.
-            let delivered: Vec<_> = outcomes
+            // Deliveries are one statement for the lot on PostgreSQL (one each on SQLite);
+            // failures read the row's attempts first, so they go one by one.
+            let delivered: Vec<(i64, i64, i64)> = outcomes
                 .iter()
                 .filter_map(|o| match o.result {
-                    AttemptResult::Delivered { status } => Some(vals![o.id, i64::from(status), o.at_ms].to_vec()),
+                    AttemptResult::Delivered { status } => Some((o.id, i64::from(status), o.at_ms)),
                     AttemptResult::Failed { .. } => None,
                 })
                 .collect();
-            self.db.execute_each(DELIVERED_SQL, &delivered)?;
+            self.record_delivered(&delivered)?;
             let mut due = Vec::with_capacity(outcomes.len());
             for o in outcomes {
                 due.push(match &o.result {
@@ -294,19 +294,45 @@ impl Store {
         })
     }
 
+    /// Marks deliveries `(id, status, at_ms)` delivered: one statement on PostgreSQL when each
+    /// id is there once (an update changes a row once), else one per delivery.
+    fn record_delivered(&self, delivered: &[(i64, i64, i64)]) -> Result<(), StoreError> {
+        let mut ids: Vec<i64> = delivered.iter().map(|d| d.0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if self.db.is_postgres() && ids.len() == delivered.len() && !ids.is_empty() {
+            self.db.custom_plans()?;
+            let sql = "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_status = u.st,
+                    last_error = NULL, done_ms = u.at
+                FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[]) AS u(uid, st, at)
+                WHERE outbox.id = u.uid RETURNING outbox.id";
+            let cols = [
+                Col::I64(delivered.iter().map(|d| d.0).collect()),
+                Col::I64(delivered.iter().map(|d| d.1).collect()),
+                Col::I64(delivered.iter().map(|d| d.2).collect()),
+            ];
+            self.db.query_columns(sql, &cols, |_| Ok(()))?;
+            return Ok(());
+        }
+        let sets: Vec<_> = delivered.iter().map(|&(id, status, at)| vals![id, status, at].to_vec()).collect();
+        self.db.execute_each(DELIVERED_SQL, &sets)?;
+        Ok(())
+    }
+
     /// Locks outbox rows (PostgreSQL; SQLite's write lock serializes every writer) in ascending
     /// id order, as every other multi-row writer of the outbox (the publisher's marks) takes
     /// them: two transactions that both change rows of one batch wait for each other instead of
     /// deadlocking (which aborted one, and a worker's outcomes were then sent again).
-    fn lock_outbox_rows(&self, ids: impl Iterator<Item = i64>) -> Result<(), StoreError> {
+    pub(super) fn lock_outbox_rows(&self, ids: impl Iterator<Item = i64>) -> Result<(), StoreError> {
         if !self.db.is_postgres() {
             return Ok(());
         }
         let mut ids: Vec<i64> = ids.collect();
         ids.sort_unstable();
         ids.dedup();
-        let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
-        self.db.query_opt_each("SELECT id FROM outbox WHERE id = ?1 FOR UPDATE", &sets, |r| r.get::<i64>(0))?;
+        // One statement, the rows locked in the order it reads them: ascending ids.
+        let sql = "SELECT id FROM outbox WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE";
+        self.db.query_columns(sql, &[Col::I64(ids)], |r| r.get::<i64>(0))?;
         Ok(())
     }
 
@@ -353,8 +379,18 @@ impl Store {
         self.db.query_opt(&sql, vals![id], outbox_row)
     }
 
-    /// Several deliveries by id, in order (one pipelined round trip on PostgreSQL).
+    /// Several deliveries by id, in order (one statement on PostgreSQL).
     pub fn outbox_rows(&self, ids: &[i64]) -> Result<Vec<Option<OutboxRow>>, StoreError> {
+        if self.db.is_postgres() {
+            let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE id = ANY(?1::bigint[])");
+            let found: std::collections::HashMap<i64, OutboxRow> = self
+                .db
+                .query_columns(&sql, &[Col::I64(ids.to_vec())], outbox_row)?
+                .into_iter()
+                .map(|r| (r.id, r))
+                .collect();
+            return Ok(ids.iter().map(|id| found.get(id).cloned()).collect());
+        }
         let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE id = ?1");
         let sets: Vec<_> = ids.iter().map(|id| vals![*id].to_vec()).collect();
         self.db.query_opt_each(&sql, &sets, outbox_row)

@@ -3,7 +3,7 @@
 
 use super::conn::Store;
 use super::outbox::{channel_column, Channel};
-use crate::db::{vals, StoreError};
+use crate::db::{vals, Col, StoreError};
 
 /// The message id of a firing: the pair that identifies it, whoever publishes it how often.
 pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {
@@ -53,14 +53,24 @@ impl Store {
         )
     }
 
-    /// Marks rows as handed to the firings stream at `now_ms`, in one transaction.
+    /// Marks rows as handed to the firings stream at `now_ms`, in one transaction: on
+    /// PostgreSQL two statements whatever their number (the rows locked in ascending id order,
+    /// as every multi-row writer of the outbox takes them, then one update), on SQLite one per
+    /// row.
     pub fn mark_published(&mut self, ids: &[i64], now_ms: i64) -> Result<(), StoreError> {
-        // One statement per row, pipelined (one round trip for the lot on PostgreSQL), in
-        // ascending id order (see `lock_outbox_rows`).
         let mut ids = ids.to_vec();
         ids.sort_unstable();
-        let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
         self.db.in_transaction_of(|| {
+            if self.db.is_postgres() {
+                self.lock_outbox_rows(ids.iter().copied())?;
+                self.db.custom_plans()?;
+                let sql = "UPDATE outbox SET published_ms = u.at FROM unnest(?1::bigint[], ?2::bigint[]) AS u(uid, at)
+                    WHERE outbox.id = u.uid RETURNING outbox.id";
+                let cols = [Col::I64(ids.clone()), Col::I64(vec![now_ms; ids.len()])];
+                self.db.query_columns(sql, &cols, |_| Ok(()))?;
+                return Ok(());
+            }
+            let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
             self.db.execute_each("UPDATE outbox SET published_ms = ?2 WHERE id = ?1", &sets)?;
             Ok(())
         })

@@ -346,6 +346,9 @@ const STEPS: &[Step] = &[
     // 20: an alert row's version (issue #58, `decisions.md` §16 "One order"): one more at every
     // write of the row, carried by the change it sends the shards, which apply only a newer one.
     Step::both("ALTER TABLE alerts ADD COLUMN version {int} NOT NULL DEFAULT 1;"),
+    // 21: when the writer committed a firing's outbox row (issue #59: the storm's stages; null
+    // for rows written before, and for rows of other writers).
+    Step::both("ALTER TABLE outbox ADD COLUMN committed_ms {int};"),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -458,11 +461,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 20, PostgreSQL's 14
+    /// The versions released databases hold keep their meaning: SQLite's 21, PostgreSQL's 15
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (20, 14));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (21, 15));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -495,7 +498,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 14);
+        assert_eq!(s.schema_version().expect("version"), 15);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }
