@@ -187,11 +187,6 @@ impl InProcess {
         }
     }
 
-    /// True while `conn` is open.
-    pub fn is_open(&self, conn: ConnId) -> bool {
-        self.links.contains_key(&conn.0)
-    }
-
     /// A REST or control request (`http://host/path?query`, the host ignored): `(status, body)`,
     /// or `None` when the route is set to hang (`/sim/rest`) and never answers.
     pub fn request(&mut self, method: &str, url: &str, body: &str) -> Option<(u16, String)> {

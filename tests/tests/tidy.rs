@@ -359,6 +359,23 @@ fn a_constant_name_means_one_value_across_crates() {
     assert!(found.is_empty(), "one constant name, different values in different crates:\n{}", found.join("\n"));
 }
 
+/// What follows `fn ` when `line` (trimmed) declares a function, whatever its visibility
+/// (`pub`, `pub(crate)`, `pub(super)`, `pub(in …)`) and qualifiers (`const`, `async`, `unsafe`).
+fn fn_declared(line: &str) -> Option<&str> {
+    let mut rest = line;
+    if let Some(r) = rest.strip_prefix("pub") {
+        rest = match r.strip_prefix('(') {
+            Some(r) => r.split_once(')')?.1,
+            None => r,
+        };
+        rest = rest.strip_prefix(' ')?;
+    }
+    for q in ["const ", "async ", "unsafe "] {
+        rest = rest.strip_prefix(q).unwrap_or(rest);
+    }
+    rest.strip_prefix("fn ")
+}
+
 /// Functions of the engine and the runtime longer than the bound: (file, line, name, lines).
 fn long_functions() -> Vec<(String, usize, String, usize)> {
     let mut out = Vec::new();
@@ -367,10 +384,7 @@ fn long_functions() -> Vec<(String, usize, String, usize)> {
             let lines = code_lines(&p);
             for (i, l) in lines.iter().enumerate() {
                 let t = l.trim_start();
-                let decl = ["pub fn ", "pub(crate) fn ", "fn ", "pub async fn ", "pub(crate) async fn ", "async fn "]
-                    .iter()
-                    .find_map(|k| t.strip_prefix(k));
-                let Some(decl) = decl else { continue };
+                let Some(decl) = fn_declared(t) else { continue };
                 if l.trim_end().ends_with(';') {
                     continue;
                 }
@@ -388,6 +402,18 @@ fn long_functions() -> Vec<(String, usize, String, usize)> {
         }
     }
     out
+}
+
+#[test]
+fn a_function_is_found_whatever_its_visibility() {
+    for line in
+        ["fn a(", "pub fn a(", "pub(crate) fn a(", "pub(super) fn a(", "pub(in crate::x) async fn a(", "const fn a("]
+    {
+        assert_eq!(fn_declared(line), Some("a("), "{line}");
+    }
+    for line in ["fnord", "pub struct A", "// fn a(", "pub(crate) const A: u8 = 1;"] {
+        assert_eq!(fn_declared(line), None, "{line}");
+    }
 }
 
 #[test]
@@ -602,6 +628,122 @@ fn each_runtime_crate_depends_only_on_the_floors_below() {
         }
     }
     assert!(found.is_empty(), "a crate reaches up a floor:\n{}", found.join("\n"));
+}
+
+/// Every crate of the workspace, by folder.
+const WORKSPACE_CRATES: [&str; 14] = [
+    "engine",
+    "net/state",
+    "net/outbound",
+    "net/venue",
+    "net/store",
+    "net/delivery",
+    "net/shard",
+    "net/cluster",
+    "net",
+    "simvenue",
+    "tools",
+    "bench",
+    "tests",
+    "testkit",
+];
+
+/// The names a manifest's `section` (`[dependencies]`, `[dev-dependencies]`) declares.
+fn declared(manifest: &str, section: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == section;
+            continue;
+        }
+        let name = line.split(['.', '=', ' ']).next().unwrap_or("");
+        if inside && !name.is_empty() && !name.starts_with('#') {
+            out.push(name.to_owned());
+        }
+    }
+    out
+}
+
+/// Whether `text` uses the crate `name` (a path through it, a `use` of it or one of its macros).
+fn uses_crate(text: &str, name: &str) -> bool {
+    let c = name.replace('-', "_");
+    text.match_indices(&c).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = &text[at + c.len()..];
+        !before.is_some_and(|b| b.is_alphanumeric() || b == '_')
+            && (after.starts_with("::") || after.starts_with('!') || after.starts_with(';') || after.starts_with(" as"))
+    })
+}
+
+/// Issue #60: no crate declares a dependency it never uses (`cargo machete`'s rule, read from
+/// the sources): a product crate's `[dependencies]` are used by its `src` (or `build.rs`), its
+/// `[dev-dependencies]` by its tests or test modules; the test and benchmark crates' by any of
+/// their sources.
+#[test]
+fn every_declared_dependency_is_used() {
+    let mut unused = Vec::new();
+    for dir in WORKSPACE_CRATES {
+        let manifest = read(&root().join(dir).join("Cargo.toml"));
+        let text = |folders: &[&str]| -> String {
+            folders.iter().flat_map(|f| sources(&format!("{dir}/{f}"))).map(|p| read(&p)).collect()
+        };
+        let everything = text(&["src", "tests", "benches", "build.rs"]);
+        let product =
+            if ["tests", "bench", "testkit"].contains(&dir) { everything.clone() } else { text(&["src", "build.rs"]) };
+        for (section, used_in) in [("[dependencies]", &product), ("[dev-dependencies]", &everything)] {
+            for dep in declared(&manifest, section) {
+                if !uses_crate(used_in, &dep) {
+                    unused.push(format!("{dir}/Cargo.toml {section} {dep}"));
+                }
+            }
+        }
+    }
+    assert!(unused.is_empty(), "dependencies declared and never used:\n{}", unused.join("\n"));
+}
+
+/// ARCHITECTURE.md stays a map (issue #60: at most 40 000 bytes), and its dependency table
+/// (`| crate | used by | why |`) names every outside crate each workspace crate declares, with
+/// that crate among its users.
+#[test]
+fn the_map_is_short_and_names_every_dependency() {
+    let doc = read(&root().join("ARCHITECTURE.md"));
+    assert!(doc.len() <= 40_000, "ARCHITECTURE.md is {} bytes: keep the map within 40 000", doc.len());
+    let rows: Vec<(String, String)> = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("| crate | used by | why |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').collect();
+            (cells.get(1).unwrap_or(&"").to_string(), cells.get(2).unwrap_or(&"").to_string())
+        })
+        .collect();
+    let words = |cell: &str| -> Vec<String> {
+        cell.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut missing = Vec::new();
+    for dir in WORKSPACE_CRATES {
+        let manifest = read(&root().join(dir).join("Cargo.toml"));
+        let user = dir.rsplit('/').next().unwrap_or(dir);
+        let mut deps = declared(&manifest, "[dependencies]");
+        if ["bench", "tests"].contains(&dir) {
+            deps.extend(declared(&manifest, "[dev-dependencies]"));
+        }
+        for dep in deps.into_iter().filter(|d| d != "rampart" && !d.starts_with("rampart-")) {
+            let listed = rows.iter().any(|(krates, users)| {
+                words(krates).contains(&dep)
+                    && (users.contains("every runtime crate") || words(users).iter().any(|u| u == user))
+            });
+            if !listed {
+                missing.push(format!("{dep} (used by {dir})"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "ARCHITECTURE.md's dependency table leaves out:\n{}", missing.join("\n"));
 }
 
 #[test]

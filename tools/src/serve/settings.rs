@@ -82,17 +82,17 @@ fn stream_bounds(file: &FileConfig) -> Result<rampart_net::stream::Bounds> {
     Ok(b)
 }
 
-/// The settings of a `serve` run: flags over environment over file over defaults, each checked.
-pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
-    let file = load_file(&args.common)?;
-    let role = NodeRole::parse(args.role.as_deref(), args.partition.as_deref(), args.partitions)?;
-    if role != NodeRole::Single && (args.nats.is_none() || args.common.postgres.is_none()) {
-        bail!("--role market and --role api need --postgres and --nats: the cluster's database and NATS server");
-    }
-    let feed = args.feed.clone().or(file.feed.clone()).unwrap_or_else(|| "sim".to_owned());
-    if feed != "sim" && feed != "live" {
-        bail!("invalid feed '{feed}'. Allowed: sim, live");
-    }
+/// The threads a `serve` run is given, checked.
+struct Threads {
+    fronts: usize,
+    reuseport: bool,
+    shard_spin_us: u32,
+    shards: usize,
+}
+
+/// `--fronts`, `--accept`, `--shard-spin-us` and `--shards` over the file's, each checked; the
+/// defaults from the cores.
+fn threads(args: &ServeArgs, file: &FileConfig) -> Result<Threads> {
     let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
     let fronts = args.fronts.or(file.fronts).unwrap_or(default_fronts(cores)).max(1);
     if fronts > FRONTS_MAX {
@@ -113,6 +113,11 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if shards > 256 {
         bail!("--shards {shards} is more than 256");
     }
+    Ok(Threads { fronts, reuseport, shard_spin_us, shards })
+}
+
+/// The simulated market's pairs and step, checked.
+fn simulation(args: &ServeArgs, file: &FileConfig) -> Result<(usize, i64)> {
     let sim_step_ms = args.sim_step_ms.or(file.sim_step_ms).unwrap_or(SimConfig::default().step_interval_ms);
     if !(1..=600_000).contains(&sim_step_ms) {
         bail!("--sim-step-ms must be between 1 and 600000");
@@ -121,6 +126,51 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if !(1..=5_000).contains(&sim_pairs) {
         bail!("--sim-pairs must be between 1 and 5000");
     }
+    Ok((sim_pairs, sim_step_ms))
+}
+
+/// `--sim-delist SYMBOL@SECONDS`, each parsed.
+fn sim_delistings(given: &[String]) -> Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    for d in given {
+        let parsed = d.split_once('@').and_then(|(s, t)| Some((s.to_ascii_uppercase(), t.parse::<u64>().ok()?)));
+        match parsed {
+            Some(x) if !x.0.is_empty() => out.push(x),
+            _ => bail!("--sim-delist takes SYMBOL@SECONDS, not '{d}'"),
+        }
+    }
+    Ok(out)
+}
+
+/// On the live feed, each venue's settings from its file section, and whether every venue
+/// verifies its checksums; `None` on the simulated feed.
+fn live_venues(feed: &str, venues: &[Venue], file: &FileConfig) -> Result<(Option<Vec<VenueSettings>>, bool)> {
+    if feed != "live" {
+        return Ok((None, true));
+    }
+    let mut verify_checksums = true;
+    let mut out = Vec::with_capacity(venues.len());
+    for v in venues {
+        let section = file.venue_section(v.as_str()).map_err(|e| anyhow::anyhow!(e))?;
+        verify_checksums &= section.verify_checksum.unwrap_or(true);
+        out.push(section.settings(*v).map_err(|e| anyhow::anyhow!(e))?);
+    }
+    Ok((Some(out), verify_checksums))
+}
+
+/// The settings of a `serve` run: flags over environment over file over defaults, each checked.
+pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
+    let file = load_file(&args.common)?;
+    let role = NodeRole::parse(args.role.as_deref(), args.partition.as_deref(), args.partitions)?;
+    if role != NodeRole::Single && (args.nats.is_none() || args.common.postgres.is_none()) {
+        bail!("--role market and --role api need --postgres and --nats: the cluster's database and NATS server");
+    }
+    let feed = args.feed.clone().or(file.feed.clone()).unwrap_or_else(|| "sim".to_owned());
+    if feed != "sim" && feed != "live" {
+        bail!("invalid feed '{feed}'. Allowed: sim, live");
+    }
+    let Threads { fronts, reuseport, shard_spin_us, shards } = threads(&args, &file)?;
+    let (sim_pairs, sim_step_ms) = simulation(&args, &file)?;
     let unauthenticated_per_min =
         file.limits.unauthenticated_per_min.unwrap_or(rampart_net::api::limit::UNAUTH_PER_WINDOW);
     if !(1..=rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX).contains(&unauthenticated_per_min) {
@@ -137,28 +187,11 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if file.webhooks.allow_private {
         tracing::warn!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
     }
-    let mut sim_delist = Vec::new();
-    for d in &args.sim_delist {
-        let parsed = d.split_once('@').and_then(|(s, t)| Some((s.to_ascii_uppercase(), t.parse::<u64>().ok()?)));
-        match parsed {
-            Some(x) if !x.0.is_empty() => sim_delist.push(x),
-            _ => bail!("--sim-delist takes SYMBOL@SECONDS, not '{d}'"),
-        }
-    }
-    let venues =
-        parse_venues(&args.venues.or(file.venue_list()).unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()))?;
-    let mut verify_checksums = true;
-    let live = if feed == "live" {
-        let mut out = Vec::with_capacity(venues.len());
-        for v in &venues {
-            let section = file.venue_section(v.as_str()).map_err(|e| anyhow::anyhow!(e))?;
-            verify_checksums &= section.verify_checksum.unwrap_or(true);
-            out.push(section.settings(*v).map_err(|e| anyhow::anyhow!(e))?);
-        }
-        Some(out)
-    } else {
-        None
-    };
+    let sim_delist = sim_delistings(&args.sim_delist)?;
+    let venues = parse_venues(
+        &args.venues.clone().or(file.venue_list()).unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()),
+    )?;
+    let (live, verify_checksums) = live_venues(&feed, &venues, &file)?;
     Ok(ServeSettings {
         listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
         metrics_listen: args.metrics_listen.or(file.metrics.listen.clone()),

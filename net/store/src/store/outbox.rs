@@ -250,11 +250,6 @@ impl Store {
         Ok(accounts)
     }
 
-    /// The soonest time a pending delivery is due, if any.
-    pub fn next_delivery_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.db.query_one("SELECT MIN(next_attempt_ms) FROM outbox WHERE state = 'pending'", &[], |r| r.get(0))
-    }
-
     /// Records several attempts' outcomes in one transaction, each at its own time: delivered,
     /// rescheduled when `schedule` says when, or failed for good when it says never. For each
     /// outcome, in order, the time its delivery is due again when it was rescheduled. On an
