@@ -508,34 +508,40 @@ pub fn storage_creates(backend: Backend, clients: usize, creates: usize, group_m
     Summary::from_hist(&name, &hist, Some(rate))
 }
 
+/// A price alert of `account` on Binance's BTCUSDT above 1 (fired by any trade the benchmark
+/// records for it), with a webhook to `url`.
+fn webhook_alert(account: i64, repeat: bool, url: String) -> rampart_store::store::NewAlert {
+    rampart_store::store::NewAlert {
+        account_id: account,
+        exchange: rampart_engine::Venue::Binance,
+        symbol: "BTCUSDT".into(),
+        condition: Condition::Price { cross: Cross::Above, level: rampart_engine::Price(1) },
+        repeat,
+        note: String::new(),
+        webhook_url: Some(url),
+        created_price: 0,
+        created_ms: 0,
+        expires_ms: None,
+        cooldown_s: 0,
+        max_fires: None,
+        message: None,
+        webhook_format: rampart_store::store::WebhookFormat::Json,
+    }
+}
+
 /// Issue #59: the writer's commit of a storm's firings, `batch` at a time: `firings` one-shot
 /// alerts with webhooks (made beforehand) recorded through `Store::record_firings` (each alert's
 /// count and status, its inbox entry, its outbox row, in one transaction per batch). Latency is
 /// per commit; the rate is firings per second of the whole run.
 pub fn firing_commits(backend: Backend, batch: usize, firings: usize) -> Summary {
-    use rampart_store::store::{FiringRecord, NewAlert};
+    use rampart_store::store::FiringRecord;
     let (at, dir) = bench_store(backend, &format!("firings-{batch}"));
     let mut store = at.open().expect("store").for_background().expect("tuned");
     let account = store.create_account_with_key("developer", None, 0).expect("account").account_id;
     store.begin_group().expect("a group");
     let ids: Vec<i64> = (0..firings)
         .map(|i| {
-            let new = NewAlert {
-                account_id: account,
-                exchange: rampart_engine::Venue::Binance,
-                symbol: "BTCUSDT".into(),
-                condition: Condition::Price { cross: Cross::Above, level: rampart_engine::Price(1) },
-                repeat: false,
-                note: String::new(),
-                webhook_url: Some(format!("http://127.0.0.1:9/a/{}", i + 1)),
-                created_price: 0,
-                created_ms: 0,
-                expires_ms: None,
-                cooldown_s: 0,
-                max_fires: None,
-                message: None,
-                webhook_format: rampart_store::store::WebhookFormat::Json,
-            };
+            let new = webhook_alert(account, false, format!("http://127.0.0.1:9/a/{}", i + 1));
             store.insert_alert(&new).expect("alert").id
         })
         .collect();
@@ -567,7 +573,7 @@ pub fn firing_commits(backend: Backend, batch: usize, firings: usize) -> Summary
 pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
     use rampart_delivery::{Delivery, DeliveryConfig};
     use rampart_state::clock::SystemClock;
-    use rampart_store::store::{FiringRecord, NewAlert};
+    use rampart_store::store::FiringRecord;
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader, Read, Write};
     use std::sync::Mutex;
@@ -629,22 +635,7 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
     for i in 0..firings {
         let port = if i % 100 == 99 { ports[hosts] } else { ports[i % hosts] };
         let row = store
-            .insert_alert(&NewAlert {
-                account_id: account,
-                exchange: rampart_engine::Venue::Binance,
-                symbol: "BTCUSDT".into(),
-                condition: Condition::Price { cross: Cross::Above, level: rampart_engine::Price(1) },
-                repeat: true,
-                note: String::new(),
-                webhook_url: Some(format!("http://127.0.0.1:{port}/a/{}", i + 1)),
-                created_price: 0,
-                created_ms: 0,
-                expires_ms: None,
-                cooldown_s: 0,
-                max_fires: None,
-                message: None,
-                webhook_format: rampart_store::store::WebhookFormat::Json,
-            })
+            .insert_alert(&webhook_alert(account, true, format!("http://127.0.0.1:{port}/a/{}", i + 1)))
             .expect("alert");
         ids.push(row.id);
     }
