@@ -362,6 +362,8 @@ fn extremes(s: &Series<'_>, now_ms: i64, raw: &mut Vec<Level>) {
 
 /// Computes the level set of one book from its candle series at `now_ms`, with the current
 /// price `price`, into `out`.
+// Long: the level computation's steps in the order `docs/design/levels-and-walls.md` gives them,
+// over one scratch; each step is a few lines that share the candidates being built.
 pub fn compute(series: &[Series<'_>], now_ms: i64, price: Price, scratch: &mut LevelScratch, out: &mut LevelSet) {
     let LevelScratch { raw, suffix, zones, minors, order } = scratch;
     raw.clear();

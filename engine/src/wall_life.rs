@@ -47,6 +47,13 @@ pub enum Gone {
     Pulled,
 }
 
+impl Gone {
+    /// Its name in the API (a `wall.gone` event's and a wall alert's `reason`).
+    pub fn as_str(self) -> &'static str {
+        WallOutcome::from(self).as_str()
+    }
+}
+
 /// Where a wall of the history stands.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum WallOutcome {

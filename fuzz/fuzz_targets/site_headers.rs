@@ -1,5 +1,5 @@
 //! Fuzzes the small readers of site client bytes: `Last-Event-ID`
-//! (`rampart_net::api::front::site::session::last_event_id`) and the Telegram chat id an account sets
+//! (`rampart_net::api::front::session::last_event_id`) and the Telegram chat id an account sets
 //! (`rampart_delivery::telegram::is_chat_id`), with the `sendMessage` body made from an
 //! accepted one: never a panic, an id is never negative, and an accepted chat id always makes a
 //! JSON body that carries it back.
@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use rampart_delivery::telegram::is_chat_id;
 use rampart_store::text::telegram::message_body;
-use rampart_net::api::front::site::session::last_event_id;
+use rampart_net::api::front::session::last_event_id;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(id) = last_event_id(data) {

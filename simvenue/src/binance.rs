@@ -129,6 +129,8 @@ fn reply_error(st: &State, id: u64, code: i64, msg: &str, req_id: Option<&str>) 
 }
 
 /// Handles one text message of connection `id`.
+// Long: one `match` over Binance's request methods (subscribe, unsubscribe, list, properties, the
+// faults), each arm a few lines; a test tool's protocol table.
 pub(crate) fn on_text(shared: &Shared, id: u64, text: &str) -> Option<Kill> {
     let mut st = shared.lock();
     let v: serde_json::Value = match serde_json::from_str(text) {

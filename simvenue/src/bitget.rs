@@ -13,6 +13,7 @@
 use std::fmt::Write as _;
 
 use rampart_engine::candle::{Candle, Timeframe};
+use rampart_engine::feed::intervals::{rest_timeframe, ws_channel, ws_timeframe};
 use rampart_engine::Venue;
 
 use super::market::{bar_volume, bars, BookState, Change, Kill, Sides, State, Topic, TradeRec};
@@ -39,41 +40,6 @@ pub(crate) fn error(status: u16, code: &str, msg: &str) -> Reply {
 
 fn ok(data: &str) -> Reply {
     Reply::ok(format!("{{\"code\":\"00000\",\"msg\":\"success\",\"requestTime\":{},\"data\":{data}}}", now_ms()))
-}
-
-fn granularity_of(s: &str) -> Option<Timeframe> {
-    Some(match s {
-        "5min" => Timeframe::M5,
-        "15min" => Timeframe::M15,
-        "1h" => Timeframe::H1,
-        "4h" => Timeframe::H4,
-        "1Dutc" => Timeframe::D1,
-        "1Wutc" => Timeframe::W1,
-        _ => return None,
-    })
-}
-
-fn channel_of(s: &str) -> Option<Timeframe> {
-    Some(match s {
-        "candle5m" => Timeframe::M5,
-        "candle15m" => Timeframe::M15,
-        "candle1H" => Timeframe::H1,
-        "candle4H" => Timeframe::H4,
-        "candle1Dutc" => Timeframe::D1,
-        "candle1Wutc" => Timeframe::W1,
-        _ => return None,
-    })
-}
-
-fn channel_name(tf: Timeframe) -> &'static str {
-    match tf {
-        Timeframe::M5 => "candle5m",
-        Timeframe::M15 => "candle15m",
-        Timeframe::H1 => "candle1H",
-        Timeframe::H4 => "candle4H",
-        Timeframe::D1 => "candle1Dutc",
-        Timeframe::W1 => "candle1Wutc",
-    }
 }
 
 /// Answers a Bitget REST route.
@@ -123,7 +89,7 @@ fn candles(shared: &Shared, q: &[(String, String)], history: bool) -> Reply {
     let Some(symbol) = param(q, "symbol").filter(|s| !s.is_empty()) else {
         return error(400, "400172", "Parameter verification failed: symbol is required");
     };
-    let Some(tf) = param(q, "granularity").and_then(granularity_of) else {
+    let Some(tf) = param(q, "granularity").and_then(|s| rest_timeframe(Venue::Bitget, s)) else {
         return error(400, "400172", "Parameter verification failed: granularity (5min, 15min, 1h, 4h, 1Dutc, 1Wutc)");
     };
     let max = if history { HISTORY_LIMIT_MAX } else { CANDLES_LIMIT_MAX };
@@ -187,7 +153,7 @@ pub(crate) fn candle_push(book: &BookState, tf: Timeframe, rows: &[Candle], snap
     let mut out = format!(
         "{{\"action\":\"{}\",\"arg\":{},\"data\":[",
         if snapshot { "snapshot" } else { "update" },
-        arg(book, channel_name(tf))
+        arg(book, ws_channel(tf))
     );
     for (i, c) in rows.iter().enumerate() {
         if i > 0 {
@@ -345,7 +311,7 @@ pub(crate) fn on_text(shared: &Shared, id: u64, text: &str) -> Option<Kill> {
         let topic = match channel {
             "books" => Topic::BitgetBooks(book_id),
             "trade" => Topic::BitgetTrade(book_id),
-            c => match channel_of(c) {
+            c => match ws_timeframe(c) {
                 Some(tf) => Topic::BitgetCandle(book_id, tf),
                 None => {
                     error(&st, Some(a), op, 30001, &missing);

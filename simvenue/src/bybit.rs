@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 
 use rampart_engine::book::Level;
-use rampart_engine::candle::Timeframe;
+use rampart_engine::feed::intervals::rest_timeframe;
 use rampart_engine::Venue;
 
 use super::market::{bar_volume, bars, BookState, BybitView, Kill, State, Topic, TradeRec, BYBIT_DEPTH1_REPEAT_MS};
@@ -47,18 +47,6 @@ fn ok(result: &str) -> Reply {
         "{{\"retCode\":0,\"retMsg\":\"OK\",\"result\":{result},\"retExtInfo\":{{}},\"time\":{}}}",
         now_ms()
     ))
-}
-
-fn interval_of(s: &str) -> Option<Timeframe> {
-    Some(match s {
-        "5" => Timeframe::M5,
-        "15" => Timeframe::M15,
-        "60" => Timeframe::H1,
-        "240" => Timeframe::H4,
-        "D" => Timeframe::D1,
-        "W" => Timeframe::W1,
-        _ => return None,
-    })
 }
 
 /// Answers a Bybit REST route.
@@ -123,7 +111,7 @@ fn kline(shared: &Shared, q: &[(String, String)]) -> Reply {
     let Some(symbol) = param(q, "symbol").filter(|s| !s.is_empty()) else {
         return error(400, 10001, "params error: symbol is required");
     };
-    let Some(tf) = param(q, "interval").and_then(interval_of) else {
+    let Some(tf) = param(q, "interval").and_then(|s| rest_timeframe(Venue::Bybit, s)) else {
         return error(400, 10001, "params error: interval invalid (5, 15, 60, 240, D, W)");
     };
     let limit = match int_param(q, "limit") {

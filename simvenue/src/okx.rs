@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 
 use rampart_engine::book::Level;
 use rampart_engine::candle::{Candle, Timeframe};
+use rampart_engine::feed::intervals::{rest_timeframe, ws_channel, ws_timeframe};
 use rampart_engine::feed::okx::{book_checksum, CHECKSUM_LEVELS};
 use rampart_engine::Venue;
 
@@ -45,29 +46,6 @@ fn find_inst(st: &State, inst: &str) -> Option<usize> {
     let b = st.find_listed(Venue::Okx, &format!("{base}{quote}"))?;
     let book = &st.books[b];
     (book.base == base && book.quote == quote).then_some(b)
-}
-
-fn bar_of(s: &str) -> Option<Timeframe> {
-    Some(match s {
-        "5m" => Timeframe::M5,
-        "15m" => Timeframe::M15,
-        "1H" => Timeframe::H1,
-        "4H" => Timeframe::H4,
-        "1Dutc" => Timeframe::D1,
-        "1Wutc" => Timeframe::W1,
-        _ => return None,
-    })
-}
-
-fn bar_name(tf: Timeframe) -> &'static str {
-    match tf {
-        Timeframe::M5 => "5m",
-        Timeframe::M15 => "15m",
-        Timeframe::H1 => "1H",
-        Timeframe::H4 => "4H",
-        Timeframe::D1 => "1Dutc",
-        Timeframe::W1 => "1Wutc",
-    }
 }
 
 /// Answers an OKX REST route.
@@ -125,7 +103,7 @@ fn candles(shared: &Shared, q: &[(String, String)]) -> Reply {
     let Some(inst) = param(q, "instId").filter(|s| !s.is_empty()) else {
         return error(400, "50014", "Parameter instId can not be empty.");
     };
-    let Some(tf) = bar_of(param(q, "bar").unwrap_or("1m")) else {
+    let Some(tf) = rest_timeframe(Venue::Okx, param(q, "bar").unwrap_or("1m")) else {
         return error(400, "51000", "Parameter bar error (5m, 15m, 1H, 4H, 1Dutc, 1Wutc)");
     };
     let limit = match int_param(q, "limit") {
@@ -179,7 +157,7 @@ fn push_row(out: &mut String, book: &BookState, tf: Timeframe, c: &Candle, confi
 /// A `candle{bar}` push of one bar.
 pub(crate) fn candle_push(book: &BookState, tf: Timeframe, bar: &Candle, confirmed: bool) -> String {
     let mut out =
-        format!("{{\"arg\":{{\"channel\":\"candle{}\",\"instId\":\"{}\"}},\"data\":[", bar_name(tf), inst_id(book));
+        format!("{{\"arg\":{{\"channel\":\"{}\",\"instId\":\"{}\"}},\"data\":[", ws_channel(tf), inst_id(book));
     push_row(&mut out, book, tf, bar, confirmed);
     out.push_str("]}");
     out
@@ -444,7 +422,7 @@ pub(crate) fn on_text(shared: &Shared, id: u64, endpoint: Endpoint, text: &str) 
             )
         };
         let business = endpoint == Endpoint::OkxBusiness;
-        let candle = channel.strip_prefix("candle").and_then(bar_of);
+        let candle = ws_timeframe(channel);
         let known = matches!(channel, "books" | "books5" | "trades") || candle.is_some();
         if !known {
             event_error(&st, id, req_id, "60018", &wrong_url());

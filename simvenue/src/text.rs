@@ -89,54 +89,12 @@ pub(crate) fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
         Some((i, _)) => &q[..i],
         None => q,
     };
-    q.split('&')
-        .filter(|p| !p.is_empty())
-        .take(QUERY_PARAMS_MAX)
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
+    form_urlencoded::parse(q.as_bytes()).take(QUERY_PARAMS_MAX).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
 /// The first value of `key` in decoded query pairs.
 pub(crate) fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
     pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                let hex = b
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(v) => {
-                        out.push(v);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A non-negative integer parameter: `Ok(None)` when absent, `Err` when present and not a

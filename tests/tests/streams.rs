@@ -384,15 +384,72 @@ fn a_level_broken_by_a_trade_is_pushed_before_rest_shows_it_gone() {
     assert!(still.iter().all(|l| l["price"] != resistance["price"]), "REST shows it gone too");
 }
 
+/// Creates a wall alert on BTCUSDT for `event` on `direction`'s walls (any distance up to 50 %).
+fn wall_alert(server: &Server, event: &str, direction: &str) -> Value {
+    let body = json!({"type":"wall","symbol":"BTCUSDT","exchange":"binance","event":event,"direction":direction,"max_dist_pct":50});
+    let reply = server.request("POST", "/v1/alerts", Some(&format!("Bearer {}", server.key)), Some(&body.to_string()));
+    reply.ok("a wall alert")["data"]["id"].clone()
+}
+
+/// The wall history's entry of the wall at `price` on `side` once it reads `outcome` (20 s at most).
+fn history_entry(server: &Server, side: &str, price: &str, outcome: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let data = server.get_authed("/v1/walls/BTCUSDT/history").ok("history")["data"].clone();
+        let entries = data.as_array().cloned().unwrap_or_default();
+        let at = |w: &&Value| w["side"] == side && w["price"].as_f64() == price.parse::<f64>().ok();
+        if let Some(w) = entries.iter().find(at).filter(|w| w["outcome"] != "open") {
+            assert_eq!(w["outcome"], outcome, "{w}");
+            return w.clone();
+        }
+        assert!(Instant::now() < deadline, "no ended {side} at {price} in the history after 20 s: {data}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The wall of alert `id`'s one firing, from the inbox (10 s at most).
+fn fired_wall(server: &Server, id: &Value) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let inbox = server.get_authed("/v1/inbox").ok("inbox")["data"].clone();
+        let mine: Vec<Value> =
+            inbox.as_array().into_iter().flatten().filter(|e| e["alertId"] == *id).cloned().collect();
+        if let Some(e) = mine.first() {
+            assert_eq!(mine.len(), 1, "fired once: {mine:?}");
+            return e["event"]["trigger"]["wall"].clone();
+        }
+        assert!(Instant::now() < deadline, "alert {id}: no firing in 10 s: {inbox}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The stream's `wall.gone`, the history's entry and the alert's firing say the same of the wall
+/// at `price` on `side`: `outcome`, and the same lifetime.
+fn the_same_everywhere(server: &Server, gone: &Value, alert: &Value, side: &str, price: &str, outcome: &str) {
+    assert_eq!(gone["data"]["reason"], outcome, "the stream: {gone}");
+    let entry = history_entry(server, side, price, outcome);
+    let fired = fired_wall(server, alert);
+    assert_eq!((&fired["reason"], &fired["price"]), (&json!(outcome), &entry["price"]), "the alert: {fired}");
+    let stood_ms = entry["lastSeen"].as_i64().unwrap_or(0) - entry["firstSeen"].as_i64().unwrap_or(0);
+    assert_eq!(gone["data"]["lifetimeS"], json!(stood_ms / 1000), "the stream's lifetime: {gone} {entry}");
+    // The alert's lifetime is the wall's age at the last scan that saw it, in whole seconds.
+    let alert_s = fired["lifetimeS"].as_i64().expect("lifetimeS");
+    assert!((alert_s - stood_ms / 1000).abs() <= 1, "the alert's lifetime: {fired} {entry}");
+}
+
 #[test]
-fn walls_appear_then_go_pulled_or_filled() {
+fn a_wall_goes_the_same_way_on_the_stream_in_the_history_and_in_its_alerts() {
     let (sim, server) = live();
+    let (pulled, filled) = (wall_alert(&server, "pulled", "bid"), wall_alert(&server, "filled", "ask"));
     let mut ws = subscribed(&server, "walls:binance:BTCUSDT");
     let snap = wait_for(&mut ws, Duration::from_secs(5), |m| m["channel"] == "walls:binance:BTCUSDT");
     assert_eq!((&snap["type"], &snap["data"]["symbol"]), (&json!("snapshot"), &json!("BTCUSDT")));
     assert!(snap["data"]["snapshot"]["walls"].is_array(), "{snap}");
     let truth = sim.get("book?venue=binance&symbol=BTCUSDT");
-    let size = |side: &str| -> f64 { truth[side][3][1].as_str().and_then(|s| s.parse().ok()).expect("a true size") };
+    let level =
+        |side: &str, i: usize| -> f64 { truth[side][i][1].as_str().and_then(|s| s.parse().ok()).expect("a true size") };
+    let best = |side: &str| -> f64 { truth[side][0][0].as_str().and_then(|s| s.parse().ok()).expect("a true price") };
+    let mid = format!("{:.2}", (best("bids") + best("asks")) / 2.0);
     let mut seq = snap["seq"].as_i64().expect("seq");
     let mut next_event = |ws: &mut Ws, kind: &str, price: &str| -> Value {
         let m = wait_for(ws, Duration::from_secs(20), |m| {
@@ -404,22 +461,33 @@ fn walls_appear_then_go_pulled_or_filled() {
         seq = m["seq"].as_i64().unwrap_or(seq);
         m
     };
+    let trade = |price: &str| sim.control("trade", &json!({"venue":"binance","symbol":"BTCUSDT","price":price}));
     // A bid far below the price, placed and removed with no trade near it: pulled.
-    let placed = sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"bid","depth":5,"qty":format!("{}", (size("bids") * 300.0).ceil())}));
+    let qty = format!("{}", (level("bids", 3) * 300.0).ceil());
+    let placed = sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"bid","depth":5,"qty":qty}));
     let bid = placed["price"].as_str().expect("placed price").to_owned();
     next_event(&mut ws, "wall.appeared", &bid);
     sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"bid","price":bid,"qty":"0"}));
     let gone = next_event(&mut ws, "wall.gone", &bid);
-    assert_eq!(gone["data"]["reason"], "pulled", "{gone}");
-    // An ask that a trade reaches before it goes: filled.
-    let placed = sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"ask","depth":5,"qty":format!("{}", (size("asks") * 300.0).ceil())}));
+    the_same_everywhere(&server, &gone, &pulled, "bid", &bid, "pulled");
+    // An ask traded at while it stood, then removed: filled. A trade above where it will stand
+    // comes first (so the one at the ask moves no trade watermark) and the price is back at the
+    // mid at once each time, so only the book's own trades say it was reached: the stream's
+    // reading of the watermarks between its looks, before, could call such a wall `pulled`.
+    let beyond = truth["asks"][8][0].as_str().and_then(|s| s.parse::<f64>().ok()).expect("a true price");
+    trade(&format!("{beyond:.2}"));
+    trade(&mid);
+    let qty = format!("{}", (level("asks", 3) * 300.0).ceil());
+    let placed = sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"ask","depth":5,"qty":qty}));
     let ask = placed["price"].as_str().expect("placed price").to_owned();
+    assert!(ask.parse::<f64>().is_ok_and(|a| a < beyond), "{ask} below {beyond}");
     next_event(&mut ws, "wall.appeared", &ask);
-    sim.control("trade", &json!({"venue":"binance","symbol":"BTCUSDT","price":ask}));
+    trade(&ask);
+    trade(&mid);
     std::thread::sleep(Duration::from_millis(300));
     sim.control("level", &json!({"venue":"binance","symbol":"BTCUSDT","side":"ask","price":ask,"qty":"0"}));
     let gone = next_event(&mut ws, "wall.gone", &ask);
-    assert_eq!(gone["data"]["reason"], "filled", "{gone}");
+    the_same_everywhere(&server, &gone, &filled, "ask", &ask, "filled");
 }
 
 /// Opens `GET /v1/stream?<query>` as server-sent events; the status line and headers, and the

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Lines a function of the engine or the runtime may span without a written reason.
-const FUNCTION_LINES_MAX: usize = 100;
+const FUNCTION_LINES_MAX: usize = 70;
 /// The marker of a written reason, in a comment within the five lines above a long function.
 const LONG_REASON: &str = "Long:";
 

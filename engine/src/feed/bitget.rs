@@ -54,8 +54,8 @@
 use super::arg_data::{side, walk, ArgData, Buffers, ChannelKind, Walked};
 use super::checksum::{text_level, Check, TextBook, TextSpan};
 use super::{
-    array_at, int, int_or_string, ms, plain_str, str_field, string_ms, string_uint, taker_sell, uint, DecodeError,
-    Elements, KeyHints, KeySet, Row, Span,
+    array_at, int, int_or_string, ms, plain_str, str_field, string_ms, string_uint, taker_sell, uint, DecodeBuffers,
+    DecodeError, Elements, KeySet, Row, Span,
 };
 use crate::book::{Book, Side};
 use crate::fixed::{Price, Qty};
@@ -288,12 +288,7 @@ pub enum Message<'a> {
 /// Decodes Bitget v2 public messages into borrowed values, reusing its level and trade buffers.
 #[derive(Clone, Debug)]
 pub struct BitgetDecoder {
-    levels_max: usize,
-    trades_max: usize,
-    bids: Vec<BitgetLevel>,
-    asks: Vec<BitgetLevel>,
-    trades: Vec<BitgetTrade>,
-    hints: KeyHints,
+    buffers: DecodeBuffers<BitgetLevel, BitgetTrade>,
 }
 
 impl BitgetDecoder {
@@ -303,34 +298,29 @@ impl BitgetDecoder {
     /// `asks`, or `data` for trades). Use [`BOOKS_LEVELS_PER_SIDE_MAX`] for `books` and
     /// [`TRADES_PER_PUSH_MAX`] for `trade`.
     pub fn new(levels_max: usize, trades_max: usize) -> BitgetDecoder {
-        assert!(levels_max > 0 && trades_max > 0, "a decoder must hold at least one level and one trade");
-        BitgetDecoder {
-            levels_max,
-            trades_max,
-            bids: Vec::with_capacity(levels_max),
-            asks: Vec::with_capacity(levels_max),
-            trades: Vec::with_capacity(trades_max),
-            hints: KeyHints::default(),
-        }
+        BitgetDecoder { buffers: DecodeBuffers::new(levels_max, trades_max) }
     }
 
     /// The per-side level bound.
     pub fn levels_max(&self) -> usize {
-        self.levels_max
+        self.buffers.levels_max
     }
 
     /// The per-push trade bound.
     pub fn trades_max(&self) -> usize {
-        self.trades_max
+        self.buffers.trades_max
     }
 
     /// Decodes the bytes of one text message. Never allocates and never panics; malformed
     /// input, truncated input and missing or mistyped fields are errors.
+    // Long: one pass over the frame, then one `match` over the message kinds it may be, each arm a
+    // few lines; split, every piece would take the decoder's borrowed buffers and the walk's state
+    // (hot path, no allocation).
     pub fn decode<'a>(&'a mut self, frame: &'a [u8]) -> Result<Message<'a>, DecodeError> {
         if frame == b"pong" {
             return Ok(Message::Pong);
         }
-        let BitgetDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
+        let DecodeBuffers { levels_max, trades_max, bids, asks, trades, hints } = &mut self.buffers;
         let buffers = Buffers { levels_max: *levels_max, trades_max: *trades_max, bids, asks, trades };
         let mut walked = Walked::<Wire, { KEYS.len() }>::new(frame);
         walk(&mut walked, buffers, hints)?;

@@ -34,7 +34,7 @@
 
 use super::{
     level, object_start, parse_levels, plain_str, price, qty, read_levels, read_nested, read_objects, str_raw, uint,
-    walk_keyed, Cursor, DecodeError, Deferred, JsonError, JsonErrorKind, KeyHints, KeySet, Nested, Span,
+    walk_keyed, Cursor, DecodeBuffers, DecodeError, Deferred, JsonError, JsonErrorKind, KeyHints, KeySet, Nested, Span,
 };
 use crate::book::{Book, Level, Side};
 use crate::fixed::{Price, Qty};
@@ -240,12 +240,7 @@ pub enum Message<'a> {
 /// Decodes Bybit v5 spot public messages into borrowed values, reusing its buffers.
 #[derive(Clone, Debug)]
 pub struct BybitDecoder {
-    levels_max: usize,
-    trades_max: usize,
-    bids: Vec<Level>,
-    asks: Vec<Level>,
-    trades: Vec<RawTrade>,
-    hints: KeyHints,
+    buffers: DecodeBuffers<Level, RawTrade>,
 }
 
 impl BybitDecoder {
@@ -255,31 +250,23 @@ impl BybitDecoder {
     /// `"data"` for trades). Use [`BOOK_LEVELS_PER_SIDE_MAX`] and [`TRADES_PER_MESSAGE_MAX`] to
     /// accept everything the venue documents, or the subscribed depth.
     pub fn new(levels_max: usize, trades_max: usize) -> BybitDecoder {
-        assert!(levels_max > 0 && trades_max > 0, "a decoder must hold at least one level and one trade");
-        BybitDecoder {
-            levels_max,
-            trades_max,
-            bids: Vec::with_capacity(levels_max),
-            asks: Vec::with_capacity(levels_max),
-            trades: Vec::with_capacity(trades_max),
-            hints: KeyHints::default(),
-        }
+        BybitDecoder { buffers: DecodeBuffers::new(levels_max, trades_max) }
     }
 
     /// The per-side level bound.
     pub fn levels_max(&self) -> usize {
-        self.levels_max
+        self.buffers.levels_max
     }
 
     /// The per-message trade bound.
     pub fn trades_max(&self) -> usize {
-        self.trades_max
+        self.buffers.trades_max
     }
 
     /// Decodes the bytes of one message. Never allocates and never panics; malformed input,
     /// truncated input and missing or mistyped fields are errors.
     pub fn decode<'a>(&'a mut self, frame: &'a [u8]) -> Result<Message<'a>, DecodeError> {
-        let BybitDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
+        let DecodeBuffers { levels_max, trades_max, bids, asks, trades, hints } = &mut self.buffers;
         bids.clear();
         asks.clear();
         trades.clear();

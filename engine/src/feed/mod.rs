@@ -32,10 +32,12 @@
 //! - [`bybit`]: Bybit v5 spot frames and the snapshot-plus-delta book sync of venues.md §2.2.
 //! - [`okx`]: OKX v5 frames and the `seqId`/`prevSeqId` book sync of venues.md §3.2.
 //! - [`bitget`]: Bitget v2 spot frames and the `seq`/`pseq` book sync of venues.md §4.2.
+//! - [`intervals`]: each venue's names for the candle timeframes (REST and WebSocket).
 //! - [`checksum`]: the CRC-32 book checksum OKX and Bitget share (venues.md §3.3) and the store of
 //!   the venue's level text it is computed over.
 //!
-//! What the decoders share, crate-private, one file each: `error` (the errors, and the
+//! What the decoders share, crate-private, one file each: `buffers` (the level and trade buffers
+//! and key hints a decoder holds), `error` (the errors, and the
 //! `Deferred` ones), `cursor` (the scanner and its walks over members and elements), `fields`
 //! (an object's known keys on the general path), `keys` (`key_table!`, the key sets and the
 //! hints that predict the next key), `nested` (nested objects and arrays of objects read in the
@@ -45,6 +47,7 @@
 #[macro_use]
 mod keys;
 
+mod buffers;
 mod cursor;
 mod error;
 mod fields;
@@ -57,12 +60,14 @@ pub mod binance;
 pub mod bitget;
 pub mod bybit;
 pub mod checksum;
+pub mod intervals;
 pub mod okx;
 
 pub use cursor::NESTING_MAX;
 pub use error::{DecodeError, JsonError, JsonErrorKind};
 
 // What the venue modules read through `super::`.
+pub(crate) use buffers::DecodeBuffers;
 pub(crate) use cursor::{array_at, object_start, Cursor, Elements, Span};
 pub(crate) use error::Deferred;
 pub(crate) use fields::Fields;

@@ -36,7 +36,8 @@
 use super::arg_data::{side, walk, ArgData, Buffers, ChannelKind, Walked};
 use super::checksum::{text_level, Check, TextBook};
 use super::{
-    int, int_or_string, plain_str, str_field, string_ms, string_uint, taker_sell, DecodeError, KeyHints, KeySet, Row,
+    int, int_or_string, plain_str, str_field, string_ms, string_uint, taker_sell, DecodeBuffers, DecodeError, KeySet,
+    Row,
 };
 use crate::book::{Book, Side};
 use crate::fixed::{Price, Qty};
@@ -235,12 +236,7 @@ impl CanonicalSymbol {
 /// Decodes OKX v5 public messages into borrowed values, reusing its level and trade buffers.
 #[derive(Clone, Debug)]
 pub struct OkxDecoder {
-    levels_max: usize,
-    trades_max: usize,
-    bids: Vec<OkxLevel>,
-    asks: Vec<OkxLevel>,
-    trades: Vec<OkxTrade>,
-    hints: KeyHints,
+    buffers: DecodeBuffers<OkxLevel, OkxTrade>,
 }
 
 impl OkxDecoder {
@@ -249,34 +245,29 @@ impl OkxDecoder {
     /// At either bound a message is refused with [`DecodeError::TooManyLevels`] (on `bids`,
     /// `asks`, or `data` for trades). Use [`BOOKS_LEVELS_PER_SIDE_MAX`] for `books`.
     pub fn new(levels_max: usize, trades_max: usize) -> OkxDecoder {
-        assert!(levels_max > 0 && trades_max > 0, "a decoder must hold at least one level and one trade");
-        OkxDecoder {
-            levels_max,
-            trades_max,
-            bids: Vec::with_capacity(levels_max),
-            asks: Vec::with_capacity(levels_max),
-            trades: Vec::with_capacity(trades_max),
-            hints: KeyHints::default(),
-        }
+        OkxDecoder { buffers: DecodeBuffers::new(levels_max, trades_max) }
     }
 
     /// The per-side level bound.
     pub fn levels_max(&self) -> usize {
-        self.levels_max
+        self.buffers.levels_max
     }
 
     /// The per-push trade bound.
     pub fn trades_max(&self) -> usize {
-        self.trades_max
+        self.buffers.trades_max
     }
 
     /// Decodes the bytes of one text message. Never allocates and never panics; malformed
     /// input, truncated input and missing or mistyped fields are errors.
+    // Long: one pass over the frame, then one `match` over the message kinds it may be, each arm a
+    // few lines; split, every piece would take the decoder's borrowed buffers and the walk's state
+    // (hot path, no allocation).
     pub fn decode<'a>(&'a mut self, frame: &'a [u8]) -> Result<Message<'a>, DecodeError> {
         if frame.trim_ascii() == b"pong" {
             return Ok(Message::Pong);
         }
-        let OkxDecoder { levels_max, trades_max, bids, asks, trades, hints } = self;
+        let DecodeBuffers { levels_max, trades_max, bids, asks, trades, hints } = &mut self.buffers;
         let buffers = Buffers { levels_max: *levels_max, trades_max: *trades_max, bids, asks, trades };
         let mut walked = Walked::<Wire, { KEYS.len() }>::new(frame);
         walk(&mut walked, buffers, hints)?;

@@ -121,6 +121,8 @@ impl DeliveryWorker {
     }
 }
 
+// Long: the worker's one loop: pull a batch, read its rows, attempt, record, in that order each
+// round.
 async fn run(
     store: Store,
     url: &str,

@@ -518,6 +518,8 @@ fn outcome_label(result: &AttemptResult) -> &'static str {
     }
 }
 
+// Long: the sender's one loop: recording outcomes, scanning the due rows, starting attempts and
+// waiting, in that order each round, over state the loop owns.
 async fn run(
     store: Store,
     config: DeliveryConfig,

@@ -37,10 +37,12 @@ pub mod live;
 pub mod nudge;
 #[cfg(test)]
 mod simulation;
+mod spread;
 mod universe;
 pub mod versions;
 
 pub use alerts::ShardAlerts;
+use spread::Spread;
 pub use universe::StartAlerts;
 
 /// Pairs stepped by the simulator per loop round; bounds the work between two polls.
@@ -216,6 +218,8 @@ impl ShardSet {
 
     /// Starts one pinned executor per shard: its queues, its books (with their alerts) in a new
     /// `Market`, and the shard's life given by `make(index)`.
+    // Long: the wiring of one pinned executor per shard, in the order the queues and books must be
+    // made; nothing in it decides anything.
     fn start_each<F, Fut>(
         config: &ShardConfig,
         registry: &Arc<Registry>,
@@ -379,12 +383,13 @@ pub(crate) struct Shard {
     applied: u64,
     level_scratch: LevelScratch,
     level_bars: [Vec<Candle>; 5],
+    /// When the spread periodic work (levels, walls, metrics) counts from.
     levels_epoch_ms: i64,
-    levels_done: u64,
+    levels_spread: Spread,
     wall_scratch: WallScratch,
     wall_out: Vec<Wall>,
-    walls_done: u64,
-    metrics_done: u64,
+    walls_spread: Spread,
+    metrics_spread: Spread,
     /// Per local book: the book whose last price converts its quote to USD (`None` for USD
     /// quotes and quotes with no USDT pair on any venue).
     quote_usd: Vec<QuoteUsd>,
@@ -451,8 +456,8 @@ impl Shard {
         Shard {
             wall_scratch: WallScratch::new(config.depth_levels_max),
             wall_out: Vec::with_capacity(wall::WALLS_MAX),
-            walls_done: 0,
-            metrics_done: 0,
+            walls_spread: Spread::new(WALLS_PERIOD_MS, WALL_SCANS_PER_ROUND_MAX),
+            metrics_spread: Spread::new(pair_metrics::METRICS_PERIOD_MS, pair_metrics::METRICS_PER_ROUND_MAX),
             quote_usd,
             level_bars,
             index,
@@ -467,7 +472,7 @@ impl Shard {
             applied: 0,
             level_scratch: LevelScratch::default(),
             levels_epoch_ms: 0,
-            levels_done: 0,
+            levels_spread: Spread::new(LEVELS_PERIOD_MS, LEVEL_RECOMPUTES_PER_ROUND_MAX),
             latency: Latency::new(),
             latency_merged_ms: 0,
             read_at_us: 0,
@@ -661,20 +666,10 @@ impl Shard {
         self.sim = Some(sim);
     }
 
-    /// Recomputes the level sets that are due: book `k` of `n` at `k/n` of each period, so the
-    /// work is spread evenly over the minute.
+    /// Recomputes the level sets that are due, each once per [`LEVELS_PERIOD_MS`], spread.
     pub(crate) fn levels_due(&mut self, now: i64) {
-        let n = self.market.books().len() as u64;
-        if n == 0 {
-            return;
-        }
-        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
-        let target = (elapsed * u128::from(n) / LEVELS_PERIOD_MS as u128) as u64;
-        let mut budget = LEVEL_RECOMPUTES_PER_ROUND_MAX;
-        while self.levels_done < target && budget > 0 {
-            self.recompute_levels((self.levels_done % n) as usize, now);
-            self.levels_done += 1;
-            budget -= 1;
+        for k in self.levels_spread.due(self.market.books().len(), now - self.levels_epoch_ms) {
+            self.recompute_levels(k, now);
         }
     }
 
@@ -702,34 +697,16 @@ impl Shard {
 
     /// Rescans the books that are due for walls, each once per [`WALLS_PERIOD_MS`], spread.
     pub(crate) fn walls_due(&mut self, now: i64) {
-        let n = self.market.books().len() as u64;
-        if n == 0 {
-            return;
-        }
-        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
-        let target = (elapsed * u128::from(n) / WALLS_PERIOD_MS as u128) as u64;
-        let mut budget = WALL_SCANS_PER_ROUND_MAX;
-        while self.walls_done < target && budget > 0 {
-            self.scan_walls((self.walls_done % n) as usize, now);
-            self.walls_done += 1;
-            budget -= 1;
+        for k in self.walls_spread.due(self.market.books().len(), now - self.levels_epoch_ms) {
+            self.scan_walls(k, now);
         }
     }
 
     /// Recomputes the metrics of the books that are due, each once per
     /// [`pair_metrics::METRICS_PERIOD_MS`], spread over the period.
     pub(crate) fn metrics_due(&mut self, now: i64) {
-        let n = self.market.books().len() as u64;
-        if n == 0 {
-            return;
-        }
-        let elapsed = (now - self.levels_epoch_ms).max(0) as u128;
-        let target = (elapsed * u128::from(n) / pair_metrics::METRICS_PERIOD_MS as u128) as u64;
-        let mut budget = pair_metrics::METRICS_PER_ROUND_MAX;
-        while self.metrics_done < target && budget > 0 {
-            self.publish_metrics((self.metrics_done % n) as usize, now);
-            self.metrics_done += 1;
-            budget -= 1;
+        for k in self.metrics_spread.due(self.market.books().len(), now - self.levels_epoch_ms) {
+            self.publish_metrics(k, now);
         }
     }
 
@@ -778,6 +755,13 @@ impl Shard {
             );
         }
         let id = state.id;
+        // A book not served (crossed, stale) says nothing about its walls: its walls' lives
+        // neither end nor age, and the wall alerts neither fire nor forget what they fired
+        // for, until it is served again. The history goes out before the scan, so a stream that
+        // reads the scan finds how its walls went (`rampart_net::stream::watch`).
+        if usable {
+            self.track_wall_lives(k, price, quote_usd, now);
+        }
         let walls = self
             .wall_out
             .iter()
@@ -785,12 +769,6 @@ impl Shard {
             .collect();
         self.shared.publish_densities(id, DensitySnapshot { ts_ms: now, price: price.0, walls });
         self.shared.stats[self.index].wall_scans.fetch_add(1, Ordering::Relaxed);
-        // A book not served (crossed, stale) says nothing about its walls: its walls' lives
-        // neither end nor age, and the wall alerts neither fire nor forget what they fired
-        // for, until it is served again.
-        if usable {
-            self.track_wall_lives(k, price, quote_usd, now);
-        }
     }
 
     /// Runs the scan just made of local book `k` through its walls' lives and its wall alerts

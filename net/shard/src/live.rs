@@ -194,6 +194,8 @@ fn stats(shard: &Shard, venue: Venue) -> &VenueStats {
 }
 
 /// Runs a shard on the live feed until it is told to stop.
+// Long: a live shard's one loop: frames, commands, REST replies, schedules and readiness in turn
+// each round, over the shard it owns.
 pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     let index = shard.index;
     let clock = shard.config.clock.clone();
@@ -474,6 +476,8 @@ fn jitter(ms: u64, now_ms: i64) -> u64 {
 }
 
 /// One connection's life: connect, stream, and reconnect after a backoff, until the shard stops.
+// Long: one connection's life as one loop: connect, subscribe, stream, back off, each a few lines
+// over the same connection state.
 async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, feed: Arc<LiveFeed>) {
     let venue = settings.venue;
     let clock = live.borrow().shard.config.clock.clone();

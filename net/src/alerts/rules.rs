@@ -62,16 +62,55 @@ pub fn check_expiry(expires_ms: Option<i64>, now_ms: i64) -> Result<(), Invalid>
     }
 }
 
-/// The refusal when the account already holds the plan's cap of active price and percent
-/// alerts (one cap for both).
-pub fn cap_reached(plan: &Plan) -> Invalid {
-    invalid(format!("active price-alert limit reached ({} on plan {})", plan.price_alert_cap, plan.name))
+/// Which of the plan's caps an alert counts against (`decisions.md` §15): a wall alert (and a
+/// site density alert) the density-alert cap, every other type the price-alert cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cap {
+    /// The price-alert cap: price, percent, level and every other non-wall alert.
+    Price,
+    /// The density-alert cap: API wall alerts and site density alerts together.
+    Density,
 }
 
-/// The refusal when the account already holds the plan's cap of active density alerts (its API
-/// wall alerts and its site density alerts together).
-pub fn density_cap_reached(plan: &Plan) -> Invalid {
-    invalid(format!("active density-alert limit reached ({} on plan {})", plan.density_alert_cap, plan.name))
+impl Cap {
+    /// The cap an alert of `condition` counts against.
+    pub fn of(condition: &Condition) -> Cap {
+        if matches!(condition, Condition::Wall(_)) {
+            Cap::Density
+        } else {
+            Cap::Price
+        }
+    }
+
+    /// Its number on `plan`.
+    pub fn limit(self, plan: &Plan) -> u64 {
+        u64::from(match self {
+            Cap::Price => plan.price_alert_cap,
+            Cap::Density => plan.density_alert_cap,
+        })
+    }
+
+    /// Whether an account holds `limit` of this cap already, so that no alert counted against it
+    /// may be added (sans-I/O: the store counts, this decides). `counted` is what the store keeps
+    /// for it: for `Density` the account's active wall and site density alerts, for `Price` all
+    /// its active alerts, walls included; `walls` (its active wall alerts, which the price cap
+    /// does not count) is asked only when `counted` reaches the price cap, the rare case.
+    pub fn full<E>(self, limit: u64, counted: u64, walls: impl FnOnce() -> Result<u64, E>) -> Result<bool, E> {
+        Ok(match self {
+            Cap::Density => counted >= limit,
+            Cap::Price if counted < limit => false,
+            Cap::Price => counted.saturating_sub(walls()?) >= limit,
+        })
+    }
+
+    /// The refusal when the account holds the cap on `plan` already.
+    pub fn reached(self, plan: &Plan) -> Invalid {
+        let what = match self {
+            Cap::Price => "price",
+            Cap::Density => "density",
+        };
+        invalid(format!("active {what}-alert limit reached ({} on plan {})", self.limit(plan), plan.name))
+    }
 }
 
 #[cfg(test)]
@@ -150,10 +189,34 @@ mod tests {
     fn the_cap_refusal_names_the_cap_and_plan() {
         let plans = Plans::default();
         let plan = plans.get("developer").expect("built-in plan");
-        let e = cap_reached(plan);
+        let e = Cap::Price.reached(plan);
         assert_eq!(
             (e.status, e.message),
             (422, format!("active price-alert limit reached ({} on plan developer)", plan.price_alert_cap))
         );
+        let e = Cap::Density.reached(plan);
+        assert_eq!(
+            e.message,
+            format!("active density-alert limit reached ({} on plan developer)", plan.density_alert_cap)
+        );
+    }
+
+    #[test]
+    fn walls_count_against_the_density_cap_and_the_rest_against_the_price_cap() {
+        let wall = crate::alerts::request::parse_create(br#"{"type":"wall","symbol":"BTCUSDT","event":"pulled"}"#);
+        assert_eq!(Cap::of(&wall.expect("a wall alert").condition), Cap::Density);
+        assert_eq!(Cap::of(&Condition::Price { cross: Cross::Above, level: Price(1) }), Cap::Price);
+        let never = || -> Result<u64, ()> { panic!("walls are counted only at the price cap") };
+        // Density: the count decides, at the limit and past it full.
+        assert_eq!(Cap::Density.full(3, 2, never), Ok(false));
+        assert_eq!(Cap::Density.full(3, 3, never), Ok(true));
+        assert_eq!(Cap::Density.full(0, 0, never), Ok(true), "a plan without density alerts");
+        // Price: below the limit, walls are not read; at it, the account's walls are taken out.
+        assert_eq!(Cap::Price.full(3, 2, never), Ok(false));
+        assert_eq!(Cap::Price.full(3, 3, || Ok::<_, ()>(0)), Ok(true));
+        assert_eq!(Cap::Price.full(3, 3, || Ok::<_, ()>(1)), Ok(false), "one of the three is a wall alert");
+        assert_eq!(Cap::Price.full(3, 5, || Ok::<_, ()>(2)), Ok(true));
+        assert_eq!(Cap::Price.full(3, 5, || Ok::<_, ()>(9)), Ok(false), "more walls than counted: none left");
+        assert_eq!(Cap::Price.full(3, 3, || Err::<u64, _>("storage")), Err("storage"), "the store's error");
     }
 }

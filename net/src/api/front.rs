@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
-use hyper::{Method, Response, StatusCode};
+use hyper::header::{HeaderValue, ALLOW};
+use hyper::{Method, StatusCode};
 use rampart_engine::Venue;
 
 mod alerts_api;
+mod answer;
 mod board_api;
 mod bodies;
 mod books;
@@ -28,6 +28,8 @@ mod json_errors;
 mod listen;
 mod market_api;
 mod probes;
+mod request_body;
+pub mod session;
 pub mod site;
 mod stream_admission;
 mod stream_api;
@@ -36,20 +38,21 @@ mod stream_fanout;
 mod wall_history;
 mod webhooks_api;
 
+pub use answer::{query_param, SHARD_ANSWER_TIMEOUT, SYMBOLS_FILTER_MAX};
 pub use json_errors::JsonErrors;
 pub use listen::serve;
 
 use crate::alerts::request as alerts;
 use crate::api::keys::KeyWatcher;
-use crate::api::limit::Usage;
 use crate::api::route::{self, Family, NotRouted, Route};
 use crate::config::Plans;
+use answer::{error, exchange_param, respond_bytes, symbols_param, with_usage, ApiError, Resp};
 use hyper::http::request::Parts;
 use rampart_state::clock::{self, SharedClock};
-use rampart_state::json::error_body;
 use rampart_state::{Commands, Shared};
 use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::store::KeyRow;
+use request_body::read_body;
 
 /// Front limits; every one has a documented behaviour at the bound.
 #[derive(Clone, Debug)]
@@ -173,170 +176,6 @@ pub enum Role {
     Api,
     /// `/metrics` alone (`metrics.listen`).
     Metrics,
-}
-
-type Resp = Response<Full<Bytes>>;
-
-fn respond(status: StatusCode, body: String) -> Resp {
-    respond_bytes(status, Bytes::from(body))
-}
-
-/// A JSON response over bytes already written (a cached body is shared, not copied).
-fn respond_bytes(status: StatusCode, body: Bytes) -> Resp {
-    let mut r = Response::new(Full::new(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
-}
-
-/// A refusal: status, message and the headers that go with it. Turned into a response at the
-/// edge, so handlers return small values.
-#[derive(Debug)]
-struct ApiError {
-    status: StatusCode,
-    message: String,
-    retry_after_s: Option<i64>,
-    /// The key's standing, on a 429 of the key's own limits (`X-RateLimit-*`).
-    usage: Option<Usage>,
-}
-
-impl From<crate::request::Invalid> for ApiError {
-    fn from(e: crate::request::Invalid) -> ApiError {
-        ApiError::new(StatusCode::from_u16(e.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY), e.message)
-    }
-}
-
-impl From<rampart_store::store::StoreError> for ApiError {
-    fn from(e: rampart_store::store::StoreError) -> ApiError {
-        tracing::error!("storage: {e}");
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable; retry later")
-    }
-}
-
-impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
-        ApiError { status, message: message.into(), retry_after_s: None, usage: None }
-    }
-
-    fn too_many(message: impl Into<String>, retry_after_s: i64) -> ApiError {
-        ApiError {
-            status: StatusCode::TOO_MANY_REQUESTS,
-            message: message.into(),
-            retry_after_s: Some(retry_after_s),
-            usage: None,
-        }
-    }
-
-    /// A 429 of the key's own burst or quota: the headers say where the key stands.
-    fn over_limit(message: impl Into<String>, retry_after_s: i64, limit: u32) -> ApiError {
-        let usage = Usage { limit, remaining: 0, reset_s: retry_after_s.max(1) };
-        ApiError { usage: Some(usage), ..ApiError::too_many(message, retry_after_s) }
-    }
-
-    fn into_response(self) -> Resp {
-        let mut r = respond(self.status, error_body(&self.message));
-        if let Some(s) = self.retry_after_s {
-            r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s.max(1)));
-        }
-        if let Some(u) = self.usage {
-            with_usage(&mut r, u);
-        }
-        r
-    }
-}
-
-/// Adds `X-RateLimit-Limit`, `-Remaining` and `-Reset` (`decisions.md` §13) to an answer to a
-/// request the key's limits counted.
-fn with_usage<B>(r: &mut Response<B>, u: Usage) {
-    let h = r.headers_mut();
-    h.insert("x-ratelimit-limit", HeaderValue::from(u.limit));
-    h.insert("x-ratelimit-remaining", HeaderValue::from(u.remaining));
-    h.insert("x-ratelimit-reset", HeaderValue::from(u.reset_s));
-}
-
-fn error(status: StatusCode, message: &str) -> Resp {
-    ApiError::new(status, message).into_response()
-}
-
-/// A value of a query parameter, percent-decoded.
-pub fn query_param(query: Option<&str>, name: &str) -> Option<String> {
-    let query = query?;
-    for pair in query.split('&') {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if k == name {
-            return Some(percent_decode(v));
-        }
-    }
-    None
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                let hex = core::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(v) => {
-                        out.push(v);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// At most `n` bytes of `s`, cut at a character boundary, for echoing client input in messages.
-fn clip(s: &str, n: usize) -> &str {
-    let mut end = s.len().min(n);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-/// Most symbols a bulk `symbols=` filter may name.
-pub const SYMBOLS_FILTER_MAX: usize = 100;
-
-/// The optional `symbols=A,B,C` filter of the bulk endpoints, uppercased; 422 past
-/// [`SYMBOLS_FILTER_MAX`]. An empty value means no filter; unknown symbols are ignored.
-fn symbols_param(query: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
-    let Some(raw) = query_param(query, "symbols") else { return Ok(None) };
-    let list: Vec<String> =
-        raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_ascii_uppercase).collect();
-    if list.len() > SYMBOLS_FILTER_MAX {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "symbol list too long (max 100)"));
-    }
-    Ok((!list.is_empty()).then_some(list))
-}
-
-/// The `exchange` query parameter: binance when absent, 422 when not a venue.
-fn exchange_param(query: Option<&str>) -> Result<Venue, ApiError> {
-    match query_param(query, "exchange") {
-        None => Ok(Venue::Binance),
-        Some(s) => Venue::parse(&s).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("invalid exchange '{}'. Allowed: {}", clip(&s, 64), Venue::ALLOWED),
-            )
-        }),
-    }
 }
 
 /// What the front reads and writes storage through.
@@ -546,24 +385,6 @@ impl Fronts {
     }
 }
 
-/// Counts an answer in `/metrics` (`rampart_http_requests`, by route template).
-fn observe(
-    metrics: Option<&crate::api::metrics::Metrics>,
-    method: &Method,
-    path: &str,
-    status: StatusCode,
-    started: std::time::Instant,
-) {
-    if let Some(m) = metrics {
-        let labels = crate::api::metrics::HttpLabels {
-            route: crate::api::metrics::route(path),
-            method: crate::api::metrics::method(method),
-            status: status.as_u16(),
-        };
-        m.http.observe(labels, started.elapsed().as_secs_f64());
-    }
-}
-
 impl Front {
     /// A cluster's market node, which serves no API.
     fn is_market_node(&self) -> bool {
@@ -579,7 +400,7 @@ impl Front {
             Role::Api => self.answer(&req, body, peer, &key).await,
             Role::Metrics => self.health.metrics_only(&req),
         };
-        observe(self.metrics.as_deref(), &req.method, req.uri.path(), resp.status(), started);
+        crate::api::metrics::observe(self.metrics.as_deref(), &req.method, req.uri.path(), resp.status(), started);
         tracing::info!(
             target: ACCESS_LOG_TARGET,
             method = %req.method,
@@ -663,6 +484,7 @@ impl Front {
 
     /// Answers one authenticated `/v1` request whose body has been read (the site's
     /// `/site/v1/` requests too, with the path's `/site` taken off).
+    // Long: the one dispatch of the `/v1` routes, one arm per route, each a call to its resource.
     async fn handle(&self, req: &Parts, path: &str, body: &[u8], account: &Arc<KeyRow>, now_ms: i64) -> Resp {
         let query = req.uri.query();
         let route = match Route::parse(&req.method, path) {
@@ -727,8 +549,86 @@ impl Front {
             | Route::Stream
             | Route::SiteStream
             | Route::SiteEvents
-            | Route::Site => error(StatusCode::NOT_FOUND, "not found"),
+            | Route::SignIn
+            | Route::SignOut
+            | Route::Session
+            | Route::ListSiteAlerts
+            | Route::CreateSiteAlert
+            | Route::DeleteSiteAlert(_)
+            | Route::SiteV1
+            | Route::ListKeys
+            | Route::AddKey
+            | Route::RevokeKey(_)
+            | Route::Channels
+            | Route::SetChannels => error(StatusCode::NOT_FOUND, "not found"),
         }
+    }
+}
+
+impl Front {
+    /// Answers one `/site/` request: its route from the table (404 and 405 from there too), the
+    /// answer with the site's headers (`Cache-Control: no-store` and the security headers).
+    async fn site(&self, req: &Parts, body: Incoming, peer: IpAddr, now_ms: i64) -> Resp {
+        let answer = match Route::parse(&req.method, req.uri.path()) {
+            Ok(route) => self.site_route(route, req, body, peer, now_ms).await,
+            Err(refused) => Ok(not_routed(refused)),
+        };
+        site::assets::secure(site::routes::no_store(answer.unwrap_or_else(ApiError::into_response)))
+    }
+
+    async fn site_route(
+        &self,
+        route: Route<'_>,
+        req: &Parts,
+        body: Incoming,
+        peer: IpAddr,
+        now_ms: i64,
+    ) -> Result<Resp, ApiError> {
+        let site = &self.site;
+        match route {
+            Route::SignIn => site.signin(req, body, peer, now_ms).await,
+            Route::SignOut => site.signout(req, now_ms).await,
+            Route::Session => site.session(req, now_ms).await,
+            Route::ListSiteAlerts => site.list_site_alerts(req, now_ms).await,
+            Route::CreateSiteAlert => site.create_site_alert(req, body, now_ms).await,
+            Route::DeleteSiteAlert(id) => site.delete_site_alert(req, id, now_ms).await,
+            Route::ListKeys => site.list_keys(req, now_ms).await,
+            Route::AddKey => site.add_key(req, body, now_ms).await,
+            Route::RevokeKey(id) => site.revoke_key(req, id, now_ms).await,
+            Route::Channels => site.channels(req, now_ms).await,
+            Route::SetChannels => site.set_channels(req, body, now_ms).await,
+            // A `/site/v1/stream` that is no upgrade nor an event stream: the `/v1` route says.
+            Route::SiteV1 | Route::SiteStream => self.site_v1(req, body, now_ms).await,
+            // `GET /site/events` is taken by the listener before the router (`listen`).
+            _ => Err(ApiError::new(StatusCode::NOT_FOUND, "not found")),
+        }
+    }
+
+    /// `/site/v1/...`: the `/v1` route with the session's key, on the site's own budget.
+    async fn site_v1(&self, req: &Parts, body: Incoming, now_ms: i64) -> Result<Resp, ApiError> {
+        let reading = matches!(req.method, Method::GET | Method::HEAD);
+        let s = if reading { self.gate.signed_in(req, now_ms).await? } else { self.gate.changing(req, now_ms).await? };
+        let path = req.uri.path().strip_prefix("/site").unwrap_or("/");
+        if path.starts_with("/v1/debug") {
+            return Err(ApiError::new(StatusCode::NOT_FOUND, "not found"));
+        }
+        let key =
+            self.gate.keys.get(&s.key_hash).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))?;
+        self.gate.admit_site(s.account_id, now_ms)?;
+        let bytes = match req.method {
+            Method::POST | Method::PUT | Method::PATCH => read_body(body, false).await?,
+            _ => Bytes::new(),
+        };
+        let alert_write = (req.method == Method::POST && path == "/v1/alerts")
+            || (req.method == Method::PATCH && path.starts_with("/v1/alerts/"));
+        if alert_write && site::routes::has_webhook_url(&bytes) {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "an alert created on the site has no webhook URL; create one with a webhook_url through the API",
+            ));
+        }
+        let resp = self.handle(req, path, &bytes, &key, now_ms).await;
+        Ok(encoding::negotiate(resp, encoding::accepts_gzip(&req.headers)).await)
     }
 }
 
@@ -746,115 +646,15 @@ fn not_routed(refused: NotRouted) -> Resp {
     }
 }
 
-/// 405 with the methods the path takes in `Allow`.
-fn method_not_allowed(allow: &'static str) -> Resp {
-    let mut r = error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
-    r
-}
-
 /// The OpenAPI 3.1 document of every endpoint (`docs/openapi.json`), served at `/openapi.json`.
 pub const OPENAPI: &str = include_str!("../../../docs/openapi.json");
-
-/// A 200 with `body`, or the refusal.
-fn answer_ok(body: Result<impl Into<Bytes>, ApiError>) -> Resp {
-    match body {
-        Ok(body) => respond_bytes(StatusCode::OK, body.into()),
-        Err(e) => e.into_response(),
-    }
-}
-
-/// How long a request waits for a shard's answer (candles, book) before a 503.
-pub const SHARD_ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The `tracing` target of the access log (`RUST_LOG=info,rampart::access=off` silences it).
 pub const ACCESS_LOG_TARGET: &str = "rampart::access";
 
-/// Largest request body read; past it the answer is 413.
-pub const BODY_BYTES_MAX: usize = 64 * 1024;
-/// A request body must arrive within this time; past it the answer is 408.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Bytes of a refused request's body read and dropped, at most, before the answer is sent.
-pub const BODY_DISCARD_BYTES_MAX: u64 = 1 << 20;
-/// Time spent reading and dropping a refused request's body, at most.
-pub const BODY_DISCARD_TIME: Duration = Duration::from_secs(1);
-
-/// Reads and drops what is left of a refused request's body, keeping nothing, until its end or
-/// [`BODY_DISCARD_BYTES_MAX`] or [`BODY_DISCARD_TIME`].
-///
-/// Rationale: hyper closes a connection whose request body was not read; a client still
-/// sending then gets a reset (or a broken pipe) instead of the answer. Reading a bounded amount
-/// first lets an authenticated client read its 413; one that sends more is cut off. Only
-/// requests with a valid key are drained: a flood without keys must cost no reading at all.
-async fn discard_body(mut body: Incoming) {
-    use http_body_util::BodyExt;
-    let mut left = BODY_DISCARD_BYTES_MAX;
-    let _ = tokio::time::timeout(BODY_DISCARD_TIME, async {
-        while let Some(Ok(frame)) = body.frame().await {
-            let n = frame.data_ref().map_or(0, |d| d.len() as u64);
-            if n >= left {
-                break;
-            }
-            left -= n;
-        }
-    })
-    .await;
-}
-
-/// Reads an accepted request's body: at most [`BODY_BYTES_MAX`] within [`BODY_TIMEOUT`].
-async fn read_body(mut body: Incoming, waits_for_continue: bool) -> Result<Bytes, ApiError> {
-    use http_body_util::BodyExt;
-    use hyper::body::Body as _;
-    let too_large =
-        || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body too large (max {BODY_BYTES_MAX} bytes)"));
-    // A declared length over the bound is refused without reading it; one the client may well
-    // be sending already (under BODY_DISCARD_BYTES_MAX, no `Expect`) is dropped first.
-    let declared = body.size_hint().lower();
-    if declared > BODY_BYTES_MAX as u64 {
-        if declared <= BODY_DISCARD_BYTES_MAX && !waits_for_continue {
-            discard_body(body).await;
-        }
-        return Err(too_large());
-    }
-    let mut buf = bytes::BytesMut::new();
-    let read = tokio::time::timeout(BODY_TIMEOUT, async {
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "malformed request body"))?;
-            if let Ok(data) = frame.into_data() {
-                if buf.len() + data.len() > BODY_BYTES_MAX {
-                    return Err(too_large());
-                }
-                buf.extend_from_slice(&data);
-            }
-        }
-        Ok(())
-    })
-    .await;
-    match read {
-        Ok(Ok(())) => Ok(buf.freeze()),
-        Ok(Err(e)) => {
-            if e.status == StatusCode::PAYLOAD_TOO_LARGE {
-                discard_body(body).await;
-            }
-            Err(e)
-        }
-        Err(_) => Err(ApiError::new(StatusCode::REQUEST_TIMEOUT, "request body not received in time")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn query_params_are_decoded() {
-        assert_eq!(query_param(Some("a=1&exchange=okx"), "exchange").as_deref(), Some("okx"));
-        assert_eq!(query_param(Some("exchange=kr%61ken"), "exchange").as_deref(), Some("kraken"));
-        assert_eq!(query_param(Some("exchange"), "exchange").as_deref(), Some(""));
-        assert_eq!(query_param(Some("x=%zz%"), "x").as_deref(), Some("%zz%"));
-        assert_eq!(query_param(None, "exchange"), None);
-    }
 
     #[test]
     fn the_connection_bounds_fit_the_descriptor_limit() {
@@ -862,12 +662,5 @@ mod tests {
         assert!(limit >= 1, "a limit");
         assert!(config.connections_max as u64 <= limit.saturating_sub(DESCRIPTORS_RESERVED).max(limit / 2));
         assert!(config.connections_per_address_max <= (config.connections_max / 4).max(1));
-    }
-
-    #[test]
-    fn clip_respects_char_boundaries() {
-        assert_eq!(clip("abc", 2), "ab");
-        assert_eq!(clip("aé", 2), "a");
-        assert_eq!(clip("", 5), "");
     }
 }

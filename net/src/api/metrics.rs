@@ -22,7 +22,7 @@ use rampart_engine::Venue;
 
 use rampart_delivery::metrics::{duration_buckets, WebhookMetrics};
 use rampart_delivery::DeliveryStats;
-use rampart_state::{Command, Shared, VenueStats};
+use rampart_state::{Command, Shared};
 use rampart_store::storage::StorageHealth;
 
 /// One HTTP request's labels.
@@ -176,8 +176,6 @@ fn gauge(encoder: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: i64) ->
 }
 
 type ShardLabel = [(&'static str, String); 1];
-/// Reads one counter of a venue's per-shard statistics.
-type VenueField = fn(&VenueStats) -> u64;
 type VenueLabel = [(&'static str, &'static str); 1];
 
 impl State {
@@ -224,35 +222,17 @@ impl State {
     fn venue_counter(
         &self,
         e: &mut DescriptorEncoder<'_>,
-        name: &str,
-        help: &str,
-        f: VenueField,
+        c: rampart_state::VenueCounter,
     ) -> Result<(), std::fmt::Error> {
         let shared = &self.0.shared;
-        let samples =
-            self.0.venues.iter().map(|v| ([("venue", v.as_str())], ConstCounter::new(shared.venue_sum(*v, f))));
-        family::<_, VenueLabel>(e, name, help, samples)
+        let sum = |v: &Venue| shared.venue_sum(*v, |s| (c.field)(s).load(Relaxed));
+        let samples = self.0.venues.iter().map(|v| ([("venue", v.as_str())], ConstCounter::new(sum(v))));
+        family::<_, VenueLabel>(e, c.metric, c.help, samples)
     }
 
-    // Long: one table of the live feed's per-venue counters, each a name, a help text and a field.
     fn venues(&self, e: &mut DescriptorEncoder<'_>, now_ms: i64) -> Result<(), std::fmt::Error> {
-        let table: [(&str, &str, VenueField); 13] = [
-            ("venue_messages", "Data messages applied", |s| s.messages.load(Relaxed)),
-            ("venue_decode_errors", "Frames that did not decode", |s| s.decode_errors.load(Relaxed)),
-            ("venue_gaps", "Sequence gaps found", |s| s.gaps.load(Relaxed)),
-            ("venue_checksum_mismatches", "Book checksum mismatches", |s| s.checksum_mismatches.load(Relaxed)),
-            ("venue_crossed_books", "Books found crossed", |s| s.crossed.load(Relaxed)),
-            ("venue_stale_snapshots", "Snapshots refused as stale", |s| s.stale_snapshots.load(Relaxed)),
-            ("venue_resyncs", "Book rebuilds started", |s| s.resyncs.load(Relaxed)),
-            ("venue_resets", "Venue book resets accepted", |s| s.resets.load(Relaxed)),
-            ("venue_syncs", "Books that went live", |s| s.syncs.load(Relaxed)),
-            ("venue_errors", "Error answers from the venue", |s| s.venue_errors.load(Relaxed)),
-            ("venue_connects", "Connection attempts", |s| s.connects.load(Relaxed)),
-            ("venue_connect_failures", "Connection attempts that failed", |s| s.connect_failures.load(Relaxed)),
-            ("venue_disconnects", "Connections lost or closed", |s| s.disconnects.load(Relaxed)),
-        ];
-        for (name, help, f) in table {
-            self.venue_counter(e, name, help, f)?;
+        for c in rampart_state::VENUE_COUNTERS {
+            self.venue_counter(e, c)?;
         }
         let health: Vec<_> = self.0.venues.iter().map(|v| (*v, self.0.shared.venue_health(*v))).collect();
         let gauge = |f: &dyn Fn(&rampart_state::VenueHealth) -> i64| {
@@ -350,73 +330,28 @@ impl Collector for State {
     }
 }
 
-/// Every route the front serves, as path templates (the `route` label's values besides `other`;
-/// `docs/openapi.json` documents exactly these paths).
-pub const ROUTES: [&str; 30] = [
-    "/healthz",
-    "/livez",
-    "/readyz",
-    "/metrics",
-    "/version",
-    "/openapi.json",
-    "/v1/exchanges",
-    "/v1/exchanges/{exchange}/symbols",
-    "/v1/symbols/{symbol}",
-    "/v1/stream",
-    "/v1/levels",
-    "/v1/levels/{symbol}",
-    "/v1/densities",
-    "/v1/densities/{symbol}",
-    "/v1/walls/history",
-    "/v1/walls/{symbol}/history",
-    "/v1/alerts",
-    "/v1/alerts/{id}",
-    "/v1/inbox",
-    "/v1/debug/latency",
-    "/v1/metrics",
-    "/v1/metrics/{symbol}",
-    "/v1/rankings/{category}",
-    "/v1/market",
-    "/v1/candles/{symbol}",
-    "/v1/book/{symbol}",
-    "/v1/webhook-secret",
-    "/v1/alerts/{id}/deliveries",
-    "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
-    "/v1/alerts/{id}/test",
-];
-
-/// The site's routes (`api::front::site::routes`; the site's own, not in `docs/openapi.json`).
-pub const SITE_ROUTES: [&str; 11] = [
-    "/",
-    "/assets/{file}",
-    "/site/signin",
-    "/site/session",
-    "/site/signout",
-    "/site/site-alerts",
-    "/site/site-alerts/{id}",
-    "/site/keys",
-    "/site/keys/{id}",
-    "/site/channels",
-    "/site/v1/*",
-];
+/// Counts an answer in `/metrics` (`rampart_http_requests`, by route template).
+pub fn observe(
+    metrics: Option<&Metrics>,
+    method: &hyper::Method,
+    path: &str,
+    status: hyper::StatusCode,
+    started: std::time::Instant,
+) {
+    if let Some(m) = metrics {
+        let labels = HttpLabels { route: route(path), method: self::method(method), status: status.as_u16() };
+        m.http.observe(labels, started.elapsed().as_secs_f64());
+    }
+}
 
 /// The route template of a request path, for labels (bounded: unknown paths are `other`): the
-/// API's from the route table (`api::route::template`), the site's here.
+/// route table's (`api::route::template`, the site's `/site/…` routes too), else the site's pages.
 pub fn route(path: &str) -> &'static str {
     if let Some(template) = crate::api::route::template(path) {
         return template;
     }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match segments.as_slice() {
-        ["site", "signin"] => "/site/signin",
-        ["site", "session"] => "/site/session",
-        ["site", "signout"] => "/site/signout",
-        ["site", "site-alerts"] => "/site/site-alerts",
-        ["site", "site-alerts", _] => "/site/site-alerts/{id}",
-        ["site", "keys"] => "/site/keys",
-        ["site", "keys", _] => "/site/keys/{id}",
-        ["site", "channels"] => "/site/channels",
-        ["site", "v1", ..] => "/site/v1/*",
         [""] | ["index.html"] => "/",
         ["assets", ..] => "/assets/{file}",
         _ => "other",
@@ -438,6 +373,57 @@ pub fn method(m: &hyper::Method) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every route the front serves, as path templates (the `route` label's values besides `other`;
+    /// `docs/openapi.json` documents exactly these paths).
+    const ROUTES: [&str; 30] = [
+        "/healthz",
+        "/livez",
+        "/readyz",
+        "/metrics",
+        "/version",
+        "/openapi.json",
+        "/v1/exchanges",
+        "/v1/exchanges/{exchange}/symbols",
+        "/v1/symbols/{symbol}",
+        "/v1/stream",
+        "/v1/levels",
+        "/v1/levels/{symbol}",
+        "/v1/densities",
+        "/v1/densities/{symbol}",
+        "/v1/walls/history",
+        "/v1/walls/{symbol}/history",
+        "/v1/alerts",
+        "/v1/alerts/{id}",
+        "/v1/inbox",
+        "/v1/debug/latency",
+        "/v1/metrics",
+        "/v1/metrics/{symbol}",
+        "/v1/rankings/{category}",
+        "/v1/market",
+        "/v1/candles/{symbol}",
+        "/v1/book/{symbol}",
+        "/v1/webhook-secret",
+        "/v1/alerts/{id}/deliveries",
+        "/v1/alerts/{id}/deliveries/{triggerTime}/redeliver",
+        "/v1/alerts/{id}/test",
+    ];
+
+    /// The site's routes and pages (the site's own, not in `docs/openapi.json`).
+    const SITE_ROUTES: [&str; 12] = [
+        "/",
+        "/assets/{file}",
+        "/site/signin",
+        "/site/session",
+        "/site/signout",
+        "/site/site-alerts",
+        "/site/site-alerts/{id}",
+        "/site/keys",
+        "/site/keys/{id}",
+        "/site/channels",
+        "/site/v1/*",
+        "/site/events",
+    ];
 
     #[test]
     fn routes_are_templates_and_unknown_paths_one_label() {

@@ -2,7 +2,7 @@
 //! a path into the route that answers it, or into the refusal: 404, or 405 with the `Allow` the
 //! same table gives. Pure: no socket, no key, no clock; the front acts on what it says
 //! (`api::front`: the public routes at once, `/v1` routes after the key is admitted, the site's
-//! pages and routes by their own router).
+//! `/site/…` routes after its session; only the site's pages and assets lie outside the table).
 //!
 //! Every resource is one row of `Resource::methods`: the methods it takes, in the order
 //! `Allow` names them, and the route each one is. `HEAD` is answered as `GET` wherever `GET` is.
@@ -30,8 +30,30 @@ pub enum Route<'a> {
     SiteStream,
     /// `GET /site/events`: the site's live inbox.
     SiteEvents,
-    /// Any other `/site/…` path: the site's own routes (`front::site::routes`).
-    Site,
+    /// `POST /site/signin`.
+    SignIn,
+    /// `POST /site/signout`.
+    SignOut,
+    /// `GET /site/session`.
+    Session,
+    /// `GET /site/site-alerts`.
+    ListSiteAlerts,
+    /// `POST /site/site-alerts`.
+    CreateSiteAlert,
+    /// `DELETE /site/site-alerts/{id}`.
+    DeleteSiteAlert(&'a str),
+    /// `/site/v1/…`: the `/v1` route with the session's key (that route checks the method).
+    SiteV1,
+    /// `GET /site/keys`.
+    ListKeys,
+    /// `POST /site/keys`.
+    AddKey,
+    /// `DELETE /site/keys/{id}`.
+    RevokeKey(&'a str),
+    /// `GET /site/channels`.
+    Channels,
+    /// `PUT /site/channels`.
+    SetChannels,
     /// `GET /v1/exchanges`.
     Exchanges,
     /// `GET /v1/exchanges/{exchange}/symbols`.
@@ -130,6 +152,7 @@ enum Verb {
     /// `GET`, and `HEAD` with it.
     Get,
     Post,
+    Put,
     Patch,
     Delete,
 }
@@ -139,6 +162,7 @@ impl Verb {
         match *method {
             Method::GET | Method::HEAD => Some(Verb::Get),
             Method::POST => Some(Verb::Post),
+            Method::PUT => Some(Verb::Put),
             Method::PATCH => Some(Verb::Patch),
             Method::DELETE => Some(Verb::Delete),
             _ => None,
@@ -149,6 +173,7 @@ impl Verb {
         match self {
             Verb::Get => "GET",
             Verb::Post => "POST",
+            Verb::Put => "PUT",
             Verb::Patch => "PATCH",
             Verb::Delete => "DELETE",
         }
@@ -167,7 +192,15 @@ enum Resource<'a> {
     Stream,
     SiteStream,
     SiteEvents,
-    Site,
+    SignIn,
+    SignOut,
+    Session,
+    SiteAlerts,
+    SiteAlert(&'a str),
+    SiteV1,
+    Keys,
+    Key(&'a str),
+    Channels,
     Exchanges,
     ExchangeSymbols(&'a str),
     Symbol(&'a str),
@@ -204,7 +237,15 @@ impl<'a> Resource<'a> {
             ["v1", "stream"] => R::Stream,
             ["site", "v1", "stream"] => R::SiteStream,
             ["site", "events"] => R::SiteEvents,
-            ["site", ..] => R::Site,
+            ["site", "signin"] => R::SignIn,
+            ["site", "signout"] => R::SignOut,
+            ["site", "session"] => R::Session,
+            ["site", "site-alerts"] => R::SiteAlerts,
+            ["site", "site-alerts", id] => R::SiteAlert(id),
+            ["site", "v1", ..] => R::SiteV1,
+            ["site", "keys"] => R::Keys,
+            ["site", "keys", id] => R::Key(id),
+            ["site", "channels"] => R::Channels,
             ["v1", "exchanges"] => R::Exchanges,
             ["v1", "exchanges", ex, "symbols"] => R::ExchangeSymbols(ex),
             ["v1", "symbols", s] => R::Symbol(s),
@@ -232,11 +273,11 @@ impl<'a> Resource<'a> {
         })
     }
 
-    /// Its template, as `docs/openapi.json` names it (the route label of `/metrics`); `None` for
-    /// the site's paths, which its own router names.
-    fn template(self) -> Option<&'static str> {
+    /// Its template, as `docs/openapi.json` names it (the route label of `/metrics`; the site's
+    /// `/site/v1/…` as one).
+    fn template(self) -> &'static str {
         use Resource as R;
-        Some(match self {
+        match self {
             R::Healthz => "/healthz",
             R::Livez => "/livez",
             R::Readyz => "/readyz",
@@ -244,7 +285,16 @@ impl<'a> Resource<'a> {
             R::Version => "/version",
             R::Metrics => "/metrics",
             R::Stream => "/v1/stream",
-            R::SiteStream | R::SiteEvents | R::Site => return None,
+            R::SiteStream | R::SiteV1 => "/site/v1/*",
+            R::SiteEvents => "/site/events",
+            R::SignIn => "/site/signin",
+            R::SignOut => "/site/signout",
+            R::Session => "/site/session",
+            R::SiteAlerts => "/site/site-alerts",
+            R::SiteAlert(_) => "/site/site-alerts/{id}",
+            R::Keys => "/site/keys",
+            R::Key(_) => "/site/keys/{id}",
+            R::Channels => "/site/channels",
             R::Exchanges => "/v1/exchanges",
             R::ExchangeSymbols(_) => "/v1/exchanges/{exchange}/symbols",
             R::Symbol(_) => "/v1/symbols/{symbol}",
@@ -268,18 +318,18 @@ impl<'a> Resource<'a> {
             R::WebhookSecret => "/v1/webhook-secret",
             R::Inbox => "/v1/inbox",
             R::Latency => "/v1/debug/latency",
-        })
+        }
     }
 
     /// The methods it takes, in `Allow`'s order, each with its route; `None`: every method
     /// goes to the route (it checks the method itself).
     fn methods(self) -> Result<Vec<(Verb, Route<'a>)>, Route<'a>> {
         use Route as T;
-        use Verb::{Delete, Get, Patch, Post};
+        use Verb::{Delete, Get, Patch, Post, Put};
         Ok(match self {
             Resource::Stream => return Err(T::Stream),
             Resource::SiteStream => return Err(T::SiteStream),
-            Resource::Site => return Err(T::Site),
+            Resource::SiteV1 => return Err(T::SiteV1),
             Resource::Healthz => vec![(Get, T::Healthz)],
             Resource::Livez => vec![(Get, T::Livez)],
             Resource::Readyz => vec![(Get, T::Readyz)],
@@ -287,6 +337,14 @@ impl<'a> Resource<'a> {
             Resource::Version => vec![(Get, T::Version)],
             Resource::Metrics => vec![(Get, T::Metrics)],
             Resource::SiteEvents => vec![(Get, T::SiteEvents)],
+            Resource::SignIn => vec![(Post, T::SignIn)],
+            Resource::SignOut => vec![(Post, T::SignOut)],
+            Resource::Session => vec![(Get, T::Session)],
+            Resource::SiteAlerts => vec![(Get, T::ListSiteAlerts), (Post, T::CreateSiteAlert)],
+            Resource::SiteAlert(id) => vec![(Delete, T::DeleteSiteAlert(id))],
+            Resource::Keys => vec![(Get, T::ListKeys), (Post, T::AddKey)],
+            Resource::Key(id) => vec![(Delete, T::RevokeKey(id))],
+            Resource::Channels => vec![(Get, T::Channels), (Put, T::SetChannels)],
             Resource::Exchanges => vec![(Get, T::Exchanges)],
             Resource::ExchangeSymbols(ex) => vec![(Get, T::ExchangeSymbols(ex))],
             Resource::Symbol(s) => vec![(Get, T::Symbol(s))],
@@ -334,10 +392,10 @@ impl<'a> Route<'a> {
     }
 }
 
-/// The template of the API's resource at `path` (`/v1/levels/{symbol}`), for labels; `None` for
-/// a path no resource of the table is at, or one of the site's.
+/// The template of the resource at `path` (`/v1/levels/{symbol}`), for labels; `None` for a path
+/// no resource of the table is at.
 pub fn template(path: &str) -> Option<&'static str> {
-    Resource::at(path).and_then(Resource::template)
+    Resource::at(path).map(Resource::template)
 }
 
 #[cfg(test)]
@@ -372,7 +430,10 @@ mod tests {
             (Method::PUT, "/v1/stream", Route::Stream),
             (Method::GET, "/site/v1/stream", Route::SiteStream),
             (Method::GET, "/site/events", Route::SiteEvents),
-            (Method::PATCH, "/site/keys/3", Route::Site),
+            (Method::DELETE, "/site/keys/3", Route::RevokeKey("3")),
+            (Method::PUT, "/site/channels", Route::SetChannels),
+            (Method::HEAD, "/site/session", Route::Session),
+            (Method::PATCH, "/site/v1/alerts/3", Route::SiteV1),
         ];
         for (method, path, route) in cases {
             assert_eq!(Route::parse(method, path).as_ref(), Ok(route), "{method} {path}");
@@ -389,6 +450,10 @@ mod tests {
         assert_eq!(allow(Method::POST, "/healthz"), "GET");
         assert_eq!(allow(Method::DELETE, "/v1/walls/BTCUSDT/history"), "GET");
         assert_eq!(allow(Method::DELETE, "/site/events"), "GET");
+        assert_eq!(allow(Method::PATCH, "/site/keys/3"), "DELETE");
+        assert_eq!(allow(Method::POST, "/site/channels"), "GET, PUT");
+        assert_eq!(allow(Method::GET, "/site/signin"), "POST");
+        assert_eq!(allow(Method::PUT, "/site/site-alerts"), "GET, POST");
         for path in [
             "/v1",
             "/v1/nothing",
@@ -397,6 +462,8 @@ mod tests {
             "/nothing",
             "/v1/exchanges/x",
             "/v1/walls/BTCUSDT",
+            "/site/nothing",
+            "/site/keys/3/x",
         ] {
             assert_eq!(Route::parse(&Method::GET, path), Err(NotRouted::NotFound), "{path}");
         }

@@ -11,7 +11,8 @@ use rampart_engine::alert::Condition;
 use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::Registry;
 
-use super::{clip, invalid, Invalid, SiteError};
+use super::{clip, Invalid, SiteError};
+use crate::alerts::rules::Cap;
 use crate::config::Plan;
 use rampart_state::partition::UNIVERSE;
 use rampart_store::store::{AlertRow, NewAlert, SiteCondition, SiteRequest, Store};
@@ -64,12 +65,9 @@ pub fn create(
             return Err(SiteError::Invalid(Invalid { status: 404, message }));
         }
     }
-    let cap = plan.density_alert_cap;
-    if store.active_density_alerts(alert.account_id)? >= u64::from(cap) {
-        return Err(SiteError::Invalid(invalid(format!(
-            "active density-alert limit reached ({cap} on plan {})",
-            plan.name
-        ))));
+    let counted = store.active_density_alerts(alert.account_id)?;
+    if Cap::Density.full(Cap::Density.limit(plan), counted, || Ok::<_, SiteError>(0))? {
+        return Err(SiteError::Invalid(Cap::Density.reached(plan)));
     }
     Ok(store.insert_alert(alert)?)
 }

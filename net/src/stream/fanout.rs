@@ -24,6 +24,7 @@ use rampart_engine::{BookId, Venue};
 use rampart_state::json::Json;
 use rampart_state::market_json::{write_density, write_level, write_levels, write_wall};
 use rampart_state::shared::{DensitySnapshot, LevelSnapshot};
+use rampart_state::wall_history::WallHistory;
 
 use super::ops::Channel;
 use super::watch::{self, LevelsChange, LevelsSeen, WallEvent, WallsSeen};
@@ -203,6 +204,8 @@ pub struct View {
     pub levels: Arc<LevelSnapshot>,
     /// The last wall scan.
     pub walls: Arc<DensitySnapshot>,
+    /// The wall history, loaded after `walls` (the shard publishes it first): how walls went.
+    pub history: Arc<WallHistory>,
 }
 
 /// What changes whenever a book publishes anything a stream shows (price and its time, the
@@ -454,36 +457,7 @@ impl Fanout {
                 _ => {}
             }
         }
-        let mut min_usds: Vec<Option<f64>> = Vec::new();
-        for s in watch.subs.iter().chain(stars) {
-            if matches!(s.target.channel, Channel::Walls { .. }) && !min_usds.contains(&s.target.min_usd) {
-                min_usds.push(s.target.min_usd);
-            }
-        }
-        for m in min_usds {
-            let at = match watch.walls.iter().position(|w| w.min_usd == m) {
-                Some(i) => i,
-                None => {
-                    watch.walls.push(WallsWatch { min_usd: m, seen: None, scan: v.walls.clone(), snap: None });
-                    watch.walls.len() - 1
-                }
-            };
-            let ww = &mut watch.walls[at];
-            if let Some(s) = ww.seen.as_mut() {
-                s.note_trades(v.price, v.high, v.low, v.levels.computed_ms);
-            }
-            let fresh = ww.seen.is_none();
-            let Some(events) = watch::look_walls(&mut ww.seen, &v.walls, m) else { continue };
-            ww.scan = v.walls.clone();
-            if fresh {
-                continue;
-            }
-            let is_walls = |t: &Target| matches!(t.channel, Channel::Walls { .. }) && t.min_usd == m;
-            for e in &events {
-                let (kind, data) = wall_data(symbol, e);
-                hand(kind, data.into(), &is_walls);
-            }
-        }
+        look_walls(&mut watch.walls, &watch.subs, stars, symbol, v, &mut hand);
         watch.stamp = (watch.price == Some((v.price, v.price_ts))).then_some(stamp);
     }
 
@@ -585,6 +559,41 @@ fn broken_data(symbol: &str, l: &rampart_engine::level::Level, v: &View) -> Stri
     j.finish()
 }
 
+/// Hands a look's encoded change to the subscribers its target filter wants.
+type Hand<'h> = dyn FnMut(&'static str, Rc<str>, &dyn Fn(&Target) -> bool) + 'h;
+
+/// The wall events of one look at a book, once per distinct `minUsd` its subscribers (`subs`,
+/// and the venue's `*` ones) ask for, each handed to the subscribers of that `minUsd`.
+fn look_walls(walls: &mut Vec<WallsWatch>, subs: &[Sub], stars: &[Sub], symbol: &str, v: &View, hand: &mut Hand<'_>) {
+    let mut min_usds: Vec<Option<f64>> = Vec::new();
+    for s in subs.iter().chain(stars) {
+        if matches!(s.target.channel, Channel::Walls { .. }) && !min_usds.contains(&s.target.min_usd) {
+            min_usds.push(s.target.min_usd);
+        }
+    }
+    for m in min_usds {
+        let at = match walls.iter().position(|w| w.min_usd == m) {
+            Some(i) => i,
+            None => {
+                walls.push(WallsWatch { min_usd: m, seen: None, scan: v.walls.clone(), snap: None });
+                walls.len() - 1
+            }
+        };
+        let ww = &mut walls[at];
+        let fresh = ww.seen.is_none();
+        let Some(events) = watch::look_walls(&mut ww.seen, &v.walls, &v.history, m) else { continue };
+        ww.scan = v.walls.clone();
+        if fresh {
+            continue;
+        }
+        let is_walls = |t: &Target| matches!(t.channel, Channel::Walls { .. }) && t.min_usd == m;
+        for e in &events {
+            let (kind, data) = wall_data(symbol, e);
+            hand(kind, data.into(), &is_walls);
+        }
+    }
+}
+
 /// `{"symbol","snapshot":{...}}`, the scan's walls that pass `min_usd`.
 fn walls_data(symbol: &str, scan: &DensitySnapshot, min_usd: Option<f64>) -> String {
     let kept =
@@ -596,18 +605,18 @@ fn walls_data(symbol: &str, scan: &DensitySnapshot, min_usd: Option<f64>) -> Str
     j.finish()
 }
 
-/// A wall event's `type` and `{"symbol","wall",["reason"]}`.
+/// A wall event's `type` and `{"symbol","wall",["reason","lifetimeS"]}`.
 fn wall_data(symbol: &str, e: &WallEvent) -> (&'static str, String) {
     let (kind, w, reason) = match e {
         WallEvent::Appeared(w) => ("wall.appeared", w, None),
         WallEvent::Changed(w) => ("wall.changed", w, None),
-        WallEvent::Gone(w, why) => ("wall.gone", w, Some(why.as_str())),
+        WallEvent::Gone(w, why, life_ms) => ("wall.gone", w, Some((why.as_str(), life_ms))),
     };
     let mut j = Json::with_capacity(200);
     j.raw("{\"symbol\":").str(symbol).raw(",\"wall\":");
     write_wall(&mut j, w);
-    if let Some(r) = reason {
-        j.raw(",\"reason\":").str(r);
+    if let Some((r, life_ms)) = reason {
+        j.raw(",\"reason\":").str(r).raw(",\"lifetimeS\":").int(life_ms / 1000);
     }
     j.raw("}");
     (kind, j.finish())
@@ -643,6 +652,7 @@ mod tests {
                 levels: vec![level(110, Formation::High), level(90, Formation::Low)],
             }),
             walls: Arc::new(DensitySnapshot { ts_ms: scan_ms, price, walls }),
+            history: Arc::new(WallHistory::default()),
         }
     }
 
@@ -733,7 +743,7 @@ mod tests {
         f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 6_000), [0; 6], 20);
         let gone = f.take(big);
         let Some(Item::Event { kind: "wall.gone", data, .. }) = gone.first() else { panic!("{:?}", kinds(&gone)) };
-        assert!(data.contains("\"reason\":\"pulled\""), "{data}");
+        assert!(data.contains("\"reason\":\"pulled\",\"lifetimeS\":0}"), "{data}");
     }
 
     #[test]

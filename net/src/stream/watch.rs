@@ -1,19 +1,20 @@
 //! What changed in one book's published levels and walls since a stream last looked (sans-I/O):
 //! the surviving levels a trade went through (`level.broken`), a recompute that changed the set
 //! (a new snapshot), and per wall scan the walls that appeared, changed (quantity or ratio moved
-//! by [`WALL_CHANGE`] or more) or went, each gone wall `filled` when a trade reached its price
-//! since the scan before, `pulled` otherwise.
+//! by [`WALL_CHANGE`] or more) or went.
 //!
-//! Trades reached: the stream notes, at every look, the pair's last price and the shard's
-//! trade watermarks (the highest and lowest trade since the levels were computed); the range
-//! between two scans is the span of both. A trade between two looks that neither moved the
-//! watermarks nor stayed the last price is not seen (the watermarks are reset with each level
-//! recompute, once a minute), so a wall can be called `pulled` that a trade touched in that
-//! instant; never the other way round.
+//! How a wall went is not decided here: it is what the shard's wall lives decided
+//! (`rampart_engine::wall_life`, from every trade of the book), read from the wall history the
+//! shard publishes before the scan ([`WallHistory`]), so the `walls` stream, the wall history
+//! (`GET /v1/walls/{symbol}/history`) and the wall alerts say the same of the same wall, with the
+//! same lifetime. A wall the stream stops showing while the shard still holds it open (it no
+//! longer passes the subscription's `minUsd`, or its book is crossed or stale and shows no walls)
+//! goes as `pulled`, with its life so far: no trade ended it.
 
 use rampart_engine::level::Level;
-use rampart_engine::Side;
+use rampart_engine::wall_life::{Gone, WallOutcome, WallRecord};
 use rampart_state::shared::{DensitySnapshot, LevelSnapshot, PublishedWall};
+use rampart_state::wall_history::WallHistory;
 
 /// A wall is `changed` when its quantity or its ratio moved by this fraction since last sent.
 pub const WALL_CHANGE: f64 = 0.10;
@@ -65,25 +66,6 @@ pub fn look_levels(seen: &mut Option<LevelsSeen>, snap: &LevelSnapshot, high: i6
     }
 }
 
-/// Why a wall went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gone {
-    /// A trade reached its price since the scan before.
-    Filled,
-    /// No trade reached it.
-    Pulled,
-}
-
-impl Gone {
-    /// The `reason` field.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Gone::Filled => "filled",
-            Gone::Pulled => "pulled",
-        }
-    }
-}
-
 /// One wall's change between two scans.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WallEvent {
@@ -91,38 +73,16 @@ pub enum WallEvent {
     Appeared(PublishedWall),
     /// Its quantity or ratio moved by [`WALL_CHANGE`] or more since last sent.
     Changed(PublishedWall),
-    /// Missing at this scan (as last sent).
-    Gone(PublishedWall, Gone),
+    /// Missing at this scan (as last sent): how it went and how long it stood (ms), as the
+    /// shard's wall lives decided.
+    Gone(PublishedWall, Gone, i64),
 }
 
-/// The walls last sent for one book, and the trades reached since that scan.
+/// The walls last sent for one book.
 #[derive(Clone, Debug)]
 pub struct WallsSeen {
     scan_ms: i64,
     walls: Vec<PublishedWall>,
-    reached: (i64, i64),
-    marks: (i64, i64, i64),
-}
-
-impl WallsSeen {
-    /// Notes the last price and the trade watermarks (`high`, `low` since the levels computed
-    /// at `computed_ms`) seen at a look.
-    pub fn note_trades(&mut self, price: i64, high: i64, low: i64, computed_ms: i64) {
-        let (lo, hi) = &mut self.reached;
-        if price > 0 {
-            *lo = (*lo).min(price);
-            *hi = (*hi).max(price);
-        }
-        let (old_high, old_low, old_ms) = self.marks;
-        // Watermarks that moved (or were reset with a recompute) are trades since the last look.
-        if high != i64::MIN && (high > old_high || computed_ms != old_ms) {
-            *hi = (*hi).max(high);
-        }
-        if low != i64::MAX && (low < old_low || computed_ms != old_ms) {
-            *lo = (*lo).min(low);
-        }
-        self.marks = (high, low, computed_ms);
-    }
 }
 
 /// Whether `w` passes the subscription's `minUsd` (a wall without a USD value does not).
@@ -130,11 +90,13 @@ pub fn passes(w: &PublishedWall, min_usd: Option<f64>) -> bool {
     min_usd.is_none_or(|m| w.usd.is_some_and(|u| u >= m))
 }
 
-/// Looks at a book's wall scan: `None` when it is the scan last looked at; the first scan gives
-/// no events (the caller sends it as the snapshot).
+/// Looks at a book's wall scan, with the wall history its shard published before it (or after:
+/// a later one): `None` when it is the scan last looked at; the first scan gives no events (the
+/// caller sends it as the snapshot).
 pub fn look_walls(
     seen: &mut Option<WallsSeen>,
     snap: &DensitySnapshot,
+    history: &WallHistory,
     min_usd: Option<f64>,
 ) -> Option<Vec<WallEvent>> {
     if seen.as_ref().is_some_and(|s| s.scan_ms == snap.ts_ms) {
@@ -142,15 +104,15 @@ pub fn look_walls(
     }
     let walls: Vec<PublishedWall> = snap.walls.iter().filter(|w| passes(w, min_usd)).cloned().collect();
     let Some(s) = seen else {
-        let fresh = (snap.price, snap.price);
-        *seen = Some(WallsSeen { scan_ms: snap.ts_ms, walls, reached: fresh, marks: (i64::MIN, i64::MAX, 0) });
+        *seen = Some(WallsSeen { scan_ms: snap.ts_ms, walls });
         return Some(Vec::new());
     };
     let same = |a: &PublishedWall, b: &PublishedWall| a.wall.side == b.wall.side && a.wall.price == b.wall.price;
     let mut events = Vec::new();
     for old in &s.walls {
         if !walls.iter().any(|w| same(w, old)) {
-            events.push(WallEvent::Gone(*old, reason(old, s.reached)));
+            let (gone, lifetime_ms) = outcome(history, old, s.scan_ms);
+            events.push(WallEvent::Gone(*old, gone, lifetime_ms));
         }
     }
     let mut kept = Vec::with_capacity(walls.len());
@@ -174,7 +136,6 @@ pub fn look_walls(
     }
     s.scan_ms = snap.ts_ms;
     s.walls = kept;
-    s.reached = (snap.price, snap.price);
     Some(events)
 }
 
@@ -183,16 +144,17 @@ fn moved(old: &PublishedWall, new: &PublishedWall) -> bool {
     rel(old.wall.qty.0 as f64, new.wall.qty.0 as f64) || rel(old.wall.ratio, new.wall.ratio)
 }
 
-fn reason(w: &PublishedWall, (low, high): (i64, i64)) -> Gone {
-    let reached = match w.wall.side {
-        Side::Ask => high >= w.wall.price.0,
-        Side::Bid => low <= w.wall.price.0,
-    };
-    if reached {
-        Gone::Filled
-    } else {
-        Gone::Pulled
+/// How the shard's wall lives say `w` went, and how long it stood: the newest ended wall of its
+/// side and price last seen at or after `seen_ms` (the scan this stream last saw it at); a wall
+/// the shard still holds open is `pulled`, with its life so far (the module's header says when).
+fn outcome(history: &WallHistory, w: &PublishedWall, seen_ms: i64) -> (Gone, i64) {
+    let same = |r: &&WallRecord| r.side == w.wall.side && r.price == w.wall.price;
+    let life = |r: &WallRecord| r.last_seen_ms - r.first_seen_ms;
+    if let Some(r) = history.ended.iter().filter(same).find(|r| r.last_seen_ms >= seen_ms) {
+        let gone = if r.outcome == WallOutcome::Filled { Gone::Filled } else { Gone::Pulled };
+        return (gone, life(r));
     }
+    (Gone::Pulled, history.open.iter().find(same).map_or(w.wall.age_ms, life))
 }
 
 #[cfg(test)]
@@ -200,7 +162,7 @@ mod tests {
     use super::*;
     use rampart_engine::level::{Formation, Origin};
     use rampart_engine::wall::Wall;
-    use rampart_engine::{Price, Qty};
+    use rampart_engine::{Price, Qty, Side};
 
     fn level(price: i64, side: Formation) -> Level {
         Level { price: Price(price), side, origin: Origin::H1, time_ms: 1, strength: 1 }
@@ -234,38 +196,76 @@ mod tests {
         );
     }
 
+    /// The history entry of `w`: first seen at 0, last seen at `last_ms`, with `outcome`.
+    fn record(w: &PublishedWall, last_ms: i64, outcome: WallOutcome) -> WallRecord {
+        WallRecord {
+            side: w.wall.side,
+            price: w.wall.price,
+            first_seen_ms: 0,
+            last_seen_ms: last_ms,
+            max_usd: w.usd,
+            max_ratio: w.wall.ratio,
+            executed_usd: Some(0.0),
+            outcome,
+        }
+    }
+
+    fn history(ts_ms: i64, open: Vec<WallRecord>, ended: Vec<WallRecord>) -> WallHistory {
+        WallHistory { ts_ms, open, ended: std::sync::Arc::from(ended), ended_total: 0 }
+    }
+
     #[test]
-    fn walls_appear_change_and_go_filled_or_pulled() {
+    fn walls_appear_change_and_go_as_the_shard_decided() {
         let scan = |ts_ms, price, walls: Vec<PublishedWall>| DensitySnapshot { ts_ms, price, walls };
+        let none = WallHistory::default();
         let mut seen = None;
         let ask = wall(Side::Ask, 110, 1_000);
         let bid = wall(Side::Bid, 90, 1_000);
-        assert_eq!(look_walls(&mut seen, &scan(2_000, 100, vec![ask, bid]), None), Some(vec![]));
-        assert_eq!(look_walls(&mut seen, &scan(2_000, 100, vec![]), None), None, "the same scan");
+        assert_eq!(look_walls(&mut seen, &scan(2_000, 100, vec![ask, bid]), &none, None), Some(vec![]));
+        assert_eq!(look_walls(&mut seen, &scan(2_000, 100, vec![]), &none, None), None, "the same scan");
         // Quantity +5 %: no event; then +12 % against what was sent: changed.
         let drift = wall(Side::Ask, 110, 1_050);
-        assert_eq!(look_walls(&mut seen, &scan(4_000, 100, vec![drift, bid]), None), Some(vec![]));
+        assert_eq!(look_walls(&mut seen, &scan(4_000, 100, vec![drift, bid]), &none, None), Some(vec![]));
         let grown = wall(Side::Ask, 110, 1_120);
         assert_eq!(
-            look_walls(&mut seen, &scan(6_000, 100, vec![grown, bid]), None),
+            look_walls(&mut seen, &scan(6_000, 100, vec![grown, bid]), &none, None),
             Some(vec![WallEvent::Changed(grown)])
         );
-        // A trade reaches the ask between scans; the bid is pulled; a new bid appears.
-        seen.as_mut().expect("seen").note_trades(110, 110, 99, 60_000);
+        // Both end at the next scan: the ask filled, the bid pulled, whatever the price says; an
+        // older ended wall at the bid's price (last seen before this stream saw the bid) is
+        // another wall. A new bid appears.
+        let ended = vec![
+            record(&grown, 6_000, WallOutcome::Filled),
+            record(&bid, 6_000, WallOutcome::Pulled),
+            record(&bid, 1_000, WallOutcome::Filled),
+        ];
         let new_bid = wall(Side::Bid, 95, 2_000);
-        let events = look_walls(&mut seen, &scan(8_000, 104, vec![new_bid]), None).expect("a new scan");
+        let h = history(8_000, vec![record(&new_bid, 8_000, WallOutcome::Open)], ended);
+        let events = look_walls(&mut seen, &scan(8_000, 100, vec![new_bid]), &h, None).expect("a new scan");
         assert_eq!(
             events,
             vec![
-                WallEvent::Gone(grown, Gone::Filled),
-                WallEvent::Gone(bid, Gone::Pulled),
+                WallEvent::Gone(grown, Gone::Filled, 6_000),
+                WallEvent::Gone(bid, Gone::Pulled, 6_000),
                 WallEvent::Appeared(new_bid)
             ]
         );
-        // Watermarks that did not move since the last look are no new trade.
-        seen.as_mut().expect("seen").note_trades(104, 110, 99, 60_000);
-        let events = look_walls(&mut seen, &scan(10_000, 104, vec![]), None).expect("a new scan");
-        assert_eq!(events, vec![WallEvent::Gone(new_bid, Gone::Pulled)]);
+        // Still open in the shard (a book not served shows no walls): pulled, with its life so far.
+        let events = look_walls(&mut seen, &scan(10_000, 100, vec![]), &h, None).expect("a new scan");
+        assert_eq!(events, vec![WallEvent::Gone(new_bid, Gone::Pulled, 8_000)]);
+    }
+
+    #[test]
+    fn a_wall_below_min_usd_goes_pulled_while_it_stands() {
+        let scan = |ts_ms, walls: Vec<PublishedWall>| DensitySnapshot { ts_ms, price: 100, walls };
+        let mut seen = None;
+        let big = wall(Side::Ask, 110, 1_000);
+        let none = WallHistory::default();
+        assert_eq!(look_walls(&mut seen, &scan(2_000, vec![big]), &none, Some(900.0)), Some(vec![]));
+        let small = wall(Side::Ask, 110, 800);
+        let h = history(4_000, vec![record(&small, 4_000, WallOutcome::Open)], vec![]);
+        let events = look_walls(&mut seen, &scan(4_000, vec![small]), &h, Some(900.0)).expect("a new scan");
+        assert_eq!(events, vec![WallEvent::Gone(big, Gone::Pulled, 4_000)]);
     }
 
     #[test]

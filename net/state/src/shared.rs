@@ -227,6 +227,49 @@ pub struct VenueStats {
     pub last_message_ms: AtomicI64,
 }
 
+/// One counter of [`VenueStats`] as the operator sees it, per venue: its name in `/healthz`'s
+/// venue object, its `/metrics` family (`rampart_` and `_total` added there) and help text.
+#[derive(Clone, Copy, Debug)]
+pub struct VenueCounter {
+    /// The key in `/healthz`.
+    pub health: &'static str,
+    /// The metric family.
+    pub metric: &'static str,
+    /// The metric's help text.
+    pub help: &'static str,
+    /// The counter.
+    pub field: fn(&VenueStats) -> &AtomicU64,
+}
+
+impl VenueCounter {
+    const fn new(
+        health: &'static str,
+        metric: &'static str,
+        help: &'static str,
+        field: fn(&VenueStats) -> &AtomicU64,
+    ) -> VenueCounter {
+        VenueCounter { health, metric, help, field }
+    }
+}
+
+/// The live feed's per-venue counters, in `/healthz`'s order: written once for both readers.
+#[rustfmt::skip]
+pub const VENUE_COUNTERS: [VenueCounter; 13] = [
+    VenueCounter::new("connects", "venue_connects", "Connection attempts", |s| &s.connects),
+    VenueCounter::new("connectFailures", "venue_connect_failures", "Connection attempts that failed", |s| &s.connect_failures),
+    VenueCounter::new("disconnects", "venue_disconnects", "Connections lost or closed", |s| &s.disconnects),
+    VenueCounter::new("messages", "venue_messages", "Data messages applied", |s| &s.messages),
+    VenueCounter::new("decodeErrors", "venue_decode_errors", "Frames that did not decode", |s| &s.decode_errors),
+    VenueCounter::new("gaps", "venue_gaps", "Sequence gaps found", |s| &s.gaps),
+    VenueCounter::new("checksumMismatches", "venue_checksum_mismatches", "Book checksum mismatches", |s| &s.checksum_mismatches),
+    VenueCounter::new("crossedBooks", "venue_crossed_books", "Books found crossed", |s| &s.crossed),
+    VenueCounter::new("staleSnapshots", "venue_stale_snapshots", "Snapshots refused as stale", |s| &s.stale_snapshots),
+    VenueCounter::new("resyncs", "venue_resyncs", "Book rebuilds started", |s| &s.resyncs),
+    VenueCounter::new("resets", "venue_resets", "Venue book resets accepted", |s| &s.resets),
+    VenueCounter::new("syncs", "venue_syncs", "Books that went live", |s| &s.syncs),
+    VenueCounter::new("venueErrors", "venue_errors", "Error answers from the venue", |s| &s.venue_errors),
+];
+
 impl Shared {
     /// Publishing state for the registry's books over `shards` shards, with room for
     /// `capacity` books in all.

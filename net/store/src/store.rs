@@ -48,7 +48,7 @@ mod site_row;
 pub use account::ACCOUNT_KEYS_MAX;
 pub use alert_row::{
     condition_columns, AlertChanges, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, PausedBy,
-    StatusFilter, WebhookFormat, FLOOD_FIRINGS_MAX, FLOOD_WINDOW_MS,
+    StatusFilter, WebhookFormat,
 };
 pub use conn::{Fence, Store, StoreLocation};
 pub use delivery_log::{DeliveryLogRow, Redelivery, ATTEMPTS_PER_ALERT_MAX, DELIVERY_LOG_KEEP_MS};

@@ -108,6 +108,8 @@ pub struct Writer {
 impl Writer {
     /// Starts the writer thread over `queues`, writing through `store` the bodies and messages
     /// `hooks.texts` makes; it also ends the alerts whose `expires_at` has passed.
+    // Long: the writer thread's body: its wiring and its one loop, whose `match` takes each kind of
+    // shard event in one line or two.
     pub fn start(
         mut store: Store,
         queues: Vec<Arc<EventQueue>>,
@@ -167,7 +169,7 @@ impl Writer {
                                 // Earlier firings first, so nothing is recorded out of order.
                                 commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_ended));
                                 let registry = registry.load();
-                                delist(&mut store, &*texts, registry.get(book), ids.len(), &stats2, &*clock);
+                                delist(&mut store, &*texts, registry.get(book), ids.len(), &stats2, (&health, &*clock));
                             }
                             ShardEvent::Ready { shard } => tracing::info!("shard {shard} ready"),
                             ShardEvent::MarketFired { .. } => {}
@@ -212,6 +214,37 @@ impl Writer {
     }
 }
 
+/// Runs `write` until storage takes it: its value once it commits; `None` when this node no
+/// longer owns the partition (`StoreError::Fenced`: another node evaluates these alerts now
+/// (`decisions.md` §14) and recording them here would record them twice, so the write is
+/// dropped). Any other failure is told to `/healthz`, counted, logged with `what` and tried
+/// again after [`RETRY`]; meanwhile the writer takes nothing new (its bounded queue holds what
+/// the shards send, `docs/design/limits.md`).
+fn until_taken<T>(
+    what: &dyn Fn() -> String,
+    stats: &WriterStats,
+    health: &StorageHealth,
+    clock: &dyn Clock,
+    mut write: impl FnMut() -> Result<T, StoreError>,
+) -> Option<T> {
+    loop {
+        let result = write();
+        health.record(StorageWriter::Firings, &result, clock.now_ms());
+        match result {
+            Ok(v) => return Some(v),
+            Err(StoreError::Fenced) => {
+                tracing::error!("writer: {} dropped: {}", what(), StoreError::Fenced);
+                return None;
+            }
+            Err(e) => {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("writer: committing {}: {e}; retrying", what());
+                std::thread::sleep(RETRY);
+            }
+        }
+    }
+}
+
 /// Removes a delisted pair's alerts (retrying until storage takes it, unless this node no
 /// longer owns the partition), with a notice to each owner.
 fn delist(
@@ -220,29 +253,13 @@ fn delist(
     ins: &rampart_engine::Instrument,
     held: usize,
     stats: &WriterStats,
-    clock: &dyn Clock,
+    (health, clock): (&StorageHealth, &dyn Clock),
 ) {
-    loop {
-        match store.delist(ins.venue, &ins.symbol, clock.now_ms(), texts) {
-            Ok(done) => {
-                stats.note_inbox_write();
-                tracing::info!(
-                    "{} {} delisted: {} alerts removed (shard held {held})",
-                    ins.venue,
-                    ins.symbol,
-                    done.len()
-                );
-                return;
-            }
-            Err(StoreError::Fenced) => {
-                tracing::error!("writer: delisting {}: {}", ins.symbol, StoreError::Fenced);
-                return;
-            }
-            Err(e) => {
-                tracing::error!("writer: delisting {}: {e}; retrying", ins.symbol);
-                std::thread::sleep(RETRY);
-            }
-        }
+    let what = || format!("the delisting of {}", ins.symbol);
+    let write = || store.delist(ins.venue, &ins.symbol, clock.now_ms(), texts);
+    if let Some(done) = until_taken(&what, stats, health, clock, write) {
+        stats.note_inbox_write();
+        tracing::info!("{} {} delisted: {} alerts removed (shard held {held})", ins.venue, ins.symbol, done.len());
     }
 }
 
@@ -289,7 +306,8 @@ fn site_firing(ev: &ShardEvent) -> Option<SiteFiringRecord> {
     }
 }
 
-/// Commits the site firings, retrying until it succeeds, then empties them.
+/// Commits the site firings, retrying until it succeeds (or this node is fenced: dropped), then
+/// empties them.
 fn commit_site(
     store: &mut Store,
     texts: &dyn Render,
@@ -301,28 +319,12 @@ fn commit_site(
     if site.is_empty() {
         return;
     }
-    loop {
-        let result = store.record_site_firings(site, texts);
-        health.record(StorageWriter::Firings, &result, clock.now_ms());
-        match result {
-            Ok(n) => {
-                stats.site_firings.fetch_add(n as u64, Ordering::Relaxed);
-                stats.note_inbox_write();
-                site.clear();
-                return;
-            }
-            Err(StoreError::Fenced) => {
-                tracing::error!("writer: {} site alert firings dropped: {}", site.len(), StoreError::Fenced);
-                site.clear();
-                return;
-            }
-            Err(e) => {
-                stats.retries.fetch_add(1, Ordering::Relaxed);
-                tracing::error!("writer: committing {} site alert firings: {e}; retrying", site.len());
-                std::thread::sleep(RETRY);
-            }
-        }
+    let what = || format!("{} site alert firings", site.len());
+    if let Some(n) = until_taken(&what, stats, health, clock, || store.record_site_firings(site, texts)) {
+        stats.site_firings.fetch_add(n as u64, Ordering::Relaxed);
+        stats.note_inbox_write();
     }
+    site.clear();
 }
 
 /// Commits `batch`, retrying until it succeeds, then empties it; tells `on_committed` what it
@@ -339,42 +341,24 @@ fn commit(
     if batch.is_empty() {
         return;
     }
-    loop {
-        let result = store.record_firings(batch, texts);
-        health.record(StorageWriter::Firings, &result, clock.now_ms());
-        match result {
-            Ok(done) => {
-                if tracing::enabled!(target: FIRING_TARGET, tracing::Level::TRACE) {
-                    for f in batch.iter() {
-                        tracing::trace!(target: FIRING_TARGET, alert = f.alert_id, "committed");
-                    }
-                }
-                stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
-                stats.batches.fetch_add(1, Ordering::Relaxed);
-                stats.note_inbox_write();
-                on_committed(&done.fired);
-                let ended = done.leaving();
-                if !done.paused.is_empty() {
-                    tracing::info!("writer: the flood guard paused {} alerts", done.paused.len());
-                }
-                if !ended.is_empty() {
-                    on_ended(&ended);
-                }
-                batch.clear();
-                return;
-            }
-            Err(StoreError::Fenced) => {
-                // Another node owns the partition now and evaluates these alerts itself
-                // (`decisions.md` §14): recording them here would record a firing twice.
-                tracing::error!("writer: {} firings dropped: {}", batch.len(), StoreError::Fenced);
-                batch.clear();
-                return;
-            }
-            Err(e) => {
-                stats.retries.fetch_add(1, Ordering::Relaxed);
-                tracing::error!("writer: committing {} firings: {e}; retrying", batch.len());
-                std::thread::sleep(RETRY);
+    let what = || format!("{} firings", batch.len());
+    if let Some(done) = until_taken(&what, stats, health, clock, || store.record_firings(batch, texts)) {
+        if tracing::enabled!(target: FIRING_TARGET, tracing::Level::TRACE) {
+            for f in batch.iter() {
+                tracing::trace!(target: FIRING_TARGET, alert = f.alert_id, "committed");
             }
         }
+        stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        stats.note_inbox_write();
+        on_committed(&done.fired);
+        let ended = done.leaving();
+        if !done.paused.is_empty() {
+            tracing::info!("writer: the flood guard paused {} alerts", done.paused.len());
+        }
+        if !ended.is_empty() {
+            on_ended(&ended);
+        }
     }
+    batch.clear();
 }

@@ -8,6 +8,7 @@
 //! data is generated) is treated as delisted, `HALT`/`CANCEL_ONLY`/`END_OF_DAY` as halted.
 
 use rampart_engine::candle::Timeframe;
+use rampart_engine::feed::intervals::rest_name;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
@@ -26,17 +27,6 @@ pub const SNAPSHOT_WEIGHT: f64 = 50.0;
 
 /// Binance's REST API.
 pub struct Binance;
-
-fn interval(tf: Timeframe) -> &'static str {
-    match tf {
-        Timeframe::M5 => "5m",
-        Timeframe::M15 => "15m",
-        Timeframe::H1 => "1h",
-        Timeframe::H4 => "4h",
-        Timeframe::D1 => "1d",
-        Timeframe::W1 => "1w",
-    }
-}
 
 impl RestApi for Binance {
     // `exchangeInfo` weighs 20.
@@ -91,7 +81,8 @@ impl RestApi for Binance {
     const CANDLES_WEIGHT: f64 = 2.0;
 
     fn candles_url(base: &str, native: &str, tf: Timeframe, end_ms: Option<i64>, limit: usize) -> String {
-        let mut u = format!("{base}/api/v3/klines?symbol={native}&interval={}&limit={limit}", interval(tf));
+        let mut u =
+            format!("{base}/api/v3/klines?symbol={native}&interval={}&limit={limit}", rest_name(Venue::Binance, tf));
         if let Some(end) = end_ms {
             u.push_str(&format!("&endTime={}", end - 1));
         }

@@ -8,6 +8,7 @@
 //! rule); `offline` is delisted, `halt` and `gray` are halted.
 
 use rampart_engine::candle::Timeframe;
+use rampart_engine::feed::intervals::rest_name;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
@@ -23,17 +24,6 @@ pub const SUBSCRIBE_BYTES_MAX: usize = 4000;
 
 /// Bitget's REST API.
 pub struct Bitget;
-
-fn granularity(tf: Timeframe) -> &'static str {
-    match tf {
-        Timeframe::M5 => "5min",
-        Timeframe::M15 => "15min",
-        Timeframe::H1 => "1h",
-        Timeframe::H4 => "4h",
-        Timeframe::D1 => "1Dutc",
-        Timeframe::W1 => "1Wutc",
-    }
-}
 
 fn data(body: &[u8], what: &'static str) -> Result<serde_json::Value, RestError> {
     let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json(what, e))?;
@@ -81,13 +71,13 @@ impl RestApi for Bitget {
             // The latest page from `candles` (up to 1000 rows).
             None => format!(
                 "{base}/api/v2/spot/market/candles?symbol={native}&granularity={}&limit={}",
-                granularity(tf),
+                rest_name(Venue::Bitget, tf),
                 limit.clamp(1, 1000)
             ),
             // Older pages from `history-candles` (`endTime` required, 200 rows at most).
             Some(end) => format!(
                 "{base}/api/v2/spot/market/history-candles?symbol={native}&granularity={}&endTime={}&limit={}",
-                granularity(tf),
+                rest_name(Venue::Bitget, tf),
                 end - 1,
                 limit.min(200)
             ),

@@ -7,6 +7,7 @@
 //! pair that vanishes from the list is delisted.
 
 use rampart_engine::candle::Timeframe;
+use rampart_engine::feed::intervals::rest_name;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
@@ -24,17 +25,6 @@ pub const TOPICS_PER_REQUEST_MAX: usize = 10;
 
 /// Bybit's REST API.
 pub struct Bybit;
-
-fn interval(tf: Timeframe) -> &'static str {
-    match tf {
-        Timeframe::M5 => "5",
-        Timeframe::M15 => "15",
-        Timeframe::H1 => "60",
-        Timeframe::H4 => "240",
-        Timeframe::D1 => "D",
-        Timeframe::W1 => "W",
-    }
-}
 
 /// The `result` of a v5 envelope, or the venue's error.
 pub(crate) fn result(body: &[u8], what: &'static str) -> Result<serde_json::Value, RestError> {
@@ -87,8 +77,10 @@ impl RestApi for Bybit {
     const OLDER_PAGE_MAX: usize = 1000;
 
     fn candles_url(base: &str, native: &str, tf: Timeframe, end_ms: Option<i64>, limit: usize) -> String {
-        let mut u =
-            format!("{base}/v5/market/kline?category=spot&symbol={native}&interval={}&limit={limit}", interval(tf));
+        let mut u = format!(
+            "{base}/v5/market/kline?category=spot&symbol={native}&interval={}&limit={limit}",
+            rest_name(Venue::Bybit, tf)
+        );
         if let Some(end) = end_ms {
             u.push_str(&format!("&end={}", end - 1));
         }

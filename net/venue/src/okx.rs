@@ -7,6 +7,7 @@
 //! when a page comes back short, from `market/history-candles`.
 
 use rampart_engine::candle::Timeframe;
+use rampart_engine::feed::intervals::rest_name;
 use rampart_engine::instrument::Status;
 use rampart_engine::Venue;
 
@@ -20,18 +21,6 @@ use super::session::{Count, DECODE_LEVELS_MAX, DECODE_TRADES_MAX};
 
 /// OKX's REST API.
 pub struct Okx;
-
-/// `bar` names (UTC-aligned days and weeks).
-pub fn bar(tf: Timeframe) -> &'static str {
-    match tf {
-        Timeframe::M5 => "5m",
-        Timeframe::M15 => "15m",
-        Timeframe::H1 => "1H",
-        Timeframe::H4 => "4H",
-        Timeframe::D1 => "1Dutc",
-        Timeframe::W1 => "1Wutc",
-    }
-}
 
 /// The `data` array of an OKX envelope, or the venue's error.
 fn data(body: &[u8], what: &'static str) -> Result<Vec<serde_json::Value>, RestError> {
@@ -76,10 +65,12 @@ impl RestApi for Okx {
     fn candles_url(base: &str, native: &str, tf: Timeframe, end_ms: Option<i64>, limit: usize) -> String {
         // `after` = rows older than that time; the first page is the latest.
         match end_ms {
-            None => format!("{base}/api/v5/market/candles?instId={native}&bar={}&limit={limit}", bar(tf)),
+            None => {
+                format!("{base}/api/v5/market/candles?instId={native}&bar={}&limit={limit}", rest_name(Venue::Okx, tf))
+            }
             Some(end) => format!(
                 "{base}/api/v5/market/history-candles?instId={native}&bar={}&after={end}&limit={limit}",
-                bar(tf)
+                rest_name(Venue::Okx, tf)
             ),
         }
     }

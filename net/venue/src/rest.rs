@@ -331,6 +331,8 @@ impl Ctx {
 /// A listing refresh in flight: the venue's index and the result.
 type ListingTask = tokio::task::JoinHandle<(usize, Result<Vec<Listed>, RestError>)>;
 
+// Long: the venue-rest thread's one loop: each round takes the shards' requests, the listing
+// refreshes and the replies in turn, over state the loop owns.
 async fn run(
     ctx: Rc<Ctx>,
     jobs: Arc<ArrayQueue<(usize, RestJob)>>,

@@ -34,6 +34,8 @@ pub(crate) mod settings;
 
 /// `rampart serve`: an api node is handed to [`node::serve_api`]; a single process or a market
 /// node starts here, serves until SIGTERM or SIGINT, then stops its parts in order.
+// Long: the start-up of one process in the order its parts depend on each other, then the stop in
+// reverse; wiring only.
 pub(crate) fn run(args: ServeArgs) -> Result<()> {
     let s = settings::settings(args)?;
     if let NodeRole::Api(partitions) = s.role {

@@ -200,6 +200,7 @@ impl MarketAlertsHere {
 }
 
 /// `serve --role api`: the front over every partition's snapshots.
+// Long: an api node's start-up in the order its parts depend on each other; wiring only.
 pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let Some(url) = s.nats.clone() else { bail!("--role api needs --nats") };
     let clock = clock::system();

@@ -47,6 +47,8 @@ pub(super) struct Persistence {
 }
 
 impl Persistence {
+    // Long: the storage side's start-up in dependency order (store, writer, publisher, delivery,
+    // watchers); wiring only.
     pub(super) fn start(
         s: &ServeSettings,
         shards: &ShardSet,

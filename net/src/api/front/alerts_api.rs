@@ -7,9 +7,9 @@ use std::sync::Arc;
 use hyper::header::HeaderValue;
 use hyper::StatusCode;
 
-use super::board_api::count_param;
+use super::answer::count_param;
+use super::answer::{clip, error, query_param, respond, ApiError, Resp};
 use super::books::Books;
-use super::{clip, error, query_param, respond, ApiError, Resp};
 use crate::alerts::{request as alerts, rules};
 use crate::config::Plans;
 use rampart_outbound::ssrf;
@@ -225,28 +225,19 @@ impl AlertsApi {
             message: req.message.clone(),
             webhook_format: req.webhook_format,
         };
-        // Price and percent alerts share the plan's cap (decisions.md §2), counted and inserted
-        // in one storage job so two concurrent requests cannot both take the last place.
-        // Committed before the answer: a crash after the 200 loses nothing acknowledged.
-        // A concurrent create with the same Idempotency-Key is looked for again under the
-        // account's lock, so two at once make one alert.
-        // Wall alerts count against the density-alert cap, every other type against the
-        // price-alert cap (decisions.md §15); the account's count holds every type, so the wall
-        // alerts are counted apart only when it reaches the cap.
-        let wall = matches!(new.condition, rampart_engine::alert::Condition::Wall(_));
-        let cap = u64::from(if wall { plan.density_alert_cap } else { plan.price_alert_cap });
+        // Counted against its cap (`rules::Cap`, decisions.md §2 and §15) and inserted in one
+        // storage job so two concurrent requests cannot both take the last place. Committed
+        // before the answer: a crash after the 200 loses nothing acknowledged. A concurrent
+        // create with the same Idempotency-Key is looked for again under the account's lock, so
+        // two at once make one alert.
+        let cap = rules::Cap::of(&new.condition);
+        let limit = cap.limit(plan);
         let inserted = self
             .storage
             .run(move |store| {
-                let active = if wall {
-                    store.active_density_alerts(new.account_id)?
-                } else {
-                    let all = store.active_price_alerts(new.account_id)?;
-                    if all >= cap {
-                        all.saturating_sub(store.active_wall_alerts(new.account_id)?)
-                    } else {
-                        all
-                    }
+                let counted = match cap {
+                    rules::Cap::Density => store.active_density_alerts(new.account_id)?,
+                    rules::Cap::Price => store.active_price_alerts(new.account_id)?,
                 };
                 if let Some((key, hash)) = &idem {
                     match store.idempotent_alert(new.account_id, key, hash, now_ms - IDEMPOTENCY_KEEP_MS)? {
@@ -256,7 +247,7 @@ impl AlertsApi {
                         Idempotent::New => {}
                     }
                 }
-                if active >= cap {
+                if cap.full(limit, counted, || store.active_wall_alerts(new.account_id))? {
                     return Ok(Created::Full);
                 }
                 let row = store.insert_alert(&new)?;
@@ -272,8 +263,7 @@ impl AlertsApi {
             Created::Replay(row) => return Ok(alert_answer(&row)),
             Created::Conflict => return Err(reused_with_another_body()),
             Created::Deleted(id) => return Err(created_alert_deleted(id)),
-            Created::Full if wall => return Err(rules::density_cap_reached(plan).into()),
-            Created::Full => return Err(rules::cap_reached(plan).into()),
+            Created::Full => return Err(cap.reached(plan).into()),
         };
         if !self.books.hand_over_new(&row) {
             let id = row.id;

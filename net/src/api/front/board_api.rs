@@ -10,8 +10,11 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use rampart_state::Command;
 
+use super::answer::{
+    answer_ok, clip, count_param, exchange_param, query_param, symbols_param, unprocessable, ApiError, Resp,
+};
+use super::bodies;
 use super::books::Books;
-use super::{answer_ok, bodies, clip, exchange_param, query_param, symbols_param, ApiError, Resp};
 use rampart_state::board::{Board, Category, Entry, Metric, Order};
 use rampart_state::json::Json;
 use rampart_state::pair_metrics::PairMetrics;
@@ -20,10 +23,6 @@ use rampart_state::pair_metrics::PairMetrics;
 pub const RANKING_LIMIT_MAX: usize = 100;
 /// Rows a ranking answers unless told.
 pub const RANKING_LIMIT_DEFAULT: usize = 20;
-
-fn unprocessable(message: String) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
-}
 
 /// `interval` (default `1d`).
 pub(super) fn interval_param(query: Option<&str>) -> Result<Timeframe, ApiError> {
@@ -52,18 +51,6 @@ fn metrics_param(query: Option<&str>) -> Result<Vec<Metric>, ApiError> {
         }
     }
     Ok(out)
-}
-
-/// A count parameter `name` in `1..=max` (`default` when absent).
-pub(super) fn count_param(query: Option<&str>, name: &str, default: usize, max: usize) -> Result<usize, ApiError> {
-    match query_param(query, name) {
-        None => Ok(default),
-        Some(s) => s
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=max).contains(n))
-            .ok_or_else(|| unprocessable(format!("invalid {name} '{}'. Allowed: 1 to {max}", clip(&s, 64)))),
-    }
 }
 
 /// The query of a ranking.

@@ -10,7 +10,7 @@ use rampart_engine::{BookId, Venue};
 use rampart_state::{Command, Commands, Shared};
 use rampart_store::store::AlertRow;
 
-use super::{clip, ApiError, SHARD_ANSWER_TIMEOUT};
+use super::answer::{clip, ApiError, SHARD_ANSWER_TIMEOUT};
 use crate::stream::ops::Channel;
 
 /// What the shards publish, the venues served, and the shards' command queues.

@@ -1,7 +1,7 @@
 //! Who may come in: the API keys (the key table, a lookup in storage for a key made a moment ago
 //! elsewhere), their plans, burst and quota and the keyless budget per address (`api::limit`),
 //! the site's own budget per account, and the site's signed-in sessions (this front's copy,
-//! `site::session::Sessions`, and the database's). Every route asks the gate before it answers;
+//! `session::Sessions`, and the database's). Every route asks the gate before it answers;
 //! the streams ask it again for as long as they run (`stream_admission`).
 
 use std::net::IpAddr;
@@ -12,8 +12,8 @@ use hyper::header::{AUTHORIZATION, COOKIE};
 use hyper::http::request::Parts;
 use hyper::StatusCode;
 
-use super::site::session::{self, Session, Sessions};
-use super::ApiError;
+use super::answer::ApiError;
+use super::session::{self, Session, Sessions};
 use crate::api::keys::KeyWatcher;
 use crate::api::limit::{Limiter, Refusal, Usage};
 use crate::config::Plans;

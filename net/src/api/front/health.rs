@@ -14,8 +14,8 @@ use http_body_util::Full;
 use hyper::http::request::Parts;
 use hyper::{Method, Response};
 
+use super::answer::{error, method_not_allowed, respond, Resp};
 use super::books::Books;
-use super::{error, method_not_allowed, respond, Resp};
 use crate::api::metrics::Metrics;
 use rampart_cluster::node::NodeHealth;
 use rampart_state::board::Board;
@@ -244,22 +244,8 @@ impl HealthApi {
             } else {
                 j.raw("null");
             }
-            for (name, f) in [
-                ("connects", (|s| &s.connects) as fn(&rampart_state::VenueStats) -> &std::sync::atomic::AtomicU64),
-                ("connectFailures", |s| &s.connect_failures),
-                ("disconnects", |s| &s.disconnects),
-                ("messages", |s| &s.messages),
-                ("decodeErrors", |s| &s.decode_errors),
-                ("gaps", |s| &s.gaps),
-                ("checksumMismatches", |s| &s.checksum_mismatches),
-                ("crossedBooks", |s| &s.crossed),
-                ("staleSnapshots", |s| &s.stale_snapshots),
-                ("resyncs", |s| &s.resyncs),
-                ("resets", |s| &s.resets),
-                ("syncs", |s| &s.syncs),
-                ("venueErrors", |s| &s.venue_errors),
-            ] {
-                j.raw(",\"").raw(name).raw("\":").int(sum(f));
+            for c in rampart_state::VENUE_COUNTERS {
+                j.raw(",\"").raw(c.health).raw("\":").int(sum(c.field));
             }
             j.raw(",\"reconnects\":{");
             for (i, r) in rampart_state::Reconnect::ALL.iter().enumerate() {

@@ -23,6 +23,8 @@ use crate::api::route::Route;
 /// Accepts connections on `listener` until `shutdown` resolves, serving each on this thread
 /// what `role` says.
 /// Must run inside a `tokio::task::LocalSet`.
+// Long: the accept loop and its per-connection task: the bounds on connections, the streaming
+// hand-off and hyper's settings read best in one place.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     front: Rc<Front>,

@@ -9,10 +9,10 @@ use rampart_engine::{BookId, Venue};
 
 use std::rc::Rc;
 
+use super::answer::{error, respond, respond_bytes, Resp};
 use super::bodies;
 use super::books::Books;
 use super::wall_history;
-use super::{error, respond, respond_bytes, Resp};
 use rampart_state::clock::SharedClock;
 use rampart_state::json::Json;
 use rampart_state::market_json::{write_density, write_levels};

@@ -8,8 +8,8 @@
 
 use hyper::StatusCode;
 
+use super::answer::{respond, Resp};
 use super::health::HealthApi;
-use super::{respond, Resp};
 use rampart_cluster::node::Role;
 use rampart_state::json::Json;
 

@@ -92,7 +92,7 @@ impl Gate {
                 if self.key_revoked(key_hash).await {
                     return Some(KEY_REVOKED);
                 }
-                if self.session_ended_now(&super::site::session::hash(cookie)) {
+                if self.session_ended_now(&super::session::hash(cookie)) {
                     return Some(SESSION_ENDED);
                 }
                 match self.session_of(cookie, self.clock.now_ms()).await {

@@ -51,13 +51,13 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
+use super::answer::{error, method_not_allowed, ApiError, Resp};
 use super::books::Books;
 use super::gate::{bearer_token, lock, session_cookie, Gate};
 use super::site::events::EventBody;
 use super::stream_admission::{Admission, CLOSE_UNAUTHORISED};
 use super::stream_conn::{Connection, Ctx, End, Out};
 use super::stream_fanout::{Hub, StreamCore};
-use super::{error, method_not_allowed, ApiError, Resp};
 use crate::api::limit::Usage;
 use crate::api::metrics::Metrics;
 use crate::stream::fanout::Target;
@@ -208,7 +208,7 @@ impl StreamApi {
         let started = std::time::Instant::now();
         let method = req.method().clone();
         let resp = self.stream_answer(req, peer).await;
-        super::observe(self.core.metrics.as_deref(), &method, "/v1/stream", resp.status(), started);
+        crate::api::metrics::observe(self.core.metrics.as_deref(), &method, "/v1/stream", resp.status(), started);
         resp
     }
 
@@ -235,12 +235,12 @@ impl StreamApi {
         let admission = Admission::Key { hash: hash_key(token) };
         let query = req.uri().query();
         let numbers = ops::query_numbers(
-            super::query_param(query, "since").as_deref(),
-            super::query_param(query, "minUsd").as_deref(),
+            super::answer::query_param(query, "since").as_deref(),
+            super::answer::query_param(query, "minUsd").as_deref(),
         );
         if let Err(e) = numbers {
             let mut r = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.message).into_response();
-            super::with_usage(&mut r, usage);
+            super::answer::with_usage(&mut r, usage);
             return r.map(Either::Left);
         }
         if wants_events(req.headers()) {
@@ -249,7 +249,7 @@ impl StreamApi {
                 Ok(r) => r.map(Either::Right),
                 Err(e) => e.into_response().map(Either::Left),
             };
-            super::with_usage(&mut r, usage);
+            super::answer::with_usage(&mut r, usage);
             return r;
         }
         self.upgrade(req, &account, usage, admission).map(Either::Left)
@@ -269,14 +269,14 @@ impl StreamApi {
                 "GET /v1/stream is a WebSocket: send Connection: Upgrade, Upgrade: websocket and Sec-WebSocket-Version: 13 with a Sec-WebSocket-Key",
             );
             r.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
-            super::with_usage(&mut r, usage);
+            super::answer::with_usage(&mut r, usage);
             return r;
         };
         let place = match self.take_place(account, &admission) {
             Ok(p) => p,
             Err(refused) => {
                 let mut r = refused.into_response();
-                super::with_usage(&mut r, usage);
+                super::answer::with_usage(&mut r, usage);
                 return r;
             }
         };
@@ -308,7 +308,7 @@ impl StreamApi {
         if let Ok(v) = HeaderValue::from_str(&accept) {
             h.insert(SEC_WEBSOCKET_ACCEPT, v);
         }
-        super::with_usage(&mut r, usage);
+        super::answer::with_usage(&mut r, usage);
         r
     }
 }
@@ -329,7 +329,7 @@ impl StreamApi {
                 Ok(Place::Key { _held: KeyPlace { open: self.open.clone(), key: key.id } })
             }
             Admission::Session { cookie, account, .. } => {
-                let session = super::site::session::hash(cookie);
+                let session = super::session::hash(cookie);
                 let held = super::site::events::Place::take(&self.site_open, *account, session)?;
                 Ok(Place::Site { _held: held })
             }
@@ -350,12 +350,13 @@ impl StreamApi {
         channels: Option<&str>,
     ) -> Result<Response<EventBody>, ApiError> {
         let query = req.uri.query();
-        let Some(channels) = channels.map(str::to_owned).or_else(|| super::query_param(query, "channels")) else {
+        let Some(channels) = channels.map(str::to_owned).or_else(|| super::answer::query_param(query, "channels"))
+        else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));
         };
-        let last = req.headers.get("last-event-id").and_then(|v| super::site::session::last_event_id(v.as_bytes()));
-        let since = last.map(|i| i.to_string()).or_else(|| super::query_param(query, "since"));
-        let op = ops::from_query(&channels, since.as_deref(), super::query_param(query, "minUsd").as_deref())
+        let last = req.headers.get("last-event-id").and_then(|v| super::session::last_event_id(v.as_bytes()));
+        let since = last.map(|i| i.to_string()).or_else(|| super::answer::query_param(query, "since"));
+        let op = ops::from_query(&channels, since.as_deref(), super::answer::query_param(query, "minUsd").as_deref())
             .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.message))?;
         let Op::Subscribe { channels, since, min_usd, .. } = op else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing query parameter 'channels'"));

@@ -19,9 +19,9 @@ use tokio_tungstenite::WebSocketStream;
 
 use hyper::StatusCode;
 
+use super::answer::ApiError;
 use super::stream_admission::{cursor_refusal, Admission, CLOSE_UNAUTHORISED, KEY_REVOKED, SESSION_ENDED};
 use super::stream_fanout::{Joined, StreamCore};
-use super::ApiError;
 use crate::stream::fanout::{Item, Target};
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, BACKLOG_MAX};
@@ -318,7 +318,7 @@ impl Ctx {
     /// inbox read yet.
     pub(super) fn new(joined: Joined, account: i64, admission: &Admission) -> Ctx {
         let session = match admission {
-            Admission::Session { cookie, .. } => Some(super::site::session::hash(cookie)),
+            Admission::Session { cookie, .. } => Some(super::session::hash(cookie)),
             Admission::Key { .. } => None,
         };
         let looked = Looks { inbox_writes: u64::MAX, inbox_ms: 0, catching_up: false };

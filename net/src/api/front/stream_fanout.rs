@@ -264,8 +264,10 @@ impl StreamCore {
             }
             let info = registry.get(book);
             let (levels, high, low) = self.books.shared.levels_view(book);
+            // The scan first: its shard publishes the wall history (how walls went) before it.
             let walls = slot.densities.load_full();
-            let view = View { price, price_ts, high, low, levels, walls };
+            let history = slot.wall_history.load_full();
+            let view = View { price, price_ts, high, low, levels, walls, history };
             fanout.look(book, info.venue, &info.symbol, &view, stamp, now_ms);
         }
     }

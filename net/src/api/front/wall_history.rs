@@ -10,15 +10,13 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use hyper::StatusCode;
 use rampart_engine::wall_life::{WallOutcome, WallRecord};
 use rampart_engine::Side;
 use rampart_state::json::Json;
 use rampart_state::market_json::write_wall_record;
 use rampart_state::wall_history::WallHistory;
 
-use super::board_api::count_param;
-use super::{clip, query_param, ApiError};
+use super::answer::{clip, count_param, query_param, unprocessable, ApiError};
 
 /// Walls an answer holds when `limit` is not given.
 pub const WALL_HISTORY_LIMIT_DEFAULT: usize = 100;
@@ -32,10 +30,6 @@ pub(super) struct HistoryQuery {
     outcome: Option<WallOutcome>,
     min_usd: Option<f64>,
     limit: usize,
-}
-
-fn unprocessable(message: String) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
 }
 
 fn outcome_param(query: Option<&str>) -> Result<Option<WallOutcome>, ApiError> {

@@ -8,7 +8,7 @@ use hyper::StatusCode;
 
 use std::sync::Arc;
 
-use super::{error, respond, ApiError, Resp};
+use super::answer::{error, respond, ApiError, Resp};
 use rampart_state::clock;
 use rampart_state::json::Json;
 use rampart_store::storage::Writer;

@@ -118,7 +118,7 @@ impl AlertStatus {
 pub enum PausedBy {
     /// Its owner, with `PATCH {"paused": true}`.
     User,
-    /// The flood guard: more than [`FLOOD_FIRINGS_MAX`] firings in [`FLOOD_WINDOW_MS`].
+    /// The flood guard (`crate::flood_guard`): more than 15 firings in 3 minutes.
     FloodGuard,
 }
 
@@ -136,12 +136,6 @@ impl PausedBy {
         [PausedBy::User, PausedBy::FloodGuard].into_iter().find(|x| x.as_str() == s)
     }
 }
-
-/// A repeating alert fires at most this many times within [`FLOOD_WINDOW_MS`]; the next firing
-/// pauses it instead (`decisions.md` §16).
-pub const FLOOD_FIRINGS_MAX: usize = 15;
-/// The flood guard's window: 3 minutes.
-pub const FLOOD_WINDOW_MS: i64 = 180_000;
 
 /// The body of an alert's webhook (`webhook_format`, `decisions.md` §16).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,15 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use super::alert_row::{
-    alert_row, AlertRow, AlertStatus, ALERT_COLUMNS, ALERT_COLUMNS_COUNT, FLOOD_FIRINGS_MAX, FLOOD_WINDOW_MS,
-};
+use super::alert_row::{alert_row, AlertRow, AlertStatus, ALERT_COLUMNS, ALERT_COLUMNS_COUNT};
 use super::conn::Store;
 use super::firing_record::FiringRecord;
 use super::inbox::NewEntry;
 use super::outbox::queue_telegram;
 use super::render::Render;
 use crate::db::{vals, Col, StoreError};
+use crate::flood_guard::FloodWindow;
 
 /// What a batch of firings came to ([`Store::record_firings`]).
 #[derive(Debug, Default)]
@@ -33,33 +32,6 @@ impl Recorded {
     }
 }
 
-/// A repeating alert's latest firing times as stored (`recent_fires`: at most
-/// [`FLOOD_FIRINGS_MAX`], comma-separated), and the flood guard's one rule.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct FloodWindow(Vec<i64>);
-
-impl FloodWindow {
-    fn parse(stored: &str) -> FloodWindow {
-        FloodWindow(stored.split(',').filter_map(|t| t.parse().ok()).collect())
-    }
-
-    fn stored(&self) -> String {
-        let times: Vec<String> = self.0.iter().map(i64::to_string).collect();
-        times.join(",")
-    }
-
-    /// Takes a firing at `ts_ms`: true when it may be sent (at most [`FLOOD_FIRINGS_MAX`] within
-    /// [`FLOOD_WINDOW_MS`] up to it), false when it would be one more (the alert is paused).
-    fn admit(&mut self, ts_ms: i64) -> bool {
-        self.0.retain(|&t| t > ts_ms - FLOOD_WINDOW_MS);
-        if self.0.len() >= FLOOD_FIRINGS_MAX {
-            return false;
-        }
-        self.0.push(ts_ms);
-        true
-    }
-}
-
 impl Store {
     /// Persists a batch of firings in one transaction: each alert's count, last time and
     /// status, an `alert.triggered` inbox entry with the event body, the webhook delivery when
@@ -67,6 +39,9 @@ impl Store {
     /// deleted, ended or paused alerts are skipped; one past an alert's `max_fires` too. A
     /// repeating alert's firing that would be its 16th in 3 minutes pauses it instead, with an
     /// `alert.paused` notice to its account (`decisions.md` §16).
+    // Long: one transaction's statements in the order they must run (flood guard, counts, pauses,
+    // inbox, outbox, Telegram); each is one call, split they would pass the transaction's state
+    // along.
     pub fn record_firings(&mut self, firings: &[FiringRecord], texts: &dyn Render) -> Result<Recorded, StoreError> {
         let (db, telegram) = (&self.db, self.telegram);
         // On PostgreSQL each step is one statement for the whole batch (array parameters,
@@ -281,6 +256,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flood_guard::FLOOD_WINDOW_MS;
     use crate::store::test_support::*;
     use crate::store::{AlertChanges, NewAlert, PausedBy, WebhookFormat};
 

@@ -2,7 +2,7 @@
 //! each by the SHA-256 of its id (the id itself is kept nowhere), with the account, the key it
 //! was opened with, its CSRF token and when it was last used. Kept in the database so that any
 //! server on it (a cluster's api nodes) serves any session, and a restart signs nobody out; the
-//! front keeps a short-lived copy (`rampart_net::api::front::site::session`).
+//! front keeps a short-lived copy (`rampart_net::api::front::session`).
 //!
 //! Bound: at most `max` sessions (the caller's); opening one more ends the least recently used.
 //! Idle ones are removed when a session is opened.

@@ -106,8 +106,8 @@ pub fn paused_body(row: &AlertRow, at_ms: i64) -> String {
     let mut j = Json::with_capacity(192);
     j.raw("{\"event\":\"alert.paused\",\"alert\":{\"id\":").int(row.id);
     j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
-    j.raw("},\"reason\":\"flood_guard\",\"firings\":").int(crate::store::FLOOD_FIRINGS_MAX as i64 + 1);
-    j.raw(",\"windowS\":").int(crate::store::FLOOD_WINDOW_MS / 1000);
+    j.raw("},\"reason\":\"flood_guard\",\"firings\":").int(crate::flood_guard::FLOOD_FIRINGS_MAX as i64 + 1);
+    j.raw(",\"windowS\":").int(crate::flood_guard::FLOOD_WINDOW_MS / 1000);
     j.raw(",\"time\":").int(at_ms).raw("}");
     j.finish()
 }
@@ -172,8 +172,7 @@ fn write_wall_hit(j: &mut Json, w: &rampart_engine::firing::WallHit) {
     rampart_state::market_json::write_wall_open(j, &published);
     j.raw(",\"reason\":");
     match w.gone {
-        Some(rampart_engine::wall_life::Gone::Filled) => j.str("filled"),
-        Some(rampart_engine::wall_life::Gone::Pulled) => j.str("pulled"),
+        Some(gone) => j.str(gone.as_str()),
         None => j.raw("null"),
     };
     j.raw(",\"lifetimeS\":").int(w.wall.age_ms / 1000).raw("}");

@@ -204,8 +204,8 @@ pub fn paused_text(row: &AlertRow) -> String {
         row.exchange.as_str(),
         row.condition.kind(),
         row.id,
-        crate::store::FLOOD_FIRINGS_MAX,
-        crate::store::FLOOD_WINDOW_MS / 60_000,
+        crate::flood_guard::FLOOD_FIRINGS_MAX,
+        crate::flood_guard::FLOOD_WINDOW_MS / 60_000,
         row.id,
         note_line(&row.note)
     )

@@ -6,8 +6,9 @@
 
 use hyper::StatusCode;
 
-use super::{AlertsApi, Resp};
-use crate::api::front::{respond, ApiError};
+use super::AlertsApi;
+use crate::api::front::answer::Resp;
+use crate::api::front::answer::{respond, ApiError};
 use rampart_delivery::Target;
 use rampart_state::json::Json;
 use rampart_store::storage::Writer;

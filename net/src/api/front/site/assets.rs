@@ -19,8 +19,8 @@ use hyper::http::request::Parts;
 use hyper::{Method, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
+use crate::api::front::answer::{error, method_not_allowed, Resp};
 use crate::api::front::encoding::{accepts_gzip, gzip, Level};
-use crate::api::front::{error, method_not_allowed, Resp};
 
 /// The site's Content-Security-Policy: its own script, style, images and requests only.
 /// `script-src 'self'` admits the page's module scripts (`<script type="module">` and every

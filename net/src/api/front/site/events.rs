@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use hyper::body::{Body, Frame};
 
-use crate::api::front::ApiError;
+use crate::api::front::answer::ApiError;
 
 /// Open streams in all.
 pub const STREAMS_MAX: usize = 4_096;

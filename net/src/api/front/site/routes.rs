@@ -26,17 +26,18 @@ use std::net::IpAddr;
 
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, SET_COOKIE};
 use hyper::http::request::Parts;
-use hyper::{Method, StatusCode};
+use hyper::StatusCode;
 
 use std::rc::Rc;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::session::{self, Session};
+use crate::api::front::answer::{respond, ApiError, Resp};
 use crate::api::front::books::Books;
 use crate::api::front::gate::{session_cookie, Gate};
-use crate::api::front::{method_not_allowed, read_body, respond, ApiError, Front, Resp};
+use crate::api::front::request_body::read_body;
+use crate::api::front::session::{self, Session};
 use crate::config::Plan;
 use crate::site_alerts::{self, SiteError};
 use rampart_state::board::Board;
@@ -91,7 +92,8 @@ pub(in crate::api::front) fn signin_from_this_site(req: &Parts) -> Result<(), Ap
     Ok(())
 }
 
-fn no_store(mut r: Resp) -> Resp {
+/// `r` with `Cache-Control: no-store`, as every answer of the site's routes.
+pub(in crate::api::front) fn no_store(mut r: Resp) -> Resp {
     r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
 }
@@ -107,7 +109,7 @@ fn with_cookie(mut r: Resp, id: Option<&str>) -> Resp {
 
 /// Whether a create body names a webhook (a field `webhook_url` that is not null); a body that
 /// is not a JSON object is left to the API's own parser and its messages.
-fn has_webhook_url(body: &[u8]) -> bool {
+pub(in crate::api::front) fn has_webhook_url(body: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(body)
         .ok()
         .and_then(|v| v.get("webhook_url").cloned())
@@ -147,81 +149,6 @@ fn session_body(s: &Session, plan: &str) -> String {
     j.finish()
 }
 
-impl Front {
-    /// Answers one `/site/` request.
-    pub(in crate::api::front) async fn site(
-        &self,
-        req: &Parts,
-        body: hyper::body::Incoming,
-        peer: IpAddr,
-        now_ms: i64,
-    ) -> Resp {
-        let segments: Vec<&str> = req.uri.path().trim_start_matches('/').split('/').collect();
-        let post = req.method == Method::POST;
-        let answer = match segments.as_slice() {
-            ["site", "signin"] if post => self.site.signin(req, body, peer, now_ms).await,
-            ["site", "signout"] if post => self.site.signout(req, now_ms).await,
-            ["site", "signin"] | ["site", "signout"] => Ok(method_not_allowed("POST")),
-            ["site", "session"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.site.session(req, now_ms).await
-            }
-            ["site", "session"] => Ok(method_not_allowed("GET")),
-            ["site", "site-alerts"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.site.list_site_alerts(req, now_ms).await
-            }
-            ["site", "site-alerts"] if post => self.site.create_site_alert(req, body, now_ms).await,
-            ["site", "site-alerts"] => Ok(method_not_allowed("GET, POST")),
-            ["site", "site-alerts", id] if req.method == Method::DELETE => {
-                self.site.delete_site_alert(req, id, now_ms).await
-            }
-            ["site", "site-alerts", _] => Ok(method_not_allowed("DELETE")),
-            ["site", "v1", ..] => self.site_v1(req, body, now_ms).await,
-            ["site", "keys"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.site.list_keys(req, now_ms).await
-            }
-            ["site", "keys"] if post => self.site.add_key(req, body, now_ms).await,
-            ["site", "keys"] => Ok(method_not_allowed("GET, POST")),
-            ["site", "keys", id] if req.method == Method::DELETE => self.site.revoke_key(req, id, now_ms).await,
-            ["site", "keys", _] => Ok(method_not_allowed("DELETE")),
-            ["site", "channels"] if matches!(req.method, Method::GET | Method::HEAD) => {
-                self.site.channels(req, now_ms).await
-            }
-            ["site", "channels"] if req.method == Method::PUT => self.site.set_channels(req, body, now_ms).await,
-            ["site", "channels"] => Ok(method_not_allowed("GET, PUT")),
-            ["site", "events"] => Ok(method_not_allowed("GET")),
-            _ => Err(ApiError::new(StatusCode::NOT_FOUND, "not found")),
-        };
-        super::assets::secure(no_store(answer.unwrap_or_else(ApiError::into_response)))
-    }
-
-    /// `/site/v1/...`: the `/v1` route with the session's key, on the site's own budget.
-    async fn site_v1(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
-        let reading = matches!(req.method, Method::GET | Method::HEAD);
-        let s = if reading { self.gate.signed_in(req, now_ms).await? } else { self.gate.changing(req, now_ms).await? };
-        let path = req.uri.path().strip_prefix("/site").unwrap_or("/");
-        if path.starts_with("/v1/debug") {
-            return Err(ApiError::new(StatusCode::NOT_FOUND, "not found"));
-        }
-        let key =
-            self.gate.keys.get(&s.key_hash).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "not signed in"))?;
-        self.gate.admit_site(s.account_id, now_ms)?;
-        let bytes = match req.method {
-            Method::POST | Method::PUT | Method::PATCH => read_body(body, false).await?,
-            _ => bytes::Bytes::new(),
-        };
-        let alert_write = (req.method == Method::POST && path == "/v1/alerts")
-            || (req.method == Method::PATCH && path.starts_with("/v1/alerts/"));
-        if alert_write && has_webhook_url(&bytes) {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "an alert created on the site has no webhook URL; create one with a webhook_url through the API",
-            ));
-        }
-        let resp = self.handle(req, path, &bytes, &key, now_ms).await;
-        Ok(crate::api::front::encoding::negotiate(resp, crate::api::front::encoding::accepts_gzip(&req.headers)).await)
-    }
-}
-
 /// The site's own routes: sign-in and sessions, the account's keys, its Telegram chat and its
 /// site alerts.
 pub struct SiteApi {
@@ -251,12 +178,12 @@ impl SiteApi {
     }
 
     /// `GET /site/session`: the session, its plan and its CSRF token.
-    async fn session(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn session(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
         let s = self.gate.signed_in(req, now_ms).await?;
         Ok(respond(StatusCode::OK, session_body(&s, &self.gate.plan_of(&s))))
     }
 
-    async fn list_keys(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn list_keys(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
         let s = self.gate.signed_in(req, now_ms).await?;
         let acc = s.account_id;
         let rows = self.storage.run(move |store| store.account_keys(acc)).await?;
@@ -272,7 +199,12 @@ impl SiteApi {
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    async fn add_key(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn add_key(
+        &self,
+        req: &Parts,
+        body: hyper::body::Incoming,
+        now_ms: i64,
+    ) -> Result<Resp, ApiError> {
         let s = self.gate.changing(req, now_ms).await?;
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &KEY_FIELDS)?;
@@ -310,7 +242,7 @@ impl SiteApi {
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    async fn revoke_key(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn revoke_key(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
         let acc = self.gate.changing(req, now_ms).await?.account_id;
         let unknown = || ApiError::new(StatusCode::NOT_FOUND, "unknown key");
         let id = id.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(unknown)?;
@@ -327,13 +259,18 @@ impl SiteApi {
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    async fn channels(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn channels(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
         let acc = self.gate.signed_in(req, now_ms).await?.account_id;
         let chat = self.storage.run(move |store| store.telegram_chat(acc)).await?;
         Ok(respond(StatusCode::OK, channels_body(chat.as_deref(), self.telegram_on)))
     }
 
-    async fn set_channels(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn set_channels(
+        &self,
+        req: &Parts,
+        body: hyper::body::Incoming,
+        now_ms: i64,
+    ) -> Result<Resp, ApiError> {
         let acc = self.gate.changing(req, now_ms).await?.account_id;
         let bytes = read_body(body, false).await?;
         let obj = crate::request::body_object(&bytes, &CHANNEL_FIELDS)?;
@@ -358,7 +295,7 @@ impl SiteApi {
         Ok(respond(StatusCode::OK, channels_body(chat.as_deref(), self.telegram_on)))
     }
 
-    async fn signin(
+    pub(in crate::api::front) async fn signin(
         &self,
         req: &Parts,
         body: hyper::body::Incoming,
@@ -390,7 +327,7 @@ impl SiteApi {
         Ok(with_cookie(respond(StatusCode::OK, session_body(&s, &row.plan)), Some(&id)))
     }
 
-    async fn signout(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn signout(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
         self.gate.changing(req, now_ms).await?;
         if let Some(id) = session_cookie(req) {
             let h = session::hash(id);
@@ -402,7 +339,7 @@ impl SiteApi {
         Ok(with_cookie(respond(StatusCode::OK, "{\"data\":{\"signedOut\":true}}".to_owned()), None))
     }
 
-    async fn list_site_alerts(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn list_site_alerts(&self, req: &Parts, now_ms: i64) -> Result<Resp, ApiError> {
         let acc = self.gate.signed_in(req, now_ms).await?.account_id;
         let rows = self.storage.run(move |store| store.list_site_alerts(acc)).await?;
         let board = self.board.load();
@@ -418,7 +355,12 @@ impl SiteApi {
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    async fn create_site_alert(&self, req: &Parts, body: hyper::body::Incoming, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn create_site_alert(
+        &self,
+        req: &Parts,
+        body: hyper::body::Incoming,
+        now_ms: i64,
+    ) -> Result<Resp, ApiError> {
         let s = self.gate.changing(req, now_ms).await?;
         let plan_name = self.gate.plan_of(&s);
         let plan = self.gate.plans.get(&plan_name).cloned().ok_or_else(|| {
@@ -476,7 +418,12 @@ impl SiteApi {
         Ok(respond(StatusCode::OK, j.finish()))
     }
 
-    async fn delete_site_alert(&self, req: &Parts, id: &str, now_ms: i64) -> Result<Resp, ApiError> {
+    pub(in crate::api::front) async fn delete_site_alert(
+        &self,
+        req: &Parts,
+        id: &str,
+        now_ms: i64,
+    ) -> Result<Resp, ApiError> {
         let acc = self.gate.changing(req, now_ms).await?.account_id;
         let Some(id) = id.parse::<i64>().ok().filter(|&i| i > 0) else {
             return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown alert"));
