@@ -49,14 +49,29 @@ pub struct WriterStats {
     /// Commits that wrote inbox entries (firings of any kind, delistings): live push to the
     /// site's open pages reads the inbox again when this moves.
     pub inbox_writes: AtomicU64,
+    /// Those of them whose entries are not in `inbox_feed` (delistings, expiries, site firings):
+    /// a stream front reads the database when this moved since its last look.
+    pub inbox_unfed: AtomicU64,
     /// Woken at each such commit: a stream's `alerts` waiting on it reads the inbox at once
     /// (one that was not waiting sees `inbox_writes` move at its next look).
     pub inbox_written: tokio::sync::Notify,
+    /// The firings' inbox entries, published at their commit before `inbox_written` wakes
+    /// anyone: the stream fronts take them from here instead of reading the database.
+    pub inbox_feed: crate::inbox_feed::InboxFeed,
 }
 
 impl WriterStats {
-    /// Counts a commit that wrote inbox entries and wakes whoever waits for one.
+    /// Counts a commit that wrote inbox entries (not in the feed) and wakes whoever waits for one.
     pub fn note_inbox_write(&self) {
+        self.inbox_unfed.fetch_add(1, Ordering::Release);
+        self.inbox_writes.fetch_add(1, Ordering::Release);
+        self.inbox_written.notify_waiters();
+    }
+
+    /// Publishes a commit's inbox entries to `inbox_feed`, counts the commit and wakes whoever
+    /// waits for one (the entries are in the feed before anyone is woken).
+    pub fn note_inbox_fed(&self, entries: Vec<crate::inbox_feed::FedEntry>) {
+        self.inbox_feed.publish(entries);
         self.inbox_writes.fetch_add(1, Ordering::Release);
         self.inbox_written.notify_waiters();
     }
@@ -342,7 +357,7 @@ fn commit(
         return;
     }
     let what = || format!("{} firings", batch.len());
-    if let Some(done) = until_taken(&what, stats, health, clock, || store.record_firings(batch, texts)) {
+    if let Some(mut done) = until_taken(&what, stats, health, clock, || store.record_firings(batch, texts)) {
         if tracing::enabled!(target: FIRING_TARGET, tracing::Level::TRACE) {
             for f in batch.iter() {
                 tracing::trace!(target: FIRING_TARGET, alert = f.alert_id, "committed");
@@ -350,7 +365,7 @@ fn commit(
         }
         stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
-        stats.note_inbox_write();
+        stats.note_inbox_fed(std::mem::take(&mut done.inbox));
         on_committed(&done.fired);
         let ended = done.leaving();
         if !done.paused.is_empty() {

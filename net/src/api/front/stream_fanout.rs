@@ -1,10 +1,11 @@
 //! The front's stream fan-out task (issue #34): every [`ROUND`] it looks once at each book some
 //! `GET /v1/stream` connection follows (`crate::stream::fanout`), reading what the shards
 //! published (atomics and `ArcSwap` loads: the shards do nothing per subscriber), and wakes the
-//! connections it handed something. Beside it the inbox reader reads every account's new inbox
-//! entries once per writer commit (or once a second: commits of a cluster's other nodes) and
-//! hands each to its account's `alerts` connections, so a firing costs one query however many
-//! streams follow `alerts`. Both run on the front's thread while any stream is open.
+//! connections it handed something. Beside it the inbox reader takes every account's new inbox
+//! entries at each writer commit (from the writer's feed, else one query; and once a second:
+//! commits of a cluster's other nodes) and hands each to its account's `alerts` connections, so
+//! a firing costs no query however many streams and front threads follow `alerts`. Both run on
+//! the front's thread while any stream is open.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use crate::stream::fanout::{ConnId, Fanout, View};
 use crate::stream::Bounds;
 use rampart_state::board::Board;
 use rampart_state::clock::SharedClock;
+use rampart_store::inbox_feed::{FedEntry, Took};
 use rampart_store::storage::StorageThread;
 use rampart_store::writer::WriterStats;
 
@@ -200,9 +202,11 @@ impl StreamCore {
     }
 
     /// The inbox reader: from the newest entry at its start, every entry written since, handed
-    /// to its account's `alerts` connections; it reads when the writer commits inbox entries
+    /// to its account's `alerts` connections; it looks when the writer commits inbox entries
     /// (`WriterStats::inbox_written`, or its count moved) and once a second, and stops when no
-    /// connection follows `alerts`.
+    /// connection follows `alerts`. A firings commit's entries are taken from the writer's feed
+    /// (`rampart_store::inbox_feed`: no query); the database is read once a second, after a
+    /// commit whose entries the feed does not hold, and when the feed has a gap.
     async fn run_inbox(self: Rc<Self>) {
         let mut woken = Vec::new();
         let mut last = loop {
@@ -212,27 +216,36 @@ impl StreamCore {
             }
         };
         self.fanout.borrow_mut().inbox_last = Some(last);
-        let mut seen = u64::MAX;
+        let (mut seen, mut unfed_seen, mut fed) = (u64::MAX, u64::MAX, Vec::new());
         loop {
             // Listening before the count is read: a commit in between still wakes the wait.
             let written = self.writer_stats.inbox_written.notified();
             tokio::pin!(written);
             written.as_mut().enable();
+            let mut rescan = false;
             if self.writer_stats.inbox_writes.load(Ordering::Acquire) == seen {
-                // Nothing committed since the last read started: wait for a commit, or a second.
-                let _ = tokio::time::timeout(INBOX_RESCAN, written).await;
+                // Nothing committed since the last look: wait for a commit, or a second.
+                rescan = tokio::time::timeout(INBOX_RESCAN, written).await.is_err();
             }
             seen = self.writer_stats.inbox_writes.load(Ordering::Acquire);
+            let unfed = self.writer_stats.inbox_unfed.load(Ordering::Acquire);
             if !self.fanout.borrow().fanout.wants_alerts() {
                 let mut hub = self.fanout.borrow_mut();
                 hub.inbox_last = None;
                 hub.inbox_running = false;
                 return;
             }
+            fed.clear();
+            let from_feed = !rescan && unfed == unfed_seen;
+            if from_feed && self.writer_stats.inbox_feed.after(last, &mut fed) != Took::Gap {
+                last = self.hand_fed(&fed, last, &mut woken);
+                continue;
+            }
             let after = last;
             let Ok(rows) = self.storage.run(move |store| store.inbox_all_after(after, INBOX_READ_MAX)).await else {
                 continue;
             };
+            unfed_seen = unfed;
             let mut hub = self.fanout.borrow_mut();
             for (account, r) in rows.iter() {
                 debug_assert!(r.id > last, "ids rise");
@@ -245,6 +258,20 @@ impl StreamCore {
                 seen = u64::MAX;
             }
         }
+    }
+
+    /// Hands the feed's entries (the run right after `last`) to their accounts' `alerts`
+    /// connections and wakes them; the new last id.
+    fn hand_fed(&self, fed: &[FedEntry], mut last: i64, woken: &mut Vec<ConnId>) -> i64 {
+        let mut hub = self.fanout.borrow_mut();
+        for e in fed {
+            debug_assert_eq!(e.id, last + 1, "the run right after the last id");
+            hub.fanout.hand_alert(e.account_id, e.id, &Rc::from(e.kind), &Rc::from(&*e.body));
+            last = e.id;
+        }
+        hub.inbox_last = Some(last);
+        hub.wake(woken);
+        last
     }
 
     /// One look at each of `books` whose published state moved since its last look (a book no

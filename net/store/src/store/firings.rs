@@ -11,6 +11,8 @@ use super::outbox::queue_telegram;
 use super::render::Render;
 use crate::db::{vals, Col, StoreError};
 use crate::flood_guard::FloodWindow;
+use crate::inbox_feed::FedEntry;
+use std::sync::Arc;
 
 /// What a batch of firings came to ([`Store::record_firings`]).
 #[derive(Debug, Default)]
@@ -19,6 +21,8 @@ pub struct Recorded {
     pub fired: Vec<(AlertRow, FiringRecord)>,
     /// The alerts the flood guard paused instead of recording a firing (`decisions.md` §16).
     pub paused: Vec<AlertRow>,
+    /// The inbox entries written, in id order (for the streams: `crate::inbox_feed`).
+    pub inbox: Vec<FedEntry>,
 }
 
 impl Recorded {
@@ -84,7 +88,14 @@ impl Store {
                 body: texts.alert_paused(row, *at),
                 created_ms: *at,
             }));
-            self.write_inbox(&inbox)?;
+            let first = self.write_inbox(&inbox)?;
+            let fed = inbox.iter().zip(first..).map(|(e, id)| FedEntry {
+                account_id: e.account_id,
+                id,
+                kind: e.kind,
+                body: Arc::from(e.body.as_str()),
+            });
+            let fed: Vec<FedEntry> = fed.collect();
             // The webhook is in addition to the inbox, in the same transaction: a firing
             // that is recorded is also queued for delivery (at least once).
             let hooked: Vec<(&AlertRow, &FiringRecord, &str, &str)> = done
@@ -130,7 +141,7 @@ impl Store {
                     queue_telegram(db, texts, row.account_id, row.id, text, *at)?;
                 }
             }
-            Ok(Recorded { fired: done, paused: paused.into_iter().map(|(row, _)| row).collect() })
+            Ok(Recorded { fired: done, paused: paused.into_iter().map(|(row, _)| row).collect(), inbox: fed })
         })
     }
 

@@ -39,10 +39,10 @@ impl Store {
     /// any: an entry is never visible before one with a lower id, and a stream resuming after
     /// an id it saw misses nothing, however many nodes write. Called last among a
     /// transaction's row locks (only inserts follow), so the counter's wait is never part of a
-    /// cycle.
-    pub(super) fn write_inbox(&self, entries: &[NewEntry]) -> Result<(), StoreError> {
+    /// cycle. Returns the first entry's id (the others follow it).
+    pub(super) fn write_inbox(&self, entries: &[NewEntry]) -> Result<i64, StoreError> {
         if entries.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let n = entries.len() as i64;
         let last: i64 = self.db.query_one(
@@ -61,7 +61,7 @@ impl Store {
         ];
         let names = ["id", "account_id", "kind", "alert_id", "body", "created_ms"];
         self.db.insert_rows("inbox", &names, &cols)?;
-        Ok(())
+        Ok(last - n + 1)
     }
 
     /// An account's inbox entries after id `after`, oldest first, at most `limit` (live push
