@@ -189,3 +189,33 @@ fn decoding_and_syncing_bitget_frames_allocates_nothing() {
     assert!(v.awaiting_count > 0 && u.checksum_checked_count == 0);
     assert_eq!(allocations, Some(0), "allocations while decoding and syncing Bitget frames");
 }
+
+#[test]
+fn a_perpetuals_windows_allocate_nothing() {
+    use rampart_engine::perp_window::{PerpWindow, PositionSide, SLOTS};
+    let mut windows: Vec<PerpWindow> = [60_000, 300_000, 3_600_000].iter().map(|&w| PerpWindow::new(w, 0)).collect();
+    let mut run = |from: i64, n: i64| {
+        let mut seen = 0.0;
+        for i in 0..n {
+            let now = from + i * 700;
+            for w in windows.iter_mut() {
+                let side = if i % 3 == 0 { PositionSide::Short } else { PositionSide::Long };
+                w.add_liquidation(now, now - 1_500, side, 1_000.0 + i as f64);
+                if i % 5 == 0 {
+                    w.note_oi(now, 10_000.0 + i as f64);
+                }
+                seen += w.liquidations(now).map_or(0.0, |l| l.long_usd);
+                seen += w.oi_change_pct(now).unwrap_or(0.0);
+                if i % 50 == 0 {
+                    seen += w.slots(now).filter_map(|s| s.oi_base).sum::<f64>();
+                }
+            }
+        }
+        seen
+    };
+    run(0, 2_000);
+    // 5 000 updates 0.7 s apart: about an hour, every slot of the three windows reused.
+    let (seen, allocations) = alloc::count(|| run(1_400_000, 5_000));
+    assert!(seen > 0.0 && SLOTS == 60, "windows were read");
+    assert_eq!(allocations, Some(0), "liquidations, OI samples and reads allocated");
+}
