@@ -16,6 +16,7 @@ pub mod level;
 pub mod level_alert;
 pub mod market;
 pub mod metrics;
+pub mod perp_alert;
 pub mod perp_window;
 pub mod sim;
 pub mod site_alert;
