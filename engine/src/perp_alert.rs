@@ -5,7 +5,7 @@
 //! thresholds per book, window and side) is built on these rules; it is not written yet.
 //!
 //! Thresholds are whole units (cents, millionths of a percent), fixed at create, and each value
-//! is rounded to the same unit before it is compared ([`cents`], [`micro`]), so that a value at a
+//! is rounded to the same unit before it is compared (`cents`, `micro`), so that a value at a
 //! threshold compares as written (`0.045` is 45 000 millionths, not a float a hair above).
 //!
 //! Arming (§17, and §15's rule that an alert never fires at its creation): a `sum`, `oi` or
