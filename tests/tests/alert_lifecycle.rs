@@ -452,11 +452,16 @@ fn concurrent_changes_on_two_front_threads_leave_each_alert_as_it_is_shown() {
         }
         patch_at_once(&server, &changes);
         let shown: Vec<Value> = pausing.iter().chain(&tuning).map(|id| alert(&server, id)).collect();
-        // Two crossings, each from the far side.
+        // Two crossings, each from the far side; then the price well below the level. The
+        // simulator's own trades go on from the last injected price (`/sim/trade` restarts the
+        // pair's walk there): left at the level's edge, they crossed it again by themselves,
+        // firing the running alerts once more (and, in the next round's changes, an alert that
+        // was running for a moment and ends paused).
         for _ in 0..2 {
             trade(&sim, level * 0.99);
             trade(&sim, level + 5.0);
         }
+        trade(&sim, level * 0.98);
         for a in &shown {
             let n = want.get_mut(&a["id"].to_string()).expect("an alert of the test");
             *n += match (a["paused"].as_bool(), a["cooldownS"].as_i64()) {
