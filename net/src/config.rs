@@ -200,6 +200,11 @@ pub struct WebhookSettings {
     /// day; shorter only to test it). Absent: 86 400.
     #[serde(default)]
     pub previous_secret_s: Option<u32>,
+    /// Threads that send webhooks in a single process (1 to `rampart_delivery::LANES_MAX`; the
+    /// per-account and per-destination bounds are over all of them). Absent:
+    /// `rampart_delivery::DELIVERY_THREADS`.
+    #[serde(default)]
+    pub delivery_threads: Option<usize>,
 }
 
 /// How long a rotated-out signing secret signs unless configured: 24 h.

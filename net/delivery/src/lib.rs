@@ -1,5 +1,6 @@
-//! Webhook delivery: a thread with its own single-threaded executor that sends the outbox's due
-//! deliveries (`decisions.md` §6), off the tick path.
+//! Webhook delivery: a thread with its own single-threaded executor that decides which of the
+//! outbox's due deliveries to send and when (`decisions.md` §6), off the tick path, and hands the
+//! attempts to `threads` lanes that send them ([`lanes`]).
 //!
 //! The outbox in SQLite is the queue: the writer inserts a delivery in the same transaction that
 //! records the firing, so a recorded firing is delivered at least once, across restarts. Each
@@ -72,12 +73,14 @@ use rampart_state::clock::Clock;
 
 pub mod fair;
 mod holdings;
+mod lanes;
 pub mod metrics;
 pub mod pool;
 pub mod schedule;
 pub mod signing;
 pub mod telegram;
 pub use holdings::{victim, Bound, Demand, Holdings, Plan, Slot, Width};
+pub use lanes::LANES_MAX;
 use pool::{Conn, Key, Pool};
 use rampart_store::store::{message_id, AttemptResult, Channel, FailKind, OutboxRow, Outcome, Store};
 use rampart_store::writer::FIRING_TARGET;
@@ -106,6 +109,10 @@ const ACCOUNT_RESERVE_DIVISOR: usize = 4;
 /// start (at least once).
 pub const UNRECORDED_MAX: usize = 4_096;
 
+/// Threads that make the attempts unless configured (`[webhooks] delivery_threads`): chosen by
+/// the storm's measurement (`perf/README.md`, issue #59).
+pub const DELIVERY_THREADS: usize = 2;
+
 /// Delivery settings.
 #[derive(Clone, Debug)]
 pub struct DeliveryConfig {
@@ -119,6 +126,9 @@ pub struct DeliveryConfig {
     pub per_address_max: usize,
     /// Attempts in flight at once to one host and port.
     pub per_host_max: usize,
+    /// Threads that make the attempts (1 ..= [`LANES_MAX`]); the bounds above are over all of
+    /// them together ([`lanes`]).
+    pub threads: usize,
     /// Time allowed per attempt.
     pub attempt_timeout: Duration,
     /// How often the outbox is checked when nothing wakes the sender.
@@ -142,6 +152,7 @@ impl Default for DeliveryConfig {
             per_account_max: 32,
             per_address_max: 128,
             per_host_max: 8,
+            threads: DELIVERY_THREADS,
             attempt_timeout: ATTEMPT_TIMEOUT,
             poll_interval: Duration::from_millis(20),
             extra_roots_der: Vec::new(),
@@ -181,11 +192,28 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// Starts the sender thread over `store`'s outbox.
+    /// Starts the sender thread over `store`'s outbox, and its `config.threads` lanes.
     pub fn start(store: Store, config: DeliveryConfig, clock: Arc<dyn Clock>) -> std::io::Result<Delivery> {
+        if !(1..=LANES_MAX).contains(&config.threads) {
+            let why = format!("delivery threads must be 1 to {LANES_MAX}, not {}", config.threads);
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let wake = Arc::new(Notify::new());
         let stats = Arc::new(DeliveryStats::default());
+        let tls = tls_config(&config.extra_roots_der);
+        if tls.is_none() {
+            tracing::error!("delivery: TLS configuration failed; https webhooks will fail");
+        }
+        let parts = lanes::TargetParts {
+            allow_private: config.allow_private,
+            timeout: config.attempt_timeout,
+            tls,
+            telegram: config.telegram.clone(),
+        };
+        // One result per attempt in flight: bounded by `in_flight_max`.
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Answered>();
+        let lanes = lanes::Lanes::start(config.threads, &parts, config.metrics.clone(), &tx)?;
         let (s, w, st) = (stop.clone(), wake.clone(), stats.clone());
         let thread = std::thread::Builder::new().name("delivery".into()).spawn(move || {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -195,8 +223,8 @@ impl Delivery {
                     return;
                 }
             };
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, run(store, config, clock, s, w, st));
+            let sender = Sender::new(config, st, tx, lanes);
+            runtime.block_on(run(sender, rx, store, clock, s, w));
         })?;
         Ok(Delivery { stop, wake, thread: Some(thread), stats })
     }
@@ -227,16 +255,16 @@ struct Flight {
     /// Which attempt this is (the sender's count of attempts started).
     token: u64,
     started: std::time::Instant,
-    /// Cuts the attempt (the task ends at its next await; its result is never sent).
-    abort: tokio::task::AbortHandle,
+    /// Cuts the attempt (its lane's task ends at its next await; its result is never sent).
+    handle: lanes::Handle,
 }
 
 /// The sender's state: slots held, outcomes waiting to be recorded.
 struct Sender {
     config: DeliveryConfig,
-    target: Target,
+    /// The lanes that make the attempts.
+    lanes: lanes::Lanes,
     stats: Arc<DeliveryStats>,
-    tx: tokio::sync::mpsc::UnboundedSender<Answered>,
     in_flight: HashMap<i64, Flight>,
     held: Holdings,
     /// Attempts started, the token of the next.
@@ -251,6 +279,29 @@ struct Sender {
 }
 
 impl Sender {
+    /// A sender with nothing in flight, handing attempts to `lanes`.
+    fn new(
+        config: DeliveryConfig,
+        stats: Arc<DeliveryStats>,
+        tx: tokio::sync::mpsc::UnboundedSender<Answered>,
+        lanes: lanes::Lanes,
+    ) -> Sender {
+        // The lanes hold their own senders of results; the sender needs none.
+        drop(tx);
+        Sender {
+            config,
+            lanes,
+            stats,
+            in_flight: HashMap::new(),
+            held: Holdings::default(),
+            started: 0,
+            full_scanned: std::time::Instant::now(),
+            unrecorded: Vec::new(),
+            unrecorded_ids: HashSet::new(),
+            record_failing: false,
+        }
+    }
+
     /// Whether `slot` fits under its account's bound.
     fn account_fits(&self, slot: &Slot) -> bool {
         self.held.account_fits(slot, &self.config)
@@ -291,12 +342,13 @@ impl Sender {
         match self.in_flight.get(&id) {
             Some(f) if f.token == token => {}
             _ => {
-                debug_assert!(false, "a cut attempt's result arrived (cuts happen only between rounds' reads)");
+                debug_assert!(false, "a cut attempt's result arrived (a cut takes the attempt's claim first)");
                 return;
             }
         }
         if let Some(f) = self.in_flight.remove(&id) {
             self.held.hold(&f.slot, false);
+            self.lanes.ended(f.handle.lane);
         }
         match &result {
             AttemptResult::Delivered { .. } => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
@@ -381,7 +433,7 @@ impl Sender {
                 waiting.push((row, None));
                 continue;
             }
-            let slot = Slot::of(&row, self.target.telegram.as_ref());
+            let slot = Slot::of(&row, self.config.telegram.as_ref());
             if !self.destination_fits(&slot) {
                 waiting.push((row, Some(slot)));
             } else if !self.account_fits(&slot) {
@@ -409,7 +461,7 @@ impl Sender {
         if !self.held.contended(waiting.iter().map(|(row, _)| row.account_id)) {
             return;
         }
-        let telegram = self.target.telegram.as_ref();
+        let telegram = self.config.telegram.as_ref();
         let waiting: Vec<(OutboxRow, Slot)> = waiting
             .into_iter()
             .map(|(row, slot)| {
@@ -440,10 +492,14 @@ impl Sender {
     /// when it fits. Whether one was cut.
     fn cut(&mut self, waiting: &Slot, bound: Bound, account: i64) -> bool {
         let flights = self.in_flight.iter().map(|(&id, f)| (id, &f.slot, f.started));
-        let victim = holdings::victim(flights, waiting, bound, account);
-        let Some(f) = victim.and_then(|id| self.in_flight.remove(&id)) else { return false };
-        f.abort.abort();
+        let Some(id) = holdings::victim(flights, waiting, bound, account) else { return false };
+        // Its answer may have taken the claim already: then it is recorded, not cut.
+        if !self.in_flight.get_mut(&id).is_some_and(|f| f.handle.cut()) {
+            return false;
+        }
+        let Some(f) = self.in_flight.remove(&id) else { return false };
         self.held.hold(&f.slot, false);
+        self.lanes.ended(f.handle.lane);
         self.stats.cut.fetch_add(1, Ordering::Relaxed);
         if let Some(m) = &self.config.metrics {
             m.observe_cut();
@@ -452,28 +508,16 @@ impl Sender {
         true
     }
 
-    /// Takes `slot` and starts the attempt for `row` on the executor, signed with `signing`.
+    /// Takes `slot` and hands the attempt for `row`, signed with `signing`, to a lane.
     fn start(&mut self, row: OutboxRow, slot: Slot, signing: Vec<String>, now_ms: i64) {
         debug_assert!(!self.in_flight.contains_key(&row.id), "one attempt of a delivery at a time");
         self.held.hold(&slot, true);
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
         self.started += 1;
-        let (tx, target, metrics, token) =
-            (self.tx.clone(), self.target.clone(), self.config.metrics.clone(), self.started);
-        let id = row.id;
+        let (id, token) = (row.id, self.started);
         tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, delivery = row.id, "attempt started");
-        let task = tokio::task::spawn_local(async move {
-            let started = std::time::Instant::now();
-            let result = attempt(&row, &target, &signing, now_ms).await;
-            tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, outcome = outcome_label(&result), "attempt answered");
-            match (metrics, row.channel) {
-                (Some(m), Channel::Webhook) => m.observe(outcome_label(&result), started.elapsed().as_secs_f64()),
-                (Some(m), Channel::Telegram) => m.observe_telegram(outcome_label(&result)),
-                (None, _) => {}
-            }
-            let _ = tx.send((row.id, token, result, started.elapsed().as_millis() as i64));
-        });
-        let flight = Flight { slot, token, started: std::time::Instant::now(), abort: task.abort_handle() };
+        let handle = self.lanes.send(row, signing, now_ms, token);
+        let flight = Flight { slot, token, started: std::time::Instant::now(), handle };
         self.in_flight.insert(id, flight);
     }
 }
@@ -521,41 +565,15 @@ fn outcome_label(result: &AttemptResult) -> &'static str {
 // Long: the sender's one loop: recording outcomes, scanning the due rows, starting attempts and
 // waiting, in that order each round, over state the loop owns.
 async fn run(
+    mut sender: Sender,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Answered>,
     store: Store,
-    config: DeliveryConfig,
     clock: Arc<dyn Clock>,
     stop: Arc<AtomicBool>,
     wake: Arc<Notify>,
-    stats: Arc<DeliveryStats>,
 ) {
     let mut store = store;
-    let tls = tls_config(&config.extra_roots_der);
-    if tls.is_none() {
-        tracing::error!("delivery: TLS configuration failed; https webhooks will fail");
-    }
-    // One result per attempt in flight: bounded by `in_flight_max`.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Answered>();
-    let target = Target {
-        allow_private: config.allow_private,
-        timeout: config.attempt_timeout,
-        tls,
-        pool: Pool::default(),
-        telegram: config.telegram.clone(),
-    };
-    let poll = config.poll_interval;
-    let mut sender = Sender {
-        config,
-        target,
-        stats,
-        tx,
-        in_flight: HashMap::new(),
-        held: Holdings::default(),
-        started: 0,
-        full_scanned: std::time::Instant::now(),
-        unrecorded: Vec::new(),
-        unrecorded_ids: HashSet::new(),
-        record_failing: false,
-    };
+    let poll = sender.config.poll_interval;
     while !stop.load(Ordering::Acquire) {
         // Results that have arrived are recorded together, in one transaction.
         while let Ok(answered) = rx.try_recv() {
@@ -591,6 +609,7 @@ async fn run(
     }
     // A last try, so a stop does not resend what was already delivered.
     sender.record(&mut store, clock.now_ms());
+    sender.lanes.stop();
 }
 
 /// What one round's storage work found.

@@ -4,8 +4,8 @@
 //! A connection is kept under the key (scheme, authority, the address it was opened to). That
 //! address passed the SSRF check when the connection was opened, and an attempt still resolves
 //! and checks the URL's host every time: it reuses a connection only to an address that check
-//! returned again. The pool lives on the delivery thread (the sender's `LocalSet`), so it is a
-//! `RefCell`.
+//! returned again. Each delivery lane (a thread with its `LocalSet`) has its own pool, so it is a
+//! `RefCell`; a receiver may hold a keep-alive connection from each lane.
 //!
 //! Bounds: at most [`IDLE_PER_KEY_MAX`] idle connections per key and [`IDLE_MAX`] in all (a
 //! connection that does not fit is closed); an idle connection older than [`IDLE_TIMEOUT`], or

@@ -344,10 +344,21 @@ fn a_redirect_is_a_failure_and_is_not_followed() {
 
 #[test]
 fn slow_receivers_do_not_delay_healthy_ones() {
+    slow_receivers_do_not_delay_healthy_ones_on(DeliveryConfig::default().threads);
+}
+
+/// The bounds are the sender's, whatever the lanes that make the attempts: with one lane per
+/// attempt in flight, the slow host and port still gets exactly the account's share of its slots.
+#[test]
+fn a_host_and_ports_slots_are_exact_across_delivery_threads() {
+    slow_receivers_do_not_delay_healthy_ones_on(8);
+}
+
+fn slow_receivers_do_not_delay_healthy_ones_on(threads: usize) {
     let clock = Arc::new(ManualClock::new(T0));
     let slow = Receiver::start(vec![Answer::Hang], clock.clone());
     let fast = Receiver::start(vec![Answer::Status(200)], clock.clone());
-    let dir = temp_dir("isolation");
+    let dir = temp_dir(&format!("isolation-{threads}"));
     let mut store = Store::open(&dir).expect("store");
     let key = store.create_account_with_key("developer", None, T0).expect("account");
     let mut ids = Vec::new();
@@ -375,7 +386,7 @@ fn slow_receivers_do_not_delay_healthy_ones() {
     let firings: Vec<FiringRecord> = ids.iter().map(|&id| FiringRecord::at_price(id, 900, T0, true)).collect();
     store.record_firings(&firings, &Texts).expect("record");
     let started = Instant::now();
-    let d = start(&dir, &clock, DeliveryConfig { per_host_max: 4, ..local() });
+    let d = start(&dir, &clock, DeliveryConfig { per_host_max: 4, threads, ..local() });
     let fast_id = ids[5];
     wait_row(&store, fast_id, |r| r.state == "delivered", Duration::from_secs(3));
     assert!(started.elapsed() < Duration::from_secs(2), "healthy receiver waited {:?}", started.elapsed());

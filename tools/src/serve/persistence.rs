@@ -64,6 +64,7 @@ impl Persistence {
             health: Some(health.clone()),
             metrics: Some(webhooks.clone()),
             telegram: s.telegram.clone(),
+            threads: s.delivery_threads,
             ..DeliveryConfig::default()
         };
         let (delivery, wake) = match &s.nats {

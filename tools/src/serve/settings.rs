@@ -51,6 +51,8 @@ pub(crate) struct ServeSettings {
     pub(crate) allow_private: bool,
     /// `webhooks.previous_secret_s`: how long a rotated-out signing secret signs.
     pub(crate) previous_secret_s: u32,
+    /// `webhooks.delivery_threads`: the threads that send this process's webhooks.
+    pub(crate) delivery_threads: usize,
     pub(crate) sim_delist: Vec<(String, u64)>,
     pub(crate) fault_hang_shard_stop: bool,
     pub(crate) events_max: usize,
@@ -80,6 +82,16 @@ fn stream_bounds(file: &FileConfig) -> Result<rampart_net::stream::Bounds> {
         );
     }
     Ok(b)
+}
+
+/// `webhooks.delivery_threads`, checked against its limits.
+fn delivery_threads(file: &FileConfig) -> Result<usize> {
+    use rampart_delivery::{DELIVERY_THREADS, LANES_MAX};
+    let n = file.webhooks.delivery_threads.unwrap_or(DELIVERY_THREADS);
+    if !(1..=LANES_MAX).contains(&n) {
+        bail!("webhooks.delivery_threads must be between 1 and {LANES_MAX}, not {n}");
+    }
+    Ok(n)
 }
 
 /// The threads a `serve` run is given, checked.
@@ -219,6 +231,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         walls_min_ratio,
         allow_private: file.webhooks.allow_private,
         previous_secret_s: file.webhooks.previous_secret_s.unwrap_or(rampart_net::config::PREVIOUS_SECRET_S),
+        delivery_threads: delivery_threads(&file)?,
         telegram: telegram(&file)?,
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,
@@ -252,5 +265,21 @@ mod tests {
         }
         let unknown = FileConfig::parse_with_env("[streams]\nsubscriptions = 5\n", std::iter::empty());
         assert!(unknown.is_err(), "an unknown key is refused");
+    }
+    #[test]
+    fn delivery_threads_come_from_the_file_or_the_environment_within_their_limits() {
+        let file = |text: &str| FileConfig::parse_with_env(text, std::iter::empty()).expect("a config");
+        assert_eq!(super::delivery_threads(&file("")).expect("default"), rampart_delivery::DELIVERY_THREADS);
+        assert_eq!(super::delivery_threads(&file("[webhooks]\ndelivery_threads = 4\n")).expect("4"), 4);
+        let env = [("RAMPART_WEBHOOKS__DELIVERY_THREADS".to_owned(), "3".to_owned())];
+        let from_env = FileConfig::parse_with_env("", env).expect("a config");
+        assert_eq!(super::delivery_threads(&from_env).expect("3"), 3);
+        for n in [0, 65] {
+            let e = super::delivery_threads(&file(&format!("[webhooks]\ndelivery_threads = {n}\n")));
+            assert_eq!(
+                e.expect_err("out of range").to_string(),
+                format!("webhooks.delivery_threads must be between 1 and 64, not {n}")
+            );
+        }
     }
 }
