@@ -215,6 +215,12 @@ impl Server {
         Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, None, None)
     }
 
+    /// Like [`Server::start`] on `dir` (a directory the test prepared: a small filesystem
+    /// mounted there, a restored backup in it).
+    pub fn start_in(bin: &str, dir: DataDir, extra_args: &[&str]) -> Server {
+        Server::launch(PathBuf::from(bin), dir, extra_args, None, None)
+    }
+
     /// Like [`Server::start`], with the server started by `sh -c '<shell>; exec ...'`, so a
     /// test can lower its limits first (`ulimit -n 1024`) without touching its own.
     pub fn start_under_shell(bin: &str, shell: &str, extra_args: &[&str]) -> Server {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rampart_tests::{file_size_limit, file_size_limited, now_ms, pg_database, Deliver, Server, SimVenue};
+use rampart_tests::{file_size_limit, file_size_limited, now_ms, pg_database, DataDir, Deliver, Server, SimVenue};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -180,9 +180,15 @@ fn hang(stream: &mut TcpStream, account: usize, dead: &Dead) {
 /// The simulator (binance only) and a live-fed server on it, started through `bin` (the binary
 /// or a wrapper around it).
 fn start(bin: &str) -> (SimVenue, Server, String) {
+    start_in(bin, DataDir::new())
+}
+
+/// [`start`] on the data directory `dir`.
+fn start_in(bin: &str, dir: DataDir) -> (SimVenue, Server, String) {
     let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
     let config = sim.config(&["binance"], 3, EXTRA_CONFIG).display().to_string();
-    let server = Server::start(bin, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
+    let server =
+        Server::start_in(bin, dir, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
     (sim, server, config)
 }
 
@@ -281,6 +287,102 @@ fn a_full_disk_after_the_firing_does_not_make_the_sender_resend() {
     }
     assert_eq!(hook.hits().len(), 1, "delivered exactly once");
     let _ = std::fs::remove_file(&wrapper);
+}
+
+/// A tmpfs of `size_mb` mounted on a directory for one test, unmounted when dropped.
+struct SmallDisk {
+    path: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    /// Mounts it on `dir` (needs root, as `.ci/run` runs; the cluster's fault test needs it too).
+    fn mount(dir: &Path, size_mb: u32) -> SmallDisk {
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size_mb}m"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .expect("run mount");
+        assert!(out.status.success(), "mounting a {size_mb} MiB tmpfs (needs root): {out:?}");
+        SmallDisk { path: dir.to_owned() }
+    }
+
+    /// Fills what is left of it with a ballast file; returns the file.
+    fn fill(&self) -> std::path::PathBuf {
+        let ballast = self.path.join("ballast");
+        let mut f = std::fs::File::create(&ballast).expect("create the ballast");
+        let chunk = vec![0u8; 64 * 1024];
+        while f.write_all(&chunk).is_ok() {}
+        // The last partial chunk: byte by byte is too slow; 4 KiB pages are what SQLite needs.
+        let page = [0u8; 512];
+        while f.write_all(&page).is_ok() {}
+        ballast
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}
+
+#[test]
+fn a_full_disk_answers_503_naming_it_and_loses_nothing_when_space_returns() {
+    // The data directory is a 32 MiB tmpfs of the test's own, filled to the brim once the
+    // server runs; creates then fail for lack of space (once the WAL can no longer grow).
+    let dir = DataDir::new();
+    let disk = SmallDisk::mount(dir.path(), 32);
+    let (sim, server, config) = start_in(BIN, dir);
+    let key = big_key(&server, &config);
+    let auth = format!("Bearer {key}");
+    let hook = Hook::start(Mode::Ok);
+    let p = price(&server);
+    let alert = alert_above(&server, &key, p, &hook.url());
+    let ballast = disk.fill();
+    // Creates until one is refused: the first writes may still fit in the WAL's free frames.
+    let far = json!({"exchange":"binance","symbol":"BTCUSDT","type":"price","direction":"above","price":(p * 5.0).round(),"webhook_url":hook.url()}).to_string();
+    let refused = (0..2_000)
+        .map(|_| server.request("POST", "/v1/alerts", Some(&auth), Some(&far)))
+        .find(|r| r.status != 200)
+        .expect("a create refused on a full disk");
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert_eq!(
+        refused.body["error"], "storage full: the disk holding the database has no space left; retry later",
+        "the 503 names the cause"
+    );
+    // `/healthz` says so, with where (the probe writes every second).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let health = loop {
+        let h = server.get("/healthz", None);
+        if h.status == 503 && h.body["error"].as_str().is_some_and(|e| e.contains("disk is full")) {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "/healthz never named the full disk: {}", h.text);
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(health.body["status"], "degraded");
+    let said = health.body["error"].as_str().unwrap_or_default().to_owned();
+    assert!(said.contains(&server.data_dir.join("rampart.db").display().to_string()), "{said}");
+    // The alert fires while the disk is full: its firing waits in the writer.
+    trade_through(&sim, p);
+    thread::sleep(Duration::from_secs(2));
+    server.assert_serving("a full disk");
+    // Space again: the firing is written and delivered once, creates succeed, no restart.
+    std::fs::remove_file(&ballast).expect("remove the ballast");
+    hook.wait_for(1, Duration::from_secs(30), &server);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.get("/healthz", None).status != 200 {
+        assert!(Instant::now() < deadline, "/healthz not ok after space returned\n{}", server.diagnostics());
+        thread::sleep(Duration::from_millis(100));
+    }
+    let created = server.request("POST", "/v1/alerts", Some(&auth), Some(&far));
+    assert_eq!(created.status, 200, "{}", created.text);
+    thread::sleep(Duration::from_secs(2));
+    assert_eq!(hook.hits().len(), 1, "delivered exactly once");
+    let (state, attempts, _) = outbox_row(&open_db(&server.data_dir), alert);
+    assert_eq!((state.as_str(), attempts), ("delivered", 1));
+    let pid = server.pid;
+    server.assert_serving("space returned");
+    assert_eq!(server.pid, pid);
 }
 
 #[test]

@@ -830,7 +830,23 @@ pub enum StoreError {
     Fenced,
 }
 
+/// What a write refused for lack of space answers (`StoreError::is_full`): the cause, without
+/// the server's paths (those are the operator's: `/healthz` and the log name the file).
+pub const DISK_FULL: &str = "storage full: the disk holding the database has no space left; retry later";
+
 impl StoreError {
+    /// True when a write failed for lack of space: SQLite's `SQLITE_FULL` (a full disk, or
+    /// `max_page_count` reached), PostgreSQL's `disk_full` (53100), or a group whose commit
+    /// failed so ([`DISK_FULL`]).
+    pub fn is_full(&self) -> bool {
+        match self {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => e.code == rusqlite::ErrorCode::DiskFull,
+            StoreError::Postgres(e) => Db::sqlstate(e) == Some("53100"),
+            StoreError::Unavailable(why) => *why == DISK_FULL,
+            _ => false,
+        }
+    }
+
     /// True when the database gave up waiting for a lock another connection held (SQLite's
     /// busy or locked; PostgreSQL's lock or statement timeout, a deadlock, a serialization
     /// failure).

@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::db::DISK_FULL;
 use crate::store::{Store, StoreError};
 
 /// Longest a client request waits for storage, queueing included; past it the answer is 503.
@@ -78,9 +79,18 @@ pub struct StorageHealth {
     failed_last: [AtomicBool; 4],
     since_ms: [AtomicI64; 4],
     last_error: Mutex<String>,
+    /// The last error was a write refused for lack of space.
+    last_full: AtomicBool,
+    /// Where the database lives, for the full disk's reason (`StoreLocation::describe`).
+    location: String,
 }
 
 impl StorageHealth {
+    /// Health of the database at `location` (named in the full disk's reason).
+    pub fn at(location: String) -> StorageHealth {
+        StorageHealth { location, ..StorageHealth::default() }
+    }
+
     /// Records the outcome of a write by `who` at `now_ms`.
     pub fn record<T>(&self, who: Writer, result: &Result<T, StoreError>, now_ms: i64) {
         let i = who as usize;
@@ -95,6 +105,7 @@ impl StorageHealth {
                 }
                 self.last_fail_ms[i].store(now_ms.max(1), Ordering::Release);
                 self.failed_last[i].store(true, Ordering::Release);
+                self.last_full.store(e.is_full(), Ordering::Release);
                 if let Ok(mut last) = self.last_error.lock() {
                     *last = format!("{}: {e}", who.as_str());
                 }
@@ -118,6 +129,16 @@ impl StorageHealth {
     /// True while any writer's last write failed (within [`FAILURE_MEMORY_MS`]).
     pub fn failing(&self, now_ms: i64) -> bool {
         (0..Writer::ALL.len()).any(|i| self.failing_one(i, now_ms))
+    }
+
+    /// While storage cannot be written and the last failure was for lack of space: what
+    /// `/healthz` says (the cause and where).
+    pub fn full_reason(&self, now_ms: i64) -> Option<String> {
+        if !self.failing(now_ms) || !self.last_full.load(Ordering::Acquire) {
+            return None;
+        }
+        let at = if self.location.is_empty() { "the database" } else { &self.location };
+        Some(format!("storage cannot be written: the disk is full (no space left for {at})"))
     }
 
     /// The writers failing at `now_ms`, when the earliest of their failures began, and the last
@@ -208,7 +229,8 @@ impl StorageThread {
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |store| {
-            let result = f(store);
+            // A write refused for lack of space says so (the cause an operator must act on).
+            let result = f(store).map_err(|e| if e.is_full() { StoreError::Unavailable(DISK_FULL) } else { e });
             let succeeded = result.is_ok();
             let answer: Answer = Box::new(move |commit| {
                 let _ = reply.send(match commit {
@@ -261,7 +283,7 @@ fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>, groups: &Atomic
                     break;
                 }
             }
-            store.commit_group().map_err(|_| "storage could not commit")
+            store.commit_group().map_err(|e| if e.is_full() { DISK_FULL } else { "storage could not commit" })
         }
         Err(_) => Err("storage is locked or cannot be written"),
     };
@@ -544,5 +566,24 @@ mod tests {
         h.record(Writer::Delivery, &err, 6_000);
         h.record(Writer::Delivery, &err, 6_100);
         assert_eq!(h.report(6_100).map(|r| r.1), Some(5_000), "renewed failures keep their start");
+    }
+
+    #[test]
+    fn a_write_refused_for_lack_of_space_is_named_with_where() {
+        // SQLite's own refusal: a database that may not grow past its pages.
+        let conn = rusqlite::Connection::open_in_memory().expect("sqlite");
+        conn.execute_batch("CREATE TABLE t (b BLOB); PRAGMA max_page_count = 2;").expect("schema");
+        let full = conn.execute("INSERT INTO t VALUES (zeroblob(100000))", []).map_err(StoreError::from);
+        let full = full.expect_err("no room");
+        assert!(full.is_full(), "{full}");
+        assert!(StoreError::Unavailable(DISK_FULL).is_full() && !StoreError::Unavailable("x").is_full());
+        let h = StorageHealth::at("/srv/rampart/rampart.db".into());
+        h.record(Writer::Probe, &Err::<(), _>(StoreError::Unavailable("locked")), 1_000);
+        assert_eq!(h.full_reason(1_000), None, "another failure is not a full disk");
+        h.record(Writer::Probe, &Err::<(), _>(full), 2_000);
+        let said = h.full_reason(2_000).expect("full");
+        assert_eq!(said, "storage cannot be written: the disk is full (no space left for /srv/rampart/rampart.db)");
+        h.record(Writer::Probe, &Ok(()), 3_000);
+        assert_eq!(h.full_reason(3_000), None, "space again");
     }
 }

@@ -219,7 +219,7 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let replica = Replica::start(shared.clone(), url.clone(), clock.clone(), health.clone())?;
     let forwarder = Forwarder::start(shared.clone(), url.clone(), health.clone())?;
     tracing::info!("api node over {partitions} partitions, {} books", shared.registry().len());
-    let storage_health = Arc::new(StorageHealth::default());
+    let storage_health = Arc::new(StorageHealth::at(s.store.describe()));
     let checkpointer =
         Checkpointer::start(s.store.open()?, Duration::from_secs(1), storage_health.clone(), clock.clone())?;
     let sources = MetricsSources {

@@ -57,7 +57,7 @@ impl Persistence {
     ) -> Result<Persistence> {
         // The board thread's queue of market alert firings, drained like a shard's.
         let market_events = Arc::new(EventQueue::new(rampart_state::EVENTS_MAX));
-        let health = Arc::new(StorageHealth::default());
+        let health = Arc::new(StorageHealth::at(s.store.describe()));
         let webhooks = rampart_delivery::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
             allow_private: s.allow_private,

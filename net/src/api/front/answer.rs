@@ -47,6 +47,9 @@ impl From<crate::request::Invalid> for ApiError {
 impl From<rampart_store::store::StoreError> for ApiError {
     fn from(e: rampart_store::store::StoreError) -> ApiError {
         tracing::error!("storage: {e}");
+        if e.is_full() {
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, rampart_store::db::DISK_FULL);
+        }
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable; retry later")
     }
 }

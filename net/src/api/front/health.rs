@@ -170,7 +170,8 @@ impl HealthApi {
         } else if let Some(p) = &cluster {
             Some(p.why.clone())
         } else if storage.is_some() {
-            Some("storage cannot be written".to_owned())
+            let full = self.storage_health.full_reason(now_ms);
+            Some(full.unwrap_or_else(|| "storage cannot be written".to_owned()))
         } else if all_down {
             Some("no venue has live data".to_owned())
         } else if some_down {
