@@ -221,6 +221,12 @@ impl Server {
         Server::launch(PathBuf::from(bin), dir, extra_args, None, None)
     }
 
+    /// Like [`Server::start_in`] for a database that has its account already (a restored
+    /// backup): the server prints no key; its clients use `key`.
+    pub fn start_in_with_key(bin: &str, dir: DataDir, extra_args: &[&str], key: &str) -> Server {
+        Server::launch(PathBuf::from(bin), dir, extra_args, Some(key.to_owned()), None)
+    }
+
     /// Like [`Server::start`], with the server started by `sh -c '<shell>; exec ...'`, so a
     /// test can lower its limits first (`ulimit -n 1024`) without touching its own.
     pub fn start_under_shell(bin: &str, shell: &str, extra_args: &[&str]) -> Server {

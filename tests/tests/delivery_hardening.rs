@@ -385,6 +385,118 @@ fn a_full_disk_answers_503_naming_it_and_loses_nothing_when_space_returns() {
     assert_eq!(server.pid, pid);
 }
 
+/// The alert ids of a receiver's hits (each webhook's `alert.id`).
+fn hit_alerts(hits: &[Hit]) -> Vec<i64> {
+    hits.iter().filter_map(|h| serde_json::from_str::<Value>(&h.body).ok()?["alert"]["id"].as_i64()).collect()
+}
+
+/// Polls `sql`'s count in the server's database until it is `n` (30 s at most).
+fn wait_count(server: &Server, sql: &str, n: i64) {
+    let db = open_db(&server.data_dir);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got: i64 = db.query_row(sql, [], |r| r.get(0)).expect("count");
+        if got == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{sql}: {got}, not {n}\n{}", server.diagnostics());
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_backup_taken_during_a_storm_restores_everything_and_its_pending_deliveries_go_out_once() {
+    const N: usize = 100;
+    let (sim, server, config) = start(BIN);
+    let key = big_key(&server, &config);
+    let auth = format!("Bearer {key}");
+    let (fast, held) = (Hook::start(Mode::Ok), Hook::start(Mode::Gated));
+    let p = price(&server);
+    let fast_ids: Vec<i64> = (0..N).map(|_| alert_above(&server, &key, p, &fast.url())).collect();
+    let held_ids: Vec<i64> = (0..N).map(|_| alert_above(&server, &key, p, &held.url())).collect();
+    trade_through(&sim, p);
+    // Every firing committed; the fast receiver's deliveries recorded; the held receiver holds
+    // the attempts its slots allow, the rest wait in the outbox.
+    wait_count(&server, "SELECT count(*) FROM outbox", 2 * N as i64);
+    wait_count(&server, "SELECT count(*) FROM outbox WHERE state = 'delivered'", N as i64);
+    held.wait_for(1, Duration::from_secs(30), &server);
+    // Creates go on through the backup.
+    let stop = Arc::new(AtomicBool::new(false));
+    let created = Arc::new(Mutex::new(Vec::new()));
+    let creator = {
+        let (stop, created, port, auth) = (stop.clone(), created.clone(), server.port, auth.clone());
+        let far = json!({"exchange":"binance","symbol":"BTCUSDT","type":"price","direction":"above","price":(p * 5.0).round()}).to_string();
+        thread::spawn(move || {
+            let url = format!("http://127.0.0.1:{port}/v1/alerts");
+            while !stop.load(Ordering::SeqCst) {
+                let r = ureq::post(&url).set("Authorization", &auth).send_string(&far);
+                let text = r.ok().and_then(|r| r.into_string().ok()).unwrap_or_default();
+                let id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["data"]["id"].as_i64());
+                created.lock().expect("created").push(id.expect("a create during the backup succeeds"));
+            }
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    let before_backup = created.lock().expect("created").clone();
+    let file = server.data_dir.with_extension("backup.db");
+    let out = std::process::Command::new(BIN)
+        .arg("backup")
+        .arg(&file)
+        .arg("--data-dir")
+        .arg(&server.data_dir)
+        .output()
+        .expect("run rampart backup");
+    assert!(out.status.success(), "{out:?}");
+    thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    creator.join().expect("creator");
+    let all_created = created.lock().expect("created").clone();
+    assert!(before_backup.len() > 1 && all_created.len() > before_backup.len(), "creates went on during the backup");
+    // The machine dies; the backup is restored into a fresh server.
+    let held_before = hit_alerts(&held.hits());
+    server.kill();
+    let dir = DataDir::new();
+    std::fs::copy(&file, dir.path().join("rampart.db")).expect("restore the backup");
+    let _ = std::fs::remove_file(&file);
+    held.gate.store(true, Ordering::SeqCst);
+    let args = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
+    let restored = Server::start_in_with_key(BIN, dir, &args, &key);
+    // Every alert of the backup's moment, nothing created after it ended.
+    let listed = restored.get("/v1/alerts?status=all", Some(&key));
+    let ids: std::collections::BTreeSet<i64> =
+        listed.body["data"].as_array().expect("alerts").iter().filter_map(|a| a["id"].as_i64()).collect();
+    for id in fast_ids.iter().chain(&held_ids).chain(&before_backup) {
+        assert!(ids.contains(id), "alert {id} is missing from the restored server");
+    }
+    let known: std::collections::BTreeSet<i64> =
+        fast_ids.iter().chain(&held_ids).chain(&all_created).copied().collect();
+    assert!(ids.is_subset(&known), "the restored server has alerts nobody created");
+    let inbox = restored.get("/v1/inbox?limit=1000", Some(&key));
+    let fired = inbox.body["data"].as_array().expect("inbox").len();
+    assert_eq!(fired, 2 * N, "every firing's inbox entry: {}", inbox.text);
+    // The pending deliveries go out once each; the delivered ones are not sent again.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let after: Vec<i64> = hit_alerts(&held.hits()).split_off(held_before.len());
+        let distinct: std::collections::BTreeSet<i64> = after.iter().copied().collect();
+        if distinct.len() == N {
+            assert_eq!(after.len(), N, "a pending delivery sent twice after the restore");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {N} pending deliveries sent\n{}",
+            distinct.len(),
+            restored.diagnostics()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_secs(2));
+    assert_eq!(fast.hits().len(), N, "a delivery recorded before the backup was sent again");
+    assert_eq!(hit_alerts(&held.hits()).len(), held_before.len() + N);
+    drop(sim);
+}
+
 #[test]
 fn a_truncated_answer_is_a_failure_and_is_retried_ten_seconds_later() {
     let (sim, server, config) = start(BIN);

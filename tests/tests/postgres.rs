@@ -130,3 +130,64 @@ fn while_postgres_is_unreachable_writes_fail_with_503_reads_go_on_and_then_it_re
         thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Runs one of Debian's PostgreSQL client tools against the test server as its superuser.
+fn pg_tool(tool: &str, args: &[&str]) {
+    let bin = rampart_testkit::pg::bin_dir().expect("PostgreSQL's binaries").join(tool);
+    let port = rampart_testkit::pg::server().port().to_string();
+    let mut c = Command::new(bin);
+    c.args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", "postgres"]).args(args);
+    let out = run_with_timeout(c, Duration::from_secs(60));
+    assert!(out.status.success(), "{tool}: {}", describe_output(&out));
+}
+
+#[test]
+fn a_pg_dump_taken_while_serving_restores_every_alert_key_and_inbox_entry() {
+    // deploy/README.md's procedure, on the test server's schema (`-n`: the server is shared by
+    // the tests; an operator dumps the whole database).
+    let url = database();
+    let schema = url.rsplit("search_path=").next().expect("schema").trim_end_matches('\'').to_owned();
+    let args: Vec<&str> = [FAST, &["--postgres", &url]].concat();
+    let server = Server::start(BIN, &args);
+    let key = server.key.clone();
+    for s in binance_symbols(&server, 3) {
+        let body = json!({"symbol": s, "type": "pct", "direction": "any", "pct": 50, "window": "1h"});
+        server.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&body.to_string())).ok("create");
+    }
+    // Some that fire soon (the simulated pairs move 0.1 % within a minute or two; the first of
+    // twelve much sooner), so the inbox has entries to restore.
+    for symbol in binance_symbols(&server, 15).into_iter().skip(3) {
+        let fires = json!({"symbol": symbol, "type": "pct", "direction": "any", "pct": 0.1, "window": "5m"});
+        server.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&fires.to_string())).ok("create");
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let inbox = loop {
+        let inbox = server.get("/v1/inbox", Some(&key)).ok("inbox")["data"].clone();
+        if inbox.as_array().is_some_and(|a| !a.is_empty()) {
+            break inbox;
+        }
+        assert!(Instant::now() < deadline, "the 0.1 % alert never fired");
+        // Within the plan's 120 requests a minute.
+        thread::sleep(Duration::from_secs(1));
+    };
+    let alerts = alert_ids(&server, "all");
+    let dump = std::env::temp_dir().join(format!("rampart-pg-dump-{}.dump", std::process::id()));
+    pg_tool("pg_dump", &["-n", &schema, "-Fc", "-f", &dump.display().to_string()]);
+    // More may fire while the dump runs: the restored inbox lies between the two reads.
+    let after = server.get("/v1/inbox", Some(&key)).ok("inbox")["data"].clone();
+    assert_eq!(server.terminate().code(), Some(0));
+    // The database is lost; the dump is restored into a fresh one and the server started on it.
+    let admin = rampart_store::db::Db::postgres(&rampart_testkit::pg::server().admin_url()).expect("admin");
+    admin.batch(&format!("DROP SCHEMA {schema} CASCADE")).expect("drop the schema");
+    pg_tool("pg_restore", &[&dump.display().to_string()]);
+    let _ = std::fs::remove_file(&dump);
+    let restored = Server::start_with_key(BIN, &args, &key);
+    assert_eq!(alert_ids(&restored, "all"), alerts, "every alert, its key working");
+    let ids = |v: &Value| -> std::collections::BTreeSet<i64> {
+        v.as_array().map(|a| a.iter().filter_map(|e| e["id"].as_i64()).collect()).unwrap_or_default()
+    };
+    let back = ids(&restored.get("/v1/inbox", Some(&key)).ok("inbox")["data"]);
+    assert!(!ids(&inbox).is_empty(), "inbox entries carry ids: {inbox}");
+    assert!(ids(&inbox).is_subset(&back), "every inbox entry before the dump is restored");
+    assert!(back.is_subset(&ids(&after)), "nothing the server did not write");
+}

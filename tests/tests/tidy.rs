@@ -260,6 +260,7 @@ const INSTANT_NOW_READERS: &[(&str, &str)] = &[
     ("net/cluster/src/worker.rs", "a delivery worker's attempt timings and its line's looks"),
     ("net/delivery/src/lib.rs", "the sender's attempt timings and its full-scan cadence"),
     ("net/delivery/src/pool.rs", "an idle connection's age, when met"),
+    ("net/delivery/src/lanes.rs", "an attempt's duration, for /metrics and the delivery log"),
     ("net/outbound/src/http.rs", "a new connection's idle stamp"),
     ("net/shard/src/lib.rs", "how long loading the simulated market's history took (logged)"),
     ("net/state/src/shutdown.rs", "a stop's grace period"),

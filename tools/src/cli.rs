@@ -44,6 +44,15 @@ pub(crate) enum Command {
     /// Run a local simulator of the venues' REST and WebSocket protocols (Binance, Bybit, OKX,
     /// Bitget) over the simulated market, with fault injection and a control API under /sim/.
     SimVenue(SimVenueArgs),
+    /// Write a consistent copy of the SQLite database to FILE while the server runs (its
+    /// writes go on); restore by stopping the server, putting the file in place as
+    /// `<data dir>/rampart.db` (no `-wal` or `-shm` beside it) and starting it.
+    Backup {
+        /// The backup file to write (must not exist).
+        file: std::path::PathBuf,
+        #[command(flatten)]
+        common: KeysArgs,
+    },
 }
 
 /// `rampart deliver` settings.

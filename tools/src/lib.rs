@@ -7,7 +7,7 @@
 //!
 //! Modules: `cli` (the clap definitions), `logging`, `config` (settings every command reads),
 //! `signal` (the stop signals), one per command (`serve` with `node` for the cluster roles,
-//! `keys`, `site_alerts`, `deliver`, `sim_venue`), and [`starting`] (the 503 "starting" responder).
+//! `keys`, `site_alerts`, `deliver`, `sim_venue`, `backup`), and [`starting`] (the 503 "starting" responder).
 
 use std::process::ExitCode;
 
@@ -18,6 +18,7 @@ use cli::{Cli, Command};
 pub use config::default_data_dir;
 pub use rampart_simvenue as simvenue;
 
+mod backup;
 mod cli;
 mod config;
 mod deliver;
@@ -44,6 +45,7 @@ pub fn cli_main() -> ExitCode {
         }
         Some(Command::SimVenue(args)) => logging::init_logging(None).and_then(|()| sim_venue::run(args)),
         Some(Command::Deliver(args)) => logging::init_logging(None).and_then(|()| deliver::run(args)),
+        Some(Command::Backup { file, common }) => backup::run(&file, &common),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -28,6 +28,7 @@ pub use super::db::StoreError;
 mod account;
 mod alert_row;
 mod alerts;
+mod backup;
 mod conn;
 mod delivery_log;
 mod firing_record;
@@ -50,6 +51,7 @@ pub use alert_row::{
     condition_columns, AlertChanges, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, PausedBy,
     StatusFilter, WebhookFormat,
 };
+pub use backup::Backup;
 pub use conn::{Fence, Store, StoreLocation};
 pub use delivery_log::{DeliveryLogRow, Redelivery, ATTEMPTS_PER_ALERT_MAX, DELIVERY_LOG_KEEP_MS};
 pub use firing_record::FiringRecord;
