@@ -133,6 +133,12 @@ fn metrics_parse_and_move_with_traffic_on_the_live_feed() {
     assert_eq!(value(&before, "rampart_venue_down", &venue), 0.0);
     assert_eq!(value(&before, "rampart_shard_ready", &[("shard", "0")]), 1.0);
     assert_eq!(value(&before, "rampart_storage_writable", &[]), 1.0);
+    // Rows per table and the database's size, counted by the checkpoint thread (issue #62).
+    wait_for("storage rows", 10, || value(&scrape(&server), "rampart_storage_bytes", &[]) > 0.0);
+    let sized = scrape(&server);
+    assert_eq!(value(&sized, "rampart_storage_rows", &[("table", "accounts")]), 1.0, "the first key's account");
+    assert_eq!(value(&sized, "rampart_storage_rows", &[("table", "api_keys")]), 1.0);
+    assert!(sized.keys().any(|(n, l)| n == "rampart_storage_rows" && l.get("table").is_some_and(|t| t == "inbox")));
 
     // HTTP requests by route and status.
     for _ in 0..5 {

@@ -311,6 +311,22 @@ impl State {
         )?;
         let writable = i64::from(self.0.storage.report(now_ms).is_none());
         gauge(e, "storage_writable", "1 while every storage writer can commit", writable)?;
+        let sizes = self.0.storage.sizes();
+        if !sizes.rows.is_empty() {
+            let rows = sizes.rows.iter().map(|(t, n)| ([("table", *t)], ConstGauge::new(*n)));
+            family::<_, [(&'static str, &'static str); 1]>(
+                e,
+                "storage_rows",
+                "Rows per table (counted every 30 s)",
+                rows,
+            )?;
+            gauge(
+                e,
+                "storage_bytes",
+                "The database's size: SQLite's file and WAL, or PostgreSQL's database",
+                sizes.bytes,
+            )?;
+        }
         gauge(e, "uptime_seconds", "Seconds since the process started", (now_ms - self.0.started_ms) / 1000)
     }
 }

@@ -83,6 +83,8 @@ pub struct StorageHealth {
     last_full: AtomicBool,
     /// Where the database lives, for the full disk's reason (`StoreLocation::describe`).
     location: String,
+    /// The checkpoint thread's last count of rows per table and bytes, for `/metrics`.
+    sizes: Mutex<crate::store::Sizes>,
 }
 
 impl StorageHealth {
@@ -129,6 +131,11 @@ impl StorageHealth {
     /// True while any writer's last write failed (within [`FAILURE_MEMORY_MS`]).
     pub fn failing(&self, now_ms: i64) -> bool {
         (0..Writer::ALL.len()).any(|i| self.failing_one(i, now_ms))
+    }
+
+    /// The last count of rows per table and the database's bytes (empty before the first).
+    pub fn sizes(&self) -> crate::store::Sizes {
+        self.sizes.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// While storage cannot be written and the last failure was for lack of space: what
@@ -322,6 +329,7 @@ impl Checkpointer {
             // PROBE_BUSY_TIMEOUT, and it is not fsynced (like the firing writer's commits).
             let _ = store.set_busy_timeout(PROBE_BUSY_TIMEOUT);
             let _ = store.relax_sync();
+            let mut counted = None;
             while !s.load(std::sync::atomic::Ordering::Acquire) {
                 // Short sleeps, so a stop is seen quickly.
                 let mut slept = Duration::ZERO;
@@ -332,6 +340,13 @@ impl Checkpointer {
                 probe(&mut store, &health, clock.now_ms());
                 if let Err(e) = store.checkpoint() {
                     tracing::error!("WAL checkpoint: {e}");
+                }
+                if counted.is_none_or(|at: std::time::Instant| at.elapsed() >= crate::store::SIZES_EVERY) {
+                    counted = Some(std::time::Instant::now());
+                    match store.sizes() {
+                        Ok(sizes) => *health.sizes.lock().unwrap_or_else(|p| p.into_inner()) = sizes,
+                        Err(e) => tracing::warn!("counting the database's rows: {e}"),
+                    }
                 }
             }
         })?;

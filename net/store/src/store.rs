@@ -45,6 +45,7 @@ mod session;
 mod signing;
 mod site;
 mod site_row;
+mod sizes;
 
 pub use account::ACCOUNT_KEYS_MAX;
 pub use alert_row::{
@@ -69,6 +70,7 @@ pub use site_row::{
     direction_str, parse_direction, parse_side, side_str, NewSiteAlert, SiteAlertRow, SiteCondition, SiteFiringRecord,
     SiteRequest,
 };
+pub use sizes::{Sizes, COUNTED_TABLES, SIZES_EVERY};
 
 #[cfg(test)]
 impl Store {
