@@ -323,6 +323,58 @@ pub struct FileConfig {
     /// Stream bounds.
     #[serde(default)]
     pub streams: StreamSettings,
+    /// What the database keeps, by age.
+    #[serde(default)]
+    pub retention: RetentionSettings,
+}
+
+/// `[retention]`: how long each kind of row is kept, as a duration (`"90d"`, `"12h"`, `"30m"`,
+/// `"45s"`; at least a second, at most ten years). Absent: `rampart_store::store::Retention`'s
+/// defaults (docs/decisions.md, "Retention").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// Inbox entries (and the `alerts` stream's resume window), from when they were written.
+    pub inbox: Option<String>,
+    /// Delivered or failed outbox rows and their bodies, from when they were settled.
+    pub outbox: Option<String>,
+    /// Deleted, expired, delisted and fired one-shot alerts (API and site), from that moment.
+    pub alerts: Option<String>,
+}
+
+impl RetentionSettings {
+    /// The retention these settings make, or what is wrong, naming the key.
+    pub fn retention(&self) -> Result<rampart_store::store::Retention, ConfigError> {
+        let d = rampart_store::store::Retention::default();
+        let field = |name: &str, v: &Option<String>, default: i64| match v {
+            None => Ok(default),
+            Some(text) => duration_ms(text).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "retention.{name} = {text:?} is not a duration of 1s to 3650d (a number and s, m, h or d: \"90d\")"
+                ))
+            }),
+        };
+        Ok(rampart_store::store::Retention {
+            inbox_ms: field("inbox", &self.inbox, d.inbox_ms)?,
+            outbox_ms: field("outbox", &self.outbox, d.outbox_ms)?,
+            alerts_ms: field("alerts", &self.alerts, d.alerts_ms)?,
+        })
+    }
+}
+
+/// `"90d"`, `"12h"`, `"30m"`, `"45s"` in milliseconds, within 1 s and 3 650 days.
+fn duration_ms(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let unit = text.chars().last()?;
+    let n: i64 = text[..text.len() - unit.len_utf8()].trim().parse().ok()?;
+    let ms = n.checked_mul(match unit {
+        's' => 1_000,
+        'm' => 60_000,
+        'h' => 3_600_000,
+        'd' => 86_400_000,
+        _ => return None,
+    })?;
+    (1_000..=3_650 * 86_400_000).contains(&ms).then_some(ms)
 }
 
 /// A configuration file or section that cannot be used: the message names the key and what is
@@ -440,6 +492,22 @@ fn set(table: &mut toml::Table, keys: &[String], value: toml::Value) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retention_is_read_as_durations_within_their_limits() {
+        let d = rampart_store::store::Retention::default();
+        assert_eq!(FileConfig::parse("").expect("empty").retention.retention(), Ok(d));
+        assert_eq!((d.inbox_ms, d.outbox_ms, d.alerts_ms), (90 * 86_400_000, 30 * 86_400_000, 90 * 86_400_000));
+        let f = FileConfig::parse("[retention]\ninbox = \"12h\"\noutbox = \"30m\"\nalerts = \"45s\"\n").expect("parse");
+        let r = f.retention.retention().expect("valid");
+        assert_eq!((r.inbox_ms, r.outbox_ms, r.alerts_ms), (43_200_000, 1_800_000, 45_000));
+        for bad in ["0s", "3651d", "90", "1w", "-5d", "d", "1.5d"] {
+            let f = FileConfig::parse(&format!("[retention]\ninbox = \"{bad}\"\n")).expect("parse");
+            let e = f.retention.retention().expect_err(bad);
+            assert!(e.to_string().starts_with(&format!("retention.inbox = \"{bad}\" is not a duration")), "{e}");
+        }
+        assert!(FileConfig::parse("[retention]\nfirings = \"1d\"\n").is_err(), "an unknown key is refused");
+    }
 
     #[test]
     fn default_plans_match_decisions() {

@@ -1044,3 +1044,53 @@ fn a_cursor_beyond_the_newest_inbox_entry_is_refused_naming_it() {
         assert_eq!(refusal_body(&head, &mut r)["error"], format!("Last-Event-ID 9000000000000 {named}"), "{path}");
     }
 }
+
+// ---- Retention (issue #62) ----
+
+/// With every kind of row kept one second, a firing's inbox entry and its fired one-shot alert
+/// are pruned within a prune round (its delivery settled first), and an `alerts` resume from
+/// before what was pruned is refused, naming the bound: the channel never skips entries
+/// silently.
+#[test]
+fn what_retention_no_longer_keeps_is_pruned_and_a_resume_before_it_is_refused() {
+    let cfg = std::env::temp_dir().join(format!("rampart-streams-retention-{}.toml", std::process::id()));
+    let text = "[webhooks]\nallow_private = true\n[retention]\ninbox = \"1s\"\noutbox = \"1s\"\nalerts = \"1s\"\n";
+    std::fs::write(&cfg, text).expect("write the config");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg.display().to_string()]].concat());
+    let key = server.key.clone();
+    let (port, hits) = json_receiver();
+    for s in server.volatile_pairs() {
+        let body = json!({"symbol":s,"type":"pct","direction":"any","pct":0.1,"window":"5m","webhook_url":format!("http://127.0.0.1:{port}/")});
+        server.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&body.to_string())).ok("create pct");
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let fired = loop {
+        if let Some(h) = hits.lock().expect("hits").first().cloned() {
+            break h["alert"]["id"].as_i64().expect("the webhook's alert id");
+        }
+        assert!(Instant::now() < deadline, "no firing in 120 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // Gone within a prune round (every 10 s) past its second: the entry and the alert.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pruned_through = loop {
+        let inbox = server.get("/v1/inbox", Some(&key)).ok("inbox")["data"].clone();
+        let listed = server.get("/v1/alerts?status=all", Some(&key)).ok("alerts")["data"].clone();
+        // An entry's `event` is the webhook's body.
+        let entry_kept = inbox.as_array().is_some_and(|a| a.iter().any(|e| e["event"]["alert"]["id"] == fired));
+        let alert_kept = listed.as_array().is_some_and(|a| a.iter().any(|a| a["id"] == fired));
+        if !entry_kept && !alert_kept {
+            break inbox.as_array().and_then(|a| a.iter().filter_map(|e| e["id"].as_i64()).min());
+        }
+        assert!(Instant::now() < deadline, "still kept after 30 s: entry {entry_kept}, alert {alert_kept}");
+        // Within the key's plan's requests a minute.
+        std::thread::sleep(Duration::from_millis(1_500));
+    };
+    // A resume from the start: entries after it were removed, so it is refused.
+    let (head, mut reader) = events(&server, "channels=alerts&since=0", "");
+    assert!(head.starts_with("HTTP/1.1 422"), "{head} (oldest kept: {pruned_through:?})");
+    let refusal = refusal_body(&head, &mut reader);
+    let says = refusal["error"].as_str().unwrap_or_default();
+    assert!(says.starts_with("since 0 is older than the inbox this server keeps (entries up to "), "{says}");
+    let _ = std::fs::remove_file(&cfg);
+}

@@ -1,6 +1,6 @@
 //! Webhook delivery: a thread with its own single-threaded executor that decides which of the
 //! outbox's due deliveries to send and when (`decisions.md` §6), off the tick path, and hands the
-//! attempts to `threads` lanes that send them ([`lanes`]).
+//! attempts to `threads` lanes that send them (`lanes`).
 //!
 //! The outbox in SQLite is the queue: the writer inserts a delivery in the same transaction that
 //! records the firing, so a recorded firing is delivered at least once, across restarts. Each
@@ -127,7 +127,7 @@ pub struct DeliveryConfig {
     /// Attempts in flight at once to one host and port.
     pub per_host_max: usize,
     /// Threads that make the attempts (1 ..= [`LANES_MAX`]); the bounds above are over all of
-    /// them together ([`lanes`]).
+    /// them together (`lanes`).
     pub threads: usize,
     /// Time allowed per attempt.
     pub attempt_timeout: Duration,

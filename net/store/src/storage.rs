@@ -308,8 +308,29 @@ fn run_group(store: &mut Store, group: &mut Vec<(Instant, Job)>, groups: &Atomic
 /// second; with a shorter wait the probe called that an outage.
 const PROBE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Pruning by age (`store::Retention`) on the checkpoint thread: every [`PRUNE_EVERY`], batches
+/// of [`store::PRUNE_BATCH`](crate::store::PRUNE_BATCH) rows while a batch comes back full, at
+/// most [`PRUNE_BATCHES_MAX`] a round, [`PRUNE_PAUSE`] apart, so a writer waits at most for one
+/// batch's commit.
+#[derive(Clone, Debug)]
+pub struct Pruning {
+    /// What is kept.
+    pub keep: crate::store::Retention,
+    /// Prune only while this is true (a cluster's api node holding the `retention` lock: one
+    /// node at a time); `None`: always (the single process).
+    pub gate: Option<Arc<AtomicBool>>,
+}
+
+/// How often the checkpoint thread prunes.
+pub const PRUNE_EVERY: Duration = Duration::from_secs(10);
+/// Batches of each kind one prune round removes at most (the rest at the next round).
+pub const PRUNE_BATCHES_MAX: usize = 20;
+/// The pause between two batches, so writers take the lock in between.
+pub const PRUNE_PAUSE: Duration = Duration::from_millis(20);
+
 /// A thread that checkpoints the WAL every `period`, so the writers on the tick-to-webhook path
-/// never do it themselves (see [`Store::for_background`]). Stopped on drop.
+/// never do it themselves (see [`Store::for_background`]), and prunes what is no longer kept.
+/// Stopped on drop.
 pub struct Checkpointer {
     _thread: rampart_state::shutdown::StoppableThread,
 }
@@ -323,6 +344,7 @@ impl Checkpointer {
         period: Duration,
         health: std::sync::Arc<StorageHealth>,
         clock: rampart_state::clock::SharedClock,
+        pruning: Option<Pruning>,
     ) -> std::io::Result<Checkpointer> {
         let thread = rampart_state::shutdown::StoppableThread::spawn("checkpoint", move |s| {
             // The probe must not hold the write lock for long: it waits for a lock at most
@@ -330,6 +352,7 @@ impl Checkpointer {
             let _ = store.set_busy_timeout(PROBE_BUSY_TIMEOUT);
             let _ = store.relax_sync();
             let mut counted = None;
+            let mut pruned: Option<Instant> = None;
             while !s.load(std::sync::atomic::Ordering::Acquire) {
                 // Short sleeps, so a stop is seen quickly.
                 let mut slept = Duration::ZERO;
@@ -348,9 +371,50 @@ impl Checkpointer {
                         Err(e) => tracing::warn!("counting the database's rows: {e}"),
                     }
                 }
+                if let Some(p) = &pruning {
+                    if pruned.is_none_or(|at| at.elapsed() >= PRUNE_EVERY)
+                        && p.gate.as_ref().is_none_or(|g| g.load(std::sync::atomic::Ordering::Acquire))
+                    {
+                        pruned = Some(Instant::now());
+                        prune(&store, &p.keep, &clock, &s);
+                    }
+                }
             }
         })?;
         Ok(Checkpointer { _thread: thread })
+    }
+}
+
+/// One prune round: batches while one comes back full, at most [`PRUNE_BATCHES_MAX`], a pause
+/// between them; stops early on a stop request. Failures are logged and tried next round.
+fn prune(store: &Store, keep: &crate::store::Retention, clock: &rampart_state::clock::SharedClock, stop: &AtomicBool) {
+    let mut total = crate::store::Pruned::default();
+    for _ in 0..PRUNE_BATCHES_MAX {
+        match store.prune_batch(clock.now_ms(), keep) {
+            Ok(p) => {
+                total.inbox += p.inbox;
+                total.outbox += p.outbox;
+                total.alerts += p.alerts;
+                total.site_alerts += p.site_alerts;
+                if !p.full() || stop.load(Ordering::Acquire) {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::warn!("pruning: {e}; tried again in {} s", PRUNE_EVERY.as_secs());
+                break;
+            }
+        }
+        std::thread::sleep(PRUNE_PAUSE);
+    }
+    if total != crate::store::Pruned::default() {
+        tracing::info!(
+            inbox = total.inbox,
+            outbox = total.outbox,
+            alerts = total.alerts,
+            site_alerts = total.site_alerts,
+            "pruned what retention no longer keeps"
+        );
     }
 }
 

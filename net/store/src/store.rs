@@ -40,6 +40,7 @@ mod outbox;
 mod owner;
 mod published;
 mod render;
+mod retention;
 mod schema;
 mod session;
 mod signing;
@@ -64,6 +65,7 @@ pub use outbox::{AttemptResult, Channel, FailKind, OutboxRow, Outcome, RetrySche
 pub use owner::Lease;
 pub use published::{message_id, Unpublished};
 pub use render::Render;
+pub use retention::{Pruned, Retention, PRUNE_BATCH};
 pub use session::{SessionRecord, SESSION_TOUCH_MS};
 pub use signing::SigningState;
 pub use site_row::{

@@ -26,7 +26,7 @@ use rampart_state::board::Board;
 use rampart_state::clock::{self, SharedClock};
 use rampart_state::partition::Partition;
 use rampart_state::{EventQueue, Shared};
-use rampart_store::storage::Checkpointer;
+use rampart_store::storage::{Checkpointer, Pruning};
 use rampart_store::storage::{StorageHealth, StorageThread};
 use rampart_store::text::Texts;
 use rampart_store::writer::{Writer, WriterHooks};
@@ -220,8 +220,17 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     let forwarder = Forwarder::start(shared.clone(), url.clone(), health.clone())?;
     tracing::info!("api node over {partitions} partitions, {} books", shared.registry().len());
     let storage_health = Arc::new(StorageHealth::at(s.store.describe()));
-    let checkpointer =
-        Checkpointer::start(s.store.open()?, Duration::from_secs(1), storage_health.clone(), clock.clone())?;
+    // One api node at a time prunes the shared database (the lock's holder).
+    let pruner = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let retention_lock = NamedLock::start(s.store.open()?, "retention", pruner.clone(), clock.clone())?;
+    let pruning = Pruning { keep: s.retention, gate: Some(pruner) };
+    let checkpointer = Checkpointer::start(
+        s.store.open()?,
+        Duration::from_secs(1),
+        storage_health.clone(),
+        clock.clone(),
+        Some(pruning),
+    )?;
     let sources = MetricsSources {
         shared: shared.clone(),
         venues: s.venues.clone(),
@@ -274,6 +283,7 @@ pub(crate) fn serve_api(s: ServeSettings, partitions: u16) -> Result<()> {
     drop(listings);
     watch.stage("stopping the checkpoint thread");
     drop(checkpointer);
+    drop(retention_lock);
     watch.finish();
     served
 }

@@ -15,7 +15,7 @@ use rampart_shard::ShardSet;
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::Shutdown;
 use rampart_state::EventQueue;
-use rampart_store::storage::{Checkpointer, StorageHealth};
+use rampart_store::storage::{Checkpointer, Pruning, StorageHealth};
 use rampart_store::store::Fence;
 use rampart_store::text::Texts;
 use rampart_store::writer::{OnCommitted, Writer, WriterHooks};
@@ -57,6 +57,8 @@ impl Persistence {
     ) -> Result<Persistence> {
         // The board thread's queue of market alert firings, drained like a shard's.
         let market_events = Arc::new(EventQueue::new(rampart_state::EVENTS_MAX));
+        // A market node (fenced) leaves pruning to the api nodes; the single process prunes.
+        let pruning = fence.is_none().then_some(Pruning { keep: s.retention, gate: None });
         let health = Arc::new(StorageHealth::at(s.store.describe()));
         let webhooks = rampart_delivery::metrics::WebhookMetrics::default();
         let delivery_config = DeliveryConfig {
@@ -119,7 +121,7 @@ impl Persistence {
             hooks,
         )?;
         let period = Duration::from_secs(1);
-        let checkpointer = Checkpointer::start(s.store.open()?, period, health.clone(), clock.clone())?;
+        let checkpointer = Checkpointer::start(s.store.open()?, period, health.clone(), clock.clone(), pruning)?;
         let site_alerts = SiteAlertWatcher::start(s.store.open()?, shards.shared().clone())?;
         Ok(Persistence { health, webhooks, delivery, writer, checkpointer, market_events, site_alerts })
     }

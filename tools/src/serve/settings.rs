@@ -53,6 +53,8 @@ pub(crate) struct ServeSettings {
     pub(crate) previous_secret_s: u32,
     /// `webhooks.delivery_threads`: the threads that send this process's webhooks.
     pub(crate) delivery_threads: usize,
+    /// `[retention]`: what the database keeps.
+    pub(crate) retention: rampart_store::store::Retention,
     pub(crate) sim_delist: Vec<(String, u64)>,
     pub(crate) fault_hang_shard_stop: bool,
     pub(crate) events_max: usize,
@@ -232,6 +234,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         allow_private: file.webhooks.allow_private,
         previous_secret_s: file.webhooks.previous_secret_s.unwrap_or(rampart_net::config::PREVIOUS_SECRET_S),
         delivery_threads: delivery_threads(&file)?,
+        retention: file.retention.retention()?,
         telegram: telegram(&file)?,
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,

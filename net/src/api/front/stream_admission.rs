@@ -105,14 +105,20 @@ impl Gate {
     }
 }
 
-/// The newest inbox id a resume may start after: `since` beyond `newest` (the account's newest
+/// The inbox ids a resume may start after: `since` beyond `newest` (the account's newest
 /// entry) would wait, silent, until the global sequence passed it (a cursor from a restored
-/// database or another server). The refusal's text names the newest id; `name` is how the
-/// client gave the cursor (`since`, `Last-Event-ID`).
-pub fn cursor_refusal(name: &str, since: i64, newest: i64) -> Option<String> {
-    (since > newest).then(|| {
-        format!(
+/// database or another server); `since` below `pruned` (the highest id retention removed) may
+/// have lost entries after it, which the channel would skip without a word. The refusal's text
+/// names the bound; `name` is how the client gave the cursor (`since`, `Last-Event-ID`).
+pub fn cursor_refusal(name: &str, since: i64, newest: i64, pruned: i64) -> Option<String> {
+    if since > newest {
+        return Some(format!(
             "{name} {since} is beyond the newest inbox entry of this account ({newest}); resume with {name} at most {newest}, or without it to start after the newest"
+        ));
+    }
+    (since < pruned).then(|| {
+        format!(
+            "{name} {since} is older than the inbox this server keeps (entries up to {pruned} were removed by its retention); resume with {name} at least {pruned}, or without it to start after the newest (GET /v1/inbox lists what is kept)"
         )
     })
 }
@@ -123,13 +129,23 @@ mod tests {
 
     #[test]
     fn a_cursor_beyond_the_newest_entry_is_refused_naming_it() {
-        assert_eq!(cursor_refusal("since", 412, 412), None, "the newest itself: nothing after it yet");
-        assert_eq!(cursor_refusal("since", 0, 0), None, "an empty inbox from the start");
+        assert_eq!(cursor_refusal("since", 412, 412, 0), None, "the newest itself: nothing after it yet");
+        assert_eq!(cursor_refusal("since", 0, 0, 0), None, "an empty inbox from the start");
         assert_eq!(
-            cursor_refusal("since", 9_000_000_000_000, 412).as_deref(),
+            cursor_refusal("since", 9_000_000_000_000, 412, 0).as_deref(),
             Some("since 9000000000000 is beyond the newest inbox entry of this account (412); resume with since at most 412, or without it to start after the newest")
         );
-        let header = cursor_refusal("Last-Event-ID", 413, 412).expect("one past");
+        let header = cursor_refusal("Last-Event-ID", 413, 412, 0).expect("one past");
         assert!(header.starts_with("Last-Event-ID 413 is beyond"), "{header}");
+    }
+
+    #[test]
+    fn a_cursor_below_what_retention_pruned_is_refused_naming_the_bound() {
+        assert_eq!(cursor_refusal("since", 300, 412, 300), None, "nothing after 300 was pruned");
+        assert_eq!(
+            cursor_refusal("since", 299, 412, 300).as_deref(),
+            Some("since 299 is older than the inbox this server keeps (entries up to 300 were removed by its retention); resume with since at least 300, or without it to start after the newest (GET /v1/inbox lists what is kept)")
+        );
+        assert!(cursor_refusal("Last-Event-ID", 0, 412, 1).is_some_and(|m| m.starts_with("Last-Event-ID 0 is older")));
     }
 }

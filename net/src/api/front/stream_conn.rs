@@ -454,10 +454,12 @@ impl StreamCore {
     }
 
     /// Refuses (422, naming the newest id) an `alerts` resume point beyond the account's newest
-    /// inbox entry: it would mute the channel until the inbox's sequence passed it.
+    /// inbox entry: it would mute the channel until the inbox's sequence passed it; and one below
+    /// what retention has pruned (entries after it may be gone).
     pub(super) async fn check_cursor(&self, account: i64, name: &str, since: i64) -> Result<(), ApiError> {
-        let newest = self.storage.run(move |store| store.inbox_last_id(account)).await?;
-        match cursor_refusal(name, since, newest) {
+        let (newest, pruned) =
+            self.storage.run(move |store| Ok((store.inbox_last_id(account)?, store.inbox_pruned_through()?))).await?;
+        match cursor_refusal(name, since, newest, pruned) {
             Some(message) => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)),
             None => Ok(()),
         }

@@ -1,0 +1,212 @@
+//! What the database keeps, by age (issue #62, `docs/decisions.md` "Retention"), and the pruning
+//! that holds it there: inbox entries (the API's firings and notices and the site's, and so the
+//! `alerts` stream's resume window), settled outbox rows with their bodies, and alerts deleted or
+//! ended (API and site). A pending delivery is never pruned, nor an alert one waits for.
+//!
+//! Pruning is a few small transactions ([`PRUNE_BATCH`] rows of one table each) run by the
+//! checkpoint thread, so no writer waits for more than one batch's commit. Each statement finds
+//! its rows by scanning a table from its lowest id, where the old rows are, and stops at the
+//! batch's size. Inbox ids only grow (`meta.inbox_next`), so the highest pruned id is a watermark:
+//! a resume point below it may have lost entries and is refused ([`Store::inbox_pruned_through`]).
+
+use rampart_engine::candle::DAY_MS;
+
+use super::conn::Store;
+use crate::db::{vals, StoreError};
+
+/// Rows one prune statement removes at most (one transaction).
+pub const PRUNE_BATCH: i64 = 500;
+
+/// How long each kind of row is kept, milliseconds after the time named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Inbox entries, after they were written (default 90 days).
+    pub inbox_ms: i64,
+    /// Delivered or failed outbox rows, after they were settled (default 30 days).
+    pub outbox_ms: i64,
+    /// Deleted, expired or delisted alerts after their removal, and fired one-shot alerts after
+    /// their firing (API and site alike; default 90 days).
+    pub alerts_ms: i64,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention { inbox_ms: 90 * DAY_MS, outbox_ms: 30 * DAY_MS, alerts_ms: 90 * DAY_MS }
+    }
+}
+
+/// Rows one round of [`Store::prune_batch`] removed, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Inbox entries.
+    pub inbox: i64,
+    /// Settled outbox rows.
+    pub outbox: i64,
+    /// API alerts.
+    pub alerts: i64,
+    /// Site alerts.
+    pub site_alerts: i64,
+}
+
+impl Pruned {
+    /// Whether any statement met its batch's bound (more may be waiting).
+    pub fn full(&self) -> bool {
+        [self.inbox, self.outbox, self.alerts, self.site_alerts].iter().any(|n| *n >= PRUNE_BATCH)
+    }
+}
+
+impl Store {
+    /// Removes at most [`PRUNE_BATCH`] rows of each kind that `keep` no longer keeps at
+    /// `now_ms`: a row is kept while `now_ms - its time <= keep`, so one millisecond past it goes.
+    /// Each kind in its own transaction.
+    pub fn prune_batch(&self, now_ms: i64, keep: &Retention) -> Result<Pruned, StoreError> {
+        let inbox = self.prune_inbox(now_ms - keep.inbox_ms)?;
+        let outbox = self.db.execute(
+            "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state IN ('delivered', 'failed') \
+             AND done_ms < ?1 ORDER BY id LIMIT ?2)",
+            vals![now_ms - keep.outbox_ms, PRUNE_BATCH],
+        )? as i64;
+        let alerts = self.db.execute(
+            "DELETE FROM alerts WHERE id IN (SELECT a.id FROM alerts a WHERE (a.deleted_ms < ?1 \
+             OR (a.deleted_ms IS NULL AND a.status = 'triggered' AND a.last_triggered_ms < ?1)) \
+             AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.alert_id = a.id AND o.state = 'pending') \
+             ORDER BY a.id LIMIT ?2)",
+            vals![now_ms - keep.alerts_ms, PRUNE_BATCH],
+        )? as i64;
+        let site_alerts = self.db.execute(
+            "DELETE FROM site_alerts WHERE id IN (SELECT id FROM site_alerts WHERE deleted_ms < ?1 ORDER BY id LIMIT ?2)",
+            vals![now_ms - keep.alerts_ms, PRUNE_BATCH],
+        )? as i64;
+        Ok(Pruned { inbox, outbox, alerts, site_alerts })
+    }
+
+    /// One batch of inbox entries written before `before_ms`, and the watermark raised to the
+    /// highest id removed, in one transaction.
+    fn prune_inbox(&self, before_ms: i64) -> Result<i64, StoreError> {
+        let db = &self.db;
+        db.in_transaction_of(|| {
+            let ids: Vec<i64> = db.query(
+                "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE created_ms < ?1 ORDER BY id LIMIT ?2) RETURNING id",
+                vals![before_ms, PRUNE_BATCH],
+                |r| r.get(0),
+            )?;
+            if let Some(highest) = ids.iter().max() {
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('inbox_pruned_through', ?1) \
+                     ON CONFLICT(key) DO UPDATE SET value = CASE WHEN excluded.value > meta.value \
+                     THEN excluded.value ELSE meta.value END",
+                    vals![*highest],
+                )?;
+            }
+            Ok(ids.len() as i64)
+        })
+    }
+
+    /// The highest inbox id pruned so far (0 before any): a resume point below it may have lost
+    /// entries after it.
+    pub fn inbox_pruned_through(&self) -> Result<i64, StoreError> {
+        let v = self.db.query_opt("SELECT value FROM meta WHERE key = 'inbox_pruned_through'", &[], |r| r.get(0))?;
+        Ok(v.unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Retention, PRUNE_BATCH};
+    use crate::db::vals;
+    use crate::store::test_support::*;
+    use crate::store::{on_each_backend, Store};
+
+    const KEEP: Retention = Retention { inbox_ms: 1_000, outbox_ms: 2_000, alerts_ms: 3_000 };
+
+    fn count(s: &Store, sql: &str) -> i64 {
+        s.db.query_one(sql, &[], |r| r.get(0)).expect("count")
+    }
+
+    /// An inbox entry written at `at_ms`; its id.
+    fn inbox_at(s: &Store, account: i64, at_ms: i64) -> i64 {
+        s.db.query_one(
+            "INSERT INTO inbox (account_id, kind, body, created_ms) VALUES (?1, 'alert.triggered', '{}', ?2) RETURNING id",
+            vals![account, at_ms],
+            |r| r.get(0),
+        )
+        .expect("inbox entry")
+    }
+
+    /// An outbox row of `alert` in `state`, settled at `done_ms`.
+    fn outbox_at(s: &Store, account: i64, alert: i64, state: &str, done_ms: Option<i64>) {
+        s.db.execute(
+            "INSERT INTO outbox (alert_id, account_id, url, body, trigger_ms, state, next_attempt_ms, created_ms, done_ms) \
+             VALUES (?1, ?2, 'https://example.com/', '{}', 0, ?3, 0, 0, ?4)",
+            vals![alert, account, state, done_ms],
+        )
+        .expect("outbox row");
+    }
+
+    #[test]
+    fn each_kind_is_kept_to_its_last_millisecond_and_gone_one_after() {
+        on_each_backend("retention-boundary", |at| {
+            let mut s = at.open();
+            let account = s.create_account_with_key("developer", None, 1).expect("account").account_id;
+            // Inbox: written at 10 000, kept 1 000 ms.
+            let entry = inbox_at(&s, account, 10_000);
+            assert_eq!(s.prune_batch(11_000, &KEEP).expect("prune").inbox, 0, "kept at exactly its age");
+            assert_eq!(s.inbox_pruned_through().expect("mark"), 0);
+            assert_eq!(s.prune_batch(11_001, &KEEP).expect("prune").inbox, 1, "gone one millisecond after");
+            assert_eq!(s.inbox_pruned_through().expect("mark"), entry, "the watermark is its id");
+            // Outbox: settled at 10 000, kept 2 000 ms; a pending row is never pruned.
+            let gone = s.insert_alert(&alert(account, "binance", "BTCUSDT")).expect("alert").id;
+            outbox_at(&s, account, gone, "delivered", Some(10_000));
+            outbox_at(&s, account, gone, "failed", Some(10_000));
+            outbox_at(&s, account, gone, "pending", None);
+            assert_eq!(s.prune_batch(12_000, &KEEP).expect("prune").outbox, 0);
+            assert_eq!(s.prune_batch(12_001, &KEEP).expect("prune").outbox, 2);
+            assert_eq!(s.prune_batch(i64::MAX / 2, &KEEP).expect("prune").outbox, 0, "pending stays for ever");
+            assert_eq!(count(&s, "SELECT count(*) FROM outbox WHERE state = 'pending'"), 1);
+            // Alerts: deleted at 10 000, kept 3 000 ms; not while a delivery of it is pending.
+            s.db.execute("UPDATE alerts SET deleted_ms = 10000 WHERE id = ?1", vals![gone]).expect("delete");
+            assert_eq!(s.prune_batch(i64::MAX / 2, &KEEP).expect("prune").alerts, 0, "its delivery is pending");
+            s.db.execute("UPDATE outbox SET state = 'delivered', done_ms = 20000", &[]).expect("settle");
+            assert_eq!(s.prune_batch(13_000, &KEEP).expect("prune").alerts, 0);
+            assert_eq!(s.prune_batch(13_001, &KEEP).expect("prune").alerts, 1);
+            // A fired one-shot alert, from its firing; an active one never.
+            let fired = s.insert_alert(&alert(account, "binance", "ETHUSDT")).expect("alert").id;
+            let active = s.insert_alert(&alert(account, "binance", "SOLUSDT")).expect("alert").id;
+            s.db.execute(
+                "UPDATE alerts SET status = 'triggered', last_triggered_ms = 10000 WHERE id = ?1",
+                vals![fired],
+            )
+            .expect("fired");
+            s.db.execute("UPDATE alerts SET last_triggered_ms = 10000 WHERE id = ?1", vals![active])
+                .expect("repeating");
+            assert_eq!(s.prune_batch(13_000, &KEEP).expect("prune").alerts, 0);
+            assert_eq!(s.prune_batch(13_001, &KEEP).expect("prune").alerts, 1);
+            assert!(s.alert(active).expect("read").is_some(), "an active alert is never pruned");
+            // Site alerts: deleted at 10 000, kept as alerts are.
+            s.db.execute(
+                "INSERT INTO site_alerts (account_id, kind, exchange, repeat, note, status, created_ms, deleted_ms) \
+                 VALUES (?1, 'market', 'binance', false, '', 'active', 0, 10000)",
+                vals![account],
+            )
+            .expect("site alert");
+            assert_eq!(s.prune_batch(13_000, &KEEP).expect("prune").site_alerts, 0);
+            assert_eq!(s.prune_batch(13_001, &KEEP).expect("prune").site_alerts, 1);
+        });
+    }
+
+    #[test]
+    fn a_round_removes_one_batch_and_says_more_may_wait() {
+        on_each_backend("retention-batch", |at| {
+            let mut s = at.open();
+            let account = s.create_account_with_key("developer", None, 1).expect("account").account_id;
+            let last = (0..PRUNE_BATCH + 3).map(|_| inbox_at(&s, account, 0)).max();
+            let first = s.prune_batch(10_000, &KEEP).expect("prune");
+            assert_eq!(first.inbox, PRUNE_BATCH);
+            assert!(first.full());
+            let second = s.prune_batch(10_000, &KEEP).expect("prune");
+            assert_eq!(second.inbox, 3);
+            assert!(!second.full());
+            assert_eq!(Some(s.inbox_pruned_through().expect("mark")), last, "the watermark is the last id pruned");
+        });
+    }
+}
