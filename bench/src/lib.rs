@@ -566,6 +566,94 @@ pub fn firing_commits(backend: Backend, batch: usize, firings: usize) -> Summary
     )
 }
 
+/// The writer's commits while retention prunes (issue #62): `backlog` one-shot alerts fired and
+/// delivered first (their inbox entries, outbox rows and fired alerts are what the pruner
+/// removes), then `firings` more committed `batch` at a time, timed, with `prune` a second
+/// connection running the checkpoint thread's prune rounds back to back
+/// (`storage::prune_round` with a one-second retention: 20 batches a round, 20 ms apart; the
+/// real thread runs one round every 10 s, so this is the storm meeting pruning all along).
+/// SQLite, whose one write lock the pruner shares with the writer.
+pub fn firing_commits_while_pruning(batch: usize, firings: usize, backlog: usize, prune: bool) -> Summary {
+    use rampart_store::store::{FiringRecord, Retention};
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    let (at, dir) = bench_store(Backend::Sqlite, &format!("prune-{prune}"));
+    let mut store = at.open().expect("store").for_background().expect("tuned");
+    let account = store.create_account_with_key("developer", None, 0).expect("account").account_id;
+    let mut alerts = |n: usize, from: usize| -> Vec<i64> {
+        store.begin_group().expect("a group");
+        let ids = (from..from + n)
+            .map(|i| {
+                store
+                    .insert_alert(&webhook_alert(account, false, format!("http://127.0.0.1:9/a/{i}")))
+                    .expect("alert")
+                    .id
+            })
+            .collect();
+        store.commit_group().expect("the alerts");
+        ids
+    };
+    let old = alerts(backlog, 0);
+    let ids = alerts(firings, backlog);
+    for chunk in old.chunks(4_096) {
+        let b: Vec<FiringRecord> = chunk.iter().map(|&id| FiringRecord::at_price(id, 2, 1_000, true)).collect();
+        store.record_firings(&b, &rampart_store::text::Texts).expect("the backlog");
+    }
+    // The backlog's deliveries delivered, as a day's old firings' are.
+    loop {
+        let due = store.due_deliveries(2_000, 4_096).expect("due");
+        if due.is_empty() {
+            break;
+        }
+        let delivered = rampart_store::store::AttemptResult::Delivered { status: 200 };
+        let outcomes: Vec<rampart_store::store::Outcome> = due
+            .iter()
+            .map(|r| rampart_store::store::Outcome { id: r.id, result: delivered.clone(), at_ms: 1_500, latency_ms: 1 })
+            .collect();
+        store.record_attempts(&outcomes, rampart_delivery::schedule::next_attempt_ms).expect("settled");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let pruned = Arc::new(AtomicI64::new(0));
+    let pruner = prune.then(|| {
+        let (stop, pruned, pruner) =
+            (stop.clone(), pruned.clone(), at.open().expect("store").for_background().expect("tuned"));
+        std::thread::spawn(move || {
+            let keep = Retention { inbox_ms: 1_000, outbox_ms: 1_000, alerts_ms: 1_000 };
+            while !stop.load(Ordering::Acquire) {
+                let p = rampart_store::storage::prune_round(&pruner, &keep, || 10_000_000, &stop);
+                pruned.fetch_add(p.inbox + p.outbox + p.alerts, Ordering::Relaxed);
+            }
+        })
+    });
+    let mut h = histogram();
+    let started = Instant::now();
+    for chunk in ids.chunks(batch.max(1)) {
+        // Now's firings: younger than the retention (the pruner's clock reads 10 000 000).
+        let b: Vec<FiringRecord> = chunk.iter().map(|&id| FiringRecord::at_price(id, 2, 9_999_500, true)).collect();
+        let t = Instant::now();
+        let done = store.record_firings(&b, &rampart_store::text::Texts).expect("record");
+        assert_eq!(done.fired.len(), b.len(), "every firing recorded");
+        let _ = h.record(t.elapsed().as_nanos() as u64);
+    }
+    let took = started.elapsed();
+    stop.store(true, Ordering::Release);
+    if let Some(t) = pruner {
+        let _ = t.join();
+    }
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let removed = pruned.load(Ordering::Relaxed);
+    assert!(!prune || removed > 0, "the pruner removed nothing");
+    Summary::from_hist(
+        &format!(
+            "writer commit of {batch} firings, {} (SQLite; {firings} in all; {removed} rows pruned meanwhile)",
+            if prune { "pruning" } else { "no pruning" }
+        ),
+        &h,
+        Some(firings as f64 / took.as_secs_f64()),
+    )
+}
+
 /// Webhook delivery on loopback: `firings` firings recorded through the real storage path in
 /// batches of 100 (every 50 ms), each with a webhook to one of `hosts` fast receivers, except
 /// one in a hundred that goes to a receiver that never answers. Returns the latency from the

@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|firings|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -60,6 +60,11 @@ fn main() {
                 .into_iter()
                 .flat_map(|b| [1, 16, 256, 4_096].map(|n| rampart_bench::firing_commits(b, n, 4_096)))
                 .collect(),
+            // Issue #62: the writer's commits with and without retention pruning, in one run.
+            "pruning" => [false, true, false, true]
+                .into_iter()
+                .map(|prune| rampart_bench::firing_commits_while_pruning(256, 20_480, 40_960, prune))
+                .collect(),
             "decode" => binance_decode(2_000_000),
             "alerts" => vec![
                 alert_decision(0, 0, 1_000_000),
@@ -69,7 +74,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|ingest-levels|hop|levels|walls|metrics|alerts|delivery|storage|firings|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|ingest-levels|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }

@@ -327,6 +327,9 @@ pub const PRUNE_EVERY: Duration = Duration::from_secs(10);
 pub const PRUNE_BATCHES_MAX: usize = 20;
 /// The pause between two batches, so writers take the lock in between.
 pub const PRUNE_PAUSE: Duration = Duration::from_millis(20);
+/// The pause after a batch is at least this many times the batch's own time (pruning takes at
+/// most a fifth of the thread's time and of the write lock's).
+pub const PRUNE_IDLE_PER_BUSY: u32 = 4;
 
 /// A thread that checkpoints the WAL every `period`, so the writers on the tick-to-webhook path
 /// never do it themselves (see [`Store::for_background`]), and prunes what is no longer kept.
@@ -376,7 +379,16 @@ impl Checkpointer {
                         && p.gate.as_ref().is_none_or(|g| g.load(std::sync::atomic::Ordering::Acquire))
                     {
                         pruned = Some(Instant::now());
-                        prune(&store, &p.keep, &clock, &s);
+                        let total = prune_round(&store, &p.keep, || clock.now_ms(), &s);
+                        if total != crate::store::Pruned::default() {
+                            tracing::info!(
+                                inbox = total.inbox,
+                                outbox = total.outbox,
+                                alerts = total.alerts,
+                                site_alerts = total.site_alerts,
+                                "pruned what retention no longer keeps"
+                            );
+                        }
                     }
                 }
             }
@@ -385,12 +397,19 @@ impl Checkpointer {
     }
 }
 
-/// One prune round: batches while one comes back full, at most [`PRUNE_BATCHES_MAX`], a pause
-/// between them; stops early on a stop request. Failures are logged and tried next round.
-fn prune(store: &Store, keep: &crate::store::Retention, clock: &rampart_state::clock::SharedClock, stop: &AtomicBool) {
+/// One prune round, as the checkpoint thread runs it every [`PRUNE_EVERY`]: batches while one
+/// comes back full, at most [`PRUNE_BATCHES_MAX`], [`PRUNE_PAUSE`] between them; stops early on
+/// `stop`. A failure is logged and tried at the next round. What it removed.
+pub fn prune_round(
+    store: &Store,
+    keep: &crate::store::Retention,
+    now_ms: impl Fn() -> i64,
+    stop: &AtomicBool,
+) -> crate::store::Pruned {
     let mut total = crate::store::Pruned::default();
     for _ in 0..PRUNE_BATCHES_MAX {
-        match store.prune_batch(clock.now_ms(), keep) {
+        let began = Instant::now();
+        match store.prune_batch(now_ms(), keep) {
             Ok(p) => {
                 total.inbox += p.inbox;
                 total.outbox += p.outbox;
@@ -405,17 +424,10 @@ fn prune(store: &Store, keep: &crate::store::Retention, clock: &rampart_state::c
                 break;
             }
         }
-        std::thread::sleep(PRUNE_PAUSE);
+        // At most a fifth of the time goes to pruning, whatever a batch costs on this machine.
+        std::thread::sleep(PRUNE_PAUSE.max(began.elapsed() * PRUNE_IDLE_PER_BUSY));
     }
-    if total != crate::store::Pruned::default() {
-        tracing::info!(
-            inbox = total.inbox,
-            outbox = total.outbox,
-            alerts = total.alerts,
-            site_alerts = total.site_alerts,
-            "pruned what retention no longer keeps"
-        );
-    }
+    total
 }
 
 /// Writes the probe row and records the outcome in `health`.

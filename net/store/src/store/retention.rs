@@ -4,9 +4,10 @@
 //! ended (API and site). A pending delivery is never pruned, nor an alert one waits for.
 //!
 //! Pruning is a few small transactions ([`PRUNE_BATCH`] rows of one table each) run by the
-//! checkpoint thread, so no writer waits for more than one batch's commit. Each statement finds
-//! its rows by scanning a table from its lowest id, where the old rows are, and stops at the
-//! batch's size. Inbox ids only grow (`meta.inbox_next`), so the highest pruned id is a watermark:
+//! checkpoint thread, so no writer waits for more than one batch's delete. The rows are found by
+//! a read first, outside any write: inbox entries and outbox rows as the run of old ones from
+//! the lowest id (ids follow time), alerts through partial indexes of the removed and the fired
+//! ones; each read is bounded by the batch, so a round costs the same whatever the table's size. Inbox ids only grow (`meta.inbox_next`), so the highest pruned id is a watermark:
 //! a resume point below it may have lost entries and is refused ([`Store::inbox_pruned_through`]).
 
 use rampart_engine::candle::DAY_MS;
@@ -58,48 +59,92 @@ impl Pruned {
 impl Store {
     /// Removes at most [`PRUNE_BATCH`] rows of each kind that `keep` no longer keeps at
     /// `now_ms`: a row is kept while `now_ms - its time <= keep`, so one millisecond past it goes.
-    /// Each kind in its own transaction.
+    /// Each kind in its own short transaction: its rows are found by a read first (no lock
+    /// held: in WAL mode a read never blocks the writers), then deleted by id, their condition
+    /// checked again.
     pub fn prune_batch(&self, now_ms: i64, keep: &Retention) -> Result<Pruned, StoreError> {
         let inbox = self.prune_inbox(now_ms - keep.inbox_ms)?;
-        let outbox = self.db.execute(
-            "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state IN ('delivered', 'failed') \
-             AND done_ms < ?1 ORDER BY id LIMIT ?2)",
-            vals![now_ms - keep.outbox_ms, PRUNE_BATCH],
-        )? as i64;
-        let alerts = self.db.execute(
-            "DELETE FROM alerts WHERE id IN (SELECT a.id FROM alerts a WHERE (a.deleted_ms < ?1 \
-             OR (a.deleted_ms IS NULL AND a.status = 'triggered' AND a.last_triggered_ms < ?1)) \
-             AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.alert_id = a.id AND o.state = 'pending') \
-             ORDER BY a.id LIMIT ?2)",
-            vals![now_ms - keep.alerts_ms, PRUNE_BATCH],
-        )? as i64;
-        let site_alerts = self.db.execute(
-            "DELETE FROM site_alerts WHERE id IN (SELECT id FROM site_alerts WHERE deleted_ms < ?1 ORDER BY id LIMIT ?2)",
-            vals![now_ms - keep.alerts_ms, PRUNE_BATCH],
-        )? as i64;
+        let outbox = self.prune_outbox(now_ms - keep.outbox_ms)?;
+        let before = now_ms - keep.alerts_ms;
+        let alerts = self.prune_alerts(before)?;
+        let site = self.db.query(
+            "SELECT id FROM site_alerts WHERE deleted_ms < ?1 ORDER BY deleted_ms LIMIT ?2",
+            vals![before, PRUNE_BATCH],
+            |r| r.get(0),
+        )?;
+        let site_alerts = match id_list(&site) {
+            None => 0,
+            Some(ids) => self
+                .db
+                .execute(&format!("DELETE FROM site_alerts WHERE id IN ({ids}) AND deleted_ms < ?1"), vals![before])?
+                as i64,
+        };
         Ok(Pruned { inbox, outbox, alerts, site_alerts })
     }
 
     /// One batch of inbox entries written before `before_ms`, and the watermark raised to the
-    /// highest id removed, in one transaction.
+    /// highest id removed, in one transaction. Ids follow time, so the oldest entries are the
+    /// lowest ids: the batch is the run of those, from the lowest, written before `before_ms`.
     fn prune_inbox(&self, before_ms: i64) -> Result<i64, StoreError> {
+        let rows: Vec<(i64, i64)> =
+            self.db.query("SELECT id, created_ms FROM inbox ORDER BY id LIMIT ?1", vals![PRUNE_BATCH], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        let old: Vec<i64> = rows.iter().take_while(|(_, at)| *at < before_ms).map(|(id, _)| *id).collect();
+        let (Some(ids), Some(highest)) = (id_list(&old), old.last().copied()) else { return Ok(0) };
         let db = &self.db;
         db.in_transaction_of(|| {
-            let ids: Vec<i64> = db.query(
-                "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE created_ms < ?1 ORDER BY id LIMIT ?2) RETURNING id",
-                vals![before_ms, PRUNE_BATCH],
-                |r| r.get(0),
+            let n =
+                db.execute(&format!("DELETE FROM inbox WHERE id IN ({ids}) AND created_ms < ?1"), vals![before_ms])?;
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES ('inbox_pruned_through', ?1) \
+                 ON CONFLICT(key) DO UPDATE SET value = CASE WHEN excluded.value > meta.value \
+                 THEN excluded.value ELSE meta.value END",
+                vals![highest],
             )?;
-            if let Some(highest) = ids.iter().max() {
-                db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('inbox_pruned_through', ?1) \
-                     ON CONFLICT(key) DO UPDATE SET value = CASE WHEN excluded.value > meta.value \
-                     THEN excluded.value ELSE meta.value END",
-                    vals![*highest],
-                )?;
-            }
-            Ok(ids.len() as i64)
+            Ok(n as i64)
         })
+    }
+
+    /// One batch of outbox rows settled before `before_ms`: the run of settled, old rows from the
+    /// lowest id (rows settle in about the order they were written; a pending or younger row ends
+    /// the run, and the rows behind it wait for it to settle and age).
+    fn prune_outbox(&self, before_ms: i64) -> Result<i64, StoreError> {
+        let rows: Vec<(i64, String, Option<i64>)> =
+            self.db.query("SELECT id, state, done_ms FROM outbox ORDER BY id LIMIT ?1", vals![PRUNE_BATCH], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        let settled = |state: &str, done: Option<i64>| state != "pending" && done.is_some_and(|d| d < before_ms);
+        let old: Vec<i64> = rows.iter().take_while(|(_, s, d)| settled(s, *d)).map(|(id, _, _)| *id).collect();
+        let Some(ids) = id_list(&old) else { return Ok(0) };
+        let sql =
+            format!("DELETE FROM outbox WHERE id IN ({ids}) AND state IN ('delivered', 'failed') AND done_ms < ?1");
+        Ok(self.db.execute(&sql, vals![before_ms])? as i64)
+    }
+
+    /// One batch of alerts removed, or fired for good, before `before_ms` (the partial indexes
+    /// of schema step 22), none with a pending delivery.
+    fn prune_alerts(&self, before_ms: i64) -> Result<i64, StoreError> {
+        let pending = "NOT EXISTS (SELECT 1 FROM outbox o WHERE o.alert_id = alerts.id AND o.state = 'pending')";
+        let mut ids: Vec<i64> = self.db.query(
+            &format!("SELECT id FROM alerts WHERE deleted_ms < ?1 AND {pending} ORDER BY deleted_ms LIMIT ?2"),
+            vals![before_ms, PRUNE_BATCH],
+            |r| r.get(0),
+        )?;
+        ids.extend(self.db.query::<i64>(
+            &format!(
+                "SELECT id FROM alerts WHERE status = 'triggered' AND deleted_ms IS NULL AND last_triggered_ms < ?1 \
+                 AND {pending} ORDER BY last_triggered_ms LIMIT ?2"
+            ),
+            vals![before_ms, PRUNE_BATCH - ids.len() as i64],
+            |r| r.get(0),
+        )?);
+        let Some(list) = id_list(&ids) else { return Ok(0) };
+        let sql = format!(
+            "DELETE FROM alerts WHERE id IN ({list}) AND (deleted_ms < ?1 OR (deleted_ms IS NULL \
+             AND status = 'triggered' AND last_triggered_ms < ?1)) AND {pending}"
+        );
+        Ok(self.db.execute(&sql, vals![before_ms])? as i64)
     }
 
     /// The highest inbox id pruned so far (0 before any): a resume point below it may have lost
@@ -108,6 +153,12 @@ impl Store {
         let v = self.db.query_opt("SELECT value FROM meta WHERE key = 'inbox_pruned_through'", &[], |r| r.get(0))?;
         Ok(v.unwrap_or(0))
     }
+}
+
+/// Ids as a SQL list (`1,2,3`: integers the database gave, so nothing to escape); `None` when
+/// there are none.
+fn id_list(ids: &[i64]) -> Option<String> {
+    (!ids.is_empty()).then(|| ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
 }
 
 #[cfg(test)]

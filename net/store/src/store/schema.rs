@@ -349,6 +349,13 @@ const STEPS: &[Step] = &[
     // 21: when the writer committed a firing's outbox row (issue #59: the storm's stages; null
     // for rows written before, and for rows of other writers).
     Step::both("ALTER TABLE outbox ADD COLUMN committed_ms {int};"),
+    // 22: retention (issue #62): the alerts retention may remove, found without reading the
+    // live ones (partial indexes: only removed or fired one-shot alerts are in them).
+    Step::both(
+        "CREATE INDEX alerts_removed ON alerts(deleted_ms) WHERE deleted_ms IS NOT NULL;
+    CREATE INDEX alerts_fired ON alerts(last_triggered_ms) WHERE status = 'triggered' AND deleted_ms IS NULL;
+    CREATE INDEX site_alerts_removed ON site_alerts(deleted_ms) WHERE deleted_ms IS NOT NULL;",
+    ),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -461,11 +468,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 21, PostgreSQL's 15
+    /// The versions released databases hold keep their meaning: SQLite's 22, PostgreSQL's 16
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (21, 15));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (22, 16));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -498,7 +505,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 15);
+        assert_eq!(s.schema_version().expect("version"), 16);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }
