@@ -40,3 +40,6 @@ echo "== API contract: docs/openapi.json against the running server (schemathesi
 # The binary the test build made (`rampart-under-test` is `rampart::cli_main`, the same program as
 # `rampart`): building `rampart` again here took about 25 s of the run.
 bash tools/api-check.sh "${CARGO_TARGET_DIR:-target}/debug/rampart-under-test"
+
+echo "== the Python client (clients/python): ruff, mypy --strict, wheel and sdist, pytest against the server"
+bash clients/python/ci.sh "${CARGO_TARGET_DIR:-target}/debug/rampart-under-test"
