@@ -16,6 +16,7 @@ pub mod http_load;
 pub mod ingest;
 pub mod parsers;
 pub mod scenarios;
+pub mod soak;
 pub mod streams;
 
 pub use parsers::{parsers, parsers_table, ParserRow};

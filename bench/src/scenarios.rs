@@ -30,7 +30,7 @@ pub use crate::env::{Opts, BACKENDS};
 use crate::harness::{self, now_us, Http, Receivers};
 
 /// The scenarios, by name.
-pub const SCENARIOS: [&str; 7] = ["quiet", "burst", "storm", "http", "writes", "ingest", "streams"];
+pub const SCENARIOS: [&str; 8] = ["quiet", "burst", "storm", "http", "writes", "ingest", "streams", "soak"];
 
 /// One probe: an alert just above a pair's price and a trade through it.
 struct Probe {
@@ -261,6 +261,7 @@ pub fn run(o: &Opts) -> Res<Value> {
             ));
         }
         "streams" => crate::streams::run(o, &mut result, &mut notes)?,
+        "soak" => crate::soak::run(o, &mut result, &mut notes)?,
         "http" => http(o, &mut result, &mut notes)?,
         "writes" => reads_under_creates(o, &mut result, &mut notes)?,
         _ => return Err("unknown scenario".into()),
