@@ -10,8 +10,10 @@ use std::hash::Hash;
 use rampart_outbound::ssrf::{self, Host};
 use rampart_store::store::OutboxRow;
 
+use crate::attempt::destination;
+use crate::config::DeliveryConfig;
+use crate::fair;
 use crate::telegram::TelegramChannel;
-use crate::{destination, fair, DeliveryConfig};
 
 /// The keys one attempt holds a slot under, freed together when it ends.
 #[derive(Clone, Debug)]

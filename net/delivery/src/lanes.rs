@@ -15,11 +15,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use rampart_store::store::{Channel, OutboxRow};
+use rampart_store::store::{AttemptResult, Channel, OutboxRow};
 use rampart_store::writer::FIRING_TARGET;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{attempt, metrics::WebhookMetrics, outcome_label, pool::Pool, Answered, Target};
+use crate::attempt::{attempt, outcome_label, Target};
+use crate::metrics::WebhookMetrics;
+use crate::pool::Pool;
+
+/// An attempt's result on its way back to the sender: the delivery, which attempt of it (a cut
+/// attempt's token is gone from the sender's `in_flight`), the result and how long it took (ms).
+pub(crate) type Answered = (i64, u64, AttemptResult, i64);
 
 /// Lanes at most (a setting beyond it is refused at start-up).
 pub const LANES_MAX: usize = 64;
