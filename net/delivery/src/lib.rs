@@ -160,7 +160,7 @@ impl Delivery {
                     return;
                 }
             };
-            let sender = Sender::new(config, st, tx, lanes);
+            let sender = Sender::new(config, st, lanes);
             runtime.block_on(run(sender, rx, store, clock, s, w));
         })?;
         Ok(Delivery { stop, wake, thread: Some(thread), stats })
@@ -213,14 +213,7 @@ struct Sender {
 
 impl Sender {
     /// A sender with nothing in flight, handing attempts to `lanes`.
-    fn new(
-        config: DeliveryConfig,
-        stats: Arc<DeliveryStats>,
-        tx: tokio::sync::mpsc::UnboundedSender<Answered>,
-        lanes: lanes::Lanes,
-    ) -> Sender {
-        // The lanes hold their own senders of results; the sender needs none.
-        drop(tx);
+    fn new(config: DeliveryConfig, stats: Arc<DeliveryStats>, lanes: lanes::Lanes) -> Sender {
         Sender {
             config,
             lanes,
