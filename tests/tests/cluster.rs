@@ -105,7 +105,9 @@ fn firings_go_through_the_stream_to_the_workers_and_survive_a_killed_worker() {
 /// NATS goes away while alerts fire: the firings wait in the database's outbox (nothing is
 /// lost, nothing acknowledged is dropped), and when a NATS server is back on the same address
 /// (with an empty store) the publisher makes the stream again, the workers reconnect, and every
-/// alert that fired is delivered.
+/// alert that fired is delivered: those that waited in the outbox, and those the lost stream
+/// held unanswered (published while no worker was alive to take them), which the publisher
+/// hands to the new stream.
 #[test]
 fn firings_wait_out_a_nats_outage_in_the_outbox() {
     let postgres = pg_database();
@@ -114,7 +116,7 @@ fn firings_wait_out_a_nats_outage_in_the_outbox() {
     let (port, hits) = json_receiver();
     let cfg = allow_private_config("cluster-outage");
     let server = Server::start(BIN, &[FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat());
-    let (mut worker, _) = deliver(&postgres, &nats, &cfg);
+    let (mut first_worker, _) = deliver(&postgres, &nats, &cfg);
     let auth = format!("Bearer {}", server.key);
     let create = |symbols: &[String]| {
         for s in symbols {
@@ -123,18 +125,35 @@ fn firings_wait_out_a_nats_outage_in_the_outbox() {
             server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).ok("create");
         }
     };
-    // A few alerts before the outage, the rest during it: had all been created at first, a slow
-    // machine could see every one fire before NATS went away, and none left to fire during it.
+    // A few alerts before the outage, more while no worker runs, the rest during the outage:
+    // had all been created at first, a slow machine could see every one fire before NATS went
+    // away, and none left to fire during it.
     let symbols = binance_symbols(&server, 25);
-    let (before, during) = symbols.split_at(5);
+    let (before, rest) = symbols.split_at(5);
+    let (held, during) = rest.split_at(5);
     create(before);
     let deadline = Instant::now() + Duration::from_secs(60);
     while hits.lock().expect("lock").is_empty() {
         assert!(Instant::now() < deadline, "no webhook in 60 s");
         thread::sleep(Duration::from_millis(20));
     }
+    // No worker alive: the firings of these alerts are published and held by the stream,
+    // which is then lost with its server.
+    first_worker.kill();
+    create(held);
+    let outbox = rampart_store::db::Db::postgres(&postgres).expect("the database");
+    let in_stream = || {
+        let sql = "SELECT count(*) FROM outbox WHERE state = 'pending' AND published_ms IS NOT NULL";
+        outbox.query(sql, &[], |r| r.get::<i64>(0)).expect("count").first().copied().unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while in_stream() < 2 {
+        assert!(Instant::now() < deadline, "no firing held by the stream in 60 s");
+        thread::sleep(Duration::from_millis(200));
+    }
     // NATS away until more alerts have fired; the delivery process says so.
     drop(nats_server);
+    let (mut worker, _) = deliver(&postgres, &nats, &cfg);
     let health = wait_health(&format!("{}/healthz", worker.health), 503);
     assert!(health.contains("not every worker is connected"), "{health}");
     let fired_before = alert_ids(&server, "triggered").len();

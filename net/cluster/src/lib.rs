@@ -164,6 +164,14 @@ impl FiringBus {
         Ok(FiringBus { client, js, stream, names })
     }
 
+    /// When the stream as it is now was created, in nanoseconds since the epoch: a stream made
+    /// again (after a NATS server lost its store) has another. The stream missing is an error.
+    pub async fn stream_created_ns(&self) -> Result<i64, BusError> {
+        let stream = self.js.get_stream(&self.names.stream).await.map_err(|e| BusError::new("the stream", e))?;
+        let ns = stream.cached_info().created.unix_timestamp_nanos();
+        Ok(i64::try_from(ns).unwrap_or(i64::MAX))
+    }
+
     fn subject(&self, leaf: &str) -> String {
         format!("{}.{leaf}", self.names.subject_root)
     }

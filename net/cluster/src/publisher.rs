@@ -6,6 +6,12 @@
 //! stored it, so a crash or a NATS outage in between leaves it unpublished and it is published
 //! again; a repeat within the stream's duplicate window is dropped by the stream, and a worker
 //! that gets a row already settled acknowledges it without sending (`worker`).
+//!
+//! Nor between the stream and a worker when the stream itself is lost (a NATS server that came
+//! back without its store, a stream deleted by hand): every [`STREAM_CHECK`] and at every
+//! connect the thread reads the stream's creation time, and when it is not the one the outbox's
+//! marks refer to (`Store::firings_stream_is`), the rows still pending are unmarked and
+//! published again to the stream as it is now.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +32,10 @@ pub const PUBLISH_BATCH_MAX: u32 = 4_096;
 /// an api node's site market alerts). This process's writer wakes it at each commit of rows
 /// to deliver, so its own firings wait for no poll.
 pub const IDLE_POLL: Duration = Duration::from_millis(50);
+
+/// How often, at most, the thread reads which stream it publishes to (besides at every connect):
+/// a stream lost with what it held is found, and its pending rows published again, within it.
+pub const STREAM_CHECK: Duration = Duration::from_secs(2);
 
 /// How long it waits after NATS or the database refused, before trying again.
 const FAILURE_SLEEP: Duration = Duration::from_millis(200);
@@ -62,13 +72,19 @@ async fn run(
 ) {
     let mut bus: Option<FiringBus> = None;
     let mut failing = false;
+    // When the stream was last checked (`None`: at the next round).
+    let mut checked: Option<i64> = None;
     while !stop.load(Ordering::Acquire) {
         let round = match &bus {
-            Some(b) => publish_round(&mut store, b, clock).await,
+            Some(b) => match check_stream(&mut store, b, clock, &mut checked).await {
+                Ok(()) => publish_round(&mut store, b, clock).await,
+                Err(e) => Err(e),
+            },
             None => match FiringBus::connect(url, names.clone()).await {
                 Ok(b) => {
                     tracing::info!("publisher: connected to the firings stream");
                     bus = Some(b);
+                    checked = None;
                     continue;
                 }
                 Err(e) => Err(RoundError::Bus(e)),
@@ -112,6 +128,31 @@ impl std::fmt::Display for RoundError {
             RoundError::Refused(what) => write!(f, "the firings stream: {what}"),
         }
     }
+}
+
+/// Every [`STREAM_CHECK`] (and first after a connect): the stream's creation time told to the
+/// outbox, which unmarks its pending rows when they were marked for another stream.
+async fn check_stream(
+    store: &mut Store,
+    bus: &FiringBus,
+    clock: &SharedClock,
+    checked: &mut Option<i64>,
+) -> Result<(), RoundError> {
+    let now = clock.now_ms();
+    let every = STREAM_CHECK.as_millis() as i64;
+    if checked.is_some_and(|at| (at..at + every).contains(&now)) {
+        return Ok(());
+    }
+    let created = bus.stream_created_ns().await.map_err(RoundError::Bus)?;
+    let unmarked = store.firings_stream_is(created).map_err(RoundError::Store)?;
+    if unmarked > 0 {
+        tracing::warn!(
+            unmarked,
+            "publisher: the firings stream is not the one its rows were published to; publishing them again"
+        );
+    }
+    *checked = Some(now);
+    Ok(())
 }
 
 /// Publishes one batch; how many rows were published.

@@ -70,6 +70,11 @@ const CHECK_EVERY: Duration = Duration::from_secs(2);
 /// How soon a firing is asked again when storage could not read or record it.
 const STORAGE_RETRY: Duration = Duration::from_secs(1);
 
+/// How early a retry may be given to a worker and still be sent ([`not_due_yet`]): the stream's
+/// own delay, measured on the recording worker's clock, may end a little before the row's time
+/// on another's.
+const EARLY_SLACK_MS: i64 = 1_000;
+
 /// Firings one worker thread fetches to wait for room under their bounds, besides those in
 /// flight. While it is full the thread fetches nothing (the stream keeps the rest for the other
 /// workers) until one starts. (Cut attempts' firings come back to the line beyond it: at most
@@ -397,12 +402,25 @@ fn start_batch(w: &Rc<Worker>, taken: Vec<Firing>) {
                 continue;
             }
         };
+        if let Some(wait) = not_due_yet(&row, now) {
+            answer_later(w, firing, None, Some(wait));
+            continue;
+        }
         let secrets = secrets.get(&row.account_id).cloned().unwrap_or_default();
         let slot = Slot::of(&row, w.target.telegram.as_ref());
         let progressed = std::time::Instant::now();
         w.waiting.borrow_mut().push_back(Waiting { firing, row, secrets, slot, progressed });
     }
     start_waiting(w);
+}
+
+/// How long a retry published before its time must still wait: a row the publisher handed over
+/// again (its stream was lost, `publisher`) keeps the schedule of its next attempt. A first
+/// attempt is always due (another node's clock may be ahead), and a retry less than
+/// [`EARLY_SLACK_MS`] early is sent.
+fn not_due_yet(row: &OutboxRow, now: i64) -> Option<Duration> {
+    let early = row.next_attempt_ms - now;
+    (row.attempts > 0 && early > EARLY_SLACK_MS).then(|| Duration::from_millis(early.unsigned_abs()))
 }
 
 /// Starts every waiting firing that fits now, oldest first: an attempt slot free, and room under
@@ -603,5 +621,38 @@ async fn record(w: Rc<Worker>, mut arrived: mpsc::Receiver<Attempted>) {
 fn answer(done: Result<(), super::BusError>) {
     if let Err(e) = done {
         tracing::warn!("deliver: {e} (the firing will be delivered again)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(attempts: i64, next_attempt_ms: i64) -> OutboxRow {
+        OutboxRow {
+            id: 1,
+            alert_id: 2,
+            url: "http://127.0.0.1:1/h".into(),
+            body: "{}".into(),
+            state: "pending".into(),
+            attempts,
+            first_failure_ms: (attempts > 0).then_some(1_000),
+            next_attempt_ms,
+            last_status: None,
+            last_error: None,
+            account_id: 3,
+            channel: Channel::Webhook,
+            trigger_ms: 1_000,
+        }
+    }
+
+    /// A retry handed over before its time waits for it; a first attempt, and a retry within
+    /// the slack, are sent at once.
+    #[test]
+    fn a_retry_published_early_keeps_its_schedule() {
+        assert_eq!(not_due_yet(&row(1, 71_000), 11_000), Some(Duration::from_secs(60)));
+        assert_eq!(not_due_yet(&row(1, 11_000 + EARLY_SLACK_MS), 11_000), None);
+        assert_eq!(not_due_yet(&row(2, 5_000), 11_000), None, "late is due");
+        assert_eq!(not_due_yet(&row(0, 99_000), 11_000), None, "a first attempt is always due");
     }
 }

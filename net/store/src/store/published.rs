@@ -1,9 +1,12 @@
 //! Outbox rows handed to a cluster's firings stream (`cluster::publisher`): which are not yet,
-//! and marking them.
+//! marking them, and unmarking the pending ones when the stream they were handed to is lost.
 
 use super::conn::Store;
 use super::outbox::{channel_column, Channel};
 use crate::db::{vals, Col, StoreError};
+
+/// The `meta` key holding the creation time (ns) of the firings stream the outbox's marks refer to.
+const STREAM_KEY: &str = "firings_stream_created_ns";
 
 /// The message id of a firing: the pair that identifies it, whoever publishes it how often.
 pub fn message_id(alert_id: i64, trigger_ms: i64) -> String {
@@ -75,11 +78,53 @@ impl Store {
             Ok(())
         })
     }
+
+    /// The firings stream now is the one created at `created_ns`. When the outbox's marks refer
+    /// to another (a NATS server that came back without its store, the stream deleted), what the
+    /// old one held unanswered is gone with it: the pending rows marked published are unmarked,
+    /// in the transaction that records the new stream, so they are published to it. The first
+    /// stream ever told is only recorded. How many rows were unmarked.
+    ///
+    /// Two publishers that see a new stream together may both unmark; the repeats they publish
+    /// are dropped by the stream's duplicate window, or acknowledged unsent by a worker that
+    /// finds the row settled.
+    pub fn firings_stream_is(&mut self, created_ns: i64) -> Result<usize, StoreError> {
+        self.db.in_transaction_of(|| {
+            let seen: Option<i64> =
+                self.db.query_opt("SELECT value FROM meta WHERE key = ?1", vals![STREAM_KEY], |r| r.get(0))?;
+            if seen == Some(created_ns) {
+                return Ok(0);
+            }
+            self.db.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                vals![STREAM_KEY, created_ns],
+            )?;
+            if seen.is_none() {
+                return Ok(0);
+            }
+            let ids: Vec<i64> = self.db.query(
+                "SELECT id FROM outbox WHERE state = 'pending' AND published_ms IS NOT NULL ORDER BY id",
+                &[],
+                |r| r.get(0),
+            )?;
+            if !self.db.is_postgres() {
+                self.db.execute("UPDATE outbox SET published_ms = NULL WHERE state = 'pending'", &[])?;
+                return Ok(ids.len());
+            }
+            // The rows locked in ascending id order, as every multi-row writer of the outbox
+            // takes them, and only those: a row marked meanwhile stays as it is.
+            self.lock_outbox_rows(ids.iter().copied())?;
+            let sql = "UPDATE outbox SET published_ms = NULL FROM unnest(?1::bigint[]) AS u(uid)
+                WHERE outbox.id = u.uid AND outbox.state = 'pending' RETURNING outbox.id";
+            Ok(self.db.query_columns(sql, &[Col::I64(ids)], |_| Ok(()))?.len())
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::outbox::{AttemptResult, Outcome};
     use crate::store::test_support::*;
 
     /// The cluster's publisher reads each pending row once: marked rows are not read again.
@@ -102,6 +147,36 @@ mod tests {
             let row = s.outbox_row(rows[0].id).expect("read").expect("the row");
             assert_eq!((row.state.as_str(), row.alert_id, row.channel), ("pending", id, Channel::Webhook));
             assert_eq!(s.outbox_row(rows[1].id + 1).expect("read"), None);
+        });
+    }
+
+    /// Pending rows marked for a stream that is no longer the stream are handed over again;
+    /// settled rows, unpublished rows and the first stream ever seen change nothing.
+    #[test]
+    fn a_new_stream_gets_the_pending_rows_the_old_one_held() {
+        on_each_backend("restream", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            let mut hooked = alert(a, "binance", "BTCUSDT");
+            hooked.webhook_url = Some("https://example.com/h".into());
+            let id = s.insert_alert(&hooked).expect("insert").id;
+            let firings: Vec<_> = (0..3).map(|i| FiringRecord::at_price(id, 300, 7_000 + i, false)).collect();
+            s.record_firings(&firings, &Texts).expect("record");
+            let rows = s.unpublished(10).expect("unpublished");
+            assert_eq!(s.firings_stream_is(111).expect("first"), 0, "the first stream is only recorded");
+            s.mark_published(&[rows[0].id, rows[1].id], 8_000).expect("mark");
+            let delivered = Outcome {
+                id: rows[1].id,
+                result: AttemptResult::Delivered { status: 200 },
+                at_ms: 8_100,
+                latency_ms: 5,
+            };
+            s.record_attempts(&[delivered], |_, _| None).expect("delivered");
+            assert_eq!(s.firings_stream_is(111).expect("same"), 0, "the same stream");
+            assert_eq!(s.unpublished(10).expect("unpublished"), [rows[2]]);
+            assert_eq!(s.firings_stream_is(222).expect("new"), 1, "only the pending marked row");
+            assert_eq!(s.unpublished(10).expect("unpublished"), [rows[0], rows[2]]);
+            assert_eq!(s.firings_stream_is(222).expect("again"), 0, "recorded");
         });
     }
 }
