@@ -62,7 +62,13 @@ const FETCH_WAIT: Duration = Duration::from_millis(500);
 
 /// Firings one worker thread holds at once (attempts in flight). At the bound it fetches no
 /// more until one is answered; the stream keeps the rest for the other workers.
-pub const IN_FLIGHT_MAX: usize = 64;
+///
+/// Rationale: a firing holds its place from the fetch until its outcome is recorded and the
+/// stream confirms the acknowledgement, about a tenth of a second in a storm, while the attempt
+/// itself is a few milliseconds; at 64 that bounded a thread to a few hundred deliveries a
+/// second with its CPU mostly idle (the storm through the cluster: 1 200/s at 64, 1 855/s at 256,
+/// 1 559/s at 512, one run each, perf/README.md, issue #59). Each holds its row, about 1.5 KB.
+pub const IN_FLIGHT_MAX: usize = 256;
 
 /// How often an idle worker makes sure its consumer still exists on the server.
 const CHECK_EVERY: Duration = Duration::from_secs(2);

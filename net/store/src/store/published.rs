@@ -66,7 +66,6 @@ impl Store {
         self.db.in_transaction_of(|| {
             if self.db.is_postgres() {
                 self.lock_outbox_rows(ids.iter().copied())?;
-                self.db.custom_plans()?;
                 let sql = "UPDATE outbox SET published_ms = u.at FROM unnest(?1::bigint[], ?2::bigint[]) AS u(uid, at)
                     WHERE outbox.id = u.uid RETURNING outbox.id";
                 let cols = [Col::I64(ids.clone()), Col::I64(vec![now_ms; ids.len()])];
