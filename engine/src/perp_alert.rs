@@ -17,6 +17,7 @@
 //! liquidation of its side worth `min_usd` fires it (its cooldown and the rest are §15's, applied
 //! above this).
 
+use crate::perp_interval::PerpInterval;
 use crate::perp_window::PositionSide;
 
 /// The side of a `liquidations` alert.
@@ -213,6 +214,29 @@ fn side_matches(direction: LiqDirection, side: PositionSide) -> bool {
         (direction, side),
         (LiqDirection::Any, _) | (LiqDirection::Long, PositionSide::Long) | (LiqDirection::Short, PositionSide::Short)
     )
+}
+
+/// A derivatives alert's condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PerpCondition {
+    /// `liquidations` with `event: order`.
+    Order(LiqOrder),
+    /// `liquidations` with `event: sum`, over `window`.
+    Sum {
+        /// The window summed over.
+        window: PerpInterval,
+        /// Side and least sum.
+        sum: LiqSum,
+    },
+    /// `oi`, the change over `window`.
+    Oi {
+        /// The window of the change (not 1m: §17 keeps no 1m OI).
+        window: PerpInterval,
+        /// Direction, `pct` and `min_usd`.
+        change: OiChange,
+    },
+    /// `funding`, on `rate8h`.
+    Funding(FundingLevel),
 }
 
 #[cfg(test)]

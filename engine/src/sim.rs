@@ -220,13 +220,13 @@ pub fn universe(seed: u64, pairs: usize) -> Vec<PairSpec> {
 }
 
 /// About five significant digits, never finer than 1e-8.
-fn tick_for(price: f64) -> Price {
+pub(crate) fn tick_for(price: f64) -> Price {
     let exp = price.log10().floor() as i32 - 4;
     Price(((10f64.powi(exp) * SCALE as f64).round() as i64).max(1))
 }
 
 /// A lot worth about a tenth of a quote unit, between 1e-8 and 1.
-fn lot_for(price: f64) -> Qty {
+pub(crate) fn lot_for(price: f64) -> Qty {
     let exp = (0.1 / price).log10().ceil() as i32;
     Qty(((10f64.powi(exp.min(0)) * SCALE as f64).round() as u64).max(1))
 }

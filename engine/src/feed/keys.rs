@@ -15,6 +15,13 @@ use super::fields::KeyIndex;
 /// a perfect hash confirmed by a comparison.
 macro_rules! key_table {
     ($($konst:ident = $raw:literal),+ $(,)?) => {
+        key_table!(@plain $($konst = $raw),+);
+
+        /// [`KEYS`] with their compact-JSON patterns, for [`walk_keyed`](crate::feed::walk_keyed).
+        static KEY_SET: KeySet<{ KEYS.len() }> = KeySet::new(&KEYS, key_index);
+    };
+    // The table without its `KEY_SET`, for decoders that scan objects whole (`feed::perp`).
+    (@plain $($konst:ident = $raw:literal),+) => {
         key_table!(@index 0usize; $($konst)+);
 
         /// The names of the keys the decoder reads, by index.
@@ -24,9 +31,6 @@ macro_rules! key_table {
                 Err(_) => panic!("a key is UTF-8"),
             }
         ),+];
-
-        /// [`KEYS`] with their compact-JSON patterns, for [`walk_keyed`](crate::feed::walk_keyed).
-        static KEY_SET: KeySet<{ KEYS.len() }> = KeySet::new(&KEYS, key_index);
 
         /// The index in [`KEYS`] of a raw key.
         #[inline]

@@ -62,6 +62,7 @@ pub mod bybit;
 pub mod checksum;
 pub mod intervals;
 pub mod okx;
+pub mod perp;
 
 pub use cursor::NESTING_MAX;
 pub use error::{DecodeError, JsonError, JsonErrorKind};

@@ -14,6 +14,7 @@ pub mod conn;
 pub mod listing;
 pub mod okx;
 pub mod pacer;
+pub mod perp_listing;
 pub mod protocol;
 pub mod rest;
 pub mod session;

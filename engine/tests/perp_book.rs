@@ -1,0 +1,356 @@
+//! One pair's perpetual state (`decisions.md` §17): each reader at its boundaries (windows not
+//! watched in full, OI change in base units, `rate8h`, staleness, the recent liquidations and
+//! their 24 h cut, the history against the window's metric), the bytes per pair, and a
+//! counting-allocator proof that updates and reads allocate nothing after construction.
+
+use rampart_engine::candle::{DAY_MS, MINUTE_MS};
+use rampart_engine::perp_book::{
+    Completeness, LiqFilter, Liquidation, PerpBook, PerpBookError, PerpInterval, PerpReject, PerpSpec,
+    BINANCE_OI_STALE_POLLS, PERP_BOOK_BYTES, PERP_BOOK_BYTES_MAX, RECENT_KEEP_MS, RECENT_MAX, STALE_AFTER_MS,
+};
+use rampart_engine::perp_window::{LiqSums, PositionSide, SLOTS};
+use rampart_engine::{Timeframe, Venue};
+use rampart_testkit::alloc::{self, Counting};
+use rampart_testkit::rng::Rng;
+
+// The count is per thread, so the tests of this file may run side by side.
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// A start on a multiple of every window's slot (the 1w slot, 168 min, is a multiple of the
+/// others), so a window is watched in full exactly 59 slots after it.
+const T0: i64 = 10_080_000 * 178_000;
+const POLL_MS: i64 = 30_000;
+
+fn book(venue: Venue, now_ms: i64) -> Box<PerpBook> {
+    let spec = PerpSpec { venue, contract: "BTCUSDT", multiplier: 1, binance_oi_poll_ms: POLL_MS };
+    PerpBook::new(spec, now_ms).expect("a valid perpetual")
+}
+
+fn slot_ms(interval: PerpInterval) -> i64 {
+    interval.duration_ms() / SLOTS as i64
+}
+
+/// The first time the window is watched in full, for a book made at [`T0`].
+fn full_at(interval: PerpInterval) -> i64 {
+    T0 + (SLOTS as i64 - 1) * slot_ms(interval)
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let k = 10f64.powi(digits);
+    (v * k).round() / k
+}
+
+#[test]
+fn the_contract_facts_and_the_venues_completeness() {
+    let spec = PerpSpec { venue: Venue::Okx, contract: "1000PEPE-USDT-SWAP", multiplier: 1000, binance_oi_poll_ms: 1 };
+    let b = PerpBook::new(spec, T0).expect("valid");
+    assert_eq!((b.contract(), b.multiplier(), b.completeness()), ("1000PEPE-USDT-SWAP", 1000, Completeness::Partial));
+    let texts: Vec<&str> = Venue::ALL.iter().map(|v| Completeness::of(*v).as_str()).collect();
+    assert_eq!(texts, ["largest_per_second", "all", "partial", "none"]);
+    let long = "X".repeat(33);
+    for (contract, multiplier, poll, err) in [
+        ("", 1, 1, PerpBookError::Contract),
+        (long.as_str(), 1, 1, PerpBookError::Contract),
+        ("BTCUSDTé", 1, 1, PerpBookError::Contract),
+        ("BTCUSDT", 0, 1, PerpBookError::Multiplier),
+        ("BTCUSDT", 1, 0, PerpBookError::PollInterval),
+    ] {
+        let spec = PerpSpec { venue: Venue::Binance, contract, multiplier, binance_oi_poll_ms: poll };
+        assert_eq!(PerpBook::new(spec, T0).err(), Some(err), "{contract:?}");
+    }
+    let spec = PerpSpec { venue: Venue::Binance, contract: &long[..32], multiplier: 1, binance_oi_poll_ms: 1 };
+    assert_eq!(PerpBook::new(spec, T0).map(|b| b.contract().len()).ok(), Some(32), "32 bytes fit");
+}
+
+#[test]
+fn the_windows_are_named_as_the_api_names_them() {
+    let names: Vec<&str> = PerpInterval::ALL.iter().map(|i| i.as_str()).collect();
+    assert_eq!(names, ["1m", "5m", "15m", "1h", "4h", "1d", "1w"]);
+    for (k, i) in PerpInterval::ALL.into_iter().enumerate() {
+        assert_eq!((PerpInterval::parse(i.as_str()), i.index()), (Some(i), k));
+        assert_eq!(i.duration_ms() % SLOTS as i64, 0);
+    }
+    for tf in Timeframe::ALL {
+        assert_eq!(PerpInterval::of(tf).as_str(), tf.as_str());
+    }
+    assert_eq!((PerpInterval::M1.duration_ms(), PerpInterval::W1.duration_ms()), (MINUTE_MS, 7 * DAY_MS));
+    assert_eq!(PerpInterval::parse("2h"), None);
+    assert!(PerpInterval::OI.iter().all(|i| i.has_oi()) && !PerpInterval::M1.has_oi());
+}
+
+#[test]
+fn liquidation_sums_only_once_each_window_is_watched_in_full() {
+    let mut b = book(Venue::Bybit, T0);
+    let l = b.on_liquidation(T0, T0, PositionSide::Long, 100.0, 2.5).expect("taken");
+    assert_eq!((l.usd, l.qty, l.time_ms), (250.0, 2.5, T0));
+    b.on_liquidation(T0 + 10, T0 + 10, PositionSide::Short, 50.0, 1.0).expect("taken");
+    for i in PerpInterval::ALL {
+        let full = full_at(i);
+        assert_eq!(b.liquidations(full - 1, i), None, "{}: not watched in full", i.as_str());
+        let sums = b.liquidations(full, i).expect("watched in full");
+        let want = LiqSums { long_usd: 250.0, short_usd: 50.0, long_count: 1, short_count: 1 };
+        assert_eq!(sums, want, "{}", i.as_str());
+        assert_eq!(b.window_from_ms(full, i), T0, "{}: the first slot starts at the watch", i.as_str());
+        // One slot later the first slot, holding both, has left the window.
+        assert_eq!(b.liquidations(full + slot_ms(i), i), Some(LiqSums::default()), "{}", i.as_str());
+    }
+}
+
+#[test]
+fn bad_liquidations_are_refused_and_bitget_has_none() {
+    let mut b = book(Venue::Binance, T0);
+    for (price, qty) in [(0.0, 1.0), (1.0, 0.0), (-1.0, 1.0), (f64::NAN, 1.0), (1.0, f64::INFINITY)] {
+        assert_eq!(b.on_liquidation(T0, T0, PositionSide::Long, price, qty), Err(PerpReject::Invalid));
+    }
+    assert_eq!(b.last_liquidation(), None);
+    let mut g = book(Venue::Bitget, T0);
+    assert_eq!(g.on_liquidation(T0, T0, PositionSide::Long, 1.0, 1.0), Err(PerpReject::Unpublished));
+    let full = full_at(PerpInterval::M5);
+    assert_eq!(g.liquidations(full, PerpInterval::M5), None, "Bitget has no liquidations metric");
+    assert!(g.history(full, PerpInterval::M5).all(|s| s.liquidations.is_none()));
+    g.on_oi(full, full, 10.0, None).expect("Bitget still has OI");
+    assert_eq!(g.history(full, PerpInterval::M5).last().and_then(|s| s.oi_base), Some(10.0));
+}
+
+#[test]
+fn oi_change_is_in_base_units_while_the_price_moves() {
+    let mut b = book(Venue::Binance, T0);
+    assert_eq!(b.oi(T0), None);
+    b.on_mark(T0, T0, 100.0).expect("mark");
+    let now = b.on_oi(T0, T0, 1_000.0, None).expect("sample");
+    assert_eq!((now.base, now.usd, now.time_ms, now.stale), (1_000.0, Some(100_000.0), T0, false));
+    // The price doubles while OI grows 10 %: the change is 10 %, not the 120 % of its USD value.
+    let i = PerpInterval::M5;
+    let full = full_at(i);
+    b.on_mark(full - 1, full - 1, 200.0).expect("mark");
+    b.on_oi(full - 1, full - 1, 1_100.0, None).expect("sample");
+    assert_eq!(b.oi(full).and_then(|o| o.usd), Some(220_000.0), "OI × the newest mark");
+    assert_eq!(b.oi_change(full - 1, i), None, "not watched in full");
+    let change = b.oi_change(full, i).expect("watched in full");
+    assert_eq!((round(change.pct, 9), change.from_base, change.from_ms), (10.0, 1_000.0, T0));
+    assert_eq!(b.oi_change(full, PerpInterval::M1), None, "no 1m OI window");
+    assert_eq!(b.oi_change(full, PerpInterval::H1), None, "1h not watched in full");
+    // An older sample is refused; the value now stays the newest.
+    assert_eq!(b.on_oi(full, full - 2, 5.0, None), Err(PerpReject::Older));
+    assert_eq!(b.on_oi(full, full, -1.0, None), Err(PerpReject::Invalid));
+    assert_eq!(b.oi(full).map(|o| o.base), Some(1_100.0));
+}
+
+#[test]
+fn oi_usd_is_the_venues_figure_when_it_sends_one() {
+    let mut b = book(Venue::Bybit, T0);
+    let now = b.on_oi(T0, T0, 10.0, None).expect("sample");
+    assert_eq!(now.usd, None, "no mark and no venue figure yet");
+    b.on_mark(T0, T0, 50.0).expect("mark");
+    assert_eq!(b.oi(T0).and_then(|o| o.usd), Some(500.0));
+    let now = b.on_oi(T0 + 1, T0 + 1, 10.0, Some(512.5)).expect("sample");
+    assert_eq!(now.usd, Some(512.5));
+    // A sample stamped ahead of our clock is noted at now: the change is known at once.
+    let full = full_at(PerpInterval::M5);
+    b.on_oi(full, full + 5_000, 20.0, Some(1_000.0)).expect("sample");
+    assert_eq!(b.oi_change(full, PerpInterval::M5).map(|c| round(c.pct, 9)), Some(100.0));
+}
+
+#[test]
+fn rate8h_is_the_rate_per_eight_hours() {
+    let mut b = book(Venue::Okx, T0);
+    assert_eq!(b.funding(T0), None);
+    for (interval_h, rate8h) in [(1, 0.08), (4, 0.02), (8, 0.01)] {
+        let t = T0 + i64::from(interval_h);
+        let f = b.on_funding(t, t, 0.01, interval_h, T0 + 3_600_000).expect("taken");
+        assert_eq!(
+            (round(f.rate8h, 12), f.rate, f.interval_h, f.next_ms, f.time_ms),
+            (rate8h, 0.01, interval_h, T0 + 3_600_000, t)
+        );
+        assert_eq!(b.funding(t), Some(f));
+    }
+    let f = b.on_funding(T0 + 10, T0 + 10, -0.0375, 4, 0).expect("negative rates too");
+    assert_eq!(round(f.rate8h, 12), -0.075);
+    for interval_h in [0, 25] {
+        assert_eq!(b.on_funding(T0 + 20, T0 + 20, 0.01, interval_h, 0), Err(PerpReject::Invalid));
+    }
+    assert_eq!(b.on_funding(T0 + 20, T0 + 20, f64::NAN, 8, 0), Err(PerpReject::Invalid));
+    assert_eq!(b.on_funding(T0 + 20, T0 + 9, 0.5, 8, 0), Err(PerpReject::Older));
+    assert_eq!(b.funding(T0 + 20).map(|f| f.rate), Some(-0.0375));
+}
+
+#[test]
+fn oi_and_funding_go_stale_after_60_s_and_binance_oi_after_three_polls() {
+    let mut b = book(Venue::Bybit, T0);
+    b.on_oi(T0, T0, 1.0, Some(1.0)).expect("sample");
+    b.on_funding(T0, T0, 0.01, 8, 0).expect("funding");
+    let at = |b: &PerpBook, t: i64| (b.oi(t).map(|o| o.stale), b.funding(t).map(|f| f.stale));
+    assert_eq!(at(&b, T0 + STALE_AFTER_MS - 1), (Some(false), Some(false)));
+    assert_eq!(at(&b, T0 + STALE_AFTER_MS), (Some(true), Some(true)), "exactly 60 s: stale, still readable");
+    // A new sample (by our clock, whatever the venue's time) makes it fresh again.
+    b.on_oi(T0 + STALE_AFTER_MS, T0 + 1, 1.0, Some(1.0)).expect("sample");
+    assert_eq!(at(&b, T0 + STALE_AFTER_MS), (Some(false), Some(true)));
+
+    let mut n = book(Venue::Binance, T0);
+    n.on_oi(T0, T0, 1.0, None).expect("sample");
+    n.on_funding(T0, T0, 0.01, 8, 0).expect("funding");
+    let polls = BINANCE_OI_STALE_POLLS * POLL_MS;
+    assert_eq!(at(&n, T0 + STALE_AFTER_MS), (Some(false), Some(true)), "Binance OI: polls, not 60 s");
+    assert_eq!(at(&n, T0 + polls - 1).0, Some(false));
+    assert_eq!(at(&n, T0 + polls).0, Some(true), "exactly 3 poll intervals");
+}
+
+fn times(it: impl Iterator<Item = Liquidation>) -> Vec<i64> {
+    it.map(|l| l.time_ms).collect()
+}
+
+#[test]
+fn the_ring_keeps_the_newest_128_in_time_order_and_filters() {
+    let mut b = book(Venue::Okx, T0);
+    let n = 200;
+    for k in 0..n {
+        let side = if k % 2 == 0 { PositionSide::Long } else { PositionSide::Short };
+        let t = T0 + 1_000 * k;
+        b.on_liquidation(t, t, side, 10.0 * (k as f64 + 1.0), 1.0).expect("taken");
+    }
+    let now = T0 + 1_000 * n;
+    let all = LiqFilter { side: None, min_usd: 0.0, limit: usize::MAX };
+    let held = times(b.recent(now, all));
+    assert_eq!(held.len(), RECENT_MAX);
+    let want: Vec<i64> = (n - RECENT_MAX as i64..n).rev().map(|k| T0 + 1_000 * k).collect();
+    assert_eq!(held, want, "the newest 128, newest first");
+    assert_eq!(b.last_liquidation().map(|l| l.time_ms), Some(T0 + 1_000 * (n - 1)));
+    // Filters: side, least value, limit.
+    let longs = LiqFilter { side: Some(PositionSide::Long), ..all };
+    assert!(b.recent(now, longs).all(|l| l.side == PositionSide::Long));
+    assert_eq!(b.recent(now, longs).count(), RECENT_MAX / 2);
+    let big = LiqFilter { min_usd: 1_900.0, ..all };
+    assert_eq!(times(b.recent(now, big)).len(), 11, "k = 189..199 are worth 1 900 or more");
+    assert!(b.recent(now, big).all(|l| l.usd >= 1_900.0));
+    assert_eq!(
+        times(b.recent(now, LiqFilter { limit: 3, ..longs })),
+        want.iter().skip(1).step_by(2).take(3).copied().collect::<Vec<_>>()
+    );
+    // An out-of-order push lands in its place; one older than all held is not among the newest.
+    let late = T0 + 1_000 * (n - 3) + 500;
+    b.on_liquidation(now, late, PositionSide::Short, 1.0, 1.0).expect("taken");
+    let held = times(b.recent(now, all));
+    let at = |k: i64| T0 + 1_000 * k;
+    assert_eq!((held.len(), held[1], held[2], held[3]), (RECENT_MAX, at(n - 2), late, at(n - 3)));
+    assert_eq!(held[RECENT_MAX - 1], at(n - RECENT_MAX as i64 + 1), "the oldest made room");
+    assert!(held.windows(2).all(|p| p[0] >= p[1]), "newest first");
+    let before = times(b.recent(now, all));
+    b.on_liquidation(now, T0, PositionSide::Long, 1.0, 1.0).expect("counted in the windows");
+    assert_eq!(times(b.recent(now, all)), before, "older than the 128 held");
+}
+
+#[test]
+fn the_lists_show_the_last_24_hours() {
+    let mut b = book(Venue::Bybit, T0);
+    let now = T0 + 2 * DAY_MS;
+    for t in [now - RECENT_KEEP_MS - 1, now - RECENT_KEEP_MS, now - 1] {
+        b.on_liquidation(t, t, PositionSide::Long, 1.0, 1.0).expect("taken");
+    }
+    let all = LiqFilter { side: None, min_usd: 0.0, limit: 128 };
+    assert_eq!(times(b.recent(now, all)), [now - 1, now - RECENT_KEEP_MS], "exactly 24 h old is listed");
+    assert_eq!(times(b.recent(now + RECENT_KEEP_MS - 1, all)), [now - 1]);
+    assert_eq!(b.recent(now + RECENT_KEEP_MS, all).count(), 0);
+    assert_eq!(b.last_liquidation().map(|l| l.time_ms), Some(now - 1), "`last` however old");
+}
+
+fn add(sum: &mut LiqSums, s: &LiqSums) {
+    sum.long_usd += s.long_usd;
+    sum.short_usd += s.short_usd;
+    sum.long_count += s.long_count;
+    sum.short_count += s.short_count;
+}
+
+#[test]
+fn the_history_is_sixty_slots_that_sum_to_the_window() {
+    let mut rng = Rng::from_env(17);
+    // Made a little after T0, so the first slots of a window seen early are not watched.
+    let start = T0 + 90 * MINUTE_MS;
+    let mut b = book(Venue::Bybit, start);
+    b.on_mark(start, start, 100.0).expect("mark");
+    let i = PerpInterval::H1;
+    let mut t = start;
+    let end = start + 3 * i.duration_ms();
+    let mut first_oi = None;
+    while t < end {
+        t += 1 + rng.below(20_000) as i64;
+        let side = if rng.chance(50) { PositionSide::Long } else { PositionSide::Short };
+        b.on_liquidation(t, t - rng.below(3_000) as i64, side, 100.0, 0.01 * (1 + rng.below(500)) as f64)
+            .expect("taken");
+        if rng.chance(20) {
+            let base = 1_000.0 + rng.below(100) as f64;
+            b.on_oi(t, t, base, None).expect("sample");
+            first_oi.get_or_insert(base);
+        }
+        if t < start + 30 * MINUTE_MS {
+            let slots: Vec<_> = b.history(t, i).collect();
+            assert_eq!(slots.len(), SLOTS);
+            assert!(slots
+                .iter()
+                .filter(|s| s.time_ms < start)
+                .all(|s| s.liquidations.is_none() && s.oi_base.is_none()));
+            continue;
+        }
+        let slots: Vec<_> = b.history(t, i).collect();
+        assert_eq!(slots.len(), SLOTS);
+        assert!(slots.windows(2).all(|p| p[1].time_ms - p[0].time_ms == slot_ms(i)), "oldest first");
+        assert_eq!(slots[0].time_ms, b.window_from_ms(t, i));
+        assert!(slots.iter().all(|s| s.oi_usd.is_none()), "PerpWindow keeps base units only");
+        let Some(window) = b.liquidations(t, i) else { continue };
+        let mut sum = LiqSums::default();
+        slots.iter().for_each(|s| add(&mut sum, &s.liquidations.expect("watched")));
+        assert_eq!(sum, window, "at {t}");
+        if let Some(change) = b.oi_change(t, i) {
+            assert_eq!(slots[0].oi_base, Some(change.from_base));
+        }
+    }
+    assert!(first_oi.is_some());
+    assert!(b.liquidations(end, i).is_some_and(|s| s.long_count + s.short_count > 100), "the window was filled");
+}
+
+#[test]
+fn one_pair_is_about_21_kib() {
+    // §17: "about 21 KiB" per pair; everything is inline (no heap beyond the one box).
+    let (b, n) = alloc::count(|| book(Venue::Binance, T0));
+    assert_eq!(n, Some(1), "one allocation: the box");
+    let bytes = b.bytes();
+    eprintln!("PerpBook: {bytes} bytes ({:.1} KiB)", bytes as f64 / 1024.0);
+    assert_eq!(bytes, PERP_BOOK_BYTES);
+    // 7 windows × 60 slots (liquidations of both sides and OI) and 128 liquidations at least.
+    assert!(bytes >= 7 * 60 * 40 + RECENT_MAX * 40, "{bytes} bytes: less than the windows and the ring need?");
+    assert!(bytes <= PERP_BOOK_BYTES_MAX, "{bytes} bytes: over 25 % above §17's about 21 KiB");
+    assert_eq!(PERP_BOOK_BYTES_MAX, 26_880);
+}
+
+#[test]
+fn updates_and_reads_allocate_nothing_after_construction() {
+    let mut rng = Rng::new(5);
+    let mut b = book(Venue::Binance, T0);
+    let filter = LiqFilter { side: Some(PositionSide::Short), min_usd: 10.0, limit: 50 };
+    let mut run = |b: &mut PerpBook, from: i64, steps: i64| {
+        let mut seen = 0usize;
+        for k in 0..steps {
+            let now = from + 700 * k;
+            let side = if rng.chance(50) { PositionSide::Long } else { PositionSide::Short };
+            let _ = b.on_liquidation(now, now - 300, side, 100.0 + rng.below(10) as f64, 0.5);
+            let _ = b.on_mark(now, now, 100.0 + rng.below(10) as f64);
+            let _ = b.on_funding(now, now, 0.01, 8, now + 3_600_000);
+            if k % 40 == 0 {
+                let _ = b.on_oi(now, now - 100, 1_000.0 + rng.below(100) as f64, None);
+            }
+            for i in PerpInterval::ALL {
+                seen += usize::from(b.liquidations(now, i).is_some());
+                seen += usize::from(b.oi_change(now, i).is_some());
+                seen += b.history(now, i).filter(|s| s.oi_base.is_some()).count();
+            }
+            seen += b.recent(now, filter).count();
+            seen += usize::from(b.oi(now).is_some() && b.funding(now).is_some() && b.last_liquidation().is_some());
+        }
+        seen
+    };
+    run(&mut b, T0, 100);
+    // 20 000 updates 0.7 s apart: about four hours, every slot of the shorter windows reused.
+    let (seen, allocations) = alloc::count(|| run(&mut b, T0 + 100_000, 20_000));
+    assert!(seen > 100_000, "only {seen} values read");
+    assert_eq!(allocations, Some(0), "allocations while updating and reading a perpetual");
+}
