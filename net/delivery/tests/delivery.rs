@@ -594,6 +594,15 @@ fn an_unrecorded_failure_keeps_the_schedule_from_when_it_happened() {
     break_outbox_writes(&dir);
     let d = start(&dir, &clock, local());
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
+    // The failure happens when the sender takes the answer, on its own thread: wait for that
+    // before the clock moves (on a loaded machine it can take the answer after the test's next
+    // step, and then the failure truly happened at the later time).
+    use std::sync::atomic::Ordering::Relaxed;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.stats.failed_attempts.load(Relaxed) == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(d.stats.failed_attempts.load(Relaxed), 1, "the sender took the failed attempt");
     // Past the retry time, but the failure is still unrecorded: no second attempt yet.
     clock.set(T0 + 20_000);
     thread::sleep(Duration::from_millis(500));

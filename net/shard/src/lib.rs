@@ -18,6 +18,7 @@ use rampart_engine::candle::Candle;
 use rampart_engine::level::{compute_from_set, LevelScratch};
 use rampart_engine::market::Outcome;
 use rampart_engine::sim::{PairSpec, Sim, SimConfig};
+use rampart_engine::sim_perp_listing::listing;
 use rampart_engine::wall::{self, Wall, WallScratch};
 use rampart_engine::{BookId, Market, Registry, Tick};
 
@@ -35,6 +36,7 @@ pub mod alerts;
 pub mod cpus;
 pub mod live;
 pub mod nudge;
+pub mod perp;
 #[cfg(test)]
 mod simulation;
 mod spread;
@@ -169,18 +171,22 @@ impl ShardSet {
         let n = config.shards.max(1);
         let books = Arc::new(ArcSwap::new(registry.clone()));
         let shared = Arc::new(Shared::new(books, registry.len(), n, false));
+        let perp_listing = Arc::new(listing(config.sim.seed, &universe));
         ShardSet::start_each(config, &registry, shared, &alerts, None, |index| {
             let pairs: Vec<usize> = (0..universe.len())
                 .filter(|&i| shard_of_symbol(&universe[i].symbol(), n) == index)
                 .filter(|&i| config.partition.owns(&universe[i].symbol()))
                 .filter(|&i| venue_listed(&registry, &universe[i]))
                 .collect();
-            let (universe, registry) = (universe.clone(), registry.clone());
+            let (universe, registry, perp_listing) = (universe.clone(), registry.clone(), perp_listing.clone());
             move |p: ShardParts| async move {
                 let sim = Sim::new(p.config.sim.clone(), &universe, &registry, &pairs);
-                drop(universe);
+                let (seed, now) = (p.config.sim.seed, p.config.clock.now_ms());
+                let perps = perp::ShardPerps::new(seed, &universe, &perp_listing, &registry, &pairs, &p.market, now);
+                drop((universe, perp_listing));
                 let mut shard = Shard::new(p.index, p.config, p.market, Some(sim), p.commands, p.events, p.shared)
-                    .with_alerts(p.alerts);
+                    .with_alerts(p.alerts)
+                    .with_perps(perps);
                 shard.run().await;
             }
         })
@@ -374,6 +380,8 @@ pub(crate) struct Shard {
     config: ShardConfig,
     market: Market,
     sim: Option<Sim>,
+    /// The simulated perpetuals of its books (`--feed sim` only).
+    perps: Option<perp::ShardPerps>,
     ticks: Vec<Tick>,
     commands: Arc<ArrayQueue<Command>>,
     events: EventSender,
@@ -464,6 +472,7 @@ impl Shard {
             config,
             market,
             sim,
+            perps: None,
             ticks: Vec::with_capacity(ticks_max),
             commands,
             events: EventSender::new(events, 64),
@@ -490,10 +499,20 @@ impl Shard {
         self
     }
 
+    /// The shard with the simulated perpetuals of its books.
+    fn with_perps(mut self, perps: perp::ShardPerps) -> Shard {
+        self.perps = Some(perps);
+        self
+    }
+
     async fn run(&mut self) {
         self.shared.stats[self.index].books.store(self.market.books().len() as u64, Ordering::Relaxed);
         self.load_sim().await;
         let now = self.config.clock.now_ms();
+        if let Some(perps) = self.perps.as_mut() {
+            // Every perpetual has its mark, OI and funding before the shard says it is ready.
+            perps.step_all(now, &self.market);
+        }
         for k in 0..self.market.books().len() {
             self.recompute_levels(k, now);
             if k % 32 == 0 {
@@ -512,28 +531,37 @@ impl Shard {
             if self.take_commands() {
                 return;
             }
-            let now = self.config.clock.now_ms();
-            self.flush_backlog();
-            if !self.events.has_backlog() {
-                // Take new ticks only when the previous batch is fully applied.
-                if self.ticks_done == self.ticks.len() {
-                    self.ticks.clear();
-                    self.ticks_done = 0;
-                    if let Some(sim) = self.sim.as_mut() {
-                        sim.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut self.ticks);
-                    }
-                }
-                self.apply_ticks();
-            } else {
-                self.shared.stats[self.index].backpressure_rounds.fetch_add(1, Ordering::Relaxed);
-            }
-            self.levels_soon_due(now);
-            self.levels_due(now);
-            self.walls_due(now);
-            self.metrics_due(now);
-            self.publish_counters();
+            self.sim_round(self.config.clock.now_ms());
             glommio::timer::sleep(self.config.poll_interval).await;
         }
+    }
+
+    /// One round of the simulated feed at `now`: the spot ticks due (while no backlog waits),
+    /// the perpetuals due, then the periodic work. No allocation on the ticks' path.
+    fn sim_round(&mut self, now: i64) {
+        self.flush_backlog();
+        if !self.events.has_backlog() {
+            // Take new ticks only when the previous batch is fully applied.
+            if self.ticks_done == self.ticks.len() {
+                self.ticks.clear();
+                self.ticks_done = 0;
+                if let Some(sim) = self.sim.as_mut() {
+                    sim.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut self.ticks);
+                }
+            }
+            self.apply_ticks();
+        } else {
+            self.shared.stats[self.index].backpressure_rounds.fetch_add(1, Ordering::Relaxed);
+        }
+        // Perpetual ticks raise no event, so they do not wait for the backlog.
+        if let Some(perps) = self.perps.as_mut() {
+            perps.step(now, &self.market);
+        }
+        self.levels_soon_due(now);
+        self.levels_due(now);
+        self.walls_due(now);
+        self.metrics_due(now);
+        self.publish_counters();
     }
 
     /// Carries out the queued commands; true when told to stop.
@@ -580,12 +608,18 @@ impl Shard {
                         // A `*` alert leaves the book, not the venue: it is not reported.
                         let ids = self.alerts.on_delisted(self.market.delist(book));
                         self.shared.set_status(book, STATUS_DELISTED);
+                        if let Some(perps) = self.perps.as_mut() {
+                            perps.delist(book, &self.shared.slots[book.index()]);
+                        }
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
                 }
                 Command::AddBook { book, native } => self.add_book(book, native),
                 Command::Relist { book } => {
                     if self.market.relist(book) {
+                        if let Some(perps) = self.perps.as_mut() {
+                            perps.relist(book, self.config.clock.now_ms());
+                        }
                         self.universe_on_book(book);
                         self.shared.set_status(book, STATUS_TRADING);
                         debug_assert!(self.relisted.len() < self.relisted.capacity());
@@ -722,8 +756,9 @@ impl Shard {
         }
     }
 
-    /// Computes one book's metrics and publishes them. Not on the tick path: one small
-    /// allocation per book per period, like the wall scans.
+    /// Computes one book's metrics and publishes them, with its perpetual when it has one. Not
+    /// on the tick path: one small allocation per book per period (a few more with a perpetual:
+    /// the snapshot, its name and its liquidations), like the wall scans.
     pub(crate) fn publish_metrics(&mut self, k: usize, now: i64) {
         let quote_usd = self.quote_usd(k);
         let state = &self.market.books()[k];
@@ -731,6 +766,9 @@ impl Shard {
         let walls = slot.densities.load();
         let m = pair_metrics::PairMetrics::compute(state, Self::reference_price(state), now, &walls, quote_usd);
         slot.metrics.store(Arc::new(m));
+        if let Some(perps) = &self.perps {
+            perps.publish(state.id, now, slot);
+        }
     }
 
     /// Scans one book for walls against its last price and publishes the result. A crossed

@@ -27,6 +27,9 @@ mod health;
 mod json_errors;
 mod listen;
 mod market_api;
+mod newest;
+mod perp;
+mod perp_json;
 mod probes;
 mod request_body;
 pub mod session;
@@ -113,7 +116,8 @@ pub struct Front {
     gate: Arc<gate::Gate>,
     /// The API port's connection slots (every front thread's).
     slots: Arc<listen::Slots>,
-    /// `/v1/exchanges`, `/v1/symbols`, `/v1/levels`, `/v1/densities`, `/v1/walls/…/history`.
+    /// `/v1/exchanges`, `/v1/symbols`, `/v1/levels`, `/v1/densities`, `/v1/walls/…/history`,
+    /// `/v1/perp`, `/v1/liquidations`.
     market: market_api::MarketApi,
     /// `/v1/metrics`, `/v1/rankings`, `/v1/market`, `/v1/candles`, `/v1/book`.
     board: board_api::BoardApi,
@@ -523,6 +527,10 @@ impl Front {
             Route::Book(symbol) => self.board.depth(symbol, query).await,
             Route::Rankings(category) => self.board.rankings(category, query),
             Route::Market => self.board.market(query),
+            Route::PerpBulk => self.market.perp_bulk(query, now_ms),
+            Route::Perp(symbol) => self.market.perp_one(symbol, query),
+            Route::LiquidationsBulk => self.market.liquidations_bulk(query, now_ms),
+            Route::Liquidations(symbol) => self.market.liquidations_one(symbol, query, now_ms),
             Route::ListAlerts => match alerts::parse_status(query_param(query, "status").as_deref()) {
                 Ok(filter) => self.alerts.list(account, filter).await,
                 Err(e) => ApiError::from(e).into_response(),

@@ -392,7 +392,7 @@ mod tests {
 
     /// Every route the front serves, as path templates (the `route` label's values besides `other`;
     /// `docs/openapi.json` documents exactly these paths).
-    const ROUTES: [&str; 30] = [
+    const ROUTES: [&str; 34] = [
         "/healthz",
         "/livez",
         "/readyz",
@@ -417,6 +417,10 @@ mod tests {
         "/v1/metrics/{symbol}",
         "/v1/rankings/{category}",
         "/v1/market",
+        "/v1/perp",
+        "/v1/perp/{symbol}",
+        "/v1/liquidations",
+        "/v1/liquidations/{symbol}",
         "/v1/candles/{symbol}",
         "/v1/book/{symbol}",
         "/v1/webhook-secret",

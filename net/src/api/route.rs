@@ -84,6 +84,14 @@ pub enum Route<'a> {
     Rankings(&'a str),
     /// `GET /v1/market`.
     Market,
+    /// `GET /v1/perp`.
+    PerpBulk,
+    /// `GET /v1/perp/{symbol}`.
+    Perp(&'a str),
+    /// `GET /v1/liquidations`.
+    LiquidationsBulk,
+    /// `GET /v1/liquidations/{symbol}`.
+    Liquidations(&'a str),
     /// `GET /v1/alerts`.
     ListAlerts,
     /// `POST /v1/alerts`.
@@ -212,6 +220,8 @@ enum Resource<'a> {
     Book(&'a str),
     Rankings(&'a str),
     Market,
+    Perp(Option<&'a str>),
+    Liquidations(Option<&'a str>),
     Alerts,
     Alert(&'a str),
     Deliveries(&'a str),
@@ -261,6 +271,10 @@ impl<'a> Resource<'a> {
             ["v1", "book", s] => R::Book(s),
             ["v1", "rankings", c] => R::Rankings(c),
             ["v1", "market"] => R::Market,
+            ["v1", "perp"] => R::Perp(None),
+            ["v1", "perp", s] => R::Perp(Some(s)),
+            ["v1", "liquidations"] => R::Liquidations(None),
+            ["v1", "liquidations", s] => R::Liquidations(Some(s)),
             ["v1", "alerts"] => R::Alerts,
             ["v1", "alerts", id] => R::Alert(id),
             ["v1", "alerts", id, "deliveries"] => R::Deliveries(id),
@@ -310,6 +324,10 @@ impl<'a> Resource<'a> {
             R::Book(_) => "/v1/book/{symbol}",
             R::Rankings(_) => "/v1/rankings/{category}",
             R::Market => "/v1/market",
+            R::Perp(None) => "/v1/perp",
+            R::Perp(Some(_)) => "/v1/perp/{symbol}",
+            R::Liquidations(None) => "/v1/liquidations",
+            R::Liquidations(Some(_)) => "/v1/liquidations/{symbol}",
             R::Alerts => "/v1/alerts",
             R::Alert(_) => "/v1/alerts/{id}",
             R::Deliveries(_) => "/v1/alerts/{id}/deliveries",
@@ -360,6 +378,10 @@ impl<'a> Resource<'a> {
             Resource::Book(s) => vec![(Get, T::Book(s))],
             Resource::Rankings(c) => vec![(Get, T::Rankings(c))],
             Resource::Market => vec![(Get, T::Market)],
+            Resource::Perp(None) => vec![(Get, T::PerpBulk)],
+            Resource::Perp(Some(s)) => vec![(Get, T::Perp(s))],
+            Resource::Liquidations(None) => vec![(Get, T::LiquidationsBulk)],
+            Resource::Liquidations(Some(s)) => vec![(Get, T::Liquidations(s))],
             Resource::Alerts => vec![(Get, T::ListAlerts), (Post, T::CreateAlert)],
             Resource::Alert(id) => vec![(Patch, T::UpdateAlert(id)), (Delete, T::DeleteAlert(id))],
             Resource::Deliveries(id) => vec![(Get, T::DeliveryLog(id))],
@@ -420,6 +442,10 @@ mod tests {
             (Method::GET, "/v1/metrics/ethusdt", Route::MetricsOne("ethusdt")),
             (Method::GET, "/v1/walls/history", Route::WallHistoryBulk),
             (Method::GET, "/v1/walls/btcusdt/history", Route::WallHistory("btcusdt")),
+            (Method::GET, "/v1/perp", Route::PerpBulk),
+            (Method::GET, "/v1/perp/btcusdt", Route::Perp("btcusdt")),
+            (Method::HEAD, "/v1/liquidations", Route::LiquidationsBulk),
+            (Method::GET, "/v1/liquidations/ETHUSDT", Route::Liquidations("ETHUSDT")),
             (Method::POST, "/v1/alerts", Route::CreateAlert),
             (Method::GET, "/v1/alerts", Route::ListAlerts),
             (Method::DELETE, "/v1/alerts/7", Route::DeleteAlert("7")),
@@ -449,6 +475,8 @@ mod tests {
         assert_eq!(allow(Method::GET, "/v1/alerts/7/deliveries/99/redeliver"), "POST");
         assert_eq!(allow(Method::POST, "/healthz"), "GET");
         assert_eq!(allow(Method::DELETE, "/v1/walls/BTCUSDT/history"), "GET");
+        assert_eq!(allow(Method::POST, "/v1/perp/BTCUSDT"), "GET");
+        assert_eq!(allow(Method::DELETE, "/v1/liquidations"), "GET");
         assert_eq!(allow(Method::DELETE, "/site/events"), "GET");
         assert_eq!(allow(Method::PATCH, "/site/keys/3"), "DELETE");
         assert_eq!(allow(Method::POST, "/site/channels"), "GET, PUT");
@@ -462,6 +490,8 @@ mod tests {
             "/nothing",
             "/v1/exchanges/x",
             "/v1/walls/BTCUSDT",
+            "/v1/perp/BTCUSDT/x",
+            "/v1/liquidations/BTCUSDT/x",
             "/site/nothing",
             "/site/keys/3/x",
         ] {

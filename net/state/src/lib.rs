@@ -13,6 +13,7 @@ pub mod json;
 pub mod market_json;
 pub mod pair_metrics;
 pub mod partition;
+pub mod perp;
 pub mod shared;
 pub mod shutdown;
 pub mod site_alerts;

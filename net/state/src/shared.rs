@@ -95,6 +95,9 @@ pub struct BookSlot {
     pub metrics: ArcSwap<pair_metrics::PairMetrics>,
     /// Listing status: [`STATUS_TRADING`], [`STATUS_PENDING`] or [`STATUS_DELISTED`].
     pub status: std::sync::atomic::AtomicU8,
+    /// The pair's perpetual, replaced whole each second by the owning shard; empty when the
+    /// pair has none on its venue (decisions §17).
+    pub perp: arc_swap::ArcSwapOption<super::perp::PerpSnapshot>,
 }
 
 impl BookSlot {
@@ -110,6 +113,7 @@ impl BookSlot {
             wall_history: ArcSwap::from_pointee(super::wall_history::WallHistory::default()),
             metrics: ArcSwap::from_pointee(pair_metrics::PairMetrics::default()),
             status: std::sync::atomic::AtomicU8::new(status),
+            perp: arc_swap::ArcSwapOption::empty(),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `/v1/exchanges`, `/v1/exchanges/{exchange}/symbols`, `/v1/symbols/{symbol}`, `/v1/levels`,
-//! `/v1/densities` and the wall history `/v1/walls/…/history` (one pair or a venue): answers read
-//! from what the shards publish, with the kept bodies of `bodies`.
+//! `/v1/densities`, the wall history `/v1/walls/…/history` (one pair or a venue) and the
+//! derivatives reads `/v1/perp…` and `/v1/liquidations…` (`perp`): answers read from what the
+//! shards publish, with the kept bodies of `bodies`.
 
 use bytes::Bytes;
 use hyper::StatusCode;
@@ -9,9 +10,10 @@ use rampart_engine::{BookId, Venue};
 
 use std::rc::Rc;
 
-use super::answer::{error, respond, respond_bytes, Resp};
+use super::answer::{answer_ok, error, respond, respond_bytes, Resp};
 use super::bodies;
 use super::books::Books;
+use super::perp;
 use super::wall_history;
 use rampart_state::clock::SharedClock;
 use rampart_state::json::Json;
@@ -202,6 +204,26 @@ impl MarketApi {
         let registry = self.books.shared.registry();
         let body = wall_history::venue_body(venue.as_str(), &walls, |k| registry.get(books[k]).symbol.as_str(), now_ms);
         respond(StatusCode::OK, body)
+    }
+
+    /// `GET /v1/perp/{symbol}`: the pair's perpetual (decisions §17).
+    pub(super) fn perp_one(&self, symbol: &str, query: Option<&str>) -> Resp {
+        answer_ok(perp::one(&self.books, symbol, query))
+    }
+
+    /// `GET /v1/perp`: every pair of the venue with a perpetual.
+    pub(super) fn perp_bulk(&self, query: Option<&str>, now_ms: i64) -> Resp {
+        answer_ok(perp::bulk(&self.books, query, now_ms))
+    }
+
+    /// `GET /v1/liquidations/{symbol}`: the pair's liquidations of the last 24 h, newest first.
+    pub(super) fn liquidations_one(&self, symbol: &str, query: Option<&str>, now_ms: i64) -> Resp {
+        answer_ok(perp::liquidations_one(&self.books, symbol, query, now_ms))
+    }
+
+    /// `GET /v1/liquidations`: the venue's newest liquidations across its pairs.
+    pub(super) fn liquidations_bulk(&self, query: Option<&str>, now_ms: i64) -> Resp {
+        answer_ok(perp::liquidations_bulk(&self.books, query, now_ms))
     }
 
     pub(super) fn levels_bulk(&self, venue: Venue, filter: Option<&[String]>, now_ms: i64) -> Resp {

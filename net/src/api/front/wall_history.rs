@@ -7,8 +7,7 @@
 //! only the newest `limit` while it reads the books (a heap of `limit`), so its memory does not
 //! grow with the venue.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Reverse;
 
 use rampart_engine::wall_life::{WallOutcome, WallRecord};
 use rampart_engine::Side;
@@ -17,6 +16,7 @@ use rampart_state::market_json::write_wall_record;
 use rampart_state::wall_history::WallHistory;
 
 use super::answer::{clip, count_param, query_param, unprocessable, ApiError};
+use super::newest::Newest;
 
 /// Walls an answer holds when `limit` is not given.
 pub const WALL_HISTORY_LIMIT_DEFAULT: usize = 100;
@@ -90,57 +90,22 @@ pub(super) fn pair_body(symbol: &str, history: &WallHistory, q: &HistoryQuery, n
     j.finish()
 }
 
-/// A wall of the venue-wide answer, ranked: newer (last seen, then first seen) is greater; ties
-/// go to the earlier book in symbol order, then the lower price.
-struct Ranked {
-    rank: (i64, i64, Reverse<usize>, Reverse<i64>),
-    book: usize,
-    record: WallRecord,
-}
-
-impl PartialEq for Ranked {
-    fn eq(&self, other: &Ranked) -> bool {
-        self.rank == other.rank
-    }
-}
-
-impl Eq for Ranked {}
-
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, other: &Ranked) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Ranked {
-    fn cmp(&self, other: &Ranked) -> Ordering {
-        self.rank.cmp(&other.rank)
-    }
-}
-
 /// The newest `q.limit` walls of `histories` (one per book, in symbol order) that pass `q`,
 /// newest first, each with the index of its book. A book's walls come newest first, so once one
 /// is older than the oldest kept of a full answer, the rest of that book is skipped.
 pub(super) fn newest(histories: &[&WallHistory], q: &HistoryQuery, now_ms: i64) -> Vec<(usize, WallRecord)> {
-    let mut kept: BinaryHeap<Reverse<Ranked>> = BinaryHeap::with_capacity(q.limit + 1);
+    // Newer (last seen, then first seen) is greater; ties go to the earlier book in symbol
+    // order, then the lower price.
+    let mut kept = Newest::new(q.limit);
     for (book, h) in histories.iter().enumerate() {
         for r in h.newest_first(now_ms).filter(|r| q.passes(r)) {
-            let e =
-                Ranked { rank: (r.last_seen_ms, r.first_seen_ms, Reverse(book), Reverse(r.price.0)), book, record: *r };
-            if kept.len() == q.limit {
-                match kept.peek() {
-                    Some(Reverse(oldest)) if r.last_seen_ms < oldest.rank.0 => break,
-                    Some(Reverse(oldest)) if e <= *oldest => continue,
-                    _ => {}
-                }
-                kept.pop();
+            if kept.floor().is_some_and(|lowest: &(i64, i64, Reverse<usize>, Reverse<i64>)| r.last_seen_ms < lowest.0) {
+                break;
             }
-            kept.push(Reverse(e));
+            kept.offer((r.last_seen_ms, r.first_seen_ms, Reverse(book), Reverse(r.price.0)), (book, *r));
         }
     }
-    let mut out: Vec<Ranked> = kept.into_iter().map(|Reverse(e)| e).collect();
-    out.sort_unstable_by(|a, b| b.cmp(a));
-    out.into_iter().map(|e| (e.book, e.record)).collect()
+    kept.newest_first().into_iter().map(|(_, item)| item).collect()
 }
 
 /// `{"exchange":..,"ts":..,"data":[wall with "symbol"…]}` of `walls` (as [`newest`] picked them),

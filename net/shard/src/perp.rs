@@ -1,0 +1,406 @@
+//! The simulated perpetuals of one shard's books (`--feed sim`, decisions §17 "The simulator"):
+//! the shard's [`SimPerp`] stepped beside its spot `Sim`, each [`PerpTick`] applied to the
+//! [`PerpBook`] of its spot book, and each book's perpetual published as a [`PerpSnapshot`] in
+//! its `BookSlot::perp` with the book's metrics, once a second.
+//!
+//! Everything is allocated at start-up ([`ShardPerps::new`]): one `PerpBook` per book that has
+//! a perpetual, the mids buffer (one price per book of the registry) and the tick buffer, sized
+//! for [`PERP_CONTRACTS_PER_ROUND_MAX`] contracts' worst step. [`ShardPerps::step`] then
+//! allocates nothing and takes no lock; [`ShardPerps::publish`] allocates one snapshot per book
+//! per second, like the metrics.
+//!
+//! Choices, and why:
+//! - No perpetual without a spot pair is simulated here (`SimPerpConfig::orphans` is false on
+//!   every shard): its ticks carry no book, so nothing here would keep them; the venue simulator
+//!   (`rampart sim-venue`) is where they show.
+//! - A contract whose spot book the shard's `Market` does not hold (none, while the pairs given
+//!   are the shard's own) is delisted in the `SimPerp` at start-up, so it costs no step.
+//! - A spot delisting keeps nothing: the contract stops ticking and the slot is emptied; a
+//!   relisting starts a fresh `PerpBook` (a command, not a tick: it may allocate), its windows
+//!   watched from then.
+//! - OI is handed in without a USD figure: the book's `oi × mark` (the newest mark) is the one
+//!   every venue's answer then carries.
+
+use std::sync::Arc;
+
+use rampart_engine::perp_book::{LiqFilter, PerpBook, PerpSpec, RECENT_MAX};
+use rampart_engine::sim::PairSpec;
+use rampart_engine::sim_perp::{PerpId, PerpListing, PerpTick, PerpTickKind, SimPerp, SimPerpConfig};
+use rampart_engine::{BookId, Market, Price, Registry, Venue};
+use rampart_state::perp::PerpSnapshot;
+use rampart_state::BookSlot;
+
+/// Contracts stepped per loop round at most: bounds the tick buffer and the work between two
+/// polls. Each contract is due once a second; the ones past the bound wait for the next round
+/// (the `SimPerp` resumes after the last one stepped, so none starves).
+pub const PERP_CONTRACTS_PER_ROUND_MAX: usize = 64;
+/// Binance's OI poll interval the books are told (`binance_oi_poll_s`, decisions §17's default
+/// of 30 s): its OI reads stale after three of them without a sample. No setting reaches the
+/// shard yet.
+pub const BINANCE_OI_POLL_MS: i64 = 30_000;
+
+/// One book's perpetual.
+struct Held {
+    perp: PerpId,
+    venue: Venue,
+    book: Box<PerpBook>,
+    /// False from the spot pair's delisting to its relisting.
+    listed: bool,
+}
+
+/// The simulated perpetuals of one shard: see the module documentation.
+pub struct ShardPerps {
+    sim: SimPerp,
+    /// By [`BookId`] index (the registry's books): the book's perpetual, if it has one.
+    held: Vec<Option<Held>>,
+    /// Books with a perpetual.
+    count: usize,
+    /// The spot mids the `SimPerp` reads, by [`BookId`] index.
+    mids: Vec<Price>,
+    /// One round's ticks; capacity [`PERP_CONTRACTS_PER_ROUND_MAX`] × the worst step.
+    ticks: Vec<PerpTick>,
+}
+
+impl ShardPerps {
+    /// The perpetuals of the pairs `pairs` (indices into `universe`, as the shard's spot `Sim`
+    /// takes them) whose spot book `market` owns, from `listing` (built from the spot `Sim`'s seed
+    /// and universe), their books watched from `now_ms`. Allocates everything the shard's life
+    /// needs.
+    pub fn new(
+        seed: u64,
+        universe: &[PairSpec],
+        listing: &PerpListing,
+        registry: &Registry,
+        pairs: &[usize],
+        market: &Market,
+        now_ms: i64,
+    ) -> ShardPerps {
+        let config = SimPerpConfig { seed, orphans: false };
+        let mut sim = SimPerp::new(&config, universe, listing, registry, pairs);
+        let mut held: Vec<Option<Held>> = (0..registry.len()).map(|_| None).collect();
+        let mut count = 0;
+        let perps: Vec<PerpId> = sim.perps().collect();
+        for perp in perps {
+            let c = listing.get(perp);
+            let book = c.spot_symbol.as_deref().and_then(|s| registry.find(c.venue, s));
+            let owned = book.filter(|b| market.get(*b).is_some());
+            let made = owned.map(|_| PerpBook::new(spec(c.venue, &c.symbol, c.multiplier), now_ms));
+            match (owned, made) {
+                (Some(b), Some(Ok(pb))) => {
+                    held[b.index()] = Some(Held { perp, venue: c.venue, book: pb, listed: true });
+                    count += 1;
+                }
+                (_, made) => {
+                    if let Some(Err(e)) = made {
+                        tracing::error!("perpetual {} not kept: {e}", c.symbol);
+                    }
+                    let _ = sim.set_listed(perp, false);
+                }
+            }
+        }
+        let ticks = Vec::with_capacity(PERP_CONTRACTS_PER_ROUND_MAX * sim.ticks_per_step_max());
+        ShardPerps { sim, held, count, mids: vec![Price::ZERO; registry.len()], ticks }
+    }
+
+    /// Books with a perpetual here.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when no book here has a perpetual.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The perpetual of `book`, while its spot pair is listed.
+    pub fn book(&self, book: BookId) -> Option<&PerpBook> {
+        self.listed(book).map(|h| &*h.book)
+    }
+
+    fn listed(&self, book: BookId) -> Option<&Held> {
+        self.held.get(book.index())?.as_ref().filter(|h| h.listed)
+    }
+
+    /// Steps the contracts due at `now_ms` (at most [`PERP_CONTRACTS_PER_ROUND_MAX`]) at the
+    /// mids of `market`, and applies their ticks to the books. Returns how many stepped. No
+    /// allocation, no lock.
+    pub fn step(&mut self, now_ms: i64, market: &Market) -> usize {
+        self.sim.read_mids(market, &mut self.mids);
+        self.ticks.clear();
+        let stepped = self.sim.step_due(now_ms, &self.mids, PERP_CONTRACTS_PER_ROUND_MAX, &mut self.ticks);
+        debug_assert!(self.ticks.len() <= self.ticks.capacity());
+        for k in 0..self.ticks.len() {
+            let tick = self.ticks[k];
+            let Some(h) = tick.book.and_then(|b| self.held.get_mut(b.index())?.as_mut()) else { continue };
+            if h.listed {
+                apply(&mut h.book, now_ms, &tick);
+            }
+        }
+        stepped
+    }
+
+    /// Steps every contract due at `now_ms`, round after round (at start-up, so every perpetual
+    /// has its values before the shard is ready). Returns how many stepped.
+    pub fn step_all(&mut self, now_ms: i64, market: &Market) -> usize {
+        let mut stepped = 0;
+        // Ends: a contract stepped at `now_ms` is not due again at `now_ms`.
+        loop {
+            let n = self.step(now_ms, market);
+            stepped += n;
+            if n < PERP_CONTRACTS_PER_ROUND_MAX {
+                return stepped;
+            }
+        }
+    }
+
+    /// `book`'s perpetual as of `now_ms`, for the fronts; `None` without one (or while its spot
+    /// pair is delisted). Allocates the snapshot (its name and recent liquidations).
+    pub fn snapshot(&self, book: BookId, now_ms: i64) -> Option<PerpSnapshot> {
+        let b = &self.listed(book)?.book;
+        let all = LiqFilter { side: None, min_usd: 0.0, limit: RECENT_MAX };
+        Some(PerpSnapshot {
+            contract: b.contract().to_owned(),
+            multiplier: b.multiplier(),
+            completeness: b.completeness(),
+            mark: b.mark(),
+            oi: b.oi(now_ms),
+            funding: b.funding(now_ms),
+            recent: b.recent(now_ms, all).collect(),
+            ts_ms: now_ms,
+        })
+    }
+
+    /// Publishes `book`'s perpetual in its slot (the shard calls it with the book's metrics,
+    /// once a second); a book without one publishes nothing. Not on the tick path: one
+    /// snapshot allocated per call.
+    pub fn publish(&self, book: BookId, now_ms: i64, slot: &BookSlot) {
+        if let Some(s) = self.snapshot(book, now_ms) {
+            slot.perp.store(Some(Arc::new(s)));
+        }
+    }
+
+    /// The spot pair of `book` is delisted: its contract stops ticking and `slot` is emptied.
+    pub fn delist(&mut self, book: BookId, slot: &BookSlot) {
+        if let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut) {
+            h.listed = false;
+            let _ = self.sim.set_listed(h.perp, false);
+            slot.perp.store(None);
+        }
+    }
+
+    /// The spot pair of `book` is listed again: its contract ticks again from the next step,
+    /// into a fresh book watched from `now_ms` (allocated here: a command, not a tick).
+    pub fn relist(&mut self, book: BookId, now_ms: i64) {
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| !h.listed) else { return };
+        match PerpBook::new(spec(h.venue, h.book.contract(), h.book.multiplier()), now_ms) {
+            Ok(fresh) => h.book = fresh,
+            // The same spec made the first book: this cannot fail.
+            Err(e) => tracing::error!("book {}: perpetual not renewed: {e}", book.0),
+        }
+        h.listed = true;
+        let _ = self.sim.set_listed(h.perp, true);
+    }
+}
+
+/// A simulated contract's spec.
+fn spec(venue: Venue, contract: &str, multiplier: u32) -> PerpSpec<'_> {
+    PerpSpec { venue, contract, multiplier, binance_oi_poll_ms: BINANCE_OI_POLL_MS }
+}
+
+/// Hands one tick to its book. The simulator's values are valid and in time order, so a book
+/// refuses none (checked in debug builds).
+fn apply(book: &mut PerpBook, now_ms: i64, tick: &PerpTick) {
+    let ts = tick.ts_ms;
+    match tick.kind {
+        PerpTickKind::Liquidation { side, price, qty } => {
+            let r = book.on_liquidation(now_ms, ts, side, price.to_f64(), qty);
+            debug_assert!(r.is_ok(), "liquidation refused: {r:?}");
+        }
+        PerpTickKind::Perp { oi, mark, funding_rate, interval_h, next_ms } => {
+            // The mark first, so the OI's USD figure is at the new mark.
+            let m = book.on_mark(now_ms, ts, mark.to_f64());
+            let o = book.on_oi(now_ms, ts, oi, None);
+            // The simulator's rate is a fraction per interval; the book's is percent.
+            let f = book.on_funding(now_ms, ts, funding_rate * 100.0, u32::from(interval_h), next_ms);
+            debug_assert!(m.is_ok() && o.is_ok() && f.is_ok(), "perpetual update refused: {m:?} {o:?} {f:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The shard's wiring, driven round by round under simulated time as its loop drives it.
+
+    use std::sync::Arc;
+
+    use arc_swap::ArcSwap;
+    use crossbeam_queue::ArrayQueue;
+    use rampart_engine::sim::{self, Sim, SimConfig};
+    use rampart_engine::sim_perp::{listing, PerpListing};
+    use rampart_engine::{BookId, Market, Registry, Venue};
+    use rampart_state::clock::ManualClock;
+    use rampart_state::perp::PerpSnapshot;
+    use rampart_state::{Command, EventQueue, Shared};
+
+    use super::ShardPerps;
+    use crate::{Shard, ShardConfig, COMMANDS_MAX};
+
+    /// 2026-01-01T00:00:00Z.
+    const T0: i64 = 1_767_225_600_000;
+    /// Simulated time per round.
+    const ROUND_MS: i64 = 20;
+    const SEED: u64 = 11;
+
+    struct Rig {
+        shard: Shard,
+        registry: Arc<Registry>,
+        listing: PerpListing,
+        shared: Arc<Shared>,
+        commands: Arc<ArrayQueue<Command>>,
+        now: i64,
+    }
+
+    /// One shard over every book of `pairs` pairs on every venue, its spot books loaded.
+    fn rig(pairs: usize) -> Rig {
+        let universe = sim::universe(SEED, pairs);
+        let registry = Arc::new(Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("registry"));
+        let shared = Arc::new(Shared::new(Arc::new(ArcSwap::new(registry.clone())), registry.len(), 1, false));
+        let ids: Vec<BookId> = registry.ids().collect();
+        let specs: Vec<usize> = (0..universe.len()).collect();
+        let config = ShardConfig {
+            shards: 1,
+            depth_levels_max: 300,
+            bars_max: 16,
+            sim: SimConfig { seed: SEED, ..SimConfig::default() },
+            poll_interval: std::time::Duration::from_millis(1),
+            walls_min_ratio: 5.0,
+            fault_hang_on_stop: false,
+            events_max: 64,
+            cpus: Vec::new(),
+            clock: Arc::new(ManualClock::new(T0)),
+            partition: Default::default(),
+            spin_before_park: std::time::Duration::ZERO,
+        };
+        let mut market = Market::new(shared.capacity, &ids, config.depth_levels_max, config.bars_max);
+        let mut sim = Sim::new(config.sim.clone(), &universe, &registry, &specs);
+        let mut ticks = Vec::new();
+        for i in 0..sim.pair_count() {
+            sim.start_pair(i, T0, &mut ticks);
+        }
+        for t in &ticks {
+            market.apply(t);
+        }
+        let listing = listing(SEED, &universe);
+        let perps = ShardPerps::new(SEED, &universe, &listing, &registry, &specs, &market, T0);
+        let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
+        let events = Arc::new(EventQueue::new(config.events_max));
+        let mut shard = Shard::new(0, config, market, Some(sim), commands.clone(), events, shared.clone());
+        shard = shard.with_perps(perps);
+        shard.levels_epoch_ms = T0;
+        Rig { shard, registry, listing, shared, commands, now: T0 }
+    }
+
+    impl Rig {
+        fn run_ms(&mut self, ms: i64) {
+            let end = self.now + ms;
+            while self.now < end {
+                self.now += ROUND_MS;
+                self.shard.sim_round(self.now);
+            }
+        }
+
+        fn published(&self, book: BookId) -> Option<Arc<PerpSnapshot>> {
+            self.shared.slots[book.index()].perp.load_full()
+        }
+
+        /// The listing's contract of `book`, if it has one.
+        fn contract(&self, book: BookId) -> Option<&rampart_engine::sim_perp::PerpContract> {
+            let ins = self.registry.get(book);
+            self.listing
+                .contracts()
+                .iter()
+                .find(|c| c.venue == ins.venue && c.spot_symbol.as_ref() == Some(&ins.symbol))
+        }
+
+        fn command(&mut self, cmd: Command) {
+            assert!(self.commands.push(cmd).is_ok(), "the command queue is full");
+            assert!(!self.shard.take_commands());
+        }
+    }
+
+    #[test]
+    fn books_with_a_perpetual_publish_it_each_second_and_the_others_none() {
+        let mut rig = rig(40);
+        rig.run_ms(10_000);
+        let (mut with, mut without, mut rates, mut liquidations) = (0, 0, 0.0, 0);
+        for book in rig.registry.ids() {
+            let ins = rig.registry.get(book);
+            let (Some(c), Some(p)) = (rig.contract(book), rig.published(book)) else {
+                assert!(
+                    rig.contract(book).is_none(),
+                    "{} {}: a perpetual not published",
+                    ins.venue.as_str(),
+                    ins.symbol
+                );
+                assert!(
+                    rig.published(book).is_none(),
+                    "{} {}: published without a perpetual",
+                    ins.venue.as_str(),
+                    ins.symbol
+                );
+                without += 1;
+                continue;
+            };
+            with += 1;
+            let what = format!("{} {} ({})", ins.venue.as_str(), ins.symbol, c.symbol);
+            assert_eq!(p.contract, c.symbol, "{what}");
+            assert_eq!(p.multiplier, c.multiplier, "{what}");
+            if ins.venue == Venue::Okx {
+                assert!(p.contract.ends_with("-USDT-SWAP"), "{what}");
+            }
+            assert!(rig.now - p.ts_ms <= 1_000, "{what}: published at {}, now {}", p.ts_ms, rig.now);
+            let mark = p.mark.expect("a mark");
+            let mid = rig.shard.market.get(book).and_then(|s| s.book.mid()).expect("a mid").to_f64();
+            assert!((mark / mid - 1.0).abs() < 0.01, "{what}: mark {mark} against the spot mid {mid}");
+            let oi = p.oi.expect("an OI");
+            assert!(oi.base > 0.0 && !oi.stale, "{what}: {oi:?}");
+            let usd = oi.usd.expect("OI in USD");
+            assert!((usd / (oi.base * mark) - 1.0).abs() < 1e-9, "{what}: {oi:?}, mark {mark}");
+            let f = p.funding.expect("funding");
+            assert!(!f.stale && f.rate.abs() <= 0.75 && f.next_ms > rig.now, "{what}: {f:?}");
+            rates += f.rate.abs();
+            assert!(p.recent.windows(2).all(|w| w[0].time_ms >= w[1].time_ms), "{what}: not newest first");
+            liquidations += p.recent.len();
+        }
+        assert!(with > 100 && without > 0, "{with} books with a perpetual, {without} without");
+        // Percent per interval: the interest alone is 0.01 %; a fraction would be 100 times less.
+        assert!(rates / f64::from(with) > 0.002, "mean |funding| {} %", rates / f64::from(with));
+        assert!(liquidations > 0, "no liquidation in 10 s over {with} contracts");
+    }
+
+    #[test]
+    fn a_delisted_pair_keeps_no_perpetual_and_a_relisted_one_starts_afresh() {
+        let mut rig = rig(12);
+        rig.run_ms(3_000);
+        let book = rig.registry.find(Venue::Binance, "BTCUSDT").expect("BTCUSDT on Binance");
+        let before = rig.published(book).expect("BTCUSDT's perpetual");
+        rig.command(Command::Delist { book });
+        assert!(rig.published(book).is_none(), "the slot is emptied at the delisting");
+        assert!(rig.shard.perps.as_ref().and_then(|p| p.book(book)).is_none());
+        rig.run_ms(3_000);
+        assert!(rig.published(book).is_none(), "nothing published while delisted");
+        let other = rig.registry.find(Venue::Bybit, "BTCUSDT").expect("BTCUSDT on Bybit");
+        assert!(rig.published(other).is_some_and(|p| p.ts_ms > before.ts_ms), "the other venues go on");
+        rig.command(Command::Relist { book });
+        rig.run_ms(2_000);
+        let after = rig.published(book).expect("published again after the relisting");
+        assert_eq!(after.contract, before.contract);
+        // The relisted spot book starts empty (the venue's next snapshot fills it; the simulator
+        // sends none), so the contract steps again only once the book has a mid: whatever the
+        // fresh book holds came after the relisting.
+        let relisted_ms = rig.now - 2_000;
+        let fresh = |t: Option<i64>| t.is_none_or(|t| t >= relisted_ms);
+        assert!(fresh(after.oi.map(|o| o.time_ms)) && fresh(after.funding.map(|f| f.time_ms)), "{after:?}");
+        assert!(after.recent.iter().all(|l| l.time_ms >= relisted_ms), "the fresh book holds nothing from before");
+    }
+}

@@ -1,0 +1,219 @@
+//! The derivatives reads of decisions §17 "Data" through the real binary on the simulated market:
+//! `GET /v1/perp/{symbol}`, `GET /v1/perp`, `GET /v1/liquidations/{symbol}` and
+//! `GET /v1/liquidations`. Every 4xx with its exact body (unknown pair, no perpetual, a bad
+//! `side`, `min_usd`, `limit`, `exchange`, too many symbols, a wrong method, no key), the venue
+//! answers' shapes, and the figures of the simulated perpetuals with every filter.
+
+use std::collections::BTreeSet;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rampart_tests::{Server, FAST};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+/// The `data` array of a 200 answer to `path`.
+fn data(server: &Server, path: &str) -> Vec<Value> {
+    server.get_authed(path).ok(path)["data"].as_array().cloned().unwrap_or_else(|| panic!("{path}: no data array"))
+}
+
+/// The pairs `venue` lists.
+fn listed(server: &Server, venue: &str) -> BTreeSet<String> {
+    let path = format!("/v1/exchanges/{venue}/symbols");
+    data(server, &path).iter().filter_map(|s| s["symbol"].as_str().map(str::to_owned)).collect()
+}
+
+/// The pairs of `venue` with a perpetual, as `GET /v1/perp` answers.
+fn with_perp(server: &Server, venue: &str) -> BTreeSet<String> {
+    let path = format!("/v1/perp?exchange={venue}");
+    data(server, &path).iter().filter_map(|s| s["symbol"].as_str().map(str::to_owned)).collect()
+}
+
+#[test]
+fn every_refusal_names_what_is_wrong() {
+    let server = Server::start(BIN, FAST);
+    let ask = |path: &str| server.get_authed(path);
+    // An unknown pair: the 404 of every pair endpoint, whatever the route.
+    for path in ["/v1/perp/NOPEUSDT", "/v1/liquidations/nopeusdt"] {
+        ask(path).assert_error(404, "unknown symbol 'NOPEUSDT' on binance", path);
+    }
+    ask("/v1/perp/NOPEUSDT?exchange=okx").assert_error(404, "unknown symbol 'NOPEUSDT' on okx", "okx");
+    // A pair the venue lists without a perpetual (the simulator's non-USDT pairs have none).
+    let without: Vec<String> = listed(&server, "binance").difference(&with_perp(&server, "binance")).cloned().collect();
+    let pair = without.first().expect("a binance pair without a perpetual");
+    let message = format!("no perpetual contract for '{pair}' on binance");
+    for path in [format!("/v1/perp/{pair}"), format!("/v1/liquidations/{}", pair.to_lowercase())] {
+        ask(&path).assert_error(404, &message, &path);
+    }
+    // Bad query values: 422 naming the value and what is allowed, before any 404.
+    let refusals = [
+        ("/v1/liquidations/BTCUSDT?side=buy", "invalid side 'buy'. Allowed: long, short, any"),
+        ("/v1/liquidations?side=LONG", "invalid side 'LONG'. Allowed: long, short, any"),
+        ("/v1/liquidations/BTCUSDT?min_usd=-5", "invalid min_usd '-5'. Allowed: a number of USD from 0"),
+        ("/v1/liquidations?min_usd=lots", "invalid min_usd 'lots'. Allowed: a number of USD from 0"),
+        ("/v1/liquidations/BTCUSDT?limit=129", "invalid limit '129'. Allowed: 1 to 128"),
+        ("/v1/liquidations/NOPEUSDT?limit=0", "invalid limit '0'. Allowed: 1 to 128"),
+        ("/v1/liquidations?limit=501", "invalid limit '501'. Allowed: 1 to 500"),
+        ("/v1/perp/BTCUSDT?exchange=kraken", "invalid exchange 'kraken'. Allowed: binance, bybit, okx, bitget"),
+        ("/v1/liquidations?exchange=kraken", "invalid exchange 'kraken'. Allowed: binance, bybit, okx, bitget"),
+    ];
+    for (path, message) in refusals {
+        ask(path).assert_error(422, message, path);
+    }
+    let many: Vec<String> = (0..101).map(|i| format!("P{i}USDT")).collect();
+    let path = format!("/v1/perp?symbols={}", many.join(","));
+    ask(&path).assert_error(422, "symbol list too long (max 100)", "101 symbols");
+    let path = format!("/v1/perp?symbols={}", many[..100].join(","));
+    assert_eq!(data(&server, &path), Vec::<Value>::new(), "100 unknown symbols: none");
+    // Reads only, and keyed like every /v1 read.
+    let post = server.request("POST", "/v1/perp/BTCUSDT", Some(&format!("Bearer {}", server.key)), Some("{}"));
+    post.assert_error(405, "method not allowed", "POST /v1/perp/BTCUSDT");
+    assert_eq!(post.header("allow"), Some("GET"));
+    server.get("/v1/liquidations", None).assert_error(401, "missing API key", "no key");
+}
+
+#[test]
+fn the_venue_answers_have_their_shape_and_bitget_publishes_no_liquidations() {
+    let server = Server::start(BIN, FAST);
+    let perp = server.get_authed("/v1/perp?exchange=OKX");
+    let body = perp.ok("okx perp");
+    assert_eq!(body["exchange"], "okx");
+    assert!(body["ts"].as_i64().is_some_and(|t| t > rampart_tests::now_ms() - 60_000), "{body}");
+    assert!(body["data"].is_array(), "{body}");
+    for (venue, completeness) in
+        [("binance", "largest_per_second"), ("bybit", "all"), ("okx", "partial"), ("bitget", "none")]
+    {
+        let path = format!("/v1/liquidations?exchange={venue}&side=any&min_usd=0&limit=500");
+        let body = server.get_authed(&path).ok(&path).clone();
+        assert_eq!((&body["exchange"], &body["completeness"]), (&Value::from(venue), &Value::from(completeness)));
+        assert!(body["ts"].as_i64().is_some() && body["data"].is_array(), "{body}");
+    }
+    assert_eq!(data(&server, "/v1/liquidations?exchange=bitget"), Vec::<Value>::new(), "bitget publishes none");
+}
+
+/// Polls `path` until `done` holds of its `data`, at most `within`.
+fn wait_data(server: &Server, path: &str, within: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + within;
+    loop {
+        let d = data(server, path);
+        if done(&d) {
+            return d;
+        }
+        assert!(Instant::now() < deadline, "{path}: not there after {within:?}: {d:?}");
+        thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn number(v: &Value, what: &str) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("{what}: {v} is not a number"))
+}
+
+fn sorted_keys(v: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// Every field of a pair's perpetual (`data` of `/v1/perp/{symbol}`, or an entry of `/v1/perp`
+/// with `symbol`), with its type and the invariants between them.
+fn check_perp(p: &Value, completeness: &str) {
+    let mut want = vec!["contract", "funding", "liquidations", "markPrice", "multiplier", "oi"];
+    if p.get("symbol").is_some() {
+        want.push("symbol");
+    }
+    assert_eq!(sorted_keys(p), want, "{p}");
+    assert!(p["contract"].as_str().is_some_and(|c| c.contains("USDT")), "{p}");
+    let multiplier = p["multiplier"].as_u64().expect("multiplier");
+    assert!([1, 1_000, 10_000, 100_000, 1_000_000].contains(&multiplier), "{p}");
+    assert!(p["markPrice"].is_null() || number(&p["markPrice"], "markPrice") > 0.0, "{p}");
+    if !p["oi"].is_null() {
+        assert_eq!(sorted_keys(&p["oi"]), ["base", "stale", "time", "usd"], "{p}");
+        assert!(number(&p["oi"]["base"], "oi.base") > 0.0 && p["oi"]["stale"].is_boolean(), "{p}");
+    }
+    if !p["funding"].is_null() {
+        let f = &p["funding"];
+        assert_eq!(sorted_keys(f), ["intervalH", "nextTime", "rate", "rate8h", "stale", "time"], "{p}");
+        let interval_h = f["intervalH"].as_i64().expect("intervalH");
+        assert!((1..=8).contains(&interval_h), "{p}");
+        let expect_8h = number(&f["rate"], "rate") * 8.0 / interval_h as f64;
+        assert!((number(&f["rate8h"], "rate8h") - expect_8h).abs() < 2e-6 * 8.0, "rate8h = rate × 8 / intervalH: {p}");
+        assert_eq!(f["nextTime"].as_i64().expect("nextTime") % (interval_h * 3_600_000), 0, "on the UTC grid: {p}");
+    }
+    assert_eq!(p["liquidations"]["completeness"], completeness, "{p}");
+    let last = &p["liquidations"]["last"];
+    assert!(last.is_null() || check_liquidation(last, false), "{p}");
+}
+
+/// Every field of a Liquidation (`symbol` first on the venue's list).
+fn check_liquidation(l: &Value, with_symbol: bool) -> bool {
+    let mut want = vec!["price", "qty", "side", "time", "usd"];
+    if with_symbol {
+        want.push("symbol");
+        want.sort_unstable();
+    }
+    assert_eq!(sorted_keys(l), want, "{l}");
+    assert!(matches!(l["side"].as_str(), Some("long" | "short")), "{l}");
+    let (price, qty, usd) = (number(&l["price"], "price"), number(&l["qty"], "qty"), number(&l["usd"], "usd"));
+    assert!(price > 0.0 && qty > 0.0 && (usd - price * qty).abs() <= 0.01 + usd * 1e-6, "usd = price × qty: {l}");
+    let time = l["time"].as_i64().expect("time");
+    assert!(time > rampart_tests::now_ms() - 86_400_000, "of the last 24 h: {l}");
+    true
+}
+
+fn newest_first(list: &[Value]) -> bool {
+    list.windows(2).all(|w| w[0]["time"].as_i64() >= w[1]["time"].as_i64())
+}
+
+/// The figures come from the shards' simulated perpetuals (`net/shard`'s `perp`), published in
+/// `BookSlot::perp` each second; nothing here is injected.
+#[test]
+fn the_simulated_perpetuals_are_served_with_every_filter() {
+    let server = Server::start(BIN, FAST);
+    let known = |d: &[Value]| d.iter().any(|p| !p["oi"].is_null() && !p["funding"].is_null());
+    let all = wait_data(&server, "/v1/perp", Duration::from_secs(30), known);
+    for p in &all {
+        check_perp(p, "largest_per_second");
+    }
+    let symbols: Vec<&str> = all.iter().filter_map(|p| p["symbol"].as_str()).collect();
+    assert!(symbols.windows(2).all(|w| w[0] < w[1]), "by symbol: {symbols:?}");
+    let first = symbols[0];
+    let one = server.get_authed(&format!("/v1/perp/{}", first.to_lowercase()));
+    let body = one.ok("one perp");
+    assert_eq!((&body["symbol"], &body["exchange"]), (&Value::from(first), &Value::from("binance")));
+    assert!(body["ts"].as_i64().is_some(), "{body}");
+    check_perp(&body["data"], "largest_per_second");
+    let filtered = data(&server, &format!("/v1/perp?symbols={first},NOPEUSDT"));
+    assert_eq!(filtered.len(), 1, "{filtered:?}");
+    assert_eq!(filtered[0]["symbol"], first);
+    // Bitget's perpetuals: figures, but no liquidations.
+    let bitget = data(&server, "/v1/perp?exchange=bitget");
+    bitget.iter().for_each(|p| check_perp(p, "none"));
+    if let Some(p) = bitget.iter().find_map(|p| p["symbol"].as_str()) {
+        let path = format!("/v1/liquidations/{p}?exchange=bitget");
+        let body = server.get_authed(&path).ok(&path).clone();
+        assert_eq!((&body["completeness"], &body["data"]), (&Value::from("none"), &Value::Array(Vec::new())));
+    }
+    check_liquidation_lists(&server);
+}
+
+/// The venue's and one pair's liquidation lists, once the simulated market has liquidated some.
+fn check_liquidation_lists(server: &Server) {
+    let venue = wait_data(server, "/v1/liquidations?limit=500", Duration::from_secs(90), |d| !d.is_empty());
+    assert!(newest_first(&venue), "{venue:?}");
+    venue.iter().for_each(|l| assert!(check_liquidation(l, true)));
+    let pair = venue[0]["symbol"].as_str().expect("symbol").to_owned();
+    let list = |q: &str| data(server, &format!("/v1/liquidations/{pair}?limit=128{q}"));
+    let mine = list("");
+    assert!(!mine.is_empty() && newest_first(&mine), "{mine:?}");
+    mine.iter().for_each(|l| assert!(check_liquidation(l, false)));
+    let last = server.get_authed(&format!("/v1/perp/{pair}")).ok("perp")["data"]["liquidations"]["last"].clone();
+    assert!(!last.is_null(), "a pair with liquidations has a last one");
+    for side in ["long", "short"] {
+        assert!(list(&format!("&side={side}")).iter().all(|l| l["side"] == side));
+    }
+    let least = number(&mine[0]["usd"], "usd");
+    assert!(list(&format!("&min_usd={least}")).iter().all(|l| number(&l["usd"], "usd") >= least));
+    assert_eq!(data(server, &format!("/v1/liquidations/{pair}?limit=1")).len(), 1);
+    assert!(data(server, "/v1/liquidations?limit=3").len() <= 3);
+}
