@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import Rampart, Receiver, price_of, wait_for
 
 import rampart
@@ -48,6 +49,15 @@ def test_market_data_methods(server: Rampart, key: str) -> None:
         assert c.book("BTCUSDT", limit=5)["inSync"] in (True, False)
         assert set(c.latency()) == {"tickToDecisionUs", "readToDecisionUs"}
         assert c.reset_latency() == {"reset": True}
+        # The live feed reads no perpetual yet (docs/design/derivatives.md): every pair answers
+        # as one without a perpetual, the venue's lists are empty.
+        with pytest.raises(rampart.NotFoundError) as no_perp:
+            c.perp("BTCUSDT")
+        assert no_perp.value.message == "no perpetual contract for 'BTCUSDT' on binance"
+        with pytest.raises(rampart.NotFoundError):
+            c.liquidations("BTCUSDT", side="long", min_usd=0, limit=5)
+        assert c.perp_bulk(symbols=["BTCUSDT"])["data"] == []
+        assert c.liquidations_bulk(limit=5)["data"] == []
 
 
 def _walls_at(c: Client, symbol: str, price: float) -> list[rampart.models.Wall]:
@@ -142,6 +152,12 @@ async def test_the_async_client_against_the_server(server: Rampart, key: str) ->
     async with AsyncClient(server.url, key) as c:
         assert rampart.supports(await c.check_version())
         assert (await c.levels("ETHUSDT"))["symbol"] == "ETHUSDT"
+        assert (await c.perp_bulk())["data"] == []
+        assert (await c.liquidations_bulk(side="short"))["data"] == []
+        with pytest.raises(rampart.NotFoundError):
+            await c.perp("ETHUSDT")
+        with pytest.raises(rampart.NotFoundError):
+            await c.liquidations("ETHUSDT")
         assert (await c.exchanges())["data"][0]["exchange"] == "binance"
         assert (await c.webhook_signing())["data"]["signing"] is False
         secret = (await c.rotate_webhook_secret())["data"]["secret"]

@@ -86,6 +86,10 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any], str]] = {
     "densities_bulk": ((), {}, "/v1/densities"),
     "wall_history": (("BTCUSDT",), {"side": "bid"}, "/v1/walls/BTCUSDT/history"),
     "wall_history_bulk": ((), {"min_usd": 1.5}, "/v1/walls/history"),
+    "perp": (("BTCUSDT",), {"exchange": "okx"}, "/v1/perp/BTCUSDT"),
+    "perp_bulk": ((), {"symbols": ["A", "B"]}, "/v1/perp"),
+    "liquidations": (("BTCUSDT",), {"side": "long", "limit": 5}, "/v1/liquidations/BTCUSDT"),
+    "liquidations_bulk": ((), {"min_usd": 1000.0}, "/v1/liquidations"),
     "list_alerts": ((), {"status": "all"}, "/v1/alerts"),
     "create_alert": (
         ({"symbol": "X", "type": "price", "direction": "above", "price": 1.0},),

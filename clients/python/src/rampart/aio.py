@@ -31,9 +31,13 @@ from .models import (
     Latency,
     Levels,
     LevelsBulk,
+    Liquidations,
+    LiquidationsBulk,
     Market,
     Metrics,
     MetricsBulk,
+    Perp,
+    PerpBulk,
     Ranking,
     RedeliverResponse,
     ResetLatencyResponse,
@@ -216,6 +220,46 @@ class AsyncClient:
         """``GET /v1/walls/history``: the venue's walls of the last 24 h."""
         params = {"exchange": exchange, "outcome": outcome, "min_usd": min_usd, "limit": limit}
         return cast(WallHistoryBulk, await self._send(call("getWallHistoryBulk", None, params)))
+
+    # -- derivatives (decisions §17) --------------------------------------------------------
+
+    async def perp(self, symbol: str, *, exchange: str | None = None) -> Perp:
+        """``GET /v1/perp/{symbol}``: the pair's USDT perpetual (404 when it has none)."""
+        c = call("getPerp", {"symbol": symbol}, {"exchange": exchange})
+        return cast(Perp, await self._send(c))
+
+    async def perp_bulk(
+        self, *, exchange: str | None = None, symbols: list[str] | None = None
+    ) -> PerpBulk:
+        """``GET /v1/perp``: the venue's pairs with a perpetual (or ``symbols``, at most 100)."""
+        params = {"exchange": exchange, "symbols": _core.symbols_param(symbols)}
+        return cast(PerpBulk, await self._send(call("getPerpBulk", None, params)))
+
+    async def liquidations(
+        self,
+        symbol: str,
+        *,
+        exchange: str | None = None,
+        side: Literal["long", "short", "any"] | None = None,
+        min_usd: float | None = None,
+        limit: int | None = None,
+    ) -> Liquidations:
+        """``GET /v1/liquidations/{symbol}``: the pair's liquidations of the last 24 h."""
+        params = {"exchange": exchange, "side": side, "min_usd": min_usd, "limit": limit}
+        c = call("getLiquidations", {"symbol": symbol}, params)
+        return cast(Liquidations, await self._send(c))
+
+    async def liquidations_bulk(
+        self,
+        *,
+        exchange: str | None = None,
+        side: Literal["long", "short", "any"] | None = None,
+        min_usd: float | None = None,
+        limit: int | None = None,
+    ) -> LiquidationsBulk:
+        """``GET /v1/liquidations``: the venue's liquidations of the last 24 h."""
+        params = {"exchange": exchange, "side": side, "min_usd": min_usd, "limit": limit}
+        return cast(LiquidationsBulk, await self._send(call("getLiquidationsBulk", None, params)))
 
     # -- alerts -----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ __all__ = [
     "Error",
     "Exchanges",
     "ExchangesDataItem",
+    "Funding",
     "GetWebhookSigningResponse",
     "GetWebhookSigningResponseData",
     "Health",
@@ -43,6 +44,10 @@ __all__ = [
     "LevelAlertRequest",
     "Levels",
     "LevelsBulk",
+    "Liquidation",
+    "LiquidationWithSymbol",
+    "Liquidations",
+    "LiquidationsBulk",
     "Market",
     "MarketData",
     "MetricValues",
@@ -52,7 +57,14 @@ __all__ = [
     "Metrics",
     "MetricsBulk",
     "MetricsBulkDataItem",
+    "OpenInterest",
     "PctAlertRequest",
+    "Perp",
+    "PerpBulk",
+    "PerpBulkEntry",
+    "PerpBulkEntryLiquidations",
+    "PerpData",
+    "PerpDataLiquidations",
     "PriceAlertRequest",
     "Probe",
     "Ranking",
@@ -638,6 +650,96 @@ class Probe(TypedDict):
     partition: NotRequired[str]
     epoch: NotRequired[int | None]
     stalePartitions: NotRequired[list[int]]
+
+
+class Liquidation(TypedDict):
+    side: Literal["long", "short"]
+    price: float
+    qty: float
+    usd: float
+    time: int
+
+
+class LiquidationWithSymbol(TypedDict):
+    symbol: str
+    side: Literal["long", "short"]
+    price: float
+    qty: float
+    usd: float
+    time: int
+
+
+class OpenInterest(TypedDict):
+    base: float
+    usd: float | None
+    time: int
+    stale: bool
+
+
+class Funding(TypedDict):
+    rate: float
+    rate8h: float
+    intervalH: int
+    nextTime: int
+    time: int
+    stale: bool
+
+
+class PerpDataLiquidations(TypedDict):
+    completeness: Literal["largest_per_second", "all", "partial", "none"]
+    last: Liquidation | None
+
+
+class PerpData(TypedDict):
+    contract: str
+    multiplier: int
+    markPrice: float | None
+    oi: OpenInterest | None
+    funding: Funding | None
+    liquidations: PerpDataLiquidations
+
+
+class Perp(TypedDict):
+    symbol: str
+    exchange: Literal["binance", "bybit", "okx", "bitget"]
+    ts: int
+    data: PerpData
+
+
+class PerpBulkEntryLiquidations(TypedDict):
+    completeness: Literal["largest_per_second", "all", "partial", "none"]
+    last: Liquidation | None
+
+
+class PerpBulkEntry(TypedDict):
+    symbol: str
+    contract: str
+    multiplier: int
+    markPrice: float | None
+    oi: OpenInterest | None
+    funding: Funding | None
+    liquidations: PerpBulkEntryLiquidations
+
+
+class PerpBulk(TypedDict):
+    exchange: Literal["binance", "bybit", "okx", "bitget"]
+    ts: int
+    data: list[PerpBulkEntry]
+
+
+class Liquidations(TypedDict):
+    symbol: str
+    exchange: Literal["binance", "bybit", "okx", "bitget"]
+    completeness: Literal["largest_per_second", "all", "partial", "none"]
+    ts: int
+    data: list[Liquidation]
+
+
+class LiquidationsBulk(TypedDict):
+    exchange: Literal["binance", "bybit", "okx", "bitget"]
+    completeness: Literal["largest_per_second", "all", "partial", "none"]
+    ts: int
+    data: list[LiquidationWithSymbol]
 
 
 class ResetLatencyResponse(TypedDict):
