@@ -22,6 +22,7 @@ pub use crate::firing::Firing;
 use crate::fixed::Price;
 use crate::level::Level;
 use crate::level_alert::{LevelAlerts, LevelCondition};
+use crate::perp_alert::PerpCondition;
 use crate::wall::Wall;
 use crate::wall_alert::{WallAlerts, WallCondition};
 use crate::wall_life::WallEnded;
@@ -114,6 +115,9 @@ pub enum Condition {
     Level(LevelCondition),
     /// A wall of the book appeared, pulled or filled (`decisions.md` §15).
     Wall(WallCondition),
+    /// A derivatives alert: liquidations, open interest or funding (`decisions.md` §17),
+    /// decided by the book's perpetual, never by its trades (the shard holds it apart).
+    Perp(PerpCondition),
 }
 
 impl Condition {
@@ -124,6 +128,7 @@ impl Condition {
             Condition::Pct { .. } => "pct",
             Condition::Level(_) => "level",
             Condition::Wall(_) => "wall",
+            Condition::Perp(c) => c.kind(),
         }
     }
 
@@ -134,6 +139,7 @@ impl Condition {
             Condition::Pct { dir, .. } => dir.as_str(),
             Condition::Level(c) => c.direction.as_str(),
             Condition::Wall(c) => c.side.as_str(),
+            Condition::Perp(c) => c.direction(),
         }
     }
 }
@@ -292,7 +298,7 @@ impl AlertBook {
                 }
                 self.pct_waiting[w].reserve(total.saturating_sub(waiting));
             }
-            Condition::Level(_) | Condition::Wall(_) => {}
+            Condition::Level(_) | Condition::Wall(_) | Condition::Perp(_) => {}
         }
     }
 
@@ -315,6 +321,12 @@ impl AlertBook {
                     self.remove(spec.id);
                     self.walls.insert(spec.id, c, spec.repeat, spec.cooldown_s);
                 }
+                return;
+            }
+            Condition::Perp(_) => {
+                // Decided by the book's perpetual (the shard's `PerpAlertBook`), not here.
+                debug_assert!(false, "a derivatives alert handed to a book's trade alerts");
+                self.remove(spec.id);
                 return;
             }
             Condition::Price { .. } | Condition::Pct { .. } => {}
@@ -380,7 +392,7 @@ impl AlertBook {
                     gen,
                 }));
             }
-            Condition::Level(_) | Condition::Wall(_) => {}
+            Condition::Level(_) | Condition::Wall(_) | Condition::Perp(_) => {}
         }
     }
 

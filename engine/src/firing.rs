@@ -2,6 +2,9 @@
 
 use crate::fixed::Price;
 use crate::level::Level;
+use crate::perp_alert::LiqDirection;
+use crate::perp_interval::PerpInterval;
+use crate::perp_recent::Liquidation;
 use crate::wall::Wall;
 use crate::wall_life::Gone;
 
@@ -44,6 +47,63 @@ pub enum Detail {
     Level(Level),
     /// The wall.
     Wall(WallHit),
+    /// What a derivatives alert fired on (`decisions.md` §17, "Firing body").
+    Perp(PerpTrigger),
+}
+
+/// The numbers of a derivatives alert's firing, as its body gives them (`decisions.md` §17):
+/// taken from the pair's perpetual on the shard when it fires.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum PerpTrigger {
+    /// `liquidations`, event `order`: the message's largest liquidation of the alert's side,
+    /// and how many of that message's qualified.
+    Order {
+        /// The liquidation.
+        liquidation: Liquidation,
+        /// How many of the message's liquidations of the alert's side were worth its `min_usd`.
+        count: u32,
+    },
+    /// `liquidations`, event `sum`: the window's sum of the alert's side after the update.
+    Sum {
+        /// The alert's side (`Any`: long + short).
+        side: LiqDirection,
+        /// The sum, USD.
+        sum_usd: f64,
+        /// Liquidations in it.
+        count: u32,
+        /// The window.
+        window: PerpInterval,
+        /// The start of the window's first slot, Unix ms.
+        from_ms: i64,
+        /// The pair's newest liquidation (`None` only if the book kept none).
+        last: Option<Liquidation>,
+    },
+    /// `oi`: open interest now and its change over the window.
+    Oi {
+        /// Base units.
+        base: f64,
+        /// USD (`None` when not known).
+        usd: Option<f64>,
+        /// `oiChange` over the window, percent.
+        change_pct: f64,
+        /// The window.
+        window: PerpInterval,
+        /// OI (base units) the change is from.
+        from_base: f64,
+        /// Its time, Unix ms.
+        from_ms: i64,
+    },
+    /// `funding`: the pair's funding after the update.
+    Funding {
+        /// Percent per `interval_h`.
+        rate: f64,
+        /// Percent per 8 h.
+        rate8h: f64,
+        /// The funding interval, hours.
+        interval_h: u32,
+        /// The next settlement, Unix ms.
+        next_ms: i64,
+    },
 }
 
 impl Firing {
@@ -59,6 +119,14 @@ impl Firing {
     pub fn wall(&self) -> Option<WallHit> {
         match self.detail {
             Detail::Wall(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// What a derivatives alert fired on.
+    pub fn perp(&self) -> Option<PerpTrigger> {
+        match self.detail {
+            Detail::Perp(p) => Some(p),
             _ => None,
         }
     }

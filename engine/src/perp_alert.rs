@@ -51,6 +51,32 @@ pub enum FundingDirection {
     Below,
 }
 
+/// The API's spellings of the three directions (`decisions.md` §17's tables), and back.
+macro_rules! spelled {
+    ($t:ident { $($v:ident => $s:literal),+ }) => {
+        impl $t {
+            /// Every value, in the order the refusals list them.
+            pub const ALL: &'static [$t] = &[$($t::$v),+];
+
+            /// The API's spelling.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($t::$v => $s),+
+                }
+            }
+
+            /// The value spelled `s`; `None` for anything else.
+            pub fn parse(s: &str) -> Option<$t> {
+                $t::ALL.iter().copied().find(|x| x.as_str() == s)
+            }
+        }
+    };
+}
+
+spelled!(LiqDirection { Long => "long", Short => "short", Any => "any" });
+spelled!(OiDirection { Up => "up", Down => "down", Any => "any" });
+spelled!(FundingDirection { Above => "above", Below => "below" });
+
 /// Where an alert with state stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arm {
@@ -237,6 +263,55 @@ pub enum PerpCondition {
     },
     /// `funding`, on `rate8h`.
     Funding(FundingLevel),
+}
+
+impl PerpCondition {
+    /// The alert type as the API spells it: `liquidations`, `oi` or `funding`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PerpCondition::Order(_) | PerpCondition::Sum { .. } => "liquidations",
+            PerpCondition::Oi { .. } => "oi",
+            PerpCondition::Funding(_) => "funding",
+        }
+    }
+
+    /// The direction as the API spells it.
+    pub fn direction(&self) -> &'static str {
+        match self {
+            PerpCondition::Order(o) => o.direction.as_str(),
+            PerpCondition::Sum { sum, .. } => sum.direction.as_str(),
+            PerpCondition::Oi { change, .. } => change.direction.as_str(),
+            PerpCondition::Funding(f) => f.direction.as_str(),
+        }
+    }
+
+    /// A `liquidations` alert's event (`order`, `sum`); `None` for the others.
+    pub fn event(&self) -> Option<&'static str> {
+        match self {
+            PerpCondition::Order(_) => Some("order"),
+            PerpCondition::Sum { .. } => Some("sum"),
+            PerpCondition::Oi { .. } | PerpCondition::Funding(_) => None,
+        }
+    }
+
+    /// The window of a `sum` or `oi` alert.
+    pub fn window(&self) -> Option<PerpInterval> {
+        match *self {
+            PerpCondition::Sum { window, .. } | PerpCondition::Oi { window, .. } => Some(window),
+            PerpCondition::Order(_) | PerpCondition::Funding(_) => None,
+        }
+    }
+
+    /// `min_usd` in cents: a `liquidations` alert's least value, an `oi` alert's least `oiUsd`
+    /// (whole dollars for `oi`).
+    pub fn min_usd_cents(&self) -> Option<u64> {
+        match *self {
+            PerpCondition::Order(o) => Some(o.min_usd_cents),
+            PerpCondition::Sum { sum, .. } => Some(sum.min_usd_cents),
+            PerpCondition::Oi { change, .. } => Some(change.min_usd.saturating_mul(100)),
+            PerpCondition::Funding(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]

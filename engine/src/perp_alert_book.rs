@@ -103,6 +103,8 @@ pub enum PerpHit {
     Sum {
         /// The window.
         window: PerpInterval,
+        /// The side summed (the alert's direction).
+        side: LiqDirection,
         /// The sum, USD.
         sum_usd: f64,
     },
@@ -253,6 +255,11 @@ impl PerpAlertBook {
     /// room the caller keeps in the firing buffer.
     pub fn firings_max(&self) -> usize {
         self.ids.len()
+    }
+
+    /// Every alert id held, in no order.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.ids.keys().copied()
     }
 
     /// True when alert `id` is held.
@@ -455,7 +462,7 @@ impl PerpAlertBook {
                 continue;
             }
             let sum_usd = LiqSum { direction: d, min_usd_cents: 0 }.sum(sums.long_usd, sums.short_usd);
-            self.step_group(g, cents(sum_usd), ts_ms, PerpHit::Sum { window, sum_usd }, out);
+            self.step_group(g, cents(sum_usd), ts_ms, PerpHit::Sum { window, side: d, sum_usd }, out);
         }
     }
 

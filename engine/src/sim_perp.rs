@@ -672,7 +672,11 @@ fn liquidate(c: &mut PerpSim, now_ms: i64, dt: f64, move_1m: f64, mark: f64, out
     }
     for k in 0..c.pending_len {
         let (side, usd) = c.pending_liqs[k];
-        push_liquidation(c, now_ms, side, usd / mark, mark, 0.0, out);
+        // Worth at least `usd` at the price it is sent at (the mark on the tick): rounded up to
+        // the lot, so an injected $1M is not $999 990 after rounding.
+        let price = (mark * SCALE as f64 / c.tick as f64).round().max(1.0) * c.tick as f64 / SCALE as f64;
+        let qty = (usd / price / c.lot).ceil() * c.lot;
+        push_liquidation(c, now_ms, side, qty, mark, 0.0, out);
     }
     c.pending_len = 0;
 }

@@ -191,7 +191,7 @@ fn a_sum_alert_fires_once_per_passing() {
     r.book.insert(sum(2, M5, LiqDirection::Any, 10_000.0)).expect("room");
     assert_eq!(r.sums(M5, 9_999.99, 0.0), NONE);
     assert_eq!(r.sums(M5, 10_000.0, 0.0), [1, 2], "the update that brings it to the minimum");
-    assert!(matches!(r.out[0].hit, PerpHit::Sum { window: M5, sum_usd } if sum_usd == 10_000.0));
+    assert!(matches!(r.out[0].hit, PerpHit::Sum { window: M5, sum_usd, .. } if sum_usd == 10_000.0));
     assert_eq!(r.sums(M5, 15_000.0, 0.0), NONE, "once");
     assert_eq!(r.sums(M5, 10_000.0, 0.0), NONE, "at the minimum is not below it");
     assert_eq!(r.sums(M5, 9_999.99, 1.0), NONE, "below (long): 1 re-armed; any is at 10 000.99");
@@ -679,7 +679,7 @@ fn the_book_decides_what_each_alert_decides_on_its_own() {
                         let PerpCondition::Sum { window, sum } = spec.condition else { return None };
                         let s = s.filter(|_| window == w)?;
                         let sum_usd = sum.sum(s.long_usd, s.short_usd);
-                        sum.on_sum(arm, sum_usd).then_some(PerpHit::Sum { window, sum_usd })
+                        sum.on_sum(arm, sum_usd).then_some(PerpHit::Sum { window, side: sum.direction, sum_usd })
                     });
                     compare(&mut out, &expected, round, step);
                 }

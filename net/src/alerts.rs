@@ -3,6 +3,7 @@
 //! and the market (`rules`), each with its exact message and unit-tested.
 
 mod decimal;
+pub mod derivatives;
 pub mod lifecycle;
 pub mod patch;
 pub mod request;

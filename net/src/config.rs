@@ -24,6 +24,10 @@ pub struct Plan {
     /// omits it may.
     #[serde(default = "structure_alerts_default")]
     pub structure_alerts: bool,
+    /// May create derivatives alerts (`liquidations`, `oi`, `funding`; `decisions.md` §17); a
+    /// plan from the file that omits it may.
+    #[serde(default = "structure_alerts_default")]
+    pub derivatives_alerts: bool,
     /// Requests admitted in any 60-second window.
     pub burst_per_min: u32,
     /// Requests admitted per UTC day.
@@ -75,6 +79,7 @@ impl Default for Plans {
             pct_alerts: pct,
             repeat,
             structure_alerts: api,
+            derivatives_alerts: api,
             burst_per_min: 120,
             daily_quota: quota,
             operator: false,

@@ -354,7 +354,7 @@ impl World {
         let shard = &mut self.shards[s];
         for _ in 0..n {
             let Some(cmd) = shard.queue.pop() else { break };
-            if shard.alerts.apply(&mut shard.market, &registry, &cmd) == Some(true) {
+            if shard.alerts.apply(&mut shard.market, None, &registry, &cmd) == Some(true) {
                 let want = shard.market.books().iter().map(|b| b.alerts.len()).max().unwrap_or(0) + 64;
                 shard.events.reserve(want);
             }

@@ -165,7 +165,7 @@ fn paused_alerts_fire_nothing_resume_without_a_spurious_firing_and_max_fires_end
         (json!({"max_fires":1001}), "max_fires must be a whole number from 1 to 1000, or null"),
         (json!({"paused":"no"}), "field 'paused' must be true or false"),
         (json!({"webhook_format":"teams"}), "invalid webhook_format 'teams'. Allowed: json, discord, slack"),
-        (json!({"message":"{{sym}}"}), "unknown placeholder '{{sym}}' in message; known: {{exchange}} {{symbol}} {{type}} {{event}} {{direction}} {{price}} {{move}} {{level}} {{wall_usd}} {{note}} {{time}}"),
+        (json!({"message":"{{sym}}"}), "unknown placeholder '{{sym}}' in message; known: {{exchange}} {{symbol}} {{type}} {{event}} {{direction}} {{price}} {{move}} {{level}} {{wall_usd}} {{liq_usd}} {{oi_change}} {{funding}} {{note}} {{time}}"),
         (json!({"message":"x".repeat(1001)}), "message is longer than 1000 characters"),
     ];
     for (b, message) in refused {

@@ -308,7 +308,7 @@ fn exchange_is_case_insensitive_and_unknown_fields_are_refused() {
                       "webhookUrl":"https://hooks.example.com/x"});
     server.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).assert_error(
         422,
-        "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
+        "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, funding_pct, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
         "the response's spelling in a request",
     );
     let listed = server.get("/v1/alerts?status=all", Some(&server.key));

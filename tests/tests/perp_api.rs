@@ -217,3 +217,49 @@ fn check_liquidation_lists(server: &Server) {
     assert_eq!(data(server, &format!("/v1/liquidations/{pair}?limit=1")).len(), 1);
     assert!(data(server, "/v1/liquidations?limit=3").len() <= 3);
 }
+
+#[test]
+fn the_symbol_listings_name_each_pairs_perpetual_or_null() {
+    let server = Server::start(BIN, FAST);
+    let one = server.get_authed("/v1/symbols/BTCUSDT?exchange=okx").ok("symbol")["data"]["perp"].clone();
+    assert_eq!(one["contract"], "BTC-USDT-SWAP", "{one}");
+    assert_eq!(one["multiplier"], 1, "{one}");
+    let rows = data(&server, "/v1/exchanges/binance/symbols");
+    let with = with_perp(&server, "binance");
+    assert!(!with.is_empty() && rows.len() > with.len(), "{} rows, {} with a perpetual", rows.len(), with.len());
+    for row in &rows {
+        let symbol = row["symbol"].as_str().expect("symbol");
+        match with.contains(symbol) {
+            true => assert!(row["perp"]["contract"].as_str().is_some_and(|c| !c.is_empty()), "{row}"),
+            false => assert!(row.get("perp").is_some_and(Value::is_null), "{row}"),
+        }
+    }
+}
+
+#[test]
+fn a_windows_history_is_sixty_slots_oldest_first_with_null_before_the_watch() {
+    let server = Server::start(BIN, FAST);
+    thread::sleep(Duration::from_secs(2));
+    let body = server.get_authed("/v1/perp/btcusdt/history?exchange=bybit&interval=5m").ok("history").clone();
+    assert_eq!((body["symbol"].clone(), body["exchange"].clone()), (Value::from("BTCUSDT"), Value::from("bybit")));
+    assert_eq!((body["interval"].clone(), body["slotMs"].clone()), (Value::from("5m"), Value::from(5_000)), "{body}");
+    let slots = body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(slots.len(), 60, "{body}");
+    let times: Vec<i64> = slots.iter().map(|s| s["time"].as_i64().expect("time")).collect();
+    assert!(times.windows(2).all(|w| w[1] - w[0] == 5_000), "oldest first, one slot apart: {times:?}");
+    let newest = &slots[59];
+    assert!(newest["oiBase"].as_f64().is_some_and(|b| b > 0.0) && newest["oiUsd"].is_null(), "{newest}");
+    assert!(newest["longCount"].as_u64().is_some() && newest["shortUsd"].as_f64().is_some(), "{newest}");
+    // Started a few seconds ago: most of the 5 minutes were not watched.
+    let oldest = &slots[0];
+    assert!(oldest["oiBase"].is_null() && oldest["longUsd"].is_null() && oldest["longCount"].is_null(), "{oldest}");
+    let ask = |path: &str| server.get_authed(path);
+    ask("/v1/perp/BTCUSDT/history?interval=2h").assert_error(
+        422,
+        "invalid interval '2h'. Allowed: 5m, 15m, 1h, 4h, 1d, 1w",
+        "interval",
+    );
+    ask("/v1/perp/NOPEUSDT/history").assert_error(404, "unknown symbol 'NOPEUSDT' on binance", "unknown");
+    let default = ask("/v1/perp/ETHUSDT/history?exchange=okx").ok("default").clone();
+    assert_eq!((default["interval"].clone(), default["slotMs"].clone()), (Value::from("1h"), Value::from(60_000)));
+}

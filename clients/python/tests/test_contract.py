@@ -87,6 +87,7 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any], str]] = {
     "wall_history": (("BTCUSDT",), {"side": "bid"}, "/v1/walls/BTCUSDT/history"),
     "wall_history_bulk": ((), {"min_usd": 1.5}, "/v1/walls/history"),
     "perp": (("BTCUSDT",), {"exchange": "okx"}, "/v1/perp/BTCUSDT"),
+    "perp_history": (("BTCUSDT",), {"interval": "4h"}, "/v1/perp/BTCUSDT/history"),
     "perp_bulk": ((), {"symbols": ["A", "B"]}, "/v1/perp"),
     "liquidations": (("BTCUSDT",), {"side": "long", "limit": 5}, "/v1/liquidations/BTCUSDT"),
     "liquidations_bulk": ((), {"min_usd": 1000.0}, "/v1/liquidations"),

@@ -8,15 +8,14 @@
 //! [`SYMBOL_MAX`] bytes, and every enum tag is checked, so malformed bytes are a [`WireError`],
 //! never a panic or a large allocation (`fuzz/fuzz_targets/cluster_wire.rs`).
 
-use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
+use rampart_engine::alert::AlertSpec;
 use rampart_engine::level::{Formation, Origin};
-use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent};
 use rampart_engine::metrics::Window;
-use rampart_engine::site_alert::WallSide;
-use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::{Candle, Price, Qty, Side, Timeframe, Venue};
 
 use rampart_state::pair_metrics::{Depth, PairMetrics, WallsSummary};
+mod condition;
+
 use rampart_state::{AlertChange, AlertState, DensitySnapshot, DepthView, LevelSnapshot, PublishedWall};
 
 /// The format's version, first byte of every message; a message of another version is refused.
@@ -271,12 +270,6 @@ impl<'a> In<'a> {
 const FORMATIONS: [Formation; 2] = [Formation::High, Formation::Low];
 const ORIGINS: [Origin; 6] = [Origin::M15, Origin::H1, Origin::H4, Origin::D1, Origin::W1, Origin::Dmax];
 const SIDES: [Side; 2] = [Side::Bid, Side::Ask];
-const CROSSES: [Cross; 2] = [Cross::Above, Cross::Below];
-const MOVES: [Move; 3] = [Move::Up, Move::Down, Move::Any];
-const LEVEL_EVENTS: [LevelEvent; 3] = [LevelEvent::Approach, LevelEvent::Touch, LevelEvent::Break];
-const LEVEL_DIRECTIONS: [LevelDirection; 3] = [LevelDirection::Above, LevelDirection::Below, LevelDirection::Any];
-const WALL_EVENTS: [WallEvent; 3] = [WallEvent::Appeared, WallEvent::Pulled, WallEvent::Filled];
-const WALL_SIDES: [WallSide; 3] = [WallSide::Bid, WallSide::Ask, WallSide::Any];
 
 fn index_of<T: PartialEq>(all: &[T], v: &T) -> u8 {
     all.iter().position(|a| a == v).unwrap_or(0) as u8
@@ -502,79 +495,10 @@ pub fn alert_command(c: &AlertCommand) -> Vec<u8> {
     out.i64(c.change.version as i64);
     if let Some(spec) = spec {
         out.u8(spec.repeat as u8);
-        condition(&mut out, &spec.condition);
+        condition::condition(&mut out, &spec.condition);
         out.u32(spec.cooldown_s);
     }
     out.0
-}
-
-fn condition(out: &mut Out, condition: &Condition) {
-    match *condition {
-        Condition::Price { cross, level } => {
-            out.u8(0);
-            out.u8(index_of(&CROSSES, &cross));
-            out.i64(level.0);
-        }
-        Condition::Pct { dir, millionths, window } => {
-            out.u8(1);
-            out.u8(index_of(&MOVES, &dir));
-            out.u32(millionths);
-            out.u8(window.index() as u8);
-        }
-        Condition::Level(c) => {
-            out.u8(2);
-            out.u8(index_of(&LEVEL_EVENTS, &c.event));
-            out.u8(index_of(&LEVEL_DIRECTIONS, &c.direction));
-            out.u32(c.within_millionths);
-            out.u32(c.min_strength);
-            out.u32(u32::from(c.timeframes));
-        }
-        Condition::Wall(c) => {
-            out.u8(3);
-            out.u8(index_of(&WALL_EVENTS, &c.event));
-            out.u8(index_of(&WALL_SIDES, &c.side));
-            out.i64(i64::try_from(c.min_usd_cents).unwrap_or(i64::MAX));
-            out.u32(c.min_ratio_hundredths);
-            out.u32(c.max_dist_hundredths);
-            out.u32(c.min_age_s);
-        }
-    }
-}
-
-fn read_condition(r: &mut In<'_>) -> Result<Condition, WireError> {
-    Ok(match r.u8()? {
-        0 => Condition::Price { cross: r.tag(&CROSSES, "cross")?, level: Price(r.i64()?) },
-        1 => {
-            let dir = r.tag(&MOVES, "move")?;
-            let millionths = r.u32()?;
-            Condition::Pct { dir, millionths, window: r.tag(&Timeframe::ALL, "timeframe")? }
-        }
-        2 => {
-            let event = r.tag(&LEVEL_EVENTS, "level event")?;
-            let direction = r.tag(&LEVEL_DIRECTIONS, "level direction")?;
-            let within_millionths = r.u32()?;
-            let min_strength = r.u32()?;
-            let timeframes = u16::try_from(r.u32()?).map_err(|_| WireError::Invalid("timeframes"))?;
-            Condition::Level(LevelCondition { event, direction, within_millionths, min_strength, timeframes })
-        }
-        3 => {
-            let event = r.tag(&WALL_EVENTS, "wall event")?;
-            let side = r.tag(&WALL_SIDES, "wall side")?;
-            let min_usd_cents = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("min_usd_cents"))?;
-            let min_ratio_hundredths = r.u32()?;
-            let max_dist_hundredths = r.u32()?;
-            let min_age_s = r.u32()?;
-            Condition::Wall(WallCondition {
-                event,
-                side,
-                min_usd_cents,
-                min_ratio_hundredths,
-                max_dist_hundredths,
-                min_age_s,
-            })
-        }
-        _ => return Err(WireError::Invalid("condition")),
-    })
 }
 
 /// Reads an alert command (the release before versions' too, as version 0).
@@ -592,7 +516,7 @@ pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
         1 | 4 => AlertState::Gone,
         _ => {
             let repeat = r.bool()?;
-            let condition = read_condition(&mut r)?;
+            let condition = condition::read_condition(&mut r)?;
             // Before versions the cooldown trailed the condition only when set.
             let cooldown_s = if !versioned && r.done() { 0 } else { r.u32()? };
             let spec = AlertSpec { id, condition, repeat, cooldown_s };
@@ -716,6 +640,14 @@ pub fn read_depth(buf: &[u8]) -> Result<DepthView, WireError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rampart_engine::alert::{Condition, Cross, Move};
+    use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent};
+    use rampart_engine::perp_alert::{
+        FundingDirection, FundingLevel, LiqDirection, LiqOrder, LiqSum, OiChange, OiDirection, PerpCondition,
+    };
+    use rampart_engine::perp_book::PerpInterval;
+    use rampart_engine::site_alert::WallSide;
+    use rampart_engine::wall_alert::{WallCondition, WallEvent};
 
     fn name(symbol: &str) -> BookName {
         BookName { venue: Venue::Okx, symbol: symbol.into() }
@@ -854,6 +786,18 @@ mod tests {
                 5,
             ),
         ];
+        let h1 = PerpInterval::parse("1h").expect("1h");
+        let derivatives = [
+            PerpCondition::Order(LiqOrder { direction: LiqDirection::Short, min_usd_cents: 100_000_000 }),
+            PerpCondition::Sum { window: h1, sum: LiqSum { direction: LiqDirection::Any, min_usd_cents: 12_345 } },
+            PerpCondition::Oi {
+                window: h1,
+                change: OiChange { direction: OiDirection::Down, pct_micro: 7_500_000, min_usd: 2_000_000 },
+            },
+            PerpCondition::Funding(FundingLevel { direction: FundingDirection::Below, pct_micro: -12_345 }),
+        ];
+        let commands =
+            commands.into_iter().chain(derivatives.into_iter().map(|c| held("F", spec(Condition::Perp(c)), 6)));
         for c in commands {
             assert_eq!(read_alert_command(&alert_command(&c)), Ok(c));
         }

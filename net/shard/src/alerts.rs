@@ -3,11 +3,18 @@
 //! for its alert ([`AlertVersions`]), one-pair alerts on their book, `*` alerts on every book of
 //! their venue the shard owns (and on each it takes later). A command, not a tick: it may
 //! allocate (an alert book's heaps grow to hold a new alert).
+//!
+//! Derivatives alerts (`decisions.md` §17) go to the book's perpetual ([`ShardPerps`]) rather
+//! than its trade alerts; a shard without perpetuals (the live feed, for now) holds them nowhere,
+//! and the API refuses them there (no pair of it has a perpetual). The one-pair ones a shard
+//! starts with wait in [`ShardAlerts::attach_perps`]'s list until its perpetuals exist.
 
+use rampart_engine::alert::{AlertSpec, Condition};
 use rampart_engine::market::Market;
 use rampart_engine::{BookId, Registry, Venue};
 use rampart_state::{AlertChange, AlertState, Command};
 
+use super::perp::ShardPerps;
 use super::universe::{StartAlerts, UniverseAlerts};
 use super::versions::AlertVersions;
 
@@ -16,6 +23,12 @@ use super::versions::AlertVersions;
 pub struct ShardAlerts {
     versions: AlertVersions,
     universe: UniverseAlerts,
+    /// One-pair derivatives alerts taken before the shard's perpetuals were made (at start).
+    perp_waiting: Vec<(BookId, AlertSpec)>,
+}
+
+fn is_perp(spec: &AlertSpec) -> bool {
+    matches!(spec.condition, Condition::Perp(_))
 }
 
 impl ShardAlerts {
@@ -25,36 +38,78 @@ impl ShardAlerts {
         let mut alerts = ShardAlerts::default();
         for &(book, change) in &start.books {
             if market.get(book).is_some() {
-                alerts.on_book(market, book, change);
+                alerts.on_book(market, None, book, change);
             }
         }
         for &(venue, change) in &start.universe {
-            alerts.on_universe(market, registry, venue, change);
+            alerts.on_universe(market, None, registry, venue, change);
         }
         alerts
     }
 
+    /// Puts the derivatives alerts the shard started with on `perps`, made after
+    /// [`ShardAlerts::starting`]: the one-pair ones on their book, the `*` ones on every listed
+    /// book of their venue.
+    pub fn attach_perps(&mut self, market: &Market, registry: &Registry, perps: &mut ShardPerps) {
+        for (book, spec) in self.perp_waiting.drain(..) {
+            perps.insert_alert(book, spec);
+        }
+        for venue in Venue::ALL {
+            let specs: Vec<AlertSpec> = self.universe.of(venue).filter(is_perp).collect();
+            for spec in specs {
+                for book in listed_books(market, registry, venue) {
+                    perps.insert_alert(book, spec);
+                }
+            }
+        }
+    }
+
     /// Carries out `cmd` when it is an alert's change (`Some`: true when books now hold more
     /// alerts than before, so the event backlog needs more room); `None` for any other command.
-    pub fn apply(&mut self, market: &mut Market, registry: &Registry, cmd: &Command) -> Option<bool> {
+    pub fn apply(
+        &mut self,
+        market: &mut Market,
+        perps: Option<&mut ShardPerps>,
+        registry: &Registry,
+        cmd: &Command,
+    ) -> Option<bool> {
         match *cmd {
-            Command::Alert { book, change } => Some(self.on_book(market, book, change)),
-            Command::Universe { venue, change } => Some(self.on_universe(market, registry, venue, change)),
+            Command::Alert { book, change } => Some(self.on_book(market, perps, book, change)),
+            Command::Universe { venue, change } => Some(self.on_universe(market, perps, registry, venue, change)),
             _ => None,
         }
     }
 
     /// Applies `change` of a one-pair alert on `book` when it is the newest; true when the book
     /// now holds more alerts than before (the shard's event backlog needs more room).
-    pub fn on_book(&mut self, market: &mut Market, book: BookId, change: AlertChange) -> bool {
+    pub fn on_book(
+        &mut self,
+        market: &mut Market,
+        perps: Option<&mut ShardPerps>,
+        book: BookId,
+        change: AlertChange,
+    ) -> bool {
         if !self.versions.admit(change.id, change.version, change.spec().is_some()) {
             return false;
         }
-        match change.state {
-            AlertState::Held(spec) => market.insert_alert(book, spec),
-            AlertState::Resumed(spec) => market.resume_alert(book, spec),
-            AlertState::Gone => {
+        match (change.state, perps) {
+            // A derivatives alert resumes as made (§17: armed as if made now).
+            (AlertState::Held(spec) | AlertState::Resumed(spec), Some(perps)) if is_perp(&spec) => {
+                perps.insert_alert(book, spec)
+            }
+            (AlertState::Held(spec) | AlertState::Resumed(spec), None) if is_perp(&spec) => {
+                self.perp_waiting.retain(|(_, s)| s.id != spec.id);
+                self.perp_waiting.push((book, spec));
+                false
+            }
+            (AlertState::Held(spec), _) => market.insert_alert(book, spec),
+            (AlertState::Resumed(spec), _) => market.resume_alert(book, spec),
+            (AlertState::Gone, perps) => {
                 market.remove_alert(book, change.id);
+                if let Some(perps) = perps {
+                    perps.remove_alert(book, change.id);
+                }
+                self.perp_waiting.retain(|(_, s)| s.id != change.id);
                 false
             }
         }
@@ -63,7 +118,14 @@ impl ShardAlerts {
     /// Applies `change` of a `*` alert of `venue` when it is the newest: held, it is put on (or
     /// retuned on) every owned, listed book of the venue; gone, taken off every book. True when
     /// books now hold more alerts than before.
-    pub fn on_universe(&mut self, market: &mut Market, registry: &Registry, venue: Venue, change: AlertChange) -> bool {
+    pub fn on_universe(
+        &mut self,
+        market: &mut Market,
+        mut perps: Option<&mut ShardPerps>,
+        registry: &Registry,
+        venue: Venue,
+        change: AlertChange,
+    ) -> bool {
         if !self.versions.admit(change.id, change.version, change.spec().is_some()) {
             return false;
         }
@@ -73,28 +135,44 @@ impl ShardAlerts {
                     market.books().iter().filter(|b| registry.get(b.id).venue == venue).map(|b| b.id).collect();
                 for book in books {
                     market.remove_alert(book, change.id);
+                    if let Some(perps) = perps.as_deref_mut() {
+                        perps.remove_alert(book, change.id);
+                    }
                 }
             }
             return false;
         };
         self.universe.add(venue, spec);
-        let books: Vec<BookId> =
-            market.books().iter().filter(|b| !b.delisted && registry.get(b.id).venue == venue).map(|b| b.id).collect();
-        // `*` alerts are percent, level and wall alerts: they resume as created (§16).
+        // `*` alerts are percent, level, wall and derivatives alerts: they resume as created (§16).
         let mut grew = false;
-        for book in books {
-            grew |= market.insert_alert(book, spec);
+        for book in listed_books(market, registry, venue) {
+            grew |= match perps.as_deref_mut() {
+                Some(perps) if is_perp(&spec) => perps.insert_alert(book, spec),
+                // Without perpetuals (yet): `attach_perps` puts it on them.
+                None if is_perp(&spec) => false,
+                _ => market.insert_alert(book, spec),
+            };
         }
         grew
     }
 
     /// A book taken after start or listed again: its venue's `*` alerts go on it. True when it
     /// now holds alerts.
-    pub fn on_book_taken(&self, market: &mut Market, registry: &Registry, book: BookId) -> bool {
+    pub fn on_book_taken(
+        &self,
+        market: &mut Market,
+        mut perps: Option<&mut ShardPerps>,
+        registry: &Registry,
+        book: BookId,
+    ) -> bool {
         let venue = registry.get(book).venue;
         let mut grew = false;
         for spec in self.universe.of(venue) {
-            grew |= market.insert_alert(book, spec);
+            grew |= match perps.as_deref_mut() {
+                Some(perps) if is_perp(&spec) => perps.insert_alert(book, spec),
+                None if is_perp(&spec) => false,
+                _ => market.insert_alert(book, spec),
+            };
         }
         grew
     }
@@ -119,4 +197,9 @@ impl ShardAlerts {
     pub fn version(&self, id: u64) -> Option<(u64, bool)> {
         self.versions.last(id)
     }
+}
+
+/// The books of `venue` `market` owns and that are listed, in the market's order.
+fn listed_books(market: &Market, registry: &Registry, venue: Venue) -> Vec<BookId> {
+    market.books().iter().filter(|b| !b.delisted && registry.get(b.id).venue == venue).map(|b| b.id).collect()
 }

@@ -27,8 +27,8 @@ use rampart_state::pair_metrics;
 use rampart_state::partition::Partition;
 use rampart_state::wall_history::WallHistory;
 use rampart_state::{
-    shard_of_symbol, Command, Commands, DensitySnapshot, DepthView, EventQueue, EventSender, Latency, LevelSnapshot,
-    Pong, PublishedWall, ShardEvent, Shared, BOOKS_ADDED_MAX, COMMANDS_MAX, LATENCY_PUBLISH_MS, STATUS_DELISTED,
+    shard_of_symbol, Command, Commands, DensitySnapshot, EventQueue, EventSender, Latency, LevelSnapshot, Pong,
+    PublishedWall, ShardEvent, Shared, BOOKS_ADDED_MAX, COMMANDS_MAX, LATENCY_PUBLISH_MS, STATUS_DELISTED,
     STATUS_TRADING,
 };
 
@@ -37,6 +37,8 @@ pub mod cpus;
 pub mod live;
 pub mod nudge;
 pub mod perp;
+mod perp_alerts;
+mod queries;
 #[cfg(test)]
 mod simulation;
 mod spread;
@@ -374,6 +376,10 @@ struct ShardParts {
     alerts: ShardAlerts,
 }
 
+/// The most events the backlog keeps room for on account of derivatives alerts (see
+/// [`Shard::reserve_backlog`]).
+pub const PERP_BACKLOG_RESERVED_MAX: usize = 65_536;
+
 /// One shard's state, owned by its executor.
 pub(crate) struct Shard {
     index: usize,
@@ -499,8 +505,11 @@ impl Shard {
         self
     }
 
-    /// The shard with the simulated perpetuals of its books.
-    fn with_perps(mut self, perps: perp::ShardPerps) -> Shard {
+    /// The shard with the simulated perpetuals of its books, the derivatives alerts it started
+    /// with put on them.
+    fn with_perps(mut self, mut perps: perp::ShardPerps) -> Shard {
+        let registry = self.shared.registry();
+        self.alerts.attach_perps(&self.market, &registry, &mut perps);
         self.perps = Some(perps);
         self
     }
@@ -553,15 +562,31 @@ impl Shard {
         } else {
             self.shared.stats[self.index].backpressure_rounds.fetch_add(1, Ordering::Relaxed);
         }
-        // Perpetual ticks raise no event, so they do not wait for the backlog.
-        if let Some(perps) = self.perps.as_mut() {
-            perps.step(now, &self.market);
+        // The perpetuals' alerts fire too: they wait for the backlog as the spot ticks do.
+        if !self.events.has_backlog() {
+            self.step_perps(now);
         }
         self.levels_soon_due(now);
         self.levels_due(now);
         self.walls_due(now);
         self.metrics_due(now);
         self.publish_counters();
+    }
+
+    /// Steps the perpetuals due at `now`; their alerts' firings go to the writer as the trades'
+    /// do. No allocation (the backlog's room is reserved for the largest book's alerts).
+    fn step_perps(&mut self, now: i64) {
+        let Shard { perps, events, alerts, shared, index, .. } = self;
+        let Some(perps) = perps.as_mut() else { return };
+        let mut n = 0u64;
+        perps.step(now, &self.market, &mut |book, firing| {
+            n += 1;
+            events.enqueue(ShardEvent::Fired { book, firing, universe: alerts.is_universe(firing.id) });
+        });
+        if n > 0 {
+            shared.stats[*index].firings.fetch_add(n, Ordering::Relaxed);
+            events.wake();
+        }
     }
 
     /// Carries out the queued commands; true when told to stop.
@@ -580,37 +605,22 @@ impl Shard {
                 Command::Ping { reply } => {
                     let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
                 }
-                Command::Candles { book, tf, limit, reply } => {
-                    let bars = self.market.get(book).map_or_else(Vec::new, |s| {
-                        let ring = s.candles.ring(tf);
-                        ring.iter().skip(ring.len().saturating_sub(limit)).copied().collect()
-                    });
-                    let _ = reply.send(bars);
-                }
-                Command::Depth { book, limit, reply } => {
-                    let now = self.config.clock.now_ms();
-                    let view = self.market.get(book).map_or_else(DepthView::default, |s| DepthView {
-                        ts_ms: now,
-                        bids: s.book.bids().iter().take(limit).copied().collect(),
-                        asks: s.book.asks().iter().take(limit).copied().collect(),
-                        in_sync: !s.stale && !s.crossed,
-                    });
-                    let _ = reply.send(view);
-                }
+                Command::Candles { .. } | Command::Depth { .. } | Command::PerpHistory { .. } => self.answer(cmd),
                 Command::Alert { .. } | Command::Universe { .. } => {
                     let registry = self.shared.registry();
-                    if self.alerts.apply(&mut self.market, &registry, &cmd) == Some(true) {
+                    if self.alerts.apply(&mut self.market, self.perps.as_mut(), &registry, &cmd) == Some(true) {
                         self.reserve_backlog();
                     }
                 }
                 Command::Delist { book } => {
                     if self.market.get(book).is_some_and(|b| !b.delisted) {
                         // A `*` alert leaves the book, not the venue: it is not reported.
-                        let ids = self.alerts.on_delisted(self.market.delist(book));
-                        self.shared.set_status(book, STATUS_DELISTED);
+                        let mut ids = self.market.delist(book);
                         if let Some(perps) = self.perps.as_mut() {
-                            perps.delist(book, &self.shared.slots[book.index()]);
+                            ids.extend(perps.delist(book, &self.shared.slots[book.index()]));
                         }
+                        let ids = self.alerts.on_delisted(ids);
+                        self.shared.set_status(book, STATUS_DELISTED);
                         self.emit(ShardEvent::Delisted { book, ids });
                     }
                 }
@@ -656,7 +666,7 @@ impl Shard {
     /// A book taken after start or listed again: its venue's `*` alerts go on it.
     fn universe_on_book(&mut self, book: BookId) {
         let registry = self.shared.registry();
-        if self.alerts.on_book_taken(&mut self.market, &registry, book) {
+        if self.alerts.on_book_taken(&mut self.market, self.perps.as_mut(), &registry, book) {
             self.reserve_backlog();
         }
     }
@@ -917,9 +927,16 @@ impl Shard {
         self.events.wake();
     }
 
-    /// Keeps room in the backlog for one tick's firings on the largest alert book, plus slack.
+    /// Keeps room in the backlog for one tick's firings on the largest alert book, or one round
+    /// of perpetual updates ([`perp::PERP_CONTRACTS_PER_ROUND_MAX`] contracts) on the largest
+    /// derivatives alert book up to [`PERP_BACKLOG_RESERVED_MAX`] events, plus slack. Past that
+    /// bound (a market-wide liquidation storm over thousands of `*` derivatives alerts at once)
+    /// the backlog grows: it allocates, and no tick is taken until it has drained.
     pub(crate) fn reserve_backlog(&mut self) {
-        let want = self.market.books().iter().map(|b| b.alerts.len()).max().unwrap_or(0) + 64;
+        let spot = self.market.books().iter().map(|b| b.alerts.len()).max().unwrap_or(0);
+        let per_round = |p: &perp::ShardPerps| p.alerts_per_book_max() * perp::PERP_CONTRACTS_PER_ROUND_MAX;
+        let perp = self.perps.as_ref().map_or(0, |p| per_round(p).min(PERP_BACKLOG_RESERVED_MAX));
+        let want = spot.max(perp) + 64;
         self.events.reserve(want);
     }
 

@@ -23,12 +23,17 @@
 
 use std::sync::Arc;
 
-use rampart_engine::perp_book::{LiqFilter, PerpBook, PerpSpec, RECENT_MAX};
+use rampart_engine::alert::{AlertSpec, Condition};
+use rampart_engine::firing::Firing;
+use rampart_engine::perp_alert_book::{PerpAlertBook, PerpAlertSpec, PerpFiring};
+use rampart_engine::perp_book::{Completeness, LiqFilter, PerpBook, PerpSpec, RECENT_MAX};
 use rampart_engine::sim::PairSpec;
 use rampart_engine::sim_perp::{PerpId, PerpListing, PerpTick, PerpTickKind, SimPerp, SimPerpConfig};
 use rampart_engine::{BookId, Market, Price, Registry, Venue};
 use rampart_state::perp::PerpSnapshot;
 use rampart_state::BookSlot;
+
+use crate::perp_alerts::{self, Update, PERP_ALERTS_PER_BOOK_MAX};
 
 /// Contracts stepped per loop round at most: bounds the tick buffer and the work between two
 /// polls. Each contract is due once a second; the ones past the bound wait for the next round
@@ -46,6 +51,8 @@ struct Held {
     book: Box<PerpBook>,
     /// False from the spot pair's delisting to its relisting.
     listed: bool,
+    /// Its derivatives alerts, made at the first one (`None`: never had one).
+    alerts: Option<Box<PerpAlertBook>>,
 }
 
 /// The simulated perpetuals of one shard: see the module documentation.
@@ -59,6 +66,11 @@ pub struct ShardPerps {
     mids: Vec<Price>,
     /// One round's ticks; capacity [`PERP_CONTRACTS_PER_ROUND_MAX`] × the worst step.
     ticks: Vec<PerpTick>,
+    /// One update's derivatives alert firings; room for the most alerts a book holds, reserved
+    /// as they are inserted.
+    fired: Vec<PerpFiring>,
+    /// The time of the last step (what an alert inserted between steps is armed against).
+    stepped_ms: i64,
 }
 
 impl ShardPerps {
@@ -87,7 +99,7 @@ impl ShardPerps {
             let made = owned.map(|_| PerpBook::new(spec(c.venue, &c.symbol, c.multiplier), now_ms));
             match (owned, made) {
                 (Some(b), Some(Ok(pb))) => {
-                    held[b.index()] = Some(Held { perp, venue: c.venue, book: pb, listed: true });
+                    held[b.index()] = Some(Held { perp, venue: c.venue, book: pb, listed: true, alerts: None });
                     count += 1;
                 }
                 (_, made) => {
@@ -99,7 +111,15 @@ impl ShardPerps {
             }
         }
         let ticks = Vec::with_capacity(PERP_CONTRACTS_PER_ROUND_MAX * sim.ticks_per_step_max());
-        ShardPerps { sim, held, count, mids: vec![Price::ZERO; registry.len()], ticks }
+        ShardPerps {
+            sim,
+            held,
+            count,
+            mids: vec![Price::ZERO; registry.len()],
+            ticks,
+            fired: Vec::new(),
+            stepped_ms: now_ms,
+        }
     }
 
     /// Books with a perpetual here.
@@ -122,30 +142,92 @@ impl ShardPerps {
     }
 
     /// Steps the contracts due at `now_ms` (at most [`PERP_CONTRACTS_PER_ROUND_MAX`]) at the
-    /// mids of `market`, and applies their ticks to the books. Returns how many stepped. No
-    /// allocation, no lock.
-    pub fn step(&mut self, now_ms: i64, market: &Market) -> usize {
+    /// mids of `market`, applies their ticks to the books and hands each update to the book's
+    /// derivatives alerts; each firing goes to `fired` with its book, in order. Returns how many
+    /// stepped. No allocation, no lock.
+    pub fn step(&mut self, now_ms: i64, market: &Market, fired: &mut impl FnMut(BookId, Firing)) -> usize {
+        self.stepped_ms = now_ms;
         self.sim.read_mids(market, &mut self.mids);
         self.ticks.clear();
         let stepped = self.sim.step_due(now_ms, &self.mids, PERP_CONTRACTS_PER_ROUND_MAX, &mut self.ticks);
         debug_assert!(self.ticks.len() <= self.ticks.capacity());
         for k in 0..self.ticks.len() {
             let tick = self.ticks[k];
-            let Some(h) = tick.book.and_then(|b| self.held.get_mut(b.index())?.as_mut()) else { continue };
-            if h.listed {
-                apply(&mut h.book, now_ms, &tick);
+            let Some(b) = tick.book else { continue };
+            let Some(h) = self.held.get_mut(b.index()).and_then(Option::as_mut) else { continue };
+            if !h.listed {
+                continue;
+            }
+            let update = apply(&mut h.book, now_ms, &tick);
+            let (Some(alerts), Some(update)) = (h.alerts.as_deref_mut(), update) else { continue };
+            self.fired.clear();
+            perp_alerts::evaluate(&h.book, alerts, now_ms, tick.ts_ms, update, &mut self.fired);
+            debug_assert!(self.fired.len() <= self.fired.capacity(), "the firings buffer grew");
+            let price = market.get(b).map_or(Price::ZERO, |s| s.last_price);
+            for f in &self.fired {
+                fired(b, perp_alerts::firing(&h.book, now_ms, price, f));
             }
         }
         stepped
     }
 
+    /// Puts derivatives alert `spec` on `book`'s perpetual, armed as if made now (a command, not a
+    /// tick: it may allocate). True when held; false when the book has no perpetual here (or its
+    /// pair is delisted) or the book holds [`PERP_ALERTS_PER_BOOK_MAX`] (logged).
+    pub fn insert_alert(&mut self, book: BookId, spec: AlertSpec) -> bool {
+        let now_ms = self.stepped_ms;
+        let Condition::Perp(condition) = spec.condition else { return false };
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.listed) else {
+            return false;
+        };
+        let alerts = h.alerts.get_or_insert_with(|| Box::new(PerpAlertBook::new(PERP_ALERTS_PER_BOOK_MAX)));
+        if alerts.is_empty() {
+            perp_alerts::prime(&h.book, alerts, now_ms);
+        }
+        let perp = PerpAlertSpec { id: spec.id, condition, repeat: spec.repeat, cooldown_s: spec.cooldown_s };
+        if let Err(e) = alerts.insert(perp) {
+            tracing::error!("book {}: derivatives alert {} not held: {e}", book.0, spec.id);
+            return false;
+        }
+        let room = alerts.firings_max();
+        self.fired.reserve(room.saturating_sub(self.fired.len()));
+        true
+    }
+
+    /// Takes alert `id` off `book`'s perpetual; true if it was held there.
+    pub fn remove_alert(&mut self, book: BookId, id: u64) -> bool {
+        let held = self.held.get_mut(book.index()).and_then(Option::as_mut);
+        held.and_then(|h| h.alerts.as_deref_mut()).is_some_and(|a| a.remove(id))
+    }
+
+    /// The simulated contract of `book`, if it has one (for the control hooks).
+    pub fn perp_of(&self, book: BookId) -> Option<PerpId> {
+        self.held.get(book.index())?.as_ref().map(|h| h.perp)
+    }
+
+    /// The simulator, for its control hooks (an injected liquidation, OI jump, funding change
+    /// or delisting takes effect at the contract's next step).
+    pub fn sim_mut(&mut self) -> &mut SimPerp {
+        &mut self.sim
+    }
+
+    /// Derivatives alerts held over all books (a `*` alert once per book).
+    pub fn alert_count(&self) -> usize {
+        self.held.iter().flatten().filter_map(|h| h.alerts.as_ref()).map(|a| a.len()).sum()
+    }
+
+    /// The most derivatives alerts one book holds (the firings one update can make).
+    pub fn alerts_per_book_max(&self) -> usize {
+        self.held.iter().flatten().filter_map(|h| h.alerts.as_ref()).map(|a| a.len()).max().unwrap_or(0)
+    }
+
     /// Steps every contract due at `now_ms`, round after round (at start-up, so every perpetual
-    /// has its values before the shard is ready). Returns how many stepped.
+    /// has its values before the shard is ready; no alert is held yet). Returns how many stepped.
     pub fn step_all(&mut self, now_ms: i64, market: &Market) -> usize {
         let mut stepped = 0;
         // Ends: a contract stepped at `now_ms` is not due again at `now_ms`.
         loop {
-            let n = self.step(now_ms, market);
+            let n = self.step(now_ms, market, &mut |_, _| {});
             stepped += n;
             if n < PERP_CONTRACTS_PER_ROUND_MAX {
                 return stepped;
@@ -179,13 +261,15 @@ impl ShardPerps {
         }
     }
 
-    /// The spot pair of `book` is delisted: its contract stops ticking and `slot` is emptied.
-    pub fn delist(&mut self, book: BookId, slot: &BookSlot) {
-        if let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut) {
-            h.listed = false;
-            let _ = self.sim.set_listed(h.perp, false);
-            slot.perp.store(None);
-        }
+    /// The spot pair of `book` is delisted: its contract stops ticking, `slot` is emptied and its
+    /// derivatives alerts leave it. Returns their ids (`*` alerts among them: the caller keeps
+    /// those, as for the book's other alerts).
+    pub fn delist(&mut self, book: BookId, slot: &BookSlot) -> Vec<u64> {
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut) else { return Vec::new() };
+        h.listed = false;
+        let _ = self.sim.set_listed(h.perp, false);
+        slot.perp.store(None);
+        h.alerts.take().map(|a| a.ids().collect()).unwrap_or_default()
     }
 
     /// The spot pair of `book` is listed again: its contract ticks again from the next step,
@@ -207,14 +291,16 @@ fn spec(venue: Venue, contract: &str, multiplier: u32) -> PerpSpec<'_> {
     PerpSpec { venue, contract, multiplier, binance_oi_poll_ms: BINANCE_OI_POLL_MS }
 }
 
-/// Hands one tick to its book. The simulator's values are valid and in time order, so a book
-/// refuses none (checked in debug builds).
-fn apply(book: &mut PerpBook, now_ms: i64, tick: &PerpTick) {
+/// Hands one tick to its book; returns what the book took, for its alerts (`None`: refused).
+/// The simulator's values are valid and in time order, so a book refuses none (checked in
+/// debug builds).
+fn apply(book: &mut PerpBook, now_ms: i64, tick: &PerpTick) -> Option<Update> {
     let ts = tick.ts_ms;
     match tick.kind {
         PerpTickKind::Liquidation { side, price, qty } => {
             let r = book.on_liquidation(now_ms, ts, side, price.to_f64(), qty);
-            debug_assert!(r.is_ok(), "liquidation refused: {r:?}");
+            debug_assert!(r.is_ok() || book.completeness() == Completeness::Unpublished, "liquidation refused: {r:?}");
+            r.ok().map(Update::Liquidation)
         }
         PerpTickKind::Perp { oi, mark, funding_rate, interval_h, next_ms } => {
             // The mark first, so the OI's USD figure is at the new mark.
@@ -223,6 +309,7 @@ fn apply(book: &mut PerpBook, now_ms: i64, tick: &PerpTick) {
             // The simulator's rate is a fraction per interval; the book's is percent.
             let f = book.on_funding(now_ms, ts, funding_rate * 100.0, u32::from(interval_h), next_ms);
             debug_assert!(m.is_ok() && o.is_ok() && f.is_ok(), "perpetual update refused: {m:?} {o:?} {f:?}");
+            Some(Update::Figures)
         }
     }
 }
@@ -235,12 +322,17 @@ mod tests {
 
     use arc_swap::ArcSwap;
     use crossbeam_queue::ArrayQueue;
+    use rampart_engine::alert::{AlertSpec, Condition};
+    use rampart_engine::firing::{Firing, PerpTrigger};
+    use rampart_engine::perp_alert::{FundingDirection, FundingLevel, LiqDirection, LiqOrder, LiqSum, PerpCondition};
+    use rampart_engine::perp_book::PerpInterval;
+    use rampart_engine::perp_window::PositionSide;
     use rampart_engine::sim::{self, Sim, SimConfig};
     use rampart_engine::sim_perp::{listing, PerpListing};
     use rampart_engine::{BookId, Market, Registry, Venue};
     use rampart_state::clock::ManualClock;
     use rampart_state::perp::PerpSnapshot;
-    use rampart_state::{Command, EventQueue, Shared};
+    use rampart_state::{AlertChange, Command, EventQueue, ShardEvent, Shared};
 
     use super::ShardPerps;
     use crate::{Shard, ShardConfig, COMMANDS_MAX};
@@ -257,6 +349,7 @@ mod tests {
         listing: PerpListing,
         shared: Arc<Shared>,
         commands: Arc<ArrayQueue<Command>>,
+        events: Arc<EventQueue>,
         now: i64,
     }
 
@@ -294,10 +387,10 @@ mod tests {
         let perps = ShardPerps::new(SEED, &universe, &listing, &registry, &specs, &market, T0);
         let commands = Arc::new(ArrayQueue::new(COMMANDS_MAX));
         let events = Arc::new(EventQueue::new(config.events_max));
-        let mut shard = Shard::new(0, config, market, Some(sim), commands.clone(), events, shared.clone());
+        let mut shard = Shard::new(0, config, market, Some(sim), commands.clone(), events.clone(), shared.clone());
         shard = shard.with_perps(perps);
         shard.levels_epoch_ms = T0;
-        Rig { shard, registry, listing, shared, commands, now: T0 }
+        Rig { shard, registry, listing, shared, commands, events, now: T0 }
     }
 
     impl Rig {
@@ -326,6 +419,129 @@ mod tests {
             assert!(self.commands.push(cmd).is_ok(), "the command queue is full");
             assert!(!self.shard.take_commands());
         }
+
+        /// The firings the shard sent since the last call, in order (the backlog flushed first).
+        fn firings(&mut self) -> Vec<(BookId, Firing)> {
+            let mut out = Vec::new();
+            loop {
+                self.shard.flush_backlog();
+                let mut any = false;
+                while let Some(ev) = self.events.pop() {
+                    any = true;
+                    if let ShardEvent::Fired { book, firing, .. } = ev.event {
+                        out.push((book, firing));
+                    }
+                }
+                if !any && !self.shard.has_backlog() {
+                    return out;
+                }
+            }
+        }
+
+        fn alert(&mut self, book: BookId, id: u64, condition: PerpCondition, repeat: bool) {
+            let spec = AlertSpec { id, condition: Condition::Perp(condition), repeat, cooldown_s: 0 };
+            self.command(Command::Alert { book, change: AlertChange::held(spec, 1) });
+        }
+
+        fn inject(&mut self, book: BookId, side: PositionSide, usd: f64) {
+            let perps = self.shard.perps.as_mut().expect("perpetuals");
+            let perp = perps.perp_of(book).expect("a perpetual");
+            perps.sim_mut().inject_liquidation(perp, side, usd).expect("injected");
+        }
+    }
+
+    #[test]
+    fn an_order_alert_fires_once_on_a_million_dollar_long_and_not_on_less() {
+        let mut rig = rig(12);
+        rig.run_ms(2_000);
+        let book = rig.registry.find(Venue::Bybit, "BTCUSDT").expect("BTCUSDT on Bybit");
+        let order = LiqOrder { direction: LiqDirection::Long, min_usd_cents: 100_000_000 };
+        rig.alert(book, 7, PerpCondition::Order(order), true);
+        let _ = rig.firings();
+        rig.inject(book, PositionSide::Long, 999_000.0);
+        rig.inject(book, PositionSide::Short, 5_000_000.0);
+        rig.run_ms(2_000);
+        let fired: Vec<_> = rig.firings().into_iter().filter(|(_, f)| f.id == 7).collect();
+        assert!(fired.is_empty(), "$999 999 long and a short fired: {fired:?}");
+        rig.inject(book, PositionSide::Long, 1_000_000.0);
+        rig.run_ms(2_000);
+        let fired: Vec<_> = rig.firings().into_iter().filter(|(_, f)| f.id == 7).collect();
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        let (b, f) = fired[0];
+        assert_eq!(b, book);
+        let Some(PerpTrigger::Order { liquidation, count }) = f.perp() else { panic!("{f:?}") };
+        assert_eq!((liquidation.side, count), (PositionSide::Long, 1));
+        assert!(liquidation.usd >= 1_000_000.0 && liquidation.usd < 1_000_100.0, "{liquidation:?}");
+        let spot = f.price.to_f64();
+        assert!((spot / liquidation.price - 1.0).abs() < 0.01, "the spot pair's last trade {spot}: {liquidation:?}");
+        assert!(!f.last, "a repeating alert stays");
+    }
+
+    #[test]
+    fn a_one_shot_funding_alert_fires_once_and_leaves() {
+        let mut rig = rig(12);
+        rig.run_ms(2_000);
+        let book = rig.registry.find(Venue::Binance, "ETHUSDT").expect("ETHUSDT on Binance");
+        let now = rig.published(book).and_then(|p| p.funding).expect("funding").rate8h;
+        // 0.5 % per 8 h above today's rate: the simulator's funding then set past it.
+        let level = ((now + 0.5) * 1e6).round() as i64;
+        let funding = FundingLevel { direction: FundingDirection::Above, pct_micro: level };
+        rig.alert(book, 9, PerpCondition::Funding(funding), false);
+        rig.run_ms(2_000);
+        assert!(rig.firings().iter().all(|(_, f)| f.id != 9), "fired at creation");
+        let perps = rig.shard.perps.as_mut().expect("perpetuals");
+        let perp = perps.perp_of(book).expect("a perpetual");
+        // A fraction per interval: 0.02 = 2 % per interval, far above the level in any interval.
+        perps.sim_mut().set_funding(perp, 0.02, Some(8)).expect("set");
+        rig.run_ms(3_000);
+        let fired: Vec<_> = rig.firings().into_iter().filter(|(_, f)| f.id == 9).collect();
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        let Some(PerpTrigger::Funding { rate8h, interval_h, .. }) = fired[0].1.perp() else { panic!("{fired:?}") };
+        assert!(rate8h * 1e6 >= level as f64 && interval_h == 8, "rate8h {rate8h}");
+        assert!(fired[0].1.last, "a one-shot alert is done");
+        rig.run_ms(3_000);
+        assert!(rig.firings().iter().all(|(_, f)| f.id != 9), "fired again after leaving");
+    }
+
+    #[test]
+    fn a_universe_sum_alert_fires_per_pair_and_a_delisting_takes_the_one_pair_ones() {
+        let mut rig = rig(12);
+        rig.run_ms(61_000);
+        let sum = LiqSum { direction: LiqDirection::Short, min_usd_cents: 5_000_000_000 };
+        let window = PerpInterval::parse("1m").expect("1m");
+        let spec = AlertSpec {
+            id: 11,
+            condition: Condition::Perp(PerpCondition::Sum { window, sum }),
+            repeat: true,
+            cooldown_s: 0,
+        };
+        rig.command(Command::Universe { venue: Venue::Okx, change: AlertChange::held(spec, 1) });
+        let a = rig.registry.find(Venue::Okx, "BTCUSDT").expect("BTCUSDT on OKX");
+        let b = rig.registry.find(Venue::Okx, "ETHUSDT").expect("ETHUSDT on OKX");
+        let _ = rig.firings();
+        rig.inject(a, PositionSide::Short, 30_000_000.0);
+        rig.inject(a, PositionSide::Short, 30_000_000.0);
+        rig.inject(b, PositionSide::Short, 60_000_000.0);
+        rig.run_ms(2_000);
+        let fired: Vec<_> = rig.firings().into_iter().filter(|(_, f)| f.id == 11).collect();
+        let books: Vec<BookId> = fired.iter().map(|(b, _)| *b).collect();
+        assert!(books.contains(&a) && books.contains(&b) && fired.len() == 2, "{fired:?}");
+        for (_, f) in &fired {
+            let Some(PerpTrigger::Sum { side, sum_usd, window: w, last, .. }) = f.perp() else { panic!("{f:?}") };
+            assert!(side == LiqDirection::Short && sum_usd >= 50_000_000.0 && w == window && last.is_some(), "{f:?}");
+        }
+        rig.alert(a, 12, PerpCondition::Order(LiqOrder { direction: LiqDirection::Any, min_usd_cents: 10_000 }), true);
+        rig.command(Command::Delist { book: a });
+        let perps = rig.shard.perps.as_ref().expect("perpetuals");
+        assert!(perps.book(a).is_none() && perps.alert_count() > 0, "the `*` alert stays on the venue's other books");
+        let delisted: Vec<u64> = std::iter::from_fn(|| rig.events.pop())
+            .filter_map(|e| match e.event {
+                ShardEvent::Delisted { ids, .. } => Some(ids),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert_eq!(delisted, vec![12], "the one-pair alert left with its pair; the `*` one is not reported");
     }
 
     #[test]

@@ -34,7 +34,7 @@ export const FLOOD_FIRINGS_MAX = 15;
 export const FLOOD_WINDOW_S = 180;
 
 /** The placeholders an alert's message may hold (decisions.md §16); any other is refused. */
-export const MESSAGE_PLACEHOLDERS = ['exchange', 'symbol', 'type', 'event', 'direction', 'price', 'move', 'level', 'wall_usd', 'note', 'time'];
+export const MESSAGE_PLACEHOLDERS = ['exchange', 'symbol', 'type', 'event', 'direction', 'price', 'move', 'level', 'wall_usd', 'liq_usd', 'oi_change', 'funding', 'note', 'time'];
 
 /** The bodies an alert's webhook can send (decisions.md §16): [value, words]. */
 export const WEBHOOK_FORMATS = [

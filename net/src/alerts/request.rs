@@ -18,7 +18,7 @@ use crate::request::{symbol_syntax, Invalid, COOLDOWN_S_MAX, UNIVERSE_REPEATS};
 use serde_json::{Map, Value};
 
 use super::decimal::{exact, Fit};
-use super::{lifecycle, structure};
+use super::{derivatives, lifecycle, structure};
 use rampart_store::store::WebhookFormat;
 
 /// Longest `webhook_url`, in characters.
@@ -107,7 +107,7 @@ fn pct_threshold(n: &serde_json::Number) -> Result<u32, Invalid> {
 }
 
 /// The fields a `POST /v1/alerts` body may have, in the order the 422 lists them.
-pub const CREATE_FIELDS: [&str; 23] = [
+pub const CREATE_FIELDS: [&str; 24] = [
     "symbol",
     "exchange",
     "type",
@@ -123,6 +123,7 @@ pub const CREATE_FIELDS: [&str; 23] = [
     "min_ratio",
     "max_dist_pct",
     "min_age_s",
+    "funding_pct",
     "repeat",
     "note",
     "webhook_url",
@@ -134,17 +135,18 @@ pub const CREATE_FIELDS: [&str; 23] = [
 ];
 
 /// The alert types `POST /v1/alerts` takes.
-pub const TYPES_ALLOWED: &str = "price, pct, level, wall";
+pub const TYPES_ALLOWED: &str = "price, pct, level, wall, liquidations, oi, funding";
 
 /// Parses and checks a `POST /v1/alerts` body.
 pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
     let obj = body_object(body, &CREATE_FIELDS)?;
     let kind = required_string(&obj, "type")?;
-    if !["price", "pct", "level", "wall"].contains(&kind) {
+    if !["price", "pct", "level", "wall"].contains(&kind) && !derivatives::is_derivatives(kind) {
         return Err(invalid(format!("invalid type '{}'. Allowed: {TYPES_ALLOWED}", clip(kind, 32))));
     }
-    // A structure alert's direction is optional (`any`); the spec's types require theirs.
-    let structure = kind == "level" || kind == "wall";
+    // A structure alert's direction is optional (`any`), and a liquidations alert's; the spec's
+    // types require theirs, and `oi` and `funding` (checked with their fields).
+    let structure = kind == "level" || kind == "wall" || derivatives::is_derivatives(kind);
     let direction = if structure { string(&obj, "direction")? } else { Some(required_string(&obj, "direction")?) };
     let symbol = required_string(&obj, "symbol")?;
     let universe = symbol == UNIVERSE;
@@ -155,6 +157,8 @@ pub fn parse_create(body: &[u8]) -> Result<CreateRequest, Invalid> {
         structure::level_condition(&obj, direction)?
     } else if kind == "wall" {
         structure::wall_condition(&obj, direction)?
+    } else if derivatives::is_derivatives(kind) {
+        derivatives::perp_condition(&obj, kind, direction)?
     } else {
         structure::refuse_structure_fields(&obj, kind)?;
         spec_condition(&obj, kind, direction.unwrap_or_default())?
@@ -231,7 +235,7 @@ pub fn cooldown(obj: &Map<String, Value>) -> Result<Option<u32>, Invalid> {
 fn universe_rules(obj: &Map<String, Value>, kind: &str) -> Result<(), Invalid> {
     if kind == "price" {
         return Err(invalid(
-            "symbol '*' (every pair of the venue) is allowed for pct, level and wall alerts, not price",
+            "symbol '*' (every pair of the venue) is allowed for pct, level, wall, liquidations, oi and funding alerts, not price",
         ));
     }
     if string(obj, "exchange")?.is_none() {
@@ -390,18 +394,18 @@ mod tests {
     fn the_validation_matrix() {
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","webhookUrl":"https://x.example.com/h"}"#,
-            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
+            "unknown field 'webhookUrl'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, funding_pct, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
         );
         e422(
             r#"{"type":"price","direction":"above","price":1,"symbol":"A","extra":null}"#,
-            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
+            "unknown field 'extra'. Allowed: symbol, exchange, type, direction, price, pct, window, event, within_pct, min_strength, timeframes, min_usd, min_ratio, max_dist_pct, min_age_s, funding_pct, repeat, note, webhook_url, expires_at, cooldown_s, max_fires, message, webhook_format",
         );
         let r = parse_create(br#"{"type":"price","direction":"above","price":1,"symbol":"a","exchange":"OKX"}"#);
         assert_eq!(r.map(|r| r.exchange), Ok(Some(Venue::Okx)), "exchange is case-insensitive");
         e422(r#"{"direction":"above","price":1,"symbol":"A"}"#, "missing field 'type'");
         e422(
             r#"{"type":"limit","direction":"above","price":1,"symbol":"A"}"#,
-            "invalid type 'limit'. Allowed: price, pct, level, wall",
+            "invalid type 'limit'. Allowed: price, pct, level, wall, liquidations, oi, funding",
         );
         e422(r#"{"type":5,"direction":"above","price":1,"symbol":"A"}"#, "field 'type' must be a string");
         e422(r#"{"type":"price","price":1,"symbol":"A"}"#, "missing field 'direction'");
@@ -547,7 +551,7 @@ mod tests {
         for (body, message) in [
             (
                 r#"{"symbol":"*","exchange":"binance","type":"price","direction":"above","price":1}"#,
-                "symbol '*' (every pair of the venue) is allowed for pct, level and wall alerts, not price",
+                "symbol '*' (every pair of the venue) is allowed for pct, level, wall, liquidations, oi and funding alerts, not price",
             ),
             (
                 r#"{"symbol":"*","type":"wall","event":"pulled"}"#,

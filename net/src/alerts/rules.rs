@@ -4,6 +4,10 @@
 //! with its exact message.
 
 use rampart_engine::alert::{Condition, Cross};
+use rampart_engine::perp_alert::{FundingDirection, PerpCondition};
+use rampart_engine::perp_book::Completeness;
+use rampart_engine::Venue;
+use rampart_state::perp::PerpSnapshot;
 
 use crate::config::Plan;
 use crate::request::{invalid, Invalid};
@@ -21,6 +25,9 @@ pub fn check_plan(plan: &Plan, req: &CreateRequest) -> Result<(), Invalid> {
     }
     if matches!(req.condition, Condition::Wall(_)) && !plan.structure_alerts {
         return Err(invalid(format!("wall alerts are not included in plan '{}'", plan.name)));
+    }
+    if matches!(req.condition, Condition::Perp(_)) && !plan.derivatives_alerts {
+        return Err(invalid(format!("derivatives alerts are not included in plan '{}'", plan.name)));
     }
     if req.repeat && !plan.repeat {
         // A `*` alert repeats without being asked to: say why the plan refuses it.
@@ -45,6 +52,45 @@ pub fn check_side(condition: &Condition, current: i64) -> Result<(), Invalid> {
         }
         _ => Ok(()),
     }
+}
+
+/// §17's market rules for a derivatives alert on `venue`: Bitget publishes no liquidations; a
+/// one-pair alert (`symbol`) needs the pair's perpetual (`perp`, what its shard publishes; `None`:
+/// none); a one-pair `funding` alert must wait on the far side of the pair's `rate8h` when it is
+/// known and fresh (else it arms on the first value on the near side). Other types pass.
+pub fn check_perp(
+    condition: &Condition,
+    venue: Venue,
+    symbol: Option<&str>,
+    perp: Option<&PerpSnapshot>,
+) -> Result<(), Invalid> {
+    let Condition::Perp(c) = condition else { return Ok(()) };
+    if c.kind() == "liquidations" && Completeness::of(venue) == Completeness::Unpublished {
+        let v = venue.as_str();
+        return Err(invalid(format!("{v} publishes no liquidations; liquidations alerts are not available on {v}")));
+    }
+    let Some(symbol) = symbol else { return Ok(()) };
+    let Some(perp) = perp else {
+        return Err(invalid(format!(
+            "'{symbol}' has no perpetual contract on {}; {} alerts need one",
+            venue.as_str(),
+            c.kind()
+        )));
+    };
+    let (PerpCondition::Funding(level), Some(f)) = (c, perp.funding.filter(|f| !f.stale)) else { return Ok(()) };
+    if level.on_far_side(f.rate8h) {
+        return Ok(());
+    }
+    let mut j = rampart_state::json::Json::with_capacity(24);
+    j.float(f.rate8h, rampart_state::perp_json::RATE_DECIMALS);
+    let (side, d) = match level.direction {
+        FundingDirection::Above => ("above", "above"),
+        FundingDirection::Below => ("below", "below"),
+    };
+    Err(invalid(format!(
+        "funding_pct must be {side} the funding rate now {} (percent per 8 h) for an '{d}' alert",
+        j.finish()
+    )))
 }
 
 /// Shortest time from now an alert may expire at (`decisions.md` §13).

@@ -39,20 +39,26 @@ pub const WALL_FIELDS: [&str; 4] = ["min_usd", "min_ratio", "max_dist_pct", "min
 
 /// A price or pct alert (`kind`) must not carry a structure alert's field.
 pub fn refuse_structure_fields(obj: &Map<String, Value>, kind: &str) -> Result<(), Invalid> {
-    refuse(obj, kind, std::iter::once("event").chain(LEVEL_FIELDS).chain(WALL_FIELDS))
+    refuse(obj, kind, std::iter::once("event").chain(LEVEL_FIELDS).chain(WALL_FIELDS).chain(["funding_pct"]))
 }
 
-/// The first of `fields` present is refused on an alert of `kind`.
-fn refuse<'a>(obj: &Map<String, Value>, kind: &str, mut fields: impl Iterator<Item = &'a str>) -> Result<(), Invalid> {
+/// The first of `fields` present is refused on an alert of `kind` ("on a wall alert", "on an oi
+/// alert").
+pub(super) fn refuse<'a>(
+    obj: &Map<String, Value>,
+    kind: &str,
+    mut fields: impl Iterator<Item = &'a str>,
+) -> Result<(), Invalid> {
+    let article = if kind == "oi" { "an" } else { "a" };
     match fields.find(|f| present(obj, f).is_some()) {
-        Some(f) => Err(invalid(format!("field '{f}' is not allowed on a {kind} alert"))),
+        Some(f) => Err(invalid(format!("field '{f}' is not allowed on {article} {kind} alert"))),
         None => Ok(()),
     }
 }
 
 /// A wall alert's condition from the body's fields (`direction` as given, if given).
 pub fn wall_condition(obj: &Map<String, Value>, direction: Option<&str>) -> Result<Condition, Invalid> {
-    refuse(obj, "wall", ["price", "pct", "window"].into_iter().chain(LEVEL_FIELDS))?;
+    refuse(obj, "wall", ["price", "pct", "window"].into_iter().chain(LEVEL_FIELDS).chain(["funding_pct"]))?;
     let event = required_string(obj, "event")?;
     let event = WallEvent::parse(event).ok_or_else(|| {
         invalid(format!("invalid event '{}' for a wall alert. Allowed: appeared, pulled, filled", clip(event, 32)))
@@ -105,7 +111,13 @@ pub fn wall_condition(obj: &Map<String, Value>, direction: Option<&str>) -> Resu
 
 /// The number field `name` in hundredths (absent: 0), from `min` to `max` hundredths with at
 /// most 2 decimals; `range` is the refusal when it is outside.
-fn hundredths(obj: &Map<String, Value>, name: &str, min: i64, max: i64, range: &str) -> Result<i64, Invalid> {
+pub(super) fn hundredths(
+    obj: &Map<String, Value>,
+    name: &str,
+    min: i64,
+    max: i64,
+    range: &str,
+) -> Result<i64, Invalid> {
     let Some(n) = number(obj, name)? else { return Ok(0) };
     if n.as_f64() == Some(0.0) {
         return if min == 0 { Ok(0) } else { Err(invalid(range)) };
@@ -119,7 +131,7 @@ fn hundredths(obj: &Map<String, Value>, name: &str, min: i64, max: i64, range: &
 
 /// A level alert's condition from the body's fields (`direction` as given, if given).
 pub fn level_condition(obj: &Map<String, Value>, direction: Option<&str>) -> Result<Condition, Invalid> {
-    refuse(obj, "level", ["price", "pct", "window"].into_iter().chain(WALL_FIELDS))?;
+    refuse(obj, "level", ["price", "pct", "window"].into_iter().chain(WALL_FIELDS).chain(["funding_pct"]))?;
     let event = required_string(obj, "event")?;
     let event = LevelEvent::parse(event).ok_or_else(|| {
         invalid(format!("invalid event '{}' for a level alert. Allowed: approach, touch, break", clip(event, 32)))

@@ -529,6 +529,7 @@ impl Front {
             Route::Market => self.board.market(query),
             Route::PerpBulk => self.market.perp_bulk(query, now_ms),
             Route::Perp(symbol) => self.market.perp_one(symbol, query),
+            Route::PerpHistory(symbol) => self.market.perp_history(symbol, query).await,
             Route::LiquidationsBulk => self.market.liquidations_bulk(query, now_ms),
             Route::Liquidations(symbol) => self.market.liquidations_one(symbol, query, now_ms),
             Route::ListAlerts => match alerts::parse_status(query_param(query, "status").as_deref()) {

@@ -392,7 +392,7 @@ mod tests {
 
     /// Every route the front serves, as path templates (the `route` label's values besides `other`;
     /// `docs/openapi.json` documents exactly these paths).
-    const ROUTES: [&str; 34] = [
+    const ROUTES: [&str; 35] = [
         "/healthz",
         "/livez",
         "/readyz",
@@ -419,6 +419,7 @@ mod tests {
         "/v1/market",
         "/v1/perp",
         "/v1/perp/{symbol}",
+        "/v1/perp/{symbol}/history",
         "/v1/liquidations",
         "/v1/liquidations/{symbol}",
         "/v1/candles/{symbol}",

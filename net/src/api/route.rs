@@ -88,6 +88,8 @@ pub enum Route<'a> {
     PerpBulk,
     /// `GET /v1/perp/{symbol}`.
     Perp(&'a str),
+    /// `GET /v1/perp/{symbol}/history`.
+    PerpHistory(&'a str),
     /// `GET /v1/liquidations`.
     LiquidationsBulk,
     /// `GET /v1/liquidations/{symbol}`.
@@ -221,6 +223,7 @@ enum Resource<'a> {
     Rankings(&'a str),
     Market,
     Perp(Option<&'a str>),
+    PerpHistory(&'a str),
     Liquidations(Option<&'a str>),
     Alerts,
     Alert(&'a str),
@@ -273,6 +276,7 @@ impl<'a> Resource<'a> {
             ["v1", "market"] => R::Market,
             ["v1", "perp"] => R::Perp(None),
             ["v1", "perp", s] => R::Perp(Some(s)),
+            ["v1", "perp", s, "history"] => R::PerpHistory(s),
             ["v1", "liquidations"] => R::Liquidations(None),
             ["v1", "liquidations", s] => R::Liquidations(Some(s)),
             ["v1", "alerts"] => R::Alerts,
@@ -326,6 +330,7 @@ impl<'a> Resource<'a> {
             R::Market => "/v1/market",
             R::Perp(None) => "/v1/perp",
             R::Perp(Some(_)) => "/v1/perp/{symbol}",
+            R::PerpHistory(_) => "/v1/perp/{symbol}/history",
             R::Liquidations(None) => "/v1/liquidations",
             R::Liquidations(Some(_)) => "/v1/liquidations/{symbol}",
             R::Alerts => "/v1/alerts",
@@ -380,6 +385,7 @@ impl<'a> Resource<'a> {
             Resource::Market => vec![(Get, T::Market)],
             Resource::Perp(None) => vec![(Get, T::PerpBulk)],
             Resource::Perp(Some(s)) => vec![(Get, T::Perp(s))],
+            Resource::PerpHistory(s) => vec![(Get, T::PerpHistory(s))],
             Resource::Liquidations(None) => vec![(Get, T::LiquidationsBulk)],
             Resource::Liquidations(Some(s)) => vec![(Get, T::Liquidations(s))],
             Resource::Alerts => vec![(Get, T::ListAlerts), (Post, T::CreateAlert)],
@@ -444,6 +450,7 @@ mod tests {
             (Method::GET, "/v1/walls/btcusdt/history", Route::WallHistory("btcusdt")),
             (Method::GET, "/v1/perp", Route::PerpBulk),
             (Method::GET, "/v1/perp/btcusdt", Route::Perp("btcusdt")),
+            (Method::GET, "/v1/perp/btcusdt/history", Route::PerpHistory("btcusdt")),
             (Method::HEAD, "/v1/liquidations", Route::LiquidationsBulk),
             (Method::GET, "/v1/liquidations/ETHUSDT", Route::Liquidations("ETHUSDT")),
             (Method::POST, "/v1/alerts", Route::CreateAlert),

@@ -76,6 +76,16 @@ pub enum Command {
         /// Where the copy goes.
         reply: tokio::sync::oneshot::Sender<DepthView>,
     },
+    /// Copy the 60 slots of one window of a book's perpetual (oldest first), for
+    /// `GET /v1/perp/{symbol}/history` (`decisions.md` §17); a book without one answers none.
+    PerpHistory {
+        /// The book.
+        book: BookId,
+        /// The window.
+        window: rampart_engine::perp_book::PerpInterval,
+        /// Where the slots go.
+        reply: tokio::sync::oneshot::Sender<Vec<rampart_engine::perp_book::HistorySlot>>,
+    },
     /// Stop the shard's loop; the executor then exits.
     Stop,
 }

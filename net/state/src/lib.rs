@@ -14,6 +14,7 @@ pub mod market_json;
 pub mod pair_metrics;
 pub mod partition;
 pub mod perp;
+pub mod perp_json;
 pub mod shared;
 pub mod shutdown;
 pub mod site_alerts;

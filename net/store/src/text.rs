@@ -6,8 +6,10 @@
 
 pub mod alert;
 pub mod chat;
+pub mod perp;
 pub mod site_alert;
 pub mod telegram;
+pub mod words;
 
 use crate::store::{AlertRow, FiringRecord, Render, SiteAlertRow, SiteFiringRecord};
 

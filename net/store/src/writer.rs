@@ -169,6 +169,7 @@ impl Writer {
                                     last: firing.last,
                                     level: firing.level(),
                                     wall: firing.wall(),
+                                    perp: firing.perp(),
                                     symbol: None,
                                     triggers: Vec::new(),
                                 };

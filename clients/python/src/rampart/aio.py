@@ -38,6 +38,7 @@ from .models import (
     MetricsBulk,
     Perp,
     PerpBulk,
+    PerpHistory,
     Ranking,
     RedeliverResponse,
     ResetLatencyResponse,
@@ -227,6 +228,13 @@ class AsyncClient:
         """``GET /v1/perp/{symbol}``: the pair's USDT perpetual (404 when it has none)."""
         c = call("getPerp", {"symbol": symbol}, {"exchange": exchange})
         return cast(Perp, await self._send(c))
+
+    async def perp_history(
+        self, symbol: str, *, exchange: str | None = None, interval: str | None = None
+    ) -> PerpHistory:
+        """``GET /v1/perp/{symbol}/history``: one window (default ``1h``) in its 60 slots."""
+        c = call("getPerpHistory", {"symbol": symbol}, {"exchange": exchange, "interval": interval})
+        return cast(PerpHistory, await self._send(c))
 
     async def perp_bulk(
         self, *, exchange: str | None = None, symbols: list[str] | None = None

@@ -24,6 +24,7 @@ from .models import (
     DensitiesBulk,
     EndWebhookSecretResponse,
     Exchanges,
+    FundingAlertRequest,
     GetWebhookSigningResponse,
     Health,
     Inbox,
@@ -33,13 +34,16 @@ from .models import (
     Levels,
     LevelsBulk,
     Liquidations,
+    LiquidationsAlertRequest,
     LiquidationsBulk,
     Market,
     Metrics,
     MetricsBulk,
+    OiAlertRequest,
     PctAlertRequest,
     Perp,
     PerpBulk,
+    PerpHistory,
     PriceAlertRequest,
     Ranking,
     RedeliverResponse,
@@ -57,7 +61,15 @@ from .models import (
 if TYPE_CHECKING:
     from .stream import Stream
 
-AlertRequest = PriceAlertRequest | PctAlertRequest | LevelAlertRequest | WallAlertRequest
+AlertRequest = (
+    PriceAlertRequest
+    | PctAlertRequest
+    | LevelAlertRequest
+    | WallAlertRequest
+    | LiquidationsAlertRequest
+    | OiAlertRequest
+    | FundingAlertRequest
+)
 Status = Literal["active", "triggered", "all"]
 Outcome = Literal["open", "filled", "pulled"]
 Interval = Literal["5m", "15m", "1h", "4h", "1d", "1w"]
@@ -230,6 +242,13 @@ class Client:
         """``GET /v1/perp/{symbol}``: the pair's USDT perpetual (404 when it has none)."""
         c = call("getPerp", {"symbol": symbol}, {"exchange": exchange})
         return cast(Perp, self._send(c))
+
+    def perp_history(
+        self, symbol: str, *, exchange: str | None = None, interval: str | None = None
+    ) -> PerpHistory:
+        """``GET /v1/perp/{symbol}/history``: one window (default ``1h``) in its 60 slots."""
+        c = call("getPerpHistory", {"symbol": symbol}, {"exchange": exchange, "interval": interval})
+        return cast(PerpHistory, self._send(c))
 
     def perp_bulk(
         self, *, exchange: str | None = None, symbols: list[str] | None = None

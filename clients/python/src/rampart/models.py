@@ -32,6 +32,7 @@ __all__ = [
     "Exchanges",
     "ExchangesDataItem",
     "Funding",
+    "FundingAlertRequest",
     "GetWebhookSigningResponse",
     "GetWebhookSigningResponseData",
     "Health",
@@ -47,6 +48,7 @@ __all__ = [
     "Liquidation",
     "LiquidationWithSymbol",
     "Liquidations",
+    "LiquidationsAlertRequest",
     "LiquidationsBulk",
     "Market",
     "MarketData",
@@ -57,6 +59,7 @@ __all__ = [
     "Metrics",
     "MetricsBulk",
     "MetricsBulkDataItem",
+    "OiAlertRequest",
     "OpenInterest",
     "PctAlertRequest",
     "Perp",
@@ -65,6 +68,8 @@ __all__ = [
     "PerpBulkEntryLiquidations",
     "PerpData",
     "PerpDataLiquidations",
+    "PerpHistory",
+    "PerpHistoryDataItem",
     "PriceAlertRequest",
     "Probe",
     "Ranking",
@@ -83,7 +88,9 @@ __all__ = [
     "StreamOp",
     "Symbol",
     "SymbolData",
+    "SymbolDataPerp1",
     "SymbolRow",
+    "SymbolRowPerp1",
     "Symbols",
     "TestAlertResponse",
     "TestAlertResponseData",
@@ -187,12 +194,14 @@ class Alert(TypedDict):
     id: int
     exchange: Literal["binance", "bybit", "okx", "bitget"]
     symbol: str
-    type: Literal["price", "pct", "level", "wall"]
-    direction: Literal["above", "below", "up", "down", "any", "bid", "ask"]
+    type: Literal["price", "pct", "level", "wall", "liquidations", "oi", "funding"]
+    direction: Literal["above", "below", "up", "down", "any", "bid", "ask", "long", "short"]
     price: float | None
     pct: float | None
-    window: Literal["5m", "15m", "1h", "4h", "1d", "1w"] | None
-    event: Literal["approach", "touch", "break", "appeared", "pulled", "filled"] | None
+    window: Literal["1m", "5m", "15m", "1h", "4h", "1d", "1w"] | None
+    event: (
+        Literal["approach", "touch", "break", "appeared", "pulled", "filled", "order", "sum"] | None
+    )
     withinPct: float | None
     minStrength: int | None
     timeframes: list[Literal["15m", "1h", "4h", "1d", "1w", "dmax", "dmin", "wmax", "wmin"]] | None
@@ -200,6 +209,7 @@ class Alert(TypedDict):
     minRatio: float | None
     maxDistPct: float | None
     minAgeS: int | None
+    fundingPct: float | None
     cooldownS: int
     paused: bool
     pausedBy: Literal["user", "flood_guard"] | None
@@ -243,18 +253,29 @@ class Exchanges(TypedDict):
     data: list[ExchangesDataItem]
 
 
+class SymbolRowPerp1(TypedDict):
+    contract: str
+    multiplier: int
+
+
 class SymbolRow(TypedDict):
     symbol: str
     base: str
     quote: str
     price: float
     status: Literal["trading", "delisted"]
+    perp: SymbolRowPerp1 | None
 
 
 class Symbols(TypedDict):
     exchange: Literal["binance", "bybit", "okx", "bitget"]
     ts: int
     data: list[SymbolRow]
+
+
+class SymbolDataPerp1(TypedDict):
+    contract: str
+    multiplier: int
 
 
 class SymbolData(TypedDict):
@@ -264,6 +285,7 @@ class SymbolData(TypedDict):
     status: Literal["trading", "delisted"]
     tickSize: float
     lotSize: float
+    perp: SymbolDataPerp1 | None
     ts: int
     priceAgeMs: int | None
 
@@ -351,6 +373,7 @@ class PriceAlertRequest(TypedDict):
     min_ratio: NotRequired[None]
     max_dist_pct: NotRequired[None]
     min_age_s: NotRequired[None]
+    funding_pct: NotRequired[None]
     cooldown_s: NotRequired[int | None]
     max_fires: NotRequired[int | None]
     message: NotRequired[str | None]
@@ -377,6 +400,7 @@ class PctAlertRequest(TypedDict):
     min_ratio: NotRequired[None]
     max_dist_pct: NotRequired[None]
     min_age_s: NotRequired[None]
+    funding_pct: NotRequired[None]
     cooldown_s: NotRequired[int | None]
     max_fires: NotRequired[int | None]
     message: NotRequired[str | None]
@@ -598,6 +622,7 @@ class LevelAlertRequest(TypedDict):
     min_ratio: NotRequired[None]
     max_dist_pct: NotRequired[None]
     min_age_s: NotRequired[None]
+    funding_pct: NotRequired[None]
     cooldown_s: NotRequired[int | None]
     max_fires: NotRequired[int | None]
     message: NotRequired[str | None]
@@ -624,6 +649,7 @@ class WallAlertRequest(TypedDict):
     min_ratio: NotRequired[float | None]
     max_dist_pct: NotRequired[float | None]
     min_age_s: NotRequired[int | None]
+    funding_pct: NotRequired[None]
     cooldown_s: NotRequired[int | None]
     max_fires: NotRequired[int | None]
     message: NotRequired[str | None]
@@ -740,6 +766,105 @@ class LiquidationsBulk(TypedDict):
     completeness: Literal["largest_per_second", "all", "partial", "none"]
     ts: int
     data: list[LiquidationWithSymbol]
+
+
+class LiquidationsAlertRequest(TypedDict):
+    symbol: str
+    exchange: NotRequired[str | None]
+    type: Literal["liquidations"]
+    direction: NotRequired[Literal["long", "short", "any"] | None]
+    price: NotRequired[None]
+    pct: NotRequired[None]
+    window: NotRequired[Literal["1m", "5m", "15m", "1h", "4h", "1d"] | None]
+    repeat: NotRequired[bool | None]
+    note: NotRequired[str | None]
+    webhook_url: NotRequired[str | None]
+    expires_at: NotRequired[str | None]
+    event: Literal["order", "sum"]
+    within_pct: NotRequired[None]
+    min_strength: NotRequired[None]
+    timeframes: NotRequired[None]
+    min_usd: float
+    min_ratio: NotRequired[None]
+    max_dist_pct: NotRequired[None]
+    min_age_s: NotRequired[None]
+    funding_pct: NotRequired[None]
+    cooldown_s: NotRequired[int | None]
+    max_fires: NotRequired[int | None]
+    message: NotRequired[str | None]
+    webhook_format: NotRequired[Literal["json", "discord", "slack"]]
+
+
+class OiAlertRequest(TypedDict):
+    symbol: str
+    exchange: NotRequired[str | None]
+    type: Literal["oi"]
+    direction: Literal["up", "down", "any"]
+    price: NotRequired[None]
+    pct: float
+    window: Literal["5m", "15m", "1h", "4h", "1d"]
+    repeat: NotRequired[bool | None]
+    note: NotRequired[str | None]
+    webhook_url: NotRequired[str | None]
+    expires_at: NotRequired[str | None]
+    event: NotRequired[None]
+    within_pct: NotRequired[None]
+    min_strength: NotRequired[None]
+    timeframes: NotRequired[None]
+    min_usd: NotRequired[int | None]
+    min_ratio: NotRequired[None]
+    max_dist_pct: NotRequired[None]
+    min_age_s: NotRequired[None]
+    funding_pct: NotRequired[None]
+    cooldown_s: NotRequired[int | None]
+    max_fires: NotRequired[int | None]
+    message: NotRequired[str | None]
+    webhook_format: NotRequired[Literal["json", "discord", "slack"]]
+
+
+class FundingAlertRequest(TypedDict):
+    symbol: str
+    exchange: NotRequired[str | None]
+    type: Literal["funding"]
+    direction: Literal["above", "below"]
+    price: NotRequired[None]
+    pct: NotRequired[None]
+    window: NotRequired[None]
+    repeat: NotRequired[bool | None]
+    note: NotRequired[str | None]
+    webhook_url: NotRequired[str | None]
+    expires_at: NotRequired[str | None]
+    event: NotRequired[None]
+    within_pct: NotRequired[None]
+    min_strength: NotRequired[None]
+    timeframes: NotRequired[None]
+    min_usd: NotRequired[None]
+    min_ratio: NotRequired[None]
+    max_dist_pct: NotRequired[None]
+    min_age_s: NotRequired[None]
+    funding_pct: float
+    cooldown_s: NotRequired[int | None]
+    max_fires: NotRequired[int | None]
+    message: NotRequired[str | None]
+    webhook_format: NotRequired[Literal["json", "discord", "slack"]]
+
+
+class PerpHistoryDataItem(TypedDict):
+    time: int
+    oiBase: float | None
+    oiUsd: None
+    longUsd: float | None
+    shortUsd: float | None
+    longCount: int | None
+    shortCount: int | None
+
+
+class PerpHistory(TypedDict):
+    symbol: str
+    exchange: Literal["binance", "bybit", "okx", "bitget"]
+    interval: Literal["5m", "15m", "1h", "4h", "1d", "1w"]
+    slotMs: int
+    data: list[PerpHistoryDataItem]
 
 
 class ResetLatencyResponse(TypedDict):

@@ -199,6 +199,9 @@ impl AlertsApi {
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly"));
         }
         rules::check_side(&req.condition, current)?;
+        let perp = book.and_then(|b| self.books.shared.slots[b.index()].perp.load_full());
+        let symbol = book.map(|_| req.symbol.as_str()).filter(|_| !req.universe());
+        rules::check_perp(&req.condition, venue, symbol, perp.as_deref())?;
         let created_price = if book.is_some() { current } else { 0 };
         // The public-address rule, checked with the same guard every delivery attempt uses.
         if let Some(url) = &req.webhook_url {

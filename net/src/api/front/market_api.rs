@@ -13,8 +13,8 @@ use std::rc::Rc;
 use super::answer::{answer_ok, error, respond, respond_bytes, Resp};
 use super::bodies;
 use super::books::Books;
-use super::perp;
 use super::wall_history;
+use super::{perp, perp_json};
 use rampart_state::clock::SharedClock;
 use rampart_state::json::Json;
 use rampart_state::market_json::{write_density, write_levels};
@@ -97,7 +97,9 @@ impl MarketApi {
             j.raw(",\"base\":").str(&ins.base);
             j.raw(",\"quote\":").str(&ins.quote);
             j.raw(",\"price\":").fixed(price);
-            j.raw(",\"status\":").str(ins.status.as_str()).raw("}");
+            j.raw(",\"status\":").str(ins.status.as_str());
+            perp_json::write_perp_ref(&mut j, self.books.shared.slots[id.index()].perp.load().as_deref());
+            j.raw("}");
         }
         j.raw("]}");
         respond(StatusCode::OK, j.finish())
@@ -211,6 +213,11 @@ impl MarketApi {
         answer_ok(perp::one(&self.books, symbol, query))
     }
 
+    /// `GET /v1/perp/{symbol}/history`: one window's 60 slots, copied by the owning shard.
+    pub(super) async fn perp_history(&self, symbol: &str, query: Option<&str>) -> Resp {
+        answer_ok(perp::history(&self.books, symbol, query).await)
+    }
+
     /// `GET /v1/perp`: every pair of the venue with a perpetual.
     pub(super) fn perp_bulk(&self, query: Option<&str>, now_ms: i64) -> Resp {
         answer_ok(perp::bulk(&self.books, query, now_ms))
@@ -248,6 +255,7 @@ impl MarketApi {
             .fixed(ins.tick.0)
             .raw(",\"lotSize\":")
             .fixed(i64::try_from(ins.lot.0).unwrap_or(i64::MAX));
+        perp_json::write_perp_ref(&mut j, self.books.shared.slots[id.index()].perp.load().as_deref());
         j.raw(",\"ts\":").int(ts);
         // How old the price is: a venue that went quiet shows here before anywhere else.
         j.raw(",\"priceAgeMs\":");

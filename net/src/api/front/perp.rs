@@ -23,9 +23,10 @@ use std::cmp::Reverse;
 use std::sync::Arc;
 
 use hyper::StatusCode;
-use rampart_engine::perp_book::{Completeness, LiqFilter, Liquidation, RECENT_KEEP_MS};
-use rampart_engine::{BookId, Venue};
+use rampart_engine::perp_book::{Completeness, LiqFilter, Liquidation, PerpInterval, RECENT_KEEP_MS};
+use rampart_engine::{BookId, Timeframe, Venue};
 use rampart_state::perp::PerpSnapshot;
+use rampart_state::Command;
 
 use super::answer::{clip, count_param, exchange_param, query_param, symbols_param, unprocessable, ApiError};
 use super::books::Books;
@@ -114,6 +115,25 @@ pub(super) fn one(books: &Books, symbol: &str, query: Option<&str>) -> Result<St
     let venue = exchange_param(query)?;
     let (name, p) = pair(books, venue, symbol)?;
     Ok(perp_json::perp_body(&name, venue.as_str(), &p))
+}
+
+/// The body of `GET /v1/perp/{symbol}/history`: the window of `interval` (`5m` … `1w`, default
+/// `1h`) in its 60 slots, oldest first, copied by the shard that owns the pair (which waits at
+/// most as `GET /v1/candles` does: 503 `busy; retry shortly`). A pair without a perpetual here is
+/// the 404 of the other derivatives reads, before the shard is asked.
+pub(super) async fn history(books: &Books, symbol: &str, query: Option<&str>) -> Result<String, ApiError> {
+    let venue = exchange_param(query)?;
+    let tf = match query_param(query, "interval") {
+        None => Timeframe::H1,
+        Some(s) => Timeframe::parse(&s).ok_or_else(|| {
+            unprocessable(format!("invalid interval '{}'. Allowed: {}", clip(&s, 64), Timeframe::ALLOWED))
+        })?,
+    };
+    let (name, _) = pair(books, venue, symbol)?;
+    let book = books.book(venue, symbol)?;
+    let window = PerpInterval::of(tf);
+    let slots = books.ask_shard(book, |reply| Command::PerpHistory { book, window, reply }).await?;
+    Ok(perp_json::history_body(&name, venue.as_str(), window, &slots))
 }
 
 /// The body of `GET /v1/perp`: every pair of the venue with a perpetual (or those of `symbols`).

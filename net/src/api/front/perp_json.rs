@@ -3,58 +3,56 @@
 //! [`PerpSnapshot`]s the shards publish. Pure: the snapshot, the names and the time come in, text
 //! comes out; `perp_api` picks what goes in.
 //!
-//! Numbers as §17 gives them: USD with 2 decimals, base quantities with 8, `rate` and `rate8h`
-//! with 6, times as Unix milliseconds. Choice where §17 is silent: prices (`markPrice`, a
-//! liquidation's `price`) with 8 decimals, as every spot price of the API is written (the
-//! engine's 10⁻⁸ fixed point), so a pair's spot and perpetual prices read alike.
+//! Numbers and the Liquidation object as `rampart_state::perp_json` writes them (shared with the
+//! alerts' firing bodies).
 
-use rampart_engine::perp_book::{FundingNow, Liquidation, OiNow};
-use rampart_engine::perp_window::PositionSide;
+use rampart_engine::perp_book::{FundingNow, HistorySlot, Liquidation, OiNow, PerpInterval};
 use rampart_state::json::Json;
 use rampart_state::perp::PerpSnapshot;
 
-/// Decimals of a USD value.
-const USD_DECIMALS: usize = 2;
-/// Decimals of a quantity in base units.
-const BASE_DECIMALS: usize = 8;
-/// Decimals of a price per unit of base.
-const PRICE_DECIMALS: usize = 8;
-/// Decimals of a funding rate (percent).
-const RATE_DECIMALS: usize = 6;
+use rampart_state::perp_json::{opt, BASE_DECIMALS, PRICE_DECIMALS, RATE_DECIMALS, USD_DECIMALS};
+pub(super) use rampart_state::perp_json::{side_of_text, write_liquidation};
 
-/// The API text of a liquidated position's side; the one mapping of [`PositionSide`] to text in
-/// the API (the `side` field and the `side` query parameter).
-pub(super) fn side_text(side: PositionSide) -> &'static str {
-    match side {
-        PositionSide::Long => "long",
-        PositionSide::Short => "short",
+/// `,"perp":{"contract","multiplier"}` of a pair with a perpetual, `,"perp":null` without (the
+/// symbol listings' field, `decisions.md` §17 "Data").
+pub(super) fn write_perp_ref(j: &mut Json, p: Option<&PerpSnapshot>) {
+    j.raw(",\"perp\":");
+    match p {
+        Some(p) => {
+            j.raw("{\"contract\":").str(&p.contract).raw(",\"multiplier\":").int(i64::from(p.multiplier)).raw("}");
+        }
+        None => {
+            j.raw("null");
+        }
     }
 }
 
-/// The side `text` names (`long`, `short`), as [`side_text`] writes it; `None` for anything else.
-pub(super) fn side_of_text(text: &str) -> Option<PositionSide> {
-    [PositionSide::Long, PositionSide::Short].into_iter().find(|&s| side_text(s) == text)
-}
-
-fn opt(j: &mut Json, v: Option<f64>, decimals: usize) -> &mut Json {
-    match v {
-        Some(v) => j.float(v, decimals),
-        None => j.raw("null"),
+/// `GET /v1/perp/{symbol}/history`: `{"symbol","exchange","interval","slotMs","data":[{"time",
+/// "oiBase","oiUsd","longUsd","shortUsd","longCount","shortCount"}]}`, `null` where rampart had
+/// not watched (`oiUsd` always: the windows keep base units, docs/design/derivatives.md).
+pub(super) fn history_body(symbol: &str, exchange: &str, window: PerpInterval, slots: &[HistorySlot]) -> String {
+    let mut j = Json::with_capacity(160 + slots.len() * 150);
+    j.raw("{\"symbol\":").str(symbol).raw(",\"exchange\":").str(exchange);
+    j.raw(",\"interval\":").str(window.as_str()).raw(",\"slotMs\":").int(window.duration_ms() / 60);
+    j.raw(",\"data\":[");
+    for (i, s) in slots.iter().enumerate() {
+        if i > 0 {
+            j.raw(",");
+        }
+        j.raw("{\"time\":").int(s.time_ms).raw(",\"oiBase\":");
+        opt(&mut j, s.oi_base, BASE_DECIMALS).raw(",\"oiUsd\":");
+        opt(&mut j, s.oi_usd, USD_DECIMALS).raw(",\"longUsd\":");
+        let l = s.liquidations;
+        opt(&mut j, l.map(|l| l.long_usd), USD_DECIMALS).raw(",\"shortUsd\":");
+        opt(&mut j, l.map(|l| l.short_usd), USD_DECIMALS).raw(",\"longCount\":");
+        match l {
+            Some(l) => j.int(i64::from(l.long_count)).raw(",\"shortCount\":").int(i64::from(l.short_count)),
+            None => j.raw("null,\"shortCount\":null"),
+        };
+        j.raw("}");
     }
-}
-
-/// A Liquidation, `{"side","price","qty","usd","time"}`, with `"symbol"` first when given (the
-/// venue-wide list).
-pub(super) fn write_liquidation(j: &mut Json, l: &Liquidation, symbol: Option<&str>) {
-    j.raw("{");
-    if let Some(s) = symbol {
-        j.raw("\"symbol\":").str(s).raw(",");
-    }
-    j.raw("\"side\":").str(side_text(l.side));
-    j.raw(",\"price\":").float(l.price, PRICE_DECIMALS);
-    j.raw(",\"qty\":").float(l.qty, BASE_DECIMALS);
-    j.raw(",\"usd\":").float(l.usd, USD_DECIMALS);
-    j.raw(",\"time\":").int(l.time_ms).raw("}");
+    j.raw("]}");
+    j.finish()
 }
 
 fn write_oi(j: &mut Json, oi: Option<&OiNow>) {
@@ -163,6 +161,8 @@ pub(super) fn liquidations_body<'a>(
 mod tests {
     use super::*;
     use rampart_engine::perp_book::Completeness;
+    use rampart_engine::perp_window::PositionSide;
+    use rampart_state::perp_json::side_text;
 
     fn liquidation(side: PositionSide, price: f64, qty: f64, time_ms: i64) -> Liquidation {
         Liquidation { side, price, qty, usd: price * qty, time_ms }

@@ -5,6 +5,10 @@ use super::conn::{unknown, UnknownStoredValue};
 use crate::db::{Row, StoreError};
 use rampart_engine::alert::{AlertSpec, Condition, Cross, Move};
 use rampart_engine::level_alert::{LevelCondition, LevelDirection, LevelEvent, TIMEFRAMES_ALL};
+use rampart_engine::perp_alert::{
+    FundingDirection, FundingLevel, LiqDirection, LiqOrder, LiqSum, OiChange, OiDirection, PerpCondition,
+};
+use rampart_engine::perp_book::PerpInterval;
 use rampart_engine::site_alert::WallSide;
 use rampart_engine::wall_alert::{WallCondition, WallEvent};
 use rampart_engine::{Price, Timeframe, Venue};
@@ -199,6 +203,17 @@ pub struct ConditionColumns {
     pub max_dist_hundredths: Option<i64>,
     /// A wall alert's least age, seconds.
     pub min_age_s: Option<i64>,
+    /// A `funding` alert's level, millionths of a percent per 8 h (signed). Stored in the
+    /// `pct_millionths` column, which no `funding` alert uses otherwise; see [`ConditionColumns::stored_pct`].
+    pub funding: Option<i64>,
+}
+
+impl ConditionColumns {
+    /// What the `pct_millionths` column holds: a pct or `oi` alert's threshold, or a `funding`
+    /// alert's level (a type has one or the other, never both).
+    pub fn stored_pct(&self) -> Option<i64> {
+        self.pct.or(self.funding)
+    }
 }
 
 /// The one mapping of a condition to its columns.
@@ -224,7 +239,54 @@ pub fn condition_columns(c: &Condition) -> ConditionColumns {
             min_age_s: Some(i64::from(w.min_age_s)),
             ..base
         },
+        Condition::Perp(p) => perp_columns(&p, base),
     }
+}
+
+/// A derivatives alert's columns (`decisions.md` §17): `event` (liquidations), `window` (`sum`,
+/// `oi`), `pct_millionths` (`oi`'s pct; `funding`'s level, signed), `min_usd_cents`
+/// (liquidations; `oi`, whole dollars).
+fn perp_columns(p: &PerpCondition, base: ConditionColumns) -> ConditionColumns {
+    let cents = p.min_usd_cents().map(|c| i64::try_from(c).unwrap_or(i64::MAX));
+    let base =
+        ConditionColumns { event: p.event(), window: p.window().map(|w| w.as_str()), min_usd_cents: cents, ..base };
+    match *p {
+        PerpCondition::Order(_) | PerpCondition::Sum { .. } => base,
+        PerpCondition::Oi { change, .. } => ConditionColumns { pct: Some(change.pct_micro), ..base },
+        PerpCondition::Funding(f) => ConditionColumns { funding: Some(f.pct_micro), ..base },
+    }
+}
+
+/// The one mapping back of a derivatives alert's columns; `None` when `kind` is not one.
+fn perp_from_columns(c: &StoredCondition) -> Option<Result<Condition, UnknownStoredValue>> {
+    let bad = |what: &str| UnknownStoredValue(format!("{what} of a {} alert", c.kind));
+    let direction = c.direction.as_str();
+    let window = || c.window.as_deref().and_then(PerpInterval::parse).ok_or_else(|| bad("window"));
+    let cents = || c.min_usd_cents.and_then(|v| u64::try_from(v).ok()).ok_or_else(|| bad("min_usd_cents"));
+    let condition = match c.kind.as_str() {
+        "liquidations" => (|| {
+            let direction = LiqDirection::parse(direction).ok_or_else(|| bad("direction"))?;
+            let min_usd_cents = cents()?;
+            match c.event.as_deref() {
+                Some("order") => Ok(PerpCondition::Order(LiqOrder { direction, min_usd_cents })),
+                Some("sum") => Ok(PerpCondition::Sum { window: window()?, sum: LiqSum { direction, min_usd_cents } }),
+                _ => Err(bad("event")),
+            }
+        })(),
+        "oi" => (|| {
+            let direction = OiDirection::parse(direction).ok_or_else(|| bad("direction"))?;
+            let pct_micro = c.pct.filter(|p| *p > 0).ok_or_else(|| bad("pct_millionths"))?;
+            let min_usd = cents().and_then(|c| if c % 100 == 0 { Ok(c / 100) } else { Err(bad("min_usd_cents")) })?;
+            Ok(PerpCondition::Oi { window: window()?, change: OiChange { direction, pct_micro, min_usd } })
+        })(),
+        "funding" => (|| {
+            let direction = FundingDirection::parse(direction).ok_or_else(|| bad("direction"))?;
+            let pct_micro = c.pct.ok_or_else(|| bad("pct_millionths"))?;
+            Ok(PerpCondition::Funding(FundingLevel { direction, pct_micro }))
+        })(),
+        _ => return None,
+    };
+    Some(condition.map(Condition::Perp))
 }
 
 /// The columns as read back (owned text).
@@ -312,7 +374,7 @@ fn condition_from_columns(c: &StoredCondition) -> Result<Condition, UnknownStore
                 min_age_s: whole(c.min_age_s, "min_age_s")?,
             }))
         }
-        other => Err(bad(format!("kind '{other}'"))),
+        other => perp_from_columns(c).unwrap_or_else(|| Err(bad(format!("kind '{other}'")))),
     }
 }
 

@@ -34,7 +34,7 @@ impl Store {
             c.kind,
             c.direction,
             c.price,
-            c.pct,
+            c.stored_pct(),
             c.window,
             a.repeat,
             &a.note,

@@ -18,6 +18,8 @@ pub struct FiringRecord {
     pub level: Option<rampart_engine::level::Level>,
     /// For a wall alert, the wall.
     pub wall: Option<rampart_engine::firing::WallHit>,
+    /// For a derivatives alert, what fired it (`decisions.md` §17).
+    pub perp: Option<rampart_engine::firing::PerpTrigger>,
     /// The pair that fired, for a `*` alert's firing (its alert's symbol is `*`); `None` for a
     /// one-pair alert's.
     pub symbol: Option<String>,
@@ -37,6 +39,7 @@ impl FiringRecord {
             last,
             level: None,
             wall: None,
+            perp: None,
             symbol: None,
             triggers: Vec::new(),
         }

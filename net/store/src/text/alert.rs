@@ -114,7 +114,7 @@ pub fn paused_body(row: &AlertRow, at_ms: i64) -> String {
 
 fn event_body_as(event: &str, row: &AlertRow, f: &FiringRecord) -> String {
     let universe = !f.triggers.is_empty();
-    let structure = universe || matches!(row.condition, Condition::Level(_) | Condition::Wall(_));
+    let structure = universe || matches!(row.condition, Condition::Level(_) | Condition::Wall(_) | Condition::Perp(_));
     let mut j = Json::with_capacity(if structure { 768 + 384 * f.triggers.len() } else { 384 });
     j.raw("{\"event\":").str(event).raw(",\"alert\":{\"id\":").int(row.id);
     j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
@@ -159,7 +159,11 @@ fn write_trigger(j: &mut Json, row: &AlertRow, f: &FiringRecord, structure: bool
                 j.raw(",\"wall\":");
                 write_wall_hit(j, w);
             }
-            (None, None) => {}
+            (None, None) => {
+                if let Some(p) = &f.perp {
+                    super::perp::write_trigger(j, row.exchange, p);
+                }
+            }
         }
     }
     j.raw("}");
@@ -291,6 +295,12 @@ pub fn write_structure_fields(j: &mut Json, c: &Condition) {
     j.raw(",\"minAgeS\":");
     match cols.min_age_s {
         Some(s) => j.int(s),
+        None => j.raw("null"),
+    };
+    // Millionths of a percent, signed (`decisions.md` §17), through the 10^-8 writer.
+    j.raw(",\"fundingPct\":");
+    match cols.funding {
+        Some(m) => j.fixed(m * 100),
         None => j.raw("null"),
     };
 }

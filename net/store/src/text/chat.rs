@@ -5,7 +5,8 @@
 
 use rampart_engine::alert::Condition;
 
-use super::telegram::{self, fixed, usd_words};
+use super::telegram::{self, fixed};
+use super::words::usd_words;
 use crate::store::{AlertRow, FiringRecord, WebhookFormat};
 use rampart_state::clock;
 use rampart_state::json::Json;
@@ -14,8 +15,22 @@ use rampart_state::json::Json;
 pub const MESSAGE_CHARS_MAX: usize = 1_000;
 
 /// The placeholders a template may use, each written `{{name}}`.
-pub const PLACEHOLDERS: [&str; 11] =
-    ["exchange", "symbol", "type", "event", "direction", "price", "move", "level", "wall_usd", "note", "time"];
+pub const PLACEHOLDERS: [&str; 14] = [
+    "exchange",
+    "symbol",
+    "type",
+    "event",
+    "direction",
+    "price",
+    "move",
+    "level",
+    "wall_usd",
+    "liq_usd",
+    "oi_change",
+    "funding",
+    "note",
+    "time",
+];
 
 /// Why a template is refused, in the words the API answers with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +104,7 @@ fn value(name: &str, row: &AlertRow, f: &FiringRecord) -> String {
         "event" => match row.condition {
             Condition::Level(c) => c.event.as_str().to_owned(),
             Condition::Wall(c) => c.event.as_str().to_owned(),
+            Condition::Perp(c) => c.event().unwrap_or_default().to_owned(),
             Condition::Price { .. } | Condition::Pct { .. } => String::new(),
         },
         "direction" => row.condition.direction().to_owned(),
@@ -100,6 +116,9 @@ fn value(name: &str, row: &AlertRow, f: &FiringRecord) -> String {
             _ => String::new(),
         },
         "wall_usd" => f.wall.as_ref().and_then(|w| w.usd).map(usd_words).unwrap_or_default(),
+        "liq_usd" => super::perp::liq_usd(f.perp.as_ref()),
+        "oi_change" => super::perp::oi_change(f.perp.as_ref()),
+        "funding" => super::perp::funding(f.perp.as_ref()),
         "note" => row.note.clone(),
         "time" => clock::iso8601(f.ts_ms),
         _ => String::new(),

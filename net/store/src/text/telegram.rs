@@ -8,6 +8,8 @@ use crate::store::SiteFiringRecord;
 use crate::store::{direction_str, AlertRow, FiringRecord, SiteAlertRow, SiteCondition};
 use rampart_state::json::Json;
 
+use super::words::usd_words;
+
 /// Longest message text sent, in characters; a longer one (a long note) is cut, with `…`.
 /// Telegram's own limit is 4 096.
 pub const TEXT_MAX_CHARS: usize = 1_000;
@@ -122,6 +124,13 @@ fn what_happened(row: &AlertRow, f: &FiringRecord) -> String {
             format!("level alert #{}:{level} {done} — price {}", row.id, fixed(f.price))
         }
         Condition::Wall(_) => wall_text(row, f),
+        Condition::Perp(c) => {
+            let what = match &f.perp {
+                Some(t) => super::perp::sentence(row.exchange, t, &fixed(f.price)),
+                None => format!("price {}", fixed(f.price)),
+            };
+            format!("{} alert #{}: {what}", c.kind(), row.id)
+        }
     }
 }
 
@@ -143,17 +152,6 @@ fn wall_text(row: &AlertRow, f: &FiringRecord) -> String {
         fixed(hit.wall.price.0),
         fixed(f.price)
     )
-}
-
-/// `$2.1M`, `$850K`, `$950`.
-pub(crate) fn usd_words(usd: f64) -> String {
-    if usd >= 1e6 {
-        format!("${:.1}M", usd / 1e6)
-    } else if usd >= 1e3 {
-        format!("${:.0}K", usd / 1e3)
-    } else {
-        format!("${usd:.0}")
-    }
 }
 
 /// `45 s`, `4 min`, `2 h 5 min`.

@@ -1,0 +1,162 @@
+//! The derivatives alerts of decisions §17 "Alerts" through the real binary on the simulated
+//! market: every refusal of the create path with its exact text, the Alert resource's new fields,
+//! and a `*` liquidations alert firing on the simulated perpetuals with §17's body. (The exact
+//! boundaries — $1M against $999 999.99, a sum once per passing, OI re-armed below 0.8 × pct,
+//! funding 0.005 pp back — are the engine's tests; the shard's tests inject a liquidation and a
+//! funding change and see each alert fire once.)
+
+use std::time::{Duration, Instant};
+
+use rampart_tests::{Server, FAST};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
+
+fn post(server: &Server, body: &Value) -> rampart_tests::Reply {
+    server.request("POST", "/v1/alerts", Some(&format!("Bearer {}", server.key)), Some(&body.to_string()))
+}
+
+fn create(server: &Server, body: &Value) -> Value {
+    post(server, body).ok(&format!("create {body}"))["data"].clone()
+}
+
+#[test]
+fn every_refusal_of_section_17_names_what_is_wrong() {
+    let server = Server::start(BIN, FAST);
+    let perp = server.get_authed("/v1/perp/BTCUSDT?exchange=binance").ok("perp")["data"].clone();
+    let rate8h = perp["funding"]["rate8h"].as_f64().unwrap_or_else(|| panic!("rate8h: {perp}"));
+    let below_now = ((rate8h - 0.1) * 1e6).round() / 1e6;
+    // A pair the venue lists without a perpetual.
+    let with: Vec<String> = server.get_authed("/v1/perp?exchange=binance").ok("perp")["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| p["symbol"].as_str().map(str::to_owned))
+        .collect();
+    let listed = server.get_authed("/v1/exchanges/binance/symbols").ok("symbols")["data"].clone();
+    let without = listed
+        .as_array()
+        .and_then(|l| l.iter().filter_map(|s| s["symbol"].as_str()).find(|s| !with.iter().any(|w| w == s)))
+        .expect("a binance pair without a perpetual")
+        .to_owned();
+    let refusals = [
+        (json!({"type":"swap","symbol":"BTCUSDT","direction":"up"}), "invalid type 'swap'. Allowed: price, pct, level, wall, liquidations, oi, funding".to_owned()),
+        (json!({"type":"liquidations","symbol":"BTCUSDT","min_usd":1000}), "missing field 'event'".to_owned()),
+        (json!({"type":"liquidations","symbol":"BTCUSDT","event":"order","min_usd":50}), "min_usd must be between 100 and 1000000000000".to_owned()),
+        (json!({"type":"liquidations","symbol":"BTCUSDT","event":"order","min_usd":500,"window":"5m"}), "field 'window' is only allowed with event 'sum'".to_owned()),
+        (json!({"type":"oi","symbol":"BTCUSDT","direction":"up","pct":5,"window":"2h"}), "invalid window '2h'. Allowed: 5m, 15m, 1h, 4h, 1d".to_owned()),
+        (json!({"type":"funding","symbol":"BTCUSDT","direction":"above","funding_pct":0.1,"price":5}), "field 'price' is not allowed on a funding alert".to_owned()),
+        (json!({"type":"price","symbol":"BTCUSDT","direction":"above","price":1000000,"funding_pct":0.1}), "field 'funding_pct' is not allowed on a price alert".to_owned()),
+        (json!({"type":"liquidations","symbol":"BTCUSDT","exchange":"bitget","event":"order","min_usd":1000}), "bitget publishes no liquidations; liquidations alerts are not available on bitget".to_owned()),
+        (json!({"type":"liquidations","symbol":"*","exchange":"bitget","event":"order","min_usd":1000}), "bitget publishes no liquidations; liquidations alerts are not available on bitget".to_owned()),
+        (json!({"type":"oi","symbol":without,"exchange":"binance","direction":"up","pct":5,"window":"1h"}), format!("'{without}' has no perpetual contract on binance; oi alerts need one")),
+        (json!({"type":"price","symbol":"*","exchange":"binance","direction":"above","price":1}), "symbol '*' (every pair of the venue) is allowed for pct, level, wall, liquidations, oi and funding alerts, not price".to_owned()),
+    ];
+    for (body, message) in refusals {
+        post(&server, &body).assert_error(422, &message, &body.to_string());
+    }
+    // The funding rate moves every second: the refusal names the rate of its moment.
+    let body =
+        json!({"type":"funding","symbol":"BTCUSDT","exchange":"binance","direction":"above","funding_pct":below_now});
+    let message = post(&server, &body).assert_some_error(422, "funding on the near side");
+    let now = message
+        .strip_prefix("funding_pct must be above the funding rate now ")
+        .and_then(|m| m.strip_suffix(" (percent per 8 h) for an 'above' alert"))
+        .unwrap_or_else(|| panic!("{message}"));
+    let now: f64 = now.parse().unwrap_or_else(|_| panic!("{message}"));
+    assert!((now - rate8h).abs() < 0.05 && now > below_now, "{message}, rate8h {rate8h}");
+}
+
+#[test]
+fn the_alert_resource_shows_the_new_fields_and_null_where_they_do_not_apply() {
+    let server = Server::start(BIN, FAST);
+    let oi = create(
+        &server,
+        &json!({"type":"oi","symbol":"ETHUSDT","exchange":"okx","direction":"down","pct":7.5,"window":"4h","min_usd":2000000}),
+    );
+    assert_eq!(
+        (oi["type"].clone(), oi["direction"].clone(), oi["pct"].clone()),
+        (json!("oi"), json!("down"), json!(7.5)),
+        "{oi}"
+    );
+    assert_eq!(
+        (oi["window"].clone(), oi["minUsd"].clone(), oi["event"].clone()),
+        (json!("4h"), json!(2000000), Value::Null),
+        "{oi}"
+    );
+    assert_eq!(oi["fundingPct"], Value::Null, "{oi}");
+    let funding = create(
+        &server,
+        &json!({"type":"funding","symbol":"*","exchange":"bybit","direction":"below","funding_pct":-0.25}),
+    );
+    assert_eq!(
+        (funding["fundingPct"].clone(), funding["pct"].clone(), funding["window"].clone()),
+        (json!(-0.25), Value::Null, Value::Null),
+        "{funding}"
+    );
+    assert_eq!(
+        (funding["symbol"].clone(), funding["repeat"].clone(), funding["cooldownS"].clone()),
+        (json!("*"), json!(true), json!(900)),
+        "{funding}"
+    );
+    let sum = create(
+        &server,
+        &json!({"type":"liquidations","symbol":"BTCUSDT","event":"sum","direction":"short","min_usd":2500000.5,"window":"15m"}),
+    );
+    assert_eq!(
+        (sum["event"].clone(), sum["direction"].clone(), sum["window"].clone(), sum["minUsd"].clone()),
+        (json!("sum"), json!("short"), json!("15m"), json!(2500000.5)),
+        "{sum}"
+    );
+    let price = create(&server, &json!({"type":"price","symbol":"BTCUSDT","direction":"above","price":10000000}));
+    assert_eq!(price["fundingPct"], Value::Null, "every alert has every field: {price}");
+    // Read back as stored.
+    let all = server.get_authed("/v1/alerts?status=all").ok("alerts")["data"].clone();
+    for made in [&oi, &funding, &sum] {
+        let listed = all.as_array().and_then(|l| l.iter().find(|a| a["id"] == made["id"])).expect("listed");
+        assert_eq!(listed, made, "stored and read back the same");
+    }
+}
+
+#[test]
+fn a_universe_order_alert_fires_on_the_simulated_liquidations_with_section_17s_body() {
+    let server = Server::start(BIN, FAST);
+    let made = create(
+        &server,
+        &json!({"type":"liquidations","symbol":"*","exchange":"binance","event":"order","min_usd":100,"cooldown_s":0}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let inbox = server.get_authed("/v1/inbox");
+        let entries = inbox.ok("inbox")["data"].as_array().cloned().unwrap_or_default();
+        if let Some(e) = entries.iter().find(|e| e["alertId"] == made["id"]) {
+            break e["event"].clone();
+        }
+        assert!(Instant::now() < deadline, "no liquidation on any binance perpetual in 30 s: {}", inbox.text);
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(body["event"], "alert.triggered", "{body}");
+    let alert = &body["alert"];
+    assert_eq!(
+        (alert["type"].clone(), alert["event"].clone(), alert["symbol"].clone()),
+        (json!("liquidations"), json!("order"), json!("*")),
+        "{body}"
+    );
+    assert_eq!((alert["fundingPct"].clone(), alert["minUsd"].clone()), (Value::Null, json!(100)), "{body}");
+    let triggers = body["triggers"].as_array().cloned().unwrap_or_default();
+    assert!(!triggers.is_empty() && triggers.len() <= 100, "{body}");
+    assert_eq!(body["trigger"], triggers[0], "trigger is the first of triggers");
+    for t in &triggers {
+        let l = &t["liquidation"];
+        assert!(l["side"] == "long" || l["side"] == "short", "{t}");
+        let (price, qty, usd) = (l["price"].as_f64(), l["qty"].as_f64(), l["usd"].as_f64());
+        let (price, qty, usd) = (price.expect("price"), qty.expect("qty"), usd.expect("usd"));
+        assert!(usd >= 100.0 && (price * qty / usd - 1.0).abs() < 1e-3, "{t}");
+        assert!(l["count"].as_u64().is_some_and(|c| c >= 1), "{t}");
+        assert_eq!(l["completeness"], "largest_per_second", "{t}");
+        let (time, at) = (t["time"].as_i64().expect("time"), l["time"].as_i64().expect("time"));
+        assert!(t["move"].is_null() && time >= at && time - at < 1_000, "the liquidation's time: {t}");
+        assert!(t["symbol"].as_str().is_some_and(|s| s.ends_with("USDT")) && t["price"].as_f64().is_some(), "{t}");
+    }
+}
