@@ -15,6 +15,7 @@ pub mod harness;
 pub mod http_load;
 pub mod ingest;
 pub mod parsers;
+pub mod perp_round;
 pub mod scenarios;
 pub mod soak;
 pub mod streams;
@@ -305,6 +306,7 @@ pub fn front_hop(pairs: usize, shards: usize, pings: usize) -> Vec<Summary> {
         clock: rampart_state::clock::system(),
         partition: Default::default(),
         spin_before_park: rampart_shard::LIVE_SPIN_BEFORE_PARK,
+        derivatives: true,
     };
     let set = ShardSet::start_sim(&config, registry.clone(), universe, Vec::new()).expect("shards start");
     let shared = set.shared().clone();

@@ -91,6 +91,15 @@ fn parsers_agree_and_run_cheap() {
 }
 
 #[test]
+fn perp_round_cheap() {
+    use rampart_bench::perp_round::{perp_round, Perps};
+    for perps in [Perps::Off, Perps::On, Perps::WithAlerts(2_000)] {
+        let s = perp_round(20, 2, perps);
+        assert!(s.count == 400 && s.rate_per_s.is_some_and(|r| r > 0.0), "{perps:?}: {s:?}");
+    }
+}
+
+#[test]
 fn live_ingest_cheap() {
     let s = rampart_bench::ingest::live_ingest(20, 3_000, 1_000);
     assert_eq!(s.count, 3_000, "{s:?}");

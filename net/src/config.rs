@@ -270,6 +270,15 @@ pub struct StreamSettings {
     pub unsent_bytes_max: Option<usize>,
 }
 
+/// `[derivatives]` (`decisions.md` §17).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DerivativesSettings {
+    /// Off (`false`): no perpetual runs; the derivatives endpoints answer as for a pair without
+    /// one and the three alert types are refused (default `true`).
+    pub enabled: Option<bool>,
+}
+
 /// Metrics settings.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -331,6 +340,9 @@ pub struct FileConfig {
     /// What the database keeps, by age.
     #[serde(default)]
     pub retention: RetentionSettings,
+    /// The derivatives flow of `decisions.md` §17.
+    #[serde(default)]
+    pub derivatives: DerivativesSettings,
 }
 
 /// `[retention]`: how long each kind of row is kept, as a duration (`"90d"`, `"12h"`, `"30m"`,

@@ -7,7 +7,8 @@
 //! The owner is then killed with SIGKILL: the standby owns and serves the partition within the
 //! bound, alerts made before and during the hand-over fire, and every firing is recorded and
 //! delivered exactly once. And an owner cut off from PostgreSQL (while it still runs) gives way
-//! to its standby and ends when it can reach PostgreSQL again.
+//! to its standby and ends when it can reach PostgreSQL again. And an owner whose publisher dies
+//! in mid-round (issue #59) loses and doubles no firing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -304,4 +305,66 @@ fn an_owner_cut_off_from_postgres_gives_way_and_ends_when_it_returns() {
     let got = arrivals(&hits);
     assert!(all.iter().all(|id| got.get(id) == Some(&1)), "each delivered once: {got:?}");
     drop(second);
+}
+
+/// A partition owner's publisher dies in mid-round (issue #59): the stream has stored rows the
+/// outbox never marked published (the hidden fault flag makes the process exit right there, as a
+/// crash would). The standby owns the partition; the rows still pending are published again, the
+/// stream drops the repeats by their message ids, and every firing is recorded and delivered
+/// exactly once; alerts the dead owner had not fired yet fire on the standby.
+#[test]
+fn a_publisher_killed_in_mid_round_loses_nothing_and_doubles_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let postgres = pg_database();
+    let nats = rampart_testkit::nats::server().url();
+    let (hook, hits) = json_receiver();
+    let cfg = roomy_config("publisher");
+    let common = [FAST, &["--config", &cfg, "--postgres", &postgres, "--nats", &nats]].concat();
+    let market = [common.as_slice(), &["--role", "market", "--partition", "0/1"]].concat();
+    let faulty = [market.as_slice(), &["--fault-publisher-abort-after", "3"]].concat();
+    let first = Server::start_with_key(BIN, &faulty, "");
+    let api = Server::start(BIN, &[common.as_slice(), &["--role", "api", "--partitions", "1"]].concat());
+    let key = unlimited_key(BIN, &cfg, &postgres);
+    let _deliver = Deliver::start(BIN, &postgres, &nats, &cfg);
+    let mut standby = Server::start_waiting(BIN, &market, "");
+    standby_answers(&standby, 1);
+    let hot_by = Instant::now() + Duration::from_secs(120);
+    while standby.get("/livez", None).body["hot"] != true {
+        assert!(Instant::now() < hot_by, "the standby's books are not ready");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let symbols = movers(&api, &key);
+    assert!(symbols.len() >= 2, "moving pairs: {symbols:?}");
+    // Made at once on one pair, they fire on its next trade together: one writer batch, one
+    // publish round of more than three rows, which ends the owner after three are stored.
+    let mut ids: BTreeSet<i64> = thread::scope(|s| {
+        let made: Vec<_> = (0..12).map(|_| s.spawn(|| create(&api, &key, &symbols[0], hook))).collect();
+        made.into_iter().map(|h| h.join().expect("a create")).collect()
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = first.exit_status() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no publish round of more than three rows in 60 s");
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(86), "the fault injection's exit");
+    let said = first.stderr_tail();
+    let fault = said.iter().find(|l| l.contains("fault injection: exiting with"));
+    eprintln!("the owner: {}", fault.unwrap_or_else(|| panic!("no fault injection logged: {said:?}")));
+    // And an alert the dead owner never saw fire.
+    ids.insert(create(&api, &key, &symbols[1], hook));
+    standby.wait_ready();
+    assert_eq!(owner(&standby)["epoch"], 2, "the standby owns");
+    wait_delivered(&api, &key, &hits, &ids, "firings around the publisher's crash");
+    let fired = triggered(&api, &key);
+    assert_eq!(fired.keys().copied().collect::<BTreeSet<_>>(), ids, "every alert fired");
+    assert!(fired.values().all(|&n| n == 1), "each once: {fired:?}");
+    // Repeats would arrive after the first: give them the time a worker's round takes.
+    thread::sleep(Duration::from_secs(3));
+    let got = arrivals(&hits);
+    assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), ids, "a webhook per alert");
+    assert!(got.values().all(|&n| n == 1), "each delivered once: {got:?}");
+    drop(standby);
 }

@@ -160,3 +160,26 @@ fn a_universe_order_alert_fires_on_the_simulated_liquidations_with_section_17s_b
         assert!(t["symbol"].as_str().is_some_and(|s| s.ends_with("USDT")) && t["price"].as_f64().is_some(), "{t}");
     }
 }
+
+#[test]
+fn with_derivatives_off_no_pair_has_a_perpetual_and_the_three_types_are_refused() {
+    let cfg = std::env::temp_dir().join(format!("rampart-derivatives-off-{}.toml", std::process::id()));
+    std::fs::write(&cfg, "[derivatives]\nenabled = false\n").expect("write the config");
+    let path = cfg.display().to_string();
+    let server = Server::start(BIN, &[FAST, &["--config", &path]].concat());
+    for body in [
+        json!({"type":"liquidations","symbol":"BTCUSDT","event":"order","min_usd":1000}),
+        json!({"type":"oi","symbol":"*","exchange":"okx","direction":"up","pct":5,"window":"1h"}),
+        json!({"type":"funding","symbol":"ETHUSDT","direction":"above","funding_pct":1}),
+    ] {
+        post(&server, &body).assert_error(422, "derivatives are off on this server", &body.to_string());
+    }
+    server.get_authed("/v1/perp/BTCUSDT").assert_error(404, "no perpetual contract for 'BTCUSDT' on binance", "perp");
+    let symbol = server.get_authed("/v1/symbols/BTCUSDT").ok("symbol")["data"].clone();
+    assert!(symbol["perp"].is_null(), "{symbol}");
+    let all = server.get_authed("/v1/perp?exchange=bybit").ok("perp bulk")["data"].clone();
+    assert_eq!(all, json!([]), "no pair has a perpetual");
+    // Spot alerts are unchanged.
+    create(&server, &json!({"type":"pct","symbol":"BTCUSDT","direction":"any","pct":5,"window":"1d"}));
+    let _ = std::fs::remove_file(&cfg);
+}

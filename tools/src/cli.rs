@@ -229,6 +229,11 @@ pub(crate) struct ServeArgs {
     /// Fault injection for the shutdown test: shards never finish stopping.
     #[arg(long, hide = true)]
     pub(crate) fault_hang_shard_stop: bool,
+    /// Fault injection for the cluster's publisher test (issue #59): in the first publish round
+    /// of more than N rows, the process exits (status 86) once the stream has stored N of them,
+    /// before any row of the round is marked published (a crash in mid-round).
+    #[arg(long, hide = true, value_name = "N")]
+    pub(crate) fault_publisher_abort_after: Option<u32>,
     /// Log line format on stderr: text or json [default: text]. `RUST_LOG` filters (default info).
     #[arg(long, env = "RAMPART_LOG_FORMAT")]
     pub(crate) log_format: Option<String>,

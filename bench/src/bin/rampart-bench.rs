@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|perp|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -38,6 +38,16 @@ fn main() {
                 rampart_bench::ingest::live_ingest_with_levels(500, 1_000_000, 100_000, 100_000, 0),
                 rampart_bench::ingest::live_ingest_with_levels(500, 1_000_000, 100_000, 100_000, 1_000),
             ],
+            // Issue #61: the shard's simulated round, spot only, with the perpetuals, and with
+            // 100 000 derivatives alerts held (1 000 of them `*`), in one run.
+            "perp" => {
+                use rampart_bench::perp_round::{perp_round, Perps};
+                vec![
+                    perp_round(500, 20, Perps::Off),
+                    perp_round(500, 20, Perps::On),
+                    perp_round(500, 20, Perps::WithAlerts(100_000)),
+                ]
+            }
             "hop" => front_hop(500, 1, 20_000),
             "levels" => vec![levels_recompute(500, 3), levels_consumption_check(1_000_000)],
             "walls" => vec![wall_scan(500, 20)],
@@ -74,7 +84,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|ingest-levels|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|ingest-levels|perp|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }

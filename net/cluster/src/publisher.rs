@@ -37,6 +37,9 @@ pub const IDLE_POLL: Duration = Duration::from_millis(50);
 /// a stream lost with what it held is found, and its pending rows published again, within it.
 pub const STREAM_CHECK: Duration = Duration::from_secs(2);
 
+/// The status the process exits with when the fault injection of [`Publisher::start`] fires.
+pub const FAULT_EXIT_CODE: i32 = 86;
+
 /// How long it waits after NATS or the database refused, before trying again.
 const FAILURE_SLEEP: Duration = Duration::from_millis(200);
 
@@ -47,16 +50,20 @@ pub struct Publisher {
 
 impl Publisher {
     /// Starts publishing `store`'s outbox to the stream at `url`; `wake` is notified by the
-    /// process's writer when it has committed rows to deliver.
+    /// process's writer when it has committed rows to deliver. `abort_after` is fault injection
+    /// for the publisher's crash test (never set in production): in the first round of more than
+    /// that many rows, the process exits ([`FAULT_EXIT_CODE`]) once the stream has stored that
+    /// many of them, the rest of the round unpublished and none of it marked.
     pub fn start(
         store: Store,
         url: String,
         names: BusNames,
         clock: SharedClock,
         wake: Arc<tokio::sync::Notify>,
+        abort_after: Option<u32>,
     ) -> std::io::Result<Publisher> {
         let thread = super::spawn_async("publisher", move |stop| async move {
-            run(store, &url, names, &clock, &stop, &wake).await;
+            run(store, &url, names, (&clock, abort_after), &stop, &wake).await;
         })?;
         Ok(Publisher { _thread: thread })
     }
@@ -66,18 +73,20 @@ async fn run(
     mut store: Store,
     url: &str,
     names: BusNames,
-    clock: &SharedClock,
+    (clock, abort_after): (&SharedClock, Option<u32>),
     stop: &Arc<AtomicBool>,
     wake: &tokio::sync::Notify,
 ) {
     let mut bus: Option<FiringBus> = None;
     let mut failing = false;
+    // The fault injection: the first round of more than this many rows ends the process.
+    let fault = abort_after.map(|n| n.max(1) as usize);
     // When the stream was last checked (`None`: at the next round).
     let mut checked: Option<i64> = None;
     while !stop.load(Ordering::Acquire) {
         let round = match &bus {
             Some(b) => match check_stream(&mut store, b, clock, &mut checked).await {
-                Ok(()) => publish_round(&mut store, b, clock).await,
+                Ok(()) => publish_round(&mut store, b, clock, fault).await,
                 Err(e) => Err(e),
             },
             None => match FiringBus::connect(url, names.clone()).await {
@@ -156,8 +165,24 @@ async fn check_stream(
 }
 
 /// Publishes one batch; how many rows were published.
-async fn publish_round(store: &mut Store, bus: &FiringBus, clock: &SharedClock) -> Result<usize, RoundError> {
+async fn publish_round(
+    store: &mut Store,
+    bus: &FiringBus,
+    clock: &SharedClock,
+    fault: Option<usize>,
+) -> Result<usize, RoundError> {
     let rows = store.unpublished(PUBLISH_BATCH_MAX).map_err(RoundError::Store)?;
+    if let Some(n) = fault.filter(|&n| rows.len() > n) {
+        let items = rows[..n].iter().map(|r| (r.channel.as_str(), r.message_id(), r.id.to_string().into_bytes()));
+        let stored = bus.publish_batch(items.collect()).await;
+        let count = stored.iter().filter(|ok| **ok).count();
+        tracing::error!(
+            "publisher: fault injection: exiting with {count} of this round's {} rows stored, none marked",
+            rows.len()
+        );
+        // At once, as a crash would: no row of the round is marked, no destructor runs.
+        std::process::exit(FAULT_EXIT_CODE);
+    }
     let items = rows.iter().map(|r| (r.channel.as_str(), r.message_id(), r.id.to_string().into_bytes())).collect();
     let stored = bus.publish_batch(items).await;
     let done: Vec<i64> = rows.iter().zip(&stored).filter(|(_, ok)| **ok).map(|(r, _)| r.id).collect();

@@ -37,7 +37,7 @@ pub mod cpus;
 pub mod live;
 pub mod nudge;
 pub mod perp;
-mod perp_alerts;
+pub mod perp_alerts;
 mod queries;
 #[cfg(test)]
 mod simulation;
@@ -102,6 +102,9 @@ pub struct ShardConfig {
     /// How long a live shard spins for work before it parks its thread (zero: parks at once);
     /// at most [`SPIN_BEFORE_PARK_MAX`]. [`LIVE_SPIN_BEFORE_PARK`] unless told.
     pub spin_before_park: Duration,
+    /// Runs the perpetuals of `decisions.md` §17 (`[derivatives] enabled`; the simulated feed's
+    /// only, for now).
+    pub derivatives: bool,
 }
 
 /// Locked memory glommio requires before it starts an executor (its own check, in bytes).
@@ -173,6 +176,7 @@ impl ShardSet {
         let n = config.shards.max(1);
         let books = Arc::new(ArcSwap::new(registry.clone()));
         let shared = Arc::new(Shared::new(books, registry.len(), n, false));
+        shared.derivatives.store(config.derivatives, Ordering::Relaxed);
         let perp_listing = Arc::new(listing(config.sim.seed, &universe));
         ShardSet::start_each(config, &registry, shared, &alerts, None, |index| {
             let pairs: Vec<usize> = (0..universe.len())
@@ -184,11 +188,16 @@ impl ShardSet {
             move |p: ShardParts| async move {
                 let sim = Sim::new(p.config.sim.clone(), &universe, &registry, &pairs);
                 let (seed, now) = (p.config.sim.seed, p.config.clock.now_ms());
-                let perps = perp::ShardPerps::new(seed, &universe, &perp_listing, &registry, &pairs, &p.market, now);
+                let perps = p
+                    .config
+                    .derivatives
+                    .then(|| perp::ShardPerps::new(seed, &universe, &perp_listing, &registry, &pairs, &p.market, now));
                 drop((universe, perp_listing));
                 let mut shard = Shard::new(p.index, p.config, p.market, Some(sim), p.commands, p.events, p.shared)
-                    .with_alerts(p.alerts)
-                    .with_perps(perps);
+                    .with_alerts(p.alerts);
+                if let Some(perps) = perps {
+                    shard = shard.with_perps(perps);
+                }
                 shard.run().await;
             }
         })
@@ -377,7 +386,7 @@ struct ShardParts {
 }
 
 /// The most events the backlog keeps room for on account of derivatives alerts (see
-/// [`Shard::reserve_backlog`]).
+/// `Shard::reserve_backlog`).
 pub const PERP_BACKLOG_RESERVED_MAX: usize = 65_536;
 
 /// One shard's state, owned by its executor.

@@ -173,7 +173,7 @@ impl ShardPerps {
 
     /// Puts derivatives alert `spec` on `book`'s perpetual, armed as if made now (a command, not a
     /// tick: it may allocate). True when held; false when the book has no perpetual here (or its
-    /// pair is delisted) or the book holds [`PERP_ALERTS_PER_BOOK_MAX`] (logged).
+    /// pair is delisted) or the book holds [`crate::perp_alerts::PERP_ALERTS_PER_BOOK_MAX`] (logged).
     pub fn insert_alert(&mut self, book: BookId, spec: AlertSpec) -> bool {
         let now_ms = self.stepped_ms;
         let Condition::Perp(condition) = spec.condition else { return false };
@@ -373,6 +373,7 @@ mod tests {
             clock: Arc::new(ManualClock::new(T0)),
             partition: Default::default(),
             spin_before_park: std::time::Duration::ZERO,
+            derivatives: true,
         };
         let mut market = Market::new(shared.capacity, &ids, config.depth_levels_max, config.bars_max);
         let mut sim = Sim::new(config.sim.clone(), &universe, &registry, &specs);

@@ -252,6 +252,7 @@ impl World {
             clock: clock.clone(),
             partition: Default::default(),
             spin_before_park: std::time::Duration::ZERO,
+            derivatives: true,
         };
         let mut nodes = Vec::new();
         for index in 0..SHARDS {

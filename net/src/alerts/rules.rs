@@ -54,6 +54,14 @@ pub fn check_side(condition: &Condition, current: i64) -> Result<(), Invalid> {
     }
 }
 
+/// `[derivatives] enabled = false` refuses the three derivatives types (`decisions.md` §17).
+pub fn check_derivatives_on(condition: &Condition, on: bool) -> Result<(), Invalid> {
+    match condition {
+        Condition::Perp(_) if !on => Err(invalid("derivatives are off on this server")),
+        _ => Ok(()),
+    }
+}
+
 /// §17's market rules for a derivatives alert on `venue`: Bitget publishes no liquidations; a
 /// one-pair alert (`symbol`) needs the pair's perpetual (`perp`, what its shard publishes; `None`:
 /// none); a one-pair `funding` alert must wait on the far side of the pair's `rate8h` when it is

@@ -147,6 +147,9 @@ pub struct Shared {
     /// that saw a value (acquire) sees every change made before it: the front keeps a bulk
     /// densities answer while this has not moved.
     pub densities_generation: AtomicU64,
+    /// False when `[derivatives] enabled = false` (`decisions.md` §17): no perpetual runs, and
+    /// the derivatives alert types are refused. Set once at start, before the fronts serve.
+    pub derivatives: std::sync::atomic::AtomicBool,
 }
 
 /// How often a shard merges its latency histogram into [`Shared::latency`].
@@ -298,6 +301,7 @@ impl Shared {
             latency: (0..shards).map(|_| std::sync::Mutex::new(Latency::new())).collect(),
             site_alerts: ArcSwap::from_pointee(super::site_alerts::SiteAlertSet::default()),
             densities_generation: AtomicU64::new(0),
+            derivatives: std::sync::atomic::AtomicBool::new(true),
         }
     }
 

@@ -53,6 +53,7 @@ pub(super) fn start_feed(
         clock: clock.clone(),
         partition: s.role.partition(),
         spin_before_park: Duration::from_micros(u64::from(s.shard_spin_us)),
+        derivatives: s.derivatives,
     };
     let Some(venues) = &s.live else {
         let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));

@@ -57,6 +57,10 @@ pub(crate) struct ServeSettings {
     pub(crate) retention: rampart_store::store::Retention,
     pub(crate) sim_delist: Vec<(String, u64)>,
     pub(crate) fault_hang_shard_stop: bool,
+    /// `[derivatives] enabled`.
+    pub(crate) derivatives: bool,
+    /// `--fault-publisher-abort-after` (hidden): the publisher's crash in mid-round.
+    pub(crate) fault_publisher_abort_after: Option<u32>,
     pub(crate) events_max: usize,
     pub(crate) cpus: rampart_shard::cpus::CpuPolicy,
     /// `--feed live`: each venue's endpoints and limits.
@@ -238,6 +242,8 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         telegram: telegram(&file)?,
         sim_delist,
         fault_hang_shard_stop: args.fault_hang_shard_stop,
+        derivatives: file.derivatives.enabled.unwrap_or(true),
+        fault_publisher_abort_after: args.fault_publisher_abort_after,
         events_max: args.events_max,
         cpus: rampart_shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
     })

@@ -177,6 +177,8 @@ impl AlertsApi {
             }
         }
         let req = alerts::parse_create(body)?;
+        let derivatives_on = self.books.shared.derivatives.load(std::sync::atomic::Ordering::Relaxed);
+        rules::check_derivatives_on(&req.condition, derivatives_on)?;
         let (venue, book) = match (req.exchange, req.universe()) {
             // A `*` alert: every pair of the venue (its exchange is required).
             (Some(v), true) => (self.books.venue_or_404(v.as_str())?, None),
