@@ -27,7 +27,7 @@ use crate::{histogram, Summary};
 /// 2026-01-01T00:00:00Z.
 const T0: i64 = 1_767_225_600_000;
 /// Simulated time per round: a busy shard's loop.
-const ROUND_MS: i64 = 5;
+const SIM_ROUND_MS: i64 = 5;
 const SEED: u64 = 17;
 
 /// What a variant runs besides the spot ticks.
@@ -68,8 +68,8 @@ pub fn perp_round(pairs: usize, seconds: i64, perps: Perps) -> Summary {
     };
     let mut h = histogram();
     let (mut busy, mut applied, mut fired) = (Duration::ZERO, 0u64, 0u64);
-    for r in 1..=(seconds * 1_000 / ROUND_MS) {
-        let now = T0 + r * ROUND_MS;
+    for r in 1..=(seconds * 1_000 / SIM_ROUND_MS) {
+        let now = T0 + r * SIM_ROUND_MS;
         let t0 = Instant::now();
         spot.step_due(now, SIM_PAIRS_PER_ROUND_MAX, &mut ticks);
         for t in &ticks {

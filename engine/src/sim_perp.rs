@@ -380,6 +380,20 @@ impl SimPerp {
     /// so at most `contracts_max * ticks_per_step_max()` ticks are appended; with that much
     /// spare capacity in `out`, a call allocates nothing.
     pub fn step_due(&mut self, now_ms: i64, mids: &[Price], contracts_max: usize, out: &mut Vec<PerpTick>) -> usize {
+        self.step_due_with(now_ms, |book| mids.get(book.index()).copied(), contracts_max, out)
+    }
+
+    /// [`SimPerp::step_due`], each due contract's mid asked of `mid` (`None` or zero: it does
+    /// not step and stays due): only the contracts that step read a mid, so a caller that holds
+    /// the market need not copy every mid each round (the shard's loop runs a round every few
+    /// milliseconds, and a contract is due once a second).
+    pub fn step_due_with(
+        &mut self,
+        now_ms: i64,
+        mut mid: impl FnMut(BookId) -> Option<Price>,
+        contracts_max: usize,
+        out: &mut Vec<PerpTick>,
+    ) -> usize {
         let n = self.contracts.len();
         let mut stepped = 0;
         for k in 0..n {
@@ -393,7 +407,7 @@ impl SimPerp {
             }
             let mid = match (c.own_ln_mid, c.book) {
                 (Some(_), _) => 1.0,
-                (None, Some(book)) => match mids.get(book.index()) {
+                (None, Some(book)) => match mid(book) {
                     Some(p) if p.0 > 0 => p.to_f64(),
                     _ => continue,
                 },

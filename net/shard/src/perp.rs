@@ -4,8 +4,8 @@
 //! its `BookSlot::perp` with the book's metrics, once a second.
 //!
 //! Everything is allocated at start-up ([`ShardPerps::new`]): one `PerpBook` per book that has
-//! a perpetual, the mids buffer (one price per book of the registry) and the tick buffer, sized
-//! for [`PERP_CONTRACTS_PER_ROUND_MAX`] contracts' worst step. [`ShardPerps::step`] then
+//! a perpetual and the tick buffer, sized for [`PERP_CONTRACTS_PER_ROUND_MAX`] contracts' worst
+//! step; a round reads the mids of the contracts due only, from the market. [`ShardPerps::step`] then
 //! allocates nothing and takes no lock; [`ShardPerps::publish`] allocates one snapshot per book
 //! per second, like the metrics.
 //!
@@ -62,8 +62,6 @@ pub struct ShardPerps {
     held: Vec<Option<Held>>,
     /// Books with a perpetual.
     count: usize,
-    /// The spot mids the `SimPerp` reads, by [`BookId`] index.
-    mids: Vec<Price>,
     /// One round's ticks; capacity [`PERP_CONTRACTS_PER_ROUND_MAX`] × the worst step.
     ticks: Vec<PerpTick>,
     /// One update's derivatives alert firings; room for the most alerts a book holds, reserved
@@ -111,15 +109,7 @@ impl ShardPerps {
             }
         }
         let ticks = Vec::with_capacity(PERP_CONTRACTS_PER_ROUND_MAX * sim.ticks_per_step_max());
-        ShardPerps {
-            sim,
-            held,
-            count,
-            mids: vec![Price::ZERO; registry.len()],
-            ticks,
-            fired: Vec::new(),
-            stepped_ms: now_ms,
-        }
+        ShardPerps { sim, held, count, ticks, fired: Vec::new(), stepped_ms: now_ms }
     }
 
     /// Books with a perpetual here.
@@ -141,15 +131,15 @@ impl ShardPerps {
         self.held.get(book.index())?.as_ref().filter(|h| h.listed)
     }
 
-    /// Steps the contracts due at `now_ms` (at most [`PERP_CONTRACTS_PER_ROUND_MAX`]) at the
-    /// mids of `market`, applies their ticks to the books and hands each update to the book's
+    /// Steps the contracts due at `now_ms` (at most [`PERP_CONTRACTS_PER_ROUND_MAX`]) at their
+    /// spot books' mids in `market`, applies their ticks to the books and hands each update to the book's
     /// derivatives alerts; each firing goes to `fired` with its book, in order. Returns how many
     /// stepped. No allocation, no lock.
     pub fn step(&mut self, now_ms: i64, market: &Market, fired: &mut impl FnMut(BookId, Firing)) -> usize {
         self.stepped_ms = now_ms;
-        self.sim.read_mids(market, &mut self.mids);
         self.ticks.clear();
-        let stepped = self.sim.step_due(now_ms, &self.mids, PERP_CONTRACTS_PER_ROUND_MAX, &mut self.ticks);
+        let mid = |book| market.get(book).and_then(|s| s.book.mid());
+        let stepped = self.sim.step_due_with(now_ms, mid, PERP_CONTRACTS_PER_ROUND_MAX, &mut self.ticks);
         debug_assert!(self.ticks.len() <= self.ticks.capacity());
         for k in 0..self.ticks.len() {
             let tick = self.ticks[k];

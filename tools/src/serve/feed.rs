@@ -47,7 +47,7 @@ pub(super) fn start_feed(
         sim: SimConfig { seed: s.seed, step_interval_ms: s.sim_step_ms, ..SimConfig::default() },
         poll_interval: Duration::from_millis(1),
         walls_min_ratio: s.walls_min_ratio,
-        fault_hang_on_stop: s.fault_hang_shard_stop,
+        fault_hang_on_stop: s.faults.hang_shard_stop,
         events_max: s.events_max,
         cpus: cpus.to_vec(),
         clock: clock.clone(),

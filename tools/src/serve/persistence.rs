@@ -78,7 +78,7 @@ impl Persistence {
             Some(url) => {
                 let store = s.store.open()?.for_background()?;
                 let wake = Arc::new(tokio::sync::Notify::new());
-                let fault = s.fault_publisher_abort_after;
+                let fault = s.faults.publisher_abort_after;
                 let p = Publisher::start(store, url.clone(), BusNames::default(), clock.clone(), wake.clone(), fault)?;
                 tracing::info!("deliveries go to the NATS firings stream; `rampart deliver` sends them");
                 (Sending::Stream(p), wake)

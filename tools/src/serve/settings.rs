@@ -56,11 +56,10 @@ pub(crate) struct ServeSettings {
     /// `[retention]`: what the database keeps.
     pub(crate) retention: rampart_store::store::Retention,
     pub(crate) sim_delist: Vec<(String, u64)>,
-    pub(crate) fault_hang_shard_stop: bool,
+    /// Hidden fault injection for tests; none in production.
+    pub(crate) faults: Faults,
     /// `[derivatives] enabled`.
     pub(crate) derivatives: bool,
-    /// `--fault-publisher-abort-after` (hidden): the publisher's crash in mid-round.
-    pub(crate) fault_publisher_abort_after: Option<u32>,
     pub(crate) events_max: usize,
     pub(crate) cpus: rampart_shard::cpus::CpuPolicy,
     /// `--feed live`: each venue's endpoints and limits.
@@ -176,6 +175,21 @@ fn live_venues(feed: &str, venues: &[Venue], file: &FileConfig) -> Result<(Optio
     Ok((Some(out), verify_checksums))
 }
 
+/// The hidden fault-injection flags of `serve` (tests only).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Faults {
+    /// `--fault-hang-shard-stop`: shards never finish stopping.
+    pub(crate) hang_shard_stop: bool,
+    /// `--fault-publisher-abort-after`: the publisher's crash in mid-round.
+    pub(crate) publisher_abort_after: Option<u32>,
+}
+
+impl Faults {
+    fn of(args: &ServeArgs) -> Faults {
+        Faults { hang_shard_stop: args.fault_hang_shard_stop, publisher_abort_after: args.fault_publisher_abort_after }
+    }
+}
+
 /// The settings of a `serve` run: flags over environment over file over defaults, each checked.
 pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let file = load_file(&args.common)?;
@@ -211,6 +225,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     )?;
     let (live, verify_checksums) = live_venues(&feed, &venues, &file)?;
     Ok(ServeSettings {
+        faults: Faults::of(&args), // first: the fields after it move parts of `args`
         listen: args.listen.or(file.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
         metrics_listen: args.metrics_listen.or(file.metrics.listen.clone()),
         unauthenticated_per_min,
@@ -241,9 +256,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         retention: file.retention.retention()?,
         telegram: telegram(&file)?,
         sim_delist,
-        fault_hang_shard_stop: args.fault_hang_shard_stop,
         derivatives: file.derivatives.enabled.unwrap_or(true),
-        fault_publisher_abort_after: args.fault_publisher_abort_after,
         events_max: args.events_max,
         cpus: rampart_shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
     })

@@ -88,9 +88,9 @@ __all__ = [
     "StreamOp",
     "Symbol",
     "SymbolData",
-    "SymbolDataPerp1",
+    "SymbolDataPerp0",
     "SymbolRow",
-    "SymbolRowPerp1",
+    "SymbolRowPerp0",
     "Symbols",
     "TestAlertResponse",
     "TestAlertResponseData",
@@ -253,7 +253,7 @@ class Exchanges(TypedDict):
     data: list[ExchangesDataItem]
 
 
-class SymbolRowPerp1(TypedDict):
+class SymbolRowPerp0(TypedDict):
     contract: str
     multiplier: int
 
@@ -264,7 +264,7 @@ class SymbolRow(TypedDict):
     quote: str
     price: float
     status: Literal["trading", "delisted"]
-    perp: SymbolRowPerp1 | None
+    perp: SymbolRowPerp0 | None
 
 
 class Symbols(TypedDict):
@@ -273,7 +273,7 @@ class Symbols(TypedDict):
     data: list[SymbolRow]
 
 
-class SymbolDataPerp1(TypedDict):
+class SymbolDataPerp0(TypedDict):
     contract: str
     multiplier: int
 
@@ -285,7 +285,7 @@ class SymbolData(TypedDict):
     status: Literal["trading", "delisted"]
     tickSize: float
     lotSize: float
-    perp: SymbolDataPerp1 | None
+    perp: SymbolDataPerp0 | None
     ts: int
     priceAgeMs: int | None
 
