@@ -120,6 +120,15 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     market0.get("/v1/alerts", Some(&key)).assert_some_error(404, "the API on a market node");
     let health = api_a.get("/healthz", None);
     assert_eq!(health.ok("healthz")["cluster"]["role"], "api");
+    // An api node reads no perpetual (decisions §17 in a cluster: not built); a market node's
+    // shards run the simulated ones.
+    let perp = |node: &Server| -> Vec<String> {
+        let h = node.get("/healthz", None);
+        let list = h.ok("healthz")["exchanges"].as_array().cloned().unwrap_or_default();
+        list.iter().map(|e| e["perp"].as_str().unwrap_or("?").to_owned()).collect()
+    };
+    assert!(perp(&api_a).iter().all(|p| p == "off"), "{:?}", perp(&api_a));
+    assert!(perp(&market0).iter().all(|p| p == "up"), "{:?}", perp(&market0));
     // Each market node counts its own pairs; together they are the api node's, once each.
     let pairs = |node: &Server| -> Vec<i64> {
         let h = node.get("/healthz", None);

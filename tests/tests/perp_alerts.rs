@@ -179,6 +179,10 @@ fn with_derivatives_off_no_pair_has_a_perpetual_and_the_three_types_are_refused(
     assert!(symbol["perp"].is_null(), "{symbol}");
     let all = server.get_authed("/v1/perp?exchange=bybit").ok("perp bulk")["data"].clone();
     assert_eq!(all, json!([]), "no pair has a perpetual");
+    let health = server.get("/healthz", None).ok("healthz").clone();
+    let perps: Vec<&Value> =
+        health["exchanges"].as_array().map(|e| e.iter().map(|x| &x["perp"]).collect()).unwrap_or_default();
+    assert!(perps.len() == 4 && perps.iter().all(|p| **p == "off"), "{health}");
     // Spot alerts are unchanged.
     create(&server, &json!({"type":"pct","symbol":"BTCUSDT","direction":"any","pct":5,"window":"1d"}));
     let _ = std::fs::remove_file(&cfg);

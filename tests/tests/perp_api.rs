@@ -221,6 +221,10 @@ fn check_liquidation_lists(server: &Server) {
 #[test]
 fn the_symbol_listings_name_each_pairs_perpetual_or_null() {
     let server = Server::start(BIN, FAST);
+    let health = server.get("/healthz", None).ok("healthz").clone();
+    let perps: Vec<&Value> =
+        health["exchanges"].as_array().map(|e| e.iter().map(|x| &x["perp"]).collect()).unwrap_or_default();
+    assert!(perps.len() == 4 && perps.iter().all(|p| **p == "up"), "the simulated perpetuals: {health}");
     let one = server.get_authed("/v1/symbols/BTCUSDT?exchange=okx").ok("symbol")["data"]["perp"].clone();
     assert_eq!(one["contract"], "BTC-USDT-SWAP", "{one}");
     assert_eq!(one["multiplier"], 1, "{one}");

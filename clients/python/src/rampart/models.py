@@ -336,6 +336,7 @@ class HealthStorage(TypedDict):
 class HealthExchangesItem(TypedDict):
     exchange: Literal["binance", "bybit", "okx", "bitget"]
     state: Literal["ok", "degraded", "down", "starting"]
+    perp: NotRequired[Literal["up", "connecting", "down", "off"]]
 
 
 class Health(TypedDict):

@@ -221,7 +221,7 @@ impl HealthApi {
             let pairs = self.served_pairs(*v);
             if !self.books.shared.live {
                 j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
-                j.raw(",\"pairs\":").int(pairs).raw("}");
+                j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(started)).raw("}");
                 continue;
             }
             use std::sync::atomic::Ordering::Relaxed;
@@ -234,7 +234,7 @@ impl HealthApi {
             if !h.why.is_empty() {
                 j.raw(",\"reason\":").str(h.why);
             }
-            j.raw(",\"pairs\":").int(pairs);
+            j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(started));
             j.raw(",\"booksLive\":").int(live);
             j.raw(",\"booksWithHistory\":").int(sum(|s| &s.books_history));
             j.raw(",\"connections\":").int(open);
@@ -277,6 +277,21 @@ impl HealthApi {
         }
         j.raw("]}");
         respond(if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, j.finish())
+    }
+
+    /// A venue's perpetual feed as `/healthz` says it (`decisions.md` §17: it never makes the
+    /// server unready): `off` when `[derivatives] enabled = false`, on the live feed (its
+    /// perpetual sessions are not built: docs/design/derivatives.md) and on a cluster's api node
+    /// (it reads no perpetual); on the simulated feed `connecting` until the shards are ready,
+    /// then `up` (the simulator does not go down).
+    fn perp_state(&self, started: bool) -> &'static str {
+        let on = self.books.shared.derivatives.load(std::sync::atomic::Ordering::Relaxed);
+        let api = self.cluster.as_deref().is_some_and(|c| c.role == rampart_cluster::node::Role::Api);
+        match (on && !self.books.shared.live && !api, started) {
+            (false, _) => "off",
+            (true, false) => "connecting",
+            (true, true) => "up",
+        }
     }
 
     /// `GET /v1/debug/latency`: the tick-to-decision histogram over every shard (live feed:
