@@ -109,6 +109,23 @@ pub struct LiqFilter {
     pub limit: usize,
 }
 
+impl LiqFilter {
+    /// Newest first, `newest` filtered as a list answer shows it at `now_ms`: the last
+    /// [`RECENT_KEEP_MS`], this side and value, at most `limit` (the book's ring and a published
+    /// snapshot's copy of it are read the same way).
+    pub fn apply<'a>(
+        self,
+        now_ms: i64,
+        newest: impl Iterator<Item = &'a Liquidation> + 'a,
+    ) -> impl Iterator<Item = &'a Liquidation> + 'a {
+        let oldest_ms = now_ms - RECENT_KEEP_MS;
+        newest
+            .take_while(move |l| l.time_ms >= oldest_ms)
+            .filter(move |l| self.side.is_none_or(|s| s == l.side) && l.usd >= self.min_usd)
+            .take(self.limit)
+    }
+}
+
 /// Open interest now (`GET /v1/perp/{symbol}`'s `oi`, the `oi` metric).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OiNow {
@@ -460,13 +477,7 @@ impl PerpBook {
     /// The liquidations of the last [`RECENT_KEEP_MS`] at `now_ms` that pass `filter`, newest
     /// first.
     pub fn recent(&self, now_ms: i64, filter: LiqFilter) -> impl Iterator<Item = Liquidation> + '_ {
-        let oldest_ms = now_ms - RECENT_KEEP_MS;
-        self.recent
-            .newest_first()
-            .take_while(move |l| l.time_ms >= oldest_ms)
-            .filter(move |l| filter.side.is_none_or(|s| s == l.side) && l.usd >= filter.min_usd)
-            .take(filter.limit)
-            .copied()
+        filter.apply(now_ms, self.recent.newest_first()).copied()
     }
 }
 

@@ -23,7 +23,7 @@ use std::cmp::Reverse;
 use std::sync::Arc;
 
 use hyper::StatusCode;
-use rampart_engine::perp_book::{Completeness, LiqFilter, Liquidation, PerpInterval, RECENT_KEEP_MS};
+use rampart_engine::perp_book::{Completeness, LiqFilter, Liquidation, PerpInterval};
 use rampart_engine::{BookId, Timeframe, Venue};
 use rampart_state::perp::PerpSnapshot;
 use rampart_state::Command;
@@ -64,12 +64,7 @@ pub(super) fn list_query(query: Option<&str>, limit_default: usize, limit_max: u
 
 /// The liquidations of `p` that `f` asks for at `now_ms`: the last 24 h, newest first.
 fn passing(p: &PerpSnapshot, f: LiqFilter, now_ms: i64) -> impl Iterator<Item = &Liquidation> + '_ {
-    let oldest_ms = now_ms - RECENT_KEEP_MS;
-    p.recent
-        .iter()
-        .take_while(move |l| l.time_ms >= oldest_ms)
-        .filter(move |l| f.side.is_none_or(|s| s == l.side) && l.usd >= f.min_usd)
-        .take(f.limit)
+    f.apply(now_ms, p.recent.iter())
 }
 
 /// The newest `f.limit` liquidations of `snapshots` (one per pair, in symbol order) that pass
@@ -239,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_pair_list_filters_and_cuts_at_a_day() {
-        let day = RECENT_KEEP_MS;
+        let day = rampart_engine::perp_book::RECENT_KEEP_MS;
         let p = snapshot(vec![
             (PositionSide::Long, 500.0, day + 3_000),
             (PositionSide::Short, 5_000.0, day + 2_000),
