@@ -57,9 +57,12 @@ pub fn perp_round(pairs: usize, seconds: i64, perps: Perps) -> Summary {
         });
         ticks.clear();
     }
+    // The books' liquidation feeds, as the shard makes and feeds them.
+    let shared = rampart_state::Shared::replica(std::sync::Arc::new(registry.clone()), 1, 0);
     let mut shard_perps = (perps != Perps::Off).then(|| {
         let mut p = ShardPerps::new(SEED, &universe, &listing(SEED, &universe), &registry, &specs, &market, T0);
-        p.step_all(T0, &market);
+        p.make_feeds(&shared.slots);
+        p.step_all(T0, &market, &shared.slots);
         p
     });
     let held = match (perps, shard_perps.as_mut()) {
@@ -79,7 +82,7 @@ pub fn perp_round(pairs: usize, seconds: i64, perps: Perps) -> Summary {
         applied += ticks.len() as u64;
         ticks.clear();
         if let Some(p) = shard_perps.as_mut() {
-            p.step(now, &market, &mut |_, f| {
+            p.step(now, &market, &shared.slots, &mut |_, f| {
                 std::hint::black_box(f);
                 fired += 1;
             });

@@ -6,6 +6,7 @@
 
 pub mod fanout;
 pub mod ops;
+pub mod perp_watch;
 pub mod session;
 pub mod watch;
 

@@ -2,14 +2,19 @@
 //! `GET /v1/perp/{symbol}`, `GET /v1/perp`, `GET /v1/liquidations/{symbol}` and
 //! `GET /v1/liquidations`. Every 4xx with its exact body (unknown pair, no perpetual, a bad
 //! `side`, `min_usd`, `limit`, `exchange`, too many symbols, a wrong method, no key), the venue
-//! answers' shapes, and the figures of the simulated perpetuals with every filter.
+//! answers' shapes, and the figures of the simulated perpetuals with every filter. And the two
+//! channels §17 adds to `GET /v1/stream` (`liquidations:`, `perp:`): their snapshots, each
+//! liquidation as it arrives with `seq` rising by one and agreeing with the list, `perp` when
+//! the values change, `minUsd`, Bitget's `"completeness":"none"`, and their refusals.
 
 use std::collections::BTreeSet;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rampart_tests::{Server, FAST};
-use serde_json::Value;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
 
@@ -266,4 +271,121 @@ fn a_windows_history_is_sixty_slots_oldest_first_with_null_before_the_watch() {
     ask("/v1/perp/NOPEUSDT/history").assert_error(404, "unknown symbol 'NOPEUSDT' on binance", "unknown");
     let default = ask("/v1/perp/ETHUSDT/history?exchange=okx").ok("default").clone();
     assert_eq!((default["interval"].clone(), default["slotMs"].clone()), (Value::from("1h"), Value::from(60_000)));
+}
+
+type Ws = WebSocket<std::net::TcpStream>;
+
+/// A stream of `server`'s key (reads time out after 200 ms, so a wait can poll).
+fn stream(server: &Server) -> Ws {
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+    let mut req = format!("ws://127.0.0.1:{}/v1/stream", server.port).into_client_request().expect("request");
+    req.headers_mut().insert("authorization", format!("Bearer {}", server.key).parse().expect("header"));
+    let (ws, _) = tungstenite::client(req, tcp.try_clone().expect("socket")).expect("handshake");
+    tcp.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
+    ws
+}
+
+/// The next message that is not a heartbeat, within `limit`.
+fn next(ws: &mut Ws, limit: Duration) -> Option<Value> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        match ws.read() {
+            Ok(Message::Text(t)) => {
+                let v: Value = serde_json::from_str(t.as_str()).expect("a JSON message");
+                if v["type"] != "heartbeat" {
+                    return Some(v);
+                }
+            }
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e) => panic!("reading the stream: {e}"),
+        }
+    }
+    None
+}
+
+/// Sends `op` and returns its answer (an ack or an error; market messages before it skipped).
+fn ask_op(ws: &mut Ws, op: &Value) -> Value {
+    ws.send(Message::text(op.to_string())).expect("send");
+    loop {
+        let m = next(ws, Duration::from_secs(5)).expect("an answer");
+        if m["type"] == "ack" || m["type"] == "error" {
+            return m;
+        }
+    }
+}
+
+#[test]
+fn the_derivatives_channels_send_a_snapshot_then_each_change() {
+    let server = Server::start(BIN, FAST);
+    let mut ws = stream(&server);
+    // Refusals first, each naming what is wrong; the connection stays.
+    let without: Vec<String> = listed(&server, "binance").difference(&with_perp(&server, "binance")).cloned().collect();
+    let pair = without.first().expect("a binance pair without a perpetual");
+    for (channel, error) in [
+        (format!("perp:binance:{pair}"), format!("no perpetual contract for '{pair}' on binance")),
+        (format!("liquidations:binance:{pair}"), format!("no perpetual contract for '{pair}' on binance")),
+        ("liquidations:binance:NOPEUSDT".into(), "unknown symbol 'NOPEUSDT' on binance".into()),
+    ] {
+        let answer = ask_op(&mut ws, &json!({"op":"subscribe","id":9,"channels":[channel]}));
+        assert_eq!(answer, json!({"type":"error","id":9,"error":error}), "{channel}");
+    }
+    let answer = ask_op(&mut ws, &json!({"op":"subscribe","id":8,"channels":["perp:okx:*"],"minUsd":5}));
+    assert_eq!(answer["error"], "field 'minUsd' applies to 'walls' and 'liquidations' channels only");
+    let channels = ["liquidations:binance:*", "perp:okx:BTCUSDT", "liquidations:bitget:BTCUSDT"];
+    assert_eq!(ask_op(&mut ws, &json!({"op":"subscribe","id":1,"channels":channels})), json!({"type":"ack","id":1}));
+    let (mut seqs, mut liquidation, mut perp) = (std::collections::HashMap::new(), None, None);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while (liquidation.is_none() || perp.is_none() || seqs.len() < 3) && Instant::now() < deadline {
+        let Some(m) = next(&mut ws, Duration::from_secs(1)) else { continue };
+        let channel = m["channel"].as_str().expect("a channel").to_owned();
+        let seq = m["seq"].as_u64().expect("seq");
+        let last = seqs.insert(channel.clone(), seq).unwrap_or(0);
+        assert_eq!(seq, last + 1, "seq rises by exactly one: {m}");
+        let d = &m["data"];
+        match (channel.as_str(), m["type"].as_str().unwrap_or("")) {
+            ("liquidations:binance:*", "snapshot") => {
+                assert_eq!((d["symbol"].clone(), d["completeness"].clone()), (json!("*"), json!("largest_per_second")));
+                let list = d["liquidations"].as_array().expect("a list");
+                assert!(
+                    list.len() <= 50 && list.iter().all(|l| l["symbol"].is_string() && l["usd"].is_number()),
+                    "{d}"
+                );
+            }
+            ("liquidations:binance:*", "liquidation") => liquidation = Some(d.clone()),
+            ("perp:okx:BTCUSDT", "snapshot") => {
+                assert_eq!((d["symbol"].clone(), d["contract"].clone()), (json!("BTCUSDT"), json!("BTC-USDT-SWAP")));
+                let rest = server.get_authed("/v1/perp/BTCUSDT?exchange=okx").ok("perp")["data"].clone();
+                let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<BTreeSet<_>>());
+                let mut with_symbol = keys(&rest).expect("an object");
+                with_symbol.insert("symbol".into());
+                assert_eq!(keys(d), Some(with_symbol), "the data of GET /v1/perp/{{symbol}}, with symbol");
+            }
+            ("perp:okx:BTCUSDT", "perp") => perp = Some(d.clone()),
+            ("liquidations:bitget:BTCUSDT", kind) => {
+                assert_eq!(kind, "snapshot", "nothing after Bitget's snapshot: {m}");
+                assert_eq!(d, &json!({"symbol":"BTCUSDT","completeness":"none","liquidations":[]}));
+            }
+            other => panic!("unexpected {other:?}: {m}"),
+        }
+    }
+    let perp = perp.expect("a perp message within 40 s");
+    assert!(perp["markPrice"].is_number() && perp["funding"]["rate8h"].is_number(), "{perp}");
+    let l = liquidation.expect("a binance liquidation within 40 s");
+    let (symbol, usd, time) =
+        (l["symbol"].as_str().expect("symbol"), &l["liquidation"]["usd"], &l["liquidation"]["time"]);
+    // The list shows it once its snapshot is published (each second).
+    let path = format!("/v1/liquidations/{symbol}?exchange=binance&limit=128");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !data(&server, &path).iter().any(|x| &x["usd"] == usd && &x["time"] == time) {
+        assert!(Instant::now() < deadline, "{l} not in {path}");
+        thread::sleep(Duration::from_millis(200));
+    }
+    // minUsd: a bound no simulated liquidation reaches leaves the snapshot empty.
+    let mut big = stream(&server);
+    let op = json!({"op":"subscribe","id":2,"channels":["liquidations:binance:*"],"minUsd":1e12});
+    assert_eq!(ask_op(&mut big, &op), json!({"type":"ack","id":2}));
+    let first = next(&mut big, Duration::from_secs(5)).expect("a snapshot");
+    assert_eq!(first["data"]["liquidations"], json!([]), "{first}");
 }

@@ -163,9 +163,16 @@ def _section_12_channels() -> list[str]:
     return [re.match(r"\s*\| `([a-z]+)", row).group(1) for row in rows]  # type: ignore[union-attr]
 
 
+def _section_17_channels() -> list[str]:
+    text = (ROOT / "docs" / "decisions.md").read_text(encoding="utf-8")
+    section = text.split("\n### Streams (§12 gains two channels)", 1)[1].split("\n### ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| `")]
+    return [re.match(r"\| `([a-z]+)", row).group(1) for row in rows]  # type: ignore[union-attr]
+
+
 def test_channel_kinds_are_the_decisions_list() -> None:
-    kinds = _section_12_channels()
-    assert kinds == ["price", "levels", "walls", "board", "alerts"]
+    kinds = _section_12_channels() + _section_17_channels()
+    assert kinds == ["price", "levels", "walls", "board", "alerts", "liquidations", "perp"]
     assert list(rampart.CHANNEL_KINDS) == kinds
     for kind in kinds:
         name = (

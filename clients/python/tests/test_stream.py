@@ -280,3 +280,31 @@ async def test_alerts_resume_across_killed_connections_mid_storm(server: Rampart
     ]
     assert stream.reconnects >= 2
     server.trade("XRPUSDT", base)
+
+
+def test_state_keeps_liquidations_and_perp() -> None:
+    state = StreamState()
+
+    def msg(channel: str, kind: str, data: dict[str, Any]) -> StreamMessageEvent:
+        return {"channel": channel, "type": kind, "seq": 1, "ts": 0, "data": data}  # type: ignore[typeddict-item]
+
+    liq = {"side": "long", "price": 10.0, "qty": 2.0, "usd": 20.0, "time": 1}
+    state.apply(
+        msg(
+            "liquidations:binance:*",
+            "snapshot",
+            {
+                "symbol": "*",
+                "completeness": "largest_per_second",
+                "liquidations": [liq | {"symbol": "ETHUSDT"}],
+            },
+        )
+    )
+    assert state.liquidations[("binance", "ETHUSDT")] == [liq]
+    newer = liq | {"time": 2}
+    state.apply(
+        msg("liquidations:binance:*", "liquidation", {"symbol": "ETHUSDT", "liquidation": newer})
+    )
+    assert state.liquidations[("binance", "ETHUSDT")] == [newer, liq]
+    state.apply(msg("perp:okx:BTCUSDT", "snapshot", {"symbol": "BTCUSDT", "markPrice": 1.0}))
+    assert state.perp[("okx", "BTCUSDT")]["markPrice"] == 1.0

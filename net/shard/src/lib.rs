@@ -519,6 +519,7 @@ impl Shard {
     fn with_perps(mut self, mut perps: perp::ShardPerps) -> Shard {
         let registry = self.shared.registry();
         self.alerts.attach_perps(&self.market, &registry, &mut perps);
+        perps.make_feeds(&self.shared.slots);
         self.perps = Some(perps);
         self
     }
@@ -529,7 +530,7 @@ impl Shard {
         let now = self.config.clock.now_ms();
         if let Some(perps) = self.perps.as_mut() {
             // Every perpetual has its mark, OI and funding before the shard says it is ready.
-            perps.step_all(now, &self.market);
+            perps.step_all(now, &self.market, &self.shared.slots);
         }
         for k in 0..self.market.books().len() {
             self.recompute_levels(k, now);
@@ -588,7 +589,7 @@ impl Shard {
         let Shard { perps, events, alerts, shared, index, .. } = self;
         let Some(perps) = perps.as_mut() else { return };
         let mut n = 0u64;
-        perps.step(now, &self.market, &mut |book, firing| {
+        perps.step(now, &self.market, &shared.slots, &mut |book, firing| {
             n += 1;
             events.enqueue(ShardEvent::Fired { book, firing, universe: alerts.is_universe(firing.id) });
         });

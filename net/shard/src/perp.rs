@@ -122,6 +122,21 @@ impl ShardPerps {
         self.count == 0
     }
 
+    /// The books with a perpetual here (listed or not).
+    pub fn books(&self) -> impl Iterator<Item = BookId> + '_ {
+        self.held.iter().enumerate().filter(|(_, h)| h.is_some()).map(|(k, _)| BookId(k as u32))
+    }
+
+    /// Makes the liquidation feed of each book with a perpetual in `slots` (at start-up: the
+    /// rings' one allocation each), so [`ShardPerps::step`] feeds them without allocating.
+    pub fn make_feeds(&self, slots: &[BookSlot]) {
+        for b in self.books() {
+            if let Some(slot) = slots.get(b.index()) {
+                slot.liquidations.get_or_init(rampart_state::liq_feed::LiqFeed::new);
+            }
+        }
+    }
+
     /// The perpetual of `book`, while its spot pair is listed.
     pub fn book(&self, book: BookId) -> Option<&PerpBook> {
         self.listed(book).map(|h| &*h.book)
@@ -135,7 +150,13 @@ impl ShardPerps {
     /// spot books' mids in `market`, applies their ticks to the books and hands each update to the book's
     /// derivatives alerts; each firing goes to `fired` with its book, in order. Returns how many
     /// stepped. No allocation, no lock.
-    pub fn step(&mut self, now_ms: i64, market: &Market, fired: &mut impl FnMut(BookId, Firing)) -> usize {
+    pub fn step(
+        &mut self,
+        now_ms: i64,
+        market: &Market,
+        slots: &[BookSlot],
+        fired: &mut impl FnMut(BookId, Firing),
+    ) -> usize {
         self.stepped_ms = now_ms;
         self.ticks.clear();
         let mid = |book| market.get(book).and_then(|s| s.book.mid());
@@ -149,6 +170,11 @@ impl ShardPerps {
                 continue;
             }
             let update = apply(&mut h.book, now_ms, &tick);
+            if let (Some(Update::Liquidation(l)), Some(feed)) =
+                (&update, slots.get(b.index()).and_then(|s| s.liquidations.get()))
+            {
+                feed.push(l);
+            }
             let (Some(alerts), Some(update)) = (h.alerts.as_deref_mut(), update) else { continue };
             self.fired.clear();
             perp_alerts::evaluate(&h.book, alerts, now_ms, tick.ts_ms, update, &mut self.fired);
@@ -213,11 +239,11 @@ impl ShardPerps {
 
     /// Steps every contract due at `now_ms`, round after round (at start-up, so every perpetual
     /// has its values before the shard is ready; no alert is held yet). Returns how many stepped.
-    pub fn step_all(&mut self, now_ms: i64, market: &Market) -> usize {
+    pub fn step_all(&mut self, now_ms: i64, market: &Market, slots: &[BookSlot]) -> usize {
         let mut stepped = 0;
         // Ends: a contract stepped at `now_ms` is not due again at `now_ms`.
         loop {
-            let n = self.step(now_ms, market, &mut |_, _| {});
+            let n = self.step(now_ms, market, slots, &mut |_, _| {});
             stepped += n;
             if n < PERP_CONTRACTS_PER_ROUND_MAX {
                 return stepped;
@@ -227,7 +253,7 @@ impl ShardPerps {
 
     /// `book`'s perpetual as of `now_ms`, for the fronts; `None` without one (or while its spot
     /// pair is delisted). Allocates the snapshot (its name and recent liquidations).
-    pub fn snapshot(&self, book: BookId, now_ms: i64) -> Option<PerpSnapshot> {
+    pub fn snapshot(&self, book: BookId, now_ms: i64, liq_seq: u64) -> Option<PerpSnapshot> {
         let b = &self.listed(book)?.book;
         let all = LiqFilter { side: None, min_usd: 0.0, limit: RECENT_MAX };
         Some(PerpSnapshot {
@@ -239,6 +265,7 @@ impl ShardPerps {
             funding: b.funding(now_ms),
             recent: b.recent(now_ms, all).collect(),
             ts_ms: now_ms,
+            liq_seq,
         })
     }
 
@@ -246,7 +273,10 @@ impl ShardPerps {
     /// once a second); a book without one publishes nothing. Not on the tick path: one
     /// snapshot allocated per call.
     pub fn publish(&self, book: BookId, now_ms: i64, slot: &BookSlot) {
-        if let Some(s) = self.snapshot(book, now_ms) {
+        // The shard that fed the ring takes the snapshot: `recent` holds every liquidation up to
+        // the ring's head now.
+        let liq_seq = slot.liquidations.get().map_or(0, |f| f.head());
+        if let Some(s) = self.snapshot(book, now_ms, liq_seq) {
             slot.perp.store(Some(Arc::new(s)));
         }
     }

@@ -44,7 +44,10 @@ fn stepping_the_perpetuals_allocates_nothing() {
     let listing = listing(SEED, &universe);
     let mut perps = ShardPerps::new(SEED, &universe, &listing, &registry, &specs, &market, T0);
     assert!(perps.len() > 400, "only {} books with a perpetual", perps.len());
-    let started = perps.step_all(T0, &market);
+    // The books' liquidation feeds, as the shard makes them: fed on every liquidation below.
+    let shared = rampart_state::Shared::replica(std::sync::Arc::new(registry.clone()), 1, 0);
+    perps.make_feeds(&shared.slots);
+    let started = perps.step_all(T0, &market, &shared.slots);
     assert_eq!(started, perps.len(), "every perpetual steps at start-up");
     let mut id = 0;
     let mut alert = |perps: &mut ShardPerps, book: BookId, condition: PerpCondition| {
@@ -74,7 +77,7 @@ fn stepping_the_perpetuals_allocates_nothing() {
             market.apply(t);
         }
         ticks.clear();
-        let n = perps.step(now, market, &mut |_, f| {
+        let n = perps.step(now, market, &shared.slots, &mut |_, f| {
             assert!(f.perp().is_some(), "{f:?}");
             fired += 1;
         });

@@ -20,13 +20,17 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 
+use rampart_engine::perp_book::Completeness;
 use rampart_engine::{BookId, Venue};
 use rampart_state::json::Json;
+use rampart_state::liq_feed::LiqFeed;
 use rampart_state::market_json::{write_density, write_level, write_levels, write_wall};
+use rampart_state::perp::PerpSnapshot;
 use rampart_state::shared::{DensitySnapshot, LevelSnapshot};
 use rampart_state::wall_history::WallHistory;
 
 use super::ops::Channel;
+use super::perp_watch::{self, LiqChange, PerpSeen};
 use super::watch::{self, LevelsChange, LevelsSeen, WallEvent, WallsSeen};
 
 /// Bytes of queued events one connection's outbox holds at most unless configured; the event
@@ -34,6 +38,11 @@ use super::watch::{self, LevelsChange, LevelsSeen, WallEvent, WallsSeen};
 pub const OUTBOX_BYTES_MAX: usize = 1 << 20;
 /// A pair's price is handed out at most once per this many milliseconds (the newest then).
 pub const PRICE_EVERY_MS: i64 = 100;
+
+/// The book a `liquidations:<venue>:*` subscription's items carry: its snapshot is the venue's
+/// (one, not one per pair), so its events and snapshot share one key (a snapshot in a batch
+/// supersedes the events before it).
+pub const VENUE_WIDE: BookId = BookId(u32::MAX);
 
 /// A connection, as the fan-out knows it.
 pub type ConnId = u64;
@@ -191,7 +200,7 @@ pub struct Figures {
 
 /// What a round saw of one book: its published state.
 #[derive(Clone, Debug)]
-pub struct View {
+pub struct View<'a> {
     /// Last price (fixed-point; 0: none yet).
     pub price: i64,
     /// Its time, Unix milliseconds.
@@ -206,12 +215,17 @@ pub struct View {
     pub walls: Arc<DensitySnapshot>,
     /// The wall history, loaded after `walls` (the shard publishes it first): how walls went.
     pub history: Arc<WallHistory>,
+    /// Its perpetual as last published (`None`: it has none).
+    pub perp: Option<Arc<PerpSnapshot>>,
+    /// Its liquidations as its shard takes them (`None`: it never had a perpetual).
+    pub liq_feed: Option<&'a LiqFeed>,
 }
 
 /// What changes whenever a book publishes anything a stream shows (price and its time, the
-/// trade watermarks, the levels' computation time, the wall scan's time): a book whose stamp
-/// did not move since its last look is not looked at again.
-pub type Stamp = [i64; 6];
+/// trade watermarks, the levels' computation time, the wall scan's time, the perpetual's
+/// publication time, the newest liquidation's number): a book whose stamp did not move since its
+/// last look is not looked at again.
+pub type Stamp = [i64; 8];
 
 /// A subscriber of one book.
 #[derive(Clone, Debug)]
@@ -248,6 +262,10 @@ struct Watch {
     /// price).
     price_snap: Option<((i64, i64), Rc<str>)>,
     levels_snap: Option<((u64, i64), Rc<str>)>,
+    /// The pair's name as last looked at (a venue's `liquidations` snapshot names each pair).
+    symbol: Option<Rc<str>>,
+    /// Its perpetual as last handed (`liquidations`, `perp`).
+    perp: PerpSeen,
 }
 
 /// Every connection's outbox and every followed book's subscribers.
@@ -256,7 +274,8 @@ pub struct Fanout {
     outbox_bytes_max: usize,
     outboxes: HashMap<ConnId, Outbox>,
     books: HashMap<BookId, Watch>,
-    /// `levels:<venue>:*` and `walls:<venue>:*` subscribers, per venue.
+    /// `levels:<venue>:*`, `walls:<venue>:*`, `liquidations:<venue>:*` and `perp:<venue>:*`
+    /// subscribers, per venue.
     stars: [Vec<Sub>; Venue::COUNT],
     /// `alerts` subscribers, per account.
     alerts: HashMap<i64, Vec<ConnId>>,
@@ -343,18 +362,30 @@ impl Fanout {
         let Some(outbox) = self.outboxes.get_mut(&conn) else { return };
         let sub = Sub { conn, target: target.clone() };
         match &target.channel {
-            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
+            Channel::Levels { venue, symbol: None }
+            | Channel::Walls { venue, symbol: None }
+            | Channel::Liquidations { venue, symbol: None }
+            | Channel::Perp { venue, symbol: None } => {
                 self.stars[venue.index()].push(sub);
             }
-            Channel::Price { .. } | Channel::Levels { .. } | Channel::Walls { .. } => {
+            Channel::Price { .. }
+            | Channel::Levels { .. }
+            | Channel::Walls { .. }
+            | Channel::Liquidations { .. }
+            | Channel::Perp { .. } => {
                 for &b in books {
                     self.books.entry(b).or_default().subs.push(sub.clone());
                 }
             }
             Channel::Board { .. } | Channel::Alerts => return,
         }
+        if matches!(target.channel, Channel::Liquidations { symbol: None, .. }) {
+            outbox.items.push_back(Item::Snapshot { target: target.clone(), book: VENUE_WIDE });
+        }
         for &book in books {
-            outbox.items.push_back(Item::Snapshot { target: target.clone(), book });
+            if !matches!(target.channel, Channel::Liquidations { symbol: None, .. }) {
+                outbox.items.push_back(Item::Snapshot { target: target.clone(), book });
+            }
             // The next look sets up what the new subscription compares with.
             if let Some(w) = self.books.get_mut(&book) {
                 w.stamp = None;
@@ -385,6 +416,9 @@ impl Fanout {
             let kept: Vec<Option<f64>> =
                 all().filter(|s| matches!(s.target.channel, Channel::Walls { .. })).map(|s| s.target.min_usd).collect();
             w.walls.retain(|ww| kept.contains(&ww.min_usd));
+            if !all().any(|s| matches!(s.target.channel, Channel::Liquidations { .. } | Channel::Perp { .. })) {
+                w.perp = PerpSeen::default();
+            }
             !w.subs.is_empty() || !star.is_empty()
         });
     }
@@ -410,10 +444,13 @@ impl Fanout {
     /// Looks at one book's published state (`stamp`: [`Stamp`] of it): every change since the
     /// last look is encoded once and queued for each subscriber (`symbol`: the pair's name in
     /// `data`).
-    pub fn look(&mut self, book: BookId, venue: Venue, symbol: &str, v: &View, stamp: Stamp, now_ms: i64) {
+    pub fn look(&mut self, book: BookId, venue: Venue, symbol: &str, v: &View<'_>, stamp: Stamp, now_ms: i64) {
         let stars = &self.stars[venue.index()];
         let watch = self.books.entry(book).or_default();
         watch.venue = Some(venue);
+        if watch.symbol.as_deref() != Some(symbol) {
+            watch.symbol = Some(symbol.into());
+        }
         let first = watch.last.is_none();
         watch.last = Some((v.price, v.price_ts));
         let mut subs: Vec<&Sub> = watch.subs.iter().collect();
@@ -421,12 +458,22 @@ impl Fanout {
         let out = &mut self.outboxes;
         let max = self.outbox_bytes_max;
         let (handed, conflations) = (&mut self.handed, &mut self.conflations);
+        // Data `MARK` hands a snapshot marker instead of an event (a look that lost its place).
         let mut hand = |kind: &'static str, data: Rc<str>, want: &dyn Fn(&Target) -> bool| {
             for s in subs.iter().filter(|s| want(&s.target)) {
+                let key = if matches!(s.target.channel, Channel::Liquidations { symbol: None, .. }) {
+                    VENUE_WIDE
+                } else {
+                    book
+                };
                 if let Some(o) = out.get_mut(&s.conn) {
-                    *conflations += u64::from(o.push(&s.target, book, kind, &data, max));
+                    if data.is_empty() {
+                        o.items.push_back(Item::Snapshot { target: s.target.clone(), book: key });
+                    } else {
+                        *conflations += u64::from(o.push(&s.target, key, kind, &data, max));
+                        *handed += 1;
+                    }
                     self.woken.push(s.conn);
-                    *handed += 1;
                 }
             }
         };
@@ -458,12 +505,16 @@ impl Fanout {
             }
         }
         look_walls(&mut watch.walls, &watch.subs, stars, symbol, v, &mut hand);
+        look_perp(&mut watch.perp, &watch.subs, stars, symbol, v, now_ms, &mut hand);
         watch.stamp = (watch.price == Some((v.price, v.price_ts))).then_some(stamp);
     }
 
     /// The newest state of `book` for `target` as a snapshot's `data` (`None`: not looked at),
     /// encoded once for every connection that takes it before the state moves.
     pub fn snapshot(&mut self, target: &Target, book: BookId, symbol: &str) -> Option<Rc<str>> {
+        if book == VENUE_WIDE {
+            return self.venue_liquidations(target);
+        }
         let w = self.books.get_mut(&book)?;
         let last = w.last?;
         match &target.channel {
@@ -478,8 +529,25 @@ impl Fanout {
                 let scan = ww.scan.clone();
                 Some(cached(&mut ww.snap, scan.ts_ms, || walls_data(symbol, &scan, target.min_usd)))
             }
+            Channel::Perp { .. } => w.perp.perp_data(),
+            Channel::Liquidations { venue, .. } => {
+                w.perp.perp_data()?;
+                let f = perp_watch::snapshot_filter(target.min_usd);
+                let items = f.apply(w.perp.looked_ms(), w.perp.recent()).map(|l| (symbol, l));
+                Some(perp_watch::liquidations_snapshot(symbol, Completeness::of(*venue), items).into())
+            }
             Channel::Board { .. } | Channel::Alerts => None,
         }
+    }
+
+    /// A `liquidations:<venue>:*` snapshot: the newest of the venue's books looked at.
+    fn venue_liquidations(&self, target: &Target) -> Option<Rc<str>> {
+        let Channel::Liquidations { venue, symbol: None } = &target.channel else { return None };
+        let books = self.books.values().filter(|w| w.venue == Some(*venue) && w.perp.perp_data().is_some());
+        let now_ms = books.clone().map(|w| w.perp.looked_ms()).max().unwrap_or(0);
+        let named = books.filter_map(|w| w.symbol.as_deref().map(|s| (s, &w.perp)));
+        let items = perp_watch::venue_newest(named, perp_watch::snapshot_filter(target.min_usd), now_ms);
+        Some(perp_watch::liquidations_snapshot("*", Completeness::of(*venue), items.into_iter()).into())
     }
 
     /// Everything queued for `conn`, oldest first (see [`Outbox`]).
@@ -594,6 +662,39 @@ fn look_walls(walls: &mut Vec<WallsWatch>, subs: &[Sub], stars: &[Sub], symbol: 
     }
 }
 
+/// The derivatives of one look at a book, when some subscriber wants them: each liquidation
+/// fed since (to the `liquidations` subscribers whose `minUsd` it passes; a look that lost its
+/// place hands them a snapshot instead), and the perpetual's values when they changed (`perp`).
+fn look_perp(
+    seen: &mut PerpSeen,
+    subs: &[Sub],
+    stars: &[Sub],
+    symbol: &str,
+    v: &View<'_>,
+    now_ms: i64,
+    hand: &mut Hand<'_>,
+) {
+    let is_liq = |t: &Target| matches!(t.channel, Channel::Liquidations { .. });
+    let is_perp = |t: &Target| matches!(t.channel, Channel::Perp { .. });
+    if subs_want(subs, stars, is_liq) {
+        match seen.look_liquidations(v.perp.as_deref(), v.liq_feed, now_ms) {
+            LiqChange::Nothing => {}
+            LiqChange::Restarted => hand("snapshot", "".into(), &is_liq),
+            LiqChange::New(new) => {
+                for l in &new {
+                    let passes = |t: &Target| is_liq(t) && t.min_usd.is_none_or(|m| l.usd >= m);
+                    hand("liquidation", perp_watch::liquidation_data(symbol, l).into(), &passes);
+                }
+            }
+        }
+    }
+    if subs_want(subs, stars, is_perp) || subs_want(subs, stars, is_liq) {
+        if let Some(data) = seen.look_perp(v.perp.as_ref(), symbol) {
+            hand("perp", data, &is_perp);
+        }
+    }
+}
+
 /// `{"symbol","snapshot":{...}}`, the scan's walls that pass `min_usd`.
 fn walls_data(symbol: &str, scan: &DensitySnapshot, min_usd: Option<f64>) -> String {
     let kept =
@@ -640,7 +741,7 @@ mod tests {
         Channel::Levels { venue: Venue::Binance, symbol: symbol.map(str::to_owned) }
     }
 
-    fn view(price: i64, ts: i64, high: i64, walls: Vec<PublishedWall>, scan_ms: i64) -> View {
+    fn view(price: i64, ts: i64, high: i64, walls: Vec<PublishedWall>, scan_ms: i64) -> View<'static> {
         let level = |p, side| Level { price: Price(p), side, origin: Origin::H1, time_ms: 1, strength: 1 };
         View {
             price,
@@ -653,6 +754,8 @@ mod tests {
             }),
             walls: Arc::new(DensitySnapshot { ts_ms: scan_ms, price, walls }),
             history: Arc::new(WallHistory::default()),
+            perp: None,
+            liq_feed: None,
         }
     }
 
@@ -679,13 +782,13 @@ mod tests {
         let (ta, tb) = (target(levels(Some("BTCUSDT")), None), target(levels(None), None));
         f.subscribe(a, &ta, &[BOOK]);
         f.subscribe(b, &tb, &[BOOK]);
-        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 6], 10);
+        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 8], 10);
         assert_eq!((kinds(&f.take(a)), kinds(&f.take(b))), (vec!["(snapshot)"], vec!["(snapshot)"]));
         let snap = f.snapshot(&ta, BOOK, "BTCUSDT").expect("looked at");
         assert!(snap.contains("\"levels\":[") && snap.contains("BTCUSDT"), "{snap}");
         let again = f.snapshot(&tb, BOOK, "BTCUSDT").expect("looked at");
         assert!(Rc::ptr_eq(&snap, &again), "encoded once while nothing moved");
-        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(111, 2, 111, vec![], 0), [0; 6], 20);
+        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(111, 2, 111, vec![], 0), [0; 8], 20);
         let (ia, ib) = (f.take(a), f.take(b));
         let (Some(Item::Event { data: da, kind: "level.broken", .. }), Some(Item::Event { data: db, .. })) =
             (ia.first(), ib.first())
@@ -696,7 +799,7 @@ mod tests {
         let mut woken = Vec::new();
         f.woken(&mut woken);
         assert_eq!(woken, [a, b]);
-        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(112, 3, 112, vec![], 0), [0; 6], 30);
+        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(112, 3, 112, vec![], 0), [0; 8], 30);
         assert!(f.take(a).is_empty(), "broken once");
     }
 
@@ -706,20 +809,20 @@ mod tests {
         let c = f.open();
         let t = target(Channel::Price { venue: Venue::Okx, symbol: "ETHUSDT".into() }, None);
         f.subscribe(c, &t, &[BOOK]);
-        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 6], 0);
+        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 8], 0);
         assert_eq!(kinds(&f.take(c)), ["(snapshot)"]);
-        assert!(f.unchanged(BOOK, &[0; 6]), "looked at with this stamp, nothing waits");
-        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(101, 2, i64::MIN, vec![], 0), [1; 6], 50);
+        assert!(f.unchanged(BOOK, &[0; 8]), "looked at with this stamp, nothing waits");
+        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(101, 2, i64::MIN, vec![], 0), [1; 8], 50);
         assert!(f.take(c).is_empty(), "within 100 ms of the snapshot's look");
-        assert!(!f.unchanged(BOOK, &[1; 6]), "a price waits: looked at again");
+        assert!(!f.unchanged(BOOK, &[1; 8]), "a price waits: looked at again");
         let other = f.open();
         f.subscribe(other, &t, &[BOOK]);
-        assert!(!f.unchanged(BOOK, &[0; 6]), "a new subscription: looked at again");
-        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(102, 3, i64::MIN, vec![], 0), [0; 6], 100);
+        assert!(!f.unchanged(BOOK, &[0; 8]), "a new subscription: looked at again");
+        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(102, 3, i64::MIN, vec![], 0), [0; 8], 100);
         let items = f.take(c);
         let Some(Item::Event { kind: "price", data, .. }) = items.first() else { panic!("{:?}", kinds(&items)) };
         assert!(data.contains("\"ts\":3"), "the newest: {data}");
-        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(102, 3, i64::MIN, vec![], 0), [0; 6], 300);
+        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(102, 3, i64::MIN, vec![], 0), [0; 8], 300);
         assert!(f.take(c).is_empty(), "nothing new");
     }
 
@@ -731,16 +834,16 @@ mod tests {
         let (t_all, t_big) = (target(walls.clone(), None), target(walls, Some(1e6)));
         f.subscribe(all, &t_all, &[BOOK]);
         f.subscribe(big, &t_big, &[BOOK]);
-        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 2_000), [0; 6], 0);
+        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 2_000), [0; 8], 0);
         f.take(all);
         f.take(big);
         let scan = vec![wall(120, 5e5), wall(130, 2e6)];
-        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, scan, 4_000), [0; 6], 10);
+        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, scan, 4_000), [0; 8], 10);
         assert_eq!(kinds(&f.take(all)), ["wall.appeared", "wall.appeared"]);
         assert_eq!(kinds(&f.take(big)), ["wall.appeared"]);
         let snap = f.snapshot(&t_big, BOOK, "BTCUSDT").expect("scanned");
         assert!(snap.contains("\"usd\":2000000") && !snap.contains("\"usd\":500000"), "{snap}");
-        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 6_000), [0; 6], 20);
+        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 6_000), [0; 8], 20);
         let gone = f.take(big);
         let Some(Item::Event { kind: "wall.gone", data, .. }) = gone.first() else { panic!("{:?}", kinds(&gone)) };
         assert!(data.contains("\"reason\":\"pulled\",\"lifetimeS\":0}"), "{data}");
@@ -756,7 +859,7 @@ mod tests {
         // Each price is ~30 bytes of data: far more than the bound's worth.
         for i in 0..(OUTBOX_BYTES_MAX as i64 / 8) {
             now += PRICE_EVERY_MS;
-            f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100 + i, i, i64::MIN, vec![], 0), [0; 6], now);
+            f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100 + i, i, i64::MIN, vec![], 0), [0; 8], now);
             let o = f.outbox(c).expect("open");
             assert!(o.bytes <= OUTBOX_BYTES_MAX, "the bound holds");
         }
@@ -783,10 +886,10 @@ mod tests {
         let t = target(Channel::Price { venue: Venue::Okx, symbol: "ETHUSDT".into() }, None);
         f.subscribe(mine, &t, &[BOOK]);
         f.subscribe(market, &t, &[BOOK]);
-        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 6], 0);
+        f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 8], 0);
         // Enough prices to conflate twice: the alert entry stays, in its place.
         for i in 1..200 {
-            f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100 + i, i, i64::MIN, vec![], 0), [0; 6], i * 100);
+            f.look(BOOK, Venue::Okx, "ETHUSDT", &view(100 + i, i, i64::MIN, vec![], 0), [0; 8], i * 100);
         }
         assert!(f.figures().conflations >= 2);
         assert_eq!(kinds(&f.take(mine)), ["(alert)", "(snapshot)"]);
@@ -810,7 +913,7 @@ mod tests {
         let c = f.open();
         let t = target(levels(Some("BTCUSDT")), None);
         f.subscribe(c, &t, &[BOOK]);
-        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 6], 10);
+        f.look(BOOK, Venue::Binance, "BTCUSDT", &view(100, 1, i64::MIN, vec![], 0), [0; 8], 10);
         let mut books = Vec::new();
         f.books(&mut books);
         assert_eq!(books, [BOOK]);
@@ -824,5 +927,65 @@ mod tests {
         f.close(c);
         assert_eq!(f.star_venues().count(), 0);
         assert!(f.take(c).is_empty() && f.outbox(c).is_none());
+    }
+
+    #[test]
+    fn liquidations_go_once_past_min_usd_and_a_venue_has_one_snapshot() {
+        use rampart_engine::perp_book::{Completeness, Liquidation};
+        use rampart_engine::perp_window::PositionSide;
+        let liq =
+            |usd: f64, time_ms| Liquidation { side: PositionSide::Short, price: 10.0, qty: usd / 10.0, usd, time_ms };
+        let feed = LiqFeed::new();
+        feed.push(&liq(500.0, 1));
+        let snap = Arc::new(PerpSnapshot {
+            contract: "BTCUSDT".into(),
+            multiplier: 1,
+            completeness: Completeness::All,
+            mark: Some(10.0),
+            oi: None,
+            funding: None,
+            recent: vec![liq(500.0, 1)],
+            ts_ms: 1_000,
+            liq_seq: 1,
+        });
+        let at = |ts| View { perp: Some(snap.clone()), liq_feed: Some(&feed), ..view(100, ts, i64::MIN, vec![], 0) };
+        let mut f = Fanout::new(OUTBOX_BYTES_MAX);
+        let (one, big, star) = (f.open(), f.open(), f.open());
+        let pair = Channel::Liquidations { venue: Venue::Bybit, symbol: Some("BTCUSDT".into()) };
+        let (t_one, t_big) = (target(pair.clone(), None), target(pair, Some(1e6)));
+        let t_star = target(Channel::Liquidations { venue: Venue::Bybit, symbol: None }, None);
+        f.subscribe(one, &t_one, &[BOOK]);
+        f.subscribe(big, &t_big, &[BOOK]);
+        f.subscribe(star, &t_star, &[BOOK, BookId(8)]);
+        f.look(BOOK, Venue::Bybit, "BTCUSDT", &at(1), [0; 8], 10);
+        assert_eq!(kinds(&f.take(star)), ["(snapshot)"], "one snapshot for the venue");
+        let venue = f.snapshot(&t_star, VENUE_WIDE, "*").expect("the venue's");
+        assert!(
+            venue.starts_with("{\"symbol\":\"*\",\"completeness\":\"all\",\"liquidations\":[{\"symbol\":\"BTCUSDT\""),
+            "{venue}"
+        );
+        f.take(one);
+        assert_eq!(kinds(&f.take(big)), ["(snapshot)"]);
+        let small = f.snapshot(&t_big, BOOK, "BTCUSDT").expect("looked at");
+        assert!(small.ends_with("\"liquidations\":[]}"), "below minUsd: {small}");
+        feed.push(&liq(2e6, 2));
+        feed.push(&liq(900.0, 3));
+        f.look(BOOK, Venue::Bybit, "BTCUSDT", &at(2), [1; 8], 20);
+        assert_eq!(kinds(&f.take(one)), ["liquidation", "liquidation"]);
+        assert_eq!(kinds(&f.take(big)), ["liquidation"], "the $2M one only");
+        let items = f.take(star);
+        let Some(Item::Event { book, data, .. }) = items.first() else { panic!("{:?}", kinds(&items)) };
+        assert_eq!((*book, items.len()), (VENUE_WIDE, 2));
+        assert!(data.starts_with("{\"symbol\":\"BTCUSDT\",\"liquidation\":{\"side\":\"short\""), "{data}");
+        f.look(BOOK, Venue::Bybit, "BTCUSDT", &at(3), [2; 8], 30);
+        assert!(f.take(one).is_empty(), "each once");
+        // Further behind than the ring: a snapshot instead, holding the newest.
+        for k in 0..(rampart_state::liq_feed::LIQ_FEED_LEN as i64 + 2) {
+            feed.push(&liq(1.0, 10 + k));
+        }
+        f.look(BOOK, Venue::Bybit, "BTCUSDT", &at(4), [3; 8], 40);
+        assert_eq!(kinds(&f.take(one)), ["(snapshot)"]);
+        let newest = f.snapshot(&t_one, BOOK, "BTCUSDT").expect("looked at");
+        assert_eq!(newest.matches("\"side\"").count(), perp_watch::LIQ_SNAPSHOT_MAX, "{newest}");
     }
 }

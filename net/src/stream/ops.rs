@@ -19,8 +19,8 @@ pub const OPS: [&str; 3] = ["subscribe", "unsubscribe", "ping"];
 /// The fields an op may carry.
 const FIELDS: [&str; 5] = ["op", "id", "channels", "since", "minUsd"];
 /// The channels served, as a client spells them.
-pub const CHANNEL_FORMS: &str =
-    "price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, board:<exchange>, alerts";
+pub const CHANNEL_FORMS: &str = "price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, \
+    walls:<exchange>:<symbol|*>, board:<exchange>, alerts, liquidations:<exchange>:<symbol|*>, perp:<exchange>:<symbol|*>";
 
 /// A channel a client can subscribe to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,6 +53,22 @@ pub enum Channel {
     },
     /// `alerts`: the key's account's firings and notices.
     Alerts,
+    /// `liquidations:<venue>:<symbol|*>`: the pair's liquidations as they arrive (`None`: every
+    /// pair of the venue), `decisions.md` §17.
+    Liquidations {
+        /// The venue.
+        venue: Venue,
+        /// The pair, uppercase; `None` for `*`.
+        symbol: Option<String>,
+    },
+    /// `perp:<venue>:<symbol|*>`: the pair's perpetual (mark, OI, funding, the newest
+    /// liquidation), at most once a second (`None`: every pair of the venue with one).
+    Perp {
+        /// The venue.
+        venue: Venue,
+        /// The pair, uppercase; `None` for `*`.
+        symbol: Option<String>,
+    },
 }
 
 impl Channel {
@@ -64,7 +80,16 @@ impl Channel {
             Channel::Walls { venue, symbol } => format!("walls:{venue}:{}", symbol.as_deref().unwrap_or("*")),
             Channel::Board { venue } => format!("board:{venue}"),
             Channel::Alerts => "alerts".to_owned(),
+            Channel::Liquidations { venue, symbol } => {
+                format!("liquidations:{venue}:{}", symbol.as_deref().unwrap_or("*"))
+            }
+            Channel::Perp { venue, symbol } => format!("perp:{venue}:{}", symbol.as_deref().unwrap_or("*")),
         }
+    }
+
+    /// Whether the subscription's `minUsd` applies to this channel (`walls`, `liquidations`).
+    pub fn takes_min_usd(&self) -> bool {
+        matches!(self, Channel::Walls { .. } | Channel::Liquidations { .. })
     }
 }
 
@@ -146,8 +171,8 @@ pub fn parse(frame: &[u8]) -> Result<Op, OpError> {
                 return Err(refuse(Some(id), "field 'since' applies to the 'alerts' channel only"));
             }
             let min_usd = min_usd(&obj, id)?;
-            if min_usd.is_some() && !channels.iter().any(|c| matches!(c, Channel::Walls { .. })) {
-                return Err(refuse(Some(id), "field 'minUsd' applies to 'walls' channels only"));
+            if min_usd.is_some() && !channels.iter().any(Channel::takes_min_usd) {
+                return Err(refuse(Some(id), "field 'minUsd' applies to 'walls' and 'liquidations' channels only"));
             }
             Ok(Op::Subscribe { id, channels, since, min_usd })
         }
@@ -229,17 +254,13 @@ fn channel(name: &str) -> Result<Channel, OpError> {
     let mut parts = name.splitn(3, ':');
     let (kind, venue, symbol) = (parts.next().unwrap_or(""), parts.next(), parts.next());
     let unknown = || refuse(None, format!("unknown channel '{}'. Allowed: {CHANNEL_FORMS}", clip(name, 64)));
-    if !matches!(kind, "price" | "levels" | "walls") {
+    if !matches!(kind, "price" | "levels" | "walls" | "liquidations" | "perp") {
         return Err(unknown());
     }
     let (Some(venue), Some(symbol)) = (venue, symbol) else { return Err(unknown()) };
     let venue = venue_of(venue)?;
     if symbol == "*" && kind != "price" {
-        return Ok(if kind == "levels" {
-            Channel::Levels { venue, symbol: None }
-        } else {
-            Channel::Walls { venue, symbol: None }
-        });
+        return Ok(pair_channel(kind, venue, None));
     }
     if symbol.is_empty() || symbol.len() > 64 || !symbol.bytes().all(|b| b.is_ascii_alphanumeric()) {
         let message = format!("channel '{}': the symbol must be a pair symbol such as BTCUSDT", clip(name, 64));
@@ -247,10 +268,19 @@ fn channel(name: &str) -> Result<Channel, OpError> {
     }
     let symbol = symbol.to_ascii_uppercase();
     Ok(match kind {
-        "levels" => Channel::Levels { venue, symbol: Some(symbol) },
-        "walls" => Channel::Walls { venue, symbol: Some(symbol) },
-        _ => Channel::Price { venue, symbol },
+        "price" => Channel::Price { venue, symbol },
+        _ => pair_channel(kind, venue, Some(symbol)),
     })
+}
+
+/// The channel of `kind` (one that takes `*`) on `venue`'s `symbol` (`None`: `*`).
+fn pair_channel(kind: &str, venue: Venue, symbol: Option<String>) -> Channel {
+    match kind {
+        "levels" => Channel::Levels { venue, symbol },
+        "walls" => Channel::Walls { venue, symbol },
+        "liquidations" => Channel::Liquidations { venue, symbol },
+        _ => Channel::Perp { venue, symbol },
+    }
 }
 
 /// An exchange as a channel names it.
@@ -296,6 +326,28 @@ mod tests {
             Err(e) => e,
             Ok(op) => panic!("{frame} was taken as {op:?}"),
         }
+    }
+
+    #[test]
+    fn the_derivatives_channels_parse_with_min_usd_on_liquidations() {
+        let sub =
+            parse(br#"{"op":"subscribe","id":4,"channels":["liquidations:bybit:ethusdt","perp:okx:*"],"minUsd":1e6}"#);
+        let liq = Channel::Liquidations { venue: Venue::Bybit, symbol: Some("ETHUSDT".into()) };
+        let perp = Channel::Perp { venue: Venue::Okx, symbol: None };
+        assert_eq!(
+            sub,
+            Ok(Op::Subscribe { id: 4, channels: vec![liq.clone(), perp.clone()], since: None, min_usd: Some(1e6) })
+        );
+        assert_eq!((liq.name(), perp.name()), ("liquidations:bybit:ETHUSDT".to_owned(), "perp:okx:*".to_owned()));
+        assert!(liq.takes_min_usd() && !perp.takes_min_usd());
+        let e = err(r#"{"op":"subscribe","id":5,"channels":["perp:okx:*"],"minUsd":5}"#);
+        assert_eq!(e, refuse(Some(5), "field 'minUsd' applies to 'walls' and 'liquidations' channels only"));
+        let e = err(r#"{"op":"subscribe","id":6,"channels":["liquidations:okx:btc-usdt"]}"#);
+        assert_eq!(e.message, "channel 'liquidations:okx:btc-usdt': the symbol must be a pair symbol such as BTCUSDT");
+        assert_eq!(
+            err(r#"{"op":"subscribe","id":7,"channels":["perp:okx"]}"#).message.split('.').next(),
+            Some("unknown channel 'perp:okx'")
+        );
     }
 
     #[test]
@@ -352,7 +404,7 @@ mod tests {
             (r#"{"op":"subscribe","id":3,"channels":"alerts"}"#, Some(3), "field 'channels' must be an array"),
             (r#"{"op":"subscribe","id":3,"channels":[]}"#, Some(3), "must name at least one channel"),
             (r#"{"op":"subscribe","id":3,"channels":[1]}"#, Some(3), "field 'channels' must be an array"),
-            (r#"{"op":"subscribe","id":3,"channels":["news"]}"#, Some(3), "unknown channel 'news'. Allowed: price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, board:<exchange>, alerts"),
+            (r#"{"op":"subscribe","id":3,"channels":["news"]}"#, Some(3), "unknown channel 'news'. Allowed: price:<exchange>:<symbol>, levels:<exchange>:<symbol|*>, walls:<exchange>:<symbol|*>, board:<exchange>, alerts, liquidations:<exchange>:<symbol|*>, perp:<exchange>:<symbol|*>"),
             (r#"{"op":"subscribe","id":3,"channels":["price:binance"]}"#, Some(3), "unknown channel 'price:binance'"),
             (r#"{"op":"subscribe","id":3,"channels":["price:kraken:BTCUSD"]}"#, Some(3), "invalid exchange 'kraken'. Allowed: binance, bybit, okx, bitget"),
             (r#"{"op":"subscribe","id":3,"channels":["price:okx:BTC-USDT"]}"#, Some(3), "the symbol must be a pair symbol"),
@@ -360,7 +412,7 @@ mod tests {
             (r#"{"op":"subscribe","id":3,"channels":["price:binance:BTCUSDT"],"since":1}"#, Some(3), "field 'since' applies to the 'alerts' channel only"),
             (r#"{"op":"subscribe","id":3,"channels":["alerts"],"since":-2}"#, Some(3), "field 'since' must be a non-negative integer"),
             (r#"{"op":"subscribe","id":3,"channels":["alerts"],"since":"x"}"#, Some(3), "field 'since' must be a non-negative integer"),
-            (r#"{"op":"subscribe","id":3,"channels":["alerts"],"minUsd":5}"#, Some(3), "field 'minUsd' applies to 'walls' channels only"),
+            (r#"{"op":"subscribe","id":3,"channels":["alerts"],"minUsd":5}"#, Some(3), "field 'minUsd' applies to 'walls' and 'liquidations' channels only"),
             (r#"{"op":"subscribe","id":3,"channels":["walls:okx:*"],"minUsd":0}"#, Some(3), "field 'minUsd' must be a positive number"),
             (r#"{"op":"subscribe","id":3,"channels":["walls:okx:*"],"minUsd":"5"}"#, Some(3), "field 'minUsd' must be a positive number"),
             (r#"{"op":"subscribe","id":3,"channels":["price:okx:*"]}"#, Some(3), "the symbol must be a pair symbol"),

@@ -106,7 +106,7 @@ impl Session {
         let targets: Vec<Rc<Target>> = fresh
             .into_iter()
             .map(|c| {
-                let min_usd = min_usd.filter(|_| matches!(c, Channel::Walls { .. }));
+                let min_usd = min_usd.filter(|_| c.takes_min_usd());
                 Rc::new(Target { channel: c.clone(), min_usd })
             })
             .collect();

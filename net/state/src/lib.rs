@@ -10,6 +10,7 @@ pub mod clock;
 pub mod commands;
 pub mod events;
 pub mod json;
+pub mod liq_feed;
 pub mod market_json;
 pub mod pair_metrics;
 pub mod partition;

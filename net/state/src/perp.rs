@@ -27,4 +27,7 @@ pub struct PerpSnapshot {
     pub recent: Vec<Liquidation>,
     /// When the shard took it, Unix ms.
     pub ts_ms: i64,
+    /// The number of the newest liquidation `recent` holds in the pair's
+    /// [`crate::liq_feed::LiqFeed`] (0: none fed yet): the stream reads the feed after it.
+    pub liq_seq: u64,
 }

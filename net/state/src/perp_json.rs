@@ -7,7 +7,9 @@
 //! liquidation's `price`) with 8 decimals, as every spot price of the API is written (the
 //! engine's 10⁻⁸ fixed point), so a pair's spot and perpetual prices read alike.
 
-use rampart_engine::perp_book::Liquidation;
+use rampart_engine::perp_book::{FundingNow, Liquidation, OiNow};
+
+use crate::perp::PerpSnapshot;
 use rampart_engine::perp_window::PositionSide;
 
 use crate::json::Json;
@@ -61,4 +63,45 @@ pub fn write_liquidation_open(j: &mut Json, l: &Liquidation, symbol: Option<&str
     j.raw(",\"qty\":").float(l.qty, BASE_DECIMALS);
     j.raw(",\"usd\":").float(l.usd, USD_DECIMALS);
     j.raw(",\"time\":").int(l.time_ms);
+}
+
+fn write_oi(j: &mut Json, oi: Option<&OiNow>) {
+    let Some(oi) = oi else {
+        j.raw("null");
+        return;
+    };
+    j.raw("{\"base\":").float(oi.base, BASE_DECIMALS).raw(",\"usd\":");
+    opt(j, oi.usd, USD_DECIMALS);
+    j.raw(",\"time\":").int(oi.time_ms).raw(",\"stale\":").bool(oi.stale).raw("}");
+}
+
+fn write_funding(j: &mut Json, funding: Option<&FundingNow>) {
+    let Some(f) = funding else {
+        j.raw("null");
+        return;
+    };
+    j.raw("{\"rate\":").float(f.rate, RATE_DECIMALS).raw(",\"rate8h\":").float(f.rate8h, RATE_DECIMALS);
+    j.raw(",\"intervalH\":").int(i64::from(f.interval_h)).raw(",\"nextTime\":").int(f.next_ms);
+    j.raw(",\"time\":").int(f.time_ms).raw(",\"stale\":").bool(f.stale).raw("}");
+}
+
+/// The fields of a pair's perpetual, without braces: `"contract":..,…,"liquidations":{..}`
+/// (`data` of `GET /v1/perp/{symbol}`; one entry of `GET /v1/perp`'s and the `perp` stream's
+/// `data`, after its `symbol`).
+pub fn write_perp_fields(j: &mut Json, p: &PerpSnapshot) {
+    j.raw("\"contract\":").str(&p.contract).raw(",\"multiplier\":").int(i64::from(p.multiplier));
+    j.raw(",\"markPrice\":");
+    opt(j, p.mark, PRICE_DECIMALS);
+    j.raw(",\"oi\":");
+    write_oi(j, p.oi.as_ref());
+    j.raw(",\"funding\":");
+    write_funding(j, p.funding.as_ref());
+    j.raw(",\"liquidations\":{\"completeness\":").str(p.completeness.as_str()).raw(",\"last\":");
+    match p.recent.first() {
+        Some(l) => write_liquidation(j, l, None),
+        None => {
+            j.raw("null");
+        }
+    }
+    j.raw("}");
 }

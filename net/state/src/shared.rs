@@ -98,6 +98,9 @@ pub struct BookSlot {
     /// The pair's perpetual, replaced whole each second by the owning shard; empty when the
     /// pair has none on its venue (decisions §17).
     pub perp: arc_swap::ArcSwapOption<super::perp::PerpSnapshot>,
+    /// The pair's newest liquidations as the owning shard takes them, for the `liquidations`
+    /// stream; made when the pair gains a perpetual (`decisions.md` §17).
+    pub liquidations: std::sync::OnceLock<super::liq_feed::LiqFeed>,
 }
 
 impl BookSlot {
@@ -114,6 +117,7 @@ impl BookSlot {
             metrics: ArcSwap::from_pointee(pair_metrics::PairMetrics::default()),
             status: std::sync::atomic::AtomicU8::new(status),
             perp: arc_swap::ArcSwapOption::empty(),
+            liquidations: std::sync::OnceLock::new(),
         }
     }
 }

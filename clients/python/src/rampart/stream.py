@@ -34,8 +34,10 @@ from .models import Level, StreamMessageEvent, Wall
 
 __all__ = ["CHANNEL_KINDS", "Backoff", "Stream", "StreamState", "channel_name"]
 
-#: The channel kinds of decisions.md §12 (``alerts`` takes no venue).
-CHANNEL_KINDS = ("price", "levels", "walls", "board", "alerts")
+#: The channel kinds of decisions.md §12 and §17 (``alerts`` takes no venue).
+CHANNEL_KINDS = ("price", "levels", "walls", "board", "alerts", "liquidations", "perp")
+#: Liquidations :class:`StreamState` keeps per pair (as the server does).
+LIQUIDATIONS_KEPT = 128
 #: Close codes after which reconnecting cannot help: key revoked, too many bad ops.
 _FATAL_CLOSES = {4401: "API key revoked", 1008: "policy violation"}
 #: Statuses of a refused upgrade that mean "no WebSocket here": fall back to server-sent events.
@@ -59,6 +61,9 @@ class StreamState:
     levels: dict[tuple[str, str], list[Level]] = field(default_factory=dict)
     walls: dict[tuple[str, str], dict[tuple[str, float], Wall]] = field(default_factory=dict)
     board: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Newest first, at most :data:`LIQUIDATIONS_KEPT` per pair.
+    liquidations: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    perp: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def apply(self, message: StreamMessageEvent) -> None:
         """Applies one channel message (a snapshot replaces, an update changes)."""
@@ -74,6 +79,28 @@ class StreamState:
             self._apply_walls(pair, kind_type, data)
         elif kind == "board":
             self.board[exchange] = data
+        elif kind == "liquidations":
+            self._apply_liquidations(exchange, pair, kind_type, data)
+        elif kind == "perp":
+            self.perp[pair] = data
+
+    def _apply_liquidations(
+        self, exchange: str, pair: tuple[str, str], kind: str, data: dict[str, Any]
+    ) -> None:
+        if kind == "snapshot":
+            if data.get("symbol") != "*":
+                self.liquidations[pair] = list(data.get("liquidations", []))
+                return
+            # A venue's snapshot: each entry names its pair.
+            for key in [k for k in self.liquidations if k[0] == exchange]:
+                del self.liquidations[key]
+            for entry in data.get("liquidations", []):
+                one = {k: v for k, v in entry.items() if k != "symbol"}
+                self.liquidations.setdefault((exchange, str(entry["symbol"])), []).append(one)
+        elif kind == "liquidation":
+            held = self.liquidations.setdefault(pair, [])
+            held.insert(0, data["liquidation"])
+            del held[LIQUIDATIONS_KEPT:]
 
     def _apply_levels(self, pair: tuple[str, str], kind: str, data: dict[str, Any]) -> None:
         if kind == "snapshot":

@@ -142,7 +142,24 @@ impl Books {
             }
             Channel::Board { venue } => self.venue_or_404(venue.as_str()).err().map(|e| e.message),
             Channel::Alerts => None,
+            Channel::Liquidations { venue, symbol: Some(symbol) } | Channel::Perp { venue, symbol: Some(symbol) } => {
+                self.perp_book(*venue, symbol).err().map(|e| e.message)
+            }
+            Channel::Liquidations { venue, symbol: None } | Channel::Perp { venue, symbol: None } => {
+                self.venue_or_404(venue.as_str()).err().map(|e| e.message)
+            }
         }
+    }
+
+    /// The book of `symbol` on `venue` if its pair has a perpetual there; else the refusal of the
+    /// derivatives reads: the pair unknown, or `no perpetual contract for 'X' on okx` (§17).
+    fn perp_book(&self, venue: Venue, symbol: &str) -> Result<BookId, ApiError> {
+        let id = self.book(venue, symbol)?;
+        if self.shared.slots[id.index()].perp.load().is_none() {
+            let name = self.shared.registry().get(id).symbol.clone();
+            return Err(ApiError::new(StatusCode::NOT_FOUND, format!("no perpetual contract for '{name}' on {venue}")));
+        }
+        Ok(id)
     }
 
     /// The books a price, levels or walls channel covers now (a `*` channel: the venue's listed
@@ -152,9 +169,13 @@ impl Books {
             Channel::Price { venue, symbol }
             | Channel::Levels { venue, symbol: Some(symbol) }
             | Channel::Walls { venue, symbol: Some(symbol) } => self.book(*venue, symbol).ok().into_iter().collect(),
-            Channel::Levels { venue, symbol: None } | Channel::Walls { venue, symbol: None } => {
-                self.listed_books(*venue)
+            Channel::Liquidations { venue, symbol: Some(symbol) } | Channel::Perp { venue, symbol: Some(symbol) } => {
+                self.perp_book(*venue, symbol).ok().into_iter().collect()
             }
+            Channel::Levels { venue, symbol: None }
+            | Channel::Walls { venue, symbol: None }
+            | Channel::Liquidations { venue, symbol: None }
+            | Channel::Perp { venue, symbol: None } => self.listed_books(*venue),
             Channel::Board { .. } | Channel::Alerts => Vec::new(),
         }
     }

@@ -203,6 +203,7 @@ mod tests {
                 .map(|(side, usd, time_ms)| Liquidation { side, price: usd, qty: 1.0, usd, time_ms })
                 .collect(),
             ts_ms: 0,
+            liq_seq: 0,
         }
     }
 

@@ -6,11 +6,11 @@
 //! Numbers and the Liquidation object as `rampart_state::perp_json` writes them (shared with the
 //! alerts' firing bodies).
 
-use rampart_engine::perp_book::{FundingNow, HistorySlot, Liquidation, OiNow, PerpInterval};
+use rampart_engine::perp_book::{HistorySlot, Liquidation, PerpInterval};
 use rampart_state::json::Json;
 use rampart_state::perp::PerpSnapshot;
 
-use rampart_state::perp_json::{opt, BASE_DECIMALS, PRICE_DECIMALS, RATE_DECIMALS, USD_DECIMALS};
+use rampart_state::perp_json::{opt, write_perp_fields, BASE_DECIMALS, USD_DECIMALS};
 pub(super) use rampart_state::perp_json::{side_of_text, write_liquidation};
 
 /// `,"perp":{"contract","multiplier"}` of a pair with a perpetual, `,"perp":null` without (the
@@ -53,46 +53,6 @@ pub(super) fn history_body(symbol: &str, exchange: &str, window: PerpInterval, s
     }
     j.raw("]}");
     j.finish()
-}
-
-fn write_oi(j: &mut Json, oi: Option<&OiNow>) {
-    let Some(oi) = oi else {
-        j.raw("null");
-        return;
-    };
-    j.raw("{\"base\":").float(oi.base, BASE_DECIMALS).raw(",\"usd\":");
-    opt(j, oi.usd, USD_DECIMALS);
-    j.raw(",\"time\":").int(oi.time_ms).raw(",\"stale\":").bool(oi.stale).raw("}");
-}
-
-fn write_funding(j: &mut Json, funding: Option<&FundingNow>) {
-    let Some(f) = funding else {
-        j.raw("null");
-        return;
-    };
-    j.raw("{\"rate\":").float(f.rate, RATE_DECIMALS).raw(",\"rate8h\":").float(f.rate8h, RATE_DECIMALS);
-    j.raw(",\"intervalH\":").int(i64::from(f.interval_h)).raw(",\"nextTime\":").int(f.next_ms);
-    j.raw(",\"time\":").int(f.time_ms).raw(",\"stale\":").bool(f.stale).raw("}");
-}
-
-/// The fields of a pair's perpetual, without braces: `"contract":..,…,"liquidations":{..}`
-/// (`data` of the one-pair answer; one entry of the venue's, after its `symbol`).
-fn write_perp_fields(j: &mut Json, p: &PerpSnapshot) {
-    j.raw("\"contract\":").str(&p.contract).raw(",\"multiplier\":").int(i64::from(p.multiplier));
-    j.raw(",\"markPrice\":");
-    opt(j, p.mark, PRICE_DECIMALS);
-    j.raw(",\"oi\":");
-    write_oi(j, p.oi.as_ref());
-    j.raw(",\"funding\":");
-    write_funding(j, p.funding.as_ref());
-    j.raw(",\"liquidations\":{\"completeness\":").str(p.completeness.as_str()).raw(",\"last\":");
-    match p.recent.first() {
-        Some(l) => write_liquidation(j, l, None),
-        None => {
-            j.raw("null");
-        }
-    }
-    j.raw("}");
 }
 
 /// `GET /v1/perp/{symbol}`: `{"symbol","exchange","ts","data":{…}}`, `ts` the snapshot's time.
@@ -160,7 +120,7 @@ pub(super) fn liquidations_body<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rampart_engine::perp_book::Completeness;
+    use rampart_engine::perp_book::{Completeness, FundingNow, OiNow};
     use rampart_engine::perp_window::PositionSide;
     use rampart_state::perp_json::side_text;
 
@@ -178,6 +138,7 @@ mod tests {
             funding: None,
             recent: Vec::new(),
             ts_ms: 1_763_650_000_000,
+            liq_seq: 0,
         }
     }
 
@@ -206,6 +167,7 @@ mod tests {
                 liquidation(PositionSide::Short, 94_300.0, 0.25, 1_763_649_990_000),
             ],
             ts_ms: 1_763_650_000_200,
+            liq_seq: 0,
         }
     }
 

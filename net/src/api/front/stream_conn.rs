@@ -22,7 +22,7 @@ use hyper::StatusCode;
 use super::answer::ApiError;
 use super::stream_admission::{cursor_refusal, Admission, CLOSE_UNAUTHORISED, KEY_REVOKED, SESSION_ENDED};
 use super::stream_fanout::{Joined, StreamCore};
-use crate::stream::fanout::{Item, Target};
+use crate::stream::fanout::{Item, Target, VENUE_WIDE};
 use crate::stream::ops::{self, Channel, Op};
 use crate::stream::session::{Session, BACKLOG_MAX};
 
@@ -166,7 +166,11 @@ impl Connection {
                 }
                 Ok(())
             }
-            Channel::Levels { .. } | Channel::Walls { .. } | Channel::Price { .. } => {
+            Channel::Levels { .. }
+            | Channel::Walls { .. }
+            | Channel::Price { .. }
+            | Channel::Liquidations { .. }
+            | Channel::Perp { .. } => {
                 let books = front.books.books_of(&t.channel);
                 let mut hub = front.fanout.borrow_mut();
                 hub.fanout.subscribe(joined.conn, t, &books);
@@ -223,7 +227,8 @@ impl Connection {
                         s.message(&target, kind, &data, now_ms).map(|m| (m, None))
                     }
                     Item::Snapshot { target, book } => {
-                        let symbol = &registry.get(book).symbol;
+                        // A venue's `liquidations` snapshot names each pair itself.
+                        let symbol = if book == VENUE_WIDE { "*" } else { registry.get(book).symbol.as_str() };
                         let data = hub.fanout.snapshot(&target, book, symbol)?;
                         s.message(&target, "snapshot", &data, now_ms).map(|m| (m, None))
                     }

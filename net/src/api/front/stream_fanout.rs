@@ -285,7 +285,11 @@ impl StreamCore {
             let slot = &self.books.shared.slots[book.index()];
             let (price, price_ts) = self.books.shared.price(book);
             let (high, low) = (slot.trade_high.load(Ordering::Acquire), slot.trade_low.load(Ordering::Acquire));
-            let stamp = [price, price_ts, high, low, slot.levels.load().computed_ms, slot.densities.load().ts_ms];
+            let perp_ms = slot.perp.load().as_ref().map_or(0, |p| p.ts_ms);
+            let liq_feed = slot.liquidations.get();
+            let liq_head = liq_feed.map_or(0, |f| f.head() as i64);
+            let levels_ms = slot.levels.load().computed_ms;
+            let stamp = [price, price_ts, high, low, levels_ms, slot.densities.load().ts_ms, perp_ms, liq_head];
             if fanout.unchanged(book, &stamp) {
                 continue;
             }
@@ -294,7 +298,8 @@ impl StreamCore {
             // The scan first: its shard publishes the wall history (how walls went) before it.
             let walls = slot.densities.load_full();
             let history = slot.wall_history.load_full();
-            let view = View { price, price_ts, high, low, levels, walls, history };
+            let perp = slot.perp.load_full();
+            let view = View { price, price_ts, high, low, levels, walls, history, perp, liq_feed };
             fanout.look(book, info.venue, &info.symbol, &view, stamp, now_ms);
         }
     }
