@@ -15,6 +15,7 @@ pub mod harness;
 pub mod http_load;
 pub mod ingest;
 pub mod parsers;
+pub mod perp_memory;
 pub mod perp_round;
 pub mod scenarios;
 pub mod soak;

@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|perp|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -20,6 +20,14 @@ fn main() {
         args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(3);
     if which == "parsers" {
         parsers_main(runs);
+        return;
+    }
+    if which == "perp-memory" {
+        // Issue #61: the memory of the perpetuals of about 2 000 pairs against §17's bound; one
+        // run per process (a second in the same process would reuse the first one's pages).
+        println!("| contracts | RSS added | per pair | per pair from the types' sizes | 2 000 pairs |");
+        println!("|---|---|---|---|---|");
+        println!("{}", rampart_bench::perp_memory::perp_memory(750));
         return;
     }
     if which == "book-baseline" {
@@ -84,7 +92,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|ingest-levels|perp|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|ingest-levels|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }

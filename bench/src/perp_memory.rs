@@ -1,0 +1,91 @@
+//! The memory of the perpetuals of about 2 000 pairs (issue #61; decisions §17 "Bounds": about
+//! 21 KiB a pair, 42 MiB for 2 000). What a pair with a perpetual holds on its shard and in its
+//! slot: its `PerpBook` (windows, OI, funding, the newest 128 liquidations), its liquidation feed
+//! (the stream's ring) and its published `PerpSnapshot` with a full list of 128. Derivatives
+//! alerts are not counted (a book's alert book is made at its first alert and grows with them).
+//!
+//! Measured as the process's resident memory (VmRSS) before and after the shard's perpetuals
+//! are made, stepped for 60 simulated seconds, and each book's snapshot published, with each
+//! published list padded to the 128 a day can hold (the simulator's minute makes fewer); beside it
+//! the same figure from the types' sizes.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use rampart_engine::perp_book::{Liquidation, PerpBook, RECENT_MAX};
+use rampart_engine::sim::{self, Sim, SimConfig};
+use rampart_engine::sim_perp_listing::listing;
+use rampart_engine::{BookId, Market, Registry, Tick, Venue};
+use rampart_shard::perp::ShardPerps;
+use rampart_shard::SIM_PAIRS_PER_ROUND_MAX;
+use rampart_state::liq_feed::{LiqFeed, LIQ_FEED_LEN};
+use rampart_state::perp::PerpSnapshot;
+
+/// 2026-01-01T00:00:00Z.
+const T0: i64 = 1_767_225_600_000;
+const SEED: u64 = 17;
+const ROUND_MS: i64 = 5;
+
+/// Resident memory now, KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap_or("0");
+    line.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// The report of `pairs` spot pairs per venue (the perpetuals the simulator lists for them).
+pub fn perp_memory(pairs: usize) -> String {
+    let universe = sim::universe(SEED, pairs);
+    let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("simulated registry is valid");
+    let ids: Vec<BookId> = registry.ids().collect();
+    let specs: Vec<usize> = (0..universe.len()).collect();
+    let mut market = Market::new(registry.len(), &ids, 300, 16);
+    let mut spot = Sim::new(SimConfig { seed: SEED, ..SimConfig::default() }, &universe, &registry, &specs);
+    let mut ticks: Vec<Tick> = Vec::with_capacity(spot.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
+    for i in 0..spot.pair_count() {
+        spot.start_pair(i, T0, &mut ticks);
+        ticks.drain(..).for_each(|t| {
+            market.apply(&t);
+        });
+    }
+    let shared = rampart_state::Shared::replica(Arc::new(registry.clone()), 1, 0);
+    let listed = listing(SEED, &universe);
+    let before = rss_kib();
+    let mut perps = ShardPerps::new(SEED, &universe, &listed, &registry, &specs, &market, T0);
+    perps.make_feeds(&shared.slots);
+    perps.step_all(T0, &market, &shared.slots);
+    for r in 1..=(60_000 / ROUND_MS) {
+        perps.step(T0 + r * ROUND_MS, &market, &shared.slots, &mut |_, _| {});
+    }
+    let now = T0 + 60_000;
+    for &b in &ids {
+        let Some(mut s) = perps.snapshot(b, now, 0) else { continue };
+        let pad = s.recent.last().copied().unwrap_or(Liquidation {
+            side: rampart_engine::perp_window::PositionSide::Long,
+            price: 1.0,
+            qty: 1.0,
+            usd: 1.0,
+            time_ms: now,
+        });
+        s.recent.resize(RECENT_MAX, pad);
+        s.recent.shrink_to_fit();
+        shared.slots[b.index()].perp.store(Some(Arc::new(s)));
+    }
+    let after = rss_kib();
+    let n = perps.len().max(1) as u64;
+    let per_pair = (after.saturating_sub(before)) as f64 / n as f64;
+    let typed = size_of::<PerpBook>()
+        + size_of::<LiqFeed>()
+        + LIQ_FEED_LEN * 6 * 8
+        + size_of::<PerpSnapshot>()
+        + RECENT_MAX * size_of::<Liquidation>();
+    format!(
+        "| {} contracts ({} pairs × 4 venues) | {:.1} MiB | {:.1} KiB | {:.1} KiB | {:.1} MiB |",
+        perps.len(),
+        pairs,
+        (after.saturating_sub(before)) as f64 / 1024.0,
+        per_pair,
+        typed as f64 / 1024.0,
+        per_pair * 2_000.0 / 1024.0,
+    )
+}
