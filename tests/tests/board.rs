@@ -399,7 +399,7 @@ fn young_listings_new_category_and_errors() {
     e("/v1/candles/NOPEUSDT", 404, "unknown symbol 'NOPEUSDT' on binance");
     e("/v1/book/NOPEUSDT", 404, "unknown symbol 'NOPEUSDT' on binance");
     let interval = "invalid interval '2h'. Allowed: 5m, 15m, 1h, 4h, 1d, 1w";
-    let metric = "invalid metric 'rsi'. Allowed: change, volatility, volume, trades, spread, depth, walls, levels";
+    let metric = "invalid metric 'rsi'. Allowed: change, volatility, volume, trades, spread, depth, walls, levels, liquidations, oi, oiChange, funding";
     e("/v1/metrics/BTCUSDT?interval=2h", 422, interval);
     e("/v1/metrics?interval=2h", 422, interval);
     e("/v1/rankings/all?interval=2h", 422, interval);
@@ -407,7 +407,7 @@ fn young_listings_new_category_and_errors() {
     e("/v1/candles/BTCUSDT?interval=2h", 422, interval);
     e("/v1/metrics/BTCUSDT?metric=change,rsi", 422, metric);
     e("/v1/metrics?metric=rsi", 422, metric);
-    let empty = "invalid metric ''. Allowed: change, volatility, volume, trades, spread, depth, walls, levels";
+    let empty = "invalid metric ''. Allowed: change, volatility, volume, trades, spread, depth, walls, levels, liquidations, oi, oiChange, funding";
     e("/v1/metrics/BTCUSDT?metric=", 422, empty);
     e("/v1/metrics?metric=change,,volume", 422, empty);
     e("/v1/rankings/all?metric=rsi", 422, metric);

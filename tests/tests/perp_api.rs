@@ -5,7 +5,8 @@
 //! answers' shapes, and the figures of the simulated perpetuals with every filter. And the two
 //! channels §17 adds to `GET /v1/stream` (`liquidations:`, `perp:`): their snapshots, each
 //! liquidation as it arrives with `seq` rising by one and agreeing with the list, `perp` when
-//! the values change, `minUsd`, Bitget's `"completeness":"none"`, and their refusals.
+//! the values change, `minUsd`, Bitget's `"completeness":"none"`, and their refusals. And the
+//! four derivatives metrics in `GET /v1/metrics` and `GET /v1/rankings`.
 
 use std::collections::BTreeSet;
 use std::thread;
@@ -388,4 +389,47 @@ fn the_derivatives_channels_send_a_snapshot_then_each_change() {
     assert_eq!(ask_op(&mut big, &op), json!({"type":"ack","id":2}));
     let first = next(&mut big, Duration::from_secs(5)).expect("a snapshot");
     assert_eq!(first["data"]["liquidations"], json!([]), "{first}");
+}
+
+#[test]
+fn metrics_and_rankings_take_the_four_derivatives_metrics() {
+    let server = Server::start(BIN, FAST);
+    // The board is rebuilt each second from the metrics the shards publish: wait for OKX's.
+    let path = "/v1/metrics/BTCUSDT?exchange=okx&metric=oi,funding,liquidations,oiChange&interval=1w";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let metrics = loop {
+        let d = server.get_authed(path).ok(path)["data"].clone();
+        if d.get("funding").is_some() {
+            break d;
+        }
+        assert!(Instant::now() < deadline, "no funding metric in 10 s: {d}");
+        thread::sleep(Duration::from_millis(200));
+    };
+    let keys: BTreeSet<&str> = metrics.as_object().expect("an object").keys().map(String::as_str).collect();
+    assert_eq!(keys, BTreeSet::from(["oi", "funding"]), "a week is not watched yet: {metrics}");
+    let f = &metrics["funding"];
+    let fields: BTreeSet<&str> = f.as_object().expect("funding").keys().map(String::as_str).collect();
+    assert_eq!(fields, BTreeSet::from(["rate", "rate8h", "intervalH", "nextTime"]), "{f}");
+    let rate8h = f["rate8h"].as_f64().expect("rate8h");
+    let rate = f["rate"].as_f64().expect("rate");
+    let hours = f["intervalH"].as_f64().expect("intervalH");
+    assert!((rate * 8.0 / hours - rate8h).abs() < 2e-6, "{f}");
+    let oi = &metrics["oi"];
+    assert!(oi["base"].as_f64().is_some_and(|b| b > 0.0) && oi["usd"].as_f64().is_some_and(|u| u > 0.0), "{oi}");
+    // Rankings by funding: every pair with a perpetual (and a fresh funding), rate8h descending.
+    let ranked = data(&server, "/v1/rankings/all?exchange=binance&metric=funding&limit=100");
+    let values: Vec<f64> = ranked.iter().map(|r| r["value"].as_f64().expect("value")).collect();
+    assert!(!values.is_empty() && values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
+    let perps = with_perp(&server, "binance");
+    assert!(ranked.iter().all(|r| perps.contains(r["symbol"].as_str().unwrap_or(""))), "only pairs with a perpetual");
+    let asc = data(&server, "/v1/rankings/all?exchange=binance&metric=oi&order=asc&limit=5");
+    let usd: Vec<f64> = asc.iter().map(|r| r["value"].as_f64().expect("value")).collect();
+    assert!(!usd.is_empty() && usd.windows(2).all(|w| w[0] <= w[1]), "{usd:?}");
+    // Bitget publishes no liquidations: never a liquidations metric.
+    let bitget = server.get_authed("/v1/metrics/BTCUSDT?exchange=bitget&metric=liquidations&interval=5m");
+    assert_eq!(bitget.ok("bitget")["data"], serde_json::json!({}));
+    let bad = server.get_authed("/v1/rankings/all?metric=openInterest");
+    let allowed =
+        "change, volatility, volume, trades, spread, depth, walls, levels, liquidations, oi, oiChange, funding";
+    bad.assert_error(422, &format!("invalid metric 'openInterest'. Allowed: {allowed}"), "metric");
 }

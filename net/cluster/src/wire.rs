@@ -472,7 +472,7 @@ fn read_metrics(r: &mut In<'_>) -> Result<PairMetrics, WireError> {
         false => None,
     };
     let history_start_ms = r.opt_i64()?;
-    Ok(PairMetrics { ts_ms, price, quote_usd, windows, spread_bps, depth, walls, levels, history_start_ms })
+    Ok(PairMetrics { ts_ms, price, quote_usd, windows, spread_bps, depth, walls, levels, history_start_ms, perp: None })
 }
 
 /// An alert command's bytes: a tag for the state (3 held, 4 gone, 5 resumed), the book, the
@@ -689,6 +689,7 @@ mod tests {
                 walls: Some(WallsSummary { count: 1, usd: None }),
                 levels: Some((None, Some(1.5))),
                 history_start_ms: Some(3),
+                perp: None,
             }),
         }
     }

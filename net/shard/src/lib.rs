@@ -784,7 +784,8 @@ impl Shard {
         let state = &self.market.books()[k];
         let slot = &self.shared.slots[state.id.index()];
         let walls = slot.densities.load();
-        let m = pair_metrics::PairMetrics::compute(state, Self::reference_price(state), now, &walls, quote_usd);
+        let mut m = pair_metrics::PairMetrics::compute(state, Self::reference_price(state), now, &walls, quote_usd);
+        m.perp = self.perps.as_ref().and_then(|p| p.metrics(state.id, now));
         slot.metrics.store(Arc::new(m));
         if let Some(perps) = &self.perps {
             perps.publish(state.id, now, slot);

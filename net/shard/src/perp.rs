@@ -25,11 +25,13 @@ use std::sync::Arc;
 
 use rampart_engine::alert::{AlertSpec, Condition};
 use rampart_engine::firing::Firing;
+use rampart_engine::metrics::INTERVALS;
 use rampart_engine::perp_alert_book::{PerpAlertBook, PerpAlertSpec, PerpFiring};
-use rampart_engine::perp_book::{Completeness, LiqFilter, PerpBook, PerpSpec, RECENT_MAX};
+use rampart_engine::perp_book::{Completeness, LiqFilter, PerpBook, PerpInterval, PerpSpec, RECENT_MAX};
 use rampart_engine::sim::PairSpec;
 use rampart_engine::sim_perp::{PerpId, PerpListing, PerpTick, PerpTickKind, SimPerp, SimPerpConfig};
 use rampart_engine::{BookId, Market, Price, Registry, Venue};
+use rampart_state::pair_metrics::PerpMetrics;
 use rampart_state::perp::PerpSnapshot;
 use rampart_state::BookSlot;
 
@@ -269,6 +271,20 @@ impl ShardPerps {
         })
     }
 
+    /// `book`'s derivatives metrics at `now_ms` (§17 "Data"), `None` without a perpetual (or
+    /// while its pair is delisted): each interval's liquidation sums and OI change as the book's
+    /// windows hold them, OI and funding now unless stale.
+    pub fn metrics(&self, book: BookId, now_ms: i64) -> Option<PerpMetrics> {
+        let b = &self.listed(book)?.book;
+        let window = PerpInterval::of;
+        Some(PerpMetrics {
+            liquidations: INTERVALS.map(|tf| b.liquidations(now_ms, window(tf))),
+            oi: b.oi(now_ms).filter(|o| !o.stale).and_then(|o| Some((o.base, o.usd?))),
+            oi_change: INTERVALS.map(|tf| b.oi_change(now_ms, window(tf)).map(|c| c.pct)),
+            funding: b.funding(now_ms).filter(|f| !f.stale),
+        })
+    }
+
     /// Publishes `book`'s perpetual in its slot (the shard calls it with the book's metrics,
     /// once a second); a book without one publishes nothing. Not on the tick path: one
     /// snapshot allocated per call.
@@ -349,7 +365,7 @@ mod tests {
     use rampart_engine::perp_window::PositionSide;
     use rampart_engine::sim::{self, Sim, SimConfig};
     use rampart_engine::sim_perp::{listing, PerpListing};
-    use rampart_engine::{BookId, Market, Registry, Venue};
+    use rampart_engine::{BookId, Market, Registry, Timeframe, Venue};
     use rampart_state::clock::ManualClock;
     use rampart_state::perp::PerpSnapshot;
     use rampart_state::{AlertChange, Command, EventQueue, ShardEvent, Shared};
@@ -608,11 +624,44 @@ mod tests {
             rates += f.rate.abs();
             assert!(p.recent.windows(2).all(|w| w[0].time_ms >= w[1].time_ms), "{what}: not newest first");
             liquidations += p.recent.len();
+            // The metrics published with it: OI and funding now, windows not yet watched left out.
+            let m = rig.shared.slots[book.index()].metrics.load().perp.expect("derivatives metrics");
+            let (base, usd) = m.oi.expect("oi");
+            assert!(base > 0.0 && usd > 0.0, "{what}: {m:?}");
+            assert_eq!(m.funding.map(|f| (f.interval_h, f.next_ms)), Some((f.interval_h, f.next_ms)), "{what}");
+            assert_eq!(m.liquidations, [None; 6], "{what}: no window watched in full after 10 s");
         }
         assert!(with > 100 && without > 0, "{with} books with a perpetual, {without} without");
         // Percent per interval: the interest alone is 0.01 %; a fraction would be 100 times less.
         assert!(rates / f64::from(with) > 0.002, "mean |funding| {} %", rates / f64::from(with));
         assert!(liquidations > 0, "no liquidation in 10 s over {with} contracts");
+    }
+
+    #[test]
+    fn a_watched_window_gives_the_liquidation_and_oi_metrics() {
+        let mut rig = rig(6);
+        rig.run_ms(301_000);
+        let (mut sums, mut changes) = (0, 0);
+        for book in rig.registry.ids() {
+            let Some(p) = rig.published(book) else {
+                assert!(rig.shared.slots[book.index()].metrics.load().perp.is_none(), "no perpetual: none");
+                continue;
+            };
+            let m = rig.shared.slots[book.index()].metrics.load().perp.expect("derivatives metrics");
+            let m5 = Timeframe::M5.index();
+            let liq = m.liquidations[m5];
+            let venue = rig.registry.get(book).venue;
+            assert_eq!(liq.is_none(), venue == Venue::Bitget, "5m watched; Bitget publishes none: {m:?}");
+            assert_eq!(m.liquidations[Timeframe::D1.index()], None, "a day is not watched yet");
+            if let Some(l) = liq {
+                // The newest 5 minutes of the pair's list are within the window's sums.
+                let recent: f64 = p.recent.iter().filter(|l| p.ts_ms - l.time_ms < 240_000).map(|l| l.usd).sum();
+                assert!(l.long_usd + l.short_usd + 1e-6 >= recent, "{l:?} against {recent}");
+                sums += 1;
+            }
+            changes += usize::from(m.oi_change[m5].is_some());
+        }
+        assert!(sums > 0 && changes > 0, "{sums} liquidation sums, {changes} OI changes over 5m");
     }
 
     #[test]

@@ -41,11 +41,19 @@ pub enum Metric {
     Walls,
     /// Distances to the nearest levels.
     Levels,
+    /// Liquidations in the window, long and short (§17).
+    Liquidations,
+    /// Open interest now (§17).
+    Oi,
+    /// Percent change of open interest over the window (§17).
+    OiChange,
+    /// Funding now (§17).
+    Funding,
 }
 
 impl Metric {
     /// Every metric, in the order answers list them.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 12] = [
         Metric::Change,
         Metric::Volatility,
         Metric::Volume,
@@ -54,9 +62,14 @@ impl Metric {
         Metric::Depth,
         Metric::Walls,
         Metric::Levels,
+        Metric::Liquidations,
+        Metric::Oi,
+        Metric::OiChange,
+        Metric::Funding,
     ];
     /// The allowed names as a 422 message lists them.
-    pub const ALLOWED: &'static str = "change, volatility, volume, trades, spread, depth, walls, levels";
+    pub const ALLOWED: &'static str =
+        "change, volatility, volume, trades, spread, depth, walls, levels, liquidations, oi, oiChange, funding";
 
     /// API name.
     pub fn as_str(self) -> &'static str {
@@ -69,6 +82,10 @@ impl Metric {
             Metric::Depth => "depth",
             Metric::Walls => "walls",
             Metric::Levels => "levels",
+            Metric::Liquidations => "liquidations",
+            Metric::Oi => "oi",
+            Metric::OiChange => "oiChange",
+            Metric::Funding => "funding",
         }
     }
 
@@ -79,7 +96,15 @@ impl Metric {
 
     /// Whether the metric is taken over an interval.
     pub fn uses_interval(self) -> bool {
-        matches!(self, Metric::Change | Metric::Volatility | Metric::Volume | Metric::Trades)
+        matches!(
+            self,
+            Metric::Change
+                | Metric::Volatility
+                | Metric::Volume
+                | Metric::Trades
+                | Metric::Liquidations
+                | Metric::OiChange
+        )
     }
 
     /// The order a ranking by this metric takes unless told: nearest levels and tightest
@@ -103,6 +128,13 @@ impl Metric {
             Metric::Depth => m.depth.map(|d| d.bid_usd + d.ask_usd),
             Metric::Walls => m.walls.and_then(|w| w.usd),
             Metric::Levels => m.levels.and_then(|(s, r)| nearer(s, r)),
+            // §17: liquidations by long + short, OI by USD, funding by its 8-hour rate.
+            Metric::Liquidations => {
+                m.perp.and_then(|p| p.liquidations[interval.index()]).map(|l| l.long_usd + l.short_usd)
+            }
+            Metric::Oi => m.perp.and_then(|p| p.oi).map(|(_, usd)| usd),
+            Metric::OiChange => m.perp.and_then(|p| p.oi_change[interval.index()]),
+            Metric::Funding => m.perp.and_then(|p| p.funding).map(|f| f.rate8h),
         }
     }
 
@@ -117,12 +149,16 @@ impl Metric {
             Metric::Depth => 25,
             Metric::Walls => 26,
             Metric::Levels => 27,
+            Metric::Liquidations => 28 + interval.index(),
+            Metric::OiChange => 34 + interval.index(),
+            Metric::Oi => 40,
+            Metric::Funding => 41,
         }
     }
 }
 
-/// Rankings per venue: four interval metrics over six intervals and four metrics of now.
-const RANK_SLOTS: usize = 28;
+/// Rankings per venue: six interval metrics over six intervals and six metrics of now.
+const RANK_SLOTS: usize = 42;
 
 /// The absolute distance to the nearer of two levels.
 fn nearer(support: Option<f64>, resistance: Option<f64>) -> Option<f64> {
@@ -355,7 +391,11 @@ fn rank(entries: &[Entry], slot: usize) -> Vec<u32> {
 fn slot_key(slot: usize) -> (Metric, Timeframe) {
     match slot {
         0..24 => (Metric::ALL[slot / 6], INTERVALS[slot % 6]),
-        _ => (Metric::ALL[4 + (slot - 24).min(3)], Timeframe::D1),
+        24..28 => (Metric::ALL[4 + (slot - 24)], Timeframe::D1),
+        28..34 => (Metric::Liquidations, INTERVALS[slot - 28]),
+        34..40 => (Metric::OiChange, INTERVALS[slot - 34]),
+        40 => (Metric::Oi, Timeframe::D1),
+        _ => (Metric::Funding, Timeframe::D1),
     }
 }
 

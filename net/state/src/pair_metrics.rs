@@ -62,6 +62,24 @@ pub struct PairMetrics {
     pub levels: Option<(Option<f64>, Option<f64>)>,
     /// Open time of the oldest bar held: how far the pair's history goes back.
     pub history_start_ms: Option<i64>,
+    /// The pair's perpetual's figures (`decisions.md` §17 "Data"); `None` without a perpetual.
+    pub perp: Option<PerpMetrics>,
+}
+
+/// A pair's derivatives metrics (§17): the `liquidations`, `oi`, `oiChange` and `funding` rows
+/// of §9's table. A value not known now is `None` and left out of answers: a window not yet
+/// watched in full, Bitget's liquidations, and an OI or funding gone stale (a stale value is not
+/// the value now; `GET /v1/perp/{symbol}` shows it with `stale`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PerpMetrics {
+    /// Liquidation sums per interval, in [`INTERVALS`] order.
+    pub liquidations: [Option<rampart_engine::perp_window::LiqSums>; 6],
+    /// Open interest now: base units and USD.
+    pub oi: Option<(f64, f64)>,
+    /// Percent change of OI in base units per interval, in [`INTERVALS`] order.
+    pub oi_change: [Option<f64>; 6],
+    /// Funding now.
+    pub funding: Option<rampart_engine::perp_book::FundingNow>,
 }
 
 impl PairMetrics {
@@ -97,6 +115,7 @@ impl PairMetrics {
             walls: walls_summary,
             levels,
             history_start_ms: state.candles.history_start_ms(),
+            perp: None,
         }
     }
 }

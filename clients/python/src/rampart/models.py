@@ -54,7 +54,10 @@ __all__ = [
     "MarketData",
     "MetricValues",
     "MetricValuesDepth",
+    "MetricValuesFunding",
     "MetricValuesLevels",
+    "MetricValuesLiquidations",
+    "MetricValuesOi",
     "MetricValuesWalls",
     "Metrics",
     "MetricsBulk",
@@ -424,6 +427,25 @@ class MetricValuesLevels(TypedDict):
     resistance: float | None
 
 
+class MetricValuesLiquidations(TypedDict):
+    longUsd: float
+    shortUsd: float
+    longCount: int
+    shortCount: int
+
+
+class MetricValuesOi(TypedDict):
+    base: float
+    usd: float
+
+
+class MetricValuesFunding(TypedDict):
+    rate: float
+    rate8h: float
+    intervalH: int
+    nextTime: int
+
+
 class MetricValues(TypedDict):
     change: NotRequired[float]
     volatility: NotRequired[float]
@@ -433,6 +455,10 @@ class MetricValues(TypedDict):
     depth: NotRequired[MetricValuesDepth]
     walls: NotRequired[MetricValuesWalls]
     levels: NotRequired[MetricValuesLevels]
+    liquidations: NotRequired[MetricValuesLiquidations]
+    oi: NotRequired[MetricValuesOi]
+    oiChange: NotRequired[float]
+    funding: NotRequired[MetricValuesFunding]
 
 
 class Metrics(TypedDict):
@@ -471,7 +497,18 @@ class Ranking(TypedDict):
     category: str
     exchange: str
     metric: Literal[
-        "change", "volatility", "volume", "trades", "spread", "depth", "walls", "levels"
+        "change",
+        "volatility",
+        "volume",
+        "trades",
+        "spread",
+        "depth",
+        "walls",
+        "levels",
+        "liquidations",
+        "oi",
+        "oiChange",
+        "funding",
     ]
     interval: str
     order: Literal["asc", "desc"]

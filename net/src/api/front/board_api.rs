@@ -241,8 +241,37 @@ fn write_metric(j: &mut Json, p: &PairMetrics, m: Metric, interval: Timeframe) {
             opt(j, s, 4).raw(",\"resistance\":");
             opt(j, r, 4).raw("}");
         }
+        Metric::Liquidations | Metric::Oi | Metric::Funding => write_perp_metric(j, p, m, interval),
         _ => {
             j.float(m.rank_value(p, interval).unwrap_or(f64::NAN), decimals(m));
+        }
+    }
+}
+
+/// A derivatives metric's object (§17): `liquidations` `{"longUsd","shortUsd","longCount",
+/// "shortCount"}`, `oi` `{"base","usd"}`, `funding` `{"rate","rate8h","intervalH","nextTime"}`
+/// (`has` must hold).
+fn write_perp_metric(j: &mut Json, p: &PairMetrics, m: Metric, interval: Timeframe) {
+    use rampart_state::perp_json::{BASE_DECIMALS, RATE_DECIMALS, USD_DECIMALS};
+    let perp = p.perp.unwrap_or_default();
+    match m {
+        Metric::Liquidations => {
+            let l = perp.liquidations[interval.index()].unwrap_or_default();
+            j.raw("{\"longUsd\":")
+                .float(l.long_usd, USD_DECIMALS)
+                .raw(",\"shortUsd\":")
+                .float(l.short_usd, USD_DECIMALS);
+            j.raw(",\"longCount\":").int(i64::from(l.long_count));
+            j.raw(",\"shortCount\":").int(i64::from(l.short_count)).raw("}");
+        }
+        Metric::Oi => {
+            let (base, usd) = perp.oi.unwrap_or((0.0, 0.0));
+            j.raw("{\"base\":").float(base, BASE_DECIMALS).raw(",\"usd\":").float(usd, USD_DECIMALS).raw("}");
+        }
+        _ => {
+            let Some(f) = perp.funding else { return };
+            j.raw("{\"rate\":").float(f.rate, RATE_DECIMALS).raw(",\"rate8h\":").float(f.rate8h, RATE_DECIMALS);
+            j.raw(",\"intervalH\":").int(i64::from(f.interval_h)).raw(",\"nextTime\":").int(f.next_ms).raw("}");
         }
     }
 }
@@ -251,8 +280,9 @@ fn write_metric(j: &mut Json, p: &PairMetrics, m: Metric, interval: Timeframe) {
 pub fn decimals(m: Metric) -> usize {
     match m {
         Metric::Trades => 0,
-        Metric::Volume | Metric::Spread | Metric::Depth | Metric::Walls => 2,
-        Metric::Change | Metric::Volatility | Metric::Levels => 4,
+        Metric::Volume | Metric::Spread | Metric::Depth | Metric::Walls | Metric::Liquidations | Metric::Oi => 2,
+        Metric::Change | Metric::Volatility | Metric::Levels | Metric::OiChange => 4,
+        Metric::Funding => 6,
     }
 }
 
