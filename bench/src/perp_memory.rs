@@ -24,7 +24,7 @@ use rampart_state::perp::PerpSnapshot;
 /// 2026-01-01T00:00:00Z.
 const T0: i64 = 1_767_225_600_000;
 const SEED: u64 = 17;
-const ROUND_MS: i64 = 5;
+const SIM_ROUND_MS: i64 = 5;
 
 /// Resident memory now, KiB.
 fn rss_kib() -> u64 {
@@ -54,8 +54,8 @@ pub fn perp_memory(pairs: usize) -> String {
     let mut perps = ShardPerps::new(SEED, &universe, &listed, &registry, &specs, &market, T0);
     perps.make_feeds(&shared.slots);
     perps.step_all(T0, &market, &shared.slots);
-    for r in 1..=(60_000 / ROUND_MS) {
-        perps.step(T0 + r * ROUND_MS, &market, &shared.slots, &mut |_, _| {});
+    for r in 1..=(60_000 / SIM_ROUND_MS) {
+        perps.step(T0 + r * SIM_ROUND_MS, &market, &shared.slots, &mut |_, _| {});
     }
     let now = T0 + 60_000;
     for &b in &ids {

@@ -6,7 +6,8 @@
 //! channels §17 adds to `GET /v1/stream` (`liquidations:`, `perp:`): their snapshots, each
 //! liquidation as it arrives with `seq` rising by one and agreeing with the list, `perp` when
 //! the values change, `minUsd`, Bitget's `"completeness":"none"`, and their refusals. And the
-//! four derivatives metrics in `GET /v1/metrics` and `GET /v1/rankings`.
+//! four derivatives metrics in `GET /v1/metrics` and `GET /v1/rankings`, and the board's
+//! derivatives numbers in `GET /v1/market`.
 
 use std::collections::BTreeSet;
 use std::thread;
@@ -432,4 +433,35 @@ fn metrics_and_rankings_take_the_four_derivatives_metrics() {
     let allowed =
         "change, volatility, volume, trades, spread, depth, walls, levels, liquidations, oi, oiChange, funding";
     bad.assert_error(422, &format!("invalid metric 'openInterest'. Allowed: {allowed}"), "metric");
+}
+
+#[test]
+fn the_board_counts_the_perpetuals_sums_oi_and_weighs_funding() {
+    let server = Server::start(BIN, FAST);
+    let market = |q: &str| server.get_authed(&format!("/v1/market?{q}")).ok("market")["data"].clone();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let okx = loop {
+        let d = market("exchange=okx&interval=5m");
+        if d["perps"].as_u64().is_some_and(|n| n > 0) && d["funding"].is_number() {
+            break d;
+        }
+        assert!(Instant::now() < deadline, "no derivatives numbers in 10 s: {d}");
+        thread::sleep(Duration::from_millis(200));
+    };
+    let perps = data(&server, "/v1/perp?exchange=okx");
+    assert_eq!(okx["perps"].as_u64(), Some(perps.len() as u64), "every pair with a perpetual: {okx}");
+    let oi: f64 = perps.iter().filter_map(|p| p["oi"]["usd"].as_f64()).sum();
+    let board_oi = okx["oiUsd"].as_f64().expect("oiUsd");
+    assert!((board_oi / oi - 1.0).abs() < 0.05, "board {board_oi} against the pairs' {oi}");
+    let rates: Vec<f64> = perps.iter().filter_map(|p| p["funding"]["rate8h"].as_f64()).collect();
+    let (low, high) = rates.iter().fold((f64::MAX, f64::MIN), |(l, h), r| (l.min(*r), h.max(*r)));
+    let mean = okx["funding"].as_f64().expect("funding");
+    assert!(mean >= low - 1e-6 && mean <= high + 1e-6, "the weighted mean {mean} within {low}..{high}");
+    let counted = okx["fundingHigh"].as_u64().unwrap_or(0) + okx["fundingLow"].as_u64().unwrap_or(0);
+    assert!(counted <= perps.len() as u64, "{okx}");
+    // A week is not watched yet; Bitget publishes no liquidations.
+    assert_eq!(market("exchange=okx&interval=1w")["liqLongUsd"], Value::Null);
+    let bitget = market("exchange=bitget&interval=5m");
+    assert_eq!((bitget["liqLongUsd"].clone(), bitget["liqShortUsd"].clone()), (Value::Null, Value::Null), "{bitget}");
+    assert!(bitget["perps"].as_u64().is_some_and(|n| n > 0), "{bitget}");
 }

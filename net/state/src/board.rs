@@ -263,6 +263,79 @@ pub struct Numbers {
     pub at_level: u32,
     /// USD-volume-weighted share of advancing pairs × 100 (50 without volume).
     pub sentiment: f64,
+    /// The derivatives numbers of §17 (pairs with a perpetual, liquidations, OI, funding).
+    pub perp: PerpNumbers,
+}
+
+/// The board's derivatives numbers over one interval (`decisions.md` §17 "Data"). A sum or mean
+/// no pair has a value for is `None` (`null`): Bitget's liquidations, a window not yet watched in
+/// full, no OI known.
+#[derive(Clone, Copy, PartialEq, Debug, Default)]
+pub struct PerpNumbers {
+    /// Pairs with a perpetual.
+    pub perps: u32,
+    /// Long positions liquidated over the window, USD.
+    pub liq_long_usd: Option<f64>,
+    /// Short positions liquidated over the window, USD.
+    pub liq_short_usd: Option<f64>,
+    /// Open interest now, summed, USD.
+    pub oi_usd: Option<f64>,
+    /// Percent change of the summed OI over the window (each pair's OI at the window's start
+    /// valued at today's price: its base-unit change), over the pairs whose change is known.
+    pub oi_change: Option<f64>,
+    /// The OI-weighted mean of `rate8h`, percent.
+    pub funding: Option<f64>,
+    /// Pairs with `rate8h` ≥ [`FUNDING_HIGH_PCT`].
+    pub funding_high: u32,
+    /// Pairs with `rate8h` ≤ −[`FUNDING_HIGH_PCT`].
+    pub funding_low: u32,
+}
+
+/// `rate8h` at or beyond which a pair counts in `fundingHigh` / `fundingLow` (§17).
+pub const FUNDING_HIGH_PCT: f64 = 0.05;
+
+/// [`PerpNumbers`] while the entries are read.
+#[derive(Default)]
+struct PerpCount {
+    n: PerpNumbers,
+    oi_known_usd: f64,
+    oi_start_usd: f64,
+    weighted_rate: f64,
+    weight: f64,
+}
+
+impl PerpCount {
+    fn add(&mut self, p: &super::pair_metrics::PerpMetrics, interval: Timeframe) {
+        let add = |sum: &mut Option<f64>, v: f64| *sum = Some(sum.unwrap_or(0.0) + v);
+        self.n.perps += 1;
+        if let Some(l) = p.liquidations[interval.index()] {
+            add(&mut self.n.liq_long_usd, l.long_usd);
+            add(&mut self.n.liq_short_usd, l.short_usd);
+        }
+        let usd = p.oi.map(|(_, usd)| usd);
+        if let Some(usd) = usd {
+            add(&mut self.n.oi_usd, usd);
+        }
+        if let (Some(usd), Some(pct)) = (usd, p.oi_change[interval.index()]) {
+            self.oi_known_usd += usd;
+            self.oi_start_usd += usd / (1.0 + pct / 100.0);
+        }
+        if let Some(f) = p.funding {
+            self.n.funding_high += u32::from(f.rate8h >= FUNDING_HIGH_PCT);
+            self.n.funding_low += u32::from(f.rate8h <= -FUNDING_HIGH_PCT);
+            if let Some(usd) = usd {
+                self.weighted_rate += f.rate8h * usd;
+                self.weight += usd;
+            }
+        }
+    }
+
+    fn finish(mut self) -> PerpNumbers {
+        let start = self.oi_start_usd;
+        self.n.oi_change = (start > 0.0 && start.is_finite()).then(|| (self.oi_known_usd - start) / start * 100.0);
+        self.n.funding = (self.weight > 0.0).then(|| self.weighted_rate / self.weight);
+        self.n
+    }
 }
 
 /// One venue's board.
@@ -403,8 +476,12 @@ fn slot_key(slot: usize) -> (Metric, Timeframe) {
 fn count(entries: &[Entry], interval: Timeframe) -> Numbers {
     let mut n = Numbers::default();
     let (mut up_usd, mut all_usd) = (0.0, 0.0);
+    let mut perp = PerpCount::default();
     for e in entries {
         let m = &e.metrics;
+        if let Some(p) = &m.perp {
+            perp.add(p, interval);
+        }
         n.walls += m.walls.map_or(0, |w| w.count);
         if m.levels.and_then(|(s, r)| nearer(s, r)).is_some_and(|d| d <= AT_LEVEL_PCT) {
             n.at_level += 1;
@@ -428,6 +505,7 @@ fn count(entries: &[Entry], interval: Timeframe) -> Numbers {
         }
     }
     n.sentiment = if all_usd > 0.0 { (up_usd / all_usd * 1000.0).round() / 10.0 } else { 50.0 };
+    n.perp = perp.finish();
     n
 }
 
@@ -543,6 +621,32 @@ mod tests {
         assert_eq!((n.pairs, n.advancing, n.declining, n.unchanged, n.up5, n.down5), (4 - 1, 1, 1, 1, 1, 1));
         assert_eq!(n.sentiment, 30.0, "30 of 100 USD traded on advancing pairs");
         assert_eq!(b.numbers[Timeframe::H1.index()].sentiment, 50.0, "no volume: 50");
+    }
+
+    #[test]
+    fn derivatives_numbers_sum_weight_and_count() {
+        use crate::pair_metrics::PerpMetrics;
+        use rampart_engine::perp_book::FundingNow;
+        use rampart_engine::perp_window::LiqSums;
+        let funding = |rate8h| FundingNow { rate: rate8h, rate8h, interval_h: 8, next_ms: 0, time_ms: 0, stale: false };
+        let h1 = Timeframe::H1;
+        let mut a = PerpMetrics { oi: Some((10.0, 1_000.0)), funding: Some(funding(0.1)), ..PerpMetrics::default() };
+        a.liquidations[h1.index()] = Some(LiqSums { long_usd: 5.0, short_usd: 1.0, long_count: 1, short_count: 1 });
+        a.oi_change[h1.index()] = Some(25.0);
+        let b = PerpMetrics { oi: Some((1.0, 3_000.0)), funding: Some(funding(-0.05)), ..PerpMetrics::default() };
+        let mut c = PerpCount::default();
+        c.add(&a, h1);
+        c.add(&b, h1);
+        c.add(&PerpMetrics::default(), h1);
+        let n = c.finish();
+        assert_eq!((n.perps, n.funding_high, n.funding_low), (3, 1, 1));
+        assert_eq!((n.liq_long_usd, n.liq_short_usd, n.oi_usd), (Some(5.0), Some(1.0), Some(4_000.0)));
+        // Only `a`'s change is known: 800 USD at the start, 1 000 now.
+        assert_eq!(n.oi_change, Some(25.0));
+        let mean = n.funding.expect("OI known");
+        assert!((mean - (0.1 * 1_000.0 - 0.05 * 3_000.0) / 4_000.0).abs() < 1e-12, "{mean}");
+        let none = PerpCount::default().finish();
+        assert_eq!((none.liq_long_usd, none.oi_usd, none.oi_change, none.funding), (None, None, None, None));
     }
 
     #[test]

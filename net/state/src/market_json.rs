@@ -105,5 +105,19 @@ pub fn write_board_numbers(j: &mut Json, n: &Numbers) {
     j.raw(",\"unchanged\":").int(i64::from(n.unchanged)).raw(",\"up5\":").int(i64::from(n.up5));
     j.raw(",\"down5\":").int(i64::from(n.down5)).raw(",\"walls\":").int(i64::from(n.walls));
     j.raw(",\"atLevel\":").int(i64::from(n.at_level)).raw(",\"sentiment\":").float(n.sentiment, 1);
+    write_perp_numbers(j, &n.perp);
     j.raw("}");
+}
+
+/// The derivatives numbers of §17 after the others: `,"perps",…,"fundingLow"`.
+fn write_perp_numbers(j: &mut Json, p: &crate::board::PerpNumbers) {
+    use crate::perp_json::{opt, RATE_DECIMALS, USD_DECIMALS};
+    j.raw(",\"perps\":").int(i64::from(p.perps)).raw(",\"liqLongUsd\":");
+    opt(j, p.liq_long_usd, USD_DECIMALS).raw(",\"liqShortUsd\":");
+    opt(j, p.liq_short_usd, USD_DECIMALS).raw(",\"oiUsd\":");
+    opt(j, p.oi_usd, USD_DECIMALS).raw(",\"oiChange\":");
+    opt(j, p.oi_change, 4).raw(",\"funding\":");
+    opt(j, p.funding, RATE_DECIMALS);
+    j.raw(",\"fundingHigh\":").int(i64::from(p.funding_high));
+    j.raw(",\"fundingLow\":").int(i64::from(p.funding_low));
 }

@@ -526,6 +526,14 @@ class MarketData(TypedDict):
     walls: int
     atLevel: int
     sentiment: float
+    perps: int
+    liqLongUsd: float | None
+    liqShortUsd: float | None
+    oiUsd: float | None
+    oiChange: float | None
+    funding: float | None
+    fundingHigh: int
+    fundingLow: int
 
 
 class Market(TypedDict):
