@@ -55,8 +55,9 @@ pub const CONTRACT_LEN_MAX: usize = 32;
 /// Funding intervals taken, hours (venues use 1 to 8); an interval outside is refused.
 pub const FUNDING_INTERVAL_H_MAX: u32 = 24;
 /// Memory of one pair's derivatives state: the book is all inline, so this is all of it (about
-/// 25 KiB, against §17's estimate of about 21 KiB: [`PerpWindow`]'s slot is 48 bytes, where the
-/// estimate counted about 40 per slot of a window holding both liquidations and OI).
+/// 22 KiB, against §17's estimate of about 21 KiB: [`PerpWindow`]'s slot is 40 bytes, its start
+/// time, both sides' sums and counts and the OI at its end, where the estimate counted about 12
+/// per side and 16 per OI slot).
 pub const PERP_BOOK_BYTES: usize = core::mem::size_of::<PerpBook>();
 /// The most one pair's state may take: §17's about 21 KiB and a quarter; a layout over it does
 /// not compile.

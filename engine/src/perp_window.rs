@@ -100,14 +100,22 @@ struct Slot {
     /// The start of the slot it holds now (`i64::MIN`: none yet).
     start_ms: i64,
     liq: LiqSums,
-    /// The last OI known at its end (its own last sample, or carried into it).
-    oi_base: Option<f64>,
+    /// The last OI known at its end (its own last sample, or carried into it); NaN while none
+    /// is (a sample is finite: `PerpBook::on_oi` refuses others), so a slot is 40 bytes, not 48.
+    oi_base: f64,
+}
+
+impl Slot {
+    /// The OI at its end, if known.
+    fn oi(&self) -> Option<f64> {
+        (!self.oi_base.is_nan()).then_some(self.oi_base)
+    }
 }
 
 const EMPTY: Slot = Slot {
     start_ms: i64::MIN,
     liq: LiqSums { long_usd: 0.0, short_usd: 0.0, long_count: 0, short_count: 0 },
-    oi_base: None,
+    oi_base: f64::NAN,
 };
 
 /// One window of one perpetual.
@@ -181,11 +189,14 @@ impl PerpWindow {
             let mut s = from;
             while s < start {
                 let slot = self.slot_mut(s);
-                slot.oi_base = slot.oi_base.or(Some(previous));
+                if slot.oi_base.is_nan() {
+                    slot.oi_base = previous;
+                }
                 s += self.slot_ms;
             }
         }
-        self.slot_mut(start).oi_base = Some(base);
+        debug_assert!(base.is_finite(), "OI samples are finite");
+        self.slot_mut(start).oi_base = base;
         self.oi_latest = Some((ts_ms, base));
     }
 
@@ -218,7 +229,7 @@ impl PerpWindow {
         let mut s = self.start_of(t_ms);
         let oldest = s - (SLOTS as i64 - 1) * self.slot_ms;
         while s >= oldest {
-            if let Some(v) = self.slot(s).and_then(|x| x.oi_base) {
+            if let Some(v) = self.slot(s).and_then(Slot::oi) {
                 return Some(v);
             }
             s -= self.slot_ms;

@@ -3,11 +3,12 @@
 //! and a `*` liquidations alert firing on the simulated perpetuals with §17's body. (The exact
 //! boundaries — $1M against $999 999.99, a sum once per passing, OI re-armed below 0.8 × pct,
 //! funding 0.005 pp back — are the engine's tests; the shard's tests inject a liquidation and a
-//! funding change and see each alert fire once.)
+//! funding change and see each alert fire once.) And a test send of each derivatives type
+//! carrying the trigger object a firing would (§16, §17).
 
 use std::time::{Duration, Instant};
 
-use rampart_tests::{Server, FAST};
+use rampart_tests::{allow_private_config, json_receiver, Server, FAST};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -186,4 +187,58 @@ fn with_derivatives_off_no_pair_has_a_perpetual_and_the_three_types_are_refused(
     // Spot alerts are unchanged.
     create(&server, &json!({"type":"pct","symbol":"BTCUSDT","direction":"any","pct":5,"window":"1d"}));
     let _ = std::fs::remove_file(&cfg);
+}
+
+#[test]
+fn a_test_send_carries_the_trigger_object_a_firing_would() {
+    let (port, hits) = json_receiver();
+    let cfg = allow_private_config("perp-test-send");
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg]].concat());
+    let hook = format!("http://127.0.0.1:{port}/hook");
+    let auth = format!("Bearer {}", server.key);
+    let cases = [
+        (json!({"type":"funding","symbol":"BTCUSDT","exchange":"okx","direction":"above","funding_pct":50}), "funding"),
+        (json!({"type":"oi","symbol":"BTCUSDT","exchange":"bybit","direction":"up","pct":400,"window":"5m"}), "oi"),
+        (json!({"type":"liquidations","symbol":"*","exchange":"binance","event":"order","min_usd":1e9}), "liquidation"),
+    ];
+    for (mut body, key) in cases {
+        body["webhook_url"] = json!(hook);
+        let made = create(&server, &body);
+        let id = made["id"].as_str().map(str::to_owned).unwrap_or_else(|| made["id"].to_string());
+        let path = format!("/v1/alerts/{id}/test");
+        // The value may take a moment after start (a liquidation of the venue's pairs, an OI
+        // change needs a watched window): the test goes at the price alone until then.
+        let deadline = Instant::now() + Duration::from_secs(40);
+        let trigger = loop {
+            let sent = hits.lock().expect("hits").len();
+            let answer = server.request("POST", &path, Some(&auth), None);
+            assert_eq!(answer.ok(&path)["data"]["outcome"], "delivered", "{}", answer.text);
+            let got = hits.lock().expect("hits")[sent..].to_vec();
+            let body = got.last().cloned().expect("the test body arrived");
+            assert_eq!(body["event"], "alert.test", "{body}");
+            if body["trigger"].get(key).is_some() {
+                break body["trigger"].clone();
+            }
+            assert!(key == "oi" || Instant::now() < deadline, "no {key} trigger in a test send: {body}");
+            if key == "oi" {
+                // A 5m window is watched in full only 5 minutes after start: not waited for here.
+                assert!(body["trigger"].get("oi").is_none(), "{body}");
+                break Value::Null;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        match key {
+            "funding" => {
+                let f = &trigger["funding"];
+                assert!(f["rate8h"].is_number() && f["intervalH"].is_number() && f["nextTime"].is_number(), "{f}");
+            }
+            "liquidation" => {
+                let l = &trigger["liquidation"];
+                assert!(l["usd"].is_number() && l["count"] == 1, "{trigger}");
+                assert_eq!(l["completeness"], "largest_per_second", "{trigger}");
+                assert!(trigger["symbol"].as_str().is_some_and(|s| s.ends_with("USDT")), "a `*` test names its pair");
+            }
+            _ => {}
+        }
+    }
 }

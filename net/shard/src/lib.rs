@@ -615,7 +615,10 @@ impl Shard {
                 Command::Ping { reply } => {
                     let _ = reply.send(Pong { shard: self.index, ticks: self.applied });
                 }
-                Command::Candles { .. } | Command::Depth { .. } | Command::PerpHistory { .. } => self.answer(cmd),
+                Command::Candles { .. }
+                | Command::Depth { .. }
+                | Command::PerpHistory { .. }
+                | Command::PerpTrigger { .. } => self.answer(cmd),
                 Command::Alert { .. } | Command::Universe { .. } => {
                     let registry = self.shared.registry();
                     if self.alerts.apply(&mut self.market, self.perps.as_mut(), &registry, &cmd) == Some(true) {

@@ -360,7 +360,9 @@ mod tests {
     use crossbeam_queue::ArrayQueue;
     use rampart_engine::alert::{AlertSpec, Condition};
     use rampart_engine::firing::{Firing, PerpTrigger};
-    use rampart_engine::perp_alert::{FundingDirection, FundingLevel, LiqDirection, LiqOrder, LiqSum, PerpCondition};
+    use rampart_engine::perp_alert::{
+        FundingDirection, FundingLevel, LiqDirection, LiqOrder, LiqSum, OiChange, OiDirection, PerpCondition,
+    };
     use rampart_engine::perp_book::PerpInterval;
     use rampart_engine::perp_window::PositionSide;
     use rampart_engine::sim::{self, Sim, SimConfig};
@@ -371,7 +373,7 @@ mod tests {
     use rampart_state::{AlertChange, Command, EventQueue, ShardEvent, Shared};
 
     use super::ShardPerps;
-    use crate::{Shard, ShardConfig, COMMANDS_MAX};
+    use crate::{perp_alerts, Shard, ShardConfig, COMMANDS_MAX};
 
     /// 2026-01-01T00:00:00Z.
     const T0: i64 = 1_767_225_600_000;
@@ -662,6 +664,24 @@ mod tests {
             changes += usize::from(m.oi_change[m5].is_some());
         }
         assert!(sums > 0 && changes > 0, "{sums} liquidation sums, {changes} OI changes over 5m");
+        // A test send's trigger objects, read from the same book.
+        let m5 = PerpInterval::parse("5m").expect("5m");
+        let oi =
+            PerpCondition::Oi { window: m5, change: OiChange { direction: OiDirection::Up, pct_micro: 1, min_usd: 0 } };
+        let funding = PerpCondition::Funding(FundingLevel { direction: FundingDirection::Above, pct_micro: 0 });
+        let (mut ois, mut fundings) = (0, 0);
+        for book in rig.registry.ids() {
+            let Some(b) = rig.shard.perps.as_ref().and_then(|p| p.book(book)) else { continue };
+            if let Some(PerpTrigger::Oi { change_pct, .. }) = perp_alerts::test_trigger(b, &oi, rig.now) {
+                assert_eq!(Some(change_pct), b.oi_change(rig.now, m5).map(|c| c.pct));
+                ois += 1;
+            }
+            if let Some(PerpTrigger::Funding { rate8h, .. }) = perp_alerts::test_trigger(b, &funding, rig.now) {
+                assert_eq!(Some(rate8h), b.funding(rig.now).map(|f| f.rate8h));
+                fundings += 1;
+            }
+        }
+        assert!(ois > 0 && fundings > 0, "{ois} OI and {fundings} funding triggers");
     }
 
     #[test]

@@ -18,8 +18,10 @@
 //! firings go to a buffer with room for the book's most firings, reserved at insert.
 
 use rampart_engine::firing::{Detail, Firing, PerpTrigger};
+use rampart_engine::perp_alert::{LiqDirection, PerpCondition};
 use rampart_engine::perp_alert_book::{PerpAlertBook, PerpFiring, PerpHit};
-use rampart_engine::perp_book::{Liquidation, PerpBook, PerpInterval};
+use rampart_engine::perp_book::{LiqFilter, Liquidation, PerpBook, PerpInterval};
+use rampart_engine::perp_window::PositionSide;
 use rampart_engine::Price;
 
 /// Derivatives alerts one book holds at most.
@@ -91,14 +93,55 @@ pub(crate) fn prime(book: &PerpBook, alerts: &mut PerpAlertBook, now_ms: i64) {
 /// A derivatives alert's firing as it leaves the shard: `price` the spot pair's last trade, its
 /// trigger's numbers read from `book` at `now_ms`.
 pub(crate) fn firing(book: &PerpBook, now_ms: i64, price: Price, f: &PerpFiring) -> Firing {
-    let trigger = match f.hit {
+    let trigger = trigger(book, now_ms, f.hit);
+    Firing { id: f.id, price, move_hundredths: None, ts_ms: f.ts_ms, last: f.last, detail: Detail::Perp(trigger) }
+}
+
+/// What a test send of an alert of `condition` shows (`POST /v1/alerts/{id}/test`, §16): the
+/// trigger object a firing would carry now, read from `book` at `now_ms` whether or not the
+/// condition holds; `None` while the book lacks the value (no liquidation of the alert's side in
+/// 24 h, a window not yet watched, no OI or funding yet).
+pub(crate) fn test_trigger(book: &PerpBook, condition: &PerpCondition, now_ms: i64) -> Option<PerpTrigger> {
+    let side = |d: LiqDirection| match d {
+        LiqDirection::Long => Some(PositionSide::Long),
+        LiqDirection::Short => Some(PositionSide::Short),
+        LiqDirection::Any => None,
+    };
+    let hit = match *condition {
+        PerpCondition::Order(o) => {
+            let newest = LiqFilter { side: side(o.direction), min_usd: 0.0, limit: 1 };
+            let liquidation = book.recent(now_ms, newest).next()?;
+            PerpHit::Order { index: 0, liquidation, count: 1 }
+        }
+        PerpCondition::Sum { window, sum } => {
+            let s = book.liquidations(now_ms, window)?;
+            let sum_usd = match sum.direction {
+                LiqDirection::Long => s.long_usd,
+                LiqDirection::Short => s.short_usd,
+                LiqDirection::Any => s.long_usd + s.short_usd,
+            };
+            PerpHit::Sum { window, side: sum.direction, sum_usd }
+        }
+        PerpCondition::Oi { window, .. } => {
+            let oi = book.oi(now_ms)?;
+            let change_pct = book.oi_change(now_ms, window)?.pct;
+            PerpHit::Oi { window, change_pct, oi_usd: oi.usd.unwrap_or(0.0) }
+        }
+        PerpCondition::Funding(_) => PerpHit::Funding { rate8h: book.funding(now_ms)?.rate8h },
+    };
+    Some(trigger(book, now_ms, hit))
+}
+
+/// The trigger object of `hit`, its numbers read from `book` at `now_ms`.
+fn trigger(book: &PerpBook, now_ms: i64, hit: PerpHit) -> PerpTrigger {
+    match hit {
         PerpHit::Order { liquidation, count, .. } => PerpTrigger::Order { liquidation, count },
         PerpHit::Sum { window, side, sum_usd } => {
             let sums = book.liquidations(now_ms, window).unwrap_or_default();
             let count = match side {
-                rampart_engine::perp_alert::LiqDirection::Long => sums.long_count,
-                rampart_engine::perp_alert::LiqDirection::Short => sums.short_count,
-                rampart_engine::perp_alert::LiqDirection::Any => sums.long_count + sums.short_count,
+                LiqDirection::Long => sums.long_count,
+                LiqDirection::Short => sums.short_count,
+                LiqDirection::Any => sums.long_count + sums.short_count,
             };
             let from_ms = book.window_from_ms(now_ms, window);
             PerpTrigger::Sum { side, sum_usd, count, window, from_ms, last: book.last_liquidation() }
@@ -124,6 +167,5 @@ pub(crate) fn firing(book: &PerpBook, now_ms: i64, price: Price, f: &PerpFiring)
                 next_ms: now.map_or(0, |n| n.next_ms),
             }
         }
-    };
-    Firing { id: f.id, price, move_hundredths: None, ts_ms: f.ts_ms, last: f.last, detail: Detail::Perp(trigger) }
+    }
 }

@@ -1,5 +1,5 @@
 //! The shard's answers to the fronts' queries (`GET /v1/candles`, `GET /v1/book`,
-//! `GET /v1/perp/{symbol}/history`): a copy of what it holds, sent on the query's reply channel.
+//! `GET /v1/perp/{symbol}/history`, a derivatives alert's test send): a copy of what it holds, sent on the query's reply channel.
 //! A command, not a tick: it allocates the copy.
 
 use rampart_state::{Command, DepthView};
@@ -31,6 +31,11 @@ impl Shard {
                 let now = self.config.clock.now_ms();
                 let perp = self.perps.as_ref().and_then(|p| p.book(book));
                 let _ = reply.send(perp.map_or_else(Vec::new, |b| b.history(now, window).collect()));
+            }
+            Command::PerpTrigger { book, condition, reply } => {
+                let now = self.config.clock.now_ms();
+                let perp = self.perps.as_ref().and_then(|p| p.book(book));
+                let _ = reply.send(perp.and_then(|b| crate::perp_alerts::test_trigger(b, &condition, now)));
             }
             other => debug_assert!(false, "not a query: {other:?}"),
         }

@@ -86,6 +86,16 @@ pub enum Command {
         /// Where the slots go.
         reply: tokio::sync::oneshot::Sender<Vec<rampart_engine::perp_book::HistorySlot>>,
     },
+    /// The trigger object a derivatives alert of `condition` would carry on `book` now, for its
+    /// test send (`POST /v1/alerts/{id}/test`); `None` without the value (or a perpetual).
+    PerpTrigger {
+        /// The book.
+        book: BookId,
+        /// The alert's condition.
+        condition: rampart_engine::perp_alert::PerpCondition,
+        /// Where the trigger goes.
+        reply: tokio::sync::oneshot::Sender<Option<rampart_engine::firing::PerpTrigger>>,
+    },
     /// Stop the shard's loop; the executor then exits.
     Stop,
 }

@@ -10,7 +10,11 @@ use super::AlertsApi;
 use crate::api::front::answer::Resp;
 use crate::api::front::answer::{respond, ApiError};
 use rampart_delivery::Target;
+use rampart_engine::alert::Condition;
+use rampart_engine::perp_alert::PerpCondition;
+use rampart_engine::BookId;
 use rampart_state::json::Json;
+use rampart_state::Command;
 use rampart_store::storage::Writer;
 use rampart_store::store::{AlertRow, AttemptResult, Channel, FiringRecord, KeyRow, OutboxRow, Render, WebhookFormat};
 use rampart_store::text::{alert::test_body, chat, Texts};
@@ -45,7 +49,7 @@ impl AlertsApi {
         let Some(url) = row.webhook_url.clone() else {
             return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "the alert has no webhook_url to test"));
         };
-        let firing = self.test_firing(&row, now_ms)?;
+        let firing = self.test_firing(&row, now_ms).await?;
         let body = match row.webhook_format {
             WebhookFormat::Json => test_body(&row, &firing),
             format => {
@@ -78,8 +82,14 @@ impl AlertsApi {
     }
 
     /// The firing a test sends: at the pair's current price (a `*` alert's: its venue's first
-    /// pair with a price, named as its one trigger).
-    fn test_firing(&self, row: &AlertRow, now_ms: i64) -> Result<FiringRecord, ApiError> {
+    /// pair with a price, named as its one trigger); a derivatives alert's with the trigger object
+    /// a firing would carry now, when its shard has the value ([`AlertsApi::perp_test_firing`]).
+    async fn test_firing(&self, row: &AlertRow, now_ms: i64) -> Result<FiringRecord, ApiError> {
+        if let Condition::Perp(condition) = row.condition {
+            if let Some(f) = self.perp_test_firing(row, condition, now_ms).await {
+                return Ok(f);
+            }
+        }
         let registry = self.books.shared.registry();
         let no_price = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no price for this pair yet; retry shortly");
         if row.symbol != super::alerts::UNIVERSE {
@@ -96,6 +106,42 @@ impl AlertsApi {
         }]))
     }
 }
+
+impl AlertsApi {
+    /// A derivatives alert's test firing with §17's trigger object, read by the pair's shard
+    /// now (a `*` alert's: the first of its venue's pairs with a perpetual, a price and the value,
+    /// of the first [`PERP_TEST_PAIRS_MAX`] tried, named as its one trigger). `None` when no pair
+    /// has the value yet or the shard does not answer (a cluster's api node does not ask): the
+    /// test then goes at the price alone.
+    async fn perp_test_firing(&self, row: &AlertRow, condition: PerpCondition, now_ms: i64) -> Option<FiringRecord> {
+        let registry = self.books.shared.registry();
+        let books: Vec<BookId> = if row.symbol == super::alerts::UNIVERSE {
+            let with_perp = |b: &&BookId| self.books.shared.slots[b.index()].perp.load().is_some();
+            registry.venue_books(row.exchange).iter().filter(with_perp).take(PERP_TEST_PAIRS_MAX).copied().collect()
+        } else {
+            registry.find(row.exchange, &row.symbol).into_iter().collect()
+        };
+        for book in books {
+            let price = self.books.shared.price(book).0;
+            if price <= 0 {
+                continue;
+            }
+            let asked = self.books.ask_shard(book, |reply| Command::PerpTrigger { book, condition, reply }).await;
+            let Ok(Some(trigger)) = asked else { continue };
+            let one = FiringRecord { perp: Some(trigger), ..FiringRecord::at_price(row.id, price, now_ms, false) };
+            if row.symbol != super::alerts::UNIVERSE {
+                return Some(one);
+            }
+            let symbol = Some(registry.get(book).symbol.clone());
+            return Some(FiringRecord::collected(vec![FiringRecord { symbol, ..one }]));
+        }
+        None
+    }
+}
+
+/// Pairs a `*` derivatives alert's test send asks its shards about at most (each answer waits at
+/// most as a candles read does).
+const PERP_TEST_PAIRS_MAX: usize = 8;
 
 /// `{"data":{"outcome","status","latencyMs"}}`.
 fn outcome_answer(result: &AttemptResult, latency_ms: i64) -> Resp {
