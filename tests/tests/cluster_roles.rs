@@ -120,15 +120,46 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     market0.get("/v1/alerts", Some(&key)).assert_some_error(404, "the API on a market node");
     let health = api_a.get("/healthz", None);
     assert_eq!(health.ok("healthz")["cluster"]["role"], "api");
-    // An api node reads no perpetual (decisions §17 in a cluster: not built); a market node's
-    // shards run the simulated ones.
+    // A market node's shards run the simulated perpetuals; an api node serves them from its
+    // market nodes' snapshots (decisions §17 in a cluster): the same contract and figures.
     let perp = |node: &Server| -> Vec<String> {
         let h = node.get("/healthz", None);
         let list = h.ok("healthz")["exchanges"].as_array().cloned().unwrap_or_default();
         list.iter().map(|e| e["perp"].as_str().unwrap_or("?").to_owned()).collect()
     };
-    assert!(perp(&api_a).iter().all(|p| p == "off"), "{:?}", perp(&api_a));
     assert!(perp(&market0).iter().all(|p| p == "up"), "{:?}", perp(&market0));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !perp(&api_a).iter().all(|p| p == "up") {
+        assert!(std::time::Instant::now() < deadline, "the api node relays no perpetual: {:?}", perp(&api_a));
+        thread::sleep(Duration::from_millis(200));
+    }
+    let relayed = api_a.get("/v1/perp/BTCUSDT?exchange=okx", Some(&key));
+    let relayed = relayed.ok("perp on the api node")["data"].clone();
+    assert_eq!(relayed["contract"], "BTC-USDT-SWAP", "{relayed}");
+    assert!(relayed["funding"]["rate8h"].is_number() && relayed["oi"]["base"].is_number(), "{relayed}");
+    let metrics = api_a.get("/v1/metrics/BTCUSDT?exchange=okx&metric=funding", Some(&key));
+    assert!(metrics.ok("metrics on the api node")["data"]["funding"]["rate8h"].is_number(), "{}", metrics.text);
+    // A derivatives alert made on an api node is decided on the market nodes' perpetuals and
+    // fires through their writers into the inbox the other api node reads; then it goes.
+    let auth = format!("Bearer {key}");
+    let body =
+        json!({"type":"liquidations","symbol":"*","exchange":"binance","event":"order","min_usd":100,"cooldown_s":0});
+    let made = api_a.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).ok("a liquidations alert")
+        ["data"]["id"]
+        .clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let inbox = api_b.get("/v1/inbox?limit=1000", Some(&key));
+        let entries = inbox.ok("inbox")["data"].as_array().cloned().unwrap_or_default();
+        if let Some(e) = entries.iter().find(|e| e["alertId"] == made) {
+            assert_eq!(e["event"]["alert"]["type"], "liquidations", "{e}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the liquidations alert {made} did not fire through the cluster");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let id = made.as_i64().map_or_else(|| made.as_str().unwrap_or_default().to_owned(), |n| n.to_string());
+    api_a.request("DELETE", &format!("/v1/alerts/{id}"), Some(&auth), None).ok("the liquidations alert deleted");
     // Each market node counts its own pairs; together they are the api node's, once each.
     let pairs = |node: &Server| -> Vec<i64> {
         let h = node.get("/healthz", None);

@@ -1,6 +1,7 @@
 //! A market node's books as the api nodes see them. The market side (`publish`) reads what its
 //! shards publish in `Shared` and sends, every [`PUBLISH_PERIOD`], what changed (prices and
-//! trade ranges, level sets, wall scans, metrics, listing status) on
+//! trade ranges, level sets, wall scans, metrics with their derivatives part, listing status, the
+//! pair's perpetual of `decisions.md` §17) on
 //! `rampart.snapshots.<partition>`, and every [`FULL_PERIOD`] everything. The api side
 //! (`Replica`) applies those messages to its own `Shared`, so its front, board and rankings read
 //! exactly as they do over local shards.
@@ -73,6 +74,10 @@ struct Sent {
     levels_ms: i64,
     densities_ms: i64,
     metrics_ms: i64,
+    /// The perpetual's publication time (`None`: none published).
+    perp_ms: Option<i64>,
+    /// The number of the newest liquidation in the perpetual's list last sent.
+    perp_liq_seq: Option<u64>,
 }
 
 /// The market side: a thread publishing the node's books; stopped on drop.
@@ -168,7 +173,8 @@ fn round(shared: &Shared, owned: &[(BookId, BookName)], sent: &mut [Sent], head:
         let Some(slot) = shared.slots.get(book.index()) else { continue };
         let (update, now) = changes(slot, last, head.full);
         *last = now;
-        if update.price.is_none() && update.levels.is_none() && update.densities.is_none() && update.metrics.is_none() {
+        let nothing = update.price.is_none() && update.levels.is_none() && update.densities.is_none();
+        if nothing && update.metrics.is_none() && update.perp.is_none() {
             continue;
         }
         wire::book_update(&mut out, name, &update);
@@ -199,17 +205,24 @@ fn changes(slot: &BookSlot, last: &Sent, full: bool) -> (BookUpdate, Sent) {
         status: slot.status.load(Ordering::Acquire),
     };
     let (levels, densities, metrics) = (slot.levels.load_full(), slot.densities.load_full(), slot.metrics.load_full());
+    let perp = slot.perp.load_full();
     let now = Sent {
         price: Some(price),
         levels_ms: levels.computed_ms,
         densities_ms: densities.ts_ms,
         metrics_ms: metrics.ts_ms,
+        perp_ms: perp.as_ref().map(|p| p.ts_ms),
+        perp_liq_seq: perp.as_ref().map(|p| p.liq_seq),
     };
+    // The list (up to 128 liquidations) goes only when it gained one, and in full snapshots.
+    let perp_list_same = !full && last.perp_liq_seq.is_some() && last.perp_liq_seq == now.perp_liq_seq;
     let update = BookUpdate {
         price: (full || last.price != now.price).then_some(price),
         levels: (full || last.levels_ms != now.levels_ms).then(|| (*levels).clone()),
         densities: (full || last.densities_ms != now.densities_ms).then(|| (*densities).clone()),
         metrics: (full || last.metrics_ms != now.metrics_ms).then(|| (*metrics).clone()),
+        perp: (full || last.perp_ms != now.perp_ms).then(|| perp.map(|p| (*p).clone())),
+        perp_list_same,
     };
     (update, now)
 }
@@ -321,6 +334,13 @@ fn apply(slot: &BookSlot, u: BookUpdate) -> bool {
     }
     if let Some(m) = u.metrics {
         slot.metrics.store(Arc::new(m));
+    }
+    if let Some(mut p) = u.perp {
+        if let (Some(p), true) = (p.as_mut(), u.perp_list_same) {
+            // The list the last message brought (a lost one is repaired by the next full snapshot).
+            p.recent = slot.perp.load().as_ref().map(|old| old.recent.clone()).unwrap_or_default();
+        }
+        slot.perp.store(p.map(Arc::new));
     }
     moved
 }

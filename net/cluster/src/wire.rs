@@ -15,11 +15,12 @@ use rampart_engine::{Candle, Price, Qty, Side, Timeframe, Venue};
 
 use rampart_state::pair_metrics::{Depth, PairMetrics, WallsSummary};
 mod condition;
+mod perp;
 
 use rampart_state::{AlertChange, AlertState, DensitySnapshot, DepthView, LevelSnapshot, PublishedWall};
 
 /// The format's version, first byte of every message; a message of another version is refused.
-pub const WIRE_VERSION: u8 = 1;
+pub const WIRE_VERSION: u8 = 2;
 /// Longest symbol on the wire, bytes.
 pub const SYMBOL_MAX: usize = 64;
 
@@ -70,6 +71,11 @@ pub struct BookUpdate {
     pub densities: Option<DensitySnapshot>,
     /// The last metrics.
     pub metrics: Option<PairMetrics>,
+    /// The pair's perpetual as last published (`Some(None)`: it has none now).
+    pub perp: Option<Option<rampart_state::perp::PerpSnapshot>>,
+    /// The perpetual's liquidation list is the one last sent (not on the wire: the replica keeps
+    /// its own; a list is sent when its newest number moved, and in every full snapshot).
+    pub perp_list_same: bool,
 }
 
 /// The price part of a [`BookUpdate`] (the slot's atomics).
@@ -166,6 +172,9 @@ impl Out {
     }
     fn count(&mut self, n: usize) {
         self.u32(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
     }
     /// Bytes written so far.
     pub fn len(&self) -> usize {
@@ -287,6 +296,7 @@ const PART_PRICE: u8 = 1;
 const PART_LEVELS: u8 = 2;
 const PART_DENSITIES: u8 = 4;
 const PART_METRICS: u8 = 8;
+const PART_PERP: u8 = 16;
 
 /// Appends one book's update to a snapshot message.
 pub fn book_update(out: &mut Out, book: &BookName, u: &BookUpdate) {
@@ -294,7 +304,8 @@ pub fn book_update(out: &mut Out, book: &BookName, u: &BookUpdate) {
     let mask = u.price.map_or(0, |_| PART_PRICE)
         | u.levels.as_ref().map_or(0, |_| PART_LEVELS)
         | u.densities.as_ref().map_or(0, |_| PART_DENSITIES)
-        | u.metrics.as_ref().map_or(0, |_| PART_METRICS);
+        | u.metrics.as_ref().map_or(0, |_| PART_METRICS)
+        | u.perp.as_ref().map_or(0, |_| PART_PERP);
     out.u8(mask);
     if let Some(p) = &u.price {
         out.i64(p.price);
@@ -311,6 +322,9 @@ pub fn book_update(out: &mut Out, book: &BookName, u: &BookUpdate) {
     }
     if let Some(m) = &u.metrics {
         put_metrics(out, m);
+    }
+    if let Some(p) = &u.perp {
+        perp::put_perp(out, p.as_ref(), u.perp_list_same);
     }
 }
 
@@ -372,6 +386,7 @@ fn put_metrics(out: &mut Out, m: &PairMetrics) {
         out.opt_f64(r);
     }
     out.opt_i64(m.history_start_ms);
+    perp::put_perp_metrics(out, m.perp.as_ref());
 }
 
 /// Reads a snapshot message: its head and every book's update.
@@ -393,7 +408,7 @@ pub fn read_snapshot(buf: &[u8]) -> Result<(SnapshotHead, Vec<(BookName, BookUpd
     while !r.done() {
         let book = r.book()?;
         let mask = r.u8()?;
-        if mask > 15 {
+        if mask > 31 {
             return Err(WireError::Invalid("part mask"));
         }
         let mut u = BookUpdate::default();
@@ -413,6 +428,11 @@ pub fn read_snapshot(buf: &[u8]) -> Result<(SnapshotHead, Vec<(BookName, BookUpd
         }
         if mask & PART_METRICS != 0 {
             u.metrics = Some(read_metrics(&mut r)?);
+        }
+        if mask & PART_PERP != 0 {
+            let (p, same) = perp::read_perp(&mut r)?;
+            u.perp = Some(p);
+            u.perp_list_same = same;
         }
         books.push((book, u));
     }
@@ -472,7 +492,8 @@ fn read_metrics(r: &mut In<'_>) -> Result<PairMetrics, WireError> {
         false => None,
     };
     let history_start_ms = r.opt_i64()?;
-    Ok(PairMetrics { ts_ms, price, quote_usd, windows, spread_bps, depth, walls, levels, history_start_ms, perp: None })
+    let perp = perp::read_perp_metrics(r)?;
+    Ok(PairMetrics { ts_ms, price, quote_usd, windows, spread_bps, depth, walls, levels, history_start_ms, perp })
 }
 
 /// An alert command's bytes: a tag for the state (3 held, 4 gone, 5 resumed), the book, the
@@ -649,6 +670,8 @@ mod tests {
     use rampart_engine::site_alert::WallSide;
     use rampart_engine::wall_alert::{WallCondition, WallEvent};
 
+    use super::perp::samples::{perp_metrics, perp_snapshot};
+
     fn name(symbol: &str) -> BookName {
         BookName { venue: Venue::Okx, symbol: symbol.into() }
     }
@@ -689,8 +712,10 @@ mod tests {
                 walls: Some(WallsSummary { count: 1, usd: None }),
                 levels: Some((None, Some(1.5))),
                 history_start_ms: Some(3),
-                perp: None,
+                perp: Some(perp_metrics()),
             }),
+            perp: Some(Some(perp_snapshot())),
+            perp_list_same: false,
         }
     }
 
@@ -699,7 +724,7 @@ mod tests {
         let head = SnapshotHead { partition: 1, partitions: 2, full: true, last: false, ready: true, sent_ms: 42 };
         snapshot_head(&mut out, &head);
         book_update(&mut out, &name("BTCUSDT"), &full_update());
-        book_update(&mut out, &name("ETHUSDT"), &BookUpdate::default());
+        book_update(&mut out, &name("ETHUSDT"), &BookUpdate { perp: Some(None), ..BookUpdate::default() });
         out.0
     }
 
@@ -731,9 +756,12 @@ mod tests {
             (m.levels, m.history_start_ms, m.windows.map(|w| w.map(|w| (w.open, w.last, w.volume, w.trades)))),
             (wm.levels, wm.history_start_ms, wm.windows.map(|w| w.map(|w| (w.open, w.last, w.volume, w.trades))))
         );
+        assert_eq!(m.perp, wm.perp, "the derivatives metrics");
+        assert_eq!(u.perp, want.perp, "the perpetual, every field");
         let (b, u) = &books[1];
         assert_eq!(b, &name("ETHUSDT"));
         assert!(u.price.is_none() && u.levels.is_none() && u.densities.is_none() && u.metrics.is_none());
+        assert_eq!(u.perp, Some(None), "a book without a perpetual says so");
     }
 
     #[test]
@@ -879,10 +907,39 @@ mod tests {
     }
 
     #[test]
+    fn a_perpetuals_unchanged_list_is_left_out() {
+        let mut out = Out::new(256);
+        let head = SnapshotHead { partition: 0, partitions: 1, full: false, last: false, ready: true, sent_ms: 1 };
+        snapshot_head(&mut out, &head);
+        let same = BookUpdate { perp: Some(Some(perp_snapshot())), perp_list_same: true, ..BookUpdate::default() };
+        book_update(&mut out, &name("BTCUSDT"), &same);
+        let whole = BookUpdate { perp: Some(Some(perp_snapshot())), ..BookUpdate::default() };
+        book_update(&mut out, &name("ETHUSDT"), &whole);
+        let (_, books) = read_snapshot(&out.0).expect("decodes");
+        let p = books[0].1.perp.clone().flatten().expect("a perpetual");
+        assert!(books[0].1.perp_list_same && p.recent.is_empty(), "{p:?}");
+        assert_eq!((p.liq_seq, p.mark), (42, Some(94_210.5)), "the rest as written");
+        assert!(!books[1].1.perp_list_same);
+        assert_eq!(books[1].1.perp, Some(Some(perp_snapshot())));
+        // A bad tag or contract name in the part is refused, the message whole.
+        // The first book's contract name, after its length byte; the multiplier (4 bytes) and the
+        // completeness tag follow it.
+        let at = out.0.windows(13).position(|w| w == b"BTC-USDT-SWAP").expect("the name");
+        let mut bad = out.0.clone();
+        bad[at - 1] = 0;
+        assert_eq!(read_snapshot(&bad).map(|_| ()), Err(WireError::Invalid("contract")));
+        let mut bad = out.0.clone();
+        bad[at + 13 + 4] = 9;
+        assert_eq!(read_snapshot(&bad).map(|_| ()), Err(WireError::Invalid("completeness")));
+    }
+
+    #[test]
     fn bad_tags_versions_and_counts_are_refused_without_allocating_for_them() {
         let mut command = alert_command(&AlertCommand { book: name("BTCUSDT"), change: AlertChange::gone(1, 2) });
-        command[0] = 2;
-        assert_eq!(read_alert_command(&command), Err(WireError::Version(2)));
+        command[0] = WIRE_VERSION + 1;
+        assert_eq!(read_alert_command(&command), Err(WireError::Version(WIRE_VERSION + 1)));
+        command[0] = 1;
+        assert_eq!(read_alert_command(&command), Err(WireError::Version(1)), "the format before the perpetuals");
         command[0] = WIRE_VERSION;
         command[1] = 9;
         assert_eq!(read_alert_command(&command), Err(WireError::Invalid("command")));

@@ -12,6 +12,10 @@
 //! the ring alone: its newest [`rampart_state::liq_feed::LIQ_FEED_LEN`]) and its subscribers get
 //! a snapshot instead of the events lost between (no gap in `seq`, as a slow client's).
 //!
+//! A cluster's api node has no ring (its market nodes send the snapshots only): there a look
+//! hands the liquidations a newer snapshot holds past the number handed, so they arrive with the
+//! snapshots, each second.
+//!
 //! Perp: the values as `GET /v1/perp/{symbol}` writes them, with `symbol`; handed when a newly
 //! published snapshot's text differs from the last one handed (at most once a second per pair:
 //! the shard publishes once a second).
@@ -80,7 +84,7 @@ impl PerpSeen {
             self.restart(snap, feed);
             return LiqChange::Nothing;
         }
-        let Some(feed) = feed else { return LiqChange::Nothing };
+        let Some(feed) = feed else { return self.gained_by(snap) };
         if feed.head() == self.liq_seq {
             return LiqChange::Nothing;
         }
@@ -123,6 +127,28 @@ impl PerpSeen {
         for l in new {
             self.keep(l);
         }
+    }
+
+    /// Without a ring (a cluster's api node: its market nodes' snapshots are all it has), the
+    /// liquidations a newer snapshot holds past the number handed, oldest first: its list is
+    /// newest first and numbered down from its `liq_seq` (the venues send in time order; one sent
+    /// out of order is handed in the list's order). More new ones than the list holds: a restart.
+    fn gained_by(&mut self, snap: &PerpSnapshot) -> LiqChange {
+        let fresh = snap.liq_seq.saturating_sub(self.liq_seq);
+        if fresh == 0 {
+            return LiqChange::Nothing;
+        }
+        if fresh > snap.recent.len() as u64 {
+            self.recent = snap.recent.iter().copied().collect();
+            self.liq_seq = snap.liq_seq;
+            return LiqChange::Restarted;
+        }
+        let new: Vec<Liquidation> = snap.recent[..fresh as usize].iter().rev().copied().collect();
+        for l in &new {
+            self.keep(*l);
+        }
+        self.liq_seq = snap.liq_seq;
+        LiqChange::New(new)
     }
 
     fn keep(&mut self, l: Liquidation) {
@@ -271,6 +297,19 @@ mod tests {
         assert_eq!(seen.look_liquidations(Some(&newer), Some(&feed), 40), LiqChange::Restarted);
         assert_eq!(usds(&seen)[..3], [5.0, 5.0, 7.0]);
         assert_eq!(seen.recent().count(), RECENT_MAX);
+    }
+
+    #[test]
+    fn without_a_ring_the_snapshots_hand_what_they_gained() {
+        let mut seen = PerpSeen::default();
+        assert_eq!(seen.look_liquidations(Some(&snap(vec![liq(1.0, 1)], 1, 1_000)), None, 10), LiqChange::Nothing);
+        let later = snap(vec![liq(3.0, 3), liq(2.0, 2), liq(1.0, 1)], 3, 2_000);
+        assert_eq!(seen.look_liquidations(Some(&later), None, 20), LiqChange::New(vec![liq(2.0, 2), liq(3.0, 3)]));
+        assert_eq!(seen.look_liquidations(Some(&later), None, 30), LiqChange::Nothing, "each once");
+        assert_eq!(usds(&seen), [3.0, 2.0, 1.0]);
+        let far = snap(vec![liq(9.0, 9)], 9, 3_000);
+        assert_eq!(seen.look_liquidations(Some(&far), None, 40), LiqChange::Restarted, "more than the list holds");
+        assert_eq!(usds(&seen), [9.0]);
     }
 
     #[test]

@@ -221,7 +221,7 @@ impl HealthApi {
             let pairs = self.served_pairs(*v);
             if !self.books.shared.live {
                 j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
-                j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(started)).raw("}");
+                j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(*v, started)).raw("}");
                 continue;
             }
             use std::sync::atomic::Ordering::Relaxed;
@@ -234,7 +234,7 @@ impl HealthApi {
             if !h.why.is_empty() {
                 j.raw(",\"reason\":").str(h.why);
             }
-            j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(started));
+            j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(*v, started));
             j.raw(",\"booksLive\":").int(live);
             j.raw(",\"booksWithHistory\":").int(sum(|s| &s.books_history));
             j.raw(",\"connections\":").int(open);
@@ -280,14 +280,19 @@ impl HealthApi {
     }
 
     /// A venue's perpetual feed as `/healthz` says it (`decisions.md` §17: it never makes the
-    /// server unready): `off` when `[derivatives] enabled = false`, on the live feed (its
-    /// perpetual sessions are not built: docs/design/derivatives.md) and on a cluster's api node
-    /// (it reads no perpetual); on the simulated feed `connecting` until the shards are ready,
-    /// then `up` (the simulator does not go down).
-    fn perp_state(&self, started: bool) -> &'static str {
+    /// server unready): `off` when `[derivatives] enabled = false` and on the live feed (its
+    /// perpetual sessions are not built: docs/design/derivatives.md); on the simulated feed
+    /// `connecting` until the shards are ready, then `up` (the simulator does not go down). A
+    /// cluster's api node reads no feed: it says `up` once its market nodes' snapshots have
+    /// brought it a perpetual of the venue, `off` while none has.
+    fn perp_state(&self, venue: rampart_engine::Venue, started: bool) -> &'static str {
+        if self.cluster.as_deref().is_some_and(|c| c.role == rampart_cluster::node::Role::Api) {
+            let shared = &self.books.shared;
+            let relayed = self.books.listed_books(venue).iter().any(|b| shared.slots[b.index()].perp.load().is_some());
+            return if relayed { "up" } else { "off" };
+        }
         let on = self.books.shared.derivatives.load(std::sync::atomic::Ordering::Relaxed);
-        let api = self.cluster.as_deref().is_some_and(|c| c.role == rampart_cluster::node::Role::Api);
-        match (on && !self.books.shared.live && !api, started) {
+        match (on && !self.books.shared.live, started) {
             (false, _) => "off",
             (true, false) => "connecting",
             (true, true) => "up",
