@@ -13,17 +13,13 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use rampart_engine::perp_book::{Liquidation, PerpBook, RECENT_MAX};
-use rampart_engine::sim::{self, Sim, SimConfig};
 use rampart_engine::sim_perp_listing::listing;
-use rampart_engine::{BookId, Market, Registry, Tick, Venue};
 use rampart_shard::perp::ShardPerps;
-use rampart_shard::SIM_PAIRS_PER_ROUND_MAX;
 use rampart_state::liq_feed::{LiqFeed, LIQ_FEED_LEN};
 use rampart_state::perp::PerpSnapshot;
 
-/// 2026-01-01T00:00:00Z.
-const T0: i64 = 1_767_225_600_000;
-const SEED: u64 = 17;
+use crate::perp_round::{started, Started, SEED, T0};
+
 const SIM_ROUND_MS: i64 = 5;
 
 /// Resident memory now, KiB.
@@ -35,19 +31,7 @@ fn rss_kib() -> u64 {
 
 /// The report of `pairs` spot pairs per venue (the perpetuals the simulator lists for them).
 pub fn perp_memory(pairs: usize) -> String {
-    let universe = sim::universe(SEED, pairs);
-    let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("simulated registry is valid");
-    let ids: Vec<BookId> = registry.ids().collect();
-    let specs: Vec<usize> = (0..universe.len()).collect();
-    let mut market = Market::new(registry.len(), &ids, 300, 16);
-    let mut spot = Sim::new(SimConfig { seed: SEED, ..SimConfig::default() }, &universe, &registry, &specs);
-    let mut ticks: Vec<Tick> = Vec::with_capacity(spot.ticks_per_step_max() * SIM_PAIRS_PER_ROUND_MAX);
-    for i in 0..spot.pair_count() {
-        spot.start_pair(i, T0, &mut ticks);
-        ticks.drain(..).for_each(|t| {
-            market.apply(&t);
-        });
-    }
+    let Started { universe, registry, ids, specs, market, .. } = started(pairs);
     let shared = rampart_state::Shared::replica(Arc::new(registry.clone()), 1, 0);
     let listed = listing(SEED, &universe);
     let before = rss_kib();

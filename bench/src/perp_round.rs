@@ -25,10 +25,10 @@ use rampart_shard::SIM_PAIRS_PER_ROUND_MAX;
 use crate::{histogram, Summary};
 
 /// 2026-01-01T00:00:00Z.
-const T0: i64 = 1_767_225_600_000;
+pub(crate) const T0: i64 = 1_767_225_600_000;
 /// Simulated time per round: a busy shard's loop.
 const SIM_ROUND_MS: i64 = 5;
-const SEED: u64 = 17;
+pub(crate) const SEED: u64 = 17;
 
 /// What a variant runs besides the spot ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,8 +41,20 @@ pub enum Perps {
     WithAlerts(usize),
 }
 
-/// `seconds` simulated seconds of a `pairs`-pair market (all four venues) on one core.
-pub fn perp_round(pairs: usize, seconds: i64, perps: Perps) -> Summary {
+/// A seeded simulated market of `pairs` pairs on the four venues, every pair started at
+/// [`T0`], with its simulator and tick buffer (the perpetual benchmarks' common start).
+pub(crate) struct Started {
+    pub(crate) universe: Vec<sim::PairSpec>,
+    pub(crate) registry: Registry,
+    pub(crate) ids: Vec<BookId>,
+    pub(crate) specs: Vec<usize>,
+    pub(crate) market: Market,
+    pub(crate) spot: Sim,
+    pub(crate) ticks: Vec<Tick>,
+}
+
+/// See [`Started`].
+pub(crate) fn started(pairs: usize) -> Started {
     let universe = sim::universe(SEED, pairs);
     let registry = Registry::new(sim::instruments(&universe, &Venue::ALL)).expect("simulated registry is valid");
     let ids: Vec<BookId> = registry.ids().collect();
@@ -57,6 +69,12 @@ pub fn perp_round(pairs: usize, seconds: i64, perps: Perps) -> Summary {
         });
         ticks.clear();
     }
+    Started { universe, registry, ids, specs, market, spot, ticks }
+}
+
+/// `seconds` simulated seconds of a `pairs`-pair market (all four venues) on one core.
+pub fn perp_round(pairs: usize, seconds: i64, perps: Perps) -> Summary {
+    let Started { universe, registry, ids: _, specs, mut market, mut spot, mut ticks } = started(pairs);
     // The books' liquidation feeds, as the shard makes and feeds them.
     let shared = rampart_state::Shared::replica(std::sync::Arc::new(registry.clone()), 1, 0);
     let mut shard_perps = (perps != Perps::Off).then(|| {

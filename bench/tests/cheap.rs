@@ -100,6 +100,18 @@ fn perp_round_cheap() {
 }
 
 #[test]
+fn perp_memory_cheap() {
+    let row = rampart_bench::perp_memory::perp_memory(20);
+    let cells: Vec<&str> = row.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(cells.len(), 5, "{row}");
+    assert!(cells[0].ends_with("contracts (20 pairs × 4 venues)") && !cells[0].starts_with("0 "), "{row}");
+    assert!(
+        cells[3].ends_with("KiB") && cells[3].trim_end_matches(" KiB").parse::<f64>().is_ok_and(|k| k > 20.0),
+        "{row}"
+    );
+}
+
+#[test]
 fn live_ingest_cheap() {
     let s = rampart_bench::ingest::live_ingest(20, 3_000, 1_000);
     assert_eq!(s.count, 3_000, "{s:?}");
