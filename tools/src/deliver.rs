@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use rampart_cluster::health::WorkerStats;
-use rampart_cluster::worker::DeliveryWorker;
+use rampart_cluster::worker::{DeliveryWorker, WorkerStores};
 use rampart_cluster::BusNames;
 use rampart_delivery::DeliveryConfig;
 use rampart_state::clock::{self, SharedClock};
@@ -37,10 +37,13 @@ pub(crate) fn run(args: DeliverArgs) -> Result<()> {
     let stats = Arc::new(WorkerStats::new(args.workers));
     let mut workers = Vec::with_capacity(args.workers);
     for _ in 0..args.workers {
-        let store = at.open().with_context(|| format!("opening {}", at.describe()))?.for_background()?;
+        let open = || -> Result<Store> {
+            Ok(at.open().with_context(|| format!("opening {}", at.describe()))?.for_background()?)
+        };
+        let stores = WorkerStores { reader: open()?, recorder: open()? };
         let (nats, names, config, clock, stats) =
             (args.nats.clone(), BusNames::default(), config.clone(), clock.clone(), stats.clone());
-        workers.push(DeliveryWorker::start(store, nats, names, config, clock, stats)?);
+        workers.push(DeliveryWorker::start(stores, nats, names, config, clock, stats)?);
     }
     let _probe =
         storage_probe(at.open().with_context(|| format!("opening {}", at.describe()))?, stats.clone(), clock.clone())?;
