@@ -20,4 +20,11 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(view) = wire::read_depth(data) {
         assert_eq!(wire::read_depth(&wire::depth(&view)), Ok(view));
     }
+    if let Ok(slots) = wire::read_perp_history(data) {
+        assert_eq!(wire::read_perp_history(&wire::perp_history(&slots)).map(|s| s.len()), Ok(slots.len()));
+    }
+    if let Ok(t) = wire::read_perp_trigger(data) {
+        let again = wire::read_perp_trigger(&wire::perp_trigger(t.as_ref()));
+        assert_eq!(again.map(|a| a.is_some()), Ok(t.is_some()));
+    }
 });

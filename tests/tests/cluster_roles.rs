@@ -139,9 +139,30 @@ fn a_cluster_fires_and_delivers_through_any_node_and_survives_a_killed_node_of_e
     assert!(relayed["funding"]["rate8h"].is_number() && relayed["oi"]["base"].is_number(), "{relayed}");
     let metrics = api_a.get("/v1/metrics/BTCUSDT?exchange=okx&metric=funding", Some(&key));
     assert!(metrics.ok("metrics on the api node")["data"]["funding"]["rate8h"].is_number(), "{}", metrics.text);
+    // A perpetual's history and a derivatives test send's trigger object come from the owning
+    // market node's shard (queries through NATS), as on a single process.
+    let history = api_b.get("/v1/perp/BTCUSDT/history?exchange=okx&interval=1h", Some(&key));
+    let slots = history.ok("perp history on the api node")["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(slots.len(), 60, "{}", history.text);
+    assert!(slots[59]["oiBase"].as_f64().is_some_and(|b| b > 0.0), "{}", history.text);
+    let auth = format!("Bearer {key}");
+    // Its own receiver: the webhooks counted below are the firings'.
+    let (test_hook, test_hits) = json_receiver();
+    let hook_url = format!("http://127.0.0.1:{test_hook}/test-send");
+    let funding = json!({"type":"funding","symbol":"BTCUSDT","exchange":"okx","direction":"above",
+        "funding_pct":50,"webhook_url":hook_url});
+    let made = api_a.request("POST", "/v1/alerts", Some(&auth), Some(&funding.to_string())).ok("a funding alert")
+        ["data"]["id"]
+        .clone();
+    let id = made.as_i64().map_or_else(|| made.as_str().unwrap_or_default().to_owned(), |n| n.to_string());
+    let answer = api_b.request("POST", &format!("/v1/alerts/{id}/test"), Some(&auth), None);
+    assert_eq!(answer.ok("a test send on an api node")["data"]["outcome"], "delivered", "{}", answer.text);
+    let body = test_hits.lock().expect("hits").iter().rev().find(|b| b["event"] == "alert.test").cloned();
+    let f = body.as_ref().map(|b| b["trigger"]["funding"].clone()).unwrap_or_default();
+    assert!(f["rate8h"].is_number() && f["intervalH"].is_number(), "no funding trigger object: {body:?}");
+    api_a.request("DELETE", &format!("/v1/alerts/{id}"), Some(&auth), None).ok("the funding alert deleted");
     // A derivatives alert made on an api node is decided on the market nodes' perpetuals and
     // fires through their writers into the inbox the other api node reads; then it goes.
-    let auth = format!("Bearer {key}");
     let body =
         json!({"type":"liquidations","symbol":"*","exchange":"binance","event":"order","min_usd":100,"cooldown_s":0});
     let made = api_a.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).ok("a liquidations alert")

@@ -159,6 +159,20 @@ async fn send(client: &async_nats::Client, registry: &Registry, partition: u16, 
                 Some((q, Box::new(move |bytes: &[u8]| wire::read_depth(bytes).map(|v| drop(reply.send(v)))) as Answer)),
             )
         }
+        Command::PerpHistory { book, window, reply } => {
+            let Some(b) = named(book) else { return };
+            let read = move |bytes: &[u8]| wire::read_perp_history(bytes).map(|v| drop(reply.send(v)));
+            (None, Some((Query::PerpHistory(b, window), Box::new(read) as Answer)))
+        }
+        Command::PerpTrigger { book, condition, reply } => {
+            let Some(b) = named(book) else { return };
+            let read = move |bytes: &[u8]| {
+                wire::read_perp_trigger(bytes).map(|v| {
+                    let _ = reply.send(v);
+                })
+            };
+            (None, Some((Query::PerpTrigger(b, condition), Box::new(read) as Answer)))
+        }
         other => return tracing::warn!("cluster-commands: an api node does not send {other:?}"),
     };
     if let Some(c) = alert {
@@ -287,6 +301,14 @@ impl Node {
         }
     }
 
+    /// Asks `book`'s shard the query `make` builds; `None` when it does not answer within
+    /// [`QUERY_TIMEOUT`].
+    async fn ask<T>(&self, book: BookId, make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Command) -> Option<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(book, make(tx)).await;
+        tokio::time::timeout(QUERY_TIMEOUT, rx).await.ok()?.ok()
+    }
+
     /// Queues the command `make` builds on every shard of this node, waiting out a full queue.
     async fn broadcast(&self, make: impl Fn() -> Command) {
         while self.commands.broadcast(&make).is_err() {
@@ -393,27 +415,30 @@ impl Node {
     /// the shard does not answer in time: the asking node's wait runs out).
     async fn answer(&self, client: &async_nats::Client, m: async_nats::Message) {
         let Some(reply_to) = m.reply.clone() else { return };
-        let bytes = match wire::read_query(&m.payload) {
-            Ok(Query::Candles(name, tf, limit)) => {
-                let Some(book) = self.owned(&name) else { return self.not_owned(&name) };
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                self.send(book, Command::Candles { book, tf, limit: limit.min(10_000) as usize, reply: tx }).await;
-                match tokio::time::timeout(QUERY_TIMEOUT, rx).await {
-                    Ok(Ok(bars)) => wire::candles(&bars),
-                    _ => return,
-                }
-            }
-            Ok(Query::Depth(name, limit)) => {
-                let Some(book) = self.owned(&name) else { return self.not_owned(&name) };
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                self.send(book, Command::Depth { book, limit: limit.min(10_000) as usize, reply: tx }).await;
-                match tokio::time::timeout(QUERY_TIMEOUT, rx).await {
-                    Ok(Ok(view)) => wire::depth(&view),
-                    _ => return,
-                }
-            }
+        let query = match wire::read_query(&m.payload) {
+            Ok(q) => q,
             Err(e) => return tracing::warn!("cluster-commands: dropped a malformed query: {e}"),
         };
+        let Some(book) = self.owned(query.book()) else { return self.not_owned(query.book()) };
+        let bytes = match query {
+            Query::Candles(_, tf, limit) => {
+                let limit = limit.min(10_000) as usize;
+                self.ask(book, |reply| Command::Candles { book, tf, limit, reply }).await.map(|b| wire::candles(&b))
+            }
+            Query::Depth(_, limit) => {
+                let limit = limit.min(10_000) as usize;
+                self.ask(book, |reply| Command::Depth { book, limit, reply }).await.map(|v| wire::depth(&v))
+            }
+            Query::PerpHistory(_, window) => {
+                let asked = self.ask(book, |reply| Command::PerpHistory { book, window, reply }).await;
+                asked.map(|slots| wire::perp_history(&slots))
+            }
+            Query::PerpTrigger(_, condition) => {
+                let asked = self.ask(book, |reply| Command::PerpTrigger { book, condition, reply }).await;
+                asked.map(|t| wire::perp_trigger(t.as_ref()))
+            }
+        };
+        let Some(bytes) = bytes else { return };
         if let Err(e) = client.publish(reply_to, bytes.into()).await {
             tracing::debug!("cluster-commands: answering: {e}");
         }

@@ -1,6 +1,7 @@
 //! The cluster's messages on NATS, as compact little-endian binary: a market node's snapshots
 //! of its books (for the api nodes' replicas), the api nodes' alert commands to the owning
-//! market node, and the queries a market node answers (candles, depth).
+//! market node, and the queries a market node answers (`query`: candles, depth, a perpetual's
+//! history and test trigger).
 //!
 //! Every message starts with [`WIRE_VERSION`]; books are named by venue and `BASEQUOTE` (never by
 //! `BookId`, which is an index into one process's registry). Decoding never trusts a length: a
@@ -11,13 +12,19 @@
 use rampart_engine::alert::AlertSpec;
 use rampart_engine::level::{Formation, Origin};
 use rampart_engine::metrics::Window;
-use rampart_engine::{Candle, Price, Qty, Side, Timeframe, Venue};
+use rampart_engine::{Price, Qty, Side, Venue};
 
 use rampart_state::pair_metrics::{Depth, PairMetrics, WallsSummary};
 mod condition;
 mod perp;
+mod query;
 
-use rampart_state::{AlertChange, AlertState, DensitySnapshot, DepthView, LevelSnapshot, PublishedWall};
+pub use query::{
+    candles, depth, perp_history, perp_trigger, query, read_candles, read_depth, read_perp_history, read_perp_trigger,
+    read_query, Query,
+};
+
+use rampart_state::{AlertChange, AlertState, DensitySnapshot, LevelSnapshot, PublishedWall};
 
 /// The format's version, first byte of every message; a message of another version is refused.
 pub const WIRE_VERSION: u8 = 2;
@@ -119,15 +126,6 @@ pub struct AlertCommand {
     pub book: BookName,
     /// Its state after the change.
     pub change: AlertChange,
-}
-
-/// A read that a market node answers from its shard.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Query {
-    /// The newest `limit` bars of one ring.
-    Candles(BookName, Timeframe, u32),
-    /// The best `limit` levels per side.
-    Depth(BookName, u32),
 }
 
 /// Writes a message.
@@ -551,113 +549,6 @@ pub fn read_alert_command(buf: &[u8]) -> Result<AlertCommand, WireError> {
     Ok(AlertCommand { book, change: AlertChange { id, version, state } })
 }
 
-/// A query's bytes.
-pub fn query(q: &Query) -> Vec<u8> {
-    let mut out = Out::new(48);
-    match q {
-        Query::Candles(book, tf, limit) => {
-            out.u8(0);
-            out.book(book);
-            out.u8(tf.index() as u8);
-            out.u32(*limit);
-        }
-        Query::Depth(book, limit) => {
-            out.u8(1);
-            out.book(book);
-            out.u32(*limit);
-        }
-    }
-    out.0
-}
-
-/// Reads a query.
-pub fn read_query(buf: &[u8]) -> Result<Query, WireError> {
-    let mut r = In::new(buf)?;
-    let q = match r.u8()? {
-        0 => {
-            let book = r.book()?;
-            let tf = r.tag(&Timeframe::ALL, "timeframe")?;
-            Query::Candles(book, tf, r.u32()?)
-        }
-        1 => {
-            let book = r.book()?;
-            Query::Depth(book, r.u32()?)
-        }
-        _ => return Err(WireError::Invalid("query")),
-    };
-    r.end()?;
-    Ok(q)
-}
-
-/// The answer to [`Query::Candles`].
-pub fn candles(bars: &[Candle]) -> Vec<u8> {
-    let mut out = Out::new(8 + bars.len() * 58);
-    out.count(bars.len());
-    for c in bars {
-        out.i64(c.open_ms);
-        for p in [c.open, c.high, c.low, c.close] {
-            out.i64(p.0);
-        }
-        out.f64(c.volume);
-        out.opt_i64(c.trades.map(i64::from));
-    }
-    out.0
-}
-
-/// Reads the answer to [`Query::Candles`].
-pub fn read_candles(buf: &[u8]) -> Result<Vec<Candle>, WireError> {
-    let mut r = In::new(buf)?;
-    let n = r.count(57)?;
-    let mut bars = Vec::with_capacity(n);
-    for _ in 0..n {
-        let open_ms = r.i64()?;
-        let (open, high, low, close) = (Price(r.i64()?), Price(r.i64()?), Price(r.i64()?), Price(r.i64()?));
-        let volume = r.f64()?;
-        let trades = match r.opt_i64()? {
-            Some(t) => Some(u32::try_from(t).map_err(|_| WireError::Invalid("trades"))?),
-            None => None,
-        };
-        bars.push(Candle { open_ms, open, high, low, close, volume, trades });
-    }
-    r.end()?;
-    Ok(bars)
-}
-
-/// The answer to [`Query::Depth`].
-pub fn depth(view: &DepthView) -> Vec<u8> {
-    let mut out = Out::new(24 + (view.bids.len() + view.asks.len()) * 16);
-    out.i64(view.ts_ms);
-    out.u8(view.in_sync as u8);
-    for side in [&view.bids, &view.asks] {
-        out.count(side.len());
-        for l in side.iter() {
-            out.i64(l.price.0);
-            out.i64(l.qty.0 as i64);
-        }
-    }
-    out.0
-}
-
-/// Reads the answer to [`Query::Depth`].
-pub fn read_depth(buf: &[u8]) -> Result<DepthView, WireError> {
-    let mut r = In::new(buf)?;
-    let ts_ms = r.i64()?;
-    let in_sync = r.bool()?;
-    let mut sides = [Vec::new(), Vec::new()];
-    for side in &mut sides {
-        let n = r.count(16)?;
-        side.reserve_exact(n);
-        for _ in 0..n {
-            let price = Price(r.i64()?);
-            let qty = Qty(u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("quantity"))?);
-            side.push(rampart_engine::Level { price, qty });
-        }
-    }
-    r.end()?;
-    let [bids, asks] = sides;
-    Ok(DepthView { ts_ms, bids, asks, in_sync })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -669,6 +560,8 @@ mod tests {
     use rampart_engine::perp_book::PerpInterval;
     use rampart_engine::site_alert::WallSide;
     use rampart_engine::wall_alert::{WallCondition, WallEvent};
+    use rampart_engine::{Candle, Timeframe};
+    use rampart_state::DepthView;
 
     use super::perp::samples::{perp_metrics, perp_snapshot};
 

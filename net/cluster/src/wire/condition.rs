@@ -56,7 +56,7 @@ pub(super) fn condition(out: &mut Out, condition: &Condition) {
 }
 
 /// A derivatives alert's condition (`decisions.md` §17), tags 4 to 7.
-fn perp_condition(out: &mut Out, p: &PerpCondition) {
+pub(super) fn perp_condition(out: &mut Out, p: &PerpCondition) {
     let cents = |c: u64| i64::try_from(c).unwrap_or(i64::MAX);
     match *p {
         PerpCondition::Order(o) => {
@@ -85,7 +85,7 @@ fn perp_condition(out: &mut Out, p: &PerpCondition) {
     }
 }
 
-fn read_perp_condition(tag: u8, r: &mut In<'_>) -> Result<PerpCondition, WireError> {
+pub(super) fn read_perp_condition(tag: u8, r: &mut In<'_>) -> Result<PerpCondition, WireError> {
     let unsigned = |v: i64, what| u64::try_from(v).map_err(|_| WireError::Invalid(what));
     Ok(match tag {
         4 => {
