@@ -11,12 +11,54 @@
 //! (`--signed`: storm with the account's webhooks signed, each signature verified after the run)
 //! (`--backend` as `scenarios::Opts::backend` says; `--rampart` defaults to the
 //! `rampart` binary beside this one: build both with `cargo build --release -p rampart -p
-//! rampart-bench`).
+//! rampart-bench`). `--help` prints the usage; an unknown flag is refused with it (exit 2), never
+//! ignored.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use rampart_bench::scenarios::{self, Opts, BACKENDS, SCENARIOS};
+
+/// The flags that take a value.
+const VALUED: [&str; 12] = [
+    "--rampart",
+    "--out",
+    "--pairs",
+    "--alerts",
+    "--secs",
+    "--storm-alerts",
+    "--streams",
+    "--shards",
+    "--fronts",
+    "--load-threads",
+    "--rampart-cpus",
+    "--backend",
+];
+
+/// The flags that take none.
+const SWITCHES: [&str; 1] = ["--signed"];
+
+fn usage() -> String {
+    format!(
+        "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST] [--backend {}]\n       rampart-harness curve DIR",
+        SCENARIOS.join("|"),
+        BACKENDS.join("|")
+    )
+}
+
+/// Every argument after the scenario is a known flag (with its value when it takes one): a
+/// misspelt or unknown flag is refused rather than ignored, so a run measures what was asked.
+fn known_flags(args: &[String]) -> Result<(), String> {
+    let mut rest = args.iter().skip(2);
+    while let Some(a) = rest.next() {
+        if VALUED.contains(&a.as_str()) {
+            rest.next().ok_or_else(|| format!("{a} takes a value\n{}", usage()))?;
+        } else if !SWITCHES.contains(&a.as_str()) {
+            return Err(format!("unknown argument '{a}'\n{}", usage()));
+        }
+    }
+    Ok(())
+}
 
 fn opts() -> Result<Opts, String> {
     let args: Vec<String> = std::env::args().collect();
@@ -25,11 +67,9 @@ fn opts() -> Result<Opts, String> {
         |name: &str, d: usize| get(name).map_or(Ok(d), |v| v.parse().map_err(|_| format!("{name} takes a number")));
     let scenario = args.get(1).cloned().unwrap_or_default();
     if !SCENARIOS.contains(&scenario.as_str()) {
-        return Err(format!(
-            "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST]",
-            SCENARIOS.join("|")
-        ));
+        return Err(usage());
     }
+    known_flags(&args)?;
     let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("rampart")));
     let rampart = get("--rampart").map(PathBuf::from).or(beside).ok_or("--rampart PATH is needed")?;
     let default_alerts = if scenario == "storm" { 0 } else { 100_000 };
@@ -64,6 +104,10 @@ fn opts() -> Result<Opts, String> {
 fn main() {
     // `curve DIR`: a scale run's result files as one table (perf/scripts/scale.sh).
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("{}", usage());
+        return;
+    }
     if let (Some("curve"), Some(dir)) = (args.get(1).map(String::as_str), args.get(2)) {
         let table = rampart_bench::curve::table(std::path::Path::new(dir));
         print!("{table}");
@@ -91,6 +135,31 @@ fn main() {
         Err(e) => {
             eprintln!("rampart-harness: {e}");
             std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    /// Known flags pass with their values; an unknown or misspelt flag, a stray word and a flag
+    /// missing its value are refused, each naming the problem and the usage.
+    #[test]
+    fn unknown_flags_are_refused_not_ignored() {
+        let ok = "rampart-harness storm --backend roles --out d --signed --secs 3 --rampart-cpus 0,1";
+        assert_eq!(known_flags(&args(ok)), Ok(()));
+        for (line, said) in [
+            ("rampart-harness storm --backendd roles", "unknown argument '--backendd'"),
+            ("rampart-harness storm roles", "unknown argument 'roles'"),
+            ("rampart-harness storm --signed --out", "--out takes a value"),
+        ] {
+            let e = known_flags(&args(line)).expect_err(line);
+            assert!(e.starts_with(said) && e.contains("usage: rampart-harness"), "{line}: {e}");
         }
     }
 }
