@@ -19,8 +19,12 @@ use rampart_engine::book::Side;
 use rampart_engine::candle::Timeframe;
 use rampart_engine::Venue;
 
-use super::market::{bar_volume, bars, BookState, Change, FaultKind, Kill, Sides, SlowDiff, State, Topic, TradeRec};
-use super::text::{fixed, int_param, json_str, param, push_fixed, push_json_str, push_qty};
+pub(crate) use super::envelope::{binance_error as error, wrap};
+use super::market::{
+    bar_volume, bars, BookState, Change, Endpoint, FaultKind, Kill, Sides, SlowDiff, State, Topic, TradeRec,
+};
+use super::perp_binance;
+use super::text::{fixed, int_param, json_str, param, push_fixed, push_qty};
 use super::{now_ms, Reply, Shared};
 
 /// Streams one connection may hold (more is refused).
@@ -30,32 +34,17 @@ const DEPTH_LIMIT_MAX: usize = 5000;
 /// Most klines per request.
 const KLINES_LIMIT_MAX: usize = 1000;
 
-/// Binance's error body `{"code":..,"msg":..}` with `status`.
-pub(crate) fn error(status: u16, code: i64, msg: &str) -> Reply {
-    Reply::status(status, format!("{{\"code\":{code},\"msg\":{}}}", json_str(msg)))
-}
-
-/// `{"stream":<stream>,"data":<raw>}`.
-pub(crate) fn wrap(stream: &str, raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len() + stream.len() + 24);
-    out.push_str("{\"stream\":");
-    push_json_str(&mut out, stream);
-    out.push_str(",\"data\":");
-    out.push_str(raw);
-    out.push('}');
-    out
-}
-
 fn stream_name(book: &BookState, suffix: &str) -> String {
     format!("{}{suffix}", book.symbol.to_ascii_lowercase())
 }
 
 /// The streams named in a connection URL: `/ws/<s1>[/<s2>...]` or `/stream?streams=s1/s2`.
 pub(crate) fn url_streams(path: &str, query: Option<&str>) -> Result<Vec<String>, String> {
-    let list = if path == "/stream" {
+    let list = if path == "/stream" || path == "/market/stream" {
         let pairs = super::text::query_pairs(query);
         param(&pairs, "streams").unwrap_or("").to_owned()
     } else {
+        let path = path.strip_prefix("/market").unwrap_or(path);
         path.strip_prefix("/ws").unwrap_or("").trim_start_matches('/').to_owned()
     };
     let streams: Vec<String> = list.split('/').filter(|s| !s.is_empty()).map(str::to_ascii_lowercase).collect();
@@ -67,7 +56,18 @@ pub(crate) fn url_streams(path: &str, query: Option<&str>) -> Result<Vec<String>
 
 /// The topic of a stream name: `Ok(None)` for a known kind on an unknown symbol, `Err` for a
 /// kind the simulator does not produce.
-fn topic_of(st: &State, name: &str) -> Result<Option<Topic>, ()> {
+fn topic_of(st: &State, id: u64, name: &str) -> Result<Option<Topic>, ()> {
+    let futures = st
+        .conns
+        .get(&id)
+        .is_some_and(|c| matches!(c.endpoint, Endpoint::BinanceFuturesRaw | Endpoint::BinanceFuturesCombined));
+    if futures {
+        return perp_binance::topic_of(st, name);
+    }
+    if perp_binance::is_perp_stream(name) {
+        // The unrouted path: accepted, never fed (the real venue's behaviour).
+        return Ok(None);
+    }
     let (sym, kind) = name.split_once('@').ok_or(())?;
     let book = st.find(Venue::Binance, sym).map(|b| st.books[b].id);
     let make = |f: fn(rampart_engine::BookId) -> Topic| Ok(book.map(f));
@@ -82,7 +82,7 @@ fn topic_of(st: &State, name: &str) -> Result<Option<Topic>, ()> {
 /// Subscribes the streams given in the URL of connection `id` (unknown kinds are skipped).
 pub(crate) fn on_open(st: &mut State, id: u64, streams: &[String]) {
     for name in streams {
-        if let Ok(topic) = topic_of(st, name) {
+        if let Ok(topic) = topic_of(st, id, name) {
             add_stream(st, id, name, topic);
         }
     }
@@ -167,7 +167,7 @@ pub(crate) fn on_text(shared: &Shared, id: u64, text: &str) -> Option<Kill> {
                     reply_error(&st, id, 2, "Invalid request: stream names must be strings", Some(&req_id));
                     return None;
                 };
-                match topic_of(&st, &name) {
+                match topic_of(&st, id, &name) {
                     Ok(t) => parsed.push((name, t)),
                     Err(()) => {
                         reply_error(

@@ -16,8 +16,10 @@ use rampart_engine::candle::{Candle, Timeframe};
 use rampart_engine::feed::intervals::{rest_timeframe, ws_channel, ws_timeframe};
 use rampart_engine::Venue;
 
+pub(crate) use super::envelope::bitget_error as error;
 use super::market::{bar_volume, bars, BookState, Change, Kill, Sides, State, Topic, TradeRec};
 use super::okx::checksum_of;
+use super::perp_bitget;
 use super::text::{fixed, int_param, json_str, param, push_fixed, push_qty};
 use super::{now_ms, Reply, Shared};
 
@@ -29,14 +31,6 @@ const HISTORY_LIMIT_MAX: i64 = 200;
 const CANDLE_SNAPSHOT_BARS: usize = 100;
 /// Largest subscribe request, in bytes; larger ones are refused.
 const REQUEST_BYTES_MAX: usize = 4096;
-
-/// Bitget's error body with `status`.
-pub(crate) fn error(status: u16, code: &str, msg: &str) -> Reply {
-    Reply::status(
-        status,
-        format!("{{\"code\":\"{code}\",\"msg\":{},\"requestTime\":{},\"data\":null}}", json_str(msg), now_ms()),
-    )
-}
 
 fn ok(data: &str) -> Reply {
     Reply::ok(format!("{{\"code\":\"00000\",\"msg\":\"success\",\"requestTime\":{},\"data\":{data}}}", now_ms()))
@@ -301,6 +295,10 @@ pub(crate) fn on_text(shared: &Shared, id: u64, text: &str) -> Option<Kill> {
         let inst_type = a.get("instType").and_then(|x| x.as_str()).unwrap_or("");
         let channel = a.get("channel").and_then(|x| x.as_str()).unwrap_or("");
         let inst = a.get("instId").and_then(|x| x.as_str()).unwrap_or("");
+        if inst_type == perp_bitget::INST_TYPE {
+            perp_bitget::subscribe(&mut st, id, op, a);
+            continue;
+        }
         let missing = format!("instType:{inst_type},channel:{channel},instId:{inst} doesn't exist");
         let b = st.find_listed(Venue::Bitget, inst).filter(|&b| st.books[b].symbol == inst);
         let (Some(b), "SPOT") = (b, inst_type) else {

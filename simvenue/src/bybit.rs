@@ -19,7 +19,11 @@ use rampart_engine::book::Level;
 use rampart_engine::feed::intervals::rest_timeframe;
 use rampart_engine::Venue;
 
-use super::market::{bar_volume, bars, BookState, BybitView, Kill, State, Topic, TradeRec, BYBIT_DEPTH1_REPEAT_MS};
+pub(crate) use super::envelope::bybit_error as error;
+use super::market::{
+    bar_volume, bars, BookState, BybitView, Endpoint, Kill, State, Topic, TradeRec, BYBIT_DEPTH1_REPEAT_MS,
+};
+use super::perp_bybit;
 use super::text::{fixed, int_param, json_str, param, push_fixed, push_qty};
 use super::{now_ms, Reply, Shared};
 
@@ -29,18 +33,6 @@ pub(crate) const ARGS_PER_REQUEST_MAX: usize = 10;
 const DEPTHS: [u16; 4] = [1, 50, 200, 1000];
 /// Most klines per request.
 const KLINE_LIMIT_MAX: i64 = 1000;
-
-/// Bybit's envelope with a non-zero `retCode` and `status`.
-pub(crate) fn error(status: u16, code: i64, msg: &str) -> Reply {
-    Reply::status(
-        status,
-        format!(
-            "{{\"retCode\":{code},\"retMsg\":{},\"result\":{{}},\"retExtInfo\":{{}},\"time\":{}}}",
-            json_str(msg),
-            now_ms()
-        ),
-    )
-}
 
 fn ok(result: &str) -> Reply {
     Reply::ok(format!(
@@ -214,7 +206,9 @@ pub(crate) fn on_text(shared: &Shared, id: u64, text: &str) -> Option<Kill> {
             let mut topics = Vec::with_capacity(args.len());
             for a in args {
                 let name = a.as_str().unwrap_or("");
-                match topic_of(&st, name) {
+                let linear = st.conns.get(&id).is_some_and(|c| c.endpoint == Endpoint::BybitLinear);
+                let topic = if linear { perp_bybit::topic_of(&st, name) } else { topic_of(&st, name) };
+                match topic {
                     Some(t) => topics.push(t),
                     None => {
                         op_reply(&st, id, false, &format!("Invalid symbol :[{name}]"), req_id, op);
@@ -239,6 +233,7 @@ pub(crate) fn on_text(shared: &Shared, id: u64, text: &str) -> Option<Kill> {
                     if let Topic::BybitBook { book, depth } = t {
                         snapshot_to(&mut st, id, book.index(), depth, now);
                     }
+                    perp_bybit::on_subscribed(&mut st, id, t, now);
                 }
             } else {
                 for t in topics {
@@ -256,7 +251,7 @@ fn topic_name(st: &State, t: &Topic) -> String {
     match *t {
         Topic::BybitBook { book, depth } => format!("orderbook.{depth}.{}", st.books[book.index()].symbol),
         Topic::BybitTrade(book) => format!("publicTrade.{}", st.books[book.index()].symbol),
-        _ => String::new(),
+        t => perp_bybit::topic_name(st, &t).unwrap_or_default(),
     }
 }
 

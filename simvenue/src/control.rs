@@ -13,6 +13,9 @@
 //!   instruments; listing only), or `status` with `"status":429` and optionally
 //!   `"retry_after":"<seconds>"` (any u64, to test absurd values).
 //! - `POST /sim/venue` `{"venue":..,"up":false|true}`.
+//! - The perpetuals' routes (`/sim/liquidation`, `/sim/oi`, `/sim/funding`, `/sim/perp`) and
+//!   fault kinds (`perp_disconnect`, `perp_stale`): `perp_control`. `POST /sim/rest` takes
+//!   `"route":"perp"` for every perpetual REST route of the venue.
 //! - `GET /sim/stats`, `GET /sim/book?venue=&symbol=`.
 //!
 //! Answers are `{"ok":true}` (200) or `{"ok":false,"error":".."}` with 400 (bad body or a fault
@@ -24,20 +27,13 @@ use hyper::Method;
 use rampart_engine::fixed::Price;
 use rampart_engine::Venue;
 
+use super::control_reply::{done, fail, venue_of};
 use super::market::{FaultKind, Kill};
 use super::text::{json_str, param, push_fixed, push_qty, query_pairs};
-use super::{binance, now_ms, okx, Reply, RestFault, RestRoute, Shared};
+use super::{binance, now_ms, okx, perp_control, Reply, RestFault, RestRoute, Shared};
 
 /// Levels per side `GET /sim/book` returns.
 const BOOK_LEVELS: usize = 20;
-
-fn fail(status: u16, msg: &str) -> Reply {
-    Reply::status(status, format!("{{\"ok\":false,\"error\":{}}}", json_str(msg)))
-}
-
-fn done() -> Reply {
-    Reply::ok("{\"ok\":true}".into())
-}
 
 /// Answers one control request.
 pub(crate) fn handle(shared: &Shared, method: &Method, path: &str, query: Option<&str>, body: &[u8]) -> Reply {
@@ -60,21 +56,15 @@ pub(crate) fn handle(shared: &Shared, method: &Method, path: &str, query: Option
         "/sim/venue" => post(venue),
         "/sim/level" => post(level),
         "/sim/speed" => post(speed),
+        "/sim/liquidation" => post(perp_control::liquidation),
+        "/sim/oi" => post(perp_control::oi),
+        "/sim/funding" => post(perp_control::funding),
+        "/sim/perp" => post(perp_control::listed),
         "/sim/stats" | "/sim/book" if method != Method::GET => fail(405, "use GET"),
         "/sim/stats" => Reply::ok(shared.stats.to_json(&shared.cfg.venues)),
         "/sim/book" => book(shared, query),
         _ => fail(404, "no such control path"),
     }
-}
-
-fn venue_of(shared: &Shared, v: &serde_json::Value) -> Result<Venue, Reply> {
-    let name = v.get("venue").and_then(|x| x.as_str()).ok_or_else(|| fail(400, "'venue' is required"))?;
-    let venue =
-        Venue::parse(name).ok_or_else(|| fail(400, &format!("invalid venue '{name}'. Allowed: {}", Venue::ALLOWED)))?;
-    if !shared.cfg.venues.contains(&venue) {
-        return Err(fail(400, &format!("venue '{name}' is not served by this simulator")));
-    }
-    Ok(venue)
 }
 
 /// The listed book named by the body's `symbol` on `venue`.
@@ -94,9 +84,15 @@ fn fault(shared: &Shared, v: &serde_json::Value) -> Reply {
         Err(r) => return r,
     };
     let Some(name) = v.get("kind").and_then(|k| k.as_str()) else { return fail(400, "'kind' is required") };
-    let allowed = "gap, stale_snapshot, checksum, reset, disconnect, notice, crossed, heartbeat";
+    if let Some(reply) = perp_control::fault(shared, venue, name, v) {
+        return reply;
+    }
+    let allowed =
+        "gap, stale_snapshot, checksum, reset, disconnect, notice, crossed, heartbeat, perp_disconnect, perp_stale";
     let kind = match FaultKind::parse(name) {
-        Some(FaultKind::Delist) | None => return fail(400, &format!("invalid kind '{name}'. Allowed: {allowed}")),
+        Some(FaultKind::Delist | FaultKind::PerpDisconnect | FaultKind::PerpStale) | None => {
+            return fail(400, &format!("invalid kind '{name}'. Allowed: {allowed}"))
+        }
         Some(k) => k,
     };
     let applies = match kind {
@@ -144,7 +140,11 @@ fn fault(shared: &Shared, v: &serde_json::Value) -> Reply {
             }
         }
         FaultKind::Heartbeat => okx::heartbeat_now(&mut st, b),
-        FaultKind::Disconnect | FaultKind::Notice | FaultKind::Delist => {}
+        FaultKind::Disconnect
+        | FaultKind::Notice
+        | FaultKind::Delist
+        | FaultKind::PerpDisconnect
+        | FaultKind::PerpStale => {}
     }
     done()
 }
@@ -276,7 +276,8 @@ fn rest(shared: &Shared, v: &serde_json::Value) -> Reply {
         Some("listing") => RestRoute::Listing,
         Some("candles") => RestRoute::Candles,
         Some("depth") if venue == Venue::Binance => RestRoute::Depth,
-        _ => return fail(400, "'route' must be \"listing\", \"candles\" or \"depth\" (Binance)"),
+        Some("perp") => RestRoute::Perp,
+        _ => return fail(400, "'route' must be \"listing\", \"candles\", \"depth\" (Binance) or \"perp\""),
     };
     let fault = match v.get("fault").and_then(|f| f.as_str()) {
         Some("none") => RestFault::None,

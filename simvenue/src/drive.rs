@@ -43,6 +43,7 @@ impl State {
         }
         ticks.clear();
         self.ticks = ticks;
+        super::perp_drive::round(self, now);
         self.timers(now);
     }
 

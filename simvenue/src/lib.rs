@@ -31,10 +31,19 @@ mod binance;
 mod bitget;
 mod bybit;
 mod control;
+mod control_reply;
 mod drive;
+mod envelope;
 pub mod inproc;
 mod market;
 mod okx;
+mod perp;
+mod perp_binance;
+mod perp_bitget;
+mod perp_bybit;
+mod perp_control;
+mod perp_drive;
+mod perp_okx;
 mod server;
 mod text;
 mod ws;
@@ -167,7 +176,7 @@ pub(crate) struct Shared {
     /// Open TCP connections (HTTP and WebSocket), bounded by `Config::connections_max`.
     pub open: AtomicUsize,
     /// REST faults set through `POST /sim/rest`, per venue and [`RestRoute`].
-    pub rest_faults: Mutex<[[RestFault; 3]; Venue::COUNT]>,
+    pub rest_faults: Mutex<[[RestFault; 4]; Venue::COUNT]>,
 }
 
 /// The REST routes a fault can target.
@@ -179,6 +188,8 @@ pub(crate) enum RestRoute {
     Candles = 1,
     /// Depth snapshots (Binance).
     Depth = 2,
+    /// Every perpetual route (listing, open interest, funding, tickers).
+    Perp = 3,
 }
 
 /// How the simulator answers a REST route (`POST /sim/rest`).

@@ -25,10 +25,12 @@ use rampart_engine::fixed::SCALE;
 use rampart_engine::instrument::{BookId, Registry};
 use rampart_engine::market::{Tick, TickKind};
 use rampart_engine::sim::{self, PairSpec, Rng, Sim, SimConfig};
+use rampart_engine::sim_perp::PerpId;
 use rampart_engine::Venue;
 use tokio::sync::{mpsc, Notify};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
+use super::perp::Perps;
 use super::text::decimals_of;
 use super::Config;
 
@@ -71,11 +73,15 @@ pub(crate) enum FaultKind {
     Delist,
     /// An OKX idle heartbeat pushed on request.
     Heartbeat,
+    /// The venue's connections carrying perpetual data dropped.
+    PerpDisconnect,
+    /// A perpetual's mark, OI and funding stopped.
+    PerpStale,
 }
 
 impl FaultKind {
     /// Every kind, in the order of [`FaultKind::index`].
-    pub(crate) const ALL: [FaultKind; 9] = [
+    pub(crate) const ALL: [FaultKind; 11] = [
         FaultKind::Gap,
         FaultKind::StaleSnapshot,
         FaultKind::Checksum,
@@ -85,6 +91,8 @@ impl FaultKind {
         FaultKind::Crossed,
         FaultKind::Delist,
         FaultKind::Heartbeat,
+        FaultKind::PerpDisconnect,
+        FaultKind::PerpStale,
     ];
 
     /// The name `/sim/fault` takes.
@@ -99,6 +107,8 @@ impl FaultKind {
             FaultKind::Crossed => "crossed",
             FaultKind::Delist => "delist",
             FaultKind::Heartbeat => "heartbeat",
+            FaultKind::PerpDisconnect => "perp_disconnect",
+            FaultKind::PerpStale => "perp_stale",
         }
     }
 
@@ -130,7 +140,13 @@ pub(crate) struct VenueStats {
     /// Connections closed because their outbound queue was full.
     pub slow_consumer_closes: AtomicU64,
     /// Faults injected, by [`FaultKind::index`].
-    pub faults: [AtomicU64; 9],
+    pub faults: [AtomicU64; 11],
+    /// Perpetual messages produced (one per message and topic with a subscriber).
+    pub perp_messages: AtomicU64,
+    /// Liquidations sent on the wire (after Binance's one a second and OKX's omissions).
+    pub liquidations: AtomicU64,
+    /// Liquidations past a Bybit batch's bound, not sent.
+    pub liquidations_dropped: AtomicU64,
     /// REST requests by route.
     pub rest: Mutex<BTreeMap<&'static str, u64>>,
 }
@@ -169,7 +185,8 @@ impl Stats {
             }
             out.push_str(&format!(
                 "\"{v}\":{{\"connections_open\":{},\"connections_accepted\":{},\"subscriptions\":{},\
-                 \"book_messages\":{},\"trades\":{},\"messages_sent\":{},\"slow_consumer_closes\":{},\"faults\":{{",
+                 \"book_messages\":{},\"trades\":{},\"messages_sent\":{},\"slow_consumer_closes\":{},\
+                 \"perp_messages\":{},\"liquidations\":{},\"liquidations_dropped\":{},\"faults\":{{",
                 get(&s.connections_open),
                 get(&s.connections_accepted),
                 get(&s.subscriptions),
@@ -177,6 +194,9 @@ impl Stats {
                 get(&s.trades),
                 get(&s.messages_sent),
                 get(&s.slow_consumer_closes),
+                get(&s.perp_messages),
+                get(&s.liquidations),
+                get(&s.liquidations_dropped),
             ));
             for (k, kind) in FaultKind::ALL.iter().enumerate() {
                 if k > 0 {
@@ -244,6 +264,12 @@ pub(crate) enum Endpoint {
     BinanceRaw,
     /// Binance `/stream?streams=` (combined wrapper).
     BinanceCombined,
+    /// Binance USDⓈ-M `/market/ws/...` (raw payloads unless `SET_PROPERTY combined`).
+    BinanceFuturesRaw,
+    /// Binance USDⓈ-M `/market/stream?streams=` (combined wrapper).
+    BinanceFuturesCombined,
+    /// Bybit `/v5/public/linear`.
+    BybitLinear,
     /// Bybit `/v5/public/spot`.
     Bybit,
     /// OKX `/ws/v5/public`.
@@ -258,8 +284,11 @@ impl Endpoint {
     /// The venue of the endpoint.
     pub(crate) fn venue(self) -> Venue {
         match self {
-            Endpoint::BinanceRaw | Endpoint::BinanceCombined => Venue::Binance,
-            Endpoint::Bybit => Venue::Bybit,
+            Endpoint::BinanceRaw
+            | Endpoint::BinanceCombined
+            | Endpoint::BinanceFuturesRaw
+            | Endpoint::BinanceFuturesCombined => Venue::Binance,
+            Endpoint::Bybit | Endpoint::BybitLinear => Venue::Bybit,
             Endpoint::OkxPublic | Endpoint::OkxBusiness => Venue::Okx,
             Endpoint::Bitget => Venue::Bitget,
         }
@@ -301,6 +330,45 @@ pub(crate) enum Topic {
     BitgetTrade(BookId),
     /// Bitget `candle{bar}`.
     BitgetCandle(BookId, Timeframe),
+    /// Binance `<sym>@forceOrder`.
+    BinanceForceOrder(PerpId),
+    /// Binance `!forceOrder@arr`.
+    BinanceForceOrderAll,
+    /// Binance `<sym>@markPrice@1s`.
+    BinanceMarkPrice(PerpId),
+    /// Binance `!markPrice@arr@1s`.
+    BinanceMarkPriceAll,
+    /// Bybit linear `tickers.{S}`.
+    BybitTicker(PerpId),
+    /// Bybit linear `allLiquidation.{S}`.
+    BybitLiquidation(PerpId),
+    /// OKX `liquidation-orders` of every swap.
+    OkxLiquidations,
+    /// OKX `open-interest`.
+    OkxOpenInterest(PerpId),
+    /// OKX `funding-rate`.
+    OkxFunding(PerpId),
+    /// Bitget `ticker` of a `USDT-FUTURES` contract.
+    BitgetPerpTicker(PerpId),
+}
+
+impl Topic {
+    /// True for a perpetual's topic.
+    pub(crate) fn is_perp(&self) -> bool {
+        matches!(
+            self,
+            Topic::BinanceForceOrder(_)
+                | Topic::BinanceForceOrderAll
+                | Topic::BinanceMarkPrice(_)
+                | Topic::BinanceMarkPriceAll
+                | Topic::BybitTicker(_)
+                | Topic::BybitLiquidation(_)
+                | Topic::OkxLiquidations
+                | Topic::OkxOpenInterest(_)
+                | Topic::OkxFunding(_)
+                | Topic::BitgetPerpTicker(_)
+        )
+    }
 }
 
 /// One WebSocket connection as the market sees it.
@@ -524,6 +592,8 @@ pub(crate) struct State {
     pub(crate) last_second_ms: i64,
     /// Pairs restarted so far (varies the seed of each restart).
     pub(crate) restarts: u64,
+    /// The perpetuals and their wire state.
+    pub(crate) perps: Perps,
 }
 
 impl State {
@@ -624,7 +694,9 @@ impl State {
             s => now + s as i64 * 1000,
         };
         ticks.clear();
+        let perps = Perps::new(cfg.seed, &universe, &registry);
         Ok(State {
+            perps,
             stats,
             registry,
             universe,
@@ -672,7 +744,7 @@ impl State {
         let id = self.next_conn;
         self.next_conn += 1;
         let conn_id = format!("{:08x}{:04x}", self.rng.next_u64() as u32, id & 0xFFFF);
-        let combined = endpoint == Endpoint::BinanceCombined;
+        let combined = matches!(endpoint, Endpoint::BinanceCombined | Endpoint::BinanceFuturesCombined);
         self.conns
             .insert(id, Conn { endpoint, combined, micros, tx, ctl, topics: Vec::new(), streams: Vec::new(), conn_id });
         let s = self.stats.venue(endpoint.venue());
@@ -798,6 +870,20 @@ impl State {
                 forms[k].get_or_insert_with(|| if conn.combined { wrap(&raw).into() } else { raw.into() }).clone();
             self.send_conn(conn, text);
         }
+    }
+
+    /// Queues a perpetual message on every subscriber of `topic`, counted as a perp message of
+    /// `venue` when someone got it.
+    pub(crate) fn publish_perp(&self, venue: Venue, topic: &Topic, text: String) {
+        if self.has_subs(topic) {
+            self.stats.venue(venue).perp_messages.fetch_add(1, Ordering::Relaxed);
+            self.publish(topic, text);
+        }
+    }
+
+    /// Counts one liquidation sent on `venue`'s wire.
+    pub(crate) fn count_liquidation(&self, venue: Venue) {
+        self.stats.venue(venue).liquidations.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Ends every WebSocket connection of `venue` with `kill`; returns how many.

@@ -20,7 +20,9 @@ use rampart_engine::feed::intervals::{rest_timeframe, ws_channel, ws_timeframe};
 use rampart_engine::feed::okx::{book_checksum, CHECKSUM_LEVELS};
 use rampart_engine::Venue;
 
+pub(crate) use super::envelope::okx_error as error;
 use super::market::{bar_volume, bars, BookState, Change, Endpoint, FaultKind, Kill, Sides, State, Topic, TradeRec};
+use super::perp_okx;
 use super::text::{fixed, int_param, json_str, param, push_fixed, push_qty};
 use super::{now_ms, Reply, Shared};
 
@@ -30,11 +32,6 @@ const SNAPSHOT_LEVELS_MAX: usize = 400;
 const CANDLES_LIMIT_MAX: i64 = 300;
 /// Longest `id` of a request (alphanumeric).
 const REQUEST_ID_LEN_MAX: usize = 32;
-
-/// OKX's error body `{"code":..,"msg":..,"data":[]}` with `status`.
-pub(crate) fn error(status: u16, code: &str, msg: &str) -> Reply {
-    Reply::status(status, format!("{{\"code\":\"{code}\",\"msg\":{},\"data\":[]}}", json_str(msg)))
-}
 
 fn inst_id(book: &BookState) -> String {
     format!("{}-{}", book.base, book.quote)
@@ -422,6 +419,10 @@ pub(crate) fn on_text(shared: &Shared, id: u64, endpoint: Endpoint, text: &str) 
             )
         };
         let business = endpoint == Endpoint::OkxBusiness;
+        if perp_okx::is_perp_channel(channel) && !business {
+            perp_okx::subscribe(&mut st, id, op, arg, req_id, now);
+            continue;
+        }
         let candle = ws_timeframe(channel);
         let known = matches!(channel, "books" | "books5" | "trades") || candle.is_some();
         if !known {

@@ -1,9 +1,11 @@
 //! The simulator's listener: hyper HTTP/1.1 for REST and the control API, the WebSocket upgrade
 //! on the venues' stream paths, and the market task that steps the simulation.
 //!
-//! Paths (they do not collide): Binance `/api/v3/*`, `/ws[/<streams>]`, `/stream?streams=`;
-//! Bybit `/v5/market/*`, `/v5/public/spot`; OKX `/api/v5/*`, `/ws/v5/public`, `/ws/v5/business`;
-//! Bitget `/api/v2/spot/*`, `/v2/ws/public`; the control API `/sim/*`.
+//! Paths (they do not collide): Binance `/api/v3/*`, `/ws[/<streams>]`, `/stream?streams=`, its
+//! perpetuals `/fapi/v1/*`, `/market/ws[/<streams>]`, `/market/stream?streams=`; Bybit
+//! `/v5/market/*`, `/v5/public/spot`, `/v5/public/linear`; OKX `/api/v5/*`, `/ws/v5/public`,
+//! `/ws/v5/business`; Bitget `/api/v2/spot/*`, `/api/v2/mix/*`, `/v2/ws/public`; the control API
+//! `/sim/*`.
 //!
 //! Bounds: request heads are read within 10 s and 64 KiB; control bodies within 10 s and
 //! [`BODY_BYTES_MAX`] (413 above it, 408 when late); at most `Config::connections_max` TCP
@@ -28,7 +30,10 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use super::market::Endpoint;
 use super::text::query_pairs;
-use super::{binance, bitget, bybit, control, now_ms, okx, ws, Reply, RestFault, RestRoute, Shared};
+use super::{
+    binance, bitget, bybit, control, now_ms, okx, perp_binance, perp_bitget, perp_bybit, perp_okx, ws, Reply,
+    RestFault, RestRoute, Shared,
+};
 
 /// Period of the market task: each round steps the pairs that are due.
 const ROUND_MS: u64 = 10;
@@ -107,6 +112,9 @@ pub(crate) fn ws_endpoint(path: &str) -> Option<Endpoint> {
         "/ws/v5/public" => Some(Endpoint::OkxPublic),
         "/ws/v5/business" => Some(Endpoint::OkxBusiness),
         "/v5/public/spot" => Some(Endpoint::Bybit),
+        "/v5/public/linear" => Some(Endpoint::BybitLinear),
+        "/market/stream" => Some(Endpoint::BinanceFuturesCombined),
+        p if p == "/market/ws" || p.starts_with("/market/ws/") => Some(Endpoint::BinanceFuturesRaw),
         "/v2/ws/public" => Some(Endpoint::Bitget),
         "/stream" => Some(Endpoint::BinanceCombined),
         p if p == "/ws" || p.starts_with("/ws/") => Some(Endpoint::BinanceRaw),
@@ -128,6 +136,16 @@ fn rest_route(path: &str) -> Option<(Venue, &'static str)> {
         "/api/v2/spot/public/symbols" => (Venue::Bitget, "/api/v2/spot/public/symbols"),
         "/api/v2/spot/market/candles" => (Venue::Bitget, "/api/v2/spot/market/candles"),
         "/api/v2/spot/market/history-candles" => (Venue::Bitget, "/api/v2/spot/market/history-candles"),
+        "/fapi/v1/exchangeInfo" => (Venue::Binance, "/fapi/v1/exchangeInfo"),
+        "/fapi/v1/openInterest" => (Venue::Binance, "/fapi/v1/openInterest"),
+        "/fapi/v1/premiumIndex" => (Venue::Binance, "/fapi/v1/premiumIndex"),
+        "/fapi/v1/fundingInfo" => (Venue::Binance, "/fapi/v1/fundingInfo"),
+        "/v5/market/tickers" => (Venue::Bybit, "/v5/market/tickers"),
+        "/api/v5/public/open-interest" => (Venue::Okx, "/api/v5/public/open-interest"),
+        "/api/v5/public/funding-rate" => (Venue::Okx, "/api/v5/public/funding-rate"),
+        "/api/v2/mix/market/contracts" => (Venue::Bitget, "/api/v2/mix/market/contracts"),
+        "/api/v2/mix/market/tickers" => (Venue::Bitget, "/api/v2/mix/market/tickers"),
+        "/api/v2/mix/market/current-fund-rate" => (Venue::Bitget, "/api/v2/mix/market/current-fund-rate"),
         _ => return None,
     })
 }
@@ -202,7 +220,15 @@ pub(crate) fn answer(shared: &Shared, method: &Method, path: &str, query: Option
     if !shared.venue_up(venue) {
         return Answer::Reply(venue_error(venue, 503, "service unavailable"));
     }
+    let pairs = query_pairs(query);
+    let perp = match venue {
+        Venue::Binance => route.starts_with("/fapi/"),
+        Venue::Bybit => perp_bybit::is_linear(route, &pairs),
+        Venue::Okx => perp_okx::is_swap(route, &pairs),
+        Venue::Bitget => perp_bitget::is_mix(route),
+    };
     let class = match route {
+        _ if perp => RestRoute::Perp,
         r if r.ends_with("exchangeInfo") || r.ends_with("instruments-info") || r.ends_with("instruments") => {
             RestRoute::Listing
         }
@@ -222,7 +248,14 @@ pub(crate) fn answer(shared: &Shared, method: &Method, path: &str, query: Option
             };
         }
     }
-    let pairs = query_pairs(query);
+    if perp {
+        return Answer::Reply(match venue {
+            Venue::Binance => perp_binance::rest(shared, route, &pairs),
+            Venue::Bybit => perp_bybit::rest(shared, route, &pairs),
+            Venue::Okx => perp_okx::rest(shared, route, &pairs),
+            Venue::Bitget => perp_bitget::rest(shared, route, &pairs),
+        });
+    }
     Answer::Reply(match venue {
         Venue::Binance => binance::rest(shared, route, &pairs),
         Venue::Bybit => bybit::rest(shared, route, &pairs),
@@ -295,7 +328,10 @@ fn upgrade(
         return plain(StatusCode::BAD_REQUEST, "Sec-WebSocket-Key missing");
     };
     let streams = match endpoint {
-        Endpoint::BinanceRaw | Endpoint::BinanceCombined => match binance::url_streams(path, query) {
+        Endpoint::BinanceRaw
+        | Endpoint::BinanceCombined
+        | Endpoint::BinanceFuturesRaw
+        | Endpoint::BinanceFuturesCombined => match binance::url_streams(path, query) {
             Ok(s) => s,
             Err(msg) => return plain(StatusCode::BAD_REQUEST, &msg),
         },
