@@ -141,6 +141,12 @@ pub struct VenueUrls {
     pub retry_after_max_s: Option<u64>,
     /// Verify book checksums when the venue sends them (OKX, Bitget; default true).
     pub verify_checksum: Option<bool>,
+    /// REST base URL of the venue's perpetuals (decisions §17; default the real venue's, or
+    /// `rest` when that is given; OKX and Bitget always default to `rest`).
+    pub perp_rest: Option<String>,
+    /// WebSocket base URL of the perpetuals (default the real venue's, or beside `ws` when that is
+    /// given: Binance `{ws}/market`, Bybit `{ws}/v5/public/linear`; OKX and Bitget `ws`).
+    pub perp_ws: Option<String>,
 }
 
 impl VenueUrls {
@@ -161,6 +167,26 @@ impl VenueUrls {
                 return Err(ConfigError::new(format!("venues.{name}.ws must start with ws:// or wss://, not '{w}'")));
             }
             s.ws = w.trim_end_matches('/').to_owned();
+        }
+        // A venue moved elsewhere (a simulator, a proxy) has its perpetuals there too, unless
+        // told otherwise: `rampart sim-venue` serves them on its one port.
+        if self.rest.is_some() {
+            s.perp_rest = s.rest.clone();
+        }
+        if self.ws.is_some() {
+            s.perp_ws = rampart_venue::perp_beside(venue, &s.ws);
+        }
+        for (key, v, schemes, target) in [
+            ("perp_rest", &self.perp_rest, ["http://", "https://"], &mut s.perp_rest),
+            ("perp_ws", &self.perp_ws, ["ws://", "wss://"], &mut s.perp_ws),
+        ] {
+            if let Some(u) = v {
+                if !schemes.iter().any(|p| u.starts_with(p)) {
+                    let want = schemes.join(" or ");
+                    return Err(ConfigError::new(format!("venues.{name}.{key} must start with {want}, not '{u}'")));
+                }
+                *target = u.trim_end_matches('/').to_owned();
+            }
         }
         if let Some(p) = self.pairs_per_connection {
             if p == 0 {
@@ -277,6 +303,8 @@ pub struct DerivativesSettings {
     /// Off (`false`): no perpetual runs; the derivatives endpoints answer as for a pair without
     /// one and the three alert types are refused (default `true`).
     pub enabled: Option<bool>,
+    /// Seconds between two open-interest polls of one Binance perpetual (1 to 600; default 30).
+    pub binance_oi_poll_s: Option<u64>,
 }
 
 /// Metrics settings.
@@ -524,6 +552,31 @@ mod tests {
             assert!(e.to_string().starts_with(&format!("retention.inbox = \"{bad}\" is not a duration")), "{e}");
         }
         assert!(FileConfig::parse("[retention]\nfirings = \"1d\"\n").is_err(), "an unknown key is refused");
+    }
+
+    #[test]
+    fn the_perpetuals_urls_default_to_the_real_venue_or_beside_a_configured_one() {
+        use rampart_engine::Venue;
+        let urls = |text: &str| -> VenueUrls { toml::from_str(text).expect("a venue table") };
+        let real = urls("").settings(Venue::Binance).expect("defaults");
+        assert_eq!(
+            (real.perp_rest.as_str(), real.perp_ws.as_str()),
+            ("https://fapi.binance.com", "wss://fstream.binance.com/market")
+        );
+        let sim = urls("rest = \"http://127.0.0.1:9\"\nws = \"ws://127.0.0.1:9/\"\n");
+        let b = sim.settings(Venue::Binance).expect("binance");
+        assert_eq!((b.perp_rest.as_str(), b.perp_ws.as_str()), ("http://127.0.0.1:9", "ws://127.0.0.1:9/market"));
+        let y = sim.settings(Venue::Bybit).expect("bybit");
+        assert_eq!(y.perp_ws, "ws://127.0.0.1:9/v5/public/linear");
+        let o = sim.settings(Venue::Okx).expect("okx");
+        assert_eq!((o.perp_rest.as_str(), o.perp_ws.as_str()), ("http://127.0.0.1:9", "ws://127.0.0.1:9"));
+        let given = urls("ws = \"ws://a\"\nperp_ws = \"wss://b/market/\"\nperp_rest = \"https://c\"\n");
+        let g = given.settings(Venue::Binance).expect("given");
+        assert_eq!((g.perp_rest.as_str(), g.perp_ws.as_str()), ("https://c", "wss://b/market"));
+        let e = urls("perp_ws = \"https://b\"\n").settings(Venue::Bybit).expect_err("a scheme");
+        assert_eq!(e.to_string(), "venues.bybit.perp_ws must start with ws:// or wss://, not 'https://b'");
+        let e = urls("perp_rest = \"ftp://b\"\n").settings(Venue::Okx).expect_err("a scheme");
+        assert_eq!(e.to_string(), "venues.okx.perp_rest must start with http:// or https://, not 'ftp://b'");
     }
 
     #[test]

@@ -9,15 +9,12 @@ use std::io::ErrorKind;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use rampart_engine::feed::perp::binance::BinancePerpDecoder;
-use rampart_engine::feed::perp::bitget::BitgetPerpDecoder;
-use rampart_engine::feed::perp::bybit::BybitPerpDecoder;
-use rampart_engine::feed::perp::okx::OkxPerpDecoder;
 use rampart_engine::feed::perp::{Liquidation, PerpMessage, QtyUnit, Update};
 use rampart_engine::perp_window::PositionSide;
 use rampart_engine::Venue;
 use rampart_simvenue::{self as simvenue, Config, Handle};
 use rampart_venue::perp_listing::{self, PerpPair};
+use rampart_venue::perp_session::PerpDecoder;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
 
@@ -114,30 +111,16 @@ struct Decoded {
     updates: Vec<(String, Update)>,
 }
 
-enum Decoder {
-    Binance(BinancePerpDecoder),
-    Bybit(BybitPerpDecoder),
-    Okx(OkxPerpDecoder),
-    Bitget(BitgetPerpDecoder),
-}
+/// The service's decoder of a venue's perpetual frames, owning what it decoded.
+struct Decoder(PerpDecoder);
 
 impl Decoder {
     fn of(venue: Venue) -> Decoder {
-        match venue {
-            Venue::Binance => Decoder::Binance(BinancePerpDecoder::new(64, 4096)),
-            Venue::Bybit => Decoder::Bybit(BybitPerpDecoder::new(64, 16)),
-            Venue::Okx => Decoder::Okx(OkxPerpDecoder::new(64, 16)),
-            Venue::Bitget => Decoder::Bitget(BitgetPerpDecoder::new(16)),
-        }
+        Decoder(PerpDecoder::of(venue))
     }
 
     fn decode(&mut self, frame: &str) -> Decoded {
-        let msg = match self {
-            Decoder::Binance(d) => d.decode(frame.as_bytes()),
-            Decoder::Bybit(d) => d.decode(frame.as_bytes()),
-            Decoder::Okx(d) => d.decode(frame.as_bytes()),
-            Decoder::Bitget(d) => d.decode(frame.as_bytes()),
-        };
+        let msg = self.0.decode(frame.as_bytes());
         let name = |s: &[u8]| String::from_utf8_lossy(s).into_owned();
         let mut out = Decoded::default();
         match msg.unwrap_or_else(|e| panic!("the service's decoder refuses {frame}: {e:?}")) {

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use rampart_tests::{allow_private_config, json_receiver, Server, FAST};
+use rampart_tests::{allow_private_config, json_receiver, Server, SimVenue, FAST};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rampart-under-test");
@@ -240,5 +240,72 @@ fn a_test_send_carries_the_trigger_object_a_firing_would() {
             }
             _ => {}
         }
+    }
+}
+
+/// The live feed (decisions §17 item 1): the four venues' perpetuals read from `rampart
+/// sim-venue`'s real wire formats (Binance's open interest polled over REST), served as the
+/// simulated feed's are, `perp: up` on `/healthz`, an injected liquidation found in the lists in
+/// the spot pair's units, and `order` alerts firing on it once: one on $1M and not another on
+/// $1M + $10.
+#[test]
+fn the_live_feed_reads_every_venues_perpetuals_and_alerts_on_them() {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8"]);
+    let venues = ["binance", "bybit", "okx", "bitget"];
+    let config = sim.config(&venues, 8, "[derivatives]\nbinance_oi_poll_s = 2\n").display().to_string();
+    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "2"]);
+    for v in venues {
+        server.wait_venue(v, "perp up", 30, |h| h["state"] == "ok" && h["perp"] == "up");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let perp = loop {
+            let p = server.get_authed(&format!("/v1/perp/BTCUSDT?exchange={v}")).ok("perp")["data"].clone();
+            // Binance's OI comes with its first poll; OKX sends no mark (none of §17's channels).
+            let mark = p["markPrice"].as_f64().is_some() || v == "okx";
+            if mark && p["oi"]["base"].as_f64().is_some() && p["funding"]["rate8h"].as_f64().is_some() {
+                break p;
+            }
+            assert!(Instant::now() < deadline, "{v}: no mark, OI and funding in 20 s: {p}");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_eq!(perp["funding"]["stale"], false, "{v}: {perp}");
+        assert!(perp["oi"]["usd"].as_f64().is_some_and(|u| u > 0.0), "{v}: {perp}");
+    }
+    let once = create(
+        &server,
+        &json!({"type":"liquidations","symbol":"BTCUSDT","exchange":"bybit","event":"order","direction":"long","min_usd":1000000}),
+    );
+    let over = create(
+        &server,
+        &json!({"type":"liquidations","symbol":"BTCUSDT","exchange":"bybit","event":"order","direction":"long","min_usd":1000010}),
+    );
+    sim.control("liquidation", &json!({"venue":"bybit","symbol":"BTCUSDT","side":"long","usd":1000000}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let fired = loop {
+        let inbox = server.get_authed("/v1/inbox");
+        let entries = inbox.ok("inbox")["data"].as_array().cloned().unwrap_or_default();
+        if let Some(e) = entries.iter().find(|e| e["alertId"] == once["id"]) {
+            break e["event"].clone();
+        }
+        assert!(Instant::now() < deadline, "the $1M liquidation fired nothing in 20 s: {}", inbox.text);
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let l = &fired["trigger"]["liquidation"];
+    assert_eq!((l["side"].clone(), l["completeness"].clone()), (json!("long"), json!("all")), "{fired}");
+    let usd = l["usd"].as_f64().expect("usd");
+    assert!((1_000_000.0..1_001_000.0).contains(&usd), "worth at least $1M at the mark: {fired}");
+    // The lists are read from the snapshot the shard publishes each second.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let list = server.get_authed("/v1/liquidations/BTCUSDT?exchange=bybit").ok("list")["data"].clone();
+        if list.as_array().is_some_and(|l| l.iter().any(|x| x["side"] == "long" && x["usd"].as_f64() == Some(usd))) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the liquidation is not listed: {list}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if usd < 1_000_010.0 {
+        let inbox = server.get_authed("/v1/inbox").ok("inbox")["data"].clone();
+        let entries = inbox.as_array().cloned().unwrap_or_default();
+        assert!(!entries.iter().any(|e| e["alertId"] == over["id"]), "more than the liquidation fired: {inbox}");
     }
 }

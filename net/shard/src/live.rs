@@ -27,6 +27,9 @@ use rampart_engine::{BookId, Tick, Venue};
 use super::Shard;
 use rampart_state::{DensitySnapshot, Reconnect, RestStats, ShardEvent, VenueStats, LATENCY_US_MAX};
 use rampart_venue::conn;
+use rampart_venue::perp_listing::PerpPair;
+use rampart_venue::perp_oi::OiPoll;
+use rampart_venue::protocol::{PerpLiq, PerpValues};
 use rampart_venue::rest::{RestHandle, RestJob, RestReply};
 use rampart_venue::session::{Count, Event as SessionEvent, Session, Sink, Transmit};
 use rampart_venue::ws::{Event, WsCodec, WsUrl};
@@ -86,6 +89,12 @@ pub struct LiveFeed {
     pub verify_checksums: bool,
     /// Attempt pacing per venue.
     pub pacers: Arc<[ConnectPacer; Venue::COUNT]>,
+    /// Each book with a USDT perpetual and its contract (decisions §17), in registry order;
+    /// empty when `[derivatives]` is off or no venue listed one.
+    pub perps: Vec<(BookId, PerpPair)>,
+    /// Milliseconds between two open-interest polls of one Binance perpetual
+    /// (`binance_oi_poll_s`).
+    pub binance_oi_poll_ms: i64,
 }
 
 /// How often a shard logs books of one venue that lost sync (each one is counted in `/healthz`
@@ -161,6 +170,30 @@ impl Sink for Shard {
         self.apply_tick(tick);
     }
 
+    fn perp_liquidation(&mut self, book: BookId, liq: &PerpLiq) {
+        let now = self.config.clock.now_ms();
+        let Shard { perps, events, alerts, shared, index, market, .. } = self;
+        let Some(perps) = perps.as_mut() else { return };
+        let mut n = 0u64;
+        perps.take_liquidation(book, liq, now, market, &shared.slots, &mut |book, firing| {
+            n += 1;
+            events.enqueue(ShardEvent::Fired { book, firing, universe: alerts.is_universe(firing.id) });
+        });
+        fired(shared, *index, events, n);
+    }
+
+    fn perp_values(&mut self, book: BookId, values: &PerpValues) {
+        let now = self.config.clock.now_ms();
+        let Shard { perps, events, alerts, shared, index, market, .. } = self;
+        let Some(perps) = perps.as_mut() else { return };
+        let mut n = 0u64;
+        perps.take_values(book, values, now, market, &mut |book, firing| {
+            n += 1;
+            events.enqueue(ShardEvent::Fired { book, firing, universe: alerts.is_universe(firing.id) });
+        });
+        fired(shared, *index, events, n);
+    }
+
     fn decided(&mut self, sent_us: i64) {
         let now = self.config.clock.now_us();
         let max = LATENCY_US_MAX as i64;
@@ -184,8 +217,21 @@ impl Sink for Shard {
             Count::Reset => &s.resets,
             Count::VenueError => &s.venue_errors,
             Count::Synced => &s.syncs,
+            Count::PerpMessage => {
+                s.perp_last_message_ms.store(self.config.clock.now_ms(), Ordering::Relaxed);
+                &s.perp_messages
+            }
+            Count::PerpDecodeError => &s.perp_decode_errors,
         };
         c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts `n` firings of shard `index` and wakes the writer, if any.
+fn fired(shared: &rampart_state::Shared, index: usize, events: &crate::EventSender, n: u64) {
+    if n > 0 {
+        shared.stats[index].firings.fetch_add(n, Ordering::Relaxed);
+        events.wake();
     }
 }
 
@@ -212,6 +258,21 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     let mine: Vec<(BookId, String)> =
         shard.market.books().iter().map(|b| (b.id, natives.get(b.id.index()).cloned().unwrap_or_default())).collect();
     plan_sessions(&shard, &feed, &mine, &mut sessions);
+    let mut oi_poll = None;
+    if shard.config.derivatives && !feed.perps.is_empty() {
+        let registry = shard.shared.registry();
+        let now = clock.now_ms();
+        let perps = crate::perp::ShardPerps::live(&registry, &feed.perps, &shard.market, feed.binance_oi_poll_ms, now);
+        plan_perp_sessions(&shard, &feed, &perps, &mut sessions);
+        let binance: Vec<(BookId, PerpPair)> = feed
+            .perps
+            .iter()
+            .filter(|(b, _)| perps.book(*b).is_some() && registry.get(*b).venue == Venue::Binance)
+            .cloned()
+            .collect();
+        oi_poll = Some(OiPoll::new(binance, feed.binance_oi_poll_ms, now));
+        shard = shard.with_perps(perps);
+    }
     let mut history = Backfills::new(shard.market.books().iter().map(|b| b.id));
     let live = Rc::new(RefCell::new(Live { shard, sessions, stopping: false }));
     let count = live.borrow().sessions.len();
@@ -245,8 +306,16 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 history.queue.push_back(book);
             }
             history.ask(&rest, now);
+            if let Some(poll) = oi_poll.as_mut() {
+                // A full queue skips this turn: the contract is asked again at its next one.
+                if let Some(job) = poll.due(now) {
+                    if rest.ask(job).is_err() {
+                        poll.not_sent();
+                    }
+                }
+            }
             while let Some(reply) = rest.reply() {
-                take_reply(shard, sessions, &mut history, reply, now);
+                take_reply(shard, sessions, &mut history, oi_poll.as_mut(), reply, now);
             }
             rebuilds(shard, sessions, &rest, &mut snapshots, now);
             if !ready && (now - started >= READY_WAIT_MS || history.all_answered()) {
@@ -357,7 +426,14 @@ impl Backfills {
 
 /// Acts on one REST reply: history installed or asked again later, a snapshot handed to its
 /// session, a failed snapshot rescheduled by it.
-fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfills, reply: RestReply, now: i64) {
+fn take_reply(
+    shard: &mut Shard,
+    sessions: &mut [Session],
+    history: &mut Backfills,
+    oi_poll: Option<&mut OiPoll>,
+    reply: RestReply,
+    now: i64,
+) {
     let local = |shard: &Shard, book: BookId| shard.market.books().iter().position(|b| b.id == book);
     match reply {
         RestReply::Backfill { book, candles } => {
@@ -393,6 +469,20 @@ fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfil
             if let Some(sess) = session_of(sessions, book) {
                 sess.handle_snapshot_failed(book, now);
             }
+        }
+        RestReply::PerpOi { book, body } => match oi_poll.and_then(|p| p.answer(book, &body)) {
+            Some(values) => {
+                shard.count(Venue::Binance, Count::PerpMessage);
+                shard.perp_values(book, &values);
+            }
+            None => shard.count(Venue::Binance, Count::PerpDecodeError),
+        },
+        // Asked again at its next turn; the book's OI reads stale after three missed polls.
+        RestReply::PerpOiFailed { book, error } => {
+            if let Some(p) = oi_poll {
+                p.failed();
+            }
+            tracing::debug!("open interest of {}: {error}", shard.shared.registry().get(book).symbol);
         }
     }
 }
@@ -459,12 +549,39 @@ fn plan_sessions(shard: &Shard, feed: &LiveFeed, books: &[(BookId, String)], ses
     }
 }
 
+/// Groups the shard's books with a perpetual per venue into perpetual sessions of at most the
+/// venue's `pairs_per_connection`, appended to `sessions`.
+fn plan_perp_sessions(shard: &Shard, feed: &LiveFeed, perps: &crate::perp::ShardPerps, sessions: &mut Vec<Session>) {
+    let registry = shard.shared.registry();
+    let held: Vec<&(BookId, PerpPair)> = feed.perps.iter().filter(|(b, _)| perps.book(*b).is_some()).collect();
+    for s in &feed.venues {
+        let mine: Vec<&&(BookId, PerpPair)> = held.iter().filter(|(b, _)| registry.get(*b).venue == s.venue).collect();
+        for group in mine.chunks(s.pairs_per_connection.max(1)) {
+            let books = group.iter().map(|(b, _)| *b).collect();
+            let pairs = group.iter().map(|(_, p)| p.clone()).collect();
+            sessions.push(Session::perp(s.venue, books, pairs));
+            stats(shard, s.venue).perp_connections_planned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Starts the connection tasks of sessions `range`.
 fn connect(live: &Rc<RefCell<Live>>, feed: &Arc<LiveFeed>, range: std::ops::Range<usize>) {
     for c in range {
         let venue = live.borrow().sessions[c].venue();
         let Some(settings) = feed.venues.iter().find(|v| v.venue == venue).cloned() else { continue };
         glommio::spawn_local(connection(live.clone(), c, settings, feed.clone())).detach();
+    }
+}
+
+/// The open-connections gauge of a venue's spot or perpetual connections: a perpetual
+/// connection's life is kept out of the spot feed's counters (`/healthz` judges the spot feed by
+/// them; decisions §17: the perpetuals never make it unready).
+fn open_count(s: &VenueStats, perp: bool) -> &std::sync::atomic::AtomicU64 {
+    if perp {
+        &s.perp_connections_open
+    } else {
+        &s.connections_open
     }
 }
 
@@ -485,7 +602,8 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
     let _ = getrandom::getrandom(&mut seed);
     let mut codec = WsCodec::new(WS_MESSAGE_BYTES_MAX, u64::from_le_bytes(seed));
     let mut backoff_ms = 0u64;
-    let url = live.borrow().sessions[c].url(&settings.ws);
+    let perp = live.borrow().sessions[c].is_perp();
+    let url = live.borrow().sessions[c].url(if perp { &settings.perp_ws } else { &settings.ws });
     let parsed = match WsUrl::parse(&url) {
         Ok(u) => u,
         Err(e) => {
@@ -502,12 +620,16 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
         if slot > now {
             glommio::timer::sleep(Duration::from_millis((slot - now) as u64)).await;
         }
-        stats(&live.borrow().shard, venue).connects.fetch_add(1, Ordering::Relaxed);
+        if !perp {
+            stats(&live.borrow().shard, venue).connects.fetch_add(1, Ordering::Relaxed);
+        }
         let opened = conn::connect(&parsed, feed.tls.clone(), &mut codec).await;
         let mut io = match opened {
             Ok(io) => io,
             Err(e) => {
-                stats(&live.borrow().shard, venue).connect_failures.fetch_add(1, Ordering::Relaxed);
+                if !perp {
+                    stats(&live.borrow().shard, venue).connect_failures.fetch_add(1, Ordering::Relaxed);
+                }
                 backoff_ms = (backoff_ms * 2).clamp(RECONNECT_BACKOFF_MIN_MS, RECONNECT_BACKOFF_MAX_MS);
                 if backoff_ms <= 2 * RECONNECT_BACKOFF_MIN_MS {
                     tracing::warn!("{}: connection failed: {e}", venue.as_str());
@@ -521,7 +643,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
             let mut guard = live.borrow_mut();
             let Live { shard, sessions, .. } = &mut *guard;
             sessions[c].handle_connected(opened_ms, shard);
-            stats(shard, venue).connections_open.fetch_add(1, Ordering::Relaxed);
+            open_count(stats(shard, venue), perp).fetch_add(1, Ordering::Relaxed);
         }
         let ended = stream(&live, c, &mut io, &mut codec).await;
         io.close().await;
@@ -530,10 +652,12 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
             let Live { shard, sessions, stopping } = &mut *guard;
             sessions[c].handle_disconnected(shard);
             let s = stats(shard, venue);
-            s.connections_open.fetch_sub(1, Ordering::Relaxed);
-            s.disconnects.fetch_add(1, Ordering::Relaxed);
-            if let Ended::Reconnect(r) = ended {
-                s.reconnects[r as usize].fetch_add(1, Ordering::Relaxed);
+            open_count(s, perp).fetch_sub(1, Ordering::Relaxed);
+            if !perp {
+                s.disconnects.fetch_add(1, Ordering::Relaxed);
+                if let Ended::Reconnect(r) = ended {
+                    s.reconnects[r as usize].fetch_add(1, Ordering::Relaxed);
+                }
             }
             if *stopping || matches!(ended, Ended::Stopping) {
                 return;

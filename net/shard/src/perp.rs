@@ -1,7 +1,9 @@
-//! The simulated perpetuals of one shard's books (`--feed sim`, decisions §17 "The simulator"):
-//! the shard's [`SimPerp`] stepped beside its spot `Sim`, each [`PerpTick`] applied to the
-//! [`PerpBook`] of its spot book, and each book's perpetual published as a [`PerpSnapshot`] in
-//! its `BookSlot::perp` with the book's metrics, once a second.
+//! The perpetuals of one shard's books (decisions §17): on the simulated feed (`--feed sim`,
+//! "The simulator") the shard's [`SimPerp`] stepped beside its spot `Sim`, each [`PerpTick`]
+//! applied to the [`PerpBook`] of its spot book; on the live feed ([`ShardPerps::live`]) the
+//! values the perpetual sessions decode, handed in by [`ShardPerps::take_liquidation`] and
+//! [`ShardPerps::take_values`]. Either way each book's perpetual is published as a
+//! [`PerpSnapshot`] in its `BookSlot::perp` with the book's metrics, once a second.
 //!
 //! Everything is allocated at start-up ([`ShardPerps::new`]): one `PerpBook` per book that has
 //! a perpetual and the tick buffer, sized for [`PERP_CONTRACTS_PER_ROUND_MAX`] contracts' worst
@@ -48,7 +50,8 @@ pub const BINANCE_OI_POLL_MS: i64 = 30_000;
 
 /// One book's perpetual.
 struct Held {
-    perp: PerpId,
+    /// The simulated contract (`None` on the live feed).
+    perp: Option<PerpId>,
     venue: Venue,
     book: Box<PerpBook>,
     /// False from the spot pair's delisting to its relisting.
@@ -57,9 +60,10 @@ struct Held {
     alerts: Option<Box<PerpAlertBook>>,
 }
 
-/// The simulated perpetuals of one shard: see the module documentation.
+/// The perpetuals of one shard: see the module documentation.
 pub struct ShardPerps {
-    sim: SimPerp,
+    /// The simulated perpetuals (`None` on the live feed, whose sessions hand values in).
+    sim: Option<SimPerp>,
     /// By [`BookId`] index (the registry's books): the book's perpetual, if it has one.
     held: Vec<Option<Held>>,
     /// Books with a perpetual.
@@ -99,7 +103,8 @@ impl ShardPerps {
             let made = owned.map(|_| PerpBook::new(spec(c.venue, &c.symbol, c.multiplier), now_ms));
             match (owned, made) {
                 (Some(b), Some(Ok(pb))) => {
-                    held[b.index()] = Some(Held { perp, venue: c.venue, book: pb, listed: true, alerts: None });
+                    held[b.index()] =
+                        Some(Held { perp: Some(perp), venue: c.venue, book: pb, listed: true, alerts: None });
                     count += 1;
                 }
                 (_, made) => {
@@ -111,7 +116,98 @@ impl ShardPerps {
             }
         }
         let ticks = Vec::with_capacity(PERP_CONTRACTS_PER_ROUND_MAX * sim.ticks_per_step_max());
-        ShardPerps { sim, held, count, ticks, fired: Vec::new(), stepped_ms: now_ms }
+        ShardPerps { sim: Some(sim), held, count, ticks, fired: Vec::new(), stepped_ms: now_ms }
+    }
+
+    /// The perpetuals of the live feed: `pairs` (a book and its contract, as the venue's listing
+    /// matched it) of the books `market` owns, watched from `now_ms`; their values come from the
+    /// perpetual sessions ([`ShardPerps::take_liquidation`], [`ShardPerps::take_values`]).
+    pub fn live(
+        registry: &Registry,
+        pairs: &[(BookId, rampart_venue::perp_listing::PerpPair)],
+        market: &Market,
+        binance_oi_poll_ms: i64,
+        now_ms: i64,
+    ) -> ShardPerps {
+        let mut held: Vec<Option<Held>> = (0..registry.len()).map(|_| None).collect();
+        let mut count = 0;
+        for (b, p) in pairs.iter().filter(|(b, _)| market.get(*b).is_some()) {
+            let venue = registry.get(*b).venue;
+            let spec = PerpSpec { venue, contract: &p.contract, multiplier: p.multiplier, binance_oi_poll_ms };
+            match PerpBook::new(spec, now_ms) {
+                Ok(book) => {
+                    if let Some(slot) = held.get_mut(b.index()) {
+                        *slot = Some(Held { perp: None, venue, book, listed: true, alerts: None });
+                        count += 1;
+                    }
+                }
+                Err(e) => tracing::error!("perpetual {} not kept: {e}", p.contract),
+            }
+        }
+        ShardPerps { sim: None, held, count, ticks: Vec::new(), fired: Vec::new(), stepped_ms: now_ms }
+    }
+
+    /// A live liquidation of `book`'s perpetual at `now_ms`: taken by its book, fed to the
+    /// stream's ring and handed to its alerts, each firing to `fired`. No allocation, no lock.
+    pub fn take_liquidation(
+        &mut self,
+        book: BookId,
+        liq: &rampart_venue::protocol::PerpLiq,
+        now_ms: i64,
+        market: &Market,
+        slots: &[BookSlot],
+        fired: &mut impl FnMut(BookId, Firing),
+    ) {
+        self.stepped_ms = now_ms;
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.listed) else { return };
+        let Ok(l) = h.book.on_liquidation(now_ms, liq.ts_ms, liq.side, liq.price, liq.qty) else { return };
+        if let Some(feed) = slots.get(book.index()).and_then(|s| s.liquidations.get()) {
+            feed.push(&l);
+        }
+        self.alerts_of(book, now_ms, liq.ts_ms, Update::Liquidation(l), market, fired);
+    }
+
+    /// Live values of `book`'s perpetual at `now_ms` (the mark first, so the OI's USD figure is
+    /// at the new mark): taken by its book and handed to its alerts. A value the book refuses
+    /// (older than the one held, invalid) is left out. No allocation, no lock.
+    pub fn take_values(
+        &mut self,
+        book: BookId,
+        v: &rampart_venue::protocol::PerpValues,
+        now_ms: i64,
+        market: &Market,
+        fired: &mut impl FnMut(BookId, Firing),
+    ) {
+        self.stepped_ms = now_ms;
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.listed) else { return };
+        let ts = v.ts_ms;
+        let mark = v.mark.map(|m| h.book.on_mark(now_ms, ts, m).is_ok());
+        let oi = v.oi.map(|(base, usd)| h.book.on_oi(now_ms, ts, base, usd).is_ok());
+        let funding = v.funding.map(|(rate, hours, next)| h.book.on_funding(now_ms, ts, rate, hours, next).is_ok());
+        if [mark, oi, funding].contains(&Some(true)) {
+            self.alerts_of(book, now_ms, ts, Update::Figures, market, fired);
+        }
+    }
+
+    /// Hands `update` of `book` to its derivatives alerts; each firing to `fired`.
+    fn alerts_of(
+        &mut self,
+        book: BookId,
+        now_ms: i64,
+        ts_ms: i64,
+        update: Update,
+        market: &Market,
+        fired: &mut impl FnMut(BookId, Firing),
+    ) {
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut) else { return };
+        let Some(alerts) = h.alerts.as_deref_mut() else { return };
+        self.fired.clear();
+        perp_alerts::evaluate(&h.book, alerts, now_ms, ts_ms, update, &mut self.fired);
+        debug_assert!(self.fired.len() <= self.fired.capacity(), "the firings buffer grew");
+        let price = market.get(book).map_or(Price::ZERO, |s| s.last_price);
+        for f in &self.fired {
+            fired(book, perp_alerts::firing(&h.book, now_ms, price, f));
+        }
     }
 
     /// Books with a perpetual here.
@@ -162,7 +258,8 @@ impl ShardPerps {
         self.stepped_ms = now_ms;
         self.ticks.clear();
         let mid = |book| market.get(book).and_then(|s| s.book.mid());
-        let stepped = self.sim.step_due_with(now_ms, mid, PERP_CONTRACTS_PER_ROUND_MAX, &mut self.ticks);
+        let Some(sim) = self.sim.as_mut() else { return 0 };
+        let stepped = sim.step_due_with(now_ms, mid, PERP_CONTRACTS_PER_ROUND_MAX, &mut self.ticks);
         debug_assert!(self.ticks.len() <= self.ticks.capacity());
         for k in 0..self.ticks.len() {
             let tick = self.ticks[k];
@@ -220,13 +317,13 @@ impl ShardPerps {
 
     /// The simulated contract of `book`, if it has one (for the control hooks).
     pub fn perp_of(&self, book: BookId) -> Option<PerpId> {
-        self.held.get(book.index())?.as_ref().map(|h| h.perp)
+        self.held.get(book.index())?.as_ref().and_then(|h| h.perp)
     }
 
     /// The simulator, for its control hooks (an injected liquidation, OI jump, funding change
     /// or delisting takes effect at the contract's next step).
-    pub fn sim_mut(&mut self) -> &mut SimPerp {
-        &mut self.sim
+    pub fn sim_mut(&mut self) -> Option<&mut SimPerp> {
+        self.sim.as_mut()
     }
 
     /// Derivatives alerts held over all books (a `*` alert once per book).
@@ -303,7 +400,9 @@ impl ShardPerps {
     pub fn delist(&mut self, book: BookId, slot: &BookSlot) -> Vec<u64> {
         let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut) else { return Vec::new() };
         h.listed = false;
-        let _ = self.sim.set_listed(h.perp, false);
+        if let (Some(sim), Some(perp)) = (self.sim.as_mut(), h.perp) {
+            let _ = sim.set_listed(perp, false);
+        }
         slot.perp.store(None);
         h.alerts.take().map(|a| a.ids().collect()).unwrap_or_default()
     }
@@ -318,7 +417,9 @@ impl ShardPerps {
             Err(e) => tracing::error!("book {}: perpetual not renewed: {e}", book.0),
         }
         h.listed = true;
-        let _ = self.sim.set_listed(h.perp, true);
+        if let (Some(sim), Some(perp)) = (self.sim.as_mut(), h.perp) {
+            let _ = sim.set_listed(perp, true);
+        }
     }
 }
 
@@ -485,7 +586,7 @@ mod tests {
         fn inject(&mut self, book: BookId, side: PositionSide, usd: f64) {
             let perps = self.shard.perps.as_mut().expect("perpetuals");
             let perp = perps.perp_of(book).expect("a perpetual");
-            perps.sim_mut().inject_liquidation(perp, side, usd).expect("injected");
+            perps.sim_mut().expect("simulated").inject_liquidation(perp, side, usd).expect("injected");
         }
     }
 
@@ -531,7 +632,7 @@ mod tests {
         let perps = rig.shard.perps.as_mut().expect("perpetuals");
         let perp = perps.perp_of(book).expect("a perpetual");
         // A fraction per interval: 0.02 = 2 % per interval, far above the level in any interval.
-        perps.sim_mut().set_funding(perp, 0.02, Some(8)).expect("set");
+        perps.sim_mut().expect("simulated").set_funding(perp, 0.02, Some(8)).expect("set");
         rig.run_ms(3_000);
         let fired: Vec<_> = rig.firings().into_iter().filter(|(_, f)| f.id == 9).collect();
         assert_eq!(fired.len(), 1, "{fired:?}");

@@ -236,6 +236,16 @@ pub struct VenueStats {
     pub books: AtomicU64,
     /// Time of the last message, Unix milliseconds.
     pub last_message_ms: AtomicI64,
+    /// Perpetual connections planned (decisions §17; none: the venue has no perpetual here).
+    pub perp_connections_planned: AtomicU64,
+    /// Perpetual connections open now.
+    pub perp_connections_open: AtomicU64,
+    /// Perpetual data messages applied.
+    pub perp_messages: AtomicU64,
+    /// Perpetual frames that did not decode.
+    pub perp_decode_errors: AtomicU64,
+    /// Time of the last perpetual message, Unix milliseconds.
+    pub perp_last_message_ms: AtomicI64,
 }
 
 /// One counter of [`VenueStats`] as the operator sees it, per venue: its name in `/healthz`'s

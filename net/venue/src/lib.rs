@@ -15,6 +15,8 @@ pub mod listing;
 pub mod okx;
 pub mod pacer;
 pub mod perp_listing;
+pub mod perp_oi;
+pub mod perp_session;
 pub mod protocol;
 pub mod rest;
 pub mod session;
@@ -74,6 +76,12 @@ pub struct VenueSettings {
     /// (a longer one is cut to this; the next request then probes, and a venue still limiting
     /// answers 429/418 again).
     pub retry_after_max_s: u64,
+    /// REST base URL of the venue's USDT perpetuals (decisions §17: Binance
+    /// `https://fapi.binance.com`, Bybit `https://api.bybit.com`, OKX and Bitget their spot one).
+    pub perp_rest: String,
+    /// WebSocket base URL of the perpetuals (Binance `wss://fstream.binance.com/market`, Bybit
+    /// `wss://stream.bybit.com/v5/public/linear`, OKX and Bitget their spot one).
+    pub perp_ws: String,
 }
 
 impl VenueSettings {
@@ -93,7 +101,29 @@ impl VenueSettings {
             connects_per_s: connects,
             refresh_s: 300,
             retry_after_max_s: 300,
+            perp_rest: perp_default(venue, rest, 0),
+            perp_ws: perp_default(venue, ws, 1),
         }
+    }
+}
+
+/// The perpetuals' WebSocket base beside a spot one `ws` on the same host (a simulator, a
+/// proxy): Binance `{ws}/market`, Bybit `{ws}/v5/public/linear`, OKX and Bitget `ws` itself.
+pub fn perp_beside(venue: Venue, ws: &str) -> String {
+    match venue {
+        Venue::Binance => format!("{ws}/market"),
+        Venue::Bybit => format!("{ws}/v5/public/linear"),
+        Venue::Okx | Venue::Bitget => ws.to_owned(),
+    }
+}
+
+/// The perpetuals' default base URL (`which` 0: REST, 1: WebSocket) of `venue`, whose spot one
+/// is `spot` (decisions §17 "Bounds, configuration, cluster").
+pub fn perp_default(venue: Venue, spot: &str, which: usize) -> String {
+    match venue {
+        Venue::Binance => ["https://fapi.binance.com", "wss://fstream.binance.com/market"][which].to_owned(),
+        Venue::Bybit => ["https://api.bybit.com", "wss://stream.bybit.com/v5/public/linear"][which].to_owned(),
+        Venue::Okx | Venue::Bitget => spot.to_owned(),
     }
 }
 

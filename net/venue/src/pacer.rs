@@ -61,6 +61,13 @@ impl Pacer {
         }
     }
 
+    /// True while a rate-limit pause holds the venue, or its budget is spent for more than
+    /// `slack` from `now`: optional requests (Binance's open-interest polls) then stay home
+    /// rather than queue behind the spot feed's.
+    pub fn is_busy(&self, now: Instant, slack: Duration) -> bool {
+        self.limited.is_some() || self.next.is_some_and(|t| t > now + slack)
+    }
+
     /// When the next request may go, if it must wait for anything.
     pub fn next(&self) -> Option<Instant> {
         self.next

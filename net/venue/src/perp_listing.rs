@@ -90,6 +90,38 @@ pub struct PerpListing {
     pub skipped: usize,
 }
 
+/// The URL of `venue`'s perpetual listing under its perpetual REST base (the module doc's
+/// endpoints; Bybit's page of up to 1 000, which holds every linear contract listed in 2026).
+pub fn listing_url(venue: Venue, perp_rest: &str) -> String {
+    match venue {
+        Venue::Binance => format!("{perp_rest}/fapi/v1/exchangeInfo"),
+        Venue::Bybit => format!("{perp_rest}/v5/market/instruments-info?category=linear&limit=1000"),
+        Venue::Okx => format!("{perp_rest}/api/v5/public/instruments?instType=SWAP"),
+        Venue::Bitget => format!("{perp_rest}/api/v2/mix/market/contracts?productType=USDT-FUTURES"),
+    }
+}
+
+/// Binance's `GET /fapi/v1/fundingInfo`: the contracts whose funding interval is not the
+/// default 8 h, with theirs.
+pub fn binance_funding_info_url(perp_rest: &str) -> String {
+    format!("{perp_rest}/fapi/v1/fundingInfo")
+}
+
+/// Sets the funding interval of each Binance contract that `fundingInfo`'s `body` names; the
+/// others keep `None` (8 h). Entries without a usable interval are skipped.
+pub fn apply_binance_funding_info(listing: &mut PerpListing, body: &[u8]) -> Result<(), RestError> {
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json("funding info", e))?;
+    let rows = v.as_array().ok_or(RestError::shape("funding info", "not an array"))?;
+    for row in rows {
+        let symbol = row.get("symbol").and_then(text).unwrap_or_default();
+        let hours = row.get("fundingIntervalHours").and_then(int).and_then(|h| u32::try_from(h).ok());
+        if let (Some(c), Some(h)) = (listing.contracts.iter_mut().find(|c| c.contract == symbol), hours) {
+            c.interval_h = Some(h).filter(|h| (1..=24).contains(h));
+        }
+    }
+    Ok(())
+}
+
 /// Parses `venue`'s perpetual listing body (the endpoints in the module doc).
 pub fn parse(venue: Venue, body: &[u8]) -> Result<PerpListing, RestError> {
     let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| RestError::json("perpetual listing", e))?;

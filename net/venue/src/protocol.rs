@@ -15,6 +15,18 @@ use std::collections::HashMap;
 use rampart_engine::book::Book;
 use rampart_engine::{BookId, Tick, Venue};
 
+/// Connections are renewed after this long (Binance cuts at 24 h).
+pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
+
+/// What the session wants written now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Transmit {
+    /// A subscription request (paced by the venue's control gap).
+    Control(Vec<u8>),
+    /// The venue's keepalive.
+    Ping(&'static [u8]),
+}
+
 /// What the session counts, per venue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Count {
@@ -38,6 +50,41 @@ pub enum Count {
     VenueError,
     /// A book went live (synced).
     Synced,
+    /// A perpetual's data message was applied.
+    PerpMessage,
+    /// A perpetual frame did not decode.
+    PerpDecodeError,
+}
+
+/// One liquidation of a perpetual, in its spot pair's units (decisions §17 "Units"): the side of
+/// the position liquidated, the price per spot base unit, the quantity in spot base units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerpLiq {
+    /// The side of the position liquidated.
+    pub side: rampart_engine::perp_window::PositionSide,
+    /// Price per spot base unit.
+    pub price: f64,
+    /// Quantity in spot base units.
+    pub qty: f64,
+    /// The venue's time, Unix milliseconds.
+    pub ts_ms: i64,
+}
+
+/// What one message said of a perpetual, in its spot pair's units, each value merged with what
+/// earlier messages said (a venue's delta carries only what changed): `None` where nothing is
+/// known yet or this message did not touch it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerpValues {
+    /// The venue's time of the message, Unix milliseconds.
+    pub ts_ms: i64,
+    /// Mark price per spot base unit, when this message carried one.
+    pub mark: Option<f64>,
+    /// Open interest in spot base units, with the venue's USD figure when it sent one, when this
+    /// message carried it.
+    pub oi: Option<(f64, Option<f64>)>,
+    /// Funding: percent per interval, the interval in hours, the next settlement; when this
+    /// message touched any of them and all three are known.
+    pub funding: Option<(f64, u32, i64)>,
 }
 
 /// The shard side of a session.
@@ -52,6 +99,14 @@ pub trait Sink {
     fn count(&mut self, venue: Venue, what: Count);
     /// The alert decision for a trade the venue sent at `sent_us` (Unix microseconds) is made.
     fn decided(&mut self, sent_us: i64);
+    /// A liquidation of `book`'s perpetual (a perpetual session only).
+    fn perp_liquidation(&mut self, book: BookId, liq: &PerpLiq) {
+        let _ = (book, liq);
+    }
+    /// Values of `book`'s perpetual (a perpetual session only).
+    fn perp_values(&mut self, book: BookId, values: &PerpValues) {
+        let _ = (book, values);
+    }
 }
 
 /// A venue's keepalive: `bytes` every `every_ms` since the last one, or (when `after_silence`)

@@ -58,6 +58,8 @@ use rampart_state::RestStats;
 pub const JOBS_MAX: usize = 4096;
 /// Replies waiting for one shard at most.
 pub const REPLIES_MAX: usize = 1024;
+/// An open-interest poll is skipped while the venue's next request slot is further than this.
+pub const OI_POLL_SLACK: Duration = Duration::from_secs(1);
 /// Requests in flight per venue at most.
 pub const IN_FLIGHT_PER_VENUE_MAX: usize = 4;
 /// Bytes of a REST body at most (Binance's full `exchangeInfo` is several MB).
@@ -89,6 +91,37 @@ pub enum RestJob {
         /// The book.
         book: BookId,
     },
+    /// Poll the open interest of a book's Binance perpetual (decisions §17).
+    PerpOi {
+        /// The book.
+        book: BookId,
+        /// The contract.
+        contract: ContractName,
+    },
+}
+
+/// A contract's name held inline (a job is `Copy`): at most [`ContractName::LEN_MAX`] bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContractName {
+    bytes: [u8; ContractName::LEN_MAX],
+    len: u8,
+}
+
+impl ContractName {
+    /// Longest name held (`perp_book::CONTRACT_LEN_MAX`).
+    pub const LEN_MAX: usize = 32;
+
+    /// `name`, when it fits.
+    pub fn new(name: &str) -> Option<ContractName> {
+        let mut bytes = [0u8; ContractName::LEN_MAX];
+        bytes.get_mut(..name.len())?.copy_from_slice(name.as_bytes());
+        Some(ContractName { bytes, len: name.len() as u8 })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
 }
 
 /// What the REST thread answers.
@@ -117,6 +150,20 @@ pub enum RestReply {
     },
     /// A depth snapshot could not be fetched.
     SnapshotFailed {
+        /// The book.
+        book: BookId,
+        /// Why.
+        error: RestError,
+    },
+    /// A Binance perpetual's open-interest body.
+    PerpOi {
+        /// The book.
+        book: BookId,
+        /// The body, as received.
+        body: Bytes,
+    },
+    /// A Binance perpetual's open interest could not be fetched (asked again at its next turn).
+    PerpOiFailed {
         /// The book.
         book: BookId,
         /// Why.
@@ -358,7 +405,7 @@ async fn run(
         while k < waiting.len() {
             let (shard, job) = waiting[k];
             let book = match job {
-                RestJob::Backfill { book } | RestJob::Snapshot { book } => book,
+                RestJob::Backfill { book } | RestJob::Snapshot { book } | RestJob::PerpOi { book, .. } => book,
             };
             let venue = ctx.books.registry.load().get(book).venue;
             if in_flight[venue.index()] >= IN_FLIGHT_PER_VENUE_MAX {
@@ -383,6 +430,7 @@ async fn run(
                         }
                     }
                     RestJob::Snapshot { book } => snapshot(&ctx, book).await,
+                    RestJob::PerpOi { book, contract } => perp_oi(&ctx, book, contract).await,
                 };
                 answer.send(reply);
             });
@@ -547,6 +595,7 @@ impl Drop for Answer {
         let reply = match self.job {
             RestJob::Backfill { book } => RestReply::BackfillFailed { book, error: RestError::Unanswered },
             RestJob::Snapshot { book } => RestReply::SnapshotFailed { book, error: RestError::Unanswered },
+            RestJob::PerpOi { book, .. } => RestReply::PerpOiFailed { book, error: RestError::Unanswered },
         };
         let _ = tx.send((self.shard, self.venue, reply));
     }
@@ -613,6 +662,81 @@ pub fn list_venues(
         }
         out
     })
+}
+
+/// Lists every venue's USDT perpetuals once, on the calling thread (start-up, decisions §17):
+/// one result per venue, in order, Binance's with its `fundingInfo` intervals. A venue that
+/// fails is asked again after a short pause until [`LISTING_START_TIMEOUT`], then left without
+/// perpetuals (its spot feed runs on).
+pub fn list_perps(
+    venues: &[VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Vec<Result<super::perp_listing::PerpListing, RestError>> {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return venues.iter().map(|_| Err(RestError::Transport(format!("no runtime: {e}")))).collect(),
+    };
+    let ctx = Ctx {
+        venues: venues.to_vec(),
+        books: RestBooks::empty(),
+        tls,
+        stats: Arc::new(Default::default()),
+        pacers: Default::default(),
+    };
+    tokio::task::LocalSet::new().block_on(&runtime, async {
+        let mut out = Vec::with_capacity(venues.len());
+        for s in venues {
+            let deadline = tokio::time::Instant::now() + LISTING_START_TIMEOUT;
+            let mut last = RestError::Transport("no answer".into());
+            let mut got = None;
+            for attempt in 0..u32::MAX {
+                match tokio::time::timeout_at(deadline, perp_listing_of(&ctx, s)).await {
+                    Ok(Ok(l)) => {
+                        got = Some(l);
+                        break;
+                    }
+                    Ok(Err(e)) => last = e,
+                    Err(_) => break,
+                }
+                let pause = Duration::from_millis(500u64 << attempt.min(4));
+                if tokio::time::timeout_at(deadline, tokio::time::sleep(pause)).await.is_err() {
+                    break;
+                }
+            }
+            out.push(got.ok_or(last));
+        }
+        out
+    })
+}
+
+async fn perp_listing_of(ctx: &Ctx, s: &VenueSettings) -> Result<super::perp_listing::PerpListing, RestError> {
+    use super::perp_listing;
+    let weight = with_protocol!(s.venue, P => P::LISTING_WEIGHT);
+    let body = ctx.get(s.venue, &perp_listing::listing_url(s.venue, &s.perp_rest), weight).await?;
+    let mut listing = perp_listing::parse(s.venue, &body)?;
+    if s.venue == Venue::Binance {
+        let body = ctx.get(s.venue, &perp_listing::binance_funding_info_url(&s.perp_rest), 1.0).await?;
+        perp_listing::apply_binance_funding_info(&mut listing, &body)?;
+    }
+    Ok(listing)
+}
+
+/// `GET /fapi/v1/openInterest` of one Binance perpetual (weight 1), on the venue's budget; skipped
+/// while a `Retry-After` pause holds the venue or its budget is spent beyond [`OI_POLL_SLACK`].
+async fn perp_oi(ctx: &Ctx, book: BookId, contract: ContractName) -> RestReply {
+    let Some(s) = ctx.settings(Venue::Binance) else {
+        return RestReply::PerpOiFailed { book, error: RestError::NotConfigured };
+    };
+    // Optional: never queued behind a rate-limit pause or a spent budget (the spot feed's
+    // snapshots and history come first); the contract is asked again at its next turn.
+    if ctx.with_pacer(Venue::Binance, |p| p.is_busy(Instant::now(), OI_POLL_SLACK)) {
+        return RestReply::PerpOiFailed { book, error: RestError::Transport("the venue's REST budget is busy".into()) };
+    }
+    let url = format!("{}/fapi/v1/openInterest?symbol={}", s.perp_rest, contract.as_str());
+    match ctx.get(Venue::Binance, &url, 1.0).await {
+        Ok(body) => RestReply::PerpOi { book, body },
+        Err(error) => RestReply::PerpOiFailed { book, error },
+    }
 }
 
 async fn snapshot(ctx: &Ctx, book: BookId) -> RestReply {

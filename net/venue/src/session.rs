@@ -33,8 +33,9 @@ use std::collections::{HashMap, VecDeque};
 
 use rampart_engine::{BookId, Venue};
 
+use super::perp_session::PerpSession;
 use super::protocol::{Applied, Ctx, Protocol, SnapshotApplied};
-pub use super::protocol::{Count, Sink};
+pub use super::protocol::{Count, Sink, Transmit, CONNECTION_LIFETIME_MS};
 use super::with_protocol;
 use rampart_state::Reconnect;
 
@@ -54,18 +55,6 @@ pub const DECODE_TRADES_MAX: usize = 1_024;
 const RESUBSCRIBE_MESSAGES: usize = 2;
 /// The window of a venue's subscription budget.
 const BUDGET_WINDOW_MS: i64 = 3_600_000;
-
-/// Connections are renewed after this long (Binance cuts at 24 h).
-pub const CONNECTION_LIFETIME_MS: i64 = 23 * 3_600_000;
-
-/// What the session wants written now.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Transmit {
-    /// A subscription request (paced by the venue's control gap).
-    Control(Vec<u8>),
-    /// The venue's keepalive.
-    Ping(&'static [u8]),
-}
 
 /// What the session asks of its driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -410,6 +399,7 @@ trait Driven {
     fn poll_transmit(&mut self, now_ms: i64) -> Option<Transmit>;
     fn poll_timeout(&self) -> i64;
     fn control_gap_ms(&self) -> i64;
+    fn is_perp(&self) -> bool;
 }
 
 impl<P: Protocol> Driven for SessionOf<P> {
@@ -465,6 +455,57 @@ impl<P: Protocol> Driven for SessionOf<P> {
     fn control_gap_ms(&self) -> i64 {
         P::CONTROL_GAP_MS
     }
+    fn is_perp(&self) -> bool {
+        false
+    }
+}
+
+/// A perpetual session, driven as a spot one: it has no book to sync, snapshot or rebuild.
+impl Driven for PerpSession {
+    fn venue(&self) -> Venue {
+        PerpSession::venue(self)
+    }
+    fn books(&self) -> &[BookId] {
+        PerpSession::books(self)
+    }
+    fn live_count(&self) -> usize {
+        0
+    }
+    fn url(&self, ws_base: &str) -> String {
+        PerpSession::url(self, ws_base)
+    }
+    fn handle_connected(&mut self, now_ms: i64, _: &mut dyn Sink) {
+        PerpSession::handle_connected(self, now_ms)
+    }
+    fn handle_disconnected(&mut self, _: &mut dyn Sink) {}
+    fn handle_relisted(&mut self, _: BookId, _: i64, _: &mut dyn Sink) {}
+    fn handle_text(&mut self, now_ms: i64, payload: &[u8], sink: &mut dyn Sink) {
+        PerpSession::handle_text(self, now_ms, payload, sink)
+    }
+    fn handle_alive(&mut self, now_ms: i64) {
+        PerpSession::handle_alive(self, now_ms)
+    }
+    fn handle_timeout(&mut self, _: i64, _: &mut dyn Sink) {}
+    fn handle_snapshot(&mut self, _: BookId, _: &[u8], _: i64, _: &mut dyn Sink) {}
+    fn handle_snapshot_failed(&mut self, _: BookId, _: i64) {}
+    fn poll_event(&mut self, now_ms: i64) -> Option<Event> {
+        self.poll_reconnect(now_ms).map(Event::Reconnect)
+    }
+    fn poll_reconnect(&self, now_ms: i64) -> Option<Reconnect> {
+        PerpSession::poll_reconnect(self, now_ms)
+    }
+    fn poll_transmit(&mut self, now_ms: i64) -> Option<Transmit> {
+        PerpSession::poll_transmit(self, now_ms)
+    }
+    fn poll_timeout(&self) -> i64 {
+        PerpSession::poll_timeout(self)
+    }
+    fn control_gap_ms(&self) -> i64 {
+        PerpSession::control_gap_ms(self)
+    }
+    fn is_perp(&self) -> bool {
+        true
+    }
 }
 
 /// The venue logic of one connection, whatever its venue.
@@ -475,6 +516,16 @@ impl Session {
     /// the OKX and Bitget checksum checks on.
     pub fn new(venue: Venue, books: Vec<BookId>, natives: Vec<String>, verify_checksums: bool) -> Session {
         Session(with_protocol!(venue, P => Box::new(SessionOf::<P>::new(books, natives, verify_checksums))))
+    }
+
+    /// A session for the perpetuals `pairs` of `books` on `venue` (see [`PerpSession`]).
+    pub fn perp(venue: Venue, books: Vec<BookId>, pairs: Vec<super::perp_listing::PerpPair>) -> Session {
+        Session(Box::new(PerpSession::new(venue, books, pairs)))
+    }
+
+    /// True for a perpetual session.
+    pub fn is_perp(&self) -> bool {
+        self.0.is_perp()
     }
 
     /// The venue.

@@ -203,3 +203,123 @@ fn okx_path_allocates_nothing() {
 fn bitget_path_allocates_nothing() {
     run(Venue::Bitget);
 }
+
+/// The perpetual frames' path (decisions §17): a perpetual session decodes each venue's
+/// liquidations and contract updates, converts them to the spot pair's units and hands them to
+/// a real `PerpBook` (its windows, recent ring, OI and funding), without allocating.
+struct PerpSink {
+    book: Box<rampart_engine::perp_book::PerpBook>,
+    taken: u64,
+}
+
+impl Sink for PerpSink {
+    fn book(&mut self, _: BookId) -> Option<&mut Book> {
+        None
+    }
+    fn set_live(&mut self, _: BookId, _: bool) {}
+    fn trade(&mut self, _: &Tick) {}
+    fn decided(&mut self, _: i64) {}
+    fn count(&mut self, _: Venue, what: Count) {
+        assert_ne!(what, Count::PerpDecodeError, "a clean stream decodes");
+    }
+    fn perp_liquidation(&mut self, _: BookId, l: &rampart_venue::protocol::PerpLiq) {
+        let now = l.ts_ms;
+        self.taken += u64::from(self.book.on_liquidation(now, l.ts_ms, l.side, l.price, l.qty).is_ok());
+    }
+    fn perp_values(&mut self, _: BookId, v: &rampart_venue::protocol::PerpValues) {
+        let now = v.ts_ms;
+        if let Some(m) = v.mark {
+            self.taken += u64::from(self.book.on_mark(now, v.ts_ms, m).is_ok());
+        }
+        if let Some((base, usd)) = v.oi {
+            self.taken += u64::from(self.book.on_oi(now, v.ts_ms, base, usd).is_ok());
+        }
+        if let Some((rate, hours, next)) = v.funding {
+            self.taken += u64::from(self.book.on_funding(now, v.ts_ms, rate, hours, next).is_ok());
+        }
+    }
+}
+
+/// Message `k` of a venue's perpetual: a liquidation, then the contract's values.
+fn perp_messages(venue: Venue, k: u64) -> Vec<String> {
+    let t = 1_700_000_000_000 + k * 1_000;
+    let px = 100 + k % 7;
+    match venue {
+        Venue::Binance => vec![
+            format!(
+                r#"{{"stream":"btcusdt@forceOrder","data":{{"e":"forceOrder","E":{t},"o":{{"s":"BTCUSDT","S":"SELL","q":"0.5","p":"{px}.5","ap":"{px}.5","z":"0.5","T":{t}}}}}}}"#
+            ),
+            format!(
+                r#"{{"stream":"btcusdt@markPrice@1s","data":{{"e":"markPriceUpdate","E":{t},"s":"BTCUSDT","p":"{px}.1","i":"{px}","P":"{px}","r":"0.0001","T":{}}}}}"#,
+                t + 3_600_000
+            ),
+        ],
+        Venue::Bybit => vec![
+            format!(
+                r#"{{"topic":"allLiquidation.BTCUSDT","type":"snapshot","ts":{t},"data":[{{"T":{t},"s":"BTCUSDT","S":"Buy","v":"0.5","p":"{px}.5"}}]}}"#
+            ),
+            format!(
+                r#"{{"topic":"tickers.BTCUSDT","type":"delta","data":{{"symbol":"BTCUSDT","markPrice":"{px}.1","openInterest":"{k}","fundingRate":"0.0001","nextFundingTime":"{}"}},"ts":{t}}}"#,
+                t + 3_600_000
+            ),
+        ],
+        Venue::Okx => vec![
+            format!(
+                r#"{{"arg":{{"channel":"liquidation-orders","instType":"SWAP"}},"data":[{{"details":[{{"bkPx":"{px}.5","side":"sell","sz":"3","ts":"{t}"}}],"instId":"BTC-USDT-SWAP"}}]}}"#
+            ),
+            format!(
+                r#"{{"arg":{{"channel":"open-interest","instId":"BTC-USDT-SWAP"}},"data":[{{"instId":"BTC-USDT-SWAP","oi":"{k}","oiCcy":"{k}","oiUsd":"{k}","ts":"{t}"}}]}}"#
+            ),
+            format!(
+                r#"{{"arg":{{"channel":"funding-rate","instId":"BTC-USDT-SWAP"}},"data":[{{"fundingRate":"0.0001","fundingTime":"{}","instId":"BTC-USDT-SWAP","nextFundingTime":"{}","ts":"{t}"}}]}}"#,
+                t + 3_600_000,
+                t + 7_200_000
+            ),
+        ],
+        Venue::Bitget => vec![format!(
+            r#"{{"action":"snapshot","arg":{{"instType":"USDT-FUTURES","channel":"ticker","instId":"BTCUSDT"}},"data":[{{"instId":"BTCUSDT","markPrice":"{px}.1","fundingRate":"0.0001","nextFundingTime":"{}","holdingAmount":"{k}","ts":"{t}"}}],"ts":{t}}}"#,
+            t + 3_600_000
+        )],
+    }
+}
+
+fn run_perp(venue: Venue) {
+    let contract = if venue == Venue::Okx { "BTC-USDT-SWAP" } else { "BTCUSDT" };
+    let pair = rampart_venue::perp_listing::PerpPair {
+        symbol: "BTCUSDT".into(),
+        contract: contract.into(),
+        multiplier: 1,
+        contract_size: if venue == Venue::Okx { 0.01 } else { 1.0 },
+        interval_h: Some(8),
+    };
+    let spec = rampart_engine::perp_book::PerpSpec { venue, contract, multiplier: 1, binance_oi_poll_ms: 30_000 };
+    let book = rampart_engine::perp_book::PerpBook::new(spec, 0).expect("a perpetual book");
+    let mut sink = PerpSink { book, taken: 0 };
+    let mut session = Session::perp(venue, vec![BookId(0)], vec![pair]);
+    session.handle_connected(0, &mut sink);
+    let mut now = 0;
+    while let Some(rampart_venue::session::Transmit::Control(_)) = session.poll_transmit(now) {
+        now += session.control_gap_ms();
+    }
+    let frames = |from: u64, to: u64| -> Vec<String> { (from..to).flat_map(|k| perp_messages(venue, k)).collect() };
+    // Warm-up (the recent ring fills to its 128), then counted.
+    for f in frames(1, 300) {
+        session.handle_text(1, f.as_bytes(), &mut sink);
+    }
+    let counted = frames(300, 2_300);
+    let before = sink.taken;
+    let ((), allocations) = alloc::count(|| {
+        for f in &counted {
+            session.handle_text(1, f.as_bytes(), &mut sink);
+        }
+    });
+    assert!(sink.taken - before >= 2_000, "{venue:?}: every message taken ({})", sink.taken - before);
+    assert_eq!(allocations, Some(0), "{venue:?}: {} perpetual frames allocated", counted.len());
+}
+
+#[test]
+fn the_perpetual_paths_allocate_nothing() {
+    for venue in Venue::ALL {
+        run_perp(venue);
+    }
+}

@@ -158,3 +158,21 @@ fn rows_of_the_wrong_shape_are_skipped_or_left_out() {
     assert!(l.contracts.is_empty());
     assert_eq!(l.skipped, 1, "a base that is not alphanumeric");
 }
+
+/// Binance's `GET /fapi/v1/fundingInfo` sets the intervals it lists (the others stay 8 h);
+/// entries it cannot use are skipped, and a body that is not its array is refused.
+#[test]
+fn binance_funding_info_sets_the_adjusted_intervals() {
+    let mut l = parse(Venue::Binance, BINANCE);
+    let body = br#"[{"symbol":"1000PEPEUSDT","adjustedFundingRateCap":"0.02","adjustedFundingRateFloor":"-0.02","fundingIntervalHours":4,"disclaimer":false},
+        {"symbol":"BTCUSDT","fundingIntervalHours":"x"},{"symbol":"ONLYPERPUSDT","fundingIntervalHours":99},{"symbol":"NOTLISTEDUSDT","fundingIntervalHours":1},5,null]"#;
+    perp_listing::apply_binance_funding_info(&mut l, body).expect("a documented body");
+    let interval = |c: &str| l.contracts.iter().find(|x| x.contract == c).and_then(|x| x.interval_h);
+    assert_eq!(interval("1000PEPEUSDT"), Some(4));
+    assert_eq!(interval("BTCUSDT"), None, "an unusable interval is skipped");
+    assert_eq!(interval("ONLYPERPUSDT"), None, "99 h is out of range");
+    for bad in [&b"{\"code\":-1003,\"msg\":\"Too many requests\"}"[..], b"[", b"", b"nope"] {
+        let mut l = parse(Venue::Binance, BINANCE);
+        assert!(perp_listing::apply_binance_funding_info(&mut l, bad).is_err(), "{}", String::from_utf8_lossy(bad));
+    }
+}

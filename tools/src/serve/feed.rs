@@ -68,6 +68,7 @@ pub(super) fn start_feed(
     let listed = list_live(venues, tls.clone());
     starting.finish()?;
     let (registry, natives) = listed?;
+    let perps = if s.derivatives { list_perps(venues, tls.clone(), &registry) } else { Vec::new() };
     let registry = Arc::new(registry);
     let alerts = load(&registry)?;
     let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
@@ -81,6 +82,8 @@ pub(super) fn start_feed(
         rest_stats: rest.stats.clone(),
         verify_checksums: s.verify_checksums,
         pacers: Arc::new(Default::default()),
+        perps,
+        binance_oi_poll_ms: s.binance_oi_poll_s as i64 * 1000,
     };
     let books_now = Arc::new(arc_swap::ArcSwap::new(registry));
     let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;
@@ -237,6 +240,41 @@ pub(crate) fn list_live(
     }
     let registry = Registry::new(instruments).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?;
     Ok((registry, natives))
+}
+
+/// Every venue's USDT perpetuals (decisions §17), matched onto the pairs `registry` serves: each
+/// book with a perpetual and its contract, in registry order. A venue whose perpetual listing
+/// fails runs without perpetuals (logged; `/healthz` says `perp: off`).
+fn list_perps(
+    venues: &[VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+    registry: &Registry,
+) -> Vec<(rampart_engine::BookId, rampart_venue::perp_listing::PerpPair)> {
+    let mut out = Vec::new();
+    for (v, listing) in venues.iter().zip(rest::list_perps(venues, tls)) {
+        let listing = match listing {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(
+                    "{}: perpetual listing failed, no perpetual served until restart: {e}",
+                    v.venue.as_str()
+                );
+                continue;
+            }
+        };
+        let books = registry.venue_books(v.venue);
+        let spot: std::collections::HashSet<&str> = books.iter().map(|b| registry.get(*b).symbol.as_str()).collect();
+        let (pairs, unmatched) = rampart_venue::perp_listing::match_spot(&listing, &spot);
+        tracing::info!(
+            "{}: {} perpetuals matched to pairs ({unmatched} without a spot pair here, {} unusable)",
+            v.venue.as_str(),
+            pairs.len(),
+            listing.skipped
+        );
+        out.extend(pairs.into_iter().filter_map(|p| registry.find(v.venue, &p.symbol).map(|b| (b, p))));
+    }
+    out.sort_by_key(|(b, _)| *b);
+    out
 }
 
 /// `--sim-delist SYMBOL@SECONDS`: a thread per delisting that waits for readiness, then the

@@ -60,6 +60,8 @@ pub(crate) struct ServeSettings {
     pub(crate) faults: Faults,
     /// `[derivatives] enabled`.
     pub(crate) derivatives: bool,
+    /// `[derivatives] binance_oi_poll_s`.
+    pub(crate) binance_oi_poll_s: u64,
     pub(crate) events_max: usize,
     pub(crate) cpus: rampart_shard::cpus::CpuPolicy,
     /// `--feed live`: each venue's endpoints and limits.
@@ -97,6 +99,16 @@ fn delivery_threads(file: &FileConfig) -> Result<usize> {
         bail!("webhooks.delivery_threads must be between 1 and {LANES_MAX}, not {n}");
     }
     Ok(n)
+}
+
+/// `[derivatives] binance_oi_poll_s` (decisions §17: 1 to 600, default 30).
+fn binance_oi_poll_s(file: &FileConfig) -> Result<u64> {
+    let range = rampart_venue::perp_oi::POLL_S_RANGE;
+    let s = file.derivatives.binance_oi_poll_s.unwrap_or(30);
+    if !range.contains(&s) {
+        bail!("derivatives.binance_oi_poll_s must be between {} and {}, not {s}", range.start(), range.end());
+    }
+    Ok(s)
 }
 
 /// The threads a `serve` run is given, checked.
@@ -219,7 +231,6 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     if file.webhooks.allow_private {
         tracing::warn!("WARNING: webhooks.allow_private = true: webhooks may target private and loopback addresses. Local testing only.");
     }
-    let sim_delist = sim_delistings(&args.sim_delist)?;
     let venues = parse_venues(
         &args.venues.clone().or(file.venue_list()).unwrap_or_else(|| "binance,bybit,okx,bitget".to_owned()),
     )?;
@@ -255,8 +266,9 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         delivery_threads: delivery_threads(&file)?,
         retention: file.retention.retention()?,
         telegram: telegram(&file)?,
-        sim_delist,
+        sim_delist: sim_delistings(&args.sim_delist)?,
         derivatives: file.derivatives.enabled.unwrap_or(true),
+        binance_oi_poll_s: binance_oi_poll_s(&file)?,
         events_max: args.events_max,
         cpus: rampart_shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
     })
@@ -288,6 +300,18 @@ mod tests {
         let unknown = FileConfig::parse_with_env("[streams]\nsubscriptions = 5\n", std::iter::empty());
         assert!(unknown.is_err(), "an unknown key is refused");
     }
+    #[test]
+    fn binance_oi_poll_s_is_from_1_to_600_seconds() {
+        let file = |text: &str| FileConfig::parse_with_env(text, std::iter::empty()).expect("a config");
+        assert_eq!(super::binance_oi_poll_s(&file("")).expect("default"), 30);
+        assert_eq!(super::binance_oi_poll_s(&file("[derivatives]\nbinance_oi_poll_s = 600\n")).expect("600"), 600);
+        for bad in [0, 601] {
+            let e = super::binance_oi_poll_s(&file(&format!("[derivatives]\nbinance_oi_poll_s = {bad}\n")));
+            let e = e.expect_err("out of range").to_string();
+            assert_eq!(e, format!("derivatives.binance_oi_poll_s must be between 1 and 600, not {bad}"));
+        }
+    }
+
     #[test]
     fn delivery_threads_come_from_the_file_or_the_environment_within_their_limits() {
         let file = |text: &str| FileConfig::parse_with_env(text, std::iter::empty()).expect("a config");

@@ -221,7 +221,7 @@ impl HealthApi {
             let pairs = self.served_pairs(*v);
             if !self.books.shared.live {
                 j.raw("{\"exchange\":").str(v.as_str()).raw(",\"state\":").str(if started { "ok" } else { "starting" });
-                j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(*v, started)).raw("}");
+                j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(*v, started, now_ms)).raw("}");
                 continue;
             }
             use std::sync::atomic::Ordering::Relaxed;
@@ -234,7 +234,7 @@ impl HealthApi {
             if !h.why.is_empty() {
                 j.raw(",\"reason\":").str(h.why);
             }
-            j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(*v, started));
+            j.raw(",\"pairs\":").int(pairs).raw(",\"perp\":").str(self.perp_state(*v, started, now_ms));
             j.raw(",\"booksLive\":").int(live);
             j.raw(",\"booksWithHistory\":").int(sum(|s| &s.books_history));
             j.raw(",\"connections\":").int(open);
@@ -280,22 +280,26 @@ impl HealthApi {
     }
 
     /// A venue's perpetual feed as `/healthz` says it (`decisions.md` §17: it never makes the
-    /// server unready): `off` when `[derivatives] enabled = false` and on the live feed (its
-    /// perpetual sessions are not built: docs/design/derivatives.md); on the simulated feed
-    /// `connecting` until the shards are ready, then `up` (the simulator does not go down). A
-    /// cluster's api node reads no feed: it says `up` once its market nodes' snapshots have
-    /// brought it a perpetual of the venue, `off` while none has.
-    fn perp_state(&self, venue: rampart_engine::Venue, started: bool) -> &'static str {
+    /// server unready): `off` when `[derivatives] enabled = false`; on the simulated feed
+    /// `connecting` until the shards are ready, then `up` (the simulator does not go down). On
+    /// the live feed ([`live_perp_state`]): `off` when the venue has no perpetual here (its
+    /// listing failed or matched none), `up` while every perpetual connection is open and one
+    /// brought a message within [`PERP_UP_SILENCE_MS`], `down` when none is open after one was,
+    /// else `connecting`. A cluster's api node reads no feed: it says `up` once its market nodes'
+    /// snapshots have brought it a perpetual of the venue, `off` while none has.
+    fn perp_state(&self, venue: rampart_engine::Venue, started: bool, now_ms: i64) -> &'static str {
         if self.cluster.as_deref().is_some_and(|c| c.role == rampart_cluster::node::Role::Api) {
             let shared = &self.books.shared;
             let relayed = self.books.listed_books(venue).iter().any(|b| shared.slots[b.index()].perp.load().is_some());
             return if relayed { "up" } else { "off" };
         }
-        let on = self.books.shared.derivatives.load(std::sync::atomic::Ordering::Relaxed);
-        match (on && !self.books.shared.live, started) {
-            (false, _) => "off",
-            (true, false) => "connecting",
-            (true, true) => "up",
+        let shared = &self.books.shared;
+        let on = shared.derivatives.load(std::sync::atomic::Ordering::Relaxed);
+        match (on, shared.live, started) {
+            (false, _, _) => "off",
+            (true, true, _) => live_perp_state(shared, venue, now_ms),
+            (true, false, false) => "connecting",
+            (true, false, true) => "up",
         }
     }
 
@@ -332,5 +336,26 @@ impl HealthApi {
             }
         }
         respond(StatusCode::OK, "{\"reset\":true}".to_owned())
+    }
+}
+
+/// A live perpetual feed is `up` only if a message came within this long (Bybit and Binance push
+/// every second, OKX open interest every 3 s).
+pub(crate) const PERP_UP_SILENCE_MS: i64 = 60_000;
+
+/// The live feed's perpetual state of `venue` over every shard at `now_ms` (see
+/// `HealthApi::perp_state`).
+fn live_perp_state(shared: &rampart_state::Shared, venue: rampart_engine::Venue, now_ms: i64) -> &'static str {
+    use std::sync::atomic::Ordering::Relaxed;
+    let planned = shared.venue_sum(venue, |s| s.perp_connections_planned.load(Relaxed));
+    let open = shared.venue_sum(venue, |s| s.perp_connections_open.load(Relaxed));
+    let messages = shared.venue_sum(venue, |s| s.perp_messages.load(Relaxed));
+    let each = shared.venue_stats.iter().skip(venue.index()).step_by(rampart_engine::Venue::COUNT);
+    let last = each.map(|s| s.perp_last_message_ms.load(Relaxed)).max().unwrap_or(0);
+    match (planned, open) {
+        (0, _) => "off",
+        (p, o) if o >= p && messages > 0 && now_ms - last < PERP_UP_SILENCE_MS => "up",
+        (_, 0) if messages > 0 => "down",
+        _ => "connecting",
     }
 }
