@@ -68,6 +68,9 @@ pub const REST_ANSWER_BYTES_MAX: usize = 64 << 20;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time allowed for one book's whole backfill.
 pub const BACKFILL_BOOK_TIMEOUT: Duration = Duration::from_secs(45);
+/// Time allowed for the perpetual listings at start (every venue at once); a venue whose
+/// perpetuals have not been listed by then runs without them (reported).
+pub const PERP_LISTING_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time allowed for the listing of every venue at start; a venue that has not answered by then
 /// is left out (reported).
 pub const LISTING_START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -665,8 +668,10 @@ pub fn list_venues(
 }
 
 /// Lists every venue's USDT perpetuals once, on the calling thread (start-up, decisions §17):
-/// one result per venue, in order, Binance's with its `fundingInfo` intervals. A venue that
-/// fails is asked again after a short pause until [`LISTING_START_TIMEOUT`], then left without
+/// one result per venue, in order, Binance's with its `fundingInfo` intervals. The venues are
+/// asked at once; one that fails to answer is asked again after a short pause until
+/// [`PERP_LISTING_START_TIMEOUT`], one that answers with an error status or a body that is not
+/// a listing (a host that serves no perpetuals) is not asked again. Either way it runs without
 /// perpetuals (its spot feed runs on).
 pub fn list_perps(
     venues: &[VenueSettings],
@@ -676,34 +681,40 @@ pub fn list_perps(
         Ok(r) => r,
         Err(e) => return venues.iter().map(|_| Err(RestError::Transport(format!("no runtime: {e}")))).collect(),
     };
-    let ctx = Ctx {
+    let ctx = Rc::new(Ctx {
         venues: venues.to_vec(),
         books: RestBooks::empty(),
         tls,
         stats: Arc::new(Default::default()),
         pacers: Default::default(),
-    };
+    });
     tokio::task::LocalSet::new().block_on(&runtime, async {
-        let mut out = Vec::with_capacity(venues.len());
-        for s in venues {
-            let deadline = tokio::time::Instant::now() + LISTING_START_TIMEOUT;
-            let mut last = RestError::Transport("no answer".into());
-            let mut got = None;
-            for attempt in 0..u32::MAX {
-                match tokio::time::timeout_at(deadline, perp_listing_of(&ctx, s)).await {
-                    Ok(Ok(l)) => {
-                        got = Some(l);
-                        break;
+        let deadline = tokio::time::Instant::now() + PERP_LISTING_START_TIMEOUT;
+        let tasks: Vec<_> = (0..venues.len())
+            .map(|i| {
+                let ctx = ctx.clone();
+                tokio::task::spawn_local(async move {
+                    let s = &ctx.venues[i];
+                    let mut last = RestError::Transport("no answer".into());
+                    for attempt in 0..u32::MAX {
+                        match tokio::time::timeout_at(deadline, perp_listing_of(&ctx, s)).await {
+                            Ok(Ok(l)) => return Ok(l),
+                            Ok(Err(e)) if !matches!(e, RestError::Transport(_)) => return Err(e),
+                            Ok(Err(e)) => last = e,
+                            Err(_) => break,
+                        }
+                        let pause = Duration::from_millis(500u64 << attempt.min(3));
+                        if tokio::time::timeout_at(deadline, tokio::time::sleep(pause)).await.is_err() {
+                            break;
+                        }
                     }
-                    Ok(Err(e)) => last = e,
-                    Err(_) => break,
-                }
-                let pause = Duration::from_millis(500u64 << attempt.min(4));
-                if tokio::time::timeout_at(deadline, tokio::time::sleep(pause)).await.is_err() {
-                    break;
-                }
-            }
-            out.push(got.ok_or(last));
+                    Err(last)
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(venues.len());
+        for t in tasks {
+            out.push(t.await.unwrap_or_else(|e| Err(RestError::Transport(format!("perpetual listing task failed: {e}")))));
         }
         out
     })

@@ -66,9 +66,13 @@ pub(super) fn start_feed(
     let tls = rampart_outbound::tls_config(&[]);
     let starting = starting::Starting::start(listener.try_clone()?)?;
     let listed = list_live(venues, tls.clone());
+    // The perpetuals are listed while the port still answers "starting".
+    let perps = match (&listed, s.derivatives) {
+        (Ok((registry, _)), true) => list_perps(venues, tls.clone(), registry),
+        _ => Vec::new(),
+    };
     starting.finish()?;
     let (registry, natives) = listed?;
-    let perps = if s.derivatives { list_perps(venues, tls.clone(), &registry) } else { Vec::new() };
     let registry = Arc::new(registry);
     let alerts = load(&registry)?;
     let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
