@@ -178,6 +178,9 @@ pub struct Received {
     /// The Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`)
     /// and the body, when the request was signed (`None`: no `webhook-signature`).
     pub signed: Option<Signed>,
+    /// A `*` liquidations body's `triggers`: each one's `symbol` and `liquidation.usd` (empty for
+    /// any other body).
+    pub liquidations: Vec<(String, f64)>,
 }
 
 /// What a signed delivery carried, to be verified after the run (not while receiving, so a
@@ -347,8 +350,17 @@ fn read_one(conn: &mut TcpStream, buf: &mut Vec<u8>, receiver: usize) -> Option<
         signature,
         body: raw.to_vec(),
     });
+    let liquidations = body["triggers"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| Some((t["symbol"].as_str()?.to_owned(), t["liquidation"]["usd"].as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
     buf.drain(..head_end + len);
     Some(Received {
+        liquidations,
         receiver,
         at_us,
         alert_id: body["alert"]["id"].as_i64().unwrap_or(-1),

@@ -14,6 +14,7 @@ pub mod env;
 pub mod harness;
 pub mod http_load;
 pub mod ingest;
+pub mod liq_storm;
 pub mod parsers;
 pub mod perp_memory;
 pub mod perp_round;

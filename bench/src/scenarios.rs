@@ -30,7 +30,8 @@ pub use crate::env::{Opts, BACKENDS};
 use crate::harness::{self, now_us, Http, Receivers};
 
 /// The scenarios, by name.
-pub const SCENARIOS: [&str; 8] = ["quiet", "burst", "storm", "http", "writes", "ingest", "streams", "soak"];
+pub const SCENARIOS: [&str; 9] =
+    ["quiet", "burst", "storm", "http", "writes", "ingest", "streams", "soak", "liquidations"];
 
 /// One probe: an alert just above a pair's price and a trade through it.
 struct Probe {
@@ -261,6 +262,7 @@ pub fn run(o: &Opts) -> Res<Value> {
             ));
         }
         "streams" => crate::streams::run(o, &mut result, &mut notes)?,
+        "liquidations" => crate::liq_storm::run(o, &mut result, &mut notes)?,
         "soak" => crate::soak::run(o, &mut result, &mut notes)?,
         "http" => http(o, &mut result, &mut notes)?,
         "writes" => reads_under_creates(o, &mut result, &mut notes)?,

@@ -127,3 +127,17 @@ fn writes_scenario_creates_alerts_beside_the_reads() {
     assert!(md.contains("Median p99 ratio"), "{md}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn liquidations_scenario_delivers_every_injected_liquidation() {
+    let out = std::env::temp_dir().join(format!("rampart-harness-liquidations-{}", std::process::id()));
+    let mut o = opts("liquidations", &out);
+    o.storm_alerts = 3;
+    let r = run(&o).expect("liquidations");
+    let s = &r["liquidationStorm"];
+    assert!(s["expected"].as_u64().is_some_and(|n| n > 0), "{s}");
+    assert_eq!(s["delivered"], s["expected"], "every injected liquidation reached every `*` alert: {s}");
+    assert_eq!(s["duplicates"], 0, "{s}");
+    assert!(s["triggersPerBodyMax"].as_u64().is_some_and(|n| (1..=100).contains(&n)), "{s}");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -3,7 +3,7 @@
 //! a load of alerts, runs one scenario and writes `perf/runs/<date>-<scenario>.{json,md}`.
 //!
 //! Usage: `rampart-harness curve DIR` (a `perf/scripts/scale.sh` run's figures as one table, also
-//! written to `DIR/curve.md`), or `rampart-harness quiet|burst|storm|http|writes|ingest [--rampart PATH] [--out DIR]
+//! written to `DIR/curve.md`), or `rampart-harness quiet|burst|storm|http|writes|ingest|streams|soak|liquidations [--rampart PATH] [--out DIR]
 //! [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--backend sqlite|postgres|cluster|roles]
 //! [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST]` (rampart's shards, 1 unless
 //! told; its front threads, its own default unless told; the HTTP load generator's threads, 2
@@ -83,7 +83,8 @@ fn opts() -> Result<Opts, String> {
         pairs: num("--pairs", 500)?,
         alerts: num("--alerts", default_alerts)?,
         secs: num("--secs", 30)? as u64,
-        storm_alerts: num("--storm-alerts", 10_000)?,
+        // `liquidations`: `*` alerts per venue, each collecting every pair's liquidations.
+        storm_alerts: num("--storm-alerts", if scenario == "liquidations" { 100 } else { 10_000 })?,
         storm_receivers: 100,
         signed: args.iter().any(|a| a == "--signed"),
         probe_every: Duration::from_millis(200),

@@ -603,11 +603,13 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
     let mut codec = WsCodec::new(WS_MESSAGE_BYTES_MAX, u64::from_le_bytes(seed));
     let mut backoff_ms = 0u64;
     let perp = live.borrow().sessions[c].is_perp();
+    // Logs name a perpetual connection as such ("binance perpetuals").
+    let name = if perp { format!("{} perpetuals", venue.as_str()) } else { venue.as_str().to_owned() };
     let url = live.borrow().sessions[c].url(if perp { &settings.perp_ws } else { &settings.ws });
     let parsed = match WsUrl::parse(&url) {
         Ok(u) => u,
         Err(e) => {
-            tracing::error!("{}: {e}", venue.as_str());
+            tracing::error!("{name}: {e}");
             return;
         }
     };
@@ -632,7 +634,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
                 }
                 backoff_ms = (backoff_ms * 2).clamp(RECONNECT_BACKOFF_MIN_MS, RECONNECT_BACKOFF_MAX_MS);
                 if backoff_ms <= 2 * RECONNECT_BACKOFF_MIN_MS {
-                    tracing::warn!("{}: connection failed: {e}", venue.as_str());
+                    tracing::warn!("{name}: connection failed: {e}");
                 }
                 glommio::timer::sleep(Duration::from_millis(jitter(backoff_ms, clock.now_ms()))).await;
                 continue;
@@ -668,7 +670,7 @@ async fn connection(live: Rc<RefCell<Live>>, c: usize, settings: VenueSettings, 
             Ended::Io(why) => why.clone(),
             Ended::Stopping => "stopping".to_owned(),
         };
-        tracing::info!("{}: connection {c} ended: {why}", venue.as_str());
+        tracing::info!("{name}: connection {c} ended: {why}");
         if clock.now_ms() - opened_ms >= RECONNECT_BACKOFF_RESET_MS {
             backoff_ms = 0;
         }

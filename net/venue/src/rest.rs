@@ -714,7 +714,9 @@ pub fn list_perps(
             .collect();
         let mut out = Vec::with_capacity(venues.len());
         for t in tasks {
-            out.push(t.await.unwrap_or_else(|e| Err(RestError::Transport(format!("perpetual listing task failed: {e}")))));
+            out.push(
+                t.await.unwrap_or_else(|e| Err(RestError::Transport(format!("perpetual listing task failed: {e}")))),
+            );
         }
         out
     })

@@ -65,14 +65,9 @@ pub(super) fn start_feed(
     };
     let tls = rampart_outbound::tls_config(&[]);
     let starting = starting::Starting::start(listener.try_clone()?)?;
-    let listed = list_live(venues, tls.clone());
-    // The perpetuals are listed while the port still answers "starting".
-    let perps = match (&listed, s.derivatives) {
-        (Ok((registry, _)), true) => list_perps(venues, tls.clone(), registry),
-        _ => Vec::new(),
-    };
+    let listed = list_pairs_and_perps(venues, tls.clone(), s.derivatives);
     starting.finish()?;
-    let (registry, natives) = listed?;
+    let (registry, natives, perps) = listed?;
     let registry = Arc::new(registry);
     let alerts = load(&registry)?;
     let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
@@ -244,6 +239,19 @@ pub(crate) fn list_live(
     }
     let registry = Registry::new(instruments).map_err(|e| anyhow::anyhow!("registry: {e:?}"))?;
     Ok((registry, natives))
+}
+
+/// The venues' pairs and, with `[derivatives]` on, their perpetuals (both while the port still
+/// answers "starting").
+#[allow(clippy::type_complexity)]
+fn list_pairs_and_perps(
+    venues: &[VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+    derivatives: bool,
+) -> Result<(Registry, Vec<String>, Vec<(rampart_engine::BookId, rampart_venue::perp_listing::PerpPair)>)> {
+    let (registry, natives) = list_live(venues, tls.clone())?;
+    let perps = if derivatives { list_perps(venues, tls, &registry) } else { Vec::new() };
+    Ok((registry, natives, perps))
 }
 
 /// Every venue's USDT perpetuals (decisions §17), matched onto the pairs `registry` serves: each
