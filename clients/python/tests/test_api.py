@@ -49,15 +49,36 @@ def test_market_data_methods(server: Rampart, key: str) -> None:
         assert c.book("BTCUSDT", limit=5)["inSync"] in (True, False)
         assert set(c.latency()) == {"tickToDecisionUs", "readToDecisionUs"}
         assert c.reset_latency() == {"reset": True}
-        # The live feed reads no perpetual yet (docs/design/derivatives.md): every pair answers
-        # as one without a perpetual, the venue's lists are empty.
+        # The venue's perpetuals, read live from the simulator (docs/decisions.md §17).
+        perp = wait_for("BTCUSDT's perpetual", lambda: _perp(c, "BTCUSDT"))
+        assert perp["contract"] == "BTCUSDT"
+        assert perp["funding"]["intervalH"] >= 1
+        liquidation = {"venue": "binance", "symbol": "BTCUSDT", "side": "long", "usd": 250000}
+        server.sim("liquidation", liquidation)
+        listed = wait_for(
+            "the liquidation",
+            lambda: c.liquidations("BTCUSDT", side="long", min_usd=250000, limit=5)["data"],
+        )
+        assert listed[0]["usd"] >= 250000
+        assert [p["symbol"] for p in c.perp_bulk(symbols=["BTCUSDT"])["data"]] == ["BTCUSDT"]
+        assert c.liquidations_bulk(limit=5)["data"]
+        # A pair the venue lists without a perpetual answers as one.
+        without = [s["symbol"] for s in symbols if s["perp"] is None]
+        assert without, symbols
         with pytest.raises(rampart.NotFoundError) as no_perp:
-            c.perp("BTCUSDT")
-        assert no_perp.value.message == "no perpetual contract for 'BTCUSDT' on binance"
+            c.perp(without[0])
+        assert no_perp.value.message == f"no perpetual contract for '{without[0]}' on binance"
         with pytest.raises(rampart.NotFoundError):
-            c.liquidations("BTCUSDT", side="long", min_usd=0, limit=5)
-        assert c.perp_bulk(symbols=["BTCUSDT"])["data"] == []
-        assert c.liquidations_bulk(limit=5)["data"] == []
+            c.liquidations(without[0], side="long", min_usd=0, limit=5)
+
+
+def _perp(c: Client, symbol: str) -> rampart.models.PerpData | None:
+    """The pair's perpetual once its funding has come, else None."""
+    try:
+        data = c.perp(symbol)["data"]
+    except rampart.NotFoundError:
+        return None
+    return data if data["funding"] is not None else None
 
 
 def _walls_at(c: Client, symbol: str, price: float) -> list[rampart.models.Wall]:
@@ -152,12 +173,10 @@ async def test_the_async_client_against_the_server(server: Rampart, key: str) ->
     async with AsyncClient(server.url, key) as c:
         assert rampart.supports(await c.check_version())
         assert (await c.levels("ETHUSDT"))["symbol"] == "ETHUSDT"
-        assert (await c.perp_bulk())["data"] == []
-        assert (await c.liquidations_bulk(side="short"))["data"] == []
-        with pytest.raises(rampart.NotFoundError):
-            await c.perp("ETHUSDT")
-        with pytest.raises(rampart.NotFoundError):
-            await c.liquidations("ETHUSDT")
+        assert "ETHUSDT" in {p["symbol"] for p in (await c.perp_bulk())["data"]}
+        assert isinstance((await c.liquidations_bulk(side="short"))["data"], list)
+        assert (await c.perp("ETHUSDT"))["data"]["contract"] == "ETHUSDT"
+        assert isinstance((await c.liquidations("ETHUSDT"))["data"], list)
         assert (await c.exchanges())["data"][0]["exchange"] == "binance"
         assert (await c.webhook_signing())["data"]["signing"] is False
         secret = (await c.rotate_webhook_secret())["data"]["secret"]
