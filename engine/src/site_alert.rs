@@ -94,10 +94,11 @@ pub enum MarketOutcome {
 
 impl MarketAlert {
     /// A new alert, armed only if `value` (the number when it is created) is on the near side:
-    /// one created already past its threshold waits for the number to come back first.
+    /// one created already past its threshold waits for the number to come back first. Without a
+    /// value (NaN: a perpetuals' number no pair has yet) it takes its side from the first value.
     pub fn new(spec: MarketSpec, value: f64) -> MarketAlert {
         let mut a = MarketAlert { spec, armed: false, done: false };
-        a.armed = !a.reached(value);
+        a.armed = value.is_finite() && !a.reached(value);
         a
     }
 
@@ -157,5 +158,19 @@ mod tests {
         assert_eq!(a.on_value(f64::NAN), MarketOutcome::Quiet, "no number: nothing");
         assert_eq!(a.on_value(58.0), MarketOutcome::Quiet);
         assert_eq!(a.on_value(60.5), MarketOutcome::Fired { last: false });
+    }
+
+    #[test]
+    fn a_market_alert_created_without_a_value_takes_its_side_from_the_first_one() {
+        // Past the threshold at the first value: waits for it to come back, as if created there.
+        let mut a = market(Direction::Above, true, f64::NAN);
+        assert_eq!(a.on_value(f64::NAN), MarketOutcome::Quiet);
+        assert_eq!(a.on_value(70.0), MarketOutcome::Quiet, "no crossing seen");
+        assert_eq!(a.on_value(55.0), MarketOutcome::Quiet);
+        assert_eq!(a.on_value(61.0), MarketOutcome::Fired { last: false });
+        // On the near side at the first value: armed, fires on reaching it.
+        let mut b = market(Direction::Below, false, f64::NAN);
+        assert_eq!(b.on_value(80.0), MarketOutcome::Quiet);
+        assert_eq!(b.on_value(60.0), MarketOutcome::Fired { last: true });
     }
 }

@@ -42,8 +42,13 @@ pub const MAX_DIST_PCT_DEFAULT: f64 = 5.0;
 /// Largest `min_age_s` accepted: one day.
 pub const MIN_AGE_S_MAX: u64 = 86_400;
 pub use crate::request::COOLDOWN_S_MAX;
-/// Largest threshold of a count on the board (no venue lists more pairs or walls than this).
+/// Largest threshold of a count on the board (no venue lists more pairs or walls than this), and
+/// of the open interest's percent change.
 pub const COUNT_THRESHOLD_MAX: f64 = 1e6;
+/// Largest threshold of a board number in USD (liquidations, open interest; decisions.md §17).
+pub const USD_THRESHOLD_MAX: f64 = 1e15;
+/// The funding threshold's bound either side of 0, percent per 8 h (§17).
+pub const FUNDING_THRESHOLD_MAX: f64 = 50.0;
 
 /// The fields a site alert body may have, in the order the 422 lists them.
 pub const SITE_FIELDS: [&str; 14] = [
@@ -154,11 +159,30 @@ fn market(obj: &Obj) -> Result<SiteCondition, Invalid> {
         invalid(format!("invalid direction '{}' for a market alert. Allowed: above, below", clip(direction, 32)))
     })?;
     let threshold = float(obj, "threshold")?.ok_or_else(|| invalid("missing field 'threshold'"))?;
-    let max = if number == BoardNumber::Sentiment { 100.0 } else { COUNT_THRESHOLD_MAX };
-    if !(0.0..=max).contains(&threshold) {
-        return Err(invalid(format!("threshold for {} must be from 0 to {max:.0}", number.as_str())));
+    let (min, max) = threshold_range(number);
+    if !(min..=max).contains(&threshold) {
+        return Err(invalid(format!("threshold for {} must be from {min:.0} to {max:.0}", number.as_str())));
     }
     Ok(SiteCondition::Market { number, interval, direction, threshold })
+}
+
+/// The thresholds a market alert on `number` may have (§10; the perpetuals' numbers §17).
+fn threshold_range(number: BoardNumber) -> (f64, f64) {
+    match number {
+        BoardNumber::Sentiment => (0.0, 100.0),
+        BoardNumber::LiqLongUsd | BoardNumber::LiqShortUsd | BoardNumber::OiUsd => (0.0, USD_THRESHOLD_MAX),
+        BoardNumber::OiChange => (-100.0, COUNT_THRESHOLD_MAX),
+        BoardNumber::Funding => (-FUNDING_THRESHOLD_MAX, FUNDING_THRESHOLD_MAX),
+        BoardNumber::Advancing
+        | BoardNumber::Declining
+        | BoardNumber::Up5
+        | BoardNumber::Down5
+        | BoardNumber::Walls
+        | BoardNumber::AtLevel
+        | BoardNumber::Perps
+        | BoardNumber::FundingHigh
+        | BoardNumber::FundingLow => (0.0, COUNT_THRESHOLD_MAX),
+    }
 }
 
 fn float(obj: &Obj, name: &str) -> Result<Option<f64>, Invalid> {
@@ -242,7 +266,9 @@ pub fn refuse_reached(request: &SiteRequest, board: &Board) -> Result<(), Invali
     if !now.is_finite() || !market_reached(direction, threshold, now) {
         return Ok(());
     }
-    let now = (now * 10.0).round() / 10.0;
+    // Funding is a rate of a few hundredths of a percent: it keeps the API's 6 decimals.
+    let scale = if number == BoardNumber::Funding { 1e6 } else { 10.0 };
+    let now = (now * scale).round() / scale;
     let (meets, choose) = match direction {
         Direction::Above => ("at or above", "above"),
         Direction::Below => ("at or below", "below"),
@@ -285,6 +311,14 @@ fn number_words(n: BoardNumber) -> &'static str {
         BoardNumber::Down5 => "The count of pairs down 5 % or more",
         BoardNumber::Walls => "The count of walls",
         BoardNumber::AtLevel => "The count of pairs at a level",
+        BoardNumber::Perps => "The count of pairs with a perpetual",
+        BoardNumber::LiqLongUsd => "The USD of longs liquidated",
+        BoardNumber::LiqShortUsd => "The USD of shorts liquidated",
+        BoardNumber::OiUsd => "The open interest in USD",
+        BoardNumber::OiChange => "The open interest's change in percent",
+        BoardNumber::Funding => "The funding rate per 8 h in percent",
+        BoardNumber::FundingHigh => "The count of pairs with funding at 0.05 % or more",
+        BoardNumber::FundingLow => "The count of pairs with funding at -0.05 % or less",
     }
 }
 
@@ -361,8 +395,20 @@ mod tests {
     }
 
     #[test]
+    fn a_market_alert_takes_the_perpetuals_numbers_with_a_negative_threshold_where_they_go_below_0() {
+        for (number, threshold) in [("funding", -0.05), ("oiChange", -12.5), ("liqLongUsd", 5e6), ("perps", 10.0)] {
+            let body = format!(
+                r#"{{"type":"market","exchange":"binance","number":"{number}","interval":"1h","direction":"below","threshold":{threshold}}}"#
+            );
+            let r = parse_request(body.as_bytes()).expect("valid");
+            let SiteCondition::Market { number: n, threshold: t, .. } = r.condition else { panic!("{body}") };
+            assert_eq!((n.as_str(), t), (number, threshold));
+        }
+    }
+
+    #[test]
     fn every_bad_body_is_refused_with_its_message() {
-        let cases: [(&str, &str); 22] = [
+        let cases: [(&str, &str); 26] = [
             (r#"{"type":"density""#, "malformed JSON"),
             (r#"[1]"#, "request body must be a JSON object"),
             (r#"{"type":"density","minUsd":1}"#, "unknown field 'minUsd'. Allowed: type, exchange, symbol, side"),
@@ -404,6 +450,23 @@ mod tests {
             (
                 r#"{"type":"market","exchange":"okx","number":"sentiment","direction":"above","threshold":101}"#,
                 "threshold for sentiment must be from 0 to 100",
+            ),
+            // The perpetuals' numbers of decisions.md §17 and their ranges.
+            (
+                r#"{"type":"market","exchange":"okx","number":"funding","direction":"above","threshold":50.5}"#,
+                "threshold for funding must be from -50 to 50",
+            ),
+            (
+                r#"{"type":"market","exchange":"okx","number":"oiChange","direction":"below","threshold":-101}"#,
+                "threshold for oiChange must be from -100 to 1000000",
+            ),
+            (
+                r#"{"type":"market","exchange":"okx","number":"oiUsd","direction":"above","threshold":2e15}"#,
+                "threshold for oiUsd must be from 0 to 1000000000000000",
+            ),
+            (
+                r#"{"type":"market","exchange":"okx","number":"fundingHigh","direction":"above","threshold":-1}"#,
+                "threshold for fundingHigh must be from 0 to 1000000",
             ),
             (
                 r#"{"type":"density","exchange":"okx","min_usd":1,"repeat":true,"cooldown_s":86401}"#,

@@ -256,7 +256,8 @@ async function main(browser) {
     await visible(a.page, tid('pair-chart'), 'the pair page did not show its chart');
     await visible(a.page, tid('pair-metrics'), 'the pair page did not show its metrics');
     await pageTrue(a.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
-    const pairChannels = ['price', 'levels', 'walls'].map((c) => `${c}:${VENUE}:${SYMBOL}`);
+    // The pair has a perpetual on the simulator: its page follows the perpetual's channels too (decisions.md §17).
+    const pairChannels = ['price', 'levels', 'walls', 'perp', 'liquidations'].map((c) => `${c}:${VENUE}:${SYMBOL}`);
     const { since } = await oneStream(a.page, pairChannels, 'the pair page');
     assert.ok(since >= A.entryId, `the pair page's stream resumes at ${since}, before the entry ${A.entryId} the last page held`);
     note(`one EventSource: alerts and ${pairChannels.join(', ')}, since ${since}`);

@@ -89,7 +89,8 @@ async function main(browser) {
     t.page.on('request', count);
     await setHash(t.page, `#/pair/${VENUE}/${SYMBOL}`);
     await pageTrue(t.page, () => window.rampartChart && window.rampartChart.ready === true, null, 'the chart never became ready');
-    await oneStream(t.page, ['price', 'levels', 'walls'].map((c) => `${c}:${VENUE}:${SYMBOL}`), 'the pair page');
+    // The pair has a perpetual on the simulator: its page follows the perpetual's channels too (decisions.md §17).
+    await oneStream(t.page, ['price', 'levels', 'walls', 'perp', 'liquidations'].map((c) => `${c}:${VENUE}:${SYMBOL}`), 'the pair page');
     await until(`no chart line for alert #${first.id}`, async () => (await lines(t.page)).some((l) => l.title.startsWith(`alert #${first.id} `)));
     await visible(t.page, `${alertRow('pair-alerts', first.id)}[data-status="active"]`, 'the pair page does not list the alert as active');
     await t.page.evaluate(() => { window.__marker = 35; });

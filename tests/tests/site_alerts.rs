@@ -4,7 +4,8 @@
 //! `appeared` since §15 (listed by `GET /v1/alerts`), fires when a wall is placed (`/sim/level`)
 //! and not again while it stands, and again once it vanished and came back; a market alert
 //! fires when a trade moves the board across its threshold; firings reach the inbox and never a
-//! webhook. Every refusal of the interface, and the per-kind caps.
+//! webhook; a market alert on the perpetuals' open interest (§17) fires when it jumps at the
+//! venue. Every refusal of the interface, and the per-kind caps.
 
 use std::process::Output;
 use std::thread;
@@ -203,6 +204,65 @@ fn market_alert_fires(sim: &SimVenue, server: &Server) {
     thread::sleep(Duration::from_secs(2));
     assert_eq!(inbox(server, "market.triggered", &alert["id"]).len(), 1, "a non-repeating alert fires once");
     inbox_pages(server);
+}
+
+/// A market alert on a perpetuals' number of the board (decisions.md §17 "The board"): the summed
+/// open interest. One at the number's value is refused with the value in words; one 25 % above
+/// it fires once when BTCUSDT's open interest jumps at the venue (Binance's polled every second
+/// here), with the board's value in the firing.
+#[test]
+fn a_market_alert_fires_on_the_perpetuals_open_interest() {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 8, "[derivatives]\nbinance_oi_poll_s = 1\n").display().to_string();
+    let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"]);
+    server.wait_venue("binance", "perp up", 30, |h| h["state"] == "ok" && h["perp"] == "up");
+    // Binance's open interest arrives a contract at a time (polled in turn): the board's sum is
+    // read once every perpetual has a fresh one and the board holds them all (an alert made on a
+    // partial sum would see it pass its threshold before the jump and wait for it to come back).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (oi, btc) = loop {
+        let perps =
+            server.get_authed("/v1/perp?exchange=binance").ok("perp")["data"].as_array().cloned().unwrap_or_default();
+        let fresh: Vec<f64> =
+            perps.iter().filter(|p| p["oi"]["stale"] == false).filter_map(|p| p["oi"]["usd"].as_f64()).collect();
+        let btc = perps.iter().find(|p| p["symbol"] == SYMBOL).and_then(|p| p["oi"]["usd"].as_f64());
+        let board = server.get_authed("/v1/market?exchange=binance&interval=1h").ok("market")["data"]["oiUsd"].as_f64();
+        let all: f64 = fresh.iter().sum();
+        if let (Some(oi), Some(btc), true) = (board, btc, fresh.len() == perps.len() && !perps.is_empty()) {
+            if (oi - all).abs() <= 0.05 * all {
+                break (oi, btc);
+            }
+        }
+        assert!(Instant::now() < deadline, "no complete open interest on the board in 30 s: {board:?} of {perps:?}");
+        thread::sleep(Duration::from_millis(200));
+    };
+    let (_, site) = SiteSession::signin(&server, &server.key);
+    let site = site.expect("signed in");
+    let body = |threshold: f64| json!({"type":"market","exchange":"binance","number":"oiUsd","interval":"1h","direction":"above","threshold":threshold});
+    let at = site.change(&server, "POST", "/site/site-alerts", Some(&body((oi * 0.5).floor())));
+    assert_eq!(at.status, 422, "{}", at.text);
+    assert!(
+        at.body["error"].as_str().is_some_and(|e| e.starts_with("The open interest in USD on binance (1h) is ")),
+        "{}",
+        at.text
+    );
+    let threshold = (oi * 1.25).floor();
+    let made = site.change(&server, "POST", "/site/site-alerts", Some(&body(threshold)));
+    assert_eq!(made.status, 200, "{}", made.text);
+    let alert = made.body["data"]["id"].clone();
+    thread::sleep(Duration::from_millis(2_500)); // taken by the board thread at its next build
+    assert!(inbox(&server, "market.triggered", &alert).is_empty(), "nothing crossed yet");
+    // BTCUSDT alone brings the sum 50 % up.
+    let pct = (oi * 0.5 / btc * 100.0).ceil();
+    sim.control("oi", &json!({"venue":"binance","symbol":SYMBOL,"pct":pct}));
+    let fired = await_inbox(&server, "market.triggered", &alert, 1, 20);
+    let event = &fired[0]["event"];
+    assert!(event["value"].as_f64().is_some_and(|v| v >= threshold), "{event}");
+    assert_eq!(
+        (&event["alert"]["number"], &event["alert"]["status"]),
+        (&json!("oiUsd"), &json!("triggered")),
+        "{event}"
+    );
 }
 
 /// `GET /v1/inbox?before=` pages back from an entry already seen; bad values are 422.

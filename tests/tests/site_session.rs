@@ -59,7 +59,8 @@ fn sign_in_csrf_sign_out_and_revocation() {
     );
     bad.assert_error(
         422,
-        "invalid number 'mood'. Allowed: sentiment, advancing, declining, up5, down5, walls, atLevel",
+        "invalid number 'mood'. Allowed: sentiment, advancing, declining, up5, down5, walls, atLevel, perps, \
+         liqLongUsd, liqShortUsd, oiUsd, oiChange, funding, fundingHigh, fundingLow",
         "bad number",
     );
     let unknown = s.change(

@@ -1,12 +1,20 @@
-// The create forms of alerts: price, percent, level and wall (POST /site/v1/alerts), the site's density alert (a wall alert on "appeared", every plan) and market alerts (POST /site/site-alerts), and the pair page's price alert.
+// The create forms of alerts: price, percent, level, wall, liquidations, open interest and funding (POST /site/v1/alerts), the site's density alert (a wall alert on "appeared", every plan) and market alerts (POST /site/site-alerts), and the pair page's price alert.
 
+import { LIQ_WINDOWS, OI_WINDOWS } from './derivatives.js';
 import { errorBox, h, say, statusBox } from './dom.js';
 import { field, numberInput, options, submitting } from './forms.js';
 import { call, v1 } from './http.js';
 import { BOARD_NUMBERS, EVERY_PAIR, INTERVALS, VENUE_WIDE_TYPES } from './values.js';
 import { suggest, venueOptions } from './venues.js';
 
-const TYPE_NAMES = { price: 'Price', pct: 'Percent', level: 'Level', wall: 'Wall' };
+const TYPE_NAMES = { price: 'Price', pct: 'Percent', level: 'Level', wall: 'Wall', liquidations: 'Liquidations', oi: 'Open interest', funding: 'Funding' };
+
+/** The types of the create form: [value, words]; the last three need the pair's perpetual (decisions.md §17). */
+const TYPES = [
+  ['price', 'Price crosses a level'], ['pct', 'Percent move'], ['level', 'A support or resistance is approached, touched or broken'],
+  ['wall', 'A wall appears, is pulled or is filled'], ['liquidations', 'Liquidations (perpetual): one large, or a sum over a window'],
+  ['oi', 'Open interest moves (perpetual)'], ['funding', 'Funding crosses a rate (perpetual)'],
+];
 
 /** The fields a level or wall alert adds (decisions.md §15). */
 function structureFields() {
@@ -17,6 +25,7 @@ function structureFields() {
     minUsd: field('Minimum wall value (USD)', 'min_usd', 'text', { inputmode: 'decimal', placeholder: 'e.g. 2000000' }),
     maxDist: field('Maximum distance from price (%)', 'max_dist_pct', 'text', { inputmode: 'decimal', placeholder: '5' }),
     minAge: field('Minimum age (s)', 'min_age_s', 'text', { inputmode: 'numeric', placeholder: '0' }),
+    fundingPct: field('Funding rate (% per 8 h)', 'funding_pct', 'text', { inputmode: 'decimal', placeholder: 'e.g. 0.05', hint: 'From −50 to 50; the venue’s rate for the contract’s interval, scaled to 8 hours.' }),
   };
 }
 
@@ -26,7 +35,7 @@ export function alertForm(created) {
   const venue = field('Venue', 'exchange', 'select', { options: venueOptions(), value: 'binance' });
   const scope = field('Watch', 'scope', 'select', { options: [['pair', 'One pair'], ['venue', 'Whole venue (every pair)']] });
   const symbol = field('Pair', 'symbol', 'text', { placeholder: 'BTCUSDT', list: listId, required: true });
-  const type = field('Type', 'type', 'select', { options: [['price', 'Price crosses a level'], ['pct', 'Percent move'], ['level', 'A support or resistance is approached, touched or broken'], ['wall', 'A wall appears, is pulled or is filled']] });
+  const type = field('Type', 'type', 'select', { options: TYPES });
   const direction = field('Direction', 'direction', 'select', { options: [] });
   const price = field('Price', 'price', 'text', { inputmode: 'decimal', placeholder: 'e.g. 65000' });
   const pct = field('Move %', 'pct', 'text', { inputmode: 'decimal', placeholder: '0.1 to 500' });
@@ -54,7 +63,7 @@ export function alertForm(created) {
   const form = h('form', { testid: 'alert-form', 'aria-labelledby': 'af-h', novalidate: true },
     h('h3', { id: 'af-h', text: 'New alert' }),
     h('div', { class: 'fields' }, venue.wrap, type.wrap, scope.wrap, symbol.wrap, s.event.wrap, direction.wrap, price.wrap, pct.wrap, windowF.wrap,
-      s.within.wrap, s.minStrength.wrap, s.minUsd.wrap, s.maxDist.wrap, s.minAge.wrap, note.wrap, repeat.wrap, cooldown.wrap),
+      s.within.wrap, s.minStrength.wrap, s.minUsd.wrap, s.maxDist.wrap, s.minAge.wrap, s.fundingPct.wrap, note.wrap, repeat.wrap, cooldown.wrap),
     datalist, h('div', { class: 'actions' }, submit), error, status);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -63,7 +72,7 @@ export function alertForm(created) {
     await submitting(submit, error, status, async () => {
       const r = await call('POST', v1('alerts'), body);
       say(status, TYPE_NAMES[kind] + ' alert #' + (r.data && r.data.id) + ' created.');
-      [price, pct, note, cooldown, s.within, s.minStrength, s.minUsd, s.maxDist, s.minAge].forEach((x) => { x.input.value = ''; });
+      [price, pct, note, cooldown, s.within, s.minStrength, s.minUsd, s.maxDist, s.minAge, s.fundingPct].forEach((x) => { x.input.value = ''; });
       created();
     });
   });
@@ -75,11 +84,19 @@ const DIRECTIONS = {
   pct: [['up', 'up'], ['down', 'down'], ['any', 'either way']],
   level: [['any', 'support or resistance'], ['above', 'resistance (above the price)'], ['below', 'support (below the price)']],
   wall: [['any', 'bid or ask'], ['bid', 'bid (buy wall)'], ['ask', 'ask (sell wall)']],
+  liquidations: [['any', 'longs or shorts'], ['long', 'longs (forced sells)'], ['short', 'shorts (forced buys)']],
+  oi: [['up', 'up'], ['down', 'down'], ['any', 'either way']],
+  funding: [['above', 'rises to'], ['below', 'falls to']],
 };
 const EVENTS = {
   level: [['approach', 'approached'], ['touch', 'touched'], ['break', 'broken']],
   wall: [['appeared', 'appears'], ['pulled', 'is pulled'], ['filled', 'is filled']],
+  liquidations: [['order', 'one liquidation worth at least'], ['sum', 'liquidations over a window summing to at least']],
 };
+// What the form's shared fields are called, and what its window offers, for each type.
+const MIN_USD_LABELS = { wall: 'Minimum wall value (USD)', liquidations: 'Minimum liquidation value (USD)', oi: 'Least open interest (USD)' };
+const WINDOWS = { pct: INTERVALS, liquidations: LIQ_WINDOWS, oi: OI_WINDOWS };
+const WINDOW_HINTS = { pct: 'Measured from the open of the current candle.', liquidations: 'A rolling window, in 60 slots.', oi: 'A rolling window, in 60 slots; the change is in the contract’s base units.' };
 
 // Replaces a select's options, keeping its value when the new ones have it.
 function choices(select, list) {
@@ -107,18 +124,37 @@ function syncAlertType(f) {
   if (EVENTS[kind]) choices(f.s.event.input, EVENTS[kind]);
   f.s.event.wrap.hidden = !EVENTS[kind];
   f.price.wrap.hidden = kind !== 'price';
-  f.pct.wrap.hidden = kind !== 'pct';
-  f.windowF.wrap.hidden = kind !== 'pct';
+  f.pct.wrap.hidden = kind !== 'pct' && kind !== 'oi';
+  f.windowF.wrap.hidden = !usesWindow(f);
   f.s.within.wrap.hidden = kind !== 'level' || f.s.event.input.value !== 'approach';
   f.s.minStrength.wrap.hidden = kind !== 'level';
-  [f.s.minUsd, f.s.maxDist, f.s.minAge].forEach((x) => { x.wrap.hidden = kind !== 'wall'; });
+  [f.s.maxDist, f.s.minAge].forEach((x) => { x.wrap.hidden = kind !== 'wall'; });
+  f.s.minUsd.wrap.hidden = !MIN_USD_LABELS[kind];
+  f.s.fundingPct.wrap.hidden = kind !== 'funding';
+  relabel(f.s.minUsd, MIN_USD_LABELS[kind]);
+  relabel(f.pct, kind === 'oi' ? 'Change %' : 'Move %');
+  if (WINDOWS[kind]) {
+    choices(f.windowF.input, WINDOWS[kind].map((w) => [w, w]));
+    f.windowF.wrap.querySelector('.hint').textContent = WINDOW_HINTS[kind];
+  }
+}
+
+// Whether the chosen type takes a window: a percent move, open interest, a liquidations sum.
+function usesWindow(f) {
+  const kind = f.type.input.value;
+  return kind === 'pct' || kind === 'oi' || (kind === 'liquidations' && f.s.event.input.value === 'sum');
+}
+
+function relabel(x, text) {
+  const label = x.wrap.querySelector('label');
+  if (label && text && label.textContent !== text) label.textContent = text;
 }
 
 function alertBody(f) {
   const kind = f.type.input.value;
   const level = kind === 'level';
   const wall = kind === 'wall';
-  const event = level || wall ? f.s.event.input.value : undefined;
+  const event = EVENTS[kind] ? f.s.event.input.value : undefined;
   const venue = wholeVenue(f);
   return {
     symbol: venue ? EVERY_PAIR : f.symbol.input.value.trim(),
@@ -126,12 +162,13 @@ function alertBody(f) {
     type: kind,
     direction: f.direction.input.value,
     price: kind === 'price' ? numberInput(f.price.input) : undefined,
-    pct: kind === 'pct' ? numberInput(f.pct.input) : undefined,
-    window: kind === 'pct' ? f.windowF.input.value : undefined,
+    pct: kind === 'pct' || kind === 'oi' ? numberInput(f.pct.input) : undefined,
+    window: usesWindow(f) ? f.windowF.input.value : undefined,
     event: event,
     within_pct: level && event === 'approach' ? numberInput(f.s.within.input) : undefined,
     min_strength: level ? numberInput(f.s.minStrength.input) : undefined,
-    min_usd: wall ? numberInput(f.s.minUsd.input) : undefined,
+    min_usd: MIN_USD_LABELS[kind] ? numberInput(f.s.minUsd.input) : undefined,
+    funding_pct: kind === 'funding' ? numberInput(f.s.fundingPct.input) : undefined,
     max_dist_pct: wall ? numberInput(f.s.maxDist.input) : undefined,
     min_age_s: wall ? numberInput(f.s.minAge.input) : undefined,
     repeat: f.repeat.input.checked ? true : undefined,
@@ -153,7 +190,7 @@ function siteAlertFields(listId) {
     number: field('Board number', 'number', 'select', { options: BOARD_NUMBERS }),
     interval: field('Interval', 'interval', 'select', { options: options(INTERVALS), value: '1d' }),
     direction: field('Direction', 'direction', 'select', { options: [['above', 'above'], ['below', 'below']] }),
-    threshold: field('Threshold', 'threshold', 'text', { inputmode: 'decimal', placeholder: 'e.g. 60', hint: '0–100 for sentiment; a count for the others. It fires when the number reaches the threshold from the other side.' }),
+    threshold: field('Threshold', 'threshold', 'text', { inputmode: 'decimal', placeholder: 'e.g. 60', hint: '0–100 for sentiment; US dollars for liquidations and open interest; percent for its change (−100 up) and funding (−50 to 50); a count for the others. It fires when the number reaches the threshold from the other side.' }),
     repeat: field('Repeat', 'repeat', 'checkbox'),
     cooldown: field('Quiet time after a firing (s)', 'cooldown_s', 'text', {
       inputmode: 'numeric', placeholder: '0', hint: 'A repeating alert stays silent this long after each firing (at most 86400).',

@@ -2,6 +2,7 @@
 
 import { alertActions } from './alert-actions.js';
 import { editorOf } from './alert-edit.js';
+import { derivCondition } from './derivatives.js';
 import { deleteButton, deleteWaits, pendingRow } from './deletes.js';
 import { h, pairLink } from './dom.js';
 import { fmtDuration, fmtInt, fmtPrice, fmtUsd, labelOf } from './format.js';
@@ -32,6 +33,8 @@ export function alertCondition(a) {
 }
 
 function alertWhen(a) {
+  const deriv = derivCondition(a);
+  if (deriv) return deriv;
   if (a.type === 'pct') return a.direction + ' ' + a.pct + '% within the ' + a.window + ' candle';
   if (a.type === 'level') {
     const side = { above: 'a resistance', below: 'a support', any: 'a level' }[a.direction] || 'a level';

@@ -3,7 +3,7 @@
 import { h, say } from './dom.js';
 import { errText, Raw } from './http.js';
 
-const DECIMAL = /^(0|[1-9]\d*)(\.\d+)?$/;
+const DECIMAL = /^-?(0|[1-9]\d*)(\.\d+)?$/; // a funding level may be negative
 
 let fieldSeq = 0;
 

@@ -1,6 +1,7 @@
 // The inbox as the notifications page lists it: filtered, bursts of one alert grouped, each entry in one readable line.
 
 import { alertPlace, everyPair } from './alert-rows.js';
+import { DERIVATIVE_TYPES, derivCondition, derivTrigger } from './derivatives.js';
 import { h } from './dom.js';
 import { fmtDuration, fmtPct, fmtPrice, fmtUsd, isNum, labelOf, numberFmt } from './format.js';
 import { enc } from './http.js';
@@ -62,6 +63,7 @@ function entryFilter(e) {
   if (e.kind !== 'alert.triggered') return e.kind;
   const a = eventOf(e).alert;
   const type = a && typeof a === 'object' ? a.type : '';
+  if (DERIVATIVE_TYPES.indexOf(type) >= 0) return 'derivatives';
   return type === 'level' || type === 'wall' ? type : 'price';
 }
 
@@ -218,7 +220,9 @@ function describeFiring(a, ev, id) {
   const fired = triggersOf(ev);
   const every = a.symbol === EVERY_PAIR;
   const t = fired.length === 1 ? fired[0] : {};
-  const cond = a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')'
+  const deriv = derivCondition(a);
+  const cond = deriv ? derivTrigger(t) || deriv
+    : a.type === 'pct' ? a.direction + ' ' + a.pct + '% (' + a.window + ')'
     : a.type === 'level' ? a.event + (t.level ? ' of the ' + t.level.type + ' at ' + fmtPrice(t.level.price) + ' (' + t.level.timeframe + ')' : '')
     : a.type === 'wall' ? (t.wall ? wallWords(t.wall, a.event) : 'wall ' + a.event)
     : a.direction + ' ' + fmtPrice(a.price);

@@ -1,6 +1,7 @@
 // The market page's screener: every pair of the venue with its numbers, searched, sorted by any column, in pages.
 
 import { h, pairLink, say } from './dom.js';
+import { fmtRate } from './derivatives.js';
 import { fmtInt, fmtPct, fmtPrice, fmtUsd, isNum, labelOf, numberFmt, signClass } from './format.js';
 import { savePrefs } from './prefs.js';
 import { fillTable, table } from './tables.js';
@@ -17,6 +18,10 @@ const SCREEN_COLUMNS = [
   ['depthUsd', 'Depth ±1% (USD)', fmtUsd],
   ['wallsUsd', 'Walls (USD)', fmtUsd],
   ['level', 'Nearest level %', (v) => fmtPct(v)],
+  ['funding', 'Funding 8h %', fmtRate, 'signed'],
+  ['oiUsd', 'Open interest (USD)', fmtUsd],
+  ['oiChange', 'OI change %', (v) => fmtPct(v, true), 'signed'],
+  ['liqUsd', 'Liquidated (USD)', fmtUsd],
 ];
 const SCREEN_PAGE = 50;
 
@@ -37,6 +42,11 @@ export function screenRows(r) {
       depthUsd: d.depth && isNum(d.depth.bidUsd) && isNum(d.depth.askUsd) ? d.depth.bidUsd + d.depth.askUsd : null,
       wallsUsd: d.walls && isNum(d.walls.usd) ? d.walls.usd : null,
       level: lv.length ? Math.min(...lv) : null,
+      // The pair's perpetual (decisions.md §17): absent without one, or before it is known.
+      funding: d.funding && isNum(d.funding.rate8h) ? d.funding.rate8h : null,
+      oiUsd: d.oi && isNum(d.oi.usd) ? d.oi.usd : null,
+      oiChange: isNum(d.oiChange) ? d.oiChange : null,
+      liqUsd: d.liquidations && isNum(d.liquidations.longUsd) && isNum(d.liquidations.shortUsd) ? d.liquidations.longUsd + d.liquidations.shortUsd : null,
     };
   });
 }
@@ -112,7 +122,8 @@ function draw(s, rows, exchange) {
     else th.removeAttribute('aria-sort');
   });
   s.t.setCaption(labelOf(CATEGORIES, m.category) + ' on ' + exchange + ', sorted by ' + col[1] + (m.dir === 'asc' ? ', smallest first' : ', largest first') +
-    '; change, volatility, volume and trades over ' + m.interval + ', the rest as of now. Volume is the quote volume in US dollars.');
+    '; change, volatility, volume, trades, open interest change and liquidations over ' + m.interval +
+    ', the rest as of now. Volume is the quote volume in US dollars; funding, open interest and liquidations are the pair\'s perpetual\'s.');
   fillTable(s.t, page.map((r, i) => h('tr', { 'data-symbol': r.symbol },
     h('td', { text: from + i + 1 }),
     h('th', { scope: 'row' }, pairLink(exchange, r.symbol)),

@@ -12,7 +12,7 @@ export function venueName(v) { return VENUE_NAMES[v] || v; }
 export const EVERY_PAIR = '*';
 
 /** The alert types that may watch a whole venue: a price belongs to one pair. */
-export const VENUE_WIDE_TYPES = ['pct', 'level', 'wall'];
+export const VENUE_WIDE_TYPES = ['pct', 'level', 'wall', 'liquidations', 'oi', 'funding'];
 
 /** The candle intervals of the API. */
 export const INTERVALS = ['5m', '15m', '1h', '4h', '1d', '1w'];
@@ -27,6 +27,10 @@ export const CATEGORIES = [
 export const BOARD_NUMBERS = [
   ['sentiment', 'Sentiment'], ['advancing', 'Advancing'], ['declining', 'Declining'],
   ['up5', 'Up 5% or more'], ['down5', 'Down 5% or more'], ['walls', 'Walls'], ['atLevel', 'At a level'],
+  // The perpetuals' numbers (decisions.md §17).
+  ['perps', 'Pairs with a perpetual'], ['liqLongUsd', 'Longs liquidated (USD)'], ['liqShortUsd', 'Shorts liquidated (USD)'],
+  ['oiUsd', 'Open interest (USD)'], ['oiChange', 'Open interest change %'], ['funding', 'Funding per 8 h %'],
+  ['fundingHigh', 'Pairs with funding ≥ 0.05%'], ['fundingLow', 'Pairs with funding ≤ −0.05%'],
 ];
 
 /** The flood guard (decisions.md §16): more than this many firings of a repeating alert within FLOOD_WINDOW_S pause it. */

@@ -20,8 +20,10 @@ use rampart_state::board::{Board, Numbers};
 use rampart_state::site_alerts::SiteAlertSet;
 use rampart_state::{EventQueue, EventSender, ShardEvent};
 
-/// The number `n` of a venue's board numbers.
+/// The number `n` of a venue's board numbers; NaN while it has none (a perpetuals' sum or mean
+/// no pair has a value for: an alert neither fires nor takes its side from it).
 pub fn value(numbers: &Numbers, n: BoardNumber) -> f64 {
+    let perp = &numbers.perp;
     match n {
         BoardNumber::Sentiment => numbers.sentiment,
         BoardNumber::Advancing => f64::from(numbers.advancing),
@@ -30,6 +32,14 @@ pub fn value(numbers: &Numbers, n: BoardNumber) -> f64 {
         BoardNumber::Down5 => f64::from(numbers.down5),
         BoardNumber::Walls => f64::from(numbers.walls),
         BoardNumber::AtLevel => f64::from(numbers.at_level),
+        BoardNumber::Perps => f64::from(perp.perps),
+        BoardNumber::LiqLongUsd => perp.liq_long_usd.unwrap_or(f64::NAN),
+        BoardNumber::LiqShortUsd => perp.liq_short_usd.unwrap_or(f64::NAN),
+        BoardNumber::OiUsd => perp.oi_usd.unwrap_or(f64::NAN),
+        BoardNumber::OiChange => perp.oi_change.unwrap_or(f64::NAN),
+        BoardNumber::Funding => perp.funding.unwrap_or(f64::NAN),
+        BoardNumber::FundingHigh => f64::from(perp.funding_high),
+        BoardNumber::FundingLow => f64::from(perp.funding_low),
     }
 }
 

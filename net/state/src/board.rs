@@ -526,11 +526,27 @@ pub enum BoardNumber {
     Walls,
     /// Pairs within 0.5 % of a level.
     AtLevel,
+    /// Pairs with a perpetual (§17; [`PerpNumbers`], as the rest below).
+    Perps,
+    /// Long positions liquidated over the interval, USD.
+    LiqLongUsd,
+    /// Short positions liquidated over the interval, USD.
+    LiqShortUsd,
+    /// Open interest now, summed, USD.
+    OiUsd,
+    /// Percent change of the summed open interest over the interval.
+    OiChange,
+    /// The OI-weighted mean funding rate per 8 h, percent.
+    Funding,
+    /// Pairs whose funding per 8 h is 0.05 % or more.
+    FundingHigh,
+    /// Pairs whose funding per 8 h is −0.05 % or less.
+    FundingLow,
 }
 
 impl BoardNumber {
     /// Every number, in the order messages list them.
-    pub const ALL: [BoardNumber; 7] = [
+    pub const ALL: [BoardNumber; 15] = [
         BoardNumber::Sentiment,
         BoardNumber::Advancing,
         BoardNumber::Declining,
@@ -538,9 +554,19 @@ impl BoardNumber {
         BoardNumber::Down5,
         BoardNumber::Walls,
         BoardNumber::AtLevel,
+        BoardNumber::Perps,
+        BoardNumber::LiqLongUsd,
+        BoardNumber::LiqShortUsd,
+        BoardNumber::OiUsd,
+        BoardNumber::OiChange,
+        BoardNumber::Funding,
+        BoardNumber::FundingHigh,
+        BoardNumber::FundingLow,
     ];
     /// The allowed names as a 422 lists them.
-    pub const ALLOWED: &'static str = "sentiment, advancing, declining, up5, down5, walls, atLevel";
+    pub const ALLOWED: &'static str =
+        "sentiment, advancing, declining, up5, down5, walls, atLevel, perps, liqLongUsd, \
+                                       liqShortUsd, oiUsd, oiChange, funding, fundingHigh, fundingLow";
 
     /// The stored and answered spelling (the field name in `GET /v1/market`).
     pub fn as_str(self) -> &'static str {
@@ -552,6 +578,14 @@ impl BoardNumber {
             BoardNumber::Down5 => "down5",
             BoardNumber::Walls => "walls",
             BoardNumber::AtLevel => "atLevel",
+            BoardNumber::Perps => "perps",
+            BoardNumber::LiqLongUsd => "liqLongUsd",
+            BoardNumber::LiqShortUsd => "liqShortUsd",
+            BoardNumber::OiUsd => "oiUsd",
+            BoardNumber::OiChange => "oiChange",
+            BoardNumber::Funding => "funding",
+            BoardNumber::FundingHigh => "fundingHigh",
+            BoardNumber::FundingLow => "fundingLow",
         }
     }
 

@@ -2,7 +2,8 @@
 
 import { errorBox, h, mount, say } from '../dom.js';
 import { field, options } from '../forms.js';
-import { fmtInt, isNum, numberFmt } from '../format.js';
+import { fmtRate } from '../derivatives.js';
+import { fmtInt, fmtPct, fmtUsd, isNum, numberFmt } from '../format.js';
 import { call, errText, v1 } from '../http.js';
 import { current, poll } from '../lifecycle.js';
 import { marketStream } from '../live.js';
@@ -18,6 +19,12 @@ const MARKET_REFRESH_MS = 5000;
 const BOARD_FIELDS = [
   ['pairs', 'Pairs'], ['advancing', 'Advancing'], ['declining', 'Declining'], ['unchanged', 'Unchanged'],
   ['up5', 'Up ≥ 5%'], ['down5', 'Down ≤ −5%'], ['walls', 'Walls'], ['atLevel', 'At a level'],
+];
+// The perpetuals' numbers of the board (decisions.md §17): [key, label, format].
+const PERP_FIELDS = [
+  ['perps', 'Pairs with a perpetual', fmtInt], ['liqLongUsd', 'Longs liquidated', fmtUsd], ['liqShortUsd', 'Shorts liquidated', fmtUsd],
+  ['oiUsd', 'Open interest', fmtUsd], ['oiChange', 'Open interest change', (v) => fmtPct(v, true)],
+  ['funding', 'Funding per 8 h (OI-weighted)', fmtRate], ['fundingHigh', 'Funding ≥ 0.05%', fmtInt], ['fundingLow', 'Funding ≤ −0.05%', fmtInt],
 ];
 
 export function marketPage() {
@@ -100,12 +107,17 @@ function boardPanel(m) {
   dl.append(h('div', { class: 'sentiment' },
     h('dt', { id: 'sentiment-label', text: 'Sentiment index (volume-weighted share of advancing pairs, 0–100)' }),
     values.sentiment, meter));
+  const perpDl = h('dl', { class: 'perps', 'aria-label': 'Perpetuals' }, PERP_FIELDS.map(([k, label]) => {
+    values[k] = h('dd', { 'data-board': k, text: '–' });
+    return h('div', null, h('dt', { text: label }), values[k]);
+  }));
   const updated = h('p', { class: 'updated' });
-  board.append(boardTitle, dl, updated);
+  board.append(boardTitle, dl, h('h3', { text: 'Perpetuals' }), perpDl, updated);
 
   function draw(r, live) {
     const d = r.data || {};
     BOARD_FIELDS.forEach(([k]) => say(values[k], fmtInt(d[k])));
+    PERP_FIELDS.forEach(([k, , fmt]) => say(values[k], fmt(d[k])));
     say(values.sentiment, isNum(d.sentiment) ? numberFmt.format(d.sentiment) : '–');
     if (isNum(d.sentiment)) meter.value = d.sentiment;
     say(boardTitle, 'Market board · ' + (r.exchange || m.exchange) + ' · ' + (r.interval || m.interval));
@@ -131,7 +143,7 @@ function marketControls(changed, searched) {
   read(); // a stored choice no longer offered falls back to the first option
   const form = h('form', { class: 'panel controls', 'aria-label': 'Board and screener options' },
     h('div', { class: 'fields' }, venue.wrap, cat.wrap, interval.wrap, search.wrap),
-    h('p', { class: 'hint', text: 'The interval sets the window of change, volatility, volume and trades; spread, depth, walls and levels are as of now. Click a column to sort by it.' }));
+    h('p', { class: 'hint', text: 'The interval sets the window of change, volatility, volume, trades, open interest change and liquidations; spread, depth, walls, levels, funding and open interest are as of now. Click a column to sort by it.' }));
   form.addEventListener('submit', (ev) => ev.preventDefault());
   search.input.addEventListener('input', () => {
     m.search = search.input.value;

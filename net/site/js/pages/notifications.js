@@ -13,7 +13,7 @@ import { state } from '../state.js';
 // include the density alerts made on the site, and the firings of density alerts from before.
 const INBOX_KINDS = [
   ['', 'Every kind'], ['price', 'Price and percent alerts'], ['level', 'Level alerts'], ['wall', 'Wall and density alerts'],
-  ['market.triggered', 'Market alerts'], ['notice', 'Delistings, expiries and pauses'],
+  ['derivatives', 'Liquidations, open interest and funding alerts'], ['market.triggered', 'Market alerts'], ['notice', 'Delistings, expiries and pauses'],
 ];
 
 export function notificationsPage() {

@@ -12,6 +12,7 @@ import { current, later, onLeave, poll } from '../lifecycle.js';
 import { go } from '../nav.js';
 import { marketStream, onFiring } from '../live.js';
 import { drawLevelTable, drawMetrics, drawWallHistory, drawWallTable } from '../pair-tables.js';
+import { perpPanel } from '../perp-panel.js';
 import { savePrefs } from '../prefs.js';
 import { state } from '../state.js';
 import { failTable, fillTable, table } from '../tables.js';
@@ -48,7 +49,13 @@ export function pairPage(exchange, symbol) {
   watchChart(p);
   // Price, levels and walls come from the stream while it is open (a level broken by a trade
   // leaves the chart at once, walls move with each scan); candles and metrics are polled.
-  p.stream = marketStream(['price', 'levels', 'walls'].map((c) => c + ':' + exchange + ':' + symbol), (m) => onPairMessage(p, m));
+  const channels = ['price', 'levels', 'walls'].map((c) => c + ':' + exchange + ':' + symbol);
+  p.stream = marketStream(channels, (m) => onPairMessage(p, m));
+  // Once the perpetual's first read finds one, the stream is opened again with its `perp` and
+  // `liquidations` channels too (it would be refused them for a pair without a perpetual).
+  p.perp.load().then((has) => {
+    if (has && current(p.gen)) p.stream = marketStream(channels.concat(p.perp.channels()), (m) => onPairMessage(p, m));
+  });
   loadSymbol(p);
   refreshPair(p, true);
   p.loadAlerts();
@@ -90,12 +97,14 @@ function pairView(p) {
   p.alertsError = errorBox('pair-alerts-error');
   p.offerStatus = statusBox('pair-offer-status');
   const alertBox = pairAlertForm(p.exchange, symbol, () => p.loadAlerts());
+  p.perp = perpPanel(p.exchange, symbol);
   mount(symbol, [
     h('div', { class: 'pair-head' }, h('h1', { text: symbol + ' · ' + p.exchange }), p.price),
     controls,
     p.error,
     chartPanel(p),
     p.metricsBox,
+    p.perp.el,
     h('div', { class: 'two-col' },
       h('section', { class: 'panel', 'aria-labelledby': 'lv-h' }, h('h2', { id: 'lv-h', text: 'Levels' }), p.levelsT.wrap),
       h('section', { class: 'panel', 'aria-labelledby': 'wl-h' }, h('h2', { id: 'wl-h', text: 'Walls' }), p.wallsT.wrap)),
@@ -196,6 +205,10 @@ const sameWall = (a, b) => a.side === b.side && a.price === b.price;
 function onPairMessage(p, m) {
   if (!current(p.gen) || !m.data) return;
   const d = m.data;
+  if (m.channel.startsWith('perp:') || m.channel.startsWith('liquidations:')) {
+    p.perp.onMessage(m);
+    return;
+  }
   if (m.channel.startsWith('price:')) {
     if (isNum(d.price)) {
       say(p.price, fmtPrice(d.price));
@@ -259,8 +272,11 @@ async function refreshPair(p, full) {
     p.drawn.levels = true;
   } else if (levels.status !== 'fulfilled') problems.push('Levels: ' + errText(levels.reason));
   redraw(p);
-  if (metrics.status === 'fulfilled') drawMetrics(p.metricsBox, metrics.value, tf);
-  else problems.push('Metrics: ' + errText(metrics.reason));
+  if (metrics.status === 'fulfilled') {
+    drawMetrics(p.metricsBox, metrics.value, tf);
+    p.perp.metrics(metrics.value, tf);
+  } else problems.push('Metrics: ' + errText(metrics.reason));
+  if (!live && !full && p.perp.has()) p.perp.read(); // the stream keeps the perpetual while it is open
   say(p.error, problems.join(' '));
 }
 
