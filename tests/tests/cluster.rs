@@ -3,7 +3,9 @@
 //! each) send them. Every firing reaches the receiver, and once unless a worker died with it in
 //! hand (sent, not yet acknowledged): one of the two processes is killed with SIGKILL midway,
 //! and the other delivers the rest.
-//! PostgreSQL and nats-server are Debian's, started by the test on loopback ports.
+//! PostgreSQL and nats-server are Debian's, started by the test on loopback ports. Also: a pair
+//! listed after start served through the api nodes, and the venues' perpetuals through a cluster
+//! of market nodes on the live feed (decisions.md §17).
 
 use std::collections::BTreeMap;
 use std::thread;
@@ -248,4 +250,88 @@ fn a_pair_listed_after_start_is_served_through_the_api_nodes() {
     live_price(&api, "the running api node serves the new pair");
     let later = Server::start_with_key(BIN, &api_args, &api.key);
     live_price(&later, "an api node started after the listing serves it");
+}
+
+/// The venues' own perpetuals through a cluster (decisions.md §17, issue #61): two market nodes
+/// on the live feed each run the perpetual sessions of their partition (`perp: up` on each); an
+/// api node serves every pair's perpetual from their snapshots; and a `*` liquidations alert made
+/// on it, decided on both market nodes, fires through each one's fenced writer for a
+/// liquidation injected at the venue on every perpetual: each pair once, none twice.
+#[test]
+fn the_venues_perpetuals_go_through_a_cluster() {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "binance"]);
+    let config = sim.config(&["binance"], 4, "[derivatives]\nbinance_oi_poll_s = 2\n").display().to_string();
+    let postgres = pg_database();
+    let owned_nats = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+    let nats = owned_nats.url();
+    let live = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
+    let common = [live.as_slice(), &["--postgres", &postgres, "--nats", &nats]].concat();
+    let market = |part: &str| {
+        Server::start_with_key(BIN, &[common.as_slice(), &["--role", "market", "--partition", part]].concat(), "")
+    };
+    let markets = [market("0/2"), market("1/2")];
+    let api = Server::start(BIN, &[common.as_slice(), &["--role", "api", "--partitions", "2"]].concat());
+    for m in &markets {
+        m.wait_venue("binance", "the market node's perpetual sessions up", 60, |h| h["perp"] == "up");
+    }
+    api.wait_venue("binance", "perpetuals relayed", 60, |h| h["perp"] == "up");
+    let listed = api.get_authed("/v1/exchanges/binance/symbols").ok("symbols")["data"].clone();
+    let with: Vec<String> = listed
+        .as_array()
+        .map(|a| {
+            a.iter().filter(|s| !s["perp"].is_null()).filter_map(|s| s["symbol"].as_str().map(str::to_owned)).collect()
+        })
+        .unwrap_or_default();
+    assert!(with.len() >= 4, "too few perpetuals to span both partitions: {listed}");
+    // Every perpetual of both partitions through the api node, with the venue's values.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let all = api.get_authed("/v1/perp?exchange=binance").ok("perp")["data"].clone();
+        let known = |p: &Value| !p["markPrice"].is_null() && !p["funding"].is_null() && !p["oi"].is_null();
+        let served: Vec<&str> =
+            all.as_array().into_iter().flatten().filter(|p| known(p)).filter_map(|p| p["symbol"].as_str()).collect();
+        if with.iter().all(|s| served.contains(&s.as_str())) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the api node does not serve every perpetual's values: {all}");
+        thread::sleep(Duration::from_millis(300));
+    }
+    let body = json!({"type":"liquidations","symbol":"*","exchange":"binance","event":"order","direction":"long",
+                      "min_usd":5_000_000,"repeat":true,"cooldown_s":0});
+    let auth = format!("Bearer {}", api.key);
+    let made = api.request("POST", "/v1/alerts", Some(&auth), Some(&body.to_string())).ok("a * liquidations alert")
+        ["data"]
+        .clone();
+    thread::sleep(Duration::from_millis(1_500)); // the command reaches both market nodes
+    let injected = sim.control("liquidation", &json!({"venue":"binance","symbol":"*","side":"long","usd":6_000_000}));
+    // Every perpetual of the venue: the served ones, and one without a spot pair (not read).
+    assert!(injected["contracts"].as_u64().is_some_and(|n| n as usize > with.len()), "{injected}");
+    let fired = |symbols: &mut Vec<String>| {
+        symbols.clear();
+        let inbox = api.get_authed("/v1/inbox?limit=1000").ok("inbox")["data"].clone();
+        for e in inbox.as_array().into_iter().flatten().filter(|e| e["alertId"] == made["id"]) {
+            for t in e["event"]["triggers"].as_array().into_iter().flatten() {
+                let usd = t["liquidation"]["usd"].as_f64().unwrap_or(0.0);
+                if (usd - 6_000_000.0).abs() < 100_000.0 {
+                    symbols.push(t["symbol"].as_str().unwrap_or("?").to_owned());
+                }
+            }
+        }
+        symbols.sort();
+    };
+    let mut symbols = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        fired(&mut symbols);
+        if symbols.len() >= with.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "fired for {symbols:?} of {with:?}");
+        thread::sleep(Duration::from_millis(300));
+    }
+    thread::sleep(Duration::from_secs(2)); // nothing more comes
+    fired(&mut symbols);
+    let mut want = with.clone();
+    want.sort();
+    assert_eq!(symbols, want, "each perpetual's injected liquidation fired once");
 }
