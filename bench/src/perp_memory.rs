@@ -48,7 +48,6 @@ pub fn perp_memory(pairs: usize) -> String {
             side: rampart_engine::perp_window::PositionSide::Long,
             price: 1.0,
             qty: 1.0,
-            usd: 1.0,
             time_ms: now,
         });
         s.recent.resize(RECENT_MAX, pad);

@@ -379,7 +379,7 @@ impl PerpAlertBook {
             s.clear();
         }
         for (i, l) in liqs.iter().enumerate() {
-            let (side, c) = (side_index(l.side), cents(l.usd));
+            let (side, c) = (side_index(l.side), cents(l.usd()));
             if largest[side].is_none_or(|(top, _)| c > top) {
                 largest[side] = Some((c, i));
             }
@@ -434,7 +434,7 @@ impl PerpAlertBook {
                     LiqDirection::Any => at_least(&self.scratch[0]) + at_least(&self.scratch[1]),
                 }
             } else {
-                liqs.iter().filter(|l| side_matches(d, l.side) && cents(l.usd) >= key).count()
+                liqs.iter().filter(|l| side_matches(d, l.side) && cents(l.usd()) >= key).count()
             };
             let count = u32::try_from(count).unwrap_or(u32::MAX);
             let hit = PerpHit::Order { index, liquidation, count };

@@ -55,13 +55,13 @@ pub const CONTRACT_LEN_MAX: usize = 32;
 /// Funding intervals taken, hours (venues use 1 to 8); an interval outside is refused.
 pub const FUNDING_INTERVAL_H_MAX: u32 = 24;
 /// Memory of one pair's derivatives state: the book is all inline, so this is all of it (about
-/// 22 KiB, against §17's estimate of about 21 KiB: [`PerpWindow`]'s slot is 40 bytes, its start
-/// time, both sides' sums and counts and the OI at its end, where the estimate counted about 12
-/// per side and 16 per OI slot).
+/// 17.6 KiB, against §17's estimate of about 21 KiB: [`PerpWindow`]'s slot is 32 bytes, both
+/// sides' sums and counts and the OI at its end, the time it holds being the ring's, where the
+/// estimate counted about 12 per side and 16 per OI slot; a [`Liquidation`] is 32, its USD value
+/// computed).
 pub const PERP_BOOK_BYTES: usize = core::mem::size_of::<PerpBook>();
-/// The most one pair's state may take: §17's about 21 KiB and a quarter; a layout over it does
-/// not compile.
-pub const PERP_BOOK_BYTES_MAX: usize = 21 * 1024 * 5 / 4;
+/// The most one pair's state may take: §17's about 21 KiB; a layout over it does not compile.
+pub const PERP_BOOK_BYTES_MAX: usize = 21 * 1024;
 const _: () = assert!(PERP_BOOK_BYTES <= PERP_BOOK_BYTES_MAX, "a pair's perpetual state grew past its bound");
 
 /// How much of a venue's liquidations its feed shows (§17 "Completeness of liquidations").
@@ -122,7 +122,7 @@ impl LiqFilter {
         let oldest_ms = now_ms - RECENT_KEEP_MS;
         newest
             .take_while(move |l| l.time_ms >= oldest_ms)
-            .filter(move |l| self.side.is_none_or(|s| s == l.side) && l.usd >= self.min_usd)
+            .filter(move |l| self.side.is_none_or(|s| s == l.side) && l.usd() >= self.min_usd)
             .take(self.limit)
     }
 }
@@ -356,9 +356,9 @@ impl PerpBook {
         if !(positive(price) && positive(qty_base)) {
             return Err(PerpReject::Invalid);
         }
-        let l = Liquidation { side, price, qty: qty_base, usd: price * qty_base, time_ms: ts_ms };
+        let l = Liquidation { side, price, qty: qty_base, time_ms: ts_ms };
         for w in &mut self.windows {
-            w.add_liquidation(now_ms, ts_ms, side, l.usd);
+            w.add_liquidation(now_ms, ts_ms, side, l.usd());
         }
         self.recent.insert(l);
         Ok(l)

@@ -95,13 +95,13 @@ pub struct SlotView {
     pub liquidations: Option<LiqSums>,
 }
 
+/// One slot; which time it holds is the ring's (`PerpWindow::newest_start`), not its own, so a
+/// slot is 32 bytes.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    /// The start of the slot it holds now (`i64::MIN`: none yet).
-    start_ms: i64,
     liq: LiqSums,
     /// The last OI known at its end (its own last sample, or carried into it); NaN while none
-    /// is (a sample is finite: `PerpBook::on_oi` refuses others), so a slot is 40 bytes, not 48.
+    /// is (a sample is finite: `PerpBook::on_oi` refuses others), so it needs no flag.
     oi_base: f64,
 }
 
@@ -112,17 +112,18 @@ impl Slot {
     }
 }
 
-const EMPTY: Slot = Slot {
-    start_ms: i64::MIN,
-    liq: LiqSums { long_usd: 0.0, short_usd: 0.0, long_count: 0, short_count: 0 },
-    oi_base: f64::NAN,
-};
+const EMPTY: Slot =
+    Slot { liq: LiqSums { long_usd: 0.0, short_usd: 0.0, long_count: 0, short_count: 0 }, oi_base: f64::NAN };
 
 /// One window of one perpetual.
 #[derive(Clone, Debug)]
 pub struct PerpWindow {
     slot_ms: i64,
+    /// The ring: slot start `t` at `index(t)`, holding the 60 starts up to `newest_start`; the
+    /// others are empty (cleared as the ring moves on).
     slots: [Slot; SLOTS],
+    /// The start of the newest slot the ring holds (`i64::MIN`: none yet).
+    newest_start: i64,
     /// When the watch began.
     watched_from_ms: i64,
     /// The newest OI sample: its time and value (base units).
@@ -133,7 +134,13 @@ impl PerpWindow {
     /// A window of `window_ms` (a multiple of 60 ms), watched from `watched_from_ms`.
     pub fn new(window_ms: i64, watched_from_ms: i64) -> PerpWindow {
         assert!(window_ms > 0 && window_ms % SLOTS as i64 == 0, "a window is 60 whole slots");
-        PerpWindow { slot_ms: window_ms / SLOTS as i64, slots: [EMPTY; SLOTS], watched_from_ms, oi_latest: None }
+        PerpWindow {
+            slot_ms: window_ms / SLOTS as i64,
+            slots: [EMPTY; SLOTS],
+            newest_start: i64::MIN,
+            watched_from_ms,
+            oi_latest: None,
+        }
     }
 
     /// The slot length, ms.
@@ -154,26 +161,54 @@ impl PerpWindow {
         (start.div_euclid(self.slot_ms)).rem_euclid(SLOTS as i64) as usize
     }
 
-    /// The slot for `start`, as held (`None`: the ring holds another time there).
-    fn slot(&self, start: i64) -> Option<&Slot> {
-        Some(&self.slots[self.index(start)]).filter(|s| s.start_ms == start)
+    /// Whether the ring holds the slot starting at `start`: one of the 60 up to the newest.
+    fn holds(&self, start: i64) -> bool {
+        self.newest_start != i64::MIN
+            && start <= self.newest_start
+            && start > self.newest_start - SLOTS as i64 * self.slot_ms
     }
 
-    /// The slot for `start`, emptied first when the ring held an older time there.
-    fn slot_mut(&mut self, start: i64) -> &mut Slot {
-        let i = self.index(start);
-        let s = &mut self.slots[i];
-        if s.start_ms != start {
-            *s = Slot { start_ms: start, ..EMPTY };
+    /// The slot for `start`, as held (`None`: the ring holds another time there).
+    fn slot(&self, start: i64) -> Option<&Slot> {
+        self.holds(start).then(|| &self.slots[self.index(start)])
+    }
+
+    /// The slot for `start`; a later one than the newest moves the ring on to it first, emptying
+    /// the slots it passes. `None` for one older than the ring holds (a window's worth before the
+    /// newest: nothing to add it to).
+    fn slot_mut(&mut self, start: i64) -> Option<&mut Slot> {
+        if self.newest_start == i64::MIN || start > self.newest_start {
+            self.move_to(start);
         }
-        s
+        if !self.holds(start) {
+            return None;
+        }
+        let i = self.index(start);
+        Some(&mut self.slots[i])
+    }
+
+    /// Makes `start` the newest slot, emptying the ones after the previous newest (all of them
+    /// when that is a window's worth or more before, or there was none).
+    fn move_to(&mut self, start: i64) {
+        let passed = if self.newest_start == i64::MIN {
+            SLOTS as i64
+        } else {
+            ((start - self.newest_start) / self.slot_ms).min(SLOTS as i64)
+        };
+        for k in 0..passed {
+            let i = self.index(start - k * self.slot_ms);
+            self.slots[i] = EMPTY;
+        }
+        self.newest_start = start;
     }
 
     /// Counts a liquidation of `side` worth `usd`, stamped `ts_ms` by the venue, at `now_ms`.
     pub fn add_liquidation(&mut self, now_ms: i64, ts_ms: i64, side: PositionSide, usd: f64) {
         let at = ts_ms.clamp(self.first_start(now_ms), now_ms);
         let start = self.start_of(at);
-        self.slot_mut(start).liq.add(side, usd);
+        if let Some(slot) = self.slot_mut(start) {
+            slot.liq.add(side, usd);
+        }
     }
 
     /// Takes an OI sample of `base` units stamped `ts_ms` (an older one than the newest taken is
@@ -188,15 +223,16 @@ impl PerpWindow {
             let from = self.start_of(t).max(start - (SLOTS as i64 - 1) * self.slot_ms);
             let mut s = from;
             while s < start {
-                let slot = self.slot_mut(s);
-                if slot.oi_base.is_nan() {
+                if let Some(slot) = self.slot_mut(s).filter(|slot| slot.oi_base.is_nan()) {
                     slot.oi_base = previous;
                 }
                 s += self.slot_ms;
             }
         }
         debug_assert!(base.is_finite(), "OI samples are finite");
-        self.slot_mut(start).oi_base = base;
+        if let Some(slot) = self.slot_mut(start) {
+            slot.oi_base = base;
+        }
         self.oi_latest = Some((ts_ms, base));
     }
 
@@ -303,6 +339,30 @@ mod tests {
         // One slot later the first one (holding the 100) is out of the window.
         let later = full + 5_000;
         assert_eq!(w.liquidations(later).map(|s| (s.long_usd, s.short_usd)), Some((0.0, 40.0)));
+    }
+
+    #[test]
+    fn the_ring_moving_on_empties_the_slots_it_passes_and_keeps_the_ones_it_holds() {
+        // 1m: slots of a second, watched from 0.
+        let mut w = PerpWindow::new(MIN, 0);
+        for k in 0..60 {
+            w.add_liquidation(k * 1_000, k * 1_000, PositionSide::Long, 1.0);
+        }
+        assert_eq!(w.liquidations(59_500).map(|l| l.long_count), Some(60));
+        // 30 s on: the 30 oldest left the window; a late one for a slot still held counts.
+        w.add_liquidation(89_000, 89_000, PositionSide::Short, 2.0);
+        w.add_liquidation(89_500, 45_000, PositionSide::Long, 1.0);
+        let l = w.liquidations(89_500).expect("watched");
+        assert_eq!((l.long_count, l.short_count), (31, 1), "slots 30–59 s, the late one, the new one");
+        // More than a window on: nothing of before is held, whatever sat in the ring.
+        w.add_liquidation(300_000, 300_000, PositionSide::Short, 4.0);
+        let l = w.liquidations(300_000).expect("watched");
+        assert_eq!((l.long_count, l.short_count, l.short_usd), (0, 1, 4.0));
+        // An OI sample stamped a window ahead moves the ring there; a liquidation now, older than
+        // all it holds, is left out rather than put over a newer slot.
+        w.note_oi(400_000, 10.0);
+        w.add_liquidation(320_000, 320_000, PositionSide::Long, 8.0);
+        assert_eq!(w.slots(400_000).filter_map(|s| s.liquidations).map(|l| l.long_count).sum::<u32>(), 0);
     }
 
     #[test]

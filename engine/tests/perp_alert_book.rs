@@ -49,7 +49,7 @@ fn funding(id: u64, direction: FundingDirection, pct: f64) -> PerpAlertSpec {
 }
 
 fn liq(side: PositionSide, usd: f64, time_ms: i64) -> Liquidation {
-    Liquidation { side, price: 100.0, qty: usd / 100.0, usd, time_ms }
+    Liquidation { side, price: 100.0, qty: usd / 100.0, time_ms }
 }
 
 fn sums(long_usd: f64, short_usd: f64) -> Option<LiqSums> {
@@ -146,7 +146,7 @@ fn one_message_fires_each_alert_once_for_its_largest_with_the_count() {
     assert_eq!(r.message(&message), [1, 2, 3, 4]);
     let by_id = |id: u64| r.out.iter().find(|f| f.id == id).copied().expect("fired");
     let PerpHit::Order { index, liquidation, count } = by_id(1).hit else { panic!("an order hit") };
-    assert_eq!((index, liquidation.usd, count), (2, 300_000.0, 3), "three longs qualified, the largest is the third");
+    assert_eq!((index, liquidation.usd(), count), (2, 300_000.0, 3), "three longs qualified, the largest is the third");
     assert_eq!(by_id(1).ts_ms, T0 + 3, "the largest's time");
     let PerpHit::Order { index, count, .. } = by_id(2).hit else { panic!("an order hit") };
     assert_eq!((index, count), (2, 4), "any: three longs and the short");
@@ -169,7 +169,7 @@ fn a_message_longer_than_the_sorted_bound_is_counted_as_exactly() {
         })
         .collect();
     let expected = |min: f64, short_only: bool| {
-        message.iter().filter(|l| l.usd >= min && (!short_only || l.side == PositionSide::Short)).count() as u32
+        message.iter().filter(|l| l.usd() >= min && (!short_only || l.side == PositionSide::Short)).count() as u32
     };
     assert_eq!(r.message(&message), [1, 2]);
     for (id, min, short_only) in [(1, 1_000.0, false), (2, 5_000.0, true)] {
@@ -177,7 +177,7 @@ fn a_message_longer_than_the_sorted_bound_is_counted_as_exactly() {
         let PerpHit::Order { count, index, .. } = f.hit else { panic!("an order hit") };
         assert_eq!(count, expected(min, short_only), "alert {id}");
         assert_eq!(
-            message[index].usd,
+            message[index].usd(),
             if short_only { ((n - 1) / 3 * 3) as f64 * 37.5 } else { (n - 1) as f64 * 37.5 }
         );
     }
@@ -654,9 +654,9 @@ fn the_book_decides_what_each_alert_decides_on_its_own() {
                         let mut best: Option<usize> = None;
                         let mut count = 0;
                         for (i, l) in message.iter().enumerate() {
-                            if o.fires(l.side, l.usd) {
+                            if o.fires(l.side, l.usd()) {
                                 count += 1;
-                                if best.is_none_or(|b| l.usd > message[b].usd) {
+                                if best.is_none_or(|b| l.usd() > message[b].usd()) {
                                     best = Some(i);
                                 }
                             }

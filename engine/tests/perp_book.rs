@@ -83,7 +83,7 @@ fn the_windows_are_named_as_the_api_names_them() {
 fn liquidation_sums_only_once_each_window_is_watched_in_full() {
     let mut b = book(Venue::Bybit, T0);
     let l = b.on_liquidation(T0, T0, PositionSide::Long, 100.0, 2.5).expect("taken");
-    assert_eq!((l.usd, l.qty, l.time_ms), (250.0, 2.5, T0));
+    assert_eq!((l.usd(), l.qty, l.time_ms), (250.0, 2.5, T0));
     b.on_liquidation(T0 + 10, T0 + 10, PositionSide::Short, 50.0, 1.0).expect("taken");
     for i in PerpInterval::ALL {
         let full = full_at(i);
@@ -222,7 +222,7 @@ fn the_ring_keeps_the_newest_128_in_time_order_and_filters() {
     assert_eq!(b.recent(now, longs).count(), RECENT_MAX / 2);
     let big = LiqFilter { min_usd: 1_900.0, ..all };
     assert_eq!(times(b.recent(now, big)).len(), 11, "k = 189..199 are worth 1 900 or more");
-    assert!(b.recent(now, big).all(|l| l.usd >= 1_900.0));
+    assert!(b.recent(now, big).all(|l| l.usd() >= 1_900.0));
     assert_eq!(
         times(b.recent(now, LiqFilter { limit: 3, ..longs })),
         want.iter().skip(1).step_by(2).take(3).copied().collect::<Vec<_>>()
@@ -317,9 +317,9 @@ fn one_pair_is_about_21_kib() {
     eprintln!("PerpBook: {bytes} bytes ({:.1} KiB)", bytes as f64 / 1024.0);
     assert_eq!(bytes, PERP_BOOK_BYTES);
     // 7 windows × 60 slots (liquidations of both sides and OI) and 128 liquidations at least.
-    assert!(bytes >= 7 * 60 * 40 + RECENT_MAX * 40, "{bytes} bytes: less than the windows and the ring need?");
-    assert!(bytes <= PERP_BOOK_BYTES_MAX, "{bytes} bytes: over 25 % above §17's about 21 KiB");
-    assert_eq!(PERP_BOOK_BYTES_MAX, 26_880);
+    assert!(bytes >= 7 * 60 * 32 + RECENT_MAX * 32, "{bytes} bytes: less than the windows and the ring need?");
+    assert!(bytes <= PERP_BOOK_BYTES_MAX, "{bytes} bytes: over §17's about 21 KiB");
+    assert_eq!(PERP_BOOK_BYTES_MAX, 21_504);
 }
 
 #[test]

@@ -611,7 +611,7 @@ mod tests {
         assert_eq!(b, book);
         let Some(PerpTrigger::Order { liquidation, count }) = f.perp() else { panic!("{f:?}") };
         assert_eq!((liquidation.side, count), (PositionSide::Long, 1));
-        assert!(liquidation.usd >= 1_000_000.0 && liquidation.usd < 1_000_100.0, "{liquidation:?}");
+        assert!(liquidation.usd() >= 1_000_000.0 && liquidation.usd() < 1_000_100.0, "{liquidation:?}");
         let spot = f.price.to_f64();
         assert!((spot / liquidation.price - 1.0).abs() < 0.01, "the spot pair's last trade {spot}: {liquidation:?}");
         assert!(!f.last, "a repeating alert stays");
@@ -758,7 +758,7 @@ mod tests {
             assert_eq!(m.liquidations[Timeframe::D1.index()], None, "a day is not watched yet");
             if let Some(l) = liq {
                 // The newest 5 minutes of the pair's list are within the window's sums.
-                let recent: f64 = p.recent.iter().filter(|l| p.ts_ms - l.time_ms < 240_000).map(|l| l.usd).sum();
+                let recent: f64 = p.recent.iter().filter(|l| p.ts_ms - l.time_ms < 240_000).map(|l| l.usd()).sum();
                 assert!(l.long_usd + l.short_usd + 1e-6 >= recent, "{l:?} against {recent}");
                 sums += 1;
             }

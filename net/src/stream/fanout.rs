@@ -682,7 +682,7 @@ fn look_perp(
             LiqChange::Restarted => hand("snapshot", "".into(), &is_liq),
             LiqChange::New(new) => {
                 for l in &new {
-                    let passes = |t: &Target| is_liq(t) && t.min_usd.is_none_or(|m| l.usd >= m);
+                    let passes = |t: &Target| is_liq(t) && t.min_usd.is_none_or(|m| l.usd() >= m);
                     hand("liquidation", perp_watch::liquidation_data(symbol, l).into(), &passes);
                 }
             }
@@ -933,8 +933,7 @@ mod tests {
     fn liquidations_go_once_past_min_usd_and_a_venue_has_one_snapshot() {
         use rampart_engine::perp_book::{Completeness, Liquidation};
         use rampart_engine::perp_window::PositionSide;
-        let liq =
-            |usd: f64, time_ms| Liquidation { side: PositionSide::Short, price: 10.0, qty: usd / 10.0, usd, time_ms };
+        let liq = |usd: f64, time_ms| Liquidation { side: PositionSide::Short, price: 10.0, qty: usd / 10.0, time_ms };
         let feed = LiqFeed::new();
         feed.push(&liq(500.0, 1));
         let snap = Arc::new(PerpSnapshot {

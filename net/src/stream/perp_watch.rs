@@ -234,7 +234,7 @@ mod tests {
     use rampart_engine::perp_window::PositionSide;
 
     fn liq(usd: f64, time_ms: i64) -> Liquidation {
-        Liquidation { side: PositionSide::Long, price: 10.0, qty: usd / 10.0, usd, time_ms }
+        Liquidation { side: PositionSide::Long, price: 10.0, qty: usd / 10.0, time_ms }
     }
 
     fn snap(recent: Vec<Liquidation>, liq_seq: u64, ts_ms: i64) -> PerpSnapshot {
@@ -252,7 +252,7 @@ mod tests {
     }
 
     fn usds(seen: &PerpSeen) -> Vec<f64> {
-        seen.recent().map(|l| l.usd).collect()
+        seen.recent().map(|l| l.usd()).collect()
     }
 
     #[test]
@@ -286,7 +286,7 @@ mod tests {
         // The published snapshot is older than the ring's tail: the ring alone.
         assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 20), LiqChange::Restarted);
         assert_eq!(seen.recent().count(), len as usize);
-        assert_eq!(seen.recent().next().map(|l| l.usd), Some((len + 5) as f64));
+        assert_eq!(seen.recent().next().map(|l| l.usd()), Some((len + 5) as f64));
         feed.push(&liq(1e6, len + 6));
         assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 30), LiqChange::New(vec![liq(1e6, len + 6)]));
         // A snapshot newer than the ring's tail: its list, then the ring after it.
@@ -339,7 +339,7 @@ mod tests {
         b.look_liquidations(Some(&snap(vec![liq(9e6, 999), liq(5.0, 10)], 0, 1)), None, 5);
         let got = venue_newest([("AUSDT", &a), ("BUSDT", &b)].into_iter(), snapshot_filter(None), 5);
         assert_eq!(got.len(), LIQ_SNAPSHOT_MAX);
-        assert_eq!((got[0].0, got[1].0, got[1].1.usd), ("AUSDT", "BUSDT", 9e6), "newest first across books");
+        assert_eq!((got[0].0, got[1].0, got[1].1.usd()), ("AUSDT", "BUSDT", 9e6), "newest first across books");
         let big = venue_newest([("AUSDT", &a), ("BUSDT", &b)].into_iter(), snapshot_filter(Some(5_000.0)), 5);
         assert_eq!(big.len(), 11);
         let text = liquidations_snapshot("*", Completeness::All, big.iter().map(|(s, l)| (*s, *l)));

@@ -32,7 +32,6 @@ struct Entry {
     side: AtomicU64,
     price: AtomicU64,
     qty: AtomicU64,
-    usd: AtomicU64,
     time_ms: AtomicU64,
 }
 
@@ -75,7 +74,6 @@ impl LiqFeed {
         e.side.store(u64::from(l.side == PositionSide::Short), Ordering::Relaxed);
         e.price.store(l.price.to_bits(), Ordering::Relaxed);
         e.qty.store(l.qty.to_bits(), Ordering::Relaxed);
-        e.usd.store(l.usd.to_bits(), Ordering::Relaxed);
         e.time_ms.store(l.time_ms as u64, Ordering::Relaxed);
         e.stamp.store(2 * n, Ordering::Release);
         self.head.store(n, Ordering::Release);
@@ -95,7 +93,6 @@ impl LiqFeed {
             side,
             price: f64::from_bits(e.price.load(Ordering::Relaxed)),
             qty: f64::from_bits(e.qty.load(Ordering::Relaxed)),
-            usd: f64::from_bits(e.usd.load(Ordering::Relaxed)),
             time_ms: e.time_ms.load(Ordering::Relaxed) as i64,
         };
         fence(Ordering::Acquire);
@@ -125,12 +122,12 @@ mod tests {
     use super::*;
 
     fn liq(usd: f64, time_ms: i64, side: PositionSide) -> Liquidation {
-        Liquidation { side, price: 2.0, qty: usd / 2.0, usd, time_ms }
+        Liquidation { side, price: 2.0, qty: usd / 2.0, time_ms }
     }
 
     fn read(feed: &LiqFeed, after: u64) -> Result<(u64, Vec<(u64, f64)>), Gap> {
         let mut got = Vec::new();
-        let last = feed.read_after(after, |n, l| got.push((n, l.usd)))?;
+        let last = feed.read_after(after, |n, l| got.push((n, l.usd())))?;
         Ok((last, got))
     }
 
@@ -176,7 +173,7 @@ mod tests {
         let mut seen = 0u64;
         while after < 20_000 {
             match feed.read_after(after, |n, l| {
-                assert_eq!((l.usd, l.time_ms, l.qty), (n as f64, n as i64, n as f64 / 2.0), "a torn entry");
+                assert_eq!((l.usd(), l.time_ms, l.qty), (n as f64, n as i64, n as f64 / 2.0), "a torn entry");
                 seen += 1;
             }) {
                 Ok(last) => after = last,

@@ -61,7 +61,7 @@ pub fn write_liquidation_open(j: &mut Json, l: &Liquidation, symbol: Option<&str
     j.raw("\"side\":").str(side_text(l.side));
     j.raw(",\"price\":").float(l.price, PRICE_DECIMALS);
     j.raw(",\"qty\":").float(l.qty, BASE_DECIMALS);
-    j.raw(",\"usd\":").float(l.usd, USD_DECIMALS);
+    j.raw(",\"usd\":").float(l.usd(), USD_DECIMALS);
     j.raw(",\"time\":").int(l.time_ms);
 }
 

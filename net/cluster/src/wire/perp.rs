@@ -43,7 +43,7 @@ pub(super) fn put_perp(out: &mut Out, p: Option<&PerpSnapshot>, list_same: bool)
         out.u8(index_of(&SIDES, &l.side));
         out.f64(l.price);
         out.f64(l.qty);
-        out.f64(l.usd);
+        out.f64(l.usd());
         out.i64(l.time_ms);
     }
     out.i64(p.ts_ms);
@@ -89,8 +89,9 @@ pub(super) fn read_perp(r: &mut In<'_>) -> Result<(Option<PerpSnapshot>, bool), 
     let mut recent = Vec::with_capacity(count);
     for _ in 0..count {
         let side = r.tag(&SIDES, "side")?;
-        let (price, qty, usd, time_ms) = (r.f64()?, r.f64()?, r.f64()?, r.i64()?);
-        recent.push(Liquidation { side, price, qty, usd, time_ms });
+        // The USD value is on the wire (its format unchanged) but not held: it is price × qty.
+        let (price, qty, _usd, time_ms) = (r.f64()?, r.f64()?, r.f64()?, r.i64()?);
+        recent.push(Liquidation { side, price, qty, time_ms });
     }
     let ts_ms = r.i64()?;
     let liq_seq = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("liquidation number"))?;
@@ -182,7 +183,7 @@ pub(super) mod samples {
     pub(in crate::wire) fn perp_snapshot() -> rampart_state::perp::PerpSnapshot {
         use rampart_engine::perp_book::{Completeness, Liquidation, OiNow};
         use rampart_engine::perp_window::PositionSide;
-        let l = |side, usd: f64, time_ms| Liquidation { side, price: 2.0, qty: usd / 2.0, usd, time_ms };
+        let l = |side, usd: f64, time_ms| Liquidation { side, price: 2.0, qty: usd / 2.0, time_ms };
         rampart_state::perp::PerpSnapshot {
             contract: "BTC-USDT-SWAP".into(),
             multiplier: 1,

@@ -219,13 +219,14 @@ fn put_liquidation(out: &mut Out, l: &Liquidation) {
     out.u8(index_of(&POSITION_SIDES, &l.side));
     out.f64(l.price);
     out.f64(l.qty);
-    out.f64(l.usd);
+    out.f64(l.usd());
     out.i64(l.time_ms);
 }
 
 fn read_liquidation(r: &mut In<'_>) -> Result<Liquidation, WireError> {
     let side = r.tag(&POSITION_SIDES, "side")?;
-    Ok(Liquidation { side, price: r.f64()?, qty: r.f64()?, usd: r.f64()?, time_ms: r.i64()? })
+    let (price, qty, _usd, time_ms) = (r.f64()?, r.f64()?, r.f64()?, r.i64()?); // USD: price × qty
+    Ok(Liquidation { side, price, qty, time_ms })
 }
 
 /// The answer to [`Query::PerpTrigger`]: a flag (0: none, the book has no perpetual or nothing
@@ -315,7 +316,7 @@ mod tests {
     }
 
     fn liquidation(usd: f64) -> Liquidation {
-        Liquidation { side: PositionSide::Short, price: 2.5, qty: usd / 2.5, usd, time_ms: 1_700_000_000_123 }
+        Liquidation { side: PositionSide::Short, price: 2.5, qty: usd / 2.5, time_ms: 1_700_000_000_123 }
     }
 
     fn triggers() -> Vec<Option<PerpTrigger>> {

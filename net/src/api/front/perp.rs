@@ -200,7 +200,7 @@ mod tests {
             funding: None,
             recent: recent
                 .into_iter()
-                .map(|(side, usd, time_ms)| Liquidation { side, price: usd, qty: 1.0, usd, time_ms })
+                .map(|(side, usd, time_ms)| Liquidation { side, price: usd, qty: 1.0, time_ms })
                 .collect(),
             ts_ms: 0,
             liq_seq: 0,

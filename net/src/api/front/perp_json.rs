@@ -125,7 +125,7 @@ mod tests {
     use rampart_state::perp_json::side_text;
 
     fn liquidation(side: PositionSide, price: f64, qty: f64, time_ms: i64) -> Liquidation {
-        Liquidation { side, price, qty, usd: price * qty, time_ms }
+        Liquidation { side, price, qty, time_ms }
     }
 
     fn bare() -> PerpSnapshot {

@@ -65,7 +65,7 @@ pub fn sentence(venue: Venue, t: &PerpTrigger, price: &str) -> String {
     match t {
         PerpTrigger::Order { liquidation, count } => format!(
             "{} {} liquidated at {} ({count} {}{}), price {price}",
-            usd_words(liquidation.usd),
+            usd_words(liquidation.usd()),
             side_text(liquidation.side),
             trim(liquidation.price),
             if *count == 1 { "order" } else { "orders" },
@@ -118,7 +118,7 @@ fn trim(v: f64) -> String {
 /// other types.
 pub fn liq_usd(t: Option<&PerpTrigger>) -> String {
     match t {
-        Some(PerpTrigger::Order { liquidation, .. }) => usd_words(liquidation.usd),
+        Some(PerpTrigger::Order { liquidation, .. }) => usd_words(liquidation.usd()),
         Some(PerpTrigger::Sum { sum_usd, .. }) => usd_words(*sum_usd),
         _ => String::new(),
     }
@@ -147,7 +147,7 @@ mod tests {
     use rampart_engine::perp_window::PositionSide;
 
     const LAST: Liquidation =
-        Liquidation { side: PositionSide::Long, price: 94_210.0, qty: 0.5, usd: 47_105.0, time_ms: 1_763_650_000_123 };
+        Liquidation { side: PositionSide::Long, price: 94_210.0, qty: 0.5, time_ms: 1_763_650_000_123 };
 
     fn trigger(venue: Venue, t: &PerpTrigger) -> String {
         let mut j = Json::with_capacity(256);
