@@ -36,6 +36,9 @@ export function perpPanel(exchange, symbol) {
   }));
   x.liqT = table('perp-liquidations', 'The newest liquidations of ' + symbol + ', newest first', ['Time', 'Position', ['Price', 'num'], ['Quantity', 'num'], ['USD', 'num']]);
   x.liqT.wrap.hidden = true;
+  x.liqT.scroll.classList.add('tall'); // as the levels: a box of its own that scrolls
+  x.liqT.scroll.setAttribute('tabindex', '0');
+  x.liqT.scroll.setAttribute('aria-label', 'Liquidations (scrolls)');
   x.liqNote = h('p', { class: 'hint', testid: 'perp-completeness' });
   x.box.append(x.title, x.note, x.dl, x.liqT.wrap, x.liqNote);
   return {
@@ -65,6 +68,9 @@ async function read(x) {
     x.box.setAttribute('aria-busy', 'false');
     x.dl.hidden = true;
     x.liqT.wrap.hidden = true;
+  x.liqT.scroll.classList.add('tall'); // as the levels: a box of its own that scrolls
+  x.liqT.scroll.setAttribute('tabindex', '0');
+  x.liqT.scroll.setAttribute('aria-label', 'Liquidations (scrolls)');
     say(x.note, none ? x.symbol + ' has no perpetual contract on ' + venueName(x.exchange) + '.' : 'Perpetual: ' + errText(perp.reason));
     return;
   }
