@@ -16,7 +16,7 @@ const SITE_ALERTS_REFRESH_MS = 10000; // "waiting to re-arm" follows the board w
 
 export function alertsPage() {
   const gen = state.gen;
-  const alertsT = table('alerts-table', 'Price, percent, level and wall alerts, of one pair or a whole venue, density alerts included (also listed by GET /v1/alerts)', alertHeaders());
+  const alertsT = table('alerts-table', 'Price, percent, level, wall, liquidations, open interest and funding alerts, of one pair or a whole venue, density alerts included (also listed by GET /v1/alerts)', alertHeaders());
   const siteT = table('site-alerts-table', 'Market alerts (site only)', SITE_ALERT_HEADERS);
   const historyT = table('alerts-history', 'Alerts that have fired, most recent first',
     ['Last fired', 'Alert', 'What', 'Status', ['Times', 'num'], 'Webhook']);
@@ -66,7 +66,7 @@ export function alertsPage() {
   mount('Alerts', [
     h('h1', { text: 'Alerts' }),
     h('section', { class: 'panel', 'aria-labelledby': 'pa-h' },
-      h('h2', { id: 'pa-h', text: 'Price, percent, level and wall alerts' }), alertsT.wrap, apiError, alertForm(loadApi)),
+      h('h2', { id: 'pa-h', text: 'Price, percent, level, wall, liquidations, open interest and funding alerts' }), alertsT.wrap, apiError, alertForm(loadApi)),
     h('section', { class: 'panel', 'aria-labelledby': 'sa-h' },
       h('h2', { id: 'sa-h', text: 'Density and market alerts' }),
       h('p', { class: 'hint', text: 'A density alert (a wall appears) is a wall alert on "appeared", on every plan: once made it is listed with the alerts above.' }),
