@@ -309,3 +309,90 @@ fn the_live_feed_reads_every_venues_perpetuals_and_alerts_on_them() {
         assert!(!entries.iter().any(|e| e["alertId"] == over["id"]), "more than the liquidation fired: {inbox}");
     }
 }
+
+/// Waits up to `secs` for `done` on the inbox's entries; returns them.
+fn inbox_until(server: &Server, secs: u64, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let inbox = server.get_authed("/v1/inbox");
+        let entries = inbox.ok("inbox")["data"].as_array().cloned().unwrap_or_default();
+        if done(&entries) {
+            return entries;
+        }
+        assert!(Instant::now() < deadline, "{what} not in {secs} s: {}", inbox.text);
+        // Once a second: the key's plan allows 120 requests a minute.
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Waits up to `secs` for `GET /v1/perp/{symbol}` on Binance to answer `status`.
+fn perp_status_within(server: &Server, symbol: &str, status: u16, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let r = server.get_authed(&format!("/v1/perp/{symbol}?exchange=binance"));
+        if r.status == status {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{symbol}'s perpetual answers {} after {secs} s: {}", r.status, r.text);
+        // Once a second: the key's plan allows 120 requests a minute.
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// A `*` liquidations alert's firing naming `symbol`, once the simulator liquidated `usd` on it.
+fn star_fires_on(server: &Server, sim: &SimVenue, star: &Value, symbol: &str, usd: u64) {
+    sim.control("liquidation", &json!({"venue":"binance","symbol":symbol,"side":"long","usd":usd}));
+    inbox_until(server, 20, &format!("the `*` alert's firing on {symbol}"), |entries| {
+        entries.iter().any(|e| {
+            let triggers = e["event"]["triggers"].as_array().cloned().unwrap_or_default();
+            e["alertId"] == star["id"] && triggers.iter().any(|t| t["symbol"] == symbol)
+        })
+    });
+}
+
+/// decisions §17 "Listings", live: the listing refresh notices a perpetual delisted while its
+/// spot pair stays (after two refreshes, as a pair's delisting): its data answers "no perpetual
+/// contract", its one-pair derivatives alert is removed with an `alert.delisted` notice saying
+/// `"reason":"perp"`, the pair's price alert and the venue's `*` alert stay. A pair that gains a
+/// perpetual after start is served and joins the `*` alert; a perpetual listed again is served
+/// again and back in the `*` alert.
+#[test]
+fn a_perpetual_delisted_gained_or_listed_again_while_its_pair_stays() {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8"]);
+    sim.control("perp", &json!({"venue":"binance","symbol":"ETHUSDT","listed":false}));
+    let config = sim.config(&["binance"], 8, "[derivatives]\nbinance_oi_poll_s = 2\n").display().to_string();
+    let server = Server::start(BIN, &["--feed", "live", "--config", &config]);
+    server.wait_venue("binance", "perp up", 30, |h| h["state"] == "ok" && h["perp"] == "up");
+    perp_status_within(&server, "BTCUSDT", 200, 10);
+    assert_eq!(server.get_authed("/v1/perp/ETHUSDT?exchange=binance").status, 404, "no perpetual at start");
+    let one = create(
+        &server,
+        &json!({"type":"liquidations","symbol":"BTCUSDT","exchange":"binance","event":"order","direction":"long","min_usd":100}),
+    );
+    let price =
+        create(&server, &json!({"type":"price","symbol":"BTCUSDT","exchange":"binance","direction":"below","price":1}));
+    let star = create(
+        &server,
+        &json!({"type":"liquidations","symbol":"*","exchange":"binance","event":"order","direction":"long","min_usd":100,"cooldown_s":0}),
+    );
+    sim.control("perp", &json!({"venue":"binance","symbol":"BTCUSDT","listed":false}));
+    sim.control("perp", &json!({"venue":"binance","symbol":"ETHUSDT","listed":true}));
+    // Gained at the next refresh (every 10 s), delisted at the second.
+    perp_status_within(&server, "ETHUSDT", 200, 25);
+    let entries = inbox_until(&server, 35, "the perpetual's delisting notice", |entries| {
+        entries.iter().any(|e| e["kind"] == "alert.delisted" && e["alertId"] == one["id"])
+    });
+    let notice = entries.iter().find(|e| e["alertId"] == one["id"]).expect("found above");
+    assert_eq!(notice["event"]["reason"], "perp", "{notice}");
+    assert_eq!(notice["event"]["alert"]["symbol"], "BTCUSDT", "{notice}");
+    assert_eq!(server.get_authed("/v1/perp/BTCUSDT?exchange=binance").status, 404, "delisted: no perpetual");
+    let listed = server.get_authed("/v1/alerts?status=all").ok("alerts")["data"].clone();
+    let ids: Vec<Value> = listed.as_array().cloned().unwrap_or_default().iter().map(|a| a["id"].clone()).collect();
+    assert!(!ids.contains(&one["id"]), "the one-pair derivatives alert is removed: {listed}");
+    assert!(ids.contains(&price["id"]) && ids.contains(&star["id"]), "the others stay: {listed}");
+    assert_eq!(server.get_authed("/v1/symbols/BTCUSDT").status, 200, "the spot pair stays");
+    star_fires_on(&server, &sim, &star, "ETHUSDT", 2_000_000);
+    sim.control("perp", &json!({"venue":"binance","symbol":"BTCUSDT","listed":true}));
+    perp_status_within(&server, "BTCUSDT", 200, 25);
+    star_fires_on(&server, &sim, &star, "BTCUSDT", 3_000_000);
+}

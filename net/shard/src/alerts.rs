@@ -177,6 +177,17 @@ impl ShardAlerts {
         grew
     }
 
+    /// A book's perpetual gained or listed again while its spot pair stays: its venue's `*`
+    /// derivatives alerts go on it. True when it now holds alerts.
+    pub fn on_perp_taken(&self, perps: &mut ShardPerps, registry: &Registry, book: BookId) -> bool {
+        let venue = registry.get(book).venue;
+        let mut grew = false;
+        for spec in self.universe.of(venue).filter(is_perp) {
+            grew |= perps.insert_alert(book, spec);
+        }
+        grew
+    }
+
     /// A book's alerts `ids` left it with its delisting: its one-pair alerts are gone from the
     /// shard (remembered so, [`AlertVersions::left`]); its `*` alerts stay on the venue's other
     /// books. Returns the one-pair ones (the writer removes them from storage).

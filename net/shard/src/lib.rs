@@ -38,6 +38,7 @@ pub mod live;
 pub mod nudge;
 pub mod perp;
 pub mod perp_alerts;
+mod perp_listing;
 mod queries;
 #[cfg(test)]
 mod simulation;
@@ -638,6 +639,7 @@ impl Shard {
                     }
                 }
                 Command::AddBook { book, native } => self.add_book(book, native),
+                Command::Perp { book, change } => self.perp_listing(book, change),
                 Command::Relist { book } => {
                     if self.market.relist(book) {
                         if let Some(perps) = self.perps.as_mut() {

@@ -259,7 +259,7 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
         shard.market.books().iter().map(|b| (b.id, natives.get(b.id.index()).cloned().unwrap_or_default())).collect();
     plan_sessions(&shard, &feed, &mine, &mut sessions);
     let mut oi_poll = None;
-    if shard.config.derivatives && !feed.perps.is_empty() {
+    if shard.config.derivatives {
         let registry = shard.shared.registry();
         let now = clock.now_ms();
         let perps = crate::perp::ShardPerps::live(&registry, &feed.perps, &shard.market, feed.binance_oi_poll_ms, now);
@@ -297,6 +297,13 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 plan_sessions(shard, &feed, &added, sessions);
                 new_sessions = before..sessions.len();
                 added.iter().for_each(|(book, _)| history.add(*book));
+            }
+            // Perpetuals gained since start: their own connections; their OI polls.
+            if let Some(changes) = shard.perps.as_mut().map(crate::perp::ShardPerps::take_feed_changes) {
+                let before = sessions.len();
+                perp_feed_changes(shard, &feed, changes, sessions, oi_poll.as_mut());
+                let start = if new_sessions.is_empty() { before } else { new_sessions.start };
+                new_sessions = start..sessions.len();
             }
             // Books listed again: a fresh book from the venue and their history again.
             while let Some(book) = shard.relisted.pop() {
@@ -552,10 +559,15 @@ fn plan_sessions(shard: &Shard, feed: &LiveFeed, books: &[(BookId, String)], ses
 /// Groups the shard's books with a perpetual per venue into perpetual sessions of at most the
 /// venue's `pairs_per_connection`, appended to `sessions`.
 fn plan_perp_sessions(shard: &Shard, feed: &LiveFeed, perps: &crate::perp::ShardPerps, sessions: &mut Vec<Session>) {
-    let registry = shard.shared.registry();
     let held: Vec<&(BookId, PerpPair)> = feed.perps.iter().filter(|(b, _)| perps.book(*b).is_some()).collect();
+    push_perp_sessions(shard, feed, &held, sessions);
+}
+
+/// Appends perpetual sessions for `pairs`, per venue in groups of its `pairs_per_connection`.
+fn push_perp_sessions(shard: &Shard, feed: &LiveFeed, pairs: &[&(BookId, PerpPair)], sessions: &mut Vec<Session>) {
+    let registry = shard.shared.registry();
     for s in &feed.venues {
-        let mine: Vec<&&(BookId, PerpPair)> = held.iter().filter(|(b, _)| registry.get(*b).venue == s.venue).collect();
+        let mine: Vec<&&(BookId, PerpPair)> = pairs.iter().filter(|(b, _)| registry.get(*b).venue == s.venue).collect();
         for group in mine.chunks(s.pairs_per_connection.max(1)) {
             let books = group.iter().map(|(b, _)| *b).collect();
             let pairs = group.iter().map(|(_, p)| p.clone()).collect();
@@ -563,6 +575,42 @@ fn plan_perp_sessions(shard: &Shard, feed: &LiveFeed, perps: &crate::perp::Shard
             stats(shard, s.venue).perp_connections_planned.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// Acts on the perpetuals' listing changes the shard took (`crate::perp::FeedChange`): a
+/// perpetual gained gets a connection of its own (appended to `sessions`) and, on Binance, its
+/// OI polled; a delisted one's OI is no longer polled, a relisted one's again. (A delisted
+/// perpetual's connection stays: the venue sends nothing for it, and what it sends is dropped.)
+fn perp_feed_changes(
+    shard: &Shard,
+    feed: &LiveFeed,
+    changes: Vec<crate::perp::FeedChange>,
+    sessions: &mut Vec<Session>,
+    mut oi_poll: Option<&mut OiPoll>,
+) {
+    use crate::perp::FeedChange;
+    let registry = shard.shared.registry();
+    let mut added: Vec<(BookId, PerpPair)> = Vec::new();
+    for change in changes {
+        match change {
+            FeedChange::Added(book, c) => {
+                let pair = PerpPair {
+                    symbol: registry.get(book).symbol.clone(),
+                    contract: c.contract,
+                    multiplier: c.multiplier,
+                    contract_size: c.contract_size,
+                    interval_h: c.interval_h,
+                };
+                if let (Venue::Binance, Some(poll)) = (registry.get(book).venue, oi_poll.as_deref_mut()) {
+                    poll.add(book, pair.clone());
+                }
+                added.push((book, pair));
+            }
+            FeedChange::Delisted(book) => oi_poll.as_deref_mut().into_iter().for_each(|p| p.park(book, true)),
+            FeedChange::Relisted(book) => oi_poll.as_deref_mut().into_iter().for_each(|p| p.park(book, false)),
+        }
+    }
+    push_perp_sessions(shard, feed, &added.iter().collect::<Vec<_>>(), sessions);
 }
 
 /// Starts the connection tasks of sessions `range`.

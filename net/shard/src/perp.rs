@@ -39,6 +39,9 @@ use rampart_state::BookSlot;
 
 use crate::perp_alerts::{self, Update, PERP_ALERTS_PER_BOOK_MAX};
 
+mod contracts;
+pub use contracts::FeedChange;
+
 /// Contracts stepped per loop round at most: bounds the tick buffer and the work between two
 /// polls. Each contract is due once a second; the ones past the bound wait for the next round
 /// (the `SimPerp` resumes after the last one stepped, so none starves).
@@ -56,6 +59,9 @@ struct Held {
     book: Box<PerpBook>,
     /// False from the spot pair's delisting to its relisting.
     listed: bool,
+    /// False from the perpetual's own delisting to its relisting, the spot pair listed meanwhile
+    /// (`contracts`).
+    contract_listed: bool,
     /// Its derivatives alerts, made at the first one (`None`: never had one).
     alerts: Option<Box<PerpAlertBook>>,
 }
@@ -75,6 +81,11 @@ pub struct ShardPerps {
     fired: Vec<PerpFiring>,
     /// The time of the last step (what an alert inserted between steps is armed against).
     stepped_ms: i64,
+    /// Binance's OI poll interval the books are told (their OI's staleness).
+    binance_oi_poll_ms: i64,
+    /// The live feed's part of the perpetuals' listing changes, for its loop to act on (new
+    /// connections, the OI polls); always empty on the simulated feed.
+    feed_changes: Vec<contracts::FeedChange>,
 }
 
 impl ShardPerps {
@@ -103,8 +114,14 @@ impl ShardPerps {
             let made = owned.map(|_| PerpBook::new(spec(c.venue, &c.symbol, c.multiplier), now_ms));
             match (owned, made) {
                 (Some(b), Some(Ok(pb))) => {
-                    held[b.index()] =
-                        Some(Held { perp: Some(perp), venue: c.venue, book: pb, listed: true, alerts: None });
+                    held[b.index()] = Some(Held {
+                        perp: Some(perp),
+                        venue: c.venue,
+                        book: pb,
+                        listed: true,
+                        contract_listed: true,
+                        alerts: None,
+                    });
                     count += 1;
                 }
                 (_, made) => {
@@ -116,7 +133,16 @@ impl ShardPerps {
             }
         }
         let ticks = Vec::with_capacity(PERP_CONTRACTS_PER_ROUND_MAX * sim.ticks_per_step_max());
-        ShardPerps { sim: Some(sim), held, count, ticks, fired: Vec::new(), stepped_ms: now_ms }
+        ShardPerps {
+            sim: Some(sim),
+            held,
+            count,
+            ticks,
+            fired: Vec::new(),
+            stepped_ms: now_ms,
+            binance_oi_poll_ms: BINANCE_OI_POLL_MS,
+            feed_changes: Vec::new(),
+        }
     }
 
     /// The perpetuals of the live feed: `pairs` (a book and its contract, as the venue's listing
@@ -137,14 +163,24 @@ impl ShardPerps {
             match PerpBook::new(spec, now_ms) {
                 Ok(book) => {
                     if let Some(slot) = held.get_mut(b.index()) {
-                        *slot = Some(Held { perp: None, venue, book, listed: true, alerts: None });
+                        *slot =
+                            Some(Held { perp: None, venue, book, listed: true, contract_listed: true, alerts: None });
                         count += 1;
                     }
                 }
                 Err(e) => tracing::error!("perpetual {} not kept: {e}", p.contract),
             }
         }
-        ShardPerps { sim: None, held, count, ticks: Vec::new(), fired: Vec::new(), stepped_ms: now_ms }
+        ShardPerps {
+            sim: None,
+            held,
+            count,
+            ticks: Vec::new(),
+            fired: Vec::new(),
+            stepped_ms: now_ms,
+            binance_oi_poll_ms,
+            feed_changes: Vec::new(),
+        }
     }
 
     /// A live liquidation of `book`'s perpetual at `now_ms`: taken by its book, fed to the
@@ -159,7 +195,7 @@ impl ShardPerps {
         fired: &mut impl FnMut(BookId, Firing),
     ) {
         self.stepped_ms = now_ms;
-        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.listed) else { return };
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.live()) else { return };
         let Ok(l) = h.book.on_liquidation(now_ms, liq.ts_ms, liq.side, liq.price, liq.qty) else { return };
         if let Some(feed) = slots.get(book.index()).and_then(|s| s.liquidations.get()) {
             feed.push(&l);
@@ -179,7 +215,7 @@ impl ShardPerps {
         fired: &mut impl FnMut(BookId, Firing),
     ) {
         self.stepped_ms = now_ms;
-        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.listed) else { return };
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.live()) else { return };
         let ts = v.ts_ms;
         let mark = v.mark.map(|m| h.book.on_mark(now_ms, ts, m).is_ok());
         let oi = v.oi.map(|(base, usd)| h.book.on_oi(now_ms, ts, base, usd).is_ok());
@@ -241,7 +277,7 @@ impl ShardPerps {
     }
 
     fn listed(&self, book: BookId) -> Option<&Held> {
-        self.held.get(book.index())?.as_ref().filter(|h| h.listed)
+        self.held.get(book.index())?.as_ref().filter(|h| h.live())
     }
 
     /// Steps the contracts due at `now_ms` (at most [`PERP_CONTRACTS_PER_ROUND_MAX`]) at their
@@ -265,7 +301,7 @@ impl ShardPerps {
             let tick = self.ticks[k];
             let Some(b) = tick.book else { continue };
             let Some(h) = self.held.get_mut(b.index()).and_then(Option::as_mut) else { continue };
-            if !h.listed {
+            if !h.live() {
                 continue;
             }
             let update = apply(&mut h.book, now_ms, &tick);
@@ -292,7 +328,7 @@ impl ShardPerps {
     pub fn insert_alert(&mut self, book: BookId, spec: AlertSpec) -> bool {
         let now_ms = self.stepped_ms;
         let Condition::Perp(condition) = spec.condition else { return false };
-        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.listed) else {
+        let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| h.live()) else {
             return false;
         };
         let alerts = h.alerts.get_or_insert_with(|| Box::new(PerpAlertBook::new(PERP_ALERTS_PER_BOOK_MAX)));
@@ -410,15 +446,34 @@ impl ShardPerps {
     /// The spot pair of `book` is listed again: its contract ticks again from the next step,
     /// into a fresh book watched from `now_ms` (allocated here: a command, not a tick).
     pub fn relist(&mut self, book: BookId, now_ms: i64) {
+        let poll_ms = self.binance_oi_poll_ms;
         let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut).filter(|h| !h.listed) else { return };
-        match PerpBook::new(spec(h.venue, h.book.contract(), h.book.multiplier()), now_ms) {
-            Ok(fresh) => h.book = fresh,
-            // The same spec made the first book: this cannot fail.
-            Err(e) => tracing::error!("book {}: perpetual not renewed: {e}", book.0),
-        }
+        h.renew(book, poll_ms, now_ms);
         h.listed = true;
         if let (Some(sim), Some(perp)) = (self.sim.as_mut(), h.perp) {
-            let _ = sim.set_listed(perp, true);
+            let _ = sim.set_listed(perp, h.contract_listed);
+        }
+    }
+}
+
+impl Held {
+    /// Both the spot pair and its perpetual are listed: the perpetual is watched and served.
+    fn live(&self) -> bool {
+        self.listed && self.contract_listed
+    }
+
+    /// A fresh book for the same contract, watched from `now_ms` (a listing change: allocates).
+    fn renew(&mut self, book: BookId, binance_oi_poll_ms: i64, now_ms: i64) {
+        let spec = PerpSpec {
+            venue: self.venue,
+            contract: self.book.contract(),
+            multiplier: self.book.multiplier(),
+            binance_oi_poll_ms,
+        };
+        match PerpBook::new(spec, now_ms) {
+            Ok(fresh) => self.book = fresh,
+            // The same spec made the first book: this cannot fail.
+            Err(e) => tracing::error!("book {}: perpetual not renewed: {e}", book.0),
         }
     }
 }

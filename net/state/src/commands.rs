@@ -11,6 +11,32 @@ use rampart_engine::{BookId, Venue};
 
 use super::Shared;
 
+/// What a listing refresh changed of one pair's perpetual ([`Command::Perp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PerpListingChange {
+    /// Its perpetual is delisted (confirmed): its derivatives data and alerts leave the pair.
+    Delisted,
+    /// A perpetual delisted before is listed again: watched afresh from now.
+    Relisted,
+    /// The pair gained a perpetual it did not have: watched from now, with the venue's `*`
+    /// derivatives alerts.
+    Added(PerpContract),
+}
+
+/// A perpetual contract as its venue's listing gives it, matched onto a spot pair (the venue
+/// crate's `PerpPair` without the pair's symbol, which the book names).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerpContract {
+    /// The venue's contract name (`BTCUSDT`, `BTC-USDT-SWAP`, `1000PEPEUSDT`).
+    pub contract: String,
+    /// Units of the spot base in one unit of the contract's base.
+    pub multiplier: u32,
+    /// Base units of one contract in the venue's quantities (OKX `ctVal`; 1 elsewhere).
+    pub contract_size: f64,
+    /// The funding interval in hours, where the listing gives it.
+    pub interval_h: Option<u32>,
+}
+
 /// Commands a shard takes from its queue (capacity [`COMMANDS_MAX`]).
 #[derive(Debug)]
 pub enum Command {
@@ -54,6 +80,14 @@ pub enum Command {
         book: BookId,
         /// The venue's name for it.
         native: String,
+    },
+    /// The venue's listing changed the pair's perpetual while the spot pair stays
+    /// (`decisions.md` §17 "Listings"; the live feed's refresh).
+    Perp {
+        /// The book.
+        book: BookId,
+        /// What changed.
+        change: PerpListingChange,
     },
     /// Copy the newest `limit` bars of one of a book's rings (oldest first), for
     /// `GET /v1/candles`. An unowned book answers no bar.

@@ -28,6 +28,15 @@ pub enum ShardEvent {
         /// The alerts removed.
         ids: Vec<u64>,
     },
+    /// A book's perpetual was delisted while the spot pair stays (`decisions.md` §17): its
+    /// one-pair derivatives alerts were dropped (the writer removes them from storage and tells
+    /// their owners, `"reason":"perp"`).
+    PerpDelisted {
+        /// The book.
+        book: BookId,
+        /// The alerts removed.
+        ids: Vec<u64>,
+    },
     /// The shard has its books and history.
     Ready {
         /// Shard index.

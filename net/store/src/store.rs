@@ -53,6 +53,7 @@ pub use alert_row::{
     condition_columns, AlertChanges, AlertRow, AlertStatus, ConditionColumns, Idempotent, NewAlert, PausedBy,
     StatusFilter, WebhookFormat,
 };
+pub use alerts::Delisting;
 pub use backup::Backup;
 pub use conn::{Fence, Store, StoreLocation};
 pub use delivery_log::{DeliveryLogRow, Redelivery, ATTEMPTS_PER_ALERT_MAX, DELIVERY_LOG_KEEP_MS};

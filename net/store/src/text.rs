@@ -38,8 +38,11 @@ impl Render for Texts {
         telegram::paused_text(row)
     }
 
-    fn alert_delisted(&self, row: &AlertRow, now_ms: i64) -> String {
-        alert::delisted_body(row, now_ms)
+    fn alert_delisted(&self, row: &AlertRow, now_ms: i64, perp: bool) -> String {
+        match perp {
+            true => alert::perp_delisted_body(row, now_ms),
+            false => alert::delisted_body(row, now_ms),
+        }
     }
 
     fn alert_expired(&self, row: &AlertRow, now_ms: i64) -> String {
@@ -54,8 +57,8 @@ impl Render for Texts {
         chat::text(row, f)
     }
 
-    fn telegram_alert_delisted(&self, row: &AlertRow) -> String {
-        telegram::delisted_text(row)
+    fn telegram_alert_delisted(&self, row: &AlertRow, perp: bool) -> String {
+        telegram::delisted_text(row, perp)
     }
 
     fn telegram_alert_expired(&self, row: &AlertRow) -> String {

@@ -16,7 +16,7 @@ use rampart_engine::Registry;
 use crate::collect::Collector;
 use crate::db::StoreError;
 use crate::storage::{StorageHealth, Writer as StorageWriter};
-use crate::store::{AlertRow, FiringRecord, Render, SiteFiringRecord, Store};
+use crate::store::{AlertRow, Delisting, FiringRecord, Render, SiteFiringRecord, Store};
 use rampart_state::clock::{Clock, SharedClock};
 use rampart_state::{EventQueue, QueuedEvent, ShardEvent};
 
@@ -181,11 +181,11 @@ impl Writer {
                                     batch.push(record);
                                 }
                             }
-                            ShardEvent::Delisted { book, ids } => {
+                            ShardEvent::Delisted { book, ref ids } | ShardEvent::PerpDelisted { book, ref ids } => {
                                 // Earlier firings first, so nothing is recorded out of order.
                                 commit(&mut store, &*texts, &mut batch, &stats2, &health, &*clock, (&mut on_committed, &mut on_ended));
-                                let registry = registry.load();
-                                delist(&mut store, &*texts, registry.get(book), ids.len(), &stats2, (&health, &*clock));
+                                let (registry, perp) = (registry.load(), matches!(ev, ShardEvent::PerpDelisted { .. }));
+                                delist(&mut store, &*texts, (registry.get(book), perp), ids.len(), &stats2, (&health, &*clock));
                             }
                             ShardEvent::Ready { shard } => tracing::info!("shard {shard} ready"),
                             ShardEvent::MarketFired { .. } => {}
@@ -261,21 +261,23 @@ fn until_taken<T>(
     }
 }
 
-/// Removes a delisted pair's alerts (retrying until storage takes it, unless this node no
-/// longer owns the partition), with a notice to each owner.
+/// Removes a delisted pair's alerts, or (`perp`) the derivatives alerts of a pair whose
+/// perpetual alone was delisted (retrying until storage takes it, unless this node no longer
+/// owns the partition), with a notice to each owner.
 fn delist(
     store: &mut Store,
     texts: &dyn Render,
-    ins: &rampart_engine::Instrument,
+    (ins, perp): (&rampart_engine::Instrument, bool),
     held: usize,
     stats: &WriterStats,
     (health, clock): (&StorageHealth, &dyn Clock),
 ) {
-    let what = || format!("the delisting of {}", ins.symbol);
-    let write = || store.delist(ins.venue, &ins.symbol, clock.now_ms(), texts);
+    let what = || format!("the delisting of {}{}", ins.symbol, if perp { "'s perpetual" } else { "" });
+    let what_went = if perp { Delisting::Perp } else { Delisting::Pair };
+    let write = || store.delist_of(what_went, ins.venue, &ins.symbol, clock.now_ms(), texts);
     if let Some(done) = until_taken(&what, stats, health, clock, write) {
         stats.note_inbox_write();
-        tracing::info!("{} {} delisted: {} alerts removed (shard held {held})", ins.venue, ins.symbol, done.len());
+        tracing::info!("{}: {} alerts removed (shard held {held})", what(), done.len());
     }
 }
 

@@ -16,6 +16,7 @@ pub mod okx;
 pub mod pacer;
 pub mod perp_listing;
 pub mod perp_oi;
+pub mod perp_refresh;
 pub mod perp_session;
 pub mod protocol;
 pub mod rest;

@@ -22,7 +22,10 @@ pub const POLL_S_RANGE: std::ops::RangeInclusive<u64> = 1..=600;
 /// One shard's Binance open-interest polls.
 pub struct OiPoll {
     contracts: Vec<(BookId, PerpPair)>,
+    /// Contracts delisted (their pair's perpetual only), not polled until listed again.
+    parked: Vec<(BookId, PerpPair)>,
     decoder: BinancePerpDecoder,
+    poll_ms: i64,
     every_ms: i64,
     next: usize,
     due_ms: i64,
@@ -33,8 +36,40 @@ pub struct OiPoll {
 impl OiPoll {
     /// Polls for `contracts` (a book and its Binance perpetual), each every `poll_ms`, from `now_ms`.
     pub fn new(contracts: Vec<(BookId, PerpPair)>, poll_ms: i64, now_ms: i64) -> OiPoll {
-        let every_ms = (poll_ms / contracts.len().max(1) as i64).max(1);
-        OiPoll { contracts, decoder: BinancePerpDecoder::new(1, 1), every_ms, next: 0, due_ms: now_ms, out: false }
+        let decoder = BinancePerpDecoder::new(1, 1);
+        let parked = Vec::new();
+        let mut poll =
+            OiPoll { contracts, parked, decoder, poll_ms, every_ms: poll_ms, next: 0, due_ms: now_ms, out: false };
+        poll.pace();
+        poll
+    }
+
+    /// Polls `book`'s perpetual `pair` too (gained after start: a listing change, allocates).
+    pub fn add(&mut self, book: BookId, pair: PerpPair) {
+        if !self.contracts.iter().chain(&self.parked).any(|(b, _)| *b == book) {
+            self.contracts.push((book, pair));
+            self.pace();
+        }
+    }
+
+    /// Stops polling `book`'s perpetual (`park`: delisted) or polls it again (listed again).
+    pub fn park(&mut self, book: BookId, park: bool) {
+        let (from, to) = match park {
+            true => (&mut self.contracts, &mut self.parked),
+            false => (&mut self.parked, &mut self.contracts),
+        };
+        if let Some(k) = from.iter().position(|(b, _)| *b == book) {
+            to.push(from.remove(k));
+            self.pace();
+        }
+    }
+
+    /// Each contract asked every `poll_ms`: one turn every `poll_ms / n`.
+    fn pace(&mut self) {
+        self.every_ms = (self.poll_ms / self.contracts.len().max(1) as i64).max(1);
+        if self.next >= self.contracts.len() {
+            self.next = 0;
+        }
     }
 
     /// The job due at `now_ms`, if one is: the next contract in turn, unless a poll is out (the
@@ -67,7 +102,7 @@ impl OiPoll {
     /// the venue's time; `None` for a body that does not decode or a book not polled here.
     pub fn answer(&mut self, book: BookId, body: &[u8]) -> Option<PerpValues> {
         self.out = false;
-        let pair = &self.contracts.iter().find(|(b, _)| *b == book)?.1;
+        let pair = &self.contracts.iter().chain(&self.parked).find(|(b, _)| *b == book)?.1;
         let PerpMessage::Updates(batch) = self.decoder.decode(body).ok()? else { return None };
         let u = batch.get(0)?.value;
         let oi = u.oi_base.map(|b| (pair.base_qty(b), u.oi_usd))?;
@@ -107,6 +142,40 @@ mod tests {
         let body = br#"{"openInterest":"1","symbol":"BTCUSDT","time":1}"#;
         assert!(p.answer(BookId(1), body).is_some());
         assert_eq!(asked(p.due(60_000)), (BookId(2), "1000PEPEUSDT".into()), "the skipped contract is next");
+    }
+
+    /// A perpetual gained after start is polled in turn, the period shared again; a delisted one
+    /// is not polled until it is listed again.
+    #[test]
+    fn gained_and_delisted_perpetuals_join_and_leave_the_turns() {
+        let mut p = OiPoll::new(Vec::new(), 30_000, 0);
+        assert_eq!(p.due(0), None, "nothing to poll");
+        // The books asked at each 15 s turn from `from` on, `n` turns.
+        let turns = |p: &mut OiPoll, from: i64, n: i64| -> Vec<u32> {
+            (0..n)
+                .filter_map(|k| {
+                    let job = p.due(from + 15_000 * k);
+                    p.failed();
+                    match job {
+                        Some(RestJob::PerpOi { book, .. }) => Some(book.0),
+                        _ => None,
+                    }
+                })
+                .collect()
+        };
+        p.add(BookId(4), pair("ETHUSDT", 1));
+        p.add(BookId(4), pair("ETHUSDT", 1));
+        assert_eq!(turns(&mut p, 30_000, 2), [4], "one contract: every 30 s");
+        p.add(BookId(5), pair("SOLUSDT", 1));
+        let mut two = turns(&mut p, 60_000, 4);
+        two.sort();
+        assert_eq!(two, [4, 4, 5, 5], "two contracts: one every 15 s, each every 30 s");
+        p.park(BookId(5), true);
+        assert_eq!(turns(&mut p, 120_000, 4), [4, 4], "the delisted one is not asked");
+        p.park(BookId(5), false);
+        let mut again = turns(&mut p, 180_000, 2);
+        again.sort();
+        assert_eq!(again, [4, 5], "listed again: asked again");
     }
 
     #[test]

@@ -225,6 +225,8 @@ impl RestBooks {
 struct Hooks {
     on_listing: OnListing,
     grow: Grow,
+    /// The perpetuals' refresh (`None`: `[derivatives]` off).
+    perps: Option<super::perp_refresh::PerpRefresh>,
 }
 
 /// Called with each change a listing refresh makes (confirmed delistings, pairs listed again,
@@ -276,6 +278,7 @@ impl Rest {
         tls: Option<Arc<rustls::ClientConfig>>,
         on_listing: OnListing,
         grow: Grow,
+        perps: Option<super::perp_refresh::PerpRefresh>,
     ) -> std::io::Result<()> {
         let (jobs, replies, wake, stop, stats) =
             (self.jobs.clone(), self.replies.clone(), self.wake.clone(), self.stop.clone(), self.stats.clone());
@@ -289,7 +292,7 @@ impl Rest {
             };
             let local = tokio::task::LocalSet::new();
             let ctx = Rc::new(Ctx { venues, books, tls, stats, pacers: Default::default() });
-            let hooks = Hooks { on_listing, grow };
+            let hooks = Hooks { on_listing, grow, perps };
             local.block_on(&runtime, run(ctx, jobs, replies, wake, stop, hooks));
         })?;
         self.thread = Some(thread);
@@ -378,8 +381,11 @@ impl Ctx {
     }
 }
 
-/// A listing refresh in flight: the venue's index and the result.
-type ListingTask = tokio::task::JoinHandle<(usize, Result<Vec<Listed>, RestError>)>;
+/// A listing refresh in flight: the venue's index and the result, with the perpetuals' listing
+/// (`None`: not asked, `[derivatives]` off).
+type ListingTask = tokio::task::JoinHandle<(usize, Result<Vec<Listed>, RestError>, Option<PerpListed>)>;
+/// A venue's perpetual listing as a refresh read it.
+type PerpListed = Result<super::perp_listing::PerpListing, RestError>;
 
 // Long: the venue-rest thread's one loop: each round takes the shards' requests, the listing
 // refreshes and the replies in turn, over state the loop owns.
@@ -389,7 +395,7 @@ async fn run(
     replies: Vec<Arc<ArrayQueue<RestReply>>>,
     wake: Arc<Notify>,
     stop: Arc<AtomicBool>,
-    hooks: Hooks,
+    mut hooks: Hooks,
 ) {
     // One result per job in flight; bounded by the in-flight caps.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Venue, RestReply)>();
@@ -442,8 +448,11 @@ async fn run(
         if let Some(h) = listing.as_ref().filter(|h| h.is_finished()) {
             let _ = h;
             if let Some(h) = listing.take() {
-                if let Ok((i, result)) = h.await {
+                if let Ok((i, result, perps)) = h.await {
                     refreshed(&ctx, &ctx.venues[i], result, &mut watch, &hooks);
+                    if let (Some(p), Some(listing)) = (hooks.perps.as_mut(), perps) {
+                        p.refreshed(ctx.venues[i].venue, &ctx.books.registry.load(), listing);
+                    }
                 }
             }
         }
@@ -453,10 +462,15 @@ async fn run(
                 let served = ctx.books.registry.load().venue_books(s.venue).len();
                 let period = Duration::from_secs(s.refresh_s.max(10));
                 next_refresh[i] = Instant::now() + if served == 0 { period.min(EMPTY_VENUE_REFRESH) } else { period };
-                let ctx2 = ctx.clone();
+                let (ctx2, perps) = (ctx.clone(), hooks.perps.is_some());
                 listing = Some(tokio::task::spawn_local(async move {
                     let s = &ctx2.venues[i];
-                    (i, list_with(&ctx2, s).await)
+                    let spot = list_with(&ctx2, s).await;
+                    let perp = match perps {
+                        true => Some(perp_listing_of(&ctx2, s).await),
+                        false => None,
+                    };
+                    (i, spot, perp)
                 }));
             }
         }

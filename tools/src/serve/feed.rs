@@ -15,6 +15,7 @@ use rampart_state::clock::SharedClock;
 use rampart_state::Command as ShardCommand;
 use rampart_store::store::Store;
 use rampart_venue::listing::ListingChange;
+use rampart_venue::perp_refresh::{OnPerpListing, PerpChange, PerpRefresh, PerpWatch};
 use rampart_venue::rest::{self, Rest, RestBooks};
 use rampart_venue::VenueSettings;
 
@@ -71,6 +72,7 @@ pub(super) fn start_feed(
     let registry = Arc::new(registry);
     let alerts = load(&registry)?;
     let natives = Arc::new(arc_swap::ArcSwap::from_pointee(natives));
+    let perp_watch = s.derivatives.then(|| PerpWatch::new(&registry, &perps));
     let n = shard_config.shards.max(1);
     let mut rest = Rest::new(n);
     let feed = LiveFeed {
@@ -91,7 +93,8 @@ pub(super) fn start_feed(
     let shared = shards.shared().clone();
     let grow = Box::new(move |grown| shared.grow(grown));
     let books = RestBooks { registry: books_now, natives, bars_max: shard_config.bars_max };
-    rest.start(venues.clone(), books, tls, on_listing, grow)?;
+    let perps = perp_watch.map(|watch| PerpRefresh { watch, on_change: perp_listing_hook(shards.commands()) });
+    rest.start(venues.clone(), books, tls, on_listing, grow, perps)?;
     Ok((shards, Some(rest)))
 }
 
@@ -196,6 +199,29 @@ fn listing_hook(
                 send(book, ShardCommand::Alert { book, change: row.change(false) });
             }
         }
+    })
+}
+
+/// What the REST thread's perpetual listing refreshes do to the shards (`decisions.md` §17
+/// "Listings"): the book's shard drops, takes again or gains its perpetual. Runs on the REST
+/// thread; a full command queue is waited out.
+fn perp_listing_hook(commands: rampart_state::Commands) -> OnPerpListing {
+    use rampart_state::{PerpContract, PerpListingChange};
+    Box::new(move |change| {
+        let (book, change) = match change {
+            PerpChange::Delisted(book) => (book, PerpListingChange::Delisted),
+            PerpChange::Relisted(book) => (book, PerpListingChange::Relisted),
+            PerpChange::Added(book, p) => {
+                let contract = PerpContract {
+                    contract: p.contract,
+                    multiplier: p.multiplier,
+                    contract_size: p.contract_size,
+                    interval_h: p.interval_h,
+                };
+                (book, PerpListingChange::Added(contract))
+            }
+        };
+        send_waiting(&commands, book, ShardCommand::Perp { book, change });
     })
 }
 

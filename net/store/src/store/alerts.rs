@@ -13,6 +13,16 @@ use super::render::Render;
 use crate::db::{vals, StoreError};
 use rampart_engine::Venue;
 
+/// What a venue delisted ([`Store::delist_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delisting {
+    /// The pair: every alert of it goes.
+    Pair,
+    /// Only its perpetual, the spot pair staying (`decisions.md` §17 "Listings"): its
+    /// `liquidations`, `oi` and `funding` alerts go, the notice saying `"reason":"perp"`.
+    Perp,
+}
+
 impl Store {
     /// Stores a new alert (committed when this returns, or with its group) and returns its row.
     pub fn insert_alert(&self, a: &NewAlert) -> Result<AlertRow, StoreError> {
@@ -340,10 +350,25 @@ impl Store {
         now_ms: i64,
         texts: &dyn Render,
     ) -> Result<Vec<i64>, StoreError> {
-        let (db, telegram) = (&self.db, self.telegram);
+        self.delist_of(Delisting::Pair, exchange, symbol, now_ms, texts)
+    }
+
+    /// A delisting ([`Delisting`]): the pair's active alerts, or those of its perpetual, removed
+    /// with a notice to each owner as [`Store::delist`] says. Returns the alert ids removed.
+    pub fn delist_of(
+        &mut self,
+        what: Delisting,
+        exchange: Venue,
+        symbol: &str,
+        now_ms: i64,
+        texts: &dyn Render,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (db, telegram, perp) = (&self.db, self.telegram, what == Delisting::Perp);
+        let kinds = if perp { " AND kind IN ('liquidations', 'oi', 'funding')" } else { "" };
         let sql = format!(
             "UPDATE alerts SET deleted_ms = ?3, version = version + 1
-             WHERE exchange = ?1 AND symbol = ?2 AND status = 'active' AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
+             WHERE exchange = ?1 AND symbol = ?2 AND status = 'active' AND deleted_ms IS NULL{kinds}
+             RETURNING {ALERT_COLUMNS}"
         );
         db.in_transaction_of(|| {
             self.check_fence()?;
@@ -354,13 +379,13 @@ impl Store {
                 account_id: row.account_id,
                 kind: "alert.delisted",
                 alert_id: row.id,
-                body: texts.alert_delisted(row, now_ms),
+                body: texts.alert_delisted(row, now_ms, perp),
                 created_ms: now_ms,
             };
             self.write_inbox(&rows.iter().map(notice).collect::<Vec<_>>())?;
             for row in &rows {
                 if telegram {
-                    let text = || texts.telegram_alert_delisted(row);
+                    let text = || texts.telegram_alert_delisted(row, perp);
                     queue_telegram(db, texts, row.account_id, row.id, text, now_ms)?;
                 }
             }
@@ -520,6 +545,34 @@ mod tests {
             // A firing that raced the delisting is not recorded.
             let f = FiringRecord::at_price(gone1, 300, 6_000, false);
             assert!(s.record_firings(&[f], &Texts).expect("record").fired.is_empty());
+        });
+    }
+
+    /// A perpetual delisted while its spot pair stays (`decisions.md` §17): the pair's
+    /// derivatives alerts are removed with an `alert.delisted` notice saying `"reason":"perp"`;
+    /// its price alerts, and another venue's derivatives alerts, stay.
+    #[test]
+    fn a_perpetuals_delisting_removes_only_its_derivatives_alerts() {
+        use rampart_engine::perp_alert::{LiqDirection, LiqOrder, PerpCondition};
+        on_each_backend("delist-perp", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            let order = Condition::Perp(PerpCondition::Order(LiqOrder {
+                direction: LiqDirection::Long,
+                min_usd_cents: 100_000_000,
+            }));
+            let perp = |exchange| NewAlert { condition: order, ..alert(a, exchange, "SOLUSDT") };
+            let gone = s.insert_alert(&perp("binance")).expect("insert").id;
+            let price = s.insert_alert(&alert(a, "binance", "SOLUSDT")).expect("insert").id;
+            let other_venue = s.insert_alert(&perp("okx")).expect("insert").id;
+            assert_eq!(s.delist_of(Delisting::Perp, Venue::Binance, "SOLUSDT", 5_000, &Texts).expect("delist"), [gone]);
+            let left: Vec<i64> = s.list_alerts(a, StatusFilter::All).expect("list").iter().map(|r| r.id).collect();
+            assert_eq!(left, [price, other_venue]);
+            let inbox = s.inbox(a, i64::MAX, 10).expect("inbox");
+            assert_eq!((inbox.len(), inbox[0].kind.as_str(), inbox[0].alert_id), (1, "alert.delisted", Some(gone)));
+            let body: serde_json::Value = serde_json::from_str(&inbox[0].body).expect("json");
+            assert_eq!(body["reason"], "perp");
+            assert_eq!((body["alert"]["symbol"].as_str(), body["time"].as_i64()), (Some("SOLUSDT"), Some(5_000)));
         });
     }
 

@@ -20,16 +20,17 @@ pub trait Render {
     fn alert_paused(&self, row: &AlertRow, at_ms: i64) -> String;
     /// The Telegram text of the flood guard's pause.
     fn telegram_alert_paused(&self, row: &AlertRow) -> String;
-    /// The `alert.delisted` inbox body.
-    fn alert_delisted(&self, row: &AlertRow, now_ms: i64) -> String;
+    /// The `alert.delisted` inbox body; `perp`: only the pair's perpetual was delisted
+    /// (`decisions.md` §17: the body says `"reason":"perp"`).
+    fn alert_delisted(&self, row: &AlertRow, now_ms: i64, perp: bool) -> String;
     /// The `alert.expired` inbox body.
     fn alert_expired(&self, row: &AlertRow, now_ms: i64) -> String;
     /// A site alert firing's inbox kind and body.
     fn site_fired(&self, row: &SiteAlertRow, f: &SiteFiringRecord) -> (&'static str, String);
     /// The Telegram text of a price or pct alert's firing.
     fn telegram_alert_fired(&self, row: &AlertRow, f: &FiringRecord) -> String;
-    /// The Telegram text of a delisting notice.
-    fn telegram_alert_delisted(&self, row: &AlertRow) -> String;
+    /// The Telegram text of a delisting notice (`perp`: of the pair's perpetual only).
+    fn telegram_alert_delisted(&self, row: &AlertRow, perp: bool) -> String;
     /// The Telegram text of an expiry notice.
     fn telegram_alert_expired(&self, row: &AlertRow) -> String;
     /// The Telegram text of a site alert's firing.

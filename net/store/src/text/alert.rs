@@ -198,6 +198,17 @@ pub fn delisted_body(row: &AlertRow, now_ms: i64) -> String {
     notice_body("alert.delisted", row, now_ms)
 }
 
+/// The `alert.delisted` inbox body of a derivatives alert whose pair's perpetual was delisted
+/// while the spot pair stays (`decisions.md` §17): `{"event","alert":{"id","exchange","symbol"},
+/// "reason":"perp","time"}` (the pair's own delisting says no `reason`, as it always has).
+pub fn perp_delisted_body(row: &AlertRow, now_ms: i64) -> String {
+    let mut j = Json::with_capacity(144);
+    j.raw("{\"event\":").str("alert.delisted").raw(",\"alert\":{\"id\":").int(row.id);
+    j.raw(",\"exchange\":").str(row.exchange.as_str()).raw(",\"symbol\":").str(&row.symbol);
+    j.raw("},\"reason\":\"perp\",\"time\":").int(now_ms).raw("}");
+    j.finish()
+}
+
 /// The `alert.expired` inbox body (`decisions.md` §13), shaped as the delisting notice:
 /// `{"event","alert":{"id","exchange","symbol"},"time"}`.
 pub fn expired_body(row: &AlertRow, now_ms: i64) -> String {

@@ -183,10 +183,15 @@ pub fn site_firing_text(row: &SiteAlertRow, f: &SiteFiringRecord) -> String {
     format!("{what}{}", note_line(&row.note))
 }
 
-/// The text of a delisting notice.
-pub fn delisted_text(row: &AlertRow) -> String {
+/// The text of a delisting notice; `perp`: only the pair's perpetual was delisted, and the
+/// derivatives alert named went with it (`decisions.md` §17).
+pub fn delisted_text(row: &AlertRow, perp: bool) -> String {
+    let (what, kind) = match perp {
+        true => ("perpetual contract", row.condition.kind()),
+        false => ("pair", "price"),
+    };
     format!(
-        "{} · {}\nThe pair was delisted: price alert #{} was removed.{}",
+        "{} · {}\nThe {what} was delisted: {kind} alert #{} was removed.{}",
         row.symbol,
         row.exchange.as_str(),
         row.id,
