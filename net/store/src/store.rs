@@ -232,6 +232,35 @@ mod tests {
         s.insert_alert(&alert(a, "binance", "BTCUSDT")).expect("insert after the failed group");
     }
 
+    /// Each market node's publisher takes its own writer's outbox rows and rows of no
+    /// partition at once, another partition's only once they waited (issue #59); without a
+    /// partition, every row.
+    #[test]
+    fn a_publisher_takes_its_own_partitions_rows_first() {
+        let url = fresh_postgres_schema();
+        let clock: rampart_state::clock::SharedClock =
+            std::sync::Arc::new(rampart_state::clock::ManualClock::new(10_000));
+        let claim = Store::open_postgres(&url).expect("claims");
+        let mut rows = Vec::new();
+        for p in ["0/2", "1/2"] {
+            assert_eq!(claim.claim_partition(p, "n", 60_000).expect("claim"), Some(1));
+            let fence = Fence { partition: p.into(), epoch: 1 };
+            let mut w = Store::open_postgres(&url).expect("writer").with_fence(fence).with_clock(clock.clone());
+            let acc = w.create_account_with_key("developer", None, 1).expect("account").account_id;
+            let mut hooked = alert(acc, "binance", "BTCUSDT");
+            hooked.webhook_url = Some("https://example.com/h".into());
+            let id = w.insert_alert(&hooked).expect("insert").id;
+            w.record_firings(&[FiringRecord::at_price(id, 300, 7_000, false)], &crate::text::Texts).expect("record");
+            rows.push(id);
+        }
+        let r = Store::open_postgres(&url).expect("reader");
+        let alerts = |got: Vec<Unpublished>| got.iter().map(|u| u.alert_id).collect::<Vec<_>>();
+        assert_eq!(alerts(r.unpublished(10, Some("0/2"), 10_000).expect("read")), [rows[0]], "its own only");
+        assert_eq!(alerts(r.unpublished(10, Some("1/2"), 10_000).expect("read")), [rows[1]]);
+        assert_eq!(alerts(r.unpublished(10, Some("0/2"), 10_001).expect("read")), rows, "the other's once waited");
+        assert_eq!(alerts(r.unpublished(10, None, 0).expect("read")), rows, "no partition: every row");
+    }
+
     /// A partition's lease: one holder at a time, renewed by it, claimed by another only once
     /// expired (with the next epoch), and the old holder's writes fenced from then on.
     #[test]

@@ -79,7 +79,15 @@ impl Persistence {
                 let store = s.store.open()?.for_background()?;
                 let wake = Arc::new(tokio::sync::Notify::new());
                 let fault = s.faults.publisher_abort_after;
-                let p = Publisher::start(store, url.clone(), BusNames::default(), clock.clone(), wake.clone(), fault)?;
+                let mine = fence.as_ref().map(|f| f.partition.clone());
+                let p = Publisher::start(
+                    (store, mine),
+                    url.clone(),
+                    BusNames::default(),
+                    clock.clone(),
+                    wake.clone(),
+                    fault,
+                )?;
                 tracing::info!("deliveries go to the NATS firings stream; `rampart deliver` sends them");
                 (Sending::Stream(p), wake)
             }

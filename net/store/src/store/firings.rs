@@ -117,6 +117,7 @@ impl Store {
                 at.clone(),
                 at,
                 Col::OptI64(vec![self.clock.as_ref().map(|c| c.now_ms()); hooked.len()]),
+                Col::OptStr(vec![self.fence.as_ref().map(|f| f.partition.as_str()); hooked.len()]),
             ];
             let names = [
                 "alert_id",
@@ -129,6 +130,7 @@ impl Store {
                 "next_attempt_ms",
                 "created_ms",
                 "committed_ms",
+                "publisher",
             ];
             db.insert_rows("outbox", &names, &cols)?;
             if telegram {

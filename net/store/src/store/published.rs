@@ -40,19 +40,39 @@ impl Unpublished {
 
 impl Store {
     /// Pending outbox rows not yet handed to the firings stream, oldest first, at most `limit`.
-    pub fn unpublished(&self, limit: u32) -> Result<Vec<Unpublished>, StoreError> {
+    /// With `mine` (a market node's partition), the rows its own writer committed, those of no
+    /// partition, and another partition's only once committed before `others_before_ms` (their
+    /// own node's publisher has had the time to hand them over: what is left is a dead node's, or
+    /// a node cut from the stream); without, every row.
+    pub fn unpublished(
+        &self,
+        limit: u32,
+        mine: Option<&str>,
+        others_before_ms: i64,
+    ) -> Result<Vec<Unpublished>, StoreError> {
+        let row = |r: &crate::db::Row<'_>| {
+            Ok(Unpublished {
+                id: r.get(0)?,
+                alert_id: r.get(1)?,
+                trigger_ms: r.get(2)?,
+                channel: channel_column(r, 3)?,
+            })
+        };
+        let Some(mine) = mine else {
+            return self.db.query(
+                "SELECT id, alert_id, trigger_ms, channel FROM outbox
+                 WHERE published_ms IS NULL AND state = 'pending' ORDER BY id LIMIT ?1",
+                vals![i64::from(limit)],
+                row,
+            );
+        };
         self.db.query(
             "SELECT id, alert_id, trigger_ms, channel FROM outbox
-             WHERE published_ms IS NULL AND state = 'pending' ORDER BY id LIMIT ?1",
-            vals![i64::from(limit)],
-            |r| {
-                Ok(Unpublished {
-                    id: r.get(0)?,
-                    alert_id: r.get(1)?,
-                    trigger_ms: r.get(2)?,
-                    channel: channel_column(r, 3)?,
-                })
-            },
+             WHERE published_ms IS NULL AND state = 'pending'
+                AND (publisher IS NULL OR publisher = ?2 OR committed_ms IS NULL OR committed_ms < ?3)
+             ORDER BY id LIMIT ?1",
+            vals![i64::from(limit), mine, others_before_ms],
+            row,
         )
     }
 
@@ -138,11 +158,11 @@ mod tests {
             let id = s.insert_alert(&hooked).expect("insert").id;
             let f = FiringRecord::at_price(id, 300, 7_000, false);
             s.record_firings(&[f], &Texts).expect("record");
-            let rows = s.unpublished(10).expect("unpublished");
+            let rows = s.unpublished(10, None, 0).expect("unpublished");
             let ids: Vec<String> = rows.iter().map(Unpublished::message_id).collect();
             assert_eq!(ids, [format!("{id}:7000"), format!("telegram:{}", rows[1].id)]);
             s.mark_published(&[rows[0].id], 8_000).expect("mark");
-            assert_eq!(s.unpublished(10).expect("unpublished"), [rows[1]]);
+            assert_eq!(s.unpublished(10, None, 0).expect("unpublished"), [rows[1]]);
             let row = s.outbox_row(rows[0].id).expect("read").expect("the row");
             assert_eq!((row.state.as_str(), row.alert_id, row.channel), ("pending", id, Channel::Webhook));
             assert_eq!(s.outbox_row(rows[1].id + 1).expect("read"), None);
@@ -161,7 +181,7 @@ mod tests {
             let id = s.insert_alert(&hooked).expect("insert").id;
             let firings: Vec<_> = (0..3).map(|i| FiringRecord::at_price(id, 300, 7_000 + i, false)).collect();
             s.record_firings(&firings, &Texts).expect("record");
-            let rows = s.unpublished(10).expect("unpublished");
+            let rows = s.unpublished(10, None, 0).expect("unpublished");
             assert_eq!(s.firings_stream_is(111).expect("first"), 0, "the first stream is only recorded");
             s.mark_published(&[rows[0].id, rows[1].id], 8_000).expect("mark");
             let delivered = Outcome {
@@ -172,9 +192,9 @@ mod tests {
             };
             s.record_attempts(&[delivered], |_, _| None).expect("delivered");
             assert_eq!(s.firings_stream_is(111).expect("same"), 0, "the same stream");
-            assert_eq!(s.unpublished(10).expect("unpublished"), [rows[2]]);
+            assert_eq!(s.unpublished(10, None, 0).expect("unpublished"), [rows[2]]);
             assert_eq!(s.firings_stream_is(222).expect("new"), 1, "only the pending marked row");
-            assert_eq!(s.unpublished(10).expect("unpublished"), [rows[0], rows[2]]);
+            assert_eq!(s.unpublished(10, None, 0).expect("unpublished"), [rows[0], rows[2]]);
             assert_eq!(s.firings_stream_is(222).expect("again"), 0, "recorded");
         });
     }

@@ -356,6 +356,10 @@ const STEPS: &[Step] = &[
     CREATE INDEX alerts_fired ON alerts(last_triggered_ms) WHERE status = 'triggered' AND deleted_ms IS NULL;
     CREATE INDEX site_alerts_removed ON site_alerts(deleted_ms) WHERE deleted_ms IS NOT NULL;",
     ),
+    // 23: which partition's writer committed an outbox row (issue #59): that node's publisher
+    // hands it to the stream, the others only once it has waited (`Store::unpublished`); null
+    // for rows of a writer without a partition (one process, an api node) and rows written before.
+    Step::both("ALTER TABLE outbox ADD COLUMN publisher TEXT;"),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -468,11 +472,11 @@ mod tests {
         );
     }
 
-    /// The versions released databases hold keep their meaning: SQLite's 22, PostgreSQL's 16
+    /// The versions released databases hold keep their meaning: SQLite's 23, PostgreSQL's 17
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (22, 16));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (23, 17));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -505,7 +509,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 16);
+        assert_eq!(s.schema_version().expect("version"), 17);
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }
