@@ -2,6 +2,7 @@
 //! simulator and the service (one process, or the cluster's roles) started with a key of an
 //! unlimited plan, the calls every scenario makes to them, and the histogram helpers.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -33,6 +34,9 @@ pub struct Opts {
     pub storm_alerts: usize,
     /// Receivers in `storm` (the first hangs).
     pub storm_receivers: usize,
+    /// `liquidations`: injection rounds (each one liquidation on every perpetual of the stormed
+    /// venues).
+    pub liq_rounds: usize,
     /// `storm` with the account's webhooks signed (`POST /v1/webhook-secret` before the alerts
     /// are made); every healthy delivery's signature is then verified after the run.
     pub signed: bool,
@@ -316,13 +320,7 @@ impl Env {
     /// hand-over to the firings stream (a cluster's publisher: `published_ms`), to its first
     /// attempt's start, and to its settling (`done_ms`, when the outcome was recorded).
     pub(crate) fn stages(&self, trigger_ms: i64) -> Res<Value> {
-        let db = match &self.store {
-            Ok(url) => rampart_store::db::Db::postgres(url),
-            Err(dir) => rusqlite::Connection::open(dir.join("rampart.db"))
-                .map(rampart_store::db::Db::sqlite)
-                .map_err(rampart_store::store::StoreError::from),
-        }
-        .map_err(|e| e.to_string())?;
+        let db = self.db()?;
         // Each stage from the service's own rows: the writer's commit (issue #59), the hand-over
         // to a cluster's firings stream, the first attempt's end, the settling.
         let sql =
@@ -344,6 +342,31 @@ impl Env {
                 }
             }
             out[name] = pct(&h);
+        }
+        Ok(out)
+    }
+
+    /// The service's database, read as it runs.
+    fn db(&self) -> Res<rampart_store::db::Db> {
+        match &self.store {
+            Ok(url) => rampart_store::db::Db::postgres(url),
+            Err(dir) => rusqlite::Connection::open(dir.join("rampart.db"))
+                .map(rampart_store::db::Db::sqlite)
+                .map_err(rampart_store::store::StoreError::from),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// When the writer committed each webhook body of each alert (`outbox.committed_ms`), by
+    /// alert, oldest first: the bodies' spacing as they left the writer, before delivery's work.
+    pub(crate) fn body_commits(&self) -> Res<HashMap<i64, Vec<i64>>> {
+        let sql = "SELECT alert_id, committed_ms FROM outbox WHERE channel = 'webhook' AND committed_ms IS NOT NULL
+                   ORDER BY alert_id, committed_ms";
+        let rows: Vec<(i64, i64)> =
+            self.db()?.query(sql, &[], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| e.to_string())?;
+        let mut out: HashMap<i64, Vec<i64>> = HashMap::new();
+        for (alert, at) in rows {
+            out.entry(alert).or_default().push(at);
         }
         Ok(out)
     }

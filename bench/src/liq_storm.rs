@@ -18,8 +18,6 @@ use crate::harness::{self, Receivers};
 
 /// The venues stormed (Bitget publishes no liquidations).
 const STORMED: [&str; 3] = ["binance", "bybit", "okx"];
-/// Injection rounds.
-const ROUNDS: usize = 3;
 /// Time between two rounds: more than Binance's one-a-second rule.
 const ROUND_GAP: Duration = Duration::from_millis(1_300);
 /// Least gap between two bodies of one alert that still counts as "one a second" (the batch
@@ -35,7 +33,7 @@ const ROUND_STEP_USD: f64 = 10_000.0;
 /// Runs the storm with `alerts_per_venue` `*` alerts on each venue; fills `result`.
 pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
     let env = Env::start(o)?;
-    let per_venue = o.storm_alerts.max(1);
+    let (per_venue, rounds) = (o.storm_alerts.max(1), o.liq_rounds.max(1));
     let rx = Receivers::start(8, 0).map_err(|e| e.to_string())?;
     let mut pairs: HashMap<&str, HashSet<String>> = HashMap::new();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -66,7 +64,7 @@ pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         }
     }
     let t0 = harness::now_us();
-    for r in 0..ROUNDS {
+    for r in 0..rounds {
         for v in STORMED {
             let usd = ROUND_USD + ROUND_STEP_USD * r as f64;
             env.sim.post("/liquidation", &json!({"venue":v,"symbol":"*","side":"long","usd":usd}))?;
@@ -74,29 +72,38 @@ pub fn run(o: &Opts, result: &mut Value, notes: &mut Vec<String>) -> Res<()> {
         thread::sleep(ROUND_GAP);
     }
     // Every alert's every (pair, round) delivered, or the wait is over.
-    let want: usize = alerts.values().map(|v| pairs[v].len() * ROUNDS).sum();
+    let want: usize = alerts.values().map(|v| pairs[v].len() * rounds).sum();
     let wait = Instant::now() + Duration::from_secs(60);
     let check = loop {
         let got = rx.received();
-        let c = judge(&got, &alerts, &pairs);
+        let c = judge(&got, &alerts, (&pairs, rounds));
         if c.found >= want || Instant::now() > wait {
             break c;
         }
         thread::sleep(Duration::from_millis(250));
     };
     let secs = (check.last_us - t0) as f64 / 1e6;
+    // The same spacing as the bodies left the writer (committed), before delivery's work.
+    let commits = env.body_commits()?;
+    let committed: usize = alerts.keys().filter_map(|a| commits.get(a)).map(Vec::len).sum();
+    let committed_close: usize = alerts
+        .keys()
+        .filter_map(|a| commits.get(a))
+        .map(|t| t.windows(2).filter(|w| ((w[1] - w[0]) as f64) < BODY_GAP_MS).count())
+        .sum();
     result["liquidationStorm"] = json!({
-        "venues": STORMED, "alertsPerVenue": per_venue, "rounds": ROUNDS,
+        "venues": STORMED, "alertsPerVenue": per_venue, "rounds": rounds,
         "perpetuals": STORMED.map(|v| pairs[v].len()),
         "expected": want, "delivered": check.found, "duplicates": check.duplicates,
         "bodies": check.bodies, "bodiesCloserThanASecond": check.too_close,
         "closeGapsMs": {"under100": check.close_gaps[0], "100to500": check.close_gaps[1], "500to900": check.close_gaps[2]},
         "triggersPerBodyMax": check.triggers_max, "lastBodyAfterS": secs,
+        "bodiesCommitted": committed, "bodiesCommittedCloserThanASecond": committed_close,
         "ok": check.found == want && check.duplicates == 0 && check.too_close == 0,
     });
     env.describe(result)?;
     notes.push(format!(
-        "{ROUNDS} rounds {} ms apart, each one liquidation of ${ROUND_USD} + round x ${ROUND_STEP_USD} on every perpetual of {}; `*` order alerts, min_usd 100, cooldown 0, 8 receivers.",
+        "{rounds} rounds {} ms apart, each one liquidation of ${ROUND_USD} + round x ${ROUND_STEP_USD} on every perpetual of {}; `*` order alerts, min_usd 100, cooldown 0, 8 receivers.",
         ROUND_GAP.as_millis(),
         STORMED.join(", ")
     ));
@@ -116,7 +123,11 @@ struct Check {
     last_us: i64,
 }
 
-fn judge(got: &[harness::Received], alerts: &HashMap<i64, &str>, pairs: &HashMap<&str, HashSet<String>>) -> Check {
+fn judge(
+    got: &[harness::Received],
+    alerts: &HashMap<i64, &str>,
+    (pairs, rounds): (&HashMap<&str, HashSet<String>>, usize),
+) -> Check {
     let mut seen: HashSet<(i64, String, u64)> = HashSet::new();
     let (mut duplicates, mut too_close, mut triggers_max, mut last_us) = (0, 0, 0, 0);
     let mut arrivals: HashMap<i64, Vec<i64>> = HashMap::new();
@@ -128,7 +139,7 @@ fn judge(got: &[harness::Received], alerts: &HashMap<i64, &str>, pairs: &HashMap
         for (symbol, usd) in &r.liquidations {
             // Worth at least its round's amount at the mark, rounded up to the lot.
             let round = (usd - ROUND_USD) / ROUND_STEP_USD;
-            if !(0.0..ROUNDS as f64).contains(&round) || !pairs[venue].contains(symbol) {
+            if !(0.0..rounds as f64).contains(&round) || !pairs[venue].contains(symbol) {
                 continue;
             }
             let r_ix = round.floor() as u64;

@@ -20,8 +20,9 @@ use std::time::Duration;
 use rampart_bench::scenarios::{self, Opts, BACKENDS, SCENARIOS};
 
 /// The flags that take a value.
-const VALUED: [&str; 12] = [
+const VALUED: [&str; 13] = [
     "--rampart",
+    "--rounds",
     "--out",
     "--pairs",
     "--alerts",
@@ -40,7 +41,7 @@ const SWITCHES: [&str; 1] = ["--signed"];
 
 fn usage() -> String {
     format!(
-        "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST] [--backend {}]\n       rampart-harness curve DIR",
+        "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--rounds N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST] [--backend {}]\n       rampart-harness curve DIR",
         SCENARIOS.join("|"),
         BACKENDS.join("|")
     )
@@ -86,6 +87,8 @@ fn opts() -> Result<Opts, String> {
         // `liquidations`: `*` alerts per venue, each collecting every pair's liquidations.
         storm_alerts: num("--storm-alerts", if scenario == "liquidations" { 100 } else { 10_000 })?,
         storm_receivers: 100,
+        // `liquidations`: injection rounds, `ROUND_GAP` apart.
+        liq_rounds: num("--rounds", 3)?.max(1),
         signed: args.iter().any(|a| a == "--signed"),
         probe_every: Duration::from_millis(200),
         ingest_messages: 1_000_000,
