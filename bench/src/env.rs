@@ -37,6 +37,8 @@ pub struct Opts {
     /// `liquidations`: injection rounds (each one liquidation on every perpetual of the stormed
     /// venues).
     pub liq_rounds: usize,
+    /// `quiet`, `burst`: derivatives alerts loaded besides `alerts` (`perp_load`).
+    pub perp_alerts: usize,
     /// `storm` with the account's webhooks signed (`POST /v1/webhook-secret` before the alerts
     /// are made); every healthy delivery's signature is then verified after the run.
     pub signed: bool,

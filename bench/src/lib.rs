@@ -16,6 +16,7 @@ pub mod http_load;
 pub mod ingest;
 pub mod liq_storm;
 pub mod parsers;
+pub mod perp_load;
 pub mod perp_memory;
 pub mod perp_round;
 pub mod scenarios;

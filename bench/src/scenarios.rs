@@ -153,6 +153,10 @@ pub fn run(o: &Opts) -> Res<Value> {
             let rx = Receivers::start(8, 0).map_err(|e| e.to_string())?;
             let rate = env.load_alerts(o.alerts)?;
             result["alerts"] = json!({"loaded": o.alerts, "createdPerS": rate});
+            if o.perp_alerts > 0 {
+                let rate = crate::perp_load::load_perp_alerts(&env, o.perp_alerts)?;
+                result["perpAlerts"] = json!({"loaded": o.perp_alerts, "createdPerS": rate});
+            }
             let secs = if o.scenario == "burst" { 10 } else { o.secs };
             if o.scenario == "burst" {
                 // Ten times the pairs' step rate: 500 ms → 50 ms.

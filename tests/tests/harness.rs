@@ -20,6 +20,9 @@ fn opts(scenario: &str, out: &std::path::Path) -> Opts {
         secs: 3,
         storm_alerts: 300,
         storm_receivers: 10,
+        liq_rounds: 1,
+        // `quiet` loads a few derivatives alerts too (`perp_load`), so that path is run.
+        perp_alerts: if scenario == "quiet" { 40 } else { 0 },
         // The storm here runs signed, so the harness's check of signatures is exercised too.
         signed: scenario == "storm",
         probe_every: Duration::from_millis(200),
@@ -55,6 +58,9 @@ fn quiet_and_storm_scenarios_run_and_check_out() {
         }
         assert!(r["tickToDecisionUs"]["count"].as_u64().is_some_and(|n| n > 0), "{scenario}: trades were timed: {r}");
         assert!(r["machine"]["cores"].as_u64().is_some_and(|c| c > 0));
+        if scenario == "quiet" {
+            assert_eq!(r["perpAlerts"]["loaded"], 40, "{r}");
+        }
         if scenario == "storm" {
             let healthy = &r["correctness"]["expectedHealthy"];
             assert_eq!(&r["correctness"]["signatures"]["verified"], healthy, "every delivery verified: {r}");

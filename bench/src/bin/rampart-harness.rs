@@ -20,8 +20,9 @@ use std::time::Duration;
 use rampart_bench::scenarios::{self, Opts, BACKENDS, SCENARIOS};
 
 /// The flags that take a value.
-const VALUED: [&str; 13] = [
+const VALUED: [&str; 14] = [
     "--rampart",
+    "--perp-alerts",
     "--rounds",
     "--out",
     "--pairs",
@@ -41,7 +42,7 @@ const SWITCHES: [&str; 1] = ["--signed"];
 
 fn usage() -> String {
     format!(
-        "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--rounds N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST] [--backend {}]\n       rampart-harness curve DIR",
+        "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--rounds N] [--perp-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST] [--backend {}]\n       rampart-harness curve DIR",
         SCENARIOS.join("|"),
         BACKENDS.join("|")
     )
@@ -89,6 +90,7 @@ fn opts() -> Result<Opts, String> {
         storm_receivers: 100,
         // `liquidations`: injection rounds, `ROUND_GAP` apart.
         liq_rounds: num("--rounds", 3)?.max(1),
+        perp_alerts: num("--perp-alerts", 0)?,
         signed: args.iter().any(|a| a == "--signed"),
         probe_every: Duration::from_millis(200),
         ingest_messages: 1_000_000,
