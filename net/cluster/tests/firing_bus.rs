@@ -23,8 +23,21 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime")
 }
 
+/// Connects as the publisher and the workers do: a refused or timed-out attempt is tried again
+/// (they retry until the server answers; under a loaded CI machine the shared server's JetStream
+/// can take longer than a request's 5 s to make a stream), up to 60 s.
 async fn bus(test: &str) -> FiringBus {
-    FiringBus::connect(&rampart_testkit::nats::server().url(), names(test)).await.expect("connect")
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match FiringBus::connect(&rampart_testkit::nats::server().url(), names(test)).await {
+            Ok(bus) => return bus,
+            Err(e) if std::time::Instant::now() < deadline => {
+                eprintln!("connect: {e}; trying again");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("connect: {e}"),
+        }
+    }
 }
 
 #[test]
