@@ -94,6 +94,13 @@ fn as_server_user(program: &Path) -> Command {
     }
 }
 
+/// Server settings added to the command line from `RAMPART_PG_EXTRA` (for instance
+/// `-c log_min_duration_statement=1 -c logging_collector=on -c log_directory=/tmp/pglog`, to see
+/// where a benchmark's statements spend their time); empty when unset.
+fn extra_settings() -> String {
+    std::env::var("RAMPART_PG_EXTRA").map(|s| format!(" {s}")).unwrap_or_default()
+}
+
 fn start(durable: bool) -> Result<PgServer, String> {
     let bin = bin_dir()?;
     let dir = fresh_dir("rampart-pg")?;
@@ -115,10 +122,11 @@ fn start(durable: bool) -> Result<PgServer, String> {
     let port = free_port()?;
     let fast = if durable { "" } else { " -c fsync=off -c full_page_writes=off" };
     let postgres = format!(
-        "{} -D {} -p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200{fast}",
+        "{} -D {} -p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200{fast}{}",
         bin.join("postgres").display(),
         data.display(),
-        dir.display()
+        dir.display(),
+        extra_settings()
     );
     let watcher = start_watched(as_server_user(Path::new("/bin/sh")), &postgres, &dir)?;
     let port_arg = port.to_string();

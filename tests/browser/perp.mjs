@@ -61,9 +61,12 @@ async function alertOf(id) {
 
 async function pairPage(page, without) {
   step('the pair page shows the perpetual (contract, mark price, funding with its interval and next time, open interest); its stream carries the pair\'s perp and liquidations channels');
+  const before = (await page.evaluate(() => window.__eventSources())).length;
   await setHash(page, `#/pair/${VENUE}/${SYMBOL}`);
   await visible(page, `${tid('pair-perp')}[data-perp="yes"]`, 'the pair page shows no perpetual');
   await oneStream(page, channelsOf(SYMBOL, ['price', 'levels', 'walls', 'perp', 'liquidations']), 'the pair page');
+  const opened = (await page.evaluate(() => window.__eventSources())).slice(before);
+  assert.equal(opened.length, 1, `the pair page opened one stream, not one and then another: ${JSON.stringify(opened)}`);
   const perp = (await apiOk(KEY, 'GET', `/v1/perp/${SYMBOL}?exchange=${VENUE}`)).data;
   assert.ok((await text(page, '#perp-h')).includes(perp.contract), 'the panel does not name the contract');
   const mark = Number((await text(page, tid('perp-mark'))).replace(/,/g, ''));

@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|firings-storm|pruning|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -78,6 +78,9 @@ fn main() {
                 .into_iter()
                 .flat_map(|b| [1, 16, 256, 4_096].map(|n| rampart_bench::firing_commits(b, n, 4_096)))
                 .collect(),
+            // Issue #59: a storm's commits on PostgreSQL, 4 096 firings each, three of them (with
+            // `RAMPART_PG_EXTRA` logging the statements: where a commit's time goes).
+            "firings-storm" => vec![rampart_bench::firing_commits(Backend::Postgres, 4_096, 12_288)],
             // Issue #62: the writer's commits with and without retention pruning, in one run.
             "pruning" => [false, true, false, true]
                 .into_iter()
@@ -92,7 +95,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|ingest-levels|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|pruning|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|ingest-levels|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|firings-storm|pruning|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }

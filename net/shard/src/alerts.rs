@@ -7,7 +7,8 @@
 //! Derivatives alerts (`decisions.md` §17) go to the book's perpetual ([`ShardPerps`]) rather
 //! than its trade alerts; a shard without perpetuals (the live feed, for now) holds them nowhere,
 //! and the API refuses them there (no pair of it has a perpetual). The one-pair ones a shard
-//! starts with wait in [`ShardAlerts::attach_perps`]'s list until its perpetuals exist.
+//! starts with wait in [`ShardAlerts::attach_perps`]'s list until its perpetuals exist, and
+//! those of a book without one until it gains one ([`ShardAlerts::on_perp_taken`]).
 
 use rampart_engine::alert::{AlertSpec, Condition};
 use rampart_engine::market::Market;
@@ -23,7 +24,10 @@ use super::versions::AlertVersions;
 pub struct ShardAlerts {
     versions: AlertVersions,
     universe: UniverseAlerts,
-    /// One-pair derivatives alerts taken before the shard's perpetuals were made (at start).
+    /// One-pair derivatives alerts waiting for their book's perpetual: taken before the shard's
+    /// perpetuals were made (at start), or for a book without one (its venue's perpetual listing
+    /// failed at start); put on it when the book gains it ([`ShardAlerts::on_perp_taken`]). At
+    /// most the one-pair derivatives alerts storage holds for this shard's books.
     perp_waiting: Vec<(BookId, AlertSpec)>,
 }
 
@@ -51,8 +55,8 @@ impl ShardAlerts {
     /// [`ShardAlerts::starting`]: the one-pair ones on their book, the `*` ones on every listed
     /// book of their venue.
     pub fn attach_perps(&mut self, market: &Market, registry: &Registry, perps: &mut ShardPerps) {
-        for (book, spec) in self.perp_waiting.drain(..) {
-            perps.insert_alert(book, spec);
+        for (book, spec) in std::mem::take(&mut self.perp_waiting) {
+            self.on_perp_alert(perps, book, spec);
         }
         for venue in Venue::ALL {
             let specs: Vec<AlertSpec> = self.universe.of(venue).filter(is_perp).collect();
@@ -95,7 +99,7 @@ impl ShardAlerts {
         match (change.state, perps) {
             // A derivatives alert resumes as made (§17: armed as if made now).
             (AlertState::Held(spec) | AlertState::Resumed(spec), Some(perps)) if is_perp(&spec) => {
-                perps.insert_alert(book, spec)
+                self.on_perp_alert(perps, book, spec)
             }
             (AlertState::Held(spec) | AlertState::Resumed(spec), None) if is_perp(&spec) => {
                 self.perp_waiting.retain(|(_, s)| s.id != spec.id);
@@ -113,6 +117,17 @@ impl ShardAlerts {
                 false
             }
         }
+    }
+
+    /// Puts one-pair derivatives alert `spec` on `book`'s perpetual, or, when the book has none
+    /// (or its pair is delisted), keeps it waiting for one. True when the book now holds it.
+    fn on_perp_alert(&mut self, perps: &mut ShardPerps, book: BookId, spec: AlertSpec) -> bool {
+        self.perp_waiting.retain(|(_, s)| s.id != spec.id);
+        if !perps.has_live(book) {
+            self.perp_waiting.push((book, spec));
+            return false;
+        }
+        perps.insert_alert(book, spec)
     }
 
     /// Applies `change` of a `*` alert of `venue` when it is the newest: held, it is put on (or
@@ -178,11 +193,17 @@ impl ShardAlerts {
     }
 
     /// A book's perpetual gained or listed again while its spot pair stays: its venue's `*`
-    /// derivatives alerts go on it. True when it now holds alerts.
-    pub fn on_perp_taken(&self, perps: &mut ShardPerps, registry: &Registry, book: BookId) -> bool {
+    /// derivatives alerts go on it, and the one-pair ones that waited for it. True when it now
+    /// holds alerts.
+    pub fn on_perp_taken(&mut self, perps: &mut ShardPerps, registry: &Registry, book: BookId) -> bool {
         let venue = registry.get(book).venue;
         let mut grew = false;
         for spec in self.universe.of(venue).filter(is_perp) {
+            grew |= perps.insert_alert(book, spec);
+        }
+        let (now, later) = std::mem::take(&mut self.perp_waiting).into_iter().partition(|(b, _)| *b == book);
+        self.perp_waiting = later;
+        for (_, spec) in now {
             grew |= perps.insert_alert(book, spec);
         }
         grew

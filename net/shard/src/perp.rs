@@ -345,6 +345,12 @@ impl ShardPerps {
         true
     }
 
+    /// True when `book` has a perpetual here, watched and served (its pair and its contract
+    /// listed).
+    pub fn has_live(&self, book: BookId) -> bool {
+        self.held.get(book.index()).and_then(Option::as_ref).is_some_and(Held::live)
+    }
+
     /// Takes alert `id` off `book`'s perpetual; true if it was held there.
     pub fn remove_alert(&mut self, book: BookId, id: u64) -> bool {
         let held = self.held.get_mut(book.index()).and_then(Option::as_mut);
@@ -838,6 +844,34 @@ mod tests {
             }
         }
         assert!(ois > 0 && fundings > 0, "{ois} OI and {fundings} funding triggers");
+    }
+
+    #[test]
+    fn a_one_pair_alert_of_a_pair_without_a_perpetual_waits_for_the_one_it_gains() {
+        use rampart_state::{PerpContract, PerpListingChange};
+        let mut rig = rig(12);
+        rig.run_ms(1_000);
+        let mut bare = rig.registry.ids().filter(|&b| rig.contract(b).is_none());
+        let (book, other) = (bare.next().expect("a pair without a perpetual"), bare.next().expect("another"));
+        let order = PerpCondition::Order(LiqOrder { direction: LiqDirection::Long, min_usd_cents: 100 });
+        // Stored alerts of pairs whose perpetual the venue's listing did not give at start.
+        rig.alert(book, 21, order, true);
+        rig.alert(other, 22, order, true);
+        rig.command(Command::Alert { book: other, change: AlertChange::gone(22, 2) });
+        let count = |rig: &Rig| rig.shard.perps.as_ref().map_or(0, ShardPerps::alert_count);
+        assert_eq!(count(&rig), 0, "held without a perpetual");
+        let contract = |name: &str| PerpContract {
+            contract: name.to_string(),
+            multiplier: 1,
+            contract_size: 1.0,
+            interval_h: Some(8),
+        };
+        rig.command(Command::Perp { book, change: PerpListingChange::Added(contract("GAINEDUSDT")) });
+        assert_eq!(count(&rig), 1, "the waiting alert is on the perpetual gained");
+        rig.command(Command::Perp { book: other, change: PerpListingChange::Added(contract("OTHERUSDT")) });
+        assert_eq!(count(&rig), 1, "an alert removed while it waited stays removed");
+        rig.command(Command::Perp { book, change: PerpListingChange::Delisted });
+        assert_eq!(count(&rig), 0);
     }
 
     #[test]

@@ -53,6 +53,21 @@ export function marketStream(channels, onMessage) {
   return status;
 }
 
+/**
+ * The page names its market channels shortly (`marketStream`, once a read says which): until
+ * then the stream is left as it is, not opened for `alerts` alone as the last page's channels
+ * are given up and then again for this page's. The answer is a status as `marketStream`'s, its
+ * `waiting()` true (a stream is coming).
+ */
+export function streamComing() {
+  const status = { messages: 0, live: () => false, waiting: () => true };
+  status.close = () => release(status);
+  wanted = { channels: wanted.channels, onMessage: null, status: status, coming: true };
+  window.rampartStream = status;
+  onLeave(() => release(status));
+  return status;
+}
+
 // The page gives its channels up: the stream carries `alerts` alone unless the next page
 // (drawn before this runs) asks for channels of its own.
 function release(status) {
@@ -105,9 +120,10 @@ export function closeStream() {
 }
 
 // Opens the stream the page wants (`fresh`: even if one with its channels is open); while a
-// refusal's wait runs, the stream opened at its end carries the channels wanted then.
+// refusal's wait runs, the stream opened at its end carries the channels wanted then; while the
+// page's channels are coming (`streamComing`), nothing: `marketStream` opens it.
 function settle(fresh) {
-  if (typeof EventSource === 'undefined' || !state.session || !state.streamReady || state.streamRetry) return;
+  if (typeof EventSource === 'undefined' || !state.session || !state.streamReady || state.streamRetry || wanted.coming) return;
   if (!fresh && state.stream && state.streamKey === keyOf(wanted.channels)) return;
   openStream(inboxCursor());
 }

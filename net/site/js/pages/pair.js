@@ -10,7 +10,7 @@ import { fmtPrice, isNum } from '../format.js';
 import { call, enc, errText, v1 } from '../http.js';
 import { current, later, onLeave, poll } from '../lifecycle.js';
 import { go } from '../nav.js';
-import { marketStream, onFiring } from '../live.js';
+import { marketStream, onFiring, streamComing } from '../live.js';
 import { drawLevelTable, drawMetrics, drawWallHistory, drawWallTable } from '../pair-tables.js';
 import { perpPanel } from '../perp-panel.js';
 import { savePrefs } from '../prefs.js';
@@ -49,13 +49,15 @@ export function pairPage(exchange, symbol) {
   watchChart(p);
   // Price, levels and walls come from the stream while it is open (a level broken by a trade
   // leaves the chart at once, walls move with each scan); candles and metrics are polled.
+  // The stream is opened once the perpetual's first read says whether the pair has one: with
+  // its `perp` and `liquidations` channels then (a pair without one would be refused them), so
+  // the page opens one stream, not one and then another.
   const channels = ['price', 'levels', 'walls'].map((c) => c + ':' + exchange + ':' + symbol);
-  p.stream = marketStream(channels, (m) => onPairMessage(p, m));
-  // Once the perpetual's first read finds one, the stream is opened again with its `perp` and
-  // `liquidations` channels too (it would be refused them for a pair without a perpetual).
-  p.perp.load().then((has) => {
-    if (has && current(p.gen)) p.stream = marketStream(channels.concat(p.perp.channels()), (m) => onPairMessage(p, m));
-  });
+  p.stream = streamComing();
+  const open = (has) => {
+    if (current(p.gen)) p.stream = marketStream(has ? channels.concat(p.perp.channels()) : channels, (m) => onPairMessage(p, m));
+  };
+  p.perp.load().then(open, () => open(false));
   loadSymbol(p);
   refreshPair(p, true);
   p.loadAlerts();
