@@ -4,7 +4,9 @@
 //! boundaries — $1M against $999 999.99, a sum once per passing, OI re-armed below 0.8 × pct,
 //! funding 0.005 pp back — are the engine's tests; the shard's tests inject a liquidation and a
 //! funding change and see each alert fire once.) And a test send of each derivatives type
-//! carrying the trigger object a firing would (§16, §17).
+//! carrying the trigger object a firing would (§16, §17). And a perpetual's listing changes while
+//! its pair stays, on one process and through a cluster (PostgreSQL and nats-server started by the
+//! test on loopback ports).
 
 use std::time::{Duration, Instant};
 
@@ -363,36 +365,68 @@ fn a_perpetual_delisted_gained_or_listed_again_while_its_pair_stays() {
     let config = sim.config(&["binance"], 8, "[derivatives]\nbinance_oi_poll_s = 2\n").display().to_string();
     let server = Server::start(BIN, &["--feed", "live", "--config", &config]);
     server.wait_venue("binance", "perp up", 30, |h| h["state"] == "ok" && h["perp"] == "up");
-    perp_status_within(&server, "BTCUSDT", 200, 10);
+    listing_changes(&server, &sim);
+}
+
+/// The same through a cluster (issue #61, item 7): the market node that owns the partition runs
+/// the listing refresh, its shard and its fenced writer; the api node serves the change from the
+/// market node's snapshots and takes the alerts.
+#[test]
+fn a_perpetual_delisted_gained_or_listed_again_through_a_cluster() {
+    let sim = SimVenue::start(BIN, &["--sim-pairs", "8"]);
+    sim.control("perp", &json!({"venue":"binance","symbol":"ETHUSDT","listed":false}));
+    let config = sim.config(&["binance"], 8, "[derivatives]\nbinance_oi_poll_s = 2\n").display().to_string();
+    let postgres = rampart_tests::pg_database();
+    let owned_nats = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+    let nats = owned_nats.url();
+    let live = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
+    let common = [live.as_slice(), &["--postgres", &postgres, "--nats", &nats]].concat();
+    let market =
+        Server::start_with_key(BIN, &[common.as_slice(), &["--role", "market", "--partition", "0/1"]].concat(), "");
+    let api = Server::start(BIN, &[common.as_slice(), &["--role", "api", "--partitions", "1"]].concat());
+    market.wait_venue("binance", "the market node's perpetual sessions up", 60, |h| h["perp"] == "up");
+    api.wait_venue("binance", "perpetuals relayed", 60, |h| h["perp"] == "up");
+    listing_changes(&api, &sim);
+}
+
+/// decisions §17 "Listings", live, asked of `server`: the listing refresh notices a perpetual
+/// delisted while its spot pair stays (after two refreshes, as a pair's delisting): its data
+/// answers "no perpetual contract", its one-pair derivatives alert is removed with an
+/// `alert.delisted` notice saying `"reason":"perp"`, the pair's price alert and the venue's `*`
+/// alert stay. A pair that gains a perpetual after start (ETHUSDT, unlisted at the venue before
+/// the start) is served and joins the `*` alert; a perpetual listed again is served again and
+/// back in the `*` alert.
+fn listing_changes(server: &Server, sim: &SimVenue) {
+    perp_status_within(server, "BTCUSDT", 200, 10);
     assert_eq!(server.get_authed("/v1/perp/ETHUSDT?exchange=binance").status, 404, "no perpetual at start");
     let one = create(
-        &server,
+        server,
         &json!({"type":"liquidations","symbol":"BTCUSDT","exchange":"binance","event":"order","direction":"long","min_usd":100}),
     );
     let price =
-        create(&server, &json!({"type":"price","symbol":"BTCUSDT","exchange":"binance","direction":"below","price":1}));
+        create(server, &json!({"type":"price","symbol":"BTCUSDT","exchange":"binance","direction":"below","price":1}));
     let star = create(
-        &server,
+        server,
         &json!({"type":"liquidations","symbol":"*","exchange":"binance","event":"order","direction":"long","min_usd":100,"cooldown_s":0}),
     );
     sim.control("perp", &json!({"venue":"binance","symbol":"BTCUSDT","listed":false}));
     sim.control("perp", &json!({"venue":"binance","symbol":"ETHUSDT","listed":true}));
     // Gained at the next refresh (every 10 s), delisted at the second.
-    perp_status_within(&server, "ETHUSDT", 200, 25);
-    let entries = inbox_until(&server, 35, "the perpetual's delisting notice", |entries| {
+    perp_status_within(server, "ETHUSDT", 200, 25);
+    let entries = inbox_until(server, 35, "the perpetual's delisting notice", |entries| {
         entries.iter().any(|e| e["kind"] == "alert.delisted" && e["alertId"] == one["id"])
     });
     let notice = entries.iter().find(|e| e["alertId"] == one["id"]).expect("found above");
     assert_eq!(notice["event"]["reason"], "perp", "{notice}");
     assert_eq!(notice["event"]["alert"]["symbol"], "BTCUSDT", "{notice}");
-    assert_eq!(server.get_authed("/v1/perp/BTCUSDT?exchange=binance").status, 404, "delisted: no perpetual");
+    perp_status_within(server, "BTCUSDT", 404, 5);
     let listed = server.get_authed("/v1/alerts?status=all").ok("alerts")["data"].clone();
     let ids: Vec<Value> = listed.as_array().cloned().unwrap_or_default().iter().map(|a| a["id"].clone()).collect();
     assert!(!ids.contains(&one["id"]), "the one-pair derivatives alert is removed: {listed}");
     assert!(ids.contains(&price["id"]) && ids.contains(&star["id"]), "the others stay: {listed}");
     assert_eq!(server.get_authed("/v1/symbols/BTCUSDT").status, 200, "the spot pair stays");
-    star_fires_on(&server, &sim, &star, "ETHUSDT", 2_000_000);
+    star_fires_on(server, sim, &star, "ETHUSDT", 2_000_000);
     sim.control("perp", &json!({"venue":"binance","symbol":"BTCUSDT","listed":true}));
-    perp_status_within(&server, "BTCUSDT", 200, 25);
-    star_fires_on(&server, &sim, &star, "BTCUSDT", 3_000_000);
+    perp_status_within(server, "BTCUSDT", 200, 25);
+    star_fires_on(server, sim, &star, "BTCUSDT", 3_000_000);
 }
