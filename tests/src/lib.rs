@@ -1223,6 +1223,33 @@ pub fn pg_database() -> String {
     server.url_in_schema(&schema)
 }
 
+/// The smallest cluster on the live feed: one market node owning the only partition and one api
+/// node, both reading `config` for `venue` with one shard, over a fresh PostgreSQL schema and a
+/// NATS server of their own (on one shared by several tests, their delivery processes would take
+/// each other's firings). Returned once both answer `/healthz`; the api node's key is its own.
+pub struct SmallCluster {
+    /// The market node (no key of its own).
+    pub market: Server,
+    /// The api node.
+    pub api: Server,
+    _nats: rampart_testkit::nats::NatsServer,
+}
+
+impl SmallCluster {
+    /// Starts it (see [`SmallCluster`]).
+    pub fn start(bin: &str, config: &str, venue: &str) -> SmallCluster {
+        let postgres = pg_database();
+        let nats = rampart_testkit::nats::start_owned(None).expect("a NATS server");
+        let url = nats.url();
+        let live = ["--feed", "live", "--config", config, "--shards", "1", "--venues", venue];
+        let common = [live.as_slice(), &["--postgres", &postgres, "--nats", &url]].concat();
+        let market =
+            Server::start_with_key(bin, &[common.as_slice(), &["--role", "market", "--partition", "0/1"]].concat(), "");
+        let api = Server::start(bin, &[common.as_slice(), &["--role", "api", "--partitions", "1"]].concat());
+        SmallCluster { market, api, _nats: nats }
+    }
+}
+
 /// A fresh schema on the test process's PostgreSQL server owned by a role of its own, so the
 /// test can cut that role off ([`pg_cut_off`]): the connection string and the role.
 pub fn pg_database_with_role() -> (String, String) {

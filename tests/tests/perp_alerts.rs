@@ -376,17 +376,10 @@ fn a_perpetual_delisted_gained_or_listed_again_through_a_cluster() {
     let sim = SimVenue::start(BIN, &["--sim-pairs", "8"]);
     sim.control("perp", &json!({"venue":"binance","symbol":"ETHUSDT","listed":false}));
     let config = sim.config(&["binance"], 8, "[derivatives]\nbinance_oi_poll_s = 2\n").display().to_string();
-    let postgres = rampart_tests::pg_database();
-    let owned_nats = rampart_testkit::nats::start_owned(None).expect("a NATS server");
-    let nats = owned_nats.url();
-    let live = ["--feed", "live", "--config", &config, "--shards", "1", "--venues", "binance"];
-    let common = [live.as_slice(), &["--postgres", &postgres, "--nats", &nats]].concat();
-    let market =
-        Server::start_with_key(BIN, &[common.as_slice(), &["--role", "market", "--partition", "0/1"]].concat(), "");
-    let api = Server::start(BIN, &[common.as_slice(), &["--role", "api", "--partitions", "1"]].concat());
-    market.wait_venue("binance", "the market node's perpetual sessions up", 60, |h| h["perp"] == "up");
-    api.wait_venue("binance", "perpetuals relayed", 60, |h| h["perp"] == "up");
-    listing_changes(&api, &sim);
+    let cluster = rampart_tests::SmallCluster::start(BIN, &config, "binance");
+    cluster.market.wait_venue("binance", "the market node's perpetual sessions up", 60, |h| h["perp"] == "up");
+    cluster.api.wait_venue("binance", "perpetuals relayed", 60, |h| h["perp"] == "up");
+    listing_changes(&cluster.api, &sim);
 }
 
 /// decisions §17 "Listings", live, asked of `server`: the listing refresh notices a perpetual

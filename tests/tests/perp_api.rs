@@ -7,7 +7,8 @@
 //! liquidation as it arrives with `seq` rising by one and agreeing with the list, `perp` when
 //! the values change, `minUsd`, Bitget's `"completeness":"none"`, and their refusals. And the
 //! four derivatives metrics in `GET /v1/metrics` and `GET /v1/rankings`, and the board's
-//! derivatives numbers in `GET /v1/market`.
+//! derivatives numbers in `GET /v1/market`. And the `liquidations` channel of a cluster's api
+//! node (PostgreSQL and nats-server started by the test on loopback ports).
 
 use std::collections::BTreeSet;
 use std::thread;
@@ -464,4 +465,49 @@ fn the_board_counts_the_perpetuals_sums_oi_and_weighs_funding() {
     let bitget = market("exchange=bitget&interval=5m");
     assert_eq!((bitget["liqLongUsd"].clone(), bitget["liqShortUsd"].clone()), (Value::Null, Value::Null), "{bitget}");
     assert!(bitget["perps"].as_u64().is_some_and(|n| n > 0), "{bitget}");
+}
+
+/// The `liquidations` channel on a cluster's api node (issue #61, item 7): the market node sends
+/// each pair's new liquidations with every snapshot round and the api node's replica relays them
+/// into a ring of its own, so its stream hands each liquidation injected at the venue once, as a
+/// market node's does. Bybit: its simulated perpetuals send each liquidation at once (Binance's
+/// wait for their second). Prints how long after the injection each arrived (not asserted: a
+/// figure for perf/README.md).
+#[test]
+fn an_api_nodes_liquidations_channel_hands_each_liquidation_once() {
+    let sim = rampart_tests::SimVenue::start(BIN, &["--sim-pairs", "8", "--venues", "bybit"]);
+    let config = sim.config(&["bybit"], 4, "[derivatives]\n").display().to_string();
+    let cluster = rampart_tests::SmallCluster::start(BIN, &config, "bybit");
+    let api = &cluster.api;
+    api.wait_venue("bybit", "perpetuals relayed", 60, |h| h["perp"] == "up");
+    let with = with_perp(api, "bybit");
+    assert!(with.len() >= 4, "{with:?}");
+    let mut ws = stream(api);
+    let op = json!({"op":"subscribe","id":1,"channels":["liquidations:bybit:*"],"minUsd":5_000_000});
+    assert_eq!(ask_op(&mut ws, &op), json!({"type":"ack","id":1}));
+    let first = next(&mut ws, Duration::from_secs(5)).expect("a snapshot");
+    assert_eq!(first["type"], "snapshot", "{first}");
+    let injected_at = Instant::now();
+    sim.control("liquidation", &json!({"venue":"bybit","symbol":"*","side":"long","usd":6_000_000}));
+    let mut seen: Vec<(String, Duration)> = Vec::new();
+    // Until every pair's arrived (15 s at most), then 2 s more: none comes twice.
+    let mut deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if seen.len() == with.len() {
+            deadline = deadline.min(Instant::now() + Duration::from_secs(2));
+        }
+        let Some(m) = next(&mut ws, Duration::from_millis(200)) else { continue };
+        if m["type"] == "liquidation" {
+            let symbol = m["data"]["symbol"].as_str().unwrap_or("?").to_owned();
+            let usd = m["data"]["liquidation"]["usd"].as_f64().unwrap_or(0.0);
+            assert!((usd - 6_000_000.0).abs() < 100_000.0, "only the injected ones pass minUsd: {m}");
+            seen.push((symbol, injected_at.elapsed()));
+        }
+    }
+    let mut symbols: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
+    symbols.sort();
+    assert_eq!(symbols, with.iter().map(String::as_str).collect::<Vec<_>>(), "each pair's once: {seen:?}");
+    let mut after: Vec<u128> = seen.iter().map(|(_, d)| d.as_millis()).collect();
+    after.sort();
+    eprintln!("api node: injection → liquidation event, ms (sorted): {after:?}");
 }

@@ -21,9 +21,10 @@ use futures_lite::StreamExt;
 use rampart_engine::{BookId, Registry};
 
 use super::node::NodeHealth;
-use super::wire::{self, BookName, BookUpdate, Out, PricePart, SnapshotHead};
+use super::wire::{self, BookName, BookUpdate, LiqRelay, Out, PricePart, SnapshotHead};
 use super::BusError;
 use rampart_state::clock::SharedClock;
+use rampart_state::liq_feed::{Gap, LiqFeed, LIQ_FEED_LEN};
 use rampart_state::partition::Partition;
 use rampart_state::shutdown::StoppableThread;
 use rampart_state::{BookSlot, Shared};
@@ -78,6 +79,8 @@ struct Sent {
     perp_ms: Option<i64>,
     /// The number of the newest liquidation in the perpetual's list last sent.
     perp_liq_seq: Option<u64>,
+    /// The number of the newest liquidation of the pair's feed sent ([`LiqRelay`]).
+    liq_head: u64,
 }
 
 /// The market side: a thread publishing the node's books; stopped on drop.
@@ -110,6 +113,7 @@ async fn publish(
     stop: &AtomicBool,
 ) {
     let Some(client) = connect_until(url, "rampart-market-snapshots", stop).await else { return };
+    let origin = origin();
     let (mut owned, mut known) = (Vec::new(), 0);
     let mut sent = Vec::new();
     let mut tick = tokio::time::interval(PUBLISH_PERIOD);
@@ -149,7 +153,7 @@ async fn publish(
             ready: shared.ready(),
             sent_ms: clock.now_ms(),
         };
-        let messages = round(&shared, &owned, &mut sent, head);
+        let messages = round(&shared, &owned, &mut sent, head, origin);
         for m in messages {
             if let Err(e) = client.publish(subject.clone(), m.into()).await {
                 tracing::debug!("snapshots: publish: {e}");
@@ -161,9 +165,23 @@ async fn publish(
     }
 }
 
+/// This publisher's name for its feeds' numbering ([`LiqRelay::origin`]): drawn at random at
+/// each start (the standard library's per-process hash keys), never 0 (a replica's feed that
+/// relays nothing yet).
+fn origin() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish() | 1
+}
+
 /// One round's messages: each owned book's changed parts (every part when `head.full`), cut at
 /// [`SNAPSHOT_BYTES_MAX`]; at least one message (the heartbeat that keeps api nodes current).
-fn round(shared: &Shared, owned: &[(BookId, BookName)], sent: &mut [Sent], head: SnapshotHead) -> Vec<Vec<u8>> {
+fn round(
+    shared: &Shared,
+    owned: &[(BookId, BookName)],
+    sent: &mut [Sent],
+    head: SnapshotHead,
+    origin: u64,
+) -> Vec<Vec<u8>> {
     let start = |out: &mut Out| wire::snapshot_head(out, &head);
     let mut messages = Vec::new();
     let mut out = Out::new(4096);
@@ -171,10 +189,10 @@ fn round(shared: &Shared, owned: &[(BookId, BookName)], sent: &mut [Sent], head:
     let empty_len = out.len();
     for ((book, name), last) in owned.iter().zip(sent.iter_mut()) {
         let Some(slot) = shared.slots.get(book.index()) else { continue };
-        let (update, now) = changes(slot, last, head.full);
+        let (update, now) = changes(slot, last, head.full, origin);
         *last = now;
         let nothing = update.price.is_none() && update.levels.is_none() && update.densities.is_none();
-        if nothing && update.metrics.is_none() && update.perp.is_none() {
+        if nothing && update.metrics.is_none() && update.perp.is_none() && update.liquidations.is_none() {
             continue;
         }
         wire::book_update(&mut out, name, &update);
@@ -196,7 +214,7 @@ fn round(shared: &Shared, owned: &[(BookId, BookName)], sent: &mut [Sent], head:
 }
 
 /// What of `slot` differs from `last` (everything when `full`), and the new `last`.
-fn changes(slot: &BookSlot, last: &Sent, full: bool) -> (BookUpdate, Sent) {
+fn changes(slot: &BookSlot, last: &Sent, full: bool, origin: u64) -> (BookUpdate, Sent) {
     let price = PricePart {
         price: slot.price.load(Ordering::Acquire),
         ts_ms: slot.price_ts.load(Ordering::Acquire),
@@ -205,7 +223,13 @@ fn changes(slot: &BookSlot, last: &Sent, full: bool) -> (BookUpdate, Sent) {
         status: slot.status.load(Ordering::Acquire),
     };
     let (levels, densities, metrics) = (slot.levels.load_full(), slot.densities.load_full(), slot.metrics.load_full());
+    // The feed is read after the perpetual's snapshot: the entries sent reach at least the
+    // snapshot's `liq_seq`, so the replica can number it.
     let perp = slot.perp.load_full();
+    let (liquidations, liq_head) = match slot.liquidations.get() {
+        Some(feed) => relayed(feed, if full { 0 } else { last.liq_head }, full, origin),
+        None => (None, last.liq_head),
+    };
     let now = Sent {
         price: Some(price),
         levels_ms: levels.computed_ms,
@@ -213,6 +237,7 @@ fn changes(slot: &BookSlot, last: &Sent, full: bool) -> (BookUpdate, Sent) {
         metrics_ms: metrics.ts_ms,
         perp_ms: perp.as_ref().map(|p| p.ts_ms),
         perp_liq_seq: perp.as_ref().map(|p| p.liq_seq),
+        liq_head,
     };
     // The list (up to 128 liquidations) goes only when it gained one, and in full snapshots.
     let perp_list_same = !full && last.perp_liq_seq.is_some() && last.perp_liq_seq == now.perp_liq_seq;
@@ -223,8 +248,30 @@ fn changes(slot: &BookSlot, last: &Sent, full: bool) -> (BookUpdate, Sent) {
         metrics: (full || last.metrics_ms != now.metrics_ms).then(|| (*metrics).clone()),
         perp: (full || last.perp_ms != now.perp_ms).then(|| perp.map(|p| (*p).clone())),
         perp_list_same,
+        liquidations,
     };
     (update, now)
+}
+
+/// The liquidations `feed` took after number `after` (the newest [`LIQ_FEED_LEN`] at most), and
+/// the newest number sent; `None` when none is new (unless `full`: the replica learns the origin).
+/// An entry overwritten while read (the shard took more than the ring holds meanwhile): read
+/// again from the newest half; the replica's streams then start again from the snapshot.
+fn relayed(feed: &LiqFeed, after: u64, full: bool, origin: u64) -> (Option<LiqRelay>, u64) {
+    let head = feed.head();
+    if head == after && !full {
+        return (None, after);
+    }
+    let mut entries = Vec::new();
+    let from = after.max(head.saturating_sub(LIQ_FEED_LEN as u64));
+    let read = feed.read_after(from, |n, l| entries.push((n, l))).or_else(|Gap| {
+        entries.clear();
+        feed.read_after(feed.head().saturating_sub(LIQ_FEED_LEN as u64 / 2), |n, l| entries.push((n, l)))
+    });
+    match read {
+        Ok(newest) => (Some(LiqRelay { origin, entries }), newest),
+        Err(Gap) => (None, after),
+    }
 }
 
 /// The api side: a thread applying every partition's snapshots to this node's `Shared`;
@@ -335,10 +382,18 @@ fn apply(slot: &BookSlot, u: BookUpdate) -> bool {
     if let Some(m) = u.metrics {
         slot.metrics.store(Arc::new(m));
     }
+    // The liquidations first, so the snapshot's `liq_seq` can be numbered in this node's feed.
+    let origin = u.liquidations.as_ref().map(|l| l.origin);
+    if let Some(l) = &u.liquidations {
+        slot.liquidations.get_or_init(LiqFeed::new).relay(l.origin, &l.entries);
+    }
     if let Some(mut p) = u.perp {
         if let (Some(p), true) = (p.as_mut(), u.perp_list_same) {
             // The list the last message brought (a lost one is repaired by the next full snapshot).
             p.recent = slot.perp.load().as_ref().map(|old| old.recent.clone()).unwrap_or_default();
+        }
+        if let (Some(p), Some(feed)) = (p.as_mut(), slot.liquidations.get()) {
+            p.liq_seq = feed.local_of(origin.unwrap_or_else(|| feed.origin()), p.liq_seq);
         }
         slot.perp.store(p.map(Arc::new));
     }
@@ -367,6 +422,8 @@ mod tests {
             .map(|b| (b, BookName { venue: registry.get(b).venue, symbol: registry.get(b).symbol.clone() }))
             .collect()
     }
+
+    const ORIGIN: u64 = 5;
 
     fn head(full: bool) -> SnapshotHead {
         SnapshotHead { partition: 1, partitions: 2, full, last: false, ready: true, sent_ms: 0 }
@@ -400,7 +457,7 @@ mod tests {
         let mut sent = vec![Sent::default(); books.len()];
         // The full snapshot: the partition is complete (and its replica shard ready) after the
         // message marked last.
-        let messages = round(&source, &books, &mut sent, head(true));
+        let messages = round(&source, &books, &mut sent, head(true), ORIGIN);
         assert_eq!(messages.len(), 1);
         apply_message(&replica, &registry, &health, &messages[0], 1_000);
         assert!(
@@ -415,12 +472,12 @@ mod tests {
         // One price moves: the next round carries that book's price alone.
         set(&source, books[2].0, 999, 5);
         let before = messages[0].len();
-        let messages = round(&source, &books, &mut sent, head(false));
+        let messages = round(&source, &books, &mut sent, head(false), ORIGIN);
         assert!(messages[0].len() < before / 4, "a delta of one price: {} bytes", messages[0].len());
         apply_message(&replica, &registry, &health, &messages[0], 2_000);
         assert_eq!(replica.price(books[2].0).0, 999);
         // Nothing moves: a heartbeat (the head alone) keeps the partition current.
-        let messages = round(&source, &books, &mut sent, head(false));
+        let messages = round(&source, &books, &mut sent, head(false), ORIGIN);
         assert_eq!(
             messages,
             vec![{
@@ -433,6 +490,74 @@ mod tests {
         assert_eq!(health.age_ms(1, 3_500), Some(500));
         assert_eq!(health.age_ms(0, 3_500), None);
         assert_eq!(health.partitions[1].messages.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn liquidations_reach_an_api_nodes_feed_every_round_numbered_for_its_streams() {
+        use rampart_engine::perp_book::{Completeness, Liquidation};
+        use rampart_engine::perp_window::PositionSide;
+        let registry = registry();
+        let p = Partition { index: 1, count: 2 };
+        let replica = Shared::replica(registry.clone(), 2, 0);
+        let health = NodeHealth::new(Role::Api, Partition { index: 0, count: 2 });
+        let books = owned(&registry, p);
+        let b = books[0].0;
+        let liq = |usd: f64| Liquidation { side: PositionSide::Long, price: 2.0, qty: usd / 2.0, time_ms: usd as i64 };
+        let snapshot = |feed: &LiqFeed| rampart_state::perp::PerpSnapshot {
+            contract: "BTCUSDT".into(),
+            multiplier: 1,
+            completeness: Completeness::All,
+            mark: None,
+            oi: None,
+            funding: None,
+            recent: vec![],
+            ts_ms: 1,
+            liq_seq: feed.head(),
+        };
+        // A market node whose pair took 3 liquidations, its perpetual published after the second.
+        let source = market(&registry);
+        let feed = source.slots[b.index()].liquidations.get_or_init(LiqFeed::new);
+        feed.push(&liq(10.0));
+        feed.push(&liq(20.0));
+        source.slots[b.index()].perp.store(Some(Arc::new(snapshot(feed))));
+        feed.push(&liq(30.0));
+        let mut sent = vec![Sent::default(); books.len()];
+        let usd = |shared: &Shared, after: u64| {
+            let mut got = Vec::new();
+            let feed = shared.slots[b.index()].liquidations.get().expect("the replica's feed");
+            feed.read_after(after, |n, l| got.push((n, l.usd()))).expect("held");
+            got
+        };
+        let local_seq = || replica.slots[b.index()].perp.load().as_ref().map(|p| p.liq_seq);
+        for m in round(&source, &books, &mut sent, head(true), ORIGIN) {
+            apply_message(&replica, &registry, &health, &m, 1_000);
+        }
+        assert_eq!(usd(&replica, 0), vec![(1, 10.0), (2, 20.0), (3, 30.0)]);
+        assert_eq!(local_seq(), Some(2), "the snapshot holds the first two");
+        // The next round carries the new ones alone, without the pair's perpetual.
+        feed.push(&liq(40.0));
+        let messages = round(&source, &books, &mut sent, head(false), ORIGIN);
+        let (_, updates) = wire::read_snapshot(&messages[0]).expect("decodes");
+        assert_eq!(updates.len(), 1);
+        assert!(updates[0].1.perp.is_none());
+        apply_message(&replica, &registry, &health, &messages[0], 1_100);
+        assert_eq!(usd(&replica, 3), vec![(4, 40.0)]);
+        // The same round again (a lost message's repair) adds nothing; a standby's publisher,
+        // its own numbering from 1, adds its liquidation after them.
+        for m in round(&source, &books, &mut vec![Sent::default(); books.len()], head(true), ORIGIN) {
+            apply_message(&replica, &registry, &health, &m, 1_200);
+        }
+        assert_eq!(usd(&replica, 3), vec![(4, 40.0)]);
+        let standby = market(&registry);
+        let fresh = standby.slots[b.index()].liquidations.get_or_init(LiqFeed::new);
+        fresh.push(&liq(50.0));
+        standby.slots[b.index()].perp.store(Some(Arc::new(snapshot(fresh))));
+        for m in round(&standby, &books, &mut vec![Sent::default(); books.len()], head(true), ORIGIN + 1) {
+            apply_message(&replica, &registry, &health, &m, 1_300);
+        }
+        let now = local_seq().expect("the standby's perpetual");
+        assert_eq!(usd(&replica, now - 1), vec![(now, 50.0)], "its snapshot numbered in the replica's feed");
+        assert!(now > 4 + LIQ_FEED_LEN as u64, "past the ring: readers start again from its snapshot");
     }
 
     #[test]
@@ -456,7 +581,7 @@ mod tests {
         }
         let mut sent = vec![Sent::default(); books.len()];
         let head = SnapshotHead { partition: 0, partitions: 1, ..head(true) };
-        let messages = round(&source, &books, &mut sent, head);
+        let messages = round(&source, &books, &mut sent, head, ORIGIN);
         assert!(messages.len() > 1, "{} books of 2 000 levels in one message", books.len());
         let mut seen = 0;
         for (i, m) in messages.iter().enumerate() {

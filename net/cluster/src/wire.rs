@@ -19,6 +19,8 @@ mod condition;
 mod perp;
 mod query;
 
+pub use perp::LiqRelay;
+
 pub use query::{
     candles, depth, perp_history, perp_trigger, query, read_candles, read_depth, read_perp_history, read_perp_trigger,
     read_query, Query,
@@ -27,7 +29,7 @@ pub use query::{
 use rampart_state::{AlertChange, AlertState, DensitySnapshot, LevelSnapshot, PublishedWall};
 
 /// The format's version, first byte of every message; a message of another version is refused.
-pub const WIRE_VERSION: u8 = 2;
+pub const WIRE_VERSION: u8 = 3;
 /// Longest symbol on the wire, bytes.
 pub const SYMBOL_MAX: usize = 64;
 
@@ -83,6 +85,9 @@ pub struct BookUpdate {
     /// The perpetual's liquidation list is the one last sent (not on the wire: the replica keeps
     /// its own; a list is sent when its newest number moved, and in every full snapshot).
     pub perp_list_same: bool,
+    /// The liquidations its feed took since the last round (every round that has any, and every
+    /// full snapshot of a pair with a feed).
+    pub liquidations: Option<LiqRelay>,
 }
 
 /// The price part of a [`BookUpdate`] (the slot's atomics).
@@ -295,6 +300,7 @@ const PART_LEVELS: u8 = 2;
 const PART_DENSITIES: u8 = 4;
 const PART_METRICS: u8 = 8;
 const PART_PERP: u8 = 16;
+const PART_LIQUIDATIONS: u8 = 32;
 
 /// Appends one book's update to a snapshot message.
 pub fn book_update(out: &mut Out, book: &BookName, u: &BookUpdate) {
@@ -303,7 +309,8 @@ pub fn book_update(out: &mut Out, book: &BookName, u: &BookUpdate) {
         | u.levels.as_ref().map_or(0, |_| PART_LEVELS)
         | u.densities.as_ref().map_or(0, |_| PART_DENSITIES)
         | u.metrics.as_ref().map_or(0, |_| PART_METRICS)
-        | u.perp.as_ref().map_or(0, |_| PART_PERP);
+        | u.perp.as_ref().map_or(0, |_| PART_PERP)
+        | u.liquidations.as_ref().map_or(0, |_| PART_LIQUIDATIONS);
     out.u8(mask);
     if let Some(p) = &u.price {
         out.i64(p.price);
@@ -323,6 +330,9 @@ pub fn book_update(out: &mut Out, book: &BookName, u: &BookUpdate) {
     }
     if let Some(p) = &u.perp {
         perp::put_perp(out, p.as_ref(), u.perp_list_same);
+    }
+    if let Some(l) = &u.liquidations {
+        perp::put_relay(out, l);
     }
 }
 
@@ -406,7 +416,7 @@ pub fn read_snapshot(buf: &[u8]) -> Result<(SnapshotHead, Vec<(BookName, BookUpd
     while !r.done() {
         let book = r.book()?;
         let mask = r.u8()?;
-        if mask > 31 {
+        if mask > 63 {
             return Err(WireError::Invalid("part mask"));
         }
         let mut u = BookUpdate::default();
@@ -431,6 +441,9 @@ pub fn read_snapshot(buf: &[u8]) -> Result<(SnapshotHead, Vec<(BookName, BookUpd
             let (p, same) = perp::read_perp(&mut r)?;
             u.perp = Some(p);
             u.perp_list_same = same;
+        }
+        if mask & PART_LIQUIDATIONS != 0 {
+            u.liquidations = Some(perp::read_relay(&mut r)?);
         }
         books.push((book, u));
     }
@@ -609,6 +622,17 @@ mod tests {
             }),
             perp: Some(Some(perp_snapshot())),
             perp_list_same: false,
+            liquidations: Some(relay()),
+        }
+    }
+
+    fn relay() -> LiqRelay {
+        use rampart_engine::perp_book::Liquidation;
+        use rampart_engine::perp_window::PositionSide;
+        let l = |side, time_ms| Liquidation { side, price: 94_000.5, qty: 0.25, time_ms };
+        LiqRelay {
+            origin: u64::MAX - 3,
+            entries: vec![(41, l(PositionSide::Long, 1_000)), (43, l(PositionSide::Short, 1_001))],
         }
     }
 
@@ -651,10 +675,49 @@ mod tests {
         );
         assert_eq!(m.perp, wm.perp, "the derivatives metrics");
         assert_eq!(u.perp, want.perp, "the perpetual, every field");
+        assert_eq!(u.liquidations, Some(relay()), "the relayed liquidations, every field");
         let (b, u) = &books[1];
         assert_eq!(b, &name("ETHUSDT"));
         assert!(u.price.is_none() && u.levels.is_none() && u.densities.is_none() && u.metrics.is_none());
         assert_eq!(u.perp, Some(None), "a book without a perpetual says so");
+        assert_eq!(u.liquidations, None);
+    }
+
+    #[test]
+    fn relayed_liquidations_out_of_order_or_too_many_are_refused() {
+        let message = |relay: &LiqRelay| {
+            let mut out = Out::new(256);
+            let head = SnapshotHead { partition: 0, partitions: 1, full: false, last: false, ready: true, sent_ms: 1 };
+            snapshot_head(&mut out, &head);
+            book_update(
+                &mut out,
+                &name("BTCUSDT"),
+                &BookUpdate { liquidations: Some(relay.clone()), ..Default::default() },
+            );
+            out.0
+        };
+        let mut back = relay();
+        back.entries.reverse();
+        assert_eq!(
+            read_snapshot(&message(&back)).map(|_| ()),
+            Err(WireError::Invalid("liquidation numbers not rising"))
+        );
+        let mut twice = relay();
+        twice.entries[1].0 = twice.entries[0].0;
+        assert_eq!(
+            read_snapshot(&message(&twice)).map(|_| ()),
+            Err(WireError::Invalid("liquidation numbers not rising"))
+        );
+        let one = relay().entries[0].1;
+        let many = LiqRelay {
+            origin: 1,
+            entries: (1..=rampart_state::liq_feed::LIQ_FEED_LEN as u64 + 1).map(|n| (n, one)).collect(),
+        };
+        assert_eq!(read_snapshot(&message(&many)).map(|_| ()), Err(WireError::Invalid("relayed liquidations")));
+        let mut bad_side = message(&relay());
+        let at = bad_side.len() - 3 * 8 - 1;
+        bad_side[at] = 2;
+        assert_eq!(read_snapshot(&bad_side).map(|_| ()), Err(WireError::Invalid("side")));
     }
 
     #[test]

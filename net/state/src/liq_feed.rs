@@ -13,6 +13,13 @@
 //! (it asked for one more than [`LIQ_FEED_LEN`] behind the head) gets [`Gap`] and starts again
 //! from a snapshot. Bound: the ring holds the newest [`LIQ_FEED_LEN`]; older ones are in the
 //! snapshot's list only.
+//!
+//! In a cluster an api node's replica keeps a feed per pair too, written by its one snapshot
+//! thread ([`LiqFeed::relay`]): the market node sends each pair's new entries with every
+//! snapshot round (every 100 ms, not only with the pair's snapshot each second), numbered by its
+//! own feed, and the replica takes them under numbers of its own, so its streams read the ring
+//! as the market node's do. [`LiqFeed::local_of`] turns a snapshot's `liq_seq` into the
+//! replica's numbering.
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -41,6 +48,10 @@ pub struct LiqFeed {
     /// The number of the newest liquidation written (0: none yet).
     head: AtomicU64,
     entries: Box<[Entry]>,
+    /// A replica's feed: which market node's numbering it relays ([`LiqFeed::relay`]; 0: none).
+    origin: AtomicU64,
+    /// A replica's feed: the origin's number of the newest liquidation relayed.
+    relayed: AtomicU64,
 }
 
 /// The entry asked for was overwritten: more than [`LIQ_FEED_LEN`] came after it.
@@ -56,7 +67,66 @@ impl Default for LiqFeed {
 impl LiqFeed {
     /// An empty ring (its one allocation).
     pub fn new() -> LiqFeed {
-        LiqFeed { head: AtomicU64::new(0), entries: (0..LIQ_FEED_LEN).map(|_| Entry::default()).collect() }
+        LiqFeed {
+            head: AtomicU64::new(0),
+            entries: (0..LIQ_FEED_LEN).map(|_| Entry::default()).collect(),
+            origin: AtomicU64::new(0),
+            relayed: AtomicU64::new(0),
+        }
+    }
+
+    /// A replica's side: takes `entries`, liquidations numbered by the feed of the market node
+    /// `origin` (a number that node's snapshot publisher draws at its start), oldest first, each
+    /// once under this feed's next number: one at or below the newest relayed before is skipped
+    /// (a round sent again). Numbers the origin skipped (its ring no longer held them when it
+    /// sent) are left unwritten here too, so a reader that asks for them gets [`Gap`] and starts
+    /// again from a snapshot, as on the market node. Another origin (a standby took the partition
+    /// over, its numbering begun again) restarts the count past the whole ring: every reader
+    /// starts again from the new owner's snapshot. The replica's one writer only; no allocation,
+    /// no lock.
+    pub fn relay(&self, origin: u64, entries: &[(u64, Liquidation)]) {
+        let before = self.origin.load(Ordering::Relaxed);
+        if before != origin {
+            if before != 0 {
+                self.skip(LIQ_FEED_LEN as u64);
+            }
+            self.relayed.store(0, Ordering::Relaxed);
+            self.origin.store(origin, Ordering::Release);
+        }
+        for (n, l) in entries {
+            let relayed = self.relayed.load(Ordering::Relaxed);
+            if *n <= relayed {
+                continue;
+            }
+            if relayed != 0 {
+                self.skip(n - relayed - 1);
+            }
+            self.push(l);
+            self.relayed.store(*n, Ordering::Release);
+        }
+    }
+
+    /// Moves the head past `k` numbers left unwritten (their entries hold older numbers' stamps).
+    fn skip(&self, k: u64) {
+        if k > 0 {
+            self.head.store(self.head.load(Ordering::Relaxed) + k, Ordering::Release);
+        }
+    }
+
+    /// A replica's side: the origin whose numbering it relays (0: none yet).
+    pub fn origin(&self) -> u64 {
+        self.origin.load(Ordering::Acquire)
+    }
+
+    /// A replica's side: this feed's number for liquidation `n` of `origin`'s numbering (a
+    /// snapshot's `liq_seq` as the market node sent it). A number not relayed yet, or another
+    /// origin's, is taken as the head: what the ring holds after it comes later.
+    pub fn local_of(&self, origin: u64, n: u64) -> u64 {
+        let head = self.head();
+        if self.origin.load(Ordering::Acquire) != origin {
+            return head;
+        }
+        head.saturating_sub(self.relayed.load(Ordering::Acquire).saturating_sub(n))
     }
 
     /// The number of the newest liquidation written (0: none).
@@ -156,6 +226,33 @@ mod tests {
         let (last, got) = read(&feed, 1).expect("the newest LEN are held");
         assert_eq!((last, got.len()), (LIQ_FEED_LEN as u64 + 1, LIQ_FEED_LEN));
         assert_eq!(got.first(), Some(&(2, 2.0)));
+    }
+
+    #[test]
+    fn a_replica_relays_each_liquidation_once_under_its_own_numbers() {
+        let feed = LiqFeed::new();
+        let at = |n: u64| (n, liq(n as f64, n as i64, PositionSide::Long));
+        feed.relay(7, &[at(41), at(42)]);
+        assert_eq!(read(&feed, 0), Ok((2, vec![(1, 41.0), (2, 42.0)])));
+        feed.relay(7, &[at(42), at(43)]);
+        assert_eq!(read(&feed, 2), Ok((3, vec![(3, 43.0)])), "the repeat skipped");
+        assert_eq!((feed.local_of(7, 43), feed.local_of(7, 42), feed.local_of(7, 41)), (3, 2, 1));
+        assert_eq!(feed.local_of(7, 44), 3, "not relayed yet: the head");
+        // Numbers the origin's ring no longer held: a reader of them is told so.
+        feed.relay(7, &[at(46)]);
+        assert_eq!((feed.head(), feed.get(4), feed.get(5)), (6, Err(Gap), Err(Gap)));
+        assert_eq!(read(&feed, 3), Err(Gap));
+        assert_eq!(read(&feed, 5), Ok((6, vec![(6, 46.0)])));
+        assert_eq!(feed.local_of(7, 43), 3, "numbers keep their place");
+        // A standby's publisher, its numbers begun again: every reader starts again.
+        feed.relay(9, &[at(1), at(2)]);
+        let skipped = 6 + LIQ_FEED_LEN as u64;
+        assert_eq!(read(&feed, 6), Err(Gap));
+        assert_eq!(read(&feed, skipped), Ok((skipped + 2, vec![(skipped + 1, 1.0), (skipped + 2, 2.0)])));
+        assert_eq!(
+            (feed.local_of(9, 2), feed.local_of(9, 1), feed.local_of(7, 43)),
+            (skipped + 2, skipped + 1, skipped + 2)
+        );
     }
 
     #[test]

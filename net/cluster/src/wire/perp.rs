@@ -6,6 +6,7 @@
 
 use rampart_engine::perp_book::{Completeness, FundingNow, Liquidation, OiNow, CONTRACT_LEN_MAX, RECENT_MAX};
 use rampart_engine::perp_window::{LiqSums, PositionSide};
+use rampart_state::liq_feed::LIQ_FEED_LEN;
 use rampart_state::pair_metrics::PerpMetrics;
 use rampart_state::perp::PerpSnapshot;
 
@@ -16,6 +17,55 @@ const COMPLETENESS: [Completeness; 4] =
 const SIDES: [PositionSide; 2] = [PositionSide::Long, PositionSide::Short];
 /// Bytes of one liquidation on the wire.
 const LIQUIDATION_BYTES: usize = 1 + 8 * 4;
+/// Bytes of one relayed liquidation: its number, side, price, quantity and time.
+const RELAYED_BYTES: usize = 8 + 1 + 8 * 3;
+
+/// A pair's liquidations new in the market node's feed since the last round
+/// ([`rampart_state::liq_feed::LiqFeed`]), sent every snapshot round so that an api node's
+/// streams hand them as soon as the market node's do (its replica relays them into its own feed).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiqRelay {
+    /// The market node's snapshot publisher (drawn at its start): whose numbering `entries` use.
+    pub origin: u64,
+    /// Each liquidation with its number in that feed, oldest first, numbers rising; at most
+    /// [`LIQ_FEED_LEN`].
+    pub entries: Vec<(u64, Liquidation)>,
+}
+
+/// A [`LiqRelay`]: the origin, a count, each entry's number then the liquidation.
+pub(super) fn put_relay(out: &mut Out, relay: &LiqRelay) {
+    out.i64(relay.origin as i64);
+    out.count(relay.entries.len());
+    for (n, l) in &relay.entries {
+        out.i64(*n as i64);
+        out.u8(index_of(&SIDES, &l.side));
+        out.f64(l.price);
+        out.f64(l.qty);
+        out.i64(l.time_ms);
+    }
+}
+
+/// Reads [`put_relay`]'s bytes: at most [`LIQ_FEED_LEN`] entries, their numbers rising.
+pub(super) fn read_relay(r: &mut In<'_>) -> Result<LiqRelay, WireError> {
+    let origin = r.i64()? as u64;
+    let count = r.count(RELAYED_BYTES)?;
+    if count > LIQ_FEED_LEN {
+        return Err(WireError::Invalid("relayed liquidations"));
+    }
+    let mut entries = Vec::with_capacity(count);
+    let mut last = 0;
+    for _ in 0..count {
+        let n = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("liquidation number"))?;
+        if n <= last {
+            return Err(WireError::Invalid("liquidation numbers not rising"));
+        }
+        last = n;
+        let side = r.tag(&SIDES, "side")?;
+        let (price, qty, time_ms) = (r.f64()?, r.f64()?, r.i64()?);
+        entries.push((n, Liquidation { side, price, qty, time_ms }));
+    }
+    Ok(LiqRelay { origin, entries })
+}
 
 /// A book's perpetual: a flag (0: it has none now), then the snapshot; its liquidation list
 /// only unless `list_same` (then a flag says the receiver keeps the list it has).
