@@ -442,11 +442,7 @@ impl ShardPerps {
     pub fn delist(&mut self, book: BookId, slot: &BookSlot) -> Vec<u64> {
         let Some(h) = self.held.get_mut(book.index()).and_then(Option::as_mut) else { return Vec::new() };
         h.listed = false;
-        if let (Some(sim), Some(perp)) = (self.sim.as_mut(), h.perp) {
-            let _ = sim.set_listed(perp, false);
-        }
-        slot.perp.store(None);
-        h.alerts.take().map(|a| a.ids().collect()).unwrap_or_default()
+        h.stop(self.sim.as_mut(), slot)
     }
 
     /// The spot pair of `book` is listed again: its contract ticks again from the next step,
@@ -466,6 +462,16 @@ impl Held {
     /// Both the spot pair and its perpetual are listed: the perpetual is watched and served.
     fn live(&self) -> bool {
         self.listed && self.contract_listed
+    }
+
+    /// No longer served (its pair or its contract delisted): the simulated contract silent, the
+    /// slot emptied; the ids of the alerts that leave it.
+    fn stop(&mut self, sim: Option<&mut SimPerp>, slot: &BookSlot) -> Vec<u64> {
+        if let (Some(sim), Some(perp)) = (sim, self.perp) {
+            let _ = sim.set_listed(perp, false);
+        }
+        slot.perp.store(None);
+        self.alerts.take().map(|a| a.ids().collect()).unwrap_or_default()
     }
 
     /// A fresh book for the same contract, watched from `now_ms` (a listing change: allocates).

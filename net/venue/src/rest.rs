@@ -629,68 +629,31 @@ async fn list_with(ctx: &Ctx, s: &VenueSettings) -> Result<Vec<Listed>, RestErro
     Ok(list)
 }
 
-/// Lists every venue once, on the calling thread (start-up): one result per venue, in order.
-/// The venues are asked at once; a venue that fails is asked again after a short pause until
-/// [`LISTING_START_TIMEOUT`], then left out with its last error.
-pub fn list_venues(
-    venues: &[VenueSettings],
-    tls: Option<Arc<rustls::ClientConfig>>,
-) -> Vec<Result<Vec<Listed>, RestError>> {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => return venues.iter().map(|_| Err(RestError::Transport(format!("no runtime: {e}")))).collect(),
-    };
-    let books = RestBooks::empty();
-    let ctx = Rc::new(Ctx {
-        venues: venues.to_vec(),
-        books,
-        tls,
-        stats: Arc::new(Default::default()),
-        pacers: Default::default(),
-    });
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, async {
-        let deadline = tokio::time::Instant::now() + LISTING_START_TIMEOUT;
-        let tasks: Vec<_> = (0..venues.len())
-            .map(|i| {
-                let ctx = ctx.clone();
-                tokio::task::spawn_local(async move {
-                    let s = &ctx.venues[i];
-                    let waited = LISTING_START_TIMEOUT.as_secs();
-                    let mut last = RestError::Transport(format!("no answer within {waited} s"));
-                    for attempt in 0..u32::MAX {
-                        match tokio::time::timeout_at(deadline, list_with(&ctx, s)).await {
-                            Ok(Ok(list)) => return Ok(list),
-                            Ok(Err(e)) => last = e,
-                            Err(_) => break,
-                        }
-                        let pause = Duration::from_millis(500u64 << attempt.min(4));
-                        if tokio::time::timeout_at(deadline, tokio::time::sleep(pause)).await.is_err() {
-                            break;
-                        }
-                    }
-                    Err(last)
-                })
-            })
-            .collect();
-        let mut out = Vec::with_capacity(venues.len());
-        for t in tasks {
-            out.push(t.await.unwrap_or_else(|e| Err(RestError::Transport(format!("listing task failed: {e}")))));
-        }
-        out
-    })
+/// How [`ask_each_venue`] asks at start-up.
+struct Asking {
+    /// Until when a venue is asked again.
+    timeout: Duration,
+    /// The pause after a failure: 500 ms doubled at most this many times.
+    doublings: u32,
+    /// Whether a venue that answered with an error status or an unreadable body is asked again
+    /// (only an unanswered request is, otherwise).
+    again_after_refusal: bool,
+    /// What is asked, for the message of a task that failed.
+    what: &'static str,
 }
 
-/// Lists every venue's USDT perpetuals once, on the calling thread (start-up, decisions §17):
-/// one result per venue, in order, Binance's with its `fundingInfo` intervals. The venues are
-/// asked at once; one that fails to answer is asked again after a short pause until
-/// [`PERP_LISTING_START_TIMEOUT`], one that answers with an error status or a body that is not
-/// a listing (a host that serves no perpetuals) is not asked again. Either way it runs without
-/// perpetuals (its spot feed runs on).
-pub fn list_perps(
+/// Asks every venue at once with `ask`, on the calling thread (start-up): one result per venue,
+/// in order. A venue that fails is asked again after a pause, as `how` says, until its timeout,
+/// then left with its last error.
+fn ask_each_venue<T: 'static, Fut>(
     venues: &[VenueSettings],
     tls: Option<Arc<rustls::ClientConfig>>,
-) -> Vec<Result<super::perp_listing::PerpListing, RestError>> {
+    how: Asking,
+    ask: impl Fn(Rc<Ctx>, usize) -> Fut + Copy + 'static,
+) -> Vec<Result<T, RestError>>
+where
+    Fut: std::future::Future<Output = Result<T, RestError>> + 'static,
+{
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return venues.iter().map(|_| Err(RestError::Transport(format!("no runtime: {e}")))).collect(),
@@ -703,21 +666,22 @@ pub fn list_perps(
         pacers: Default::default(),
     });
     tokio::task::LocalSet::new().block_on(&runtime, async {
-        let deadline = tokio::time::Instant::now() + PERP_LISTING_START_TIMEOUT;
+        let deadline = tokio::time::Instant::now() + how.timeout;
         let tasks: Vec<_> = (0..venues.len())
             .map(|i| {
                 let ctx = ctx.clone();
                 tokio::task::spawn_local(async move {
-                    let s = &ctx.venues[i];
-                    let mut last = RestError::Transport("no answer".into());
+                    let mut last = RestError::Transport(format!("no answer within {} s", how.timeout.as_secs()));
                     for attempt in 0..u32::MAX {
-                        match tokio::time::timeout_at(deadline, perp_listing_of(&ctx, s)).await {
-                            Ok(Ok(l)) => return Ok(l),
-                            Ok(Err(e)) if !matches!(e, RestError::Transport(_)) => return Err(e),
+                        match tokio::time::timeout_at(deadline, ask(ctx.clone(), i)).await {
+                            Ok(Ok(answer)) => return Ok(answer),
+                            Ok(Err(e)) if !how.again_after_refusal && !matches!(e, RestError::Transport(_)) => {
+                                return Err(e)
+                            }
                             Ok(Err(e)) => last = e,
                             Err(_) => break,
                         }
-                        let pause = Duration::from_millis(500u64 << attempt.min(3));
+                        let pause = Duration::from_millis(500u64 << attempt.min(how.doublings));
                         if tokio::time::timeout_at(deadline, tokio::time::sleep(pause)).await.is_err() {
                             break;
                         }
@@ -728,12 +692,40 @@ pub fn list_perps(
             .collect();
         let mut out = Vec::with_capacity(venues.len());
         for t in tasks {
-            out.push(
-                t.await.unwrap_or_else(|e| Err(RestError::Transport(format!("perpetual listing task failed: {e}")))),
-            );
+            out.push(t.await.unwrap_or_else(|e| Err(RestError::Transport(format!("{} task failed: {e}", how.what)))));
         }
         out
     })
+}
+
+/// Lists every venue once, on the calling thread (start-up): one result per venue, in order.
+/// The venues are asked at once; a venue that fails is asked again after a short pause until
+/// [`LISTING_START_TIMEOUT`], then left out with its last error.
+pub fn list_venues(
+    venues: &[VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Vec<Result<Vec<Listed>, RestError>> {
+    let how = Asking { timeout: LISTING_START_TIMEOUT, doublings: 4, again_after_refusal: true, what: "listing" };
+    ask_each_venue(venues, tls, how, |ctx, i| async move { list_with(&ctx, &ctx.venues[i]).await })
+}
+
+/// Lists every venue's USDT perpetuals once, on the calling thread (start-up, decisions §17):
+/// one result per venue, in order, Binance's with its `fundingInfo` intervals. The venues are
+/// asked at once; one that fails to answer is asked again after a short pause until
+/// [`PERP_LISTING_START_TIMEOUT`], one that answers with an error status or a body that is not
+/// a listing (a host that serves no perpetuals) is not asked again. Either way it runs without
+/// perpetuals (its spot feed runs on).
+pub fn list_perps(
+    venues: &[VenueSettings],
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Vec<Result<super::perp_listing::PerpListing, RestError>> {
+    let how = Asking {
+        timeout: PERP_LISTING_START_TIMEOUT,
+        doublings: 3,
+        again_after_refusal: false,
+        what: "perpetual listing",
+    };
+    ask_each_venue(venues, tls, how, |ctx, i| async move { perp_listing_of(&ctx, &ctx.venues[i]).await })
 }
 
 async fn perp_listing_of(ctx: &Ctx, s: &VenueSettings) -> Result<super::perp_listing::PerpListing, RestError> {

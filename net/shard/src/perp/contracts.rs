@@ -35,11 +35,7 @@ impl ShardPerps {
     pub fn delist_contract(&mut self, book: BookId, slot: &BookSlot) -> Option<Vec<u64>> {
         let h = self.held.get_mut(book.index())?.as_mut().filter(|h| h.contract_listed)?;
         h.contract_listed = false;
-        if let (Some(sim), Some(perp)) = (self.sim.as_mut(), h.perp) {
-            let _ = sim.set_listed(perp, false);
-        }
-        slot.perp.store(None);
-        let ids = h.alerts.take().map(|a| a.ids().collect()).unwrap_or_default();
+        let ids = h.stop(self.sim.as_mut(), slot);
         self.feed_change(FeedChange::Delisted(book));
         Some(ids)
     }
