@@ -102,8 +102,7 @@ impl ShardAlerts {
                 self.on_perp_alert(perps, book, spec)
             }
             (AlertState::Held(spec) | AlertState::Resumed(spec), None) if is_perp(&spec) => {
-                self.perp_waiting.retain(|(_, s)| s.id != spec.id);
-                self.perp_waiting.push((book, spec));
+                self.wait_for_perp(book, spec);
                 false
             }
             (AlertState::Held(spec), _) => market.insert_alert(book, spec),
@@ -122,12 +121,19 @@ impl ShardAlerts {
     /// Puts one-pair derivatives alert `spec` on `book`'s perpetual, or, when the book has none
     /// (or its pair is delisted), keeps it waiting for one. True when the book now holds it.
     fn on_perp_alert(&mut self, perps: &mut ShardPerps, book: BookId, spec: AlertSpec) -> bool {
-        self.perp_waiting.retain(|(_, s)| s.id != spec.id);
         if !perps.has_live(book) {
-            self.perp_waiting.push((book, spec));
+            self.wait_for_perp(book, spec);
             return false;
         }
+        self.perp_waiting.retain(|(_, s)| s.id != spec.id);
         perps.insert_alert(book, spec)
+    }
+
+    /// Keeps one-pair derivatives alert `spec` (its newest version only) until `book` has a
+    /// perpetual.
+    fn wait_for_perp(&mut self, book: BookId, spec: AlertSpec) {
+        self.perp_waiting.retain(|(_, s)| s.id != spec.id);
+        self.perp_waiting.push((book, spec));
     }
 
     /// Applies `change` of a `*` alert of `venue` when it is the newest: held, it is put on (or
