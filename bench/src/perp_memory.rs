@@ -1,21 +1,21 @@
 //! The memory of the perpetuals of about 2 000 pairs (issue #61; decisions §17 "Bounds": about
 //! 21 KiB a pair, 42 MiB for 2 000). What a pair with a perpetual holds on its shard and in its
-//! slot: its `PerpBook` (windows, OI, funding, the newest 128 liquidations), its liquidation feed
-//! (the stream's ring) and its published `PerpSnapshot` with a full list of 128. Derivatives
-//! alerts are not counted (a book's alert book is made at its first alert and grows with them).
+//! slot: its `PerpBook` (windows, OI, funding, the newest liquidation of each side), its
+//! liquidation ring (the newest 128, the lists' and the streams' one copy) and its published
+//! `PerpSnapshot`. Derivatives alerts are not counted (a book's alert book is made at its first
+//! alert and grows with them).
 //!
 //! Measured as the process's resident memory (VmRSS) before and after the shard's perpetuals
-//! are made, stepped for 60 simulated seconds, and each book's snapshot published, with each
-//! published list padded to the 128 a day can hold (the simulator's minute makes fewer); beside it
-//! the same figure from the types' sizes.
+//! are made, stepped for 60 simulated seconds, each ring filled to the 128 a day can hold (the
+//! simulator's minute makes fewer) and each book's snapshot published; beside it the same figure
+//! from the types' sizes.
 
 use std::mem::size_of;
 use std::sync::Arc;
 
-use rampart_engine::perp_book::{Liquidation, PerpBook, RECENT_MAX};
+use rampart_engine::perp_book::{Liquidation, PerpBook};
 use rampart_engine::sim_perp_listing::listing;
 use rampart_shard::perp::ShardPerps;
-use rampart_state::liq_feed::{LiqFeed, LIQ_FEED_LEN};
 use rampart_state::perp::PerpSnapshot;
 
 use crate::perp_round::{started, Started, SEED, T0};
@@ -42,26 +42,22 @@ pub fn perp_memory(pairs: usize) -> String {
         perps.step(T0 + r * SIM_ROUND_MS, &market, &shared.slots, &mut |_, _| {});
     }
     let now = T0 + 60_000;
+    let pad = Liquidation { side: rampart_engine::perp_window::PositionSide::Long, price: 1.0, qty: 1.0, time_ms: now };
+    let mut ring_bytes = 0;
     for &b in &ids {
-        let Some(mut s) = perps.snapshot(b, now, 0) else { continue };
-        let pad = s.recent.last().copied().unwrap_or(Liquidation {
-            side: rampart_engine::perp_window::PositionSide::Long,
-            price: 1.0,
-            qty: 1.0,
-            time_ms: now,
-        });
-        s.recent.resize(RECENT_MAX, pad);
-        s.recent.shrink_to_fit();
+        let Some(s) = perps.snapshot(b, now) else { continue };
+        if let Some(feed) = shared.slots[b.index()].liquidations.get() {
+            while feed.held().len() < rampart_state::liq_feed::LIQ_FEED_LEN {
+                feed.push(&pad);
+            }
+            ring_bytes = feed.bytes();
+        }
         shared.slots[b.index()].perp.store(Some(Arc::new(s)));
     }
     let after = rss_kib();
     let n = perps.len().max(1) as u64;
     let per_pair = (after.saturating_sub(before)) as f64 / n as f64;
-    let typed = size_of::<PerpBook>()
-        + size_of::<LiqFeed>()
-        + LIQ_FEED_LEN * 6 * 8
-        + size_of::<PerpSnapshot>()
-        + RECENT_MAX * size_of::<Liquidation>();
+    let typed = size_of::<PerpBook>() + ring_bytes + size_of::<PerpSnapshot>();
     format!(
         "| {} contracts ({} pairs × 4 venues) | {:.1} MiB | {:.1} KiB | {:.1} KiB | {:.1} MiB |",
         perps.len(),

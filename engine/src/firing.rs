@@ -4,7 +4,7 @@ use crate::fixed::Price;
 use crate::level::Level;
 use crate::perp_alert::LiqDirection;
 use crate::perp_interval::PerpInterval;
-use crate::perp_recent::Liquidation;
+use crate::perp_liquidation::Liquidation;
 use crate::wall::Wall;
 use crate::wall_life::Gone;
 

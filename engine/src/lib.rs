@@ -22,7 +22,7 @@ mod perp_alert_heap;
 mod perp_alert_keys;
 pub mod perp_book;
 pub mod perp_interval;
-mod perp_recent;
+mod perp_liquidation;
 pub mod perp_window;
 pub mod sim;
 pub mod sim_perp;

@@ -1,6 +1,6 @@
 //! The whole derivatives state of one (venue, pair) with a USDT perpetual, as its owning shard
 //! holds it (`decisions.md` §17): the contract's facts, seven rolling windows of liquidations and
-//! open interest, the newest 128 liquidations, OI now, the mark price and funding, with their
+//! open interest, the newest liquidation of each side, OI now, the mark price and funding, with their
 //! freshness. Sans-I/O: time is an argument; [`PerpBook::new`] allocates the book once, when the
 //! pair gains a perpetual, and no update or read allocates after it (all of it is inline).
 //!
@@ -27,20 +27,20 @@
 //! - `oiUsd` is the venue's figure from the same sample when it sent one, else OI × the newest
 //!   mark price (not the mark at the sample's time: Binance OI is polled every 30 s, the mark
 //!   comes every second); `None` without either.
-//! - The recent liquidations are kept in the venue's time order (OKX pushes are not in order), so
-//!   "newest first" and the 24 h cut read the venue's times; one older than all 128 held when the
-//!   ring is full is not among the newest and is left out of the ring (it still counts in the
-//!   windows). A liquidation exactly 24 h old is still listed.
+//! - The book keeps the newest liquidation of each side and of both by the venue's time (OKX
+//!   pushes are not in order; of two with the same time the one taken later), for `last` and a
+//!   test send. The newest [`RECENT_MAX`] the lists show are the ring the shard writes
+//!   (`rampart_state::liq_feed`), not a copy here: one list a pair, not three (§17's memory).
+//!   [`LiqFilter`] reads either the same way; a liquidation exactly 24 h old is still listed.
 //!
-//! Bounds: 7 windows of 60 slots, 128 recent liquidations, a contract name of 32 bytes; see
+//! Bounds: 7 windows of 60 slots, three liquidations, a contract name of 32 bytes; see
 //! [`PERP_BOOK_BYTES`] for the memory of one pair.
 
 use core::fmt;
 
 use crate::candle::DAY_MS;
 pub use crate::perp_interval::PerpInterval;
-use crate::perp_recent::Recent;
-pub use crate::perp_recent::{Liquidation, RECENT_MAX};
+pub use crate::perp_liquidation::{Liquidation, RECENT_MAX};
 use crate::perp_window::{LiqSums, PerpWindow, PositionSide};
 use crate::Venue;
 
@@ -54,14 +54,16 @@ pub const BINANCE_OI_STALE_POLLS: i64 = 3;
 pub const CONTRACT_LEN_MAX: usize = 32;
 /// Funding intervals taken, hours (venues use 1 to 8); an interval outside is refused.
 pub const FUNDING_INTERVAL_H_MAX: u32 = 24;
-/// Memory of one pair's derivatives state: the book is all inline, so this is all of it (about
-/// 17.6 KiB, against §17's estimate of about 21 KiB: [`PerpWindow`]'s slot is 32 bytes, both
-/// sides' sums and counts and the OI at its end, the time it holds being the ring's, where the
-/// estimate counted about 12 per side and 16 per OI slot; a [`Liquidation`] is 32, its USD value
-/// computed).
+/// Memory of one pair's derivatives book: all inline (about 13.7 KiB: [`PerpWindow`]'s slot is 32
+/// bytes, both sides' sums and counts and the OI at its end, the time it holds being the ring's,
+/// where §17's estimate counted about 12 per side and 16 per OI slot). Beside it a pair holds the
+/// ring of its newest [`RECENT_MAX`] liquidations (`rampart_state::liq_feed`, about 5 KiB) and its
+/// published snapshot: §17's about 21 KiB is the whole's bound (`rampart-bench perp-memory`).
 pub const PERP_BOOK_BYTES: usize = core::mem::size_of::<PerpBook>();
-/// The most one pair's state may take: §17's about 21 KiB; a layout over it does not compile.
-pub const PERP_BOOK_BYTES_MAX: usize = 21 * 1024;
+/// The most one pair's book may take: §17's about 21 KiB less the ring of [`RECENT_MAX`]
+/// liquidations beside it (40 bytes an entry, 5 KiB) and 1 KiB for its published snapshot; a
+/// layout over it does not compile.
+pub const PERP_BOOK_BYTES_MAX: usize = 21 * 1024 - RECENT_MAX * 40 - 1024;
 const _: () = assert!(PERP_BOOK_BYTES <= PERP_BOOK_BYTES_MAX, "a pair's perpetual state grew past its bound");
 
 /// How much of a venue's liquidations its feed shows (§17 "Completeness of liquidations").
@@ -112,8 +114,8 @@ pub struct LiqFilter {
 
 impl LiqFilter {
     /// Newest first, `newest` filtered as a list answer shows it at `now_ms`: the last
-    /// [`RECENT_KEEP_MS`], this side and value, at most `limit` (the book's ring and a published
-    /// snapshot's copy of it are read the same way).
+    /// [`RECENT_KEEP_MS`], this side and value, at most `limit` (the ring's copy and a stream's
+    /// list are read the same way).
     pub fn apply<'a>(
         self,
         now_ms: i64,
@@ -274,7 +276,10 @@ pub struct PerpBook {
     /// OI is stale this long after its last sample.
     oi_stale_ms: i64,
     windows: [PerpWindow; 7],
-    recent: Recent,
+    /// The newest liquidation by the venue's time (`None` before the first).
+    last: Option<Liquidation>,
+    /// The newest of each side, long first.
+    last_of_side: [Option<Liquidation>; 2],
     oi: Option<Taken<Oi>>,
     mark: Option<Taken<f64>>,
     funding: Option<Taken<Funding>>,
@@ -307,7 +312,8 @@ impl PerpBook {
             completeness: Completeness::of(spec.venue),
             oi_stale_ms,
             windows: PerpInterval::ALL.map(|i| PerpWindow::new(i.duration_ms(), now_ms)),
-            recent: Recent::new(),
+            last: None,
+            last_of_side: [None; 2],
             oi: None,
             mark: None,
             funding: None,
@@ -339,7 +345,7 @@ impl PerpBook {
     }
 
     /// Takes a liquidation of `side`, `qty_base` at `price`, stamped `ts_ms` by the venue, at
-    /// `now_ms`: counted in every window and kept in the recent ones. Returns it (`usd` filled).
+    /// `now_ms`: counted in every window, and the newest when it is. Returns it.
     /// Quantities here are in the spot pair's base units and prices per such unit: the feed has
     /// applied the contract size and the multiplier (§17 "Units").
     pub fn on_liquidation(
@@ -360,7 +366,12 @@ impl PerpBook {
         for w in &mut self.windows {
             w.add_liquidation(now_ms, ts_ms, side, l.usd());
         }
-        self.recent.insert(l);
+        let side_last = &mut self.last_of_side[usize::from(side == PositionSide::Short)];
+        for newest in [&mut self.last, side_last] {
+            if newest.is_none_or(|n| n.time_ms <= ts_ms) {
+                *newest = Some(l);
+            }
+        }
         Ok(l)
     }
 
@@ -470,15 +481,19 @@ impl PerpBook {
         })
     }
 
-    /// The newest liquidation held (`GET /v1/perp/{symbol}`'s `last`), however old.
+    /// The newest liquidation taken (`GET /v1/perp/{symbol}`'s `last`), however old.
     pub fn last_liquidation(&self) -> Option<Liquidation> {
-        self.recent.newest_first().next().copied()
+        self.last
     }
 
-    /// The liquidations of the last [`RECENT_KEEP_MS`] at `now_ms` that pass `filter`, newest
-    /// first.
-    pub fn recent(&self, now_ms: i64, filter: LiqFilter) -> impl Iterator<Item = Liquidation> + '_ {
-        filter.apply(now_ms, self.recent.newest_first()).copied()
+    /// The newest liquidation of `side` (`None`: either) if it is of the last [`RECENT_KEEP_MS`]
+    /// at `now_ms` (a test send of an `order` alert).
+    pub fn newest_of(&self, side: Option<PositionSide>, now_ms: i64) -> Option<Liquidation> {
+        let newest = match side {
+            None => self.last,
+            Some(s) => self.last_of_side[usize::from(s == PositionSide::Short)],
+        };
+        newest.filter(|l| l.time_ms >= now_ms - RECENT_KEEP_MS)
     }
 }
 

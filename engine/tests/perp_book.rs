@@ -196,13 +196,10 @@ fn oi_and_funding_go_stale_after_60_s_and_binance_oi_after_three_polls() {
     assert_eq!(at(&n, T0 + polls).0, Some(true), "exactly 3 poll intervals");
 }
 
-fn times(it: impl Iterator<Item = Liquidation>) -> Vec<i64> {
-    it.map(|l| l.time_ms).collect()
-}
-
 #[test]
-fn the_ring_keeps_the_newest_128_in_time_order_and_filters() {
+fn the_book_keeps_the_newest_of_each_side_by_the_venues_time() {
     let mut b = book(Venue::Okx, T0);
+    assert_eq!((b.last_liquidation(), b.newest_of(None, T0)), (None, None));
     let n = 200;
     for k in 0..n {
         let side = if k % 2 == 0 { PositionSide::Long } else { PositionSide::Short };
@@ -210,48 +207,34 @@ fn the_ring_keeps_the_newest_128_in_time_order_and_filters() {
         b.on_liquidation(t, t, side, 10.0 * (k as f64 + 1.0), 1.0).expect("taken");
     }
     let now = T0 + 1_000 * n;
-    let all = LiqFilter { side: None, min_usd: 0.0, limit: usize::MAX };
-    let held = times(b.recent(now, all));
-    assert_eq!(held.len(), RECENT_MAX);
-    let want: Vec<i64> = (n - RECENT_MAX as i64..n).rev().map(|k| T0 + 1_000 * k).collect();
-    assert_eq!(held, want, "the newest 128, newest first");
-    assert_eq!(b.last_liquidation().map(|l| l.time_ms), Some(T0 + 1_000 * (n - 1)));
-    // Filters: side, least value, limit.
-    let longs = LiqFilter { side: Some(PositionSide::Long), ..all };
-    assert!(b.recent(now, longs).all(|l| l.side == PositionSide::Long));
-    assert_eq!(b.recent(now, longs).count(), RECENT_MAX / 2);
-    let big = LiqFilter { min_usd: 1_900.0, ..all };
-    assert_eq!(times(b.recent(now, big)).len(), 11, "k = 189..199 are worth 1 900 or more");
-    assert!(b.recent(now, big).all(|l| l.usd() >= 1_900.0));
-    assert_eq!(
-        times(b.recent(now, LiqFilter { limit: 3, ..longs })),
-        want.iter().skip(1).step_by(2).take(3).copied().collect::<Vec<_>>()
-    );
-    // An out-of-order push lands in its place; one older than all held is not among the newest.
-    let late = T0 + 1_000 * (n - 3) + 500;
-    b.on_liquidation(now, late, PositionSide::Short, 1.0, 1.0).expect("taken");
-    let held = times(b.recent(now, all));
-    let at = |k: i64| T0 + 1_000 * k;
-    assert_eq!((held.len(), held[1], held[2], held[3]), (RECENT_MAX, at(n - 2), late, at(n - 3)));
-    assert_eq!(held[RECENT_MAX - 1], at(n - RECENT_MAX as i64 + 1), "the oldest made room");
-    assert!(held.windows(2).all(|p| p[0] >= p[1]), "newest first");
-    let before = times(b.recent(now, all));
+    let time = |l: Option<Liquidation>| l.map(|l| l.time_ms);
+    assert_eq!(time(b.last_liquidation()), Some(T0 + 1_000 * (n - 1)));
+    assert_eq!(time(b.newest_of(None, now)), Some(T0 + 1_000 * (n - 1)));
+    assert_eq!(time(b.newest_of(Some(PositionSide::Long), now)), Some(T0 + 1_000 * (n - 2)));
+    assert_eq!(time(b.newest_of(Some(PositionSide::Short), now)), Some(T0 + 1_000 * (n - 1)));
+    // A push out of the venue's order is not the newest; one of the same time, taken later, is.
     b.on_liquidation(now, T0, PositionSide::Long, 1.0, 1.0).expect("counted in the windows");
-    assert_eq!(times(b.recent(now, all)), before, "older than the 128 held");
+    assert_eq!(time(b.newest_of(Some(PositionSide::Long), now)), Some(T0 + 1_000 * (n - 2)));
+    let same = T0 + 1_000 * (n - 1);
+    b.on_liquidation(now, same, PositionSide::Long, 7.0, 1.0).expect("taken");
+    assert_eq!(b.last_liquidation().map(|l| (l.side, l.usd())), Some((PositionSide::Long, 7.0)));
+    assert_eq!(time(b.newest_of(Some(PositionSide::Short), now)), Some(same));
 }
 
 #[test]
-fn the_lists_show_the_last_24_hours() {
+fn a_test_send_reads_the_last_24_hours_and_last_however_old() {
     let mut b = book(Venue::Bybit, T0);
     let now = T0 + 2 * DAY_MS;
-    for t in [now - RECENT_KEEP_MS - 1, now - RECENT_KEEP_MS, now - 1] {
-        b.on_liquidation(t, t, PositionSide::Long, 1.0, 1.0).expect("taken");
-    }
-    let all = LiqFilter { side: None, min_usd: 0.0, limit: 128 };
-    assert_eq!(times(b.recent(now, all)), [now - 1, now - RECENT_KEEP_MS], "exactly 24 h old is listed");
-    assert_eq!(times(b.recent(now + RECENT_KEEP_MS - 1, all)), [now - 1]);
-    assert_eq!(b.recent(now + RECENT_KEEP_MS, all).count(), 0);
-    assert_eq!(b.last_liquidation().map(|l| l.time_ms), Some(now - 1), "`last` however old");
+    b.on_liquidation(now, now - RECENT_KEEP_MS, PositionSide::Long, 1.0, 1.0).expect("taken");
+    let time = |l: Option<Liquidation>| l.map(|l| l.time_ms);
+    assert_eq!(time(b.newest_of(None, now)), Some(now - RECENT_KEEP_MS), "exactly 24 h old is listed");
+    assert_eq!(b.newest_of(None, now + 1), None);
+    assert_eq!(b.newest_of(Some(PositionSide::Short), now), None, "none of that side");
+    assert_eq!(time(b.last_liquidation()), Some(now - RECENT_KEEP_MS), "`last` however old");
+    let filter = LiqFilter { side: None, min_usd: 0.0, limit: RECENT_MAX };
+    let held = [b.last_liquidation().expect("held")];
+    assert_eq!(filter.apply(now, held.iter()).count(), 1, "the lists' filter reads it the same way");
+    assert_eq!(filter.apply(now + 1, held.iter()).count(), 0);
 }
 
 fn add(sum: &mut LiqSums, s: &LiqSums) {
@@ -309,24 +292,23 @@ fn the_history_is_sixty_slots_that_sum_to_the_window() {
 }
 
 #[test]
-fn one_pair_is_about_21_kib() {
+fn one_pairs_book_leaves_room_for_its_ring_within_21_kib() {
     // §17: "about 21 KiB" per pair; everything is inline (no heap beyond the one box).
     let (b, n) = alloc::count(|| book(Venue::Binance, T0));
     assert_eq!(n, Some(1), "one allocation: the box");
     let bytes = b.bytes();
     eprintln!("PerpBook: {bytes} bytes ({:.1} KiB)", bytes as f64 / 1024.0);
     assert_eq!(bytes, PERP_BOOK_BYTES);
-    // 7 windows × 60 slots (liquidations of both sides and OI) and 128 liquidations at least.
-    assert!(bytes >= 7 * 60 * 32 + RECENT_MAX * 32, "{bytes} bytes: less than the windows and the ring need?");
-    assert!(bytes <= PERP_BOOK_BYTES_MAX, "{bytes} bytes: over §17's about 21 KiB");
-    assert_eq!(PERP_BOOK_BYTES_MAX, 21_504);
+    // 7 windows × 60 slots (liquidations of both sides and OI) at least.
+    assert!(bytes >= 7 * 60 * 32, "{bytes} bytes: less than the windows need?");
+    assert!(bytes <= PERP_BOOK_BYTES_MAX, "{bytes} bytes: over §17's about 21 KiB less the ring beside it");
+    assert_eq!(PERP_BOOK_BYTES_MAX, 21_504 - 128 * 40 - 1_024);
 }
 
 #[test]
 fn updates_and_reads_allocate_nothing_after_construction() {
     let mut rng = Rng::new(5);
     let mut b = book(Venue::Binance, T0);
-    let filter = LiqFilter { side: Some(PositionSide::Short), min_usd: 10.0, limit: 50 };
     let mut run = |b: &mut PerpBook, from: i64, steps: i64| {
         let mut seen = 0usize;
         for k in 0..steps {
@@ -343,7 +325,7 @@ fn updates_and_reads_allocate_nothing_after_construction() {
                 seen += usize::from(b.oi_change(now, i).is_some());
                 seen += b.history(now, i).filter(|s| s.oi_base.is_some()).count();
             }
-            seen += b.recent(now, filter).count();
+            seen += usize::from(b.newest_of(Some(PositionSide::Short), now).is_some());
             seen += usize::from(b.oi(now).is_some() && b.funding(now).is_some() && b.last_liquidation().is_some());
         }
         seen

@@ -24,7 +24,7 @@ use super::node::NodeHealth;
 use super::wire::{self, BookName, BookUpdate, LiqRelay, Out, PricePart, SnapshotHead};
 use super::BusError;
 use rampart_state::clock::SharedClock;
-use rampart_state::liq_feed::{Gap, LiqFeed, LIQ_FEED_LEN};
+use rampart_state::liq_feed::{LiqFeed, LIQ_FEED_LEN};
 use rampart_state::partition::Partition;
 use rampart_state::shutdown::StoppableThread;
 use rampart_state::{BookSlot, Shared};
@@ -77,8 +77,6 @@ struct Sent {
     metrics_ms: i64,
     /// The perpetual's publication time (`None`: none published).
     perp_ms: Option<i64>,
-    /// The number of the newest liquidation in the perpetual's list last sent.
-    perp_liq_seq: Option<u64>,
     /// The number of the newest liquidation of the pair's feed sent ([`LiqRelay`]).
     liq_head: u64,
 }
@@ -223,8 +221,6 @@ fn changes(slot: &BookSlot, last: &Sent, full: bool, origin: u64) -> (BookUpdate
         status: slot.status.load(Ordering::Acquire),
     };
     let (levels, densities, metrics) = (slot.levels.load_full(), slot.densities.load_full(), slot.metrics.load_full());
-    // The feed is read after the perpetual's snapshot: the entries sent reach at least the
-    // snapshot's `liq_seq`, so the replica can number it.
     let perp = slot.perp.load_full();
     let (liquidations, liq_head) = match slot.liquidations.get() {
         Some(feed) => relayed(feed, if full { 0 } else { last.liq_head }, full, origin),
@@ -236,42 +232,32 @@ fn changes(slot: &BookSlot, last: &Sent, full: bool, origin: u64) -> (BookUpdate
         densities_ms: densities.ts_ms,
         metrics_ms: metrics.ts_ms,
         perp_ms: perp.as_ref().map(|p| p.ts_ms),
-        perp_liq_seq: perp.as_ref().map(|p| p.liq_seq),
         liq_head,
     };
-    // The list (up to 128 liquidations) goes only when it gained one, and in full snapshots.
-    let perp_list_same = !full && last.perp_liq_seq.is_some() && last.perp_liq_seq == now.perp_liq_seq;
     let update = BookUpdate {
         price: (full || last.price != now.price).then_some(price),
         levels: (full || last.levels_ms != now.levels_ms).then(|| (*levels).clone()),
         densities: (full || last.densities_ms != now.densities_ms).then(|| (*densities).clone()),
         metrics: (full || last.metrics_ms != now.metrics_ms).then(|| (*metrics).clone()),
         perp: (full || last.perp_ms != now.perp_ms).then(|| perp.map(|p| (*p).clone())),
-        perp_list_same,
         liquidations,
     };
     (update, now)
 }
 
-/// The liquidations `feed` took after number `after` (the newest [`LIQ_FEED_LEN`] at most), and
-/// the newest number sent; `None` when none is new (unless `full`: the replica learns the origin).
-/// An entry overwritten while read (the shard took more than the ring holds meanwhile): read
-/// again from the newest half; the replica's streams then start again from the snapshot.
+/// The liquidations `feed` took after number `after` (the newest [`LIQ_FEED_LEN`] at most: a
+/// full snapshot's is the whole ring), and the head sent; `None` when none is new (unless `full`:
+/// the replica learns the origin). A number the ring does not hold (overwritten while read, the
+/// shard taking more than the ring holds meanwhile, or never written: the ring was cleared) is
+/// left out; the replica skips it as this node's readers do.
 fn relayed(feed: &LiqFeed, after: u64, full: bool, origin: u64) -> (Option<LiqRelay>, u64) {
     let head = feed.head();
     if head == after && !full {
         return (None, after);
     }
-    let mut entries = Vec::new();
-    let from = after.max(head.saturating_sub(LIQ_FEED_LEN as u64));
-    let read = feed.read_after(from, |n, l| entries.push((n, l))).or_else(|Gap| {
-        entries.clear();
-        feed.read_after(feed.head().saturating_sub(LIQ_FEED_LEN as u64 / 2), |n, l| entries.push((n, l)))
-    });
-    match read {
-        Ok(newest) => (Some(LiqRelay { origin, entries }), newest),
-        Err(Gap) => (None, after),
-    }
+    let from = after.max(head.saturating_sub(LIQ_FEED_LEN as u64)) + 1;
+    let entries = (from..=head).filter_map(|n| Some((n, feed.get(n).ok()?))).collect();
+    (Some(LiqRelay { origin, head, entries }), head)
 }
 
 /// The api side: a thread applying every partition's snapshots to this node's `Shared`;
@@ -382,19 +368,10 @@ fn apply(slot: &BookSlot, u: BookUpdate) -> bool {
     if let Some(m) = u.metrics {
         slot.metrics.store(Arc::new(m));
     }
-    // The liquidations first, so the snapshot's `liq_seq` can be numbered in this node's feed.
-    let origin = u.liquidations.as_ref().map(|l| l.origin);
     if let Some(l) = &u.liquidations {
-        slot.liquidations.get_or_init(LiqFeed::new).relay(l.origin, &l.entries);
+        slot.liquidations.get_or_init(LiqFeed::new).relay(l.origin, l.head, &l.entries);
     }
-    if let Some(mut p) = u.perp {
-        if let (Some(p), true) = (p.as_mut(), u.perp_list_same) {
-            // The list the last message brought (a lost one is repaired by the next full snapshot).
-            p.recent = slot.perp.load().as_ref().map(|old| old.recent.clone()).unwrap_or_default();
-        }
-        if let (Some(p), Some(feed)) = (p.as_mut(), slot.liquidations.get()) {
-            p.liq_seq = feed.local_of(origin.unwrap_or_else(|| feed.origin()), p.liq_seq);
-        }
+    if let Some(p) = u.perp {
         slot.perp.store(p.map(Arc::new));
     }
     moved
@@ -493,7 +470,7 @@ mod tests {
     }
 
     #[test]
-    fn liquidations_reach_an_api_nodes_feed_every_round_numbered_for_its_streams() {
+    fn liquidations_reach_an_api_nodes_feed_every_round_for_its_streams_and_lists() {
         use rampart_engine::perp_book::{Completeness, Liquidation};
         use rampart_engine::perp_window::PositionSide;
         let registry = registry();
@@ -503,23 +480,22 @@ mod tests {
         let books = owned(&registry, p);
         let b = books[0].0;
         let liq = |usd: f64| Liquidation { side: PositionSide::Long, price: 2.0, qty: usd / 2.0, time_ms: usd as i64 };
-        let snapshot = |feed: &LiqFeed| rampart_state::perp::PerpSnapshot {
+        let snapshot = |last: f64| rampart_state::perp::PerpSnapshot {
             contract: "BTCUSDT".into(),
             multiplier: 1,
             completeness: Completeness::All,
             mark: None,
             oi: None,
             funding: None,
-            recent: vec![],
+            last: Some(liq(last)),
             ts_ms: 1,
-            liq_seq: feed.head(),
         };
         // A market node whose pair took 3 liquidations, its perpetual published after the second.
         let source = market(&registry);
         let feed = source.slots[b.index()].liquidations.get_or_init(LiqFeed::new);
         feed.push(&liq(10.0));
         feed.push(&liq(20.0));
-        source.slots[b.index()].perp.store(Some(Arc::new(snapshot(feed))));
+        source.slots[b.index()].perp.store(Some(Arc::new(snapshot(20.0))));
         feed.push(&liq(30.0));
         let mut sent = vec![Sent::default(); books.len()];
         let usd = |shared: &Shared, after: u64| {
@@ -528,12 +504,17 @@ mod tests {
             feed.read_after(after, |n, l| got.push((n, l.usd()))).expect("held");
             got
         };
-        let local_seq = || replica.slots[b.index()].perp.load().as_ref().map(|p| p.liq_seq);
+        let held = || {
+            let feed = replica.slots[b.index()].liquidations.get().expect("the replica's feed");
+            feed.held().iter().map(|(_, l)| l.usd()).collect::<Vec<f64>>()
+        };
         for m in round(&source, &books, &mut sent, head(true), ORIGIN) {
             apply_message(&replica, &registry, &health, &m, 1_000);
         }
         assert_eq!(usd(&replica, 0), vec![(1, 10.0), (2, 20.0), (3, 30.0)]);
-        assert_eq!(local_seq(), Some(2), "the snapshot holds the first two");
+        assert_eq!(held(), [30.0, 20.0, 10.0], "a list reads the replica's ring");
+        let last = replica.slots[b.index()].perp.load().as_ref().and_then(|p| p.last);
+        assert_eq!(last, Some(liq(20.0)), "the snapshot as published");
         // The next round carries the new ones alone, without the pair's perpetual.
         feed.push(&liq(40.0));
         let messages = round(&source, &books, &mut sent, head(false), ORIGIN);
@@ -548,16 +529,24 @@ mod tests {
             apply_message(&replica, &registry, &health, &m, 1_200);
         }
         assert_eq!(usd(&replica, 3), vec![(4, 40.0)]);
+        // The market node's pair delisted: its ring cleared, the replica's too.
+        feed.clear();
+        for m in round(&source, &books, &mut sent, head(false), ORIGIN) {
+            apply_message(&replica, &registry, &health, &m, 1_250);
+        }
+        assert!(held().is_empty(), "the lists show nothing from before");
+        let cleared = replica.slots[b.index()].liquidations.get().map_or(0, |f| f.head());
         let standby = market(&registry);
         let fresh = standby.slots[b.index()].liquidations.get_or_init(LiqFeed::new);
         fresh.push(&liq(50.0));
-        standby.slots[b.index()].perp.store(Some(Arc::new(snapshot(fresh))));
+        standby.slots[b.index()].perp.store(Some(Arc::new(snapshot(50.0))));
         for m in round(&standby, &books, &mut vec![Sent::default(); books.len()], head(true), ORIGIN + 1) {
             apply_message(&replica, &registry, &health, &m, 1_300);
         }
-        let now = local_seq().expect("the standby's perpetual");
-        assert_eq!(usd(&replica, now - 1), vec![(now, 50.0)], "its snapshot numbered in the replica's feed");
-        assert!(now > 4 + LIQ_FEED_LEN as u64, "past the ring: readers start again from its snapshot");
+        let now = replica.slots[b.index()].liquidations.get().map_or(0, |f| f.head());
+        assert_eq!(usd(&replica, now - 1), vec![(now, 50.0)]);
+        assert!(now > cleared + LIQ_FEED_LEN as u64, "past the ring: readers start again");
+        assert_eq!(held(), [50.0], "the new owner's alone");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub use query::{
 use rampart_state::{AlertChange, AlertState, DensitySnapshot, LevelSnapshot, PublishedWall};
 
 /// The format's version, first byte of every message; a message of another version is refused.
-pub const WIRE_VERSION: u8 = 3;
+pub const WIRE_VERSION: u8 = 4;
 /// Longest symbol on the wire, bytes.
 pub const SYMBOL_MAX: usize = 64;
 
@@ -82,9 +82,6 @@ pub struct BookUpdate {
     pub metrics: Option<PairMetrics>,
     /// The pair's perpetual as last published (`Some(None)`: it has none now).
     pub perp: Option<Option<rampart_state::perp::PerpSnapshot>>,
-    /// The perpetual's liquidation list is the one last sent (not on the wire: the replica keeps
-    /// its own; a list is sent when its newest number moved, and in every full snapshot).
-    pub perp_list_same: bool,
     /// The liquidations its feed took since the last round (every round that has any, and every
     /// full snapshot of a pair with a feed).
     pub liquidations: Option<LiqRelay>,
@@ -329,7 +326,7 @@ pub fn book_update(out: &mut Out, book: &BookName, u: &BookUpdate) {
         put_metrics(out, m);
     }
     if let Some(p) = &u.perp {
-        perp::put_perp(out, p.as_ref(), u.perp_list_same);
+        perp::put_perp(out, p.as_ref());
     }
     if let Some(l) = &u.liquidations {
         perp::put_relay(out, l);
@@ -438,9 +435,7 @@ pub fn read_snapshot(buf: &[u8]) -> Result<(SnapshotHead, Vec<(BookName, BookUpd
             u.metrics = Some(read_metrics(&mut r)?);
         }
         if mask & PART_PERP != 0 {
-            let (p, same) = perp::read_perp(&mut r)?;
-            u.perp = Some(p);
-            u.perp_list_same = same;
+            u.perp = Some(perp::read_perp(&mut r)?);
         }
         if mask & PART_LIQUIDATIONS != 0 {
             u.liquidations = Some(perp::read_relay(&mut r)?);
@@ -621,7 +616,6 @@ mod tests {
                 perp: Some(perp_metrics()),
             }),
             perp: Some(Some(perp_snapshot())),
-            perp_list_same: false,
             liquidations: Some(relay()),
         }
     }
@@ -632,6 +626,7 @@ mod tests {
         let l = |side, time_ms| Liquidation { side, price: 94_000.5, qty: 0.25, time_ms };
         LiqRelay {
             origin: u64::MAX - 3,
+            head: 44,
             entries: vec![(41, l(PositionSide::Long, 1_000)), (43, l(PositionSide::Short, 1_001))],
         }
     }
@@ -711,6 +706,7 @@ mod tests {
         let one = relay().entries[0].1;
         let many = LiqRelay {
             origin: 1,
+            head: rampart_state::liq_feed::LIQ_FEED_LEN as u64 + 1,
             entries: (1..=rampart_state::liq_feed::LIQ_FEED_LEN as u64 + 1).map(|n| (n, one)).collect(),
         };
         assert_eq!(read_snapshot(&message(&many)).map(|_| ()), Err(WireError::Invalid("relayed liquidations")));
@@ -863,20 +859,21 @@ mod tests {
     }
 
     #[test]
-    fn a_perpetuals_unchanged_list_is_left_out() {
+    fn a_perpetual_with_and_without_its_last_liquidation_and_bad_parts_refused() {
         let mut out = Out::new(256);
         let head = SnapshotHead { partition: 0, partitions: 1, full: false, last: false, ready: true, sent_ms: 1 };
         snapshot_head(&mut out, &head);
-        let same = BookUpdate { perp: Some(Some(perp_snapshot())), perp_list_same: true, ..BookUpdate::default() };
-        book_update(&mut out, &name("BTCUSDT"), &same);
-        let whole = BookUpdate { perp: Some(Some(perp_snapshot())), ..BookUpdate::default() };
-        book_update(&mut out, &name("ETHUSDT"), &whole);
+        let with = BookUpdate { perp: Some(Some(perp_snapshot())), ..BookUpdate::default() };
+        book_update(&mut out, &name("BTCUSDT"), &with);
+        let none_yet = rampart_state::perp::PerpSnapshot { last: None, ..perp_snapshot() };
+        book_update(
+            &mut out,
+            &name("ETHUSDT"),
+            &BookUpdate { perp: Some(Some(none_yet.clone())), ..Default::default() },
+        );
         let (_, books) = read_snapshot(&out.0).expect("decodes");
-        let p = books[0].1.perp.clone().flatten().expect("a perpetual");
-        assert!(books[0].1.perp_list_same && p.recent.is_empty(), "{p:?}");
-        assert_eq!((p.liq_seq, p.mark), (42, Some(94_210.5)), "the rest as written");
-        assert!(!books[1].1.perp_list_same);
-        assert_eq!(books[1].1.perp, Some(Some(perp_snapshot())));
+        assert_eq!(books[0].1.perp, Some(Some(perp_snapshot())), "every field, `last` among them");
+        assert_eq!(books[1].1.perp, Some(Some(none_yet)), "no liquidation yet");
         // A bad tag or contract name in the part is refused, the message whole.
         // The first book's contract name, after its length byte; the multiplier (4 bytes) and the
         // completeness tag follow it.

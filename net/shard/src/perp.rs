@@ -29,7 +29,7 @@ use rampart_engine::alert::{AlertSpec, Condition};
 use rampart_engine::firing::Firing;
 use rampart_engine::metrics::INTERVALS;
 use rampart_engine::perp_alert_book::{PerpAlertBook, PerpAlertSpec, PerpFiring};
-use rampart_engine::perp_book::{Completeness, LiqFilter, PerpBook, PerpInterval, PerpSpec, RECENT_MAX};
+use rampart_engine::perp_book::{Completeness, PerpBook, PerpInterval, PerpSpec};
 use rampart_engine::sim::PairSpec;
 use rampart_engine::sim_perp::{PerpId, PerpListing, PerpTick, PerpTickKind, SimPerp, SimPerpConfig};
 use rampart_engine::{BookId, Market, Price, Registry, Venue};
@@ -393,10 +393,9 @@ impl ShardPerps {
     }
 
     /// `book`'s perpetual as of `now_ms`, for the fronts; `None` without one (or while its spot
-    /// pair is delisted). Allocates the snapshot (its name and recent liquidations).
-    pub fn snapshot(&self, book: BookId, now_ms: i64, liq_seq: u64) -> Option<PerpSnapshot> {
+    /// pair is delisted). Allocates the snapshot (its name).
+    pub fn snapshot(&self, book: BookId, now_ms: i64) -> Option<PerpSnapshot> {
         let b = &self.listed(book)?.book;
-        let all = LiqFilter { side: None, min_usd: 0.0, limit: RECENT_MAX };
         Some(PerpSnapshot {
             contract: b.contract().to_owned(),
             multiplier: b.multiplier(),
@@ -404,9 +403,8 @@ impl ShardPerps {
             mark: b.mark(),
             oi: b.oi(now_ms),
             funding: b.funding(now_ms),
-            recent: b.recent(now_ms, all).collect(),
+            last: b.last_liquidation(),
             ts_ms: now_ms,
-            liq_seq,
         })
     }
 
@@ -428,10 +426,7 @@ impl ShardPerps {
     /// once a second); a book without one publishes nothing. Not on the tick path: one
     /// snapshot allocated per call.
     pub fn publish(&self, book: BookId, now_ms: i64, slot: &BookSlot) {
-        // The shard that fed the ring takes the snapshot: `recent` holds every liquidation up to
-        // the ring's head now.
-        let liq_seq = slot.liquidations.get().map_or(0, |f| f.head());
-        if let Some(s) = self.snapshot(book, now_ms, liq_seq) {
+        if let Some(s) = self.snapshot(book, now_ms) {
             slot.perp.store(Some(Arc::new(s)));
         }
     }
@@ -471,6 +466,9 @@ impl Held {
             let _ = sim.set_listed(perp, false);
         }
         slot.perp.store(None);
+        if let Some(feed) = slot.liquidations.get() {
+            feed.clear();
+        }
         self.alerts.take().map(|a| a.ids().collect()).unwrap_or_default()
     }
 
@@ -792,8 +790,10 @@ mod tests {
             let f = p.funding.expect("funding");
             assert!(!f.stale && f.rate.abs() <= 0.75 && f.next_ms > rig.now, "{what}: {f:?}");
             rates += f.rate.abs();
-            assert!(p.recent.windows(2).all(|w| w[0].time_ms >= w[1].time_ms), "{what}: not newest first");
-            liquidations += p.recent.len();
+            let held = rig.shared.slots[book.index()].liquidations.get().map(|f| f.held()).unwrap_or_default();
+            assert!(held.windows(2).all(|w| w[0].1.time_ms >= w[1].1.time_ms), "{what}: not newest first");
+            assert_eq!(p.last.is_some(), !held.is_empty(), "{what}: `last` with the ring");
+            liquidations += held.len();
             // The metrics published with it: OI and funding now, windows not yet watched left out.
             let m = rig.shared.slots[book.index()].metrics.load().perp.expect("derivatives metrics");
             let (base, usd) = m.oi.expect("oi");
@@ -824,8 +824,11 @@ mod tests {
             assert_eq!(liq.is_none(), venue == Venue::Bitget, "5m watched; Bitget publishes none: {m:?}");
             assert_eq!(m.liquidations[Timeframe::D1.index()], None, "a day is not watched yet");
             if let Some(l) = liq {
-                // The newest 5 minutes of the pair's list are within the window's sums.
-                let recent: f64 = p.recent.iter().filter(|l| p.ts_ms - l.time_ms < 240_000).map(|l| l.usd()).sum();
+                // The pair's ring over the 4 minutes before the metrics is within the window's sums
+                // (the ring is read now, up to a second after them).
+                let held = rig.shared.slots[book.index()].liquidations.get().map(|f| f.held()).unwrap_or_default();
+                let before = |t: i64| (0..240_000).contains(&(p.ts_ms - t));
+                let recent: f64 = held.iter().filter(|(_, l)| before(l.time_ms)).map(|(_, l)| l.usd()).sum();
                 assert!(l.long_usd + l.short_usd + 1e-6 >= recent, "{l:?} against {recent}");
                 sums += 1;
             }
@@ -903,6 +906,8 @@ mod tests {
         let relisted_ms = rig.now - 2_000;
         let fresh = |t: Option<i64>| t.is_none_or(|t| t >= relisted_ms);
         assert!(fresh(after.oi.map(|o| o.time_ms)) && fresh(after.funding.map(|f| f.time_ms)), "{after:?}");
-        assert!(after.recent.iter().all(|l| l.time_ms >= relisted_ms), "the fresh book holds nothing from before");
+        assert!(after.last.is_none_or(|l| l.time_ms >= relisted_ms), "the fresh book holds nothing from before");
+        let held = rig.shared.slots[book.index()].liquidations.get().map(|f| f.held()).unwrap_or_default();
+        assert!(held.iter().all(|(_, l)| l.time_ms >= relisted_ms), "nor does its ring: {held:?}");
     }
 }

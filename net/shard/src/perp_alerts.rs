@@ -20,7 +20,7 @@
 use rampart_engine::firing::{Detail, Firing, PerpTrigger};
 use rampart_engine::perp_alert::{LiqDirection, PerpCondition};
 use rampart_engine::perp_alert_book::{PerpAlertBook, PerpFiring, PerpHit};
-use rampart_engine::perp_book::{LiqFilter, Liquidation, PerpBook, PerpInterval};
+use rampart_engine::perp_book::{Liquidation, PerpBook, PerpInterval};
 use rampart_engine::perp_window::PositionSide;
 use rampart_engine::Price;
 
@@ -109,8 +109,7 @@ pub(crate) fn test_trigger(book: &PerpBook, condition: &PerpCondition, now_ms: i
     };
     let hit = match *condition {
         PerpCondition::Order(o) => {
-            let newest = LiqFilter { side: side(o.direction), min_usd: 0.0, limit: 1 };
-            let liquidation = book.recent(now_ms, newest).next()?;
+            let liquidation = book.newest_of(side(o.direction), now_ms)?;
             PerpHit::Order { index: 0, liquidation, count: 1 }
         }
         PerpCondition::Sum { window, sum } => {

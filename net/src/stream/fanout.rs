@@ -943,9 +943,8 @@ mod tests {
             mark: Some(10.0),
             oi: None,
             funding: None,
-            recent: vec![liq(500.0, 1)],
+            last: Some(liq(500.0, 1)),
             ts_ms: 1_000,
-            liq_seq: 1,
         });
         let at = |ts| View { perp: Some(snap.clone()), liq_feed: Some(&feed), ..view(100, ts, i64::MIN, vec![], 0) };
         let mut f = Fanout::new(OUTBOX_BYTES_MAX);

@@ -2,19 +2,15 @@
 //! argument): the liquidations its shard fed since (`liquidations` channel) and the published
 //! perpetual's values (`perp` channel), `decisions.md` §17 "Streams".
 //!
-//! Liquidations: the book's [`PerpSnapshot`] (once a second) holds the newest ones up to its
-//! `liq_seq`; the [`LiqFeed`] ring holds each one as the shard takes it. A look reads the ring
+//! Liquidations: the [`LiqFeed`] ring holds the pair's newest [`RECENT_MAX`] as the shard takes
+//! them (a cluster's api node: as its replica relays them, every 100 ms). A look reads the ring
 //! after the number last handed, so each liquidation is handed once, in order, within the
-//! fan-out's round. The look keeps the book's newest [`RECENT_MAX`] itself, up to the number
-//! handed, so a snapshot written later shows exactly what was handed before it (the events a
-//! snapshot in the same batch supersedes are dropped, `super::fanout`). A reader that fell more
-//! than the ring behind starts again (from the published snapshot when it is newer, else from
-//! the ring alone: its newest [`rampart_state::liq_feed::LIQ_FEED_LEN`]) and its subscribers get
-//! a snapshot instead of the events lost between (no gap in `seq`, as a slow client's).
-//!
-//! A cluster's api node has no ring (its market nodes send the snapshots only): there a look
-//! hands the liquidations a newer snapshot holds past the number handed, so they arrive with the
-//! snapshots, each second.
+//! fan-out's round. The look keeps the newest [`RECENT_MAX`] handed itself, newest first by the
+//! venue's time, so a snapshot written later shows exactly what was handed before it (the events
+//! a snapshot in the same batch supersedes are dropped, `super::fanout`). A reader that fell more
+//! than the ring behind (or whose ring was cleared: the pair lost its perpetual) starts again from
+//! what the ring holds, and its subscribers get a snapshot instead of the events lost between (no
+//! gap in `seq`, as a slow client's). A book whose ring is not made yet has handed nothing.
 //!
 //! Perp: the values as `GET /v1/perp/{symbol}` writes them, with `symbol`; handed when a newly
 //! published snapshot's text differs from the last one handed (at most once a second per pair:
@@ -40,7 +36,8 @@ pub struct PerpSeen {
     started: bool,
     /// The number of the newest liquidation handed ([`LiqFeed`]'s numbering).
     liq_seq: u64,
-    /// The book's liquidations up to `liq_seq`, newest first, at most [`RECENT_MAX`].
+    /// The book's liquidations up to `liq_seq`, newest first by the venue's time (of two with the
+    /// same time, the one taken later first), at most [`RECENT_MAX`].
     recent: VecDeque<Liquidation>,
     /// When the book was last looked at (a snapshot's 24-hour cut).
     looked_ms: i64,
@@ -79,12 +76,14 @@ impl PerpSeen {
     /// `feed` its ring.
     pub fn look_liquidations(&mut self, snap: Option<&PerpSnapshot>, feed: Option<&LiqFeed>, now_ms: i64) -> LiqChange {
         self.looked_ms = now_ms;
-        let Some(snap) = snap else { return LiqChange::Nothing };
-        if !self.started {
-            self.restart(snap, feed);
+        if snap.is_none() {
             return LiqChange::Nothing;
         }
-        let Some(feed) = feed else { return self.gained_by(snap) };
+        if !self.started {
+            self.restart(feed);
+            return LiqChange::Nothing;
+        }
+        let Some(feed) = feed else { return LiqChange::Nothing };
         if feed.head() == self.liq_seq {
             return LiqChange::Nothing;
         }
@@ -98,64 +97,33 @@ impl PerpSeen {
                 LiqChange::New(new)
             }
             Err(Gap) => {
-                self.restart(snap, Some(feed));
+                self.restart(Some(feed));
                 LiqChange::Restarted
             }
         }
     }
 
-    /// Starts again from `snap` when it is at least as new as what was handed, then the ring
-    /// after it; from the ring alone when that too was overwritten.
-    fn restart(&mut self, snap: &PerpSnapshot, feed: Option<&LiqFeed>) {
+    /// Starts again from what `feed` holds now (nothing without one).
+    fn restart(&mut self, feed: Option<&LiqFeed>) {
         self.started = true;
-        if snap.liq_seq >= self.liq_seq {
-            self.recent = snap.recent.iter().copied().collect();
-            self.liq_seq = snap.liq_seq;
-        }
-        let Some(feed) = feed else { return };
-        let mut new = Vec::new();
-        match feed.read_after(self.liq_seq, |_, l| new.push(l)) {
-            Ok(last) => self.liq_seq = last,
-            Err(Gap) => {
-                let head = feed.head();
-                let from = head.saturating_sub(rampart_state::liq_feed::LIQ_FEED_LEN as u64) + 1;
-                new = (from..=head).filter_map(|n| feed.get(n).ok()).collect();
-                self.recent.clear();
-                self.liq_seq = head;
-            }
-        }
-        for l in new {
-            self.keep(l);
-        }
+        self.recent.clear();
+        let Some(feed) = feed else {
+            self.liq_seq = 0;
+            return;
+        };
+        // Those taken after the head read here are handed by the next look.
+        let head = feed.head();
+        self.recent = feed.held().into_iter().filter(|(n, _)| *n <= head).map(|(_, l)| l).collect();
+        self.liq_seq = head;
     }
 
-    /// Without a ring (a cluster's api node: its market nodes' snapshots are all it has), the
-    /// liquidations a newer snapshot holds past the number handed, oldest first: its list is
-    /// newest first and numbered down from its `liq_seq` (the venues send in time order; one sent
-    /// out of order is handed in the list's order). More new ones than the list holds: a restart.
-    fn gained_by(&mut self, snap: &PerpSnapshot) -> LiqChange {
-        let fresh = snap.liq_seq.saturating_sub(self.liq_seq);
-        if fresh == 0 {
-            return LiqChange::Nothing;
-        }
-        if fresh > snap.recent.len() as u64 {
-            self.recent = snap.recent.iter().copied().collect();
-            self.liq_seq = snap.liq_seq;
-            return LiqChange::Restarted;
-        }
-        let new: Vec<Liquidation> = snap.recent[..fresh as usize].iter().rev().copied().collect();
-        for l in &new {
-            self.keep(*l);
-        }
-        self.liq_seq = snap.liq_seq;
-        LiqChange::New(new)
-    }
-
+    /// Keeps `l` in its place by the venue's time (after every one newer, and every one of its
+    /// time taken before it).
     fn keep(&mut self, l: Liquidation) {
-        self.recent.push_front(l);
+        let at = self.recent.iter().position(|k| k.time_ms <= l.time_ms).unwrap_or(self.recent.len());
+        self.recent.insert(at, l);
         self.recent.truncate(RECENT_MAX);
     }
-
     /// Looks at the published perpetual: its `perp` data when it changed since the last look
     /// (`None` on the first look: the subscribers' snapshots show it).
     pub fn look_perp(&mut self, snap: Option<&Arc<PerpSnapshot>>, symbol: &str) -> Option<Rc<str>> {
@@ -237,7 +205,7 @@ mod tests {
         Liquidation { side: PositionSide::Long, price: 10.0, qty: usd / 10.0, time_ms }
     }
 
-    fn snap(recent: Vec<Liquidation>, liq_seq: u64, ts_ms: i64) -> PerpSnapshot {
+    fn snap(ts_ms: i64) -> PerpSnapshot {
         PerpSnapshot {
             contract: "BTCUSDT".into(),
             multiplier: 1,
@@ -245,9 +213,8 @@ mod tests {
             mark: Some(100.0),
             oi: None,
             funding: None,
-            recent,
+            last: None,
             ts_ms,
-            liq_seq,
         }
     }
 
@@ -256,72 +223,66 @@ mod tests {
     }
 
     #[test]
-    fn each_liquidation_is_handed_once_after_the_snapshot_it_started_from() {
+    fn each_liquidation_is_handed_once_after_what_the_ring_held_at_the_start() {
         let feed = LiqFeed::new();
         feed.push(&liq(1.0, 1));
         feed.push(&liq(2.0, 2));
-        // The snapshot was taken after the first: the second is in the ring only.
-        let s = snap(vec![liq(1.0, 1)], 1, 1_000);
+        let s = snap(1_000);
         let mut seen = PerpSeen::default();
         assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 10), LiqChange::Nothing);
-        assert_eq!(usds(&seen), [2.0, 1.0], "the snapshot's and the ring's after it");
+        assert_eq!(usds(&seen), [2.0, 1.0], "what the ring held");
         assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 20), LiqChange::Nothing);
         feed.push(&liq(3.0, 3));
         feed.push(&liq(4.0, 4));
         assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 30), LiqChange::New(vec![liq(3.0, 3), liq(4.0, 4)]));
         assert_eq!(usds(&seen), [4.0, 3.0, 2.0, 1.0]);
+        // An OKX push out of order: handed as it came, kept in its place by the venue's time.
+        feed.push(&liq(2.5, 2));
+        assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 35), LiqChange::New(vec![liq(2.5, 2)]));
+        assert_eq!(usds(&seen), [4.0, 3.0, 2.5, 2.0, 1.0]);
         assert_eq!(seen.look_liquidations(None, Some(&feed), 40), LiqChange::Nothing, "no perpetual");
     }
 
     #[test]
-    fn a_reader_behind_the_ring_starts_again_from_what_is_newest() {
+    fn a_reader_behind_the_ring_or_whose_ring_was_cleared_starts_again_from_it() {
         let feed = LiqFeed::new();
-        let s = snap(vec![], 0, 1_000);
+        let s = snap(1_000);
         let mut seen = PerpSeen::default();
         seen.look_liquidations(Some(&s), Some(&feed), 10);
         let len = rampart_state::liq_feed::LIQ_FEED_LEN as i64;
         for k in 1..=len + 5 {
             feed.push(&liq(k as f64, k));
         }
-        // The published snapshot is older than the ring's tail: the ring alone.
         assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 20), LiqChange::Restarted);
-        assert_eq!(seen.recent().count(), len as usize);
+        assert_eq!(seen.recent().count(), RECENT_MAX);
         assert_eq!(seen.recent().next().map(|l| l.usd()), Some((len + 5) as f64));
         feed.push(&liq(1e6, len + 6));
         assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 30), LiqChange::New(vec![liq(1e6, len + 6)]));
-        // A snapshot newer than the ring's tail: its list, then the ring after it.
-        for k in 0..len + 1 {
-            feed.push(&liq(5.0, len + 7 + k));
-        }
-        let newer = snap((0..RECENT_MAX as i64).map(|k| liq(7.0, 10_000 - k)).collect(), feed.head() - 2, 2_000);
-        assert_eq!(seen.look_liquidations(Some(&newer), Some(&feed), 40), LiqChange::Restarted);
-        assert_eq!(usds(&seen)[..3], [5.0, 5.0, 7.0]);
-        assert_eq!(seen.recent().count(), RECENT_MAX);
+        feed.clear();
+        assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 40), LiqChange::Restarted);
+        assert_eq!(seen.recent().count(), 0, "nothing from before the clearing");
+        feed.push(&liq(5.0, len + 7));
+        assert_eq!(seen.look_liquidations(Some(&s), Some(&feed), 50), LiqChange::New(vec![liq(5.0, len + 7)]));
     }
 
     #[test]
-    fn without_a_ring_the_snapshots_hand_what_they_gained() {
+    fn without_a_ring_nothing_is_handed() {
         let mut seen = PerpSeen::default();
-        assert_eq!(seen.look_liquidations(Some(&snap(vec![liq(1.0, 1)], 1, 1_000)), None, 10), LiqChange::Nothing);
-        let later = snap(vec![liq(3.0, 3), liq(2.0, 2), liq(1.0, 1)], 3, 2_000);
-        assert_eq!(seen.look_liquidations(Some(&later), None, 20), LiqChange::New(vec![liq(2.0, 2), liq(3.0, 3)]));
-        assert_eq!(seen.look_liquidations(Some(&later), None, 30), LiqChange::Nothing, "each once");
-        assert_eq!(usds(&seen), [3.0, 2.0, 1.0]);
-        let far = snap(vec![liq(9.0, 9)], 9, 3_000);
-        assert_eq!(seen.look_liquidations(Some(&far), None, 40), LiqChange::Restarted, "more than the list holds");
-        assert_eq!(usds(&seen), [9.0]);
+        assert_eq!(seen.look_liquidations(Some(&snap(1_000)), None, 10), LiqChange::Nothing);
+        assert_eq!(seen.look_liquidations(Some(&snap(2_000)), None, 20), LiqChange::Nothing);
+        assert_eq!(seen.recent().count(), 0);
     }
 
     #[test]
     fn perp_is_handed_when_its_text_changes() {
         let mut seen = PerpSeen::default();
-        let a = Arc::new(snap(vec![], 0, 1_000));
+        let a = Arc::new(snap(1_000));
         assert_eq!(seen.look_perp(Some(&a), "BTCUSDT"), None, "the first look: the snapshot shows it");
         let data = seen.perp_data().expect("encoded");
         assert!(data.starts_with("{\"symbol\":\"BTCUSDT\",\"contract\":\"BTCUSDT\""), "{data}");
-        let same = Arc::new(snap(vec![], 0, 2_000));
+        let same = Arc::new(snap(2_000));
         assert_eq!(seen.look_perp(Some(&same), "BTCUSDT"), None, "nothing changed");
-        let moved = Arc::new(PerpSnapshot { mark: Some(101.0), ..snap(vec![], 0, 3_000) });
+        let moved = Arc::new(PerpSnapshot { mark: Some(101.0), ..snap(3_000) });
         let sent = seen.look_perp(Some(&moved), "BTCUSDT").expect("the mark moved");
         assert!(sent.contains("\"markPrice\":101"), "{sent}");
         assert_eq!(seen.look_perp(Some(&moved), "BTCUSDT"), None, "the same snapshot");
@@ -331,12 +292,14 @@ mod tests {
     fn snapshots_hold_the_newest_fifty_passing_min_usd() {
         let mut a = PerpSeen::default();
         let mut b = PerpSeen::default();
-        a.look_liquidations(
-            Some(&snap((0..60).map(|k| liq(100.0 * k as f64, 1_000 - 2 * k)).collect(), 0, 1)),
-            None,
-            5,
-        );
-        b.look_liquidations(Some(&snap(vec![liq(9e6, 999), liq(5.0, 10)], 0, 1)), None, 5);
+        let (feed_a, feed_b) = (LiqFeed::new(), LiqFeed::new());
+        for k in (0..60).rev() {
+            feed_a.push(&liq(100.0 * k as f64, 1_000 - 2 * k));
+        }
+        feed_b.push(&liq(5.0, 10));
+        feed_b.push(&liq(9e6, 999));
+        a.look_liquidations(Some(&snap(1)), Some(&feed_a), 5);
+        b.look_liquidations(Some(&snap(1)), Some(&feed_b), 5);
         let got = venue_newest([("AUSDT", &a), ("BUSDT", &b)].into_iter(), snapshot_filter(None), 5);
         assert_eq!(got.len(), LIQ_SNAPSHOT_MAX);
         assert_eq!((got[0].0, got[1].0, got[1].1.usd()), ("AUSDT", "BUSDT", 9e6), "newest first across books");

@@ -1,34 +1,31 @@
-//! A pair's newest liquidations as its owning shard takes them, for the `liquidations` stream
-//! (`decisions.md` §17 "Streams"): a ring of [`LIQ_FEED_LEN`] entries the shard writes and any
-//! front thread reads, without a lock and without allocating on either side.
-//!
-//! The pair's [`crate::perp::PerpSnapshot`] is replaced once a second; a stream hands each
-//! liquidation within its 2 ms round, so it reads this ring between two snapshots. Each
-//! liquidation has a number (1, 2, …, [`LiqFeed::head`] the newest); a snapshot carries the
-//! number of the newest it holds (`PerpSnapshot::liq_seq`), so snapshot plus the ring's entries
-//! after it is every liquidation once.
+//! A pair's newest liquidations as its owning shard takes them (`decisions.md` §17): a ring of
+//! [`LIQ_FEED_LEN`] entries the shard writes and any front thread reads, without a lock and
+//! without allocating on the writer's side. It is the pair's one list: the `liquidations` stream
+//! reads it within its 2 ms round, and `GET /v1/liquidations…` copies it ([`LiqFeed::held`]);
+//! neither the book nor its published snapshot holds another (§17's memory of a pair). Each
+//! liquidation has a number (1, 2, …, [`LiqFeed::head`] the newest), so a reader that remembers
+//! the last number it read gets every later one once.
 //!
 //! One writer (the owning shard), many readers: each entry is a seqlock (its `stamp` is odd
 //! while written, then the entry's number times two). A reader that finds an entry overwritten
 //! (it asked for one more than [`LIQ_FEED_LEN`] behind the head) gets [`Gap`] and starts again
-//! from a snapshot. Bound: the ring holds the newest [`LIQ_FEED_LEN`]; older ones are in the
-//! snapshot's list only.
+//! from the ring's newest. Bound: the ring holds the newest [`LIQ_FEED_LEN`] taken (in the order
+//! taken: an OKX push older than those held still takes the oldest's place); an older one is
+//! gone (it still counts in the book's windows).
 //!
 //! In a cluster an api node's replica keeps a feed per pair too, written by its one snapshot
 //! thread ([`LiqFeed::relay`]): the market node sends each pair's new entries with every
 //! snapshot round (every 100 ms, not only with the pair's snapshot each second), numbered by its
-//! own feed, and the replica takes them under numbers of its own, so its streams read the ring
-//! as the market node's do. [`LiqFeed::local_of`] turns a snapshot's `liq_seq` into the
-//! replica's numbering.
+//! own feed, and the replica takes them under numbers of its own, so its streams and lists read
+//! the ring as the market node's do (a full snapshot sends the whole ring).
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use rampart_engine::perp_book::Liquidation;
+use rampart_engine::perp_book::{Liquidation, RECENT_MAX};
 use rampart_engine::perp_window::PositionSide;
 
-/// Liquidations the ring holds: more than the 50 of a stream's snapshot, so a reader that lost
-/// its place can make one from the ring alone.
-pub const LIQ_FEED_LEN: usize = 64;
+/// Liquidations the ring holds: the newest 128 of §17 (about 5 KiB a pair: 40 bytes an entry).
+pub const LIQ_FEED_LEN: usize = RECENT_MAX;
 
 /// One entry: the seqlock stamp and the liquidation's fields as bits.
 #[derive(Debug, Default)]
@@ -79,12 +76,12 @@ impl LiqFeed {
     /// `origin` (a number that node's snapshot publisher draws at its start), oldest first, each
     /// once under this feed's next number: one at or below the newest relayed before is skipped
     /// (a round sent again). Numbers the origin skipped (its ring no longer held them when it
-    /// sent) are left unwritten here too, so a reader that asks for them gets [`Gap`] and starts
-    /// again from a snapshot, as on the market node. Another origin (a standby took the partition
-    /// over, its numbering begun again) restarts the count past the whole ring: every reader
-    /// starts again from the new owner's snapshot. The replica's one writer only; no allocation,
-    /// no lock.
-    pub fn relay(&self, origin: u64, entries: &[(u64, Liquidation)]) {
+    /// sent, or it was cleared, up to `head`, the origin's head when it sent) are left unwritten
+    /// here too, so a reader that asks for them gets [`Gap`] and starts again, as on the market
+    /// node. Another origin (a standby took the partition over, its numbering begun again)
+    /// restarts the count past the whole ring: every reader starts again, and the lists show only
+    /// what the new owner sends. The replica's one writer only; no allocation, no lock.
+    pub fn relay(&self, origin: u64, head: u64, entries: &[(u64, Liquidation)]) {
         let before = self.origin.load(Ordering::Relaxed);
         if before != origin {
             if before != 0 {
@@ -104,6 +101,20 @@ impl LiqFeed {
             self.push(l);
             self.relayed.store(*n, Ordering::Release);
         }
+        let relayed = self.relayed.load(Ordering::Relaxed);
+        if head > relayed {
+            if relayed != 0 {
+                self.skip(head - relayed);
+            }
+            self.relayed.store(head, Ordering::Release);
+        }
+    }
+
+    /// Empties the ring (its pair lost its perpetual, or its spot listing): the numbers of all it
+    /// held are skipped, so a reader gets [`Gap`] and a list nothing until the next liquidation.
+    /// The owning shard only (the ring's one writer).
+    pub fn clear(&self) {
+        self.skip(LIQ_FEED_LEN as u64);
     }
 
     /// Moves the head past `k` numbers left unwritten (their entries hold older numbers' stamps).
@@ -118,15 +129,9 @@ impl LiqFeed {
         self.origin.load(Ordering::Acquire)
     }
 
-    /// A replica's side: this feed's number for liquidation `n` of `origin`'s numbering (a
-    /// snapshot's `liq_seq` as the market node sent it). A number not relayed yet, or another
-    /// origin's, is taken as the head: what the ring holds after it comes later.
-    pub fn local_of(&self, origin: u64, n: u64) -> u64 {
-        let head = self.head();
-        if self.origin.load(Ordering::Acquire) != origin {
-            return head;
-        }
-        head.saturating_sub(self.relayed.load(Ordering::Acquire).saturating_sub(n))
+    /// Bytes the ring takes (its entries on the heap and itself).
+    pub fn bytes(&self) -> usize {
+        core::mem::size_of::<LiqFeed>() + core::mem::size_of_val(&*self.entries)
     }
 
     /// The number of the newest liquidation written (0: none).
@@ -172,6 +177,19 @@ impl LiqFeed {
         Ok(l)
     }
 
+    /// The liquidations the ring holds, newest first by the venue's time (of two with the same
+    /// time, the one taken later first), with their numbers: what a list answer filters
+    /// ([`rampart_engine::perp_book::LiqFilter`]). An entry being overwritten while read is left
+    /// out (it is older than every other held). Allocates the copy (a front's read, at most
+    /// [`LIQ_FEED_LEN`]).
+    pub fn held(&self) -> Vec<(u64, Liquidation)> {
+        let head = self.head();
+        let from = head.saturating_sub(LIQ_FEED_LEN as u64) + 1;
+        let mut all: Vec<(u64, Liquidation)> = (from..=head).filter_map(|n| Some((n, self.get(n).ok()?))).collect();
+        all.sort_by(|(na, a), (nb, b)| b.time_ms.cmp(&a.time_ms).then(nb.cmp(na)));
+        all
+    }
+
     /// Calls `each` with every liquidation after number `after` up to the head, oldest first;
     /// the number of the last one read (`after` when none is new), or [`Gap`] when one of them
     /// was overwritten (then `each` may have seen some: the caller starts again from a snapshot).
@@ -190,6 +208,7 @@ impl LiqFeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rampart_engine::perp_book::LiqFilter;
 
     fn liq(usd: f64, time_ms: i64, side: PositionSide) -> Liquidation {
         Liquidation { side, price: 2.0, qty: usd / 2.0, time_ms }
@@ -229,30 +248,67 @@ mod tests {
     }
 
     #[test]
+    fn the_copy_for_a_list_is_the_newest_held_newest_first_by_the_venues_time() {
+        let feed = LiqFeed::new();
+        assert!(feed.held().is_empty());
+        let n = LIQ_FEED_LEN as i64 + 72;
+        for k in 0..n {
+            let side = if k % 2 == 0 { PositionSide::Long } else { PositionSide::Short };
+            feed.push(&liq(10.0 * (k as f64 + 1.0), 1_000 * k, side));
+        }
+        let times = |held: &[(u64, Liquidation)]| held.iter().map(|(_, l)| l.time_ms).collect::<Vec<_>>();
+        let want: Vec<i64> = (n - LIQ_FEED_LEN as i64..n).rev().map(|k| 1_000 * k).collect();
+        assert_eq!(times(&feed.held()), want, "the newest 128 taken, newest first");
+        // An OKX push out of order: in its place by the venue's time, the oldest taken gone.
+        let late = 1_000 * (n - 3) + 500;
+        feed.push(&liq(1.0, late, PositionSide::Short));
+        let held = times(&feed.held());
+        assert_eq!((held.len(), held[1], held[2], held[3]), (LIQ_FEED_LEN, 1_000 * (n - 2), late, 1_000 * (n - 3)));
+        assert_eq!(held[LIQ_FEED_LEN - 1], 1_000 * (n - LIQ_FEED_LEN as i64 + 1), "the oldest taken made room");
+        // Two of one time: the one taken later first.
+        feed.push(&liq(2.0, 1_000 * (n - 1), PositionSide::Long));
+        let top: Vec<f64> = feed.held().iter().take(2).map(|(_, l)| l.usd()).collect();
+        assert_eq!(top, [2.0, 10.0 * n as f64]);
+        // The filters of a list read it as they read any newest-first list.
+        let all = LiqFilter { side: None, min_usd: 0.0, limit: usize::MAX };
+        let copy: Vec<Liquidation> = feed.held().into_iter().map(|(_, l)| l).collect();
+        let longs = LiqFilter { side: Some(PositionSide::Long), ..all };
+        assert!(longs.apply(1_000 * n, copy.iter()).all(|l| l.side == PositionSide::Long));
+        assert_eq!(LiqFilter { limit: 3, ..all }.apply(1_000 * n, copy.iter()).count(), 3);
+        // Cleared (the pair delisted): nothing held, a reader told it lost its place.
+        let head = feed.head();
+        feed.clear();
+        assert_eq!((feed.held().len(), read(&feed, head)), (0, Err(Gap)));
+        feed.push(&liq(5.0, 1_000 * n, PositionSide::Long));
+        assert_eq!(feed.held().len(), 1);
+        let day = rampart_engine::perp_book::RECENT_KEEP_MS;
+        assert_eq!(all.apply(day + 1_000 * (n - 2), copy.iter()).count(), 3, "exactly 24 h old is listed");
+    }
+
+    #[test]
     fn a_replica_relays_each_liquidation_once_under_its_own_numbers() {
         let feed = LiqFeed::new();
         let at = |n: u64| (n, liq(n as f64, n as i64, PositionSide::Long));
-        feed.relay(7, &[at(41), at(42)]);
+        feed.relay(7, 42, &[at(41), at(42)]);
         assert_eq!(read(&feed, 0), Ok((2, vec![(1, 41.0), (2, 42.0)])));
-        feed.relay(7, &[at(42), at(43)]);
+        feed.relay(7, 43, &[at(42), at(43)]);
         assert_eq!(read(&feed, 2), Ok((3, vec![(3, 43.0)])), "the repeat skipped");
-        assert_eq!((feed.local_of(7, 43), feed.local_of(7, 42), feed.local_of(7, 41)), (3, 2, 1));
-        assert_eq!(feed.local_of(7, 44), 3, "not relayed yet: the head");
         // Numbers the origin's ring no longer held: a reader of them is told so.
-        feed.relay(7, &[at(46)]);
+        feed.relay(7, 46, &[at(46)]);
         assert_eq!((feed.head(), feed.get(4), feed.get(5)), (6, Err(Gap), Err(Gap)));
         assert_eq!(read(&feed, 3), Err(Gap));
         assert_eq!(read(&feed, 5), Ok((6, vec![(6, 46.0)])));
-        assert_eq!(feed.local_of(7, 43), 3, "numbers keep their place");
+        // The origin cleared its ring (its pair delisted): nothing sent, the numbers skipped.
+        feed.relay(7, 46 + LIQ_FEED_LEN as u64, &[]);
+        assert_eq!((feed.head(), feed.held().len()), (6 + LIQ_FEED_LEN as u64, 0));
+        feed.relay(7, 47 + LIQ_FEED_LEN as u64, &[at(47 + LIQ_FEED_LEN as u64)]);
+        assert_eq!(feed.held().len(), 1, "what came after the clearing");
         // A standby's publisher, its numbers begun again: every reader starts again.
-        feed.relay(9, &[at(1), at(2)]);
-        let skipped = 6 + LIQ_FEED_LEN as u64;
-        assert_eq!(read(&feed, 6), Err(Gap));
+        feed.relay(9, 2, &[at(1), at(2)]);
+        let skipped = 7 + 2 * LIQ_FEED_LEN as u64;
+        assert_eq!(read(&feed, 7 + LIQ_FEED_LEN as u64), Err(Gap));
         assert_eq!(read(&feed, skipped), Ok((skipped + 2, vec![(skipped + 1, 1.0), (skipped + 2, 2.0)])));
-        assert_eq!(
-            (feed.local_of(9, 2), feed.local_of(9, 1), feed.local_of(7, 43)),
-            (skipped + 2, skipped + 1, skipped + 2)
-        );
+        assert_eq!(feed.origin(), 9);
     }
 
     #[test]

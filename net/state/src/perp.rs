@@ -1,5 +1,6 @@
 //! A pair's perpetual as its owning shard publishes it (decisions §17), for the fronts' reads:
-//! `GET /v1/perp…` and `GET /v1/liquidations…` answer from it without asking the shard.
+//! `GET /v1/perp…` answers from it without asking the shard (the liquidations lists read the
+//! pair's ring, `crate::liq_feed`).
 //!
 //! The shard replaces it whole once a second with the pair's metrics (`rampart_shard`), so an
 //! answer is at most that old; staleness (`stale`) is as of the snapshot's `ts_ms`. A book
@@ -22,12 +23,8 @@ pub struct PerpSnapshot {
     pub oi: Option<OiNow>,
     /// Funding now; `None` until known.
     pub funding: Option<FundingNow>,
-    /// The pair's liquidations of the last 24 h, newest first (at most
-    /// [`rampart_engine::perp_book::RECENT_MAX`]).
-    pub recent: Vec<Liquidation>,
+    /// The newest liquidation by the venue's time, however old (`liquidations.last`).
+    pub last: Option<Liquidation>,
     /// When the shard took it, Unix ms.
     pub ts_ms: i64,
-    /// The number of the newest liquidation `recent` holds in the pair's
-    /// [`crate::liq_feed::LiqFeed`] (0: none fed yet): the stream reads the feed after it.
-    pub liq_seq: u64,
 }

@@ -97,7 +97,7 @@ pub fn write_perp_fields(j: &mut Json, p: &PerpSnapshot) {
     j.raw(",\"funding\":");
     write_funding(j, p.funding.as_ref());
     j.raw(",\"liquidations\":{\"completeness\":").str(p.completeness.as_str()).raw(",\"last\":");
-    match p.recent.first() {
+    match &p.last {
         Some(l) => write_liquidation(j, l, None),
         None => {
             j.raw("null");

@@ -4,7 +4,7 @@
 //! derivatives reads, metrics, rankings and board numbers from its replica as the market node
 //! does. Untrusted bytes: every count, name and tag is bounded before anything is kept.
 
-use rampart_engine::perp_book::{Completeness, FundingNow, Liquidation, OiNow, CONTRACT_LEN_MAX, RECENT_MAX};
+use rampart_engine::perp_book::{Completeness, FundingNow, Liquidation, OiNow, CONTRACT_LEN_MAX};
 use rampart_engine::perp_window::{LiqSums, PositionSide};
 use rampart_state::liq_feed::LIQ_FEED_LEN;
 use rampart_state::pair_metrics::PerpMetrics;
@@ -15,26 +15,29 @@ use super::{index_of, In, Out, WireError};
 const COMPLETENESS: [Completeness; 4] =
     [Completeness::LargestPerSecond, Completeness::All, Completeness::Partial, Completeness::Unpublished];
 const SIDES: [PositionSide; 2] = [PositionSide::Long, PositionSide::Short];
-/// Bytes of one liquidation on the wire.
-const LIQUIDATION_BYTES: usize = 1 + 8 * 4;
 /// Bytes of one relayed liquidation: its number, side, price, quantity and time.
 const RELAYED_BYTES: usize = 8 + 1 + 8 * 3;
 
 /// A pair's liquidations new in the market node's feed since the last round
 /// ([`rampart_state::liq_feed::LiqFeed`]), sent every snapshot round so that an api node's
-/// streams hand them as soon as the market node's do (its replica relays them into its own feed).
+/// streams hand them as soon as the market node's do and its lists read the same ring (its replica
+/// relays them into its own feed; a full snapshot sends the whole ring).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LiqRelay {
     /// The market node's snapshot publisher (drawn at its start): whose numbering `entries` use.
     pub origin: u64,
+    /// The number of the newest liquidation in that feed when sent (past the entries' when the
+    /// ring was cleared: the replica skips to it).
+    pub head: u64,
     /// Each liquidation with its number in that feed, oldest first, numbers rising; at most
     /// [`LIQ_FEED_LEN`].
     pub entries: Vec<(u64, Liquidation)>,
 }
 
-/// A [`LiqRelay`]: the origin, a count, each entry's number then the liquidation.
+/// A [`LiqRelay`]: the origin, the head, a count, each entry's number then the liquidation.
 pub(super) fn put_relay(out: &mut Out, relay: &LiqRelay) {
     out.i64(relay.origin as i64);
+    out.i64(relay.head as i64);
     out.count(relay.entries.len());
     for (n, l) in &relay.entries {
         out.i64(*n as i64);
@@ -45,9 +48,11 @@ pub(super) fn put_relay(out: &mut Out, relay: &LiqRelay) {
     }
 }
 
-/// Reads [`put_relay`]'s bytes: at most [`LIQ_FEED_LEN`] entries, their numbers rising.
+/// Reads [`put_relay`]'s bytes: at most [`LIQ_FEED_LEN`] entries, their numbers rising, none
+/// past the head.
 pub(super) fn read_relay(r: &mut In<'_>) -> Result<LiqRelay, WireError> {
     let origin = r.i64()? as u64;
+    let head = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("liquidation number"))?;
     let count = r.count(RELAYED_BYTES)?;
     if count > LIQ_FEED_LEN {
         return Err(WireError::Invalid("relayed liquidations"));
@@ -64,12 +69,15 @@ pub(super) fn read_relay(r: &mut In<'_>) -> Result<LiqRelay, WireError> {
         let (price, qty, time_ms) = (r.f64()?, r.f64()?, r.i64()?);
         entries.push((n, Liquidation { side, price, qty, time_ms }));
     }
-    Ok(LiqRelay { origin, entries })
+    if last > head {
+        return Err(WireError::Invalid("liquidation numbers past the head"));
+    }
+    Ok(LiqRelay { origin, head, entries })
 }
 
-/// A book's perpetual: a flag (0: it has none now), then the snapshot; its liquidation list
-/// only unless `list_same` (then a flag says the receiver keeps the list it has).
-pub(super) fn put_perp(out: &mut Out, p: Option<&PerpSnapshot>, list_same: bool) {
+/// A book's perpetual: a flag (0: it has none now), then the snapshot, its newest liquidation
+/// behind a flag (the list is the ring, sent as [`LiqRelay`]).
+pub(super) fn put_perp(out: &mut Out, p: Option<&PerpSnapshot>) {
     out.u8(u8::from(p.is_some()));
     let Some(p) = p else { return };
     let name = &p.contract.as_bytes()[..p.contract.len().min(CONTRACT_LEN_MAX)];
@@ -86,18 +94,14 @@ pub(super) fn put_perp(out: &mut Out, p: Option<&PerpSnapshot>, list_same: bool)
         out.u8(u8::from(oi.stale));
     }
     put_funding(out, p.funding.as_ref());
-    out.u8(u8::from(!list_same));
-    let list: &[Liquidation] = if list_same { &[] } else { &p.recent };
-    out.count(list.len());
-    for l in list {
+    out.u8(u8::from(p.last.is_some()));
+    if let Some(l) = &p.last {
         out.u8(index_of(&SIDES, &l.side));
         out.f64(l.price);
         out.f64(l.qty);
-        out.f64(l.usd());
         out.i64(l.time_ms);
     }
     out.i64(p.ts_ms);
-    out.i64(p.liq_seq as i64);
 }
 
 fn put_funding(out: &mut Out, f: Option<&FundingNow>) {
@@ -112,11 +116,10 @@ fn put_funding(out: &mut Out, f: Option<&FundingNow>) {
     }
 }
 
-/// Reads [`put_perp`]'s bytes: the snapshot, and whether its list is the one last sent (then
-/// the snapshot's own list is empty).
-pub(super) fn read_perp(r: &mut In<'_>) -> Result<(Option<PerpSnapshot>, bool), WireError> {
+/// Reads [`put_perp`]'s bytes.
+pub(super) fn read_perp(r: &mut In<'_>) -> Result<Option<PerpSnapshot>, WireError> {
     if !r.bool()? {
-        return Ok((None, false));
+        return Ok(None);
     }
     let n = r.u8()? as usize;
     if n == 0 || n > CONTRACT_LEN_MAX {
@@ -131,27 +134,12 @@ pub(super) fn read_perp(r: &mut In<'_>) -> Result<(Option<PerpSnapshot>, bool), 
         false => None,
     };
     let funding = read_funding(r)?;
-    let list_same = !r.bool()?;
-    let count = r.count(LIQUIDATION_BYTES)?;
-    if count > RECENT_MAX {
-        return Err(WireError::Invalid("liquidations"));
-    }
-    let mut recent = Vec::with_capacity(count);
-    for _ in 0..count {
-        let side = r.tag(&SIDES, "side")?;
-        // The USD value is on the wire (its format unchanged) but not held: it is price × qty.
-        let (price, qty, _usd, time_ms) = (r.f64()?, r.f64()?, r.f64()?, r.i64()?);
-        recent.push(Liquidation { side, price, qty, time_ms });
-    }
+    let last = match r.bool()? {
+        true => Some(Liquidation { side: r.tag(&SIDES, "side")?, price: r.f64()?, qty: r.f64()?, time_ms: r.i64()? }),
+        false => None,
+    };
     let ts_ms = r.i64()?;
-    let liq_seq = u64::try_from(r.i64()?).map_err(|_| WireError::Invalid("liquidation number"))?;
-    if list_same && count > 0 {
-        return Err(WireError::Invalid("liquidations"));
-    }
-    Ok((
-        Some(PerpSnapshot { contract, multiplier, completeness, mark, oi, funding, recent, ts_ms, liq_seq }),
-        list_same,
-    ))
+    Ok(Some(PerpSnapshot { contract, multiplier, completeness, mark, oi, funding, last, ts_ms }))
 }
 
 fn read_funding(r: &mut In<'_>) -> Result<Option<FundingNow>, WireError> {
@@ -241,9 +229,8 @@ pub(super) mod samples {
             mark: Some(94_210.5),
             oi: Some(OiNow { base: 81_234.5, usd: None, time_ms: 7, stale: true }),
             funding: None,
-            recent: vec![l(PositionSide::Short, 10.0, 6), l(PositionSide::Long, 4.0, 5)],
+            last: Some(l(PositionSide::Short, 10.0, 6)),
             ts_ms: 11,
-            liq_seq: 42,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `GET /v1/perp/{symbol}`, `GET /v1/perp`, `GET /v1/liquidations/{symbol}` and
-//! `GET /v1/liquidations` (`decisions.md` §17 "Data"): a pair's USDT perpetual and its recent
-//! liquidations, read from the snapshot its shard publishes (`BookSlot::perp`, replaced each
-//! second) without asking the shard. The queries are validated as every `/v1` read validates them
+//! `GET /v1/liquidations` (`decisions.md` §17 "Data"): a pair's USDT perpetual, read from the
+//! snapshot its shard publishes (`BookSlot::perp`, replaced each second), and its recent
+//! liquidations, copied from the ring the shard writes (`BookSlot::liquidations`, the newest 128
+//! taken), without asking the shard. The queries are validated as every `/v1` read validates them
 //! (422 naming the value and what is allowed, before any 404); the bodies are `perp_json`'s.
 //! `MarketApi` answers the routes (as it answers the wall history's), since these are the
 //! market's published state of one pair or one venue.
@@ -10,8 +11,11 @@
 //! - A pair whose slot holds no snapshot has no perpetual on that venue: 404 `no perpetual
 //!   contract for '<SYMBOL>' on <exchange>` on the one-pair routes, left out of the venue's. A
 //!   pair the venue does not list is the usual 404 first, so the two never mix.
-//! - The lists cut at 24 h by the answer's clock (the snapshot is at most a second older), so a
-//!   liquidation does not outlive its day by that second.
+//! - The lists cut at 24 h by the answer's clock, so a liquidation does not outlive its day.
+//! - A list holds the ring's newest 128 as taken, ordered by the venue's time: an OKX push older
+//!   than the 128 held still takes the oldest's place (it is among the newest taken).
+//! - A list may show a liquidation the pair's `last` (`GET /v1/perp/{symbol}`) does not show yet:
+//!   the ring is read as it is now, the snapshot is up to a second old.
 //! - The venue-wide list ranks by the venue's time, newest first; ties go to the earlier pair in
 //!   symbol order, then to the pair's own order.
 //!
@@ -62,19 +66,20 @@ pub(super) fn list_query(query: Option<&str>, limit_default: usize, limit_max: u
     Ok(LiqFilter { side, min_usd, limit })
 }
 
-/// The liquidations of `p` that `f` asks for at `now_ms`: the last 24 h, newest first.
-fn passing(p: &PerpSnapshot, f: LiqFilter, now_ms: i64) -> impl Iterator<Item = &Liquidation> + '_ {
-    f.apply(now_ms, p.recent.iter())
+/// The liquidations of `held` (a pair's, newest first) that `f` asks for at `now_ms`: the last
+/// 24 h, newest first.
+fn passing(held: &[Liquidation], f: LiqFilter, now_ms: i64) -> impl Iterator<Item = &Liquidation> + '_ {
+    f.apply(now_ms, held.iter())
 }
 
-/// The newest `f.limit` liquidations of `snapshots` (one per pair, in symbol order) that pass
-/// `f`, newest first, each with the index of its pair. A pair's come newest first, so once one
-/// is older than the oldest kept of a full answer, the rest of that pair is skipped.
-pub(super) fn newest(snapshots: &[&PerpSnapshot], f: LiqFilter, now_ms: i64) -> Vec<(usize, Liquidation)> {
+/// The newest `f.limit` liquidations of `pairs` (each pair's newest first, pairs in symbol order)
+/// that pass `f`, newest first, each with the index of its pair. A pair's come newest first, so
+/// once one is older than the oldest kept of a full answer, the rest of that pair is skipped.
+pub(super) fn newest(pairs: &[Vec<Liquidation>], f: LiqFilter, now_ms: i64) -> Vec<(usize, Liquidation)> {
     // Newer is greater; ties go to the earlier pair, then the earlier in the pair's own order.
     let mut kept = Newest::new(f.limit);
-    for (book, p) in snapshots.iter().enumerate() {
-        for (at, l) in passing(p, f, now_ms).enumerate() {
+    for (book, held) in pairs.iter().enumerate() {
+        for (at, l) in passing(held, f, now_ms).enumerate() {
             if !kept.offer((l.time_ms, Reverse(book), Reverse(at)), *l) {
                 break;
             }
@@ -86,6 +91,12 @@ pub(super) fn newest(snapshots: &[&PerpSnapshot], f: LiqFilter, now_ms: i64) -> 
 /// The snapshot of `id`, if its pair has a perpetual.
 fn snapshot(books: &Books, id: BookId) -> Option<Arc<PerpSnapshot>> {
     books.shared.slots[id.index()].perp.load_full()
+}
+
+/// The liquidations the ring of `id` holds, newest first (none before its ring is made).
+fn held(books: &Books, id: BookId) -> Vec<Liquidation> {
+    let feed = books.shared.slots[id.index()].liquidations.get();
+    feed.map(|f| f.held().into_iter().map(|(_, l)| l).collect()).unwrap_or_default()
 }
 
 /// The book of `symbol` on `venue` with its snapshot, or the 404: unknown (or delisted) pair,
@@ -152,7 +163,8 @@ pub(super) fn liquidations_one(
     let venue = exchange_param(query)?;
     let f = list_query(query, LIQUIDATIONS_PAIR_LIMIT_DEFAULT, LIQUIDATIONS_PAIR_LIMIT_MAX)?;
     let (name, p) = pair(books, venue, symbol)?;
-    let items: Vec<(usize, Liquidation)> = passing(&p, f, now_ms).map(|l| (0, *l)).collect();
+    let held = held(books, books.book(venue, symbol)?);
+    let items: Vec<(usize, Liquidation)> = passing(&held, f, now_ms).map(|l| (0, *l)).collect();
     let head = ListHead {
         symbol: Some(&name),
         exchange: venue.as_str(),
@@ -168,8 +180,8 @@ pub(super) fn liquidations_bulk(books: &Books, query: Option<&str>, now_ms: i64)
     let venue = exchange_param(query)?;
     let f = list_query(query, LIQUIDATIONS_VENUE_LIMIT_DEFAULT, LIQUIDATIONS_VENUE_LIMIT_MAX)?;
     let pairs = pairs(books, venue, None);
-    let snapshots: Vec<&PerpSnapshot> = pairs.iter().map(|(_, p)| &**p).collect();
-    let items = newest(&snapshots, f, now_ms);
+    let lists: Vec<Vec<Liquidation>> = pairs.iter().map(|(id, _)| held(books, *id)).collect();
+    let items = newest(&lists, f, now_ms);
     let registry = books.shared.registry();
     let completeness = Completeness::of(venue).as_str();
     let head = ListHead { symbol: None, exchange: venue.as_str(), completeness, ts_ms: now_ms };
@@ -190,21 +202,8 @@ mod tests {
         list_query(Some(q), LIQUIDATIONS_PAIR_LIMIT_DEFAULT, LIQUIDATIONS_PAIR_LIMIT_MAX)
     }
 
-    fn snapshot(recent: Vec<(PositionSide, f64, i64)>) -> PerpSnapshot {
-        PerpSnapshot {
-            contract: "XUSDT".into(),
-            multiplier: 1,
-            completeness: Completeness::All,
-            mark: None,
-            oi: None,
-            funding: None,
-            recent: recent
-                .into_iter()
-                .map(|(side, usd, time_ms)| Liquidation { side, price: usd, qty: 1.0, time_ms })
-                .collect(),
-            ts_ms: 0,
-            liq_seq: 0,
-        }
+    fn list(recent: Vec<(PositionSide, f64, i64)>) -> Vec<Liquidation> {
+        recent.into_iter().map(|(side, usd, time_ms)| Liquidation { side, price: usd, qty: 1.0, time_ms }).collect()
     }
 
     #[test]
@@ -236,7 +235,7 @@ mod tests {
     #[test]
     fn a_pair_list_filters_and_cuts_at_a_day() {
         let day = rampart_engine::perp_book::RECENT_KEEP_MS;
-        let p = snapshot(vec![
+        let p = list(vec![
             (PositionSide::Long, 500.0, day + 3_000),
             (PositionSide::Short, 5_000.0, day + 2_000),
             (PositionSide::Long, 9_000.0, 1_000),
@@ -254,8 +253,8 @@ mod tests {
 
     #[test]
     fn the_venue_list_keeps_the_newest_across_pairs() {
-        let a = snapshot(vec![(PositionSide::Long, 100.0, 50), (PositionSide::Short, 200.0, 30)]);
-        let b = snapshot(vec![
+        let a = list(vec![(PositionSide::Long, 100.0, 50), (PositionSide::Short, 200.0, 30)]);
+        let b = list(vec![
             (PositionSide::Short, 300.0, 60),
             (PositionSide::Long, 400.0, 50),
             (PositionSide::Long, 500.0, 10),
@@ -264,7 +263,7 @@ mod tests {
             list_query(Some(q), LIQUIDATIONS_VENUE_LIMIT_DEFAULT, LIQUIDATIONS_VENUE_LIMIT_MAX).expect("valid")
         };
         let got = |q: &str| -> Vec<(usize, i64)> {
-            newest(&[&a, &b], f(q), 100).iter().map(|(k, l)| (*k, l.time_ms)).collect()
+            newest(&[a.clone(), b.clone()], f(q), 100).iter().map(|(k, l)| (*k, l.time_ms)).collect()
         };
         assert_eq!(got(""), [(1, 60), (0, 50), (1, 50), (0, 30), (1, 10)], "ties: the earlier pair first");
         assert_eq!(got("limit=3"), [(1, 60), (0, 50), (1, 50)]);

@@ -136,9 +136,8 @@ mod tests {
             mark: None,
             oi: None,
             funding: None,
-            recent: Vec::new(),
+            last: None,
             ts_ms: 1_763_650_000_000,
-            liq_seq: 0,
         }
     }
 
@@ -162,12 +161,8 @@ mod tests {
                 time_ms: 1_763_649_999_500,
                 stale: true,
             }),
-            recent: vec![
-                liquidation(PositionSide::Long, 94_210.0, 0.5, 1_763_650_000_123),
-                liquidation(PositionSide::Short, 94_300.0, 0.25, 1_763_649_990_000),
-            ],
+            last: Some(liquidation(PositionSide::Long, 94_210.0, 0.5, 1_763_650_000_123)),
             ts_ms: 1_763_650_000_200,
-            liq_seq: 0,
         }
     }
 
@@ -222,8 +217,11 @@ mod tests {
 
     #[test]
     fn liquidation_lists_name_the_pair_once_or_each_entry() {
-        let p = full();
-        let items: Vec<(usize, Liquidation)> = p.recent.iter().map(|l| (0, *l)).collect();
+        let held = [
+            liquidation(PositionSide::Long, 94_210.0, 0.5, 1_763_650_000_123),
+            liquidation(PositionSide::Short, 94_300.0, 0.25, 1_763_649_990_000),
+        ];
+        let items: Vec<(usize, Liquidation)> = held.iter().map(|l| (0, *l)).collect();
         let head = ListHead { symbol: Some("BTCUSDT"), exchange: "bybit", completeness: "all", ts_ms: 9 };
         assert_eq!(
             liquidations_body(&head, &items, |_| "unused"),
