@@ -58,6 +58,8 @@ const OKX: &[&str] = &[
     "okx_liquidation_orders_two.json",
     "okx_open_interest.json",
     "okx_funding_rate.json",
+    "okx_rest_funding_rate.json",
+    "okx_rest_funding_rate_error.json",
     "okx_funding_rate_no_next.json",
     "okx_subscribe.json",
     "okx_error.json",
@@ -143,6 +145,9 @@ const OKX_MALFORMED: &[(&str, Want)] = {
         ("okx_malformed_ts_number.json", Decode(D::WrongType("ts"))),
         ("okx_malformed_ping.txt", Json(J::UnexpectedByte)),
         ("okx_malformed_non_utf8.json", Json(J::NotUtf8)),
+        ("okx_rest_malformed_missing_data.json", Decode(D::MissingField("data"))),
+        ("okx_rest_malformed_row_without_ts.json", Decode(D::MissingField("ts"))),
+        ("okx_rest_malformed_code_array.json", Decode(D::WrongType("code"))),
     ]
 };
 
@@ -193,6 +198,7 @@ impl Decoders {
         match name.split('_').next() {
             Some("binance") => self.binance.decode(bytes).map(drop),
             Some("bybit") => self.bybit.decode(bytes).map(drop),
+            Some("okx") if name.starts_with("okx_rest") => self.okx.decode_funding_rest(bytes).map(drop),
             Some("okx") => self.okx.decode(bytes).map(drop),
             Some("bitget") => self.bitget.decode(bytes).map(drop),
             _ => panic!("{name}: no venue prefix"),
@@ -434,6 +440,36 @@ fn okx_funding_time_is_the_next_settlement_and_the_interval_is_derived() {
         ..Update::at(1_703_070_685_309)
     };
     assert_eq!(updates(okx("okx_funding_rate_no_next.json")), [("DOGE-USDT-SWAP".into(), u)]);
+}
+
+/// The REST funding-rate body (`instId=ANY`: every swap), polled so OKX funding stays fresh
+/// between the pushes of 30 to 90 s.
+#[test]
+fn okx_rest_funding_rows_read_as_the_push_and_a_refusal_as_a_reply() {
+    let bytes: &'static [u8] = fixture("okx_rest_funding_rate.json").leak();
+    let d: &'static mut OkxPerpDecoder = Box::leak(Box::new(OkxPerpDecoder::new(8, 8)));
+    let got = updates(d.decode_funding_rest(bytes).expect("decodes"));
+    let btc = Update {
+        funding_rate: Some(0.000079238688534),
+        next_funding_ms: Some(1_703_088_000_000),
+        funding_interval_ms: Some(8 * 3_600_000),
+        ..Update::at(1_703_070_685_309)
+    };
+    let doge = Update {
+        funding_rate: Some(-0.00015),
+        next_funding_ms: Some(1_703_084_400_000),
+        funding_interval_ms: Some(4 * 3_600_000),
+        ..Update::at(1_703_070_685_309)
+    };
+    assert_eq!(got, [("BTC-USDT-SWAP".into(), btc), ("DOGE-USDT-SWAP".into(), doge)]);
+    let refused = fixture("okx_rest_funding_rate_error.json");
+    let (ok, op, code, msg) = reply(d.decode_funding_rest(refused.leak()).expect("decodes"));
+    assert_eq!((ok, op, code, msg.as_deref()), (false, None, Some(50014), Some("Parameter instId can not be empty.")));
+    let one = OkxPerpDecoder::new(8, 1).decode_funding_rest(bytes).map(|m| match m {
+        PerpMessage::Updates(b) => (b.len(), b.dropped()),
+        _ => (0, 0),
+    });
+    assert_eq!(one, Ok((1, 1)), "rows past the bound are counted, not kept");
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Fuzzes the perpetual-frame decoders of the four venues (venue bytes off the socket): never
-//! panics, keeps at most its bound of items, and every value it hands out is what the module doc
+//! Fuzzes the perpetual-frame decoders of the four venues (venue bytes off the socket, and OKX's REST
+//! funding body): never panics, keeps at most its bound of items, and every value it hands out is what the module doc
 //! promises (finite numbers, prices above zero, quantities at or above zero, symbols inside the
 //! frame).
 #![no_main]
@@ -59,6 +59,9 @@ fuzz_target!(|data: &[u8]| {
         check(data, m);
     }
     if let Ok(m) = OkxPerpDecoder::new(ITEMS_MAX, ITEMS_MAX).decode(data) {
+        check(data, m);
+    }
+    if let Ok(m) = OkxPerpDecoder::new(ITEMS_MAX, ITEMS_MAX).decode_funding_rest(data) {
         check(data, m);
     }
     if let Ok(m) = BitgetPerpDecoder::new(ITEMS_MAX).decode(data) {

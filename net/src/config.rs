@@ -305,6 +305,8 @@ pub struct DerivativesSettings {
     pub enabled: Option<bool>,
     /// Seconds between two open-interest polls of one Binance perpetual (1 to 600; default 30).
     pub binance_oi_poll_s: Option<u64>,
+    /// Seconds between two polls of OKX's funding, every swap at once (1 to 600; default 30).
+    pub okx_funding_poll_s: Option<u64>,
 }
 
 /// Metrics settings.

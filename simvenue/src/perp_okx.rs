@@ -112,8 +112,12 @@ fn oi_message(st: &State, perp: PerpId) -> Option<String> {
     Some(format!("{{\"arg\":{{\"channel\":\"open-interest\",\"instId\":\"{s}\"}},\"data\":[{row}]}}"))
 }
 
+/// A `funding-rate` row at `now` (a stale contract's at its frozen values' time: the REST answer
+/// of `perp_stale` brings nothing new).
 fn funding_row(st: &State, perp: PerpId, now: i64) -> Option<String> {
-    let v = st.perps.wire[perp.index()].view?;
+    let wire = &st.perps.wire[perp.index()];
+    let v = wire.view?;
+    let now = if wire.stale { v.ts_ms } else { now };
     let c = st.perps.contract(perp);
     let interval_ms = i64::from(v.interval_h) * 3_600_000;
     Some(format!(

@@ -388,6 +388,19 @@ fn control_routes_refuse_bad_bodies_and_faults_reach_the_wire() {
     std::thread::sleep(Duration::from_millis(2_200));
     assert_eq!(time(&h), frozen, "a stale perpetual's values stop");
     ok(&h, "/sim/perp", r#"{"venue":"binance","symbol":"ETHUSDT","listed":true}"#);
+    // OKX's funding answer too keeps a stale contract's old time (its live ones are stamped now).
+    let okx_time = |h: &Handle| {
+        let v: Value = serde_json::from_str(&get(h, "/api/v5/public/funding-rate?instId=ETH-USDT-SWAP")).expect("json");
+        v["data"][0]["ts"].as_str().and_then(|t| t.parse::<i64>().ok()).unwrap_or(0)
+    };
+    let before = okx_time(&h);
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(okx_time(&h) > before, "a live contract's answer is stamped at the answer");
+    ok(&h, "/sim/fault", r#"{"venue":"okx","symbol":"ETHUSDT","kind":"perp_stale"}"#);
+    let frozen = okx_time(&h);
+    std::thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(okx_time(&h), frozen, "a stale contract's funding answer keeps its time");
+    ok(&h, "/sim/perp", r#"{"venue":"okx","symbol":"ETHUSDT","listed":true}"#);
 
     // perp_disconnect drops the perpetual connections only.
     let mut spot = connect(&h, "/ws/btcusdt@trade");

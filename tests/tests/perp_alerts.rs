@@ -249,12 +249,14 @@ fn a_test_send_carries_the_trigger_object_a_firing_would() {
 /// sim-venue`'s real wire formats (Binance's open interest polled over REST), served as the
 /// simulated feed's are, `perp: up` on `/healthz`, an injected liquidation found in the lists in
 /// the spot pair's units, and `order` alerts firing on it once: one on $1M and not another on
-/// $1M + $10.
+/// $1M + $10. OKX's funding, pushed only every 30 to 90 s, is polled too (here every second), so
+/// it is never older than the poll.
 #[test]
 fn the_live_feed_reads_every_venues_perpetuals_and_alerts_on_them() {
     let sim = SimVenue::start(BIN, &["--sim-pairs", "8"]);
     let venues = ["binance", "bybit", "okx", "bitget"];
-    let config = sim.config(&venues, 8, "[derivatives]\nbinance_oi_poll_s = 2\n").display().to_string();
+    let extra = "[derivatives]\nbinance_oi_poll_s = 2\nokx_funding_poll_s = 1\n";
+    let config = sim.config(&venues, 8, extra).display().to_string();
     let server = Server::start(BIN, &["--feed", "live", "--config", &config, "--shards", "2"]);
     for v in venues {
         server.wait_venue(v, "perp up", 30, |h| h["state"] == "ok" && h["perp"] == "up");
@@ -271,6 +273,14 @@ fn the_live_feed_reads_every_venues_perpetuals_and_alerts_on_them() {
         };
         assert_eq!(perp["funding"]["stale"], false, "{v}: {perp}");
         assert!(perp["oi"]["usd"].as_f64().is_some_and(|u| u > 0.0), "{v}: {perp}");
+    }
+    // Five looks 2 s apart, each finding OKX's funding at most 5 s old: the pushes alone (30 to
+    // 90 s apart) could make at most three of them so.
+    for _ in 0..5 {
+        let answer = server.get_authed("/v1/perp/BTCUSDT?exchange=okx").ok("okx perp").clone();
+        let (ts, time) = (answer["ts"].as_i64().unwrap_or(0), answer["data"]["funding"]["time"].as_i64().unwrap_or(0));
+        assert!(ts - time <= 5_000, "OKX funding {} ms old: {answer:?}", ts - time);
+        std::thread::sleep(Duration::from_millis(2_000));
     }
     let once = create(
         &server,

@@ -39,6 +39,7 @@ pub mod nudge;
 pub mod perp;
 pub mod perp_alerts;
 mod perp_listing;
+mod perp_polls;
 mod queries;
 #[cfg(test)]
 mod simulation;

@@ -24,11 +24,11 @@ use std::time::Duration;
 use rampart_engine::book::Book;
 use rampart_engine::{BookId, Tick, Venue};
 
+use super::perp_polls::PerpPolls;
 use super::Shard;
 use rampart_state::{DensitySnapshot, Reconnect, RestStats, ShardEvent, VenueStats, LATENCY_US_MAX};
 use rampart_venue::conn;
 use rampart_venue::perp_listing::PerpPair;
-use rampart_venue::perp_oi::OiPoll;
 use rampart_venue::protocol::{PerpLiq, PerpValues};
 use rampart_venue::rest::{RestHandle, RestJob, RestReply};
 use rampart_venue::session::{Count, Event as SessionEvent, Session, Sink, Transmit};
@@ -95,6 +95,8 @@ pub struct LiveFeed {
     /// Milliseconds between two open-interest polls of one Binance perpetual
     /// (`binance_oi_poll_s`).
     pub binance_oi_poll_ms: i64,
+    /// Milliseconds between two polls of OKX's funding (`okx_funding_poll_s`).
+    pub okx_funding_poll_ms: i64,
 }
 
 /// How often a shard logs books of one venue that lost sync (each one is counted in `/healthz`
@@ -258,19 +260,16 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
     let mine: Vec<(BookId, String)> =
         shard.market.books().iter().map(|b| (b.id, natives.get(b.id.index()).cloned().unwrap_or_default())).collect();
     plan_sessions(&shard, &feed, &mine, &mut sessions);
-    let mut oi_poll = None;
+    let mut polls = None;
     if shard.config.derivatives {
         let registry = shard.shared.registry();
         let now = clock.now_ms();
         let perps = crate::perp::ShardPerps::live(&registry, &feed.perps, &shard.market, feed.binance_oi_poll_ms, now);
         plan_perp_sessions(&shard, &feed, &perps, &mut sessions);
-        let binance: Vec<(BookId, PerpPair)> = feed
-            .perps
-            .iter()
-            .filter(|(b, _)| perps.book(*b).is_some() && registry.get(*b).venue == Venue::Binance)
-            .cloned()
-            .collect();
-        oi_poll = Some(OiPoll::new(binance, feed.binance_oi_poll_ms, now));
+        let held: Vec<(BookId, PerpPair)> =
+            feed.perps.iter().filter(|(b, _)| perps.book(*b).is_some()).cloned().collect();
+        let every = (feed.binance_oi_poll_ms, feed.okx_funding_poll_ms);
+        polls = Some(PerpPolls::new(&held, &registry, every, now));
         shard = shard.with_perps(perps);
     }
     let mut history = Backfills::new(shard.market.books().iter().map(|b| b.id));
@@ -298,10 +297,10 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 new_sessions = before..sessions.len();
                 added.iter().for_each(|(book, _)| history.add(*book));
             }
-            // Perpetuals gained since start: their own connections; their OI polls.
+            // Perpetuals gained since start: their own connections; their polls.
             if let Some(changes) = shard.perps.as_mut().map(crate::perp::ShardPerps::take_feed_changes) {
                 let before = sessions.len();
-                perp_feed_changes(shard, &feed, changes, sessions, oi_poll.as_mut());
+                perp_feed_changes(shard, &feed, changes, sessions, polls.as_mut());
                 let start = if new_sessions.is_empty() { before } else { new_sessions.start };
                 new_sessions = start..sessions.len();
             }
@@ -313,16 +312,17 @@ pub(crate) async fn run(mut shard: Shard, feed: Arc<LiveFeed>) {
                 history.queue.push_back(book);
             }
             history.ask(&rest, now);
-            if let Some(poll) = oi_poll.as_mut() {
-                // A full queue skips this turn: the contract is asked again at its next one.
-                if let Some(job) = poll.due(now) {
-                    if rest.ask(job).is_err() {
-                        poll.not_sent();
-                    }
-                }
+            if let Some(p) = polls.as_mut() {
+                p.ask(&rest, now);
             }
             while let Some(reply) = rest.reply() {
-                take_reply(shard, sessions, &mut history, oi_poll.as_mut(), reply, now);
+                let reply = match polls.as_mut() {
+                    Some(p) => p.take(shard, reply),
+                    None => Some(reply),
+                };
+                if let Some(reply) = reply {
+                    take_reply(shard, sessions, &mut history, reply, now);
+                }
             }
             rebuilds(shard, sessions, &rest, &mut snapshots, now);
             if !ready && (now - started >= READY_WAIT_MS || history.all_answered()) {
@@ -433,14 +433,7 @@ impl Backfills {
 
 /// Acts on one REST reply: history installed or asked again later, a snapshot handed to its
 /// session, a failed snapshot rescheduled by it.
-fn take_reply(
-    shard: &mut Shard,
-    sessions: &mut [Session],
-    history: &mut Backfills,
-    oi_poll: Option<&mut OiPoll>,
-    reply: RestReply,
-    now: i64,
-) {
+fn take_reply(shard: &mut Shard, sessions: &mut [Session], history: &mut Backfills, reply: RestReply, now: i64) {
     let local = |shard: &Shard, book: BookId| shard.market.books().iter().position(|b| b.id == book);
     match reply {
         RestReply::Backfill { book, candles } => {
@@ -477,20 +470,11 @@ fn take_reply(
                 sess.handle_snapshot_failed(book, now);
             }
         }
-        RestReply::PerpOi { book, body } => match oi_poll.and_then(|p| p.answer(book, &body)) {
-            Some(values) => {
-                shard.count(Venue::Binance, Count::PerpMessage);
-                shard.perp_values(book, &values);
-            }
-            None => shard.count(Venue::Binance, Count::PerpDecodeError),
-        },
-        // Asked again at its next turn; the book's OI reads stale after three missed polls.
-        RestReply::PerpOiFailed { book, error } => {
-            if let Some(p) = oi_poll {
-                p.failed();
-            }
-            tracing::debug!("open interest of {}: {error}", shard.shared.registry().get(book).symbol);
-        }
+        // The polls' answers (taken by `PerpPolls` when the shard has perpetuals).
+        RestReply::PerpOi { .. }
+        | RestReply::PerpOiFailed { .. }
+        | RestReply::PerpFunding { .. }
+        | RestReply::PerpFundingFailed { .. } => {}
     }
 }
 
@@ -586,7 +570,7 @@ fn perp_feed_changes(
     feed: &LiveFeed,
     changes: Vec<crate::perp::FeedChange>,
     sessions: &mut Vec<Session>,
-    mut oi_poll: Option<&mut OiPoll>,
+    mut polls: Option<&mut PerpPolls>,
 ) {
     use crate::perp::FeedChange;
     let registry = shard.shared.registry();
@@ -601,13 +585,13 @@ fn perp_feed_changes(
                     contract_size: c.contract_size,
                     interval_h: c.interval_h,
                 };
-                if let (Venue::Binance, Some(poll)) = (registry.get(book).venue, oi_poll.as_deref_mut()) {
-                    poll.add(book, pair.clone());
+                if let Some(p) = polls.as_deref_mut() {
+                    p.add(registry.get(book).venue, book, &pair);
                 }
                 added.push((book, pair));
             }
-            FeedChange::Delisted(book) => oi_poll.as_deref_mut().into_iter().for_each(|p| p.park(book, true)),
-            FeedChange::Relisted(book) => oi_poll.as_deref_mut().into_iter().for_each(|p| p.park(book, false)),
+            FeedChange::Delisted(book) => polls.as_deref_mut().into_iter().for_each(|p| p.park(book, true)),
+            FeedChange::Relisted(book) => polls.as_deref_mut().into_iter().for_each(|p| p.park(book, false)),
         }
     }
     push_perp_sessions(shard, feed, &added.iter().collect::<Vec<_>>(), sessions);

@@ -14,6 +14,7 @@ pub mod conn;
 pub mod listing;
 pub mod okx;
 pub mod pacer;
+pub mod perp_funding;
 pub mod perp_listing;
 pub mod perp_oi;
 pub mod perp_refresh;

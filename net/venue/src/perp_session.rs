@@ -311,6 +311,12 @@ fn liquidation(pair: &PerpPair, l: &Liquidation) -> PerpLiq {
     PerpLiq { side: l.side, price: pair.base_price(l.price), qty: pair.base_qty(l.qty), ts_ms: l.ts_ms }
 }
 
+/// An OKX funding row (a push's or the REST answer's: `crate::perp_funding`) in its spot pair's
+/// units, whole in itself (rate, next settlement and the interval when it says it).
+pub(crate) fn okx_funding_values(pair: &PerpPair, u: &Update) -> PerpValues {
+    values(Venue::Okx, pair, &mut Merged::default(), u)
+}
+
 /// A venue's partial update in its spot pair's units, funding merged with what came before.
 fn values(venue: Venue, pair: &PerpPair, merged: &mut Merged, u: &Update) -> PerpValues {
     let oi_base = match (u.oi_contracts, u.oi_base) {

@@ -101,6 +101,11 @@ pub enum RestJob {
         /// The contract.
         contract: ContractName,
     },
+    /// Poll the funding of every perpetual of a venue (OKX: `crate::perp_funding`).
+    PerpFunding {
+        /// The venue.
+        venue: Venue,
+    },
 }
 
 /// A contract's name held inline (a job is `Copy`): at most [`ContractName::LEN_MAX`] bytes.
@@ -169,6 +174,16 @@ pub enum RestReply {
     PerpOiFailed {
         /// The book.
         book: BookId,
+        /// Why.
+        error: RestError,
+    },
+    /// A venue's funding body (every perpetual).
+    PerpFunding {
+        /// The body, as received.
+        body: Bytes,
+    },
+    /// A venue's funding could not be fetched (asked again at its next turn).
+    PerpFundingFailed {
         /// Why.
         error: RestError,
     },
@@ -413,10 +428,12 @@ async fn run(
         let mut k = 0;
         while k < waiting.len() {
             let (shard, job) = waiting[k];
-            let book = match job {
-                RestJob::Backfill { book } | RestJob::Snapshot { book } | RestJob::PerpOi { book, .. } => book,
+            let venue = match job {
+                RestJob::Backfill { book } | RestJob::Snapshot { book } | RestJob::PerpOi { book, .. } => {
+                    ctx.books.registry.load().get(book).venue
+                }
+                RestJob::PerpFunding { venue } => venue,
             };
-            let venue = ctx.books.registry.load().get(book).venue;
             if in_flight[venue.index()] >= IN_FLIGHT_PER_VENUE_MAX {
                 k += 1;
                 continue;
@@ -440,6 +457,7 @@ async fn run(
                     }
                     RestJob::Snapshot { book } => snapshot(&ctx, book).await,
                     RestJob::PerpOi { book, contract } => perp_oi(&ctx, book, contract).await,
+                    RestJob::PerpFunding { venue } => perp_funding(&ctx, venue).await,
                 };
                 answer.send(reply);
             });
@@ -613,6 +631,7 @@ impl Drop for Answer {
             RestJob::Backfill { book } => RestReply::BackfillFailed { book, error: RestError::Unanswered },
             RestJob::Snapshot { book } => RestReply::SnapshotFailed { book, error: RestError::Unanswered },
             RestJob::PerpOi { book, .. } => RestReply::PerpOiFailed { book, error: RestError::Unanswered },
+            RestJob::PerpFunding { .. } => RestReply::PerpFundingFailed { error: RestError::Unanswered },
         };
         let _ = tx.send((self.shard, self.venue, reply));
     }
@@ -738,6 +757,22 @@ async fn perp_listing_of(ctx: &Ctx, s: &VenueSettings) -> Result<super::perp_lis
         perp_listing::apply_binance_funding_info(&mut listing, &body)?;
     }
     Ok(listing)
+}
+
+/// `GET /api/v5/public/funding-rate?instId=ANY` (OKX: every swap, one request of its 10 per 2 s),
+/// on the venue's budget; skipped as [`perp_oi`] is while the venue is paused or its budget spent.
+async fn perp_funding(ctx: &Ctx, venue: Venue) -> RestReply {
+    let Some(s) = ctx.settings(venue).filter(|_| venue == Venue::Okx) else {
+        return RestReply::PerpFundingFailed { error: RestError::NotConfigured };
+    };
+    if ctx.with_pacer(venue, |p| p.is_busy(Instant::now(), OI_POLL_SLACK)) {
+        return RestReply::PerpFundingFailed { error: RestError::Transport("the venue's REST budget is busy".into()) };
+    }
+    let url = format!("{}/api/v5/public/funding-rate?instId=ANY", s.perp_rest);
+    match ctx.get(venue, &url, 1.0).await {
+        Ok(body) => RestReply::PerpFunding { body },
+        Err(error) => RestReply::PerpFundingFailed { error },
+    }
 }
 
 /// `GET /fapi/v1/openInterest` of one Binance perpetual (weight 1), on the venue's budget; skipped

@@ -22,6 +22,25 @@ use rampart_venue::VenueSettings;
 use super::settings::ServeSettings;
 use crate::starting;
 
+/// The shards' settings of a `serve` run.
+fn shard_config(s: &ServeSettings, cpus: &[Option<usize>], clock: &SharedClock) -> ShardConfig {
+    ShardConfig {
+        shards: s.shards,
+        depth_levels_max: 1_000,
+        bars_max: 512,
+        sim: SimConfig { seed: s.seed, step_interval_ms: s.sim_step_ms, ..SimConfig::default() },
+        poll_interval: Duration::from_millis(1),
+        walls_min_ratio: s.walls_min_ratio,
+        fault_hang_on_stop: s.faults.hang_shard_stop,
+        events_max: s.events_max,
+        cpus: cpus.to_vec(),
+        clock: clock.clone(),
+        partition: s.role.partition(),
+        spin_before_park: Duration::from_micros(u64::from(s.shard_spin_us)),
+        derivatives: s.derivatives,
+    }
+}
+
 /// Lists the venues (live; the port answers 503 "starting" meanwhile) or builds the simulated
 /// market, loads every active alert onto its book, and starts the shards (and, live, the REST
 /// thread). While `alerts_on` is false (a hot standby, issue #50) no alert is loaded, not even
@@ -41,21 +60,7 @@ pub(super) fn start_feed(
             false => Ok(rampart_shard::StartAlerts::default()),
         }
     };
-    let shard_config = ShardConfig {
-        shards: s.shards,
-        depth_levels_max: 1_000,
-        bars_max: 512,
-        sim: SimConfig { seed: s.seed, step_interval_ms: s.sim_step_ms, ..SimConfig::default() },
-        poll_interval: Duration::from_millis(1),
-        walls_min_ratio: s.walls_min_ratio,
-        fault_hang_on_stop: s.faults.hang_shard_stop,
-        events_max: s.events_max,
-        cpus: cpus.to_vec(),
-        clock: clock.clone(),
-        partition: s.role.partition(),
-        spin_before_park: Duration::from_micros(u64::from(s.shard_spin_us)),
-        derivatives: s.derivatives,
-    };
+    let shard_config = shard_config(s, cpus, clock);
     let Some(venues) = &s.live else {
         let universe = Arc::new(sim::universe(s.seed, s.sim_pairs));
         let registry = Arc::new(
@@ -85,6 +90,7 @@ pub(super) fn start_feed(
         pacers: Arc::new(Default::default()),
         perps,
         binance_oi_poll_ms: s.binance_oi_poll_s as i64 * 1000,
+        okx_funding_poll_ms: s.okx_funding_poll_s as i64 * 1000,
     };
     let books_now = Arc::new(arc_swap::ArcSwap::new(registry));
     let shards = ShardSet::start_live(&shard_config, books_now.clone(), feed, alerts)?;

@@ -62,6 +62,8 @@ pub(crate) struct ServeSettings {
     pub(crate) derivatives: bool,
     /// `[derivatives] binance_oi_poll_s`.
     pub(crate) binance_oi_poll_s: u64,
+    /// `[derivatives] okx_funding_poll_s`.
+    pub(crate) okx_funding_poll_s: u64,
     pub(crate) events_max: usize,
     pub(crate) cpus: rampart_shard::cpus::CpuPolicy,
     /// `--feed live`: each venue's endpoints and limits.
@@ -103,10 +105,20 @@ fn delivery_threads(file: &FileConfig) -> Result<usize> {
 
 /// `[derivatives] binance_oi_poll_s` (decisions §17: 1 to 600, default 30).
 fn binance_oi_poll_s(file: &FileConfig) -> Result<u64> {
+    poll_s("binance_oi_poll_s", file.derivatives.binance_oi_poll_s)
+}
+
+/// `[derivatives] okx_funding_poll_s` (as `binance_oi_poll_s`: 1 to 600, default 30).
+fn okx_funding_poll_s(file: &FileConfig) -> Result<u64> {
+    poll_s("okx_funding_poll_s", file.derivatives.okx_funding_poll_s)
+}
+
+/// A poll period of `[derivatives]`, checked (1 to 600 s, default 30).
+fn poll_s(name: &str, set: Option<u64>) -> Result<u64> {
     let range = rampart_venue::perp_oi::POLL_S_RANGE;
-    let s = file.derivatives.binance_oi_poll_s.unwrap_or(30);
+    let s = set.unwrap_or(30);
     if !range.contains(&s) {
-        bail!("derivatives.binance_oi_poll_s must be between {} and {}, not {s}", range.start(), range.end());
+        bail!("derivatives.{name} must be between {} and {}, not {s}", range.start(), range.end());
     }
     Ok(s)
 }
@@ -202,6 +214,18 @@ impl Faults {
     }
 }
 
+/// `[limits] unauthenticated_per_min`, checked.
+fn unauthenticated_per_min(file: &FileConfig) -> Result<usize> {
+    let n = file.limits.unauthenticated_per_min.unwrap_or(rampart_net::api::limit::UNAUTH_PER_WINDOW);
+    if !(1..=rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX).contains(&n) {
+        bail!(
+            "limits.unauthenticated_per_min must be between 1 and {}, not {n}",
+            rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX
+        );
+    }
+    Ok(n)
+}
+
 /// The settings of a `serve` run: flags over environment over file over defaults, each checked.
 pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     let file = load_file(&args.common)?;
@@ -215,14 +239,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
     }
     let Threads { fronts, reuseport, shard_spin_us, shards } = threads(&args, &file)?;
     let (sim_pairs, sim_step_ms) = simulation(&args, &file)?;
-    let unauthenticated_per_min =
-        file.limits.unauthenticated_per_min.unwrap_or(rampart_net::api::limit::UNAUTH_PER_WINDOW);
-    if !(1..=rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX).contains(&unauthenticated_per_min) {
-        bail!(
-            "limits.unauthenticated_per_min must be between 1 and {}, not {unauthenticated_per_min}",
-            rampart_net::api::limit::UNAUTH_PER_WINDOW_MAX
-        );
-    }
+    let unauthenticated_per_min = unauthenticated_per_min(&file)?;
     let stream_bounds = stream_bounds(&file)?;
     let walls_min_ratio = file.walls.min_ratio.unwrap_or(f64::from(rampart_engine::wall::MIN_RATIO_DEFAULT));
     if !(walls_min_ratio > 1.0 && walls_min_ratio.is_finite()) {
@@ -269,6 +286,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         sim_delist: sim_delistings(&args.sim_delist)?,
         derivatives: file.derivatives.enabled.unwrap_or(true),
         binance_oi_poll_s: binance_oi_poll_s(&file)?,
+        okx_funding_poll_s: okx_funding_poll_s(&file)?,
         events_max: args.events_max,
         cpus: rampart_shard::cpus::CpuPolicy::parse(args.cpus.as_deref().unwrap_or("auto"))?,
     })
@@ -309,7 +327,12 @@ mod tests {
             let e = super::binance_oi_poll_s(&file(&format!("[derivatives]\nbinance_oi_poll_s = {bad}\n")));
             let e = e.expect_err("out of range").to_string();
             assert_eq!(e, format!("derivatives.binance_oi_poll_s must be between 1 and 600, not {bad}"));
+            let e = super::okx_funding_poll_s(&file(&format!("[derivatives]\nokx_funding_poll_s = {bad}\n")));
+            let e = e.expect_err("out of range").to_string();
+            assert_eq!(e, format!("derivatives.okx_funding_poll_s must be between 1 and 600, not {bad}"));
         }
+        assert_eq!(super::okx_funding_poll_s(&file("")).expect("default"), 30);
+        assert_eq!(super::okx_funding_poll_s(&file("[derivatives]\nokx_funding_poll_s = 2\n")).expect("2"), 2);
     }
 
     #[test]

@@ -19,6 +19,9 @@
 //! - `oi` is reported as contracts, `oiCcy` as base units, `oiUsd` as USD.
 //! - Every channel's `data` element names its contract (`instId`); a push of another channel
 //!   (books, trades, tickers) is [`PerpMessage::Other`].
+//! - The REST `GET /api/v5/public/funding-rate` body (`{"code","msg","data":[…]}`, its elements
+//!   the push's) is read by [`OkxPerpDecoder::decode_funding_rest`]: a `code` other than `"0"`
+//!   is a refused [`Reply`]; a row's `ts` is the answer's time, so it carries the venue's time.
 
 use super::{
     decimal, each_object, is_text_pong, message, opt_code, opt_qty, opt_str, req_price, req_qty, req_symbol,
@@ -86,6 +89,20 @@ impl OkxPerpDecoder {
             b"funding-rate" => self.updates(frame, data?, funding),
             _ => Ok(PerpMessage::Other),
         }
+    }
+
+    /// The body of `GET /api/v5/public/funding-rate` (one contract, or every swap with
+    /// `instId=ANY`): an update per row as a `funding-rate` push's, or the venue's refusal.
+    /// Never allocates and never panics; rows past the decoder's bound are counted as dropped.
+    pub fn decode_funding_rest<'a>(&'a mut self, body: &'a [u8]) -> Result<PerpMessage<'a>, DecodeError> {
+        self.buffers.clear();
+        let f = message(body, &KEYS, key_index)?;
+        let code = opt_code(&f, K_CODE)?;
+        if code.is_some_and(|c| c != 0) {
+            let msg = opt_str(&f, K_MSG)?;
+            return Ok(PerpMessage::Reply(Reply { ok: false, op: None, code, msg }));
+        }
+        self.updates(body, f.req_span(K_DATA)?, funding)
     }
 
     /// A `liquidation-orders` push: each contract's `details`.
