@@ -196,6 +196,18 @@ impl CandleRing {
         (self.len > 0).then_some(&self.live)
     }
 
+    /// The close of the bar holding `t_ms` (a time at or after the newest bar's start: the newest
+    /// bar's close, the last price since); `None` before the oldest bar held or before any.
+    pub fn close_at(&self, t_ms: i64) -> Option<Price> {
+        let newest = self.newest()?;
+        let bucket = self.tf.bucket_start(t_ms);
+        if bucket >= newest.open_ms {
+            return Some(newest.close);
+        }
+        let k = (newest.open_ms - bucket) / self.tf.duration_ms();
+        self.back(usize::try_from(k).ok()?).filter(|c| c.open_ms == bucket).map(|c| c.close)
+    }
+
     /// Bar `k` back from the newest (0 = newest).
     pub fn back(&self, k: usize) -> Option<&Candle> {
         (k < self.len).then(|| self.slot(k))
@@ -343,6 +355,13 @@ impl CandleSet {
         }
     }
 
+    /// The last price at `t_ms` as the bars say it: the close of the finest bar held that holds
+    /// `t_ms` (so within that bar's length of the price then); `None` before every ring's oldest
+    /// bar. Values a past open-interest sample in USD (`GET /v1/perp/{symbol}/history`).
+    pub fn close_at(&self, t_ms: i64) -> Option<Price> {
+        self.rings.iter().find_map(|r| r.close_at(t_ms))
+    }
+
     /// Open time of the oldest bar held on any timeframe (how far back the pair's history
     /// goes); `None` before any bar.
     pub fn history_start_ms(&self) -> Option<i64> {
@@ -419,6 +438,29 @@ mod tests {
         assert_eq!(r.len(), 4);
         let opens: Vec<_> = r.iter().map(|c| (c.open_ms - MONDAY) / 300_000).collect();
         assert_eq!(opens, [997, 998, 999, 1000]);
+    }
+
+    /// A past time's price: the close of the finest bar holding it, the newest bar's close after
+    /// it, a coarser ring's before the finer one's oldest bar, nothing before every ring's.
+    #[test]
+    fn the_price_at_a_time_is_the_close_of_the_finest_bar_holding_it() {
+        let one = crate::fixed::Qty(SCALE_QTY);
+        let mut s = CandleSet::new(4);
+        assert_eq!(s.close_at(MONDAY), None, "no bar yet");
+        for k in 0..8 {
+            s.trade(MONDAY + k * 300_000 + 1_000, Price(100 + k), one);
+        }
+        let m5 = |k: i64| MONDAY + k * 300_000;
+        assert_eq!(s.close_at(m5(7) + 5), Some(Price(107)), "the bar in progress");
+        assert_eq!(s.close_at(m5(9)), Some(Price(107)), "after the newest bar: the last price since");
+        assert_eq!(s.close_at(m5(5) + 299_999), Some(Price(105)));
+        assert_eq!(s.close_at(m5(4)), Some(Price(104)), "the 5m ring's oldest bar of four");
+        assert_eq!(s.close_at(m5(3)), Some(Price(105)), "before it: the 15m bar holding it (5m bars 3..5)");
+        assert_eq!(s.close_at(m5(0)), Some(Price(102)), "the first 15m bar");
+        assert_eq!(s.close_at(MONDAY - 1), None, "before every ring's oldest bar");
+        // A gap: the flat bars hold the previous close.
+        s.trade(m5(11) + 1, Price(200), one);
+        assert_eq!(s.close_at(m5(9) + 7), Some(Price(107)), "a flat bar of the gap");
     }
 
     /// The bar in progress when a backfill arrives was seen by both sources over overlapping

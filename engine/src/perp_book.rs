@@ -177,10 +177,23 @@ pub struct HistorySlot {
     pub time_ms: i64,
     /// OI at its end, base units; `None` before the watch or before the first sample.
     pub oi_base: Option<f64>,
-    /// OI at its end, USD: always `None` for now, as [`PerpWindow`] keeps base units only.
+    /// OI at its end, USD: `oi_base` × the spot price then ([`HistorySlot::valued`]); `None`
+    /// without either.
     pub oi_usd: Option<f64>,
     /// Its liquidations; `None` before the watch.
     pub liquidations: Option<LiqSums>,
+}
+
+impl HistorySlot {
+    /// The slot with its OI valued in USD at `price_at` its end (`slot_ms` after its start, or
+    /// `now_ms` for the slot in progress): the windows keep OI in base units only, and the price
+    /// per base unit then is the spot pair's (`CandleSet::close_at`), not the mark's (§17 values
+    /// OI now at the mark; past marks are not kept).
+    pub fn valued(mut self, slot_ms: i64, now_ms: i64, price_at: impl Fn(i64) -> Option<f64>) -> HistorySlot {
+        let at = (self.time_ms + slot_ms - 1).min(now_ms);
+        self.oi_usd = self.oi_base.zip(price_at(at)).map(|(base, price)| base * price);
+        self
+    }
 }
 
 /// What a perpetual is, fixed when the pair gains it.

@@ -5,7 +5,7 @@
 
 use rampart_engine::candle::{DAY_MS, MINUTE_MS};
 use rampart_engine::perp_book::{
-    Completeness, LiqFilter, Liquidation, PerpBook, PerpBookError, PerpInterval, PerpReject, PerpSpec,
+    Completeness, HistorySlot, LiqFilter, Liquidation, PerpBook, PerpBookError, PerpInterval, PerpReject, PerpSpec,
     BINANCE_OI_STALE_POLLS, PERP_BOOK_BYTES, PERP_BOOK_BYTES_MAX, RECENT_KEEP_MS, RECENT_MAX, STALE_AFTER_MS,
 };
 use rampart_engine::perp_window::{LiqSums, PositionSide, SLOTS};
@@ -219,6 +219,24 @@ fn the_book_keeps_the_newest_of_each_side_by_the_venues_time() {
     b.on_liquidation(now, same, PositionSide::Long, 7.0, 1.0).expect("taken");
     assert_eq!(b.last_liquidation().map(|l| (l.side, l.usd())), Some((PositionSide::Long, 7.0)));
     assert_eq!(time(b.newest_of(Some(PositionSide::Short), now)), Some(same));
+}
+
+/// The history's `oiUsd`: each slot's OI at its end valued at the price then (the slot in
+/// progress: now), `null` without OI or without a price.
+#[test]
+fn a_history_slot_is_valued_at_the_price_at_its_end() {
+    let slot = |oi_base| HistorySlot { time_ms: 60_000, oi_base, oi_usd: None, liquidations: None };
+    let asked = std::cell::Cell::new(0);
+    let price_at = |t: i64| {
+        asked.set(t);
+        Some(2.5)
+    };
+    assert_eq!(slot(Some(4.0)).valued(60_000, 1_000_000, price_at).oi_usd, Some(10.0));
+    assert_eq!(asked.get(), 119_999, "the slot's last millisecond");
+    assert_eq!(slot(Some(4.0)).valued(60_000, 90_000, price_at).oi_usd, Some(10.0));
+    assert_eq!(asked.get(), 90_000, "the slot in progress: now");
+    assert_eq!(slot(None).valued(60_000, 1_000_000, price_at).oi_usd, None, "no OI");
+    assert_eq!(slot(Some(4.0)).valued(60_000, 1_000_000, |_| None).oi_usd, None, "no price");
 }
 
 #[test]

@@ -305,7 +305,7 @@ fn the_live_feed_reads_every_venues_perpetuals_and_alerts_on_them() {
     assert_eq!((l["side"].clone(), l["completeness"].clone()), (json!("long"), json!("all")), "{fired}");
     let usd = l["usd"].as_f64().expect("usd");
     assert!((1_000_000.0..1_001_000.0).contains(&usd), "worth at least $1M at the mark: {fired}");
-    // The lists are read from the snapshot the shard publishes each second.
+    // The lists read the pair's ring (the shard writes each liquidation as it takes it).
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let list = server.get_authed("/v1/liquidations/BTCUSDT?exchange=bybit").ok("list")["data"].clone();

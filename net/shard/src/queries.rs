@@ -30,7 +30,13 @@ impl Shard {
             Command::PerpHistory { book, window, reply } => {
                 let now = self.config.clock.now_ms();
                 let perp = self.perps.as_ref().and_then(|p| p.book(book));
-                let _ = reply.send(perp.map_or_else(Vec::new, |b| b.history(now, window).collect()));
+                let candles = self.market.get(book).map(|s| &s.candles);
+                let price_at = |t: i64| candles.and_then(|c| c.close_at(t)).map(|p| p.to_f64());
+                let slot_ms = window.duration_ms() / rampart_engine::perp_window::SLOTS as i64;
+                let slots = perp.map_or_else(Vec::new, |b| {
+                    b.history(now, window).map(|s| s.valued(slot_ms, now, price_at)).collect()
+                });
+                let _ = reply.send(slots);
             }
             Command::PerpTrigger { book, condition, reply } => {
                 let now = self.config.clock.now_ms();

@@ -898,7 +898,7 @@ class FundingAlertRequest(TypedDict):
 class PerpHistoryDataItem(TypedDict):
     time: int
     oiBase: float | None
-    oiUsd: None
+    oiUsd: float | None
     longUsd: float | None
     shortUsd: float | None
     longCount: int | None

@@ -29,7 +29,7 @@ pub(super) fn write_perp_ref(j: &mut Json, p: Option<&PerpSnapshot>) {
 
 /// `GET /v1/perp/{symbol}/history`: `{"symbol","exchange","interval","slotMs","data":[{"time",
 /// "oiBase","oiUsd","longUsd","shortUsd","longCount","shortCount"}]}`, `null` where rampart had
-/// not watched (`oiUsd` always: the windows keep base units, docs/design/derivatives.md).
+/// not watched (`oiUsd` also without a spot price then: `HistorySlot::valued`).
 pub(super) fn history_body(symbol: &str, exchange: &str, window: PerpInterval, slots: &[HistorySlot]) -> String {
     let mut j = Json::with_capacity(160 + slots.len() * 150);
     j.raw("{\"symbol\":").str(symbol).raw(",\"exchange\":").str(exchange);
