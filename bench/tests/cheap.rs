@@ -105,8 +105,12 @@ fn perp_memory_cheap() {
     let cells: Vec<&str> = row.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();
     assert_eq!(cells.len(), 5, "{row}");
     assert!(cells[0].ends_with("contracts (20 pairs × 4 venues)") && !cells[0].starts_with("0 "), "{row}");
+    // From the types' sizes: at least the book and the ring of 128 (40 bytes an entry), and within
+    // §17's about 21 KiB a pair.
+    let floor = (rampart_engine::perp_book::PERP_BOOK_BYTES + rampart_state::liq_feed::LIQ_FEED_LEN * 40) as f64;
     assert!(
-        cells[3].ends_with("KiB") && cells[3].trim_end_matches(" KiB").parse::<f64>().is_ok_and(|k| k > 20.0),
+        cells[3].ends_with("KiB")
+            && cells[3].trim_end_matches(" KiB").parse::<f64>().is_ok_and(|k| k * 1024.0 >= floor - 52.0 && k <= 21.0),
         "{row}"
     );
 }

@@ -113,6 +113,12 @@ pub struct LiqFilter {
 }
 
 impl LiqFilter {
+    /// Whether `l` is of the last [`RECENT_KEEP_MS`] at `now_ms`, of this side and value (what
+    /// [`LiqFilter::apply`] keeps, the limit aside).
+    pub fn passes(&self, now_ms: i64, l: &Liquidation) -> bool {
+        l.time_ms >= now_ms - RECENT_KEEP_MS && self.side.is_none_or(|s| s == l.side) && l.usd() >= self.min_usd
+    }
+
     /// Newest first, `newest` filtered as a list answer shows it at `now_ms`: the last
     /// [`RECENT_KEEP_MS`], this side and value, at most `limit` (the ring's copy and a stream's
     /// list are read the same way).

@@ -253,6 +253,10 @@ fn a_test_send_reads_the_last_24_hours_and_last_however_old() {
     let held = [b.last_liquidation().expect("held")];
     assert_eq!(filter.apply(now, held.iter()).count(), 1, "the lists' filter reads it the same way");
     assert_eq!(filter.apply(now + 1, held.iter()).count(), 0);
+    assert!(filter.passes(now, &held[0]) && !filter.passes(now + 1, &held[0]), "one by one the same");
+    let shorts = LiqFilter { side: Some(PositionSide::Short), ..filter };
+    let big = LiqFilter { min_usd: 1.5, ..filter };
+    assert!(!shorts.passes(now, &held[0]) && !big.passes(now, &held[0]), "side and value");
 }
 
 fn add(sum: &mut LiqSums, s: &LiqSums) {

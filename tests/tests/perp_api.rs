@@ -393,7 +393,7 @@ fn the_derivatives_channels_send_a_snapshot_then_each_change() {
     let l = liquidation.expect("a binance liquidation within 40 s");
     let (symbol, usd, time) =
         (l["symbol"].as_str().expect("symbol"), &l["liquidation"]["usd"], &l["liquidation"]["time"]);
-    // The list shows it once its snapshot is published (each second).
+    // The list reads the pair's ring, which the shard wrote before the stream handed it.
     let path = format!("/v1/liquidations/{symbol}?exchange=binance&limit=128");
     let deadline = Instant::now() + Duration::from_secs(5);
     while !data(&server, &path).iter().any(|x| &x["usd"] == usd && &x["time"] == time) {

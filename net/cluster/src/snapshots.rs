@@ -333,7 +333,7 @@ pub fn apply_message(shared: &Shared, registry: &Registry, health: &NodeHealth, 
     for (name, update) in books {
         let Some(book) = registry.find(name.venue, &name.symbol) else { continue };
         let Some(slot) = shared.slots.get(book.index()) else { continue };
-        densities_moved |= apply(slot, update);
+        densities_moved |= apply(slot, update, head.full);
     }
     if densities_moved {
         shared.densities_generation.fetch_add(1, Ordering::Release);
@@ -349,7 +349,7 @@ pub fn apply_message(shared: &Shared, registry: &Registry, health: &NodeHealth, 
 }
 
 /// Writes one book's update into its slot; true when its densities or status changed.
-fn apply(slot: &BookSlot, u: BookUpdate) -> bool {
+fn apply(slot: &BookSlot, u: BookUpdate, full: bool) -> bool {
     let mut moved = false;
     if let Some(p) = u.price {
         slot.price.store(p.price, Ordering::Release);
@@ -369,7 +369,7 @@ fn apply(slot: &BookSlot, u: BookUpdate) -> bool {
         slot.metrics.store(Arc::new(m));
     }
     if let Some(l) = &u.liquidations {
-        slot.liquidations.get_or_init(LiqFeed::new).relay(l.origin, l.head, &l.entries);
+        slot.liquidations.get_or_init(LiqFeed::new).relay(l.origin, l.head, &l.entries, full);
     }
     if let Some(p) = u.perp {
         slot.perp.store(p.map(Arc::new));

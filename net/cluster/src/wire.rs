@@ -710,6 +710,12 @@ mod tests {
             entries: (1..=rampart_state::liq_feed::LIQ_FEED_LEN as u64 + 1).map(|n| (n, one)).collect(),
         };
         assert_eq!(read_snapshot(&message(&many)).map(|_| ()), Err(WireError::Invalid("relayed liquidations")));
+        let mut past = relay();
+        past.head = past.entries[1].0 - 1;
+        assert_eq!(
+            read_snapshot(&message(&past)).map(|_| ()),
+            Err(WireError::Invalid("liquidation numbers past the head"))
+        );
         let mut bad_side = message(&relay());
         let at = bad_side.len() - 3 * 8 - 1;
         bad_side[at] = 2;

@@ -32,7 +32,7 @@ pub const LIQ_SNAPSHOT_MAX: usize = 50;
 /// One book's perpetual as the stream last handed it.
 #[derive(Debug, Default)]
 pub struct PerpSeen {
-    /// A look has taken the book's liquidations (from a published snapshot).
+    /// A look has taken the book's liquidations (what its ring held then).
     started: bool,
     /// The number of the newest liquidation handed ([`LiqFeed`]'s numbering).
     liq_seq: u64,

@@ -80,10 +80,16 @@ impl LiqFeed {
     /// here too, so a reader that asks for them gets [`Gap`] and starts again, as on the market
     /// node. Another origin (a standby took the partition over, its numbering begun again)
     /// restarts the count past the whole ring: every reader starts again, and the lists show only
-    /// what the new owner sends. The replica's one writer only; no allocation, no lock.
-    pub fn relay(&self, origin: u64, head: u64, entries: &[(u64, Liquidation)]) {
+    /// what the new owner sends. So does a `full` relay (the origin's whole ring, sent with its
+    /// full snapshots) carrying one this ring should hold and does not (a message lost, or rounds
+    /// taken before the first full snapshot): the ring is then written again from it, the
+    /// repair of a lost message. A skip is at most [`LIQ_FEED_LEN`] numbers (every reader is
+    /// past the ring then), so untrusted numbers cannot run the local ones away. The replica's
+    /// one writer only; no allocation, no lock.
+    pub fn relay(&self, origin: u64, head: u64, entries: &[(u64, Liquidation)], full: bool) {
         let before = self.origin.load(Ordering::Relaxed);
-        if before != origin {
+        let missing = full && before == origin && entries.iter().any(|(n, _)| !self.holds_relayed(*n));
+        if before != origin || missing {
             if before != 0 {
                 self.skip(LIQ_FEED_LEN as u64);
             }
@@ -117,15 +123,30 @@ impl LiqFeed {
         self.skip(LIQ_FEED_LEN as u64);
     }
 
-    /// Moves the head past `k` numbers left unwritten (their entries hold older numbers' stamps).
+    /// Whether the origin's liquidation `n` is held here: relayed and not overwritten (one not
+    /// relayed yet is not missing: it comes now). Every origin number relayed took one local
+    /// number (written or skipped), so `n` is local `head − (relayed − n)`.
+    fn holds_relayed(&self, n: u64) -> bool {
+        let relayed = self.relayed.load(Ordering::Relaxed);
+        if n > relayed {
+            return true;
+        }
+        let local = self.head().checked_sub(relayed - n).filter(|l| *l >= 1);
+        local.is_some_and(|l| self.get(l).is_ok())
+    }
+
+    /// Moves the head past `k` numbers left unwritten (their entries hold older numbers' stamps),
+    /// at most [`LIQ_FEED_LEN`] (past the whole ring every older number is a [`Gap`] already).
     fn skip(&self, k: u64) {
+        let k = k.min(LIQ_FEED_LEN as u64);
         if k > 0 {
             self.head.store(self.head.load(Ordering::Relaxed) + k, Ordering::Release);
         }
     }
 
     /// A replica's side: the origin whose numbering it relays (0: none yet).
-    pub fn origin(&self) -> u64 {
+    #[cfg(test)]
+    fn origin(&self) -> u64 {
         self.origin.load(Ordering::Acquire)
     }
 
@@ -183,16 +204,23 @@ impl LiqFeed {
     /// out (it is older than every other held). Allocates the copy (a front's read, at most
     /// [`LIQ_FEED_LEN`]).
     pub fn held(&self) -> Vec<(u64, Liquidation)> {
+        self.held_where(|_| true)
+    }
+
+    /// [`LiqFeed::held`], only those `keep` takes (a list's filter, before the copy is sorted).
+    pub fn held_where(&self, keep: impl Fn(&Liquidation) -> bool) -> Vec<(u64, Liquidation)> {
         let head = self.head();
         let from = head.saturating_sub(LIQ_FEED_LEN as u64) + 1;
-        let mut all: Vec<(u64, Liquidation)> = (from..=head).filter_map(|n| Some((n, self.get(n).ok()?))).collect();
+        let entry = |n: u64| self.get(n).ok().filter(|l| keep(l)).map(|l| (n, l));
+        let mut all: Vec<(u64, Liquidation)> = (from..=head).filter_map(entry).collect();
         all.sort_by(|(na, a), (nb, b)| b.time_ms.cmp(&a.time_ms).then(nb.cmp(na)));
         all
     }
 
     /// Calls `each` with every liquidation after number `after` up to the head, oldest first;
     /// the number of the last one read (`after` when none is new), or [`Gap`] when one of them
-    /// was overwritten (then `each` may have seen some: the caller starts again from a snapshot).
+    /// was overwritten (then `each` may have seen some: the caller starts again from what the ring
+    /// holds).
     pub fn read_after(&self, after: u64, mut each: impl FnMut(u64, Liquidation)) -> Result<u64, Gap> {
         let head = self.head();
         if head.saturating_sub(after) > LIQ_FEED_LEN as u64 {
@@ -289,26 +317,54 @@ mod tests {
     fn a_replica_relays_each_liquidation_once_under_its_own_numbers() {
         let feed = LiqFeed::new();
         let at = |n: u64| (n, liq(n as f64, n as i64, PositionSide::Long));
-        feed.relay(7, 42, &[at(41), at(42)]);
+        feed.relay(7, 42, &[at(41), at(42)], false);
         assert_eq!(read(&feed, 0), Ok((2, vec![(1, 41.0), (2, 42.0)])));
-        feed.relay(7, 43, &[at(42), at(43)]);
+        feed.relay(7, 43, &[at(42), at(43)], false);
         assert_eq!(read(&feed, 2), Ok((3, vec![(3, 43.0)])), "the repeat skipped");
         // Numbers the origin's ring no longer held: a reader of them is told so.
-        feed.relay(7, 46, &[at(46)]);
+        feed.relay(7, 46, &[at(46)], false);
         assert_eq!((feed.head(), feed.get(4), feed.get(5)), (6, Err(Gap), Err(Gap)));
         assert_eq!(read(&feed, 3), Err(Gap));
         assert_eq!(read(&feed, 5), Ok((6, vec![(6, 46.0)])));
         // The origin cleared its ring (its pair delisted): nothing sent, the numbers skipped.
-        feed.relay(7, 46 + LIQ_FEED_LEN as u64, &[]);
+        feed.relay(7, 46 + LIQ_FEED_LEN as u64, &[], false);
         assert_eq!((feed.head(), feed.held().len()), (6 + LIQ_FEED_LEN as u64, 0));
-        feed.relay(7, 47 + LIQ_FEED_LEN as u64, &[at(47 + LIQ_FEED_LEN as u64)]);
+        feed.relay(7, 47 + LIQ_FEED_LEN as u64, &[at(47 + LIQ_FEED_LEN as u64)], false);
         assert_eq!(feed.held().len(), 1, "what came after the clearing");
         // A standby's publisher, its numbers begun again: every reader starts again.
-        feed.relay(9, 2, &[at(1), at(2)]);
+        feed.relay(9, 2, &[at(1), at(2)], false);
         let skipped = 7 + 2 * LIQ_FEED_LEN as u64;
         assert_eq!(read(&feed, 7 + LIQ_FEED_LEN as u64), Err(Gap));
         assert_eq!(read(&feed, skipped), Ok((skipped + 2, vec![(skipped + 1, 1.0), (skipped + 2, 2.0)])));
         assert_eq!(feed.origin(), 9);
+    }
+
+    /// A lost message, or rounds taken before the first full snapshot: the next full relay
+    /// writes the ring again from the origin's; a full relay the ring already holds changes
+    /// nothing; a number far ahead moves the head by one ring at most.
+    #[test]
+    fn a_full_relay_repairs_what_the_replica_missed() {
+        let at = |n: u64| (n, liq(n as f64, n as i64, PositionSide::Long));
+        let feed = LiqFeed::new();
+        // The first round the replica takes is a busy pair's newest only.
+        feed.relay(7, 50, &[at(50)], false);
+        let whole: Vec<_> = (1..=50).map(at).collect();
+        feed.relay(7, 50, &whole, true);
+        assert_eq!(feed.held().len(), 50, "the whole ring after the full relay");
+        let head = feed.head();
+        feed.relay(7, 50, &whole, true);
+        assert_eq!(feed.head(), head, "held already: nothing written again");
+        // A round lost (51, 52), then the next (53): the full relay puts 51 and 52 back.
+        feed.relay(7, 53, &[at(53)], false);
+        assert_eq!(feed.held().len(), 51);
+        let again: Vec<_> = (4..=53).map(at).collect();
+        feed.relay(7, 53, &again, true);
+        let usd: Vec<f64> = feed.held().iter().take(3).map(|(_, l)| l.usd()).collect();
+        assert_eq!((feed.held().len(), usd), (50, vec![53.0, 52.0, 51.0]));
+        // Numbers from the wire far ahead: the head moves one ring, not to them.
+        let before = feed.head();
+        feed.relay(7, u64::MAX / 4, &[at(u64::MAX / 8)], false);
+        assert!(feed.head() <= before + 2 * LIQ_FEED_LEN as u64 + 1, "{} after {before}", feed.head());
     }
 
     #[test]

@@ -98,8 +98,9 @@ pub struct BookSlot {
     /// The pair's perpetual, replaced whole each second by the owning shard; empty when the
     /// pair has none on its venue (decisions §17).
     pub perp: arc_swap::ArcSwapOption<super::perp::PerpSnapshot>,
-    /// The pair's newest liquidations as the owning shard takes them, for the `liquidations`
-    /// stream; made when the pair gains a perpetual (`decisions.md` §17).
+    /// The pair's newest liquidations as the owning shard takes them, the one list the
+    /// `liquidations` stream, `GET /v1/liquidations…` and a cluster's relay read (`decisions.md`
+    /// §17); made when the pair gains a perpetual (an api node's: at the first relay).
     pub liquidations: std::sync::OnceLock<super::liq_feed::LiqFeed>,
 }
 

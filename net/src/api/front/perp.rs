@@ -93,10 +93,11 @@ fn snapshot(books: &Books, id: BookId) -> Option<Arc<PerpSnapshot>> {
     books.shared.slots[id.index()].perp.load_full()
 }
 
-/// The liquidations the ring of `id` holds, newest first (none before its ring is made).
-fn held(books: &Books, id: BookId) -> Vec<Liquidation> {
+/// The liquidations the ring of `id` holds that pass `f` at `now_ms` (the limit aside), newest
+/// first (none before its ring is made).
+fn held(books: &Books, id: BookId, f: LiqFilter, now_ms: i64) -> Vec<Liquidation> {
     let feed = books.shared.slots[id.index()].liquidations.get();
-    feed.map(|f| f.held().into_iter().map(|(_, l)| l).collect()).unwrap_or_default()
+    feed.map(|feed| feed.held_where(|l| f.passes(now_ms, l)).into_iter().map(|(_, l)| l).collect()).unwrap_or_default()
 }
 
 /// The book of `symbol` on `venue` with its snapshot, or the 404: unknown (or delisted) pair,
@@ -163,7 +164,7 @@ pub(super) fn liquidations_one(
     let venue = exchange_param(query)?;
     let f = list_query(query, LIQUIDATIONS_PAIR_LIMIT_DEFAULT, LIQUIDATIONS_PAIR_LIMIT_MAX)?;
     let (name, p) = pair(books, venue, symbol)?;
-    let held = held(books, books.book(venue, symbol)?);
+    let held = held(books, books.book(venue, symbol)?, f, now_ms);
     let items: Vec<(usize, Liquidation)> = passing(&held, f, now_ms).map(|l| (0, *l)).collect();
     let head = ListHead {
         symbol: Some(&name),
@@ -180,7 +181,7 @@ pub(super) fn liquidations_bulk(books: &Books, query: Option<&str>, now_ms: i64)
     let venue = exchange_param(query)?;
     let f = list_query(query, LIQUIDATIONS_VENUE_LIMIT_DEFAULT, LIQUIDATIONS_VENUE_LIMIT_MAX)?;
     let pairs = pairs(books, venue, None);
-    let lists: Vec<Vec<Liquidation>> = pairs.iter().map(|(id, _)| held(books, *id)).collect();
+    let lists: Vec<Vec<Liquidation>> = pairs.iter().map(|(id, _)| held(books, *id, f, now_ms)).collect();
     let items = newest(&lists, f, now_ms);
     let registry = books.shared.registry();
     let completeness = Completeness::of(venue).as_str();
