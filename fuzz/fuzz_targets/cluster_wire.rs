@@ -1,6 +1,7 @@
-//! Fuzzes the cluster's message decoders (snapshots, alert commands, queries, and the answers
-//! to queries): any bytes decode or give a `WireError`, never a panic, and whatever decodes
-//! encodes back to bytes that decode to the same message.
+//! Fuzzes the cluster's message decoders (snapshots, alert commands, queries, the answers to
+//! queries, and the webhook delivery a firing's message carries): any bytes decode or give a
+//! `WireError`, never a panic, and whatever decodes encodes back to bytes that decode to the
+//! same message.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -22,6 +23,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(slots) = wire::read_perp_history(data) {
         assert_eq!(wire::read_perp_history(&wire::perp_history(&slots)).map(|s| s.len()), Ok(slots.len()));
+    }
+    if let Ok(d) = wire::read_delivery(data) {
+        assert_eq!(wire::delivery(&d).map(|b| wire::read_delivery(&b)), Some(Ok(d)));
     }
     if let Ok(t) = wire::read_perp_trigger(data) {
         let again = wire::read_perp_trigger(&wire::perp_trigger(t.as_ref()));

@@ -151,7 +151,7 @@ impl World {
         let hooks = WriterHooks {
             owns: Box::new(|_| true),
             on_ended: Box::new(move |rows| told.lock().expect("ended").extend(rows.iter().cloned())),
-            ..WriterHooks::new(Box::new(Texts), Box::new(|_| {}))
+            ..WriterHooks::new(Box::new(Texts), Box::new(|_, _| {}))
         };
         let shared_clock: SharedClock = clock.clone();
         let health = Arc::new(StorageHealth::default());

@@ -311,7 +311,8 @@ fn an_owner_cut_off_from_postgres_gives_way_and_ends_when_it_returns() {
 /// outbox never marked published (the hidden fault flag makes the process exit right there, as a
 /// crash would). The standby owns the partition; the rows still pending are published again, the
 /// stream drops the repeats by their message ids, and every firing is recorded and delivered
-/// exactly once; alerts the dead owner had not fired yet fire on the standby.
+/// exactly once; alerts the dead owner had not fired yet fire on the standby. Messages carrying
+/// their delivery (the dead owner's stored ones, the standby's own) are among them.
 #[test]
 fn a_publisher_killed_in_mid_round_loses_nothing_and_doubles_nothing() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -325,7 +326,7 @@ fn a_publisher_killed_in_mid_round_loses_nothing_and_doubles_nothing() {
     let first = Server::start_with_key(BIN, &faulty, "");
     let api = Server::start(BIN, &[common.as_slice(), &["--role", "api", "--partitions", "1"]].concat());
     let key = unlimited_key(BIN, &cfg, &postgres);
-    let _deliver = Deliver::start(BIN, &postgres, &nats, &cfg);
+    let deliver = Deliver::start(BIN, &postgres, &nats, &cfg);
     let mut standby = Server::start_waiting(BIN, &market, "");
     standby_answers(&standby, 1);
     let hot_by = Instant::now() + Duration::from_secs(120);
@@ -366,5 +367,13 @@ fn a_publisher_killed_in_mid_round_loses_nothing_and_doubles_nothing() {
     let got = arrivals(&hits);
     assert_eq!(got.keys().copied().collect::<BTreeSet<_>>(), ids, "a webhook per alert");
     assert!(got.values().all(|&n| n == 1), "each delivered once: {got:?}");
+    // The messages the dead owner stored, and the standby's own firing, carried their delivery:
+    // those were sent without reading their rows (`rampart_store::handoff`), once like the rest.
+    let metrics = ureq::get(&format!("{}/metrics", deliver.health)).call().expect("metrics");
+    let metrics = metrics.into_string().expect("text");
+    let carried = metrics.lines().find_map(|l| l.strip_prefix("rampart_deliver_carried_total "));
+    let carried = carried.and_then(|v| v.trim().parse::<u64>().ok());
+    eprintln!("first deliveries sent from their message: {carried:?} of {}", ids.len());
+    assert!(carried.is_some_and(|n| (1..=ids.len() as u64).contains(&n)), "{metrics}");
     drop(standby);
 }

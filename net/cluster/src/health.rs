@@ -35,6 +35,9 @@ pub struct WorkerStats {
     /// Attempts cut to give their slot to another account under its part of a full bound
     /// (`rampart_delivery::fair`; the firing waits and is sent again).
     pub cut: Counter,
+    /// First deliveries taken from the delivery their message carried, without reading the row
+    /// (`crate::DELIVERY_HEADER`).
+    pub carried: Counter,
     last_storage_error_ms: AtomicI64,
     last_storage_ok_ms: AtomicI64,
     registry: Registry,
@@ -59,6 +62,12 @@ impl WorkerStats {
             cut.clone(),
         );
         registry.register("storage_errors", "Storage calls that failed", storage_errors.clone());
+        let carried = Counter::default();
+        registry.register(
+            "carried",
+            "First deliveries taken from the delivery their message carried, without reading the row",
+            carried.clone(),
+        );
         WorkerStats {
             workers,
             connected,
@@ -68,6 +77,7 @@ impl WorkerStats {
             failed,
             storage_errors,
             cut,
+            carried,
             last_storage_error_ms: AtomicI64::new(0),
             last_storage_ok_ms: AtomicI64::new(0),
             registry,

@@ -59,6 +59,12 @@ pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 /// The header that carries a firing's id to its workers.
 pub const FIRING_HEADER: &str = "Rampart-Firing";
 
+/// The header that carries a firing's webhook delivery (base64 of `wire::delivery`) when its
+/// publisher holds it (`rampart_store::handoff`): a worker sends a first delivery from it without
+/// reading the row. The body stays the row's id, so a worker that reads only the body (an older
+/// release's) still sends every firing.
+pub const DELIVERY_HEADER: &str = "Rampart-Delivery";
+
 /// Names of the stream, its subjects and the workers' consumer.
 #[derive(Clone, Debug)]
 pub struct BusNames {
@@ -122,6 +128,19 @@ fn headers(id: &str) -> async_nats::HeaderMap {
     h.insert("Nats-Msg-Id", id);
     h.insert(FIRING_HEADER, id);
     h
+}
+
+/// One firing to publish ([`FiringBus::publish_batch`]).
+pub struct Outgoing<'a> {
+    /// The subject's last part: the channel (`webhook`, `telegram`).
+    pub leaf: &'a str,
+    /// The message id (the firing's).
+    pub id: String,
+    /// The body: the outbox row's id.
+    pub body: Vec<u8>,
+    /// The webhook delivery's bytes (`wire::delivery`), when the publisher holds them: carried
+    /// in [`DELIVERY_HEADER`].
+    pub delivery: Option<Vec<u8>>,
 }
 
 /// What the stream answered a publish.
@@ -189,13 +208,18 @@ impl FiringBus {
         Ok(Published { sequence: ack.sequence, duplicate: ack.duplicate })
     }
 
-    /// Publishes several firings (`(leaf, id, body)` each) with every message sent before the
+    /// Publishes several firings with every message sent before the
     /// first acknowledgement is awaited (one round trip for the batch); whether the stream
     /// stored each one (or had it already), in order.
-    pub async fn publish_batch(&self, items: Vec<(&str, String, Vec<u8>)>) -> Vec<bool> {
+    pub async fn publish_batch(&self, items: Vec<Outgoing<'_>>) -> Vec<bool> {
+        use base64::Engine as _;
         let mut pending = Vec::with_capacity(items.len());
-        for (leaf, id, body) in items {
-            pending.push(self.js.publish_with_headers(self.subject(leaf), headers(&id), body.into()).await.ok());
+        for item in items {
+            let mut h = headers(&item.id);
+            if let Some(d) = &item.delivery {
+                h.insert(DELIVERY_HEADER, base64::engine::general_purpose::STANDARD.encode(d).as_str());
+            }
+            pending.push(self.js.publish_with_headers(self.subject(item.leaf), h, item.body.into()).await.ok());
         }
         let mut stored = Vec::with_capacity(pending.len());
         for ack in pending {
@@ -305,6 +329,15 @@ impl Firing {
     /// The published body.
     pub fn body(&self) -> &[u8] {
         &self.msg.payload
+    }
+
+    /// The webhook delivery its message carries ([`DELIVERY_HEADER`]), if any; an error when
+    /// the header holds bytes that are not one.
+    pub fn delivery(&self) -> Option<Result<wire::Delivery, wire::WireError>> {
+        use base64::Engine as _;
+        let value = self.msg.headers.as_ref()?.get(DELIVERY_HEADER)?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(value.as_str());
+        Some(bytes.map_err(|_| wire::WireError::Invalid("delivery header")).and_then(|b| wire::read_delivery(&b)))
     }
 
     /// Its outcome is recorded: the stream forgets it (the server confirms the ack).

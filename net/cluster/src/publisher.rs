@@ -7,6 +7,10 @@
 //! again; a repeat within the stream's duplicate window is dropped by the stream, and a worker
 //! that gets a row already settled acknowledges it without sending (`worker`).
 //!
+//! A row its own writer committed goes with the whole webhook delivery in its message
+//! (`rampart_store::handoff`: the first time this node publishes it, within 3 s of the commit), so a worker sends its first delivery without reading the row (issue #59); any other
+//! publish of a row carries its id alone.
+//!
 //! Nor between the stream and a worker when the stream itself is lost (a NATS server that came
 //! back without its store, a stream deleted by hand): every [`STREAM_CHECK`] and at every
 //! connect the thread reads the stream's creation time, and when it is not the one the outbox's
@@ -17,10 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{BusNames, FiringBus};
+use super::{wire, BusNames, FiringBus, Outgoing};
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::StoppableThread;
-use rampart_store::store::Store;
+use rampart_store::handoff::Handoff;
+use rampart_store::store::{Channel, Store, Unpublished};
 
 /// Rows read and published per round at most: a writer's whole batch
 /// (`rampart_store::writer::BATCH_MAX`), published with every acknowledgement awaited together
@@ -64,8 +69,9 @@ impl Publisher {
     /// that many rows, the process exits ([`FAULT_EXIT_CODE`]) once the stream has stored that
     /// many of them, the rest of the round unpublished and none of it marked. `partition`: the
     /// market node's (its writer's rows first, others' after [`OTHERS_AFTER`]); `None`, every row.
+    /// `handed`: the deliveries its writer committed, sent in their messages.
     pub fn start(
-        (store, partition): (Store, Option<String>),
+        (store, partition, handed): (Store, Option<String>, Arc<Handoff>),
         url: String,
         names: BusNames,
         clock: SharedClock,
@@ -73,17 +79,18 @@ impl Publisher {
         abort_after: Option<u32>,
     ) -> std::io::Result<Publisher> {
         let thread = super::spawn_async("publisher", move |stop| async move {
-            let whose = Whose { partition, clock: &clock };
+            let whose = Whose { partition, clock: &clock, handed: &handed };
             run(store, &url, names, (whose, abort_after), &stop, &wake).await;
         })?;
         Ok(Publisher { _thread: thread })
     }
 }
 
-/// Whose rows a publisher takes, and its clock.
+/// Whose rows a publisher takes, its clock, and the deliveries its writer handed it.
 struct Whose<'a> {
     partition: Option<String>,
     clock: &'a SharedClock,
+    handed: &'a Handoff,
 }
 
 async fn run(
@@ -192,9 +199,9 @@ async fn publish_round(
     let others_before = clock.now_ms() - OTHERS_AFTER.as_millis() as i64;
     let rows =
         store.unpublished(PUBLISH_BATCH_MAX, whose.partition.as_deref(), others_before).map_err(RoundError::Store)?;
+    let now = clock.now_ms();
     if let Some(n) = fault.filter(|&n| rows.len() > n) {
-        let items = rows[..n].iter().map(|r| (r.channel.as_str(), r.message_id(), r.id.to_string().into_bytes()));
-        let stored = bus.publish_batch(items.collect()).await;
+        let stored = bus.publish_batch(outgoing(&rows[..n], whose.handed, now)).await;
         let count = stored.iter().filter(|ok| **ok).count();
         tracing::error!(
             "publisher: fault injection: exiting with {count} of this round's {} rows stored, none marked",
@@ -203,8 +210,7 @@ async fn publish_round(
         // At once, as a crash would: no row of the round is marked, no destructor runs.
         std::process::exit(FAULT_EXIT_CODE);
     }
-    let items = rows.iter().map(|r| (r.channel.as_str(), r.message_id(), r.id.to_string().into_bytes())).collect();
-    let stored = bus.publish_batch(items).await;
+    let stored = bus.publish_batch(outgoing(&rows, whose.handed, now)).await;
     let done: Vec<i64> = rows.iter().zip(&stored).filter(|(_, ok)| **ok).map(|(r, _)| r.id).collect();
     if !done.is_empty() {
         store.mark_published(&done, clock.now_ms()).map_err(RoundError::Store)?;
@@ -215,4 +221,18 @@ async fn publish_round(
         Some(e) => Err(RoundError::Refused(e)),
         None => Ok(done.len()),
     }
+}
+
+/// Each row's message: the row's id, with the whole webhook delivery when this node's writer
+/// handed it and it is taken now (its first publish from here; `rampart_store::handoff`).
+fn outgoing<'r>(rows: &'r [Unpublished], handed: &Handoff, now_ms: i64) -> Vec<Outgoing<'r>> {
+    let message = |r: &'r Unpublished| {
+        let held = (r.channel == Channel::Webhook).then(|| handed.take(r.alert_id, r.trigger_ms, now_ms)).flatten();
+        let delivery = held.and_then(|h| {
+            let (account_id, alert_id, trigger_ms) = (h.account_id, h.alert_id, h.trigger_ms);
+            wire::delivery(&wire::Delivery { id: r.id, account_id, alert_id, trigger_ms, url: h.url, body: h.body })
+        });
+        Outgoing { leaf: r.channel.as_str(), id: r.message_id(), body: r.id.to_string().into_bytes(), delivery }
+    };
+    rows.iter().map(message).collect()
 }

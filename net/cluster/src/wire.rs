@@ -1,7 +1,7 @@
 //! The cluster's messages on NATS, as compact little-endian binary: a market node's snapshots
 //! of its books (for the api nodes' replicas), the api nodes' alert commands to the owning
-//! market node, and the queries a market node answers (`query`: candles, depth, a perpetual's
-//! history and test trigger).
+//! market node, the queries a market node answers (`query`: candles, depth, a perpetual's
+//! history and test trigger), and the webhook delivery a firing's message carries (`delivery`).
 //!
 //! Every message starts with [`WIRE_VERSION`]; books are named by venue and `BASEQUOTE` (never by
 //! `BookId`, which is an index into one process's registry). Decoding never trusts a length: a
@@ -16,8 +16,11 @@ use rampart_engine::{Price, Qty, Side, Venue};
 
 use rampart_state::pair_metrics::{Depth, PairMetrics, WallsSummary};
 mod condition;
+mod delivery;
 mod perp;
 mod query;
+
+pub use delivery::{delivery, read_delivery, Delivery, DELIVERY_BYTES_MAX};
 
 pub use perp::LiqRelay;
 

@@ -7,7 +7,8 @@
 //! rescheduled.
 //!
 //! Storage in groups: a fetched batch's deliveries and their accounts' signing secrets are read
-//! in one pipelined round trip each; the outcomes that have arrived are recorded together in
+//! in one pipelined round trip each (a first delivery whose message carries its delivery is not
+//! read: `carried_row`, issue #59); the outcomes that have arrived are recorded together in
 //! one transaction by the thread's recorder task (as the single server's sender records its
 //! outcomes), so a delivery costs a share of a few round trips, not several of its own. Both
 //! run on blocking threads, each through its own connection (`WorkerStores`): the thread's
@@ -396,11 +397,15 @@ fn answer_later(w: &Rc<Worker>, firing: Firing, slot: Option<OwnedSemaphorePermi
 /// sending; the others wait in line and start as their bounds allow ([`start_waiting`]).
 /// `Err` when the read panicked (the connection is lost with it).
 async fn start_batch(w: &Rc<Worker>, taken: Vec<Firing>) -> Result<(), tokio::task::JoinError> {
-    let ids: Vec<i64> = taken.iter().filter_map(delivery_id).collect();
+    let carried: Vec<Option<OutboxRow>> = taken.iter().map(carried_row).collect();
+    let unread = taken.iter().zip(&carried).filter(|(_, c)| c.is_none());
+    let ids: Vec<i64> = unread.filter_map(|(f, _)| delivery_id(f)).collect();
+    let accounts: Vec<i64> = carried.iter().flatten().map(|row| row.account_id).collect();
+    w.stats.carried.inc_by(accounts.len() as u64);
     let now = w.clock.now_ms();
     let store = w.reader.borrow_mut().take().expect("the reader is lent to one read at a time");
     let (store, read) = tokio::task::spawn_blocking(move || {
-        let read = read_batch(&store, &ids, now);
+        let read = read_batch(&store, &ids, &accounts, now);
         (store, read)
     })
     .await?;
@@ -415,13 +420,13 @@ async fn start_batch(w: &Rc<Worker>, taken: Vec<Firing>) -> Result<(), tokio::ta
         }
     };
     let mut rows = rows.into_iter();
-    for firing in taken {
+    for (firing, carried) in taken.into_iter().zip(carried) {
         if delivery_id(&firing).is_none() {
             tracing::error!(firing = firing.id, "deliver: a firing without a delivery id; dropped");
             answer_later(w, firing, None, None);
             continue;
         }
-        let row = match rows.next().flatten() {
+        let row = match carried.or_else(|| rows.next().flatten()) {
             Some(row) if row.state == "pending" => row,
             _ => {
                 answer_later(w, firing, None, None);
@@ -445,15 +450,55 @@ async fn start_batch(w: &Rc<Worker>, taken: Vec<Firing>) -> Result<(), tokio::ta
 /// accounts.
 type BatchRead = (Vec<Option<OutboxRow>>, HashMap<i64, Vec<String>>);
 
-/// Reads the rows of `ids` and their accounts' secrets: two statements.
-fn read_batch(store: &Store, ids: &[i64], now: i64) -> Result<BatchRead, StoreError> {
-    let rows = store.outbox_rows(ids)?;
-    let mut accounts: Vec<i64> =
-        rows.iter().flatten().filter(|r| r.channel == Channel::Webhook).map(|r| r.account_id).collect();
+/// Reads the rows of `ids`, then the signing secrets of their webhooks' accounts and of
+/// `carried` (the accounts of the deliveries the batch's messages carried): two statements, one
+/// when every row was carried.
+fn read_batch(store: &Store, ids: &[i64], carried: &[i64], now: i64) -> Result<BatchRead, StoreError> {
+    let rows = if ids.is_empty() { Vec::new() } else { store.outbox_rows(ids)? };
+    let webhooks = rows.iter().flatten().filter(|r| r.channel == Channel::Webhook);
+    let mut accounts: Vec<i64> = webhooks.map(|r| r.account_id).chain(carried.iter().copied()).collect();
     accounts.sort_unstable();
     accounts.dedup();
     let secrets = store.webhook_secrets_of(&accounts, now)?;
     Ok((rows, accounts.into_iter().zip(secrets).collect()))
+}
+
+/// The row a first delivery's message carries ([`crate::DELIVERY_HEADER`]), to send without
+/// reading it; `None` (read the row) for a message without one, a malformed one (logged), or a
+/// redelivery.
+fn carried_row(firing: &Firing) -> Option<OutboxRow> {
+    let carried = match firing.delivery()? {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(firing = firing.id, "deliver: the delivery in the message: {e}; reading the row");
+            return None;
+        }
+    };
+    first_delivery(firing.attempt, delivery_id(firing)?, carried)
+}
+
+/// The outbox row as committed, from the delivery a message carried, when it can be sent from
+/// it: only at the firing's first delivery (a redelivery follows an attempt, a worker's death or a
+/// storage error: the row may have moved on since) and only when it is the row the message
+/// names. The publisher sends a delivery only with a row's first publish from the node that
+/// committed it, within the stream's duplicate window of any other (`rampart_store::handoff`),
+/// so a first delivery of such a message is the firing's first.
+fn first_delivery(attempt: i64, id: i64, d: super::wire::Delivery) -> Option<OutboxRow> {
+    (attempt == 1 && d.id == id).then(|| OutboxRow {
+        id,
+        alert_id: d.alert_id,
+        url: d.url,
+        body: d.body,
+        state: "pending".to_owned(),
+        attempts: 0,
+        first_failure_ms: None,
+        next_attempt_ms: d.trigger_ms,
+        last_status: None,
+        last_error: None,
+        account_id: d.account_id,
+        channel: Channel::Webhook,
+        trigger_ms: d.trigger_ms,
+    })
 }
 
 /// How long a retry published before its time must still wait: a row the publisher handed over
@@ -707,5 +752,23 @@ mod tests {
         assert_eq!(not_due_yet(&row(1, 11_000 + EARLY_SLACK_MS), 11_000), None);
         assert_eq!(not_due_yet(&row(2, 5_000), 11_000), None, "late is due");
         assert_eq!(not_due_yet(&row(0, 99_000), 11_000), None, "a first attempt is always due");
+    }
+
+    /// A first delivery is sent from the delivery its message carries, as the row was
+    /// committed; a redelivery, or a delivery of another row, reads the row.
+    #[test]
+    fn only_a_first_delivery_is_sent_from_its_message() {
+        let d = crate::wire::Delivery {
+            id: 1,
+            account_id: 3,
+            alert_id: 2,
+            trigger_ms: 1_000,
+            url: "http://127.0.0.1:1/h".into(),
+            body: "{}".into(),
+        };
+        let committed = OutboxRow { first_failure_ms: None, ..row(0, 1_000) };
+        assert_eq!(first_delivery(1, 1, d.clone()), Some(committed));
+        assert_eq!(first_delivery(2, 1, d.clone()), None, "a redelivery reads the row");
+        assert_eq!(first_delivery(1, 9, d), None, "another row's delivery");
     }
 }

@@ -3,12 +3,13 @@
 //! firing goes to one of the workers sharing the consumer; one whose worker dies unanswered is
 //! redelivered after the ack wait; a retry comes back after its delay, not before; a firing is
 //! delivered `DELIVERIES_MAX` times at most; more than a thousand firings waiting for their retry
-//! do not stall the consumer, and a consumer made before that was set is updated.
+//! do not stall the consumer, and a consumer made before that was set is updated; a firing's
+//! delivery carried in its message reaches the worker whole, at every delivery.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rampart_cluster::{BusNames, FiringBus, DELIVERIES_MAX, UNANSWERED_MAX};
+use rampart_cluster::{wire, BusNames, FiringBus, Outgoing, DELIVERIES_MAX, UNANSWERED_MAX};
 use rampart_store::store::message_id;
 
 fn names(test: &str) -> BusNames {
@@ -89,6 +90,46 @@ fn each_firing_goes_to_one_worker_and_an_unanswered_one_comes_back() {
             assert_eq!(attempts, want, "firing {id}");
         }
         assert!(wb.next(Duration::from_millis(300)).await.expect("next").is_none(), "nothing more");
+    });
+}
+
+/// The delivery a publisher puts in a firing's message reaches the worker as it was written, at
+/// its first delivery and at a redelivery (which the worker tells by `attempt`); a message
+/// without one has none.
+#[test]
+fn a_delivery_carried_in_its_message_reaches_the_worker() {
+    runtime().block_on(async {
+        let bus = bus("carried").await;
+        let d = wire::Delivery {
+            id: 12,
+            account_id: 3,
+            alert_id: 7,
+            trigger_ms: 2_000,
+            url: "https://example.com/h".into(),
+            body: "{\"note\":\"é\"}".into(),
+        };
+        let with =
+            Outgoing { leaf: "webhook", id: message_id(7, 2_000), body: b"12".to_vec(), delivery: wire::delivery(&d) };
+        let without = Outgoing { leaf: "webhook", id: message_id(8, 2_000), body: b"13".to_vec(), delivery: None };
+        assert_eq!(bus.publish_batch(vec![with, without]).await, [true, true]);
+        let worker = bus.worker(Duration::from_secs(30)).await.expect("worker");
+        let first = worker.next_batch(2, Duration::from_secs(2)).await.expect("next");
+        assert_eq!(first.len(), 2);
+        assert_eq!((first[0].attempt, first[0].delivery()), (1, Some(Ok(d.clone()))));
+        assert!(first[1].delivery().is_none(), "a message without a delivery");
+        let mut first = first.into_iter();
+        let carried = first.next().expect("the first");
+        carried.retry_in(Duration::from_millis(50)).await.expect("nak");
+        first.next().expect("the second").done().await.expect("ack");
+        let asked = Instant::now();
+        let again = loop {
+            if let Some(f) = worker.next(Duration::from_millis(500)).await.expect("next") {
+                break f;
+            }
+            assert!(asked.elapsed() < Duration::from_secs(10), "the retry never came");
+        };
+        assert_eq!((again.attempt, again.delivery()), (2, Some(Ok(d))), "redelivered whole; the worker reads the row");
+        again.done().await.expect("ack");
     });
 }
 

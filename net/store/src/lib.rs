@@ -3,11 +3,13 @@
 //! commit and the process-wide storage health (`storage`), and the writer that drains the
 //! shards' event queues into the store (`writer`), collecting a `*` alert's firings into bodies
 //! (`collect`); the flood guard's rule, sans-I/O (`flood_guard`); the writer's committed inbox
-//! entries for the stream fronts (`inbox_feed`).
+//! entries for the stream fronts (`inbox_feed`); a market node's committed webhook deliveries for its
+//! publisher (`handoff`).
 
 pub mod collect;
 pub mod db;
 pub mod flood_guard;
+pub mod handoff;
 pub mod inbox_feed;
 pub mod storage;
 pub mod store;

@@ -15,6 +15,7 @@ use rampart_engine::Registry;
 
 use crate::collect::Collector;
 use crate::db::StoreError;
+use crate::handoff::Handed;
 use crate::storage::{StorageHealth, Writer as StorageWriter};
 use crate::store::{AlertRow, Delisting, FiringRecord, Render, SiteFiringRecord, Store};
 use rampart_state::clock::{Clock, SharedClock};
@@ -77,8 +78,9 @@ impl WriterStats {
     }
 }
 
-/// Called with every committed batch (the delivery side hooks in here).
-pub type OnCommitted = Box<dyn FnMut(&[(AlertRow, FiringRecord)]) + Send>;
+/// Called with every committed batch and its webhook deliveries (the delivery side hooks in
+/// here: a market node hands the deliveries to its publisher, `crate::handoff`).
+pub type OnCommitted = Box<dyn FnMut(&[(AlertRow, FiringRecord)], Vec<Handed>) + Send>;
 
 /// Which alerts this process ends at their expiry ([`WriterHooks::owns`]).
 pub type Owns = Box<dyn Fn(&AlertRow) -> bool + Send>;
@@ -369,7 +371,7 @@ fn commit(
         stats.firings.fetch_add(batch.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
         stats.note_inbox_fed(std::mem::take(&mut done.inbox));
-        on_committed(&done.fired);
+        on_committed(&done.fired, std::mem::take(&mut done.deliveries));
         let ended = done.leaving();
         if !done.paused.is_empty() {
             tracing::info!("writer: the flood guard paused {} alerts", done.paused.len());

@@ -178,7 +178,7 @@ impl MarketAlertsHere {
         let (books, queues) = (shared.books.clone(), vec![events.clone()]);
         // This writer records the site's market alert firings only: alerts expire on the
         // market nodes, where their shards run.
-        let hooks = WriterHooks { owns: Box::new(|_| false), ..WriterHooks::new(Box::new(Texts), Box::new(|_| {})) };
+        let hooks = WriterHooks { owns: Box::new(|_| false), ..WriterHooks::new(Box::new(Texts), Box::new(|_, _| {})) };
         let writer = Writer::start(store, queues, books, health.clone(), clock.clone(), hooks)?;
         let watcher = SiteAlertWatcher::start(s.store.open()?, shared.clone())?;
         let lock = NamedLock::start(s.store.open()?, "site-market-alerts", node.market_alerts.clone(), clock.clone())?;

@@ -15,6 +15,7 @@ use rampart_shard::ShardSet;
 use rampart_state::clock::SharedClock;
 use rampart_state::shutdown::Shutdown;
 use rampart_state::EventQueue;
+use rampart_store::handoff::Handoff;
 use rampart_store::storage::{Checkpointer, Pruning, StorageHealth};
 use rampart_store::store::Fence;
 use rampart_store::text::Texts;
@@ -69,6 +70,8 @@ impl Persistence {
             threads: s.delivery_threads,
             ..DeliveryConfig::default()
         };
+        // A market node's writer hands its webhook deliveries to its publisher (issue #59).
+        let handed = s.nats.as_ref().map(|_| Arc::new(Handoff::default()));
         let (delivery, wake) = match &s.nats {
             None => {
                 let d = Delivery::start(s.store.open()?.for_background()?, delivery_config, clock.clone())?;
@@ -80,8 +83,9 @@ impl Persistence {
                 let wake = Arc::new(tokio::sync::Notify::new());
                 let fault = s.faults.publisher_abort_after;
                 let mine = fence.as_ref().map(|f| f.partition.clone());
+                let held = handed.clone().unwrap_or_default();
                 let p = Publisher::start(
-                    (store, mine),
+                    (store, mine, held),
                     url.clone(),
                     BusNames::default(),
                     clock.clone(),
@@ -95,7 +99,14 @@ impl Persistence {
         // With Telegram on, any firing may have queued a message (the account's chat is looked
         // up in the transaction); site firings and delistings are found by the sender's poll.
         let telegram = s.telegram.is_some();
-        let on_committed: OnCommitted = Box::new(move |done| {
+        let committed_clock = clock.clone();
+        let on_committed: OnCommitted = Box::new(move |done, deliveries| {
+            if let Some(handed) = &handed {
+                let dropped = handed.put(deliveries, committed_clock.now_ms());
+                if dropped > 0 {
+                    tracing::debug!(dropped, "writer: the handoff is full; these rows go to the stream as ids");
+                }
+            }
             if telegram || done.iter().any(|(row, _)| row.webhook_url.is_some()) {
                 wake.notify_one();
             }

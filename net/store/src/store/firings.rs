@@ -11,6 +11,7 @@ use super::outbox::queue_telegram;
 use super::render::Render;
 use crate::db::{vals, Col, StoreError};
 use crate::flood_guard::FloodWindow;
+use crate::handoff::Handed;
 use crate::inbox_feed::FedEntry;
 use std::sync::Arc;
 
@@ -23,6 +24,8 @@ pub struct Recorded {
     pub paused: Vec<AlertRow>,
     /// The inbox entries written, in id order (for the streams: `crate::inbox_feed`).
     pub inbox: Vec<FedEntry>,
+    /// The webhook deliveries queued, as sent (for a market node's publisher: `crate::handoff`).
+    pub deliveries: Vec<Handed>,
 }
 
 impl Recorded {
@@ -34,6 +37,22 @@ impl Recorded {
         let ended = self.fired.iter().map(|(row, _)| row).filter(|row| row.status == AlertStatus::Triggered);
         ended.chain(&self.paused).cloned().collect()
     }
+}
+
+/// The webhook deliveries of the firings `done`, with the bodies made for them (`sent`, a chat
+/// format's, else the event body), moved.
+fn delivered(done: &[(AlertRow, FiringRecord)], bodies: Vec<String>, sent: Vec<Option<String>>) -> Vec<Handed> {
+    let made = done.iter().zip(bodies.into_iter().zip(sent));
+    made.filter_map(|((row, f), (body, sent))| {
+        Some(Handed {
+            account_id: row.account_id,
+            alert_id: row.id,
+            trigger_ms: f.ts_ms,
+            url: row.webhook_url.clone()?,
+            body: sent.unwrap_or(body),
+        })
+    })
+    .collect()
 }
 
 impl Store {
@@ -133,6 +152,7 @@ impl Store {
                 "publisher",
             ];
             db.insert_rows("outbox", &names, &cols)?;
+            let deliveries = delivered(&done, bodies, sent);
             if telegram {
                 for (row, f) in &done {
                     let text = || texts.telegram_alert_fired(row, f);
@@ -143,7 +163,8 @@ impl Store {
                     queue_telegram(db, texts, row.account_id, row.id, text, *at)?;
                 }
             }
-            Ok(Recorded { fired: done, paused: paused.into_iter().map(|(row, _)| row).collect(), inbox: fed })
+            let paused = paused.into_iter().map(|(row, _)| row).collect();
+            Ok(Recorded { fired: done, paused, inbox: fed, deliveries })
         })
     }
 
