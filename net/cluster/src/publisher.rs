@@ -8,8 +8,9 @@
 //! that gets a row already settled acknowledges it without sending (`worker`).
 //!
 //! A row its own writer committed goes with the whole webhook delivery in its message
-//! (`rampart_store::handoff`: the first time this node publishes it, within 3 s of the commit), so a worker sends its first delivery without reading the row (issue #59); any other
-//! publish of a row carries its id alone.
+//! (`rampart_store::handoff`: the first time this node publishes it, within 3 s of the commit),
+//! so a worker sends its first delivery without reading the row (issue #59); any other publish
+//! of a row carries its id alone.
 //!
 //! Nor between the stream and a worker when the stream itself is lost (a NATS server that came
 //! back without its store, a stream deleted by hand): every [`STREAM_CHECK`] and at every

@@ -481,8 +481,10 @@ fn carried_row(firing: &Firing) -> Option<OutboxRow> {
 /// it: only at the firing's first delivery (a redelivery follows an attempt, a worker's death or a
 /// storage error: the row may have moved on since) and only when it is the row the message
 /// names. The publisher sends a delivery only with a row's first publish from the node that
-/// committed it, within the stream's duplicate window of any other (`rampart_store::handoff`),
-/// so a first delivery of such a message is the firing's first.
+/// committed it, sooner than another node takes the row (`rampart_store::handoff`): such a
+/// message is the row's first, or falls in the stream's duplicate window of the other and is
+/// dropped, so its first delivery is the firing's first. Nothing changes a row before its first
+/// attempt is recorded, so the message's copy is the row.
 fn first_delivery(attempt: i64, id: i64, d: super::wire::Delivery) -> Option<OutboxRow> {
     (attempt == 1 && d.id == id).then(|| OutboxRow {
         id,
