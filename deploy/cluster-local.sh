@@ -93,9 +93,13 @@ mkdir -p "$dir/logs"
 # A market node under a restart loop, as `Restart=always` runs it: whatever ended it (status 75:
 # its partition was taken; a crash; a kill), it starts again a second later and waits as the
 # standby. SIGTERM to the loop stops the node and the loop.
+# Market nodes' shards do not spin before they park unless told (RAMPART_SHARD_SPIN_US or
+# --shard-spin-us after `--`): every node shares this host's cores, and a spinning shard takes them
+# from PostgreSQL and the other nodes (perf/README.md, issue #59: creates 1.36x without the spin).
 market() {
     local name=$1; shift
     (
+        export RAMPART_SHARD_SPIN_US="${RAMPART_SHARD_SPIN_US:-0}"
         child=0
         trap 'kill -TERM $child 2>/dev/null; wait $child; exit 0' TERM
         while :; do

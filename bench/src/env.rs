@@ -80,8 +80,8 @@ fn spawn_rampart(o: &Opts, args: &[&str], wanted: &[&str], timeout: Duration) ->
 
 /// The `--backend` values.
 /// `cluster`: one `serve --nats` and two `rampart deliver`; `roles`: two market nodes
-/// (partitions 0/2 and 1/2), two api nodes (the scenario talks to the first) and two
-/// `rampart deliver`.
+/// (partitions 0/2 and 1/2, `--shard-spin-us 0`), two api nodes (the scenario talks to the
+/// first) and two `rampart deliver`.
 pub const BACKENDS: [&str; 4] = ["sqlite", "postgres", "cluster", "roles"];
 
 /// A fresh schema on the harness's PostgreSQL server (`rampart_testkit::pg::durable_server`:
@@ -169,8 +169,10 @@ impl Env {
         }
         let mut nodes = Vec::new();
         if roles {
+            // The market nodes' shards do not spin before they park: every role shares this
+            // host's cores (docs/design/cluster.md, "Running one"; perf/README.md, issue #59).
             for p in ["0/2", "1/2"] {
-                let args = [serve.as_slice(), &["--role", "market", "--partition", p]].concat();
+                let args = [serve.as_slice(), &["--role", "market", "--partition", p, "--shard-spin-us", "0"]].concat();
                 nodes.push(spawn_rampart(o, &args, &["listening on "], Duration::from_secs(120))?.0);
             }
             serve.extend(["--role", "api", "--partitions", "2"]);
@@ -318,28 +320,29 @@ impl Env {
     }
 
     /// Where a storm's deliveries spent their time, from the service's own rows: for each
-    /// webhook delivery of the firings at `trigger_ms`, milliseconds from the trade to its
-    /// hand-over to the firings stream (a cluster's publisher: `published_ms`), to its first
-    /// attempt's start, and to its settling (`done_ms`, when the outcome was recorded).
+    /// webhook delivery of the firings at `trigger_ms`, milliseconds from the trade to the
+    /// writer's commit, to its hand-over to the firings stream (a cluster's publisher:
+    /// `published_ms`), to its first attempt's start (its end less its latency: the request's
+    /// first byte, give or take the connect), to that attempt's end, and to its settling
+    /// (`done_ms`, when the outcome was recorded).
     pub(crate) fn stages(&self, trigger_ms: i64) -> Res<Value> {
         let db = self.db()?;
-        // Each stage from the service's own rows: the writer's commit (issue #59), the hand-over
-        // to a cluster's firings stream, the first attempt's end, the settling.
-        let sql =
-            "SELECT o.committed_ms, o.published_ms, (SELECT MIN(a.at_ms) FROM attempts a WHERE a.outbox_id = o.id),
+        let sql = "SELECT o.committed_ms, o.published_ms,
+                   (SELECT MIN(a.at_ms - COALESCE(a.latency_ms, 0)) FROM attempts a WHERE a.outbox_id = o.id),
+                   (SELECT MIN(a.at_ms) FROM attempts a WHERE a.outbox_id = o.id),
                    o.done_ms FROM outbox o WHERE o.trigger_ms = ?1 AND o.channel = 'webhook'";
-        type Times = (Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+        type Times = [Option<i64>; 5];
         let rows: Vec<Times> = db
             .query(sql, &[rampart_store::db::Val::I64(trigger_ms)], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])
             })
             .map_err(|e| e.to_string())?;
         let mut out = json!({"deliveries": rows.len()});
-        let names = ["toCommittedMs", "toPublishedMs", "toFirstAttemptMs", "toSettledMs"];
+        let names = ["toCommittedMs", "toPublishedMs", "toFirstSendMs", "toFirstAttemptMs", "toSettledMs"];
         for (i, name) in names.into_iter().enumerate() {
             let mut h = hist();
             for r in &rows {
-                if let Some(at) = [r.0, r.1, r.2, r.3][i] {
+                if let Some(at) = r[i] {
                     let _ = h.record((at - trigger_ms).max(1) as u64);
                 }
             }
