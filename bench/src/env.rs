@@ -322,23 +322,26 @@ impl Env {
     /// Where a storm's deliveries spent their time, from the service's own rows: for each
     /// webhook delivery of the firings at `trigger_ms`, milliseconds from the trade to the
     /// writer's commit, to its hand-over to the firings stream (a cluster's publisher:
-    /// `published_ms`), to its first attempt's start (its end less its latency: the request's
-    /// first byte, give or take the connect), to that attempt's end, and to its settling
-    /// (`done_ms`, when the outcome was recorded).
+    /// `published_ms`), to its first attempt's taking (a worker's fetch of its message, one
+    /// process's read of its row: `attempts.pulled_ms`), to that attempt's start (its end less
+    /// its latency: the request's first byte, give or take the connect), to its end, and to its
+    /// settling (`done_ms`, when the outcome was recorded).
     pub(crate) fn stages(&self, trigger_ms: i64) -> Res<Value> {
         let db = self.db()?;
         let sql = "SELECT o.committed_ms, o.published_ms,
+                   (SELECT a.pulled_ms FROM attempts a WHERE a.outbox_id = o.id ORDER BY a.id LIMIT 1),
                    (SELECT MIN(a.at_ms - COALESCE(a.latency_ms, 0)) FROM attempts a WHERE a.outbox_id = o.id),
                    (SELECT MIN(a.at_ms) FROM attempts a WHERE a.outbox_id = o.id),
                    o.done_ms FROM outbox o WHERE o.trigger_ms = ?1 AND o.channel = 'webhook'";
-        type Times = [Option<i64>; 5];
+        type Times = [Option<i64>; 6];
         let rows: Vec<Times> = db
             .query(sql, &[rampart_store::db::Val::I64(trigger_ms)], |r| {
-                Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])
+                Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?])
             })
             .map_err(|e| e.to_string())?;
         let mut out = json!({"deliveries": rows.len()});
-        let names = ["toCommittedMs", "toPublishedMs", "toFirstSendMs", "toFirstAttemptMs", "toSettledMs"];
+        let names =
+            ["toCommittedMs", "toPublishedMs", "toPulledMs", "toFirstSendMs", "toFirstAttemptMs", "toSettledMs"];
         for (i, name) in names.into_iter().enumerate() {
             let mut h = hist();
             for r in &rows {
@@ -348,6 +351,15 @@ impl Env {
             }
             out[name] = pct(&h);
         }
+        // How the deliveries were taken: rounds of one process's reads, or workers' fetches
+        // (one `pulled_ms` each, give or take two in the same millisecond).
+        let mut pulls: HashMap<i64, u64> = HashMap::new();
+        rows.iter().filter_map(|r| r[2]).for_each(|at| *pulls.entry(at).or_default() += 1);
+        let mut per_pull = hist();
+        for &n in pulls.values() {
+            let _ = per_pull.record(n);
+        }
+        out["pulls"] = json!({"count": pulls.len(), "rowsPerPull": pct(&per_pull)});
         Ok(out)
     }
 

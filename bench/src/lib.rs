@@ -613,7 +613,13 @@ pub fn firing_commits_while_pruning(batch: usize, firings: usize, backlog: usize
         let delivered = rampart_store::store::AttemptResult::Delivered { status: 200 };
         let outcomes: Vec<rampart_store::store::Outcome> = due
             .iter()
-            .map(|r| rampart_store::store::Outcome { id: r.id, result: delivered.clone(), at_ms: 1_500, latency_ms: 1 })
+            .map(|r| rampart_store::store::Outcome {
+                id: r.id,
+                result: delivered.clone(),
+                at_ms: 1_500,
+                latency_ms: 1,
+                pulled_ms: 1_499,
+            })
             .collect();
         store.record_attempts(&outcomes, rampart_delivery::schedule::next_attempt_ms).expect("settled");
     }
@@ -735,7 +741,8 @@ pub fn delivery(backend: Backend, firings: usize, hosts: usize) -> Summary {
     }
     let config = DeliveryConfig { allow_private: true, ..DeliveryConfig::default() };
     let sender = at.open().expect("store").for_background().expect("tuned");
-    let d = Delivery::start(sender, config, Arc::new(SystemClock)).expect("delivery");
+    let reader = at.open().expect("store").for_background().expect("tuned");
+    let d = Delivery::start((sender, reader), config, Arc::new(SystemClock)).expect("delivery");
     let wake = d.waker();
     let started = Instant::now();
     for chunk in ids.chunks(100) {

@@ -16,5 +16,6 @@ for d in sorted(glob.glob(os.path.join(here, '*-[0-9r]*'))):
     print(f"{os.path.basename(d):18} deliv/s={j['deliveriesPerS']:.0f} creates/s={creates:.0f} "
           f"t2w p50/p99 ms={w['p50']//1000}/{w['p99']//1000} committed={s['toCommittedMs']['p50']} "
           f"published={s['toPublishedMs']['p50']}/{s['toPublishedMs']['p99']} "
+          f"{'pulled=' + str(s['toPulledMs']['p50']) + ' ' if 'toPulledMs' in s else ''}"
           f"{'sent=' + str(s['toFirstSendMs']['p50']) + ' ' if 'toFirstSendMs' in s else ''}first={s['toFirstAttemptMs']['p50']} "
           f"ok={c['ok']} missing={c['missing']} dup={c['duplicates']}")

@@ -375,5 +375,22 @@ fn a_publisher_killed_in_mid_round_loses_nothing_and_doubles_nothing() {
     let carried = carried.and_then(|v| v.trim().parse::<u64>().ok());
     eprintln!("first deliveries sent from their message: {carried:?} of {}", ids.len());
     assert!(carried.is_some_and(|n| (1..=ids.len() as u64).contains(&n)), "{metrics}");
+    // Each attempt's log row says when its worker pulled it (the storm's "pulled" stage), before
+    // the attempt started, carried or read.
+    let alerts: Vec<i64> = ids.iter().copied().collect();
+    let log = Db::postgres(&postgres).expect("connect");
+    let sql = "SELECT count(*), count(*) FILTER (WHERE pulled_ms IS NOT NULL AND pulled_ms <= at_ms - latency_ms)
+               FROM attempts WHERE alert_id = ANY(?1::bigint[])";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let logged = loop {
+        let cols = [rampart_store::db::Col::I64(alerts.clone())];
+        let counted = log.query_columns(sql, &cols, |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?))).expect("the log");
+        let (all, pulled) = counted.first().copied().unwrap_or((0, 0));
+        if all >= alerts.len() as i64 || Instant::now() > deadline {
+            break (all, pulled);
+        }
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(logged, (alerts.len() as i64, alerts.len() as i64), "attempts logged, and pulled before they started");
     drop(standby);
 }

@@ -523,6 +523,24 @@ fn a_truncated_answer_is_a_failure_and_is_retried_ten_seconds_later() {
     let all = server.get("/v1/alerts?status=all", Some(&key));
     let listed = all.ok("list")["data"].as_array().and_then(|a| a.iter().find(|x| x["id"] == alert).cloned());
     assert_eq!(listed.map(|a| a["triggerCount"].clone()), Some(json!(1)), "one firing, two attempts");
+    // Each attempt's log row says when its due row was read (the storm's "pulled" stage): before
+    // it started, the retry's at a round after the first attempt ended.
+    let logged = |db: &rusqlite::Connection| -> Vec<(Option<i64>, i64, i64)> {
+        let sql = "SELECT pulled_ms, at_ms, latency_ms FROM attempts WHERE alert_id = ?1 ORDER BY id";
+        let mut st = db.prepare(sql).expect("prepare");
+        let rows = st.query_map([alert], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).expect("the log");
+        rows.collect::<Result<_, _>>().expect("rows")
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut log = logged(&db);
+    while log.len() < 2 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+        log = logged(&db);
+    }
+    assert_eq!(log.len(), 2, "{log:?}");
+    let started = |(_, at, latency): (Option<i64>, i64, i64)| at - latency;
+    assert!(log.iter().all(|&a| a.0.is_some_and(|p| p <= started(a))), "pulled before it started: {log:?}");
+    assert!(log[1].0.is_some_and(|p| p >= log[0].1), "the retry pulled after the first ended: {log:?}");
 }
 
 #[test]

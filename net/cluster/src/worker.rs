@@ -309,6 +309,8 @@ struct Waiting {
     slot: Slot,
     /// When it was last answered "in progress" (or fetched).
     progressed: std::time::Instant,
+    /// When its batch was fetched (the delivery log's `pulled_ms`).
+    pulled_ms: i64,
 }
 
 impl Worker {
@@ -440,7 +442,7 @@ async fn start_batch(w: &Rc<Worker>, taken: Vec<Firing>) -> Result<(), tokio::ta
         let secrets = secrets.get(&row.account_id).cloned().unwrap_or_default();
         let slot = Slot::of(&row, w.target.telegram.as_ref());
         let progressed = std::time::Instant::now();
-        w.waiting.borrow_mut().push_back(Waiting { firing, row, secrets, slot, progressed });
+        w.waiting.borrow_mut().push_back(Waiting { firing, row, secrets, slot, progressed, pulled_ms: now });
     }
     start_waiting(w);
     Ok(())
@@ -625,7 +627,7 @@ fn cut_one(w: &Worker, held: &mut Holdings, slot: &Slot, bound: Bound, account: 
 fn start_attempt(w: &Rc<Worker>, next: Waiting, permit: OwnedSemaphorePermit) {
     let token = w.started.get() + 1;
     w.started.set(token);
-    let (row, secrets) = (next.row.clone(), next.secrets.clone());
+    let (row, secrets, pulled_ms) = (next.row.clone(), next.secrets.clone(), next.pulled_ms);
     let task = {
         let w = w.clone();
         tokio::task::spawn_local(async move {
@@ -636,7 +638,7 @@ fn start_attempt(w: &Rc<Worker>, next: Waiting, permit: OwnedSemaphorePermit) {
             let Some(f) = w.flights.borrow_mut().remove(&token) else { return };
             w.held.borrow_mut().hold(&f.waiting.slot, false);
             start_waiting(&w);
-            let outcome = Outcome { id: row.id, result, at_ms: w.clock.now_ms(), latency_ms };
+            let outcome = Outcome { id: row.id, result, at_ms: w.clock.now_ms(), latency_ms, pulled_ms };
             // The recorder outlives every attempt task of its thread.
             let _ = w.attempted.send(Attempted { firing: f.waiting.firing, slot: f.permit, outcome }).await;
         })

@@ -51,10 +51,12 @@
 //!
 //! Outcomes that cannot be recorded (a full disk, a locked or broken database) are kept in
 //! memory, at most [`UNRECORDED_MAX`] together with the attempts in flight, and recorded again
-//! each round, with the time they happened; their rows are not picked up again meanwhile, so a
-//! receiver is never sent the same delivery again because its outcome could not be written.
+//! at the next result, wake-up or poll interval, with the time they happened; their rows are not
+//! picked up again meanwhile, so a receiver is never sent the same delivery again because its
+//! outcome could not be written. Outcomes are recorded on one connection and due rows read on
+//! another, each at its own pace (`settled` keeps a scan that raced a record from resending).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -72,6 +74,7 @@ mod lanes;
 pub mod metrics;
 pub mod pool;
 pub mod schedule;
+mod settled;
 pub mod signing;
 pub mod telegram;
 pub use attempt::{attempt, test_attempt, Target, ATTEMPT_TIMEOUT, RESPONSE_BYTES_MAX};
@@ -84,7 +87,7 @@ use rampart_store::writer::FIRING_TARGET;
 
 /// Due deliveries looked at per round at most; the rest are looked at in later rounds.
 const DUE_SCAN_MAX: usize = 4_096;
-/// Due deliveries looked at per round per free slot, beyond the rows in flight (at least
+/// Due deliveries looked at per round per free slot, past the rows the sender holds (at least
 /// [`DUE_SCAN_MIN`]): enough candidates when some are held back by their destination's bound,
 /// without reading thousands of rows to fill a few slots.
 const DUE_SCAN_PER_FREE_SLOT: usize = 4;
@@ -129,8 +132,10 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// Starts the sender thread over `store`'s outbox, and its `config.threads` lanes.
-    pub fn start(store: Store, config: DeliveryConfig, clock: Arc<dyn Clock>) -> std::io::Result<Delivery> {
+    /// Starts the sender thread over an outbox, and its `config.threads` lanes: `stores` are two
+    /// connections to it, the first to record outcomes, the second to read due rows (each at its
+    /// own pace: a scan never waits for a record's write lock).
+    pub fn start(stores: (Store, Store), config: DeliveryConfig, clock: Arc<dyn Clock>) -> std::io::Result<Delivery> {
         if !(1..=LANES_MAX).contains(&config.threads) {
             let why = format!("delivery threads must be 1 to {LANES_MAX}, not {}", config.threads);
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
@@ -161,7 +166,7 @@ impl Delivery {
                 }
             };
             let sender = Sender::new(config, st, lanes);
-            runtime.block_on(run(sender, rx, store, clock, s, w));
+            runtime.block_on(run(sender, rx, stores, clock, s, w));
         })?;
         Ok(Delivery { stop, wake, thread: Some(thread), stats })
     }
@@ -188,6 +193,8 @@ struct Flight {
     /// Which attempt this is (the sender's count of attempts started).
     token: u64,
     started: std::time::Instant,
+    /// When the round that started it read its row (the delivery log's `pulled_ms`).
+    pulled_ms: i64,
     /// Cuts the attempt (its lane's task ends at its next await; its result is never sent).
     handle: lanes::Handle,
 }
@@ -204,9 +211,14 @@ struct Sender {
     started: u64,
     /// When a round last scanned the outbox with the width full.
     full_scanned: std::time::Instant,
-    /// Outcomes not yet recorded, and their ids (rows not to pick up again meanwhile).
+    /// Outcomes not yet recorded, and their ids with their accounts (rows not to pick up again
+    /// meanwhile).
     unrecorded: Vec<Outcome>,
-    unrecorded_ids: HashSet<i64>,
+    unrecorded_ids: HashMap<i64, i64>,
+    /// How many of `unrecorded`'s first outcomes the record in progress writes (0: none runs).
+    recording: usize,
+    /// What the records that ended wrote, until every scan sees it.
+    settled: settled::Settled,
     /// The last recording failed (logged once per streak, not every round).
     record_failing: bool,
 }
@@ -223,7 +235,9 @@ impl Sender {
             started: 0,
             full_scanned: std::time::Instant::now(),
             unrecorded: Vec::new(),
-            unrecorded_ids: HashSet::new(),
+            unrecorded_ids: HashMap::new(),
+            recording: 0,
+            settled: settled::Settled::default(),
             record_failing: false,
         }
     }
@@ -272,30 +286,46 @@ impl Sender {
                 return;
             }
         }
-        if let Some(f) = self.in_flight.remove(&id) {
-            self.held.hold(&f.slot, false);
-            self.lanes.ended(f.handle.lane);
-        }
+        let Some(f) = self.in_flight.remove(&id) else { return };
+        self.held.hold(&f.slot, false);
+        self.lanes.ended(f.handle.lane);
         match &result {
             AttemptResult::Delivered { .. } => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
             AttemptResult::Failed { .. } => self.stats.failed_attempts.fetch_add(1, Ordering::Relaxed),
         };
-        debug_assert!(!self.unrecorded_ids.contains(&id), "an attempt was made while its last outcome was unrecorded");
-        self.unrecorded_ids.insert(id);
-        self.unrecorded.push(Outcome { id, result, at_ms: now_ms, latency_ms });
+        debug_assert!(
+            !self.unrecorded_ids.contains_key(&id),
+            "an attempt was made while its last outcome was unrecorded"
+        );
+        self.unrecorded_ids.insert(id, f.slot.account);
+        self.unrecorded.push(Outcome { id, result, at_ms: now_ms, latency_ms, pulled_ms: f.pulled_ms });
     }
 
     /// Records the waiting outcomes in one transaction; on failure keeps them for the next round.
     fn record(&mut self, store: &mut Store, now_ms: i64) {
         if !self.unrecorded.is_empty() {
             let result = store.record_attempts(&self.unrecorded, schedule::next_attempt_ms).map(|_| ());
+            self.recording = self.unrecorded.len();
             self.recorded(result, now_ms);
         }
         self.stats.unrecorded.store(self.unrecorded.len() as u64, Ordering::Relaxed);
     }
 
-    /// Takes the outcome of recording `self.unrecorded` (all of them, in one transaction).
+    /// The outcomes a record starts with now (every one waiting), counted as being recorded.
+    fn begin_record(&mut self) -> Option<Vec<Outcome>> {
+        debug_assert_eq!(self.recording, 0, "one record at a time");
+        if self.unrecorded.is_empty() {
+            return None;
+        }
+        self.recording = self.unrecorded.len();
+        Some(self.unrecorded.clone())
+    }
+
+    /// Takes the outcome of recording the first `self.recording` outcomes (in one transaction):
+    /// gone from memory when written, their ids kept from scans read meanwhile ([`settled`]).
     fn recorded(&mut self, result: Result<(), rampart_store::store::StoreError>, now_ms: i64) {
+        let written = std::mem::take(&mut self.recording);
+        debug_assert!(written <= self.unrecorded.len(), "a record of outcomes that are not waiting");
         {
             if let Some(health) = &self.config.health {
                 health.record(rampart_store::storage::Writer::Delivery, &result, now_ms);
@@ -303,18 +333,20 @@ impl Sender {
             match result {
                 Ok(_) => {
                     if self.record_failing {
-                        tracing::info!("delivery: recording works again ({} outcomes)", self.unrecorded.len());
+                        tracing::info!("delivery: recording works again ({written} outcomes)");
                     }
                     self.record_failing = false;
-                    self.unrecorded.clear();
-                    self.unrecorded_ids.clear();
+                    let ids: Vec<i64> = self.unrecorded.drain(..written).map(|o| o.id).collect();
+                    for id in &ids {
+                        self.unrecorded_ids.remove(id);
+                    }
+                    self.settled.wrote(ids);
                 }
                 Err(e) => {
                     self.stats.record_failures.fetch_add(1, Ordering::Relaxed);
                     if !self.record_failing {
                         tracing::error!(
-                            "delivery: recording {} outcomes: {e}; kept in memory and retried, not re-sent",
-                            self.unrecorded.len()
+                            "delivery: recording {written} outcomes: {e}; kept in memory and retried, not re-sent"
                         );
                     }
                     self.record_failing = true;
@@ -337,10 +369,16 @@ impl Sender {
             }
             self.full_scanned = std::time::Instant::now();
         }
-        // Rows in flight are still pending in the outbox and come back in the scan: read past
-        // them.
+        // Rows in flight are still pending in the outbox: the scan reads past them ([`Sender::held`]).
         let free = self.config.in_flight_max.saturating_sub(self.in_flight.len());
-        Some((self.in_flight.len() + free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX))
+        Some((free * DUE_SCAN_PER_FREE_SLOT).clamp(DUE_SCAN_MIN, DUE_SCAN_MAX))
+    }
+
+    /// The rows this sender holds, still pending in the outbox, with their accounts: attempts in
+    /// flight and outcomes not yet written (at most [`UNRECORDED_MAX`]).
+    fn held(&self) -> HashMap<i64, i64> {
+        let flying = self.in_flight.iter().map(|(&id, f)| (id, f.slot.account));
+        flying.chain(self.unrecorded_ids.iter().map(|(&id, &account)| (id, account))).collect()
     }
 
     /// Starts attempts for the `due` rows read this round that fit their bounds, round-robin across accounts; then,
@@ -351,7 +389,7 @@ impl Sender {
     fn start_rows(&mut self, due: Vec<OutboxRow>, mut secrets: Secrets, now_ms: i64) {
         let (mut held_by_account, mut waiting) = (Vec::new(), Vec::new());
         for row in due {
-            if self.in_flight.contains_key(&row.id) || self.unrecorded_ids.contains(&row.id) {
+            if self.in_flight.contains_key(&row.id) || self.unrecorded_ids.contains_key(&row.id) {
                 continue;
             }
             if !self.room() {
@@ -443,7 +481,7 @@ impl Sender {
         let (id, token) = (row.id, self.started);
         tracing::trace!(target: FIRING_TARGET, alert = row.alert_id, delivery = row.id, "attempt started");
         let handle = self.lanes.send(row, signing, now_ms, token);
-        let flight = Flight { slot, token, started: std::time::Instant::now(), handle };
+        let flight = Flight { slot, token, started: std::time::Instant::now(), pulled_ms: now_ms, handle };
         self.in_flight.insert(id, flight);
     }
 }
@@ -478,82 +516,131 @@ impl Secrets {
     }
 }
 
-// Long: the sender's one loop: recording outcomes, scanning the due rows, starting attempts and
-// waiting, in that order each round, over state the loop owns.
+// Long: the sender's one loop: taking results, starting a record and a scan when none runs,
+// starting the attempts a scan found and waiting, over state the loop owns.
 async fn run(
     mut sender: Sender,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Answered>,
-    store: Store,
+    (recorder, reader): (Store, Store),
     clock: Arc<dyn Clock>,
     stop: Arc<AtomicBool>,
     wake: Arc<Notify>,
 ) {
-    let mut store = store;
     let poll = sender.config.poll_interval;
+    // The storage work runs off this thread, a record (the writing connection) and a scan (the
+    // reading one) at once, so neither waits for the other nor for the attempts, which go on
+    // meanwhile; an idle connection waits here.
+    let (mut recorder, mut reader) = (Some(recorder), Some(reader));
+    let mut recording: Option<tokio::task::JoinHandle<Recorded>> = None;
+    let mut scanning: Option<tokio::task::JoinHandle<Scanned>> = None;
+    // A scan is due after a result (a slot freed), a record (room under the unrecorded bound), a
+    // wake-up or the poll interval; not after a scan alone.
+    let mut scan_due = true;
+    // A record is due whenever outcomes wait, except after a failed one: then at the next result,
+    // wake-up or poll interval (a full disk is tried again at that pace, not in a loop).
+    let mut record_due = true;
     while !stop.load(Ordering::Acquire) {
-        // Results that have arrived are recorded together, in one transaction.
         while let Ok(answered) = rx.try_recv() {
             sender.settle(answered, clock.now_ms());
         }
-        // The round's storage work (the outcomes' records, the outbox's due rows, their
-        // accounts' secrets) runs off this thread, so the attempts in flight go on meanwhile.
-        let now_ms = clock.now_ms();
-        let scan = sender.scan_size();
-        let outcomes = (!sender.unrecorded.is_empty()).then(|| sender.unrecorded.clone());
-        if outcomes.is_some() || scan.is_some() {
-            let job = tokio::task::spawn_blocking(move || storage_round(store, outcomes, scan, now_ms));
-            let Ok((back, round)) = job.await else {
-                tracing::error!("delivery: the storage round panicked; delivery stops");
-                return;
-            };
-            store = back;
-            if let Some(result) = round.recorded {
-                sender.recorded(result, now_ms);
-            }
-            sender.stats.unrecorded.store(sender.unrecorded.len() as u64, Ordering::Relaxed);
-            if let Some(due) = round.due {
-                sender.start_rows(due, round.secrets, now_ms);
+        if recording.is_none() && record_due {
+            if let Some(outcomes) = sender.begin_record() {
+                let store = recorder.take().expect("the recorder is idle when no record runs");
+                let now_ms = clock.now_ms();
+                recording = Some(tokio::task::spawn_blocking(move || record(store, outcomes, now_ms)));
             }
         }
-        // Wait for a result, a wake-up (new deliveries) or the poll interval; a result that
-        // wakes us is recorded in the next round with any others.
+        if scanning.is_none() && std::mem::take(&mut scan_due) {
+            if let Some(n) = sender.scan_size() {
+                let store = reader.take().expect("the reader is idle when no scan runs");
+                let (now_ms, seen, held) = (clock.now_ms(), sender.settled.done(), sender.held());
+                scanning = Some(tokio::task::spawn_blocking(move || scan(store, (n, &held), now_ms, seen)));
+            }
+        }
+        // Wait for a record or a scan to end, a result, a wake-up (new deliveries) or the poll
+        // interval; a result that wakes us is recorded with any others.
         tokio::select! {
-            Some(answered) = rx.recv() => sender.settle(answered, clock.now_ms()),
-            _ = wake.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
+            done = async { recording.as_mut().expect("a record runs").await }, if recording.is_some() => {
+                recording = None;
+                let Ok(done) = done else {
+                    tracing::error!("delivery: a record panicked; delivery stops");
+                    return;
+                };
+                recorder = Some(done.store);
+                record_due = done.result.is_ok();
+                sender.recorded(done.result, done.now_ms);
+                sender.stats.unrecorded.store(sender.unrecorded.len() as u64, Ordering::Relaxed);
+                scan_due = true;
+            }
+            done = async { scanning.as_mut().expect("a scan runs").await }, if scanning.is_some() => {
+                scanning = None;
+                let Ok(done) = done else {
+                    tracing::error!("delivery: a scan panicked; delivery stops");
+                    return;
+                };
+                reader = Some(done.store);
+                if let Some(due) = done.due {
+                    let due = sender.settled.fresh(due, done.seen, |row| row.id);
+                    sender.start_rows(due, done.secrets, done.now_ms);
+                }
+            }
+            Some(answered) = rx.recv() => {
+                sender.settle(answered, clock.now_ms());
+                (scan_due, record_due) = (true, true);
+            }
+            _ = wake.notified() => (scan_due, record_due) = (true, true),
+            _ = tokio::time::sleep(poll) => (scan_due, record_due) = (true, true),
         }
     }
     // A last try, so a stop does not resend what was already delivered.
-    sender.record(&mut store, clock.now_ms());
+    if let Some(job) = recording.take() {
+        if let Ok(done) = job.await {
+            recorder = Some(done.store);
+            sender.recorded(done.result, done.now_ms);
+        }
+    }
+    if let Some(mut store) = recorder {
+        sender.record(&mut store, clock.now_ms());
+    }
     sender.lanes.stop();
 }
 
-/// What one round's storage work found.
-struct StorageRound {
-    /// The outcome of recording the round's outcomes, when there were any.
-    recorded: Option<Result<(), rampart_store::store::StoreError>>,
-    /// The due rows, when a scan was asked for and read.
+/// What a record came to, and its connection back.
+struct Recorded {
+    store: Store,
+    result: Result<(), rampart_store::store::StoreError>,
+    now_ms: i64,
+}
+
+/// Records `outcomes` in one transaction: the delivery thread's writes, on a blocking thread.
+fn record(store: Store, outcomes: Vec<Outcome>, now_ms: i64) -> Recorded {
+    let result = store.record_attempts(&outcomes, schedule::next_attempt_ms).map(|_| ());
+    Recorded { store, result, now_ms }
+}
+
+/// What a scan found, and its connection back.
+struct Scanned {
+    store: Store,
+    /// The due rows, when they could be read.
     due: Option<Vec<OutboxRow>>,
     /// The signing secrets of their accounts.
     secrets: Secrets,
+    /// When it read them.
+    now_ms: i64,
+    /// How many records had ended when it started ([`settled::Settled::fresh`]).
+    seen: u64,
 }
 
-/// Records `outcomes` (in one transaction), then reads up to `scan` due rows and their accounts'
-/// secrets: the delivery thread's storage work, run on a blocking thread and handing `store` back.
-fn storage_round(
-    store: Store,
-    outcomes: Option<Vec<Outcome>>,
-    scan: Option<usize>,
-    now_ms: i64,
-) -> (Store, StorageRound) {
-    let recorded = outcomes.map(|o| store.record_attempts(&o, schedule::next_attempt_ms).map(|_| ()));
-    let due = scan.and_then(|n| match store.due_deliveries(now_ms, n as u32) {
+/// Reads up to `n` due rows not `held` and their accounts' secrets: the delivery thread's reads,
+/// on a blocking thread.
+fn scan(store: Store, (n, held): (usize, &HashMap<i64, i64>), now_ms: i64, seen: u64) -> Scanned {
+    let due = match store.due_deliveries_past(now_ms, n as u32, held) {
         Ok(d) => Some(d),
         Err(e) => {
             tracing::error!("delivery: reading the outbox: {e}");
             None
         }
-    });
+    };
     let secrets = Secrets::read(&store, due.as_deref().unwrap_or_default(), now_ms);
-    (store, StorageRound { recorded, due, secrets })
+    Scanned { store, due, secrets, now_ms, seen }
 }

@@ -188,7 +188,8 @@ fn wait_row(store: &Store, alert: i64, pred: impl Fn(&OutboxRow) -> bool, within
 }
 
 fn start(dir: &Path, clock: &Arc<ManualClock>, config: DeliveryConfig) -> Delivery {
-    Delivery::start(Store::open(dir).expect("store"), config, clock.clone()).expect("delivery")
+    let stores = (Store::open(dir).expect("store"), Store::open(dir).expect("reader"));
+    Delivery::start(stores, config, clock.clone()).expect("delivery")
 }
 
 fn local() -> DeliveryConfig {
@@ -407,8 +408,8 @@ fn real_time_retry_after_ten_seconds() {
     let (store, alert) = fired_alert(&dir, &format!("http://127.0.0.1:{}/", rx.port));
     let started = Instant::now();
     let config = DeliveryConfig { allow_private: true, ..DeliveryConfig::default() };
-    let d = Delivery::start(Store::open(&dir).expect("store"), config, Arc::new(rampart_state::clock::SystemClock))
-        .expect("delivery");
+    let stores = (Store::open(&dir).expect("store"), Store::open(&dir).expect("reader"));
+    let d = Delivery::start(stores, config, Arc::new(rampart_state::clock::SystemClock)).expect("delivery");
     assert_eq!(rx.wait_for(1, Duration::from_secs(5)).len(), 1);
     let first = started.elapsed();
     assert_eq!(rx.wait_for(2, Duration::from_secs(15)).len(), 2);

@@ -74,7 +74,8 @@ impl Persistence {
         let handed = s.nats.as_ref().map(|_| Arc::new(Handoff::default()));
         let (delivery, wake) = match &s.nats {
             None => {
-                let d = Delivery::start(s.store.open()?.for_background()?, delivery_config, clock.clone())?;
+                let stores = (s.store.open()?.for_background()?, s.store.open()?.for_background()?);
+                let d = Delivery::start(stores, delivery_config, clock.clone())?;
                 let wake = d.waker();
                 (Sending::Here(d), wake)
             }

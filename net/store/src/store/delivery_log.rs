@@ -62,12 +62,12 @@ impl Store {
                     AttemptResult::Delivered { status } => (Some(i64::from(*status)), None),
                     AttemptResult::Failed { status, error, .. } => (status.map(i64::from), Some(error.as_str())),
                 };
-                vals![o.id, o.at_ms, o.result.outcome(), status, o.latency_ms, error].to_vec()
+                vals![o.id, o.at_ms, o.result.outcome(), status, o.latency_ms, error, o.pulled_ms].to_vec()
             })
             .collect();
         let added = self.db.execute_each(
-            "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error)
-             SELECT id, alert_id, trigger_ms, attempts, ?2, ?3, ?4, ?5, ?6 FROM outbox WHERE id = ?1 AND channel = 'webhook'",
+            "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error, pulled_ms)
+             SELECT id, alert_id, trigger_ms, attempts, ?2, ?3, ?4, ?5, ?6, ?7 FROM outbox WHERE id = ?1 AND channel = 'webhook'",
             &rows,
         )?;
         let trims: Vec<_> = outcomes
@@ -109,13 +109,14 @@ impl Store {
             Col::I64(outcomes.iter().map(|o| o.latency_ms).collect()),
             Col::OptStr(error),
             Col::I64((0..outcomes.len() as i64).collect()),
+            Col::I64(outcomes.iter().map(|o| o.pulled_ms).collect()),
         ];
         // In the outcomes' order, so the log's ids follow it as one statement a row did.
         let added = self.db.query_columns(
-            "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error)
-             SELECT o.id, o.alert_id, o.trigger_ms, o.attempts, u.at, u.outcome, u.st, u.lat, u.err
-             FROM unnest(?1::bigint[], ?2::bigint[], ?3::text[], ?4::bigint[], ?5::bigint[], ?6::text[], ?7::bigint[])
-                AS u(uid, at, outcome, st, lat, err, k)
+            "INSERT INTO attempts (outbox_id, alert_id, trigger_ms, attempt, at_ms, outcome, status, latency_ms, error, pulled_ms)
+             SELECT o.id, o.alert_id, o.trigger_ms, o.attempts, u.at, u.outcome, u.st, u.lat, u.err, u.pulled
+             FROM unnest(?1::bigint[], ?2::bigint[], ?3::text[], ?4::bigint[], ?5::bigint[], ?6::text[], ?7::bigint[],
+                ?8::bigint[]) AS u(uid, at, outcome, st, lat, err, k, pulled)
              JOIN outbox o ON o.id = u.uid WHERE o.channel = 'webhook' ORDER BY u.k RETURNING alert_id",
             &cols,
             |r| r.get::<i64>(0),
@@ -240,5 +241,48 @@ impl Store {
             vals![alert_id, account_id, url, body, trigger_ms, now_ms],
         )?;
         Ok(Redelivery::Queued)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::*;
+    use crate::store::FiringRecord;
+    use crate::text::Texts;
+
+    /// Each attempt keeps when its delivery was taken to be sent (`pulled_ms`, the storm's
+    /// "pulled" stage), one batch of outcomes written at once (PostgreSQL) or row by row (SQLite).
+    #[test]
+    fn an_attempt_keeps_when_its_delivery_was_pulled() {
+        on_each_backend("pulled", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            let mut hooked = alert(a, "binance", "BTCUSDT");
+            hooked.webhook_url = Some("https://example.com/h".into());
+            let id = s.insert_alert(&hooked).expect("insert").id;
+            let firings: Vec<_> = (0..2).map(|i| FiringRecord::at_price(id, 300, 7_000 + i, false)).collect();
+            s.record_firings(&firings, &Texts).expect("record");
+            let due = s.due_deliveries(7_500, 10).expect("due");
+            assert_eq!(due.len(), 2);
+            let outcomes: Vec<Outcome> = due
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Outcome {
+                    id: r.id,
+                    result: AttemptResult::Delivered { status: 200 },
+                    at_ms: 8_000 + i as i64,
+                    latency_ms: 3,
+                    pulled_ms: 7_600 + i as i64,
+                })
+                .collect();
+            s.record_attempts(&outcomes, |_, _| None).expect("recorded");
+            let logged =
+                s.db.query("SELECT outbox_id, pulled_ms FROM attempts ORDER BY id", &[], |r| {
+                    Ok((r.get::<i64>(0)?, r.get::<Option<i64>>(1)?))
+                })
+                .expect("the log");
+            assert_eq!(logged, [(due[0].id, Some(7_600)), (due[1].id, Some(7_601))]);
+        });
     }
 }

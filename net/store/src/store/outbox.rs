@@ -1,6 +1,8 @@
 //! The outbox: deliveries waiting (webhooks and Telegram messages), read round-robin across
 //! accounts, and each attempt's outcome recorded with the schedule the caller hands in.
 
+use std::collections::HashMap;
+
 use super::conn::{unknown, Store};
 use super::render::Render;
 use crate::db::{vals, Col, Db, Row, StoreError};
@@ -103,6 +105,9 @@ pub struct Outcome {
     pub at_ms: i64,
     /// How long it took, milliseconds.
     pub latency_ms: i64,
+    /// When its delivery was taken to be sent: a worker's fetch of its message, one process's
+    /// read of its due row (the delivery log's `pulled_ms`; the storm's "pulled" stage).
+    pub pulled_ms: i64,
 }
 
 /// What one delivery attempt came to.
@@ -217,15 +222,39 @@ impl Store {
     /// found and read by an index seek (`outbox_pending_account`), so the cost follows the
     /// accounts and rows returned, not the size of the backlog.
     pub fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
+        self.due_deliveries_past(now_ms, limit, &HashMap::new())
+    }
+
+    /// [`Store::due_deliveries`] less the rows `held` (their ids, with their accounts: a sender's
+    /// attempts in flight and outcomes not yet written, still pending here): each account's
+    /// rows are read past its held ones, so a scan's rows of an account are ones not held, up to
+    /// its share.
+    ///
+    /// Rationale: the held rows are an account's oldest due rows; read among its share they
+    /// took it whole, and one account's storm started no more rows per scan than its share less
+    /// the rows in flight (issue #59: 54 at the median, the storm's deliveries paced by scans).
+    pub fn due_deliveries_past(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        held: &HashMap<i64, i64>,
+    ) -> Result<Vec<OutboxRow>, StoreError> {
         let accounts = self.pending_accounts(limit as usize)?;
         let per_account = (limit as usize / accounts.len().max(1)).clamp(1, DUE_PER_ACCOUNT_MAX as usize);
+        let mut held_of: HashMap<i64, usize> = HashMap::new();
+        for account in held.values() {
+            *held_of.entry(*account).or_default() += 1;
+        }
         let sql = format!(
             "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE state = 'pending' AND account_id = ?1 AND next_attempt_ms <= ?2
              ORDER BY next_attempt_ms, id LIMIT ?3"
         );
         let mut queues = Vec::with_capacity(accounts.len());
         for account in accounts {
-            let rows = self.db.query(&sql, vals![account, now_ms, per_account as i64], outbox_row)?;
+            let read = per_account + held_of.get(&account).copied().unwrap_or(0);
+            let rows = self.db.query(&sql, vals![account, now_ms, read as i64], outbox_row)?;
+            let rows: Vec<OutboxRow> =
+                rows.into_iter().filter(|r| !held.contains_key(&r.id)).take(per_account).collect();
             if !rows.is_empty() {
                 queues.push(rows.into_iter());
             }
@@ -404,5 +433,46 @@ impl Store {
         let sql =
             format!("SELECT {OUTBOX_COLUMNS} FROM outbox WHERE alert_id = ?1 AND channel = 'webhook' ORDER BY id");
         self.db.query(&sql, vals![alert_id], outbox_row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_support::*;
+    use crate::store::FiringRecord;
+    use crate::text::Texts;
+
+    /// A scan reads past the rows its sender holds: an account's share is of rows not held, and
+    /// one account's held rows take nothing from another's.
+    #[test]
+    fn a_scan_reads_past_the_rows_held() {
+        on_each_backend("held", |at| {
+            let mut s = at.open();
+            let mut fired = Vec::new();
+            for name in ["a", "b"] {
+                let account = s.create_account_with_key("developer", None, 1).expect(name).account_id;
+                let mut hooked = alert(account, "binance", "BTCUSDT");
+                hooked.webhook_url = Some("https://example.com/h".into());
+                let id = s.insert_alert(&hooked).expect("insert").id;
+                let firings: Vec<_> = (0..6).map(|i| FiringRecord::at_price(id, 300, 7_000 + i, false)).collect();
+                s.record_firings(&firings, &Texts).expect("record");
+                fired.push(account);
+            }
+            let all = s.due_deliveries(8_000, 100).expect("due");
+            let of = |rows: &[OutboxRow], account| -> Vec<i64> {
+                rows.iter().filter(|r| r.account_id == account).map(|r| r.id).collect()
+            };
+            let (a, b) = (of(&all, fired[0]), of(&all, fired[1]));
+            assert_eq!((a.len(), b.len()), (6, 6));
+            // a's four oldest held: a scan of 4 (2 an account) reads a's next two and b's first two.
+            let held: HashMap<i64, i64> = a[..4].iter().map(|&id| (id, fired[0])).collect();
+            let past = s.due_deliveries_past(8_000, 4, &held).expect("due");
+            assert_eq!(of(&past, fired[0]), a[4..]);
+            assert_eq!(of(&past, fired[1]), b[..2]);
+            // Without them held, the share is the oldest again.
+            let plain = s.due_deliveries(8_000, 4).expect("due");
+            assert_eq!(of(&plain, fired[0]), a[..2]);
+        });
     }
 }

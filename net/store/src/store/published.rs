@@ -189,6 +189,7 @@ mod tests {
                 result: AttemptResult::Delivered { status: 200 },
                 at_ms: 8_100,
                 latency_ms: 5,
+                pulled_ms: 8_050,
             };
             s.record_attempts(&[delivered], |_, _| None).expect("delivered");
             assert_eq!(s.firings_stream_is(111).expect("same"), 0, "the same stream");

@@ -360,6 +360,10 @@ const STEPS: &[Step] = &[
     // hands it to the stream, the others only once it has waited (`Store::unpublished`); null
     // for rows of a writer without a partition (one process, an api node) and rows written before.
     Step::both("ALTER TABLE outbox ADD COLUMN publisher TEXT;"),
+    // 24: when the delivery an attempt made was taken to be sent (issue #59: the storm's "pulled
+    // by a worker" stage): a `rampart deliver` worker's fetch of its message, one process's read
+    // of its due row; null for attempts recorded before.
+    Step::both("ALTER TABLE attempts ADD COLUMN pulled_ms {int};"),
 ];
 
 /// The advisory lock every PostgreSQL migration takes, so nodes starting at once migrate one
@@ -476,7 +480,7 @@ mod tests {
     /// (its version 1 was the first eight steps at once).
     #[test]
     fn each_dialect_counts_its_released_versions() {
-        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (23, 17));
+        assert_eq!((Dialect::Sqlite.latest(), Dialect::Postgres.latest()), (24, 18));
         assert_eq!(Dialect::Postgres.version_after(7), 0, "steps 1 to 7 ran only as part of version 1");
         assert_eq!((Dialect::Postgres.version_after(8), Dialect::Postgres.steps_done(1)), (1, 8));
         assert_eq!((Dialect::Postgres.version_after(15), Dialect::Postgres.steps_done(8)), (8, 15));
@@ -509,7 +513,7 @@ mod tests {
             s.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1)", &[]).expect("version 1");
         }
         let s = Store::open_postgres(&older).expect("migrated from version 1");
-        assert_eq!(s.schema_version().expect("version"), 17);
+        assert_eq!(s.schema_version().expect("version"), Dialect::Postgres.latest());
         assert_eq!(columns(&s), pg, "the same tables and columns as a new database");
         let _ = std::fs::remove_dir_all(&dir);
     }
