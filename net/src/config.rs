@@ -236,6 +236,11 @@ pub struct WebhookSettings {
     /// `rampart_delivery::DELIVERY_THREADS`.
     #[serde(default)]
     pub delivery_threads: Option<usize>,
+    /// Webhook attempts in flight at once in a single process, over all its delivery threads
+    /// (`rampart_delivery::IN_FLIGHT_RANGE`; one account may borrow all but a quarter). Absent:
+    /// `rampart_delivery::IN_FLIGHT_MAX`.
+    #[serde(default)]
+    pub in_flight_max: Option<usize>,
 }
 
 /// How long a rotated-out signing secret signs unless configured: 24 h.

@@ -10,9 +10,9 @@
 //! it, NATS or the owning node is away): storage, where every alert is committed before its
 //! command is sent, is the record. A market node loads every active alert of its partition at
 //! start and again each time its command subscription is (re)established, and every
-//! [`CATCH_UP_PERIOD`] it reads the active alerts created in the last [`CATCH_UP_WINDOW_MS`]
-//! and adds those whose command it has not seen (so a lost command delays an alert by about a
-//! second). Every command and every alert read from storage carries the version of its row
+//! [`CATCH_UP_PERIOD`] it reads the ids of the active alerts created in the last
+//! [`CATCH_UP_WINDOW_MS`] and adds those of its partition whose command it has not seen, read
+//! whole (so a lost command delays an alert by about a second). Every command and every alert read from storage carries the version of its row
 //! (`decisions.md` §16, "One order"): a shard applies an alert's change only when it is newer
 //! than the last it applied, so commands from several api nodes, and a reload read just before a
 //! change committed, end in storage's order; a reload of an alert the shard holds at that
@@ -375,7 +375,15 @@ impl Node {
     async fn catch_up(&self) {
         let now_ms = self.clock.now_ms();
         self.recent.borrow_mut().retain(|_, seen| now_ms - *seen < 2 * CATCH_UP_WINDOW_MS);
-        let rows = match self.store.recent_active_alerts(now_ms - CATCH_UP_WINDOW_MS) {
+        // The ids first; only the alerts of this partition not seen lately are read whole.
+        let missed = self.store.recent_active_alert_ids(now_ms - CATCH_UP_WINDOW_MS).map(|ids| {
+            let recent = self.recent.borrow();
+            let unseen = |(id, symbol): &(i64, String)| {
+                self.partition.owns_alert(symbol) && !recent.contains_key(&id.unsigned_abs())
+            };
+            ids.into_iter().filter(unseen).map(|(id, _)| id).collect::<Vec<i64>>()
+        });
+        let rows = match missed.and_then(|ids| self.store.active_alerts_among(&ids)) {
             Ok(r) => r,
             Err(e) => return tracing::debug!("cluster-commands: catching up: {e}"),
         };

@@ -11,6 +11,15 @@ use crate::telegram::TelegramChannel;
 /// the storm's measurement (`perf/README.md`, issue #59).
 pub const DELIVERY_THREADS: usize = 2;
 
+/// Attempts in flight at once unless configured (`[webhooks] in_flight_max`): the sender's
+/// width, of which one account may borrow all but a quarter (issue #36's fairness).
+pub const IN_FLIGHT_MAX: usize = 256;
+
+/// The widths `[webhooks] in_flight_max` may take: at least 16 (a quarter kept for the other
+/// accounts is then 4 slots), at most half of [`UNRECORDED_MAX`](crate::UNRECORDED_MAX) (the
+/// outcomes of a full width always fit under the unrecorded bound twice over).
+pub const IN_FLIGHT_RANGE: std::ops::RangeInclusive<usize> = 16..=crate::UNRECORDED_MAX / 2;
+
 /// Delivery settings.
 #[derive(Clone, Debug)]
 pub struct DeliveryConfig {
@@ -46,7 +55,7 @@ impl Default for DeliveryConfig {
     fn default() -> DeliveryConfig {
         DeliveryConfig {
             allow_private: false,
-            in_flight_max: 256,
+            in_flight_max: IN_FLIGHT_MAX,
             per_account_max: 32,
             per_address_max: 128,
             per_host_max: 8,

@@ -78,7 +78,7 @@ mod settled;
 pub mod signing;
 pub mod telegram;
 pub use attempt::{attempt, test_attempt, Target, ATTEMPT_TIMEOUT, RESPONSE_BYTES_MAX};
-pub use config::{DeliveryConfig, DELIVERY_THREADS};
+pub use config::{DeliveryConfig, DELIVERY_THREADS, IN_FLIGHT_MAX, IN_FLIGHT_RANGE};
 pub use holdings::{victim, Bound, Demand, Holdings, Plan, Slot, Width};
 use lanes::Answered;
 pub use lanes::LANES_MAX;

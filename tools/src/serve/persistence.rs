@@ -68,6 +68,7 @@ impl Persistence {
             metrics: Some(webhooks.clone()),
             telegram: s.telegram.clone(),
             threads: s.delivery_threads,
+            in_flight_max: s.in_flight_max,
             ..DeliveryConfig::default()
         };
         // A market node's writer hands its webhook deliveries to its publisher (issue #59).

@@ -53,6 +53,8 @@ pub(crate) struct ServeSettings {
     pub(crate) previous_secret_s: u32,
     /// `webhooks.delivery_threads`: the threads that send this process's webhooks.
     pub(crate) delivery_threads: usize,
+    /// `webhooks.in_flight_max`: this process's webhook attempts in flight at once.
+    pub(crate) in_flight_max: usize,
     /// `[retention]`: what the database keeps.
     pub(crate) retention: rampart_store::store::Retention,
     pub(crate) sim_delist: Vec<(String, u64)>,
@@ -99,6 +101,17 @@ fn delivery_threads(file: &FileConfig) -> Result<usize> {
     let n = file.webhooks.delivery_threads.unwrap_or(DELIVERY_THREADS);
     if !(1..=LANES_MAX).contains(&n) {
         bail!("webhooks.delivery_threads must be between 1 and {LANES_MAX}, not {n}");
+    }
+    Ok(n)
+}
+
+/// `webhooks.in_flight_max`, checked against its limits.
+fn in_flight_max(file: &FileConfig) -> Result<usize> {
+    use rampart_delivery::{IN_FLIGHT_MAX, IN_FLIGHT_RANGE};
+    let n = file.webhooks.in_flight_max.unwrap_or(IN_FLIGHT_MAX);
+    if !IN_FLIGHT_RANGE.contains(&n) {
+        let (low, high) = (IN_FLIGHT_RANGE.start(), IN_FLIGHT_RANGE.end());
+        bail!("webhooks.in_flight_max must be between {low} and {high}, not {n}");
     }
     Ok(n)
 }
@@ -281,6 +294,7 @@ pub(super) fn settings(args: ServeArgs) -> Result<ServeSettings> {
         allow_private: file.webhooks.allow_private,
         previous_secret_s: file.webhooks.previous_secret_s.unwrap_or(rampart_net::config::PREVIOUS_SECRET_S),
         delivery_threads: delivery_threads(&file)?,
+        in_flight_max: in_flight_max(&file)?,
         retention: file.retention.retention()?,
         telegram: telegram(&file)?,
         sim_delist: sim_delistings(&args.sim_delist)?,
@@ -348,6 +362,23 @@ mod tests {
             assert_eq!(
                 e.expect_err("out of range").to_string(),
                 format!("webhooks.delivery_threads must be between 1 and 64, not {n}")
+            );
+        }
+    }
+
+    #[test]
+    fn in_flight_max_comes_from_the_file_or_the_environment_within_its_limits() {
+        let file = |text: &str| FileConfig::parse_with_env(text, std::iter::empty()).expect("a config");
+        assert_eq!(super::in_flight_max(&file("")).expect("default"), rampart_delivery::IN_FLIGHT_MAX);
+        assert_eq!(super::in_flight_max(&file("[webhooks]\nin_flight_max = 512\n")).expect("512"), 512);
+        let env = [("RAMPART_WEBHOOKS__IN_FLIGHT_MAX".to_owned(), "1024".to_owned())];
+        let from_env = FileConfig::parse_with_env("", env).expect("a config");
+        assert_eq!(super::in_flight_max(&from_env).expect("1024"), 1024);
+        for n in [0, 15, 2049] {
+            let e = super::in_flight_max(&file(&format!("[webhooks]\nin_flight_max = {n}\n")));
+            assert_eq!(
+                e.expect_err("out of range").to_string(),
+                format!("webhooks.in_flight_max must be between 16 and 2048, not {n}")
             );
         }
     }

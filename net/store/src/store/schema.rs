@@ -220,7 +220,7 @@ const STEPS: &[Step] = &[
     CREATE INDEX outbox_unpublished ON outbox(id) WHERE published_ms IS NULL AND state = 'pending';",
     ),
     // 10: alerts by creation time, for a cluster's market nodes, which look for recent alerts
-    // whose command they may have missed ([`Store::recent_active_alerts`]).
+    // whose command they may have missed ([`Store::recent_active_alert_ids`]).
     Step::both("CREATE INDEX alerts_recent ON alerts(created_ms) WHERE deleted_ms IS NULL;"),
     // 11: the key tables of running servers and how far each has read (`Store::key_watcher_beat`):
     // `rampart keys create|revoke` returns once every running server applied its change; and the
