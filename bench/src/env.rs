@@ -50,6 +50,9 @@ pub struct Opts {
     /// a PostgreSQL server the harness starts), or `cluster` (`--postgres --nats`, with two
     /// `rampart deliver` processes of two workers each sending the webhooks).
     pub backend: String,
+    /// `cluster`, `roles`: worker threads of each of the two `rampart deliver` processes
+    /// (`--workers`; 2 unless told).
+    pub deliver_workers: usize,
     /// The command line, for the result file.
     pub command: String,
     /// `streams`: the stream connections opened.
@@ -186,6 +189,7 @@ impl Env {
         }
         let mut workers = Vec::new();
         if let (Some(n), Some(url)) = (&nats, &postgres) {
+            let threads = o.deliver_workers.to_string();
             for _ in 0..2 {
                 let args = [
                     "deliver",
@@ -196,7 +200,7 @@ impl Env {
                     "--config",
                     &cfg_s,
                     "--workers",
-                    "2",
+                    &threads,
                     "--listen",
                     "127.0.0.1:0",
                 ];

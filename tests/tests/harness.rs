@@ -29,6 +29,7 @@ fn opts(scenario: &str, out: &std::path::Path) -> Opts {
         ingest_messages: 2_000,
         command: format!("tests/harness.rs {scenario}"),
         backend: "sqlite".to_owned(),
+        deliver_workers: 2,
         streams: 20,
         shards: 1,
         // Two front threads: the harness's own servers run as a many-core machine's would.

@@ -20,7 +20,7 @@ use std::time::Duration;
 use rampart_bench::scenarios::{self, Opts, BACKENDS, SCENARIOS};
 
 /// The flags that take a value.
-const VALUED: [&str; 14] = [
+const VALUED: [&str; 15] = [
     "--rampart",
     "--perp-alerts",
     "--rounds",
@@ -35,6 +35,7 @@ const VALUED: [&str; 14] = [
     "--load-threads",
     "--rampart-cpus",
     "--backend",
+    "--deliver-workers",
 ];
 
 /// The flags that take none.
@@ -42,7 +43,7 @@ const SWITCHES: [&str; 1] = ["--signed"];
 
 fn usage() -> String {
     format!(
-        "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--rounds N] [--perp-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST] [--backend {}]\n       rampart-harness curve DIR",
+        "usage: rampart-harness {} [--rampart PATH] [--out DIR] [--pairs N] [--alerts N] [--secs S] [--storm-alerts N] [--rounds N] [--perp-alerts N] [--signed] [--streams N] [--shards N] [--fronts N] [--load-threads N] [--rampart-cpus LIST] [--backend {}] [--deliver-workers N]\n       rampart-harness curve DIR",
         SCENARIOS.join("|"),
         BACKENDS.join("|")
     )
@@ -103,6 +104,7 @@ fn opts() -> Result<Opts, String> {
         load_threads: num("--load-threads", 2)?.max(1),
         rampart_cpus: get("--rampart-cpus"),
         backend,
+        deliver_workers: num("--deliver-workers", 2)?.clamp(1, 64),
         scenario,
     })
 }
