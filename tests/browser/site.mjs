@@ -359,15 +359,22 @@ async function main(browser) {
     await visible(a.page, mark('level'), 'no level line of the chart has a marker');
     await a.page.$eval(tid('pair-chart'), (el) => el.scrollIntoView({ block: 'center' }));
     // The marker stands at its line's height; a click on the line, away from the marker, opens
-    // the line's menu.
-    const at = await until('a level\'s marker is not at its line', async () => {
-      const m = await a.page.$eval(mark('level'), (b) => {
-        const r = b.getBoundingClientRect();
+    // the line's menu. The line clicked is a level's with no other line within the click's reach
+    // (the chart's LINE_HIT_PX, 6 px, and a pixel of rounding): where a wall's line is drawn
+    // within a pixel of a level's (the simulator's walls sit near its levels), a click there
+    // opens whichever is nearer to the pixel, as it should, and names no line in particular.
+    const at = await until('no level\'s marker is at its line, clear of the other lines', async () => {
+      const marks = await a.page.$$eval(`${tid('chart-mark')}:not([hidden])`, (bs) => {
         const c = document.querySelector('[data-testid="pair-chart"]').getBoundingClientRect();
-        return { price: Number(b.dataset.price), side: b.dataset.side, name: b.title, mid: r.top + r.height / 2 - c.top, x: c.left + c.width / 2, top: c.top };
+        return bs.map((b) => {
+          const r = b.getBoundingClientRect();
+          return { kind: b.dataset.kind, price: Number(b.dataset.price), side: b.dataset.side, name: b.title, mid: r.top + r.height / 2 - c.top, x: c.left + c.width / 2, top: c.top };
+        });
       });
-      const y = await a.page.evaluate((p) => window.rampartChart.y(p), m.price);
-      return y !== null && Math.abs(y - m.mid) <= 2 ? { ...m, y } : null;
+      const ys = await a.page.evaluate((ps) => ps.map((p) => window.rampartChart.y(p)), marks.map((m) => m.price));
+      const placed = marks.map((m, i) => ({ ...m, y: ys[i] }));
+      const clear = (m) => placed.every((o) => o === m || o.y === null || Math.abs(o.y - m.y) > 8);
+      return placed.find((m) => m.kind === 'level' && m.y !== null && Math.abs(m.y - m.mid) <= 2 && clear(m)) ?? null;
     });
     await a.page.mouse.click(at.x, at.top + at.y);
     await visible(a.page, `${menu}:popover-open`, 'a click on a level line opened no menu');
