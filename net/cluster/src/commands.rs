@@ -12,10 +12,10 @@
 //! start and again each time its command subscription is (re)established, and every
 //! [`CATCH_UP_PERIOD`] it reads the ids of the active alerts created in the last
 //! [`CATCH_UP_WINDOW_MS`] and adds those of its partition whose command it has not seen, read
-//! whole (so a lost command delays an alert by about a second). Every command and every alert read from storage carries the version of its row
-//! (`decisions.md` §16, "One order"): a shard applies an alert's change only when it is newer
-//! than the last it applied, so commands from several api nodes, and a reload read just before a
-//! change committed, end in storage's order; a reload of an alert the shard holds at that
+//! whole (so a lost command delays an alert by about a second). Every command and every alert
+//! read from storage carries the version of its row (`decisions.md` §16, "One order"): a shard
+//! applies an alert's change only when it is newer than the last it applied, so commands from
+//! several api nodes, and a reload read just before a change committed, end in storage's order; a reload of an alert the shard holds at that
 //! version changes nothing, so it never re-arms a repeating alert. A deleted alert it still
 //! holds (its removal lost) fires nothing: storage records a firing only for an active alert.
 
