@@ -23,10 +23,10 @@
 //! Fairness (issue #36): each worker thread keeps the single sender's bounds and its rule
 //! (`rampart_delivery::Holdings`): `per_account_max` per account, `per_address_max` per host name
 //! and `per_host_max` per host and port, each destination's shared fairly across accounts. A
-//! firing whose row does not fit waits in the thread, at most [`WAITING_MAX`] of them, oldest
-//! first, and starts as soon as it fits; a waiting firing is answered "in progress" every
-//! [`PROGRESS_EVERY`], so the stream neither gives it to another worker nor spends one of its
-//! `DELIVERIES_MAX` deliveries. The thread's own [`IN_FLIGHT_MAX`] slots are shared by the same
+//! firing whose row does not fit waits in the thread (queued by slot: `line`), at most
+//! [`WAITING_MAX`] of them, oldest first, and starts as soon as it fits; a waiting firing is
+//! answered "in progress" every [`PROGRESS_EVERY`], so the stream neither gives it to another
+//! worker nor spends one of its `DELIVERIES_MAX` deliveries. The thread's own [`IN_FLIGHT_MAX`] slots are shared by the same
 //! rule (`rampart_delivery::fair::fair_fits`: a quarter kept for accounts holding none). A full bound is shared by
 //! demand every [`SHARE_EVERY`] while more than one account has demand in the thread
 //! (`Holdings::plan`): a waiting firing of an account under its part starts in the place of a cut
@@ -41,7 +41,7 @@
 //! at once.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -49,6 +49,9 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
+mod line;
+
+use self::line::{InLine, Line, Scope, Step};
 use super::health::WorkerStats;
 use super::{BusNames, Firing, FiringBus, FiringWorker, Link};
 use rampart_delivery::pool::Pool;
@@ -285,7 +288,7 @@ struct Worker {
     /// The token of the next attempt.
     started: std::cell::Cell<u64>,
     /// Firings read whose row does not fit yet, oldest first; at most [`WAITING_MAX`].
-    waiting: RefCell<VecDeque<Waiting>>,
+    waiting: RefCell<Line<Waiting>>,
     /// Told when a slot frees or a waiting firing starts (the fetch loop may have room again).
     freed: Notify,
     /// When a firing last started from the line (or the line was last empty).
@@ -313,6 +316,12 @@ struct Waiting {
     pulled_ms: i64,
 }
 
+impl InLine for Waiting {
+    fn slot(&self) -> &Slot {
+        &self.slot
+    }
+}
+
 impl Worker {
     fn new(
         reader: Store,
@@ -333,7 +342,7 @@ impl Worker {
             held: RefCell::new(Holdings::default()),
             flights: RefCell::new(HashMap::new()),
             started: std::cell::Cell::new(0),
-            waiting: RefCell::new(VecDeque::new()),
+            waiting: RefCell::new(Line::default()),
             freed: Notify::new(),
             moved: std::cell::Cell::new(std::time::Instant::now()),
         }
@@ -520,21 +529,30 @@ fn not_due_yet(row: &OutboxRow, now: i64) -> Option<Duration> {
 /// firings a full bound holds back are shared by demand every [`SHARE_EVERY`]:
 /// [`share_slots`].)
 fn start_waiting(w: &Rc<Worker>) {
-    let mut starting = Vec::new();
-    {
+    let starting = {
         let (mut waiting, mut held) = (w.waiting.borrow_mut(), w.held.borrow_mut());
-        let mut i = 0;
-        while i < waiting.len() {
-            if !w.width(&held, &waiting[i].slot).admits || !held.destination_fits(&waiting[i].slot, &w.config) {
-                i += 1;
-                continue;
+        let mut permits = Vec::new();
+        // Each slot's oldest firing, oldest first, left at its first refusal (`line`).
+        let started = waiting.start_fitting(|x| {
+            if w.slots.available_permits() == 0 {
+                return Step::Stop;
             }
-            let Ok(permit) = w.slots.clone().try_acquire_owned() else { break };
-            let Some(next) = waiting.remove(i) else { break };
-            held.hold(&next.slot, true);
-            starting.push((next, permit));
-        }
-    }
+            if !w.width(&held, &x.slot).admits {
+                return Step::Keep(Scope::Account);
+            }
+            match held.destination_refusal(&x.slot, &w.config) {
+                Some(Bound::Address) => return Step::Keep(Scope::HostName),
+                Some(_) => return Step::Keep(Scope::Slot),
+                None => {}
+            }
+            let Ok(permit) = w.slots.clone().try_acquire_owned() else { return Step::Stop };
+            held.hold(&x.slot, true);
+            permits.push(permit);
+            Step::Take
+        });
+        debug_assert_eq!(started.len(), permits.len(), "a permit for every firing started");
+        started.into_iter().zip(permits).collect::<Vec<_>>()
+    };
     start_all(w, starting);
 }
 
@@ -580,27 +598,28 @@ fn share_contended(w: &Rc<Worker>, starting: &mut Vec<(Waiting, OwnedSemaphorePe
         }
         let mut demand = Demand::default();
         waiting.iter().for_each(|x| demand.wait(&x.slot));
-        let mut i = 0;
-        'line: while i < waiting.len() {
+        let mut permits = Vec::new();
+        let started = waiting.take_in_order(|x| {
             // A cut frees one slot under every bound it is counted at: three at most.
             for _ in 0..3 {
-                match held.plan(&waiting[i].slot, &demand, &w.config, w.width(&held, &waiting[i].slot)) {
+                match held.plan(&x.slot, &demand, &w.config, w.width(&held, &x.slot)) {
                     Plan::Start => {
-                        let Ok(permit) = w.slots.clone().try_acquire_owned() else { break 'line };
-                        let Some(next) = waiting.remove(i) else { break 'line };
-                        held.hold(&next.slot, true);
-                        starting.push((next, permit));
-                        continue 'line;
+                        let Ok(permit) = w.slots.clone().try_acquire_owned() else { return Step::Stop };
+                        held.hold(&x.slot, true);
+                        permits.push(permit);
+                        return Step::Take;
                     }
-                    Plan::Cut { bound, account } => match cut_one(w, &mut held, &waiting[i].slot, bound, account) {
+                    Plan::Cut { bound, account } => match cut_one(w, &mut held, &x.slot, bound, account) {
                         Some(back) => cut.push(back),
                         None => break,
                     },
                     Plan::Wait => break,
                 }
             }
-            i += 1;
-        }
+            Step::Keep(Scope::Slot)
+        });
+        debug_assert_eq!(started.len(), permits.len(), "a permit for every firing started");
+        starting.extend(started.into_iter().zip(permits));
     }
     let mut waiting = w.waiting.borrow_mut();
     cut.into_iter().for_each(|back| waiting.push_front(back));

@@ -16,7 +16,7 @@ use crate::fair;
 use crate::telegram::TelegramChannel;
 
 /// The keys one attempt holds a slot under, freed together when it ends.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Slot {
     /// The alert's account.
     pub account: i64,
@@ -182,8 +182,19 @@ impl Holdings {
     /// quarter free, so one account's hanging receivers never hold another account's delivery
     /// to the same host (a relay shared by accounts; loopback in tests) until the 10 s cut.
     pub fn destination_fits(&self, slot: &Slot, c: &DeliveryConfig) -> bool {
-        self.per_address.fits(slot.account, &slot.address, c.per_address_max)
-            && self.per_host.fits(slot.account, &slot.authority, c.per_host_max)
+        self.destination_refusal(slot, c).is_none()
+    }
+
+    /// Which of `slot`'s destination bounds refuses it ([`Holdings::destination_fits`]), the
+    /// host name's looked at first: `Bound::Address` or `Bound::Host`; `None` when both fit.
+    pub fn destination_refusal(&self, slot: &Slot, c: &DeliveryConfig) -> Option<Bound> {
+        if !self.per_address.fits(slot.account, &slot.address, c.per_address_max) {
+            return Some(Bound::Address);
+        }
+        if !self.per_host.fits(slot.account, &slot.authority, c.per_host_max) {
+            return Some(Bound::Host);
+        }
+        None
     }
 
     /// Whether `slot`'s account may take one of `max` width slots by the admission rule
