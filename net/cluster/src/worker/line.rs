@@ -102,6 +102,7 @@ impl<T: InLine> Line<T> {
 
     /// Queues `item` behind every other.
     pub(crate) fn push_back(&mut self, item: T) {
+        debug_assert!(self.back < u64::MAX, "places run out after 2^63 pushes");
         let place = self.back;
         self.back += 1;
         self.queue_of(item.slot()).push_back((place, item));
@@ -110,6 +111,7 @@ impl<T: InLine> Line<T> {
 
     /// Queues `item` ahead of every other (a cut attempt's firing, given back).
     pub(crate) fn push_front(&mut self, item: T) {
+        debug_assert!(self.front > 0, "places run out after 2^63 pushes");
         self.front -= 1;
         let place = self.front;
         self.queue_of(item.slot()).push_front((place, item));
@@ -205,7 +207,17 @@ impl<T: InLine> Line<T> {
             }
         }
         self.len -= out.len();
+        debug_assert!(self.counted(), "the count is the queues' sum");
         out
+    }
+
+    /// Whether `len` is the queues' sum and no queue is kept empty (assertions).
+    fn counted(&self) -> bool {
+        let held: usize = self.queues.iter().map(|(_, q)| q.len()).sum();
+        held == self.len
+            && self.queues.iter().all(|(_, q)| !q.is_empty())
+            && self.index.len() == self.queues.len()
+            && self.index.iter().all(|(slot, &q)| self.queues.get(q).is_some_and(|(at, _)| at == slot))
     }
 
     /// Looks at every firing, oldest first, and takes out those `step` takes (`Stop`: the rest
@@ -256,6 +268,7 @@ impl<T: InLine> Line<T> {
         }
         out.sort_unstable_by_key(|(place, _)| *place);
         self.len -= out.len();
+        debug_assert!(self.counted(), "the count is the queues' sum");
         out.into_iter().map(|(_, item)| item).collect()
     }
 }
