@@ -19,6 +19,7 @@ pub mod parsers;
 pub mod perp_load;
 pub mod perp_memory;
 pub mod perp_round;
+pub mod records;
 pub mod scenarios;
 pub mod soak;
 pub mod streams;

@@ -63,6 +63,17 @@ fn firing_commits_cheap() {
 }
 
 #[test]
+fn attempt_records_cheap() {
+    use rampart_bench::records::{attempt_records, Came};
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        for came in [Came::Delivered, Came::TimedOut] {
+            let s = attempt_records(backend, 16, 64, came);
+            assert_eq!(s.count, 4, "four records of 16: {s:?}");
+        }
+    }
+}
+
+#[test]
 fn binance_decode_cheap() {
     let s = binance_decode(1_000);
     assert_eq!(s.len(), 2);

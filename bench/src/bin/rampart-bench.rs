@@ -1,6 +1,6 @@
 //! `rampart-bench`: runs a benchmark in full and prints a Markdown report for `perf/`.
 //!
-//! Usage: `rampart-bench tick|ingest|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|firings-storm|pruning|decode|parsers|book-baseline [--runs N]`.
+//! Usage: `rampart-bench tick|ingest|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|firings-storm|records|pruning|decode|parsers|book-baseline [--runs N]`.
 //!
 //! The binary counts allocations (`rampart_testkit::alloc::Counting` is its global allocator) so
 //! the `parsers` benchmark can report allocations per frame.
@@ -81,6 +81,15 @@ fn main() {
             // Issue #59: a storm's commits on PostgreSQL, 4 096 firings each, three of them (with
             // `RAMPART_PG_EXTRA` logging the statements: where a commit's time goes).
             "firings-storm" => vec![rampart_bench::firing_commits(Backend::Postgres, 4_096, 12_288)],
+            // Issue #59: a worker's record of 256 outcomes, all delivered (the baseline) and all
+            // timed out, per backend, in one run.
+            "records" => [Backend::Sqlite, Backend::Postgres]
+                .into_iter()
+                .flat_map(|b| {
+                    use rampart_bench::records::{attempt_records, Came};
+                    [Came::Delivered, Came::TimedOut].map(|c| attempt_records(b, 256, 4_096, c))
+                })
+                .collect(),
             // Issue #62: the writer's commits with and without retention pruning, in one run.
             "pruning" => [false, true, false, true]
                 .into_iter()
@@ -95,7 +104,7 @@ fn main() {
             ],
             _ => {
                 eprintln!(
-                    "usage: rampart-bench tick|ingest|ingest-levels|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|firings-storm|pruning|decode|parsers|book-baseline [--runs N]"
+                    "usage: rampart-bench tick|ingest|ingest-levels|perp|perp-memory|hop|levels|walls|metrics|alerts|delivery|storage|firings|firings-storm|records|pruning|decode|parsers|book-baseline [--runs N]"
                 );
                 std::process::exit(2);
             }

@@ -194,6 +194,56 @@ fn outbox_row(r: &Row<'_>) -> Result<OutboxRow, StoreError> {
     })
 }
 
+/// A row [`Store::lock_outbox_rows`] locked: its id, attempts and first failure.
+pub(super) type HeldRow = (i64, i64, Option<i64>);
+
+/// The columns of [`Store::record_failures_at_once`]'s statement, a failure a row.
+struct FailureColumns<'a> {
+    ids: Vec<i64>,
+    attempts: Vec<i64>,
+    first: Vec<i64>,
+    next: Vec<Option<i64>>,
+    status: Vec<Option<i64>>,
+    error: Vec<&'a str>,
+    at: Vec<i64>,
+}
+
+impl<'a> FailureColumns<'a> {
+    fn with_capacity(n: usize) -> Self {
+        FailureColumns {
+            ids: Vec::with_capacity(n),
+            attempts: Vec::with_capacity(n),
+            first: Vec::with_capacity(n),
+            next: Vec::with_capacity(n),
+            status: Vec::with_capacity(n),
+            error: Vec::with_capacity(n),
+            at: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, o: &Outcome, attempts: i64, first: i64, next: Option<i64>, status: Option<i64>, error: &'a str) {
+        self.ids.push(o.id);
+        self.attempts.push(attempts);
+        self.first.push(first);
+        self.next.push(next);
+        self.status.push(status);
+        self.error.push(error);
+        self.at.push(o.at_ms);
+    }
+
+    fn columns(self) -> [Col<'a>; 7] {
+        [
+            Col::I64(self.ids),
+            Col::I64(self.attempts),
+            Col::I64(self.first),
+            Col::OptI64(self.next),
+            Col::OptI64(self.status),
+            Col::Str(self.error),
+            Col::I64(self.at),
+        ]
+    }
+}
+
 /// Takes one item of each queue in turn, then the next of each, until `limit` or all are taken.
 fn round_robin<T>(mut queues: Vec<std::vec::IntoIter<T>>, limit: usize) -> Vec<T> {
     let mut out = Vec::new();
@@ -289,9 +339,9 @@ impl Store {
         schedule: RetrySchedule,
     ) -> Result<Vec<Option<i64>>, StoreError> {
         self.db.in_transaction_of(|| {
-            self.lock_outbox_rows(outcomes.iter().map(|o| o.id))?;
-            // Deliveries are one statement for the lot on PostgreSQL (one each on SQLite);
-            // failures read the row's attempts first, so they go one by one.
+            let held = self.lock_outbox_rows(outcomes.iter().map(|o| o.id))?;
+            // Deliveries are one statement for the lot on PostgreSQL (one each on SQLite), and
+            // so are failures when each row is there once (`record_failures_at_once`).
             let delivered: Vec<(i64, i64, i64)> = outcomes
                 .iter()
                 .filter_map(|o| match o.result {
@@ -300,15 +350,10 @@ impl Store {
                 })
                 .collect();
             self.record_delivered(&delivered)?;
-            let mut due = Vec::with_capacity(outcomes.len());
-            for o in outcomes {
-                due.push(match &o.result {
-                    AttemptResult::Failed { status, error, .. } => {
-                        self.record_failure(o.id, (*status, error), o.at_ms, schedule)?
-                    }
-                    AttemptResult::Delivered { .. } => None,
-                });
-            }
+            let due = match self.record_failures_at_once(outcomes, &held, schedule)? {
+                Some(due) => due,
+                None => self.record_failures_one_by_one(outcomes, schedule)?,
+            };
             let failed_first = outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Failed { .. }));
             let logged: Vec<&Outcome> = failed_first
                 .chain(outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Delivered { .. })))
@@ -316,6 +361,80 @@ impl Store {
             self.log_attempts(&logged)?;
             Ok(due)
         })
+    }
+
+    /// [`Store::record_attempts`]'s failures one statement a row and a read before each: on
+    /// SQLite, and on PostgreSQL when a row is there twice or was not found by the lock.
+    fn record_failures_one_by_one(
+        &self,
+        outcomes: &[Outcome],
+        schedule: RetrySchedule,
+    ) -> Result<Vec<Option<i64>>, StoreError> {
+        let mut due = Vec::with_capacity(outcomes.len());
+        for o in outcomes {
+            due.push(match &o.result {
+                AttemptResult::Failed { status, error, .. } => {
+                    self.record_failure(o.id, (*status, error), o.at_ms, schedule)?
+                }
+                AttemptResult::Delivered { .. } => None,
+            });
+        }
+        Ok(due)
+    }
+
+    /// [`Store::record_attempts`]'s failures in one statement whatever their number, each row's
+    /// attempts and first failure as its lock read them (`held`), the schedule asked here; `None`
+    /// (nothing written) where that cannot be done: on SQLite, or when a row is there twice or
+    /// was not found, which the one-by-one way records (or refuses) as it always did.
+    ///
+    /// Rationale: each failure read its row and then updated it, two round trips a failure, all
+    /// inside the transaction that holds the batch's rows locked; a worker thread whose hundreds of
+    /// hanging attempts time out together recorded them in hundreds of round trips.
+    fn record_failures_at_once(
+        &self,
+        outcomes: &[Outcome],
+        held: &[HeldRow],
+        schedule: RetrySchedule,
+    ) -> Result<Option<Vec<Option<i64>>>, StoreError> {
+        let failed: Vec<&Outcome> =
+            outcomes.iter().filter(|o| matches!(o.result, AttemptResult::Failed { .. })).collect();
+        if failed.is_empty() {
+            return Ok(Some(vec![None; outcomes.len()]));
+        }
+        if !self.db.is_postgres() || held.len() != outcomes.len() {
+            return Ok(None);
+        }
+        let held: HashMap<i64, (i64, Option<i64>)> = held.iter().map(|&(id, n, first)| (id, (n, first))).collect();
+        let mut rows = FailureColumns::with_capacity(failed.len());
+        let mut due = Vec::with_capacity(outcomes.len());
+        for o in outcomes {
+            let AttemptResult::Failed { status, error, .. } = &o.result else {
+                due.push(None);
+                continue;
+            };
+            let Some(&(attempts, first)) = held.get(&o.id) else { return Ok(None) };
+            let (attempts, first) = (attempts + 1, first.unwrap_or(o.at_ms));
+            let next = schedule(attempts, first);
+            if next.is_none() {
+                tracing::warn!(delivery = o.id, attempts, "webhook failed for good: {error}");
+            }
+            rows.push(o, attempts, first, next, status.map(i64::from), error);
+            due.push(next);
+        }
+        debug_assert_eq!(rows.ids.len(), failed.len());
+        self.db.custom_plans()?;
+        // A failure with a next time is rescheduled (its state stays), one without failed for
+        // good: the two statements the one-by-one way runs, as one.
+        let sql = "UPDATE outbox SET state = CASE WHEN u.next IS NULL THEN 'failed' ELSE outbox.state END,
+                attempts = u.n, first_failure_ms = u.first,
+                next_attempt_ms = COALESCE(u.next, outbox.next_attempt_ms), last_status = u.st, last_error = u.err,
+                done_ms = CASE WHEN u.next IS NULL THEN u.at ELSE outbox.done_ms END
+            FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bigint[], ?6::text[], ?7::bigint[])
+                AS u(uid, n, first, next, st, err, at)
+            WHERE outbox.id = u.uid RETURNING outbox.id";
+        let updated = self.db.query_columns(sql, &rows.columns(), |r| r.get::<i64>(0))?;
+        debug_assert_eq!(updated.len(), failed.len(), "every failed row was held, so updated");
+        Ok(Some(due))
     }
 
     /// Marks deliveries `(id, status, at_ms)` delivered: one statement on PostgreSQL when each
@@ -347,9 +466,11 @@ impl Store {
     /// id order, as every other multi-row writer of the outbox (the publisher's marks) takes
     /// them: two transactions that both change rows of one batch wait for each other instead of
     /// deadlocking (which aborted one, and a worker's outcomes were then sent again).
-    pub(super) fn lock_outbox_rows(&self, ids: impl Iterator<Item = i64>) -> Result<(), StoreError> {
+    ///
+    /// What the lock read: each row found, its attempts and first failure (empty on SQLite).
+    pub(super) fn lock_outbox_rows(&self, ids: impl Iterator<Item = i64>) -> Result<Vec<HeldRow>, StoreError> {
         if !self.db.is_postgres() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let mut ids: Vec<i64> = ids.collect();
         ids.sort_unstable();
@@ -357,9 +478,9 @@ impl Store {
         // One statement, the rows locked in the order it reads them: ascending ids; planned
         // for its array (`outbox_rows` says why).
         self.db.custom_plans()?;
-        let sql = "SELECT id FROM outbox WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE";
-        self.db.query_columns(sql, &[Col::I64(ids)], |r| r.get::<i64>(0))?;
-        Ok(())
+        let sql =
+            "SELECT id, attempts, first_failure_ms FROM outbox WHERE id = ANY(?1::bigint[]) ORDER BY id FOR UPDATE";
+        self.db.query_columns(sql, &[Col::I64(ids)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
     }
 
     /// Records a failed attempt of delivery `id` at `now_ms`: rescheduled (the time it is due
@@ -474,5 +595,82 @@ mod tests {
             let plain = s.due_deliveries(8_000, 4).expect("due");
             assert_eq!(of(&plain, fired[0]), a[..2]);
         });
+    }
+
+    /// Three tries, ten seconds apart from the first failure.
+    fn three_tries(attempts: i64, first: i64) -> Option<i64> {
+        (attempts < 3).then_some(first + 10_000 * attempts)
+    }
+
+    /// Rounds of seeded outcomes (deliveries, failures with and without an answer, a row twice),
+    /// recorded in batches: PostgreSQL's failures in one statement
+    /// (`record_failures_at_once`) leave every row and answer every due time as SQLite's one by
+    /// one do.
+    #[test]
+    fn failures_recorded_at_once_match_those_recorded_one_by_one() {
+        type Seen = (Vec<Vec<Option<i64>>>, Vec<(String, i64, Option<i64>, i64, Option<i64>, Option<String>)>);
+        let seen: std::sync::Mutex<Vec<Seen>> = std::sync::Mutex::new(Vec::new());
+        on_each_backend("failures-at-once", |at| {
+            let mut s = at.open();
+            let account = s.create_account_with_key("developer", None, 1).expect("account").account_id;
+            let mut hooked = alert(account, "binance", "BTCUSDT");
+            hooked.webhook_url = Some("https://example.com/h".into());
+            let alert_id = s.insert_alert(&hooked).expect("insert").id;
+            let firings: Vec<_> = (0..48).map(|i| FiringRecord::at_price(alert_id, 300, 7_000 + i, false)).collect();
+            s.record_firings(&firings, &Texts).expect("record");
+            let ids: Vec<i64> = s.deliveries_of(alert_id).expect("rows").iter().map(|r| r.id).collect();
+            let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+            let mut next = |n: u64| {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                (seed >> 33) % n
+            };
+            let mut dues = Vec::new();
+            for round in 0..6_i64 {
+                let pending: Vec<i64> = ids
+                    .iter()
+                    .copied()
+                    .filter(|&id| s.outbox_row(id).expect("row").is_some_and(|r| r.state == "pending"))
+                    .collect();
+                let mut outcomes = Vec::new();
+                for &id in &pending {
+                    if next(3) == 0 {
+                        continue;
+                    }
+                    let result = match next(4) {
+                        0 => AttemptResult::Delivered { status: 200 },
+                        1 => AttemptResult::Failed { status: None, error: "timeout".into(), kind: FailKind::Timeout },
+                        _ => AttemptResult::Failed {
+                            status: Some(500 + next(4) as u16),
+                            error: format!("status {round}"),
+                            kind: FailKind::Answer,
+                        },
+                    };
+                    let at_ms = 10_000 + round * 20_000 + next(1_000) as i64;
+                    outcomes.push(Outcome { id, result, at_ms, latency_ms: 5, pulled_ms: at_ms - 5 });
+                }
+                if round == 3 {
+                    // A row twice in one batch: recorded one by one on both.
+                    if let Some(first) = outcomes.iter().find(|o| matches!(o.result, AttemptResult::Failed { .. })) {
+                        outcomes.push(Outcome { at_ms: first.at_ms + 1, ..first.clone() });
+                    }
+                }
+                dues.push(s.record_attempts(&outcomes, three_tries).expect("recorded"));
+            }
+            let rows = ids
+                .iter()
+                .map(|&id| {
+                    let r = s.outbox_row(id).expect("row").expect("there");
+                    (r.state, r.attempts, r.first_failure_ms, r.next_attempt_ms, r.last_status, r.last_error)
+                })
+                .collect();
+            let failed = dues.iter().flatten().filter(|d| d.is_some()).count();
+            assert!(failed > 20, "the rounds rescheduled failures: {failed}");
+            seen.lock().expect("seen").push((dues, rows));
+        });
+        let seen = seen.into_inner().expect("seen");
+        assert_eq!(seen.len(), 2);
+        assert!(seen[0].1.iter().any(|r| r.0 == "failed"), "some failed for good");
+        assert!(seen[0].1.iter().any(|r| r.0 == "delivered"), "some delivered");
+        assert_eq!(seen[0], seen[1], "SQLite's rows and due times, then PostgreSQL's");
     }
 }
