@@ -191,3 +191,60 @@ fn a_pg_dump_taken_while_serving_restores_every_alert_key_and_inbox_entry() {
     assert!(ids(&inbox).is_subset(&back), "every inbox entry before the dump is restored");
     assert!(back.is_subset(&ids(&after)), "nothing the server did not write");
 }
+
+/// A key of `plan` from `cfg`, made by the keys CLI on the server's database.
+fn key_on(server: &Server, url: &str, cfg: &str, plan: &str) -> String {
+    let mut cli = Command::new(BIN);
+    cli.args(["keys", "create", "--plan", plan, "--config", cfg, "--postgres", url]);
+    let out = run_with_timeout(cli, Duration::from_secs(30));
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let key = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or("").trim().to_owned();
+    server.await_key(&key);
+    key
+}
+
+/// The price-alert cap on PostgreSQL, where a create below it is one statement
+/// (`Store::insert_alert_below`) and one at its number is counted again with the wall alerts
+/// left out (`decisions.md` §15): walls do not take a price alert's place, the cap's number is
+/// refused, a delete makes room, and eight creates at once on one account leave exactly the
+/// cap's number active.
+#[test]
+fn the_price_alert_cap_holds_on_postgres_beside_walls_and_for_creates_at_once() {
+    let url = database();
+    let cfg = std::env::temp_dir().join(format!("rampart-pg-cap-{}.toml", std::process::id()));
+    let plan = "[plans.tiny]\napi = true\nprice_alert_cap = 2\npct_alerts = false\nrepeat = false\n\
+                burst_per_min = 600\ndaily_quota = 1000\ndensity_alert_cap = 5\n";
+    std::fs::write(&cfg, plan).expect("write the config");
+    let cfg = cfg.display().to_string();
+    let server = Server::start(BIN, &[FAST, &["--config", &cfg, "--postgres", &url]].concat());
+    let post = |key: &str, body: &Value| {
+        server.request("POST", "/v1/alerts", Some(&format!("Bearer {key}")), Some(&body.to_string()))
+    };
+    let level = json!({"type": "level", "symbol": "BTCUSDT", "event": "break"});
+    let full = "active price-alert limit reached (2 on plan tiny)";
+
+    let walls = key_on(&server, &url, &cfg, "tiny");
+    for event in ["pulled", "filled", "appeared"] {
+        post(&walls, &json!({"type": "wall", "symbol": "BTCUSDT", "event": event})).ok("a wall alert");
+    }
+    let first = post(&walls, &level).ok("below the price cap beside three walls")["data"]["id"].as_i64();
+    post(&walls, &level).ok("the cap's second");
+    post(&walls, &level).assert_error(422, full, "the third price alert");
+    let first = first.expect("id");
+    server.request("DELETE", &format!("/v1/alerts/{first}"), Some(&format!("Bearer {walls}")), None).ok("delete");
+    post(&walls, &level).ok("room again after a delete");
+    post(&walls, &level).assert_error(422, full, "full again");
+
+    let racing = key_on(&server, &url, &cfg, "tiny");
+    let statuses: Vec<u16> = thread::scope(|s| {
+        let creates: Vec<_> = (0..8).map(|_| s.spawn(|| post(&racing, &level).status)).collect();
+        creates.into_iter().map(|c| c.join().expect("a create")).collect()
+    });
+    let made = statuses.iter().filter(|&&s| s == 200).count();
+    assert_eq!(made, 2, "exactly the cap's number made: {statuses:?}");
+    assert!(statuses.iter().all(|&s| s == 200 || s == 422), "{statuses:?}");
+    let active = server.get("/v1/alerts?status=active", Some(&racing)).ok("list")["data"].clone();
+    assert_eq!(active.as_array().map(Vec::len), Some(2), "{active}");
+    post(&racing, &level).assert_error(422, full, "after the race");
+    let _ = std::fs::remove_file(&cfg);
+}

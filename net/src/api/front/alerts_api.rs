@@ -240,6 +240,14 @@ impl AlertsApi {
         let inserted = self
             .storage
             .run(move |store| {
+                // The common case in one statement: no key to look for, the account below its
+                // price cap (every active alert counted; the walls it leaves out are counted
+                // below only when the account holds the cap's number).
+                if idem.is_none() && cap == rules::Cap::Price {
+                    if let Some(row) = store.insert_alert_below(&new, limit)? {
+                        return Ok(Created::New(row));
+                    }
+                }
                 let counted = match cap {
                     rules::Cap::Density => store.active_density_alerts(new.account_id)?,
                     rules::Cap::Price => store.active_price_alerts(new.account_id)?,

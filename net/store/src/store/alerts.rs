@@ -10,7 +10,7 @@ use super::conn::Store;
 use super::inbox::NewEntry;
 use super::outbox::queue_telegram;
 use super::render::Render;
-use crate::db::{vals, StoreError};
+use crate::db::{vals, StoreError, Val};
 use rampart_engine::Venue;
 
 /// What a venue delisted ([`Store::delist_of`]).
@@ -23,54 +23,91 @@ pub enum Delisting {
     Perp,
 }
 
+/// The columns a new alert's insert sets, and their values (`?1`–`?26`: [`new_alert_params`]).
+const NEW_ALERT_COLUMNS: &str =
+    "account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat,
+    note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms,
+    event, within_millionths, min_strength, timeframes,
+    min_usd_cents, min_ratio_hundredths, max_dist_hundredths, min_age_s, cooldown_s,
+    max_fires, message, webhook_format";
+const NEW_ALERT_VALUES: &str =
+    "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14, ?15, ?16, ?17, ?18,
+    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26";
+
+/// A new alert's values, in [`NEW_ALERT_VALUES`]'s order.
+fn new_alert_params(a: &NewAlert) -> Vec<Val<'_>> {
+    let c = condition_columns(&a.condition);
+    vals![
+        a.account_id,
+        a.exchange.as_str(),
+        &a.symbol,
+        c.kind,
+        c.direction,
+        c.price,
+        c.stored_pct(),
+        c.window,
+        a.repeat,
+        &a.note,
+        a.webhook_url.as_deref(),
+        a.created_price,
+        a.created_ms,
+        a.expires_ms,
+        c.event,
+        c.within,
+        c.min_strength,
+        c.timeframes,
+        c.min_usd_cents,
+        c.min_ratio_hundredths,
+        c.max_dist_hundredths,
+        c.min_age_s,
+        i64::from(a.cooldown_s),
+        a.max_fires.map(i64::from),
+        a.message.as_deref(),
+        a.webhook_format.as_str()
+    ]
+    .to_vec()
+}
+
 impl Store {
     /// Stores a new alert (committed when this returns, or with its group) and returns its row.
     pub fn insert_alert(&self, a: &NewAlert) -> Result<AlertRow, StoreError> {
-        let c = condition_columns(&a.condition);
-        let sql = format!(
-            "INSERT INTO alerts (account_id, exchange, symbol, kind, direction, price, pct_millionths, \"window\", repeat,
-                note, webhook_url, status, created_price, created_ms, trigger_count, expires_ms,
-                event, within_millionths, min_strength, timeframes,
-                min_usd_cents, min_ratio_hundredths, max_dist_hundredths, min_age_s, cooldown_s,
-                max_fires, message, webhook_format)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'active', ?12, ?13, 0, ?14, ?15, ?16, ?17, ?18,
-                ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
-             RETURNING {ALERT_COLUMNS}"
-        );
-        let params = vals![
-            a.account_id,
-            a.exchange.as_str(),
-            &a.symbol,
-            c.kind,
-            c.direction,
-            c.price,
-            c.stored_pct(),
-            c.window,
-            a.repeat,
-            &a.note,
-            a.webhook_url.as_deref(),
-            a.created_price,
-            a.created_ms,
-            a.expires_ms,
-            c.event,
-            c.within,
-            c.min_strength,
-            c.timeframes,
-            c.min_usd_cents,
-            c.min_ratio_hundredths,
-            c.max_dist_hundredths,
-            c.min_age_s,
-            i64::from(a.cooldown_s),
-            a.max_fires.map(i64::from),
-            a.message.as_deref(),
-            a.webhook_format.as_str()
-        ];
+        let sql =
+            format!("INSERT INTO alerts ({NEW_ALERT_COLUMNS}) VALUES ({NEW_ALERT_VALUES}) RETURNING {ALERT_COLUMNS}");
         // In the insert's round trip (PostgreSQL); the cap's count ([`Store::active_price_alerts`]).
         self.db.ahead_of_next(&format!(
             "UPDATE accounts SET active_alerts = active_alerts + 1 WHERE id = {}",
             a.account_id
         ))?;
-        self.db.query_one(&sql, params, alert_row)
+        self.db.query_one(&sql, &new_alert_params(a), alert_row)
+    }
+
+    /// Stores a new alert, as [`Store::insert_alert`] does, when its account holds fewer than
+    /// `below` active alerts ([`Store::active_price_alerts`]'s count); else nothing (`None`),
+    /// and the caller counts as the cap's rule says (the price cap leaves wall alerts out).
+    ///
+    /// On PostgreSQL one statement: the account's row counted, locked and added to, and the
+    /// alert inserted only when it was; two api nodes' creates for one account still go one
+    /// after the other (the second's update waits for the first's commit and counts again).
+    ///
+    /// Rationale: a create through a cluster's api node is one client's round trips in a row
+    /// (the storm's creates, issue #59): lock and count, then insert, then commit; this takes the
+    /// first away.
+    pub fn insert_alert_below(&self, a: &NewAlert, below: u64) -> Result<Option<AlertRow>, StoreError> {
+        let below = i64::try_from(below).unwrap_or(i64::MAX);
+        if !self.db.is_postgres() {
+            if self.active_price_alerts(a.account_id)? >= below.unsigned_abs() {
+                return Ok(None);
+            }
+            return self.insert_alert(a).map(Some);
+        }
+        let sql = format!(
+            "WITH counted AS (UPDATE accounts SET active_alerts = active_alerts + 1
+                WHERE id = ?1 AND active_alerts < ?27 RETURNING id)
+             INSERT INTO alerts ({NEW_ALERT_COLUMNS}) SELECT {NEW_ALERT_VALUES} FROM counted RETURNING {ALERT_COLUMNS}"
+        );
+        let mut params = new_alert_params(a);
+        params.push(below.into());
+        self.db.query_opt(&sql, &params, alert_row)
     }
 
     /// One alert by id (deleted ones excluded).
@@ -715,5 +752,30 @@ mod tests {
         first.end_job(true).expect("end");
         first.commit_group().expect("commit");
         assert_eq!(second.join().expect("second"), 1, "counted after the first insert was committed");
+    }
+
+    /// One statement's create (`insert_alert_below`) inserts and counts while the account is
+    /// below the number, and at it inserts nothing and counts nothing, on both backends; its row
+    /// is the one `insert_alert` makes.
+    #[test]
+    fn a_create_below_the_cap_inserts_and_counts_and_at_it_does_nothing() {
+        on_each_backend("below-cap", |at| {
+            let mut s = at.open();
+            let a = s.create_account_with_key("developer", None, 1).expect("a").account_id;
+            let mut hooked = alert(a, "binance", "BTCUSDT");
+            hooked.webhook_url = Some("https://example.com/h".into());
+            hooked.note = "below".into();
+            hooked.max_fires = Some(3);
+            let first = s.insert_alert_below(&hooked, 2).expect("insert").expect("below the cap");
+            let plain = s.insert_alert(&hooked).expect("insert");
+            assert_eq!(AlertRow { id: plain.id, ..first.clone() }, plain, "the same row as insert_alert's");
+            assert_eq!(s.alert(first.id).expect("read"), Some(first));
+            assert_eq!(s.active_price_alerts(a).expect("count"), 2);
+            assert_eq!(s.insert_alert_below(&hooked, 2).expect("at the cap"), None);
+            assert_eq!(s.active_price_alerts(a).expect("count"), 2, "nothing counted at the cap");
+            assert_eq!(s.list_alerts(a, StatusFilter::All).expect("list").len(), 2, "nothing inserted");
+            assert!(s.insert_alert_below(&hooked, 3).expect("insert").is_some());
+            assert_eq!(s.active_price_alerts(a).expect("count"), 3);
+        });
     }
 }
