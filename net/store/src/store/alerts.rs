@@ -93,13 +93,13 @@ impl Store {
     /// (the storm's creates, issue #59): lock and count, then insert, then commit; this takes the
     /// first away.
     pub fn insert_alert_below(&self, a: &NewAlert, below: u64) -> Result<Option<AlertRow>, StoreError> {
-        let below = i64::try_from(below).unwrap_or(i64::MAX);
         if !self.db.is_postgres() {
-            if self.active_price_alerts(a.account_id)? >= below.unsigned_abs() {
+            if self.active_price_alerts(a.account_id)? >= below {
                 return Ok(None);
             }
             return self.insert_alert(a).map(Some);
         }
+        let below = i64::try_from(below).unwrap_or(i64::MAX);
         let sql = format!(
             "WITH counted AS (UPDATE accounts SET active_alerts = active_alerts + 1
                 WHERE id = ?1 AND active_alerts < ?27 RETURNING id)
