@@ -374,7 +374,6 @@ impl Store {
              WHERE id = ?1 AND status = 'active' AND deleted_ms IS NULL RETURNING {ALERT_COLUMNS}"
         );
         db.in_transaction_of(|| {
-            self.check_fence()?;
             let sets: Vec<_> = ids.iter().map(|id| vals![*id, now_ms].to_vec()).collect();
             let rows: Vec<AlertRow> = db.query_opt_each(&sql, &sets, alert_row)?.into_iter().flatten().collect();
             self.release_active(rows.iter().map(|r| r.account_id))?;
@@ -392,6 +391,7 @@ impl Store {
                     queue_telegram(db, texts, row.account_id, row.id, text, now_ms)?;
                 }
             }
+            self.check_fence()?;
             Ok(rows)
         })
     }
@@ -426,7 +426,6 @@ impl Store {
              RETURNING {ALERT_COLUMNS}"
         );
         db.in_transaction_of(|| {
-            self.check_fence()?;
             let mut rows = db.query(&sql, vals![exchange.as_str(), symbol, now_ms], alert_row)?;
             rows.sort_by_key(|r| r.id);
             self.release_active(rows.iter().map(|r| r.account_id))?;
@@ -444,6 +443,7 @@ impl Store {
                     queue_telegram(db, texts, row.account_id, row.id, text, now_ms)?;
                 }
             }
+            self.check_fence()?;
             Ok(rows.iter().map(|r| r.id).collect())
         })
     }

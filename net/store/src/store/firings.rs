@@ -71,7 +71,6 @@ impl Store {
         // `unnest`), so a batch costs a few statements whatever its size; on SQLite one cached
         // statement per row (issue #59).
         db.in_transaction_of(|| {
-            self.check_fence()?;
             let (admitted, flooded) = self.flood_guard(firings)?;
             let rows = self.count_firings(&admitted)?;
             let done: Vec<(AlertRow, FiringRecord)> =
@@ -164,6 +163,8 @@ impl Store {
                 }
             }
             let paused = paused.into_iter().map(|(row, _)| row).collect();
+            // Last, so the lease's row is locked only for the commit (`Store::check_fence`).
+            self.check_fence()?;
             Ok(Recorded { fired: done, paused, inbox: fed, deliveries })
         })
     }

@@ -153,7 +153,6 @@ impl Store {
              RETURNING {SITE_COLUMNS}"
         );
         db.in_transaction_of(|| {
-            self.check_fence()?;
             let mut fired = Vec::with_capacity(firings.len());
             for f in firings {
                 if let Some(row) = db.query_opt(&update, vals![f.alert_id, f.ts_ms, f.last], site_row)? {
@@ -178,6 +177,7 @@ impl Store {
                     queue_telegram(db, texts, row.account_id, row.id, text, f.ts_ms)?;
                 }
             }
+            self.check_fence()?;
             Ok(fired.len())
         })
     }
