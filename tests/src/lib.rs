@@ -37,8 +37,11 @@ pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one run of the keys CLI may take.
 pub const CLI_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Stderr lines kept for failure messages; older lines are dropped.
-const STDERR_LINES_MAX: usize = 400;
+/// Stderr lines kept (for tests that look for a line, and failure messages); older lines are
+/// dropped.
+const STDERR_LINES_MAX: usize = 2_000;
+/// Stderr lines a failure message shows, the last ones.
+const STDERR_LINES_SHOWN: usize = 400;
 
 /// The venues in the order the API lists them.
 pub const VENUES: [&str; 4] = ["binance", "bybit", "okx", "bitget"];
@@ -233,7 +236,7 @@ impl Server {
         Server::launch(PathBuf::from(bin), DataDir::new(), extra_args, None, Some(shell))
     }
 
-    /// The last lines the server printed on stderr (at most 400).
+    /// The last lines the server printed on stderr (at most 2 000).
     pub fn stderr_tail(&self) -> Vec<String> {
         lock(&self.stderr).iter().cloned().collect()
     }
@@ -625,7 +628,9 @@ impl Server {
     /// The command line, stdout and the tail of stderr, for failure messages.
     pub fn diagnostics(&self) -> String {
         let stdout = lock(&self.stdout).join("\n");
-        let stderr: Vec<String> = lock(&self.stderr).iter().cloned().collect();
+        let kept = lock(&self.stderr);
+        let stderr: Vec<String> = kept.iter().skip(kept.len().saturating_sub(STDERR_LINES_SHOWN)).cloned().collect();
+        drop(kept);
         format!(
             "--- server: {} serve --data-dir {} {} (pid {}, port {})\n--- stdout:\n{stdout}\n--- stderr (last {} lines):\n{}",
             self.bin.display(),

@@ -5,6 +5,7 @@ use super::conn::{Store, StoreLocation};
 use crate::db::StoreError;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The lock that makes a server the only one on its data directory, held for the process's
 /// life (the operating system releases it when the process exits, however it exits).
@@ -121,26 +122,35 @@ impl fmt::Debug for PgLockHolder {
 /// schemas of one database are two stores.
 const PG_SERVER_LOCK: i32 = 0x7261_6d70;
 
+/// How long a server waits for the PostgreSQL server lock before it is refused: a server that
+/// just ended (killed, then started again at once) holds it until PostgreSQL notices its session
+/// closed, a moment after its process (under load, up to a second or so).
+pub const PG_LOCK_WAIT: Duration = Duration::from_secs(3);
+
+/// Takes the advisory lock `call` names (`pg_advisory_lock…(…)`) on `store`'s session, waiting
+/// at most [`PG_LOCK_WAIT`]: false when another session kept it that long.
+fn advisory_within(store: &mut Store, call: &str) -> Result<bool, StoreError> {
+    store.set_busy_timeout(PG_LOCK_WAIT)?;
+    match store.db.query_one(&format!("SELECT 1::bigint FROM (SELECT {call}) AS taken"), &[], |r| r.get::<i64>(0)) {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_busy() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 impl ServerLock {
-    /// Takes the lock without waiting: [`LockError::Held`] / [`LockError::HeldPostgres`] when
-    /// another server has it.
+    /// Takes the lock: [`LockError::Held`] at once when another process holds the data
+    /// directory's; [`LockError::HeldPostgres`] when another server keeps PostgreSQL's for
+    /// `PG_LOCK_WAIT` (3 s).
     pub fn acquire(at: &StoreLocation) -> Result<ServerLock, LockError> {
         match at {
             StoreLocation::Sqlite(dir) => DataDirLock::acquire(dir).map(ServerLock::Dir),
             StoreLocation::Postgres(url) => {
-                let store = Store::open_postgres(url).map_err(LockError::Store)?;
-                let got = store
-                    .db
-                    .query_one(
-                        &format!("SELECT pg_try_advisory_lock({PG_SERVER_LOCK}, hashtext(current_schema()))"),
-                        &[],
-                        |r| r.get::<bool>(0),
-                    )
-                    .map_err(LockError::Store)?;
-                if got {
-                    Ok(ServerLock::Postgres(PgLockHolder { _store: store }))
-                } else {
-                    Err(LockError::HeldPostgres)
+                let mut store = Store::open_postgres(url).map_err(LockError::Store)?;
+                let call = format!("pg_advisory_lock({PG_SERVER_LOCK}, hashtext(current_schema()))");
+                match advisory_within(&mut store, &call).map_err(LockError::Store)? {
+                    true => Ok(ServerLock::Postgres(PgLockHolder { _store: store })),
+                    false => Err(LockError::HeldPostgres),
                 }
             }
         }
@@ -156,9 +166,9 @@ impl ServerLock {
     /// second key), and a node is refused with [`LockError::OtherPartitionCount`] while any node
     /// holds another count: nodes of `0/2` and `0/3` would own some books twice.
     pub fn acquire_partition(url: &str, count: u16) -> Result<ServerLock, LockError> {
-        let store = Store::open_postgres(url).map_err(LockError::Store)?;
-        let sql = format!("SELECT pg_try_advisory_lock_shared({PG_SERVER_LOCK}, hashtext(current_schema()))");
-        if !store.db.query_one(&sql, &[], |r| r.get::<bool>(0)).map_err(LockError::Store)? {
+        let mut store = Store::open_postgres(url).map_err(LockError::Store)?;
+        let call = format!("pg_advisory_lock_shared({PG_SERVER_LOCK}, hashtext(current_schema()))");
+        if !advisory_within(&mut store, &call).map_err(LockError::Store)? {
             return Err(LockError::SingleServerRunning);
         }
         // Taken before looking, so of two nodes starting at once with different counts each
@@ -193,6 +203,27 @@ mod tests {
         drop(first);
         DataDirLock::acquire(&dir).expect("free again once the first is dropped");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A server started again at once after it was killed finds the lock held until PostgreSQL
+    /// notices the old session closed: it waits that moment (at most [`PG_LOCK_WAIT`]) rather
+    /// than being refused; a server that keeps the lock still refuses it.
+    #[test]
+    fn a_server_waits_a_moment_for_the_lock_of_one_that_just_ended() {
+        let url = fresh_postgres_schema();
+        let at = StoreLocation::Postgres(url.clone());
+        let old = ServerLock::acquire(&at).expect("the first server");
+        let ending = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(old);
+        });
+        let started = std::time::Instant::now();
+        let new = ServerLock::acquire(&at).expect("the lock, once the old session ended");
+        assert!(started.elapsed() >= Duration::from_millis(250), "it was held meanwhile");
+        ending.join().expect("the old server's end");
+        let refused = ServerLock::acquire(&at).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(refused.contains("another rampart server"), "{refused}");
+        drop(new);
     }
 
     /// Market nodes: any number (a partition's standbys too), all of one partition count, and
